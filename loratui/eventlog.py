@@ -1,0 +1,124 @@
+"""Appending to and reading from a run's `events.jsonl`.
+
+Several processes append (the supervisor's threads, the trainer): each event is one `write()` of one
+whole line to a file opened with O_APPEND, so lines never interleave. A line reaches the kernel at once
+(a `kill -9` of the writer loses nothing written); `fsync` runs on every state change and at most once a
+second otherwise, so a power cut loses at most about a second.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loratui import events
+
+_DURABLE = (events.Header, events.State, events.End, events.Control, events.Checkpoint, events.TrainBegin)
+
+
+class EventWriter:
+    """Appends events to one log; safe to share between threads."""
+
+    def __init__(self, path: Path, fsync_interval: float = 1.0) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._lock = threading.Lock()
+        self._fsync_interval = fsync_interval
+        self._last_fsync = time.monotonic()
+
+    def write(self, event: events.AnyEvent) -> None:
+        """Append one event; fsync when it changes the run's state or a second has passed."""
+        data = events.encode(event)
+        with self._lock:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            now = time.monotonic()
+            if isinstance(event, _DURABLE) or now - self._last_fsync >= self._fsync_interval:
+                os.fsync(self._fd)
+                self._last_fsync = now
+
+    def close(self) -> None:
+        """Flush to disk and close."""
+        with self._lock:
+            if self._fd >= 0:
+                os.fsync(self._fd)
+                os.close(self._fd)
+                self._fd = -1
+
+
+@dataclass
+class LogTail:
+    """Reads a growing log incrementally; a partial last line waits until its newline arrives."""
+
+    path: Path
+    offset: int = 0
+    skipped: int = 0
+    unknown: int = 0
+    _pending: bytes = field(default=b"", repr=False)
+
+    def poll(self, max_bytes: int = 64 << 20) -> list[events.AnyEvent]:
+        """Events appended since the last call (decoding at most `max_bytes` of new data)."""
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read(max_bytes)
+        except FileNotFoundError:
+            return []
+        if not chunk:
+            return []
+        self.offset += len(chunk)
+        data = self._pending + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._pending = data
+            return []
+        self._pending = data[cut + 1:]
+        return list(self._decode(data[:cut]))
+
+    def finish(self) -> list[events.AnyEvent]:
+        """Decode whatever partial last line is left (the writer is gone); a torn line is skipped."""
+        rest, self._pending = self._pending, b""
+        return list(self._decode(rest)) if rest.strip() else []
+
+    def _decode(self, block: bytes) -> Iterator[events.AnyEvent]:
+        for line in block.split(b"\n"):
+            if not line.strip():
+                continue
+            event = events.decode_line(line)
+            if event is None:
+                self.skipped += 1
+            elif isinstance(event, events.Unknown):
+                self.unknown += 1
+            else:
+                yield event
+
+
+@dataclass(frozen=True)
+class LogContents:
+    """A whole log read at once, with what could not be read."""
+
+    events: list[events.AnyEvent]
+    skipped: int
+    unknown: int
+
+    def notes(self) -> str:
+        """One line saying what was skipped, or ''."""
+        parts = []
+        if self.skipped:
+            parts.append(f"{self.skipped} unreadable line{'s' if self.skipped > 1 else ''} skipped")
+        if self.unknown:
+            parts.append(f"{self.unknown} event{'s' if self.unknown > 1 else ''} of a newer schema ignored")
+        return "; ".join(parts)
+
+
+def read_log(path: Path) -> LogContents:
+    """Read a whole log, tolerating a torn last line, junk lines and unknown kinds."""
+    tail = LogTail(path)
+    found = tail.poll(max_bytes=1 << 40)
+    found.extend(tail.finish())
+    return LogContents(found, tail.skipped, tail.unknown)

@@ -1,0 +1,248 @@
+"""Event types of a run's log (`events.jsonl`) and their JSON-lines codec.
+
+One JSON object a line, tagged by `kind`. The first line is a `Header` carrying the schema version.
+Writers (supervisor and trainer) append whole lines; readers (live view, attach, replay, doctor) decode
+them with `decode_line`, which never raises: a torn or unknown line comes back as `None` or `Unknown`.
+Non-finite floats (a NaN loss is the most important fact a run can record) are written as the strings
+"NaN", "Infinity" and "-Infinity", since JSON has no spelling for them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Union
+
+import msgspec
+
+SCHEMA_VERSION = 1
+
+# Run states, in the vocabulary the status bar shows.
+STARTING, LOADING, TRAINING, PAUSED, SUSPENDED = "starting", "loading", "training", "paused", "suspended"
+FINISHED, FAILED, STOPPED = "finished", "failed", "stopped"
+FINAL_STATES = frozenset({FINISHED, FAILED, STOPPED})
+
+Num = Union[float, str, None]
+"""A float that may be non-finite: NaN and infinities travel as strings."""
+
+
+class Event(msgspec.Struct, frozen=True, tag_field="kind", kw_only=True, omit_defaults=True):
+    """Base of every event; `t` is wall-clock seconds since the epoch."""
+
+    t: float
+
+
+class Header(Event, frozen=True, tag="header"):
+    """First line of a log: who wrote it and for which recipe."""
+
+    schema: int
+    run_id: str
+    recipe_hash: str
+    recipe_path: str = ""
+    name: str = ""
+    created: str = ""
+    loratui_version: str = ""
+    argv: list[str] = []
+
+
+class State(Event, frozen=True, tag="state"):
+    """The run changed state (starting, loading, training, paused, suspended, finished, failed, stopped)."""
+
+    state: str
+    reason: str = ""
+    step: int | None = None
+
+
+class TrainBegin(Event, frozen=True, tag="train_begin"):
+    """The trainer built everything and is about to take its first step."""
+
+    max_steps: int
+    num_epochs: float
+    start_step: int = 0
+    device: str = ""
+    params_total: int = 0
+    params_trainable: int = 0
+    batch_size: int = 1
+    grad_accum: int = 1
+    max_length: int = 0
+    world_size: int = 1
+    pid: int = 0
+    versions: dict[str, str] = {}
+
+
+class Step(Event, frozen=True, tag="step"):
+    """One optimiser step ended; memory figures are bytes, the peaks since the previous step."""
+
+    step: int
+    epoch: float
+    step_time: float
+    tokens: int = 0
+    tokens_seen: int = 0
+    torch_allocated: int | None = None
+    torch_reserved: int | None = None
+    peak_allocated: int | None = None
+    peak_reserved: int | None = None
+    rank: int = 0
+
+
+class Log(Event, frozen=True, tag="log"):
+    """A dict the Trainer logged (loss, grad_norm, learning_rate, eval_loss, train_runtime, ...)."""
+
+    step: int
+    values: dict[str, Num]
+    rank: int = 0
+
+
+class Phase(Event, frozen=True, tag="phase"):
+    """A phase (train, eval, save) began or ended."""
+
+    name: str
+    edge: str  # "begin" | "end"
+    step: int = 0
+    rank: int = 0
+
+
+class GpuInfo(Event, frozen=True, tag="gpu_info"):
+    """What the GPU probe found: the devices, or why there is no reading (no NVML, no GPU)."""
+
+    available: bool
+    reason: str = ""
+    names: list[str] = []
+    totals: list[int] = []
+    indices: list[int] = []
+
+
+class Sample(Event, frozen=True, tag="sample"):
+    """One record window of one GPU: device-used max/last/min (bytes), utilisation, run processes."""
+
+    gpu: int
+    used_max: int
+    used_last: int
+    used_min: int
+    total: int
+    util: int | None = None  # percent; None when NVML cannot say
+    n: int = 1  # readings in the window
+    procs: dict[str, int] = {}  # pid -> bytes, every compute process on the GPU
+    run_pids: list[int] = []  # which of those pids belong to this run
+
+
+class SamplerStats(Event, frozen=True, tag="sampler_stats"):
+    """The sampler's achieved rate and its own CPU cost (share of one core)."""
+
+    target_hz: float
+    achieved_hz: float
+    cpu_share: float
+    note: str = ""
+
+
+class Output(Event, frozen=True, tag="output"):
+    """Lines the trainer printed (stdout or stderr), batched."""
+
+    stream: str
+    lines: list[str]
+
+
+class Control(Event, frozen=True, tag="control"):
+    """A control command was accepted (pause, resume, suspend, save, stop)."""
+
+    command: str
+    source: str = ""
+
+
+class Notice(Event, frozen=True, tag="notice"):
+    """Something the user should know that is not an error (a fallback, a skipped setting)."""
+
+    level: str  # "info" | "warning" | "error"
+    message: str
+    key: str = ""
+
+
+class Estimate(Event, frozen=True, tag="estimate"):
+    """The pre-flight VRAM estimate for this recipe (GiB)."""
+
+    peak_device_gib: float
+    peak_reserved_gib: float
+    components: dict[str, float] = {}
+
+
+class Checkpoint(Event, frozen=True, tag="checkpoint"):
+    """A checkpoint was written."""
+
+    step: int
+    path: str
+
+
+class End(Event, frozen=True, tag="end"):
+    """The run ended: its final state, the trainer's exit code or signal and, on failure, the error."""
+
+    state: str
+    exit_code: int | None = None
+    signal: str = ""
+    error: str = ""
+    step: int = 0
+
+
+class Unknown(msgspec.Struct, frozen=True, kw_only=True):
+    """An event of a kind this version does not know (a newer schema); kept, not interpreted."""
+
+    kind: str
+    t: float = 0.0
+    raw: dict[str, Any] = {}
+
+
+AnyEvent = Union[
+    Header, State, TrainBegin, Step, Log, Phase, GpuInfo, Sample, SamplerStats, Output, Control,
+    Notice, Estimate, Checkpoint, End,
+]
+KNOWN_KINDS = frozenset(
+    c.__struct_config__.tag for c in AnyEvent.__args__  # type: ignore[attr-defined]
+)
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(AnyEvent)
+_loose = msgspec.json.Decoder(dict[str, Any])
+
+
+def encode(event: AnyEvent) -> bytes:
+    """One event as one JSON line, newline included."""
+    return _encoder.encode(event) + b"\n"
+
+
+def decode_line(line: bytes) -> AnyEvent | Unknown | None:
+    """Decode one line; `None` for a line that is not a JSON object (torn, empty or junk)."""
+    try:
+        return _decoder.decode(line)
+    except msgspec.DecodeError:
+        pass
+    try:
+        raw = _loose.decode(line)
+    except msgspec.DecodeError:
+        return None
+    kind = raw.get("kind")
+    if not isinstance(kind, str):
+        return None
+    t = raw.get("t", 0.0)
+    return Unknown(kind=kind, t=float(t) if isinstance(t, (int, float)) else 0.0, raw=raw)
+
+
+def num_out(value: float | int | None) -> Num:
+    """A float for the log: non-finite values become their JSON-safe string spelling."""
+    if value is None:
+        return None
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def num_in(value: Num) -> float | None:
+    """A float read back from the log; strings become NaN or infinities, junk becomes None."""
+    if value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    try:
+        return float(value)
+    except ValueError:
+        return None

@@ -1,0 +1,81 @@
+"""Starting a run: check the recipe and its paths, make the run directory, spawn the supervisor."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+
+from loratui import rundir
+from loratui.recipe import TINY_MODEL, Recipe, RecipeError, find_key_line, load_recipe
+
+
+def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> None:
+    """Refuse, before anything starts, a model or data path that does not exist."""
+    base = recipe_path.parent
+    model = model_path or recipe.model.path
+    if model != TINY_MODEL and _looks_local(model):
+        candidate = Path(model).expanduser()
+        if not candidate.is_absolute():
+            candidate = base / candidate
+        if not (candidate / "config.json").exists():
+            where = "--model-path" if model_path else _at(recipe_path, "model.path")
+            what = "does not exist" if not candidate.exists() else "has no config.json"
+            raise RecipeError(f"{where}: model directory {candidate} {what}; pass --model-path "
+                              "/path/to/model (a directory with config.json and weights)")
+    if recipe.data.path:
+        data_path = Path(recipe.data.path).expanduser()
+        data_path = data_path if data_path.is_absolute() else base / data_path
+        if not data_path.exists():
+            raise RecipeError(f"{_at(recipe_path, 'data.path')}: data file {data_path} does not exist; "
+                              "fix [data] path (relative paths are relative to the recipe)")
+
+
+def _looks_local(path: str) -> bool:
+    """A filesystem path rather than a hub id ('Qwen/Qwen2.5-7B-Instruct')."""
+    return path.startswith(("/", "./", "../", "~")) or Path(path).exists() or path.count("/") != 1
+
+
+def _at(recipe_path: Path, key: str) -> str:
+    line = find_key_line(recipe_path.read_text(encoding="utf-8"), key)
+    return f"{recipe_path}:{line}" if line else str(recipe_path)
+
+
+def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_path: str | None = None,
+              max_steps: int | None = None) -> rundir.RunDir:
+    """Validate, create `runs/<id>/`, start the detached supervisor; returns at once."""
+    recipe = load_recipe(recipe_path)
+    if model_path:
+        recipe = msgspec.structs.replace(recipe, model=msgspec.structs.replace(recipe.model, path=model_path))
+    if max_steps is not None and max_steps < 1:
+        raise RecipeError(f"--max-steps {max_steps}: must be at least 1")
+    check_paths(recipe, recipe_path, model_path)
+    name = name or recipe_path.stem
+    settings = rundir.RunSettings(
+        run_id=rundir.new_run_id(name), name=name, recipe_source=str(recipe_path.resolve()),
+        recipe_dir=str(recipe_path.resolve().parent),
+        model_path=str(Path(model_path).expanduser().resolve()) if model_path and _looks_local(model_path)
+        else model_path, max_steps=max_steps)
+    run = rundir.create(runs_dir, settings, recipe_path.read_text(encoding="utf-8"))
+    spawn_supervisor(run)
+    return run
+
+
+def spawn_supervisor(run: rundir.RunDir) -> int:
+    """Start `python -m loratui.supervisor` in its own session, detached from this terminal."""
+    with open(run.supervisor_log, "ab") as err, open(os.devnull, "rb") as devnull:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loratui.supervisor", str(run.path)],
+            stdin=devnull, stdout=err, stderr=err, start_new_session=True, close_fds=True,
+        )
+    # The log exists once the supervisor has written its header; wait briefly so readers find it.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (run.events.exists() and run.events.stat().st_size):
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    return proc.pid

@@ -1,0 +1,233 @@
+"""What a run looks like after a sequence of events: the one reducer behind every view.
+
+Live, attach, replay, `loratui ls`, the headless progress line and the advisor all fold the same events
+through `RunState.feed`, so they agree. No clock reads: time comes from the events themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from loratui import events
+from loratui.logic.series import PeakSeries
+
+GIB = 1 << 30
+
+
+@dataclass
+class GpuView:
+    """One GPU's latest window and history."""
+
+    index: int
+    name: str = ""
+    total: int = 0
+    used_last: int = 0
+    used_peak: int = 0
+    util: int | None = None
+    procs: dict[str, int] = field(default_factory=dict)
+    run_pids: list[int] = field(default_factory=list)
+    used: PeakSeries = field(default_factory=PeakSeries)
+    utils: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=3000))
+
+
+@dataclass
+class RunState:
+    """The folded state of one run."""
+
+    run_id: str = ""
+    name: str = ""
+    state: str = events.STARTING
+    state_reason: str = ""
+    started: float | None = None
+    last_t: float | None = None
+    train_start_t: float | None = None
+    max_steps: int = 0
+    start_step: int = 0
+    step: int = 0
+    epoch: float = 0.0
+    device: str = ""
+    params_trainable: int = 0
+    params_total: int = 0
+    batch_size: int = 1
+    grad_accum: int = 1
+    max_length: int = 0
+    gpu_available: bool | None = None
+    gpu_reason: str = ""
+    gpus: dict[int, GpuView] = field(default_factory=dict)
+    step_times: deque[float] = field(default_factory=lambda: deque(maxlen=20))
+    step_tokens: deque[int] = field(default_factory=lambda: deque(maxlen=20))
+    tokens_seen: int = 0
+    torch_allocated: int | None = None
+    torch_reserved: int | None = None
+    step_peak_allocated: int | None = None
+    step_peak_reserved: int | None = None
+    peak_reserved: int = 0
+    peak_allocated: int = 0
+    loss: list[tuple[int, float]] = field(default_factory=list)
+    eval_loss: list[tuple[int, float]] = field(default_factory=list)
+    lr: list[tuple[int, float]] = field(default_factory=list)
+    grad_norm: list[tuple[int, float]] = field(default_factory=list)
+    nan_steps: list[int] = field(default_factory=list)
+    phases: list[tuple[float, str, str, int]] = field(default_factory=list)  # (t, name, edge, step)
+    phase: str = ""
+    checkpoints: list[tuple[int, str]] = field(default_factory=list)
+    notices: list[events.Notice] = field(default_factory=list)
+    output_tail: deque[str] = field(default_factory=lambda: deque(maxlen=500))
+    end: events.End | None = None
+    estimate: events.Estimate | None = None
+    sampler: events.SamplerStats | None = None
+    n_events: int = 0
+
+    def feed(self, event: events.AnyEvent) -> None:
+        """Fold one event in."""
+        self.n_events += 1
+        self.last_t = event.t
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def feed_all(self, found: list[events.AnyEvent]) -> "RunState":
+        """Fold many events; returns self."""
+        for event in found:
+            self.feed(event)
+        return self
+
+    # -- derived figures --------------------------------------------------------------------------
+
+    @property
+    def last_loss(self) -> float | None:
+        return self.loss[-1][1] if self.loss else None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Tokens per second over the recent steps."""
+        total_time = sum(self.step_times)
+        return sum(self.step_tokens) / total_time if total_time > 0 and sum(self.step_tokens) else None
+
+    @property
+    def seconds_per_step(self) -> float | None:
+        times = list(self.step_times)[1:] or list(self.step_times)
+        return sum(times) / len(times) if times else None
+
+    @property
+    def eta_s(self) -> float | None:
+        per = self.seconds_per_step
+        if per is None or self.max_steps <= 0 or self.state in events.FINAL_STATES:
+            return None
+        return max(0, self.max_steps - self.step) * per
+
+    @property
+    def elapsed_s(self) -> float | None:
+        if self.started is None or self.last_t is None:
+            return None
+        return self.last_t - self.started
+
+    @property
+    def device_used_peak(self) -> int:
+        return max((g.used_peak for g in self.gpus.values()), default=0)
+
+    @property
+    def device_used_now(self) -> int:
+        return max((g.used_last for g in self.gpus.values()), default=0)
+
+
+def _header(s: RunState, e: events.Header) -> None:
+    s.run_id, s.name, s.started = e.run_id, e.name, e.t
+
+
+def _state(s: RunState, e: events.State) -> None:
+    s.state, s.state_reason = e.state, e.reason
+
+
+def _train_begin(s: RunState, e: events.TrainBegin) -> None:
+    s.max_steps, s.start_step, s.device = e.max_steps, e.start_step, e.device
+    s.params_total, s.params_trainable = e.params_total, e.params_trainable
+    s.batch_size, s.grad_accum, s.max_length = e.batch_size, e.grad_accum, e.max_length
+    s.step = max(s.step, e.start_step)
+    if s.train_start_t is None:
+        s.train_start_t = e.t
+
+
+def _step(s: RunState, e: events.Step) -> None:
+    s.step, s.epoch, s.tokens_seen = e.step, e.epoch, e.tokens_seen
+    s.step_times.append(e.step_time)
+    s.step_tokens.append(e.tokens)
+    s.torch_allocated, s.torch_reserved = e.torch_allocated, e.torch_reserved
+    s.step_peak_allocated, s.step_peak_reserved = e.peak_allocated, e.peak_reserved
+    s.peak_reserved = max(s.peak_reserved, e.peak_reserved or 0)
+    s.peak_allocated = max(s.peak_allocated, e.peak_allocated or 0)
+
+
+def _log(s: RunState, e: events.Log) -> None:
+    values = {k: events.num_in(v) for k, v in e.values.items()}
+    loss = values.get("loss")
+    if loss is not None and "train_runtime" not in values:
+        s.loss.append((e.step, loss))
+        if not math.isfinite(loss):
+            s.nan_steps.append(e.step)
+    if values.get("eval_loss") is not None:
+        s.eval_loss.append((e.step, values["eval_loss"]))  # type: ignore[arg-type]
+    if values.get("learning_rate") is not None:
+        s.lr.append((e.step, values["learning_rate"]))  # type: ignore[arg-type]
+    grad = values.get("grad_norm")
+    if grad is not None:
+        s.grad_norm.append((e.step, grad))
+        if not math.isfinite(grad) and (not s.nan_steps or s.nan_steps[-1] != e.step):
+            s.nan_steps.append(e.step)
+
+
+def _phase(s: RunState, e: events.Phase) -> None:
+    s.phases.append((e.t, e.name, e.edge, e.step))
+    s.phase = e.name if e.edge == "begin" and e.name != "train" else ""
+
+
+def _gpu_info(s: RunState, e: events.GpuInfo) -> None:
+    s.gpu_available, s.gpu_reason = e.available, e.reason
+    for index, name, total in zip(e.indices, e.names, e.totals):
+        s.gpus.setdefault(index, GpuView(index)).__dict__.update(name=name, total=total)
+
+
+def _sample(s: RunState, e: events.Sample) -> None:
+    gpu = s.gpus.get(e.gpu)
+    if gpu is None:
+        gpu = s.gpus[e.gpu] = GpuView(e.gpu, total=e.total)
+    gpu.used_last, gpu.total, gpu.util = e.used_last, e.total, e.util
+    gpu.used_peak = max(gpu.used_peak, e.used_max)
+    gpu.procs, gpu.run_pids = e.procs, e.run_pids
+    gpu.used.add(e.t, float(e.used_max))
+    if e.util is not None:
+        gpu.utils.append((e.t, float(e.util)))
+
+
+def _output(s: RunState, e: events.Output) -> None:
+    s.output_tail.extend(e.lines)
+
+
+def _notice(s: RunState, e: events.Notice) -> None:
+    s.notices.append(e)
+
+
+def _checkpoint(s: RunState, e: events.Checkpoint) -> None:
+    s.checkpoints.append((e.step, e.path))
+
+
+def _end(s: RunState, e: events.End) -> None:
+    s.end, s.state = e, e.state
+
+
+def _estimate(s: RunState, e: events.Estimate) -> None:
+    s.estimate = e
+
+
+def _sampler(s: RunState, e: events.SamplerStats) -> None:
+    s.sampler = e
+
+
+_HANDLERS = {
+    events.Header: _header, events.State: _state, events.TrainBegin: _train_begin, events.Step: _step,
+    events.Log: _log, events.Phase: _phase, events.GpuInfo: _gpu_info, events.Sample: _sample,
+    events.Output: _output, events.Notice: _notice, events.Checkpoint: _checkpoint, events.End: _end,
+    events.Estimate: _estimate, events.SamplerStats: _sampler,
+}

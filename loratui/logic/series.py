@@ -1,0 +1,81 @@
+"""Bounded series for display: peak-preserving downsampling and loss smoothing.
+
+A 10-hour run has ~400k samples; a pane shows ~200 columns. `PeakSeries` keeps at most `capacity`
+buckets and, when full, merges neighbours pairwise keeping each pair's maximum, so a one-sample spike is
+never averaged away, and memory stays bounded however long the run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PeakSeries:
+    """(x, max y) buckets of equal width in points, merged pairwise by max as they fill."""
+
+    capacity: int = 2048
+    xs: list[float] = field(default_factory=list)
+    ys: list[float] = field(default_factory=list)
+    width: int = 1  # points per bucket
+    _fill: int = 0  # points in the last bucket
+
+    def add(self, x: float, y: float) -> None:
+        """Append one point."""
+        if self._fill and self._fill < self.width:
+            self.ys[-1] = max(self.ys[-1], y)
+            self.xs[-1] = x
+            self._fill += 1
+            return
+        self.xs.append(x)
+        self.ys.append(y)
+        self._fill = 1
+        if len(self.xs) > self.capacity:
+            self._halve()
+
+    def _halve(self) -> None:
+        full = len(self.xs) // 2 * 2
+        xs = [self.xs[i + 1] for i in range(0, full, 2)]
+        ys = [max(self.ys[i], self.ys[i + 1]) for i in range(0, full, 2)]
+        partial = len(self.xs) % 2
+        if partial:
+            xs.append(self.xs[-1])
+            ys.append(self.ys[-1])
+        self.xs, self.ys = xs, ys
+        self.width *= 2
+        self._fill = self._fill if partial else self.width
+
+    def __len__(self) -> int:
+        return len(self.xs)
+
+
+def bucket_max(values: Sequence[float], buckets: int) -> list[float]:
+    """`values` reduced to at most `buckets` numbers, each the max of its slice (NaNs ignored)."""
+    n = len(values)
+    if n <= buckets or buckets <= 0:
+        return list(values)
+    out = []
+    for b in range(buckets):
+        lo, hi = b * n // buckets, (b + 1) * n // buckets
+        chunk = [v for v in values[lo:max(hi, lo + 1)] if not math.isnan(v)]
+        out.append(max(chunk) if chunk else math.nan)
+    return out
+
+
+def ema(values: Iterable[float], alpha: float = 0.1) -> list[float]:
+    """Exponential moving average; a NaN does not poison the rest (it is skipped)."""
+    out: list[float] = []
+    current: float | None = None
+    for v in values:
+        if math.isfinite(v):
+            current = v if current is None else alpha * v + (1 - alpha) * current
+        out.append(current if current is not None else math.nan)
+    return out
+
+
+def mean(values: Iterable[float]) -> float | None:
+    """Arithmetic mean of the finite values, or None."""
+    finite = [v for v in values if math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None

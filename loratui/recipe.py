@@ -1,0 +1,348 @@
+"""A TOML recipe turned into a validated, typed `Recipe`, or one clear `RecipeError`.
+
+Section and key names are those of the libraries users already know: `[model]` (from_pretrained),
+`[quantization]` (BitsAndBytesConfig), `[lora]` (LoraConfig), `[training]` (TrainingArguments),
+plus `[data]` and `[monitor]` of our own. Pure logic: no torch, no transformers, no Textual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+TINY_MODEL = "loratui:tiny"
+"""The model path that names the embedded tiny Qwen2 model, built on first use (no download)."""
+
+Dtype = Literal["auto", "bfloat16", "float16", "float32"]
+
+
+class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """Base of the recipe sections: unknown keys are refused."""
+
+
+class ModelSection(_Section, frozen=True):
+    """`[model]`: what `AutoModelForCausalLM.from_pretrained` gets."""
+
+    path: str = ""
+    attn_implementation: Literal["sdpa", "eager", "flash_attention_2"] = "sdpa"
+    dtype: Dtype = "bfloat16"
+    trust_remote_code: bool = False
+    revision: str | None = None
+
+
+class QuantizationSection(_Section, frozen=True):
+    """`[quantization]`: the `BitsAndBytesConfig` names."""
+
+    load_in_4bit: bool = False
+    load_in_8bit: bool = False
+    bnb_4bit_quant_type: Literal["nf4", "fp4"] = "nf4"
+    bnb_4bit_use_double_quant: bool = False
+    bnb_4bit_compute_dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    bnb_4bit_quant_storage: Literal["uint8", "bfloat16", "float16", "float32"] = "uint8"
+
+
+class LoraSection(_Section, frozen=True):
+    """`[lora]`: the `LoraConfig` names."""
+
+    r: int = 16
+    lora_alpha: float = 32
+    lora_dropout: float = 0.05
+    target_modules: list[str] | str = "all-linear"
+    bias: Literal["none", "all", "lora_only"] = "none"
+    use_rslora: bool = False
+    use_dora: bool = False
+    modules_to_save: list[str] | None = None
+
+
+class TrainingSection(_Section, frozen=True):
+    """`[training]`: the `TrainingArguments` names users set for LoRA runs."""
+
+    per_device_train_batch_size: int = 1
+    per_device_eval_batch_size: int = 1
+    gradient_accumulation_steps: int = 1
+    gradient_checkpointing: bool = False
+    learning_rate: float = 2e-4
+    num_train_epochs: float = 1.0
+    max_steps: int = -1
+    lr_scheduler_type: str = "linear"
+    warmup_ratio: float = 0.0
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    optim: str = "adamw_torch"
+    bf16: bool = False
+    fp16: bool = False
+    tf32: bool | None = None
+    logging_steps: int = 1
+    save_strategy: Literal["no", "steps", "epoch"] = "steps"
+    save_steps: int = 500
+    save_total_limit: int | None = 2
+    save_only_model: bool = False
+    eval_strategy: Literal["no", "steps", "epoch"] = "no"
+    eval_steps: int | None = None
+    eval_accumulation_steps: int | None = None
+    dataloader_num_workers: int = 0
+    dataloader_pin_memory: bool = True
+    seed: int = 42
+    data_seed: int | None = None
+    torch_compile: bool = False
+    use_cpu: bool = False
+    output_dir: str | None = None
+    neftune_noise_alpha: float | None = None
+    use_liger_kernel: bool = False
+
+
+class DataSection(_Section, frozen=True):
+    """`[data]`: where the examples come from and how they become token ids."""
+
+    path: str = ""
+    dataset: str = ""
+    split: str = "train"
+    format: Literal["text", "instruction", "chat"] = "text"
+    text_field: str = "text"
+    instruction_field: str = "instruction"
+    input_field: str = "input"
+    output_field: str = "output"
+    messages_field: str = "messages"
+    max_length: int = 1024
+    packing: bool = False
+    eval_fraction: float = 0.0
+    max_samples: int | None = None
+
+
+class MonitorSection(_Section, frozen=True):
+    """`[monitor]`: the VRAM warning line and the GPU sampler's rates."""
+
+    warn_gb: float = 30.0
+    sample_hz: float = 100.0
+    record_hz: float = 10.0
+
+
+class Recipe(_Section, frozen=True):
+    """A whole recipe."""
+
+    model: ModelSection = ModelSection()
+    quantization: QuantizationSection = QuantizationSection()
+    lora: LoraSection = LoraSection()
+    training: TrainingSection = TrainingSection()
+    data: DataSection = DataSection()
+    monitor: MonitorSection = MonitorSection()
+
+
+class RecipeError(Exception):
+    """A recipe cannot be used; the message names the file, line and key and says what to do."""
+
+
+KNOWN_OPTIMIZERS = frozenset({
+    "adamw_torch", "adamw_torch_fused", "adamw_hf", "adafactor", "sgd", "adamw_8bit", "adamw_bnb_8bit",
+    "paged_adamw_8bit", "paged_adamw_32bit", "paged_adamw", "adamw_torch_4bit", "lion_8bit",
+    "paged_lion_8bit", "paged_lion_32bit", "rmsprop", "adagrad",
+})
+KNOWN_SCHEDULERS = frozenset({
+    "linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+    "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr", "warmup_stable_decay",
+})
+
+
+def load_recipe(path: str | Path, text: str | None = None) -> Recipe:
+    """Parse and validate the recipe at `path` (or `text`, named by `path`).
+
+    Raises:
+        RecipeError: with one message naming file, line and key.
+    """
+    path = Path(path)
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RecipeError(f"{path}: no such recipe file; check the path (recipes live in recipes/)") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RecipeError(f"{path}: cannot read the recipe ({exc})") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
+    try:
+        recipe = msgspec.convert(raw, Recipe)
+    except msgspec.ValidationError as exc:
+        raise RecipeError(_explain_validation(path, text, str(exc))) from None
+    problem = check_combinations(recipe)
+    if problem:
+        key, message = problem
+        raise RecipeError(f"{_where(path, text, key)}: {message}")
+    return recipe
+
+
+def recipe_hash(text: str) -> str:
+    """A short, stable hash of a recipe's text, recorded in the log header."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def check_combinations(recipe: Recipe) -> tuple[str, str] | None:
+    """The first known-bad value or combination, as (dotted key, message), or None."""
+    for check in _CHECKS:
+        problem = check(recipe)
+        if problem:
+            return problem
+    return None
+
+
+def _check_model(r: Recipe) -> tuple[str, str] | None:
+    if not r.model.path:
+        return "model.path", "no model given: set [model] path = \"...\" or pass --model-path /path/to/model"
+    return None
+
+
+def _check_quantization(r: Recipe) -> tuple[str, str] | None:
+    q = r.quantization
+    if q.load_in_4bit and q.load_in_8bit:
+        return ("quantization.load_in_8bit",
+                "load_in_4bit and load_in_8bit are both true; choose one (bitsandbytes refuses both)")
+    if r.training.fp16 and q.load_in_4bit and q.bnb_4bit_compute_dtype == "bfloat16":
+        return ("training.fp16", "fp16 = true with bnb_4bit_compute_dtype = \"bfloat16\" mixes precisions "
+                "(the grad scaler fails with 'Attempting to unscale FP16 gradients'); use bf16 = true, or set "
+                "bnb_4bit_compute_dtype = \"float16\" on cards without bf16")
+    return None
+
+
+def _check_lora(r: Recipe) -> tuple[str, str] | None:
+    lora = r.lora
+    if lora.r <= 0:
+        return "lora.r", f"r = {lora.r}: the LoRA rank must be a positive integer (8 to 128 is usual)"
+    if lora.lora_alpha <= 0:
+        return "lora.lora_alpha", f"lora_alpha = {lora.lora_alpha}: must be positive (usually r or 2*r)"
+    if not 0.0 <= lora.lora_dropout < 1.0:
+        return "lora.lora_dropout", f"lora_dropout = {lora.lora_dropout}: must be in [0, 1) (0.05 is usual)"
+    if isinstance(lora.target_modules, list) and not lora.target_modules:
+        return "lora.target_modules", "target_modules is empty: name the projections, e.g. [\"q_proj\", \"v_proj\"]"
+    return None
+
+
+def _check_training(r: Recipe) -> tuple[str, str] | None:
+    t = r.training
+    positives = {
+        "per_device_train_batch_size": t.per_device_train_batch_size,
+        "per_device_eval_batch_size": t.per_device_eval_batch_size,
+        "gradient_accumulation_steps": t.gradient_accumulation_steps,
+        "logging_steps": t.logging_steps,
+        "save_steps": t.save_steps,
+    }
+    for key, value in positives.items():
+        if value < 1:
+            return f"training.{key}", f"{key} = {value}: must be at least 1"
+    if t.bf16 and t.fp16:
+        return "training.fp16", "bf16 and fp16 are both true; choose one (bf16 where the card supports it)"
+    if not 0.0 < t.learning_rate < 1.0:
+        return "training.learning_rate", f"learning_rate = {t.learning_rate}: must be in (0, 1); LoRA uses 1e-4 to 3e-4"
+    if not 0.0 <= t.warmup_ratio < 1.0:
+        return "training.warmup_ratio", f"warmup_ratio = {t.warmup_ratio}: must be in [0, 1) (0.03 is usual)"
+    if t.optim not in KNOWN_OPTIMIZERS:
+        return "training.optim", f"optim = \"{t.optim}\" is not an optimizer loratui knows; use one of {_listing(KNOWN_OPTIMIZERS)}"
+    if t.lr_scheduler_type not in KNOWN_SCHEDULERS:
+        return ("training.lr_scheduler_type",
+                f"lr_scheduler_type = \"{t.lr_scheduler_type}\" is unknown; use one of {_listing(KNOWN_SCHEDULERS)}")
+    if t.max_steps == 0 or t.num_train_epochs <= 0:
+        return "training.max_steps", "nothing to train: set max_steps > 0 or num_train_epochs > 0"
+    if t.eval_strategy != "no" and r.data.eval_fraction <= 0:
+        return ("training.eval_strategy", f"eval_strategy = \"{t.eval_strategy}\" but there is no eval data "
+                "(the Trainer would stop with 'requires an eval_dataset'); set [data] eval_fraction = 0.05 "
+                "or eval_strategy = \"no\"")
+    return None
+
+
+def _check_data(r: Recipe) -> tuple[str, str] | None:
+    d = r.data
+    if not d.path and not d.dataset:
+        return "data.path", "no data given: set [data] path = \"file.jsonl\" (or dataset = \"name\")"
+    if d.path and d.dataset:
+        return "data.dataset", "both path and dataset are set in [data]; keep one"
+    if d.max_length < 8:
+        return "data.max_length", f"max_length = {d.max_length}: too short to train on (512 to 4096 is usual)"
+    if not 0.0 <= d.eval_fraction < 0.5:
+        return "data.eval_fraction", f"eval_fraction = {d.eval_fraction}: must be in [0, 0.5)"
+    return None
+
+
+def _check_monitor(r: Recipe) -> tuple[str, str] | None:
+    m = r.monitor
+    if m.warn_gb <= 0:
+        return "monitor.warn_gb", f"warn_gb = {m.warn_gb}: the VRAM warning line must be positive (GB)"
+    if not 0.5 <= m.record_hz <= m.sample_hz <= 1000:
+        return ("monitor.sample_hz", f"sample_hz = {m.sample_hz}, record_hz = {m.record_hz}: need "
+                "0.5 <= record_hz <= sample_hz <= 1000 (100 and 10 are the defaults)")
+    return None
+
+
+_CHECKS = (_check_model, _check_quantization, _check_lora, _check_training, _check_data, _check_monitor)
+
+
+def _listing(names: frozenset[str]) -> str:
+    return ", ".join(sorted(names))
+
+
+_PATH_RE = re.compile(r"at `\$\.?([^`]*)`")
+_UNKNOWN_RE = re.compile(r"unknown field `([^`]+)`")
+
+
+def _explain_validation(path: Path, text: str, message: str) -> str:
+    """Turn msgspec's message into ours: the dotted key, its line, and what to do."""
+    at = _PATH_RE.search(message)
+    container = at.group(1) if at else ""
+    unknown = _UNKNOWN_RE.search(message)
+    if unknown:
+        key = f"{container}.{unknown.group(1)}" if container else unknown.group(1)
+        hint = _suggest(container, unknown.group(1))
+        return f"{_where(path, text, key)}: unknown key `{key}`{hint}; remove it or fix its spelling"
+    detail = _PATH_RE.sub("", message).rstrip(" -")
+    return f"{_where(path, text, container)}: key `{container}`: {detail}"
+
+
+def _suggest(section: str, name: str) -> str:
+    """'; did you mean X' when a known key of that section is close to `name`."""
+    import difflib
+
+    struct = _SECTION_TYPES.get(section)
+    fields = struct.__struct_fields__ if struct else Recipe.__struct_fields__
+    close = difflib.get_close_matches(name, fields, n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+_SECTION_TYPES: dict[str, Any] = {
+    "model": ModelSection, "quantization": QuantizationSection, "lora": LoraSection,
+    "training": TrainingSection, "data": DataSection, "monitor": MonitorSection,
+}
+
+
+def _where(path: Path, text: str, dotted_key: str) -> str:
+    """`file:line` for a dotted key (the key's line, else its section's), or just `file`."""
+    line = find_key_line(text, dotted_key)
+    return f"{path}:{line}" if line else str(path)
+
+
+def find_key_line(text: str, dotted_key: str) -> int | None:
+    """The 1-based line where `section.key` is set in TOML text (tomllib gives no positions)."""
+    parts = dotted_key.split(".") if dotted_key else []
+    if not parts:
+        return None
+    section, key = (parts[0], parts[1]) if len(parts) > 1 else ("", parts[0])
+    current, section_line = "", None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.match(r"^\[\s*([^\]]+?)\s*\]", stripped)
+        if header:
+            current = header.group(1)
+            if current == section:
+                section_line = number
+            if not section and current == key:
+                return number
+            continue
+        if current == section and re.match(rf"^{re.escape(key)}\s*=", stripped):
+            return number
+        if not section and current == "" and re.match(rf"^{re.escape(key)}\s*[=.]", stripped):
+            return number
+    return section_line

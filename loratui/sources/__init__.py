@@ -1,0 +1,1 @@
+"""Sources of data over time: GPU probe, sampler, control channel, run-log readers."""

@@ -1,0 +1,285 @@
+"""The supervisor: the detached owner of one run.
+
+Started by `loratui run` in a session of its own (so a closed terminal or a dropped SSH link does not
+reach it), it spawns the trainer, samples the GPU, serves the control socket, captures the trainer's
+output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_DIR`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from loratui import __version__, events
+from loratui.eventlog import EventWriter
+from loratui.recipe import load_recipe, recipe_hash
+from loratui.rundir import RunDir
+from loratui.sources import control
+from loratui.sources.gpu import GpuProbe, open_probe
+from loratui.sources.sampler import Sampler
+
+SUSPEND_EXIT = 75
+"""The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable."""
+
+STOP_GRACE_S = 60.0
+"""How long a stopping trainer may take to reach a step boundary before it is terminated."""
+
+
+class Supervisor:
+    """Owns the trainer process and the run's log for the run's whole life."""
+
+    def __init__(self, run: RunDir, probe: GpuProbe | None = None, probe_reason: str = "") -> None:
+        self.run = run
+        self.log = EventWriter(run.events)
+        self.settings = run.read_settings()
+        self.recipe = load_recipe(run.recipe)
+        self.probe, self.probe_reason = probe, probe_reason
+        self.trainer: subprocess.Popen[bytes] | None = None
+        self.state = events.STARTING
+        self.stop_requested = False
+        self._resume = threading.Event()
+        self._stderr_tail: list[str] = []
+        self._pids_cache: tuple[float, list[int]] = (0.0, [])
+
+    # -- life cycle -------------------------------------------------------------------------------
+
+    def main(self) -> int:
+        """Run to the end; the exit code mirrors the run's outcome."""
+        self.run.pidfile.write_text(str(os.getpid()))
+        server = control.listen(self.run.control)
+        threading.Thread(target=self._serve, args=(server,), daemon=True).start()
+        self._write_header()
+        sampler = self._start_sampler()
+        try:
+            final = self._drive()
+        finally:
+            if sampler is not None:
+                sampler.stop()
+            server.close()
+            for path in (self.run.control, self.run.pidfile):
+                path.unlink(missing_ok=True)
+            self.log.close()
+        return 0 if final == events.FINISHED else 1
+
+    def _drive(self) -> str:
+        """Spawn the trainer, and again after each suspend/resume, until the run ends."""
+        resume_from = self.settings.resume_from
+        while True:
+            code = self._run_trainer(resume_from)
+            if code == SUSPEND_EXIT and not self.stop_requested:
+                self._set_state(events.SUSPENDED, "checkpoint written, GPU freed; resume with `r`")
+                self._resume.wait()
+                self._resume.clear()
+                if self.stop_requested:
+                    return self._end(events.STOPPED, code)
+                resume_from = latest_checkpoint(self.run.checkpoints)
+                self._set_state(events.STARTING, f"resuming from {resume_from}")
+                continue
+            if code == 0 or (self.stop_requested and code in (0, SUSPEND_EXIT)):
+                return self._end(events.STOPPED if self.stop_requested else events.FINISHED, code)
+            return self._end(events.FAILED, code)
+
+    def _write_header(self) -> None:
+        if self.run.events.stat().st_size > 0:
+            return  # a restarted supervisor appends to the log it already has
+        text = self.run.recipe.read_text(encoding="utf-8")
+        self.log.write(events.Header(
+            t=time.time(), schema=events.SCHEMA_VERSION, run_id=self.run.run_id,
+            recipe_hash=recipe_hash(text), recipe_path=self.settings.recipe_source,
+            name=self.settings.name, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            loratui_version=__version__, argv=sys.argv,
+        ))
+        self._set_state(events.STARTING, "supervisor started")
+
+    def _start_sampler(self) -> Sampler | None:
+        if self.probe is None:
+            self.log.write(events.GpuInfo(t=time.time(), available=False, reason=self.probe_reason))
+            return None
+        devices = self.probe.devices()
+        self.log.write(events.GpuInfo(
+            t=time.time(), available=True, names=[d.name for d in devices],
+            totals=[d.total for d in devices], indices=[d.index for d in devices]))
+        sampler = Sampler(self.probe, self.log.write, sample_hz=self.recipe.monitor.sample_hz,
+                          record_hz=self.recipe.monitor.record_hz, run_pids=self._run_pids)
+        sampler.start()
+        return sampler
+
+    def _set_state(self, state: str, reason: str = "") -> None:
+        self.state = state
+        self.log.write(events.State(t=time.time(), state=state, reason=reason))
+
+    def _end(self, state: str, code: int | None) -> str:
+        signame = ""
+        if code is not None and code < 0:
+            signame = signal.Signals(-code).name
+        error = "\n".join(self._stderr_tail[-40:]) if state == events.FAILED else ""
+        if state == events.FAILED and signame:
+            error = f"the trainer was killed by {signame}\n{error}".rstrip()
+        self.log.write(events.End(t=time.time(), state=state, exit_code=code, signal=signame, error=error))
+        self.state = state
+        return state
+
+    # -- the trainer ------------------------------------------------------------------------------
+
+    def _run_trainer(self, resume_from: str | None) -> int:
+        """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
+        command = [sys.executable, "-m", "loratui.trainer", str(self.run.path)]
+        if resume_from:
+            command += ["--resume-from", resume_from]
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TQDM_DISABLE="1")
+        with open(self.run.stdout_log, "ab") as out, open(self.run.stderr_log, "ab") as err:
+            self.trainer = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env)
+        done = threading.Event()
+        tails = [threading.Thread(target=self._follow, args=(path, name, done), daemon=True)
+                 for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
+        for tail in tails:
+            tail.start()
+        code = self.trainer.wait()
+        done.set()
+        for tail in tails:
+            tail.join(timeout=5)
+        return code
+
+    def _follow(self, path: Path, name: str, done: threading.Event) -> None:
+        """Turn new lines of one trainer output file into batched `Output` events."""
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            pending = b""
+            while True:
+                finished = done.is_set()
+                pending += handle.read()
+                lines, _, pending = pending.rpartition(b"\n")
+                if lines:
+                    self._emit_output(name, lines)
+                if finished:
+                    if pending:
+                        self._emit_output(name, pending)
+                    return
+                done.wait(0.25)
+
+    def _emit_output(self, name: str, block: bytes) -> None:
+        # A progress bar redraws with \r: only its last state is worth a line.
+        texts = [raw.decode("utf-8", "replace").split("\r")[-1][:2000] for raw in block.split(b"\n")]
+        if name == "stderr":
+            self._stderr_tail = (self._stderr_tail + texts)[-200:]
+        for first in range(0, len(texts), 200):
+            self.log.write(events.Output(t=time.time(), stream=name, lines=texts[first:first + 200]))
+
+    def _run_pids(self) -> list[int]:
+        """The trainer's pid and its descendants (dataloader workers), refreshed every few seconds."""
+        now = time.monotonic()
+        stamp, pids = self._pids_cache
+        if now - stamp > 5.0 and self.trainer is not None:
+            pids = process_tree(self.trainer.pid)
+            self._pids_cache = (now, pids)
+        return pids
+
+    # -- control ----------------------------------------------------------------------------------
+
+    def _serve(self, server: object) -> None:
+        assert hasattr(server, "accept")
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            control.serve_one(conn, self._handle)
+
+    def _handle(self, request: control.Request) -> str | None:
+        """Accept or refuse a command; accepted ones are recorded and relayed to the trainer."""
+        command = request.command
+        if command not in control.COMMANDS:
+            return f"unknown command {command!r}"
+        if self.state in events.FINAL_STATES:
+            return f"the run has already {self.state}"
+        self.log.write(events.Control(t=time.time(), command=command, source=request.source))
+        if command == "stop":
+            self.stop_requested = True
+            threading.Thread(target=self._enforce_stop, daemon=True).start()
+        if self.state == events.SUSPENDED:
+            if command in ("resume", "stop"):
+                self._resume.set()
+                return None
+            return f"the run is suspended; only resume or stop apply"
+        return self._relay(command)
+
+    def _relay(self, command: str) -> str | None:
+        trainer = self.trainer
+        if trainer is None or trainer.poll() is not None or trainer.stdin is None:
+            return "the trainer is not running"
+        try:
+            trainer.stdin.write(command.encode() + b"\n")
+            trainer.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            return "the trainer is not reading commands (it is exiting)"
+        return None
+
+    def _enforce_stop(self) -> None:
+        """A trainer still loading or stuck gets SIGTERM after a grace period, then SIGKILL."""
+        trainer = self.trainer
+        if trainer is None:
+            return
+        try:
+            trainer.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            trainer.terminate()
+            try:
+                trainer.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                trainer.kill()
+
+    def on_sigterm(self, *_: object) -> None:
+        """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does."""
+        self._handle(control.Request("stop", "signal"))
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and every descendant, read from /proc (Linux); just `root` elsewhere."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return [root]
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def latest_checkpoint(checkpoints: Path) -> str | None:
+    """The Trainer's newest `checkpoint-N` directory, or None."""
+    found = [p for p in checkpoints.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    if not found:
+        return None
+    return str(max(found, key=lambda p: int(p.name.split("-")[-1])))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the detached process."""
+    args = sys.argv[1:] if argv is None else argv
+    run = RunDir(Path(args[0]))
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    probe, reason = open_probe()
+    supervisor = Supervisor(run, probe, reason)
+    signal.signal(signal.SIGTERM, supervisor.on_sigterm)
+    return supervisor.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

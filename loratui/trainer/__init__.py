@@ -1,0 +1,1 @@
+"""The trainer side: the only place torch, transformers, peft and bitsandbytes are imported."""

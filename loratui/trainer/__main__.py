@@ -1,0 +1,104 @@
+"""The trainer process: `python -m loratui.trainer RUN_DIR [--resume-from CHECKPOINT]`.
+
+Spawned by the supervisor. Builds model, data and Trainer from the run's recipe, appends its events to
+the run's log, reads control commands on stdin, and exits 0 when done or stopped, 75 when suspended,
+1 on an error (whose traceback goes to stderr, where the supervisor and the advisor read it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from loratui import events
+from loratui.eventlog import EventWriter
+from loratui.recipe import load_recipe
+from loratui.rundir import RunDir
+from loratui.supervisor import SUSPEND_EXIT
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train; see the module docstring for the exit codes."""
+    parser = argparse.ArgumentParser(prog="python -m loratui.trainer")
+    parser.add_argument("run_dir")
+    parser.add_argument("--resume-from", default=None)
+    args = parser.parse_args(argv)
+    run = RunDir(Path(args.run_dir))
+    log = EventWriter(run.events)
+    log.write(events.State(t=time.time(), state=events.LOADING, reason="loading model and data"))
+    from loratui.trainer.callback import ControlState
+
+    control = ControlState()
+    threading.Thread(target=control.read_commands, daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: control.apply("stop"))
+    from loratui.trainer.data import DataError
+
+    try:
+        return train(run, log, control, args.resume_from)
+    except DataError as exc:
+        print(f"loratui: {run.recipe}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        log.close()
+
+
+def train(run: RunDir, log: EventWriter, control: object, resume_from: str | None) -> int:
+    """Build everything and run `Trainer.train`."""
+    import torch
+    import transformers
+    from transformers import Trainer
+
+    from loratui.trainer import build, data
+    from loratui.trainer.callback import EventCallback, TokenCounter
+
+    settings = run.read_settings()
+    recipe = load_recipe(run.recipe)
+    base_dir = Path(settings.recipe_dir)
+    cuda = torch.cuda.is_available()
+    resolved = build.resolve_for_machine(recipe, cuda)
+    for key, message in resolved.notices:
+        log.write(events.Notice(t=time.time(), level="warning", message=message, key=key))
+        print(f"loratui: {key}: {message}", file=sys.stderr)
+    recipe = resolved.recipe
+    corpus = (base_dir / recipe.data.path) if recipe.data.path else None
+    model_path = build.resolve_model_path(settings.model_path or recipe.model.path, base_dir, corpus)
+    tokenizer = build.load_tokenizer(model_path, recipe)
+    rows = data.load_rows(recipe.data, base_dir)
+    dataset = data.tokenise(rows, recipe.data, tokenizer)
+    train_set, eval_set = dataset, None
+    if recipe.data.eval_fraction > 0:
+        split = dataset.train_test_split(test_size=recipe.data.eval_fraction, seed=recipe.training.seed)
+        train_set, eval_set = split["train"], split["test"]
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    transformers.set_seed(recipe.training.seed)
+    model = build.load_model(recipe, model_path, cuda, local_rank)
+    tokens = TokenCounter()
+    model.register_forward_pre_hook(tokens.hook, with_kwargs=True)
+    total, trainable = build.count_parameters(model)
+    begin_info = {
+        "device": torch.cuda.get_device_name(local_rank) if cuda else "cpu", "params_total": total,
+        "params_trainable": trainable, "batch_size": recipe.training.per_device_train_batch_size,
+        "grad_accum": recipe.training.gradient_accumulation_steps, "max_length": recipe.data.max_length,
+        "world_size": int(os.environ.get("WORLD_SIZE", "1")), "pid": os.getpid(),
+        "versions": {"torch": str(torch.__version__), "transformers": str(transformers.__version__)},
+    }
+    callback = EventCallback(log.write, control, tokens, begin_info, torch.cuda if cuda else None)  # type: ignore[arg-type]
+    trainer = Trainer(
+        model=model, args=build.training_arguments(recipe, str(run.checkpoints), settings.max_steps),
+        train_dataset=train_set, eval_dataset=eval_set,
+        data_collator=data.PadCollator(tokenizer.pad_token_id), callbacks=[callback],
+    )
+    trainer.train(resume_from_checkpoint=resume_from)
+    if callback.suspended:
+        log.write(events.State(t=time.time(), state=events.SUSPENDED, step=trainer.state.global_step))
+        return SUSPEND_EXIT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
