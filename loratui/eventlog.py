@@ -61,12 +61,12 @@ class LogTail:
     unknown: int = 0
     _pending: bytes = field(default=b"", repr=False)
 
-    def poll(self, max_bytes: int = 64 << 20) -> list[events.AnyEvent]:
-        """Events appended since the last call (decoding at most `max_bytes` of new data)."""
+    def poll(self, max_bytes: int | None = 64 << 20) -> list[events.AnyEvent]:
+        """Events appended since the last call (at most `max_bytes` of new data; None reads all)."""
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self.offset)
-                chunk = handle.read(max_bytes)
+                chunk = handle.read(max_bytes) if max_bytes else handle.read()
         except FileNotFoundError:
             return []
         if not chunk:
@@ -119,6 +119,6 @@ class LogContents:
 def read_log(path: Path) -> LogContents:
     """Read a whole log, tolerating a torn last line, junk lines and unknown kinds."""
     tail = LogTail(path)
-    found = tail.poll(max_bytes=1 << 40)
+    found = tail.poll(max_bytes=None)
     found.extend(tail.finish())
     return LogContents(found, tail.skipped, tail.unknown)

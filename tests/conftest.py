@@ -1,0 +1,62 @@
+"""Shared fixtures: an isolated model cache, a runs directory, and helpers to drive real runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = REPO / "recipes" / "tiny.toml"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the tiny model once per session into a private cache (as a first-time user would)."""
+    cache = Path(os.environ.get("LORATUI_TEST_CACHE") or tmp_path_factory.mktemp("cache"))
+    os.environ["LORATUI_CACHE"] = str(cache)
+    return cache
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path) -> Path:
+    return tmp_path / "runs"
+
+
+def loratui(*args: str, timeout: float = 300, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI in a subprocess."""
+    return subprocess.run([sys.executable, "-m", "loratui.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, **kwargs)  # type: ignore[call-overload]
+
+
+def read_events(run_path: Path) -> list[dict[str, object]]:
+    """The raw JSON objects of a run's log (independent of our own decoder)."""
+    lines = (run_path / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def only_run(runs: Path) -> Path:
+    found = [p for p in runs.iterdir() if p.is_dir()]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 120, every: float = 0.1) -> object:
+    """Poll until `predicate()` is truthy; fail the test on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
+
+
+def kinds(run_path: Path, kind: str) -> list[dict[str, object]]:
+    return [e for e in read_events(run_path) if e.get("kind") == kind]
