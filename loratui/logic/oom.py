@@ -1,0 +1,206 @@
+"""Parsing CUDA out-of-memory messages into numbers and a cause: card full, fragmentation, or a neighbour.
+
+PyTorch has printed two formats. The old one (before 2.1) puts everything in a parenthesis:
+"Tried to allocate 512.00 MiB (GPU 0; 31.74 GiB total capacity; 30.20 GiB already allocated;
+1.50 GiB free; 30.60 GiB reserved in total by PyTorch)". The new one spells it out: "Tried to allocate
+2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.05 GiB is free. Process 4242 has 78.08 GiB
+memory in use. Including non-PyTorch memory, this process has 78.08 GiB memory in use. Of the allocated
+memory 70.21 GiB is allocated by PyTorch, and 6.95 GiB is reserved by PyTorch but unallocated."
+Fields are read one by one so a reordered, truncated or rank-prefixed message still parses; numbers that
+contradict each other are dropped (the cause becomes "unknown") rather than trusted. Pure logic.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+GIB = 1 << 30
+MIB = 1 << 20
+MAX_BYTES = 1 << 42
+"""4 TiB: no single GPU comes near; a larger figure is junk, not a measurement."""
+
+FULL, FRAGMENTATION, OTHER_PROCESS, UNKNOWN = "full", "fragmentation", "other_process", "unknown"
+
+_UNITS = {
+    "b": 1, "byte": 1, "bytes": 1, "kib": 1 << 10, "mib": MIB, "gib": GIB, "tib": 1 << 40,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+}
+_SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"
+_FIELDS = {
+    "requested": re.compile(r"Tried to allocate " + _SIZE, re.I),
+    "total": re.compile(_SIZE + r" total capacity|total capacity of " + _SIZE, re.I),
+    "free": re.compile(r"of which " + _SIZE + r" is free|" + _SIZE + r" free\b", re.I),
+    "allocated": re.compile(_SIZE + r" (?:already allocated|is allocated by PyTorch)", re.I),
+    "reserved": re.compile(_SIZE + r" (?:reserved in total by PyTorch|cached)", re.I),
+    "reserved_unallocated": re.compile(_SIZE + r" is reserved by PyTorch but unallocated", re.I),
+    "process_used": re.compile(r"this process has " + _SIZE + r" memory in use", re.I),
+}
+_GPU = re.compile(r"\(GPU (\d{1,3});|GPU (\d{1,3}) has a total capacity", re.I)
+_PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use", re.I)
+_RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
+_OOM = re.compile(
+    r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
+    r"|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED", re.I)
+_NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory", re.I)
+_JUNK = -1
+_SLACK = 64 * MIB
+"""Rounding slack: the message prints sizes to two decimals of their unit."""
+
+
+@dataclass(frozen=True)
+class OomReport:
+    """One CUDA OOM message: sizes in bytes (None when the message does not give them) and its cause."""
+
+    kind: str
+    """FULL, FRAGMENTATION, OTHER_PROCESS, or UNKNOWN when the message has no usable numbers."""
+    text: str
+    gpu: int | None = None
+    rank: int | None = None
+    requested: int | None = None
+    total: int | None = None
+    free: int | None = None
+    allocated: int | None = None
+    reserved: int | None = None
+    reserved_unallocated: int | None = None
+    process_used: int | None = None
+    processes: tuple[tuple[int, int], ...] = ()
+    """(pid, bytes) of every "Process N has X memory in use" the message lists."""
+    note: str = ""
+
+    @property
+    def other_used(self) -> int | None:
+        """Bytes in use on the card by anything but this process's PyTorch allocator, when known."""
+        if self.total is None or self.free is None:
+            return None
+        mine = self.process_used if self.process_used is not None else self.reserved
+        return None if mine is None else max(0, self.total - self.free - mine)
+
+    @property
+    def other_pids(self) -> tuple[tuple[int, int], ...]:
+        """The listed processes other than this one (the one whose use matches "this process has")."""
+        if len(self.processes) < 2 or self.process_used is None:
+            return ()
+        own = min(self.processes, key=lambda p: abs(p[1] - (self.process_used or 0)))
+        return tuple(p for p in self.processes if p != own)
+
+
+def parse_size(number: str, unit: str) -> int | None:
+    """Bytes for "512.00" "MiB"; None for an unknown unit or a size beyond any GPU."""
+    scale = _UNITS.get(unit.lower())
+    if scale is None:
+        return None
+    value = int(float(number) * scale)
+    return value if value <= MAX_BYTES else None
+
+
+def is_oom_line(line: str) -> bool:
+    """Whether a line reports a CUDA out-of-memory error (not a CPU or MPS one)."""
+    return bool(_OOM.search(line)) and not _NOT_CUDA.search(line)
+
+
+def parse_oom(line: str) -> OomReport | None:
+    """The OOM report in one line of output, or None when the line is not a CUDA OOM."""
+    if not is_oom_line(line):
+        return None
+    sizes = {name: _first_size(rx, line) for name, rx in _FIELDS.items()}
+    junk = any(value == _JUNK for value in sizes.values())
+    clean = {name: (None if value == _JUNK else value) for name, value in sizes.items()}
+    report = OomReport(kind=UNKNOWN, text=line.strip()[:600], gpu=_gpu(line), rank=_rank(line),
+                       processes=_processes(line), **clean)
+    report = _complete(report)
+    problem = "a size beyond any GPU" if junk else _inconsistency(report)
+    if problem:
+        return OomReport(kind=UNKNOWN, text=report.text, gpu=report.gpu, rank=report.rank, note=problem)
+    return replace(report, kind=classify(report))
+
+
+def classify(report: OomReport) -> str:
+    """The cause: another process holds the card, the cache is fragmented, or the card is full."""
+    if report.total is None or (report.allocated is None and report.process_used is None):
+        return UNKNOWN
+    if _other_process(report):
+        return OTHER_PROCESS
+    if _fragmented(report):
+        return FRAGMENTATION
+    return FULL
+
+
+def _other_process(report: OomReport) -> bool:
+    """Others use a large share: new messages count this process exactly, old ones leave its context out."""
+    total = report.total or 0
+    other = report.other_used
+    if report.other_pids and sum(b for _, b in report.other_pids) >= max(GIB, total // 20):
+        return True
+    if other is None:
+        return False
+    # The old format omits this process's CUDA context (0.3-1.5 GiB), so it needs a wider margin.
+    floor = max(3 * GIB, total // 10) if report.process_used is None else max(GIB + GIB // 2, total // 20)
+    return other >= floor
+
+
+def _fragmented(report: OomReport) -> bool:
+    """Reserved-but-unallocated could have served the request and is a real share of the card."""
+    spare = report.reserved_unallocated
+    if spare is None or report.total is None:
+        return False
+    return spare >= (report.requested or 0) and spare >= max(512 * MIB, report.total // 20)
+
+
+def _complete(report: OomReport) -> OomReport:
+    """Derive reserved from the new format's parts and the spare cache from the old format's."""
+    if report.reserved is None and report.allocated is not None and report.reserved_unallocated is not None:
+        return replace(report, reserved=report.allocated + report.reserved_unallocated)
+    if report.reserved_unallocated is None and report.allocated is not None and report.reserved is not None:
+        return replace(report, reserved_unallocated=max(0, report.reserved - report.allocated))
+    return report
+
+
+def _inconsistency(r: OomReport) -> str:
+    """Why the numbers cannot all be true, or ''."""
+    if r.total is not None and r.total <= 0:
+        return "total capacity is zero"
+    parts = {"free": r.free, "allocated": r.allocated, "reserved": r.reserved, "this process": r.process_used}
+    for name, value in parts.items():
+        if value is not None and r.total is not None and value > r.total + _SLACK:
+            return f"{name} exceeds the total capacity"
+    if r.allocated is not None and r.reserved is not None and r.allocated > r.reserved + _SLACK:
+        return "allocated exceeds reserved"
+    if r.total is not None and r.free is not None and r.process_used is not None:
+        if r.free + r.process_used > r.total + _SLACK:
+            return "free plus this process's use exceeds the total capacity"
+    return ""
+
+
+def _first_size(rx: re.Pattern[str], line: str) -> int | None:
+    """The field's size in bytes, None when absent, _JUNK when present but not believable."""
+    match = rx.search(line)
+    if not match:
+        return None
+    groups = [g for g in match.groups() if g is not None]
+    size = parse_size(groups[0], groups[1]) if len(groups) >= 2 else None
+    return _JUNK if size is None else size
+
+
+def _gpu(line: str) -> int | None:
+    match = _GPU.search(line)
+    return int(match.group(1) or match.group(2)) if match else None
+
+
+def _rank(line: str) -> int | None:
+    match = _RANK.search(line)
+    return int(match.group(1)) if match else None
+
+
+def _processes(line: str) -> tuple[tuple[int, int], ...]:
+    found = []
+    for match in _PROCESS.finditer(line):
+        size = parse_size(match.group(2), match.group(3))
+        if size is not None:
+            found.append((int(match.group(1)), size))
+    return tuple(found[:32])
+
+
+def gib(value: int | None) -> str:
+    """Bytes as "12.34 GiB" (or "?" when unknown)."""
+    return "?" if value is None else f"{value / GIB:.2f} GiB"
