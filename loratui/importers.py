@@ -1,0 +1,331 @@
+"""Turn what users already have into loratui events: a `trainer_state.json`, a Trainer output directory,
+or a Trainer stdout log.
+
+None of these record wall-clock times, so the events get plausible ones: the record ends at the file's
+modification time and its steps are spread evenly over `train_runtime` (the end-of-training summary) or,
+without one, one second a step. A Notice event says so, so replay never passes these times off as measured.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loratui import events
+
+TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
+"""Keys that mark a Trainer log dict as a training-step log."""
+SECONDS_PER_STEP = 1.0
+"""Assumed step time when a record says nothing about time."""
+
+
+class ImportFailed(Exception):
+    """A path that is none of the formats loratui can import; the message names it and says why."""
+
+
+@dataclass
+class Record:
+    """What an imported file says, before it becomes events."""
+
+    name: str
+    source: str
+    entries: list[tuple[int, dict[str, float]]] = field(default_factory=list)  # (step, values) in order
+    max_steps: int = 0
+    num_epochs: float = 0.0
+    batch_size: int = 1
+    checkpoints: list[tuple[int, str]] = field(default_factory=list)
+    end_t: float = 0.0
+    step_note: str = ""
+
+
+def import_path(path: Path) -> list[events.AnyEvent]:
+    """Events for a trainer_state.json, a Trainer output directory or a Trainer stdout log."""
+    if path.is_dir():
+        return to_events(read_output_dir(path))
+    if not path.is_file():
+        raise ImportFailed(f"{path}: no such file or directory")
+    data = path.read_bytes()
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and _is_json_object(data):
+        return to_events(read_trainer_state(path, data))
+    return to_events(read_stdout_log(path, data))
+
+
+def _is_json_object(data: bytes) -> bool:
+    """Whether the whole file is one JSON object (a stdout log whose first line is a dict is not)."""
+    try:
+        return isinstance(json.loads(data.decode("utf-8-sig")), dict)
+    except (ValueError, UnicodeDecodeError):
+        return False
+
+
+# -- trainer_state.json ------------------------------------------------------------------------------
+
+
+def read_trainer_state(path: Path, data: bytes | None = None, name: str = "") -> Record:
+    """A Record from a `trainer_state.json` of any transformers 4.x/5.x era."""
+    raw = data if data is not None else path.read_bytes()
+    try:
+        # Python's json reads the NaN and Infinity that the Trainer's json.dump writes for a NaN loss.
+        state = json.loads(raw.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ImportFailed(f"{path}: not valid JSON ({exc})") from None
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        raise ImportFailed(f"{path}: JSON, but not a Trainer trainer_state.json (no log_history list)")
+    record = Record(name=name or _name_for(path), source=str(path), end_t=path.stat().st_mtime)
+    record.entries = _history_entries(history)
+    last = max((s for s, _ in record.entries), default=0)
+    record.max_steps = _int(state.get("max_steps")) or _int(state.get("global_step")) or last
+    record.num_epochs = _float(state.get("num_train_epochs")) or _float(state.get("epoch")) or 0.0
+    record.batch_size = _int(state.get("train_batch_size")) or 1
+    return record
+
+
+def _history_entries(history: list[Any]) -> list[tuple[int, dict[str, float]]]:
+    """(step, numeric values) of each log_history entry; an entry without a step takes the last one's."""
+    entries: list[tuple[int, dict[str, float]]] = []
+    step = 0
+    for item in history:
+        if not isinstance(item, dict):
+            continue
+        step = _int(item.get("step")) if item.get("step") is not None else step
+        values = {k: v for k, v in ((k, _float(v)) for k, v in item.items() if k != "step") if v is not None}
+        if values:
+            entries.append((step, values))
+    return entries
+
+
+def _name_for(path: Path) -> str:
+    """A run name: the output directory's name, not `checkpoint-60` or the file's own name."""
+    folder = path.parent if path.is_file() else path
+    if folder.name.startswith("checkpoint-"):
+        folder = folder.parent
+    return folder.name or "imported"
+
+
+# -- a Trainer output directory ------------------------------------------------------------------------
+
+
+def read_output_dir(path: Path) -> Record:
+    """A Record from the newest trainer_state.json of an output directory (by global step)."""
+    checkpoints = sorted((_checkpoint_step(p), p) for p in path.glob("checkpoint-*") if p.is_dir())
+    checkpoints = [(step, p) for step, p in checkpoints if step is not None]
+    candidates = [p / "trainer_state.json" for _, p in checkpoints] + [path / "trainer_state.json"]
+    states = [p for p in candidates if p.is_file()]
+    if not states:
+        raise ImportFailed(f"{path}: a directory without trainer_state.json or checkpoint-*/trainer_state.json;"
+                           " pass a run directory, an events.jsonl, a trainer_state.json or a stdout log")
+    records = [read_trainer_state(p, name=path.name) for p in states]
+    # The top-level file comes last, so on a tie it wins: save_state() adds the end-of-training summary.
+    best = max(range(len(records)), key=lambda i: (_last_step(records[i]), i))
+    record = records[best]
+    record.checkpoints = [(step, str(p)) for step, p in checkpoints]  # type: ignore[misc]
+    return record
+
+
+def _checkpoint_step(path: Path) -> int | None:
+    """N of `checkpoint-N`, or None for other names."""
+    match = re.fullmatch(r"checkpoint-(\d+)", path.name)
+    return int(match.group(1)) if match else None
+
+
+def _last_step(record: Record) -> int:
+    return max((s for s, _ in record.entries), default=0)
+
+
+# -- a Trainer stdout log --------------------------------------------------------------------------------
+
+_DICT = re.compile(r"\{\s*'[^']+'\s*:.*\}")
+_PAIR = re.compile(r"'([^']+)'\s*:\s*('[^']*'|\"[^\"]*\"|[^,}]+)")
+_BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
+
+
+@dataclass
+class _Scan:
+    """Progress through a stdout log: the training bar's position and the dicts waiting for a step."""
+
+    record: Record
+    bar_total: int = 0
+    bar_n: int | None = None
+    step: int = 0
+    waiting: list[dict[str, float]] = field(default_factory=list)
+    bars_seen: bool = False
+
+
+def read_stdout_log(path: Path, data: bytes | None = None) -> Record:
+    """A Record from a Trainer's printed log dicts, steps taken from the tqdm bar around them."""
+    text = (data if data is not None else path.read_bytes()).decode("utf-8", errors="replace")
+    scan = _Scan(Record(name=path.stem or "imported", source=str(path), end_t=path.stat().st_mtime))
+    # tqdm redraws with a bare \r, so a physical line can hold many bar states and a dict.
+    for fragment in re.split(r"\r\n|\r|\n", text):
+        _scan_fragment(scan, fragment)
+    _flush(scan, None)
+    record = scan.record
+    if not record.entries:
+        raise ImportFailed(f"{path}: none of: events.jsonl, trainer_state.json, Trainer output directory,"
+                           " Trainer stdout log (no logged dict lines like {'loss': ...} found)")
+    _fill_steps_without_bars(scan)
+    record.max_steps = max(record.max_steps, scan.bar_total, _last_step(record))
+    return record
+
+
+def _scan_fragment(scan: _Scan, fragment: str) -> None:
+    """Take one \r/\n-separated piece: a log dict, a progress bar, or neither."""
+    found = _DICT.search(fragment)
+    values = _parse_dict(found.group(0)) if found else None
+    if values and (TRAIN_KEYS & values.keys() or "train_runtime" in values or _is_eval(values)):
+        _take_dict(scan, values)
+        return
+    bar = _BAR.search(fragment)
+    if bar:
+        _take_bar(scan, int(bar.group(1)), int(bar.group(2)))
+
+
+def _parse_dict(text: str) -> dict[str, float]:
+    """Numeric values of a printed dict: 2.31, '2.31' (transformers 5), nan, inf."""
+    values = {}
+    for key, raw in _PAIR.findall(text):
+        number = _float(raw.strip().strip("'\""))
+        if number is not None:
+            values[key] = number
+    return values
+
+
+def _take_dict(scan: _Scan, values: dict[str, float]) -> None:
+    """A train dict waits for the bar redraw that follows it; eval and summary dicts take the current step."""
+    _flush(scan, None)
+    if TRAIN_KEYS & values.keys() and "train_runtime" not in values:
+        scan.waiting.append(values)
+    else:
+        scan.record.entries.append((scan.step, values))
+
+
+def _take_bar(scan: _Scan, n: int, total: int) -> None:
+    """A bar redraw: the first bar seen is taken as training's; other totals are eval bars."""
+    if not scan.bar_total:
+        scan.bar_total = total
+    if total != scan.bar_total:
+        return
+    scan.bars_seen = True
+    scan.bar_n = n
+    if scan.waiting:
+        _flush(scan, n)
+
+
+def _flush(scan: _Scan, bar_n: int | None) -> None:
+    """Give waiting train dicts a step: the bar's (after the dict) or the last seen, kept increasing."""
+    for values in scan.waiting:
+        guess = bar_n if bar_n is not None else (scan.bar_n if scan.bar_n is not None else scan.step + 1)
+        scan.step = max(guess, scan.step + 1)
+        scan.record.entries.append((scan.step, values))
+    scan.waiting.clear()
+
+
+def _fill_steps_without_bars(scan: _Scan) -> None:
+    """Without bars, dict order is all there is: spread the train dicts over the summary's step count."""
+    record = scan.record
+    if scan.bars_seen:
+        return
+    summary = next((v for _, v in record.entries if "train_runtime" in v), None)
+    n_train = sum(1 for _, v in record.entries if TRAIN_KEYS & v.keys() and "train_runtime" not in v)
+    total = round(summary["train_runtime"] * summary.get("train_steps_per_second", 0)) if summary else 0
+    every = max(1, round(total / n_train)) if total and n_train else 1
+    record.step_note = (f"steps inferred from line order (every {every} steps)" if every > 1
+                        else "steps inferred from line order")
+    record.entries = [(step * every, values) for step, values in record.entries]
+    record.max_steps = max(total, _last_step(record))
+
+
+def _is_eval(values: dict[str, float]) -> bool:
+    return any(key.startswith("eval_") for key in values)
+
+
+# -- a Record as events ---------------------------------------------------------------------------------
+
+
+def to_events(record: Record) -> list[events.AnyEvent]:
+    """The Record as a loratui event list: header, train begin, steps and logs, phases, end."""
+    per_step, start = _timing(record)
+    out = _opening(record, start)
+    previous = 0
+    at = {step: path for step, path in record.checkpoints}
+    for step, values in record.entries:
+        t = start + step * per_step
+        if _is_eval(values):
+            out += _eval_events(t, step, values)
+            continue
+        if step > previous and TRAIN_KEYS & values.keys() and "train_runtime" not in values:
+            out.append(events.Step(t=t, step=step, epoch=values.get("epoch", 0.0),
+                                   step_time=per_step * (step - previous)))
+            out += [events.Checkpoint(t=t, step=s, path=at.pop(s)) for s in sorted(at) if s <= step]
+            previous = step
+        out.append(events.Log(t=t, step=step, values=_nums(values)))
+    out += [events.Checkpoint(t=record.end_t, step=s, path=p) for s, p in sorted(at.items())]
+    return out + _closing(record, previous)
+
+
+def _timing(record: Record) -> tuple[float, float]:
+    """(seconds a step, start time): from train_runtime when the summary is there."""
+    last = max(_last_step(record), 1)
+    runtime = next((v["train_runtime"] for _, v in record.entries if "train_runtime" in v), None)
+    per_step = runtime / last if runtime and math.isfinite(runtime) and runtime > 0 else SECONDS_PER_STEP
+    return per_step, record.end_t - per_step * last
+
+
+def _opening(record: Record, start: float) -> list[events.AnyEvent]:
+    how = "times spread evenly over train_runtime" if _finished(record) else "times assume 1 s a step"
+    note = f"imported from {record.source}; {how}" + (f"; {record.step_note}" if record.step_note else "")
+    return [
+        events.Header(t=start, schema=events.SCHEMA_VERSION, run_id=record.name, recipe_hash="",
+                      recipe_path=record.source, name=record.name),
+        events.Notice(t=start, level="info", message=note, key="import"),
+        events.TrainBegin(t=start, max_steps=record.max_steps, num_epochs=record.num_epochs,
+                          batch_size=record.batch_size),
+        events.State(t=start, state=events.TRAINING, step=0),
+        events.Phase(t=start, name="train", edge="begin"),
+    ]
+
+
+def _eval_events(t: float, step: int, values: dict[str, float]) -> list[events.AnyEvent]:
+    """An eval entry as the phase it was: begin, the eval log, end (at one instant: its span is unknown)."""
+    return [events.Phase(t=t, name="eval", edge="begin", step=step),
+            events.Log(t=t, step=step, values=_nums(values)),
+            events.Phase(t=t, name="eval", edge="end", step=step)]
+
+
+def _closing(record: Record, last_step: int) -> list[events.AnyEvent]:
+    """Train end and End: finished when the summary is there or max_steps was reached, else stopped."""
+    t = record.end_t
+    if _finished(record) or (record.max_steps and last_step >= record.max_steps):
+        return [events.Phase(t=t, name="train", edge="end", step=last_step),
+                events.End(t=t, state=events.FINISHED, step=last_step)]
+    message = f"the record ends at step {last_step} of {record.max_steps or '?'}"
+    return [events.Notice(t=t, level="info", message=message, key="import"),
+            events.End(t=t, state=events.STOPPED, step=last_step)]
+
+
+def _finished(record: Record) -> bool:
+    return any("train_runtime" in v for _, v in record.entries)
+
+
+def _nums(values: dict[str, float]) -> dict[str, events.Num]:
+    return {k: events.num_out(v) for k, v in values.items()}
+
+
+def _float(value: Any) -> float | None:
+    """A float from a JSON or printed value; NaN and infinities kept, anything else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _int(value: Any) -> int:
+    number = _float(value)
+    return int(number) if number is not None and math.isfinite(number) else 0

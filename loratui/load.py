@@ -1,0 +1,44 @@
+"""Open whatever the user named for replay: a run (directory, id or name), an events.jsonl, or something
+to import (a trainer_state.json, a Trainer output directory, a Trainer stdout log)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loratui import events, rundir
+from loratui.eventlog import read_log
+
+
+def open_any(target: str | Path, runs_dir: Path) -> tuple[list[events.AnyEvent], str, str]:
+    """(events, notes on what was skipped, title) for a run or an importable path.
+
+    Raises `rundir.RunNotFound` for a name that matches no run and `importers.ImportFailed` for a path
+    that is none of the formats.
+    """
+    path = Path(target)
+    if (path / "events.jsonl").is_file() or (path.is_file() and _is_event_log(path)):
+        events_path = path / "events.jsonl" if path.is_dir() else path
+        contents = read_log(events_path)
+        return contents.events, contents.notes(), _run_title(contents.events, events_path)
+    if path.exists():
+        from loratui import importers  # only imports need it
+
+        found = importers.import_path(path)
+        header = found[0]
+        return found, "", f"{getattr(header, 'name', path.name)} (imported from {path.name})"
+    run = rundir.resolve(str(target), runs_dir)
+    contents = read_log(run.events)
+    return contents.events, contents.notes(), _run_title(contents.events, run.events)
+
+
+def _is_event_log(path: Path) -> bool:
+    """Whether a file's first line is a loratui log header."""
+    with open(path, "rb") as handle:
+        first = handle.readline(1 << 16)
+    return isinstance(events.decode_line(first), events.Header)
+
+
+def _run_title(found: list[events.AnyEvent], events_path: Path) -> str:
+    """The run id from the header, else the directory's name."""
+    header = found[0] if found and isinstance(found[0], events.Header) else None
+    return header.run_id if header and header.run_id else events_path.parent.name
