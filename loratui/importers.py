@@ -112,8 +112,8 @@ def _name_for(path: Path) -> str:
 
 def read_output_dir(path: Path) -> Record:
     """A Record from the newest trainer_state.json of an output directory (by global step)."""
-    checkpoints = sorted((_checkpoint_step(p), p) for p in path.glob("checkpoint-*") if p.is_dir())
-    checkpoints = [(step, p) for step, p in checkpoints if step is not None]
+    numbered = ((_checkpoint_step(p), p) for p in path.glob("checkpoint-*") if p.is_dir())
+    checkpoints = sorted((step, p) for step, p in numbered if step is not None)
     candidates = [p / "trainer_state.json" for _, p in checkpoints] + [path / "trainer_state.json"]
     states = [p for p in candidates if p.is_file()]
     if not states:
@@ -123,7 +123,7 @@ def read_output_dir(path: Path) -> Record:
     # The top-level file comes last, so on a tie it wins: save_state() adds the end-of-training summary.
     best = max(range(len(records)), key=lambda i: (_last_step(records[i]), i))
     record = records[best]
-    record.checkpoints = [(step, str(p)) for step, p in checkpoints]  # type: ignore[misc]
+    record.checkpoints = [(step, str(p)) for step, p in checkpoints]
     return record
 
 
@@ -150,6 +150,7 @@ class _Scan:
 
     record: Record
     bar_total: int = 0
+    last_total: int = 0
     bar_n: int | None = None
     step: int = 0
     waiting: list[dict[str, float]] = field(default_factory=list)
@@ -199,14 +200,17 @@ def _take_dict(scan: _Scan, values: dict[str, float]) -> None:
     """A train dict waits for the bar redraw that follows it; eval and summary dicts take the current step."""
     _flush(scan, None)
     if TRAIN_KEYS & values.keys() and "train_runtime" not in values:
+        # The bar drawn just before the first train dict is training's (model loading has bars too).
+        scan.bar_total = scan.bar_total or scan.last_total
         scan.waiting.append(values)
     else:
         scan.record.entries.append((scan.step, values))
 
 
 def _take_bar(scan: _Scan, n: int, total: int) -> None:
-    """A bar redraw: the first bar seen is taken as training's; other totals are eval bars."""
-    if not scan.bar_total:
+    """A bar redraw: training's moves the step; others (loading, eval) are only remembered."""
+    scan.last_total = total
+    if not scan.bar_total and scan.waiting:
         scan.bar_total = total
     if total != scan.bar_total:
         return

@@ -1,0 +1,150 @@
+"""Importing trainer_state.json files of several eras, Trainer output directories and stdout logs."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loratui import events, importers
+from loratui.load import open_any
+from loratui.logic.runstate import RunState
+
+DATA = Path(__file__).parent / "data"
+CLI = [sys.executable, "-c", "import sys; from loratui.cli import main; sys.exit(main())"]
+STATES = DATA / "trainer_state"
+
+
+def _fold(found: list[events.AnyEvent]) -> RunState:
+    return RunState().feed_all(found)
+
+
+@pytest.mark.parametrize(
+    ("name", "steps", "max_steps", "end", "evals", "nan_steps"),
+    [
+        ("v4_3_early.json", [10, 20, 30, 40], 40, events.FINISHED, [(20, 2.65), (40, 2.28)], []),
+        ("v4_30_crlf_nan.json", [1, 2, 3, 4], 8, events.FINISHED, [(4, math.nan)], [3, 4]),
+        ("v4_45_checkpoint.json", [25, 50, 75, 100], 400, events.STOPPED, [(50, 1.19), (100, 1.12)], [75]),
+        ("v5_final.json", [1, 2, 3, 4, 5, 6], 6, events.FINISHED, [(3, 1.2), (6, 0.91)], []),
+    ],
+)
+def test_trainer_state_eras_give_the_loss_curve(name: str, steps: list[int], max_steps: int, end: str,
+                                                 evals: list[tuple[int, float]], nan_steps: list[int]) -> None:
+    state = _fold(importers.import_path(STATES / name))
+    assert [s for s, _ in state.loss] == steps
+    assert state.max_steps == max_steps and state.step == steps[-1] and state.state == end
+    assert [s for s, _ in state.eval_loss] == [s for s, _ in evals]
+    for (_, got), (_, want) in zip(state.eval_loss, evals):
+        assert got == pytest.approx(want, nan_ok=True)
+    assert state.nan_steps == nan_steps
+
+
+def test_events_start_with_a_header_and_times_increase() -> None:
+    found = importers.import_path(STATES / "v5_final.json")
+    assert isinstance(found[0], events.Header) and found[0].name == "trainer_state"
+    times = [e.t for e in found]
+    assert times == sorted(times)
+    assert times[-1] - times[0] == pytest.approx(12.0)  # train_runtime spreads the steps
+
+
+def test_summary_entry_is_not_a_loss_point() -> None:
+    state = _fold(importers.import_path(STATES / "v4_3_early.json"))
+    assert state.last_loss == pytest.approx(2.30)  # not train_loss
+
+
+def test_grad_norm_kept_when_present() -> None:
+    state = _fold(importers.import_path(STATES / "v4_45_checkpoint.json"))
+    assert [s for s, _ in state.grad_norm] == [25, 50, 75, 100]
+    assert state.batch_size == 4
+
+
+def _output_dir(root: Path) -> Path:
+    """checkpoint-5, -10 and -100: `checkpoint-100` sorts first by name and last by step."""
+    out = root / "my-finetune"
+    for step in (5, 10, 100):
+        ckpt = out / f"checkpoint-{step}"
+        ckpt.mkdir(parents=True)
+        text = (STATES / "v4_45_checkpoint.json").read_text()
+        if step != 100:  # earlier checkpoints hold a shorter history
+            text = text.replace('"global_step": 100', f'"global_step": {step}')
+        (ckpt / "trainer_state.json").write_text(text)
+    (out / "checkpoint-notanumber").mkdir()
+    return out
+
+
+def test_output_dir_takes_the_latest_checkpoint_by_step(tmp_path: Path) -> None:
+    found = importers.import_path(_output_dir(tmp_path))
+    state = _fold(found)
+    assert found[0].name == "my-finetune"  # type: ignore[union-attr]
+    assert state.step == 100 and [s for s, _ in state.checkpoints] == [5, 10, 100]
+
+
+def test_output_dir_prefers_top_level_state_with_the_summary(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    (out / "checkpoint-3").mkdir(parents=True)
+    shutil.copy(STATES / "v5_final.json", out / "checkpoint-3" / "trainer_state.json")
+    shutil.copy(STATES / "v5_final.json", out / "trainer_state.json")
+    state = _fold(importers.import_path(out))
+    assert state.state == events.FINISHED and state.step == 6
+
+
+def test_stdout_log_with_progress_bars() -> None:
+    state = _fold(importers.import_path(DATA / "stdout" / "tqdm_v4.log"))
+    assert [s for s, _ in state.loss] == [2, 4, 6, 8, 10, 12]  # the loading bar (2/2) is not training's
+    assert state.nan_steps == [6] and state.eval_loss == [(6, 2.05)]
+    assert state.max_steps == 12 and state.state == events.FINISHED
+
+
+def test_stdout_log_of_transformers_5_quoted_values_and_no_bars(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    lines = [f"{{'loss': '{2 - i / 10:.3g}', 'grad_norm': 'nan', 'learning_rate': '0.0002', 'epoch': '{i}'}}"
+             for i in range(1, 5)]
+    lines.append("{'train_runtime': '8.0', 'train_samples_per_second': '4', 'train_steps_per_second': '5'}")
+    log.write_bytes("\r\n".join(lines).encode() + b"\r\n")
+    state = _fold(importers.import_path(log))
+    # 8 s at 5 steps/s is 40 steps, logged 4 times: every 10 steps.
+    assert [s for s, _ in state.loss] == [10, 20, 30, 40]
+    assert state.nan_steps == [10, 20, 30, 40]  # grad_norm nan
+    assert "line order" in state.notices[0].message
+
+
+@pytest.mark.parametrize("content", [b"", b"hello\nworld\n", b"\x00\xff\xfe binary", b'{"a": 1}', b"{not json"])
+def test_other_files_fail_clearly(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "thing.txt"
+    path.write_bytes(content)
+    with pytest.raises(importers.ImportFailed, match="thing.txt"):
+        importers.import_path(path)
+
+
+def test_empty_directory_fails_clearly(tmp_path: Path) -> None:
+    with pytest.raises(importers.ImportFailed, match="trainer_state.json"):
+        importers.import_path(tmp_path)
+
+
+def test_open_any_accepts_imports_and_names_them() -> None:
+    found, notes, title = open_any(STATES / "v5_final.json", Path("/nonexistent"))
+    assert notes == "" and "imported from v5_final.json" in title and len(found) > 10
+
+
+def test_import_command_writes_a_run_directory(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    done = subprocess.run([*CLI, "import", str(STATES / "v5_final.json"),
+                           "--runs-dir", str(runs), "--name", "old"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.strip()
+    assert run_id.endswith("-old") and (runs / run_id / "recipe.toml").is_file()
+    found, notes, title = open_any(run_id, runs)
+    assert title == run_id and notes == ""
+    assert _fold(found).loss == _fold(importers.import_path(STATES / "v5_final.json")).loss
+
+
+def test_import_command_rejects_junk_with_exit_2(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01")
+    done = subprocess.run([*CLI, "import", str(junk), "--runs-dir",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "junk.bin" in done.stderr
