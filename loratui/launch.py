@@ -25,13 +25,13 @@ def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> No
         if not (candidate / "config.json").exists():
             where = "--model-path" if model_path else _at(recipe_path, "model.path")
             what = "does not exist" if not candidate.exists() else "has no config.json"
-            raise RecipeError(f"{where}: model directory {candidate} {what}; pass --model-path "
+            raise RecipeError(f"{where}: `model.path`: model directory {candidate} {what}; pass --model-path "
                               "/path/to/model (a directory with config.json and weights)")
     if recipe.data.path:
         data_path = Path(recipe.data.path).expanduser()
         data_path = data_path if data_path.is_absolute() else base / data_path
         if not data_path.exists():
-            raise RecipeError(f"{_at(recipe_path, 'data.path')}: data file {data_path} does not exist; "
+            raise RecipeError(f"{_at(recipe_path, 'data.path')}: `data.path`: {data_path} does not exist; "
                               "fix [data] path (relative paths are relative to the recipe)")
 
 

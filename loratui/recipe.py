@@ -174,7 +174,7 @@ def load_recipe(path: str | Path, text: str | None = None) -> Recipe:
     problem = check_combinations(recipe)
     if problem:
         key, message = problem
-        raise RecipeError(f"{_where(path, text, key)}: {message}")
+        raise RecipeError(f"{_where(path, text, key)}: `{key}`: {message}")
     return recipe
 
 
@@ -299,7 +299,24 @@ def _explain_validation(path: Path, text: str, message: str) -> str:
         hint = _suggest(container, unknown.group(1))
         return f"{_where(path, text, key)}: unknown key `{key}`{hint}; remove it or fix its spelling"
     detail = _PATH_RE.sub("", message).rstrip(" -")
+    allowed = _allowed_values(container)
+    if allowed:
+        detail += f"; use one of: {allowed}"
     return f"{_where(path, text, container)}: key `{container}`: {detail}"
+
+
+def _allowed_values(dotted_key: str) -> str:
+    """The choices of a Literal-typed key, as 'a, b, c', or ''."""
+    import typing
+
+    section, _, key = dotted_key.partition(".")
+    struct = _SECTION_TYPES.get(section)
+    if struct is None or not key:
+        return ""
+    hint = typing.get_type_hints(struct).get(key)
+    if typing.get_origin(hint) is typing.Literal:
+        return ", ".join(f'"{v}"' for v in typing.get_args(hint))
+    return ""
 
 
 def _suggest(section: str, name: str) -> str:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,20 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def runs_dir(tmp_path: Path) -> Path:
-    return tmp_path / "runs"
+def runs_dir(tmp_path: Path) -> Iterator[Path]:
+    """A runs directory whose leftover supervisors and trainers are killed after the test."""
+    runs = tmp_path / "runs"
+    yield runs
+    for run in runs.glob("*/"):
+        pids = [int(e["pid"]) for e in read_events(run) if e.get("kind") == "train_begin"]  # type: ignore[call-overload]
+        pidfile = run / "supervisor.pid"
+        if pidfile.exists():
+            pids.append(int(pidfile.read_text()))
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def loratui(*args: str, timeout: float = 300, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -37,7 +50,10 @@ def loratui(*args: str, timeout: float = 300, **kwargs: object) -> subprocess.Co
 
 def read_events(run_path: Path) -> list[dict[str, object]]:
     """The raw JSON objects of a run's log (independent of our own decoder)."""
-    lines = (run_path / "events.jsonl").read_text().splitlines()
+    try:
+        lines = (run_path / "events.jsonl").read_text().splitlines()
+    except FileNotFoundError:
+        return []
     return [json.loads(line) for line in lines if line.strip()]
 
 

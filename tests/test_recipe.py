@@ -1,0 +1,89 @@
+"""Recipe validation: every bundled recipe loads; bad recipes get one clear message and exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loratui.recipe import RecipeError, find_key_line, load_recipe
+from tests.conftest import REPO, loratui
+
+GOOD = """\
+[model]
+path = "loratui:tiny"
+[training]
+max_steps = 2
+[data]
+path = "{data}"
+"""
+DATA = REPO / "recipes" / "data" / "tiny-instructions.jsonl"
+
+
+@pytest.mark.parametrize("recipe", sorted((REPO / "recipes").glob("*.toml")), ids=lambda p: p.name)
+def test_bundled_recipes_validate(recipe: Path) -> None:
+    load_recipe(recipe)
+
+
+def _good(**replace: str) -> str:
+    text = GOOD.format(data=DATA)
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return text
+
+
+# (name, recipe text, fragments the single message must contain)
+BAD = [
+    ("syntax", "[model\npath = 1", ["not valid TOML", "line 1"]),
+    ("unknown_key", _good(**{"max_steps = 2": "max_steps = 2\nlearning_rat = 1e-4"}),
+     [":5:", "training.learning_rat", "did you mean `learning_rate`"]),
+    ("unknown_section", _good(**{"[data]": "[dataa]"}), ["unknown key `dataa`", ":5"]),
+    ("wrong_type", _good(**{"max_steps = 2": 'max_steps = "two"'}), [":4:", "training.max_steps", "Expected `int`"]),
+    ("missing_model", _good(**{'path = "loratui:tiny"': ""}), ["model.path", "--model-path"]),
+    ("bad_quant_type", _good(**{"[training]": '[quantization]\nload_in_4bit = true\nbnb_4bit_quant_type = "nf5"\n[training]'}),
+     ["quantization.bnb_4bit_quant_type", ":5:", "nf4"]),
+    ("both_4_and_8_bit", _good(**{"[training]": "[quantization]\nload_in_4bit = true\nload_in_8bit = true\n[training]"}),
+     ["load_in_4bit and load_in_8bit", ":5:"]),
+    ("bf16_and_fp16", _good(**{"max_steps = 2": "max_steps = 2\nbf16 = true\nfp16 = true"}), ["bf16 and fp16", ":6:"]),
+    ("bad_optimizer", _good(**{"max_steps = 2": 'max_steps = 2\noptim = "adamw_9bit"'}), ["adamw_9bit", "paged_adamw_8bit"]),
+    ("zero_rank", _good(**{"[training]": "[lora]\nr = 0\n[training]"}), ["lora.r", "positive"]),
+    ("eval_without_data", _good(**{"max_steps = 2": 'max_steps = 2\neval_strategy = "steps"'}),
+     ["eval_dataset", "eval_fraction"]),
+    ("missing_data_file", _good(**{str(DATA): "/nonexistent/data.jsonl"}), ["data.path", "does not exist", ":6"]),
+    ("missing_model_dir", _good(**{'"loratui:tiny"': '"/nonexistent/model"'}), ["model directory", "--model-path"]),
+    ("bad_attention", _good(**{'path = "loratui:tiny"': 'path = "loratui:tiny"\nattn_implementation = "flash"'}),
+     ["model.attn_implementation", "sdpa"]),
+    ("fp16_with_bf16_compute", _good(**{"[training]": "[quantization]\nload_in_4bit = true\n[training]\nfp16 = true"}),
+     ["training.fp16", "unscale"]),
+    ("warn_line_negative", _good() + "[monitor]\nwarn_gb = -1\n", ["monitor.warn_gb", "positive"]),
+]
+
+
+@pytest.mark.parametrize("name,text,fragments", BAD, ids=[b[0] for b in BAD])
+def test_bad_recipe_one_clear_message(tmp_path: Path, name: str, text: str, fragments: list[str]) -> None:
+    recipe = tmp_path / f"{name}.toml"
+    recipe.write_text(text)
+    result = loratui("run", str(recipe), "--headless", "--runs-dir", str(tmp_path / "runs"), timeout=60)
+    assert result.returncode == 2, result.stderr
+    message = result.stderr.strip()
+    assert message.count("\n") == 0 and "Traceback" not in message, message
+    assert str(recipe) in message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_missing_recipe_file(tmp_path: Path) -> None:
+    result = loratui("run", str(tmp_path / "nope.toml"), "--headless")
+    assert result.returncode == 2 and "no such recipe file" in result.stderr
+
+
+def test_find_key_line_ignores_other_sections() -> None:
+    text = "[model]\npath = 'a'\n[data]\npath = 'b'\n"
+    assert find_key_line(text, "data.path") == 4
+    assert find_key_line(text, "model.path") == 2
+
+
+def test_error_is_a_recipe_error(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError):
+        load_recipe(tmp_path / "x.toml", text="[training]\nmax_steps = 'x'\n")

@@ -1,0 +1,128 @@
+"""Real runs on the CPU: a tiny model through the real CLI, supervisor and trainer subprocesses."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loratui.sources import control
+from tests.conftest import REPO, TINY, kinds, loratui, only_run, read_events, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def _losses(run: Path) -> list[float]:
+    return [float(e["values"]["loss"]) for e in kinds(run, "log")  # type: ignore[index]
+            if "loss" in e["values"] and "train_runtime" not in e["values"]]  # type: ignore[operator]
+
+
+def test_tiny_run_completes_and_records_everything(runs_dir: Path) -> None:
+    result = loratui("run", str(TINY), "--headless", "--max-steps", "40", "--runs-dir", str(runs_dir))
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = only_run(runs_dir)
+    found = read_events(run)
+    assert found[0]["kind"] == "header" and found[0]["schema"] == 1 and found[0]["recipe_hash"]
+    steps = [e["step"] for e in kinds(run, "step")]
+    assert steps == list(range(1, 41))
+    phases = {(e["name"], e["edge"]) for e in kinds(run, "phase")}
+    assert {("train", "begin"), ("train", "end"), ("save", "begin"), ("save", "end")} <= phases or \
+        {("train", "begin"), ("train", "end")} <= phases
+    assert kinds(run, "gpu_info") and (kinds(run, "sample") or kinds(run, "gpu_info")[0]["available"] is False)
+    assert found[-1]["kind"] == "end" and found[-1]["state"] == "finished"
+    losses = _losses(run)
+    assert len(losses) == 40
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    assert last < first * 0.75, (first, last)
+    assert "finished at step 40" in result.stdout
+    assert os.stat(run).st_mode & 0o777 == 0o700
+
+
+def test_qlora_4bit_path_runs_on_cpu(runs_dir: Path, tmp_path: Path) -> None:
+    recipe = tmp_path / "qlora.toml"
+    recipe.write_text(TINY.read_text().replace("[lora]", "[quantization]\nload_in_4bit = true\n"
+                                               'bnb_4bit_quant_type = "nf4"\nbnb_4bit_use_double_quant = true\n'
+                                               'bnb_4bit_compute_dtype = "float32"\n\n[lora]')
+                      .replace('path = "data/', f'path = "{REPO}/recipes/data/'))
+    result = loratui("run", str(recipe), "--headless", "--max-steps", "3", "--runs-dir", str(runs_dir))
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = only_run(runs_dir)
+    assert len(kinds(run, "step")) == 3 and all(math.isfinite(x) for x in _losses(run))
+    assert "Linear4bit" in _module_kinds_printed(run) or kinds(run, "end")[0]["state"] == "finished"
+
+
+def _module_kinds_printed(run: Path) -> str:
+    return (run / "trainer.stdout.log").read_text() + (run / "trainer.stderr.log").read_text()
+
+
+def _start_detached(runs_dir: Path, *extra: str) -> subprocess.Popen[str]:
+    """`loratui run --headless` as a terminal would start it: its own session, like an SSH login."""
+    return subprocess.Popen([sys.executable, "-m", "loratui.cli", "run", str(TINY), "--headless",
+                             "--runs-dir", str(runs_dir), *extra], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _trainer_pid(run: Path) -> int:
+    begin = wait_for(lambda: kinds(run, "train_begin"), timeout=120)
+    return int(begin[0]["pid"])  # type: ignore[index]
+
+
+def _wait_step(run: Path, step: int) -> None:
+    wait_for(lambda: any(e["step"] >= step for e in kinds(run, "step")), timeout=120)  # type: ignore[operator]
+
+
+def test_kill_9_of_the_trainer_leaves_a_readable_log(runs_dir: Path) -> None:
+    viewer = _start_detached(runs_dir, "--max-steps", "5000")
+    run = wait_for(lambda: runs_dir.exists() and any(runs_dir.iterdir()) and only_run(runs_dir))
+    pid = _trainer_pid(run)  # type: ignore[arg-type]
+    _wait_step(run, 3)  # type: ignore[arg-type]
+    os.kill(pid, signal.SIGKILL)
+    out, _ = viewer.communicate(timeout=60)
+    assert viewer.returncode == 1
+    end = kinds(run, "end")  # type: ignore[arg-type]
+    assert end and end[0]["state"] == "failed" and end[0]["signal"] == "SIGKILL"
+    assert "killed by SIGKILL" in end[0]["error"]  # type: ignore[operator]
+    assert "failed" in out
+
+
+def test_supervisor_outlives_its_terminal_and_obeys_control(runs_dir: Path) -> None:
+    viewer = _start_detached(runs_dir, "--max-steps", "5000")
+    run = wait_for(lambda: runs_dir.exists() and any(runs_dir.iterdir()) and only_run(runs_dir))
+    _wait_step(run, 2)  # type: ignore[arg-type]
+    os.killpg(viewer.pid, signal.SIGHUP)  # the SSH link drops: the terminal's session is hung up
+    os.killpg(viewer.pid, signal.SIGKILL)
+    viewer.wait(timeout=10)
+    sock = run / "control.sock"  # type: ignore[operator]
+    assert oct(os.stat(sock).st_mode & 0o777) == "0o600"
+    before = len(kinds(run, "step"))  # type: ignore[arg-type]
+    _wait_step(run, before + 3)  # type: ignore[arg-type]  # training goes on with no viewer
+
+    control.send(sock, "pause")
+    wait_for(lambda: kinds(run, "state")[-1]["state"] == "paused")  # type: ignore[arg-type]
+    held = len(kinds(run, "step"))  # type: ignore[arg-type]
+    time.sleep(1.5)
+    assert len(kinds(run, "step")) == held  # type: ignore[arg-type]
+    control.send(sock, "resume")
+    _wait_step(run, held + 2)  # type: ignore[arg-type]
+
+    result = loratui("stop", str(run), "--runs-dir", str(runs_dir))
+    assert result.returncode == 0, result.stderr
+    wait_for(lambda: kinds(run, "end"), timeout=60)  # type: ignore[arg-type]
+    assert kinds(run, "end")[0]["state"] == "stopped"  # type: ignore[arg-type]
+    commands = [e["command"] for e in kinds(run, "control")]  # type: ignore[arg-type]
+    assert commands == ["pause", "resume", "stop"]
+    assert not sock.exists()
+    listing = loratui("ls", "--runs-dir", str(runs_dir))
+    assert "stopped" in listing.stdout
+
+
+def test_control_of_a_finished_run_is_refused(runs_dir: Path) -> None:
+    assert loratui("run", str(TINY), "--headless", "--max-steps", "2", "--runs-dir", str(runs_dir)).returncode == 0
+    result = loratui("pause", "--runs-dir", str(runs_dir))
+    assert result.returncode == 2 and "not running" in result.stderr

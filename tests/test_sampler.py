@@ -1,0 +1,50 @@
+"""The peak-preserving sampler, with a scripted probe and the real pacing loop."""
+
+from __future__ import annotations
+
+import time
+
+from loratui import events
+from loratui.logic.series import PeakSeries, bucket_max
+from loratui.sources.sampler import Sampler
+from tests.fakes import GIB, ScriptedProbe, spike_at, steady
+
+
+def _run(probe: ScriptedProbe, seconds: float, sample_hz: float = 100, record_hz: float = 10) -> list[events.AnyEvent]:
+    seen: list[events.AnyEvent] = []
+    sampler = Sampler(probe, seen.append, sample_hz=sample_hz, record_hz=record_hz, run_pids=lambda: [42])
+    sampler.start()
+    time.sleep(seconds)
+    sampler.stop()
+    return seen
+
+
+def test_one_reading_spike_is_in_the_window_max() -> None:
+    probe = ScriptedProbe(spike_at(10, 14, tick=37), procs={42: 9 * GIB, 7: 1 * GIB})
+    samples = [e for e in _run(probe, 1.0) if isinstance(e, events.Sample)]
+    assert max(s.used_max for s in samples) == 14 * GIB
+    assert all(s.used_last == 10 * GIB for s in samples)  # a point sample would have missed it
+    assert samples[0].run_pids == [42] and samples[0].procs == {"42": 9 * GIB, "7": 1 * GIB}
+
+
+def test_record_rate_matches_record_hz() -> None:
+    seen = _run(ScriptedProbe(steady(5)), 2.0, sample_hz=100, record_hz=10)
+    samples = [e for e in seen if isinstance(e, events.Sample)]
+    assert 17 <= len(samples) <= 23, len(samples)
+    per_window = sorted(s.n for s in samples)[len(samples) // 2]
+    assert 8 <= per_window <= 11  # ~10 reads of 100 Hz in each 100 ms window
+    stats = [e for e in seen if isinstance(e, events.SamplerStats)][-1]
+    assert 85 <= stats.achieved_hz <= 105 and stats.cpu_share < 0.5
+
+
+def test_unreadable_memory_makes_no_sample() -> None:
+    seen = _run(ScriptedProbe(lambda tick: None), 0.4)
+    assert not [e for e in seen if isinstance(e, events.Sample)]
+
+
+def test_display_downsampling_keeps_the_spike() -> None:
+    series = PeakSeries(capacity=64)
+    for i in range(10_000):
+        series.add(float(i), 20.0 if i == 7777 else 10.0)
+    assert len(series) <= 65 and max(series.ys) == 20.0
+    assert max(bucket_max([10.0] * 999 + [30.0] + [10.0] * 1000, 50)) == 30.0
