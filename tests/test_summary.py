@@ -78,3 +78,11 @@ def test_summary_says_what_was_skipped(tmp_path: Path) -> None:
     assert summary["skipped"] == "1 unreadable line skipped" and summary["end_error"] == "CUDA out of memory"
     assert summary["peak_torch_reserved_gib"] == 3.0
     _check(summary, contents.events)
+
+
+def test_diagnoses_come_from_the_advisor() -> None:
+    pytest.importorskip("loratui.logic.advice")
+    from loratui.logic.summary import diagnose
+
+    found, _, _ = open_any(ROOT / "tests" / "data" / "trainer_state" / "v4_30_crlf_nan.json", Path("."))
+    assert "nan_loss" in diagnose(found)
