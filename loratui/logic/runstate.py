@@ -75,6 +75,7 @@ class RunState:
     checkpoints: list[tuple[int, str]] = field(default_factory=list)
     notices: list[events.Notice] = field(default_factory=list)
     output_tail: deque[str] = field(default_factory=lambda: deque(maxlen=500))
+    output_lines: int = 0  # every output line ever seen (the tail keeps the last 500)
     end: events.End | None = None
     estimate: events.Estimate | None = None
     sampler: events.SamplerStats | None = None
@@ -203,6 +204,7 @@ def _sample(s: RunState, e: events.Sample) -> None:
 
 def _output(s: RunState, e: events.Output) -> None:
     s.output_tail.extend(e.lines)
+    s.output_lines += len(e.lines)
 
 
 def _notice(s: RunState, e: events.Notice) -> None:

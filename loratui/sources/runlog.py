@@ -1,0 +1,87 @@
+"""Event sources for the viewer: a live tail of a run's log (live and attach) and a fixed list (tests).
+
+A source answers `poll()` with a `Batch`: new events, or (`reset=True`) the full list of events the view
+must rebuild from, as a replay seek does. The app never goes looking for its own data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from loratui import events
+from loratui.eventlog import LogTail
+from loratui.rundir import RunDir
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What a poll found."""
+
+    events: list[events.AnyEvent] = field(default_factory=list)
+    reset: bool = False
+    note: str = ""
+    ended: bool = False  # no more events will come (the writer is gone)
+
+
+class EventSource(Protocol):
+    """What the app reads from."""
+
+    title: str
+    controllable: bool
+
+    def poll(self) -> Batch:
+        """Events since the last poll."""
+
+
+class LiveSource:
+    """Follows a run directory's growing log from its first line (attach shows the whole history)."""
+
+    controllable = True
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.title = run.run_id
+        self._tail = LogTail(run.events)
+        self._ended = False
+
+    def poll(self) -> Batch:
+        found = self._tail.poll()
+        if any(isinstance(e, events.End) for e in found):
+            self._ended = True
+        elif not found and not self._ended and self._writer_gone():
+            found = self._tail.finish()
+            self._ended = True
+        return Batch(found, note=self._note(), ended=self._ended)
+
+    def _writer_gone(self) -> bool:
+        return self.run.supervisor_pid() is None and not self.run.control.exists()
+
+    def _note(self) -> str:
+        parts = []
+        if self._tail.skipped:
+            parts.append(f"{self._tail.skipped} unreadable line(s) skipped")
+        if self._tail.unknown:
+            parts.append(f"{self._tail.unknown} event(s) of a newer schema ignored")
+        return "; ".join(parts)
+
+
+class ListSource:
+    """A fixed list of events, delivered in chunks (tests and snapshots)."""
+
+    controllable = False
+
+    def __init__(self, found: list[events.AnyEvent], title: str = "test", chunk: int = 1 << 30) -> None:
+        self.title = title
+        self._events = list(found)
+        self._chunk = chunk
+        self._pos = 0
+
+    def poll(self) -> Batch:
+        batch = self._events[self._pos:self._pos + self._chunk]
+        self._pos += len(batch)
+        return Batch(batch, ended=self._pos >= len(self._events))
+
+    def extend(self, more: list[events.AnyEvent]) -> None:
+        """Append events (a test playing a run forward)."""
+        self._events.extend(more)

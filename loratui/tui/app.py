@@ -1,0 +1,271 @@
+"""The Textual app: the panes of one run, fed by an event source, with keys that control the run.
+
+The app only reads events (from a source handed to it) and sends control commands: closing it never
+stops training. Live, attach and replay post the same `EventsArrived` messages, so the panes and the
+advice are the same in all three.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+
+from loratui import events
+from loratui.logic.runstate import RunState
+from loratui.recipe import Recipe, RecipeError, load_recipe
+from loratui.rundir import RunDir
+from loratui.sources.runlog import Batch, EventSource, LiveSource
+from loratui.tui.messages import EventsArrived, StateReplaced
+from loratui.tui.screens import HELP, TextScreen, evidence_screen, quit_choice, stop_choice
+from loratui.tui.widgets.advice_panel import AdvicePanel
+from loratui.tui.widgets.gpu_util import UtilPane
+from loratui.tui.widgets.log_pane import LogPane
+from loratui.tui.widgets.loss_plot import LossPlot
+from loratui.tui.widgets.status import StatusBar
+from loratui.tui.widgets.vram import VramPane
+
+try:  # the advisor is pure logic of its own; the panel shows nothing without it
+    from loratui.logic.advice import Advisor
+except ImportError:  # pragma: no cover
+    Advisor = None  # type: ignore[assignment,misc]
+
+CONTROL_ACTIONS = {
+    "pause": {events.TRAINING},
+    "resume": {events.PAUSED, events.SUSPENDED},
+    "suspend": {events.TRAINING, events.PAUSED},
+    "save": {events.TRAINING, events.PAUSED},
+    "stop": {events.STARTING, events.LOADING, events.TRAINING, events.PAUSED, events.SUSPENDED},
+}
+NARROW_WIDTH = 110
+
+
+class LoratuiApp(App[str]):
+    """One run's panes. `source` delivers events; `send` (if given) delivers control commands."""
+
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    TITLE = "loratui"
+    BINDINGS = [
+        Binding("p", "control('pause')", "pause"),
+        Binding("r", "control('resume')", "resume"),
+        Binding("P", "control('suspend')", "suspend"),
+        Binding("s", "control('save')", "save"),
+        Binding("x", "stop", "stop"),
+        Binding("d", "detach", "detach"),
+        Binding("q", "quit_viewer", "quit"),
+        Binding("l", "toggle_log", "log"),
+        Binding("a", "focus_advice", "advice"),
+        Binding("t", "toggle_plot", "lr/loss", show=False),
+        Binding("question_mark", "help", "help"),
+    ]
+
+    def __init__(self, source: EventSource, recipe: Recipe | None = None, send: Any = None,
+                 poll_s: float = 0.25, refresh_s: float = 0.25) -> None:
+        super().__init__()
+        self.source = source
+        self.recipe = recipe
+        self.send = send
+        self.poll_s = poll_s
+        self.refresh_s = refresh_s
+        self.run_state = RunState()
+        self.advisor = Advisor(recipe) if Advisor is not None else None
+        self.note = ""
+        self.outcome = "detach"
+        self._dirty = True
+        self._last_state = ""
+        self._stop_polling = threading.Event()
+
+    # -- layout -----------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        warn = self.recipe.monitor.warn_gb if self.recipe else 30.0
+        yield StatusBar(id="status")
+        with Horizontal(id="body"):
+            with Vertical(id="main"):
+                yield VramPane(warn_gib=warn, id="vram")
+                yield UtilPane(id="util")
+                yield LossPlot(id="loss")
+                yield LogPane(id="log")
+            yield AdvicePanel(id="advice")
+        from textual.widgets import Footer
+
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(LogPane).display = False
+        self._apply_width(self.size.width)
+        self.set_interval(self.refresh_s, self._refresh_panes)
+        self.start_source()
+
+    def on_resize(self, event: Any) -> None:
+        self._apply_width(event.size.width)
+
+    def _apply_width(self, width: int) -> None:
+        self.screen.set_class(width < NARROW_WIDTH, "narrow")
+
+    # -- data in ----------------------------------------------------------------------------------
+
+    def start_source(self) -> None:
+        """Begin reading the source (replay overrides this with its own clock)."""
+        self._poll_source()
+
+    @work(thread=True, exclusive=True, group="source")
+    def _poll_source(self) -> None:
+        """Poll the source off the event loop and post what it finds."""
+        while not self._stop_polling.is_set():
+            batch: Batch = self.source.poll()
+            if batch.events or batch.note != self.note:
+                self.post_message(EventsArrived(batch.events, batch.note))
+            if batch.ended:
+                return
+            self._stop_polling.wait(self.poll_s)
+
+    @on(EventsArrived)
+    def _fold(self, message: EventsArrived) -> None:
+        for event in message.events:
+            self.run_state.feed(event)
+            if self.advisor is not None:
+                self.advisor.feed(event)
+        self.note = message.note
+        self._dirty = True
+
+    @on(StateReplaced)
+    def _replace(self, message: StateReplaced) -> None:
+        self.run_state, self.advisor = message.state, message.advisor
+        self.query_one(LogPane).reset()
+        self._dirty = True
+        self._refresh_panes()
+
+    def _refresh_panes(self) -> None:
+        """Push the state down to the panes (each redraws only what changed)."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        state = self.run_state
+        self.query_one(StatusBar).show(state, self.status_extra())
+        self.query_one(VramPane).show(state)
+        self.query_one(UtilPane).show(state)
+        self.query_one(LossPlot).show(state)
+        log = self.query_one(LogPane)
+        if log.display:
+            log.show(state, state.output_lines)
+        if self.advisor is not None:
+            self.query_one(AdvicePanel).show(self.advisor.items())
+        if state.state != self._last_state:
+            self._last_state = state.state
+            self.screen.set_class(state.state == events.PAUSED, "-paused")
+            self.refresh_bindings()
+
+    def status_extra(self) -> str:
+        """Text after the state in the status bar (replay shows its position here)."""
+        return self.note
+
+    # -- keys -------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer a control action only when it applies to the run's current state."""
+        if action == "control":
+            command = str(parameters[0])
+            return self.send is not None and self.run_state.state in CONTROL_ACTIONS[command]
+        if action in ("stop", "detach"):
+            return self.send is not None and self.run_state.state in CONTROL_ACTIONS["stop"]
+        return True
+
+    def action_control(self, command: str) -> None:
+        self._send(command)
+
+    @work(thread=True, group="control")
+    def _send(self, command: str) -> None:
+        """Deliver a command off the event loop; the log will show its effect."""
+        try:
+            self.send(command)
+        except Exception as exc:  # ControlError or a socket error: tell the user, keep the viewer
+            self.call_from_thread(self.notify, f"{command}: {exc}", severity="error")
+        else:
+            self.call_from_thread(self.notify, f"{command}: sent", timeout=2)
+
+    def action_stop(self) -> None:
+        def decided(answer: str | None) -> None:
+            if answer == "stop":
+                self._send("stop")
+
+        self.push_screen(stop_choice(), decided)
+
+    def action_detach(self) -> None:
+        self.outcome = "detach"
+        self.exit("detach")
+
+    def action_quit_viewer(self) -> None:
+        if self.send is None or self.run_state.state in events.FINAL_STATES:
+            self.exit("quit")
+            return
+
+        def decided(answer: str | None) -> None:
+            if answer == "detach":
+                self.exit("detach")
+            elif answer == "stop":
+                self._send("stop")
+                self.exit("stop")
+
+        self.push_screen(quit_choice(), decided)
+
+    def action_toggle_log(self) -> None:
+        log = self.query_one(LogPane)
+        log.display = not log.display
+        if log.display:
+            log.show(self.run_state, self.run_state.output_lines)
+
+    def action_focus_advice(self) -> None:
+        panel = self.query_one(AdvicePanel)
+        panel.focus()
+        if panel.items and panel.highlighted is None:
+            panel.highlighted = 0
+
+    def action_toggle_plot(self) -> None:
+        self.query_one(LossPlot).toggle(self.run_state)
+
+    def action_help(self) -> None:
+        self.push_screen(TextScreen(HELP))
+
+    @on(AdvicePanel.EvidenceRequested)
+    def _show_evidence(self, message: AdvicePanel.EvidenceRequested) -> None:
+        self.push_screen(evidence_screen(message.item))
+
+    def on_unmount(self) -> None:
+        self._stop_polling.set()
+
+
+def live_app(run: RunDir) -> LoratuiApp:
+    """The app on a run directory: live tail plus control through the run's socket."""
+    from loratui.sources import control
+
+    try:
+        recipe = load_recipe(run.recipe)
+    except RecipeError:
+        recipe = None  # an old or hand-edited copy: show the run without recipe-aware advice
+    return LoratuiApp(LiveSource(run), recipe, send=lambda cmd: control.send(run.control, cmd, "tui"))
+
+
+def run_app(run: RunDir) -> int:
+    """Run the app on `run`; say how to come back when the viewer leaves a live run."""
+    app = live_app(run)
+    result = app.run()
+    state = app.run_state
+    if state.state not in events.FINAL_STATES and result != "stop":
+        print(f"detached; the run goes on. `loratui attach {run.run_id}` to come back, "
+              f"`loratui stop {run.run_id}` to stop it.")
+    elif result == "stop":
+        print(f"stopping {run.run_id} at the next step boundary.")
+    else:
+        print(f"run {run.run_id}: {state.state} at step {state.step}")
+    return 0 if state.state != events.FAILED else 1
+
+
+def _now() -> float:
+    return time.monotonic()

@@ -1,0 +1,91 @@
+"""Modal screens: confirm stop, quit (detach or stop), help, and an advice item's evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from loratui.tui.widgets.advice_panel import change_text
+
+
+class Choice(ModalScreen[str]):
+    """A question with a few answers, each bound to a key; escape cancels."""
+
+    BINDINGS = [Binding("escape", "dismiss('cancel')", "cancel")]
+
+    def __init__(self, question: str, answers: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.question = question
+        self.answers = answers  # (result, label, key)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(self.question, id="question")
+            with Horizontal(id="answers"):
+                for result, label, key in self.answers:
+                    yield Button(f"{label} [{key}]", id=f"answer-{result}")
+
+    def on_mount(self) -> None:
+        for result, _, key in self.answers:
+            self._bindings.bind(key, f"dismiss('{result}')", show=False)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss((event.button.id or "answer-cancel").removeprefix("answer-"))
+
+
+def quit_choice() -> Choice:
+    """q: leave the viewer; the run keeps training unless the user says stop."""
+    return Choice("Leave the viewer. The run keeps training unless you stop it.",
+                  [("detach", "Detach", "d"), ("stop", "Stop the run", "s"), ("cancel", "Cancel", "c")])
+
+
+def stop_choice() -> Choice:
+    """x: stop the run at the next step boundary."""
+    return Choice("Stop the run at the next step boundary? (a checkpoint is kept only if one was saved)",
+                  [("stop", "Stop", "y"), ("cancel", "Cancel", "n")])
+
+
+HELP = """\
+[b]loratui[/b] — keys
+
+  p  pause at the next step (state stays in VRAM)     r  resume (paused or suspended)
+  P  suspend: checkpoint, free the GPU, wait          s  save a checkpoint now
+  x  stop the run (asks)                              d  detach: leave it training
+  q  quit the viewer (asks: detach or stop)           l  show/hide the trainer's output
+  a  focus the advice panel (enter: evidence)         t  loss ↔ learning rate / grad norm
+  ?  this help
+
+Replay: space play/pause · + / - speed · → / ← step · ] / [ next/previous event of note · g / G start/end
+
+Closing the viewer, a crash of it or a dropped SSH link never stops training:
+`loratui attach` comes back to the run."""
+
+
+class TextScreen(ModalScreen[None]):
+    """A read-only page (help, evidence); any of escape, q or enter closes it."""
+
+    BINDINGS = [Binding("escape,q,enter,question_mark", "dismiss", "close")]
+
+    def __init__(self, body: str, markup: bool = True) -> None:
+        super().__init__()
+        self.body = body
+        self.markup = markup
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(self.body, markup=self.markup, id="page")
+
+
+def evidence_screen(item: Any) -> TextScreen:
+    """An advice item: title, evidence lines, and the change to make."""
+    lines = [f"{item.severity.upper()}: {item.title}", f"(detected at step {item.step})", "", "Evidence:"]
+    lines += [f"  • {line}" for line in item.evidence]
+    if item.change:
+        lines += ["", "Suggested change:"] + [f"  {line}" for line in change_text(item.change).splitlines()]
+    lines += ["", "escape: close"]
+    return TextScreen("\n".join(lines), markup=False)

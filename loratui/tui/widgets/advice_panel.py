@@ -1,0 +1,74 @@
+"""The troubleshooting side panel: the advisor's items, most important first; enter shows evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+SEVERITY_MARKS = {"error": ("✖", "bold red"), "warning": ("▲", "bold yellow"), "info": ("●", "cyan")}
+
+
+def change_text(change: dict[str, Any]) -> str:
+    """A change as the user would type it: `key = value` lines."""
+    lines = []
+    for key, value in change.items():
+        if key.startswith("env."):
+            lines.append(f"{key[4:]}={value}")
+        else:
+            shown = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else value
+            lines.append(f"{key} = {shown}")
+    return "\n".join(lines)
+
+
+class AdvicePanel(OptionList):
+    """Lists advice items; `enter` asks the app to show one item's evidence."""
+
+    class EvidenceRequested(Message):
+        """The user asked to see the evidence of an advice item."""
+
+        def __init__(self, item: Any) -> None:
+            super().__init__()
+            self.item = item
+            """The advice item (with id, severity, title, evidence, change, step)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "advice"
+        self.items: list[Any] = []
+        self._key: tuple[object, ...] | None = None
+
+    def show(self, items: list[Any]) -> None:
+        """Replace the list when the advice changed."""
+        key = tuple((a.id, a.step, tuple(a.evidence)) for a in items)
+        if key == self._key:
+            return
+        self._key = key
+        self.items = list(items)
+        highlighted = self.highlighted
+        self.clear_options()
+        if not items:
+            self.add_option(Option(Text("no problems seen", style="dim green"), disabled=True))
+        for item in items:
+            self.add_option(Option(_render(item)))
+        self.border_subtitle = f"{len(items)} item{'s' if len(items) != 1 else ''} · enter: evidence"
+        if items and highlighted is not None:
+            self.highlighted = min(highlighted, len(items) - 1)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if 0 <= event.option_index < len(self.items):
+            self.post_message(self.EvidenceRequested(self.items[event.option_index]))
+
+
+def _render(item: Any) -> Text:
+    mark, style = SEVERITY_MARKS.get(item.severity, ("●", "bold"))
+    text = Text()
+    text.append(f"{mark} ", style=style)
+    text.append(item.title, style="bold")
+    if item.change:
+        text.append("\n  → " + change_text(item.change).replace("\n", "\n    "), style="green")
+    return text

