@@ -121,8 +121,9 @@ class VramWatch:
         self.seen_training = False
 
     def sample(self, ctx: Context, e: events.Sample) -> bool:
-        """Fold one steady-training window in; True when the finding changed."""
-        self.seen_training = True
+        """Fold one steady-training window in; True when the advice may have changed."""
+        first = not self.seen_training
+        self.seen_training = True  # measured windows now win over a pre-flight projection
         line = _line_for(self.line, e.total)
         over = self.over.setdefault(e.gpu, deque(maxlen=4096))
         if e.used_max >= line:
@@ -141,7 +142,7 @@ class VramWatch:
             self.peak.pop(e.gpu, None)
             if mine:
                 self.current = None
-        return self.current is not before
+        return first or self.current is not before
 
 
 def _line_for(warn: int, total: int) -> int:
