@@ -28,7 +28,7 @@ class Choice(ModalScreen[str]):
             yield Static(self.question, id="question")
             with Horizontal(id="answers"):
                 for result, label, key in self.answers:
-                    yield Button(f"{label} [{key}]", id=f"answer-{result}")
+                    yield Button(f"{label} ({key})", id=f"answer-{result}")
 
     def on_mount(self) -> None:
         for result, _, key in self.answers:

@@ -17,6 +17,8 @@ class LossPlot(PlotextPlot):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.border_title = "loss"
         self.view = "loss"  # or "lr"
+        self.compare: RunState | None = None
+        """A second run whose loss is overlaid (replay A B)."""
         self._key: tuple[object, ...] = ()
 
     def toggle(self, state: RunState) -> None:
@@ -47,6 +49,11 @@ class LossPlot(PlotextPlot):
             xs, ys = zip(*finite)
             self.plt.plot(xs, ys, marker="hd", color="gray", label="loss")
             self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="cyan", label="smoothed")
+        if self.compare is not None:
+            other = [(s, v) for s, v in _thin(self.compare.loss, max(50, self.size.width * 2)) if math.isfinite(v)]
+            if other:
+                xs, ys = zip(*other)
+                self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="orange", label=self.compare.name or "B")
         if state.eval_loss:
             xs, ys = zip(*state.eval_loss)
             self.plt.scatter(xs, ys, marker="dot", color="magenta", label="eval")
