@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 from loratui import __version__, rundir
+from loratui.errors import UsageError
 from loratui.recipe import RecipeError
 
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
+__all__ = ["UsageError", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -44,7 +44,7 @@ def runs_dir(tmp_path: Path) -> Iterator[Path]:
 
 def loratui(*args: str, timeout: float = 300, **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run the real CLI in a subprocess."""
-    return subprocess.run([sys.executable, "-m", "loratui.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "loratui", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=REPO, **kwargs)  # type: ignore[call-overload]
 
 

@@ -292,7 +292,7 @@ def test_replay_of_a_long_log_is_fast() -> None:
 @pytest.mark.slow
 def test_healthy_tiny_run_gives_no_advice(tmp_path: Path) -> None:
     """A real tiny CPU run, recorded by the real supervisor, gets no advice, live or in replay."""
-    subprocess.run([sys.executable, "-m", "loratui.cli", "run", str(REPO / "recipes" / "tiny.toml"), "--headless",
+    subprocess.run([sys.executable, "-m", "loratui", "run", str(REPO / "recipes" / "tiny.toml"), "--headless",
                     "--max-steps", "40", "--runs-dir", str(tmp_path)], cwd=tmp_path, check=True,
                    capture_output=True, timeout=600)
     (run_dir,) = [p for p in tmp_path.iterdir() if (p / "events.jsonl").exists()]

@@ -112,7 +112,7 @@ def test_run_directory_uses_its_recipe(tmp_path: Path, capsys: pytest.CaptureFix
 @pytest.mark.slow
 def test_real_tiny_run_is_healthy(tmp_path: Path) -> None:
     """The doctor finds nothing wrong with a real tiny CPU run, run through the console script's module."""
-    subprocess.run([sys.executable, "-m", "loratui.cli", "run", str(REPO / "recipes" / "tiny.toml"), "--headless",
+    subprocess.run([sys.executable, "-m", "loratui", "run", str(REPO / "recipes" / "tiny.toml"), "--headless",
                     "--max-steps", "40", "--runs-dir", str(tmp_path)], cwd=tmp_path, check=True,
                    capture_output=True, timeout=600)
     (run_dir,) = [p for p in tmp_path.iterdir() if (p / "events.jsonl").exists()]

@@ -63,7 +63,7 @@ def _module_kinds_printed(run: Path) -> str:
 
 def _start_detached(runs_dir: Path, *extra: str) -> subprocess.Popen[str]:
     """`loratui run --headless` as a terminal would start it: its own session, like an SSH login."""
-    return subprocess.Popen([sys.executable, "-m", "loratui.cli", "run", str(TINY), "--headless",
+    return subprocess.Popen([sys.executable, "-m", "loratui", "run", str(TINY), "--headless",
                              "--runs-dir", str(runs_dir), *extra], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 

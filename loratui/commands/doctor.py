@@ -24,7 +24,7 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print the advice for `args.path`; exit 0 whether or not there is any."""
-    from loratui.cli import UsageError
+    from loratui.errors import UsageError
 
     source = _resolve(Path(args.path), getattr(args, "runs_dir", None))
     if source is None:

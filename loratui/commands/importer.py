@@ -20,7 +20,7 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Write the imported events as a new run directory and print its id."""
     from loratui import importers
-    from loratui.cli import UsageError
+    from loratui.errors import UsageError
 
     try:
         found = importers.import_path(args.path)

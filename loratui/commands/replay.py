@@ -22,7 +22,7 @@ def register(sub: Any, runs_dir: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Open the replay (or print its summary)."""
-    from loratui.cli import UsageError
+    from loratui.errors import UsageError
     from loratui.eventlog import read_log  # noqa: F401  (keeps the import cost here, not at parse)
 
     if not 1 <= args.speed <= 1000:
@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
 def _open(target: str, runs_dir: Path) -> tuple[list[Any], str, str, Any]:
     """(events, notes, title, recipe or None); bad input becomes one UsageError line."""
     from loratui import importers, rundir
-    from loratui.cli import UsageError
+    from loratui.errors import UsageError
     from loratui.load import open_any
 
     if "/" in target and not Path(target).exists():

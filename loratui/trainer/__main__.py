@@ -72,8 +72,7 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     dataset = data.tokenise(rows, recipe.data, tokenizer)
     train_set, eval_set = dataset, None
     if recipe.data.eval_fraction > 0:
-        split = dataset.train_test_split(test_size=recipe.data.eval_fraction, seed=recipe.training.seed)
-        train_set, eval_set = split["train"], split["test"]
+        train_set, eval_set = data.split(dataset, recipe.data.eval_fraction, recipe.training.seed)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     transformers.set_seed(recipe.training.seed)
     model = build.load_model(recipe, model_path, cuda, local_rank)

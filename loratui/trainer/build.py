@@ -155,7 +155,9 @@ def training_arguments(recipe: Recipe, output_dir: str, max_steps: int | None) -
     if values.get("eval_steps") is None:
         values.pop("eval_steps", None)
     values.update(report_to="none", disable_tqdm=True, remove_unused_columns=False,
-                  logging_strategy="steps", save_safetensors=True)
+                  logging_strategy="steps", save_safetensors=True,
+                  # a NaN step loss must reach the log as NaN, not be replaced by the running mean
+                  logging_nan_inf_filter=False)
     # load_model already enabled checkpointing on the base model (non-reentrant); the Trainer must not
     # enable it a second time, and transformers 5 warns on the old argument name.
     values.pop("gradient_checkpointing")

@@ -2,39 +2,69 @@
 
 from __future__ import annotations
 
+import csv
+import json
+import random
 from pathlib import Path
 from typing import Any
 
 from loratui.recipe import DataSection
 
-_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-
-
 class DataError(Exception):
     """The data cannot be used; the message says which file or field and what to do."""
 
 
-def load_rows(data: DataSection, base_dir: Path) -> Any:
-    """The raw examples as a `datasets.Dataset`."""
-    import datasets
-
-    datasets.disable_progress_bars()
+def load_rows(data: DataSection, base_dir: Path) -> list[dict[str, Any]]:
+    """The raw examples: JSONL/JSON/CSV read directly, parquet and hub names through `datasets`."""
     if data.path:
-        path = Path(data.path)
+        path = Path(data.path).expanduser()
         path = path if path.is_absolute() else base_dir / path
         if not path.exists():
             raise DataError(f"[data] path: {path} does not exist; fix the path (relative to the recipe)")
-        builder = _FORMATS.get(path.suffix.lower())
-        if builder is None:
-            raise DataError(f"[data] path: {path.name}: use a .jsonl, .json, .csv or .parquet file")
-        rows = datasets.load_dataset(builder, data_files=str(path), split="train")
+        rows = _read_file(path)
     else:
-        rows = datasets.load_dataset(data.dataset, split=data.split)
+        rows = _read_hub(data)
     if data.max_samples:
-        rows = rows.select(range(min(data.max_samples, len(rows))))
-    if len(rows) == 0:
+        rows = rows[:data.max_samples]
+    if not rows:
         raise DataError("[data]: the dataset is empty")
     return rows
+
+
+def _read_file(path: Path) -> list[dict[str, Any]]:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            return [_row(json.loads(line), path, n) for n, line in
+                    enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+        if suffix == ".json":
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            return [_row(r, path, n) for n, r in enumerate(loaded if isinstance(loaded, list) else [loaded], 1)]
+        if suffix == ".csv":
+            with open(path, newline="", encoding="utf-8") as handle:
+                return list(csv.DictReader(handle))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"[data] path: {path}: not readable as {suffix[1:]} ({exc})") from None
+    if suffix == ".parquet":
+        import datasets  # parquet needs pyarrow, which datasets brings
+
+        return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
+    raise DataError(f"[data] path: {path.name}: use a .jsonl, .json, .csv or .parquet file")
+
+
+def _row(value: Any, path: Path, number: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise DataError(f"[data] path: {path}: example {number} is not a JSON object")
+    return value
+
+
+def _read_hub(data: DataSection) -> list[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError:
+        raise DataError(f"[data] dataset = {data.dataset!r} needs the `datasets` package") from None
+    datasets.disable_progress_bars()
+    return list(datasets.load_dataset(data.dataset, split=data.split))
 
 
 def render(row: dict[str, Any], data: DataSection, tokenizer: Any) -> str:
@@ -62,19 +92,22 @@ def _field(row: dict[str, Any], name: str) -> Any:
     return row[name]
 
 
-def tokenise(rows: Any, data: DataSection, tokenizer: Any) -> Any:
+def tokenise(rows: list[dict[str, Any]], data: DataSection, tokenizer: Any) -> list[dict[str, list[int]]]:
     """Token ids of every example, truncated to `max_length`, or packed into `max_length` blocks."""
-    def encode(batch: dict[str, list[Any]]) -> dict[str, list[list[int]]]:
-        keys = list(batch)
-        texts = [render({k: batch[k][i] for k in keys}, data, tokenizer) for i in range(len(batch[keys[0]]))]
-        ids = tokenizer(texts, add_special_tokens=False, truncation=not data.packing,
-                        max_length=data.max_length)["input_ids"]
-        return {"input_ids": ids}
-
-    encoded = rows.map(encode, batched=True, remove_columns=rows.column_names)
+    texts = [render(row, data, tokenizer) for row in rows]
+    ids = tokenizer(texts, add_special_tokens=False, truncation=not data.packing,
+                    max_length=data.max_length)["input_ids"]
     if data.packing:
-        encoded = encoded.map(lambda b: _pack(b, data.max_length, tokenizer.eos_token_id), batched=True)
-    return encoded
+        ids = _pack({"input_ids": ids}, data.max_length, tokenizer.eos_token_id)["input_ids"]
+    return [{"input_ids": seq} for seq in ids if seq]
+
+
+def split(examples: list[Any], fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
+    """(train, eval): a seeded shuffle, `fraction` of it held out for evaluation."""
+    order = list(range(len(examples)))
+    random.Random(seed).shuffle(order)
+    held = max(1, int(len(order) * fraction))
+    return [examples[i] for i in order[held:]], [examples[i] for i in order[:held]]
 
 
 def _pack(batch: dict[str, list[list[int]]], block: int, eos: int | None) -> dict[str, list[list[int]]]:
