@@ -472,6 +472,7 @@ class Advisor:
 
     def _on_trainbegin(self, e: events.TrainBegin) -> None:
         self.ctx.began, self.ctx.max_steps = True, e.max_steps
+        self.ctx.training = True  # the train phase opens with it; logs without phases still count
         self.ctx.step = max(self.ctx.step, e.start_step)
 
     def _on_phase(self, e: events.Phase) -> None:

@@ -14,6 +14,7 @@ from loratui.logic.series import bucket_max
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 LINE = "─"
+CROSS = "━"
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,11 @@ def sparkline(values: Sequence[float], width: int, height: int, top: float,
         chars = []
         for level in filled:
             part = min(8, max(0, level - floor))
-            chars.append(LINE if part == 0 and r == line_row else BLOCKS[part])
+            if r == line_row:
+                # The threshold stays visible across the bars that cross it.
+                chars.append(LINE if part < 8 else CROSS)
+            else:
+                chars.append(BLOCKS[part])
         rows.append("".join(chars))
     over = [threshold is not None and not math.isnan(v) and v > threshold for v in columns]
     return Chart(rows, line_row, over)

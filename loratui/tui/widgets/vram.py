@@ -65,7 +65,7 @@ class VramPane(Widget):
         text = Text()
         for r, row in enumerate(chart.rows):
             for c, ch in enumerate(row):
-                style = "red" if chart.over[c] else ("yellow" if ch == "─" else "green")
+                style = "bold yellow" if ch in "─━" else ("red" if chart.over[c] else "green")
                 text.append(ch, style=style)
             label = f" {self.warn_gib:g} GiB" if r == chart.line_row else ""
             if label:

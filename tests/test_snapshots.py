@@ -1,0 +1,51 @@
+"""How the main screen looks (SVG snapshots). Review diffs with `pytest --snapshot-report`; update with
+`pytest tests/test_snapshots.py --snapshot-update` only for changes you meant."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from loratui import events
+from loratui.recipe import Recipe
+from loratui.sources.runlog import ListSource
+from loratui.tui.app import LoratuiApp
+from tests import scenarios
+
+
+def _app(found: list[events.AnyEvent], controllable: bool = True) -> LoratuiApp:
+    return LoratuiApp(ListSource(found), Recipe(), send=(lambda command: None) if controllable else None)
+
+
+def _until_folded(count: int) -> Callable[..., object]:
+    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if pilot.app.run_state.n_events >= count:
+                break
+        await pilot.pause(0.6)  # one refresh tick after the last event
+
+    return run_before
+
+
+SCENES = {
+    "below_line": scenarios.run(60, peak_gib=21.0),
+    "above_line": scenarios.run(60, peak_gib=33.5),
+    "paused": scenarios.paused(40),
+    "failed_oom": scenarios.failed_oom(30),
+    "nan_loss": scenarios.nan_run(),
+}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("scene", list(SCENES))
+def test_main_screen(snap_compare, scene: str, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    """The status bar, VRAM pane with its warning line, utilisation, loss curve and advice for each scene:
+    below_line: green bars under the yellow 30 GiB line, 'no problems seen';
+    above_line: red bars over the line, the pane in its warning style, vram_near_limit advice;
+    paused: PAUSED state and the footer offering resume instead of pause;
+    failed_oom: FAILED, oom_fragmentation advice proposing expandable_segments;
+    nan_loss: the loss curve with red NaN markers from step 35 and nan_loss advice."""
+    found = SCENES[scene]
+    assert snap_compare(_app(found), terminal_size=size, run_before=_until_folded(len(found)))
