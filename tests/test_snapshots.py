@@ -24,7 +24,7 @@ def _until_folded(count: int) -> Callable[..., object]:
             await pilot.pause(0.05)
             if pilot.app.run_state.n_events >= count:
                 break
-        await pilot.pause(0.6)  # one refresh tick after the last event
+        await pilot.pause(2.3)  # every pane has redrawn after the last event (see PANE_INTERVALS)
 
     return run_before
 
