@@ -126,3 +126,34 @@ def test_control_of_a_finished_run_is_refused(runs_dir: Path) -> None:
     assert loratui("run", str(TINY), "--headless", "--max-steps", "2", "--runs-dir", str(runs_dir)).returncode == 0
     result = loratui("pause", "--runs-dir", str(runs_dir))
     assert result.returncode == 2 and "not running" in result.stderr
+
+
+def _loss_by_step(run: Path) -> dict[int, float]:
+    found: dict[int, float] = {}
+    for e in kinds(run, "log"):
+        values = e["values"]
+        if "loss" in values and "train_runtime" not in values:  # type: ignore[operator]
+            found[int(e["step"])] = float(values["loss"])  # type: ignore[index,arg-type]
+    return found
+
+
+def test_suspend_and_resume_continue_the_same_loss_curve(tmp_path: Path) -> None:
+    """P (suspend: checkpoint, end the trainer) then r (resume from that checkpoint) in the same run:
+    the losses after the resume match an uninterrupted run step for step."""
+    straight, paused = tmp_path / "straight", tmp_path / "suspended"
+    assert loratui("run", str(TINY), "--headless", "--max-steps", "30", "--runs-dir", str(straight)).returncode == 0
+    viewer = _start_detached(paused, "--max-steps", "30")
+    run = wait_for(lambda: paused.exists() and any(paused.iterdir()) and only_run(paused))
+    _wait_step(run, 8)  # type: ignore[arg-type]
+    control.send(run / "control.sock", "suspend")  # type: ignore[operator]
+    wait_for(lambda: any(e["state"] == "suspended" for e in kinds(run, "state")), timeout=60)  # type: ignore[arg-type]
+    trainer_pid = int(kinds(run, "train_begin")[0]["pid"])  # type: ignore[arg-type,index]
+    wait_for(lambda: not Path(f"/proc/{trainer_pid}").exists(), timeout=30)  # the GPU (here: CPU) is free
+    control.send(run / "control.sock", "resume")  # type: ignore[operator]
+    viewer.communicate(timeout=240)
+    assert kinds(run, "end")[0]["state"] == "finished"  # type: ignore[arg-type]
+    assert len(kinds(run, "train_begin")) == 2  # type: ignore[arg-type]
+    a, b = _loss_by_step(only_run(straight)), _loss_by_step(run)  # type: ignore[arg-type]
+    assert sorted(b) == list(range(1, 31))
+    for step in range(1, 31):
+        assert b[step] == pytest.approx(a[step], rel=1e-3), step
