@@ -1,0 +1,307 @@
+"""Predict the VRAM peak of a LoRA/QLoRA run from its recipe and the model's config.json (no weights).
+
+Pure logic: no torch, no transformers, no I/O. It models the path loratui/trainer/build.py takes
+(from_pretrained with BitsAndBytesConfig, prepare_model_for_kbit_training, get_peft_model, the HF
+Trainer under bf16 autocast) term by term, and reports the figure that decides OOM: device memory used as
+NVML shows it, beside torch's peak reserved. The few constants that cannot be derived (allocator slack,
+CUDA context) were fitted to the H200 grid in bench/estimate_grid.jsonl; see BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+GIB = 1024**3
+KNOWN_ARCHITECTURES = frozenset({"qwen2", "llama", "mistral"})
+"""Decoders whose layer structure (q/k/v/o + gate/up/down, RMSNorm, RoPE) this model was measured on."""
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+# Measured on the H200 (DESIGN.md, bench/estimate_grid.jsonl): NVML "used" beyond torch reserved is the
+# idle driver reservation, the CUDA context and cuBLAS/NCCL memory outside the caching allocator.
+CONTEXT_GIB = 1.40
+# Uncertainty stated for the two kinds of estimate (fraction of the device-used peak).
+KNOWN_UNCERTAINTY, GENERIC_UNCERTAINTY = 0.10, 0.25
+
+
+class ConfigError(ValueError):
+    """A config.json that lacks what the estimate needs; the message names the keys."""
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The dimensions of a decoder that memory depends on."""
+
+    model_type: str
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied: bool
+    qkv_bias: bool
+    known: bool
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The recipe's memory-relevant choices, flattened."""
+
+    batch: int
+    seq: int
+    quant: str  # "none", "nf4", "fp4", "int8"
+    double_quant: bool
+    weight_bytes: int  # bytes per parameter of unquantised weights
+    rank: int
+    targets: tuple[str, ...]
+    dropout: bool
+    checkpointing: bool
+    optim: str
+    attn: str
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The predicted peak (GiB), its breakdown, and whether it fits the card."""
+
+    peak_device_gib: float
+    peak_reserved_gib: float
+    peak_allocated_gib: float
+    components: dict[str, float]
+    gpu_gib: float | None
+    fits: bool | None
+    headroom_gib: float | None
+    uncertainty: float
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_json(self) -> dict[str, Any]:
+        """The `--json` shape of the CLI."""
+        return {"peak_device_gib": round(self.peak_device_gib, 2),
+                "peak_reserved_gib": round(self.peak_reserved_gib, 2),
+                "components": {k: round(v, 3) for k, v in self.components.items()},
+                "fits": self.fits,
+                "headroom_gib": None if self.headroom_gib is None else round(self.headroom_gib, 2)}
+
+
+# --------------------------------------------------------------------------- reading the inputs
+
+_ALIASES = {
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "num_hidden_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "num_attention_heads": ("num_attention_heads", "n_head"),
+    "vocab_size": ("vocab_size",),
+}
+
+
+def read_dims(config: dict[str, Any]) -> Dims:
+    """The decoder dimensions of a parsed config.json.
+
+    Raises:
+        ConfigError: naming the keys that are missing.
+    """
+    if "text_config" in config and "hidden_size" not in config:  # multimodal wrappers nest the decoder
+        config = {**config["text_config"], "model_type": config["text_config"].get("model_type", "")}
+    found = {key: next((config[a] for a in names if config.get(a)), None) for key, names in _ALIASES.items()}
+    missing = [key for key, value in found.items() if value is None]
+    if missing:
+        raise ConfigError(f"config.json lacks {', '.join(missing)}; cannot size the model "
+                          "(is it a decoder-only language model's config?)")
+    hidden, heads = int(found["hidden_size"]), int(found["num_attention_heads"])  # type: ignore[arg-type]
+    head_dim = int(config.get("head_dim") or hidden // heads)
+    model_type = str(config.get("model_type", ""))
+    return Dims(model_type=model_type, hidden=hidden,
+                intermediate=int(config.get("intermediate_size") or config.get("n_inner") or 4 * hidden),
+                layers=int(found["num_hidden_layers"]), heads=heads,  # type: ignore[arg-type]
+                kv_heads=int(config.get("num_key_value_heads") or heads), head_dim=head_dim,
+                vocab=int(found["vocab_size"]), tied=bool(config.get("tie_word_embeddings", False)),
+                qkv_bias=model_type == "qwen2" or bool(config.get("attention_bias", False)),
+                known=model_type in KNOWN_ARCHITECTURES)
+
+
+def read_setup(recipe: Any) -> Setup:
+    """The memory-relevant choices of a `loratui.recipe.Recipe`."""
+    q, lora, t = recipe.quantization, recipe.lora, recipe.training
+    quant = q.bnb_4bit_quant_type if q.load_in_4bit else ("int8" if q.load_in_8bit else "none")
+    targets = PROJECTIONS if lora.target_modules == "all-linear" else tuple(lora.target_modules)
+    return Setup(batch=t.per_device_train_batch_size, seq=recipe.data.max_length, quant=quant,
+                 double_quant=q.bnb_4bit_use_double_quant,
+                 weight_bytes=4 if recipe.model.dtype == "float32" else 2, rank=lora.r, targets=targets,
+                 dropout=lora.lora_dropout > 0, checkpointing=t.gradient_checkpointing, optim=t.optim,
+                 attn=recipe.model.attn_implementation)
+
+
+# --------------------------------------------------------------------------- static memory
+
+
+def linear_shapes(d: Dims) -> dict[str, tuple[int, int]]:
+    """(in, out) features of each projection of one decoder layer."""
+    q_out, kv_out = d.heads * d.head_dim, d.kv_heads * d.head_dim
+    return {"q_proj": (d.hidden, q_out), "k_proj": (d.hidden, kv_out), "v_proj": (d.hidden, kv_out),
+            "o_proj": (q_out, d.hidden), "gate_proj": (d.hidden, d.intermediate),
+            "up_proj": (d.hidden, d.intermediate), "down_proj": (d.intermediate, d.hidden)}
+
+
+def lora_parameters(d: Dims, s: Setup) -> int:
+    """Trainable LoRA parameters: r * (in + out) for each targeted projection of each layer."""
+    shapes = linear_shapes(d)
+    return d.layers * sum(s.rank * (i + o) for name, (i, o) in shapes.items() if name in s.targets)
+
+
+def _quant_bytes_per_param(s: Setup) -> float:
+    """Bytes per weight of a bitsandbytes-quantised linear, quantisation constants included."""
+    if s.quant == "int8":
+        return 1.0 + 4 / 4096  # one fp32 scale per output row, roughly
+    # 4 bits, one fp32 absmax per block of 64; double quant makes it 8-bit plus an fp32 per 256 blocks
+    return 0.5 + (1 / 64 + 4 / (64 * 256) if s.double_quant else 4 / 64)
+
+
+def base_weights(d: Dims, s: Setup) -> dict[str, float]:
+    """Bytes of the frozen model: quantised linears, and what stays unquantised."""
+    linear = d.layers * sum(i * o for i, o in linear_shapes(d).values())
+    embeddings = d.vocab * d.hidden * (1 if d.tied else 2)
+    small = d.layers * 2 * d.hidden + d.hidden  # RMSNorm weights
+    if d.qkv_bias:
+        small += d.layers * (d.heads + 2 * d.kv_heads) * d.head_dim
+    if s.quant == "none":
+        return {"weights_16bit": (linear + embeddings + small) * s.weight_bytes}
+    # prepare_model_for_kbit_training upcasts every non-quantised parameter to fp32
+    return {"weights_quantized": linear * _quant_bytes_per_param(s), "weights_fp32_upcast": (embeddings + small) * 4}
+
+
+_OPTIMIZER_BYTES = {  # state bytes per trainable parameter; (torch-visible, managed/paged)
+    "adamw_torch": (8, 0), "adamw_torch_fused": (8, 0), "adamw_hf": (8, 0), "adamw_8bit": (2, 0),
+    "adamw_bnb_8bit": (2, 0), "paged_adamw_8bit": (0, 2), "paged_adamw_32bit": (0, 8), "paged_adamw": (0, 8),
+    "adamw_torch_4bit": (1, 0), "lion_8bit": (1, 0), "paged_lion_8bit": (0, 1), "paged_lion_32bit": (0, 4),
+    "rmsprop": (4, 0), "adagrad": (4, 0), "sgd": (0, 0), "adafactor": (0.1, 0),
+}
+
+
+def optimizer_states(trainable: int, optim: str) -> tuple[float, float]:
+    """(bytes torch counts, bytes of CUDA managed memory torch does not count) of the optimizer."""
+    visible, paged = _OPTIMIZER_BYTES.get(optim, (8, 0))
+    return trainable * visible, trainable * paged
+
+
+# --------------------------------------------------------------------------- activations
+
+
+def layer_activation_bytes(d: Dims, s: Setup) -> float:
+    """Bytes one decoder layer keeps for backward, per token, without checkpointing.
+
+    Counted from what autograd saves under bf16 autocast: the fp32 RMSNorm inputs, each LoRA branch's
+    dropout mask and bf16 input copy, the attention inputs/outputs, and the MLP's gate/up/SiLU tensors.
+    """
+    quantised = s.quant != "none"
+    per_input = 3 if s.dropout else 2  # bf16 copy saved by lora_A, plus a 1-byte dropout mask
+    shapes = linear_shapes(d)
+    lora = sum(per_input * shapes[n][0] + 2 * s.rank for n in s.targets if n in shapes)
+    q_width, kv_width = d.heads * d.head_dim, d.kv_heads * d.head_dim
+    norms = 2 * 4 * d.hidden  # each RMSNorm keeps its input upcast to fp32
+    attention = 2 * q_width + 2 * 2 * kv_width + 2 * q_width + 4 * d.heads
+    # bnb's Linear4bit returns its input's dtype: fp32 residual stream in => fp32 gate/up out
+    mlp = (12 if quantised else 6) * d.intermediate
+    if s.attn == "eager":  # softmax output in fp32 and its bf16 cast, over the whole sequence
+        attention += d.heads * s.seq * 6 + 2 * 2 * (q_width - kv_width)
+    return norms + lora + attention + mlp
+
+
+def logits_bytes(d: Dims) -> float:
+    """Bytes per token at the loss: bf16 logits, their fp32 upcast, log-softmax output and its gradient."""
+    return LOGITS_BYTES_PER_VOCAB * d.vocab
+
+
+LOGITS_BYTES_PER_VOCAB = 12
+
+
+def activations(d: Dims, s: Setup) -> dict[str, float]:
+    """Bytes of activations at the peak: the layers' saved tensors and the loss's logits."""
+    tokens = s.batch * s.seq
+    quantised = s.quant != "none"
+    logits = logits_bytes(d) * tokens
+    if quantised:  # autocast's bf16 copy of the fp32 lm_head, kept for the input gradient
+        logits += 2 * d.vocab * d.hidden
+    if not s.checkpointing:
+        return {"activations": tokens * d.layers * layer_activation_bytes(d, s), "logits": logits}
+    # Non-reentrant checkpointing keeps each layer's input (fp32 under QLoRA's upcast embeddings); the
+    # loss's logits and one recomputed layer are alive at different moments, so only the larger counts.
+    kept = tokens * d.layers * (4 if quantised else 2) * d.hidden
+    recomputed = tokens * layer_activation_bytes(d, s)
+    return {"activations": kept + max(recomputed - logits, 0.0), "logits": logits}
+
+
+def allocator_slack(d: Dims, s: Setup, layer_activations: float) -> float:
+    """Bytes torch reserves beyond what it allocated at the peak (fitted on the H200 grid).
+
+    Freed fp32-logits blocks and, under checkpointing, one recomputed layer's blocks stay cached but
+    cannot serve the next differently-sized requests; without checkpointing fragmentation grows with the
+    activations themselves.
+    """
+    tokens = s.batch * s.seq
+    slack = SLACK_BASE + SLACK_PER_LOGITS_BLOCK * 4 * d.vocab * tokens
+    if s.checkpointing:
+        return slack + SLACK_PER_RECOMPUTED_LAYER * tokens * layer_activation_bytes(d, s)
+    return slack + SLACK_PER_ACTIVATION * layer_activations
+
+
+SLACK_BASE, SLACK_PER_LOGITS_BLOCK = 0.5 * GIB, 0.38
+SLACK_PER_RECOMPUTED_LAYER, SLACK_PER_ACTIVATION = 1.05, 0.027
+
+
+# --------------------------------------------------------------------------- the estimate
+
+
+def estimate(recipe: Any, model_config: dict[str, Any], gpu_gib: float | None = None) -> Estimate:
+    """Predict the peak of `recipe` training the model of `model_config` (a parsed config.json).
+
+    Raises:
+        ConfigError: when the config lacks the dimensions the estimate needs.
+    """
+    return estimate_setup(read_dims(model_config), read_setup(recipe), gpu_gib)
+
+
+def estimate_setup(d: Dims, s: Setup, gpu_gib: float | None = None) -> Estimate:
+    """The estimate for already-read dimensions and choices (the fit table varies `s`)."""
+    bytes_ = components_bytes(d, s)
+    allocated = sum(v for k, v in bytes_.items() if k not in ("optimizer_paged", "allocator_slack"))
+    reserved = allocated + bytes_["allocator_slack"]
+    device = reserved + bytes_["optimizer_paged"] + CONTEXT_GIB * GIB
+    components = {k: v / GIB for k, v in bytes_.items()} | {"cuda_context_non_torch": CONTEXT_GIB}
+    headroom = None if gpu_gib is None else gpu_gib - device / GIB
+    return Estimate(peak_device_gib=device / GIB, peak_reserved_gib=reserved / GIB,
+                    peak_allocated_gib=allocated / GIB, components=components, gpu_gib=gpu_gib,
+                    fits=None if headroom is None else headroom >= 0, headroom_gib=headroom,
+                    uncertainty=KNOWN_UNCERTAINTY if d.known else GENERIC_UNCERTAINTY,
+                    notes=tuple(_notes(d, s)))
+
+
+def components_bytes(d: Dims, s: Setup) -> dict[str, float]:
+    """Every term of the peak, in bytes, in the order the CLI prints them."""
+    trainable = lora_parameters(d, s)
+    visible, paged = optimizer_states(trainable, s.optim)
+    acts = activations(d, s)
+    out = base_weights(d, s) | {"lora_params": trainable * 4.0, "gradients": trainable * 4.0,
+                                "optimizer_states": float(visible), "optimizer_paged": float(paged)}
+    out |= acts
+    out["allocator_slack"] = allocator_slack(d, s, acts["activations"])
+    return out
+
+
+def _notes(d: Dims, s: Setup) -> list[str]:
+    """What the estimate assumed that the user should know."""
+    notes = []
+    if not d.known:
+        notes.append(f"architecture {d.model_type or '(unnamed)'!r} was not measured; estimated as a generic "
+                     f"llama-like decoder, uncertainty ±{GENERIC_UNCERTAINTY:.0%}")
+    missing = [t for t in s.targets if t not in PROJECTIONS]
+    if missing:
+        notes.append(f"target_modules {missing} are not llama-style projection names; their LoRA weights "
+                     "are not counted")
+    if s.quant == "int8":
+        notes.append("8-bit loading was not measured; its activations are counted like 4-bit's")
+    if s.attn == "flash_attention_2":
+        notes.append("flash_attention_2 counted like sdpa (flash_attn was not on the calibration machine)")
+    if s.optim not in _OPTIMIZER_BYTES:
+        notes.append(f"optimizer {s.optim!r} unknown; counted as AdamW with two fp32 moments")
+    return notes
