@@ -141,6 +141,8 @@ class Replay:
 
     def tick(self, wall: float) -> list[Any]:
         """Events due at wall time `wall`; pauses the clock at the end of the record."""
+        if not self.clock.playing:
+            return []  # paused (or just seeked): events sharing the cursor's timestamp stay undelivered
         due = self.events_until(self.clock.now(wall))
         if self.done and self.clock.playing:
             self.clock.pause(wall)

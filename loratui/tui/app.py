@@ -53,6 +53,7 @@ class LoratuiApp(App[str]):
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "loratui"
+    AUTO_FOCUS = "#advice"  # the log pane would otherwise take focus and swallow the arrow keys
     BINDINGS = [
         Binding("p", "control('pause')", "pause"),
         Binding("r", "control('resume')", "resume"),

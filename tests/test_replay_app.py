@@ -1,0 +1,62 @@
+"""Replay in the app: a real tiny run played back at x1000 ends in the state and advice live showed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loratui.eventlog import read_log
+from loratui.logic.advice import Advisor
+from loratui.logic.runstate import RunState
+from loratui.recipe import load_recipe
+from loratui.tui.replay_app import replay_app
+from tests import scenarios
+from tests.conftest import TINY, loratui, only_run
+
+
+def _fingerprint(state: RunState) -> tuple[object, ...]:
+    return (state.state, state.step, state.max_steps, state.loss, state.nan_steps, state.checkpoints,
+            state.device_used_peak, state.peak_reserved)
+
+
+async def _play_to_end(app, pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(600):
+        await pilot.pause(0.05)
+        if app.replay.done:
+            break
+    await pilot.pause(0.5)
+
+
+@pytest.mark.slow
+async def test_replay_at_x1000_ends_where_live_ended(runs_dir: Path) -> None:
+    result = loratui("run", str(TINY), "--headless", "--max-steps", "25", "--runs-dir", str(runs_dir))
+    assert result.returncode == 0, result.stderr
+    run = only_run(runs_dir)
+    found = read_log(run / "events.jsonl").events
+    recipe = load_recipe(run / "recipe.toml")
+    live = RunState().feed_all(found)  # what the live viewer folded, event by event
+    live_advice = Advisor(recipe).feed_all(found).items()
+    app = replay_app(found, recipe, "tiny", speed=1000)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _play_to_end(app, pilot)
+        assert _fingerprint(app.run_state) == _fingerprint(live)
+        assert app.advisor.items() == live_advice
+
+
+async def test_seek_keys_rebuild_state_and_advice() -> None:
+    found = scenarios.nan_run()
+    app = replay_app(found, None, "nan", speed=1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("G")  # to the end
+        await pilot.pause(0.8)
+        assert app.run_state.step == 50 and [a.id for a in app.advisor.items()][:1] == ["nan_loss"]
+        await pilot.press("g")  # back to the start: nothing seen yet, no advice
+        await pilot.pause(0.8)
+        assert app.run_state.step == 0 and app.advisor.items() == []
+        await pilot.press("right_square_bracket")  # the next event of note: the first NaN
+        await pilot.pause(0.8)
+        assert app.run_state.nan_steps[:1] == [35] and app.run_state.step == 35
+        await pilot.press("left")
+        await pilot.pause(0.8)
+        assert app.run_state.step == 34 and not app.run_state.nan_steps
