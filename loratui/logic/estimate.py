@@ -305,3 +305,47 @@ def _notes(d: Dims, s: Setup) -> list[str]:
     if s.optim not in _OPTIMIZER_BYTES:
         notes.append(f"optimizer {s.optim!r} unknown; counted as AdamW with two fp32 moments")
     return notes
+
+
+# --------------------------------------------------------------------------- what would fit
+
+FIT_BATCHES = (1, 2, 4, 8, 16, 32)
+FIT_SEQS = (512, 1024, 2048, 4096, 8192)
+
+
+@dataclass(frozen=True)
+class FitRow:
+    """For one way of loading and training: the largest batch that fits at each sequence length."""
+
+    label: str
+    max_batch: dict[int, int]  # sequence length -> largest batch that fits (0: none)
+
+
+def fit_table(recipe: Any, model_config: dict[str, Any], gpu_gib: float) -> list[FitRow]:
+    """Largest batch per sequence length on a `gpu_gib` card, with/without checkpointing and 4-bit."""
+    d, base = read_dims(model_config), read_setup(recipe)
+    rows = []
+    for quant in ("nf4", "none"):
+        for checkpointing in (True, False):
+            s = _replace(base, quant=quant, checkpointing=checkpointing,
+                         double_quant=base.double_quant or quant != base.quant)
+            label = f"{'4-bit nf4' if quant == 'nf4' else 'bf16'}, checkpointing {'on' if checkpointing else 'off'}"
+            rows.append(FitRow(label, {seq: _largest_batch(d, s, seq, gpu_gib) for seq in FIT_SEQS}))
+    return rows
+
+
+def _largest_batch(d: Dims, s: Setup, seq: int, gpu_gib: float) -> int:
+    """The largest of FIT_BATCHES whose estimate fits `gpu_gib` at `seq` tokens (0 when none does)."""
+    best = 0
+    for batch in FIT_BATCHES:
+        if estimate_setup(d, _replace(s, batch=batch, seq=seq)).peak_device_gib > gpu_gib:
+            break
+        best = batch
+    return best
+
+
+def _replace(s: Setup, **changes: Any) -> Setup:
+    """A copy of `s` with `changes`."""
+    import dataclasses
+
+    return dataclasses.replace(s, **changes)

@@ -1,0 +1,113 @@
+"""`loratui estimate RECIPE`: the predicted VRAM peak of a recipe, from the model's config.json alone.
+
+Module-level imports stay light: this module is imported whenever the CLI parses its arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> None:
+    """Add the `estimate` subparser."""
+    cmd = sub.add_parser("estimate", help="predict a recipe's VRAM peak from the model's config.json")
+    cmd.add_argument("recipe", type=Path)
+    cmd.add_argument("--gpu-gb", type=float, default=32.0, help="card memory in GiB to judge against (32)")
+    cmd.add_argument("--json", action="store_true", help="print the estimate as one JSON object")
+    cmd.add_argument("--model-path", default=None, help="overrides [model] path (a local model directory)")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print the estimate (and the what-would-fit table) for the recipe."""
+    from loratui.cli import UsageError
+    from loratui.logic.estimate import ConfigError, estimate, fit_table
+    from loratui.recipe import load_recipe
+
+    recipe = load_recipe(args.recipe)
+    gpu_gib = args.gpu_gb
+    if gpu_gib <= 0:
+        raise UsageError(f"--gpu-gb {args.gpu_gb}: the card's memory must be positive (GiB)")
+    config_path = find_config(args.model_path or recipe.model.path, args.recipe.resolve().parent)
+    config = read_config(config_path)
+    try:
+        result = estimate(recipe, config, gpu_gib)
+        table = [] if args.json else fit_table(recipe, config, gpu_gib)
+    except ConfigError as exc:
+        raise UsageError(f"{config_path}: {exc}") from None
+    print(json.dumps(result.as_json()) if args.json else render(result, table, config_path))
+    return 0
+
+
+def find_config(model_path: str, recipe_dir: Path) -> Path:
+    """The config.json of a model path: the tiny model's, a local directory's, or a clear error."""
+    from loratui.cli import UsageError
+    from loratui.recipe import TINY_MODEL
+
+    if model_path == TINY_MODEL:
+        from loratui.trainer.tiny import cache_dir, ensure_tiny_model, TINY_VERSION
+
+        cached = cache_dir() / f"tiny-qwen2-{TINY_VERSION}" / "config.json"
+        return cached if cached.exists() else ensure_tiny_model() / "config.json"
+    local = Path(model_path).expanduser()
+    if not local.is_absolute() and (recipe_dir / local).exists():
+        local = recipe_dir / local
+    if not local.exists():
+        raise UsageError(f"model {model_path!r} is not a local directory; estimate reads only its config.json: "
+                         "pass --model-path /path/to/model (a directory holding config.json)")
+    config = local / "config.json" if local.is_dir() else local
+    if not config.is_file():
+        raise UsageError(f"{config}: no config.json there; point --model-path at the model directory "
+                         "(the one holding config.json; weights are not needed)")
+    return config
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The parsed config.json, or a one-line UsageError."""
+    from loratui.cli import UsageError
+
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read it as JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise UsageError(f"{path}: expected a JSON object")
+    return config
+
+
+LABELS = {
+    "weights_16bit": "base weights (16-bit)", "weights_quantized": "base weights (4-bit, with constants)",
+    "weights_fp32_upcast": "embeddings/lm_head/norms (fp32 upcast)", "lora_params": "LoRA parameters (fp32)",
+    "gradients": "LoRA gradients (fp32)", "optimizer_states": "optimizer states",
+    "optimizer_paged": "optimizer states, paged (CUDA managed)", "activations": "activations",
+    "logits": "logits and loss", "allocator_slack": "allocator slack (reserved - allocated)",
+    "cuda_context_non_torch": "CUDA context and non-torch",
+}
+
+
+def render(result: Any, table: list[Any], config_path: Path) -> str:
+    """The plain-text report: breakdown, verdict, and the what-would-fit table."""
+    lines = [f"model config: {config_path}", ""]
+    lines += [f"  {LABELS.get(k, k):44s} {v:8.2f} GiB" for k, v in result.components.items() if v >= 0.005]
+    lines += ["", f"  {'peak torch reserved':44s} {result.peak_reserved_gib:8.2f} GiB",
+              f"  {'peak device used (NVML; decides OOM)':44s} {result.peak_device_gib:8.2f} GiB"
+              f"  (±{result.uncertainty:.0%})"]
+    verdict = "fits" if result.fits else "does NOT fit"
+    lines.append(f"  on a {result.gpu_gib:g} GiB card: {verdict}, headroom {result.headroom_gib:+.2f} GiB")
+    lines += [f"  note: {n}" for n in result.notes]
+    if table:
+        seqs = list(table[0].max_batch)
+        lines += ["", f"what would fit on {result.gpu_gib:g} GiB (largest batch per sequence length; 0 = none):",
+                  f"  {'':34s}" + "".join(f"{s:>7d}" for s in seqs)]
+        lines += [f"  {row.label:34s}" + "".join(f"{_batch_cell(row.max_batch[s]):>7s}" for s in seqs)
+                  for row in table]
+    return "\n".join(lines)
+
+
+def _batch_cell(batch: int) -> str:
+    """A table cell: the batch, with '+' when even the largest batch tried fits."""
+    from loratui.logic.estimate import FIT_BATCHES
+
+    return f"{batch}+" if batch == FIT_BATCHES[-1] else str(batch)
