@@ -62,7 +62,7 @@ class LossPlot(PlotextPlot):
         if state.nan_steps:
             self.border_subtitle = f"NaN at step {state.nan_steps[0]}" + (
                 f" (+{len(state.nan_steps) - 1})" if len(state.nan_steps) > 1 else "")
-        self.plt.xlabel("step")
+        self._axis_label()
 
     def _plot_lr(self, state: RunState) -> None:
         self.border_title = "learning rate / grad norm (t: loss)"
@@ -73,7 +73,12 @@ class LossPlot(PlotextPlot):
         if grads:
             xs, ys = zip(*_thin(grads, self.size.width * 2))
             self.plt.plot(xs, ys, marker="hd", color="yellow", label="grad norm", yside="right")
-        self.plt.xlabel("step")
+        self._axis_label()
+
+    def _axis_label(self) -> None:
+        """Label the x axis only where there is room: on 24 rows every line goes to the curve."""
+        if self.size.height >= 14:
+            self.plt.xlabel("step")
 
 
 def _thin(points: list[tuple[int, float]], most: int) -> list[tuple[int, float]]:
