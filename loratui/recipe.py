@@ -123,6 +123,19 @@ class MonitorSection(_Section, frozen=True):
     record_hz: float = 10.0
 
 
+class DistributedSection(_Section, frozen=True):
+    """`[distributed]`: several processes on one host, launched through torchrun (DDP or FSDP)."""
+
+    num_processes: int | Literal["auto"] = 1
+    strategy: Literal["ddp", "fsdp"] = "ddp"
+    backend: Literal["auto", "nccl", "gloo"] = "auto"
+    fsdp_sharding_strategy: Literal["FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"] = "FULL_SHARD"
+    fsdp_auto_wrap_policy: Literal["TRANSFORMER_BASED_WRAP", "SIZE_BASED_WRAP", "NO_WRAP"] = "TRANSFORMER_BASED_WRAP"
+    fsdp_offload_params: bool = False
+    fsdp_cpu_ram_efficient_loading: bool = True
+    fsdp_use_orig_params: bool = False
+
+
 class Recipe(_Section, frozen=True):
     """A whole recipe."""
 
@@ -132,6 +145,7 @@ class Recipe(_Section, frozen=True):
     training: TrainingSection = TrainingSection()
     data: DataSection = DataSection()
     monitor: MonitorSection = MonitorSection()
+    distributed: DistributedSection = DistributedSection()
 
 
 class RecipeError(Exception):
@@ -278,7 +292,17 @@ def _check_monitor(r: Recipe) -> tuple[str, str] | None:
     return None
 
 
-_CHECKS = (_check_model, _check_quantization, _check_lora, _check_training, _check_data, _check_monitor)
+def _check_distributed(r: Recipe) -> tuple[str, str] | None:
+    n = r.distributed.num_processes
+    if isinstance(n, int) and not 1 <= n <= 64:
+        return "distributed.num_processes", f"num_processes = {n}: use 1 to 64, or \"auto\" (one per visible GPU)"
+    if r.distributed.strategy == "fsdp" and r.quantization.load_in_8bit:
+        return "distributed.strategy", "FSDP cannot shard 8-bit bitsandbytes weights; use load_in_4bit (FSDP-QLoRA)"
+    return None
+
+
+_CHECKS = (_check_model, _check_quantization, _check_lora, _check_training, _check_data, _check_monitor,
+           _check_distributed)
 
 
 def _listing(names: frozenset[str]) -> str:
@@ -332,6 +356,7 @@ def _suggest(section: str, name: str) -> str:
 _SECTION_TYPES: dict[str, Any] = {
     "model": ModelSection, "quantization": QuantizationSection, "lora": LoraSection,
     "training": TrainingSection, "data": DataSection, "monitor": MonitorSection,
+    "distributed": DistributedSection,
 }
 
 

@@ -79,6 +79,11 @@ class RunDir:
         return self.path / "control.sock"
 
     @property
+    def commands(self) -> Path:
+        """Control commands relayed to the trainer ranks, one a line (append-only)."""
+        return self.path / "control.cmds"
+
+    @property
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"
 

@@ -8,6 +8,7 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from loratui import __version__, events
 from loratui.eventlog import EventWriter
-from loratui.recipe import load_recipe, recipe_hash
+from loratui.recipe import Recipe, load_recipe, recipe_hash
 from loratui.rundir import RunDir
 from loratui.sources import control
 from loratui.sources.gpu import GpuProbe, open_probe
@@ -120,6 +121,9 @@ class Supervisor:
         error = "\n".join(self._stderr_tail[-40:]) if state == events.FAILED else ""
         if state == events.FAILED and signame:
             error = f"the trainer was killed by {signame}\n{error}".rstrip()
+        rank = failed_rank(self._stderr_tail) if state == events.FAILED else ""
+        if rank:
+            error = f"{rank} failed; torchrun stopped the other ranks\n{error}"
         self.log.write(events.End(t=time.time(), state=state, exit_code=code, signal=signame, error=error))
         self.state = state
         return state
@@ -128,12 +132,13 @@ class Supervisor:
 
     def _run_trainer(self, resume_from: str | None) -> int:
         """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
-        command = [sys.executable, "-m", "loratui.trainer", str(self.run.path)]
-        if resume_from:
-            command += ["--resume-from", resume_from]
+        command = trainer_command(self.run, self.recipe, self.probe, resume_from)
         env = dict(os.environ, PYTHONUNBUFFERED="1", TQDM_DISABLE="1")
+        # Leave NVLink multicast off: it is not needed for DDP/FSDP and misbehaves on some hosts.
+        env.setdefault("NCCL_NVLS_ENABLE", "0")
         with open(self.run.stdout_log, "ab") as out, open(self.run.stderr_log, "ab") as err:
-            self.trainer = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env)
+            self.trainer = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                                            start_new_session=False)
         done = threading.Event()
         tails = [threading.Thread(target=self._follow, args=(path, name, done), daemon=True)
                  for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
@@ -209,14 +214,15 @@ class Supervisor:
         return self._relay(command)
 
     def _relay(self, command: str) -> str | None:
+        """Append the command to control.cmds, which the trainer (rank 0) reads at step boundaries."""
         trainer = self.trainer
-        if trainer is None or trainer.poll() is not None or trainer.stdin is None:
+        if trainer is None or trainer.poll() is not None:
             return "the trainer is not running"
+        fd = os.open(self.run.commands, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            trainer.stdin.write(command.encode() + b"\n")
-            trainer.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            return "the trainer is not reading commands (it is exiting)"
+            os.write(fd, command.encode() + b"\n")
+        finally:
+            os.close(fd)
         return None
 
     def _enforce_stop(self) -> None:
@@ -236,6 +242,38 @@ class Supervisor:
     def on_sigterm(self, *_: object) -> None:
         """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does."""
         self._handle(control.Request("stop", "signal"))
+
+
+def trainer_command(run: RunDir, recipe: Recipe, probe: GpuProbe | None, resume_from: str | None) -> list[str]:
+    """`python -m loratui.trainer RUN`, under torchrun when the recipe asks for several processes."""
+    command = ["-m", "loratui.trainer", str(run.path)] + (["--resume-from", resume_from] if resume_from else [])
+    n = recipe.distributed.num_processes
+    if n == "auto":
+        n = len(probe.devices()) if probe is not None else 1
+    if n <= 1:
+        return [sys.executable, *command]
+    # torchrun stops every rank when one fails, so no orphan rank keeps holding a GPU.
+    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}", "--master_addr=127.0.0.1",
+            f"--master_port={free_port()}", *command]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (for the ranks' rendezvous)."""
+    import socket
+
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        return int(probe_socket.getsockname()[1])
+
+
+def failed_rank(stderr_lines: list[str]) -> str:
+    """'rank 1 (exit code -9)' from torchrun's failure summary, or ''."""
+    text = "\n".join(stderr_lines[-80:])
+    rank = re.search(r"rank\s*:\s*(\d+)", text)
+    code = re.search(r"exitcode\s*:\s*(-?\d+)", text)
+    if not rank:
+        return ""
+    return f"rank {rank.group(1)}" + (f" (exit code {code.group(1)})" if code else "")
 
 
 def process_tree(root: int) -> list[int]:

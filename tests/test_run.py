@@ -63,7 +63,12 @@ def _module_kinds_printed(run: Path) -> str:
 
 def _start_detached(runs_dir: Path, *extra: str) -> subprocess.Popen[str]:
     """`loratui run --headless` as a terminal would start it: its own session, like an SSH login."""
-    return subprocess.Popen([sys.executable, "-m", "loratui", "run", str(TINY), "--headless",
+    return _start_detached_recipe(TINY, runs_dir, *extra)
+
+
+def _start_detached_recipe(recipe: Path, runs_dir: Path, *extra: str) -> subprocess.Popen[str]:
+    """The same, for any recipe."""
+    return subprocess.Popen([sys.executable, "-m", "loratui", "run", str(recipe), "--headless",
                              "--runs-dir", str(runs_dir), *extra], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 

@@ -59,6 +59,8 @@ class RunState:
     step_times: deque[float] = field(default_factory=lambda: deque(maxlen=20))
     step_tokens: deque[int] = field(default_factory=lambda: deque(maxlen=20))
     tokens_seen: int = 0
+    rank_steps: dict[int, int] = field(default_factory=dict)  # last step each rank reported
+    rank_peak_reserved: dict[int, int] = field(default_factory=dict)  # per-rank torch peak (bytes)
     torch_allocated: int | None = None
     torch_reserved: int | None = None
     step_peak_allocated: int | None = None
@@ -152,6 +154,11 @@ def _train_begin(s: RunState, e: events.TrainBegin) -> None:
 
 
 def _step(s: RunState, e: events.Step) -> None:
+    s.rank_steps[e.rank] = e.step
+    if e.peak_reserved is not None:
+        s.rank_peak_reserved[e.rank] = max(s.rank_peak_reserved.get(e.rank, 0), e.peak_reserved)
+    if e.rank != 0:
+        return  # rank 0 speaks for the run's progress; other ranks add their memory figures
     s.step, s.epoch, s.tokens_seen = e.step, e.epoch, e.tokens_seen
     s.step_times.append(e.step_time)
     s.step_tokens.append(e.tokens)

@@ -11,7 +11,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -30,11 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = RunDir(Path(args.run_dir))
     log = EventWriter(run.events)
-    log.write(events.State(t=time.time(), state=events.LOADING, reason="loading model and data"))
+    if int(os.environ.get("RANK", "0")) == 0:
+        log.write(events.State(t=time.time(), state=events.LOADING, reason="loading model and data"))
     from loratui.trainer.callback import ControlState
 
-    control = ControlState()
-    threading.Thread(target=control.read_commands, daemon=True).start()
+    control = ControlState(run.commands)
     signal.signal(signal.SIGTERM, lambda *_: control.apply("stop"))
     from loratui.trainer.data import DataError
 
@@ -54,14 +53,14 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     from transformers import Trainer
 
     from loratui.trainer import build, data
-    from loratui.trainer.callback import EventCallback, TokenCounter
+    from loratui.trainer.callback import EventCallback, RankSync, TokenCounter
 
     settings = run.read_settings()
     recipe = load_recipe(run.recipe)
     base_dir = Path(settings.recipe_dir)
     cuda = torch.cuda.is_available()
     resolved = build.resolve_for_machine(recipe, cuda)
-    for key, message in resolved.notices:
+    for key, message in resolved.notices if int(os.environ.get("RANK", "0")) == 0 else []:
         log.write(events.Notice(t=time.time(), level="warning", message=message, key=key))
         print(f"loratui: {key}: {message}", file=sys.stderr)
     recipe = resolved.recipe
@@ -76,6 +75,8 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     transformers.set_seed(recipe.training.seed)
     model = build.load_model(recipe, model_path, cuda, local_rank)
+    if int(os.environ.get("RANK", "0")) == 0:
+        _record_estimate(log, recipe, model, cuda, local_rank)
     tokens = TokenCounter()
     model.register_forward_pre_hook(tokens.hook, with_kwargs=True)
     total, trainable = build.count_parameters(model)
@@ -86,7 +87,9 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
         "world_size": int(os.environ.get("WORLD_SIZE", "1")), "pid": os.getpid(),
         "versions": {"torch": str(torch.__version__), "transformers": str(transformers.__version__)},
     }
-    callback = EventCallback(log.write, control, tokens, begin_info, torch.cuda if cuda else None)  # type: ignore[arg-type]
+    world_size, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    sync = RankSync(world_size, rank, torch.device("cuda", local_rank) if cuda else None)
+    callback = EventCallback(log.write, control, tokens, begin_info, torch.cuda if cuda else None, sync)  # type: ignore[arg-type]
     trainer = Trainer(
         model=model, args=build.training_arguments(recipe, str(run.checkpoints), settings.max_steps),
         train_dataset=train_set, eval_dataset=eval_set,
@@ -94,9 +97,28 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     )
     trainer.train(resume_from_checkpoint=resume_from)
     if callback.suspended:
-        log.write(events.State(t=time.time(), state=events.SUSPENDED, step=trainer.state.global_step))
+        callback.emit(events.State(t=time.time(), state=events.SUSPENDED, step=trainer.state.global_step))
         return SUSPEND_EXIT
     return 0
+
+
+def _record_estimate(log: EventWriter, recipe: object, model: object, cuda: bool, local_rank: int) -> None:
+    """The pre-flight estimate for what actually runs (recipe after fallbacks), for the live pane."""
+    from loratui.logic.estimate import ConfigError, estimate
+
+    try:
+        config = model.config.to_dict()  # type: ignore[attr-defined]
+        total = None
+        if cuda:
+            import torch
+
+            total = torch.cuda.get_device_properties(local_rank).total_memory / 2**30
+        found = estimate(recipe, config, total)  # type: ignore[arg-type]
+    except (ConfigError, AttributeError, KeyError, TypeError, ValueError) as exc:
+        log.write(events.Notice(t=time.time(), level="info", message=f"no VRAM estimate: {exc}"))
+        return
+    log.write(events.Estimate(t=time.time(), peak_device_gib=found.peak_device_gib,
+                              peak_reserved_gib=found.peak_reserved_gib, components=dict(found.components)))
 
 
 if __name__ == "__main__":

@@ -163,8 +163,30 @@ def training_arguments(recipe: Recipe, output_dir: str, max_steps: int | None) -
     values.pop("gradient_checkpointing")
     if values.get("tf32") is None:
         values.pop("tf32", None)
+    values.update(_distributed_arguments(recipe))
     kwargs = {k: v for k, v in values.items() if k in fields}
     return TrainingArguments(**kwargs)
+
+
+def _distributed_arguments(recipe: Recipe) -> dict[str, Any]:
+    """DDP backend and FSDP settings, by the names accelerate and TrainingArguments use."""
+    dist = recipe.distributed
+    out: dict[str, Any] = {}
+    if dist.backend != "auto":
+        out["ddp_backend"] = dist.backend
+    if dist.strategy == "fsdp":
+        wrap = " auto_wrap" if dist.fsdp_auto_wrap_policy != "NO_WRAP" else ""
+        offload = " offload" if dist.fsdp_offload_params else ""
+        out["fsdp"] = f"{dist.fsdp_sharding_strategy.lower()}{wrap}{offload}"
+        out["fsdp_config"] = {
+            "auto_wrap_policy": dist.fsdp_auto_wrap_policy,
+            "cpu_ram_efficient_loading": dist.fsdp_cpu_ram_efficient_loading,
+            "use_orig_params": dist.fsdp_use_orig_params,
+        }
+    else:
+        # LoRA leaves most parameters frozen: DDP must not wait for gradients that never come.
+        out["ddp_find_unused_parameters"] = False
+    return out
 
 
 def count_parameters(model: Any) -> tuple[int, int]:

@@ -6,10 +6,9 @@ counters (no device sync), one small device scalar of tokens seen, and writes on
 
 from __future__ import annotations
 
-import sys
-import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
@@ -17,47 +16,75 @@ from transformers import TrainerCallback
 from loratui import events
 
 
-class ControlState:
-    """Commands relayed by the supervisor on stdin, applied at the next step boundary."""
+PAUSE, SAVE, SUSPEND, STOP = 1, 2, 4, 8
+"""Bits of the per-step control decision, the same on every rank."""
+_BITS = {"save": SAVE, "suspend": SUSPEND, "stop": STOP}
 
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
+
+class ControlState:
+    """Commands the supervisor appends to `control.cmds`, read at step boundaries (rank 0 reads the file).
+
+    An append-only file rather than a pipe: every rank can be told (through rank 0 and a broadcast),
+    and nothing is lost when several commands arrive within one step.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
         self.paused = False
-        self.pending: set[str] = set()
+        self.pending = 0
+        self._offset = path.stat().st_size if path is not None and path.exists() else 0
 
     def apply(self, command: str) -> None:
-        """Record a command (called from the stdin reader thread or a signal handler)."""
-        with self._cond:
-            if command == "pause":
-                self.paused = True
-            elif command == "resume":
+        """Record one command (from the file, or SIGTERM's stop)."""
+        if command == "pause":
+            self.paused = True
+        elif command == "resume":
+            self.paused = False
+        elif command in _BITS:
+            self.pending |= _BITS[command]
+            if command in ("stop", "suspend"):
                 self.paused = False
-            else:
-                self.pending.add(command)
-                self.paused = False if command in ("stop", "suspend") else self.paused
-            self._cond.notify_all()
 
-    def take(self, command: str) -> bool:
-        """Whether `command` is pending (and consume it)."""
-        with self._cond:
-            if command in self.pending:
-                self.pending.discard(command)
-                return True
-            return False
+    def poll(self) -> None:
+        """Apply commands appended since the last poll (a stat when there are none)."""
+        if self.path is None:
+            return
+        try:
+            if self.path.stat().st_size <= self._offset:
+                return
+            with open(self.path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        complete = data[:data.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.decode("utf-8", "replace").splitlines():
+            self.apply(line.strip())
 
-    def wait_while_paused(self) -> None:
-        """Block until resumed (or stopped/suspended)."""
-        with self._cond:
-            while self.paused:
-                self._cond.wait(0.5)
+    def decision(self) -> int:
+        """This step's bits (PAUSE while paused), consuming the one-shot commands."""
+        self.poll()
+        bits, self.pending = self.pending | (PAUSE if self.paused else 0), 0
+        return bits
 
-    def read_commands(self, stream: Any = None) -> None:
-        """Follow command lines on `stream` (stdin) until it closes; a closed stdin changes nothing."""
-        stream = stream or sys.stdin
-        for line in stream:
-            command = line.strip()
-            if command:
-                self.apply(command)
+
+class RankSync:
+    """Makes every rank act on rank 0's decision at the same step boundary."""
+
+    def __init__(self, world_size: int, rank: int, device: Any = None) -> None:
+        self.world_size, self.rank, self.device = world_size, rank, device
+
+    def agree(self, bits: int) -> int:
+        """Rank 0's bits, on every rank (a no-op for a single process)."""
+        if self.world_size <= 1:
+            return bits
+        import torch
+        import torch.distributed as dist
+
+        tensor = torch.tensor([bits], dtype=torch.int64, device=self.device)
+        dist.broadcast(tensor, src=0)
+        return int(tensor.item())
 
 
 class TokenCounter:
@@ -89,8 +116,13 @@ class EventCallback(TrainerCallback):  # type: ignore[misc]
     """Emits the run's training events and applies control commands."""
 
     def __init__(self, emit: Callable[[events.AnyEvent], None], control: ControlState,
-                 tokens: TokenCounter, begin_info: dict[str, Any], cuda: Any = None) -> None:
-        self.emit = emit
+                 tokens: TokenCounter, begin_info: dict[str, Any], cuda: Any = None,
+                 sync: RankSync | None = None) -> None:
+        self.sync = sync or RankSync(1, 0)
+        self.rank = self.sync.rank
+        self._emit_all = emit
+        # Rank 0 speaks for the run; other ranks only report their own steps (memory per rank).
+        self.emit = emit if self.rank == 0 else (lambda event: None)
         self.control = control
         self.tokens = tokens
         self.begin_info = begin_info
@@ -114,8 +146,9 @@ class EventCallback(TrainerCallback):  # type: ignore[misc]
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         step_time = time.perf_counter() - self._step_start
         delta, total = self.tokens.read()
-        self.emit(events.Step(t=time.time(), step=state.global_step, epoch=float(state.epoch or 0.0),
-                              step_time=step_time, tokens=delta, tokens_seen=total, **self._memory()))
+        self._emit_all(events.Step(t=time.time(), step=state.global_step, epoch=float(state.epoch or 0.0),
+                                   step_time=step_time, tokens=delta, tokens_seen=total, rank=self.rank,
+                                   **self._memory()))
         self._obey(state, control)
         if control.should_save:
             self.emit(events.Phase(t=time.time(), name="save", edge="begin", step=state.global_step))
@@ -131,21 +164,33 @@ class EventCallback(TrainerCallback):  # type: ignore[misc]
         return figures
 
     def _obey(self, state: Any, control: Any) -> None:
-        if self.control.paused:
-            self.emit(events.State(t=time.time(), state=events.PAUSED, step=state.global_step))
-            self.control.wait_while_paused()
-            if not (self.control.pending & {"stop", "suspend"}):
-                self.emit(events.State(t=time.time(), state=events.TRAINING, step=state.global_step))
-        if self.control.take("save"):
+        bits = self.sync.agree(self.control.decision() if self.rank == 0 else 0)
+        if bits & PAUSE:
+            bits = self._hold(state, bits)
+        if bits & SAVE:
             control.should_save = True
-        if self.control.take("suspend"):
+        if bits & SUSPEND:
             self.suspended = True
             control.should_save = True
             control.should_training_stop = True
-        if self.control.take("stop"):
+        if bits & STOP:
             self.stopped = True
             control.should_training_stop = True
         self._step_start = time.perf_counter()
+
+    def _hold(self, state: Any, bits: int) -> int:
+        """Hold every rank at this boundary until resume (or stop/suspend); state stays in memory."""
+        self.emit(events.State(t=time.time(), state=events.PAUSED, step=state.global_step))
+        held = bits & ~PAUSE
+        while bits & PAUSE:
+            # Re-agreeing every 0.2 s keeps the other ranks inside short collectives, never near a
+            # collective timeout however long the pause.
+            time.sleep(0.2)
+            bits = self.sync.agree(self.control.decision() if self.rank == 0 else 0)
+            held |= bits & ~PAUSE
+        if not held & (STOP | SUSPEND):
+            self.emit(events.State(t=time.time(), state=events.TRAINING, step=state.global_step))
+        return held
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
                **kwargs: Any) -> None:

@@ -85,8 +85,12 @@ def _primary(state: RunState):  # type: ignore[no-untyped-def]
 def _torch_line(state: RunState) -> str:
     if state.torch_allocated is None:
         return "torch: N/A (CPU run)" if state.device == "cpu" else "torch: --"
-    return (f"torch alloc {fmt.gib(state.torch_allocated)} · reserved {fmt.gib(state.torch_reserved)} · "
+    line = (f"torch alloc {fmt.gib(state.torch_allocated)} · reserved {fmt.gib(state.torch_reserved)} · "
             f"step peak {fmt.gib(state.step_peak_allocated)}/{fmt.gib(state.step_peak_reserved)} GiB")
+    if len(state.rank_peak_reserved) > 1:
+        # One rank far above the others usually means a wrong device placement (set_device).
+        line += " · ranks " + " ".join(f"{r}:{fmt.gib(v)}" for r, v in sorted(state.rank_peak_reserved.items()))
+    return line
 
 
 def _estimate_line(state: RunState) -> str:
