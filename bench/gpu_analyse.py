@@ -1,0 +1,240 @@
+"""Figures from bench/gpu_suite.sh's raw outputs: one compact summary line per result.
+
+    python bench/gpu_analyse.py issue2 RUN_DIR SMI_CSV
+    python bench/gpu_analyse.py spikes RUN_DIR SPIKES_JSON SMI1S_CSV CPU_JSON
+    python bench/gpu_analyse.py overhead OUT_DIR         (a*.json from plain_trainer.py, runs_ovh/*/ of loratui)
+
+Reads events.jsonl as plain JSON lines (a torn line is skipped), so it needs no loratui import.
+SMI CSVs are `timestamp, memory.used[, memory.reserved]` in MiB (nvidia-smi --format=csv,noheader,nounits).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+GIB = 2**30
+
+
+def events(run_dir: Path) -> list[dict]:
+    out = []
+    for line in (run_dir / "events.jsonl").read_bytes().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def find_run(path: Path) -> Path:
+    """A run directory, or the only/newest run under a runs directory."""
+    if (path / "events.jsonl").exists():
+        return path
+    runs = sorted(p for p in path.iterdir() if (p / "events.jsonl").exists())
+    if not runs:
+        raise SystemExit(f"no run under {path}")
+    return runs[-1]
+
+
+def smi_rows(path: Path) -> list[tuple[float, float, float | None]]:
+    """(wall time, used MiB, reserved MiB or None) per nvidia-smi line."""
+    rows = []
+    if not path.exists():
+        return rows
+    for line in path.read_text(errors="replace").splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 2:
+            continue
+        try:
+            stamp = parts[0]
+            frac = 0.0
+            if "." in stamp:
+                stamp, ms = stamp.rsplit(".", 1)
+                frac = float("0." + ms)
+            t = time.mktime(time.strptime(stamp, "%Y/%m/%d %H:%M:%S")) + frac
+            used = float(parts[1])
+            reserved = float(parts[2]) if len(parts) > 2 and parts[2].replace(".", "").isdigit() else None
+        except ValueError:
+            continue
+        rows.append((t, used, reserved))
+    return rows
+
+
+def steady(times: list[float], skip: int = 2) -> list[float]:
+    return times[skip:] if len(times) > skip else []
+
+
+def g(x: float | None) -> str:
+    return "n/a" if x is None else f"{x / GIB:.2f}"
+
+
+def issue2(run_dir: Path, smi_csv: Path) -> None:
+    run_dir = find_run(run_dir)
+    ev = events(run_dir)
+    samples = [e for e in ev if e.get("kind") == "sample"]
+    steps = [e for e in ev if e.get("kind") == "step"]
+    end = next((e for e in ev if e.get("kind") == "end"), {})
+    stats = [e for e in ev if e.get("kind") == "sampler_stats"]
+    begin = next((e for e in ev if e.get("kind") == "train_begin"), {})
+    rec_peak = max((s["used_max"] for s in samples), default=None)
+    rec_idle = min((s["used_min"] for s in samples), default=None)
+    smi = smi_rows(smi_csv)
+    smi_used = max((u for _, u, _ in smi), default=None)
+    smi_sum = max((u + r for _, u, r in smi if r is not None), default=None)
+    pr = max((s.get("peak_reserved") or 0 for s in steps), default=None)
+    pa = max((s.get("peak_allocated") or 0 for s in steps), default=None)
+    times = [s["step_time"] for s in steps]
+    st = steady(times)
+    toks = [s.get("tokens", 0) for s in steps][2:]
+    tok_s = sum(toks) / sum(st) if st else None
+    peak_step = None
+    if samples and rec_peak is not None:
+        t_peak = next(s["t"] for s in samples if s["used_max"] == rec_peak)
+        peak_step = sum(1 for s in steps if s["t"] < t_peak) + 1
+    diff = "n/a"
+    if rec_peak is not None and smi_sum is not None:
+        diff = f"{rec_peak / 2**20 - smi_sum:.0f}"
+    smi_u = g(smi_used * 2**20) if smi_used is not None else "n/a"
+    smi_s = g(smi_sum * 2**20) if smi_sum is not None else "n/a"
+    print(f"ISSUE2 run={run_dir.name} end={end.get('state')} exit_code={end.get('exit_code')} "
+          f"steps={len(steps)} max_length={begin.get('max_length')} "
+          f"recorded_used_peak_GiB={g(rec_peak)} (idle {g(rec_idle)}; during step ~{peak_step}) "
+          f"smi_used_peak_GiB={smi_u} smi_used+reserved_peak_GiB={smi_s} "
+          f"recorded_minus_smi(used+reserved)_MiB={diff} smi_lines={len(smi)}")
+    print(f"ISSUE2b torch_peak_reserved_GiB={g(pr)} torch_peak_allocated_GiB={g(pa)} "
+          f"used_peak-minus-torch_peak_reserved_GiB={g(rec_peak - pr) if rec_peak and pr else 'n/a'} "
+          f"steady_s_per_step={statistics.median(st) if st else float('nan'):.3f} "
+          f"steady_tok_per_s={tok_s if tok_s else float('nan'):.0f} "
+          f"tokens_per_step={statistics.median(toks) if toks else 0:.0f} "
+          f"sampler_hz={stats[-1]['achieved_hz'] if stats else float('nan'):.1f} "
+          f"sampler_thread_cpu={100 * stats[-1]['cpu_share'] if stats else float('nan'):.2f}% "
+          f"samples={len(samples)} reads_per_window={statistics.mean(s.get('n', 1) for s in samples) if samples else 0:.1f}")
+
+
+def spikes(run_dir: Path, spikes_json: Path, smi_csv: Path, cpu_json: Path, window: float = 0.1) -> None:
+    run_dir = find_run(run_dir)
+    ev = events(run_dir)
+    samples = sorted((e for e in ev if e.get("kind") == "sample"), key=lambda e: e["t"])
+    spk = json.loads(spikes_json.read_text())
+    gib = spk["gib"]
+    lst = spk["spikes"]
+    lo, hi = lst[0]["alloc0"] - 1.0, lst[-1]["free"] + 1.0
+    phase = [s for s in samples if lo <= s["t"] <= hi]
+    if not phase:
+        print("SPIKES no sample events during the spike phase")
+        return
+    base = statistics.median(s["used_last"] for s in phase)
+    thr = base + 3.5 * GIB
+    smi = [r for r in smi_rows(smi_csv) if lo <= r[0] <= hi]
+    smi_base = statistics.median(u for _, u, _ in smi) if smi else None
+    smi_thr = smi_base + 3.5 * 1024 if smi_base is not None else None
+    by_ms: dict[int, list[tuple[bool, bool]]] = {}
+    matched_windows: set[int] = set()
+    matched_smi: set[int] = set()
+    slack = 0.005
+    for sp in lst:
+        a, f = sp["alloc0"], sp["free"]
+        hits = [i for i, s in enumerate(phase)
+                if s["t"] - window - slack < f and s["t"] + slack > a and s["used_max"] >= thr]
+        matched_windows.update(hits)
+        smi_hits = [i for i, r in enumerate(smi) if smi_thr is not None and a - 0.05 <= r[0] <= f + 0.05
+                    and r[1] >= smi_thr]
+        matched_smi.update(smi_hits)
+        by_ms.setdefault(sp["ms"], []).append((bool(hits), bool(smi_hits)))
+    false_rec = sum(1 for i, s in enumerate(phase) if s["used_max"] >= thr and i not in matched_windows)
+    false_smi = sum(1 for i, r in enumerate(smi) if smi_thr is not None and r[1] >= smi_thr
+                    and i not in matched_smi)
+    held = {ms: statistics.median(s["held_ms"] for s in lst if s["ms"] == ms) for ms in by_ms}
+    for ms in sorted(by_ms):
+        r = by_ms[ms]
+        print(f"SPIKES {ms}ms (held median {held[ms]:.1f} ms) recorded_100Hz/10Hz-windows="
+              f"{sum(x for x, _ in r)}/{len(r)} nvidia-smi_1s={sum(y for _, y in r)}/{len(r)}")
+    # Amplitude seen: how much of the 4 GiB the caught windows show.
+    amp = [s["used_max"] - base for i, s in enumerate(phase) if i in matched_windows]
+    gaps = [b["t"] - a["t"] for a, b in zip(phase, phase[1:])]
+    print(f"SPIKES_INFO size_GiB={gib} baseline_used_GiB={base / GIB:.2f} threshold=+3.5GiB "
+          f"caught_amplitude_median_GiB={statistics.median(amp) / GIB if amp else float('nan'):.2f} "
+          f"unmatched_windows_over_threshold={false_rec} smi_lines={len(smi)} unmatched_smi_over={false_smi} "
+          f"windows={len(phase)} window_gap_median_ms={1000 * statistics.median(gaps):.1f} "
+          f"window_gap_max_ms={1000 * max(gaps):.1f} reads_per_window_mean="
+          f"{statistics.mean(s.get('n', 1) for s in phase):.1f} min={min(s.get('n', 1) for s in phase)}")
+    stats = [e for e in ev if e.get("kind") == "sampler_stats"]
+    cpu = json.loads(cpu_json.read_text()) if cpu_json.exists() else {}
+    share = None
+    if cpu.get("t1") and cpu.get("t0"):
+        share = (cpu["cpu1"] - cpu["cpu0"]) / (cpu["t1"] - cpu["t0"])
+    print(f"SUPERVISOR proc_cpu_share={100 * share if share is not None else float('nan'):.2f}%_of_one_core "
+          f"over {cpu.get('t1', 0) - cpu.get('t0', 0):.1f}s (utime+stime of the whole supervisor process) "
+          f"sampler_thread_cpu_share=" + ",".join(f"{100 * s['cpu_share']:.2f}%" for s in stats)
+          + " achieved_hz=" + ",".join(f"{s['achieved_hz']:.1f}" for s in stats)
+          + (" notes=" + "|".join(s["note"] for s in stats if s.get("note")) if any(s.get("note") for s in stats) else ""))
+
+
+def bootstrap_ratio(a: list[float], b: list[float], n: int = 4000) -> tuple[float, float]:
+    rng = random.Random(0)
+    vals = []
+    for _ in range(n):
+        ra = statistics.median(rng.choices(a, k=len(a)))
+        rb = statistics.median(rng.choices(b, k=len(b)))
+        vals.append(ra / rb)
+    vals.sort()
+    return vals[int(0.025 * n)], vals[int(0.975 * n)]
+
+
+def overhead(out: Path) -> None:
+    a_runs = sorted(out.glob("overhead/a*.json"), key=lambda p: int(p.stem[1:]))
+    b_root = out / "runs_ovh"
+    b_runs = sorted((p for p in b_root.iterdir() if (p / "events.jsonl").exists()),
+                    key=lambda p: p.stat().st_mtime) if b_root.exists() else []
+    a_med, b_med, a_all, b_all = [], [], [], []
+    for i, path in enumerate(a_runs, 1):
+        t = json.loads(path.read_text())["step_times"]
+        st = steady(t)
+        if st:
+            a_med.append(statistics.median(st))
+            a_all += st
+        print(f"OVH a{i} plain steps={len(t)} steady_median_s={a_med[-1] if st else float('nan'):.3f} "
+              f"steady={','.join(f'{x:.3f}' for x in st)}")
+    for i, run in enumerate(b_runs, 1):
+        ev = events(run)
+        steps = [e for e in ev if e.get("kind") == "step"]
+        end = next((e for e in ev if e.get("kind") == "end"), {})
+        st = steady([s["step_time"] for s in steps])
+        if st:
+            b_med.append(statistics.median(st))
+            b_all += st
+        tok = statistics.median(s.get("tokens", 0) for s in steps) if steps else 0
+        print(f"OVH b{i} loratui steps={len(steps)} end={end.get('state')} tokens_per_step={tok:.0f} "
+              f"steady_median_s={b_med[-1] if st else float('nan'):.3f} steady={','.join(f'{x:.3f}' for x in st)}")
+    pairs = min(len(a_med), len(b_med))
+    per_pair = [a_med[i] / b_med[i] for i in range(pairs)]
+    if a_all and b_all:
+        ratio = statistics.median(a_all) / statistics.median(b_all)
+        lo, hi = bootstrap_ratio(a_all, b_all)
+        tps_a = 16384 / statistics.median(a_all)
+        print(f"OVH pairs={pairs} per_pair_ratio_b/a={','.join(f'{r:.4f}' for r in per_pair)} "
+              f"median_of_pair_medians_a_s={statistics.median(a_med):.3f} b_s={statistics.median(b_med):.3f}")
+        print(f"OVH_RESULT tokens/s ratio b/a = {ratio:.4f} (pooled steady steps a={len(a_all)} b={len(b_all)}; "
+              f"bootstrap 95% CI {lo:.4f}-{hi:.4f}; plain {tps_a:.0f} tok/s at 16384 tokens/step)")
+    else:
+        print("OVH_RESULT no complete pair")
+
+
+def main() -> None:
+    cmd = sys.argv[1]
+    if cmd == "issue2":
+        issue2(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif cmd == "spikes":
+        spikes(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5]))
+    elif cmd == "overhead":
+        overhead(Path(sys.argv[2]))
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

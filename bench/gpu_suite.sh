@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# bench/gpu_suite.sh — the H200 figures in one self-contained call (issues 2, 9 and 7).
+#
+# On the device, from the repo root, with the wheels in .whl/ (bitsandbytes, msgspec):
+#   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+#     && export PYTHONPATH=/tmp/site:$PWD && bash bench/gpu_suite.sh
+#
+# Stages (each skipped when the time left is below its estimate; deadline SUITE_BUDGET_S after start):
+#   0. the tiny run (bench/tiny_gpu.toml) starts in the background; bench data; the spike helper waits
+#   1. random Qwen2.5-7B-shaped checkpoint -> /tmp/q7b (separate process)
+#   3. issue 9: 4 GiB spikes of 10/30/100/300 ms x10 while the tiny run is monitored; nvidia-smi at 1 s
+#   2. issue 2: loratui run recipes/qwen7b.toml --headless --max-steps 20 vs nvidia-smi at 100 ms
+#   4. issue 7: plain Trainer (a) vs loratui run --headless (b), a/b/a/b..., seq 1024 packed
+# Everything goes under $OUT; one line per result in $OUT/summary.txt, printed at the end.
+set -u
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+T0=$(date +%s)
+BUDGET=${SUITE_BUDGET_S:-420}
+DEADLINE=$((T0 + BUDGET))
+OUT=${OUT:-/tmp/gpu_suite_out}
+OVH_STEPS=${OVH_STEPS:-7}
+OVH_PAIRS=${OVH_PAIRS:-3}
+CKPT=${CKPT:-/tmp/q7b}
+PY=${PY:-python3}
+mkdir -p "$OUT/logs" "$OUT/overhead"
+S="$OUT/summary.txt"
+: > "$S"
+left() { echo $((DEADLINE - $(date +%s))); }
+el() { echo $(($(date +%s) - T0)); }
+note() { echo "$*" >> "$S"; echo "[$(el)s] $*"; }
+fits() {  # fits EST NAME
+  local l; l=$(left)
+  if [ "$l" -lt "$1" ]; then note "SKIP $2: ${l}s left < estimate $1s"; return 1; fi
+  return 0
+}
+cpu_of() {  # utime+stime in seconds of PID
+  awk -v tck="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / tck }' "/proc/$1/stat" 2>/dev/null
+}
+stop_run() {  # stop_run RUNS_DIR: ask the run to stop, then make sure its supervisor is gone
+  local d pidf pid
+  $PY -m loratui stop --runs-dir "$1" >> "$OUT/logs/stops.log" 2>&1
+  for d in "$1"/*/; do
+    pidf="$d/supervisor.pid"
+    [ -f "$pidf" ] || continue
+    pid=$(cat "$pidf")
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$pid" 2>/dev/null && { echo "supervisor $pid still alive: TERM" >> "$OUT/logs/stops.log"; kill "$pid"; sleep 3; }
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+  done
+}
+smi_fields="timestamp,memory.used"
+if nvidia-smi --query-gpu=memory.reserved --format=csv,noheader,nounits > /dev/null 2>&1; then
+  smi_fields="timestamp,memory.used,memory.reserved"
+fi
+
+# -- environment (in the background: its imports overlap the rest) -------------------------------
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  $PY - <<'PYEOF'
+import importlib, platform
+out = [f"python {platform.python_version()}"]
+for m in ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "msgspec", "pynvml"):
+    try:
+        mod = importlib.import_module(m)
+        out.append(f"{m} {getattr(mod, '__version__', '?')}")
+    except Exception as exc:
+        out.append(f"{m} MISSING({type(exc).__name__})")
+import torch
+out.append(f"cuda {torch.version.cuda}")
+print(", ".join(out))
+PYEOF
+} > "$OUT/env.txt" 2>"$OUT/logs/env.err" &
+ENVJOB=$!
+
+# -- 0. background: tiny monitored run, bench data, spike helper ---------------------------------
+$PY bench/make_bench_data.py /tmp/loratui_bench/data.jsonl 12 > "$OUT/logs/bench_data.log" 2>&1
+$PY -m loratui run bench/tiny_gpu.toml --headless --runs-dir "$OUT/runs_tiny" > "$OUT/logs/tiny_run.log" 2>&1 &
+TINY_VIEW=$!
+GO=/tmp/gpu_suite_go.$$
+rm -f "$GO"
+$PY bench/spike_helper.py "$OUT/spikes.json" --go "$GO" ${SPIKE_ARGS:-} > "$OUT/logs/spike_helper.log" 2>&1 &
+HELPER=$!
+
+# -- 1. checkpoint ----------------------------------------------------------------------------------
+CKPT_OK=0
+if fits 60 "checkpoint build"; then
+  ts=$(date +%s)
+  timeout $(( $(left) > 150 ? 150 : $(left) )) $PY bench/make_random_ckpt.py "$CKPT" ${CKPT_ARGS:-} > "$OUT/logs/ckpt.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] && [ -f "$CKPT/.complete" ] && CKPT_OK=1
+  note "CKPT rc=$rc $(($(date +%s) - ts))s $(grep '^CKPT' "$OUT/logs/ckpt.log" | head -1) size=$(du -sh "$CKPT" 2>/dev/null | cut -f1)"
+  [ $CKPT_OK -eq 1 ] || tail -20 "$OUT/logs/ckpt.log" | sed 's/^/  ckpt| /'
+fi
+
+wait $ENVJOB
+note "ENV $(tr '\n' ' ' < "$OUT/env.txt") smi_fields=$smi_fields"
+
+# -- 3. issue 9: spike fidelity on the tiny run ---------------------------------------------------------
+if fits 50 "spikes (issue 9)"; then
+  ts=$(date +%s)
+  TRUN=""
+  for _ in $(seq 1 300); do  # wait (<= 60 s) until the tiny run records steps
+    TRUN=$(ls -d "$OUT"/runs_tiny/*/ 2>/dev/null | head -1)
+    [ -n "$TRUN" ] && grep -q '"kind":"step"' "$TRUN/events.jsonl" 2>/dev/null && break
+    sleep 0.2
+  done
+  SUP=$(cat "$TRUN/supervisor.pid" 2>/dev/null)
+  nvidia-smi --query-gpu=$smi_fields --format=csv,noheader,nounits --loop-ms=1000 > "$OUT/smi_1s.csv" 2>/dev/null &
+  SMI1=$!
+  sleep 1
+  t0=$(date +%s.%N); c0=$(cpu_of "$SUP")
+  touch "$GO"
+  for _ in $(seq 1 450); do kill -0 $HELPER 2>/dev/null || break; sleep 0.2; done
+  t1=$(date +%s.%N); c1=$(cpu_of "$SUP")
+  sleep 1
+  kill $SMI1 2>/dev/null
+  echo "{\"pid\": ${SUP:-0}, \"t0\": $t0, \"cpu0\": ${c0:-0}, \"t1\": $t1, \"cpu1\": ${c1:-0}}" > "$OUT/supervisor_cpu.json"
+  kill -0 $HELPER 2>/dev/null && { note "SPIKES helper still running: killed"; kill $HELPER; }
+  wait $HELPER; hrc=$?
+  stop_run "$OUT/runs_tiny"
+  wait $TINY_VIEW; trc=$?
+  note "SPIKES_RUN helper_rc=$hrc tiny_view_rc=$trc supervisor_pid=$SUP $(($(date +%s) - ts))s"
+  if [ -f "$OUT/spikes.json" ]; then
+    $PY bench/gpu_analyse.py spikes "$OUT/runs_tiny" "$OUT/spikes.json" "$OUT/smi_1s.csv" "$OUT/supervisor_cpu.json" \
+      > "$OUT/logs/spikes_analysis.log" 2>&1
+    cat "$OUT/logs/spikes_analysis.log" >> "$S"; cat "$OUT/logs/spikes_analysis.log"
+  else
+    tail -5 "$OUT/logs/spike_helper.log" | sed 's/^/  helper| /'
+  fi
+else
+  touch "$GO"; kill $HELPER 2>/dev/null; stop_run "$OUT/runs_tiny"; wait $TINY_VIEW
+fi
+
+# -- 2. issue 2: qwen7b recipe, 20 steps, recorded peak vs nvidia-smi ---------------------------------
+if [ $CKPT_OK -eq 1 ] && fits 75 "issue 2 qwen7b run"; then
+  ts=$(date +%s)
+  nvidia-smi --query-gpu=$smi_fields --format=csv,noheader,nounits --loop-ms=100 > "$OUT/smi.csv" 2>/dev/null &
+  SMI=$!
+  timeout $(( $(left) - 20 )) $PY -m loratui run recipes/qwen7b.toml --headless --max-steps 20 \
+    --model-path "$CKPT" --runs-dir "$OUT/runs" > "$OUT/logs/q7b_run.log" 2>&1
+  rc=$?
+  [ $rc -eq 124 ] && stop_run "$OUT/runs"
+  sleep 0.5; kill $SMI 2>/dev/null
+  note "ISSUE2_RUN rc=$rc $(($(date +%s) - ts))s: python -m loratui run recipes/qwen7b.toml --headless --max-steps 20 --model-path $CKPT --runs-dir \$OUT/runs"
+  $PY bench/gpu_analyse.py issue2 "$OUT/runs" "$OUT/smi.csv" > "$OUT/logs/issue2_analysis.log" 2>&1
+  cat "$OUT/logs/issue2_analysis.log" >> "$S"; cat "$OUT/logs/issue2_analysis.log"
+  [ $rc -eq 0 ] || tail -15 "$OUT/logs/q7b_run.log" | sed 's/^/  q7b| /'
+fi
+
+# -- 4. issue 7: overhead, a/b alternating -----------------------------------------------------------
+if [ $CKPT_OK -eq 1 ]; then
+  est_a=${EST_A:-55}; est_b=${EST_B:-60}
+  for i in $(seq 1 "$OVH_PAIRS"); do
+    fits $((est_a + est_b + 5)) "overhead pair $i" || break
+    ts=$(date +%s)
+    timeout $(( $(left) - 10 )) $PY bench/plain_trainer.py bench/qwen7b_seq1024.toml --model-path "$CKPT" \
+      --max-steps "$OVH_STEPS" --out "$OUT/overhead/a$i.json" --output-dir /tmp/plain_out \
+      > "$OUT/logs/ovh_a$i.log" 2>&1
+    rc=$?; da=$(($(date +%s) - ts))
+    note "OVH_RUN a$i rc=$rc ${da}s"
+    [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_a$i.log" | sed 's/^/  a| /'; break; }
+    ts=$(date +%s)
+    timeout $(( $(left) - 10 )) $PY -m loratui run bench/qwen7b_seq1024.toml --headless --max-steps "$OVH_STEPS" \
+      --model-path "$CKPT" --runs-dir "$OUT/runs_ovh" --run-name "b$i" > "$OUT/logs/ovh_b$i.log" 2>&1
+    rc=$?; db=$(($(date +%s) - ts))
+    [ $rc -eq 124 ] && stop_run "$OUT/runs_ovh"
+    note "OVH_RUN b$i rc=$rc ${db}s"
+    [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_b$i.log" | sed 's/^/  b| /'; break; }
+    est_a=$((da + 3)); est_b=$((db + 3))
+  done
+  $PY bench/gpu_analyse.py overhead "$OUT" > "$OUT/logs/overhead_analysis.log" 2>&1
+  cat "$OUT/logs/overhead_analysis.log" >> "$S"; cat "$OUT/logs/overhead_analysis.log"
+fi
+
+# -- tidy: keep $OUT small -----------------------------------------------------------------------------
+find "$OUT" -type d -name checkpoints -prune -exec rm -rf {} + 2>/dev/null
+find "$OUT" -type s -delete 2>/dev/null
+for f in $(find "$OUT" -name events.jsonl -size +5M); do gzip -9 "$f"; done
+for f in $(find "$OUT" -name '*.log' -size +2M); do tail -c 1000000 "$f" > "$f.tail"; rm -f "$f"; done
+note "DONE total $(el)s of budget ${BUDGET}s"
+echo "================ SUMMARY ================"
+cat "$S"
