@@ -210,7 +210,7 @@ class Supervisor:
             if command in ("resume", "stop"):
                 self._resume.set()
                 return None
-            return f"the run is suspended; only resume or stop apply"
+            return "the run is suspended; only resume or stop apply"
         return self._relay(command)
 
     def _relay(self, command: str) -> str | None:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 
-import pytest
 
 from loratui import events
 from loratui.sources.runlog import ListSource
