@@ -27,12 +27,31 @@ def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> No
             what = "does not exist" if not candidate.exists() else "has no config.json"
             raise RecipeError(f"{where}: `model.path`: model directory {candidate} {what}; pass --model-path "
                               "/path/to/model (a directory with config.json and weights)")
+    elif model != TINY_MODEL and not _hub_cached(model):
+        where = "--model-path" if model_path else _at(recipe_path, "model.path")
+        if os.environ.get("HF_HUB_OFFLINE"):
+            raise RecipeError(f"{where}: `model.path`: {model} is a hub id that is not in the local cache and "
+                              "HF_HUB_OFFLINE is set; pass --model-path /path/to/a/local/copy")
+        print(f"loratui: note: {model} is not in the local hub cache; the trainer will download it "
+              "(offline? pass --model-path /path/to/a/local/copy)", file=sys.stderr)
     if recipe.data.path:
         data_path = Path(recipe.data.path).expanduser()
         data_path = data_path if data_path.is_absolute() else base / data_path
         if not data_path.exists():
             raise RecipeError(f"{_at(recipe_path, 'data.path')}: `data.path`: {data_path} does not exist; "
                               "fix [data] path (relative paths are relative to the recipe)")
+
+
+def _hub_cached(repo_id: str) -> bool:
+    """Whether a hub model's config.json is already in the local Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # a malformed id: the trainer will say so
+        return False
 
 
 def _looks_local(path: str) -> bool:
