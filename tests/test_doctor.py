@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
     ("oom_plain_cuda_error.txt", ["oom_full"]),
     ("oom_junk_values.txt", ["oom_full"]),
     ("cuda_illegal_memory_access.txt", ["cuda_error"]),
+    ("nccl_timeout_2rank.txt", ["cuda_error"]),
     ("cuda_device_assert.txt", ["cuda_error"]),
     ("bnb_without_gpu.txt", ["bnb_setup"]),
     ("bnb_cuda_setup_failed.txt", ["bnb_setup"]),

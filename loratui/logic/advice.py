@@ -408,7 +408,8 @@ _SETUP = (
     ("cuda_error", re.compile(
         r"CUDA error: (?!out of memory)|device-side assert triggered|illegal memory access|"
         r"CUBLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|NOT_SUPPORTED)|CUDNN_STATUS_(?:EXECUTION_FAILED|"
-        r"INTERNAL_ERROR)|Assertion `[^`]+` failed", re.I)),
+        r"INTERNAL_ERROR)|Assertion `[^`]+` failed|Watchdog caught collective operation timeout|"
+        r"NCCL (?:error|communicator was aborted)|ProcessGroupNCCL.*timed out", re.I)),
 )
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 _FRAME = re.compile(r'File "[^"]*", line \d+, in (\w+)')
@@ -895,7 +896,20 @@ _CUDA_HINTS = (
 )
 
 
+_NCCL = re.compile(r"Watchdog caught collective operation timeout|NCCL|ProcessGroupNCCL", re.I)
+
+
+def _nccl_advice(f: Finding, line: str) -> Advice:
+    """A collective timed out or NCCL failed: one rank stalled, died or went its own way."""
+    evidence = [line, "one rank stopped joining collectives: find the first error in the other ranks' output",
+                "work done by one rank alone (uneven data, eval or save on rank 0 only) trips the same timeout"]
+    return Advice("cuda_error", ERROR, "NCCL collective failed or timed out: rerun with NCCL_DEBUG=INFO",
+                  evidence, {"env.NCCL_DEBUG": "INFO"}, f.step)
+
+
 def _cuda_error_advice(f: Finding, line: str) -> Advice:
+    if _NCCL.search(line):
+        return _nccl_advice(f, line)
     hint = next((text for key, text in _CUDA_HINTS if key in line), "")
     change: dict[str, Any] = {"env.CUDA_LAUNCH_BLOCKING": "1"}
     if "no kernel image" in line:
