@@ -65,7 +65,8 @@ def _at(recipe_path: Path, key: str) -> str:
 
 
 def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_path: str | None = None,
-              max_steps: int | None = None) -> rundir.RunDir:
+              max_steps: int | None = None, resume_from: str | None = None,
+              env: dict[str, str] | None = None) -> rundir.RunDir:
     """Validate, create `runs/<id>/`, start the detached supervisor; returns at once."""
     recipe = load_recipe(recipe_path)
     if model_path:
@@ -78,7 +79,7 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
         run_id=rundir.new_run_id(name), name=name, recipe_source=str(recipe_path.resolve()),
         recipe_dir=str(recipe_path.resolve().parent),
         model_path=str(Path(model_path).expanduser().resolve()) if model_path and _looks_local(model_path)
-        else model_path, max_steps=max_steps)
+        else model_path, max_steps=max_steps, resume_from=resume_from, env=env or {})
     run = rundir.create(runs_dir, settings, recipe_path.read_text(encoding="utf-8"))
     spawn_supervisor(run)
     return run

@@ -34,6 +34,7 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     model_path: str | None = None
     max_steps: int | None = None
     resume_from: str | None = None
+    env: dict[str, str] = {}  # environment for the trainer (e.g. PYTORCH_CUDA_ALLOC_CONF from advice)
 
 
 class RunNotFound(Exception):

@@ -133,7 +133,7 @@ class Supervisor:
     def _run_trainer(self, resume_from: str | None) -> int:
         """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
         command = trainer_command(self.run, self.recipe, self.probe, resume_from)
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TQDM_DISABLE="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TQDM_DISABLE="1", **self.settings.env)
         # Leave NVLink multicast off: it is not needed for DDP/FSDP and misbehaves on some hosts.
         env.setdefault("NCCL_NVLS_ENABLE", "0")
         with open(self.run.stdout_log, "ab") as out, open(self.run.stderr_log, "ab") as err:

@@ -23,7 +23,7 @@ from loratui.recipe import Recipe, RecipeError, load_recipe
 from loratui.rundir import RunDir
 from loratui.sources.runlog import Batch, EventSource, LiveSource
 from loratui.tui.messages import EventsArrived, StateReplaced
-from loratui.tui.screens import HELP, TextScreen, evidence_screen, quit_choice, stop_choice
+from loratui.tui.screens import HELP, TextScreen, evidence_screen, quit_choice, restart_choice, stop_choice
 from loratui.tui.widgets.advice_panel import AdvicePanel
 from loratui.tui.widgets.gpu_util import UtilPane
 from loratui.tui.widgets.log_pane import LogPane
@@ -65,13 +65,16 @@ class LoratuiApp(App[str]):
         Binding("l", "toggle_log", "log"),
         Binding("a", "focus_advice", "advice"),
         Binding("t", "toggle_plot", "lr/loss", show=False),
+        Binding("A", "apply_advice", "apply advice"),
         Binding("question_mark", "help", "help"),
     ]
 
     def __init__(self, source: EventSource, recipe: Recipe | None = None, send: Any = None,
-                 poll_s: float = 0.25, refresh_s: float = 0.25) -> None:
+                 poll_s: float = 0.25, refresh_s: float = 0.25, run: RunDir | None = None) -> None:
         super().__init__()
         self.source = source
+        self.run_dir = run
+        """The run directory, when the app watches a run (needed to apply advice)."""
         self.recipe = recipe
         self.send = send
         self.poll_s = poll_s
@@ -198,6 +201,9 @@ class LoratuiApp(App[str]):
             return self.send is not None and self.run_state.state in CONTROL_ACTIONS[command]
         if action in ("stop", "detach"):
             return self.send is not None and self.run_state.state in CONTROL_ACTIONS["stop"]
+        if action == "apply_advice":
+            return self.run_dir is not None and self.advisor is not None and any(
+                item.change for item in self.advisor.items())
         return True
 
     def action_control(self, command: str) -> None:
@@ -256,6 +262,42 @@ class LoratuiApp(App[str]):
     def action_help(self) -> None:
         self.push_screen(TextScreen(HELP))
 
+    def action_apply_advice(self) -> None:
+        """Write the highlighted advice's change into a new recipe and offer to restart with it."""
+        from loratui.apply_advice import ApplyError, write_fixed_recipe
+
+        panel = self.query_one(AdvicePanel)
+        items = [item for item in panel.items if item.change]
+        if self.run_dir is None or not items:
+            return
+        index = panel.highlighted if panel.highlighted is not None else 0
+        item = panel.items[index] if index < len(panel.items) and panel.items[index].change else items[0]
+        try:
+            path, env = write_fixed_recipe(self.run_dir, item.id, item.change)
+        except ApplyError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.push_screen(restart_choice(path, item), lambda answer: self._restart(answer, path, env))
+
+    def _restart(self, answer: str | None, path: Path, env: dict[str, str]) -> None:
+        if answer == "restart":
+            self._restart_worker(path, env)
+        else:
+            self.notify(f"wrote {path}; start it with `loratui run {path}`", timeout=8)
+
+    @work(thread=True, group="control")
+    def _restart_worker(self, path: Path, env: dict[str, str]) -> None:
+        from loratui.apply_advice import restart_with
+
+        assert self.run_dir is not None
+        self.call_from_thread(self.notify, "stopping the run, then restarting from its last checkpoint…")
+        try:
+            new_run = restart_with(self.run_dir, path, env, self.send or (lambda command: None))
+        except Exception as exc:  # a bad path or a refused start: say it, keep the viewer
+            self.call_from_thread(self.notify, f"restart failed: {exc}", severity="error")
+            return
+        self.call_from_thread(self.exit, f"switch:{new_run.path}")
+
     @on(AdvicePanel.EvidenceRequested)
     def _show_evidence(self, message: AdvicePanel.EvidenceRequested) -> None:
         self.push_screen(evidence_screen(message.item))
@@ -272,13 +314,17 @@ def live_app(run: RunDir) -> LoratuiApp:
         recipe = load_recipe(run.recipe)
     except RecipeError:
         recipe = None  # an old or hand-edited copy: show the run without recipe-aware advice
-    return LoratuiApp(LiveSource(run), recipe, send=lambda cmd: control.send(run.control, cmd, "tui"))
+    return LoratuiApp(LiveSource(run), recipe, send=lambda cmd: control.send(run.control, cmd, "tui"), run=run)
 
 
 def run_app(run: RunDir) -> int:
-    """Run the app on `run`; say how to come back when the viewer leaves a live run."""
-    app = live_app(run)
-    result = app.run()
+    """Run the app on `run` (and on the run that replaces it after an applied advice)."""
+    while True:
+        app = live_app(run)
+        result = app.run()
+        if not (isinstance(result, str) and result.startswith("switch:")):
+            break
+        run = RunDir(Path(result.removeprefix("switch:")))
     state = app.run_state
     if state.state not in events.FINAL_STATES and result != "stop":
         print(f"detached; the run goes on. `loratui attach {run.run_id}` to come back, "

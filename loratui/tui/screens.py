@@ -50,6 +50,13 @@ def stop_choice() -> Choice:
                   [("stop", "Stop", "y"), ("cancel", "Cancel", "n")])
 
 
+def restart_choice(path: Any, item: Any) -> Choice:
+    """A: the changed recipe is written; restart from the last checkpoint with it?"""
+    return Choice(f"Wrote {path}\nwith {change_text(item.change)}\n\nStop this run (if it still trains) and "
+                  "restart from its last checkpoint with the new recipe?",
+                  [("restart", "Restart", "y"), ("later", "Not now", "n")])
+
+
 HELP = """\
 [b]loratui[/b] — keys
 
@@ -58,6 +65,7 @@ HELP = """\
   x  stop the run (asks)                              d  detach: leave it training
   q  quit the viewer (asks: detach or stop)           l  show/hide the trainer's output
   a  focus the advice panel (enter: evidence)         t  loss ↔ learning rate / grad norm
+  A  apply the highlighted advice: new recipe beside the old one, restart from the last checkpoint
   ?  this help
 
 Replay: space play/pause · + / - speed · → / ← step · ] / [ next/previous event of note · g / G start/end

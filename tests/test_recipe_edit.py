@@ -1,0 +1,47 @@
+"""Advice changes written into a copy of the recipe: values replaced in place, comments kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loratui.logic.recipe_edit import apply_changes, recipe_changes, toml_value
+from loratui.recipe import load_recipe
+from tests.conftest import REPO
+
+QWEN = (REPO / "recipes" / "qwen7b.toml").read_text()
+
+
+def test_replaces_value_and_keeps_comment() -> None:
+    out = apply_changes(QWEN, {"training.per_device_train_batch_size": 2, "training.gradient_accumulation_steps": 8})
+    recipe = load_recipe(Path("x.toml"), text=out)
+    assert recipe.training.per_device_train_batch_size == 2 and recipe.training.gradient_accumulation_steps == 8
+    line = next(x for x in out.splitlines() if x.startswith("per_device_train_batch_size"))
+    assert "# activations grow linearly" in line
+    assert out.count("\n") == QWEN.count("\n")  # nothing else moved
+
+
+def test_adds_missing_key_under_its_section_and_missing_section() -> None:
+    text = '[model]\npath = "m"\n[data]\npath = "d.jsonl"\n'
+    out = apply_changes(text, {"training.gradient_checkpointing": True, "data.max_length": 512})
+    recipe = load_recipe(Path("x.toml"), text=out)
+    assert recipe.training.gradient_checkpointing is True and recipe.data.max_length == 512
+    assert out.index("max_length") > out.index("[data]")
+
+
+@pytest.mark.parametrize("value,literal", [(True, "true"), (2e-4, "0.0002"), ("adamw_torch", '"adamw_torch"'),
+                                           (["q_proj"], '["q_proj"]'), (3, "3")])
+def test_toml_literals(value: object, literal: str) -> None:
+    assert toml_value(value) == literal
+
+
+def test_env_changes_are_split_off() -> None:
+    keys, env = recipe_changes({"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "training.bf16": True})
+    assert keys == {"training.bf16": True} and env == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+
+
+def test_a_hash_inside_a_string_is_not_a_comment() -> None:
+    text = '[model]\npath = "a#b"  # note\n[data]\npath = "d.jsonl"\n'
+    out = apply_changes(text, {"model.path": "c"})
+    assert 'path = "c"  # note' in out
