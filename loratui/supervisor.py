@@ -46,6 +46,7 @@ class Supervisor:
         self._resume = threading.Event()
         self._stderr_tail: list[str] = []
         self._pids_cache: tuple[float, list[int]] = (0.0, [])
+        self._peak_used = 0
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -105,16 +106,36 @@ class Supervisor:
         self.log.write(events.GpuInfo(
             t=time.time(), available=True, names=[d.name for d in devices],
             totals=[d.total for d in devices], indices=[d.index for d in devices]))
-        sampler = Sampler(self.probe, self.log.write, sample_hz=self.recipe.monitor.sample_hz,
+        sampler = Sampler(self.probe, self._record_sample, sample_hz=self.recipe.monitor.sample_hz,
                           record_hz=self.recipe.monitor.record_hz, run_pids=self._run_pids)
         sampler.start()
         return sampler
+
+    def _record_sample(self, event: events.AnyEvent) -> None:
+        """Write a sampler event, keeping the run's device-used peak for the estimate check."""
+        if isinstance(event, events.Sample):
+            self._peak_used = max(self._peak_used, event.used_max)
+        self.log.write(event)
+
+    def _estimate_check(self) -> None:
+        """Record the measured device-used peak against the pre-flight estimate (issue: does it fit?)."""
+        from loratui.eventlog import read_log
+
+        found = [e for e in read_log(self.run.events).events if isinstance(e, events.Estimate)]
+        if not found or not self._peak_used:
+            return
+        estimate, measured = found[-1].peak_device_gib, self._peak_used / 2**30
+        error = (measured - estimate) / estimate
+        self.log.write(events.Notice(
+            t=time.time(), level="info", key="estimate",
+            message=f"peak device used {measured:.2f} GiB vs estimate {estimate:.2f} GiB ({error:+.1%})"))
 
     def _set_state(self, state: str, reason: str = "") -> None:
         self.state = state
         self.log.write(events.State(t=time.time(), state=state, reason=reason))
 
     def _end(self, state: str, code: int | None) -> str:
+        self._estimate_check()
         signame = ""
         if code is not None and code < 0:
             signame = signal.Signals(-code).name

@@ -48,3 +48,18 @@ def test_display_downsampling_keeps_the_spike() -> None:
         series.add(float(i), 20.0 if i == 7777 else 10.0)
     assert len(series) <= 65 and max(series.ys) == 20.0
     assert max(bucket_max([10.0] * 999 + [30.0] + [10.0] * 1000, 50)) == 30.0
+
+
+def test_slow_nvml_lowers_the_rate_and_says_so() -> None:
+    class SlowProbe(ScriptedProbe):
+        def memory_used(self, index: int) -> int | None:
+            time.sleep(0.004)  # 4 ms a read: 40% of a 10 ms period
+            return super().memory_used(index)
+
+    seen: list[events.AnyEvent] = []
+    sampler = Sampler(SlowProbe(steady(5)), seen.append, sample_hz=100, record_hz=10, stats_every=0.5)
+    sampler.start()
+    time.sleep(1.6)
+    sampler.stop()
+    notes = [e.note for e in seen if isinstance(e, events.SamplerStats) and e.note]
+    assert notes and "sampling lowered to 50 Hz" in notes[0]
