@@ -157,10 +157,12 @@ class LoratuiApp(App[str]):
         for: the status line moves at 4 Hz, the charts at 1 Hz, the plotext loss curve every 2 s.
         """
         if not self._dirty:
+            if self.wall_now() is not None:  # live: the elapsed time moves even without events
+                self.query_one(StatusBar).show(self.run_state, self.status_extra(), self.wall_now())
             return
         now = time.monotonic()
         state = self.run_state
-        self.query_one(StatusBar).show(state, self.status_extra())
+        self.query_one(StatusBar).show(state, self.status_extra(), self.wall_now())
         pending = False
         for pane_id, interval in PANE_INTERVALS.items():
             if now - self._drawn.get(pane_id, -1e9) < interval:
@@ -191,6 +193,10 @@ class LoratuiApp(App[str]):
     def status_extra(self) -> str:
         """Text after the state in the status bar (replay shows its position here)."""
         return self.note
+
+    def wall_now(self) -> float | None:
+        """The wall clock for a live view's elapsed time; None where time comes from the log only."""
+        return time.time() if isinstance(self.source, LiveSource) else None
 
     # -- keys -------------------------------------------------------------------------------------
 

@@ -26,8 +26,12 @@ class StatusBar(Static):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self._last = Text()
 
-    def show(self, state: RunState, extra: str = "") -> None:
-        """Redraw from the state; `extra` is the replay position or a source note."""
+    def show(self, state: RunState, extra: str = "", now: float | None = None) -> None:
+        """Redraw from the state; `extra` is the replay position or a source note.
+
+        `now` (live views only) keeps the elapsed time moving while no event arrives, as when paused
+        on a machine without a GPU to sample.
+        """
         width = max(20, self.size.width or 80)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f" {state.name or state.run_id or 'run'} ", style="bold reverse")
@@ -43,7 +47,13 @@ class StatusBar(Static):
         text.append(f" step {state.step}/{total or '?'} ")
         text.append(bar(state.step / total if total else 0.0, bar_width), style="green")
         text.append(f" ep {state.epoch:.2f}  tok/s {fmt.rate(state.tokens_per_s)}  "
-                    f"ETA {fmt.duration(state.eta_s)}  elapsed {fmt.duration(state.elapsed_s)}")
+                    f"ETA {fmt.duration(state.eta_s)}  elapsed {fmt.duration(_elapsed(state, now))}")
         if text != self._last:
             self._last = text
             self.update(text)
+
+
+def _elapsed(state: RunState, now: float | None) -> float | None:
+    if now is None or state.started is None or state.state in events.FINAL_STATES:
+        return state.elapsed_s
+    return max(now - state.started, state.elapsed_s or 0.0)
