@@ -60,3 +60,17 @@ async def test_seek_keys_rebuild_state_and_advice() -> None:
         await pilot.press("left")
         await pilot.pause(0.8)
         assert app.run_state.step == 34 and not app.run_state.nan_steps
+
+
+async def test_compare_overlays_the_second_run() -> None:
+    other = RunState().feed_all(scenarios.run(60, peak_gib=33.5, seed=3))
+    app = replay_app(scenarios.run(60), None, "a", speed=1000, compare=other)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("G")
+        await pilot.pause(2.5)
+        from loratui.tui.widgets.loss_plot import LossPlot
+        from loratui.tui.widgets.vram import VramPane
+
+        assert app.query_one(LossPlot).compare is other and app.query_one(VramPane).compare is other
+        rendered = str(app.query_one(VramPane).render())
+        assert rendered.count("30 GiB") == 2  # one warning line per run

@@ -8,6 +8,7 @@ from typing import Any
 from textual import work
 from textual.binding import Binding
 
+from loratui.eventlog import LogTail
 from loratui.logic import fmt
 from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe
@@ -16,6 +17,7 @@ from loratui.sources.runlog import ListSource
 from loratui.tui.app import Advisor, LoratuiApp
 from loratui.tui.messages import EventsArrived, StateReplaced
 from loratui.tui.widgets.loss_plot import LossPlot
+from loratui.tui.widgets.vram import VramPane
 
 TICK_S = 0.1
 
@@ -36,9 +38,13 @@ class ReplayApp(LoratuiApp):
     ]
 
     def __init__(self, replay: Replay, recipe: Recipe | None = None, title: str = "",
-                 compare: RunState | None = None, start_step: int | None = None, note: str = "") -> None:
+                 compare: RunState | None = None, start_step: int | None = None, note: str = "",
+                 follow: LogTail | None = None) -> None:
         super().__init__(ListSource([], title=title), recipe, send=None)
         self.replay = replay
+        self.follow = follow
+        """The log's tail when the recorded run is still being written: new events join the replay."""
+        self._ticks = 0
         self.compare = compare
         self.start_step = start_step
         self.note = note
@@ -48,6 +54,7 @@ class ReplayApp(LoratuiApp):
         """Drive the replay from a timer instead of polling a file."""
         if self.compare is not None:
             self.query_one(LossPlot).compare = self.compare
+            self.query_one(VramPane).compare = self.compare
         if self.start_step is not None:
             self._seek(self.replay.index_of_step(self.start_step))
         self.replay.clock.play(time.monotonic())
@@ -56,6 +63,11 @@ class ReplayApp(LoratuiApp):
     def _tick(self) -> None:
         if self._seeking:
             return
+        self._ticks += 1
+        if self.follow is not None and self._ticks % 10 == 0:
+            more = self.follow.poll()
+            if more:
+                self.replay.extend(more)
         due = self.replay.tick(time.monotonic())
         if due:
             self.post_message(EventsArrived(due, self.note))
@@ -117,8 +129,9 @@ class ReplayApp(LoratuiApp):
 
 
 def replay_app(found: list[Any], recipe: Recipe | None, title: str, speed: float = 1.0,
-               start_step: int | None = None, compare: RunState | None = None, note: str = "") -> ReplayApp:
+               start_step: int | None = None, compare: RunState | None = None, note: str = "",
+               follow: LogTail | None = None) -> ReplayApp:
     """A ReplayApp over `found` at `speed`, optionally starting at `start_step`."""
     replay = Replay(found)
     replay.clock.set_speed(speed, time.monotonic())
-    return ReplayApp(replay, recipe, title, compare=compare, start_step=start_step, note=note)
+    return ReplayApp(replay, recipe, title, compare=compare, start_step=start_step, note=note, follow=follow)

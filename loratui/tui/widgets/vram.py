@@ -21,6 +21,8 @@ class VramPane(Widget):
         self.border_title = "VRAM"
         self._state: RunState | None = None
         self._key: tuple[object, ...] = ()
+        self.compare: RunState | None = None
+        """A second run drawn under this one (replay A B), on the same scale."""
 
     def show(self, state: RunState) -> None:
         """Take the run's state; redraw only when what this pane shows has changed."""
@@ -59,22 +61,39 @@ class VramPane(Widget):
             return Text(f"device memory: N/A ({reason})\n" + _torch_line(state) + _estimate_line(state),
                         style="dim")
         chart_height = max(1, height - 2)
-        top = max(self.warn_gib * 1.25, gpu.used_peak / GIB * 1.1, 1.0) * GIB
+        other = _primary(self.compare) if self.compare is not None else None
+        peak = max(gpu.used_peak, other.used_peak if other else 0)
+        top = max(self.warn_gib * 1.25, peak / GIB * 1.1, 1.0) * GIB
         top = min(top, gpu.total or top)
-        chart = sparkline(gpu.used.ys, width, chart_height, top, self.warn_gib * GIB)
         text = Text()
-        for r, row in enumerate(chart.rows):
-            for c, ch in enumerate(row):
-                style = "bold yellow" if ch in "─━" else ("red" if chart.over[c] else "green")
-                text.append(ch, style=style)
-            label = f" {self.warn_gib:g} GiB" if r == chart.line_row else ""
-            if label:
-                text.right_crop(len(label))
-                text.append(label, style="yellow")
-            text.append("\n")
+        if other is None:
+            self._chart(text, gpu.used.ys, width, chart_height, top)
+        else:  # compare: A above B, same scale, each labelled at its left edge
+            half = max(1, chart_height // 2)
+            self._chart(text, gpu.used.ys, width, half, top, label="A")
+            self._chart(text, other.used.ys, width, max(1, chart_height - half), top, label="B")
         text.append(_torch_line(state)[:width] + "\n", style="bold")
         text.append(_estimate_line(state)[:width], style="dim")
         return text
+
+
+    def _chart(self, text: Text, values: list[float], width: int, height: int, top: float,
+               label: str = "") -> None:
+        """Append one sparkline with the warning line to `text`."""
+        chart = sparkline(values, width, height, top, self.warn_gib * GIB)
+        for r, row in enumerate(chart.rows):
+            line = Text()
+            for c, ch in enumerate(row):
+                style = "bold yellow" if ch in "─━" else ("red" if chart.over[c] else "green")
+                line.append(ch, style=style)
+            tag = f" {self.warn_gib:g} GiB" if r == chart.line_row else ""
+            if tag:
+                line.right_crop(len(tag))
+                line.append(tag, style="yellow")
+            if label and r == 0:
+                line = Text(label, style="bold reverse") + line[len(label):]
+            text.append(line)
+            text.append("\n")
 
 
 def _primary(state: RunState):  # type: ignore[no-untyped-def]
