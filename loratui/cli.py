@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from loratui import __version__, rundir
 from loratui.errors import UsageError
@@ -109,7 +110,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     from loratui.logic import fmt
     from loratui.logic.runstate import RunState
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for run in rundir.list_runs(args.runs_dir):
         state = RunState().feed_all(read_log(run.events).events)
         status = state.state

@@ -69,5 +69,58 @@ class _Follow:
 
     def poll(self) -> list[Any]:
         """Events not yet handed to the replay."""
-        more, self.backlog = self.backlog + self.tail.poll(), []
+        more: list[Any] = self.backlog + self.tail.poll()
+        self.backlog = []
         return more
+
+
+def _open(target: str, runs_dir: Path) -> tuple[list[Any], str, str, Any]:
+    """(events, notes, title, recipe or None); bad input becomes one UsageError line."""
+    from loratui import importers, rundir
+    from loratui.errors import UsageError
+    from loratui.load import open_any
+
+    if "/" in target and not Path(target).exists():
+        raise UsageError(f"{target}: no such file or directory (replay takes a run id, a run directory, "
+                         "an events.jsonl, a trainer_state.json, a Trainer output dir or a stdout log)")
+    try:
+        found, notes, title = open_any(target, runs_dir)
+    except importers.ImportFailed as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{target}: cannot read ({exc})") from None
+    if not found:
+        raise UsageError(f"{target}: the log holds no readable event; nothing to replay")
+    return found, notes, title, _recipe_of(target, runs_dir, rundir)
+
+
+def _recipe_of(target: str, runs_dir: Path, rundir: Any) -> Any:
+    """The run's recipe copy, when the target is a run (advice then knows the recipe)."""
+    from loratui.recipe import RecipeError, load_recipe
+
+    path = Path(target)
+    candidates = [path / "recipe.toml", path.parent / "recipe.toml"]
+    try:
+        candidates.append(rundir.resolve(target, runs_dir).recipe)
+    except rundir.RunNotFound:
+        pass
+    for candidate in candidates:
+        if candidate.is_file():
+            try:
+                return load_recipe(candidate)
+            except RecipeError:
+                return None
+    return None
+
+
+def _print_summary(found: list[Any], notes: str, recipe: Any, compare: str | None, runs_dir: Path) -> int:
+    from loratui.logic.runstate import RunState
+    from loratui.logic.summary import diagnose, summarize
+
+    summary = summarize(RunState().feed_all(found), notes, diagnose(found, recipe))
+    if compare:
+        other, other_notes, _, other_recipe = _open(compare, runs_dir)
+        summary = {"a": summary, "b": summarize(RunState().feed_all(other), other_notes,
+                                                 diagnose(other, other_recipe))}
+    print(json.dumps(summary, indent=2))
+    return 0

@@ -555,7 +555,7 @@ class Advisor:
         self._items = None
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, str] = {
     events.State: "_on_state", events.TrainBegin: "_on_trainbegin", events.Phase: "_on_phase",
     events.Step: "_on_step", events.Log: "_on_log", events.GpuInfo: "_on_gpuinfo",
     events.Estimate: "_on_estimate", events.Sample: "_on_sample", events.Output: "_on_output",

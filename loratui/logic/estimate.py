@@ -115,7 +115,8 @@ def read_dims(config: dict[str, Any]) -> Dims:
                 intermediate=int(config.get("intermediate_size") or config.get("n_inner") or 4 * hidden),
                 layers=int(found["num_hidden_layers"]), heads=heads,  # type: ignore[arg-type]
                 kv_heads=int(config.get("num_key_value_heads") or heads), head_dim=head_dim,
-                vocab=int(found["vocab_size"]), tied=bool(config.get("tie_word_embeddings", False)),
+                vocab=int(found["vocab_size"]),  # type: ignore[arg-type]
+                tied=bool(config.get("tie_word_embeddings", False)),
                 qkv_bias=model_type == "qwen2" or bool(config.get("attention_bias", False)),
                 known=model_type in KNOWN_ARCHITECTURES)
 

@@ -107,7 +107,7 @@ def parse_oom(line: str) -> OomReport | None:
     junk = any(value == _JUNK for value in sizes.values())
     clean = {name: (None if value == _JUNK else value) for name, value in sizes.items()}
     report = OomReport(kind=UNKNOWN, text=line.strip()[:600], gpu=_gpu(line), rank=_rank(line),
-                       processes=_processes(line), **clean)
+                       processes=_processes(line), **clean)  # type: ignore[arg-type]
     report = _complete(report)
     problem = "a size beyond any GPU" if junk else _inconsistency(report)
     if problem:

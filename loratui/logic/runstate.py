@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from loratui import events
 from loratui.logic.series import PeakSeries
@@ -107,7 +109,8 @@ class RunState:
     def tokens_per_s(self) -> float | None:
         """Tokens per second over the recent steps."""
         total_time = sum(self.step_times)
-        return sum(self.step_tokens) / total_time if total_time > 0 and sum(self.step_tokens) else None
+        tokens: int = sum(self.step_tokens)
+        return tokens / total_time if total_time > 0 and tokens else None
 
     @property
     def seconds_per_step(self) -> float | None:
@@ -234,7 +237,7 @@ def _sampler(s: RunState, e: events.SamplerStats) -> None:
     s.sampler = e
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[RunState, Any], None]] = {
     events.Header: _header, events.State: _state, events.TrainBegin: _train_begin, events.Step: _step,
     events.Log: _log, events.Phase: _phase, events.GpuInfo: _gpu_info, events.Sample: _sample,
     events.Output: _output, events.Notice: _notice, events.Checkpoint: _checkpoint, events.End: _end,

@@ -45,7 +45,7 @@ def _gib(value: int | None) -> float | None:
 def diagnose(found: Iterable[Any], recipe: Any = None) -> list[str]:
     """Ids of the advice the advisor gives after all of `found`; [] while there is no advisor."""
     try:
-        from loratui.logic.advice import Advisor  # type: ignore[attr-defined]
+        from loratui.logic.advice import Advisor
     except ImportError:
         return []
     advisor = Advisor(recipe)

@@ -113,7 +113,7 @@ def _record_estimate(log: EventWriter, recipe: object, model: object, cuda: bool
             import torch
 
             total = torch.cuda.get_device_properties(local_rank).total_memory / 2**30
-        found = estimate(recipe, config, total)  # type: ignore[arg-type]
+        found = estimate(recipe, config, total)
     except (ConfigError, AttributeError, KeyError, TypeError, ValueError) as exc:
         log.write(events.Notice(t=time.time(), level="info", message=f"no VRAM estimate: {exc}"))
         return

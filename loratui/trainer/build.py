@@ -120,7 +120,8 @@ def load_model(recipe: Recipe, model_path: str, cuda: bool, local_rank: int = 0)
     elif gc:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.enable_input_require_grads()
-    config = LoraConfig(r=lora.r, lora_alpha=lora.lora_alpha, lora_dropout=lora.lora_dropout,
+    # LoraConfig annotates lora_alpha as int but scales by it as a float: a recipe may say 16 or 16.5.
+    config = LoraConfig(r=lora.r, lora_alpha=lora.lora_alpha, lora_dropout=lora.lora_dropout,  # type: ignore[arg-type]
                         target_modules=lora.target_modules, bias=lora.bias, use_rslora=lora.use_rslora,
                         use_dora=lora.use_dora, modules_to_save=lora.modules_to_save, task_type="CAUSAL_LM")
     return get_peft_model(model, config)

@@ -112,7 +112,7 @@ class TokenCounter:
         return delta, total
 
 
-class EventCallback(TrainerCallback):  # type: ignore[misc]
+class EventCallback(TrainerCallback):
     """Emits the run's training events and applies control commands."""
 
     def __init__(self, emit: Callable[[events.AnyEvent], None], control: ControlState,

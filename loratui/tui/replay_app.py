@@ -14,7 +14,8 @@ from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe
 from loratui.sources.replay import Replay
 from loratui.sources.runlog import ListSource
-from loratui.tui.app import Advisor, LoratuiApp
+from loratui.logic.advice import Advisor
+from loratui.tui.app import LoratuiApp
 from loratui.tui.messages import EventsArrived, StateReplaced
 from loratui.tui.widgets.loss_plot import LossPlot
 from loratui.tui.widgets.vram import VramPane
@@ -120,9 +121,7 @@ class ReplayApp(LoratuiApp):
         self._seeking = True
         try:
             state = self.replay.seek(index, time.monotonic())
-            advisor = Advisor(self.recipe) if Advisor is not None else None
-            if advisor is not None:
-                advisor.feed_all(self.replay.events[:self.replay.cursor])
+            advisor = Advisor(self.recipe).feed_all(self.replay.events[:self.replay.cursor])
             self.post_message(StateReplaced(state, advisor))
         finally:
             self._seeking = False
