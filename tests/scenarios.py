@@ -87,3 +87,20 @@ def nan_run(steps: int = 50, bad_from: int = 35) -> list[events.AnyEvent]:
                                                                    "learning_rate": 2e-4})
         found.append(event)
     return found
+
+
+def with_save(steps: int = 50, save_at: int = 30) -> list[events.AnyEvent]:
+    """A run that saves a checkpoint at `save_at`: a 3-second save phase with a memory step up."""
+    out: list[events.AnyEvent] = []
+    for event in run(steps):
+        out.append(event)
+        if isinstance(event, events.Log) and event.step == save_at:
+            t = event.t
+            out.append(events.Phase(t=t, name="save", edge="begin", step=save_at))
+            for i in range(30):
+                used = int(26.5 * GIB)
+                out.append(events.Sample(t=t + 0.1 * (i + 1), gpu=0, used_max=used, used_last=used,
+                                         used_min=used, total=int(139.8 * GIB), util=20, n=10))
+            out.append(events.Phase(t=t + 3.0, name="save", edge="end", step=save_at))
+            out.append(events.Checkpoint(t=t + 3.0, step=save_at, path=f"checkpoints/checkpoint-{save_at}"))
+    return out

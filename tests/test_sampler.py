@@ -63,3 +63,14 @@ def test_slow_nvml_lowers_the_rate_and_says_so() -> None:
     sampler.stop()
     notes = [e.note for e in seen if isinstance(e, events.SamplerStats) and e.note]
     assert notes and "sampling lowered to 50 Hz" in notes[0]
+
+
+def test_phase_columns_are_marked() -> None:
+    from loratui.logic.chart import column_spans, intervals, marked_columns
+
+    xs = [float(t) for t in range(100)]
+    spans = column_spans(xs, 10)
+    marks = intervals([(40.5, "save", "begin", 3), (42.0, "save", "end", 3), (90.0, "eval", "begin", 9)],
+                      frozenset({"eval", "save"}), until=99.0)
+    assert marks == [(40.5, 42.0), (90.0, 99.0)]
+    assert marked_columns(spans, marks) == [False] * 4 + [True] + [False] * 4 + [True]

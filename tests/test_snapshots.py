@@ -35,6 +35,7 @@ SCENES = {
     "paused": scenarios.paused(40),
     "failed_oom": scenarios.failed_oom(30),
     "nan_loss": scenarios.nan_run(),
+    "save_phase": scenarios.with_save(),
 }
 
 
@@ -46,6 +47,7 @@ def test_main_screen(snap_compare, scene: str, size: tuple[int, int]) -> None:  
     above_line: red bars over the line, the pane in its warning style, vram_near_limit advice;
     paused: PAUSED state and the footer offering resume instead of pause;
     failed_oom: FAILED, oom_fragmentation advice proposing expandable_segments;
-    nan_loss: the loss curve with red NaN markers from step 35 and nan_loss advice."""
+    nan_loss: the loss curve with red NaN markers from step 35 and nan_loss advice;
+    save_phase: the checkpoint save at step 30 marked in magenta on the VRAM chart."""
     found = SCENES[scene]
     assert snap_compare(_app(found), terminal_size=size, run_before=_until_folded(len(found)))

@@ -68,3 +68,37 @@ def bar(fraction: float, width: int) -> str:
     full, part = divmod(eighths, 8)
     text = "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "")
     return text.ljust(width, "·")[:width]
+
+
+def column_spans(xs: Sequence[float], width: int) -> list[tuple[float, float] | None]:
+    """The (first x, last x) each chart column covers, aligned as `sparkline` aligns values."""
+    n = len(xs)
+    if n == 0:
+        return [None] * max(1, width)
+    if n <= width:
+        spans: list[tuple[float, float] | None] = [(x, x) for x in xs]
+    else:
+        spans = [(xs[b * n // width], xs[max((b + 1) * n // width, b * n // width + 1) - 1]) for b in range(width)]
+    return [None] * (width - len(spans)) + spans
+
+
+def intervals(phases: Sequence[tuple[float, str, str, int]], names: frozenset[str],
+              until: float) -> list[tuple[float, float]]:
+    """Time intervals of the named phases (begin..end; a phase still open runs to `until`)."""
+    out, open_at = [], {}
+    for t, name, edge, _ in phases:
+        if name not in names:
+            continue
+        if edge == "begin":
+            open_at[name] = t
+        elif name in open_at:
+            out.append((open_at.pop(name), t))
+    out.extend((t, until) for t in open_at.values())
+    return out
+
+
+def marked_columns(spans: Sequence[tuple[float, float] | None], marks: Sequence[tuple[float, float]],
+                   pad: float = 0.0) -> list[bool]:
+    """Which columns overlap any of `marks` (widened by `pad` seconds: a 50 ms save still shows)."""
+    return [span is not None and any(lo - pad <= span[1] and span[0] <= hi + pad for lo, hi in marks)
+            for span in spans]

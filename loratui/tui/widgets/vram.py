@@ -6,8 +6,12 @@ from rich.text import Text
 from textual.widget import Widget
 
 from loratui.logic import fmt
-from loratui.logic.chart import sparkline
+from loratui.logic.chart import column_spans, intervals, marked_columns, sparkline
 from loratui.logic.runstate import GIB, RunState
+
+
+PHASES = frozenset({"eval", "save"})
+"""Phases marked on the chart: memory steps up there (seed guide 4.6)."""
 
 
 class VramPane(Widget):
@@ -28,7 +32,7 @@ class VramPane(Widget):
         """Take the run's state; redraw only when what this pane shows has changed."""
         gpu = _primary(state)
         key = (len(gpu.used) if gpu else 0, gpu.used.xs[-1] if gpu and gpu.used.xs else None,
-               state.step, state.gpu_available, state.estimate is not None, self.size)
+               state.step, state.gpu_available, state.estimate is not None, len(state.phases), self.size)
         self._state = state
         if key == self._key:
             return
@@ -48,7 +52,8 @@ class VramPane(Widget):
         headroom = gpu.total - gpu.used_peak
         self.border_title = f"VRAM {gpu.name}".strip()
         self.border_subtitle = (f"now {fmt.gib(gpu.used_last)} · peak {fmt.gib(gpu.used_peak)} · "
-                                f"total {fmt.gib(gpu.total)} GiB · headroom {fmt.gib(headroom)}")
+                                f"total {fmt.gib(gpu.total)} GiB · headroom {fmt.gib(headroom)}"
+                                + (" · blue: eval/save" if any(p[1] in PHASES for p in state.phases) else ""))
 
     def render(self) -> Text:
         state = self._state
@@ -67,7 +72,9 @@ class VramPane(Widget):
         top = min(top, gpu.total or top)
         text = Text()
         if other is None:
-            self._chart(text, gpu.used.ys, width, chart_height, top)
+            phase_cols = marked_columns(column_spans(gpu.used.xs, width),
+                                        intervals(state.phases, PHASES, state.last_t or 0.0), pad=0.1)
+            self._chart(text, gpu.used.ys, width, chart_height, top, marked=phase_cols)
         else:  # compare: A above B, same scale, each labelled at its left edge
             half = max(1, chart_height // 2)
             self._chart(text, gpu.used.ys, width, half, top, label="A")
@@ -78,13 +85,15 @@ class VramPane(Widget):
 
 
     def _chart(self, text: Text, values: list[float], width: int, height: int, top: float,
-               label: str = "") -> None:
-        """Append one sparkline with the warning line to `text`."""
+               label: str = "", marked: list[bool] | None = None) -> None:
+        """Append one sparkline with the warning line to `text`; `marked` columns (eval/save) in blue."""
         chart = sparkline(values, width, height, top, self.warn_gib * GIB)
+        marked = marked or [False] * width
         for r, row in enumerate(chart.rows):
             line = Text()
             for c, ch in enumerate(row):
-                style = "bold yellow" if ch in "─━" else ("red" if chart.over[c] else "green")
+                bar = "red" if chart.over[c] else ("dodger_blue1" if marked[c] else "green")
+                style = "bold yellow" if ch in "─━" else bar
                 line.append(ch, style=style)
             tag = f" {self.warn_gib:g} GiB" if r == chart.line_row else ""
             if tag:
