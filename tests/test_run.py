@@ -162,3 +162,13 @@ def test_suspend_and_resume_continue_the_same_loss_curve(tmp_path: Path) -> None
     assert sorted(b) == list(range(1, 31))
     for step in range(1, 31):
         assert b[step] == pytest.approx(a[step], rel=1e-3), step
+
+
+def test_dataloader_workers_do_not_hang_the_trainer(tmp_path: Path, runs_dir: Path) -> None:
+    """Forked DataLoader workers once hung on a stdin-reading thread of the trainer (now a command file)."""
+    recipe = tmp_path / "workers.toml"
+    recipe.write_text(TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
+                      .replace("[data]", "dataloader_num_workers = 2\n\n[data]"))
+    result = loratui("run", str(recipe), "--headless", "--max-steps", "4", "--runs-dir", str(runs_dir), timeout=180)
+    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-1500:]
+    assert len(kinds(only_run(runs_dir), "step")) == 4
