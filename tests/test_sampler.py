@@ -74,3 +74,13 @@ def test_phase_columns_are_marked() -> None:
                       frozenset({"eval", "save"}), until=99.0)
     assert marks == [(40.5, 42.0), (90.0, 99.0)]
     assert marked_columns(spans, marks) == [False] * 4 + [True] + [False] * 4 + [True]
+
+
+def test_a_probe_that_raises_is_recorded_not_silent() -> None:
+    class Broken(ScriptedProbe):
+        def processes(self, index: int) -> dict[int, int] | None:
+            raise AttributeError("module 'pynvml' has no attribute 'nvmlDeviceGetComputeProcesses'")
+
+    seen = _run(Broken(steady(5)), 0.5)
+    notices = [e for e in seen if isinstance(e, events.Notice)]
+    assert notices and "GPU sampling stopped" in notices[0].message and notices[0].level == "error"

@@ -61,12 +61,16 @@ class NvmlProbe:
         self._devices = [self._describe(i, h) for i, h in self._handles.items()]
 
     def _describe(self, index: int, handle: Any) -> Device:
-        name = self._call(self._nvml.nvmlDeviceGetName, handle)
-        info = self._call(self._nvml.nvmlDeviceGetMemoryInfo, handle)
+        name = self._call("nvmlDeviceGetName", handle)
+        info = self._call("nvmlDeviceGetMemoryInfo", handle)
         name = name.decode() if isinstance(name, bytes) else str(name or f"GPU {index}")
         return Device(index=index, name=name, total=int(info.total) if info is not None else 0)
 
-    def _call(self, fn: Any, *args: Any) -> Any:
+    def _call(self, name: str, *args: Any) -> Any:
+        """`pynvml.<name>(*args)`, or None when NVML cannot answer (or this binding lacks the call)."""
+        fn = getattr(self._nvml, name, None)
+        if fn is None:
+            return None
         try:
             return fn(*args)
         except self._nvml.NVMLError:
@@ -76,15 +80,15 @@ class NvmlProbe:
         return list(self._devices)
 
     def memory_used(self, index: int) -> int | None:
-        info = self._call(self._nvml.nvmlDeviceGetMemoryInfo, self._handles[index])
+        info = self._call("nvmlDeviceGetMemoryInfo", self._handles[index])
         return int(info.used) if info is not None else None
 
     def utilisation(self, index: int) -> int | None:
-        rates = self._call(self._nvml.nvmlDeviceGetUtilizationRates, self._handles[index])
+        rates = self._call("nvmlDeviceGetUtilizationRates", self._handles[index])
         return int(rates.gpu) if rates is not None else None
 
     def processes(self, index: int) -> dict[int, int] | None:
-        procs = self._call(self._nvml.nvmlDeviceGetComputeProcesses, self._handles[index])
+        procs = self._call("nvmlDeviceGetComputeRunningProcesses", self._handles[index])
         if procs is None:
             return None
         # usedGpuMemory is None where the driver hides it (some containers, MIG).

@@ -61,7 +61,15 @@ class Sampler:
             self._thread.join(timeout=5)
 
     def run(self) -> None:
-        """The sampling loop."""
+        """The sampling loop; an unexpected probe error is recorded once and ends sampling, not the run."""
+        try:
+            self._loop()
+        except Exception as exc:  # a sampler that dies silently would leave the VRAM pane empty
+            self.emit(events.Notice(t=self.wall(), level="error", key="monitor",
+                                    message=f"GPU sampling stopped: {type(exc).__name__}: {exc}"))
+
+    def _loop(self) -> None:
+        """Read, fold into windows, record, pace."""
         devices = self.probe.devices()
         period = 1.0 / self.sample_hz
         window_len = 1.0 / self.record_hz
