@@ -130,3 +130,15 @@ async def test_toggles_do_not_raise() -> None:
             await pilot.press(key)
             await pilot.pause(0.1)
         assert app.screen.has_class("narrow")
+
+
+async def test_help_screen_shows_every_key() -> None:
+    app = LoratuiApp(ListSource(scenarios.run(3)), send=Sent())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        from textual.widgets import Static
+
+        page = str(app.screen.query_one("#page", Static).render())
+        for fragment in ("pause at the next step", "suspend", "apply the highlighted advice", "next/previous event"):
+            assert fragment in page, fragment

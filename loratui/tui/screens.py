@@ -25,7 +25,7 @@ class Choice(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(self.question, id="question")
+            yield Static(self.question, id="question", markup=False)
             with Horizontal(id="answers"):
                 for result, label, key in self.answers:
                     yield Button(f"{label} ({key})", id=f"answer-{result}")
@@ -58,7 +58,7 @@ def restart_choice(path: Any, item: Any) -> Choice:
 
 
 HELP = """\
-[b]loratui[/b] — keys
+loratui — keys
 
   p  pause at the next step (state stays in VRAM)     r  resume (paused or suspended)
   P  suspend: checkpoint, free the GPU, wait          s  save a checkpoint now
@@ -68,7 +68,8 @@ HELP = """\
   A  apply the highlighted advice: new recipe beside the old one, restart from the last checkpoint
   ?  this help
 
-Replay: space play/pause · + / - speed · → / ← step · ] / [ next/previous event of note · g / G start/end
+Replay: space play/pause · + / - speed · → / ← step
+        ] / [ next/previous event of note · g / G start/end
 
 Closing the viewer, a crash of it or a dropped SSH link never stops training:
 `loratui attach` comes back to the run."""
@@ -79,7 +80,7 @@ class TextScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,enter,question_mark", "dismiss", "close")]
 
-    def __init__(self, body: str, markup: bool = True) -> None:
+    def __init__(self, body: str, markup: bool = False) -> None:
         super().__init__()
         self.body = body
         self.markup = markup
