@@ -139,6 +139,8 @@ async def test_help_screen_shows_every_key() -> None:
         await pilot.pause(0.3)
         from textual.widgets import Static
 
-        page = str(app.screen.query_one("#page", Static).render())
+        widget = app.screen.query_one("#page", Static)
+        assert widget.size.width > 60 and widget.size.height > 10  # sized to its text, not an empty box
+        page = str(widget.render())
         for fragment in ("pause at the next step", "suspend", "apply the highlighted advice", "next/previous event"):
             assert fragment in page, fragment
