@@ -1,0 +1,353 @@
+"""Turning findings into advice: the moves, computed from the recipe alone."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from loratui.logic import oom
+from loratui.recipe import Recipe
+from loratui.logic.advice_types import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
+
+# -- turning findings into advice: moves computed from the recipe ------------------------------------
+
+Move = tuple[str, dict[str, Any]]
+"""What to say and the change that does it."""
+gib = oom.gib
+
+
+def _memory_move(r: Recipe | None, phase: str = "") -> Move:
+    """The first memory saving that fits the recipe: batch, checkpointing, length, then 4-bit."""
+    if r is None:
+        return "lower per_device_train_batch_size, then max_length, or enable gradient_checkpointing", {}
+    t, q, d = r.training, r.quantization, r.data
+    quantized = q.load_in_4bit or q.load_in_8bit
+    if phase == "load":  # the weights alone did not fit: only quantization or a smaller model helps
+        return _four_bit(r) if not quantized else ("the weights alone do not fit: use a smaller model", {})
+    if t.per_device_train_batch_size > 1:
+        return _halve_batch(t.per_device_train_batch_size, t.gradient_accumulation_steps)
+    if not t.gradient_checkpointing:
+        return ("enable gradient_checkpointing (less activation memory, ~20-30% slower steps)",
+                {"training.gradient_checkpointing": True})
+    if d.max_length > 512:
+        return (f"lower max_length from {d.max_length} to {d.max_length // 2} (long samples get truncated)",
+                {"data.max_length": d.max_length // 2})
+    if not quantized:
+        return _four_bit(r)
+    return "batch 1, checkpointing and 4-bit are all in use: use a smaller model or a larger card", {}
+
+
+def _halve_batch(batch: int, accum: int) -> Move:
+    """Halve the micro-batch and raise accumulation so the effective batch stays the same."""
+    new_batch = batch // 2
+    new_accum = -(-batch * accum // new_batch)
+    return (f"per_device_train_batch_size {batch} -> {new_batch}, gradient_accumulation_steps {accum} -> "
+            f"{new_accum} (effective batch {batch * accum} -> {new_batch * new_accum})",
+            {"training.per_device_train_batch_size": new_batch, "training.gradient_accumulation_steps": new_accum})
+
+
+def _four_bit(r: Recipe) -> Move:
+    """Load the base model in 4-bit NF4 (QLoRA), with a compute dtype that fits the precision setting."""
+    compute = "float16" if r.training.fp16 else "bfloat16"
+    return ("load the model in 4-bit (QLoRA: NF4 + double quantization, weights ~1/4 the size)",
+            {"quantization.load_in_4bit": True, "quantization.bnb_4bit_quant_type": "nf4",
+             "quantization.bnb_4bit_use_double_quant": True, "quantization.bnb_4bit_compute_dtype": compute})
+
+
+def _lr_move(r: Recipe | None, lr_now: float | None) -> Move:
+    """A third of the configured learning rate, naming the current one."""
+    if r is None:
+        now = f" (now {_num(lr_now)})" if lr_now else ""
+        return f"lower the learning rate to about a third{now}", {}
+    lr = r.training.learning_rate
+    new = float(f"{lr / 3:.2g}")
+    return f"lower learning_rate from {_num(lr)} to {_num(new)}", {"training.learning_rate": new}
+
+
+def _num(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3g}"
+
+
+# -- OOM ----------------------------------------------------------------------------------------------
+
+
+def _oom_advice(f: Finding, r: Recipe | None) -> list[Advice]:
+    """The OOM as advice: where it happened (eval, save) and why (full, fragmented, a neighbour)."""
+    report: oom.OomReport = f.facts["report"]
+    phase, others = f.facts["phase"], f.facts["others"]
+    kind = report.kind
+    if kind in (oom.FULL, oom.UNKNOWN) and (others or report.other_pids):
+        kind = oom.OTHER_PROCESS
+    evidence = _oom_evidence(report, phase, f.step)
+    built = []
+    if phase in ("eval", "save"):
+        built.append(_phase_advice(phase, f.step, r, evidence, ERROR))
+    if kind == oom.OTHER_PROCESS:
+        built.append(_other_process_advice(report, others, f.step, evidence))
+    elif kind == oom.FRAGMENTATION:
+        spare = gib(report.reserved_unallocated)
+        built.append(Advice("oom_fragmentation", ERROR,
+                            f"CUDA OOM from fragmentation: {spare} reserved but unallocated; set "
+                            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                            evidence, {"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, f.step))
+    elif phase not in ("eval", "save"):
+        text, change = _memory_move(r, phase)
+        where = ("while loading the model" if phase == "load" else "the card is full" if kind == oom.FULL
+                 else "the message gives no usable numbers")
+        built.append(Advice("oom_full", ERROR, f"CUDA out of memory ({where}): {text}", evidence, change, f.step))
+    return built
+
+
+def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
+    """The OOM's numbers as short lines."""
+    gpu = f"GPU {report.gpu}" if report.gpu is not None else "the GPU"
+    rank = f"rank {report.rank}: " if report.rank is not None else ""
+    where = {"eval": "during evaluation", "save": "while saving a checkpoint", "load": "while loading",
+             "train": "in a training step"}.get(phase, "")
+    when = ", ".join(part for part in (where, f"after step {step}" if step else "") if part)
+    lines = [f"{rank}{when}"] if rank or when else []
+    if report.requested is not None:
+        lines.append(f"tried to allocate {gib(report.requested)} on {gpu}")
+    if report.total is not None:
+        lines.append(f"{gib(report.free)} free of {gib(report.total)} total")
+    if report.allocated is not None:
+        lines.append(f"PyTorch: {gib(report.allocated)} allocated, {gib(report.reserved_unallocated)} "
+                     "reserved but unallocated")
+    if report.other_used is not None and report.other_used >= GIB:
+        lines.append(f"other than this process's PyTorch memory: {gib(report.other_used)} in use")
+    if report.note:
+        lines.append(f"numbers ignored: {report.note}")
+    lines.append(report.text[:240])
+    return lines
+
+
+def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], step: int,
+                          evidence: list[str]) -> Advice:
+    """Name the processes holding memory on this run's GPU."""
+    pids = list(others) or list(report.other_pids)
+    named = ", ".join(f"PID {pid} ({gib(used)})" for pid, used in pids[:6])
+    held = gib(sum(b for _, b in pids)) if pids else gib(report.other_used)
+    title = f"CUDA OOM: other processes hold {held} of the card" + (f": {named}" if named else "")
+    extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
+    return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
+
+
+def _phase_advice(phase: str, step: int, r: Recipe | None, evidence: list[str], severity: str) -> Advice:
+    """OOM (or a jump toward it) in an eval or save phase, with that phase's settings to change."""
+    text, change = _eval_move(r) if phase == "eval" else _save_move(r)
+    what = "evaluation" if phase == "eval" else "checkpoint save"
+    lead = f"CUDA out of memory during {what}" if severity == ERROR else f"VRAM jumps over the line during {what}"
+    return Advice(f"oom_at_{phase}", severity, f"{lead}: {text}", evidence, change, step)
+
+
+def _eval_move(r: Recipe | None) -> Move:
+    if r is None:
+        return "lower per_device_eval_batch_size or set eval_accumulation_steps", {}
+    t = r.training
+    if t.per_device_eval_batch_size > 1:
+        new = t.per_device_eval_batch_size // 2
+        return (f"per_device_eval_batch_size {t.per_device_eval_batch_size} -> {new}",
+                {"training.per_device_eval_batch_size": new})
+    if t.eval_accumulation_steps is None:
+        return ("set eval_accumulation_steps = 1 (move eval outputs to the CPU every step)",
+                {"training.eval_accumulation_steps": 1})
+    return "evaluate a smaller eval set or less often (eval batch is already 1)", {}
+
+
+def _save_move(r: Recipe | None) -> Move:
+    if r is not None and not r.training.save_only_model:
+        return ("set save_only_model = true (smaller saves; the optimizer state is not kept for resuming)",
+                {"training.save_only_model": True})
+    return ("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so cached blocks can serve the save",
+            {"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+
+
+def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
+    """A pre-OOM warning: an eval or save window crossed the line as a jump over the training peak."""
+    phase = f.id.removeprefix("oom_at_")
+    evidence = [f"training peak {gib(f.facts['train_peak'])}, {phase} peak {gib(f.facts['phase_peak'])}",
+                f"warning line {gib(f.facts['line'])}", f"{phase} at step {f.step}"]
+    return _phase_advice(phase, f.step, r, evidence, WARNING)
+
+
+# -- VRAM, loss, memory, data -------------------------------------------------------------------------
+
+
+def _vram_advice(f: Finding, r: Recipe | None) -> Advice:
+    """Over the warning line: the first memory saving that fits the recipe."""
+    facts = f.facts
+    text, change = _memory_move(r)
+    peak, line = facts["peak"], facts["line"]
+    if facts.get("projected"):
+        return Advice("vram_near_limit", WARNING, f"Projected peak {gib(peak)} is over the {gib(line)} "
+                      f"warning line: {text}", [f"pre-flight estimate {gib(peak)}",
+                                               f"warning line {gib(line)} (warn_gb, GiB)"], change, f.step)
+    total = facts["total"]
+    severity = ERROR if total and peak >= 0.97 * total else WARNING
+    name = f" ({facts['name']})" if facts.get("name") else ""
+    evidence = [f"GPU {facts['gpu']}{name}: peak {gib(peak)} of {gib(total)}",
+                f"{facts['windows']} sampling windows over the line within 10 s",
+                f"warning line {gib(line)}" + (" (95% of the card)" if line < facts["warn"] else " (warn_gb, GiB)")]
+    return Advice("vram_near_limit", severity, f"VRAM peak {gib(peak)} is over the {gib(line)} line: {text}",
+                  evidence, change, f.step)
+
+
+def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
+    facts = f.facts
+    text, change = _nan_move(r, facts.get("lr"), facts.get("names", []))
+    evidence = [f"first non-finite {facts['what']} at step {f.step}: {facts['value']}"]
+    if facts.get("streak", 1) > 1:
+        evidence.append(f"{facts['streak']} logs in a row")
+    if r is not None:
+        t = r.training
+        precision = "bf16" if t.bf16 else "fp16" if t.fp16 else "fp32"
+        evidence.append(f"optim = {t.optim}, gradient_checkpointing = {str(t.gradient_checkpointing).lower()}, "
+                        f"{precision}, learning_rate = {_num(t.learning_rate)}")
+    return Advice("nan_loss", ERROR, f"{facts['what']} became {facts['value']} at step {f.step}: {text}",
+                  evidence, change, f.step)
+
+
+_NO_BF16 = re.compile(r"V100|\bT4\b|P100|P40|\bP4\b|K80|M40|M60|GTX|RTX 20\d\d|Quadro RTX|TITAN (?:V|RTX|Xp)", re.I)
+
+
+def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str]) -> Move:
+    """8-bit optimizer first (a known NaN source), then fp16 -> bf16, then a lower learning rate."""
+    if r is None:
+        return _lr_move(None, lr_now)
+    t, q = r.training, r.quantization
+    if "8bit" in t.optim:
+        why = " with gradient checkpointing" if t.gradient_checkpointing else ""
+        return (f"switch optim from {t.optim} to adamw_torch (8-bit optimizers{why} can turn the loss NaN)",
+                {"training.optim": "adamw_torch"})
+    if t.fp16 and not any(_NO_BF16.search(n) for n in names):
+        change: dict[str, Any] = {"training.fp16": False, "training.bf16": True}
+        if q.load_in_4bit and q.bnb_4bit_compute_dtype == "float16":
+            change["quantization.bnb_4bit_compute_dtype"] = "bfloat16"
+        return "switch fp16 to bf16 (fp16 overflows; bf16 needs an Ampere or newer card)", change
+    return _lr_move(r, lr_now)
+
+
+def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
+    facts, check = f.facts, "check the labels (answer tokens kept, prompt and padding -100), the attention mask, " \
+        "and the chat template"
+    if facts["kind"] == "low":
+        median = sorted(facts["losses"])[2]
+        title = f"Loss is near zero from the start ({median:.3g}): the labels are likely wrong"
+        evidence = ["first losses: " + ", ".join(f"{v:.3g}" for v in facts["losses"]), check,
+                    "and that the answer is not also in the input"]
+    elif facts["kind"] == "zero_grad":
+        title = f"grad_norm is 0 in {facts['zeros']} of the first 10 logs: nothing is training"
+        evidence = [check, "and that lora target_modules name layers the model has"]
+    else:
+        spread = facts["spread"] / facts["mean"]
+        title = f"Loss is flat from the start ({facts['mean']:.3g} ± {spread:.1%}): check the data"
+        evidence = [f"steps {facts['from_step']}-{facts['to_step']}: range {facts['spread']:.3g}", check]
+    change: dict[str, Any] = {}
+    if facts["kind"] == "unchanged" and r is not None and r.training.learning_rate < 1e-5:
+        change = {"training.learning_rate": 2e-4}
+        evidence.append(f"learning_rate = {_num(r.training.learning_rate)} is far below LoRA's usual 1e-4 to 3e-4")
+    return Advice("loss_flat", WARNING, title, evidence, change, f.step)
+
+
+def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
+    facts = f.facts
+    text, change = _lr_move(r, facts.get("lr"))
+    lora = r.lora if r is not None else None
+    if lora is not None and not lora.use_rslora and lora.lora_alpha > 2 * lora.r:
+        text = f"lower lora_alpha from {lora.lora_alpha:g} to {2 * lora.r} (alpha/r = {lora.lora_alpha / lora.r:g})"
+        change = {"lora.lora_alpha": 2 * lora.r}
+    evidence = [f"mean of the last 10 losses {facts['now']:.3g}, best {facts['best']:.3g} at step "
+                f"{facts['best_step']}", "rising for 10 logs in a row",
+                f"learning rate at step {f.step}: {_num(facts.get('lr'))}"]
+    return Advice("loss_diverging", WARNING, f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}",
+                  evidence, change, f.step)
+
+
+def _leak_advice(f: Finding, r: Recipe | None) -> Advice:
+    facts = f.facts
+    growth = facts["last"] - facts["first"]
+    evidence = [f"torch allocated at step end: {gib(facts['first'])} at step {facts['from_step']} -> "
+                f"{gib(facts['last'])} at step {facts['to_step']}",
+                f"rose in {facts['rising']} of {facts['n']} steps, {facts['per_step'] / MIB:.1f} MiB a step",
+                "check for tensors kept across steps: a collate function or callback appending to a list, "
+                "a loss kept without .item()"]
+    if facts.get("full_at") is not None:
+        evidence.insert(2, f"at this rate the card is full around step {facts['full_at']}")
+    return Advice("memory_leak", WARNING, f"Memory creeps up {gib(growth)} over steps {facts['from_step']}-"
+                  f"{facts['to_step']}: something keeps tensors", evidence, {}, f.step)
+
+
+def _starve_advice(f: Finding, r: Recipe | None) -> Advice:
+    facts = f.facts
+    text, change = "pre-tokenise the data and keep __getitem__ cheap", {}
+    if r is not None:
+        t = r.training
+        if t.dataloader_num_workers < 16:
+            new = 4 if t.dataloader_num_workers == 0 else min(16, 2 * t.dataloader_num_workers)
+            text = f"dataloader_num_workers {t.dataloader_num_workers} -> {new}"
+            change = {"training.dataloader_num_workers": new}
+        elif not t.dataloader_pin_memory:
+            text, change = "set dataloader_pin_memory = true", {"training.dataloader_pin_memory": True}
+    evidence = [f"GPU utilisation {facts['util']:.0f}% on average over {facts['span']:.0f} s of training",
+                f"{facts['gap']:.0%} of the time between step ends is spent outside the step (loading data)",
+                f"{facts['steps']} steps, {facts['per_step']:.2f} s apart"]
+    return Advice("data_starved", INFO, f"The GPU waits for data ({facts['util']:.0f}% busy): {text}",
+                  evidence, change, f.step)
+
+
+def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
+    line = f.facts["line"]
+    if f.id == "bnb_setup":
+        return Advice("bnb_setup", ERROR, "bitsandbytes cannot use the GPU: run `python -m bitsandbytes` for the "
+                      "reason", [line, "install a bitsandbytes build for torch's CUDA: pip install -U bitsandbytes"],
+                      {}, f.step)
+    if f.id == "flash_attn_unavailable":
+        change = {"model.attn_implementation": "sdpa"}
+        if r is not None and r.model.attn_implementation != "flash_attention_2":
+            change = {}
+        return Advice(f.id, ERROR, "flash-attention cannot be used here: use attn_implementation = \"sdpa\"",
+                      [line, "sdpa needs no extra package and is close in speed"], change, f.step)
+    return _cuda_error_advice(f, line)
+
+
+_CUDA_HINTS = (
+    ("srcIndex < srcSelectDimSize", "a token id is outside the embedding table: resize the embeddings after "
+     "adding tokens, or use the model's own tokenizer"),
+    ("t < n_classes", "a label id is out of range: labels must be token ids or -100"),
+    ("no kernel image", "this torch build has no kernels for this GPU: install a torch built for its CUDA "
+     "capability"),
+)
+
+
+_NCCL = re.compile(r"Watchdog caught collective operation timeout|NCCL|ProcessGroupNCCL", re.I)
+
+
+def _nccl_advice(f: Finding, line: str) -> Advice:
+    """A collective timed out or NCCL failed: one rank stalled, died or went its own way."""
+    evidence = [line, "one rank stopped joining collectives: find the first error in the other ranks' output",
+                "work done by one rank alone (uneven data, eval or save on rank 0 only) trips the same timeout"]
+    return Advice("cuda_error", ERROR, "NCCL collective failed or timed out: rerun with NCCL_DEBUG=INFO",
+                  evidence, {"env.NCCL_DEBUG": "INFO"}, f.step)
+
+
+def _cuda_error_advice(f: Finding, line: str) -> Advice:
+    if _NCCL.search(line):
+        return _nccl_advice(f, line)
+    hint = next((text for key, text in _CUDA_HINTS if key in line), "")
+    change: dict[str, Any] = {"env.CUDA_LAUNCH_BLOCKING": "1"}
+    if "no kernel image" in line:
+        change = {}
+    evidence = [line] + ([hint] if hint else [])
+    if change:
+        evidence.append("the op named in an asynchronous CUDA error is often the wrong one; "
+                        "CUDA_LAUNCH_BLOCKING=1 makes the traceback point at the failing op")
+    title = f"CUDA error: {hint.split(':')[0]}" if hint else "CUDA error: rerun with CUDA_LAUNCH_BLOCKING=1"
+    return Advice("cuda_error", ERROR, title, evidence, change, f.step)
+
+
+_BUILDERS = {
+    "oom_at_eval": _jump_advice, "oom_at_save": _jump_advice, "nan_loss": _nan_advice,
+    "loss_flat": _flat_advice, "loss_diverging": _diverging_advice, "memory_leak": _leak_advice,
+    "bnb_setup": _setup_advice, "flash_attn_unavailable": _setup_advice, "cuda_error": _setup_advice,
+}
+

@@ -1,0 +1,53 @@
+"""What the advisor says: the fixed vocabulary of ids, `Advice`, and the detectors' `Finding`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from loratui.logic import oom
+from loratui.recipe import MonitorSection, Recipe
+
+GIB, MIB = oom.GIB, oom.MIB
+ERROR, WARNING, INFO = "error", "warning", "info"
+IDS = (
+    "oom_full", "oom_fragmentation", "oom_other_process", "oom_at_eval", "oom_at_save", "cuda_error",
+    "bnb_setup", "flash_attn_unavailable", "nan_loss", "loss_diverging", "vram_near_limit", "memory_leak",
+    "loss_flat", "data_starved",
+)
+"""The fixed vocabulary of advice ids, in the order of importance within one severity."""
+_SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One piece of advice: what is wrong, the numbers that show it, and the recipe change that helps."""
+
+    id: str
+    severity: str
+    title: str
+    evidence: list[str]
+    change: dict[str, Any]
+    """Dotted recipe key (or `env.NAME`) -> new value; empty when no recipe key fixes it."""
+    step: int
+    """The optimiser step at which it was detected (the last completed step)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape `loratui doctor --json` prints."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a detector saw: its id, the step, and the facts the advice is built from."""
+
+    id: str
+    step: int
+    facts: dict[str, Any]
+
+
+def warn_line_bytes(recipe: Recipe | None) -> int:
+    """The VRAM warning line in bytes (`warn_gb` read as GiB)."""
+    monitor = recipe.monitor if recipe is not None else MonitorSection()
+    return int(monitor.warn_gb * GIB)
+

@@ -1,0 +1,368 @@
+"""The advisor's detectors: each folds events into a `Finding` when its evidence and patience are met."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from loratui import events
+from loratui.recipe import Recipe
+from loratui.logic.advice_types import MIB, Finding
+
+# -- the context every detector shares -----------------------------------------------------------
+
+
+@dataclass
+class Context:
+    """Where the run is: step, open phase, run state, and which GPUs are this run's."""
+
+    step: int = 0
+    phase: str = ""  # "eval" or "save" while one is open
+    state: str = ""
+    began: bool = False
+    training: bool = False
+    ended: bool = False
+    max_steps: int = 0
+    gpu_names: dict[int, str] = field(default_factory=dict)
+    ours: set[int] = field(default_factory=set)
+    last_sample: dict[int, events.Sample] = field(default_factory=dict)
+    trace_hint: str = ""
+
+    def is_ours(self, gpu: int) -> bool:
+        """A GPU counts when the run's processes were seen on it, or when no GPU ever showed them."""
+        return gpu in self.ours or not self.ours
+
+    def steady_training(self) -> bool:
+        """Training steps are happening now: not paused, not evaluating or saving, not over."""
+        return self.training and not self.ended and not self.phase and self.state == events.TRAINING
+
+    def other_pids(self) -> list[tuple[int, int]]:
+        """(pid, bytes) of processes outside this run holding >= 256 MiB on this run's GPUs."""
+        found = []
+        for gpu in sorted(self.ours):
+            sample = self.last_sample.get(gpu)
+            if sample is None or not sample.run_pids:
+                continue
+            mine = set(sample.run_pids)
+            found += [(int(p), b) for p, b in sample.procs.items()
+                      if p.isdigit() and int(p) not in mine and b >= 256 * MIB]
+        return sorted(found)
+
+
+# -- detectors over telemetry ---------------------------------------------------------------------
+
+
+class VramWatch:
+    """Device memory over the warning line in several windows within 10 s; on only while that holds."""
+
+    SPAN_S, MIN_WINDOWS, MIN_SPREAD_S = 10.0, 3, 2.0
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.over: dict[int, deque[float]] = {}
+        self.peak: dict[int, int] = {}
+        self.current: Finding | None = None
+        self.seen_training = False
+
+    def sample(self, ctx: Context, e: events.Sample) -> bool:
+        """Fold one steady-training window in; True when the advice may have changed."""
+        first = not self.seen_training
+        self.seen_training = True  # measured windows now win over a pre-flight projection
+        line = _line_for(self.line, e.total)
+        over = self.over.setdefault(e.gpu, deque(maxlen=4096))
+        if e.used_max >= line:
+            over.append(e.t)
+            self.peak[e.gpu] = max(self.peak.get(e.gpu, 0), e.used_max)
+        while over and over[0] < e.t - self.SPAN_S:
+            over.popleft()
+        hot = len(over) >= self.MIN_WINDOWS and over[-1] - over[0] >= self.MIN_SPREAD_S
+        before = self.current
+        mine = before is not None and before.facts["gpu"] == e.gpu
+        if hot and (before is None or mine and self.peak[e.gpu] > before.facts["peak"]):
+            self.current = Finding("vram_near_limit", before.step if before else ctx.step, {
+                "gpu": e.gpu, "peak": self.peak[e.gpu], "line": line, "warn": self.line, "total": e.total,
+                "windows": len(over), "name": ctx.gpu_names.get(e.gpu, "")})
+        elif not over:
+            self.peak.pop(e.gpu, None)
+            if mine:
+                self.current = None
+        return first or self.current is not before
+
+
+def _line_for(warn: int, total: int) -> int:
+    """The line a window is judged against: the warning line, or 95% of a card smaller than it."""
+    return min(warn, int(total * 0.95)) if total > 0 else warn
+
+
+class StarveWatch:
+    """GPU utilisation under 50% over 30 s of steady training with steps, and time lost between steps."""
+
+    SPAN_S, ON_BELOW, OFF_ABOVE, MIN_GAP = 30.0, 50.0, 60.0, 0.25
+
+    def __init__(self) -> None:
+        self.utils: deque[tuple[float, int]] = deque()
+        self.steps: deque[tuple[float, float, float]] = deque()  # (t, interval, step_time)
+        self.current: Finding | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Start over after a pause, an eval or a save: those windows say nothing about data loading."""
+        self.utils.clear()
+        self.steps.clear()
+        self.util_sum, self.interval_sum, self.busy_sum = 0, 0.0, 0.0
+        self.last_step_t: float | None = None
+
+    def step(self, e: events.Step) -> None:
+        """Record the time between step ends and the part of it the step itself took."""
+        if self.last_step_t is not None and e.t > self.last_step_t:
+            interval, busy = e.t - self.last_step_t, min(max(0.0, e.step_time), e.t - self.last_step_t)
+            self.steps.append((e.t, interval, busy))
+            self.interval_sum += interval
+            self.busy_sum += busy
+        self.last_step_t = e.t
+        while self.steps and (self.steps[0][0] < e.t - self.SPAN_S or len(self.steps) > 20000):
+            _, interval, busy = self.steps.popleft()
+            self.interval_sum -= interval
+            self.busy_sum -= busy
+
+    def sample(self, ctx: Context, e: events.Sample) -> bool:
+        """Fold one utilisation reading in; True when the finding changed."""
+        if e.util is None or not 0 <= e.util <= 100:
+            return False
+        self.utils.append((e.t, e.util))
+        self.util_sum += e.util
+        while self.utils[0][0] < e.t - self.SPAN_S or len(self.utils) > 20000:
+            self.util_sum -= self.utils.popleft()[1]
+        return self._judge(ctx, e.t)
+
+    def _judge(self, ctx: Context, now: float) -> bool:
+        span = now - self.utils[0][0]
+        if span < self.SPAN_S - 1.0 or len(self.utils) < 10 or len(self.steps) < 3:
+            return False
+        mean = self.util_sum / len(self.utils)
+        gap = 1.0 - self.busy_sum / self.interval_sum if self.interval_sum > 0 else 0.0
+        before = self.current
+        if mean < self.ON_BELOW and gap >= self.MIN_GAP and before is None:
+            self.current = Finding("data_starved", ctx.step, {
+                "util": mean, "span": span, "gap": gap, "steps": len(self.steps),
+                "per_step": self.interval_sum / len(self.steps)})
+        elif before is not None and (mean >= self.OFF_ABOVE or gap < self.MIN_GAP / 2):
+            self.current = None
+        return self.current is not before
+
+
+class JumpWatch:
+    """Eval or save phases that push device memory over the line well above the training peak."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.train_peak = 0
+        self.phase_peak = 0
+
+    def sample(self, ctx: Context, e: events.Sample) -> Finding | None:
+        """Fold one window in; a finding when an eval/save window crosses the line as a jump."""
+        line = _line_for(self.line, e.total)
+        if not ctx.phase:
+            if ctx.steady_training():
+                self.train_peak = max(self.train_peak, e.used_max)
+            return None
+        self.phase_peak = max(self.phase_peak, e.used_max)
+        jump = self.phase_peak - self.train_peak
+        if self.train_peak and self.phase_peak >= line and jump >= max(256 * MIB, e.total // 33):
+            return Finding(f"oom_at_{ctx.phase}", ctx.step, {
+                "pre": True, "train_peak": self.train_peak, "phase_peak": self.phase_peak, "line": line})
+        return None
+
+
+class LeakWatch:
+    """torch_allocated at step end rising in most of 50 steps, smoothly rather than in one jump."""
+
+    WINDOW, MIN_GROWTH, MIN_RISING, MAX_JUMP_SHARE = 50, 32 * MIB, 0.8, 0.3
+
+    def __init__(self) -> None:
+        self.values: deque[tuple[int, int]] = deque(maxlen=self.WINDOW)  # (step, allocated)
+        self.diffs: deque[int] = deque(maxlen=self.WINDOW - 1)
+        self.maxq: deque[tuple[int, int]] = deque()  # monotonic: (serial, diff), largest first
+        self.rising = self.serial = 0
+
+    def reset(self) -> None:
+        """Forget the window (a resumed or restarted run)."""
+        self.values.clear()
+        self.diffs.clear()
+        self.maxq.clear()
+        self.rising = self.serial = 0
+
+    def step(self, ctx: Context, e: events.Step) -> Finding | None:
+        """Fold one step's allocation in; a finding when the window shows a creep."""
+        if e.torch_allocated is None or e.rank != 0 or e.torch_allocated < 0:
+            return None
+        if self.values and e.step <= self.values[-1][0]:
+            self.reset()
+        if self.values:
+            self._push_diff(e.torch_allocated - self.values[-1][1])
+        self.values.append((e.step, e.torch_allocated))
+        return self._judge(ctx) if len(self.values) == self.WINDOW else None
+
+    def _push_diff(self, diff: int) -> None:
+        if len(self.diffs) == self.diffs.maxlen:
+            self.rising -= self.diffs[0] > 0
+        self.diffs.append(diff)
+        self.rising += diff > 0
+        self.serial += 1
+        while self.maxq and self.maxq[-1][1] <= diff:
+            self.maxq.pop()
+        self.maxq.append((self.serial, diff))
+        while self.maxq[0][0] <= self.serial - len(self.diffs):
+            self.maxq.popleft()
+
+    def _judge(self, ctx: Context) -> Finding | None:
+        (first_step, first), (last_step, last) = self.values[0], self.values[-1]
+        growth = last - first
+        if growth < self.MIN_GROWTH or self.rising < self.MIN_RISING * len(self.diffs):
+            return None
+        if self.maxq[0][1] > self.MAX_JUMP_SHARE * growth:
+            return None
+        per_step = growth / max(1, last_step - first_step)
+        totals = [s.total for g, s in ctx.last_sample.items() if ctx.is_ours(g) and s.total > 0]
+        full_at = None
+        if totals and per_step > 0:
+            full_at = last_step + int((min(totals) - max(last, _used(ctx))) / per_step)
+        return Finding("memory_leak", ctx.step, {
+            "from_step": first_step, "to_step": last_step, "first": first, "last": last,
+            "per_step": per_step, "rising": self.rising, "n": len(self.diffs), "full_at": full_at})
+
+
+def _used(ctx: Context) -> int:
+    return max((s.used_last for g, s in ctx.last_sample.items() if ctx.is_ours(g)), default=0)
+
+
+class LossWatch:
+    """NaN/inf, a loss flat or near zero from the start, and a loss rising well above its best."""
+
+    FLAT_N, ROLL, RISE, RISE_ABS, PATIENCE = 30, 10, 1.5, 0.25, 10
+
+    def __init__(self, recipe: Recipe | None) -> None:
+        self.recipe = recipe
+        self.first: list[float] = []
+        self.flat: list[tuple[int, float]] = []
+        self.zero_grads = 0
+        self.grad_logs = 0
+        self.bad_grad_streak = 0
+        self.roll: deque[float] = deque(maxlen=self.ROLL)
+        self.best: float | None = None
+        self.best_step = 0
+        self.rise_streak = 0
+        self.lr: float | None = None
+
+    def log(self, ctx: Context, e: events.Log) -> list[Finding]:
+        """Fold one Trainer log in; findings it completes."""
+        values = {k: events.num_in(v) for k, v in e.values.items()}
+        if "train_runtime" in values or "train_loss" in values:
+            return []  # the end-of-training summary, not a step's loss
+        if values.get("learning_rate") is not None:
+            self.lr = values["learning_rate"]
+        found = self._nan(e.step, values, sorted(set(ctx.gpu_names.values())))
+        loss = values.get("loss")
+        if loss is None or loss != loss or abs(loss) == float("inf"):
+            return found
+        found += self._flat(ctx, e.step, loss, values.get("grad_norm"))
+        rise = self._rise(e.step, loss)
+        return found + ([rise] if rise else [])
+
+    def _nan(self, step: int, values: dict[str, float | None], names: list[str]) -> list[Finding]:
+        loss, grad = values.get("loss"), values.get("grad_norm")
+        if loss is not None and not _finite(loss):
+            return [Finding("nan_loss", step, {"what": "loss", "value": str(loss), "lr": self.lr, "names": names})]
+        if grad is None:
+            return []
+        self.bad_grad_streak = 0 if _finite(grad) else self.bad_grad_streak + 1
+        # fp16's grad scaler skips steps with inf gradients on purpose: only a streak means trouble.
+        fp16 = self.recipe is None or self.recipe.training.fp16
+        if self.bad_grad_streak >= (3 if fp16 else 1):
+            return [Finding("nan_loss", step, {"what": "grad_norm", "value": str(grad), "lr": self.lr,
+                                               "streak": self.bad_grad_streak, "names": names})]
+        return []
+
+    def _flat(self, ctx: Context, step: int, loss: float, grad: float | None) -> list[Finding]:
+        found = []
+        if len(self.first) < 5:
+            self.first.append(loss)
+            if len(self.first) == 5 and sorted(self.first)[2] < 0.05:
+                found.append(Finding("loss_flat", step, {"kind": "low", "losses": list(self.first)}))
+        if grad is not None and self.grad_logs < 10:
+            self.grad_logs += 1
+            self.zero_grads += grad == 0.0
+            if self.grad_logs == 10 and self.zero_grads >= 5:
+                found.append(Finding("loss_flat", step, {"kind": "zero_grad", "zeros": self.zero_grads}))
+        if len(self.flat) < self.FLAT_N and step > _warmup_steps(self.recipe, ctx.max_steps) and self.lr:
+            self.flat.append((step, loss))
+            if len(self.flat) == self.FLAT_N:
+                found += self._judge_flat(step)
+        return found
+
+    def _judge_flat(self, step: int) -> list[Finding]:
+        losses = [v for _, v in self.flat]
+        mean = sum(losses) / len(losses)
+        spread = max(losses) - min(losses)
+        if mean > 0 and spread <= 0.02 * mean:
+            return [Finding("loss_flat", step, {
+                "kind": "unchanged", "mean": mean, "spread": spread,
+                "from_step": self.flat[0][0], "to_step": self.flat[-1][0]})]
+        return []
+
+    def _rise(self, step: int, loss: float) -> Finding | None:
+        self.roll.append(loss)
+        if len(self.roll) < self.ROLL:
+            return None
+        mean = sum(self.roll) / len(self.roll)
+        if self.best is None or mean < self.best:
+            self.best, self.best_step = mean, step
+        rising = mean > self.RISE * self.best and mean - self.best >= self.RISE_ABS
+        self.rise_streak = self.rise_streak + 1 if rising else 0
+        if self.rise_streak == self.PATIENCE:
+            return Finding("loss_diverging", step, {
+                "best": self.best, "best_step": self.best_step, "now": mean, "lr": self.lr})
+        return None
+
+
+def _finite(value: float) -> bool:
+    return value == value and abs(value) != float("inf")
+
+
+def _warmup_steps(recipe: Recipe | None, max_steps: int) -> int:
+    """Steps of learning-rate warmup, when the recipe and the run's length say."""
+    if recipe is None:
+        return 0
+    t = recipe.training
+    return t.warmup_steps or int(t.warmup_ratio * max(max_steps, t.max_steps, 0))
+
+
+# -- detectors over output lines ------------------------------------------------------------------
+
+_SETUP = (
+    ("bnb_setup", re.compile(
+        r"compiled without GPU support|CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|"
+        r"Required library)|libbitsandbytes_cpu\.so.*undefined symbol|No module named '?bitsandbytes|"
+        r"Using `bitsandbytes` \S+ quantization requires|bitsandbytes library load error|"
+        r"Could not find the bitsandbytes CUDA binary", re.I)),
+    ("flash_attn_unavailable", re.compile(
+        r"FlashAttention2 has been toggled on, but it cannot be used|No module named '?flash_attn|"
+        r"flash_attn\S*\.so: undefined symbol|FlashAttention only supports Ampere|"
+        r"package flash_attn seems to be not installed", re.I)),
+    ("cuda_error", re.compile(
+        r"CUDA error: (?!out of memory)|device-side assert triggered|illegal memory access|"
+        r"CUBLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|NOT_SUPPORTED)|CUDNN_STATUS_(?:EXECUTION_FAILED|"
+        r"INTERNAL_ERROR)|Assertion `[^`]+` failed|Watchdog caught collective operation timeout|"
+        r"NCCL (?:error|communicator was aborted)|ProcessGroupNCCL.*timed out", re.I)),
+)
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+_FRAME = re.compile(r'File "[^"]*", line \d+, in (\w+)')
+_FRAME_PHASE = {
+    "evaluate": "eval", "_evaluate": "eval", "evaluation_loop": "eval", "prediction_step": "eval",
+    "_save_checkpoint": "save", "save_model": "save", "_save": "save", "save_pretrained": "save",
+    "training_step": "train", "_inner_training_loop": "train",
+    "from_pretrained": "load", "_load_pretrained_model": "load",
+}
+
+
