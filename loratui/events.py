@@ -81,6 +81,7 @@ class Step(Event, frozen=True, tag="step"):
     torch_reserved: int | None = None
     peak_allocated: int | None = None
     peak_reserved: int | None = None
+    max_len: int = 0  # longest (padded) sequence among this step's micro-batches
     rank: int = 0
 
 

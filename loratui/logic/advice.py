@@ -12,6 +12,8 @@ the VRAM pane show: a "32 GB" card reports 31.7 GiB, so the default 30 leaves ab
 
 from __future__ import annotations
 
+import re
+from collections import deque
 from typing import Any
 
 from loratui import events
@@ -42,6 +44,8 @@ class Advisor:
         self.vram, self.starve, self.jump = VramWatch(line), StarveWatch(), JumpWatch(line)
         self.leak, self.loss = LeakWatch(), LossWatch(recipe)
         self.estimate: events.Estimate | None = None
+        self.step_lens: deque[int] = deque(maxlen=200)  # longest sequence of each recent step (rank 0)
+        self.oom_batch_len = 0  # the sequence length of the batch an OOM struck, when the trainer said
         self._items: list[Advice] | None = None
 
     def feed(self, event: Any) -> None:
@@ -94,6 +98,8 @@ class Advisor:
         self.ctx.step = max(self.ctx.step, e.step)
         if e.rank == 0:
             self.starve.step(e)
+            if e.max_len > 0:
+                self.step_lens.append(e.max_len)
         self._latch(self.leak.step(self.ctx, e))
 
     def _on_log(self, e: events.Log) -> None:
@@ -120,6 +126,19 @@ class Advisor:
             return
         if self.vram.sample(ctx, e) | self.starve.sample(ctx, e):
             self._items = None
+
+    def _on_notice(self, e: events.Notice) -> None:
+        if e.key == "oom_batch":
+            found = re.search(r"sequence length (\d+)", e.message)
+            self.oom_batch_len = int(found.group(1)) if found else 0
+            self._items = None
+
+    def long_sample(self) -> tuple[int, int] | None:
+        """(failing batch length, typical step length) when the OOM struck one unusually long batch."""
+        if not self.oom_batch_len or len(self.step_lens) < 3:
+            return None
+        typical = sorted(self.step_lens)[len(self.step_lens) // 2]
+        return (self.oom_batch_len, typical) if self.oom_batch_len >= 1.5 * typical else None
 
     def _on_output(self, e: events.Output) -> None:
         for line in e.lines:
@@ -165,6 +184,7 @@ _HANDLERS: dict[type, str] = {
     events.State: "_on_state", events.TrainBegin: "_on_trainbegin", events.Phase: "_on_phase",
     events.Step: "_on_step", events.Log: "_on_log", events.GpuInfo: "_on_gpuinfo",
     events.Estimate: "_on_estimate", events.Sample: "_on_sample", events.Output: "_on_output",
+    events.Notice: "_on_notice",
     events.End: "_on_end",
 }
 
@@ -172,7 +192,7 @@ _HANDLERS: dict[type, str] = {
 
 def _build_all(adv: Advisor) -> list[Advice]:
     """Every finding of `adv` as advice (unsorted)."""
-    built = _oom_advice(adv.oom, adv.recipe) if adv.oom is not None else []
+    built = _oom_advice(adv.oom, adv.recipe, adv.long_sample()) if adv.oom is not None else []
     for finding in adv.found.values():
         if not any(a.id == finding.id for a in built):
             built.append(_BUILDERS[finding.id](finding, adv.recipe))

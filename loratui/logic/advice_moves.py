@@ -71,7 +71,7 @@ def _num(value: float | None) -> str:
 # -- OOM ----------------------------------------------------------------------------------------------
 
 
-def _oom_advice(f: Finding, r: Recipe | None) -> list[Advice]:
+def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | None = None) -> list[Advice]:
     """The OOM as advice: where it happened (eval, save) and why (full, fragmented, a neighbour)."""
     report: oom.OomReport = f.facts["report"]
     phase, others = f.facts["phase"], f.facts["others"]
@@ -90,12 +90,28 @@ def _oom_advice(f: Finding, r: Recipe | None) -> list[Advice]:
                             f"CUDA OOM from fragmentation: {spare} reserved but unallocated; set "
                             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
                             evidence, {"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, f.step))
+    elif long_sample is not None and phase not in ("eval", "save", "load"):
+        built.append(_long_sample_advice(long_sample, r, evidence, f.step))
     elif phase not in ("eval", "save"):
         text, change = _memory_move(r, phase)
         where = ("while loading the model" if phase == "load" else "the card is full" if kind == oom.FULL
                  else "the message gives no usable numbers")
         built.append(Advice("oom_full", ERROR, f"CUDA out of memory ({where}): {text}", evidence, change, f.step))
     return built
+
+
+def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence: list[str],
+                        step: int) -> Advice:
+    """One batch far longer than the rest died: truncate rather than shrink every batch."""
+    batch_len, typical = long_sample
+    # Room for the usual batches with margin, rounded to 64; always below the batch that failed.
+    cap = min(batch_len - 1, max(64, -(-int(typical * 1.5) // 64) * 64))
+    if r is not None:
+        cap = min(cap, r.data.max_length)
+    facts = [f"the failing batch had sequences of {batch_len} tokens; a typical step's longest was {typical}"]
+    return Advice("oom_full", ERROR,
+                  f"CUDA out of memory at one long sample ({batch_len} tokens vs ~{typical} usually): "
+                  f"truncate with max_length = {cap}", facts + evidence, {"data.max_length": cap}, step)
 
 
 def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:

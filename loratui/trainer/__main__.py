@@ -96,7 +96,14 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
         train_dataset=train_set, eval_dataset=eval_set,
         data_collator=data.PadCollator(tokenizer.pad_token_id), callbacks=[callback],
     )
-    trainer.train(resume_from_checkpoint=resume_from)
+    try:
+        trainer.train(resume_from_checkpoint=resume_from)
+    except Exception as exc:
+        if "OutOfMemoryError" in type(exc).__name__ or "out of memory" in str(exc):
+            # Which batch died: the advisor tells one long sample from a card that is simply full.
+            log.write(events.Notice(t=time.time(), level="error", key="oom_batch",
+                                    message=f"out of memory on a batch of sequence length {tokens.last_len}"))
+        raise
     if callback.suspended:
         callback.emit(events.State(t=time.time(), state=events.SUSPENDED, step=trainer.state.global_step))
         return SUSPEND_EXIT

@@ -93,6 +93,10 @@ class TokenCounter:
     def __init__(self) -> None:
         self._total: Any = 0
         self._read = 0
+        self.step_len = 0
+        """Longest sequence seen in this step's forwards (a shape: host-side, no sync)."""
+        self.last_len = 0
+        """The sequence length of the latest forward: the batch in flight when an OOM strikes."""
 
     def hook(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Forward pre-hook: add this micro-batch's attention-mask sum (asynchronously)."""
@@ -100,6 +104,10 @@ class TokenCounter:
             return
         mask = kwargs.get("attention_mask")
         ids = kwargs.get("input_ids")
+        shaped = ids if ids is not None else mask
+        if shaped is not None:
+            self.last_len = int(shaped.shape[-1])
+            self.step_len = max(self.step_len, self.last_len)
         if mask is not None:
             self._total = self._total + mask.sum()
         elif ids is not None:
@@ -146,9 +154,10 @@ class EventCallback(TrainerCallback):
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         step_time = time.perf_counter() - self._step_start
         delta, total = self.tokens.read()
+        max_len, self.tokens.step_len = self.tokens.step_len, 0
         self._emit_all(events.Step(t=time.time(), step=state.global_step, epoch=float(state.epoch or 0.0),
                                    step_time=step_time, tokens=delta, tokens_seen=total, rank=self.rank,
-                                   **self._memory()))
+                                   max_len=max_len, **self._memory()))
         self._obey(state, control)
         if control.should_save:
             self.emit(events.Phase(t=time.time(), name="save", edge="begin", step=state.global_step))
