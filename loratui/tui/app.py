@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
 from loratui import events
+from loratui.logic.advice import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe, RecipeError, load_recipe
 from loratui.rundir import RunDir
@@ -31,10 +32,6 @@ from loratui.tui.widgets.loss_plot import LossPlot
 from loratui.tui.widgets.status import StatusBar
 from loratui.tui.widgets.vram import VramPane
 
-try:  # the advisor is pure logic of its own; the panel shows nothing without it
-    from loratui.logic.advice import Advisor
-except ImportError:  # pragma: no cover
-    Advisor = None  # type: ignore[assignment,misc]
 
 CONTROL_ACTIONS = {
     "pause": {events.TRAINING},
@@ -80,7 +77,7 @@ class LoratuiApp(App[str]):
         self.poll_s = poll_s
         self.refresh_s = refresh_s
         self.run_state = RunState()
-        self.advisor = Advisor(recipe) if Advisor is not None else None
+        self.advisor: Advisor | None = Advisor(recipe)
         self.note = ""
         self.outcome = "detach"
         self._dirty = True
