@@ -82,7 +82,9 @@ class Supervisor:
                 resume_from = latest_checkpoint(self.run.checkpoints)
                 self._set_state(events.STARTING, f"resuming from {resume_from}")
                 continue
-            if code == 0 or (self.stop_requested and code in (0, SUSPEND_EXIT)):
+            # A stop that had to terminate a trainer stuck before its next step is still a stop.
+            stopped_ok = (0, SUSPEND_EXIT, -signal.SIGTERM, -signal.SIGKILL)
+            if code == 0 or (self.stop_requested and code in stopped_ok):
                 return self._end(events.STOPPED if self.stop_requested else events.FINISHED, code)
             return self._end(events.FAILED, code)
 
