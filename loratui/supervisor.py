@@ -249,10 +249,15 @@ class Supervisor:
         return None
 
     def _enforce_stop(self) -> None:
-        """A trainer still loading or stuck gets SIGTERM after a grace period, then SIGKILL."""
+        """Tell a single trainer at once (it exits now if still loading), then escalate if it hangs."""
         trainer = self.trainer
         if trainer is None:
             return
+        if self.recipe.distributed.num_processes in (1,) and trainer.poll() is None:
+            # A training process stops at its next step boundary on SIGTERM, as on the command; one still
+            # importing or loading weights has nothing to save and ends at once. (Under torchrun the agent
+            # would kill every rank on SIGTERM, so there only the command file speaks.)
+            trainer.send_signal(signal.SIGTERM)
         try:
             trainer.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:

@@ -172,3 +172,17 @@ def test_dataloader_workers_do_not_hang_the_trainer(tmp_path: Path, runs_dir: Pa
     result = loratui("run", str(recipe), "--headless", "--max-steps", "4", "--runs-dir", str(runs_dir), timeout=180)
     assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-1500:]
     assert len(kinds(only_run(runs_dir), "step")) == 4
+
+
+def test_stop_while_loading_ends_at_once(runs_dir: Path) -> None:
+    """x (or `loratui stop`) before the first step: nothing to save, so the trainer ends now, not after a
+    step that may be minutes away (a 32B model loads for minutes)."""
+    viewer = _start_detached(runs_dir, "--max-steps", "3000")
+    run = wait_for(lambda: runs_dir.exists() and any(runs_dir.iterdir()) and only_run(runs_dir))
+    wait_for(lambda: any(e["state"] == "loading" for e in kinds(run, "state")), timeout=60)  # type: ignore[arg-type]
+    started = time.monotonic()
+    control.send(run / "control.sock", "stop")  # type: ignore[operator]
+    viewer.communicate(timeout=60)
+    assert time.monotonic() - started < 15
+    assert kinds(run, "end")[0]["state"] == "stopped"  # type: ignore[arg-type]
+    assert not kinds(run, "step")  # type: ignore[arg-type]

@@ -32,10 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     log = EventWriter(run.events)
     if int(os.environ.get("RANK", "0")) == 0:
         log.write(events.State(t=time.time(), state=events.LOADING, reason="loading model and data"))
-    from loratui.trainer.callback import ControlState
+    from loratui.trainer.callback import ControlState  # imports transformers: after "loading" is on record
 
     control = ControlState(run.commands)
-    signal.signal(signal.SIGTERM, lambda *_: control.apply("stop"))
+    signal.signal(signal.SIGTERM, lambda *_: _on_sigterm(control))
     from loratui.trainer.data import DataError
 
     try:
@@ -45,6 +45,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         log.close()
+
+
+_TRAINING = False
+"""Set once the Trainer's loop runs: before it, a stop has nothing to save and ends the process at once."""
+
+
+def _on_sigterm(control: Any) -> None:
+    """SIGTERM: stop at the next step boundary, or right away while the model is still loading."""
+    control.apply("stop")
+    if not _TRAINING:
+        raise SystemExit(0)
 
 
 def train(run: RunDir, log: EventWriter, control: object, resume_from: str | None) -> int:
@@ -96,6 +107,8 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
         train_dataset=train_set, eval_dataset=eval_set,
         data_collator=data.PadCollator(tokenizer.pad_token_id), callbacks=[callback],
     )
+    global _TRAINING
+    _TRAINING = True
     try:
         trainer.train(resume_from_checkpoint=resume_from)
     except Exception as exc:
