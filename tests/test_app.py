@@ -144,3 +144,12 @@ async def test_help_screen_shows_every_key() -> None:
         page = str(widget.render())
         for fragment in ("pause at the next step", "suspend", "apply the highlighted advice", "next/previous event"):
             assert fragment in page, fragment
+
+
+def test_rank_imbalance_is_flagged() -> None:
+    from loratui.tui.widgets.vram import rank_imbalance
+
+    gib = 1 << 30
+    assert not rank_imbalance({0: 20 * gib})
+    assert not rank_imbalance({0: 20 * gib, 1: 21 * gib})
+    assert rank_imbalance({0: 30 * gib, 1: 12 * gib})

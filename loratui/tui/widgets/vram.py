@@ -118,7 +118,17 @@ def _torch_line(state: RunState) -> str:
     if len(state.rank_peak_reserved) > 1:
         # One rank far above the others usually means a wrong device placement (set_device).
         line += " · ranks " + " ".join(f"{r}:{fmt.gib(v)}" for r, v in sorted(state.rank_peak_reserved.items()))
+        if rank_imbalance(state.rank_peak_reserved):
+            line += " ⚠ rank imbalance"
     return line
+
+
+def rank_imbalance(peaks: dict[int, int]) -> bool:
+    """One rank holding far more than another (over 25 % and 1 GiB more): often a wrong set_device."""
+    if len(peaks) < 2:
+        return False
+    high, low = max(peaks.values()), min(peaks.values())
+    return high > 1.25 * low and high - low > GIB
 
 
 def _estimate_line(state: RunState) -> str:
