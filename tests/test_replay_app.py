@@ -74,3 +74,13 @@ async def test_compare_overlays_the_second_run() -> None:
         assert app.query_one(LossPlot).compare is other and app.query_one(VramPane).compare is other
         rendered = str(app.query_one(VramPane).render())
         assert rendered.count("30 GiB") == 2  # one warning line per run
+
+
+async def test_from_step_opens_at_that_step() -> None:
+    app = replay_app(scenarios.run(60), None, "from", speed=1, start_step=30)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.run_state.step >= 30:
+                break
+        assert 30 <= app.run_state.step <= 31  # x1 playing on from 30: at most one more 2.7 s step
