@@ -7,10 +7,10 @@ import time
 from typing import TextIO
 
 from loratui import events
-from loratui.eventlog import LogTail
 from loratui.logic import fmt
 from loratui.logic.runstate import RunState
 from loratui.rundir import RunDir
+from loratui.sources.runlog import LiveSource
 
 
 def progress_line(s: RunState, width: int = 24) -> str:
@@ -27,19 +27,18 @@ def progress_line(s: RunState, width: int = 24) -> str:
             f"tok/s {fmt.rate(s.tokens_per_s)}  VRAM {vram}  ETA {fmt.duration(s.eta_s)}")
 
 
-def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2, from_start: bool = True) -> RunState:
+def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunState:
     """Print progress until the run ends (or its supervisor disappears); returns the final state."""
-    tail = LogTail(run.events)
+    source = LiveSource(run)  # the same reader as the app's: one notion of "the run is over"
     state = RunState()
     tty = out.isatty()
     last_print, last_step = 0.0, -1
     seen_notices = 0
     while True:
-        found = tail.poll()
-        state.feed_all(found)
+        batch = source.poll()
+        state.feed_all(batch.events)
         for notice in state.notices[seen_notices:]:
-            print(f"\r\nnotice: {notice.key}: {notice.message}" if tty else f"notice: {notice.key}: {notice.message}",
-                  file=out)
+            print(("\r\n" if tty else "") + f"notice: {notice.key}: {notice.message}", file=out)
         seen_notices = len(state.notices)
         now = time.monotonic()
         if tty:
@@ -48,13 +47,10 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2, from_star
         elif state.step != last_step and now - last_print >= 2.0 or state.state in events.FINAL_STATES:
             print(progress_line(state), file=out, flush=True)
             last_print, last_step = now, state.step
-        if state.end is not None:
-            break
-        if not found and run.supervisor_pid() is None and not run.control.exists():
-            state.feed_all(tail.poll() + tail.finish())
+        if batch.ended:
             if state.end is None:
                 print("\nthe supervisor is gone and the log has no end event (was it killed?)", file=out)
-                break
+            break
         time.sleep(poll_s)
     if tty:
         out.write("\n")

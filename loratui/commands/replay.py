@@ -23,7 +23,6 @@ def register(sub: Any, runs_dir: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Open the replay (or print its summary)."""
     from loratui.errors import UsageError
-    from loratui.eventlog import read_log  # noqa: F401  (keeps the import cost here, not at parse)
 
     if not 1 <= args.speed <= 1000:
         raise UsageError(f"--speed {args.speed:g}: use a speed from 1 to 1000")
