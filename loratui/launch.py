@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 
 from loratui import rundir
-from loratui.recipe import TINY_MODEL, Recipe, RecipeError, find_key_line, load_recipe
+from loratui.recipe import TINY_MODEL, Recipe, RecipeError, load_recipe, where
 
 
 def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> None:
@@ -60,8 +60,7 @@ def _looks_local(path: str) -> bool:
 
 
 def _at(recipe_path: Path, key: str) -> str:
-    line = find_key_line(recipe_path.read_text(encoding="utf-8"), key)
-    return f"{recipe_path}:{line}" if line else str(recipe_path)
+    return where(recipe_path, recipe_path.read_text(encoding="utf-8"), key)
 
 
 def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_path: str | None = None,

@@ -188,7 +188,7 @@ def load_recipe(path: str | Path, text: str | None = None) -> Recipe:
     problem = check_combinations(recipe)
     if problem:
         key, message = problem
-        raise RecipeError(f"{_where(path, text, key)}: `{key}`: {message}")
+        raise RecipeError(f"{where(path, text, key)}: `{key}`: {message}")
     return recipe
 
 
@@ -321,12 +321,12 @@ def _explain_validation(path: Path, text: str, message: str) -> str:
     if unknown:
         key = f"{container}.{unknown.group(1)}" if container else unknown.group(1)
         hint = _suggest(container, unknown.group(1))
-        return f"{_where(path, text, key)}: unknown key `{key}`{hint}; remove it or fix its spelling"
+        return f"{where(path, text, key)}: unknown key `{key}`{hint}; remove it or fix its spelling"
     detail = _PATH_RE.sub("", message).rstrip(" -")
     allowed = _allowed_values(container)
     if allowed:
         detail += f"; use one of: {allowed}"
-    return f"{_where(path, text, container)}: key `{container}`: {detail}"
+    return f"{where(path, text, container)}: key `{container}`: {detail}"
 
 
 def _allowed_values(dotted_key: str) -> str:
@@ -360,7 +360,7 @@ _SECTION_TYPES: dict[str, Any] = {
 }
 
 
-def _where(path: Path, text: str, dotted_key: str) -> str:
+def where(path: Path, text: str, dotted_key: str) -> str:
     """`file:line` for a dotted key (the key's line, else its section's), or just `file`."""
     line = find_key_line(text, dotted_key)
     return f"{path}:{line}" if line else str(path)
