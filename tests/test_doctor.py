@@ -12,6 +12,7 @@ import pytest
 
 from loratui import events
 from loratui.cli import main
+from tests.conftest import loratui
 
 LOGS = Path(__file__).parent / "data" / "logs"
 REPO = Path(__file__).resolve().parents[1]
@@ -113,9 +114,9 @@ def test_run_directory_uses_its_recipe(tmp_path: Path, capsys: pytest.CaptureFix
 @pytest.mark.slow
 def test_real_tiny_run_is_healthy(tmp_path: Path) -> None:
     """The doctor finds nothing wrong with a real tiny CPU run, run through the console script's module."""
-    subprocess.run([sys.executable, "-m", "loratui", "run", str(REPO / "recipes" / "tiny.toml"), "--headless",
-                    "--max-steps", "40", "--runs-dir", str(tmp_path)], cwd=tmp_path, check=True,
-                   capture_output=True, timeout=600)
+    result = loratui("run", str(REPO / "recipes" / "tiny.toml"), "--headless", "--max-steps", "40",
+                     "--runs-dir", str(tmp_path), timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
     (run_dir,) = [p for p in tmp_path.iterdir() if (p / "events.jsonl").exists()]
     script = shutil.which("loratui") or ""
     command = [script] if script else [sys.executable, "-c", "import sys; from loratui.cli import main; "
