@@ -2,7 +2,8 @@
 
     python bench/gpu_analyse.py issue2 RUN_DIR SMI_CSV
     python bench/gpu_analyse.py spikes RUN_DIR SPIKES_JSON SMI1S_CSV CPU_JSON
-    python bench/gpu_analyse.py overhead OUT_DIR         (a*.json from plain_trainer.py, runs_ovh/*/ of loratui)
+    python bench/gpu_analyse.py overhead OUT_DIR    (a*.json of plain_trainer.py; runs_ovh/, runs_ovh_tty/ of loratui)
+    python bench/gpu_analyse.py throughput OUT_DIR  (tput/*/ runs and tput/plain_*.json; bf16_rate.txt; logs/ckpt.log)
 
 Reads events.jsonl as plain JSON lines (a torn line is skipped), so it needs no loratui import.
 SMI CSVs are `timestamp, memory.used[, memory.reserved]` in MiB (nvidia-smi --format=csv,noheader,nounits).
@@ -65,7 +66,9 @@ def smi_rows(path: Path) -> list[tuple[float, float, float | None]]:
 
 
 def steady(times: list[float], skip: int = 2) -> list[float]:
-    return times[skip:] if len(times) > skip else []
+    """Steps after warm-up, without the last: the final step ran ~15% slower in both arms on the H200
+    (end-of-training work inside its timed window), noise that is not the monitor's."""
+    return times[skip:-1] if len(times) > skip + 1 else []
 
 
 def g(x: float | None) -> str:
@@ -185,43 +188,80 @@ def bootstrap_ratio(a: list[float], b: list[float], n: int = 4000) -> tuple[floa
     return vals[int(0.025 * n)], vals[int(0.975 * n)]
 
 
+def run_steps(run: Path) -> tuple[list[float], dict, int]:
+    """(step times, end event, median tokens per step) of a loratui run."""
+    ev = events(run)
+    steps = [e for e in ev if e.get("kind") == "step" and e.get("rank", 0) == 0]
+    end = next((e for e in ev if e.get("kind") == "end"), {})
+    tok = int(statistics.median(s.get("tokens", 0) for s in steps)) if steps else 0
+    return [s["step_time"] for s in steps], end, tok
+
+
+def loratui_runs(root: Path) -> list[Path]:
+    return sorted((p for p in root.iterdir() if (p / "events.jsonl").exists()),
+                  key=lambda p: p.stat().st_mtime) if root.exists() else []
+
+
 def overhead(out: Path) -> None:
-    a_runs = sorted(out.glob("overhead/a*.json"), key=lambda p: int(p.stem[1:]))
-    b_root = out / "runs_ovh"
-    b_runs = sorted((p for p in b_root.iterdir() if (p / "events.jsonl").exists()),
-                    key=lambda p: p.stat().st_mtime) if b_root.exists() else []
-    a_med, b_med, a_all, b_all = [], [], [], []
-    for i, path in enumerate(a_runs, 1):
+    """(a) plain script, (b) loratui --headless, (c) loratui with the TUI attached to a pty."""
+    arms: dict[str, list[list[float]]] = {"a": [], "b": [], "c": []}
+    for i, path in enumerate(sorted(out.glob("overhead/a*.json"), key=lambda p: int(p.stem[1:])), 1):
         t = json.loads(path.read_text())["step_times"]
-        st = steady(t)
-        if st:
-            a_med.append(statistics.median(st))
-            a_all += st
-        print(f"OVH a{i} plain steps={len(t)} steady_median_s={a_med[-1] if st else float('nan'):.3f} "
+        arms["a"].append(steady(t))
+        print(f"OVH a{i} plain steps={len(t)} steady={','.join(f'{x:.3f}' for x in steady(t))}")
+    for arm, root in (("b", out / "runs_ovh"), ("c", out / "runs_ovh_tty")):
+        for i, run in enumerate(loratui_runs(root), 1):
+            t, end, tok = run_steps(run)
+            arms[arm].append(steady(t))
+            tty = out / "overhead" / f"{arm}{i}_tty.json"
+            extra = f" tty={tty.read_text().strip()}" if tty.exists() else ""
+            print(f"OVH {arm}{i} loratui steps={len(t)} end={end.get('state')} tokens_per_step={tok} "
+                  f"steady={','.join(f'{x:.3f}' for x in steady(t))}{extra}")
+    a_all = [x for run in arms["a"] for x in run]
+    if not a_all:
+        print("OVH_RESULT no plain run")
+        return
+    for arm, label in (("b", "headless"), ("c", "TUI attached")):
+        x_all = [x for run in arms[arm] for x in run]
+        if not x_all:
+            continue
+        ratio = statistics.median(a_all) / statistics.median(x_all)  # tokens/s ratio = inverse time ratio
+        lo, hi = bootstrap_ratio(a_all, x_all)
+        per_run = [statistics.median(r) for r in arms[arm] if r]
+        print(f"OVH_RESULT {arm} ({label}): tokens/s ratio {arm}/a = {ratio:.4f} (bootstrap 95% CI {lo:.4f}-{hi:.4f}; "
+              f"steady steps a={len(a_all)} {arm}={len(x_all)} in {len(arms['a'])}/{len(per_run)} runs; "
+              f"per-run medians a={','.join(f'{statistics.median(r):.3f}' for r in arms['a'] if r)} "
+              f"{arm}={','.join(f'{m:.3f}' for m in per_run)} s/step)")
+
+
+def throughput(out: Path) -> None:
+    """Tokens/s and MFU of each variant under OUT/tput (loratui runs, plus plain_*.json from plain_trainer)."""
+    rate_line = (out / "bf16_rate.txt").read_text() if (out / "bf16_rate.txt").exists() else ""
+    rate = json.loads(rate_line.split(" ", 1)[1])["tflops"] if rate_line.startswith("BF16_RATE") else None
+    ckpt = (out / "logs" / "ckpt.log").read_text() if (out / "logs" / "ckpt.log").exists() else ""
+    params = next((json.loads(l.split(" ", 1)[1])["params"] for l in ckpt.splitlines() if l.startswith("CKPT ")), None)
+    print(f"TPUT bf16_rate_tflops={rate} params={params}")
+    rows = []
+    for run in loratui_runs(out / "tput"):
+        t, end, tok = run_steps(run)
+        peaks = [e.get("peak_reserved", 0) for e in events(run) if e.get("kind") == "step"]
+        used = [e.get("used_max", 0) for e in events(run) if e.get("kind") == "sample"]
+        rows.append((run.name.split("-", 2)[-1], "loratui", steady(t), tok, max(peaks, default=0),
+                     max(used, default=0), end.get("state")))
+    for path in sorted((out / "tput").glob("plain_*.json")):
+        r = json.loads(path.read_text())
+        tok = r["batch"] * r["grad_accum"] * r["max_length"]  # packed: every block is full
+        rows.append((path.stem[6:], "plain", steady(r["step_times"]), tok, r.get("peak_reserved") or 0, 0, "finished"))
+    for name, how, st, tok, peak, used, state in rows:
+        if not st:
+            print(f"TPUT {name} {how} end={state} no steady steps")
+            continue
+        tps = tok / statistics.median(st)
+        mfu = 6 * params * tps / (rate * 1e12) if params and rate else None
+        print(f"TPUT {name} {how} end={state} tokens_per_step={tok} s_per_step={statistics.median(st):.3f} "
+              f"tok_per_s={tps:.0f} mfu_6N={100 * mfu if mfu else float('nan'):.1f}% "
+              f"torch_peak_reserved_GiB={g(peak)} device_used_peak_GiB={g(used) if used else 'n/a'} "
               f"steady={','.join(f'{x:.3f}' for x in st)}")
-    for i, run in enumerate(b_runs, 1):
-        ev = events(run)
-        steps = [e for e in ev if e.get("kind") == "step"]
-        end = next((e for e in ev if e.get("kind") == "end"), {})
-        st = steady([s["step_time"] for s in steps])
-        if st:
-            b_med.append(statistics.median(st))
-            b_all += st
-        tok = statistics.median(s.get("tokens", 0) for s in steps) if steps else 0
-        print(f"OVH b{i} loratui steps={len(steps)} end={end.get('state')} tokens_per_step={tok:.0f} "
-              f"steady_median_s={b_med[-1] if st else float('nan'):.3f} steady={','.join(f'{x:.3f}' for x in st)}")
-    pairs = min(len(a_med), len(b_med))
-    per_pair = [a_med[i] / b_med[i] for i in range(pairs)]
-    if a_all and b_all:
-        ratio = statistics.median(a_all) / statistics.median(b_all)
-        lo, hi = bootstrap_ratio(a_all, b_all)
-        tps_a = 16384 / statistics.median(a_all)
-        print(f"OVH pairs={pairs} per_pair_ratio_b/a={','.join(f'{r:.4f}' for r in per_pair)} "
-              f"median_of_pair_medians_a_s={statistics.median(a_med):.3f} b_s={statistics.median(b_med):.3f}")
-        print(f"OVH_RESULT tokens/s ratio b/a = {ratio:.4f} (pooled steady steps a={len(a_all)} b={len(b_all)}; "
-              f"bootstrap 95% CI {lo:.4f}-{hi:.4f}; plain {tps_a:.0f} tok/s at 16384 tokens/step)")
-    else:
-        print("OVH_RESULT no complete pair")
 
 
 def main() -> None:
@@ -232,6 +272,8 @@ def main() -> None:
         spikes(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5]))
     elif cmd == "overhead":
         overhead(Path(sys.argv[2]))
+    elif cmd == "throughput":
+        throughput(Path(sys.argv[2]))
     else:
         raise SystemExit(__doc__)
 

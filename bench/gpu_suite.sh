@@ -5,12 +5,17 @@
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
 #     && export PYTHONPATH=/tmp/site:$PWD && bash bench/gpu_suite.sh
 #
-# Stages (each skipped when the time left is below its estimate; deadline SUITE_BUDGET_S after start):
-#   0. the tiny run (bench/tiny_gpu.toml) starts in the background; bench data; the spike helper waits
-#   1. random Qwen2.5-7B-shaped checkpoint -> /tmp/q7b (separate process)
-#   3. issue 9: 4 GiB spikes of 10/30/100/300 ms x10 while the tiny run is monitored; nvidia-smi at 1 s
-#   2. issue 2: loratui run recipes/qwen7b.toml --headless --max-steps 20 vs nvidia-smi at 100 ms
-#   4. issue 7: plain Trainer (a) vs loratui run --headless (b), a/b/a/b..., seq 1024 packed
+# Stages, chosen by STAGES (default "spikes issue2 overhead"; a 10-minute call fits about one of
+# overhead or throughput), each skipped when the time left is below its estimate (deadline
+# SUITE_BUDGET_S after start):
+#   1. random Qwen2.5-7B-shaped checkpoint -> /tmp/q7b (separate process; reused if complete)
+#   spikes     issue 9: 4 GiB spikes of 10/30/100/300 ms x10 while a tiny run is monitored; nvidia-smi at 1 s
+#   issue2     loratui run recipes/qwen7b.toml --headless --max-steps 20 vs nvidia-smi at 100 ms
+#   overhead   issue 7: plain Trainer (a), loratui run --headless (b), loratui run with its TUI on a
+#              200x60 pty (c; OVH_TTY=0 drops it), a/b/c a/b/c..., seq 1024 packed
+#   throughput issue 7 item 6: the card's bf16 rate; tokens/s and MFU of the QLoRA recipe, a bf16-LoRA
+#              variant (plain and loratui), and speed-up settings (liger kernels, fused AdamW, no
+#              checkpointing, torch.compile), each a recipe variant run through loratui
 # Everything goes under $OUT; one line per result in $OUT/summary.txt, printed at the end.
 set -u
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -20,12 +25,17 @@ DEADLINE=$((T0 + BUDGET))
 OUT=${OUT:-/tmp/gpu_suite_out}
 OVH_STEPS=${OVH_STEPS:-7}
 OVH_PAIRS=${OVH_PAIRS:-3}
+OVH_TTY=${OVH_TTY:-1}
+OVH_HEADLESS=${OVH_HEADLESS:-1}  # 0: rounds of a/c only (the TUI arm, when b is already measured)
+TPUT_STEPS=${TPUT_STEPS:-7}
+STAGES=" ${STAGES:-spikes issue2 overhead} "
 CKPT=${CKPT:-/tmp/q7b}
 PY=${PY:-python3}
 mkdir -p "$OUT/logs" "$OUT/overhead"
 S="$OUT/summary.txt"
 : > "$S"
 left() { echo $((DEADLINE - $(date +%s))); }
+want() { [[ "$STAGES" == *" $1 "* ]]; }
 el() { echo $(($(date +%s) - T0)); }
 note() { echo "$*" >> "$S"; echo "[$(el)s] $*"; }
 fits() {  # fits EST NAME
@@ -74,16 +84,20 @@ ENVJOB=$!
 
 # -- 0. background: tiny monitored run, bench data, spike helper ---------------------------------
 $PY bench/make_bench_data.py /tmp/loratui_bench/data.jsonl 12 > "$OUT/logs/bench_data.log" 2>&1
+if want spikes; then
 $PY -m loratui run bench/tiny_gpu.toml --headless --runs-dir "$OUT/runs_tiny" > "$OUT/logs/tiny_run.log" 2>&1 &
 TINY_VIEW=$!
 GO=/tmp/gpu_suite_go.$$
 rm -f "$GO"
 $PY bench/spike_helper.py "$OUT/spikes.json" --go "$GO" ${SPIKE_ARGS:-} > "$OUT/logs/spike_helper.log" 2>&1 &
 HELPER=$!
+fi
 
 # -- 1. checkpoint ----------------------------------------------------------------------------------
 CKPT_OK=0
-if fits 60 "checkpoint build"; then
+if [ -f "$CKPT/.complete" ]; then
+  CKPT_OK=1; note "CKPT reused $CKPT"
+elif fits 60 "checkpoint build"; then
   ts=$(date +%s)
   timeout $(( $(left) > 150 ? 150 : $(left) )) $PY bench/make_random_ckpt.py "$CKPT" ${CKPT_ARGS:-} > "$OUT/logs/ckpt.log" 2>&1
   rc=$?
@@ -94,9 +108,14 @@ fi
 
 wait $ENVJOB
 note "ENV $(tr '\n' ' ' < "$OUT/env.txt") smi_fields=$smi_fields"
+if [ "$OVH_TTY" = 1 ] && want overhead && ! $PY -c "import loratui.tui.app" > "$OUT/logs/tui_import.log" 2>&1; then
+  OVH_TTY=0; note "OVH no TUI arm: the viewer does not import here: $(tail -1 "$OUT/logs/tui_import.log")"
+fi
 
 # -- 3. issue 9: spike fidelity on the tiny run ---------------------------------------------------------
-if fits 50 "spikes (issue 9)"; then
+if ! want spikes; then
+  :
+elif fits 50 "spikes (issue 9)"; then
   ts=$(date +%s)
   TRUN=""
   for _ in $(seq 1 300); do  # wait (<= 60 s) until the tiny run records steps
@@ -132,7 +151,7 @@ else
 fi
 
 # -- 2. issue 2: qwen7b recipe, 20 steps, recorded peak vs nvidia-smi ---------------------------------
-if [ $CKPT_OK -eq 1 ] && fits 75 "issue 2 qwen7b run"; then
+if [ $CKPT_OK -eq 1 ] && want issue2 && fits 75 "issue 2 qwen7b run"; then
   ts=$(date +%s)
   nvidia-smi --query-gpu=$smi_fields --format=csv,noheader,nounits --loop-ms=100 > "$OUT/smi.csv" 2>/dev/null &
   SMI=$!
@@ -148,10 +167,10 @@ if [ $CKPT_OK -eq 1 ] && fits 75 "issue 2 qwen7b run"; then
 fi
 
 # -- 4. issue 7: overhead, a/b alternating -----------------------------------------------------------
-if [ $CKPT_OK -eq 1 ]; then
-  est_a=${EST_A:-55}; est_b=${EST_B:-60}
+if [ $CKPT_OK -eq 1 ] && want overhead; then
+  est_a=${EST_A:-55}; est_b=0; [ "$OVH_HEADLESS" = 1 ] && est_b=${EST_B:-60}; est_c=0; [ "$OVH_TTY" = 1 ] && est_c=${EST_C:-60}
   for i in $(seq 1 "$OVH_PAIRS"); do
-    fits $((est_a + est_b + 5)) "overhead pair $i" || break
+    fits $((est_a + est_b + est_c + 5)) "overhead round $i" || break
     ts=$(date +%s)
     timeout $(( $(left) - 10 )) $PY bench/plain_trainer.py bench/qwen7b_seq1024.toml --model-path "$CKPT" \
       --max-steps "$OVH_STEPS" --out "$OUT/overhead/a$i.json" --output-dir /tmp/plain_out \
@@ -159,6 +178,8 @@ if [ $CKPT_OK -eq 1 ]; then
     rc=$?; da=$(($(date +%s) - ts))
     note "OVH_RUN a$i rc=$rc ${da}s"
     [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_a$i.log" | sed 's/^/  a| /'; break; }
+    est_a=$((da + 3))
+    if [ "$OVH_HEADLESS" = 1 ]; then
     ts=$(date +%s)
     timeout $(( $(left) - 10 )) $PY -m loratui run bench/qwen7b_seq1024.toml --headless --max-steps "$OVH_STEPS" \
       --model-path "$CKPT" --runs-dir "$OUT/runs_ovh" --run-name "b$i" > "$OUT/logs/ovh_b$i.log" 2>&1
@@ -166,10 +187,59 @@ if [ $CKPT_OK -eq 1 ]; then
     [ $rc -eq 124 ] && stop_run "$OUT/runs_ovh"
     note "OVH_RUN b$i rc=$rc ${db}s"
     [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_b$i.log" | sed 's/^/  b| /'; break; }
-    est_a=$((da + 3)); est_b=$((db + 3))
+    est_b=$((db + 3))
+    fi
+    [ "$OVH_TTY" = 1 ] || continue
+    ts=$(date +%s)
+    $PY bench/tty_run.py --cols 200 --rows 60 --runs-dir "$OUT/runs_ovh_tty" --out "$OUT/overhead/c${i}_tty.json" \
+      --timeout $(( $(left) - 10 )) -- $PY -m loratui run bench/qwen7b_seq1024.toml --max-steps "$OVH_STEPS" \
+      --model-path "$CKPT" --runs-dir "$OUT/runs_ovh_tty" --run-name "c$i" > "$OUT/logs/ovh_c$i.log" 2>&1
+    rc=$?; dc=$(($(date +%s) - ts))
+    note "OVH_RUN c$i rc=$rc ${dc}s $(tail -1 "$OUT/logs/ovh_c$i.log" | tr -d '\r' | tail -c 300)"
+    if [ $rc -ne 0 ]; then  # keep the a/b rounds going without the TUI arm
+      stop_run "$OUT/runs_ovh_tty"; OVH_TTY=0; est_c=0
+      tail -c 1500 "$OUT/overhead/c${i}_tty.screen" 2>/dev/null | tr -cd '[:print:]\n' | tail -8 | sed 's/^/  c| /'
+    else
+      est_c=$((dc + 3))
+    fi
   done
   $PY bench/gpu_analyse.py overhead "$OUT" > "$OUT/logs/overhead_analysis.log" 2>&1
   cat "$OUT/logs/overhead_analysis.log" >> "$S"; cat "$OUT/logs/overhead_analysis.log"
+fi
+
+# -- throughput: issue 7 item 6 -------------------------------------------------------------------------
+tput_run() {  # tput_run EST NAME [section.key=value ...]: a recipe variant through loratui run --headless
+  local est=$1 name=$2; shift 2
+  fits "$est" "throughput $name" || return 1
+  $PY bench/recipe_variant.py bench/qwen7b_seq1024.toml "$OUT/variants/$name.toml" "$@" \
+    > "$OUT/logs/variant_$name.log" 2>&1 || { note "TPUT_RUN $name bad variant: $(tail -1 "$OUT/logs/variant_$name.log")"; return 1; }
+  local ts rc; ts=$(date +%s)
+  timeout $(( $(left) - 10 )) $PY -m loratui run "$OUT/variants/$name.toml" --headless --max-steps "$TPUT_STEPS" \
+    --model-path "$CKPT" --runs-dir "$OUT/tput" --run-name "$name" > "$OUT/logs/tput_$name.log" 2>&1
+  rc=$?
+  [ $rc -eq 124 ] && stop_run "$OUT/tput"
+  note "TPUT_RUN $name rc=$rc $(($(date +%s) - ts))s $*"
+  [ $rc -eq 0 ] || tail -6 "$OUT/logs/tput_$name.log" | sed "s/^/  $name| /"
+}
+if [ $CKPT_OK -eq 1 ] && want throughput; then
+  mkdir -p "$OUT/variants" "$OUT/tput"
+  $PY bench/bf16_rate.py > "$OUT/bf16_rate.txt" 2> "$OUT/logs/bf16_rate.err"; note "$(cat "$OUT/bf16_rate.txt")"
+  tput_run 55 qlora
+  tput_run 55 qlora-liger training.use_liger_kernel=true
+  tput_run 75 qlora-liger-2048 training.use_liger_kernel=true data.max_length=2048
+  tput_run 55 qlora-fused training.optim='"adamw_torch_fused"'
+  if fits 50 "throughput bf16 plain"; then
+    $PY bench/recipe_variant.py bench/qwen7b_seq1024.toml "$OUT/variants/bf16.toml" quantization.load_in_4bit=false
+    timeout $(( $(left) - 10 )) $PY bench/plain_trainer.py "$OUT/variants/bf16.toml" --model-path "$CKPT" \
+      --max-steps "$TPUT_STEPS" --out "$OUT/tput/plain_bf16.json" --output-dir /tmp/plain_out > "$OUT/logs/tput_plain_bf16.log" 2>&1
+    note "TPUT_RUN plain bf16 rc=$?"
+  fi
+  tput_run 50 bf16 quantization.load_in_4bit=false
+  tput_run 55 qlora-liger-nogc training.use_liger_kernel=true training.gradient_checkpointing=false
+  tput_run 50 bf16-liger quantization.load_in_4bit=false training.use_liger_kernel=true
+  tput_run 150 qlora-compile training.torch_compile=true
+  $PY bench/gpu_analyse.py throughput "$OUT" > "$OUT/logs/throughput_analysis.log" 2>&1
+  cat "$OUT/logs/throughput_analysis.log" >> "$S"; cat "$OUT/logs/throughput_analysis.log"
 fi
 
 # -- tidy: keep $OUT small -----------------------------------------------------------------------------
@@ -178,5 +248,8 @@ find "$OUT" -type s -delete 2>/dev/null
 for f in $(find "$OUT" -name events.jsonl -size +5M); do gzip -9 "$f"; done
 for f in $(find "$OUT" -name '*.log' -size +2M); do tail -c 1000000 "$f" > "$f.tail"; rm -f "$f"; done
 note "DONE total $(el)s of budget ${BUDGET}s"
+# the device returns at most 8 files: everything raw travels in one archive beside the summary
+tar czf /tmp/gpu_suite_raw.tgz -C "$OUT" --exclude=summary.txt . && mv /tmp/gpu_suite_raw.tgz "$OUT/raw.tgz" \
+  && find "$OUT" -mindepth 1 -maxdepth 1 ! -name raw.tgz ! -name summary.txt -exec rm -rf {} +
 echo "================ SUMMARY ================"
 cat "$S"
