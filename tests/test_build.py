@@ -48,3 +48,16 @@ def test_fsdp_settings_by_their_accelerate_names(tmp_path: Path) -> None:
     extra = build._distributed_arguments(recipe)
     assert extra["fsdp"] == "full_shard auto_wrap"
     assert extra["fsdp_config"]["auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP"
+
+
+def test_liger_without_the_package_is_a_notice_on_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    recipe = load_recipe(REPO / "recipes" / "qwen7b.toml")
+    recipe = msgspec.structs.replace(recipe, training=msgspec.structs.replace(recipe.training, use_liger_kernel=True))
+    real = build.importlib.util.find_spec
+    monkeypatch.setattr(build.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "liger_kernel" else real(name, *a))
+    resolved = build.resolve_for_machine(recipe, cuda=True)
+    assert resolved.recipe.training.use_liger_kernel is False
+    assert [m for k, m in resolved.notices if k == "training.use_liger_kernel"] == [
+        "liger kernels unavailable: liger-kernel is not installed (pip install liger-kernel); "
+        "training without them (more VRAM)"]

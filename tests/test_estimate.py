@@ -232,3 +232,36 @@ def test_command_module_imports_light() -> None:
             "print(','.join(m for m in ('torch', 'transformers', 'textual', 'peft') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+THROUGHPUT = [json.loads(line) for line in (REPO / "bench" / "throughput_h200.jsonl").read_text().splitlines()]
+MEASURED_RUNS = [row for row in THROUGHPUT if row["nvml_peak_gib"] is not None]
+
+
+def throughput_error(row: dict, tmp_path: Path) -> float:
+    """Relative error of the estimate for one recipe variant measured by `loratui run` on the H200."""
+    import tomllib
+
+    from loratui.logic.recipe_edit import apply_changes
+
+    changes = {}
+    for pair in row["overrides"]:
+        key, _, literal = pair.partition("=")
+        changes[key] = tomllib.loads(f"v = {literal}")["v"]
+    text = apply_changes((REPO / row["base"]).read_text(), changes)
+    predicted = estimate(load_recipe(tmp_path / "variant.toml", text), QWEN7B, 141.0)
+    return predicted.peak_device_gib / row["nvml_peak_gib"] - 1
+
+
+@pytest.mark.parametrize("row", MEASURED_RUNS, ids=[row["name"] for row in MEASURED_RUNS])
+def test_recipe_variants_measured_by_loratui_within_ten_percent(row: dict, tmp_path: Path) -> None:
+    assert abs(throughput_error(row, tmp_path)) <= 0.10
+
+
+def test_liger_kernels_are_modelled(tmp_path: Path) -> None:
+    """Liger's fused cross-entropy drops the 152k-vocab logits: fitted on the two QLoRA+checkpointing
+    runs, it must also hold for the two runs the fit did not see (bf16, and no checkpointing)."""
+    liger = {row["name"]: throughput_error(row, tmp_path) for row in MEASURED_RUNS
+             if any("use_liger_kernel=true" in o for o in row["overrides"])}
+    assert set(liger) == {"qlora-liger", "qlora-liger-2048", "qlora-liger-nogc", "bf16-liger"}
+    assert all(abs(err) <= 0.03 for err in liger.values()), liger

@@ -186,3 +186,16 @@ def test_stop_while_loading_ends_at_once(runs_dir: Path) -> None:
     assert time.monotonic() - started < 15
     assert kinds(run, "end")[0]["state"] == "stopped"  # type: ignore[arg-type]
     assert not kinds(run, "step")  # type: ignore[arg-type]
+
+
+def test_liger_kernels_where_they_cannot_run_fall_back_with_a_notice(tmp_path: Path, runs_dir: Path) -> None:
+    """`use_liger_kernel = true` on a box without CUDA trains without the kernels, and says so by key."""
+    recipe = tmp_path / "liger.toml"
+    recipe.write_text(TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
+                      .replace("[data]", "use_liger_kernel = true\n\n[data]"))
+    result = loratui("run", str(recipe), "--headless", "--max-steps", "2", "--runs-dir", str(runs_dir))
+    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-1500:]
+    run = only_run(runs_dir)
+    notices = [e for e in kinds(run, "notice") if e.get("key") == "training.use_liger_kernel"]
+    assert notices and "liger kernels unavailable" in str(notices[0]["message"])
+    assert "Traceback" not in (run / "trainer.stderr.log").read_text()

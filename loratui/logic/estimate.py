@@ -60,6 +60,7 @@ class Setup:
     checkpointing: bool
     optim: str
     attn: str
+    liger: bool = False  # training.use_liger_kernel: fused linear cross-entropy, SwiGLU, RMSNorm kernels
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def read_setup(recipe: Any) -> Setup:
                  double_quant=q.bnb_4bit_use_double_quant,
                  weight_bytes=4 if recipe.model.dtype == "float32" else 2, rank=lora.r, targets=targets,
                  dropout=lora.lora_dropout > 0, checkpointing=t.gradient_checkpointing, optim=t.optim,
-                 attn=recipe.model.attn_implementation)
+                 attn=recipe.model.attn_implementation, liger=t.use_liger_kernel)
 
 
 # --------------------------------------------------------------------------- static memory
@@ -201,8 +202,10 @@ def layer_activation_bytes(d: Dims, s: Setup) -> float:
     q_width, kv_width = d.heads * d.head_dim, d.kv_heads * d.head_dim
     norms = 2 * 4 * d.hidden  # each RMSNorm keeps its input upcast to fp32
     attention = 2 * q_width + 2 * 2 * kv_width + 2 * q_width + 4 * d.heads
-    # bnb's Linear4bit returns its input's dtype: fp32 residual stream in => fp32 gate/up out
-    mlp = (12 if quantised else 6) * d.intermediate
+    # bnb's Linear4bit returns its input's dtype: fp32 residual stream in => fp32 gate/up out.
+    # Saved: gate and up outputs and SiLU's output; liger's SwiGLU keeps gate and up only and
+    # recomputes the rest in backward.
+    mlp = (8 if quantised else 4) * d.intermediate if s.liger else (12 if quantised else 6) * d.intermediate
     if s.attn == "eager":  # softmax output in fp32 and its bf16 cast, over the whole sequence
         attention += d.heads * s.seq * 6 + 2 * 2 * (q_width - kv_width)
     return norms + lora + attention + mlp
@@ -220,6 +223,8 @@ def activations(d: Dims, s: Setup) -> dict[str, float]:
     """Bytes of activations at the peak: the layers' saved tensors and the loss's logits."""
     tokens = s.batch * s.seq
     quantised = s.quant != "none"
+    if s.liger:
+        return _liger_activations(d, s, tokens, quantised)
     logits = logits_bytes(d) * tokens
     if quantised:  # autocast's bf16 copy of the fp32 lm_head, kept for the input gradient
         logits += 2 * d.vocab * d.hidden
@@ -232,6 +237,24 @@ def activations(d: Dims, s: Setup) -> dict[str, float]:
     return {"activations": kept + max(recomputed - logits, 0.0), "logits": logits}
 
 
+def _liger_activations(d: Dims, s: Setup, tokens: int, quantised: bool) -> dict[str, float]:
+    """Activations under liger kernels (fitted on 4 H200 runs, bench/results/h200-2026-12-02/run4-throughput).
+
+    The fused linear cross-entropy never materialises the logits: it walks the tokens in small chunks,
+    and what stays is one vocab x hidden bf16 buffer (plus, under QLoRA, autocast's bf16 copy of the
+    fp32 lm_head). Under checkpointing the recomputed layer costs LIGER_RECOMPUTED of its saved tensors
+    at the peak, its allocator slack included.
+    """
+    logits = 2.0 * d.vocab * d.hidden * (2 if quantised else 1)
+    if not s.checkpointing:
+        return {"activations": tokens * d.layers * layer_activation_bytes(d, s), "logits": logits}
+    kept = tokens * d.layers * (4 if quantised else 2) * d.hidden
+    return {"activations": kept + LIGER_RECOMPUTED * tokens * layer_activation_bytes(d, s), "logits": logits}
+
+
+LIGER_RECOMPUTED = 0.87
+
+
 def allocator_slack(d: Dims, s: Setup, layer_activations: float) -> float:
     """Bytes torch reserves beyond what it allocated at the peak (fitted on the H200 grid).
 
@@ -240,6 +263,8 @@ def allocator_slack(d: Dims, s: Setup, layer_activations: float) -> float:
     activations themselves.
     """
     tokens = s.batch * s.seq
+    if s.liger:  # no logits blocks; the recomputed layer's slack is inside LIGER_RECOMPUTED
+        return SLACK_BASE + (0.0 if s.checkpointing else SLACK_PER_ACTIVATION * layer_activations)
     slack = SLACK_BASE + SLACK_PER_LOGITS_BLOCK * 4 * d.vocab * tokens
     if s.checkpointing:
         return slack + SLACK_PER_RECOMPUTED_LAYER * tokens * layer_activation_bytes(d, s)
@@ -303,6 +328,9 @@ def _notes(d: Dims, s: Setup) -> list[str]:
         notes.append("8-bit loading was not measured; its activations are counted like 4-bit's")
     if s.attn == "flash_attention_2":
         notes.append("flash_attention_2 counted like sdpa (flash_attn was not on the calibration machine)")
+    if s.liger:
+        notes.append("assumes liger-kernel is installed where it trains (without it loratui turns the "
+                     "kernels off, with a notice, and the logits take their full size)")
     if s.optim not in _OPTIMIZER_BYTES:
         notes.append(f"optimizer {s.optim!r} unknown; counted as AdamW with two fp32 moments")
     return notes

@@ -1,7 +1,8 @@
 """Model, tokenizer, quantisation and LoRA from a recipe, with visible fallbacks where the box can't serve.
 
-Every fallback (flash-attention missing, 4-bit without a usable bitsandbytes, bf16/fp16 or a paged
-optimizer without CUDA) is a `Notice` in the log, never a silent change.
+Every fallback (flash-attention missing, 4-bit without a usable bitsandbytes, liger kernels without
+liger-kernel or CUDA, bf16/fp16 or a paged optimizer without CUDA) is a `Notice` in the log, never a
+silent change.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def resolve_for_machine(recipe: Recipe, cuda: bool) -> Resolved:
         out.notices.append(("quantization.load_in_4bit",
                             "bitsandbytes cannot be imported here; loading unquantised (more VRAM)"))
         quant = msgspec.structs.replace(quant, load_in_4bit=False, load_in_8bit=False)
+    if training.use_liger_kernel and not (cuda and importlib.util.find_spec("liger_kernel")):
+        # liger's kernels are Triton: CUDA only. Without them the logits take their full size again.
+        why = "liger-kernel is not installed (pip install liger-kernel)" if cuda else "there is no CUDA device"
+        out.notices.append(("training.use_liger_kernel",
+                            f"liger kernels unavailable: {why}; training without them (more VRAM)"))
+        training = msgspec.structs.replace(training, use_liger_kernel=False)
     if not cuda:
         training = _cpu_training(training, out.notices)
     out.recipe = msgspec.structs.replace(recipe, model=model, quantization=quant, training=training)
