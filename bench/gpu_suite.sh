@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # bench/gpu_suite.sh — the H200 figures in one self-contained call (issues 2, 9 and 7).
 #
-# On the device, from the repo root, with the wheels in .whl/ (bitsandbytes, msgspec):
+# On the device, from the repo root, with the wheels in .whl/ that its image lacks: bitsandbytes, msgspec,
+# liger-kernel (throughput), and for the TUI arm textual, textual-plotext, plotext, rich, markdown-it-py,
+# mdurl, mdit-py-plugins, linkify-it-py, uc-micro-py, pygments, platformdirs (the versions `pip list`
+# shows here; `pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl NAME==VERSION`):
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
 #     && export PYTHONPATH=/tmp/site:$PWD && bash bench/gpu_suite.sh
 #
