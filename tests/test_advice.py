@@ -303,3 +303,23 @@ def test_healthy_tiny_run_gives_no_advice(tmp_path: Path) -> None:
         advisor.feed(event)
         live.append(advisor.items())
     assert all(items == [] for items in live)
+
+
+@pytest.mark.parametrize("liger_on, logits, change", [
+    (False, 8.0, {"training.use_liger_kernel": True}),  # the 152k-vocab logits dominate: liger first
+    (True, 8.0, {"training.per_device_train_batch_size": 2, "training.gradient_accumulation_steps": 8}),
+    (False, 0.5, {"training.per_device_train_batch_size": 2, "training.gradient_accumulation_steps": 8}),
+])
+def test_memory_advice_offers_liger_where_the_logits_are_large(liger_on: bool, logits: float,
+                                                               change: dict[str, Any]) -> None:
+    r = recipe(training={"per_device_train_batch_size": 4, "gradient_accumulation_steps": 4,
+                         "gradient_checkpointing": True, "use_liger_kernel": liger_on})
+    estimate = events.Estimate(t=0.5, peak_device_gib=22.6, peak_reserved_gib=20.9,
+                               components={"logits": logits, "activations": 1.5})
+    oom_run = Advisor(r).feed_all([estimate, *run(10), output(OLD_OOM)])
+    assert _only(oom_run.items(), "oom_full").change == change
+    near_line = Advisor(r).feed_all([estimate, *run(40, used=_over_line)])
+    item = _only(near_line.items(), "vram_near_limit")
+    assert item.change == change
+    if not liger_on and logits > 3:
+        assert f"{logits:.1f} GiB" in item.title and "pip install liger-kernel" in item.title

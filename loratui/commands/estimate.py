@@ -99,9 +99,10 @@ def render(result: Any, table: list[Any], config_path: Path) -> str:
     lines += [f"  note: {n}" for n in result.notes]
     if table:
         seqs = list(table[0].max_batch)
+        width = max(34, *(len(row.label) for row in table))
         lines += ["", f"what would fit on {result.gpu_gib:g} GiB (largest batch per sequence length; 0 = none):",
-                  f"  {'':34s}" + "".join(f"{s:>7d}" for s in seqs)]
-        lines += [f"  {row.label:34s}" + "".join(f"{_batch_cell(row.max_batch[s]):>7s}" for s in seqs)
+                  f"  {'':{width}s}" + "".join(f"{s:>7d}" for s in seqs)]
+        lines += [f"  {row.label:{width}s}" + "".join(f"{_batch_cell(row.max_batch[s]):>7s}" for s in seqs)
                   for row in table]
     return "\n".join(lines)
 

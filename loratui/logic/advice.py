@@ -192,13 +192,14 @@ _HANDLERS: dict[type, str] = {
 
 def _build_all(adv: Advisor) -> list[Advice]:
     """Every finding of `adv` as advice (unsorted)."""
-    built = _oom_advice(adv.oom, adv.recipe, adv.long_sample()) if adv.oom is not None else []
+    logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
+    built = _oom_advice(adv.oom, adv.recipe, adv.long_sample(), logits) if adv.oom is not None else []
     for finding in adv.found.values():
         if not any(a.id == finding.id for a in built):
             built.append(_BUILDERS[finding.id](finding, adv.recipe))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
-        built.append(_vram_advice(vram, adv.recipe))
+        built.append(_vram_advice(vram, adv.recipe, logits))
     if adv.starve.current is not None:
         built.append(_starve_advice(adv.starve.current, adv.recipe))
     return built

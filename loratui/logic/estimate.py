@@ -359,6 +359,7 @@ def fit_table(recipe: Any, model_config: dict[str, Any], gpu_gib: float) -> list
             s = _replace(base, quant=quant, checkpointing=checkpointing,
                          double_quant=base.double_quant or quant != base.quant)
             label = f"{'4-bit nf4' if quant == 'nf4' else 'bf16'}, checkpointing {'on' if checkpointing else 'off'}"
+            label += ", liger" if base.liger else ""
             rows.append(FitRow(label, {seq: _largest_batch(d, s, seq, gpu_gib) for seq in FIT_SEQS}))
     return rows
 
