@@ -323,3 +323,31 @@ def test_memory_advice_offers_liger_where_the_logits_are_large(liger_on: bool, l
     assert item.change == change
     if not liger_on and logits > 3:
         assert f"{logits:.1f} GiB" in item.title and "pip install liger-kernel" in item.title
+
+
+def _two_ranks(peak0: int, peak1: int, len0: int, len1: int, steps: int = 5) -> list[Any]:
+    """Steps of a 2-rank run (samples of GPU 0 under the line) with each rank's peak and longest batch."""
+    found = run(1)[:6]
+    for i in range(1, steps + 1):
+        for rank, peak, length in ((0, peak0, len0), (1, peak1, len1)):
+            found.append(events.Step(t=1.0 + i, step=i, epoch=0.1, step_time=1.0, tokens=4096, rank=rank,
+                                     torch_allocated=peak // 2, torch_reserved=peak, peak_allocated=peak - GIB,
+                                     peak_reserved=peak, max_len=length))
+    return found
+
+
+@pytest.mark.parametrize("packing, len1, change", [
+    (False, 2048, {"data.packing": True}),  # rank 1's batches are twice as long: packing evens them
+    (True, 2048, {}),
+    (False, 1000, {}),  # same lengths: extra work on one rank, no recipe key fixes it
+])
+def test_rank_imbalance(packing: bool, len1: int, change: dict[str, Any]) -> None:
+    advisor = Advisor(recipe(data={"packing": packing})).feed_all(_two_ranks(12 * GIB, 20 * GIB, 1000, len1))
+    item = _only(advisor.items(), "rank_imbalance")
+    assert item.change == change and item.title.startswith("Rank 1 peaks at 20.0")
+    assert "rank 0 12.0" in item.evidence[0]
+
+
+def test_balanced_ranks_and_short_imbalance_give_no_advice() -> None:
+    assert Advisor(recipe()).feed_all(_two_ranks(12 * GIB, int(12.5 * GIB), 1000, 1100)).items() == []
+    assert Advisor(recipe()).feed_all(_two_ranks(12 * GIB, 20 * GIB, 1000, 2048, steps=2)).items() == []

@@ -23,7 +23,7 @@ from loratui.logic.advice_types import (  # re-exported: callers import them fro
     ERROR, GIB, IDS, INFO, WARNING, Advice, Finding, _SEVERITY_RANK, warn_line_bytes,
 )
 from loratui.logic.advice_watch import (
-    _FRAME, _FRAME_PHASE, _SETUP, _TRACEBACK, Context, JumpWatch, LeakWatch, LossWatch, StarveWatch, VramWatch,
+    _FRAME, _FRAME_PHASE, _SETUP, _TRACEBACK, Context, JumpWatch, LeakWatch, LossWatch, RankWatch, StarveWatch, VramWatch,
 )
 from loratui.recipe import Recipe
 
@@ -42,7 +42,7 @@ class Advisor:
         self.oom: Finding | None = None
         line = warn_line_bytes(recipe)
         self.vram, self.starve, self.jump = VramWatch(line), StarveWatch(), JumpWatch(line)
-        self.leak, self.loss = LeakWatch(), LossWatch(recipe)
+        self.leak, self.loss, self.ranks = LeakWatch(), LossWatch(recipe), RankWatch()
         self.estimate: events.Estimate | None = None
         self.step_lens: deque[int] = deque(maxlen=200)  # longest sequence of each recent step (rank 0)
         self.oom_batch_len = 0  # the sequence length of the batch an OOM struck, when the trainer said
@@ -101,6 +101,7 @@ class Advisor:
             if e.max_len > 0:
                 self.step_lens.append(e.max_len)
         self._latch(self.leak.step(self.ctx, e))
+        self._latch(self.ranks.step(self.ctx, e))
 
     def _on_log(self, e: events.Log) -> None:
         self.ctx.step = max(self.ctx.step, e.step)

@@ -304,6 +304,24 @@ def _leak_advice(f: Finding, r: Recipe | None) -> Advice:
                   f"{facts['to_step']}: something keeps tensors", evidence, {}, f.step)
 
 
+def _rank_advice(f: Finding, r: Recipe | None) -> Advice:
+    """One rank holds far more than another: longer batches there (fixed by packing), or work done on
+    one rank only."""
+    peaks, lens, high, low = f.facts["peaks"], f.facts["lens"], f.facts["high"], f.facts["low"]
+    title = f"Rank {high} peaks at {gib(peaks[high])}, rank {low} at {gib(peaks[low])}"
+    evidence = ["torch peak reserved per rank: " + ", ".join(f"rank {k} {gib(v)}" for k, v in sorted(peaks.items()))]
+    if lens.get(high) and lens.get(low):
+        evidence.append("longest sequence per rank: " + ", ".join(f"rank {k} {v}" for k, v in sorted(lens.items())))
+        if lens[high] >= 1.3 * lens[low] and r is not None and not r.data.packing:
+            return Advice("rank_imbalance", WARNING, f"{title}: its batches run longer ({lens[high]} vs "
+                          f"{lens[low]} tokens); packing gives every rank full blocks of max_length tokens",
+                          evidence + ["every rank must fit the longest batch: the card's size is set by the worst"],
+                          {"data.packing": True}, f.step)
+    evidence.append("the batches are alike, so the extra is work done on one rank only: evaluation or logging "
+                    "on rank 0, a full state-dict gather at save, or a model loaded with device_map='auto'")
+    return Advice("rank_imbalance", WARNING, f"{title}: one rank does extra work", evidence, {}, f.step)
+
+
 def _starve_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     text, change = "pre-tokenise the data and keep __getitem__ cheap", {}
@@ -375,6 +393,7 @@ def _cuda_error_advice(f: Finding, line: str) -> Advice:
 _BUILDERS = {
     "oom_at_eval": _jump_advice, "oom_at_save": _jump_advice, "nan_loss": _nan_advice,
     "loss_flat": _flat_advice, "loss_diverging": _diverging_advice, "memory_leak": _leak_advice,
+    "rank_imbalance": _rank_advice,
     "bnb_setup": _setup_advice, "flash_attn_unavailable": _setup_advice, "cuda_error": _setup_advice,
 }
 

@@ -13,7 +13,7 @@ ERROR, WARNING, INFO = "error", "warning", "info"
 IDS = (
     "oom_full", "oom_fragmentation", "oom_other_process", "oom_at_eval", "oom_at_save", "cuda_error",
     "bnb_setup", "flash_attn_unavailable", "nan_loss", "loss_diverging", "vram_near_limit", "memory_leak",
-    "loss_flat", "data_starved",
+    "rank_imbalance", "loss_flat", "data_starved",
 )
 """The fixed vocabulary of advice ids, in the order of importance within one severity."""
 _SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from loratui import events
 from loratui.recipe import Recipe
-from loratui.logic.advice_types import MIB, Finding
+from loratui.logic.advice_types import GIB, MIB, Finding
 
 # -- the context every detector shares -----------------------------------------------------------
 
@@ -366,3 +366,39 @@ _FRAME_PHASE = {
 }
 
 
+
+
+# -- ranks ----------------------------------------------------------------------------------------
+
+
+def rank_imbalance(peaks: dict[int, int]) -> bool:
+    """One rank holding far more than another (over 25 % and 1 GiB more)."""
+    if len(peaks) < 2:
+        return False
+    high, low = max(peaks.values()), min(peaks.values())
+    return high > 1.25 * low and high - low > GIB
+
+
+class RankWatch:
+    """Per-rank step peaks and longest sequences; an imbalance that holds for a few steps of every
+    rank is a finding (the first steps of a rank can differ while its allocator warms up)."""
+
+    PATIENCE = 3
+
+    def __init__(self) -> None:
+        self.peaks: dict[int, int] = {}
+        self.lens: dict[int, int] = {}
+        self.steps: dict[int, int] = {}
+
+    def step(self, ctx: Context, e: events.Step) -> Finding | None:
+        if e.peak_reserved is None:
+            return None
+        self.peaks[e.rank] = max(self.peaks.get(e.rank, 0), e.peak_reserved)
+        self.lens[e.rank] = max(self.lens.get(e.rank, 0), e.max_len)
+        self.steps[e.rank] = self.steps.get(e.rank, 0) + 1
+        if min(self.steps.values()) < self.PATIENCE or not rank_imbalance(self.peaks):
+            return None
+        high = max(self.peaks, key=lambda r: self.peaks[r])
+        low = min(self.peaks, key=lambda r: self.peaks[r])
+        return Finding("rank_imbalance", ctx.step, {"peaks": dict(self.peaks), "lens": dict(self.lens),
+                                                    "high": high, "low": low})

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from loratui.logic import fmt
+from loratui.logic.advice_watch import rank_imbalance
 from loratui.logic.chart import column_spans, intervals, marked_columns, sparkline
 from loratui.logic.runstate import GIB, RunState
 
@@ -121,14 +122,6 @@ def _torch_line(state: RunState) -> str:
         if rank_imbalance(state.rank_peak_reserved):
             line += " ⚠ rank imbalance"
     return line
-
-
-def rank_imbalance(peaks: dict[int, int]) -> bool:
-    """One rank holding far more than another (over 25 % and 1 GiB more): often a wrong set_device."""
-    if len(peaks) < 2:
-        return False
-    high, low = max(peaks.values()), min(peaks.values())
-    return high > 1.25 * low and high - low > GIB
 
 
 def _estimate_line(state: RunState) -> str:
