@@ -27,10 +27,10 @@ def test_monitor_cost_quick() -> None:
     assert float(result["bytes_80x24"]) < 64 * 1024
 
 
-def test_tty_run_measures_each_tui_run_to_its_own_end(tmp_path: Path) -> None:
+def test_tty_run_measures_each_tui_run_to_its_own_end(tmp_path: Path, runs_dir: Path) -> None:
     """bench/tty_run.py (the GPU suite's TUI-attached arm) on a real tiny run, twice into one runs dir:
     the second must wait for its own run's end, not take the first's (a bug once cut runs short)."""
-    runs = tmp_path / "runs"
+    runs = runs_dir  # the fixture kills whatever a failed run leaves behind
     results = []
     for i in (1, 2):
         out = tmp_path / f"c{i}.json"
