@@ -223,36 +223,34 @@ def activations(d: Dims, s: Setup) -> dict[str, float]:
     """Bytes of activations at the peak: the layers' saved tensors and the loss's logits."""
     tokens = s.batch * s.seq
     quantised = s.quant != "none"
-    if s.liger:
-        return _liger_activations(d, s, tokens, quantised)
-    logits = logits_bytes(d) * tokens
-    if quantised:  # autocast's bf16 copy of the fp32 lm_head, kept for the input gradient
-        logits += 2 * d.vocab * d.hidden
+    logits = loss_bytes(d, s, tokens)
     if not s.checkpointing:
         return {"activations": tokens * d.layers * layer_activation_bytes(d, s), "logits": logits}
-    # Non-reentrant checkpointing keeps each layer's input (fp32 under QLoRA's upcast embeddings); the
-    # loss's logits and one recomputed layer are alive at different moments, so only the larger counts.
+    # Non-reentrant checkpointing keeps each layer's input (fp32 under QLoRA's upcast embeddings).
     kept = tokens * d.layers * (4 if quantised else 2) * d.hidden
     recomputed = tokens * layer_activation_bytes(d, s)
+    if s.liger:  # no logits to wait for: the recomputed layer adds to the kept inputs (fitted, slack included)
+        return {"activations": kept + LIGER_RECOMPUTED * recomputed, "logits": logits}
+    # The loss's logits and one recomputed layer are alive at different moments, so only the larger counts.
     return {"activations": kept + max(recomputed - logits, 0.0), "logits": logits}
 
 
-def _liger_activations(d: Dims, s: Setup, tokens: int, quantised: bool) -> dict[str, float]:
-    """Activations under liger kernels (fitted on 4 H200 runs, bench/results/h200-2026-12-02/run4-throughput).
+def loss_bytes(d: Dims, s: Setup, tokens: int) -> float:
+    """Bytes the loss holds: the logits, or under liger the fused cross-entropy's working set.
 
-    The fused linear cross-entropy never materialises the logits: it walks the tokens in small chunks,
-    and what stays is one vocab x hidden bf16 buffer (plus, under QLoRA, autocast's bf16 copy of the
-    fp32 lm_head). Under checkpointing the recomputed layer costs LIGER_RECOMPUTED of its saved tensors
-    at the peak, its allocator slack included.
+    Liger's fused linear cross-entropy never materialises the logits (it walks the tokens in small
+    chunks); what stays is one vocab x hidden bf16 buffer. Under QLoRA both paths also keep autocast's
+    bf16 copy of the fp32 lm_head for the input gradient. The liger terms were fitted on the two QLoRA +
+    checkpointing runs of bench/throughput_h200.jsonl and hold on the bf16 and no-checkpointing ones.
     """
-    logits = 2.0 * d.vocab * d.hidden * (2 if quantised else 1)
-    if not s.checkpointing:
-        return {"activations": tokens * d.layers * layer_activation_bytes(d, s), "logits": logits}
-    kept = tokens * d.layers * (4 if quantised else 2) * d.hidden
-    return {"activations": kept + LIGER_RECOMPUTED * tokens * layer_activation_bytes(d, s), "logits": logits}
+    lm_head_copy = 2.0 * d.vocab * d.hidden if s.quant != "none" else 0.0
+    if s.liger:
+        return 2.0 * d.vocab * d.hidden + lm_head_copy
+    return logits_bytes(d) * tokens + lm_head_copy
 
 
 LIGER_RECOMPUTED = 0.87
+"""Share of one recomputed layer's saved tensors at the peak under liger (fitted; slack included)."""
 
 
 def allocator_slack(d: Dims, s: Setup, layer_activations: float) -> float:
