@@ -307,7 +307,8 @@ def _leak_advice(f: Finding, r: Recipe | None) -> Advice:
 def _rank_advice(f: Finding, r: Recipe | None) -> Advice:
     """One rank holds far more than another: longer batches there (fixed by packing), or work done on
     one rank only."""
-    peaks, lens, high, low = f.facts["peaks"], f.facts["lens"], f.facts["high"], f.facts["low"]
+    peaks, lens = f.facts["peaks"], f.facts["lens"]
+    high, low = max(peaks, key=peaks.__getitem__), min(peaks, key=peaks.__getitem__)
     title = f"Rank {high} peaks at {gib(peaks[high])}, rank {low} at {gib(peaks[low])}"
     evidence = ["torch peak reserved per rank: " + ", ".join(f"rank {k} {gib(v)}" for k, v in sorted(peaks.items()))]
     if lens.get(high) and lens.get(low):

@@ -366,8 +366,6 @@ _FRAME_PHASE = {
 }
 
 
-
-
 # -- ranks ----------------------------------------------------------------------------------------
 
 
@@ -398,7 +396,4 @@ class RankWatch:
         self.steps[e.rank] = self.steps.get(e.rank, 0) + 1
         if min(self.steps.values()) < self.PATIENCE or not rank_imbalance(self.peaks):
             return None
-        high = max(self.peaks, key=lambda r: self.peaks[r])
-        low = min(self.peaks, key=lambda r: self.peaks[r])
-        return Finding("rank_imbalance", ctx.step, {"peaks": dict(self.peaks), "lens": dict(self.lens),
-                                                    "high": high, "low": low})
+        return Finding("rank_imbalance", ctx.step, {"peaks": dict(self.peaks), "lens": dict(self.lens)})
