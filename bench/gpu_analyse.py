@@ -188,9 +188,8 @@ def bootstrap_ratio(a: list[float], b: list[float], n: int = 4000) -> tuple[floa
     return vals[int(0.025 * n)], vals[int(0.975 * n)]
 
 
-def run_steps(run: Path) -> tuple[list[float], dict, int]:
-    """(step times, end event, median tokens per step) of a loratui run."""
-    ev = events(run)
+def run_steps(ev: list[dict]) -> tuple[list[float], dict, int]:
+    """(step times, end event, median tokens per step) of a loratui run's events."""
     steps = [e for e in ev if e.get("kind") == "step" and e.get("rank", 0) == 0]
     end = next((e for e in ev if e.get("kind") == "end"), {})
     tok = int(statistics.median(s.get("tokens", 0) for s in steps)) if steps else 0
@@ -208,15 +207,15 @@ def overhead(out: Path) -> None:
     for i, path in enumerate(sorted(out.glob("overhead/a*.json"), key=lambda p: int(p.stem[1:])), 1):
         t = json.loads(path.read_text())["step_times"]
         arms["a"].append(steady(t))
-        print(f"OVH a{i} plain steps={len(t)} steady={','.join(f'{x:.3f}' for x in steady(t))}")
+        print(f"OVH a{i} plain steps={len(t)} steady={','.join(f'{x:.3f}' for x in arms['a'][-1])}")
     for arm, root in (("b", out / "runs_ovh"), ("c", out / "runs_ovh_tty")):
         for i, run in enumerate(loratui_runs(root), 1):
-            t, end, tok = run_steps(run)
+            t, end, tok = run_steps(events(run))
             arms[arm].append(steady(t))
             tty = out / "overhead" / f"{arm}{i}_tty.json"
             extra = f" tty={tty.read_text().strip()}" if tty.exists() else ""
             print(f"OVH {arm}{i} loratui steps={len(t)} end={end.get('state')} tokens_per_step={tok} "
-                  f"steady={','.join(f'{x:.3f}' for x in steady(t))}{extra}")
+                  f"steady={','.join(f'{x:.3f}' for x in arms[arm][-1])}{extra}")
     a_all = [x for run in arms["a"] for x in run]
     if not a_all:
         print("OVH_RESULT no plain run")
@@ -243,9 +242,10 @@ def throughput(out: Path) -> None:
     print(f"TPUT bf16_rate_tflops={rate} params={params}")
     rows = []
     for run in loratui_runs(out / "tput"):
-        t, end, tok = run_steps(run)
-        peaks = [e.get("peak_reserved", 0) for e in events(run) if e.get("kind") == "step"]
-        used = [e.get("used_max", 0) for e in events(run) if e.get("kind") == "sample"]
+        ev = events(run)
+        t, end, tok = run_steps(ev)
+        peaks = [e.get("peak_reserved", 0) for e in ev if e.get("kind") == "step"]
+        used = [e.get("used_max", 0) for e in ev if e.get("kind") == "sample"]
         rows.append((run.name.split("-", 2)[-1], "loratui", steady(t), tok, max(peaks, default=0),
                      max(used, default=0), end.get("state")))
     for path in sorted((out / "tput").glob("plain_*.json")):

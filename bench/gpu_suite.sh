@@ -183,14 +183,14 @@ if [ $CKPT_OK -eq 1 ] && want overhead; then
     [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_a$i.log" | sed 's/^/  a| /'; break; }
     est_a=$((da + 3))
     if [ "$OVH_HEADLESS" = 1 ]; then
-    ts=$(date +%s)
-    timeout $(( $(left) - 10 )) $PY -m loratui run bench/qwen7b_seq1024.toml --headless --max-steps "$OVH_STEPS" \
-      --model-path "$CKPT" --runs-dir "$OUT/runs_ovh" --run-name "b$i" > "$OUT/logs/ovh_b$i.log" 2>&1
-    rc=$?; db=$(($(date +%s) - ts))
-    [ $rc -eq 124 ] && stop_run "$OUT/runs_ovh"
-    note "OVH_RUN b$i rc=$rc ${db}s"
-    [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_b$i.log" | sed 's/^/  b| /'; break; }
-    est_b=$((db + 3))
+      ts=$(date +%s)
+      timeout $(( $(left) - 10 )) $PY -m loratui run bench/qwen7b_seq1024.toml --headless --max-steps "$OVH_STEPS" \
+        --model-path "$CKPT" --runs-dir "$OUT/runs_ovh" --run-name "b$i" > "$OUT/logs/ovh_b$i.log" 2>&1
+      rc=$?; db=$(($(date +%s) - ts))
+      [ $rc -eq 124 ] && stop_run "$OUT/runs_ovh"
+      note "OVH_RUN b$i rc=$rc ${db}s"
+      [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_b$i.log" | sed 's/^/  b| /'; break; }
+      est_b=$((db + 3))
     fi
     [ "$OVH_TTY" = 1 ] || continue
     ts=$(date +%s)

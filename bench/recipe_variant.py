@@ -19,17 +19,21 @@ from loratui.logic.recipe_edit import apply_changes  # noqa: E402
 from loratui.recipe import load_recipe  # noqa: E402
 
 
-def main() -> int:
-    base, out, *pairs = sys.argv[1:]
+def variant_text(base_text: str, pairs: list[str]) -> str:
+    """`base_text` with each `section.key=<TOML literal>` of `pairs` set (comments kept)."""
     changes = {}
     for pair in pairs:
         key, _, literal = pair.partition("=")
         changes[key] = tomllib.loads(f"v = {literal}")["v"]
-    text = Path(base).read_text()
+    return apply_changes(base_text, changes)
+
+
+def main() -> int:
+    base, out, *pairs = sys.argv[1:]
     out_path = Path(out)
     # relative data paths keep resolving: the variant is written next to its base
     out_path.write_text(f"# variant of {Path(base).name}: {' '.join(pairs) or '(unchanged)'}\n"
-                        + apply_changes(text, changes))
+                        + variant_text(Path(base).read_text(), pairs))
     load_recipe(out_path)
     return 0
 

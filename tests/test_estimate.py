@@ -240,15 +240,9 @@ MEASURED_RUNS = [row for row in THROUGHPUT if row["nvml_peak_gib"] is not None]
 
 def throughput_error(row: dict, tmp_path: Path) -> float:
     """Relative error of the estimate for one recipe variant measured by `loratui run` on the H200."""
-    import tomllib
+    from bench.recipe_variant import variant_text  # the very edit the GPU suite made
 
-    from loratui.logic.recipe_edit import apply_changes
-
-    changes = {}
-    for pair in row["overrides"]:
-        key, _, literal = pair.partition("=")
-        changes[key] = tomllib.loads(f"v = {literal}")["v"]
-    text = apply_changes((REPO / row["base"]).read_text(), changes)
+    text = variant_text((REPO / row["base"]).read_text(), row["overrides"])
     predicted = estimate(load_recipe(tmp_path / "variant.toml", text), QWEN7B, 141.0)
     return predicted.peak_device_gib / row["nvml_peak_gib"] - 1
 
