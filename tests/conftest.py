@@ -25,6 +25,17 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cache
 
 
+@pytest.fixture(scope="session")
+def healthy_tiny_run(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
+    """One real 40-step tiny CPU run, recorded by the real supervisor, shared by the tests that only
+    read it (the advisor's and the doctor's "a healthy run gets no advice")."""
+    runs = tmp_path_factory.mktemp("healthy_runs")
+    result = loratui("run", str(TINY), "--headless", "--max-steps", "40", "--runs-dir", str(runs), timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (run_dir,) = [p for p in runs.iterdir() if (p / "events.jsonl").exists()]
+    return run_dir
+
+
 @pytest.fixture
 def runs_dir(tmp_path: Path) -> Iterator[Path]:
     """A runs directory whose leftover supervisors and trainers are killed after the test."""

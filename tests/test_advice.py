@@ -13,7 +13,6 @@ from loratui.eventlog import read_log
 from loratui.logic.advice import IDS, Advice, Advisor
 from loratui.recipe import (DataSection, LoraSection, ModelSection, QuantizationSection, Recipe,
                             TrainingSection, load_recipe)
-from tests.conftest import loratui
 
 GIB, MIB = 1 << 30, 1 << 20
 REPO = Path(__file__).resolve().parents[1]
@@ -289,12 +288,9 @@ def test_replay_of_a_long_log_is_fast() -> None:
 
 
 @pytest.mark.slow
-def test_healthy_tiny_run_gives_no_advice(tmp_path: Path) -> None:
+def test_healthy_tiny_run_gives_no_advice(healthy_tiny_run: Path) -> None:
     """A real tiny CPU run, recorded by the real supervisor, gets no advice, live or in replay."""
-    result = loratui("run", str(REPO / "recipes" / "tiny.toml"), "--headless", "--max-steps", "40",
-                     "--runs-dir", str(tmp_path), timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "events.jsonl").exists()]
+    run_dir = healthy_tiny_run
     log = read_log(run_dir / "events.jsonl").events
     assert any(isinstance(e, events.Step) for e in log)
     advisor = Advisor(load_recipe(run_dir / "recipe.toml"))

@@ -12,7 +12,6 @@ import pytest
 
 from loratui import events
 from loratui.cli import main
-from tests.conftest import loratui
 
 LOGS = Path(__file__).parent / "data" / "logs"
 REPO = Path(__file__).resolve().parents[1]
@@ -112,12 +111,9 @@ def test_run_directory_uses_its_recipe(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 @pytest.mark.slow
-def test_real_tiny_run_is_healthy(tmp_path: Path) -> None:
+def test_real_tiny_run_is_healthy(healthy_tiny_run: Path) -> None:
     """The doctor finds nothing wrong with a real tiny CPU run, run through the console script's module."""
-    result = loratui("run", str(REPO / "recipes" / "tiny.toml"), "--headless", "--max-steps", "40",
-                     "--runs-dir", str(tmp_path), timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    (run_dir,) = [p for p in tmp_path.iterdir() if (p / "events.jsonl").exists()]
+    run_dir = healthy_tiny_run
     script = shutil.which("loratui") or ""
     command = [script] if script else [sys.executable, "-c", "import sys; from loratui.cli import main; "
                                                              "sys.exit(main())"]
