@@ -153,3 +153,17 @@ def test_rank_imbalance_is_flagged() -> None:
     assert not rank_imbalance({0: 20 * gib})
     assert not rank_imbalance({0: 20 * gib, 1: 21 * gib})
     assert rank_imbalance({0: 30 * gib, 1: 12 * gib})
+
+
+async def test_vram_pane_without_gpu_keeps_torch_and_estimate_apart() -> None:
+    """A CPU run (no NVML): the torch and estimate lines never run together, at 80x24 or larger."""
+    from loratui.tui.widgets.vram import VramPane
+
+    cpu_run = [events.GpuInfo(t=e.t, available=False, reason="NVML cannot start") if isinstance(e, events.GpuInfo)
+               else e for e in scenarios.run(5) if not isinstance(e, events.Sample)]
+    for size in ((80, 24), (160, 48)):
+        app = LoratuiApp(ListSource(cpu_run))
+        async with app.run_test(size=size) as pilot:
+            await _settle(pilot, app, 5)
+            text = app.query_one(VramPane).render().plain
+        assert "device memory: N/A (NVML cannot start)" in text and "GiB · estimate 22.0 GiB" in text, (size, text)

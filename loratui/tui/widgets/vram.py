@@ -64,8 +64,10 @@ class VramPane(Widget):
         gpu = _primary(state)
         if gpu is None:
             reason = state.gpu_reason or "waiting for the first sample"
-            return Text(f"device memory: N/A ({reason})\n" + _torch_line(state) + _estimate_line(state),
-                        style="dim")
+            # the pane is two lines high without a GPU (app.tcss -nogpu): torch and estimate share the second
+            estimate = _estimate_line(state)
+            sep = " · " if estimate else ""
+            return Text(f"device memory: N/A ({reason})\n" + _torch_line(state) + sep + estimate, style="dim")
         chart_height = max(1, height - 2)
         other = _primary(self.compare) if self.compare is not None else None
         peak = max(gpu.used_peak, other.used_peak if other else 0)
