@@ -31,9 +31,19 @@ class Tmux:
     def screen(self, target: str) -> str:
         return self("capture-pane", "-p", "-t", target)
 
-    def wait_screen(self, target: str, pattern: str, timeout: float = 120) -> str:
-        found = wait_for(lambda: re.search(pattern, self.screen(target)), timeout=timeout, every=0.3)
-        return found.string  # type: ignore[union-attr]
+    def wait_screen(self, target: str, *patterns: str, timeout: float = 120) -> str:
+        """The first screen on which every pattern shows. One frame can show the header's new state
+        while the footer's key hints follow on the next, so checks of several parts wait for all."""
+        def shown() -> str | None:
+            screen = self.screen(target)
+            return screen if all(re.search(p, screen) for p in patterns) else None
+        try:
+            found = wait_for(shown, timeout=timeout, every=0.3)
+        except AssertionError:
+            raise AssertionError(f"{patterns} not all shown within {timeout}s; last screen:\n"
+                                 f"{self.screen(target)}") from None
+        assert isinstance(found, str)
+        return found
 
 
 def _viewer_pid(tmux: Tmux, target: str) -> int:
@@ -48,11 +58,9 @@ def test_live_keys_kill_viewer_and_attach(tmp_path: Path, runs_dir: Path) -> Non
     command = f"{env}{sys.executable} -m loratui run {TINY} --max-steps 3000 --runs-dir {runs_dir}"
     tmux("new-session", "-d", "-s", "live", "-x", "80", "-y", "24", command + "; sleep 60")
     try:
-        screen = tmux.wait_screen("live", r"TRAINING")
-        assert "VRAM" in screen and "loss" in screen and "advice" in screen
+        tmux.wait_screen("live", r"TRAINING", "VRAM", "loss", "advice")
         tmux("send-keys", "-t", "live", "p")
-        tmux.wait_screen("live", r"PAUSED", timeout=30)
-        assert "r resume" in tmux.screen("live")
+        tmux.wait_screen("live", r"PAUSED", "r resume", timeout=30)
         tmux("send-keys", "-t", "live", "r")
         tmux.wait_screen("live", r"TRAINING", timeout=30)
         run = only_run(runs_dir)
