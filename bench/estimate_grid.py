@@ -226,8 +226,6 @@ def measure(c: dict, path: Path, steps: int) -> dict:
     row = dict(name=config_name(c), **c, model_config=MODELS[c["model"]], steps=steps, nvml_idle_gib=idle)
     t0 = time.perf_counter()
     try:
-        import torch
-
         row.update(train_and_measure(c, path, steps, sampler))
         later = row["per_step"][1:] or row["per_step"]  # step 1 lacks the optimizer state
         row.update(status="ok", nvml_peak_gib=max(s["nvml"] for s in later),
