@@ -2,7 +2,7 @@
 
     python bench/gpu_analyse.py issue2 RUN_DIR SMI_CSV
     python bench/gpu_analyse.py spikes RUN_DIR SPIKES_JSON SMI1S_CSV CPU_JSON
-    python bench/gpu_analyse.py overhead OUT_DIR    (a*.json of plain_trainer.py; runs_ovh/, runs_ovh_tty/ of loratui)
+    python bench/gpu_analyse.py overhead OUT_DIR...  (a*.json of plain_trainer.py; runs_ovh/, runs_ovh_tty/ of loratui)
     python bench/gpu_analyse.py throughput OUT_DIR  (tput/*/ runs and tput/plain_*.json; bf16_rate.txt; logs/ckpt.log)
 
 Reads events.jsonl as plain JSON lines (a torn line is skipped), so it needs no loratui import.
@@ -11,7 +11,9 @@ SMI CSVs are `timestamp, memory.used[, memory.reserved]` in MiB (nvidia-smi --fo
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import random
 import statistics
 import sys
@@ -158,7 +160,7 @@ def spikes(run_dir: Path, spikes_json: Path, smi_csv: Path, cpu_json: Path, wind
               f"{sum(x for x, _ in r)}/{len(r)} nvidia-smi_1s={sum(y for _, y in r)}/{len(r)}")
     # Amplitude seen: how much of the 4 GiB the caught windows show.
     amp = [s["used_max"] - base for i, s in enumerate(phase) if i in matched_windows]
-    gaps = [b["t"] - a["t"] for a, b in zip(phase, phase[1:])]
+    gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(phase)]
     print(f"SPIKES_INFO size_GiB={gib} baseline_used_GiB={base / GIB:.2f} threshold=+3.5GiB "
           f"caught_amplitude_median_GiB={statistics.median(amp) / GIB if amp else float('nan'):.2f} "
           f"unmatched_windows_over_threshold={false_rec} smi_lines={len(smi)} unmatched_smi_over={false_smi} "
@@ -201,36 +203,84 @@ def loratui_runs(root: Path) -> list[Path]:
                   key=lambda p: p.stat().st_mtime) if root.exists() else []
 
 
-def overhead(out: Path) -> None:
-    """(a) plain script, (b) loratui --headless, (c) loratui with the TUI attached to a pty."""
-    arms: dict[str, list[list[float]]] = {"a": [], "b": [], "c": []}
-    for i, path in enumerate(sorted(out.glob("overhead/a*.json"), key=lambda p: int(p.stem[1:])), 1):
-        t = json.loads(path.read_text())["step_times"]
-        arms["a"].append(steady(t))
-        print(f"OVH a{i} plain steps={len(t)} steady={','.join(f'{x:.3f}' for x in arms['a'][-1])}")
-    for arm, root in (("b", out / "runs_ovh"), ("c", out / "runs_ovh_tty")):
-        for i, run in enumerate(loratui_runs(root), 1):
-            t, end, tok = run_steps(events(run))
-            arms[arm].append(steady(t))
-            tty = out / "overhead" / f"{arm}{i}_tty.json"
-            extra = f" tty={tty.read_text().strip()}" if tty.exists() else ""
-            print(f"OVH {arm}{i} loratui steps={len(t)} end={end.get('state')} tokens_per_step={tok} "
-                  f"steady={','.join(f'{x:.3f}' for x in arms[arm][-1])}{extra}")
-    a_all = [x for run in arms["a"] for x in run]
-    if not a_all:
+# Student's t quantiles (two-sided 95 % = one-sided 97.5 %, and one-sided 95 %) for df 1..30; no scipy
+# on the device. Beyond 30 the normal values serve.
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042]
+T95 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771, 1.761,
+       1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701,
+       1.699, 1.697]
+
+
+def t_quantile(df: int, table: list[float], normal: float) -> float:
+    return table[df - 1] if 1 <= df <= len(table) else normal
+
+
+def overhead_arms(outs: list[Path]) -> dict[str, dict[str, list[float]]]:
+    """Steady step times per arm, keyed by run label "<call dir>:<round>" so rounds pair across arms."""
+    arms: dict[str, dict[str, list[float]]] = {"a": {}, "b": {}, "c": {}}
+    for out in outs:
+        for path in sorted(out.glob("overhead/a*.json"), key=lambda p: int(p.stem[1:])):
+            arms["a"][f"{out.name}:{path.stem[1:]}"] = steady(json.loads(path.read_text())["step_times"])
+        for arm, root in (("b", out / "runs_ovh"), ("c", out / "runs_ovh_tty")):
+            for run in loratui_runs(root):
+                name = json.loads((run / "run.json").read_text()).get("name", "") if (run / "run.json").exists() else ""
+                t, end, _ = run_steps(events(run))
+                if end.get("state") != "finished" or not name[1:].isdigit():
+                    print(f"OVH skipped {run}: end={end.get('state')} name={name!r}")
+                    continue
+                arms[arm][f"{out.name}:{name[1:]}"] = steady(t)
+    return arms
+
+
+def overhead(outs: list[Path]) -> None:
+    """(a) plain script, (b) loratui --headless, (c) loratui with the TUI attached to a pty; OUT dirs of one
+    or more calls pool. The unit is the run (its mean steady step time: tokens/s is tokens over time), and
+    the rounds pair: a_i, b_i, c_i ran back to back, so the per-round ratio cancels drift between rounds.
+    Three intervals: paired t on log ratios (the headline), Welch t on run means, and the older bootstrap
+    over pooled steps (which treats steps as independent and so is too narrow when runs differ)."""
+    arms = overhead_arms(outs)
+    for arm, runs in arms.items():
+        for label, st in runs.items():
+            print(f"OVH {arm} {label} steps={len(st) + 2} mean={statistics.fmean(st) if st else float('nan'):.3f} "
+                  f"steady={','.join(f'{x:.3f}' for x in st)}")
+    means = {arm: {k: statistics.fmean(v) for k, v in runs.items() if v} for arm, runs in arms.items()}
+    if not means["a"]:
         print("OVH_RESULT no plain run")
         return
     for arm, label in (("b", "headless"), ("c", "TUI attached")):
-        x_all = [x for run in arms[arm] for x in run]
-        if not x_all:
+        if not means[arm]:
             continue
-        ratio = statistics.median(a_all) / statistics.median(x_all)  # tokens/s ratio = inverse time ratio
+        print(f"OVH_RESULT {arm} ({label}): " + overhead_result(means["a"], means[arm], arm))
+        a_all = [x for r in arms["a"].values() for x in r]
+        x_all = [x for r in arms[arm].values() for x in r]
         lo, hi = bootstrap_ratio(a_all, x_all)
-        per_run = [statistics.median(r) for r in arms[arm] if r]
-        print(f"OVH_RESULT {arm} ({label}): tokens/s ratio {arm}/a = {ratio:.4f} (bootstrap 95% CI {lo:.4f}-{hi:.4f}; "
-              f"steady steps a={len(a_all)} {arm}={len(x_all)} in {len(arms['a'])}/{len(per_run)} runs; "
-              f"per-run medians a={','.join(f'{statistics.median(r):.3f}' for r in arms['a'] if r)} "
-              f"{arm}={','.join(f'{m:.3f}' for m in per_run)} s/step)")
+        print(f"OVH_STEPS {arm}: pooled-step medians ratio {statistics.median(a_all) / statistics.median(x_all):.4f} "
+              f"(step bootstrap 95% CI {lo:.4f}-{hi:.4f}; {len(a_all)} vs {len(x_all)} steps)")
+
+
+def overhead_result(a: dict[str, float], x: dict[str, float], arm: str) -> str:
+    """tokens/s ratio x/a = mean a step time / mean x step time, with paired and Welch intervals."""
+    ratio = statistics.fmean(a.values()) / statistics.fmean(x.values())
+    text = f"tokens/s ratio {arm}/a = {ratio:.4f} over {len(a)} vs {len(x)} runs"
+    na, nx = len(a), len(x)
+    if na >= 2 and nx >= 2:  # Welch on run means, delta method for the ratio
+        va, vx = statistics.variance(a.values()) / na, statistics.variance(x.values()) / nx
+        ma, mx = statistics.fmean(a.values()), statistics.fmean(x.values())
+        se = ratio * math.sqrt(va / ma**2 + vx / mx**2)
+        df = max(1, round((va + vx) ** 2 / (va**2 / (na - 1) + vx**2 / (nx - 1)))) if va + vx else 1
+        text += (f"; Welch 95% CI {ratio - t_quantile(df, T975, 1.960) * se:.4f}-"
+                 f"{ratio + t_quantile(df, T975, 1.960) * se:.4f} (df {df})")
+    pairs = [math.log(a[k] / x[k]) for k in a if k in x]
+    if len(pairs) >= 2:
+        m, se = statistics.fmean(pairs), statistics.stdev(pairs) / math.sqrt(len(pairs))
+        df = len(pairs) - 1
+        text += (f"; paired by round ({len(pairs)} rounds): {math.exp(m):.4f}, 95% CI "
+                 f"{math.exp(m - t_quantile(df, T975, 1.960) * se):.4f}-{math.exp(m + t_quantile(df, T975, 1.960) * se):.4f}, "
+                 f"one-sided 95% lower bound {math.exp(m - t_quantile(df, T95, 1.645) * se):.4f}; "
+                 f"per-round ratios {','.join(f'{math.exp(v):.4f}' for v in pairs)}")
+    return text
 
 
 def throughput(out: Path) -> None:
@@ -271,7 +321,7 @@ def main() -> None:
     elif cmd == "spikes":
         spikes(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5]))
     elif cmd == "overhead":
-        overhead(Path(sys.argv[2]))
+        overhead([Path(a) for a in sys.argv[2:]])
     elif cmd == "throughput":
         throughput(Path(sys.argv[2]))
     else:

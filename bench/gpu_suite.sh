@@ -15,10 +15,11 @@
 #   spikes     issue 9: 4 GiB spikes of 10/30/100/300 ms x10 while a tiny run is monitored; nvidia-smi at 1 s
 #   issue2     loratui run recipes/qwen7b.toml --headless --max-steps 20 vs nvidia-smi at 100 ms
 #   overhead   issue 7: plain Trainer (a), loratui run --headless (b), loratui run with its TUI on a
-#              200x60 pty (c; OVH_TTY=0 drops it), a/b/c a/b/c..., seq 1024 packed
+#              200x60 pty (c; OVH_TTY=0 drops it), OVH_PAIRS rounds a/b/c c/b/a ..., seq 1024 packed
 #   throughput issue 7 item 6: the card's bf16 rate; tokens/s and MFU of the QLoRA recipe, a bf16-LoRA
 #              variant (plain and loratui), and speed-up settings (liger kernels, fused AdamW, no
-#              checkpointing, torch.compile), each a recipe variant run through loratui
+#              checkpointing, torch.compile), each a recipe variant run through loratui; TPUT_ONLY="NAME ..."
+#              runs only the named variants (the names below; plain-bf16 is the plain-script row)
 # Everything goes under $OUT; one line per result in $OUT/summary.txt, printed at the end.
 set -u
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -29,6 +30,7 @@ OUT=${OUT:-/tmp/gpu_suite_out}
 OVH_STEPS=${OVH_STEPS:-7}
 OVH_PAIRS=${OVH_PAIRS:-3}
 OVH_TTY=${OVH_TTY:-1}
+OVH_ROUND0=${OVH_ROUND0:-0}     # rounds are numbered from OVH_ROUND0+1 (a later call goes on where one ended)
 OVH_HEADLESS=${OVH_HEADLESS:-1}  # 0: rounds of a/c only (the TUI arm, when b is already measured)
 TPUT_STEPS=${TPUT_STEPS:-7}
 STAGES=" ${STAGES:-spikes issue2 overhead} "
@@ -169,41 +171,48 @@ if [ $CKPT_OK -eq 1 ] && want issue2 && fits 75 "issue 2 qwen7b run"; then
   [ $rc -eq 0 ] || tail -15 "$OUT/logs/q7b_run.log" | sed 's/^/  q7b| /'
 fi
 
-# -- 4. issue 7: overhead, a/b alternating -----------------------------------------------------------
+# -- 4. issue 7: overhead, a/b/c alternating -----------------------------------------------------------
+# Odd rounds run a b c, even rounds c b a, so no arm always runs first (or right after another's exit).
+ovh_a() {  # ovh_a ROUND
+  local ts rc; ts=$(date +%s)
+  timeout $(( $(left) - 10 )) $PY bench/plain_trainer.py bench/qwen7b_seq1024.toml --model-path "$CKPT" \
+    --max-steps "$OVH_STEPS" --out "$OUT/overhead/a$1.json" --output-dir /tmp/plain_out > "$OUT/logs/ovh_a$1.log" 2>&1
+  rc=$?; est_a=$(($(date +%s) - ts + 3))
+  note "OVH_RUN a$1 rc=$rc $((est_a - 3))s"
+  [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_a$1.log" | sed 's/^/  a| /'; return 1; }
+}
+ovh_b() {
+  [ "$OVH_HEADLESS" = 1 ] || return 0
+  local ts rc; ts=$(date +%s)
+  timeout $(( $(left) - 10 )) $PY -m loratui run bench/qwen7b_seq1024.toml --headless --max-steps "$OVH_STEPS" \
+    --model-path "$CKPT" --runs-dir "$OUT/runs_ovh" --run-name "b$1" > "$OUT/logs/ovh_b$1.log" 2>&1
+  rc=$?; est_b=$(($(date +%s) - ts + 3))
+  [ $rc -eq 124 ] && stop_run "$OUT/runs_ovh"
+  note "OVH_RUN b$1 rc=$rc $((est_b - 3))s"
+  [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_b$1.log" | sed 's/^/  b| /'; return 1; }
+}
+ovh_c() {  # a failing TUI arm is dropped; the a/b rounds go on
+  [ "$OVH_TTY" = 1 ] || return 0
+  local ts rc; ts=$(date +%s)
+  $PY bench/tty_run.py --cols 200 --rows 60 --runs-dir "$OUT/runs_ovh_tty" --out "$OUT/overhead/c$1_tty.json" \
+    --timeout $(( $(left) - 10 )) -- $PY -m loratui run bench/qwen7b_seq1024.toml --max-steps "$OVH_STEPS" \
+    --model-path "$CKPT" --runs-dir "$OUT/runs_ovh_tty" --run-name "c$1" > "$OUT/logs/ovh_c$1.log" 2>&1
+  rc=$?; est_c=$(($(date +%s) - ts + 3))
+  note "OVH_RUN c$1 rc=$rc $((est_c - 3))s $(tail -1 "$OUT/logs/ovh_c$1.log" | tr -d '\r' | tail -c 300)"
+  if [ $rc -ne 0 ]; then
+    stop_run "$OUT/runs_ovh_tty"; OVH_TTY=0; est_c=0
+    tail -c 1500 "$OUT/overhead/c$1_tty.screen" 2>/dev/null | tr -cd '[:print:]\n' | tail -8 | sed 's/^/  c| /'
+  fi
+}
 if [ $CKPT_OK -eq 1 ] && want overhead; then
   est_a=${EST_A:-55}; est_b=0; [ "$OVH_HEADLESS" = 1 ] && est_b=${EST_B:-60}; est_c=0; [ "$OVH_TTY" = 1 ] && est_c=${EST_C:-60}
-  for i in $(seq 1 "$OVH_PAIRS"); do
+  for i in $(seq $((${OVH_ROUND0:-0} + 1)) $((${OVH_ROUND0:-0} + OVH_PAIRS))); do
+    [ "$OVH_TTY" = 1 ] || est_c=0
     fits $((est_a + est_b + est_c + 5)) "overhead round $i" || break
-    ts=$(date +%s)
-    timeout $(( $(left) - 10 )) $PY bench/plain_trainer.py bench/qwen7b_seq1024.toml --model-path "$CKPT" \
-      --max-steps "$OVH_STEPS" --out "$OUT/overhead/a$i.json" --output-dir /tmp/plain_out \
-      > "$OUT/logs/ovh_a$i.log" 2>&1
-    rc=$?; da=$(($(date +%s) - ts))
-    note "OVH_RUN a$i rc=$rc ${da}s"
-    [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_a$i.log" | sed 's/^/  a| /'; break; }
-    est_a=$((da + 3))
-    if [ "$OVH_HEADLESS" = 1 ]; then
-      ts=$(date +%s)
-      timeout $(( $(left) - 10 )) $PY -m loratui run bench/qwen7b_seq1024.toml --headless --max-steps "$OVH_STEPS" \
-        --model-path "$CKPT" --runs-dir "$OUT/runs_ovh" --run-name "b$i" > "$OUT/logs/ovh_b$i.log" 2>&1
-      rc=$?; db=$(($(date +%s) - ts))
-      [ $rc -eq 124 ] && stop_run "$OUT/runs_ovh"
-      note "OVH_RUN b$i rc=$rc ${db}s"
-      [ $rc -eq 0 ] || { tail -15 "$OUT/logs/ovh_b$i.log" | sed 's/^/  b| /'; break; }
-      est_b=$((db + 3))
-    fi
-    [ "$OVH_TTY" = 1 ] || continue
-    ts=$(date +%s)
-    $PY bench/tty_run.py --cols 200 --rows 60 --runs-dir "$OUT/runs_ovh_tty" --out "$OUT/overhead/c${i}_tty.json" \
-      --timeout $(( $(left) - 10 )) -- $PY -m loratui run bench/qwen7b_seq1024.toml --max-steps "$OVH_STEPS" \
-      --model-path "$CKPT" --runs-dir "$OUT/runs_ovh_tty" --run-name "c$i" > "$OUT/logs/ovh_c$i.log" 2>&1
-    rc=$?; dc=$(($(date +%s) - ts))
-    note "OVH_RUN c$i rc=$rc ${dc}s $(tail -1 "$OUT/logs/ovh_c$i.log" | tr -d '\r' | tail -c 300)"
-    if [ $rc -ne 0 ]; then  # keep the a/b rounds going without the TUI arm
-      stop_run "$OUT/runs_ovh_tty"; OVH_TTY=0; est_c=0
-      tail -c 1500 "$OUT/overhead/c${i}_tty.screen" 2>/dev/null | tr -cd '[:print:]\n' | tail -8 | sed 's/^/  c| /'
+    if [ $((i % 2)) -eq 1 ]; then
+      ovh_a "$i" && ovh_b "$i" && { ovh_c "$i"; true; } || break
     else
-      est_c=$((dc + 3))
+      ovh_c "$i"; ovh_b "$i" && ovh_a "$i" || break
     fi
   done
   $PY bench/gpu_analyse.py overhead "$OUT" > "$OUT/logs/overhead_analysis.log" 2>&1
@@ -211,8 +220,10 @@ if [ $CKPT_OK -eq 1 ] && want overhead; then
 fi
 
 # -- throughput: issue 7 item 6 -------------------------------------------------------------------------
+tput_wanted() { [ -z "${TPUT_ONLY:-}" ] || [[ " $TPUT_ONLY " == *" $1 "* ]]; }
 tput_run() {  # tput_run EST NAME [section.key=value ...]: a recipe variant through loratui run --headless
   local est=$1 name=$2; shift 2
+  tput_wanted "$name" || return 1
   fits "$est" "throughput $name" || return 1
   $PY bench/recipe_variant.py bench/qwen7b_seq1024.toml "$OUT/variants/$name.toml" "$@" \
     > "$OUT/logs/variant_$name.log" 2>&1 || { note "TPUT_RUN $name bad variant: $(tail -1 "$OUT/logs/variant_$name.log")"; return 1; }
@@ -231,7 +242,7 @@ if [ $CKPT_OK -eq 1 ] && want throughput; then
   tput_run 55 qlora-liger training.use_liger_kernel=true
   tput_run 75 qlora-liger-2048 training.use_liger_kernel=true data.max_length=2048
   tput_run 55 qlora-fused training.optim='"adamw_torch_fused"'
-  if fits 50 "throughput bf16 plain"; then
+  if tput_wanted plain-bf16 && fits 50 "throughput bf16 plain"; then
     $PY bench/recipe_variant.py bench/qwen7b_seq1024.toml "$OUT/variants/bf16.toml" quantization.load_in_4bit=false
     timeout $(( $(left) - 10 )) $PY bench/plain_trainer.py "$OUT/variants/bf16.toml" --model-path "$CKPT" \
       --max-steps "$TPUT_STEPS" --out "$OUT/tput/plain_bf16.json" --output-dir /tmp/plain_out > "$OUT/logs/tput_plain_bf16.log" 2>&1
@@ -240,7 +251,7 @@ if [ $CKPT_OK -eq 1 ] && want throughput; then
   tput_run 50 bf16 quantization.load_in_4bit=false
   tput_run 55 qlora-liger-nogc training.use_liger_kernel=true training.gradient_checkpointing=false
   tput_run 50 bf16-liger quantization.load_in_4bit=false training.use_liger_kernel=true
-  tput_run 150 qlora-compile training.torch_compile=true
+  TPUT_STEPS=${COMPILE_STEPS:-$TPUT_STEPS} tput_run 150 qlora-compile training.torch_compile=true
   $PY bench/gpu_analyse.py throughput "$OUT" > "$OUT/logs/throughput_analysis.log" 2>&1
   cat "$OUT/logs/throughput_analysis.log" >> "$S"; cat "$OUT/logs/throughput_analysis.log"
 fi
