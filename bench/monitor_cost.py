@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loratui import events, rundir  # noqa: E402
 from loratui.eventlog import EventWriter  # noqa: E402
-from loratui.sources.gpu import Device  # noqa: E402
-from loratui.sources.sampler import Sampler  # noqa: E402
+from loratui.supervisor.gpu import Device  # noqa: E402
+from loratui.supervisor.sampler import Sampler  # noqa: E402
 
 GIB = 1 << 30
 

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, rundir
+from loratui.commands import doctor, estimate, importer, replay
 from loratui.errors import UsageError
 from loratui.recipe import RecipeError
-
-__all__ = ["UsageError", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,10 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
                        ("suspend", "checkpoint, free the GPU, wait for resume"), ("save", "checkpoint now")):
         cmd = sub.add_parser(name, parents=[runs_dir], help=text)
         cmd.add_argument("run", nargs="?", default=None)
+        cmd.set_defaults(handler=cmd_control)
 
-    from loratui import cli_more
-
-    cli_more.add_parsers(sub, runs_dir)
+    run.set_defaults(handler=cmd_run)
+    attach.set_defaults(handler=cmd_attach)
+    ls.set_defaults(handler=cmd_ls)
+    for module in (doctor, estimate, importer, replay):
+        module.register(sub, runs_dir).set_defaults(handler=module.main)
     return parser
 
 
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "runs_dir", None) is None and hasattr(args, "runs_dir"):
         args.runs_dir = rundir.default_runs_dir()
     try:
-        return int(_dispatch(args))
+        return int(args.handler(args))
     except (RecipeError, UsageError, rundir.RunNotFound) as exc:
         print(f"loratui: {exc}", file=sys.stderr)
         return 2
@@ -62,19 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    from loratui import cli_more
-
-    handlers = {"run": cmd_run, "attach": cmd_attach, "ls": cmd_ls}
-    if args.command in handlers:
-        return handlers[args.command](args)
-    if args.command in ("stop", "pause", "resume", "suspend", "save"):
-        return cmd_control(args)
-    return cli_more.dispatch(args)
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from loratui.launch import start_run
+    from loratui.supervisor.launch import start_run
 
     run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps)
     return _view(run, headless=args.headless, starting=True)
@@ -88,7 +79,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 def _view(run: rundir.RunDir, headless: bool, starting: bool) -> int:
     """The TUI on a terminal, the progress printer otherwise; Ctrl-C leaves the run training."""
     if headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
-        from loratui import headless as hl
+        from loratui.tui import headless as hl
 
         print(f"run {run.run_id} in {run.path}  (loratui attach {run.run_id}; loratui stop {run.run_id})")
         try:
@@ -98,9 +89,16 @@ def _view(run: rundir.RunDir, headless: bool, starting: bool) -> int:
                   f"`loratui stop {run.run_id}` to stop it.")
             return 0
         return hl.exit_code(state)
-    from loratui.tui.app import run_app
+    from loratui.supervisor import control
+    from loratui.supervisor.restart import restart_with, write_fixed_recipe
+    from loratui.tui.app import RunActions, run_app
 
-    return run_app(run)
+    def actions(run: rundir.RunDir) -> RunActions:
+        return RunActions(send=lambda command: control.send(run.control, command, "tui"),
+                          write_fix=lambda advice_id, change: write_fixed_recipe(run, advice_id, change),
+                          restart=lambda recipe, env, send: restart_with(run, recipe, env, send))
+
+    return run_app(run, actions)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -133,7 +131,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_control(args: argparse.Namespace) -> int:
-    from loratui.sources import control
+    from loratui.supervisor import control
 
     run = rundir.resolve(args.run, args.runs_dir)
     try:

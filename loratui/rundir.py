@@ -23,6 +23,9 @@ import msgspec
 
 from loratui import events
 
+SUSPEND_EXIT = 75
+"""The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable (trainer → supervisor)."""
+
 
 class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     """What `loratui run` decided beyond the recipe file itself."""
@@ -177,3 +180,11 @@ def resolve(name: str | None, runs_dir: Path) -> RunDir:
 def is_final(state: str) -> bool:
     """Whether a run in `state` is over."""
     return state in events.FINAL_STATES
+
+
+def latest_checkpoint(checkpoints: Path) -> str | None:
+    """The Trainer's newest `checkpoint-N` directory, or None."""
+    found = [p for p in checkpoints.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    if not found:
+        return None
+    return str(max(found, key=lambda p: int(p.name.split("-")[-1])))

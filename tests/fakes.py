@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from loratui.sources.gpu import Device
+from loratui.supervisor.gpu import Device
 
 GIB = 1 << 30
 

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from loratui import rundir
-from loratui.apply_advice import ApplyError, restart_with, write_fixed_recipe
+from loratui.errors import ApplyError
+from loratui.supervisor.restart import restart_with, write_fixed_recipe
 from loratui.recipe import load_recipe
-from loratui.sources import control
+from loratui.supervisor import control
 from loratui.sources.runlog import ListSource
-from loratui.tui.app import LoratuiApp
+from loratui.tui.app import LoratuiApp, RunActions
 from tests import scenarios
 from tests.conftest import REPO, TINY, kinds, only_run, wait_for
 from tests.test_run import _start_detached_recipe
@@ -43,7 +44,9 @@ def test_write_fixed_recipe_leaves_the_original_alone(tmp_path: Path) -> None:
 async def test_key_A_writes_the_recipe_and_asks_before_restarting(tmp_path: Path) -> None:
     run, source = _fake_run(tmp_path)
     sent: list[str] = []
-    app = LoratuiApp(ListSource(scenarios.run(60, peak_gib=33.5)), load_recipe(source), send=sent.append, run=run)
+    actions = RunActions(send=sent.append, write_fix=lambda advice_id, change: write_fixed_recipe(run, advice_id, change),
+                         restart=lambda recipe, env, send: restart_with(run, recipe, env, send))
+    app = LoratuiApp(ListSource(scenarios.run(60, peak_gib=33.5)), load_recipe(source), actions=actions)
     async with app.run_test(size=(160, 48)) as pilot:
         for _ in range(60):
             await pilot.pause(0.1)

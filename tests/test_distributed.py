@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loratui.sources import control
+from loratui.supervisor import control
 from tests.conftest import REPO, TINY, kinds, loratui, only_run, wait_for
 from tests.test_run import _start_detached_recipe
 

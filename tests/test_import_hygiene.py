@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-LIGHT = ["loratui.events", "loratui.eventlog", "loratui.recipe", "loratui.rundir", "loratui.sources.gpu",
-         "loratui.sources.sampler", "loratui.sources.control", "loratui.logic.runstate",
+LIGHT = ["loratui.events", "loratui.eventlog", "loratui.recipe", "loratui.rundir", "loratui.supervisor.gpu",
+         "loratui.supervisor.sampler", "loratui.supervisor.control", "loratui.logic.runstate",
          "loratui.logic.series", "loratui.logic.advice", "loratui.logic.estimate", "loratui.cli"]
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from loratui import events, importers
-from loratui.load import open_any
+from loratui import events
+from loratui.sources import importers
+from loratui.sources.open_any import open_any
 from loratui.logic.runstate import RunState
 
 DATA = Path(__file__).parent / "data"

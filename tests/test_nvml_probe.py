@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from loratui.sources import gpu
-from loratui.sources.gpu import NvmlProbe, ProbeUnavailable
+from loratui.supervisor import gpu
+from loratui.supervisor.gpu import NvmlProbe, ProbeUnavailable
 
 GIB = 1 << 30
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from loratui.sources import control
+from loratui.supervisor import control
 from tests.conftest import REPO, TINY, kinds, loratui, only_run, read_events, wait_for
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import time
 
 from loratui import events
 from loratui.logic.series import PeakSeries, bucket_max
-from loratui.sources.sampler import Sampler
+from loratui.supervisor.sampler import Sampler
 from tests.fakes import GIB, ScriptedProbe, spike_at, steady
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from loratui import events
 from loratui.eventlog import read_log
-from loratui.load import open_any
+from loratui.sources.open_any import open_any
 from loratui.logic.runstate import RunState
 from loratui.logic.summary import summarize
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from loratui import rundir
-from loratui.supervisor import Supervisor
+from loratui.supervisor.owner import Supervisor
 from tests.conftest import REPO, TINY, kinds
 from tests.fakes import ScriptedProbe, steady
 

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 
-def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> None:
+def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `doctor` subparser."""
     doctor = sub.add_parser("doctor", parents=[runs_dir_parent],
                             help="diagnose a run, its events.jsonl, or a pasted log or traceback")
     doctor.add_argument("path", help="a run directory, run id, events.jsonl, or a text log/traceback file")
     doctor.add_argument("--json", action="store_true", help="print the advice as a JSON list")
+    return doctor
 
 
 def main(args: argparse.Namespace) -> int:

@@ -11,18 +11,19 @@ from pathlib import Path
 from typing import Any
 
 
-def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> None:
+def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `estimate` subparser."""
     cmd = sub.add_parser("estimate", help="predict a recipe's VRAM peak from the model's config.json")
     cmd.add_argument("recipe", type=Path)
     cmd.add_argument("--gpu-gb", type=float, default=32.0, help="card memory in GiB to judge against (32)")
     cmd.add_argument("--json", action="store_true", help="print the estimate as one JSON object")
     cmd.add_argument("--model-path", default=None, help="overrides [model] path (a local model directory)")
+    return cmd
 
 
 def main(args: argparse.Namespace) -> int:
     """Print the estimate (and the what-would-fit table) for the recipe."""
-    from loratui.cli import UsageError
+    from loratui.errors import UsageError
     from loratui.logic.estimate import ConfigError, estimate, fit_table
     from loratui.recipe import load_recipe
 
@@ -43,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
 
 def find_config(model_path: str, recipe_dir: Path) -> Path:
     """The config.json of a model path: the tiny model's, a local directory's, or a clear error."""
-    from loratui.cli import UsageError
+    from loratui.errors import UsageError
     from loratui.recipe import TINY_MODEL
 
     if model_path == TINY_MODEL:
@@ -66,7 +67,7 @@ def find_config(model_path: str, recipe_dir: Path) -> Path:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The parsed config.json, or a one-line UsageError."""
-    from loratui.cli import UsageError
+    from loratui.errors import UsageError
 
     try:
         config = json.loads(path.read_text(encoding="utf-8"))

@@ -9,17 +9,18 @@ from typing import Any
 RECIPE_STUB = "# Imported run: loratui did not start it, so there is no recipe.\n# Source: {source}\n"
 
 
-def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> None:
+def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `import` subparser."""
     cmd = sub.add_parser("import", parents=[runs_dir_parent],
                          help="import a trainer_state.json, Trainer output dir or stdout log as a run")
     cmd.add_argument("path", type=Path)
     cmd.add_argument("--name", default=None, help="run name (default: from the path)")
+    return cmd
 
 
 def main(args: argparse.Namespace) -> int:
     """Write the imported events as a new run directory and print its id."""
-    from loratui import importers
+    from loratui.sources import importers
     from loratui.errors import UsageError
 
     try:

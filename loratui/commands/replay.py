@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 
-def register(sub: Any, runs_dir: argparse.ArgumentParser) -> None:
+def register(sub: Any, runs_dir: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `replay` subcommand."""
     parser = sub.add_parser("replay", parents=[runs_dir], help="play a recorded run back (or compare two)")
     parser.add_argument("run", help="run id, name or directory; an events.jsonl; a trainer_state.json, "
@@ -18,6 +18,7 @@ def register(sub: Any, runs_dir: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="from_step", type=int, default=None, help="start at this step")
     parser.add_argument("--headless", action="store_true", help="no TUI")
     parser.add_argument("--summary", action="store_true", help="with --headless: print a JSON summary")
+    return parser
 
 
 def main(args: argparse.Namespace) -> int:
@@ -75,9 +76,10 @@ class _Follow:
 
 def _open(target: str, runs_dir: Path) -> tuple[list[Any], str, str, Any]:
     """(events, notes, title, recipe or None); bad input becomes one UsageError line."""
-    from loratui import importers, rundir
+    from loratui import rundir
+    from loratui.sources import importers
     from loratui.errors import UsageError
-    from loratui.load import open_any
+    from loratui.sources.open_any import open_any
 
     if "/" in target and not Path(target).exists():
         raise UsageError(f"{target}: no such file or directory (replay takes a run id, a run directory, "

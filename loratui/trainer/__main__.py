@@ -18,8 +18,7 @@ from typing import Any
 from loratui import events
 from loratui.eventlog import EventWriter
 from loratui.recipe import load_recipe
-from loratui.rundir import RunDir
-from loratui.supervisor import SUSPEND_EXIT
+from loratui.rundir import SUSPEND_EXIT, RunDir
 
 
 def main(argv: list[str] | None = None) -> int:

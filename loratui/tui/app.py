@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 
 from loratui import events
+from loratui.errors import ApplyError
 from loratui.logic.advice import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe, RecipeError, load_recipe
@@ -31,6 +34,19 @@ from loratui.tui.widgets.log_pane import LogPane
 from loratui.tui.widgets.loss_plot import LossPlot
 from loratui.tui.widgets.status import StatusBar
 from loratui.tui.widgets.vram import VramPane
+
+
+@dataclass(frozen=True)
+class RunActions:
+    """What the app may do to the run it watches, handed in by the command that opens it (the viewer
+    never imports the owner side)."""
+
+    send: Callable[[str], None]
+    """Deliver a control command (pause, resume, ...); raises on refusal."""
+    write_fix: Callable[[str, dict[str, Any]], tuple[Path, dict[str, str]]]
+    """Write an advice's change as a new recipe: (its path, the environment it asks for)."""
+    restart: Callable[[Path, dict[str, str], Callable[[str], None]], RunDir]
+    """Stop the run and start the fixed recipe from its last checkpoint: the new run."""
 
 
 CONTROL_ACTIONS = {
@@ -66,14 +82,15 @@ class LoratuiApp(App[str]):
         Binding("question_mark", "help", "help"),
     ]
 
-    def __init__(self, source: EventSource, recipe: Recipe | None = None, send: Any = None,
-                 poll_s: float = 0.25, refresh_s: float = 0.25, run: RunDir | None = None) -> None:
+    def __init__(self, source: EventSource, recipe: Recipe | None = None, send: Callable[[str], None] | None = None,
+                 poll_s: float = 0.25, refresh_s: float = 0.25, actions: RunActions | None = None) -> None:
         super().__init__()
         self.source = source
-        self.run_dir = run
-        """The run directory, when the app watches a run (needed to apply advice)."""
+        self.actions = actions
+        """What the app may do to the run (None for a replay: view only)."""
+        self.send = send if send is not None else (actions.send if actions else None)
+        """Control commands only (a test may give just this)."""
         self.recipe = recipe
-        self.send = send
         self.poll_s = poll_s
         self.refresh_s = refresh_s
         self.run_state = RunState()
@@ -205,7 +222,7 @@ class LoratuiApp(App[str]):
         if action in ("stop", "detach"):
             return self.send is not None and self.run_state.state in CONTROL_ACTIONS["stop"]
         if action == "apply_advice":
-            return self.run_dir is not None and self.advisor is not None and any(
+            return self.actions is not None and self.advisor is not None and any(
                 item.change for item in self.advisor.items())
         return True
 
@@ -267,16 +284,14 @@ class LoratuiApp(App[str]):
 
     def action_apply_advice(self) -> None:
         """Write the highlighted advice's change into a new recipe and offer to restart with it."""
-        from loratui.apply_advice import ApplyError, write_fixed_recipe
-
         panel = self.query_one(AdvicePanel)
         items = [item for item in panel.items if item.change]
-        if self.run_dir is None or not items:
+        if self.actions is None or not items:
             return
         index = panel.highlighted if panel.highlighted is not None else 0
         item = panel.items[index] if index < len(panel.items) and panel.items[index].change else items[0]
         try:
-            path, env = write_fixed_recipe(self.run_dir, item.id, item.change)
+            path, env = self.actions.write_fix(item.id, item.change)
         except ApplyError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -290,12 +305,10 @@ class LoratuiApp(App[str]):
 
     @work(thread=True, group="control")
     def _restart_worker(self, path: Path, env: dict[str, str]) -> None:
-        from loratui.apply_advice import restart_with
-
-        assert self.run_dir is not None
+        assert self.actions is not None
         self.call_from_thread(self.notify, "stopping the run, then restarting from its last checkpoint…")
         try:
-            new_run = restart_with(self.run_dir, path, env, self.send or (lambda command: None))
+            new_run = self.actions.restart(path, env, self.actions.send)
         except Exception as exc:  # a bad path or a refused start: say it, keep the viewer
             self.call_from_thread(self.notify, f"restart failed: {exc}", severity="error")
             return
@@ -309,21 +322,19 @@ class LoratuiApp(App[str]):
         self._stop_polling.set()
 
 
-def live_app(run: RunDir) -> LoratuiApp:
-    """The app on a run directory: live tail plus control through the run's socket."""
-    from loratui.sources import control
-
+def live_app(run: RunDir, actions: RunActions | None) -> LoratuiApp:
+    """The app on a run directory: live tail plus the actions the command handed in."""
     try:
         recipe = load_recipe(run.recipe)
     except RecipeError:
         recipe = None  # an old or hand-edited copy: show the run without recipe-aware advice
-    return LoratuiApp(LiveSource(run), recipe, send=lambda cmd: control.send(run.control, cmd, "tui"), run=run)
+    return LoratuiApp(LiveSource(run), recipe, actions=actions)
 
 
-def run_app(run: RunDir) -> int:
+def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions]) -> int:
     """Run the app on `run` (and on the run that replaces it after an applied advice)."""
     while True:
-        app = live_app(run)
+        app = live_app(run, actions_for(run))
         result = app.run()
         if not (isinstance(result, str) and result.startswith("switch:")):
             break

@@ -85,7 +85,7 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
 
 
 def spawn_supervisor(run: rundir.RunDir) -> int:
-    """Start `python -m loratui.supervisor` in its own session, detached from this terminal."""
+    """Start `python -m loratui.supervisor.owner` in its own session, detached from this terminal."""
     with open(run.supervisor_log, "ab") as err, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             [sys.executable, "-m", "loratui.supervisor", str(run.path)],

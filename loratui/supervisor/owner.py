@@ -19,13 +19,10 @@ from pathlib import Path
 from loratui import __version__, events
 from loratui.eventlog import EventWriter
 from loratui.recipe import Recipe, load_recipe, recipe_hash
-from loratui.rundir import RunDir
-from loratui.sources import control
-from loratui.sources.gpu import GpuProbe, open_probe
-from loratui.sources.sampler import Sampler
-
-SUSPEND_EXIT = 75
-"""The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable."""
+from loratui.rundir import SUSPEND_EXIT, RunDir, latest_checkpoint
+from loratui.supervisor import control
+from loratui.supervisor.gpu import GpuProbe, open_probe
+from loratui.supervisor.sampler import Sampler
 
 STOP_GRACE_S = 60.0
 """How long a stopping trainer may take to reach a step boundary before it is terminated."""
@@ -326,14 +323,6 @@ def process_tree(root: int) -> list[int]:
         found.append(pid)
         todo.extend(children.get(pid, []))
     return found
-
-
-def latest_checkpoint(checkpoints: Path) -> str | None:
-    """The Trainer's newest `checkpoint-N` directory, or None."""
-    found = [p for p in checkpoints.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    if not found:
-        return None
-    return str(max(found, key=lambda p: int(p.name.split("-")[-1])))
 
 
 def main(argv: list[str] | None = None) -> int:

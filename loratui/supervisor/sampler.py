@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from loratui import events
-from loratui.sources.gpu import GpuProbe
+from loratui.supervisor.gpu import GpuProbe
 
 
 @dataclass

@@ -21,7 +21,7 @@ def open_any(target: str | Path, runs_dir: Path) -> tuple[list[events.AnyEvent],
         contents = read_log(events_path)
         return contents.events, contents.notes(), _run_title(contents.events, events_path)
     if path.exists():
-        from loratui import importers  # only imports need it
+        from loratui.sources import importers  # only imports need it
 
         found = importers.import_path(path)
         header = found[0]

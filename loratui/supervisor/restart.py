@@ -13,15 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from loratui import events
+from loratui.errors import ApplyError
 from loratui.eventlog import read_log
 from loratui.logic.recipe_edit import apply_changes, recipe_changes
 from loratui.recipe import RecipeError, load_recipe
-from loratui.rundir import RunDir
-from loratui.supervisor import latest_checkpoint
-
-
-class ApplyError(Exception):
-    """The change cannot be applied (nothing to change, or the result would not validate)."""
+from loratui.rundir import RunDir, latest_checkpoint
 
 
 def write_fixed_recipe(run: RunDir, advice_id: str, change: dict[str, Any]) -> tuple[Path, dict[str, str]]:
@@ -58,7 +54,7 @@ def _header(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
 
 def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait_s: float = 180.0) -> RunDir:
     """Stop `run` if it still trains, then start `recipe` from its last checkpoint; returns the new run."""
-    from loratui.launch import start_run
+    from loratui.supervisor.launch import start_run
 
     if not _ended(run):
         send("stop")
