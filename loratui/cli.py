@@ -11,6 +11,7 @@ from loratui import __version__, rundir
 from loratui.commands import doctor, estimate, importer, replay
 from loratui.errors import UsageError
 from loratui.recipe import RecipeError
+from loratui.units import to_gib
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,7 +116,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         if status not in ("finished", "failed", "stopped") and run.supervisor_pid() is None:
             status = "lost"  # no end event and no supervisor: it was killed
         rows.append({"run": run.run_id, "state": status, "step": state.step, "max_steps": state.max_steps,
-                     "loss": state.last_loss, "peak_vram_gib": round(state.device_used_peak / 2**30, 2)})
+                     "loss": state.last_loss, "peak_vram_gib": round(to_gib(state.device_used_peak), 2)})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

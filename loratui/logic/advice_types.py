@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from loratui.logic import oom
 from loratui.recipe import MonitorSection, Recipe
 
-GIB, MIB = oom.GIB, oom.MIB
+from loratui.units import GIB, MIB  # noqa: F401  (re-exported)
 ERROR, WARNING, INFO = "error", "warning", "info"
 IDS = (
     "oom_full", "oom_fragmentation", "oom_other_process", "oom_at_eval", "oom_at_save", "cuda_error",

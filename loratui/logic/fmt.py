@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import math
 
-GIB = 1 << 30
-
-
-def gib(value: float | None, digits: int = 1) -> str:
-    """Bytes as GiB ('12.3'), or 'N/A'."""
-    return "N/A" if value is None else f"{value / GIB:.{digits}f}"
-
-
 def duration(seconds: float | None) -> str:
     """'1h02m', '3m05s', '42s' or '--'."""
     if seconds is None or not math.isfinite(seconds):

@@ -15,15 +15,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-GIB = 1 << 30
-MIB = 1 << 20
+from loratui.units import GIB, KIB, MIB
 MAX_BYTES = 1 << 42
 """4 TiB: no single GPU comes near; a larger figure is junk, not a measurement."""
 
 FULL, FRAGMENTATION, OTHER_PROCESS, UNKNOWN = "full", "fragmentation", "other_process", "unknown"
 
 _UNITS = {
-    "b": 1, "byte": 1, "bytes": 1, "kib": 1 << 10, "mib": MIB, "gib": GIB, "tib": 1 << 40,
+    "b": 1, "byte": 1, "bytes": 1, "kib": KIB, "mib": MIB, "gib": GIB, "tib": 1 << 40,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 }
 _SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"

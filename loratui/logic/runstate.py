@@ -15,7 +15,7 @@ from typing import Any
 from loratui import events
 from loratui.logic.series import PeakSeries
 
-GIB = 1 << 30
+from loratui.units import GIB  # noqa: F401  (re-exported for the panes)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import Any
 from loratui import events
 from loratui.logic.runstate import RunState
 
-GIB = 1 << 30
+from loratui.units import GIB
 
 
 def summarize(state: RunState, contents_notes: str, diagnoses: Sequence[str] = ()) -> dict[str, Any]:

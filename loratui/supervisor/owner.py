@@ -23,6 +23,7 @@ from loratui.rundir import SUSPEND_EXIT, RunDir, latest_checkpoint
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
 from loratui.supervisor.sampler import Sampler
+from loratui.units import to_gib
 
 STOP_GRACE_S = 60.0
 """How long a stopping trainer may take to reach a step boundary before it is terminated."""
@@ -123,7 +124,7 @@ class Supervisor:
         found = [e for e in read_log(self.run.events).events if isinstance(e, events.Estimate)]
         if not found or not self._peak_used:
             return
-        estimate, measured = found[-1].peak_device_gib, self._peak_used / 2**30
+        estimate, measured = found[-1].peak_device_gib, to_gib(self._peak_used)
         error = (measured - estimate) / estimate
         self.log.write(events.Notice(
             t=time.time(), level="info", key="estimate",

@@ -19,6 +19,7 @@ from loratui import events
 from loratui.eventlog import EventWriter
 from loratui.recipe import load_recipe
 from loratui.rundir import SUSPEND_EXIT, RunDir
+from loratui.units import GIB
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,7 +148,7 @@ def _record_estimate(log: EventWriter, recipe: Any, model: Any, cuda: bool, loca
         if cuda:
             import torch
 
-            total = torch.cuda.get_device_properties(local_rank).total_memory / 2**30
+            total = torch.cuda.get_device_properties(local_rank).total_memory / GIB
         at_data = msgspec.structs.replace(recipe, data=msgspec.structs.replace(recipe.data, max_length=seq_len))
         found = estimate(at_data, config, total)
         worst = estimate(recipe, config, total) if seq_len < recipe.data.max_length else found

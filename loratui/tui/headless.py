@@ -7,6 +7,7 @@ import time
 from typing import TextIO
 
 from loratui import events
+from loratui import units
 from loratui.logic import fmt
 from loratui.logic.runstate import RunState
 from loratui.rundir import RunDir
@@ -20,7 +21,7 @@ def progress_line(s: RunState, width: int = 24) -> str:
     bar = "#" * filled + "-" * (width - filled)
     vram = "N/A"
     if s.gpus:
-        vram = f"{fmt.gib(s.device_used_now)}/{fmt.gib(s.device_used_peak)} GiB peak"
+        vram = f"{units.gib(s.device_used_now)}/{units.gib(s.device_used_peak)} GiB peak"
     elif s.gpu_available is False:
         vram = "no GPU"
     return (f"{s.state:<9} [{bar}] step {s.step}/{s.max_steps or '?'}  loss {fmt.number(s.last_loss)}  "

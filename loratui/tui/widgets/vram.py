@@ -5,10 +5,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from loratui.logic import fmt
+from loratui import units
 from loratui.logic.advice_watch import rank_imbalance
 from loratui.logic.chart import column_spans, intervals, marked_columns, sparkline
-from loratui.logic.runstate import GIB, RunState
+from loratui.logic.runstate import RunState
+from loratui.units import GIB
 
 
 PHASES = frozenset({"eval", "save"})
@@ -52,8 +53,8 @@ class VramPane(Widget):
             return
         headroom = gpu.total - gpu.used_peak
         self.border_title = f"VRAM {gpu.name}".strip()
-        self.border_subtitle = (f"now {fmt.gib(gpu.used_last)} · peak {fmt.gib(gpu.used_peak)} · "
-                                f"total {fmt.gib(gpu.total)} GiB · headroom {fmt.gib(headroom)}"
+        self.border_subtitle = (f"now {units.gib(gpu.used_last)} · peak {units.gib(gpu.used_peak)} · "
+                                f"total {units.gib(gpu.total)} GiB · headroom {units.gib(headroom)}"
                                 + (" · blue: eval/save" if any(p[1] in PHASES for p in state.phases) else ""))
 
     def render(self) -> Text:
@@ -116,11 +117,11 @@ def _primary(state: RunState):  # type: ignore[no-untyped-def]
 def _torch_line(state: RunState) -> str:
     if state.torch_allocated is None:
         return "torch: N/A (CPU run)" if state.device == "cpu" else "torch: --"
-    line = (f"torch alloc {fmt.gib(state.torch_allocated)} · reserved {fmt.gib(state.torch_reserved)} · "
-            f"step peak {fmt.gib(state.step_peak_allocated)}/{fmt.gib(state.step_peak_reserved)} GiB")
+    line = (f"torch alloc {units.gib(state.torch_allocated)} · reserved {units.gib(state.torch_reserved)} · "
+            f"step peak {units.gib(state.step_peak_allocated)}/{units.gib(state.step_peak_reserved)} GiB")
     if len(state.rank_peak_reserved) > 1:
         # One rank far above the others usually means a wrong device placement (set_device).
-        line += " · ranks " + " ".join(f"{r}:{fmt.gib(v)}" for r, v in sorted(state.rank_peak_reserved.items()))
+        line += " · ranks " + " ".join(f"{r}:{units.gib(v)}" for r, v in sorted(state.rank_peak_reserved.items()))
         if rank_imbalance(state.rank_peak_reserved):
             line += " ⚠ rank imbalance"
     return line
