@@ -1,26 +1,50 @@
 """Figures from bench/gpu_suite.sh's raw outputs: one compact summary line per result.
 
-    python bench/gpu_analyse.py issue2 RUN_DIR SMI_CSV
-    python bench/gpu_analyse.py spikes RUN_DIR SPIKES_JSON SMI1S_CSV CPU_JSON
-    python bench/gpu_analyse.py overhead OUT_DIR...  (a*.json of plain_trainer.py; runs_ovh/, runs_ovh_tty/ of loratui)
-    python bench/gpu_analyse.py throughput OUT_DIR  (tput/*/ runs and tput/plain_*.json; bf16_rate.txt; logs/ckpt.log)
+    python bench/gpu_analyse.py issue2 OUT | RUN_DIR SMI_CSV  (OUT: runs/ and smi.csv)
+    python bench/gpu_analyse.py spikes OUT | RUN_DIR SPIKES_JSON SMI1S_CSV CPU_JSON  (OUT: runs_tiny/, spikes.json, ...)
+    python bench/gpu_analyse.py overhead OUT...  (overhead/a*.json of plain_trainer.py; runs_ovh/, runs_ovh_tty/ of loratui)
+    python bench/gpu_analyse.py throughput OUT  (tput/*/ runs and tput/plain_*.json; bf16_rate.txt; the CKPT line of
+                                                 logs/ckpt.log or summary.txt)
 
-Reads events.jsonl as plain JSON lines (a torn line is skipped), so it needs no loratui import.
+OUT is the suite's output directory or an archive of one (.tar.xz, .tgz: bench/results keeps one per call),
+unpacked into a temporary directory named after it. Reads events.jsonl as plain JSON lines (a torn line is
+skipped), so it needs no loratui import.
 SMI CSVs are `timestamp, memory.used[, memory.reserved]` in MiB (nvidia-smi --format=csv,noheader,nounits).
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import math
 import random
+import shutil
 import statistics
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
 GIB = 2**30
+ARCHIVES = (".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar")
+
+
+def unpacked(path: Path) -> Path:
+    """OUT itself, or for an archive of OUT a temporary directory (removed at exit) holding its files, named
+    like the archive so run labels read the same. Member times are kept: runs sort by them."""
+    if not (path.is_file() and path.name.endswith(ARCHIVES)):
+        return path
+    root = Path(tempfile.mkdtemp(prefix="gpu_analyse-"))
+    atexit.register(shutil.rmtree, root, True)
+    out = root / next(path.name[: -len(ext)] for ext in ARCHIVES if path.name.endswith(ext))
+    with tarfile.open(path) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(out, filter="data")
+        else:  # Python < 3.11.4 / 3.12 without extraction filters
+            tar.extractall(out)
+    return out
 
 
 def events(run_dir: Path) -> list[dict]:
@@ -37,7 +61,7 @@ def find_run(path: Path) -> Path:
     """A run directory, or the only/newest run under a runs directory."""
     if (path / "events.jsonl").exists():
         return path
-    runs = sorted(p for p in path.iterdir() if (p / "events.jsonl").exists())
+    runs = sorted(p for p in path.iterdir() if (p / "events.jsonl").exists()) if path.is_dir() else []
     if not runs:
         raise SystemExit(f"no run under {path}")
     return runs[-1]
@@ -283,12 +307,21 @@ def overhead_result(a: dict[str, float], x: dict[str, float], arm: str) -> str:
     return text
 
 
+def ckpt_params(out: Path) -> int | None:
+    """The checkpoint's parameter count, from make_random_ckpt.py's `CKPT {...}` line in logs/ckpt.log or
+    the copy of it the suite writes to summary.txt."""
+    for log in (out / "logs" / "ckpt.log", out / "summary.txt"):
+        for line in (log.read_text(errors="replace") if log.exists() else "").splitlines():
+            if "CKPT {" in line:
+                return json.loads("{" + line.split("CKPT {", 1)[1].split("}", 1)[0] + "}")["params"]
+    return None
+
+
 def throughput(out: Path) -> None:
     """Tokens/s and MFU of each variant under OUT/tput (loratui runs, plus plain_*.json from plain_trainer)."""
     rate_line = (out / "bf16_rate.txt").read_text() if (out / "bf16_rate.txt").exists() else ""
     rate = json.loads(rate_line.split(" ", 1)[1])["tflops"] if rate_line.startswith("BF16_RATE") else None
-    ckpt = (out / "logs" / "ckpt.log").read_text() if (out / "logs" / "ckpt.log").exists() else ""
-    params = next((json.loads(l.split(" ", 1)[1])["params"] for l in ckpt.splitlines() if l.startswith("CKPT ")), None)
+    params = ckpt_params(out)
     print(f"TPUT bf16_rate_tflops={rate} params={params}")
     rows = []
     for run in loratui_runs(out / "tput"):
@@ -315,15 +348,18 @@ def throughput(out: Path) -> None:
 
 
 def main() -> None:
-    cmd = sys.argv[1]
+    cmd, args = sys.argv[1], [Path(a) for a in sys.argv[2:]]
     if cmd == "issue2":
-        issue2(Path(sys.argv[2]), Path(sys.argv[3]))
+        out = unpacked(args[0])
+        issue2(*(args if len(args) > 1 else [out / "runs", out / "smi.csv"]))
     elif cmd == "spikes":
-        spikes(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5]))
+        out = unpacked(args[0])
+        spikes(*(args if len(args) > 1 else [out / "runs_tiny", out / "spikes.json", out / "smi_1s.csv",
+                                             out / "supervisor_cpu.json"]))
     elif cmd == "overhead":
-        overhead([Path(a) for a in sys.argv[2:]])
+        overhead([unpacked(a) for a in args])
     elif cmd == "throughput":
-        throughput(Path(sys.argv[2]))
+        throughput(unpacked(args[0]))
     else:
         raise SystemExit(__doc__)
 

@@ -1,5 +1,5 @@
-"""The overhead analysis behind BENCHMARKS.md's GPU table (issue 7): the kept H200 raw outputs give the
-published figures, and the paired interval behaves on arms whose answer is known."""
+"""The analysis behind BENCHMARKS.md's GPU figures: the H200 raw outputs kept in bench/results (one .tar.xz
+per GPU call) give the published figures, and the paired interval behaves on arms whose answer is known."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RAW = ROOT / "bench" / "results" / "h200-2026-12-03"
+RAW = ROOT / "bench" / "results"
 
 spec = importlib.util.spec_from_file_location("gpu_analyse", ROOT / "bench" / "gpu_analyse.py")
 assert spec and spec.loader
@@ -24,7 +24,8 @@ def _field(text: str, before: str) -> float:
 
 def test_kept_h200_outputs_give_the_published_overhead_figures() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_analyse.py"), "overhead",
-                           str(RAW / "call1-overhead"), str(RAW / "call2-overhead-compile")],
+                           str(RAW / "h200-2026-12-03-call1-overhead.tar.xz"),
+                           str(RAW / "h200-2026-12-03-call2-overhead-compile.tar.xz")],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     lines = {ln.split()[1]: ln for ln in done.stdout.splitlines() if ln.startswith("OVH_RESULT")}
@@ -34,6 +35,34 @@ def test_kept_h200_outputs_give_the_published_overhead_figures() -> None:
     assert _field(headless, "one-sided 95% lower bound ") == 0.9923
     assert _field(tui, "c/a = ") == 0.9862
     assert _field(tui, "one-sided 95% lower bound ") == 0.9585
+
+
+def _analyse(*args: str) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_analyse.py"), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_kept_h200_outputs_give_the_published_issue2_and_throughput_figures() -> None:
+    issue2 = _analyse("issue2", str(RAW / "h200-2026-12-02-spikes-issue2.tar.xz"))
+    for figure in ("recorded_used_peak_GiB=12.05", "smi_used+reserved_peak_GiB=12.06", "smi_used_peak_GiB=11.45",
+                   "recorded_minus_smi(used+reserved)_MiB=-1", "torch_peak_reserved_GiB=10.33",
+                   "torch_peak_allocated_GiB=10.10", "used_peak-minus-torch_peak_reserved_GiB=1.72",
+                   "steady_s_per_step=2.527", "tokens_per_step=432", "sampler_hz=99.4", "samples=769"):
+        assert figure in issue2
+    rows = {ln.split()[1] + " " + ln.split()[2]: ln
+            for ln in _analyse("throughput", str(RAW / "h200-2026-12-02-throughput.tar.xz")).splitlines()
+            if ln.startswith("TPUT ") and not ln.startswith("TPUT bf16_rate")}
+    published = {"qlora loratui": (6094, 41.2), "qlora-liger loratui": (5662, 38.3),
+                 "qlora-liger-2048 loratui": (6981, 47.2), "qlora-fused loratui": (6155, 41.6),
+                 "qlora-liger-nogc loratui": (8806, 59.6), "bf16 loratui": (7609, 51.5),
+                 "bf16 plain": (7545, 51.0), "bf16-liger loratui": (8109, 54.8)}
+    assert set(rows) == set(published)
+    for name, (tok_s, mfu) in published.items():
+        assert f" tok_per_s={tok_s} mfu_6N={mfu}% " in rows[name], rows[name]
+    compiled = _analyse("throughput", str(RAW / "h200-2026-12-03-call2-overhead-compile.tar.xz"))
+    assert "TPUT qlora-compile loratui end=finished" in compiled and "tok_per_s=6005 mfu_6N=40.4%" in compiled
 
 
 def test_paired_interval_on_known_arms() -> None:
