@@ -57,7 +57,7 @@ stop_run() {  # stop_run RUNS_DIR: ask the run to stop, then make sure its super
   for d in "$1"/*/; do
     pidf="$d/supervisor.pid"
     [ -f "$pidf" ] || continue
-    pid=$(cat "$pidf")
+    pid=$(cut -d" " -f1 "$pidf")
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     kill -0 "$pid" 2>/dev/null && { echo "supervisor $pid still alive: TERM" >> "$OUT/logs/stops.log"; kill "$pid"; sleep 3; }
     kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
@@ -128,7 +128,7 @@ elif fits 50 "spikes (issue 9)"; then
     [ -n "$TRUN" ] && grep -q '"kind":"step"' "$TRUN/events.jsonl" 2>/dev/null && break
     sleep 0.2
   done
-  SUP=$(cat "$TRUN/supervisor.pid" 2>/dev/null)
+  SUP=$(cut -d" " -f1 "$TRUN/supervisor.pid" 2>/dev/null)
   nvidia-smi --query-gpu=$smi_fields --format=csv,noheader,nounits --loop-ms=1000 > "$OUT/smi_1s.csv" 2>/dev/null &
   SMI1=$!
   sleep 1

@@ -107,7 +107,7 @@ def bench_sampler(seconds: float) -> events.SamplerStats:
 def _fake_run(root: Path) -> rundir.RunDir:
     settings = rundir.RunSettings(run_id="bench", name="bench", recipe_source="bench")
     run = rundir.create(root, settings, "")
-    run.pidfile.write_text(str(os.getpid()))  # a live "supervisor": the viewer keeps following
+    rundir.write_pidfile(run.pidfile)  # a live "supervisor": the viewer keeps following
     return run
 
 

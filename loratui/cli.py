@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from loratui import __version__, rundir
+from loratui import __version__, events, rundir, runstatus
 from loratui.commands import doctor, estimate, importer, replay
-from loratui.errors import UsageError
+from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.recipe import RecipeError
+from loratui.text import inert
 from loratui.units import to_gib
 
 
@@ -59,10 +61,58 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except (RecipeError, UsageError, rundir.RunNotFound) as exc:
-        print(f"loratui: {exc}", file=sys.stderr)
-        return 2
+        print(f"loratui: {inert(str(exc))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # `loratui ... | head -1`: the reader left; say nothing more (and let Python's exit flush nowhere).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as exc:
+        # An unwritable or odd --runs-dir, a full disk, a file where a folder should be: one line.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"loratui: {inert(where)}{exc.strerror or exc}"
+              f"{'; pass another --runs-dir' if getattr(args, 'runs_dir', None) else ''}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug of ours: one line for the user, the traceback kept for the report
+        report = _crash_report()
+        print(f"loratui: internal error: {type(exc).__name__}: {inert(str(exc))[:300]}"
+              f"{f' (traceback in {report}; please report it)' if report else ''}", file=sys.stderr)
+        return EXIT_NO
+
+
+def _crash_report() -> str:
+    """Write the current exception's traceback to a file; its path, or '' when nothing can be written."""
+    import tempfile
+    import traceback
+
+    try:
+        fd, path = tempfile.mkstemp(prefix="loratui-crash-", suffix=".txt")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(traceback.format_exc())
+        return path
+    except OSError:
+        return ""
+
+
+def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.RunDir:
+    """The run a command acts on: the named one, else the one that is running (never a guess).
+
+    With no name: the single running run; several running is refused with their ids; none running is
+    refused for commands that act on a live run, and means the newest run for viewers.
+    """
+    if name:
+        return rundir.resolve(name, runs_dir)
+    running = [run for run in rundir.list_runs(runs_dir) if _is_live(runstatus.read(run))]
+    if len(running) == 1:
+        return running[0]
+    if running:
+        raise UsageError(f"{len(running)} runs are running ({', '.join(r.run_id for r in running)}); "
+                         "name one")
+    if need_running:
+        raise UsageError(f"no run is running in {runs_dir}/; `loratui ls` lists the runs")
+    return rundir.resolve(None, runs_dir)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -72,8 +122,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _view(run, headless=args.headless, starting=True)
 
 
+def _is_live(status: runstatus.Status) -> bool:
+    """Running, or suspended and waiting for `resume` (with or without its supervisor)."""
+    return bool(status.alive) or (status.state == events.SUSPENDED and status.end is None)
+
+
 def cmd_attach(args: argparse.Namespace) -> int:
-    run = rundir.resolve(args.run, args.runs_dir)
+    run = pick_run(args.run, args.runs_dir, need_running=False)
     return _view(run, headless=args.headless, starting=False)
 
 
@@ -105,42 +160,41 @@ def _view(run: rundir.RunDir, headless: bool, starting: bool) -> int:
 def cmd_ls(args: argparse.Namespace) -> int:
     import json
 
-    from loratui.eventlog import read_log
     from loratui.logic import fmt
-    from loratui.logic.runstate import RunState
 
     rows: list[dict[str, Any]] = []
     for run in rundir.list_runs(args.runs_dir):
-        state = RunState().feed_all(read_log(run.events).events)
-        status = state.state
-        if status not in ("finished", "failed", "stopped") and run.supervisor_pid() is None:
-            status = "lost"  # no end event and no supervisor: it was killed
-        rows.append({"run": run.run_id, "state": status, "step": state.step, "max_steps": state.max_steps,
-                     "loss": state.last_loss, "peak_vram_gib": round(to_gib(state.device_used_peak), 2)})
+        status = runstatus.read(run)  # the status file and the log's tail: independent of the log's size
+        state = status.state + ("*" if status.alive == "trainer" else "")
+        rows.append({"run": run.run_id, "state": state, "step": status.step, "max_steps": status.max_steps,
+                     "loss": events.num_in(status.loss),
+                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None})
     if args.json:
         print(json.dumps(rows, indent=2))
-        return 0
+        return EXIT_OK
     if not rows:
         print(f"no runs in {args.runs_dir}/")
-        return 0
+        return EXIT_OK
     print(f"{'RUN':<40} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}")
     for r in rows:
         step = f"{r['step']}/{r['max_steps'] or '?'}"
-        print(f"{r['run']:<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} "
-              f"{r['peak_vram_gib']:>8.1f}G")
-    return 0
+        peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
+        print(f"{inert(r['run']):<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}")
+    if any(r["state"].endswith("*") for r in rows):
+        print("* its supervisor died; the trainer goes on and obeys loratui pause/resume/stop")
+    return EXIT_OK
 
 
 def cmd_control(args: argparse.Namespace) -> int:
     from loratui.supervisor import control
 
-    run = rundir.resolve(args.run, args.runs_dir)
+    run = pick_run(args.run, args.runs_dir, need_running=True)
     try:
-        control.send(run.control, args.command)
+        said = control.deliver(run, args.command)
     except control.ControlError as exc:
         raise UsageError(f"{run.run_id}: {exc}") from None
-    print(f"{args.command}: sent to {run.run_id}")
-    return 0
+    print(said)
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -4,6 +4,12 @@ Several processes append (the supervisor's threads, the trainer): each event is 
 whole line to a file opened with O_APPEND, so lines never interleave. A line reaches the kernel at once
 (a `kill -9` of the writer loses nothing written); `fsync` runs on every state change and at most once a
 second otherwise, so a power cut loses at most about a second.
+
+A write cut short (the writer killed mid-event, a full disk) leaves a partial line. So that it can never
+swallow another writer's next event, a writer that finds the file not ending in a newline starts its
+event on a new line (the torn line stays alone, and readers skip it), and no event is over `MAX_EVENT`
+bytes. A log that cannot be written (a full disk) never stops the writer: events are dropped and
+counted, and the first write that succeeds again records how many were lost.
 """
 
 from __future__ import annotations
@@ -23,33 +29,71 @@ from loratui import events
 _DURABLE = (events.Header, events.State, events.End, events.Control, events.Checkpoint, events.TrainBegin)
 
 
+MAX_EVENT = 1 << 20
+"""The largest line an event may take; a bigger one is replaced by a notice saying so."""
+
+
 class EventWriter:
-    """Appends events to one log; safe to share between threads."""
+    """Appends events to one log; safe to share between threads; never raises for a log it cannot write."""
 
     def __init__(self, path: Path, fsync_interval: float = 1.0) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # Read access too: to see whether the file ends in a newline (another writer's torn line).
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         self._lock = threading.Lock()
         self._fsync_interval = fsync_interval
         self._last_fsync = time.monotonic()
+        self.dropped = 0
+        """Events lost to write errors (a full disk) since the last successful write."""
+        self._drop_reason = ""
 
     def write(self, event: events.AnyEvent) -> None:
         """Append one event; fsync when it changes the run's state or a second has passed."""
         data = events.encode(event)
+        if len(data) > MAX_EVENT:
+            data = events.encode(events.Notice(
+                t=event.t, level="warning", key="event_too_large",
+                message=f"a {type(event).__name__} event of {len(data)} bytes was not recorded"))
         with self._lock:
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            now = time.monotonic()
-            if isinstance(event, _DURABLE) or now - self._last_fsync >= self._fsync_interval:
-                os.fsync(self._fd)
-                self._last_fsync = now
+            try:
+                self._append(data, durable=isinstance(event, _DURABLE))
+            except OSError as exc:
+                self.dropped += 1
+                self._drop_reason = exc.strerror or str(exc)
+                return
+            if self.dropped:
+                lost, self.dropped = self.dropped, 0
+                self._try_append(events.encode(events.Notice(
+                    t=time.time(), level="warning", key="disk_full",
+                    message=f"{lost} event(s) could not be written to the log ({self._drop_reason}); "
+                            "writing works again")))
+
+    def _append(self, data: bytes, durable: bool) -> None:
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # someone's write was cut short: leave their torn line alone
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        now = time.monotonic()
+        if durable or now - self._last_fsync >= self._fsync_interval:
+            os.fsync(self._fd)
+            self._last_fsync = now
+
+    def _try_append(self, data: bytes) -> None:
+        try:
+            self._append(data, durable=True)
+        except OSError:
+            self.dropped += 1
 
     def close(self) -> None:
         """Flush to disk and close."""
         with self._lock:
             if self._fd >= 0:
-                os.fsync(self._fd)
+                try:
+                    os.fsync(self._fd)
+                except OSError:
+                    pass
                 os.close(self._fd)
                 self._fd = -1
 

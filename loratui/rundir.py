@@ -7,7 +7,11 @@ runs/<run-id>/ (mode 0700) holds:
   trainer.stdout.log, trainer.stderr.log   the trainer's raw output
   supervisor.log   the supervisor's own stderr (for its crashes)
   supervisor.pid   the supervisor's pid while it lives
+  trainer.pid      the trainer's (rank 0's) pid while it lives
+  status.json      a small summary the supervisor keeps current (state, step, loss, peak), so `ls` and the
+                   views never read a whole log to say where a run stands
   control.sock     the control socket (mode 0600)
+  control.cmds     control commands relayed to the trainer ranks, one a line (append-only)
   checkpoints/     the Trainer's output_dir
 """
 
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import psutil
 
 from loratui import events
 
@@ -79,6 +84,14 @@ class RunDir:
         return self.path / "supervisor.pid"
 
     @property
+    def trainer_pidfile(self) -> Path:
+        return self.path / "trainer.pid"
+
+    @property
+    def status_file(self) -> Path:
+        return self.path / "status.json"
+
+    @property
     def control(self) -> Path:
         return self.path / "control.sock"
 
@@ -100,18 +113,35 @@ class RunDir:
         return msgspec.json.decode(self.settings.read_bytes(), type=RunSettings)
 
     def supervisor_pid(self) -> int | None:
-        """The live supervisor's pid, or None when it is gone."""
-        try:
-            pid = int(self.pidfile.read_text().strip())
-        except (OSError, ValueError):
+        """The live supervisor's pid, or None when it is gone (a zombie or a reused pid counts as gone)."""
+        return live_pid(self.pidfile)
+
+    def trainer_pid(self) -> int | None:
+        """The live trainer's (rank 0's) pid, or None: it may outlive a killed supervisor."""
+        return live_pid(self.trainer_pidfile)
+
+
+def write_pidfile(pidfile: Path, pid: int | None = None) -> None:
+    """Record `pid` (default: this process) with its start time, so a reused pid is never taken for it."""
+    proc = psutil.Process(pid)
+    pidfile.write_text(f"{proc.pid} {proc.create_time():.3f}\n")
+
+
+def live_pid(pidfile: Path) -> int | None:
+    """The pid in `pidfile` if that very process still lives and is no zombie (nobody reaped it yet)."""
+    try:
+        fields = pidfile.read_text().split()
+        pid = int(fields[0])
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
             return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            return pid
-        return pid
+        if len(fields) > 1 and abs(proc.create_time() - float(fields[1])) > 0.01:
+            return None  # the pid was reused by another process
+    except (OSError, ValueError, IndexError, psutil.NoSuchProcess):
+        return None
+    except psutil.AccessDenied:
+        return pid  # another user's process: alive, and not ours to inspect
+    return pid
 
 
 def default_runs_dir() -> Path:
@@ -119,10 +149,14 @@ def default_runs_dir() -> Path:
     return Path(os.environ.get("LORATUI_RUNS", "runs"))
 
 
+MAX_NAME = 80
+"""Run names are cut to this many characters in the id (a file name must stay under 255 bytes)."""
+
+
 def new_run_id(name: str, now: float | None = None) -> str:
     """A sortable, readable id: 20261202-154501-tiny."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now if now is not None else time.time()))
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "run"
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:MAX_NAME] or "run"
     return f"{stamp}-{safe}"
 
 
@@ -131,10 +165,13 @@ def create(runs_dir: Path, settings: RunSettings, recipe_text: str) -> RunDir:
     runs_dir.mkdir(parents=True, exist_ok=True)
     path = runs_dir / settings.run_id
     suffix = 1
-    while path.exists():
-        suffix += 1
-        path = runs_dir / f"{settings.run_id}-{suffix}"
-    path.mkdir(mode=0o700)
+    while True:
+        try:
+            path.mkdir(mode=0o700)  # atomic: two runs started in the same second never share a folder
+            break
+        except FileExistsError:  # a run, a file, or a dangling symlink: take the next name
+            suffix += 1
+            path = runs_dir / f"{settings.run_id}-{suffix}"
     os.chmod(path, 0o700)
     run = RunDir(path)
     if path.name != settings.run_id:
@@ -147,14 +184,27 @@ def create(runs_dir: Path, settings: RunSettings, recipe_text: str) -> RunDir:
 
 def list_runs(runs_dir: Path) -> list[RunDir]:
     """Every run directory under `runs_dir`, oldest first."""
-    if not runs_dir.is_dir():
+    try:
+        entries = list(runs_dir.iterdir()) if runs_dir.is_dir() else []
+    except OSError:
         return []
-    return sorted((RunDir(p) for p in runs_dir.iterdir() if (p / "events.jsonl").exists()),
-                  key=lambda r: r.path.name)
+    return sorted((RunDir(p) for p in entries if _readable_run(p)), key=lambda r: r.path.name)
+
+
+def _readable_run(path: Path) -> bool:
+    """A run directory this user can read (a shared runs dir may hold other users' 0700 runs)."""
+    try:
+        return (path / "events.jsonl").is_file() and os.access(path / "events.jsonl", os.R_OK)
+    except OSError:
+        return False
 
 
 def resolve(name: str | None, runs_dir: Path) -> RunDir:
-    """The run a user named: a path, an id, a unique id prefix or suffix, or None for the newest."""
+    """The run a user named: a path, an id, or a unique id prefix or suffix; None means the newest.
+
+    A name that fits several runs is refused with the candidates: a command that stops or restarts a run
+    must never guess. (`loratui` commands pass None only after looking for the running run first.)
+    """
     if name:
         direct = Path(name)
         if (direct / "events.jsonl").exists():
@@ -173,8 +223,8 @@ def resolve(name: str | None, runs_dir: Path) -> RunDir:
         return matches[0]
     if not matches:
         raise RunNotFound(f"no run named {name!r} in {runs_dir}/; `loratui ls` lists them")
-    # Several runs share a name suffix: the newest is what people mean by "the tiny run".
-    return matches[-1]
+    listed = ", ".join(r.run_id for r in matches[-6:])
+    raise RunNotFound(f"{name!r} fits {len(matches)} runs ({listed}); name one by its full id")
 
 
 def is_final(state: str) -> bool:
@@ -183,8 +233,21 @@ def is_final(state: str) -> bool:
 
 
 def latest_checkpoint(checkpoints: Path) -> str | None:
-    """The Trainer's newest `checkpoint-N` directory, or None."""
-    found = [p for p in checkpoints.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    """The Trainer's newest complete `checkpoint-N` directory, or None.
+
+    The Trainer writes `trainer_state.json` after the weights and the optimizer; a checkpoint without it
+    was cut short (a full disk, a kill mid-save) and resuming from it would fail or load half a model.
+    """
+    found = [p for p in checkpoints.glob("checkpoint-*")
+             if p.name.split("-")[-1].isdigit() and _complete(p)]
     if not found:
         return None
     return str(max(found, key=lambda p: int(p.name.split("-")[-1])))
+
+
+def _complete(checkpoint: Path) -> bool:
+    try:
+        msgspec.json.decode((checkpoint / "trainer_state.json").read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return False
+    return True

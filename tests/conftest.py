@@ -45,7 +45,7 @@ def runs_dir(tmp_path: Path) -> Iterator[Path]:
         pids = [int(e["pid"]) for e in read_events(run) if e.get("kind") == "train_begin"]  # type: ignore[call-overload]
         pidfile = run / "supervisor.pid"
         if pidfile.exists():
-            pids.append(int(pidfile.read_text()))
+            pids.append(int(pidfile.read_text().split()[0]))
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -130,7 +130,9 @@ def test_supervisor_outlives_its_terminal_and_obeys_control(runs_dir: Path) -> N
 def test_control_of_a_finished_run_is_refused(runs_dir: Path) -> None:
     assert loratui("run", str(TINY), "--headless", "--max-steps", "2", "--runs-dir", str(runs_dir)).returncode == 0
     result = loratui("pause", "--runs-dir", str(runs_dir))
-    assert result.returncode == 2 and "not running" in result.stderr
+    assert result.returncode == 2 and "no run is running" in result.stderr  # no RUN: never the newest
+    named = loratui("pause", only_run(runs_dir).name, "--runs-dir", str(runs_dir))
+    assert named.returncode == 2 and "is not running (finished)" in named.stderr
 
 
 def _loss_by_step(run: Path) -> dict[int, float]:

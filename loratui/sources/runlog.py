@@ -55,7 +55,9 @@ class LiveSource:
         return Batch(found, note=self._note(), ended=self._ended)
 
     def _writer_gone(self) -> bool:
-        return self.run.supervisor_pid() is None and not self.run.control.exists()
+        """Nobody will write again: no supervisor and no (orphaned) trainer lives. Checked only when a poll
+        found nothing, so a quiet log costs two pid checks a poll."""
+        return self.run.supervisor_pid() is None and self.run.trainer_pid() is None
 
     def _note(self) -> str:
         parts = []

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import time
+
 import msgspec
+
+from loratui import events, runstatus
+from loratui.eventlog import EventWriter
+from loratui.rundir import RunDir
 
 COMMANDS = ("pause", "resume", "suspend", "save", "stop")
 
@@ -74,10 +81,34 @@ def _read_line(conn: socket.socket) -> bytes:
     return data.strip()
 
 
+MAX_CLIENTS = 64
+CLIENT_TIMEOUT_S = 2.0
+
+
+def serve(server: socket.socket, handle: HandleFn) -> None:
+    """Accept clients until the socket closes, each on its own thread with a deadline, so an idle or slow
+    client never holds up another (at most `MAX_CLIENTS` at once; more wait in the listen backlog)."""
+    slots = threading.BoundedSemaphore(MAX_CLIENTS)
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        slots.acquire()
+        threading.Thread(target=_serve_and_release, args=(conn, handle, slots), daemon=True).start()
+
+
+def _serve_and_release(conn: socket.socket, handle: HandleFn, slots: threading.BoundedSemaphore) -> None:
+    try:
+        serve_one(conn, handle)
+    finally:
+        slots.release()
+
+
 def serve_one(conn: socket.socket, handle: HandleFn) -> None:
     """Read one request from `conn`, pass it to `handle`, write the reply."""
     try:
-        conn.settimeout(5.0)
+        conn.settimeout(CLIENT_TIMEOUT_S)
         data = _read_line(conn)
         try:
             request = msgspec.json.decode(data, type=Request)
@@ -106,6 +137,38 @@ def listen(sock_path: Path) -> socket.socket:
     finally:
         os.umask(old_umask)
     os.chmod(sock_path, 0o600)
-    server.listen(8)
+    server.listen(256)
     return server
 
+
+
+def deliver(run: RunDir, command: str, source: str = "cli") -> str:
+    """Send `command` to the run, whoever owns it now; returns what was done (for the user).
+
+    The supervisor answers on its socket. When it is dead but the trainer lives on (an orphan), the command
+    goes straight into `control.cmds`, which the trainer reads at each step boundary. A suspended run whose
+    supervisor is gone is re-adopted by `resume`: a new supervisor restarts it from its last checkpoint.
+    """
+    if run.supervisor_pid() is not None:
+        send(run.control, command, source)
+        return f"{command}: sent to {run.run_id}"
+    if command not in COMMANDS:
+        raise ControlError(f"unknown command {command!r}; use one of {', '.join(COMMANDS)}")
+    status = runstatus.read(run)
+    if status.alive == "trainer":
+        fd = os.open(run.commands, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, command.encode() + b"\n")
+        finally:
+            os.close(fd)
+        EventWriter(run.events).write(events.Control(t=time.time(), command=command, source=source))
+        return f"{command}: written to {run.run_id}'s command file (its supervisor is gone; the trainer obeys)"
+    if status.state == events.SUSPENDED and command == "resume":
+        from loratui.supervisor.launch import spawn_supervisor
+
+        spawn_supervisor(run, adopt=True)
+        return f"resume: a new supervisor restarts {run.run_id} from its last checkpoint"
+    if status.state == events.SUSPENDED and command == "stop":
+        EventWriter(run.events).write(events.End(t=time.time(), state=events.STOPPED, step=status.step))
+        return f"stop: {run.run_id} was suspended with no supervisor; recorded as stopped"
+    raise ControlError(f"{run.run_id} is not running ({status.state}); nothing to {command}")

@@ -84,11 +84,14 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
     return run
 
 
-def spawn_supervisor(run: rundir.RunDir) -> int:
-    """Start `python -m loratui.supervisor.owner` in its own session, detached from this terminal."""
+def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
+    """Start `python -m loratui.supervisor` in its own session, detached from this terminal.
+
+    `adopt`: take over a suspended run whose supervisor died, resuming from its last checkpoint.
+    """
     with open(run.supervisor_log, "ab") as err, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "loratui.supervisor", str(run.path)],
+            [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else []),
             stdin=devnull, stdout=err, stderr=err, start_new_session=True, close_fds=True,
         )
     # The log exists once the supervisor has written its header; wait briefly so readers find it.

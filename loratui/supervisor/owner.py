@@ -7,6 +7,7 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -16,12 +17,15 @@ import threading
 import time
 from pathlib import Path
 
-from loratui import __version__, events
-from loratui.eventlog import EventWriter
+import psutil
+
+from loratui import __version__, events, runstatus
+from loratui.eventlog import EventWriter, LogTail
 from loratui.recipe import Recipe, load_recipe, recipe_hash
-from loratui.rundir import SUSPEND_EXIT, RunDir, latest_checkpoint
+from loratui.rundir import SUSPEND_EXIT, RunDir, latest_checkpoint, write_pidfile
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
+from loratui.outputtail import OutputFollower
 from loratui.supervisor.sampler import Sampler
 from loratui.units import to_gib
 
@@ -32,8 +36,11 @@ STOP_GRACE_S = 60.0
 class Supervisor:
     """Owns the trainer process and the run's log for the run's whole life."""
 
-    def __init__(self, run: RunDir, probe: GpuProbe | None = None, probe_reason: str = "") -> None:
+    def __init__(self, run: RunDir, probe: GpuProbe | None = None, probe_reason: str = "",
+                 adopt: bool = False) -> None:
         self.run = run
+        self.adopt = adopt
+        """Taking over a suspended run whose supervisor died: resume from its last checkpoint."""
         self.log = EventWriter(run.events)
         self.settings = run.read_settings()
         self.recipe = load_recipe(run.recipe)
@@ -44,23 +51,30 @@ class Supervisor:
         self._resume = threading.Event()
         self._stderr_tail: list[str] = []
         self._pids_cache: tuple[float, list[int]] = (0.0, [])
-        self._peak_used = 0
+        self._control_lock = threading.Lock()
+        self._cmds_offset = _size(run.commands)
+        self.status = runstatus.Status()
+        self._status_tail = LogTail(run.events)
 
     # -- life cycle -------------------------------------------------------------------------------
 
     def main(self) -> int:
         """Run to the end; the exit code mirrors the run's outcome."""
-        self.run.pidfile.write_text(str(os.getpid()))
+        write_pidfile(self.run.pidfile)
         server = control.listen(self.run.control)
-        threading.Thread(target=self._serve, args=(server,), daemon=True).start()
+        threading.Thread(target=control.serve, args=(server, self._handle), daemon=True).start()
         self._write_header()
         sampler = self._start_sampler()
+        stop_status = threading.Event()
+        threading.Thread(target=self._keep_status, args=(stop_status,), daemon=True).start()
         try:
             final = self._drive()
         finally:
+            stop_status.set()
             if sampler is not None:
                 sampler.stop()
             server.close()
+            self._update_status()
             for path in (self.run.control, self.run.pidfile):
                 path.unlink(missing_ok=True)
             self.log.close()
@@ -69,6 +83,9 @@ class Supervisor:
     def _drive(self) -> str:
         """Spawn the trainer, and again after each suspend/resume, until the run ends."""
         resume_from = self.settings.resume_from
+        if self.adopt:
+            resume_from = latest_checkpoint(self.run.checkpoints) or resume_from
+            self._set_state(events.STARTING, f"re-adopted by a new supervisor; resuming from {resume_from}")
         while True:
             code = self._run_trainer(resume_from)
             if code == SUSPEND_EXIT and not self.stop_requested:
@@ -106,25 +123,33 @@ class Supervisor:
         self.log.write(events.GpuInfo(
             t=time.time(), available=True, names=[d.name for d in devices],
             totals=[d.total for d in devices], indices=[d.index for d in devices]))
-        sampler = Sampler(self.probe, self._record_sample, sample_hz=self.recipe.monitor.sample_hz,
+        sampler = Sampler(self.probe, self.log.write, sample_hz=self.recipe.monitor.sample_hz,
                           record_hz=self.recipe.monitor.record_hz, run_pids=self._run_pids)
         sampler.start()
         return sampler
 
-    def _record_sample(self, event: events.AnyEvent) -> None:
-        """Write a sampler event, keeping the run's device-used peak for the estimate check."""
-        if isinstance(event, events.Sample):
-            self._peak_used = max(self._peak_used, event.used_max)
-        self.log.write(event)
+    def _keep_status(self, stop: threading.Event) -> None:
+        """Keep `status.json` current about once a second (what `ls` and the views read)."""
+        while not stop.wait(1.0):
+            self._update_status()
+
+    def _update_status(self) -> None:
+        """Fold what the log gained since the last call (the tail reads only new bytes) and save it."""
+        found = self._status_tail.poll()
+        if not found and self.run.status_file.exists():
+            return
+        runstatus.fold(self.status, found)
+        try:
+            runstatus.write(self.run, self.status)
+        except OSError:
+            pass  # a full disk: the log's tail still tells readers the truth
 
     def _estimate_check(self) -> None:
         """Record the measured device-used peak against the pre-flight estimate (issue: does it fit?)."""
-        from loratui.eventlog import read_log
-
-        found = [e for e in read_log(self.run.events).events if isinstance(e, events.Estimate)]
-        if not found or not self._peak_used:
+        self._update_status()
+        if self.status.estimate_gib is None or not self.status.peak_used:
             return
-        estimate, measured = found[-1].peak_device_gib, to_gib(self._peak_used)
+        estimate, measured = self.status.estimate_gib, to_gib(self.status.peak_used)
         error = (measured - estimate) / estimate
         self.log.write(events.Notice(
             t=time.time(), level="info", key="estimate",
@@ -155,42 +180,28 @@ class Supervisor:
         """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
         command = trainer_command(self.run, self.recipe, self.probe, resume_from)
         env = dict(os.environ, PYTHONUNBUFFERED="1", TQDM_DISABLE="1", **self.settings.env)
+        # Commands sent from now on (a `pause` while the trainer still imports) wait in control.cmds for it.
+        env["LORATUI_CMDS_OFFSET"] = str(self._cmds_offset)
         # Leave NVLink multicast off: it is not needed for DDP/FSDP and misbehaves on some hosts.
         env.setdefault("NCCL_NVLS_ENABLE", "0")
         with open(self.run.stdout_log, "ab") as out, open(self.run.stderr_log, "ab") as err:
             self.trainer = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
                                             start_new_session=False)
         done = threading.Event()
-        tails = [threading.Thread(target=self._follow, args=(path, name, done), daemon=True)
-                 for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
+        followers = [OutputFollower(path, functools.partial(self._emit_output, name))
+                     for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
+        tails = [threading.Thread(target=follower.run, args=(done,), daemon=True) for follower in followers]
         for tail in tails:
             tail.start()
         code = self.trainer.wait()
+        self._cmds_offset = _size(self.run.commands)  # the next trainer starts after what this one read
         done.set()
         for tail in tails:
             tail.join(timeout=5)
         return code
 
-    def _follow(self, path: Path, name: str, done: threading.Event) -> None:
-        """Turn new lines of one trainer output file into batched `Output` events."""
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            pending = b""
-            while True:
-                finished = done.is_set()
-                pending += handle.read()
-                lines, _, pending = pending.rpartition(b"\n")
-                if lines:
-                    self._emit_output(name, lines)
-                if finished:
-                    if pending:
-                        self._emit_output(name, pending)
-                    return
-                done.wait(0.25)
-
-    def _emit_output(self, name: str, block: bytes) -> None:
-        # A progress bar redraws with \r: only its last state is worth a line.
-        texts = [raw.decode("utf-8", "replace").split("\r")[-1][:2000] for raw in block.split(b"\n")]
+    def _emit_output(self, name: str, texts: list[str]) -> None:
+        """Batched `Output` events (200 lines at most each, so no event is huge)."""
         if name == "stderr":
             self._stderr_tail = (self._stderr_tail + texts)[-200:]
         for first in range(0, len(texts), 200):
@@ -207,16 +218,12 @@ class Supervisor:
 
     # -- control ----------------------------------------------------------------------------------
 
-    def _serve(self, server: object) -> None:
-        assert hasattr(server, "accept")
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            control.serve_one(conn, self._handle)
-
     def _handle(self, request: control.Request) -> str | None:
+        """Accept or refuse a command (clients are served concurrently: one command at a time here)."""
+        with self._control_lock:
+            return self._handle_one(request)
+
+    def _handle_one(self, request: control.Request) -> str | None:
         """Accept or refuse a command; accepted ones are recorded and relayed to the trainer."""
         command = request.command
         if command not in control.COMMANDS:
@@ -237,8 +244,9 @@ class Supervisor:
     def _relay(self, command: str) -> str | None:
         """Append the command to control.cmds, which the trainer (rank 0) reads at step boundaries."""
         trainer = self.trainer
-        if trainer is None or trainer.poll() is not None:
+        if trainer is not None and trainer.poll() is not None:
             return "the trainer is not running"
+        # No trainer yet (still starting): the command waits in the file for the trainer's first step.
         fd = os.open(self.run.commands, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, command.encode() + b"\n")
@@ -303,36 +311,29 @@ def failed_rank(stderr_lines: list[str]) -> str:
 
 
 def process_tree(root: int) -> list[int]:
-    """`root` and every descendant, read from /proc (Linux); just `root` elsewhere."""
-    children: dict[int, list[int]] = {}
+    """`root` and every descendant (dataloader workers, torchrun's ranks)."""
     try:
-        entries = os.listdir("/proc")
-    except OSError:
+        proc = psutil.Process(root)
+        return [root] + [child.pid for child in proc.children(recursive=True)]
+    except psutil.Error:
         return [root]
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(entry))
-        except (OSError, IndexError, ValueError):
-            continue
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the detached process."""
     args = sys.argv[1:] if argv is None else argv
     run = RunDir(Path(args[0]))
+    adopt = "--adopt" in args[1:]
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     probe, reason = open_probe()
-    supervisor = Supervisor(run, probe, reason)
+    supervisor = Supervisor(run, probe, reason, adopt=adopt)
     signal.signal(signal.SIGTERM, supervisor.on_sigterm)
     return supervisor.main()
 

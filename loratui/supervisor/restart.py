@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loratui import events
+from loratui import runstatus
 from loratui.errors import ApplyError
-from loratui.eventlog import read_log
 from loratui.logic.recipe_edit import apply_changes, recipe_changes
 from loratui.recipe import RecipeError, load_recipe
 from loratui.rundir import RunDir, latest_checkpoint
@@ -67,6 +66,4 @@ def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait
 
 
 def _ended(run: RunDir) -> bool:
-    if run.supervisor_pid() is None:
-        return True
-    return any(isinstance(e, events.End) for e in read_log(run.events).events[-50:])
+    return runstatus.is_over(runstatus.read(run))

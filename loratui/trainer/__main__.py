@@ -1,8 +1,9 @@
 """The trainer process: `python -m loratui.trainer RUN_DIR [--resume-from CHECKPOINT]`.
 
 Spawned by the supervisor. Builds model, data and Trainer from the run's recipe, appends its events to
-the run's log, reads control commands on stdin, and exits 0 when done or stopped, 75 when suspended,
-1 on an error (whose traceback goes to stderr, where the supervisor and the advisor read it).
+the run's log, obeys the commands appended to `control.cmds` at step boundaries, and exits 0 when done or
+stopped, 75 when suspended, 1 on an error (whose traceback goes to stderr, where the supervisor and the
+advisor read it). If the supervisor dies, rank 0 carries on for it (trainer/orphan.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 from loratui import events
 from loratui.eventlog import EventWriter
 from loratui.recipe import load_recipe
-from loratui.rundir import SUSPEND_EXIT, RunDir
+from loratui.rundir import SUSPEND_EXIT, RunDir, write_pidfile
+from loratui.trainer.orphan import OwnerWatch, outcome
 from loratui.units import GIB
 
 
@@ -30,20 +32,36 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = RunDir(Path(args.run_dir))
     log = EventWriter(run.events)
-    if int(os.environ.get("RANK", "0")) == 0:
+    rank0 = int(os.environ.get("RANK", "0")) == 0
+    watch = OwnerWatch(run, log)
+    if rank0:
+        write_pidfile(run.trainer_pidfile)
         log.write(events.State(t=time.time(), state=events.LOADING, reason="loading model and data"))
+        watch.start()
     from loratui.trainer.callback import ControlState  # imports transformers: after "loading" is on record
 
-    control = ControlState(run.commands)
+    offset = os.environ.get("LORATUI_CMDS_OFFSET")
+    control = ControlState(run.commands, offset=int(offset) if offset else None)
     signal.signal(signal.SIGTERM, lambda *_: _on_sigterm(control))
     from loratui.trainer.data import DataError
 
+    code, error, progress = 1, None, {"step": 0}
     try:
-        return train(run, log, control, args.resume_from)
+        code = train(run, log, control, args.resume_from, progress)
+        return code
     except DataError as exc:
         print(f"loratui: {run.recipe}: {exc}", file=sys.stderr)
-        return 2
+        code = 2
+        return code
+    except BaseException as exc:
+        error = exc if not isinstance(exc, SystemExit) else None
+        code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
+        raise
     finally:
+        if rank0:
+            state = events.SUSPENDED if code == SUSPEND_EXIT else outcome(code, control.stop_requested, error)
+            watch.finish(state, code, progress["step"], error)
+            run.trainer_pidfile.unlink(missing_ok=True)
         log.close()
 
 
@@ -58,7 +76,8 @@ def _on_sigterm(control: Any) -> None:
         raise SystemExit(0)
 
 
-def train(run: RunDir, log: EventWriter, control: object, resume_from: str | None) -> int:
+def train(run: RunDir, log: EventWriter, control: object, resume_from: str | None,
+          progress: dict[str, int]) -> int:
     """Build everything and run `Trainer.train`."""
     import torch
     import transformers
@@ -112,11 +131,13 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     try:
         trainer.train(resume_from_checkpoint=resume_from)
     except Exception as exc:
+        progress["step"] = trainer.state.global_step
         if "OutOfMemoryError" in type(exc).__name__ or "out of memory" in str(exc):
             # Which batch died: the advisor tells one long sample from a card that is simply full.
             log.write(events.Notice(t=time.time(), level="error", key="oom_batch",
                                     message=f"out of memory on a batch of sequence length {tokens.last_len}"))
         raise
+    progress["step"] = trainer.state.global_step
     if callback.suspended:
         callback.emit(events.State(t=time.time(), state=events.SUSPENDED, step=trainer.state.global_step))
         return SUSPEND_EXIT

@@ -28,11 +28,16 @@ class ControlState:
     and nothing is lost when several commands arrive within one step.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, offset: int | None = None) -> None:
+        """`offset`: where this trainer's commands begin (the supervisor says, so a command sent while the
+        trainer still imported is obeyed at its first step); None: only commands from now on."""
         self.path = path
         self.paused = False
         self.pending = 0
-        self._offset = path.stat().st_size if path is not None and path.exists() else 0
+        self.stop_requested = False
+        if offset is None:
+            offset = path.stat().st_size if path is not None and path.exists() else 0
+        self._offset = offset
 
     def apply(self, command: str) -> None:
         """Record one command (from the file, or SIGTERM's stop)."""
@@ -42,6 +47,7 @@ class ControlState:
             self.paused = False
         elif command in _BITS:
             self.pending |= _BITS[command]
+            self.stop_requested |= command == "stop"
             if command in ("stop", "suspend"):
                 self.paused = False
 

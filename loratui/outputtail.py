@@ -1,0 +1,76 @@
+"""Following the trainer's output files into `Output` events, with bounded memory and bounded files.
+
+The trainer writes `trainer.{stdout,stderr}.log` itself (so a killed supervisor cannot break its pipes);
+the supervisor tails them. A line with no newline (a `\\r` progress bar redrawing for hours) must not grow
+without bound: only the last redraw of a `\\r` line is kept, and a line longer than `MAX_PENDING` is cut.
+A file over `MAX_FILE` is rotated the way logrotate's copytruncate does (the trainer's O_APPEND writes
+land at the new end): one `.1` copy is kept, so at most twice `MAX_FILE` lies on disk per stream.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+MAX_PENDING = 64 << 10
+MAX_FILE = 64 << 20
+MAX_LINE = 2000
+POLL_S = 0.25
+
+
+def last_redraw(raw: bytes) -> str:
+    """A line as a terminal would leave it: a progress bar redrawn with \\r keeps its last state."""
+    parts = [p for p in raw.split(b"\r") if p.strip()] or [b""]
+    return parts[-1].decode("utf-8", "replace")[:MAX_LINE]
+
+
+class OutputFollower:
+    """Tails one output file from its current end, handing whole lines to `emit` until `done` is set."""
+
+    def __init__(self, path: Path, emit: Callable[[list[str]], None], max_file: int = MAX_FILE) -> None:
+        self.path = path
+        self.emit = emit
+        self.max_file = max_file
+        self.pending = b""
+
+    def run(self, done: threading.Event) -> None:
+        with open(self.path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            while True:
+                finished = done.is_set()
+                self.feed(handle.read(MAX_FILE))
+                if finished:
+                    self.flush()
+                    return
+                if handle.tell() >= self.max_file:
+                    self._rotate(handle)
+                done.wait(POLL_S)
+
+    def feed(self, data: bytes) -> None:
+        """Emit the whole lines in `data`; keep (a bounded) rest for the next call."""
+        lines, _, self.pending = (self.pending + data).rpartition(b"\n")
+        if lines:
+            self.emit([last_redraw(raw) for raw in lines.split(b"\n")])
+        if len(self.pending) > MAX_PENDING:
+            # No newline for a long while: keep the last redraw only, and cut a runaway line.
+            self.pending = self.pending[self.pending.rfind(b"\r") + 1:][-MAX_PENDING:]
+
+    def flush(self) -> None:
+        if self.pending.strip():
+            self.emit([last_redraw(self.pending)])
+        self.pending = b""
+
+    def _rotate(self, handle: object) -> None:
+        """copytruncate: keep one `.1` copy, empty the file; our read offset starts again at 0."""
+        assert hasattr(handle, "seek")
+        rotated = self.path.with_name(self.path.name + ".1")
+        try:
+            shutil.copyfile(self.path, rotated)
+            with open(self.path, "r+b") as trunc:
+                trunc.truncate(0)
+        except OSError:
+            return  # a full disk: keep following, rotate later
+        handle.seek(0)

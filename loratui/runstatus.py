@@ -1,0 +1,127 @@
+"""Where a run stands, without reading its whole log: one answer for `ls`, attach, restart and headless.
+
+The supervisor keeps `status.json` current (a fold of the log it tails); a reader takes that file, folds
+the log's last few hundred KiB over it (events newer than the file), and asks whether the supervisor or
+the trainer still lives. A run with no end event and no live process is `lost`. A trainer whose
+supervisor died trains on, obeys `control.cmds`, and writes its own end (see trainer/orphan.py), so every
+view tells the truth within a poll.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from loratui import events
+from loratui.rundir import RunDir
+
+TAIL_BYTES = 256 << 10
+LOST = "lost"
+
+
+class Status(msgspec.Struct, kw_only=True):
+    """The few facts every list and view needs. `t` is the time of the newest event folded in."""
+
+    state: str = events.STARTING
+    step: int = 0
+    max_steps: int = 0
+    loss: events.Num = None
+    """The last logged training loss (NaN travels as a string, as in the log)."""
+    peak_used: int = 0
+    """The device-used peak over the run, bytes; 0 when no GPU was sampled."""
+    gpu: bool | None = None
+    estimate_gib: float | None = None
+    end: events.End | None = None
+    t: float = 0.0
+    alive: str = ""
+    """Who still runs it: "supervisor", "trainer" (its supervisor died), or "" (nobody)."""
+
+
+def fold(status: Status, found: Iterable[events.AnyEvent], since: float = 0.0) -> Status:
+    """`status` advanced by `found` (in log order), skipping events older than `since` (already folded)."""
+    for e in found:
+        if e.t < since:
+            continue
+        status.t = max(status.t, e.t)
+        if isinstance(e, events.State) and status.end is None:
+            status.state = e.state
+            status.step = e.step if e.step is not None else status.step
+        elif isinstance(e, events.End):
+            status.end, status.state = e, e.state
+            status.step = max(status.step, e.step)
+        elif isinstance(e, events.Step):
+            status.step = max(status.step, e.step)
+        elif isinstance(e, events.Log):
+            if e.values.get("loss") is not None:
+                status.loss = e.values["loss"]
+        elif isinstance(e, events.TrainBegin):
+            status.max_steps = e.max_steps
+        elif isinstance(e, events.Sample):
+            status.peak_used = max(status.peak_used, e.used_max)
+        elif isinstance(e, events.GpuInfo):
+            status.gpu = e.available
+        elif isinstance(e, events.Estimate):
+            status.estimate_gib = e.peak_device_gib
+    return status
+
+
+def write(run: RunDir, status: Status) -> None:
+    """Replace `status.json` atomically (a reader never sees half a file)."""
+    tmp = run.status_file.with_suffix(".tmp")
+    tmp.write_bytes(msgspec.json.encode(status))
+    os.replace(tmp, run.status_file)
+
+
+def read(run: RunDir) -> Status:
+    """The run's status now: the supervisor's file, the log's tail folded over it, and who lives."""
+    try:
+        status = msgspec.json.decode(run.status_file.read_bytes(), type=Status)
+    except (OSError, msgspec.DecodeError):
+        status = Status()
+        if _size(run.events) <= TAIL_BYTES * 4:
+            # A small log (or an imported run, which has no status file): fold it all.
+            return _liveness(run, fold(status, _events(run.events, 0)))
+    fold(status, _events(run.events, max(0, _size(run.events) - TAIL_BYTES)), since=status.t)
+    return _liveness(run, status)
+
+
+def _liveness(run: RunDir, status: Status) -> Status:
+    if run.supervisor_pid() is not None:
+        status.alive = "supervisor"
+    elif run.trainer_pid() is not None:
+        status.alive = "trainer"
+    else:
+        status.alive = ""
+    # A suspended run needs nobody alive: its checkpoint waits for `loratui resume`.
+    if status.end is None and not status.alive and status.state not in (*events.FINAL_STATES, events.SUSPENDED):
+        status.state = LOST
+    return status
+
+
+def is_over(status: Status) -> bool:
+    """Nothing more will happen to this run without a new command (ended, or lost)."""
+    return status.end is not None or status.state == LOST
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _events(path: Path, start: int) -> list[events.AnyEvent]:
+    """Whole lines from byte `start` (the first, likely partial, line skipped when start > 0)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read()
+    except OSError:
+        return []
+    if start:
+        data = data[data.find(b"\n") + 1:]
+    found = (events.decode_line(line) for line in data.split(b"\n") if line.strip())
+    return [e for e in found if e is not None and not isinstance(e, events.Unknown)]
