@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loratui import __version__, events, rundir, runstatus
+from loratui import __version__, events, rundir, runstatus, units
 from loratui.commands import doctor, estimate, importer, replay
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.recipe import RecipeError
@@ -118,7 +118,12 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.Run
 def cmd_run(args: argparse.Namespace) -> int:
     from loratui.supervisor.launch import start_run
 
+    busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]
     run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps)
+    for other, status in busy:
+        holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
+        print(f"loratui: note: {other.run_id} is also {status.state}{holds}; on one GPU the two compete for "
+              "memory", file=sys.stderr)
     return _view(run, headless=args.headless, starting=True)
 
 

@@ -42,6 +42,10 @@ class Header(Event, frozen=True, tag="header"):
     created: str = ""
     loratui_version: str = ""
     argv: list[str] = []
+    warn_gb: float | None = None
+    """The run's VRAM warning line (GiB): a fact of the run, so a replay of a bare log draws the same line."""
+    gpu_totals: list[int] = []
+    """Each sampled card's total memory (bytes) when the run started."""
 
 
 class State(Event, frozen=True, tag="state"):

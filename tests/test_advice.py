@@ -277,14 +277,20 @@ def test_replay_equals_live() -> None:
 
 
 def test_replay_of_a_long_log_is_fast() -> None:
-    """A few hours of samples fold in well under a second per 100k events."""
+    """A few hours of samples: the advisor costs a small multiple of the fold every view does anyway
+    (measured side by side, so a loaded machine slows both; a quadratic detector would blow the ratio)."""
     import time
+
+    from loratui.logic.runstate import RunState
 
     found = run(3000, per_step=30)
     start = time.perf_counter()
+    RunState().feed_all(found)
+    fold = time.perf_counter() - start
+    start = time.perf_counter()
     Advisor(recipe()).feed_all(found).items()
-    per_100k = (time.perf_counter() - start) / len(found) * 1e5
-    assert per_100k < 1.5, per_100k
+    advise = time.perf_counter() - start
+    assert advise < 6 * fold, (advise, fold)
 
 
 @pytest.mark.slow

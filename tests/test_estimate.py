@@ -169,7 +169,7 @@ def test_cli_json_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     recipe = write_recipe(tmp_path, recipe_text(str(write_model(tmp_path, QWEN7B))))
     assert cli_main(["estimate", str(recipe), "--json", "--gpu-gb", "80"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"peak_device_gib", "peak_reserved_gib", "components", "fits", "headroom_gib"}
+    assert set(out) == {"peak_device_gib", "peak_reserved_gib", "components", "fits", "headroom_gib", "verdict"}
     assert out["fits"] is True and out["headroom_gib"] == pytest.approx(80 - out["peak_device_gib"], abs=0.02)
     assert {"weights_quantized", "weights_fp32_upcast", "lora_params", "gradients", "optimizer_paged",
             "activations", "logits", "allocator_slack", "cuda_context_non_torch"} <= set(out["components"])
@@ -199,7 +199,7 @@ def test_cli_relative_model_dir_next_to_recipe(tmp_path: Path, capsys: pytest.Ca
 ])
 def test_cli_bad_model_exits_2(setup: str, message: str, tmp_path: Path,
                                capsys: pytest.CaptureFixture[str]) -> None:
-    model = {"hub": "Qwen/Qwen2.5-7B-Instruct", "empty_dir": str(tmp_path / "empty")}.get(setup, str(tmp_path / "m"))
+    model = {"hub": "someone/not-a-shipped-model", "empty_dir": str(tmp_path / "empty")}.get(setup, str(tmp_path / "m"))
     (tmp_path / "empty").mkdir()
     if setup in ("bad_json", "no_dims"):
         (tmp_path / "m").mkdir()

@@ -23,7 +23,7 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 
 def main(args: argparse.Namespace) -> int:
     """Print the estimate (and the what-would-fit table) for the recipe."""
-    from loratui.errors import UsageError
+    from loratui.errors import EXIT_NO, EXIT_OK, UsageError
     from loratui.logic.estimate import ConfigError, estimate, fit_table
     from loratui.recipe import load_recipe
 
@@ -38,8 +38,20 @@ def main(args: argparse.Namespace) -> int:
         table = [] if args.json else fit_table(recipe, config, gpu_gib)
     except ConfigError as exc:
         raise UsageError(f"{config_path}: {exc}") from None
-    print(json.dumps(result.as_json()) if args.json else render(result, table, config_path))
-    return 0
+    warn_gib = recipe.monitor.warn_gb
+    print(json.dumps(result.as_json() | {"verdict": verdict(result, warn_gib)}) if args.json
+          else render(result, table, config_path, warn_gib))
+    return EXIT_NO if verdict(result, warn_gib) == "does NOT fit" else EXIT_OK
+
+
+def verdict(result: Any, warn_gib: float) -> str:
+    """'fits', 'tight' (the error band crosses the card or the warning line) or 'does NOT fit'."""
+    low, high = (result.peak_device_gib * (1 + sign * result.uncertainty) for sign in (-1, 1))
+    if low > result.gpu_gib:
+        return "does NOT fit"
+    if high > result.gpu_gib or high > warn_gib:
+        return "tight"
+    return "fits"
 
 
 def find_config(model_path: str, recipe_dir: Path) -> Path:
@@ -56,6 +68,9 @@ def find_config(model_path: str, recipe_dir: Path) -> Path:
     if not local.is_absolute() and (recipe_dir / local).exists():
         local = recipe_dir / local
     if not local.exists():
+        known = hub_config(model_path)
+        if known is not None:
+            return known
         raise UsageError(f"model {model_path!r} is not a local directory; estimate reads only its config.json: "
                          "pass --model-path /path/to/model (a directory holding config.json)")
     config = local / "config.json" if local.is_dir() else local
@@ -63,6 +78,24 @@ def find_config(model_path: str, recipe_dir: Path) -> Path:
         raise UsageError(f"{config}: no config.json there; point --model-path at the model directory "
                          "(the one holding config.json; weights are not needed)")
     return config
+
+
+SHIPPED = Path(__file__).resolve().parent.parent / "model_configs"
+
+
+def hub_config(repo_id: str) -> Path | None:
+    """A hub model's config.json: the local hub cache's, else the copy loratui ships for the recipes'
+    models (shape facts only), else None."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(repo_id, "config.json")
+        if isinstance(cached, str):
+            return Path(cached)
+    except Exception:  # no huggingface_hub, or an id it rejects: fall through to the shipped copies
+        pass
+    shipped = SHIPPED / (repo_id.replace("/", "--") + ".json")
+    return shipped if "/" in repo_id and shipped.is_file() else None
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -88,15 +121,17 @@ LABELS = {
 }
 
 
-def render(result: Any, table: list[Any], config_path: Path) -> str:
+def render(result: Any, table: list[Any], config_path: Path, warn_gib: float = 30.0) -> str:
     """The plain-text report: breakdown, verdict, and the what-would-fit table."""
     lines = [f"model config: {config_path}", ""]
     lines += [f"  {LABELS.get(k, k):44s} {v:8.2f} GiB" for k, v in result.components.items() if v >= 0.005]
     lines += ["", f"  {'peak torch reserved':44s} {result.peak_reserved_gib:8.2f} GiB",
               f"  {'peak device used (NVML; decides OOM)':44s} {result.peak_device_gib:8.2f} GiB"
               f"  (±{result.uncertainty:.0%})"]
-    verdict = "fits" if result.fits else "does NOT fit"
-    lines.append(f"  on a {result.gpu_gib:g} GiB card: {verdict}, headroom {result.headroom_gib:+.2f} GiB")
+    said = verdict(result, warn_gib)
+    why = " (the error band crosses the card or the warning line)" if said == "tight" else ""
+    lines.append(f"  on a {result.gpu_gib:g} GiB card, warning line {warn_gib:g} GiB: {said}{why}, "
+                 f"headroom {result.headroom_gib:+.2f} GiB")
     lines += [f"  note: {n}" for n in result.notes]
     if table:
         seqs = list(table[0].max_batch)

@@ -76,6 +76,11 @@ class Advisor:
 
     # -- event handlers -------------------------------------------------------------------------
 
+    def _on_header(self, e: events.Header) -> None:
+        """The run's own warning line wins over a default (a bare log replayed without its recipe)."""
+        if e.warn_gb is not None and self.recipe is None:
+            self.vram.line = self.jump.line = int(e.warn_gb * GIB)
+
     def _on_state(self, e: events.State) -> None:
         self.ctx.state = e.state
         if e.state != events.TRAINING:
@@ -182,7 +187,7 @@ class Advisor:
 
 
 _HANDLERS: dict[type, str] = {
-    events.State: "_on_state", events.TrainBegin: "_on_trainbegin", events.Phase: "_on_phase",
+    events.Header: "_on_header", events.State: "_on_state", events.TrainBegin: "_on_trainbegin", events.Phase: "_on_phase",
     events.Step: "_on_step", events.Log: "_on_log", events.GpuInfo: "_on_gpuinfo",
     events.Estimate: "_on_estimate", events.Sample: "_on_sample", events.Output: "_on_output",
     events.Notice: "_on_notice",

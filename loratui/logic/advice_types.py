@@ -45,6 +45,17 @@ class Finding:
     facts: dict[str, Any]
 
 
+def line_for(warn: int, total: int) -> int:
+    """The line memory is judged against, by the advisor and the VRAM pane alike: the warning line, or 95%
+    of a card smaller than it."""
+    return min(warn, int(total * 0.95)) if total > 0 else warn
+
+
+def over_line(used: int, warn: int, total: int) -> bool:
+    """Whether `used` bytes are over the run's line (see `line_for`)."""
+    return used >= line_for(warn, total)
+
+
 def warn_line_bytes(recipe: Recipe | None) -> int:
     """The VRAM warning line in bytes (`warn_gb` read as GiB)."""
     monitor = recipe.monitor if recipe is not None else MonitorSection()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from loratui import events
 from loratui.recipe import Recipe
-from loratui.logic.advice_types import GIB, MIB, Finding
+from loratui.logic.advice_types import GIB, MIB, Finding, line_for
 
 # -- the context every detector shares -----------------------------------------------------------
 
@@ -69,7 +69,7 @@ class VramWatch:
         """Fold one steady-training window in; True when the advice may have changed."""
         first = not self.seen_training
         self.seen_training = True  # measured windows now win over a pre-flight projection
-        line = _line_for(self.line, e.total)
+        line = line_for(self.line, e.total)
         over = self.over.setdefault(e.gpu, deque(maxlen=4096))
         if e.used_max >= line:
             over.append(e.t)
@@ -88,11 +88,6 @@ class VramWatch:
             if mine:
                 self.current = None
         return first or self.current is not before
-
-
-def _line_for(warn: int, total: int) -> int:
-    """The line a window is judged against: the warning line, or 95% of a card smaller than it."""
-    return min(warn, int(total * 0.95)) if total > 0 else warn
 
 
 class StarveWatch:
@@ -162,7 +157,7 @@ class JumpWatch:
 
     def sample(self, ctx: Context, e: events.Sample) -> Finding | None:
         """Fold one window in; a finding when an eval/save window crosses the line as a jump."""
-        line = _line_for(self.line, e.total)
+        line = line_for(self.line, e.total)
         if not ctx.phase:
             if ctx.steady_training():
                 self.train_peak = max(self.train_peak, e.used_max)

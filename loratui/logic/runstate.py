@@ -45,6 +45,8 @@ class RunState:
     started: float | None = None
     last_t: float | None = None
     train_start_t: float | None = None
+    warn_gb: float | None = None
+    """The warning line the run had (its header), when the log says."""
     max_steps: int = 0
     start_step: int = 0
     step: int = 0
@@ -140,7 +142,7 @@ class RunState:
 
 
 def _header(s: RunState, e: events.Header) -> None:
-    s.run_id, s.name, s.started = e.run_id, e.name, e.t
+    s.run_id, s.name, s.started, s.warn_gb = e.run_id, e.name, e.t, e.warn_gb
 
 
 def _state(s: RunState, e: events.State) -> None:

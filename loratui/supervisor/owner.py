@@ -111,7 +111,8 @@ class Supervisor:
             t=time.time(), schema=events.SCHEMA_VERSION, run_id=self.run.run_id,
             recipe_hash=recipe_hash(text), recipe_path=self.settings.recipe_source,
             name=self.settings.name, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            loratui_version=__version__, argv=sys.argv,
+            loratui_version=__version__, argv=sys.argv, warn_gb=self.recipe.monitor.warn_gb,
+            gpu_totals=[d.total for d in self.probe.devices()] if self.probe is not None else [],
         ))
         self._set_state(events.STARTING, "supervisor started")
 

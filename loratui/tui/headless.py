@@ -12,6 +12,7 @@ from loratui.logic import fmt
 from loratui.logic.runstate import RunState
 from loratui.rundir import RunDir
 from loratui.sources.runlog import LiveSource
+from loratui.text import inert
 
 
 def progress_line(s: RunState, width: int = 24) -> str:
@@ -29,34 +30,74 @@ def progress_line(s: RunState, width: int = 24) -> str:
 
 
 def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunState:
-    """Print progress until the run ends (or its supervisor disappears); returns the final state."""
+    """Print progress until the run ends (or its writers are gone); returns the final state.
+
+    On a terminal: a `rich` progress bar redrawn in place; otherwise a plain line every few seconds.
+    """
     source = LiveSource(run)  # the same reader as the app's: one notion of "the run is over"
     state = RunState()
-    tty = out.isatty()
-    last_print, last_step = 0.0, -1
-    seen_notices = 0
-    while True:
-        batch = source.poll()
-        state.feed_all(batch.events)
-        for notice in state.notices[seen_notices:]:
-            print(("\r\n" if tty else "") + f"notice: {notice.key}: {notice.message}", file=out)
-        seen_notices = len(state.notices)
-        now = time.monotonic()
-        if tty:
-            out.write("\r" + progress_line(state)[:200] + "\x1b[K")
-            out.flush()
-        elif state.step != last_step and now - last_print >= 2.0 or state.state in events.FINAL_STATES:
-            print(progress_line(state), file=out, flush=True)
-            last_print, last_step = now, state.step
-        if batch.ended:
-            if state.end is None:
-                print("\nthe supervisor is gone and the log has no end event (was it killed?)", file=out)
-            break
-        time.sleep(poll_s)
-    if tty:
-        out.write("\n")
+    bar = _RichBar(out) if out.isatty() else None
+    last_print, last_step, seen_notices = 0.0, -1, 0
+    try:
+        while True:
+            batch = source.poll()
+            state.feed_all(batch.events)
+            for notice in state.notices[seen_notices:]:
+                _say(bar, out, f"notice: {notice.key}: {inert(notice.message)}")
+            seen_notices = len(state.notices)
+            now = time.monotonic()
+            if bar is not None:
+                bar.show(state)
+            elif state.step != last_step and now - last_print >= 2.0 or state.state in events.FINAL_STATES:
+                print(progress_line(state), file=out, flush=True)
+                last_print, last_step = now, state.step
+            if batch.ended:
+                if state.end is None:
+                    _say(bar, out, "the run's writers are gone and the log has no end event (were they killed?)")
+                break
+            time.sleep(poll_s)
+    finally:
+        if bar is not None:
+            bar.stop()
     _print_end(state, out)
     return state
+
+
+def _say(bar: "_RichBar | None", out: TextIO, line: str) -> None:
+    """A line above the bar (or a plain line)."""
+    if bar is not None:
+        bar.progress.console.print(line, markup=False, highlight=False)
+    else:
+        print(line, file=out)
+
+
+class _RichBar:
+    """The progress bar on a terminal: rich.progress, with the run's figures as its description."""
+
+    def __init__(self, out: TextIO) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.progress = Progress(TextColumn("{task.fields[state]:<9}"), BarColumn(bar_width=24),
+                                 MofNCompleteColumn(), TextColumn("{task.description}", markup=False),
+                                 console=Console(file=out), transient=False, auto_refresh=False)
+        self.task = self.progress.add_task("", total=None, state="starting")
+        self.progress.start()
+
+    def show(self, s: RunState) -> None:
+        vram = "N/A"
+        if s.gpus:
+            vram = f"{units.gib(s.device_used_now)}/{units.gib(s.device_used_peak)} GiB peak"
+        elif s.gpu_available is False:
+            vram = "no GPU"
+        text = (f"loss {fmt.number(s.last_loss)}  tok/s {fmt.rate(s.tokens_per_s)}  VRAM {vram}  "
+                f"ETA {fmt.duration(s.eta_s)}")
+        self.progress.update(self.task, completed=s.step, total=s.max_steps or None, description=text,
+                             state=s.state)
+        self.progress.refresh()
+
+    def stop(self) -> None:
+        self.progress.stop()
 
 
 def _print_end(state: RunState, out: TextIO) -> None:
@@ -68,7 +109,7 @@ def _print_end(state: RunState, out: TextIO) -> None:
     if end.state == events.FAILED and end.error:
         print("last lines of the trainer's stderr:", file=out)
         for line in end.error.splitlines()[-15:]:
-            print(f"  {line}", file=out)
+            print(f"  {inert(line)}", file=out)
 
 
 def exit_code(state: RunState) -> int:

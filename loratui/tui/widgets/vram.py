@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from loratui import units
+from loratui.logic.advice_types import line_for, over_line
 from loratui.logic.advice_watch import rank_imbalance
 from loratui.logic.chart import column_spans, intervals, marked_columns, sparkline
 from loratui.logic.runstate import RunState
@@ -39,8 +40,11 @@ class VramPane(Widget):
         if key == self._key:
             return
         self._key = key
-        over = gpu is not None and gpu.used_peak > self.warn_gib * GIB
-        near = gpu is not None and gpu.used_last > 0.9 * self.warn_gib * GIB
+        if state.warn_gb is not None:
+            self.warn_gib = state.warn_gb  # the run's own line, even on a replay without its recipe
+        warn = int(self.warn_gib * GIB)
+        over = gpu is not None and over_line(gpu.used_peak, warn, gpu.total)
+        near = gpu is not None and gpu.used_last > 0.9 * line_for(warn, gpu.total)
         self.set_class(over or near, "-warning")
         self.set_class(gpu is None, "-nogpu")
         self._titles(state)

@@ -1,0 +1,38 @@
+"""`loratui estimate`: offline for the shipped recipes' hub models, 'tight' inside the error band, and the
+exit-code policy (0 fits or tight, 1 does not fit, 2 bad input)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from loratui.commands.estimate import verdict
+from tests.conftest import REPO, loratui
+
+
+def test_a_shipped_recipe_with_a_hub_id_is_estimated_offline() -> None:
+    result = loratui("estimate", str(REPO / "recipes" / "qwen7b.toml"), env={"HF_HUB_OFFLINE": "1", "PATH": ""})
+    assert result.returncode == 0, result.stderr
+    assert "Qwen--Qwen2.5-7B-Instruct.json" in result.stdout and "fits" in result.stdout
+
+
+def test_a_recipe_that_does_not_fit_exits_1() -> None:
+    result = loratui("estimate", str(REPO / "recipes" / "qwen32b-qlora.toml"), "--gpu-gb", "16")
+    assert result.returncode == 1 and "does NOT fit" in result.stdout
+
+
+def test_bad_input_exits_2() -> None:
+    result = loratui("estimate", str(REPO / "recipes" / "qwen7b.toml"), "--gpu-gb", "-1")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("peak", "card", "warn", "said"), [
+    (20.0, 32.0, 30.0, "fits"),
+    (28.0, 32.0, 30.0, "tight"),   # 28 +10% crosses the 30 GiB line
+    (30.5, 32.0, 40.0, "tight"),   # crosses the card
+    (36.0, 32.0, 30.0, "does NOT fit"),
+])
+def test_fits_is_never_said_inside_the_error_band(peak: float, card: float, warn: float, said: str) -> None:
+    result = SimpleNamespace(peak_device_gib=peak, uncertainty=0.10, gpu_gib=card)
+    assert verdict(result, warn) == said
