@@ -124,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
         print(f"loratui: note: {other.run_id} is also {status.state}{holds}; on one GPU the two compete for "
               "memory", file=sys.stderr)
-    return _view(run, headless=args.headless, starting=True)
+    return _view(run, headless=args.headless)
 
 
 def _is_live(status: runstatus.Status) -> bool:
@@ -134,10 +134,10 @@ def _is_live(status: runstatus.Status) -> bool:
 
 def cmd_attach(args: argparse.Namespace) -> int:
     run = pick_run(args.run, args.runs_dir, need_running=False)
-    return _view(run, headless=args.headless, starting=False)
+    return _view(run, headless=args.headless)
 
 
-def _view(run: rundir.RunDir, headless: bool, starting: bool) -> int:
+def _view(run: rundir.RunDir, headless: bool) -> int:
     """The TUI on a terminal, the progress printer otherwise; Ctrl-C leaves the run training."""
     if headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         from loratui.tui import headless as hl

@@ -198,9 +198,6 @@ AnyEvent = Union[
     Header, State, TrainBegin, Step, Log, Phase, GpuInfo, Sample, SamplerStats, Output, Control,
     Notice, Estimate, Checkpoint, End,
 ]
-KNOWN_KINDS = frozenset(
-    c.__struct_config__.tag for c in AnyEvent.__args__  # type: ignore[attr-defined]
-)
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyEvent)

@@ -26,7 +26,6 @@ from pathlib import Path
 import msgspec
 import psutil
 
-from loratui import events
 
 SUSPEND_EXIT = 75
 """The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable (trainer → supervisor)."""
@@ -225,11 +224,6 @@ def resolve(name: str | None, runs_dir: Path) -> RunDir:
         raise RunNotFound(f"no run named {name!r} in {runs_dir}/; `loratui ls` lists them")
     listed = ", ".join(r.run_id for r in matches[-6:])
     raise RunNotFound(f"{name!r} fits {len(matches)} runs ({listed}); name one by its full id")
-
-
-def is_final(state: str) -> bool:
-    """Whether a run in `state` is over."""
-    return state in events.FINAL_STATES
 
 
 def latest_checkpoint(checkpoints: Path) -> str | None:

@@ -28,7 +28,6 @@ class EventSource(Protocol):
     """What the app reads from."""
 
     title: str
-    controllable: bool
 
     def poll(self) -> Batch:
         """Events since the last poll."""
@@ -36,8 +35,6 @@ class EventSource(Protocol):
 
 class LiveSource:
     """Follows a run directory's growing log from its first line (attach shows the whole history)."""
-
-    controllable = True
 
     def __init__(self, run: RunDir) -> None:
         self.run = run
@@ -70,8 +67,6 @@ class LiveSource:
 
 class ListSource:
     """A fixed list of events, delivered in chunks (tests and snapshots)."""
-
-    controllable = False
 
     def __init__(self, found: list[events.AnyEvent], title: str = "test", chunk: int = 1 << 30) -> None:
         self.title = title
