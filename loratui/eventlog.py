@@ -18,7 +18,7 @@ import gc
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,8 +46,9 @@ class EventWriter:
         """Events lost to write errors (a full disk) since the last successful write."""
         self._drop_reason = ""
 
-    def write(self, event: events.AnyEvent) -> None:
-        """Append one event; fsync when it changes the run's state or a second has passed."""
+    def write(self, event: events.AnyEvent) -> bool:
+        """Append one event; fsync when it changes the run's state or a second has passed. False when it
+        could not be written (a full disk): counted, and reported once writing works again."""
         data = events.encode(event)
         if len(data) > MAX_EVENT:
             data = events.encode(events.Notice(
@@ -59,13 +60,20 @@ class EventWriter:
             except OSError as exc:
                 self.dropped += 1
                 self._drop_reason = exc.strerror or str(exc)
-                return
+                return False
             if self.dropped:
                 lost, self.dropped = self.dropped, 0
                 self._try_append(events.encode(events.Notice(
                     t=time.time(), level="warning", key="disk_full",
                     message=f"{lost} event(s) could not be written to the log ({self._drop_reason}); "
                             "writing works again")))
+        return True
+
+    def write_until_written(self, event: events.AnyEvent, retry_s: float = 2.0,
+                            gone: "Callable[[], bool]" = lambda: False) -> None:
+        """Append an event the run cannot do without (its end): retry until the disk has room again."""
+        while not self.write(event) and not gone():
+            time.sleep(retry_s)
 
     def _append(self, data: bytes, durable: bool) -> None:
         size = os.fstat(self._fd).st_size

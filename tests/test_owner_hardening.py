@@ -259,3 +259,34 @@ def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path) -> None:
     shell = subprocess.run(f"{sys.executable} -m loratui ls --runs-dir {tmp_path} | head -1", shell=True,
                            capture_output=True, text=True, timeout=60)
     assert shell.stdout.startswith("RUN") and shell.stderr == ""
+
+
+def test_the_end_event_waits_for_room_instead_of_being_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = EventWriter(tmp_path / "events.jsonl")
+    real_write, fails = os.write, [3]
+
+    def full_three_times(fd: int, data: bytes) -> int:
+        if fails[0]:
+            fails[0] -= 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full_three_times)
+    writer.write_until_written(events.End(t=1.0, state="finished"), retry_s=0.01)
+    writer.close()
+    assert any(isinstance(e, events.End) for e in read_log(tmp_path / "events.jsonl").events)
+
+
+def test_a_full_disk_under_the_trainers_stdout_does_not_end_training() -> None:
+    from loratui.trainer.streams import TolerantStream
+
+    class Full:
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    stream = TolerantStream(Full())  # type: ignore[arg-type]
+    print({"loss": 1.0}, file=stream, flush=True)  # what the Trainer's PrinterCallback does
+    assert stream.lost > 0

@@ -6,7 +6,10 @@ must rebuild from, as a replay seek does. The app never goes looking for its own
 
 from __future__ import annotations
 
+import shutil
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from loratui import events
@@ -41,6 +44,8 @@ class LiveSource:
         self.title = run.run_id
         self._tail = LogTail(run.events)
         self._ended = False
+        self._disk_note = ""
+        self._disk_at = 0.0
 
     def poll(self) -> Batch:
         found = self._tail.poll()
@@ -51,18 +56,38 @@ class LiveSource:
             self._ended = True
         return Batch(found, note=self._note(), ended=self._ended)
 
+    def _disk_checked(self) -> bool:
+        """Refresh the disk-full note at most once a second (a statvfs); True when it says something."""
+        now = time.monotonic()
+        if now - self._disk_at >= 1.0:
+            self._disk_at, self._disk_note = now, disk_full_note(self.run.path)
+        return bool(self._disk_note)
+
     def _writer_gone(self) -> bool:
         """Nobody will write again: no supervisor and no (orphaned) trainer lives. Checked only when a poll
         found nothing, so a quiet log costs two pid checks a poll."""
         return self.run.supervisor_pid() is None and self.run.trainer_pid() is None
 
     def _note(self) -> str:
-        parts = []
+        parts = [self._disk_note] if self._disk_checked() else []
         if self._tail.skipped:
             parts.append(f"{self._tail.skipped} unreadable line(s) skipped")
         if self._tail.unknown:
             parts.append(f"{self._tail.unknown} event(s) of a newer schema ignored")
         return "; ".join(parts)
+
+
+DISK_LOW = 1 << 20
+
+
+def disk_full_note(path: Path) -> str:
+    """'disk full: ...' when the run's filesystem has (almost) no room left: its log cannot grow."""
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return ""
+    return ("disk full: the run's log and checkpoints cannot be written; free space on "
+            f"{path.parent} (training goes on)") if free < DISK_LOW else ""
 
 
 class ListSource:

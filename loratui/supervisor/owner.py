@@ -171,7 +171,9 @@ class Supervisor:
         rank = failed_rank(self._stderr_tail) if state == events.FAILED else ""
         if rank:
             error = f"{rank} failed; torchrun stopped the other ranks\n{error}"
-        self.log.write(events.End(t=time.time(), state=state, exit_code=code, signal=signame, error=error))
+        # The end is what every view waits for: on a full disk, wait for room rather than lose it.
+        self.log.write_until_written(events.End(t=time.time(), state=state, exit_code=code, signal=signame,
+                                                error=error), gone=lambda: not self.run.path.exists())
         self.state = state
         return state
 

@@ -20,6 +20,7 @@ from loratui import events
 from loratui.eventlog import EventWriter
 from loratui.recipe import load_recipe
 from loratui.rundir import SUSPEND_EXIT, RunDir, write_pidfile
+from loratui.trainer import streams
 from loratui.trainer.orphan import OwnerWatch, outcome
 from loratui.units import GIB
 
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir")
     parser.add_argument("--resume-from", default=None)
     args = parser.parse_args(argv)
+    streams.install()  # a full disk must not end training through a failed print
     run = RunDir(Path(args.run_dir))
     log = EventWriter(run.events)
     rank0 = int(os.environ.get("RANK", "0")) == 0

@@ -37,7 +37,7 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
     source = LiveSource(run)  # the same reader as the app's: one notion of "the run is over"
     state = RunState()
     bar = _RichBar(out) if out.isatty() else None
-    last_print, last_step, seen_notices = 0.0, -1, 0
+    last_print, last_step, seen_notices, note = 0.0, -1, 0, ""
     try:
         while True:
             batch = source.poll()
@@ -45,6 +45,10 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
             for notice in state.notices[seen_notices:]:
                 _say(bar, out, f"notice: {notice.key}: {inert(notice.message)}")
             seen_notices = len(state.notices)
+            if batch.note != note:  # e.g. "disk full: ...": said once, when it changes
+                note = batch.note
+                if note:
+                    _say(bar, out, f"note: {inert(note)}")
             now = time.monotonic()
             if bar is not None:
                 bar.show(state)
