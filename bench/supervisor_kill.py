@@ -32,7 +32,10 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def kinds(run: Path, kind: str) -> list[dict[str, object]]:
-    lines = (run / "events.jsonl").read_text().splitlines()
+    try:
+        lines = (run / "events.jsonl").read_text().splitlines()
+    except FileNotFoundError:
+        return []
     return [e for e in (json.loads(x) for x in lines if x.strip().startswith("{")) if e.get("kind") == kind]
 
 
