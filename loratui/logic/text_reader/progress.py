@@ -1,0 +1,54 @@
+"""tqdm progress bars (HF Trainer, Lightning, accelerate): position, total, rate, and a loss in the postfix."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BAR = re.compile(
+    r"(?P<desc>[^|\r\n]{0,200}?)\s*(?:\d{1,3}%\s*)?\|[^|\n]{0,400}\|\s*(?P<n>\d{1,12})/(?P<total>\d{1,12})\s*"
+    r"\[(?P<inside>[^\]]{0,400})\]")
+_RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(it/s|s/it)")
+_NOT_TRAINING = re.compile(
+    r"load|map|token|filter|download|fetch|shard|eval|predict|valid|test|sanity|generat|convert|sav|pack|"
+    r"resolv|upload|processing|example", re.I)
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One drawn state of a progress bar."""
+
+    desc: str
+    n: int
+    total: int
+    seconds_per_it: float | None
+    """From `12.3s/it` or `4.56it/s`; None when the bar has no rate yet."""
+    end: int
+    """Where the bar ends in the fragment (a dict may be glued after it)."""
+    tail: str
+    """The postfix inside the brackets after the rate (`loss=10.473, v_num=193315`)."""
+
+    @property
+    def maybe_training(self) -> bool:
+        """No description, or one that names no other phase (`Epoch 0`, `Training`)."""
+        return not _NOT_TRAINING.search(self.desc)
+
+
+def find_bar(fragment: str) -> Bar | None:
+    """The last progress bar drawn in a fragment, or None."""
+    if "|" not in fragment or "/" not in fragment or len(fragment) > 4000:
+        return None
+    last = None
+    for last in _BAR.finditer(fragment):
+        pass
+    if last is None:
+        return None
+    inside = last.group("inside")
+    rate = _RATE.search(inside)
+    per_it = None
+    if rate:
+        value = float(rate.group(1))
+        per_it = value if rate.group(2) == "s/it" else (1.0 / value if value > 0 else None)
+    tail = inside[rate.end():] if rate else ""
+    return Bar(desc=last.group("desc").strip(), n=int(last.group("n")), total=int(last.group("total")),
+               seconds_per_it=per_it, end=last.end(), tail=tail)

@@ -1,0 +1,231 @@
+"""The incremental reader of training text: feed it lines, get loratui events back.
+
+It serves `doctor` (a pasted log), `import` (a stdout log or LLaMA-Factory's trainer_log.jsonl) and the
+output of a watched command alike, so it never needs the whole text: a line in, the events it completes out,
+with a bounded amount held back. Every fragment comes back as an `Output` (the advisor scans those for
+tracebacks, OOMs and warnings); training records come back as `Log` events and the training bar's advances
+as `Step` events.
+
+Steps: a JSON record's `current_steps`, a dict's `global_step/max_steps`, a line's own `step N`, else the
+training bar. The Trainer prints a dict with `tqdm.write`, which redraws the bar right after it, so a dict
+waits for that redraw to learn its step; without any bar, dicts are numbered in order (`inferred`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from loratui import events
+from loratui.logic.text_reader import progress, values as v
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_PREFIXED = re.compile(r"\S.*\{")
+MAX_LINE = 1 << 16
+"""A longer physical line is cut: no training record is that long."""
+
+
+@dataclass
+class _Waiting:
+    values: dict[str, float]
+    prefixed: bool
+
+
+@dataclass
+class TextReader:
+    """Lines of training text in, loratui events out (`feed`, then `close` at the end)."""
+
+    stream: str = "stdout"
+    bar_total: int = 0
+    """The training bar's total (its max steps), once known."""
+    inferred: bool = False
+    """Some steps were numbered by line order (no bar, no explicit step)."""
+    lines: int = 0
+    step: int = 0
+    _bar_n: int | None = None
+    _bar_seen: bool = False
+    _bar_offset: int = 0
+    _last_total: int = 0
+    _waiting: list[_Waiting] = field(default_factory=list)
+    _bar_loss: tuple[int, dict[str, float]] | None = None
+    _held: tuple[int, dict[str, float], bool] | None = None  # (step, values, explicit) of the last loss line
+    _last_dict: tuple[int, dict[str, float], bool] | None = None
+
+    def feed(self, line: str, t: float = 0.0) -> list[events.AnyEvent]:
+        """Events completed by one physical line (it may hold `\\r` redraws)."""
+        self.lines += 1
+        if len(line) > MAX_LINE:
+            line = line[:MAX_LINE]
+        if "\x1b" in line:
+            line = ANSI.sub("", line)
+        out: list[events.AnyEvent] = []
+        fragments = [f for f in re.split(r"\r\n|\r|\n", line) if f.strip()]
+        for fragment in fragments:
+            self._fragment(fragment, t, out)
+        if fragments:
+            out.insert(0, events.Output(t=t, stream=self.stream, lines=fragments))
+        return out
+
+    def close(self, t: float = 0.0) -> list[events.AnyEvent]:
+        """Events still held back (dicts waiting for a bar, the last loss line)."""
+        out: list[events.AnyEvent] = []
+        self._flush_waiting(None, t, out)
+        self._release(t, out)
+        return out
+
+    # -- one fragment ------------------------------------------------------------------------------------
+
+    def _fragment(self, fragment: str, t: float, out: list[events.AnyEvent]) -> None:
+        record = v.json_record(fragment)
+        if record is not None:
+            self._json(record, t, out)
+            return
+        start = v.find_dict(fragment)
+        bar = progress.find_bar(fragment[:start] if start >= 0 else fragment)
+        if bar is not None:
+            self._bar(bar, t, out)
+        if start >= 0:
+            numbers, texts = v.printed_dict(fragment[start:])
+            if v.is_record(numbers):
+                self._dict(numbers, texts, bool(_PREFIXED.match(fragment[:start + 1])), t, out)
+                return
+        if bar is not None:
+            self._bar_postfix(bar, fragment, t, out)
+            return
+        found = v.loss_line(fragment)
+        if found is not None:
+            self._loss_line(found[0], found[1], t, out)
+
+    def _json(self, record: dict[str, object], t: float, out: list[events.AnyEvent]) -> None:
+        step, total, numbers = v.json_values(record)
+        if total:
+            self.bar_total = self.bar_total or total
+        if not v.is_record(numbers):
+            return
+        self._release(t, out)
+        if step is None:
+            step, self.inferred = self.step + 1, True
+        self._emit(step, numbers, t, out)
+
+    def _dict(self, numbers: dict[str, float], texts: dict[str, str], prefixed: bool, t: float,
+              out: list[events.AnyEvent]) -> None:
+        """A printed Trainer dict: a train dict waits for its bar; eval and summary take the current step."""
+        self._release(t, out)
+        step, total = v.step_of(texts)
+        if total:
+            self.bar_total = self.bar_total or total
+        if self._duplicate(numbers, prefixed):
+            return
+        if step is not None:
+            self._flush_waiting(None, t, out)
+            self._emit(step, numbers, t, out, prefixed)
+            return
+        if not v.is_train(numbers):
+            self._flush_waiting(None, t, out)
+            self._emit(self.step, numbers, t, out, prefixed)
+            return
+        if not self._bar_seen:
+            self.inferred = True
+            self._emit(self.step + 1, numbers, t, out, prefixed)
+            return
+        self.bar_total = self.bar_total or self._last_total
+        self._flush_waiting(None, t, out)  # two dicts with no redraw between: the first keeps the last bar
+        self._waiting.append(_Waiting(numbers, prefixed))
+
+    def _duplicate(self, numbers: dict[str, float], prefixed: bool) -> bool:
+        """The same log printed twice, once by a logger and once bare (LLaMA-Factory's callback + Trainer)."""
+        last = self._waiting[-1] if self._waiting else None
+        before = (last.values, last.prefixed) if last else (self._last_dict[1:] if self._last_dict else None)
+        if before is None or before[1] == prefixed or not v.is_train(numbers):
+            return False
+        old = before[0]
+        same = all(_close(old.get(k), numbers.get(k)) for k in ("loss", "epoch", "learning_rate"))
+        if same:
+            old.update(numbers)  # keep the fuller record (grad_norm, more digits)
+        return same
+
+    def _bar(self, bar: progress.Bar, t: float, out: list[events.AnyEvent]) -> None:
+        """A bar redraw: the training bar's moves the step; other bars are only remembered."""
+        self._last_total = bar.total
+        if not self.bar_total:
+            if not (self._waiting and bar.maybe_training) and not (bar.maybe_training and bar.total > 1):
+                return
+            self.bar_total = bar.total
+        if bar.total != self.bar_total:
+            return
+        if self._bar_n is not None and bar.n + self._bar_offset < self._bar_n:
+            self._bar_offset = self._bar_n  # Lightning starts its bar again each epoch
+        n = bar.n + self._bar_offset
+        advanced = self._bar_n is None or n > self._bar_n
+        self._bar_seen, self._bar_n = True, n
+        if self._waiting:
+            self._flush_waiting(n, t, out)
+        if advanced and n > 0:
+            self.step = max(self.step, n)
+            out.append(events.Step(t=t, step=n, epoch=0.0, step_time=bar.seconds_per_it or 0.0))
+
+    def _bar_postfix(self, bar: progress.Bar, fragment: str, t: float, out: list[events.AnyEvent]) -> None:
+        """A loss in a bar (Lightning's `loss=10.473` postfix, a `Loss: 0.97` description): one per step."""
+        if bar.total != self.bar_total or self._bar_n is None:
+            return
+        found = v.loss_line(bar.desc + " " + bar.tail)
+        pending = self._bar_loss
+        if pending is not None and pending[0] != self._bar_n:
+            self._bar_loss = None
+            self._emit(pending[0], pending[1], t, out)
+        if found is not None:
+            self._bar_loss = (self._bar_n, found[1])
+
+    def _loss_line(self, step: int | None, numbers: dict[str, float], t: float,
+                   out: list[events.AnyEvent]) -> None:
+        """A `step N ... loss X` line; the same step printed twice (two loggers) is one log."""
+        explicit = step is not None
+        if step is None:
+            step = self._bar_n if self._bar_n is not None and self._bar_n > self.step else self.step + 1
+            self.inferred = self.inferred or self._bar_n is None
+        held = self._held
+        if held is not None and held[0] == step and held[2] == explicit:
+            held[1].update(numbers)
+            return
+        self._release(t, out)
+        self._held = (step, dict(numbers), explicit)
+        self.step = max(self.step, step) if explicit else step
+
+    def _release(self, t: float, out: list[events.AnyEvent]) -> None:
+        if self._bar_loss is not None:
+            step, numbers = self._bar_loss
+            self._bar_loss = None
+            self._emit(step, numbers, t, out)
+        if self._held is not None:
+            step, numbers, _ = self._held
+            self._held = None
+            self._emit(step, numbers, t, out)
+
+    def _flush_waiting(self, bar_n: int | None, t: float, out: list[events.AnyEvent]) -> None:
+        """Give waiting dicts steps: the last one the bar's (or the next), earlier ones the steps before it."""
+        if not self._waiting:
+            return
+        count = len(self._waiting)
+        last = bar_n if bar_n is not None else (self._bar_n if self._bar_n is not None else self.step + count)
+        first = max(last - count + 1, self._last_step() + 1)
+        for index, waiting in enumerate(self._waiting):
+            self._emit(max(first + index, self._last_step() + 1), waiting.values, t, out, waiting.prefixed)
+        self._waiting.clear()
+
+    def _last_step(self) -> int:
+        return self._last_dict[0] if self._last_dict else 0
+
+    def _emit(self, step: int, numbers: dict[str, float], t: float, out: list[events.AnyEvent],
+              prefixed: bool = False) -> None:
+        if v.is_train(numbers):
+            self._last_dict = (step, numbers, prefixed)
+        self.step = max(self.step, step)
+        out.append(events.Log(t=t, step=step, values={k: events.num_out(x) for k, x in numbers.items()}))
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if a != a or b != b:
+        return a != a and b != b
+    return abs(a - b) <= 1e-4 + 1e-3 * abs(b)

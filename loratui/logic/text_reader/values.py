@@ -1,0 +1,169 @@
+"""Numbers and log records in training text: printed Trainer dicts, JSON lines, `key: value` loss lines.
+
+One parser of a printed Trainer log dict for the whole package (doctor, import, watched commands). The
+Trainer prints `str(dict)`, so a NaN loss reads `nan` and an overflow `inf`; transformers 5 prints numbers as
+strings (`'loss': '1.23'`); axolotl adds keys with slashes and parentheses (`'memory/max_mem_active(gib)'`).
+Pure: strings in, dicts of floats out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
+"""Keys that mark a record as a training-step log."""
+MAX_RECORD = 20_000
+"""Longer fragments are not log records (a dict that long is a dump, not a log line)."""
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf|Infinity)"
+_VALUE = re.compile(rf"\s*(?:tensor\(\s*)?['\"]?({_NUMBER})['\"]?\s*(?:[,)}}]|$)")
+_DICT = re.compile(r"\{\s*(['\"])[^'\"]{1,200}\1\s*:")
+_KEY = re.compile(r"(['\"])([^'\"]{1,200})\1\s*:")
+_STEP_OF = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def number(text: str) -> float | None:
+    """A float from printed text: 2.31, '2.31', nan, inf, -inf, Infinity; anything else None."""
+    try:
+        value = float(text.strip().strip("'\""))
+    except ValueError:
+        return None
+    return value
+
+
+def find_dict(fragment: str) -> int:
+    """Where a printed dict starts in a fragment (-1 when there is none)."""
+    if "{" not in fragment or len(fragment) > MAX_RECORD:
+        return -1
+    found = _DICT.search(fragment)
+    return found.start() if found else -1
+
+
+def printed_dict(text: str) -> tuple[dict[str, float], dict[str, str]]:
+    """(numeric values, other values) of a printed dict `{'loss': 1.2, 'grad_norm': nan, ...}`.
+
+    Read key by key rather than with `ast.literal_eval`, which rejects `nan` and `inf` and a dict cut off
+    by a progress bar redraw; a value that is not a number is kept as text (`'global_step/max_steps': '5/9'`).
+    """
+    numbers: dict[str, float] = {}
+    texts: dict[str, str] = {}
+    keys = list(_KEY.finditer(text))
+    for index, match in enumerate(keys):
+        end = keys[index + 1].start() if index + 1 < len(keys) else len(text)
+        raw = text[match.end():end]
+        found = _VALUE.match(raw)
+        if found:
+            value = number(found.group(1))
+            if value is not None:
+                numbers[match.group(2)] = value
+                continue
+        texts[match.group(2)] = raw.strip().rstrip(",}").strip().strip("'\"")[:200]
+    return numbers, texts
+
+
+def json_record(fragment: str) -> dict[str, object] | None:
+    """A JSON object on one line (LLaMA-Factory's trainer_log.jsonl), or None."""
+    text = fragment.strip()
+    if not (text.startswith('{"') and text.endswith("}")) or len(text) > MAX_RECORD:
+        return None
+    try:
+        # Python's json reads the NaN and Infinity that json.dump writes for a NaN loss.
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def json_values(raw: dict[str, object]) -> tuple[int | None, int | None, dict[str, float]]:
+    """(step, total steps, numeric values) of a LLaMA-Factory trainer_log.jsonl record."""
+    step = _int(raw.get("current_steps", raw.get("step", raw.get("global_step"))))
+    total = _int(raw.get("total_steps"))
+    values = {}
+    for key, value in raw.items():
+        if key in ("current_steps", "total_steps", "percentage", "step", "global_step", "kind", "t"):
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            values[key] = float(value)
+    return step, total, values
+
+
+def step_of(texts: dict[str, str]) -> tuple[int | None, int | None]:
+    """(step, total) from a dict's text values: swift's `'global_step/max_steps': '5/2169'`."""
+    raw = texts.get("global_step/max_steps") or texts.get("global_step")
+    found = _STEP_OF.match(raw) if raw else None
+    if found:
+        return int(found.group(1)), int(found.group(2))
+    return None, None
+
+
+def is_record(values: dict[str, float]) -> bool:
+    """Whether parsed values are a Trainer log: training keys, eval metrics or the end-of-training summary."""
+    return bool(TRAIN_KEYS & values.keys()) or "train_runtime" in values or is_eval(values)
+
+
+def is_train(values: dict[str, float]) -> bool:
+    """A training-step log (not an eval log, not the end-of-training summary)."""
+    return bool(TRAIN_KEYS & values.keys()) and "train_runtime" not in values and not is_eval(values)
+
+
+def is_eval(values: dict[str, float]) -> bool:
+    return any(key.startswith("eval_") for key in values)
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return int(value)
+
+
+# -- `step N ... loss X` lines ----------------------------------------------------------------------------
+
+_KEY_ALIASES = {
+    "loss": "loss", "train loss": "loss", "training loss": "loss", "lr": "learning_rate",
+    "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm",
+}
+_SEP_NUM = rf"\s*(?:[:=]|\s=)\s*({_NUMBER})(?![\w.]|\s*[*/+])"
+_PAIRS = re.compile(
+    r"(?<![\w/])(train(?:ing)?[ _]loss|loss|lr|learning[ _]rate|grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
+_BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
+_STEP = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\b(?!\s*/)", re.I)
+_BRACKET = re.compile(r"\[\s*(\d{1,9})\s*/\s*(\d{1,9})\s*\]")
+_LEADING = re.compile(r"^\s{0,8}(\d{1,9})\s+\S")
+
+
+def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
+    """(explicit step or None, values) of a `step N ... loss X` line in any framework's spelling, or None.
+
+    Reads `loss: 2.75`, `loss=15.50`, `loss = 0.0630`, `Loss: 0.9741`, `train loss:1.10886` and tinygrad's
+    `11.8750 loss`; the step from `global step 435`, `step=1`, `Step 0`, `[200/735]` or a leading counter.
+    """
+    if len(fragment) > 2000 or not ("oss" in fragment or "OSS" in fragment):
+        return None
+    values: dict[str, float] = {}
+    for key, raw in _PAIRS.findall(fragment):
+        name = _KEY_ALIASES.get(key.lower().replace("_", " "))
+        value = number(raw)
+        if name and value is not None and name not in values:
+            values[name] = value
+    if "loss" not in values:
+        for raw, key in _BEFORE.findall(fragment):
+            name = _KEY_ALIASES.get(key.lower())
+            value = number(raw)
+            if name and value is not None and name not in values:
+                values[name] = value
+    if "loss" not in values:
+        return None
+    return _line_step(fragment), values
+
+
+def _line_step(fragment: str) -> int | None:
+    found = _STEP.search(fragment)
+    if found:
+        return int(found.group(1))
+    bracket = _BRACKET.search(fragment)
+    if bracket:
+        return int(bracket.group(1))
+    leading = _LEADING.match(fragment)
+    return int(leading.group(1)) if leading else None
