@@ -1,46 +1,59 @@
 """`loratui doctor PATH [--json]`: diagnose a run directory, an events.jsonl, or a pasted log/traceback.
 
 A run directory is read through its recipe copy and event log, so the advice is the same as the live
-panel's. Any other file is read as text: each line becomes trainer output, and the Trainer's printed log
-dicts (`{'loss': ..., 'grad_norm': ...}`) become log events numbered by their order in the file.
+panel's. Any other file (or `-`, standard input) is read as training text by the one text reader
+(`logic.text_reader`): streamed line by line, so a 100 MB log takes bounded memory, each line decoded on its
+own so mixed encodings cannot stop it. Exit codes follow `errors`: 1 when an ERROR is printed.
 Imports stay light here: this module loads whenever the CLI parses.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
+import io
+import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+MAX_LINE = 1 << 16
+"""Bytes read at most as one line: a longer one (a binary blob, a minified dump) comes in pieces."""
+BINARY_PROBE = 8192
 
 
 def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `doctor` subparser."""
     doctor = sub.add_parser("doctor", parents=[runs_dir_parent],
                             help="diagnose a run, its events.jsonl, or a pasted log or traceback")
-    doctor.add_argument("path", help="a run directory, run id, events.jsonl, or a text log/traceback file")
+    doctor.add_argument("path", help="a run directory, run id, events.jsonl, a text log/traceback file, or - "
+                        "(standard input)")
     doctor.add_argument("--json", action="store_true", help="print the advice as a JSON list")
     return doctor
 
 
 def main(args: argparse.Namespace) -> int:
-    """Print the advice for `args.path`; exit 0 whether or not there is any."""
-    from loratui.errors import UsageError
+    """Print the advice for `args.path`: exit 1 when it holds an ERROR, 0 otherwise, 2 on bad input."""
+    from loratui.errors import EXIT_NO, EXIT_OK, UsageError
 
-    source = _resolve(Path(args.path), getattr(args, "runs_dir", None))
-    if source is None:
-        raise UsageError(f"{args.path}: no such file, run directory or run id")
-    try:
-        items, note = diagnose(source)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{source}: cannot read it ({exc})") from None
+    if args.path == "-":
+        items, note = diagnose_stream(sys.stdin.buffer, "standard input")
+        source: Path | str = "-"
+    else:
+        found = _resolve(Path(args.path), getattr(args, "runs_dir", None))
+        if found is None:
+            raise UsageError(f"{args.path}: no such file, run directory or run id")
+        source = found
+        try:
+            items, note = diagnose(found)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{found}: cannot read it ({exc})") from None
     if args.json:
         import json
 
         print(json.dumps([item.to_dict() for item in items], indent=2, default=str))
     else:
         print(render(items, source, note))
-    return 0
+    return EXIT_NO if any(item.severity == "error" for item in items) else EXIT_OK
 
 
 def _resolve(path: Path, runs_dir: Path | None) -> Path | None:
@@ -68,9 +81,55 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         return _from_events(log, _run_recipe(source / "recipe.toml"))
     if source.name == "events.jsonl" or _looks_like_events(source):
         return _from_events(source, _run_recipe(source.parent / "recipe.toml"))
-    text = source.read_text(encoding="utf-8", errors="replace")
-    advisor = Advisor(None).feed_all(text_events(text.splitlines()))
-    return advisor.items(), f"{len(text.splitlines())} lines read as trainer output (no recipe)"
+    with open(source, "rb") as handle:
+        return diagnose_stream(handle, str(source))
+
+
+def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
+    """The advice for training text read from a binary stream, line by line."""
+    from loratui.errors import UsageError
+    from loratui.logic.advice import Advisor
+    from loratui.logic.text_reader import TextReader
+
+    if not hasattr(handle, "peek"):
+        handle = io.BufferedReader(handle)  # type: ignore[arg-type]
+    head = handle.peek(BINARY_PROBE)[:BINARY_PROBE]  # type: ignore[attr-defined]
+    if b"\0" in head and not _utf16(head):
+        raise UsageError(f"{name}: a binary file (NUL bytes), not a log; pass a text log, a traceback, "
+                         "an events.jsonl or a run directory")
+    advisor, reader = Advisor(None, pasted=True), TextReader(stream="stderr")
+    lines = _utf16_lines(handle) if _utf16(head) else decoded_lines(handle)
+    for line in lines:
+        for event in reader.feed(line):
+            advisor.feed(event)
+    for event in reader.close():
+        advisor.feed(event)
+    return advisor.items(), f"{reader.lines} lines read as training text (no recipe)"
+
+
+def decoded_lines(handle: IO[bytes]) -> Iterator[str]:
+    """Lines of a byte stream, each decoded on its own (bad bytes replaced), at most MAX_LINE bytes each."""
+    while True:
+        raw = handle.readline(MAX_LINE)
+        if not raw:
+            return
+        if raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield raw.decode("utf-8").rstrip("\n")
+        except UnicodeDecodeError:
+            # A line from another tool (cp1252, GBK console output): keep its ASCII, never stop.
+            yield raw.decode("utf-8", errors="replace").rstrip("\n")
+
+
+def _utf16_lines(handle: IO[bytes]) -> Iterator[str]:
+    text = io.TextIOWrapper(handle, encoding="utf-16", errors="replace")  # type: ignore[type-var]
+    while line := text.readline(MAX_LINE):
+        yield line.rstrip("\n")
+
+
+def _utf16(head: bytes) -> bool:
+    return head.startswith((b"\xff\xfe", b"\xfe\xff"))
 
 
 def _from_events(log: Path, recipe: Any) -> tuple[list[Any], str]:
@@ -96,6 +155,10 @@ def _looks_like_events(path: Path) -> bool:
     return first.startswith(b"{") and b'"kind":"header"' in first.replace(b" ", b"")
 
 
+IMPORTED_MARK = "# Imported run"
+"""How `loratui import` starts the recipe.toml it writes (commands/importer.py RECIPE_STUB)."""
+
+
 def _run_recipe(path: Path) -> Any:
     """The run's recipe copy; a copy that needs its command-line overrides is read without the checks."""
     import tomllib
@@ -107,6 +170,8 @@ def _run_recipe(path: Path) -> Any:
     if not path.is_file():
         return None
     try:
+        if path.read_text(encoding="utf-8", errors="replace").startswith(IMPORTED_MARK):
+            return None  # an imported run has no recipe: its advice must not quote default settings
         return load_recipe(path)
     except RecipeError:
         pass
@@ -117,63 +182,7 @@ def _run_recipe(path: Path) -> Any:
         return None
 
 
-def text_events(lines: list[str]) -> list[Any]:
-    """Lines of a pasted log as events: Trainer log dicts as `Log`, the rest as stderr `Output`."""
-    from loratui import events
-
-    found: list[Any] = []
-    batch: list[str] = []
-    logs = 0
-    for line in lines:
-        values = _trainer_dict(line)
-        if values is None:
-            batch.append(line)
-            continue
-        if batch:
-            found.append(events.Output(t=0.0, stream="stderr", lines=batch))
-            batch = []
-        logs += 1
-        found.append(events.Log(t=0.0, step=logs, values=values))
-    if batch:
-        found.append(events.Output(t=0.0, stream="stderr", lines=batch))
-    return found
-
-
-def _trainer_dict(line: str) -> dict[str, Any] | None:
-    """The numbers of a printed Trainer log dict ("{'loss': '1.23', ...}"), or None."""
-    from loratui import events
-
-    text = line.strip()
-    if not (text.startswith("{'") and text.endswith("}") and "'loss'" in text) or len(text) > 2000:
-        return None
-    try:
-        raw = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    if not isinstance(raw, dict):
-        return None
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        number = _number(value)
-        if isinstance(key, str) and number is not None:
-            values[key] = events.num_out(number)
-    return values if "loss" in values else None
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-def render(items: list[Any], source: Path, note: str) -> str:
+def render(items: list[Any], source: Path | str, note: str) -> str:
     """The advice as plain text, most important first."""
     if not items:
         return f"{source}: no problems found ({note})"

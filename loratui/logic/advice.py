@@ -22,9 +22,11 @@ from loratui.logic.advice_moves import _BUILDERS, _oom_advice, _starve_advice, _
 from loratui.logic.advice_types import (  # re-exported: callers import them from here
     ERROR, GIB, IDS, INFO, WARNING, Advice, Finding, _SEVERITY_RANK, warn_line_bytes,
 )
-from loratui.logic.advice_watch import (
-    _FRAME, _FRAME_PHASE, _SETUP, _TRACEBACK, Context, JumpWatch, LeakWatch, LossWatch, RankWatch, StarveWatch, VramWatch,
-)
+from loratui.logic.advice_failure import cut_traceback_advice, ended_advice, exception_advice
+from loratui.logic.advice_loss import LossWatch
+from loratui.logic.advice_text import TextWatch, nccl_advice, text_starve_advice
+from loratui.logic.advice_watch import _SETUP, CUDA_BOILERPLATE, Context, JumpWatch, LeakWatch, RankWatch, StarveWatch, VramWatch
+from loratui.logic.tracebacks import TraceScanner
 from loratui.recipe import Recipe
 
 __all__ = ["ERROR", "IDS", "INFO", "WARNING", "Advice", "Advisor", "Finding", "warn_line_bytes"]
@@ -35,8 +37,10 @@ __all__ = ["ERROR", "IDS", "INFO", "WARNING", "Advice", "Advisor", "Finding", "w
 class Advisor:
     """Folds events into advice; `items()` lists it, most important first."""
 
-    def __init__(self, recipe: Recipe | None = None) -> None:
+    def __init__(self, recipe: Recipe | None = None, *, pasted: bool = False) -> None:
         self.recipe = recipe
+        self.pasted = pasted
+        """Text pasted to `doctor`: an exception in it is the failure to explain, with no End event."""
         self.ctx = Context()
         self.found: dict[str, Finding] = {}
         self.oom: Finding | None = None
@@ -46,6 +50,11 @@ class Advisor:
         self.estimate: events.Estimate | None = None
         self.step_lens: deque[int] = deque(maxlen=200)  # longest sequence of each recent step (rank 0)
         self.oom_batch_len = 0  # the sequence length of the batch an OOM struck, when the trainer said
+        self.trace, self.text = TraceScanner(), TextWatch()
+        self.oom_after = ""  # the phase of traceback frames printed after the OOM line
+        self.end: events.End | None = None
+        self.tail: deque[str] = deque(maxlen=8)  # the last output lines, for a failure without a traceback
+        self.loss_lines: deque[str] = deque(maxlen=16)  # recent lines that mention a loss, to quote
         self._items: list[Advice] | None = None
 
     def feed(self, event: Any) -> None:
@@ -110,8 +119,23 @@ class Advisor:
 
     def _on_log(self, e: events.Log) -> None:
         self.ctx.step = max(self.ctx.step, e.step)
+        if "loss" in e.values and not any(k.startswith("eval_") for k in e.values):
+            self.text.train_log()
         for finding in self.loss.log(self.ctx, e):
+            quote = self._quote(e.values.get("loss"))
+            if quote:
+                finding.facts["quote"] = quote
             self._latch(finding)
+
+    def _quote(self, value: events.Num) -> str:
+        """The recent output line that printed this loss, verbatim (evidence quotes the input)."""
+        loss = events.num_in(value)
+        if loss is None:
+            return ""
+        for line in reversed(self.loss_lines):
+            if _prints(line, loss):
+                return line.strip()[:300]
+        return ""
 
     def _on_gpuinfo(self, e: events.GpuInfo) -> None:
         self.ctx.gpu_names.update(zip(e.indices, e.names))
@@ -152,38 +176,76 @@ class Advisor:
 
     def _on_end(self, e: events.End) -> None:
         self.ctx.ended = True
-        if e.state == events.FAILED and e.error:
-            for line in e.error.splitlines()[-40:]:
-                self._line(line)
+        if e.state == events.FAILED:
+            self.end = e
+            if e.error:
+                for line in e.error.splitlines()[-40:]:
+                    self._line(line)
         self._items = None
 
     def _line(self, line: str) -> None:
-        """Scan one output line for a traceback frame, an OOM or a setup error."""
+        """Scan one output line: traceback frames and exceptions, an OOM, setup errors, text hints."""
         if len(line) > 4000:
             line = line[:4000]
-        if _TRACEBACK.search(line):
-            self.ctx.trace_hint = ""
-        frame = _FRAME.search(line)
-        if frame and frame.group(1) in _FRAME_PHASE:
-            self.ctx.trace_hint = _FRAME_PHASE[frame.group(1)]
-            return
+        self.trace.line(line)
+        if self.oom is not None and not self.oom_after:
+            self.oom_after = self.trace.phase
+        for finding in self.text.line(line, self.ctx.step):
+            self._latch(finding)
+        if line.strip():
+            self.tail.append(line.strip()[:300])
+            if "oss" in line:
+                self.loss_lines.append(line)
         report = oom.parse_oom(line)
         if report is not None:
-            self._on_oom(report)
+            self._on_oom(report, line)
             return
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and pattern.search(line):
                 self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
+        if self.oom is None and "cuda_error" not in self.found and CUDA_BOILERPLATE.search(line):
+            self._latch(Finding("cuda_error", self.ctx.step, {"line": line.strip()[:300]}))
 
-    def _on_oom(self, report: oom.OomReport) -> None:
+    def _on_oom(self, report: oom.OomReport, line: str) -> None:
         """Keep the first OOM; a later one with numbers replaces a first one without."""
         if self.oom is not None and (self.oom.facts["report"].kind != oom.UNKNOWN or report.kind == oom.UNKNOWN):
             return
         ctx = self.ctx
-        phase = ctx.phase or ctx.trace_hint or ("load" if ctx.state == events.LOADING and not ctx.began else "")
-        self.oom = Finding("oom", ctx.step, {"report": report, "phase": phase, "others": ctx.other_pids(),
+        load = "load" if ctx.state == events.LOADING and not ctx.began else ""
+        hint = "save" if _SAVE_IN_LINE.search(line) else ""
+        self.oom = Finding("oom", ctx.step, {"report": report, "phase": ctx.phase or hint or self.trace.phase,
+                                             "load": load, "others": ctx.other_pids(),
                                              "names": dict(ctx.gpu_names)})
+        self.oom_after = ""
         self._items = None
+
+    def oom_phase(self) -> tuple[str, list[str]]:
+        """Where the OOM struck: the run's phase events, the OOM line or its traceback's frames, else what the
+        text says (a Trainer banner, a checkpoint named at the last step, the user's words), else loading."""
+        assert self.oom is not None
+        facts = self.oom.facts
+        phase = facts["phase"] or self.oom_after
+        if phase:
+            return phase, []
+        phase, evidence = self.text.phase()
+        return (phase, evidence) if phase else (facts["load"], [])
+
+
+_SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
+_NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
+
+
+def _prints(line: str, value: float) -> bool:
+    """Whether a line prints this number (to its printed precision)."""
+    for token in _NUMBERS.findall(line):
+        try:
+            number = float(token)
+        except ValueError:
+            continue
+        if number == value or (value == value and abs(number - value) <= 5e-5 + 1e-4 * abs(value)) or \
+                (value != value and number != number):
+            return True
+    return False
 
 
 _HANDLERS: dict[type, str] = {
@@ -199,16 +261,59 @@ _HANDLERS: dict[type, str] = {
 def _build_all(adv: Advisor) -> list[Advice]:
     """Every finding of `adv` as advice (unsorted)."""
     logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
-    built = _oom_advice(adv.oom, adv.recipe, adv.long_sample(), logits) if adv.oom is not None else []
+    built = _oom_built(adv, logits) if adv.oom is not None else []
     for finding in adv.found.values():
         if not any(a.id == finding.id for a in built):
-            built.append(_BUILDERS[finding.id](finding, adv.recipe))
+            built.append(_build_one(adv, finding))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
         built.append(_vram_advice(vram, adv.recipe, logits))
-    if adv.starve.current is not None:
+    if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
         built.append(_starve_advice(adv.starve.current, adv.recipe))
+    if not any(a.severity == ERROR for a in built):
+        built += _failure(adv)
     return built
+
+
+def _oom_built(adv: Advisor, logits: float) -> list[Advice]:
+    assert adv.oom is not None
+    phase, evidence = adv.oom_phase()
+    facts = dict(adv.oom.facts, phase=phase)
+    built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits)
+    if evidence:
+        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") else a for a in built]
+    return built
+
+
+def _with_evidence(advice: Advice, extra: list[str]) -> Advice:
+    """The advice with more evidence lines."""
+    from dataclasses import replace
+
+    return replace(advice, evidence=advice.evidence + extra)
+
+
+def _build_one(adv: Advisor, finding: Finding) -> Advice:
+    if finding.id == "nccl_timeout":
+        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines)
+    if finding.id == "data_starved":
+        return text_starve_advice(finding, adv.recipe)
+    return _BUILDERS[finding.id](finding, adv.recipe)
+
+
+def _failure(adv: Advisor) -> list[Advice]:
+    """A failed run with nothing more specific: its exception, a cut-off traceback, or how it ended.
+    A live run's printed exception that did not end it is not a failure."""
+    if adv.end is None and not adv.pasted:
+        return []
+    raised = adv.trace.chosen
+    step = adv.ctx.step
+    if raised is not None:
+        return [exception_advice(raised, adv.recipe, step)]
+    if adv.trace.cut:
+        return [cut_traceback_advice(tuple(adv.trace.frames), adv.trace.phase, step)]
+    if adv.end is not None:
+        return [ended_advice(adv.end, list(adv.tail))]
+    return []
 
 
 def _projected(adv: Advisor) -> Finding | None:

@@ -142,6 +142,9 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
                      "reserved but unallocated")
     if report.other_used is not None and report.other_used >= GIB:
         lines.append(f"other than this process's PyTorch memory: {gib(report.other_used)} in use")
+    if report.allowed is not None:
+        lines.append(f"this process may use only {gib(report.allowed)} (torch.cuda.set_per_process_memory_fraction): "
+                     "that cap, not the card, was reached; raise the fraction or use less")
     if report.note:
         lines.append(f"numbers ignored: {report.note}")
     lines.append(report.text[:240])
@@ -223,6 +226,8 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     text, change = _nan_move(r, facts.get("lr"), facts.get("names", []))
     evidence = [f"first non-finite {facts['what']} at step {f.step}: {facts['value']}"]
+    if facts.get("quote"):
+        evidence.append(facts["quote"])
     if facts.get("streak", 1) > 1:
         evidence.append(f"{facts['streak']} logs in a row")
     if r is not None:
@@ -254,26 +259,62 @@ def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str]) -> Move:
     return _lr_move(r, lr_now)
 
 
+_CHECK = "check the labels (answer tokens kept, prompt and padding -100), the attention mask, and the chat template"
+
+
 def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
-    facts, check = f.facts, "check the labels (answer tokens kept, prompt and padding -100), the attention mask, " \
-        "and the chat template"
+    facts = f.facts
+    quote = [facts["quote"]] if facts.get("quote") else []
+    change: dict[str, Any] = {}
     if facts["kind"] == "low":
         median = sorted(facts["losses"])[2]
         title = f"Loss is near zero from the start ({median:.3g}): the labels are likely wrong"
-        evidence = ["first losses: " + ", ".join(f"{v:.3g}" for v in facts["losses"]), check,
-                    "and that the answer is not also in the input"]
+        evidence = ["first losses: " + ", ".join(f"{v:.3g}" for v in facts["losses"])] + quote + [
+            _CHECK, "and that the answer is not also in the input"]
     elif facts["kind"] == "zero_grad":
-        title = f"grad_norm is 0 in {facts['zeros']} of the first 10 logs: nothing is training"
-        evidence = [check, "and that lora target_modules name layers the model has"]
+        lr = " and learning_rate 0" if facts.get("lr_zero") else ""
+        title = f"grad_norm is 0{lr} in {facts['zeros']} of the first {facts['n']} logs: nothing is training"
+        evidence = quote + [_CHECK, "and that lora target_modules name layers the model has"]
+        if facts.get("lr_zero"):
+            evidence.append("learning_rate is 0 in every log so far: check the scheduler and warmup (a DeepSpeed "
+                            "config's scheduler overrides the Trainer's)")
+    elif facts["kind"] == "repeat":
+        same = f"stays at {facts['value']:g}" if facts["distinct"] <= 2 else \
+            f"repeats: {facts['repeats']} of the last {facts['n']} values were seen before"
+        title = f"Loss {same}: the weights are not changing"
+        evidence = quote + ["the same losses coming back exactly mean the same outputs: the optimizer does not "
+                            "update the trained weights (frozen or detached parameters, a zero or tiny learning "
+                            "rate, or the same batches with no update)"]
+        if facts.get("lr") is not None and facts["lr"] < 1e-8:
+            evidence.append(f"the learning rate is {facts['lr']:.3g}: still warming up, or set far too low")
     else:
         spread = facts["spread"] / facts["mean"]
         title = f"Loss is flat from the start ({facts['mean']:.3g} ± {spread:.1%}): check the data"
-        evidence = [f"steps {facts['from_step']}-{facts['to_step']}: range {facts['spread']:.3g}", check]
-    change: dict[str, Any] = {}
-    if facts["kind"] == "unchanged" and r is not None and r.training.learning_rate < 1e-5:
-        change = {"training.learning_rate": 2e-4}
-        evidence.append(f"learning_rate = {_num(r.training.learning_rate)} is far below LoRA's usual 1e-4 to 3e-4")
+        evidence = [f"steps {facts['from_step']}-{facts['to_step']}: range {facts['spread']:.3g}", _CHECK]
+        if r is not None and r.training.learning_rate < 1e-5:
+            change = {"training.learning_rate": 2e-4}
+            evidence.append(f"learning_rate = {_num(r.training.learning_rate)} is far below LoRA's usual 1e-4 to 3e-4")
     return Advice("loss_flat", WARNING, title, evidence, change, f.step)
+
+
+def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
+    """The loss printed as exactly 0: the model predicts nothing it is scored on, or fp16 broke."""
+    facts = f.facts
+    if facts["kind"] == "cliff":
+        title = f"Loss collapsed to 0 at step {f.step} (it was {facts['before']:.4g} at step {facts['before_step']})"
+    else:
+        title = f"Loss is 0 from the first logs (step {facts['from_step']}): nothing is being scored"
+    evidence = ([facts["quote"]] if facts.get("quote") else []) + [
+        "a loss of exactly 0 means no tokens are scored (every label -100: prompts longer than the maximum length "
+        "leave no answer tokens) or the forward pass broke (fp16 overflow)"]
+    change: dict[str, Any] = {}
+    if r is not None and r.training.fp16:
+        change = {"training.fp16": False, "training.bf16": True}
+        evidence.append("this run uses fp16: switch to bf16 on an Ampere or newer card")
+    elif r is None:
+        evidence.append("under fp16, try bf16 (bf16 = true in TrainingArguments or the YAML); check that samples "
+                        "fit the maximum length (cutoff_len / max_seq_length)")
+    return Advice("loss_zero", WARNING, title, evidence, change, f.step)
 
 
 def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
@@ -283,9 +324,19 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
     if lora is not None and not lora.use_rslora and lora.lora_alpha > 2 * lora.r:
         text = f"lower lora_alpha from {lora.lora_alpha:g} to {2 * lora.r} (alpha/r = {lora.lora_alpha / lora.r:g})"
         change = {"lora.lora_alpha": 2 * lora.r}
-    evidence = [f"mean of the last 10 losses {facts['now']:.3g}, best {facts['best']:.3g} at step "
-                f"{facts['best_step']}", "rising for 10 logs in a row",
-                f"learning rate at step {f.step}: {_num(facts.get('lr'))}"]
+    quote = [facts["quote"]] if facts.get("quote") else []
+    lr = [f"learning rate at step {f.step}: {_num(facts.get('lr'))}"] if facts.get("lr") is not None else []
+    if facts.get("kind") == "spike":
+        grad = facts.get("grad")
+        evidence = quote + [f"loss {facts['now']:.4g} at step {f.step} against about {facts['before']:.3g} before"]
+        if grad is not None and grad != grad:
+            evidence.append("grad_norm is nan in the same log: the update blew up, not the data")
+        severity = ERROR if facts.get("error") else WARNING
+        return Advice("loss_diverging", severity, f"Loss exploded ({facts['before']:.3g} -> {facts['now']:.4g}): "
+                      f"{text}; keep max_grad_norm (gradient clipping) on", evidence + lr, change, f.step)
+    window = facts.get("window", 10)
+    evidence = quote + [f"mean of the last {window} losses {facts['now']:.3g}, best {facts['best']:.3g} at step "
+                        f"{facts['best_step']}", "rising for several logs in a row"] + lr
     return Advice("loss_diverging", WARNING, f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}",
                   evidence, change, f.step)
 
@@ -344,9 +395,7 @@ def _starve_advice(f: Finding, r: Recipe | None) -> Advice:
 def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     line = f.facts["line"]
     if f.id == "bnb_setup":
-        return Advice("bnb_setup", ERROR, "bitsandbytes cannot use the GPU: run `python -m bitsandbytes` for the "
-                      "reason", [line, "install a bitsandbytes build for torch's CUDA: pip install -U bitsandbytes"],
-                      {}, f.step)
+        return _bnb_advice(f, line)
     if f.id == "flash_attn_unavailable":
         change = {"model.attn_implementation": "sdpa"}
         if r is not None and r.model.attn_implementation != "flash_attention_2":
@@ -354,6 +403,23 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
         return Advice(f.id, ERROR, "flash-attention cannot be used here: use attn_implementation = \"sdpa\"",
                       [line, "sdpa needs no extra package and is close in speed"], change, f.step)
     return _cuda_error_advice(f, line)
+
+
+_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|requires the latest version of bitsandbytes|"
+                         r"requires .{0,40}bitsandbytes.{0,40}(?:pip install|not installed|not found)", re.I)
+_BNB_BROKEN = re.compile(r"No module named '?bitsandbytes\.", re.I)
+
+
+def _bnb_advice(f: Finding, line: str) -> Advice:
+    """Missing -> the install command; broken -> a forced reinstall; no GPU support -> a CUDA build."""
+    if _BNB_BROKEN.search(line):
+        return Advice("bnb_setup", ERROR, "bitsandbytes is installed but broken (a file is missing): "
+                      "pip install --force-reinstall -U bitsandbytes", [line], {}, f.step)
+    if _BNB_MISSING.search(line):
+        return Advice("bnb_setup", ERROR, "bitsandbytes is not installed (4-bit/8-bit loading and 8-bit optimizers "
+                      "need it): pip install -U bitsandbytes", [line], {}, f.step)
+    return Advice("bnb_setup", ERROR, "bitsandbytes cannot use the GPU: pip install -U bitsandbytes (a build for "
+                  "torch's CUDA)", [line, "python -m bitsandbytes prints why it cannot find CUDA"], {}, f.step)
 
 
 _CUDA_HINTS = (
@@ -365,14 +431,14 @@ _CUDA_HINTS = (
 )
 
 
-_NCCL = re.compile(r"Watchdog caught collective operation timeout|NCCL|ProcessGroupNCCL", re.I)
+_NCCL = re.compile(r"NCCL error|NCCL communicator", re.I)
 
 
 def _nccl_advice(f: Finding, line: str) -> Advice:
     """A collective timed out or NCCL failed: one rank stalled, died or went its own way."""
     evidence = [line, "one rank stopped joining collectives: find the first error in the other ranks' output",
                 "work done by one rank alone (uneven data, eval or save on rank 0 only) trips the same timeout"]
-    return Advice("cuda_error", ERROR, "NCCL collective failed or timed out: rerun with NCCL_DEBUG=INFO",
+    return Advice("cuda_error", ERROR, "NCCL failed: rerun with NCCL_DEBUG=INFO",
                   evidence, {"env.NCCL_DEBUG": "INFO"}, f.step)
 
 
@@ -393,7 +459,7 @@ def _cuda_error_advice(f: Finding, line: str) -> Advice:
 
 _BUILDERS = {
     "oom_at_eval": _jump_advice, "oom_at_save": _jump_advice, "nan_loss": _nan_advice,
-    "loss_flat": _flat_advice, "loss_diverging": _diverging_advice, "memory_leak": _leak_advice,
+    "loss_flat": _flat_advice, "loss_zero": _zero_advice, "loss_diverging": _diverging_advice, "memory_leak": _leak_advice,
     "rank_imbalance": _rank_advice,
     "bnb_setup": _setup_advice, "flash_attn_unavailable": _setup_advice, "cuda_error": _setup_advice,
 }

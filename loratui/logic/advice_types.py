@@ -10,9 +10,9 @@ from loratui.recipe import MonitorSection, Recipe
 from loratui.units import GIB, MIB  # noqa: F401  (re-exported)
 ERROR, WARNING, INFO = "error", "warning", "info"
 IDS = (
-    "oom_full", "oom_fragmentation", "oom_other_process", "oom_at_eval", "oom_at_save", "cuda_error",
-    "bnb_setup", "flash_attn_unavailable", "nan_loss", "loss_diverging", "vram_near_limit", "memory_leak",
-    "rank_imbalance", "loss_flat", "data_starved",
+    "oom_at_eval", "oom_at_save", "oom_full", "oom_fragmentation", "oom_other_process", "cuda_error",
+    "nccl_timeout", "bnb_setup", "flash_attn_unavailable", "nan_loss", "loss_diverging", "exception",
+    "vram_near_limit", "memory_leak", "rank_imbalance", "loss_zero", "loss_flat", "data_starved",
 )
 """The fixed vocabulary of advice ids, in the order of importance within one severity."""
 _SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}

@@ -27,7 +27,6 @@ class Context:
     gpu_names: dict[int, str] = field(default_factory=dict)
     ours: set[int] = field(default_factory=set)
     last_sample: dict[int, events.Sample] = field(default_factory=dict)
-    trace_hint: str = ""
 
     def is_ours(self, gpu: int) -> bool:
         """A GPU counts when the run's processes were seen on it, or when no GPU ever showed them."""
@@ -232,107 +231,6 @@ def _used(ctx: Context) -> int:
     return max((s.used_last for g, s in ctx.last_sample.items() if ctx.is_ours(g)), default=0)
 
 
-class LossWatch:
-    """NaN/inf, a loss flat or near zero from the start, and a loss rising well above its best."""
-
-    FLAT_N, ROLL, RISE, RISE_ABS, PATIENCE = 30, 10, 1.5, 0.25, 10
-
-    def __init__(self, recipe: Recipe | None) -> None:
-        self.recipe = recipe
-        self.first: list[float] = []
-        self.flat: list[tuple[int, float]] = []
-        self.zero_grads = 0
-        self.grad_logs = 0
-        self.bad_grad_streak = 0
-        self.roll: deque[float] = deque(maxlen=self.ROLL)
-        self.best: float | None = None
-        self.best_step = 0
-        self.rise_streak = 0
-        self.lr: float | None = None
-
-    def log(self, ctx: Context, e: events.Log) -> list[Finding]:
-        """Fold one Trainer log in; findings it completes."""
-        values = {k: events.num_in(v) for k, v in e.values.items()}
-        if "train_runtime" in values or "train_loss" in values:
-            return []  # the end-of-training summary, not a step's loss
-        if values.get("learning_rate") is not None:
-            self.lr = values["learning_rate"]
-        found = self._nan(e.step, values, sorted(set(ctx.gpu_names.values())))
-        loss = values.get("loss")
-        if loss is None or loss != loss or abs(loss) == float("inf"):
-            return found
-        found += self._flat(ctx, e.step, loss, values.get("grad_norm"))
-        rise = self._rise(e.step, loss)
-        return found + ([rise] if rise else [])
-
-    def _nan(self, step: int, values: dict[str, float | None], names: list[str]) -> list[Finding]:
-        loss, grad = values.get("loss"), values.get("grad_norm")
-        if loss is not None and not _finite(loss):
-            return [Finding("nan_loss", step, {"what": "loss", "value": str(loss), "lr": self.lr, "names": names})]
-        if grad is None:
-            return []
-        self.bad_grad_streak = 0 if _finite(grad) else self.bad_grad_streak + 1
-        # fp16's grad scaler skips steps with inf gradients on purpose: only a streak means trouble.
-        fp16 = self.recipe is None or self.recipe.training.fp16
-        if self.bad_grad_streak >= (3 if fp16 else 1):
-            return [Finding("nan_loss", step, {"what": "grad_norm", "value": str(grad), "lr": self.lr,
-                                               "streak": self.bad_grad_streak, "names": names})]
-        return []
-
-    def _flat(self, ctx: Context, step: int, loss: float, grad: float | None) -> list[Finding]:
-        found = []
-        if len(self.first) < 5:
-            self.first.append(loss)
-            if len(self.first) == 5 and sorted(self.first)[2] < 0.05:
-                found.append(Finding("loss_flat", step, {"kind": "low", "losses": list(self.first)}))
-        if grad is not None and self.grad_logs < 10:
-            self.grad_logs += 1
-            self.zero_grads += grad == 0.0
-            if self.grad_logs == 10 and self.zero_grads >= 5:
-                found.append(Finding("loss_flat", step, {"kind": "zero_grad", "zeros": self.zero_grads}))
-        if len(self.flat) < self.FLAT_N and step > _warmup_steps(self.recipe, ctx.max_steps) and self.lr:
-            self.flat.append((step, loss))
-            if len(self.flat) == self.FLAT_N:
-                found += self._judge_flat(step)
-        return found
-
-    def _judge_flat(self, step: int) -> list[Finding]:
-        losses = [v for _, v in self.flat]
-        mean = sum(losses) / len(losses)
-        spread = max(losses) - min(losses)
-        if mean > 0 and spread <= 0.02 * mean:
-            return [Finding("loss_flat", step, {
-                "kind": "unchanged", "mean": mean, "spread": spread,
-                "from_step": self.flat[0][0], "to_step": self.flat[-1][0]})]
-        return []
-
-    def _rise(self, step: int, loss: float) -> Finding | None:
-        self.roll.append(loss)
-        if len(self.roll) < self.ROLL:
-            return None
-        mean = sum(self.roll) / len(self.roll)
-        if self.best is None or mean < self.best:
-            self.best, self.best_step = mean, step
-        rising = mean > self.RISE * self.best and mean - self.best >= self.RISE_ABS
-        self.rise_streak = self.rise_streak + 1 if rising else 0
-        if self.rise_streak == self.PATIENCE:
-            return Finding("loss_diverging", step, {
-                "best": self.best, "best_step": self.best_step, "now": mean, "lr": self.lr})
-        return None
-
-
-def _finite(value: float) -> bool:
-    return value == value and abs(value) != float("inf")
-
-
-def _warmup_steps(recipe: Recipe | None, max_steps: int) -> int:
-    """Steps of learning-rate warmup, when the recipe and the run's length say."""
-    if recipe is None:
-        return 0
-    t = recipe.training
-    return t.warmup_steps or int(t.warmup_ratio * max(max_steps, t.max_steps, 0))
-
-
 # -- detectors over output lines ------------------------------------------------------------------
 
 _SETUP = (
@@ -344,23 +242,16 @@ _SETUP = (
     ("flash_attn_unavailable", re.compile(
         r"FlashAttention2 has been toggled on, but it cannot be used|No module named '?flash_attn|"
         r"flash_attn\S*\.so: undefined symbol|FlashAttention only supports Ampere|"
-        r"package flash_attn seems to be not installed", re.I)),
+        r"package flash_attn seems to be not installed|in _check_and_enable_flash_attn_2\b|"
+        r"flash.?attn\S* (?:version|>=)", re.I)),
     ("cuda_error", re.compile(
         r"CUDA error: (?!out of memory)|device-side assert triggered|illegal memory access|"
         r"CUBLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|NOT_SUPPORTED)|CUDNN_STATUS_(?:EXECUTION_FAILED|"
-        r"INTERNAL_ERROR)|Assertion `[^`]+` failed|Watchdog caught collective operation timeout|"
-        r"NCCL (?:error|communicator was aborted)|ProcessGroupNCCL.*timed out", re.I)),
+        r"INTERNAL_ERROR)|Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|"
+        r"cuda runtime error \(\d+\)", re.I)),
 )
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
-_FRAME = re.compile(r'File "[^"]*", line \d+, in (\w+)')
-_FRAME_PHASE = {
-    "evaluate": "eval", "_evaluate": "eval", "evaluation_loop": "eval", "prediction_step": "eval",
-    "_save_checkpoint": "save", "save_model": "save", "_save": "save", "save_pretrained": "save",
-    "training_step": "train", "_inner_training_loop": "train",
-    "from_pretrained": "load", "_load_pretrained_model": "load",
-}
-
-
+CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
+"""What torch prints after every CUDA error: a CUDA error on its own when no OOM came before it."""
 # -- ranks ----------------------------------------------------------------------------------------
 
 

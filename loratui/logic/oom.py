@@ -28,10 +28,12 @@ _UNITS = {
 _SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"
 _FIELDS = {
     "requested": re.compile(r"Tried to allocate " + _SIZE, re.I),
-    "total": re.compile(_SIZE + r" total capacity|total capacity of " + _SIZE, re.I),
+    "total": re.compile(_SIZE + r" total capaci?ty|total capaci?ty of " + _SIZE, re.I),
     "free": re.compile(r"of which " + _SIZE + r" is free|" + _SIZE + r" free\b", re.I),
     "allocated": re.compile(_SIZE + r" (?:already allocated|is allocated by PyTorch)", re.I),
-    "reserved": re.compile(_SIZE + r" (?:reserved in total by PyTorch|cached)", re.I),
+    "reserved": re.compile(_SIZE + r" reserved in total by PyTorch", re.I),
+    "cached": re.compile(_SIZE + r" cached\b", re.I),
+    "allowed": re.compile(_SIZE + r" allowed\b", re.I),
     "reserved_unallocated": re.compile(_SIZE + r" is reserved by PyTorch but unallocated", re.I),
     "process_used": re.compile(r"this process has " + _SIZE + r" memory in use", re.I),
 }
@@ -63,6 +65,10 @@ class OomReport:
     reserved: int | None = None
     reserved_unallocated: int | None = None
     process_used: int | None = None
+    cached: int | None = None
+    """PyTorch before 1.4 printed "N cached": the whole cache, or (1.0) only its unused part."""
+    allowed: int | None = None
+    """"N allowed": the cap set by torch.cuda.set_per_process_memory_fraction."""
     processes: tuple[tuple[int, int], ...] = ()
     """(pid, bytes) of every "Process N has X memory in use" the message lists."""
     note: str = ""
@@ -70,8 +76,8 @@ class OomReport:
     @property
     def other_used(self) -> int | None:
         """Bytes in use on the card by anything but this process's PyTorch allocator, when known."""
-        if self.total is None or self.free is None:
-            return None
+        if self.total is None or self.free is None or self.allowed is not None:
+            return None  # under a memory fraction, the cap, not a neighbour, is what was hit
         mine = self.process_used if self.process_used is not None else self.reserved
         return None if mine is None else max(0, self.total - self.free - mine)
 
@@ -134,20 +140,34 @@ def _other_process(report: OomReport) -> bool:
     if other is None:
         return False
     # The old format omits this process's CUDA context (0.3-1.5 GiB), so it needs a wider margin.
-    floor = max(3 * GIB, total // 10) if report.process_used is None else max(GIB + GIB // 2, total // 20)
+    floor = max(2 * GIB, total // 10) if report.process_used is None else max(GIB + GIB // 2, total // 20)
     return other >= floor
 
 
 def _fragmented(report: OomReport) -> bool:
-    """Reserved-but-unallocated could have served the request and is a real share of the card."""
-    spare = report.reserved_unallocated
-    if spare is None or report.total is None:
+    """The cache's unused blocks are a real share of the card and could have served the request; or, for a
+    request a little larger than them (they hold 90% of it), they and the free memory together could have;
+    or the cache holds half as much unused as allocated. Then expandable segments are the fix."""
+    spare, total = report.reserved_unallocated, report.total
+    if spare is None or total is None:
         return False
-    return spare >= (report.requested or 0) and spare >= max(512 * MIB, report.total // 20)
+    requested, free, allocated = report.requested or 0, report.free or 0, report.allocated or 0
+    share = max(512 * MIB, total // 20)
+    if spare >= requested and spare >= share:
+        return True
+    if requested > spare >= GIB and spare + free >= requested and 10 * spare >= 9 * requested:
+        return True
+    return 2 * spare >= allocated and spare >= max(GIB, share)
 
 
 def _complete(report: OomReport) -> OomReport:
     """Derive reserved from the new format's parts and the spare cache from the old format's."""
+    if report.cached is not None and report.reserved is None:
+        # "N cached" below the allocated figure can only be the unused part of the cache (PyTorch 1.0).
+        if report.allocated is not None and report.cached < report.allocated:
+            report = replace(report, reserved_unallocated=report.cached)
+        else:
+            report = replace(report, reserved=report.cached)
     if report.reserved is None and report.allocated is not None and report.reserved_unallocated is not None:
         return replace(report, reserved=report.allocated + report.reserved_unallocated)
     if report.reserved_unallocated is None and report.allocated is not None and report.reserved is not None:

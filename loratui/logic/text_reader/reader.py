@@ -124,10 +124,7 @@ class TextReader:
             self._flush_waiting(None, t, out)
             self._emit(self.step, numbers, t, out, prefixed)
             return
-        if not self._bar_seen:
-            self.inferred = True
-            self._emit(self.step + 1, numbers, t, out, prefixed)
-            return
+        self.inferred = self.inferred or not self._bar_seen
         self.bar_total = self.bar_total or self._last_total
         self._flush_waiting(None, t, out)  # two dicts with no redraw between: the first keeps the last bar
         self._waiting.append(_Waiting(numbers, prefixed))

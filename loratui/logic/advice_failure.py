@@ -1,0 +1,155 @@
+"""A failed run always gets a diagnosis: the exception, where it was raised, and the likely next step.
+
+Used when nothing more specific (OOM, CUDA, bitsandbytes, flash-attn, NCCL) explains the failure. The next
+step is read from the message where it can be: a missing module gets its `pip install`, a missing path is
+named, transformers' "requires the X library" and "pip install X" hints are passed on.
+"""
+
+from __future__ import annotations
+
+import re
+
+from loratui import events
+from loratui.logic.advice_types import ERROR, Advice
+from loratui.logic.tracebacks import Frame, Raised
+from loratui.recipe import Recipe
+
+PHASE_TEXT = {"save": "while saving a checkpoint", "eval": "during evaluation", "data": "while loading data",
+              "load": "while loading the model or tokenizer", "train": "in a training step"}
+PIP_NAMES = {
+    "sklearn": "scikit-learn", "cv2": "opencv-python", "PIL": "pillow", "yaml": "pyyaml", "flash_attn": "flash-attn",
+    "google": "protobuf", "Crypto": "pycryptodome", "bs4": "beautifulsoup4", "attr": "attrs", "dateutil":
+    "python-dateutil", "liger_kernel": "liger-kernel", "jieba": "jieba", "fitz": "pymupdf", "docx": "python-docx",
+}
+PEFT_NAMES = frozenset({"LoraConfig", "PeftModel", "PeftConfig", "get_peft_model", "TaskType",
+                        "prepare_model_for_kbit_training", "PeftModelForCausalLM"})
+_NO_MODULE = re.compile(r"No module named ['\"]?([\w.]+)")
+_REQUIRES = re.compile(r"requires the (\w[\w-]*) library but it was not found")
+_PIP = re.compile(r"`?(pip3? install [\w\-.=<>\[\], ]+?)`?(?:[.`'\"]|\s*$)")
+_NAME_ERROR = re.compile(r"name '(\w+)' is not defined")
+_PATH = re.compile(
+    r"No such file or directory|is not a local folder|Invalid folder path|does not appear to have a file named|"
+    r"Can't load (?:tokenizer|config|the model) for|Incorrect path_or_model_id|Repo id must be|does not exist|"
+    r"is not a valid model identifier|Path .{1,200} not found", re.I)
+_QUOTED = re.compile(r"'([^']{1,300})'|\"([^\"]{1,300})\"|`([^`]{1,300})`")
+_TARGETS = re.compile(r"Target modules? .{0,200} not found in the base model", re.I)
+_HOST_OOM = re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|MemoryError", re.I)
+_NO_CUDA = re.compile(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|no CUDA GPUs are available", re.I)
+
+
+def next_step(raised: Raised, r: Recipe | None) -> str:
+    """The most likely next step for an exception, read from its type and message."""
+    message = raised.message
+    missing = _NO_MODULE.search(message)
+    if missing:
+        top = missing.group(1).split(".")[0]
+        package = PIP_NAMES.get(top, top.replace("_", "-"))
+        if "." in missing.group(1) and raised.short_type == "ModuleNotFoundError" and _installed(raised, top):
+            return f"{top} is installed but broken or mixed versions: pip install --force-reinstall -U {package}"
+        return f"pip install {package}"
+    requires = _REQUIRES.search(message)
+    if requires:
+        return f"pip install {requires.group(1).lower()}"
+    pip = _PIP.search(message)
+    if pip:
+        return pip.group(1).strip()
+    if "sentencepiece" in message.lower():
+        return "pip install sentencepiece (the slow tokenizer needs it to load or convert)"
+    name = _NAME_ERROR.search(message)
+    if name and name.group(1) in PEFT_NAMES:
+        return f"{name.group(1)} comes from peft, which is not installed (its import was skipped): pip install peft"
+    if _TARGETS.search(message):
+        key = "[lora] target_modules in the recipe" if r is not None else "target_modules (LoraConfig; " \
+            "LLaMA-Factory's lora_target)"
+        return f"set {key} to module names this model has (print(model) lists them; ChatGLM uses query_key_value)"
+    if _PATH.search(message):
+        return _path_step(message, r)
+    if _HOST_OOM.search(message) or raised.short_type == "MemoryError":
+        return "the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when " \
+               "loading, a smaller dataset in memory, or more swap"
+    if _NO_CUDA.search(message):
+        return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
+    return _where_step(raised)
+
+
+def _installed(raised: Raised, top: str) -> bool:
+    """Whether the frames show the package's own files (so it is installed, but a submodule is missing)."""
+    return any(f"/{top}/" in f.path.replace("\\", "/") for f in raised.frames)
+
+
+def _path_step(message: str, r: Recipe | None) -> str:
+    quoted = _QUOTED.search(message)
+    path = next((g for g in quoted.groups() if g), "") if quoted else message.split(" ", 1)[0]
+    key = "[model] path in the recipe (or --model-path)" if r is not None else \
+        "the path you passed (model_name_or_path, or the script's model argument)"
+    named = f"{path!r} " if path and len(path) < 200 else ""
+    return f"the path {named}does not exist where the run looked: check {key}; a relative path is taken from " \
+           "the working directory, a hub id needs network access or a local copy"
+
+
+def _where_step(raised: Raised) -> str:
+    where = raised.where
+    user = raised.user_frame
+    mine = f" (your code: {user.line})" if user is not None and user.line else ""
+    if where.startswith("library:"):
+        package = where.split(":", 1)[1]
+        return f"raised inside {package}{mine}: check that the arguments your code passes match the installed " \
+               f"{package} version (pip show {package})"
+    if where == "loratui":
+        return "raised in loratui's own code: a bug; please report it with this traceback"
+    if where.startswith("user:"):
+        return f"raised in your code ({where.split(':', 1)[1]}): the message says what it expected"
+    return "read the message: it names what was expected"
+
+
+def exception_advice(raised: Raised, r: Recipe | None, step: int) -> Advice:
+    """The exception as advice: type and message, where, when, and the next step."""
+    where = _where_text(raised.where)
+    when = PHASE_TEXT.get(raised.phase, "")
+    evidence = [raised.line]
+    if raised.message and raised.message not in raised.line:
+        evidence.append(raised.message)
+    user = raised.user_frame
+    if user is not None and user.line and raised.where != f"user:{user.path.rsplit('/', 1)[-1]}":
+        evidence.append("called from your code: " + user.line)
+    evidence.append(" ".join(part for part in (f"raised {where}" if where else "", when) if part) or
+                    "no traceback frames in the input")
+    step_text = next_step(raised, r)
+    message = raised.message[:160] + ("..." if len(raised.message) > 160 else "")
+    title = f"The run failed on {raised.short_type}" + (f": {message}" if message else "") + f" -> {step_text}"
+    return Advice("exception", ERROR, title, evidence + ["next: " + step_text], {}, step)
+
+
+def cut_traceback_advice(frames: tuple[Frame, ...], phase: str, step: int) -> Advice:
+    """A traceback whose exception line is not in the input (a paste cut short)."""
+    when = PHASE_TEXT.get(phase, "")
+    last = frames[-1] if frames else None
+    evidence = [f.line for f in frames[-3:] if f.line]
+    title = (f"A traceback {when + ' ' if when else ''}ends before its exception line" +
+             (f" (last frame: {last.func})" if last else "") + ": the lines after it name the error")
+    return Advice("exception", ERROR, title, evidence + ["next: paste or read the lines after the last frame"],
+                  {}, step)
+
+
+def ended_advice(end: events.End, tail: list[str]) -> Advice:
+    """A run that ended failed with no traceback: the exit, and the last lines it printed."""
+    how = f"was killed by {end.signal}" if end.signal else (
+        f"exited with code {end.exit_code}" if end.exit_code is not None else "failed")
+    first = end.error.strip().splitlines()[-1] if end.error.strip() else ""
+    evidence = ([first] if first else []) + tail[-5:]
+    hint = "SIGKILL with no error is often the kernel's out-of-memory killer (host RAM): check dmesg" \
+        if end.signal in ("SIGKILL", "9") else "the trainer's last lines are above; the full output is in the run directory"
+    return Advice("exception", ERROR, f"The trainer {how} at step {end.step}", evidence + ["next: " + hint], {},
+                  end.step)
+
+
+def _where_text(where: str) -> str:
+    if where.startswith("library:"):
+        return f"inside the {where.split(':', 1)[1]} library"
+    if where == "loratui":
+        return "in loratui's code"
+    if where == "python":
+        return "in Python's standard library"
+    if where.startswith("user:"):
+        return f"in your code ({where.split(':', 1)[1]})"
+    return ""

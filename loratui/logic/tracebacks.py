@@ -1,0 +1,198 @@
+"""Python tracebacks in output text: the frames, the phase they were in, and the exception raised.
+
+Fed one line at a time (a live run's output, a pasted log), it keeps only the current traceback's frames
+(bounded) and the exceptions seen, so it reads any length of text. The phase comes from the frames'
+function names: the innermost frame of a save, an evaluation, data loading or model loading decides, else a
+training step. Where the exception was raised comes from the innermost frame's path: loratui's code, the
+user's, or a library (named by its site-packages folder). Pure: lines in, facts out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+_RANK = re.compile(r"^(?:\[\d+\]\s*)?(?:\[(?:rank|Rank |RANK )?\d{1,5}\]:?\s*)+")
+_HEADER = re.compile(r"Traceback \(most recent call last\)")
+_IPY_HEADER = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)")
+_FRAME = re.compile(r'File "(?P<path>[^"]{1,500})", line \d+, in (?P<func>[\w<>.]+)')
+_IPY_FRAME = re.compile(r"^\s*File (?P<path>\S{1,500}?\.py):\d+, in (?P<func>[\w<>.]+)\(")
+_EXCEPTION = re.compile(
+    r"(?<![\w.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
+_CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
+WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
+"""Exceptions that only report another process's failure: a real one seen elsewhere wins."""
+
+_SAVE_NAMES = re.compile(r"save|state_dict_for_save|consolidate", re.I)
+_EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|^test(?:_step)?$", re.I)
+_DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
+_LOAD_NAMES = re.compile(r"from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
+                         r"_check_and_enable_flash_attn|dispatch_model|^load_(?:tokenizer|model_and_tokenizer)$")
+_TRAIN_NAMES = re.compile(r"^(?:training_step|_inner_training_loop|backward|train_batch|_exec_backward_pass|"
+                          r"train_step|_do_backward|fit_loop|run_training_batch|optimizer_step)$")
+_NOT_A_PHASE = frozenset({"_maybe_log_save_evaluate"})
+MAX_FRAMES = 64
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    func: str
+    line: str = ""
+    """The frame's line as printed."""
+
+
+@dataclass
+class Raised:
+    """One exception: type, message (with its continuation lines), the line as printed, where and when."""
+
+    type: str
+    message: str
+    line: str
+    frames: tuple[Frame, ...] = ()
+    phase: str = ""
+
+    @property
+    def short_type(self) -> str:
+        return self.type.rsplit(".", 1)[-1]
+
+    @property
+    def where(self) -> str:
+        """'loratui', 'library:NAME', 'python', 'user:FILE' or '' (no frames)."""
+        for frame in reversed(self.frames):
+            where = origin(frame.path)
+            if where:
+                return where
+        return ""
+
+    @property
+    def user_frame(self) -> Frame | None:
+        """The innermost frame in the user's own code."""
+        return next((f for f in reversed(self.frames) if origin(f.path).startswith("user:")), None)
+
+
+def origin(path: str) -> str:
+    """Whose code a frame's path is: loratui's, a library's, Python's, the user's ('' for <frozen ...>)."""
+    if path.startswith("<"):
+        return ""
+    norm = path.replace("\\", "/")
+    if "/loratui/" in norm or norm.startswith("loratui/"):
+        return "loratui"
+    found = re.search(r"(?:site|dist)-packages/([^/]+)", norm)
+    if found:
+        return "library:" + found.group(1).removesuffix(".py")
+    if re.search(r"/lib/python3[\d.]*/", norm):
+        return "python"
+    return "user:" + norm.rsplit("/", 1)[-1]
+
+
+def frame_phase(frame: Frame) -> str:
+    """The phase a frame belongs to: save, eval, data, load, train, or ''."""
+    name = frame.func.rsplit(".", 1)[-1]
+    if name in _NOT_A_PHASE:
+        return ""
+    if _SAVE_NAMES.search(name) and not name.startswith("load"):
+        return "save"
+    if _EVAL_NAMES.search(name):
+        return "eval"
+    if _DATA_NAMES.search(name) or "torch/utils/data/" in frame.path.replace("\\", "/"):
+        return "data"
+    if _LOAD_NAMES.search(name):
+        return "load"
+    return "train" if _TRAIN_NAMES.search(name) else ""
+
+
+def phase_of(frames: "deque[Frame] | tuple[Frame, ...]") -> str:
+    """The innermost specific phase (save, eval, data, load) of a traceback, else train, else ''."""
+    fallback = ""
+    for frame in reversed(frames):
+        phase = frame_phase(frame)
+        if phase and phase != "train":
+            return phase
+        fallback = fallback or phase
+    return fallback
+
+
+def strip_rank(line: str) -> str:
+    """A line without torchrun's `[rank1]:` or a launcher's `[80746] [rank0]:` prefix."""
+    return _RANK.sub("", line, count=1) if line.startswith("[") else line
+
+
+@dataclass
+class TraceScanner:
+    """Tracebacks in a stream of lines: the current frames and every exception (first ones kept)."""
+
+    frames: deque[Frame] = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
+    first: Raised | None = None
+    last: Raised | None = None
+    count: int = 0
+    pending_type: str = ""  # a notebook header names the type before the frames
+    _continuing: int = 0
+    _since_exception: int = 0  # frames seen since the last exception (a cut-off traceback when > 0 at the end)
+
+    def line(self, raw: str) -> None:
+        """Fold one line in."""
+        text = strip_rank(raw).rstrip()
+        if self._continuing and self.last is not None:
+            if self._continue(text):
+                return
+        if _HEADER.search(text):
+            self._header(text)
+            return
+        frame = _FRAME.search(text) or _IPY_FRAME.match(text)
+        if frame:
+            self.frames.append(Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]))
+            self._since_exception += 1
+            return
+        if _CHAINED.search(text) or text.startswith((" ", "\t")):
+            return
+        found = _EXCEPTION.search(text)
+        if found and (self.frames or found.group("msg") is not None):
+            self._raised(found.group("type"), (found.group("msg") or "").strip(), raw.strip())
+
+    @property
+    def phase(self) -> str:
+        """The phase of the current traceback's frames so far."""
+        return phase_of(self.frames)
+
+    @property
+    def cut(self) -> bool:
+        """The text ends inside a traceback: frames with no exception line after them."""
+        return self._since_exception > 0 and len(self.frames) > 0
+
+    @property
+    def chosen(self) -> Raised | None:
+        """The exception to explain: the first one, unless it only wraps another process's failure."""
+        if self.first is not None and self.first.short_type in WRAPPERS and self.last is not None:
+            return self.last if self.last.short_type not in WRAPPERS else self.first
+        return self.first
+
+    def _header(self, text: str) -> None:
+        self.frames.clear()
+        self._since_exception = 0
+        notebook = _IPY_HEADER.match(text)
+        self.pending_type = notebook.group(1) if notebook else ""
+
+    def _raised(self, kind: str, message: str, line: str) -> None:
+        raised = Raised(type=kind, message=message[:600], line=line[:600], frames=tuple(self.frames),
+                        phase=self.phase)
+        self.count += 1
+        self.last = raised
+        if self.first is None or (self.first.short_type in WRAPPERS and kind.rsplit(".", 1)[-1] not in WRAPPERS):
+            self.first = raised
+        self._since_exception = 0
+        self._continuing = 4
+
+    def _continue(self, text: str) -> bool:
+        """Lines after an exception that carry on its message (until a blank, frame or new traceback)."""
+        self._continuing -= 1
+        if not text.strip() or _HEADER.search(text) or _FRAME.search(text) or _CHAINED.search(text) \
+                or _EXCEPTION.search(text) or text.startswith(("[", "```", "frame #")):
+            self._continuing = 0
+            return False
+        last = self.last
+        assert last is not None
+        if len(last.message) < 600:
+            last.message = (last.message + " " + text.strip()).strip()[:600]
+        return True
