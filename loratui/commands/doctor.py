@@ -10,15 +10,10 @@ Imports stay light here: this module loads whenever the CLI parses.
 from __future__ import annotations
 
 import argparse
-import io
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-MAX_LINE = 1 << 16
-"""Bytes read at most as one line: a longer one (a binary blob, a minified dump) comes in pieces."""
-BINARY_PROBE = 8192
 
 
 def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -86,50 +81,23 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
 
 
 def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
-    """The advice for training text read from a binary stream, line by line."""
+    """The advice for training text read from a binary stream, line by line (bounded memory)."""
     from loratui.errors import UsageError
     from loratui.logic.advice import Advisor
     from loratui.logic.text_reader import TextReader
+    from loratui.sources import textfile
 
-    if not hasattr(handle, "peek"):
-        handle = io.BufferedReader(handle)  # type: ignore[arg-type]
-    head = handle.peek(BINARY_PROBE)[:BINARY_PROBE]  # type: ignore[attr-defined]
-    if b"\0" in head and not _utf16(head):
-        raise UsageError(f"{name}: a binary file (NUL bytes), not a log; pass a text log, a traceback, "
-                         "an events.jsonl or a run directory")
     advisor, reader = Advisor(None, pasted=True), TextReader(stream="stderr")
-    lines = _utf16_lines(handle) if _utf16(head) else decoded_lines(handle)
-    for line in lines:
-        for event in reader.feed(line):
-            advisor.feed(event)
+    try:
+        for line in textfile.lines(handle):
+            for event in reader.feed(line):
+                advisor.feed(event)
+    except textfile.BinaryFile:
+        raise UsageError(f"{name}: a binary file (NUL bytes), not a log; pass a text log, a traceback, "
+                         "an events.jsonl or a run directory") from None
     for event in reader.close():
         advisor.feed(event)
     return advisor.items(), f"{reader.lines} lines read as training text (no recipe)"
-
-
-def decoded_lines(handle: IO[bytes]) -> Iterator[str]:
-    """Lines of a byte stream, each decoded on its own (bad bytes replaced), at most MAX_LINE bytes each."""
-    while True:
-        raw = handle.readline(MAX_LINE)
-        if not raw:
-            return
-        if raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        try:
-            yield raw.decode("utf-8").rstrip("\n")
-        except UnicodeDecodeError:
-            # A line from another tool (cp1252, GBK console output): keep its ASCII, never stop.
-            yield raw.decode("utf-8", errors="replace").rstrip("\n")
-
-
-def _utf16_lines(handle: IO[bytes]) -> Iterator[str]:
-    text = io.TextIOWrapper(handle, encoding="utf-16", errors="replace")  # type: ignore[type-var]
-    while line := text.readline(MAX_LINE):
-        yield line.rstrip("\n")
-
-
-def _utf16(head: bytes) -> bool:
-    return head.startswith((b"\xff\xfe", b"\xfe\xff"))
 
 
 def _from_events(log: Path, recipe: Any) -> tuple[list[Any], str]:

@@ -48,10 +48,25 @@ def import_path(path: Path) -> list[events.AnyEvent]:
         return to_events(read_output_dir(path))
     if not path.is_file():
         raise ImportFailed(f"{path}: no such file or directory")
-    data = path.read_bytes()
-    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and _is_json_object(data):
-        return to_events(read_trainer_state(path, data))
-    return to_events(read_stdout_log(path, data))
+    if _maybe_state(path):
+        data = path.read_bytes()
+        if _is_json_object(data):
+            return to_events(read_trainer_state(path, data))
+    return to_events(read_stdout_log(path))
+
+
+def _maybe_state(path: Path) -> bool:
+    """Whether a file may be one JSON object (a trainer_state.json): it opens with `{` and its first line
+    is not a whole object by itself, as every line of a JSON-lines log is. Only then is it read whole."""
+    with open(path, "rb") as handle:
+        first = handle.readline(1 << 16).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not first.startswith(b"{"):
+        return False
+    try:
+        whole = json.loads(first.decode("utf-8", errors="replace"))
+    except ValueError:
+        return True
+    return isinstance(whole, dict) and "log_history" in whole  # a trainer_state.json on one line
 
 
 def _is_json_object(data: bytes) -> bool:
@@ -137,110 +152,59 @@ def _last_step(record: Record) -> int:
     return max((s for s, _ in record.entries), default=0)
 
 
-# -- a Trainer stdout log --------------------------------------------------------------------------------
-
-_DICT = re.compile(r"\{\s*'[^']+'\s*:.*\}")
-_PAIR = re.compile(r"'([^']+)'\s*:\s*('[^']*'|\"[^\"]*\"|[^,}]+)")
-_BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
+# -- a Trainer stdout log, LLaMA-Factory's trainer_log.jsonl or running_log.txt, axolotl/TRL/Lightning output
 
 
-@dataclass
-class _Scan:
-    """Progress through a stdout log: the training bar's position and the dicts waiting for a step."""
+def read_stdout_log(path: Path) -> Record:
+    """A Record from training text, read by the one text reader (`logic.text_reader`), line by line."""
+    from loratui.logic.text_reader import TextReader
+    from loratui.sources import textfile
 
-    record: Record
-    bar_total: int = 0
-    last_total: int = 0
-    bar_n: int | None = None
-    step: int = 0
-    waiting: list[dict[str, float]] = field(default_factory=list)
-    bars_seen: bool = False
-
-
-def read_stdout_log(path: Path, data: bytes | None = None) -> Record:
-    """A Record from a Trainer's printed log dicts, steps taken from the tqdm bar around them."""
-    text = (data if data is not None else path.read_bytes()).decode("utf-8", errors="replace")
-    scan = _Scan(Record(name=path.stem or "imported", source=str(path), end_t=path.stat().st_mtime))
-    # tqdm redraws with a bare \r, so a physical line can hold many bar states and a dict.
-    for fragment in re.split(r"\r\n|\r|\n", text):
-        _scan_fragment(scan, fragment)
-    _flush(scan, None)
-    record = scan.record
+    record = Record(name=_log_name(path), source=str(path), end_t=path.stat().st_mtime)
+    reader = TextReader()
+    try:
+        with open(path, "rb") as handle:
+            for line in textfile.lines(handle):
+                _take(record, reader.feed(line))
+    except textfile.BinaryFile:
+        raise ImportFailed(f"{path}: a binary file, not a log") from None
+    _take(record, reader.close())
     if not record.entries:
         raise ImportFailed(f"{path}: none of: events.jsonl, trainer_state.json, Trainer output directory,"
-                           " Trainer stdout log (no logged dict lines like {'loss': ...} found)")
-    _fill_steps_without_bars(scan)
-    record.max_steps = max(record.max_steps, scan.bar_total, _last_step(record))
+                           " training log (no logged dict like {'loss': ...}, trainer_log.jsonl record or"
+                           " `step N ... loss X` line found)")
+    if reader.inferred:
+        _fill_steps_without_bars(record)
+    record.max_steps = max(record.max_steps, reader.bar_total, _last_step(record))
     return record
 
 
-def _scan_fragment(scan: _Scan, fragment: str) -> None:
-    """Take one \r/\n-separated piece: a log dict, a progress bar, or neither."""
-    found = _DICT.search(fragment)
-    values = _parse_dict(found.group(0)) if found else None
-    if values and (TRAIN_KEYS & values.keys() or "train_runtime" in values or _is_eval(values)):
-        _take_dict(scan, values)
-        return
-    bar = _BAR.search(fragment)
-    if bar:
-        _take_bar(scan, int(bar.group(1)), int(bar.group(2)))
+def _log_name(path: Path) -> str:
+    """A run name: LLaMA-Factory's fixed file names say nothing, their folder does."""
+    if path.name in ("trainer_log.jsonl", "running_log.txt") and path.parent.name:
+        return path.parent.name
+    return path.stem or "imported"
 
 
-def _parse_dict(text: str) -> dict[str, float]:
-    """Numeric values of a printed dict: 2.31, '2.31' (transformers 5), nan, inf."""
-    values = {}
-    for key, raw in _PAIR.findall(text):
-        number = _float(raw.strip().strip("'\""))
-        if number is not None:
-            values[key] = number
-    return values
+def _take(record: Record, found: list[events.AnyEvent]) -> None:
+    for event in found:
+        if isinstance(event, events.Log):
+            values = {k: v for k, v in ((k, events.num_in(x)) for k, x in event.values.items()) if v is not None}
+            record.entries.append((event.step, values))
 
 
-def _take_dict(scan: _Scan, values: dict[str, float]) -> None:
-    """A train dict waits for the bar redraw that follows it; eval and summary dicts take the current step."""
-    _flush(scan, None)
-    if TRAIN_KEYS & values.keys() and "train_runtime" not in values:
-        # The bar drawn just before the first train dict is training's (model loading has bars too).
-        scan.bar_total = scan.bar_total or scan.last_total
-        scan.waiting.append(values)
-    else:
-        scan.record.entries.append((scan.step, values))
-
-
-def _take_bar(scan: _Scan, n: int, total: int) -> None:
-    """A bar redraw: training's moves the step; others (loading, eval) are only remembered."""
-    scan.last_total = total
-    if not scan.bar_total and scan.waiting:
-        scan.bar_total = total
-    if total != scan.bar_total:
-        return
-    scan.bars_seen = True
-    scan.bar_n = n
-    if scan.waiting:
-        _flush(scan, n)
-
-
-def _flush(scan: _Scan, bar_n: int | None) -> None:
-    """Give waiting train dicts a step: the bar's (after the dict) or the last seen, kept increasing."""
-    for values in scan.waiting:
-        guess = bar_n if bar_n is not None else (scan.bar_n if scan.bar_n is not None else scan.step + 1)
-        scan.step = max(guess, scan.step + 1)
-        scan.record.entries.append((scan.step, values))
-    scan.waiting.clear()
-
-
-def _fill_steps_without_bars(scan: _Scan) -> None:
+def _fill_steps_without_bars(record: Record) -> None:
     """Without bars, dict order is all there is: spread the train dicts over the summary's step count."""
-    record = scan.record
-    if scan.bars_seen:
-        return
     summary = next((v for _, v in record.entries if "train_runtime" in v), None)
     n_train = sum(1 for _, v in record.entries if TRAIN_KEYS & v.keys() and "train_runtime" not in v)
-    total = round(summary["train_runtime"] * summary.get("train_steps_per_second", 0)) if summary else 0
+    runtime, rate = (summary.get("train_runtime", 0.0), summary.get("train_steps_per_second", 0.0)) if summary \
+        else (0.0, 0.0)
+    total = round(runtime * rate) if math.isfinite(runtime * rate) else 0
     every = max(1, round(total / n_train)) if total and n_train else 1
     record.step_note = (f"steps inferred from line order (every {every} steps)" if every > 1
                         else "steps inferred from line order")
-    record.entries = [(step * every, values) for step, values in record.entries]
+    if every > 1:
+        record.entries = [(step * every, values) for step, values in record.entries]
     record.max_steps = max(total, _last_step(record))
 
 
