@@ -355,3 +355,37 @@ def test_rank_imbalance(packing: bool, len1: int, change: dict[str, Any]) -> Non
 def test_balanced_ranks_and_short_imbalance_give_no_advice() -> None:
     assert Advisor(recipe()).feed_all(_two_ranks(12 * GIB, int(12.5 * GIB), 1000, 1100)).items() == []
     assert Advisor(recipe()).feed_all(_two_ranks(12 * GIB, 20 * GIB, 1000, 2048, steps=2)).items() == []
+
+
+# -- issue 18: NCCL timeouts, explosions, failed runs ----------------------------------------------------
+
+def test_nccl_timeout_is_its_own_advice() -> None:
+    line = ("[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, "
+            "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+    (item,) = Advisor(None).feed_all([output(line), output(line.replace("Rank 1", "Rank 0"))]).items()
+    assert item.id == "nccl_timeout" and item.severity == "error"
+    assert "ALLREDUCE timed out after 600 s" in item.title and item.evidence[0] == line
+    assert "ddp_timeout" in " ".join(item.evidence) and "2 ranks" in item.evidence[1]
+
+
+def test_a_loss_explosion_with_a_nan_grad_is_divergence_first() -> None:
+    logs = [events.Log(t=float(i), step=i, values={"loss": v, "grad_norm": g, "learning_rate": 1e-5})
+            for i, (v, g) in enumerate([(14.68, 86.9), (14.36, 90.6), (8195.77, "NaN")], start=1)]
+    items = Advisor(None).feed_all(logs).items()
+    assert items[0].id == "loss_diverging" and items[0].severity == "error"
+    assert "nan_loss" not in [i.id for i in items]
+
+
+def test_a_single_nan_grad_norm_without_a_recipe_is_reported() -> None:
+    logs = [events.Log(t=float(i), step=i, values={"loss": 0.1, "grad_norm": g}) for i, g in
+            enumerate([0.6, 4.2, "NaN"], start=1)]
+    assert [i.id for i in Advisor(None).feed_all(logs).items()] == ["nan_loss"]
+
+
+def test_a_printed_exception_in_a_live_run_is_not_a_failure_until_it_ends() -> None:
+    found = [output("Traceback (most recent call last):"), output('  File "/x/train.py", line 3, in <module>'),
+             output("KeyError: 'text'")]
+    assert Advisor(None).feed_all(found).items() == []
+    ended = Advisor(None).feed_all(found + [events.End(t=9.0, state="failed", exit_code=1)]).items()
+    assert [i.id for i in ended] == ["exception"] and "KeyError" in ended[0].title

@@ -121,3 +121,176 @@ def test_real_tiny_run_is_healthy(healthy_tiny_run: Path) -> None:
     done = subprocess.run(command + ["doctor", str(run_dir), "--json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+# -- issue 18: the world's logs -------------------------------------------------------------------------
+
+def _doctor_text(tmp_path: Path, text: str | bytes, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict]]:
+    path = tmp_path / "pasted.txt"
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    code = main(["doctor", str(path), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+NAN_DICTS = """{'loss': 1.968, 'grad_norm': nan, 'learning_rate': 7.1e-09, 'epoch': 0.0}
+{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 7.1e-08, 'epoch': 0.0}
+{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1.4e-07, 'epoch': 0.0}
+"""
+EVAL_OOM = """Traceback (most recent call last):
+  File "run.py", line 699, in main
+    metrics = trainer.evaluate()
+  File "/venv/lib/python3.10/site-packages/transformers/trainer.py", line 4031, in evaluation_loop
+    all_preds.add(logits)
+  File "/venv/lib/python3.10/site-packages/transformers/trainer_pt_utils.py", line 97, in nested_concat
+    return torch.cat((tensor1, tensor2), dim=0)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.10 GiB. GPU 0 has a total capacity of 39.38 GiB of \
+which 1.02 GiB is free. Including non-PyTorch memory, this process has 38.35 GiB memory in use. Of the allocated \
+memory 36.90 GiB is allocated by PyTorch, and 0.95 GiB is reserved by PyTorch but unallocated.
+"""
+SAVE_OOM = """Saving model checkpoint to out/checkpoint-500
+Traceback (most recent call last):
+  File "/venv/lib/python3.10/site-packages/transformers/trainer.py", line 3084, in _save_checkpoint
+    self.save_model(output_dir, _internal_call=True)
+  File "/venv/lib/python3.10/site-packages/safetensors/torch.py", line 286, in save_file
+    serialize_file(_flatten(tensors), filename, metadata=metadata)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 500.00 MiB. GPU 0 has a total capacity of 23.65 GiB \
+of which 90.00 MiB is free. Including non-PyTorch memory, this process has 23.55 GiB memory in use. Of the allocated \
+memory 22.90 GiB is allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated.
+"""
+WORKERS = ("/venv/lib/python3.10/site-packages/lightning/pytorch/trainer/connectors/data_connector.py:441: The "
+           "'train_dataloader' does not have many workers which may be a bottleneck. Consider increasing the value "
+           "of the `num_workers` argument` to `num_workers=15` in the `DataLoader` to improve performance.\n")
+TOKENIZER = """Traceback (most recent call last):
+  File "/home/me/train.py", line 12, in <module>
+    tokenizer = AutoTokenizer.from_pretrained("albert-base-v2")
+  File "/venv/lib/python3.10/site-packages/transformers/models/auto/tokenization_auto.py", line 862, in from_pretrained
+    return tokenizer_class.from_pretrained(pretrained_model_name_or_path, *inputs, **kwargs)
+ValueError: Couldn't instantiate the backend tokenizer from one of: (1) a `tokenizers` library serialization file, \
+(2) a slow tokenizer instance to convert or (3) an equivalent slow tokenizer class to instantiate and convert. You \
+need to have sentencepiece installed to convert a slow tokenizer to a fast one.
+"""
+
+
+@pytest.mark.parametrize(("text", "first", "mentions"), [
+    (NAN_DICTS, "nan_loss", "grad_norm"),
+    (EVAL_OOM, "oom_at_eval", "eval_accumulation_steps"),
+    (SAVE_OOM, "oom_at_save", "save"),
+    (WORKERS, "data_starved", "num_workers=15"),
+    ("\n".join(f"{{'loss': {v}, 'learning_rate': 2e-4, 'epoch': {i / 100}}}" for i, v in
+               enumerate([1.62, 1.59, 0.0, 0.0, 0.0])), "loss_zero", "collapsed to 0"),
+    ("\n".join(f"{{'loss': {v}, 'learning_rate': 2e-4}}" for v in [2.0, 1.5, 1.2, 1.1, 1.0, 2.2, 3.5, 4.8]),
+     "loss_diverging", "rising"),
+    ("\n".join(f"Train: [{i}/100] loss: 10.3750 lr: 0.00003" for i in range(10)), "loss_flat", "10.375"),
+    (TOKENIZER, "exception", "pip install sentencepiece"),
+    ("ModuleNotFoundError: No module named 'peft'\n", "exception", "pip install peft"),
+])
+def test_issue_18_failures_get_the_right_first_item(text: str, first: str, mentions: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The five failures at the top of issue 18, each as a user would paste it."""
+    code, items = _doctor_text(tmp_path, text, capsys)
+    assert items and items[0]["id"] == first, [(i["id"], i["title"]) for i in items]
+    assert mentions in json.dumps(items[0])
+    assert code == (1 if items[0]["severity"] == "error" else 0)
+
+
+def test_loss_collapse_is_not_called_zero_from_the_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16 item 7: first losses 1.62, 1.59, 0, 0, 0 are a collapse, and the evidence quotes the input."""
+    text = "\n".join(f"{{'loss': {v}, 'learning_rate': 2e-4}}" for v in [1.62, 1.59, 0.0, 0.0, 0.0])
+    _, items = _doctor_text(tmp_path, text, capsys)
+    dumped = json.dumps(items)
+    assert "from the start" not in dumped and "from the first logs" not in dumped
+    assert "{'loss': 0.0, 'learning_rate': 2e-4}" in items[0]["evidence"]
+
+
+def test_imported_run_quotes_no_invented_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16 item 7: an imported log has no recipe, so no `optim = adamw_torch` in its evidence."""
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(f"{{'loss': {v}, 'grad_norm': {g}, 'learning_rate': 2e-4}}"
+                             for v, g in [(1.5, 1.0), (1.4, "nan"), (1.3, "nan")]))
+    assert main(["import", str(log), "--runs-dir", str(tmp_path / "runs")]) == 0
+    run_id = capsys.readouterr().out.strip()
+    assert main(["doctor", run_id, "--runs-dir", str(tmp_path / "runs"), "--json"]) == 1
+    items = json.loads(capsys.readouterr().out)
+    assert items[0]["id"] == "nan_loss"
+    for invented in ("optim =", "gradient_checkpointing =", "fp32", "adamw_torch"):
+        assert invented not in json.dumps(items)
+
+
+@pytest.mark.parametrize(("line", "command"), [
+    ("ModuleNotFoundError: No module named 'bitsandbytes'", "pip install -U bitsandbytes"),
+    ("ModuleNotFoundError: No module named 'bitsandbytes.cuda_setup.paths'", "--force-reinstall"),
+])
+def test_missing_bitsandbytes_gets_the_install_command(line: str, command: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16 item 8: a missing package gets its install command, not `python -m bitsandbytes`."""
+    code, items = _doctor_text(tmp_path, line + "\n", capsys)
+    assert code == 1 and items[0]["id"] == "bnb_setup"
+    assert command in items[0]["title"] and "python -m bitsandbytes" not in items[0]["title"]
+
+
+def test_recorded_failed_run_always_has_an_item(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A loratui run that ended failed on a plain exception gets a diagnosis, in doctor and from the Advisor."""
+    from loratui.logic.advice import Advisor
+
+    error = TOKENIZER.replace('"/home/me/train.py"', '"/src/loratui/trainer/build.py"')
+    found: list[events.AnyEvent] = [
+        events.Header(t=0, schema=1, run_id="r", recipe_hash="h"),
+        events.State(t=1, state="loading"),
+        events.End(t=2, state="failed", exit_code=1, error=error),
+    ]
+    advice = Advisor(None).feed_all(found).items()
+    assert advice and advice[0].id == "exception" and "sentencepiece" in advice[0].title
+    _write_run(tmp_path / "run1", found, RECIPE)
+    assert main(["doctor", str(tmp_path / "run1"), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)[0]["id"] == "exception"
+    bare = [events.Header(t=0, schema=1, run_id="r", recipe_hash="h"), events.End(t=2, state="failed", signal="SIGKILL")]
+    (item,) = Advisor(None).feed_all(bare).items()
+    assert item.id == "exception" and "SIGKILL" in item.title
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16 item 13: `doctor -` reads a pasted log from standard input."""
+    import io
+    import sys as sys_
+
+    monkeypatch.setattr(sys_, "stdin", io.TextIOWrapper(io.BytesIO(SAVE_OOM.encode())))
+    assert main(["doctor", "-", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)[0]["id"] == "oom_at_save"
+
+
+@pytest.mark.parametrize(("data", "code"), [
+    (b"", 0),
+    (b"\x00\x01\x02\xff" * 1000, 2),
+    ("caf\xe9 latin-1 line\n".encode("latin-1") + "{'loss': 1.0, 'grad_norm': nan}\n".encode() + "日本語\n".encode("gbk"), 1),
+    ("{'loss': nan, 'learning_rate': 1e-4}\n".encode("utf-16"), 1),
+    (b"x" * (3 << 20), 0),
+])
+def test_any_input_gets_an_answer_not_a_traceback(data: bytes, code: int, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "input.log"
+    path.write_bytes(data)
+    assert main(["doctor", str(path)]) == code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    if code == 2:
+        assert "binary" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_100_mb_log_is_streamed_in_bounded_memory(tmp_path: Path) -> None:
+    """A 100 MB log is read line by line: the process's peak memory stays far below the file's size."""
+    path = tmp_path / "big.log"
+    noise = "x" * 200
+    block = "".join(f"  5%|▌    | {i}/100000 [00:10<15:00,  1.01s/it]\n{{'loss': {1.5 + (i % 7) / 100}, "
+                    f"'learning_rate': 1e-4, 'epoch': 0.5}}\nordinary output line {i} {noise}\n" for i in range(1000))
+    with open(path, "w") as handle:
+        while handle.tell() < 100 << 20:
+            handle.write(block)
+    code = ("import resource, sys; from pathlib import Path; from loratui.commands.doctor import diagnose; "
+            "items, note = diagnose(Path(sys.argv[1])); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(items), note)")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr
+    peak_kib, _, note = done.stdout.split(" ", 2)
+    assert int(peak_kib) < 150 * 1024, peak_kib  # reading it whole would take several times the file's size
+    assert "lines read" in note

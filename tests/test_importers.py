@@ -149,3 +149,50 @@ def test_import_command_rejects_junk_with_exit_2(tmp_path: Path) -> None:
     done = subprocess.run([*CLI, "import", str(junk), "--runs-dir",
                            str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "junk.bin" in done.stderr
+
+
+# -- issue 18: LLaMA-Factory and axolotl ----------------------------------------------------------------
+
+def test_llamafactory_trainer_log_jsonl_is_imported(tmp_path: Path) -> None:
+    """`import` used to refuse LLaMA-Factory's trainer_log.jsonl; its steps and total come from the records."""
+    folder = tmp_path / "qwen-lora"
+    folder.mkdir()
+    path = folder / "trainer_log.jsonl"
+    path.write_text("\n".join(
+        f'{{"current_steps": {s}, "total_steps": 50, "loss": {2.0 - s / 100}, "eval_loss": null, "learning_rate": '
+        f'1e-4, "epoch": {s / 50}, "percentage": {s * 2}, "elapsed_time": "0:00:{s:02d}"}}' for s in (10, 20, 30)))
+    found = importers.import_path(path)
+    state = _fold(found)
+    assert [s for s, _ in state.loss] == [10, 20, 30] and state.loss[-1][1] == pytest.approx(1.7)
+    assert state.max_steps == 50 and state.name == "qwen-lora" and state.state == events.STOPPED
+
+
+AXOLOTL = """[2025-01-01 10:00:00,000] [INFO] [axolotl.train.train:170] [PID:1] [RANK:0] Starting trainer...
+  0%|          | 0/4 [00:00<?, ?it/s]
+ 25%|██▌       | 1/4 [00:05<00:15,  5.10s/it]
+{'loss': 1.5492, 'grad_norm': 14.31, 'learning_rate': 5.2e-07, 'memory/max_mem_active(gib)': 21.4, \
+'memory/max_mem_allocated(gib)': 21.1, 'memory/device_mem_reserved(gib)': 23.0, 'epoch': 0.25}
+
+ 25%|██▌       | 1/4 [00:05<00:15,  5.10s/it]
+ 50%|█████     | 2/4 [00:10<00:10,  5.05s/it]{'loss': 1.4733, 'grad_norm': 12.9, 'learning_rate': 5.6e-07, \
+'memory/max_mem_active(gib)': 21.4, 'epoch': 0.5}
+ 50%|█████     | 2/4 [00:10<00:10,  5.05s/it]
+ 75%|███████▌  | 3/4 [00:15<00:05,  5.03s/it]{'eval_loss': 1.41, 'eval_runtime': 2.0, 'epoch': 0.75}
+100%|██████████| 4/4 [00:20<00:00,  5.02s/it]{'loss': 1.41, 'grad_norm': 9.06, 'learning_rate': 7.2e-07, 'epoch': 1.0}
+100%|██████████| 4/4 [00:20<00:00,  5.02s/it]
+{'train_runtime': 21.0, 'train_samples_per_second': 1.5, 'train_steps_per_second': 0.19, 'train_loss': 1.47, \
+'epoch': 1.0}
+"""
+
+
+def test_axolotl_stdout_is_imported_fully(tmp_path: Path) -> None:
+    """Every axolotl dict (memory keys with slashes and parentheses, dicts glued to the bar) becomes a log."""
+    path = tmp_path / "axolotl.log"
+    path.write_text(AXOLOTL)
+    found = importers.import_path(path)
+    state = _fold(found)
+    assert [s for s, _ in state.loss] == [1, 2, 4]
+    assert [s for s, _ in state.eval_loss] == [3]
+    logs = [e for e in found if isinstance(e, events.Log) and "loss" in e.values]
+    assert logs[0].values["memory/max_mem_active(gib)"] == 21.4
+    assert state.max_steps == 4 and state.state == events.FINISHED

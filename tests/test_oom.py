@@ -127,3 +127,48 @@ def test_parse_size(number: str, unit: str, expected: int | None) -> None:
 def test_other_pids_leave_out_this_process() -> None:
     report = _report("oom_new_a100_40gb_other_process.txt")
     assert [pid for pid, _ in report.other_pids] == [2918771]
+
+
+# -- formats of every era (issue 18) ----------------------------------------------------------------------
+
+def test_pytorch_1_0_cached_is_the_unused_cache() -> None:
+    """Before 1.4 "N cached" below the allocated figure is the cache's unused part, not all of it."""
+    report = oom.parse_oom("RuntimeError: CUDA out of memory. Tried to allocate 338.00 MiB (GPU 0; 3.95 GiB total "
+                           "capacity; 1.62 GiB already allocated; 23.00 MiB free; 9.10 MiB cached)")
+    assert report is not None and report.reserved_unallocated == int(9.10 * MIB)
+    assert report.kind == oom.OTHER_PROCESS  # 2.3 GiB of a 3.95 GiB card is held outside PyTorch
+
+
+def test_memory_fraction_allowed_is_the_cap_not_a_neighbour() -> None:
+    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.15 GiB of which 60.00 GiB is free. Including non-PyTorch memory, this process has 19.00 GiB memory "
+            "in use. 20.00 GiB allowed; Of the allocated memory 18.50 GiB is allocated by PyTorch, and 100.00 MiB "
+            "is reserved by PyTorch but unallocated.")
+    report = oom.parse_oom(line)
+    assert report is not None and report.allowed == 20 * GIB and report.kind == oom.FULL
+
+
+def test_torch_2_1_capacty_typo() -> None:
+    report = oom.parse_oom("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.70 GiB. GPU 0 has a "
+                           "total capacty of 6.00 GiB of which 0 bytes is free. Of the allocated memory 2.93 GiB is "
+                           "allocated by PyTorch, and 2.30 GiB is reserved by PyTorch but unallocated.")
+    assert report is not None and report.total == 6 * GIB and report.kind == oom.FRAGMENTATION
+
+
+@pytest.mark.parametrize(("requested", "total", "free", "allocated", "spare", "kind"), [
+    # the cache nearly held the request, and with the free memory it would have fit
+    ("1.96 GiB", "79.18 GiB", "1.08 GiB", "75.31 GiB", "1.83 GiB", oom.FRAGMENTATION),
+    # the cache holds well under the request: the card is full
+    ("1.95 GiB", "79.10 GiB", "1.04 GiB", "75.88 GiB", "1.23 GiB", oom.FULL),
+    # as much unused in the cache as allocated
+    ("22.78 GiB", "31.47 GiB", "12.73 GiB", "9.08 GiB", "9.35 GiB", oom.FRAGMENTATION),
+    # a small unused cache on a full card
+    ("68.00 MiB", "23.99 GiB", "0 bytes", "22.07 GiB", "0.92 GiB", oom.FULL),
+])
+def test_fragmentation_by_the_request(requested: str, total: str, free: str, allocated: str, spare: str,
+                                      kind: str) -> None:
+    line = (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {requested}. GPU 0 has a total capacity "
+            f"of {total} of which {free} is free. Of the allocated memory {allocated} is allocated by PyTorch, and "
+            f"{spare} is reserved by PyTorch but unallocated.")
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == kind

@@ -25,7 +25,7 @@ from loratui.logic.advice_types import (  # re-exported: callers import them fro
 from loratui.logic.advice_failure import cut_traceback_advice, ended_advice, exception_advice
 from loratui.logic.advice_loss import LossWatch
 from loratui.logic.advice_text import TextWatch, nccl_advice, text_starve_advice
-from loratui.logic.advice_watch import _SETUP, CUDA_BOILERPLATE, Context, JumpWatch, LeakWatch, RankWatch, StarveWatch, VramWatch
+from loratui.logic.advice_watch import _SETUP, CUDA_BOILERPLATE, SETUP_WORDS, Context, JumpWatch, LeakWatch, RankWatch, StarveWatch, VramWatch
 from loratui.logic.tracebacks import TraceScanner
 from loratui.recipe import Recipe
 
@@ -200,10 +200,13 @@ class Advisor:
         if report is not None:
             self._on_oom(report, line)
             return
+        lowered = line.lower()
         for advice_id, pattern in _SETUP:
-            if advice_id not in self.found and pattern.search(line):
+            if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
+                    pattern.search(line):
                 self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
-        if self.oom is None and "cuda_error" not in self.found and CUDA_BOILERPLATE.search(line):
+        if self.oom is None and "cuda_error" not in self.found and "asynchron" in line and \
+                CUDA_BOILERPLATE.search(line):
             self._latch(Finding("cuda_error", self.ctx.step, {"line": line.strip()[:300]}))
 
     def _on_oom(self, report: oom.OomReport, line: str) -> None:

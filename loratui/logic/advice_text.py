@@ -86,11 +86,13 @@ class TextWatch:
         if "checkpoint-" in line:
             for match in _CHECKPOINT.finditer(line):
                 self.checkpoints.append((int(match.group(1)), line.strip()[:300]))
-        if "it" in line:
+        if "s/it" in line or "it/s" in line:
             progress = _PROGRESS.search(line)
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
-        if len(self.prose) < 2 and _MEMORY_WORDS.search(line) and "File " not in line and "{" not in line:
+        lowered = line.lower()
+        if len(self.prose) < 2 and ("memory" in lowered or "oom" in lowered) and _MEMORY_WORDS.search(line) \
+                and "File " not in line and "{" not in line:
             for phase, words in _PROSE_PHASE:
                 if phase not in self.prose and words.search(line) and not _looks_like_code(line):
                     self.prose[phase] = line.strip()[:300]

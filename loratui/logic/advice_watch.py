@@ -250,6 +250,9 @@ _SETUP = (
         r"INTERNAL_ERROR)|Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|"
         r"cuda runtime error \(\d+\)", re.I)),
 )
+SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup"), "flash_attn_unavailable": ("flash",),
+               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal")}
+"""Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
 """What torch prints after every CUDA error: a CUDA error on its own when no OOM came before it."""
 # -- ranks ----------------------------------------------------------------------------------------

@@ -101,6 +101,9 @@ def parse_size(number: str, unit: str) -> int | None:
 
 def is_oom_line(line: str) -> bool:
     """Whether a line reports a CUDA out-of-memory error (not a CPU or MPS one)."""
+    lowered = line.lower()
+    if "memory" not in lowered and "alloc" not in lowered:
+        return False  # a cheap test first: this runs on every line of a log
     return bool(_OOM.search(line)) and not _NOT_CUDA.search(line)
 
 

@@ -20,6 +20,7 @@ _FRAME = re.compile(r'File "(?P<path>[^"]{1,500})", line \d+, in (?P<func>[\w<>.
 _IPY_FRAME = re.compile(r"^\s*File (?P<path>\S{1,500}?\.py):\d+, in (?P<func>[\w<>.]+)\(")
 _EXCEPTION = re.compile(
     r"(?<![\w.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
+_MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
 _CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
@@ -137,15 +138,15 @@ class TraceScanner:
         if self._continuing and self.last is not None:
             if self._continue(text):
                 return
-        if _HEADER.search(text):
+        if "Traceback" in text and _HEADER.search(text):
             self._header(text)
             return
-        frame = _FRAME.search(text) or _IPY_FRAME.match(text)
+        frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else None
         if frame:
             self.frames.append(Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]))
             self._since_exception += 1
             return
-        if _CHAINED.search(text) or text.startswith((" ", "\t")):
+        if not _MAYBE_RAISED.search(text) or text.startswith((" ", "\t")) or _CHAINED.search(text):
             return
         found = _EXCEPTION.search(text)
         if found and (self.frames or found.group("msg") is not None):
