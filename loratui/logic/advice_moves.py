@@ -68,7 +68,7 @@ def _lr_move(r: Recipe | None, lr_now: float | None) -> Move:
     """A third of the configured learning rate, naming the current one."""
     if r is None:
         now = f" (now {_num(lr_now)})" if lr_now else ""
-        return f"lower the learning rate to about a third{now}", {}
+        return f"lower learning_rate to about a third{now}", {}
     lr = r.training.learning_rate
     new = float(f"{lr / 3:.2g}")
     return f"lower learning_rate from {_num(lr)} to {_num(new)}", {"training.learning_rate": new}
@@ -224,7 +224,7 @@ def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0) -> Advic
 
 def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
-    text, change = _nan_move(r, facts.get("lr"), facts.get("names", []))
+    text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), f.step)
     evidence = [f"first non-finite {facts['what']} at step {f.step}: {facts['value']}"]
     if facts.get("quote"):
         evidence.append(facts["quote"])
@@ -242,9 +242,12 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
 _NO_BF16 = re.compile(r"V100|\bT4\b|P100|P40|\bP4\b|K80|M40|M60|GTX|RTX 20\d\d|Quadro RTX|TITAN (?:V|RTX|Xp)", re.I)
 
 
-def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str]) -> Move:
+def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str], step: int = 0) -> Move:
     """8-bit optimizer first (a known NaN source), then fp16 -> bf16, then a lower learning rate."""
     if r is None:
+        if step <= 1 or lr_now == 0.0:
+            return ("not the learning rate (it is non-finite from the first step): check the precision (bf16 "
+                    "rather than fp16), the inputs and the labels", {})
         return _lr_move(None, lr_now)
     t, q = r.training, r.quantization
     if "8bit" in t.optim:
