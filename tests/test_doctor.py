@@ -294,3 +294,12 @@ def test_a_100_mb_log_is_streamed_in_bounded_memory(tmp_path: Path) -> None:
     peak_kib, _, note = done.stdout.split(" ", 2)
     assert int(peak_kib) < 150 * 1024, peak_kib  # reading it whole would take several times the file's size
     assert "lines read" in note
+
+
+def test_quoted_input_reaches_the_terminal_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Evidence quotes the input; an escape sequence in it (retitle, clear screen) must not reach the terminal."""
+    path = tmp_path / "hostile.log"
+    path.write_bytes(b"\x1b]0;pwned\x07\x1b[2JModuleNotFoundError: No module named 'peft'\x08\n")
+    assert main(["doctor", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\x08" not in out and "pip install peft" in out

@@ -151,13 +151,15 @@ def _run_recipe(path: Path) -> Any:
 
 
 def render(items: list[Any], source: Path | str, note: str) -> str:
-    """The advice as plain text, most important first."""
+    """The advice as plain text, most important first; quoted input is made inert for the terminal."""
+    from loratui.text import inert
+
     if not items:
         return f"{source}: no problems found ({note})"
     lines = [f"{source}: {len(items)} finding{'s' if len(items) > 1 else ''} ({note})"]
     for item in items:
-        lines.append(f"\n{item.severity.upper():<8}{item.id}  (step {item.step})\n  {item.title}")
-        lines += [f"    - {line}" for line in item.evidence]
+        lines.append(f"\n{item.severity.upper():<8}{item.id}  (step {item.step})\n  {inert(item.title)}")
+        lines += [f"    - {inert(line)}" for line in item.evidence]
         if item.change:
             lines.append("  change: " + ", ".join(f"{key} = {_toml(value)}" for key, value in item.change.items()))
     return "\n".join(lines)

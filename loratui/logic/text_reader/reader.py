@@ -17,9 +17,10 @@ import re
 from dataclasses import dataclass, field
 
 from loratui import events
+from loratui.text import inert
 from loratui.logic.text_reader import progress, values as v
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _PREFIXED = re.compile(r"\S.*\{")
 MAX_LINE = 1 << 16
 """A longer physical line is cut: no training record is that long."""
@@ -56,10 +57,11 @@ class TextReader:
         self.lines += 1
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE]
-        if "\x1b" in line:
-            line = ANSI.sub("", line)
         out: list[events.AnyEvent] = []
         fragments = [f for f in re.split(r"\r\n|\r|\n", line) if f.strip()]
+        if _CONTROL.search(line):
+            # Colours and cursor moves go; other control characters become visible (core `text.inert`).
+            fragments = [g for g in (inert(f) for f in fragments) if g.strip()]
         for fragment in fragments:
             self._fragment(fragment, t, out)
         if fragments:
