@@ -20,7 +20,7 @@ from loratui.commands.doctor import diagnose
 from loratui.sources import importers
 
 REAL = Path(__file__).parent / "data" / "real"
-ROWS = [json.loads(line) for name in ("manifest_a.jsonl", "manifest_b.jsonl")
+ROWS = [json.loads(line) for name in sorted(p.name for p in REAL.glob("manifest_*.jsonl"))
         for line in (REAL / name).read_text().splitlines() if line.strip()]
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
