@@ -1,9 +1,11 @@
-"""The real-world corpus (tests/data/real): `doctor` must name each excerpt's settled cause first, and
-`import` must read every training log's step count and last loss.
+"""The real-world corpus (tests/data/real/corpus.jsonl): `doctor` must name each excerpt's settled cause
+first, and `import` must read every training log's step count and last loss.
 
-Excerpts come from public issue threads and repositories (manifest_a/b.jsonl give each one's source URL and
-the cause the thread settled on); none was written by us, and none is edited. A label changed to what an
-excerpt itself shows carries a `note` saying why.
+Excerpts come from public issue threads and repositories; each record gives its source URL, the cause the
+thread settled on and the excerpt's exact text (byte for byte as collected, one JSON record per excerpt so
+the corpus is one file, readable with `jq`); none was written by us, and none is edited. A label changed to
+what an excerpt itself shows carries a `note` saying why. The tests write each excerpt back to a file under
+its original name and read it as a user's pasted log would be read.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ import pytest
 from loratui.commands.doctor import diagnose
 from loratui.sources import importers
 
-REAL = Path(__file__).parent / "data" / "real"
-ROWS = [json.loads(line) for name in sorted(p.name for p in REAL.glob("manifest_*.jsonl"))
-        for line in (REAL / name).read_text().splitlines() if line.strip()]
+CORPUS = Path(__file__).parent / "data" / "real" / "corpus.jsonl"
+ROWS = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 OVERALL, PER_CATEGORY = 0.90, 0.75
@@ -35,19 +36,29 @@ def top_category(items: list[Any]) -> str:
     return CATEGORY.get(items[0].id, items[0].id)
 
 
-def test_manifest_is_complete() -> None:
-    files = {p.relative_to(REAL).as_posix() for p in REAL.glob("*/*") if p.is_file()}
+@pytest.fixture(scope="module")
+def excerpts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every excerpt as a file under its original name (the extension tells `import` the format)."""
+    root = tmp_path_factory.mktemp("real")
+    for row in ROWS:
+        path = root / row["file"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(row["text"].encode("utf-8"))
+    return root
+
+
+def test_corpus_is_complete() -> None:
     listed = [row["file"] for row in ROWS]
-    assert sorted(listed) == sorted(files) and len(set(listed)) == len(listed)
+    assert len(set(listed)) == len(listed) and all(row["text"].strip() for row in ROWS)
     assert all(row["source"].startswith("https://") and row["category"] for row in ROWS)
     assert len(ROWS) >= 100
 
 
-def test_doctor_names_the_settled_cause() -> None:
+def test_doctor_names_the_settled_cause(excerpts: Path) -> None:
     table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     misses = []
     for row in ROWS:
-        items, _ = diagnose(REAL / row["file"])
+        items, _ = diagnose(excerpts / row["file"])
         got = top_category(items)
         table[row["category"]][0] += got == row["category"]
         table[row["category"]][1] += 1
@@ -67,8 +78,8 @@ LOGS = [row for row in ROWS if "steps" in row]
 
 
 @pytest.mark.parametrize("row", LOGS, ids=[row["file"] for row in LOGS])
-def test_import_reads_steps_and_last_loss(row: dict[str, Any]) -> None:
-    found = importers.import_path(REAL / row["file"])
+def test_import_reads_steps_and_last_loss(row: dict[str, Any], excerpts: Path) -> None:
+    found = importers.import_path(excerpts / row["file"])
     losses = [e for e in found if type(e).__name__ == "Log" and "loss" in e.values and not
               any(k.startswith("eval_") or k == "train_runtime" for k in e.values)]
     assert len(losses) == row["steps"]
