@@ -1,33 +1,50 @@
-"""Making text that loratui did not write inert before it reaches a terminal.
+"""Untrusted text made inert before it reaches a terminal.
 
-Trainer output, data and recipe strings, replayed or imported logs may hold escape sequences (clear the
-screen, retitle the terminal, hyperlinks) and control characters. Displayed raw they can wipe or hijack
-the user's terminal; `inert` drops escape sequences and shows other control characters visibly.
+Trainer output, data and recipe strings, replayed or imported logs, paths and error messages can hold
+terminal escapes: `ESC[2J` clears the screen, OSC 0 retitles the terminal, OSC 8 plants a hyperlink, a
+stray SGR colour runs on past the line. Everything loratui did not write itself goes through `inert`
+before it is shown. Complete escape sequences are dropped (colours included: a line keeps the pane's
+style); any control character left over is shown as its visible Unicode picture (ESC as ␛, a lone CR as
+␍), so nothing is hidden and nothing acts. Pure: no Textual, no Rich.
 """
 
 from __future__ import annotations
 
 import re
 
-_ESCAPES = re.compile(
-    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL/ST (titles, hyperlinks)
-    r"|\x1b[P_^X][^\x1b]*(?:\x1b\\)?"  # DCS, APC, PM, SOS strings
-    r"|\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI (colours, cursor moves, clear screen)
-    r"|\x1b[ -/]*[0-~]?"  # other ESC sequences, or a bare ESC
-    r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
+_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI (7- or 8-bit): cursor moves, erase, SGR colours
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"  # OSC/DCS/SOS/PM/APC
+    r"|\x1b[ -/]*[0-~]"  # the two-character escapes (ESC c reset, ESC 7 save cursor, ESC ( B charset)
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Escape sequences. Of an unterminated OSC/DCS only the introducer goes: its text stays visible."""
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 controls but tab and newline, DEL, and the C1 controls."""
+
+_PICTURES = {0x7F: "␡"}
 
 
-def inert(text: str) -> str:
-    """`text` with escape sequences removed and other control characters shown as `^X` / `\\xNN`."""
-    text = _ESCAPES.sub("", text)
-    return _CONTROLS.sub(_visible, text)
-
-
-def _visible(match: re.Match[str]) -> str:
-    char = match.group(0)
-    code = ord(char)
+def _picture(match: re.Match[str]) -> str:
+    code = ord(match.group())
     if code < 0x20:
-        return "^" + chr(code + 0x40)
-    return f"\\x{code:02x}"
+        return chr(0x2400 + code)  # the Control Pictures block: ␛ ␍ ␈ ␇ ...
+    return _PICTURES.get(code, f"<{code:02x}>")
+
+
+def inert(text: str, newlines: bool = True) -> str:
+    """`text` with escape sequences dropped and every other control character made visible.
+
+    A line ending's CR (CRLF) is dropped; with `newlines=False` (a title, a notification, one line of a
+    status bar) a newline is shown as ⏎ too."""
+    text = _SEQUENCE.sub("", text).replace("\r\n", "\n")
+    if text.endswith("\r"):
+        text = text[:-1]
+    if not newlines:
+        text = text.replace("\n", "⏎")
+    return _CONTROL.sub(_picture, text)
+
+
+def inert_lines(lines: list[str] | tuple[str, ...]) -> list[str]:
+    """Each line made inert, one line each (an embedded newline is shown, not obeyed)."""
+    return [inert(line, newlines=False) for line in lines]

@@ -13,6 +13,7 @@ from loratui.logic.runstate import RunState
 from loratui.rundir import RunDir
 from loratui.sources.runlog import LiveSource
 from loratui.text import inert
+from loratui.tui import failure
 
 
 def progress_line(s: RunState, width: int = 24) -> str:
@@ -43,7 +44,7 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
             batch = source.poll()
             state.feed_all(batch.events)
             for notice in state.notices[seen_notices:]:
-                _say(bar, out, f"notice: {notice.key}: {inert(notice.message)}")
+                _say(bar, out, f"notice: {inert(notice.message)}")
             seen_notices = len(state.notices)
             if batch.note != note:  # e.g. "disk full: ...": said once, when it changes
                 note = batch.note
@@ -112,8 +113,8 @@ def _print_end(state: RunState, out: TextIO) -> None:
           + (f" (exit code {end.exit_code})" if end.exit_code not in (0, None) else ""), file=out)
     if end.state == events.FAILED and end.error:
         print("last lines of the trainer's stderr:", file=out)
-        for line in end.error.splitlines()[-15:]:
-            print(f"  {inert(line)}", file=out)
+        for line in failure.tail(end, 15):  # inert; the signal first, warnings out
+            print(f"  {line}", file=out)
 
 
 def exit_code(state: RunState) -> int:
