@@ -104,3 +104,24 @@ def with_save(steps: int = 50, save_at: int = 30) -> list[events.AnyEvent]:
             out.append(events.Phase(t=t + 3.0, name="save", edge="end", step=save_at))
             out.append(events.Checkpoint(t=t + 3.0, step=save_at, path=f"checkpoints/checkpoint-{save_at}"))
     return out
+
+
+STARTUP_TRACE = [
+    "/opt/venv/lib/python3.11/site-packages/transformers/utils/generic.py:441: FutureWarning: "
+    "`torch.utils._pytree._register_pytree_node` is deprecated. Please use `torch.utils._pytree.register_pytree_node` "
+    "instead.",
+    "  _torch_pytree._register_pytree_node(",
+    "Traceback (most recent call last):",
+    '  File "/work/loratui/trainer/build.py", line 120, in apply_lora',
+    "    model = get_peft_model(model, config)",
+    "peft.utils.error.NoMatchingPeftModuleError: Target modules {'nope_proj'} not found in the base model. "
+    "Please check the target modules and try again.",
+]
+
+
+def failed_at_start() -> list[events.AnyEvent]:
+    """A run whose trainer died while loading (a bad target module): no step, no loss."""
+    out = _begin(200)[:4]
+    t = T0 + 5
+    return out + [events.Output(t=t, stream="stderr", lines=STARTUP_TRACE),
+                  events.End(t=t + 0.5, state=events.FAILED, exit_code=1, error="\n".join(STARTUP_TRACE))]

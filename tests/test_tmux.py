@@ -82,3 +82,53 @@ def test_live_keys_kill_viewer_and_attach(tmp_path: Path, runs_dir: Path) -> Non
         assert kinds(run, "end")[0]["state"] == "stopped"
     finally:
         tmux("kill-server")
+
+
+def _hostile_run(runs: Path) -> Path:
+    """A recorded run whose trainer printed terminal escapes and whose names look like markup."""
+    from loratui import events
+    from loratui.eventlog import EventWriter
+
+    esc = "\x1b"
+    run = runs / "20270101-000000-hostile"
+    run.mkdir(parents=True)
+    shutil.copy(TINY, run / "recipe.toml")
+    log = EventWriter(run / "events.jsonl")
+    for event in [
+        events.Header(t=1.0, schema=1, run_id=run.name, recipe_hash="h", name="exp [x] a[/b]"),
+        events.State(t=1.0, state=events.LOADING),
+        events.GpuInfo(t=1.0, available=True, names=["Evil [/] GPU"], totals=[1 << 35], indices=[0]),
+        events.Output(t=2.0, stream="stderr", lines=[
+            f"{esc}[2J{esc}[Hcleared?", f"{esc}]0;owned title{esc}\\after title",
+            f"{esc}]8;;https://evil.example/{esc}\\click me{esc}]8;;{esc}\\", f"{esc}[41mred{esc}[0m plain",
+            "ValueError: boom [/]"]),
+        events.End(t=3.0, state=events.FAILED, exit_code=1, error=f"{esc}]0;owned title\x07ValueError: boom [/]"),
+    ]:
+        log.write(event)
+    log.close()
+    return run
+
+
+def test_hostile_output_leaves_the_terminal_intact(tmp_path: Path) -> None:
+    """Trainer output with ESC[2J, OSC 0 (retitle), OSC 8 (hyperlink), SGR, and names like `a[/b]`: the
+    screen keeps every pane, the terminal keeps its title, and the shell is told why the run failed."""
+    tmux = Tmux(tmp_path / "tmux.sock")
+    run = _hostile_run(tmp_path / "runs")
+    env = f"cd {REPO} && TERM=xterm-256color LORATUI_CACHE={os.environ['LORATUI_CACHE']} "
+    tmux("new-session", "-d", "-s", "h", "-x", "80", "-y", "24",
+         f"{env}{sys.executable} -m loratui attach {run}; sleep 60")
+    try:
+        title = tmux("display-message", "-p", "-t", "h", "#{pane_title}").strip()
+        screen = tmux.wait_screen("h", r"FAILED", r"trainer output", r"ValueError: boom \[/\]", timeout=60)
+        lines = screen.splitlines()
+        assert lines[0].startswith(" exp [x] a[/b] ") and "step 0/?" in lines[1], screen
+        assert "VRAM Evil [/] GPU" in screen and "q quit" in lines[-1], screen
+        for shown in ("cleared?", "after title", "click me", "red plain"):
+            assert shown in screen, (shown, screen)
+        assert "owned title" not in screen and "evil.example" not in screen
+        assert tmux("display-message", "-p", "-t", "h", "#{pane_title}").strip() == title
+        tmux("send-keys", "-t", "h", "q")
+        after = tmux.wait_screen("h", r"failed at step 0", timeout=20)
+        assert "ValueError: boom [/]" in after and "owned" not in after
+    finally:
+        tmux("kill-server")

@@ -18,6 +18,9 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.timer import Timer
+from textual.widgets import Footer
 
 from loratui import events
 from loratui.errors import ApplyError
@@ -26,6 +29,8 @@ from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe, RecipeError, load_recipe
 from loratui.rundir import RunDir
 from loratui.sources.runlog import Batch, EventSource, LiveSource
+from loratui.text import inert
+from loratui.tui import failure
 from loratui.tui.messages import EventsArrived, StateReplaced
 from loratui.tui.screens import HELP, TextScreen, evidence_screen, quit_choice, restart_choice, stop_choice
 from loratui.tui.widgets.advice_panel import AdvicePanel
@@ -57,8 +62,13 @@ CONTROL_ACTIONS = {
     "stop": {events.STARTING, events.LOADING, events.TRAINING, events.PAUSED, events.SUSPENDED},
 }
 NARROW_WIDTH = 110
-PANE_INTERVALS = {"vram": 1.0, "util": 1.0, "loss": 2.0, "log": 0.5, "advice": 1.0}
-"""Seconds between redraws of each pane (the status bar follows every refresh tick)."""
+PANE_INTERVALS = {"vram": 1.0, "util": 1.0, "loss": 1.0, "log": 0.5, "advice": 1.0}
+"""Seconds between redraws of each pane (the status bar follows every refresh tick); a change of the
+run's state (paused, failed, ...) redraws every pane at once, so a still picture is a consistent one."""
+
+
+ADVICE_KEYS = Binding.Group("advice", compact=True)
+"""`a` (focus the advice) and `A` (apply it) share one footer label: "aA advice"."""
 
 
 class LoratuiApp(App[str]):
@@ -67,7 +77,9 @@ class LoratuiApp(App[str]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "loratui"
     AUTO_FOCUS = "#advice"  # the log pane would otherwise take focus and swallow the arrow keys
+    ENABLE_COMMAND_PALETTE = False  # its footer hint took 12 of 80 columns; every action has a key
     BINDINGS = [
+        # Short labels, a compact footer, `a`/`A` under one label: every hint fits 80 columns.
         Binding("p", "control('pause')", "pause"),
         Binding("r", "control('resume')", "resume"),
         Binding("P", "control('suspend')", "suspend"),
@@ -76,14 +88,15 @@ class LoratuiApp(App[str]):
         Binding("d", "detach", "detach"),
         Binding("q", "quit_viewer", "quit"),
         Binding("l", "toggle_log", "log"),
-        Binding("a", "focus_advice", "advice"),
-        Binding("t", "toggle_plot", "lr/loss", show=False),
-        Binding("A", "apply_advice", "apply advice"),
+        Binding("t", "toggle_plot", "lr"),
+        Binding("a", "focus_advice", "advice", group=ADVICE_KEYS),
+        Binding("A", "apply_advice", "apply", group=ADVICE_KEYS),
         Binding("question_mark", "help", "help"),
     ]
 
     def __init__(self, source: EventSource, recipe: Recipe | None = None, send: Callable[[str], None] | None = None,
-                 poll_s: float = 0.25, refresh_s: float = 0.25, actions: RunActions | None = None) -> None:
+                 poll_s: float = 0.25, refresh_s: float = 0.25, actions: RunActions | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.source = source
         self.actions = actions
@@ -93,6 +106,8 @@ class LoratuiApp(App[str]):
         self.recipe = recipe
         self.poll_s = poll_s
         self.refresh_s = refresh_s
+        self.clock = clock
+        """The panes' redraw throttle reads this clock (a test hands in a fake one instead of sleeping)."""
         self.run_state = RunState()
         self.advisor: Advisor | None = Advisor(recipe)
         self.note = ""
@@ -101,6 +116,8 @@ class LoratuiApp(App[str]):
         self._last_state = ""
         self._drawn: dict[str, float] = {}
         self._stop_polling = threading.Event()
+        self._refresh_timer: Timer | None = None
+        self._log_opened_on_failure = False
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -114,21 +131,27 @@ class LoratuiApp(App[str]):
                 yield LossPlot(id="loss")
                 yield LogPane(id="log")
             yield AdvicePanel(id="advice")
-        from textual.widgets import Footer
-
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(LogPane).display = False
         self._apply_width(self.size.width)
-        self.set_interval(self.refresh_s, self._refresh_panes)
+        self._refresh_timer = self.set_interval(self.refresh_s, self._refresh_panes)
         self.start_source()
 
     def on_resize(self, event: Any) -> None:
-        self._apply_width(event.size.width)
+        try:
+            self._apply_width(event.size.width)
+        except NoMatches:  # not composed yet, or closing
+            pass
 
     def _apply_width(self, width: int) -> None:
-        self.screen.set_class(width < NARROW_WIDTH, "narrow")
+        self.main_screen.set_class(width < NARROW_WIDTH, "narrow")
+
+    @property
+    def main_screen(self) -> Any:
+        """The screen of the panes (`self.screen` is a dialog while one is open)."""
+        return self.query_one(StatusBar).screen
 
     # -- data in ----------------------------------------------------------------------------------
 
@@ -160,23 +183,36 @@ class LoratuiApp(App[str]):
     def _replace(self, message: StateReplaced) -> None:
         self.run_state, self.advisor = message.state, message.advisor
         self.query_one(LogPane).reset()
+        self.redraw()  # a seek shows its result at once
+
+    def redraw(self) -> None:
+        """Draw every pane now, whatever the throttle says (a seek; a test's still picture)."""
         self._dirty = True
-        self._drawn.clear()  # a seek shows its result at once
+        self._drawn.clear()
         self._refresh_panes()
 
     def _refresh_panes(self) -> None:
         """Push the state down to the panes, each at most as often as its `PANE_INTERVALS` allows.
 
         A scrolling chart repaints every cell it covers, so redraw rate is what a slow SSH link pays
-        for: the status line moves at 4 Hz, the charts at 1 Hz, the plotext loss curve every 2 s.
+        for: the status line moves at 4 Hz, the charts at 1 Hz.
         """
+        try:
+            self._refresh_now()
+        except NoMatches:  # the app is closing: its panes are being removed under the timer
+            return
+
+    def _refresh_now(self) -> None:
         if not self._dirty:
             if self.wall_now() is not None:  # live: the elapsed time moves even without events
                 self.query_one(StatusBar).show(self.run_state, self.status_extra(), self.wall_now())
             return
-        now = time.monotonic()
+        now = self.clock()
         state = self.run_state
         self.query_one(StatusBar).show(state, self.status_extra(), self.wall_now())
+        changed = state.state != self._last_state
+        if changed:
+            self._drawn.clear()  # a new state is shown whole: no pane lags the header
         pending = False
         for pane_id, interval in PANE_INTERVALS.items():
             if now - self._drawn.get(pane_id, -1e9) < interval:
@@ -185,10 +221,18 @@ class LoratuiApp(App[str]):
             self._drawn[pane_id] = now
             self._draw_pane(pane_id, state)
         self._dirty = pending
-        if state.state != self._last_state:
+        if changed:
             self._last_state = state.state
-            self.screen.set_class(state.state == events.PAUSED, "-paused")
+            self.main_screen.set_class(state.state == events.PAUSED, "-paused")
             self.refresh_bindings()
+            self._open_log_on_failure(state)
+
+    def _open_log_on_failure(self, state: RunState) -> None:
+        """A run that failed before its first loss has an empty chart: show its output instead, once."""
+        if state.state == events.FAILED and not state.loss and not self._log_opened_on_failure:
+            self._log_opened_on_failure = True
+            if not self.query_one(LogPane).display:
+                self.action_toggle_log()
 
     def _draw_pane(self, pane_id: str, state: RunState) -> None:
         if pane_id == "vram":
@@ -202,11 +246,25 @@ class LoratuiApp(App[str]):
             if log.display:
                 log.show(state, state.output_lines)
         elif self.advisor is not None:
-            self.query_one(AdvicePanel).show(self.advisor.items())
+            if self.query_one(AdvicePanel).show(self.advice_items(state)):
+                self.refresh_bindings()  # `A` is offered only while some advice has a change
+
+    def advice_items(self, state: RunState) -> list[Any]:
+        """The advisor's items; a failure it has no rule for still gets one, from the End's error."""
+        items = self.advisor.items() if self.advisor is not None else []
+        if not any(item.severity == "error" for item in items):
+            failed = failure.failure_advice(state.end, state.step)
+            if failed is not None:
+                items = [failed, *items]
+        return items
 
     def status_extra(self) -> str:
         """Text after the state in the status bar (replay shows its position here)."""
         return self.note
+
+    def say(self, message: str, **kwargs: Any) -> None:
+        """A notification whose text is never read as markup (paths, errors: `a[/b]` must show as is)."""
+        self.notify(inert(message), markup=False, **kwargs)
 
     def wall_now(self) -> float | None:
         """The wall clock for a live view's elapsed time; None where time comes from the log only."""
@@ -235,9 +293,9 @@ class LoratuiApp(App[str]):
         try:
             self.send(command)
         except Exception as exc:  # ControlError or a socket error: tell the user, keep the viewer
-            self.call_from_thread(self.notify, f"{command}: {exc}", severity="error")
+            self.call_from_thread(self.say, f"{command}: {exc}", severity="error")
         else:
-            self.call_from_thread(self.notify, f"{command}: sent", timeout=2)
+            self.call_from_thread(self.say, f"{command}: sent", timeout=2)
 
     def action_stop(self) -> None:
         def decided(answer: str | None) -> None:
@@ -267,6 +325,7 @@ class LoratuiApp(App[str]):
     def action_toggle_log(self) -> None:
         log = self.query_one(LogPane)
         log.display = not log.display
+        self.main_screen.set_class(log.display, "-log")  # on a small screen the log takes the chart's place
         if log.display:
             log.show(self.run_state, self.run_state.output_lines)
 
@@ -293,7 +352,7 @@ class LoratuiApp(App[str]):
         try:
             path, env = self.actions.write_fix(item.id, item.change)
         except ApplyError as exc:
-            self.notify(str(exc), severity="error")
+            self.say(str(exc), severity="error")
             return
         self.push_screen(restart_choice(path, item), lambda answer: self._restart(answer, path, env))
 
@@ -301,16 +360,16 @@ class LoratuiApp(App[str]):
         if answer == "restart":
             self._restart_worker(path, env)
         else:
-            self.notify(f"wrote {path}; start it with `loratui run {path}`", timeout=8)
+            self.say(f"wrote {path}; start it with `loratui run {path}`", timeout=8)
 
     @work(thread=True, group="control")
     def _restart_worker(self, path: Path, env: dict[str, str]) -> None:
         assert self.actions is not None
-        self.call_from_thread(self.notify, "stopping the run, then restarting from its last checkpoint…")
+        self.call_from_thread(self.say, "stopping the run, then restarting from its last checkpoint…")
         try:
             new_run = self.actions.restart(path, env, self.actions.send)
         except Exception as exc:  # a bad path or a refused start: say it, keep the viewer
-            self.call_from_thread(self.notify, f"restart failed: {exc}", severity="error")
+            self.call_from_thread(self.say, f"restart failed: {exc}", severity="error")
             return
         self.call_from_thread(self.exit, f"switch:{new_run.path}")
 
@@ -320,6 +379,8 @@ class LoratuiApp(App[str]):
 
     def on_unmount(self) -> None:
         self._stop_polling.set()
+        if self._refresh_timer is not None:
+            self._refresh_timer.stop()  # a tick during teardown would look for panes already gone
 
 
 def live_app(run: RunDir, actions: RunActions | None) -> LoratuiApp:
@@ -340,13 +401,21 @@ def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions]) -> int:
             break
         run = RunDir(Path(result.removeprefix("switch:")))
     state = app.run_state
-    if state.state not in events.FINAL_STATES and result != "stop":
-        print(f"detached; the run goes on. `loratui attach {run.run_id}` to come back, "
-              f"`loratui stop {run.run_id}` to stop it.")
-    elif result == "stop":
-        print(f"stopping {run.run_id} at the next step boundary.")
-    else:
-        print(f"run {run.run_id}: {state.state} at step {state.step}")
+    print(farewell(run, state, result))
     return 0 if state.state != events.FAILED else 1
+
+
+def farewell(run: RunDir, state: RunState, result: object) -> str:
+    """What the shell is told when the viewer closes: where the run stands and, if it failed, why."""
+    if state.state not in events.FINAL_STATES and result != "stop":
+        return (f"detached; the run goes on. `loratui attach {run.run_id}` to come back, "
+                f"`loratui stop {run.run_id}` to stop it.")
+    if result == "stop":
+        return f"stopping {run.run_id} at the next step boundary."
+    said = f"run {run.run_id}: {state.state} at step {state.step}"
+    why = failure.reason(state.end)
+    if why:  # the app's screen is gone: the reason must outlive it
+        said += f"\n  {why}\n  the trainer's output: {inert(str(run.stderr_log))}"
+    return said
 
 

@@ -6,15 +6,19 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from loratui.text import inert
 from loratui.tui.widgets.advice_panel import change_text
 
 
 class Choice(ModalScreen[str]):
-    """A question with a few answers, each bound to a key; escape cancels."""
+    """A question with a few answers, each bound to a key; escape cancels.
+
+    An answer that stops the run never sits on a key that does something else on the main screen
+    (`s` saves there): a habit must not stop training. tests/test_app.py checks every dialog."""
 
     BINDINGS = [Binding("escape", "dismiss('cancel')", "cancel")]
 
@@ -32,16 +36,17 @@ class Choice(ModalScreen[str]):
 
     def on_mount(self) -> None:
         for result, _, key in self.answers:
-            self._bindings.bind(key, f"dismiss('{result}')", show=False)
+            if key != "esc":  # escape already cancels
+                self._bindings.bind(key, f"dismiss('{result}')", show=False)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss((event.button.id or "answer-cancel").removeprefix("answer-"))
 
 
 def quit_choice() -> Choice:
-    """q: leave the viewer; the run keeps training unless the user says stop."""
+    """q: leave the viewer; the run keeps training unless the user says stop (x, as on the main screen)."""
     return Choice("Leave the viewer. The run keeps training unless you stop it.",
-                  [("detach", "Detach", "d"), ("stop", "Stop the run", "s"), ("cancel", "Cancel", "c")])
+                  [("detach", "Detach", "d"), ("stop", "Stop the run", "x"), ("cancel", "Cancel", "esc")])
 
 
 def stop_choice() -> Choice:
@@ -52,27 +57,34 @@ def stop_choice() -> Choice:
 
 def restart_choice(path: Any, item: Any) -> Choice:
     """A: the changed recipe is written; restart from the last checkpoint with it?"""
-    return Choice(f"Wrote {path}\nwith {change_text(item.change)}\n\nStop this run (if it still trains) and "
+    return Choice(f"Wrote {inert(str(path))}\nwith {inert(change_text(item.change))}\n\nStop this run (if it still trains) and "
                   "restart from its last checkpoint with the new recipe?",
                   [("restart", "Restart", "y"), ("later", "Not now", "n")])
 
 
 HELP = """\
-loratui — keys
+loratui — keys (↑/↓ scroll this page; escape closes it)
 
-  p  pause at the next step (state stays in VRAM)     r  resume (paused or suspended)
-  P  suspend: checkpoint, free the GPU, wait          s  save a checkpoint now
-  x  stop the run (asks)                              d  detach: leave it training
-  q  quit the viewer (asks: detach or stop)           l  show/hide the trainer's output
-  a  focus the advice panel (enter: evidence)         t  loss ↔ learning rate / grad norm
-  A  apply the highlighted advice: new recipe beside the old one, restart from the last checkpoint
+  p  pause at the next step (state stays in VRAM)
+  r  resume (paused or suspended)
+  P  suspend: checkpoint, free the GPU, wait
+  s  save a checkpoint now
+  x  stop the run (asks)
+  d  detach: leave it training
+  q  quit the viewer (asks: detach, stop or cancel)
+  l  show/hide the trainer's output
+  t  loss ↔ learning rate / grad norm
+  a  focus the advice panel (enter: evidence)
+  A  apply the highlighted advice: a new recipe beside
+     the old one, restart from the last checkpoint
   ?  this help
 
 Replay: space play/pause · + / - speed · → / ← step
-        ] / [ next/previous event of note · g / G start/end
+        ] / [ next/previous event of note
+        g / G start/end
 
-Closing the viewer, a crash of it or a dropped SSH link never stops training:
-`loratui attach` comes back to the run."""
+Closing the viewer, a crash of it or a dropped SSH
+link never stops training: `loratui attach` comes back."""
 
 
 class TextScreen(ModalScreen[None]):
@@ -86,8 +98,11 @@ class TextScreen(ModalScreen[None]):
         self.markup = markup
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
+        with VerticalScroll(id="dialog"):  # scrolls where the page is taller than the terminal
             yield Static(self.body, markup=self.markup, id="page")
+
+    def on_mount(self) -> None:
+        self.query_one("#dialog").focus()  # so that the arrow keys, page up/down and home/end scroll it
 
 
 def evidence_screen(item: Any) -> TextScreen:
@@ -97,4 +112,4 @@ def evidence_screen(item: Any) -> TextScreen:
     if item.change:
         lines += ["", "Suggested change:"] + [f"  {line}" for line in change_text(item.change).splitlines()]
     lines += ["", "escape: close"]
-    return TextScreen("\n".join(lines), markup=False)
+    return TextScreen(inert("\n".join(lines)), markup=False)  # evidence quotes the run's own output

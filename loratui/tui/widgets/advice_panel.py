@@ -9,6 +9,8 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from loratui.text import inert
+
 SEVERITY_MARKS = {"error": ("✖", "bold red"), "warning": ("▲", "bold yellow"), "info": ("●", "cyan")}
 
 
@@ -41,11 +43,11 @@ class AdvicePanel(OptionList):
         self.items: list[Any] = []
         self._key: tuple[object, ...] | None = None
 
-    def show(self, items: list[Any]) -> None:
-        """Replace the list when the advice changed."""
+    def show(self, items: list[Any]) -> bool:
+        """Replace the list when the advice changed; True when it did."""
         key = tuple((a.id, a.step, tuple(a.evidence)) for a in items)
         if key == self._key:
-            return
+            return False
         self._key = key
         self.items = list(items)
         highlighted = self.highlighted
@@ -57,6 +59,7 @@ class AdvicePanel(OptionList):
         self.border_subtitle = f"{len(items)} item{'s' if len(items) != 1 else ''} · enter: evidence"
         if items and highlighted is not None:
             self.highlighted = min(highlighted, len(items) - 1)
+        return True
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -68,7 +71,7 @@ def _render(item: Any) -> Text:
     mark, style = SEVERITY_MARKS.get(item.severity, ("●", "bold"))
     text = Text()
     text.append(f"{mark} ", style=style)
-    text.append(item.title, style="bold")
+    text.append(inert(item.title, newlines=False), style="bold")  # a title may quote the run's output
     if item.change:
-        text.append("\n  → " + change_text(item.change).replace("\n", "\n    "), style="green")
+        text.append("\n  → " + inert(change_text(item.change)).replace("\n", "\n    "), style="green")
     return text

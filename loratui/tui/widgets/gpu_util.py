@@ -34,8 +34,8 @@ class UtilPane(Widget):
         state = self._state
         width = self.content_size.width
         if state is None or not state.gpus or width < 20:
-            return Text("utilisation: N/A" + (f" ({state.gpu_reason})" if state and state.gpu_reason else ""),
-                        style="dim")
+            # The VRAM pane above already says why there is no GPU: one reason, said once.
+            return Text("utilisation: N/A" + (" (see VRAM)" if state and state.gpu_reason else ""), style="dim")
         text = Text()
         for index, gpu in sorted(state.gpus.items()):
             values = [u for _, u in gpu.utils]

@@ -1,13 +1,22 @@
-"""The loss curve: raw and smoothed loss against step, eval loss, NaN steps marked; lr/grad norm view."""
+"""The loss curve: raw and smoothed loss against step, eval loss, NaN steps marked; lr/grad norm view.
+
+The legend is in the border title, not in the plot: plotext draws its legend over the first points.
+"""
 
 from __future__ import annotations
 
 import math
 
+from rich.text import Text
 from textual_plotext import PlotextPlot
 
 from loratui.logic.runstate import RunState
 from loratui.logic.series import ema
+from loratui.text import inert
+
+NICE_STEPS = (1, 2, 5)
+TICK_SPACING = 12
+"""Columns per x tick label, about."""
 
 
 class LossPlot(PlotextPlot):
@@ -20,6 +29,8 @@ class LossPlot(PlotextPlot):
         self.compare: RunState | None = None
         """A second run whose loss is overlaid (replay A B)."""
         self._key: tuple[object, ...] = ()
+        self.last_step: int | None = None
+        """The step of the last point drawn (the status bar's step, unless the plot lags it)."""
 
     def toggle(self, state: RunState) -> None:
         """Switch between the loss and the learning-rate / grad-norm views."""
@@ -33,6 +44,7 @@ class LossPlot(PlotextPlot):
         if key == self._key:
             return
         self._key = key
+        self.last_step = state.loss[-1][0] if state.loss else None
         self.plt.clear_data()
         self.plt.clear_figure()
         if self.view == "loss":
@@ -42,43 +54,75 @@ class LossPlot(PlotextPlot):
         self.refresh()
 
     def _plot_loss(self, state: RunState) -> None:
-        self.border_title = "loss (t: lr / grad norm)"
+        legend = [("loss", "grey62"), ("smoothed", "cyan")]
         points = _thin(state.loss, max(50, self.size.width * 2))
         finite = [(s, v) for s, v in points if math.isfinite(v)]
         if finite:
             xs, ys = zip(*finite)
-            self.plt.plot(xs, ys, marker="hd", color="gray", label="loss")
-            self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="cyan", label="smoothed")
+            self.plt.plot(xs, ys, marker="hd", color="gray")
+            self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="cyan")
         if self.compare is not None:
             other = [(s, v) for s, v in _thin(self.compare.loss, max(50, self.size.width * 2)) if math.isfinite(v)]
             if other:
                 xs, ys = zip(*other)
-                self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="orange", label=self.compare.name or "B")
+                self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="orange")
+                legend.append((inert(self.compare.name or "B", newlines=False), "orange1"))
         if state.eval_loss:
             xs, ys = zip(*state.eval_loss)
-            self.plt.scatter(xs, ys, marker="dot", color="magenta", label="eval")
+            self.plt.scatter(xs, ys, marker="dot", color="magenta")
+            legend.append(("eval", "magenta"))
+        self.border_title = _legend(legend, "t: lr / grad norm")
         for step in state.nan_steps[:20]:
             self.plt.vline(step, "red")
         if state.nan_steps:
             self.border_subtitle = f"NaN at step {state.nan_steps[0]}" + (
                 f" (+{len(state.nan_steps) - 1})" if len(state.nan_steps) > 1 else "")
-        self._axis_label()
+        self._x_axis(state.loss)
 
     def _plot_lr(self, state: RunState) -> None:
-        self.border_title = "learning rate / grad norm (t: loss)"
+        self.border_title = _legend([("learning rate", "green"), ("grad norm (right axis)", "yellow")], "t: loss")
         if state.lr:
             xs, ys = zip(*_thin(state.lr, self.size.width * 2))
-            self.plt.plot(xs, ys, marker="hd", color="green", label="lr")
+            self.plt.plot(xs, ys, marker="hd", color="green")
         grads = [(s, v) for s, v in state.grad_norm if math.isfinite(v)]
         if grads:
             xs, ys = zip(*_thin(grads, self.size.width * 2))
-            self.plt.plot(xs, ys, marker="hd", color="yellow", label="grad norm", yside="right")
-        self._axis_label()
+            self.plt.plot(xs, ys, marker="hd", color="yellow", yside="right")
+        self._x_axis(state.lr or state.grad_norm)
 
-    def _axis_label(self) -> None:
-        """Label the x axis only where there is room: on 24 rows every line goes to the curve."""
+    def _x_axis(self, points: list[tuple[int, float]]) -> None:
+        """Whole-step ticks; the axis label only where there is room (on 24 rows every line is curve)."""
+        if points:
+            ticks = step_ticks(points[0][0], points[-1][0], max(2, self.size.width // TICK_SPACING))
+            self.plt.xticks(ticks, [str(t) for t in ticks])
         if self.size.height >= 14:
             self.plt.xlabel("step")
+
+
+def _legend(entries: list[tuple[str, str]], hint: str) -> Text:
+    """The border title: each series' name in its colour, then the toggle key's hint."""
+    title = Text()
+    for name, colour in entries:
+        title.append("━ ", style=colour)
+        title.append(f"{name}  ")
+    title.append(f"({hint})", style="dim")
+    return title
+
+
+def step_ticks(first: int, last: int, most: int) -> list[int]:
+    """At most `most` whole-number ticks from `first` to `last` at a round spacing (1, 2, 5, 10, 20 ...):
+    steps are integers, and a tick at 2.5 names no step."""
+    if last <= first:
+        return [first]
+    spacing, scale = 1, 1
+    while True:
+        for nice in NICE_STEPS:
+            spacing = nice * scale
+            if (last - first) // spacing + 1 <= most:
+                start = -(-first // spacing) * spacing
+                ticks = list(range(start, last + 1, spacing))
+                return ticks if ticks else [first]
+        scale *= 10
 
 
 def _thin(points: list[tuple[int, float]], most: int) -> list[tuple[int, float]]:

@@ -9,6 +9,7 @@ from loratui import events
 from loratui.logic import fmt
 from loratui.logic.chart import bar
 from loratui.logic.runstate import RunState
+from loratui.text import inert
 
 STATE_STYLES = {
     events.TRAINING: "bold green", events.PAUSED: "bold yellow", events.SUSPENDED: "bold yellow",
@@ -33,21 +34,24 @@ class StatusBar(Static):
         on a machine without a GPU to sample.
         """
         width = max(20, self.size.width or 80)
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {state.name or state.run_id or 'run'} ", style="bold reverse")
-        text.append(f" {state.state.upper()} ", style=STATE_STYLES.get(state.state, "bold"))
+        head = Text()  # names, device and notes come from the log: inert, never markup
+        head.append(f" {inert(state.name or state.run_id or 'run', newlines=False)} ", style="bold reverse")
+        head.append(f" {state.state.upper()} ", style=STATE_STYLES.get(state.state, "bold"))
         if state.phase:
-            text.append(f" [{state.phase}] ", style="bold magenta")
-        text.append(f" {state.device or ''}", style="dim")
+            head.append(f" [{inert(state.phase, newlines=False)}] ", style="bold magenta")
+        head.append(f" {inert(state.device or '', newlines=False)}", style="dim")
         if extra:
-            text.append(f"  {extra}", style="italic yellow")
-        text.append("\n")
+            head.append(f"  {inert(extra, newlines=False)}", style="italic yellow")
+        line = Text()
         total = state.max_steps
         bar_width = max(8, min(40, width - 62))
-        text.append(f" step {state.step}/{total or '?'} ")
-        text.append(bar(state.step / total if total else 0.0, bar_width), style="green")
-        text.append(f" ep {state.epoch:.2f}  tok/s {fmt.rate(state.tokens_per_s)}  "
+        line.append(f" step {state.step}/{total or '?'} ")
+        line.append(bar(state.step / total if total else 0.0, bar_width), style="green")
+        line.append(f" ep {state.epoch:.2f}  tok/s {fmt.rate(state.tokens_per_s)}  "
                     f"ETA {fmt.duration(state.eta_s)}  elapsed {fmt.duration(_elapsed(state, now))}")
+        for part in (head, line):  # each line cut at the edge: a long note must not wrap over the step line
+            part.truncate(width, overflow="ellipsis")
+        text = Text("\n").join([head, line])
         if text != self._last:
             self._last = text
             self.update(text)

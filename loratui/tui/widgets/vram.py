@@ -10,6 +10,7 @@ from loratui.logic.advice_types import line_for, over_line
 from loratui.logic.advice_watch import rank_imbalance
 from loratui.logic.chart import column_spans, intervals, marked_columns, sparkline
 from loratui.logic.runstate import RunState
+from loratui.text import inert
 from loratui.units import GIB
 
 
@@ -56,7 +57,7 @@ class VramPane(Widget):
             self.border_subtitle = "N/A"
             return
         headroom = gpu.total - gpu.used_peak
-        self.border_title = f"VRAM {gpu.name}".strip()
+        self.border_title = Text(f"VRAM {inert(gpu.name, newlines=False)}".strip())  # a Text: never markup
         self.border_subtitle = (f"now {units.gib(gpu.used_last)} · peak {units.gib(gpu.used_peak)} · "
                                 f"total {units.gib(gpu.total)} GiB · headroom {units.gib(headroom)}"
                                 + (" · blue: eval/save" if any(p[1] in PHASES for p in state.phases) else ""))
@@ -68,7 +69,7 @@ class VramPane(Widget):
             return Text("")
         gpu = _primary(state)
         if gpu is None:
-            reason = state.gpu_reason or "waiting for the first sample"
+            reason = inert(state.gpu_reason, newlines=False) or "waiting for the first sample"
             # the pane is two lines high without a GPU (app.tcss -nogpu): torch and estimate share the second
             estimate = _estimate_line(state)
             sep = " · " if estimate else ""
