@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 from loratui import events
@@ -15,18 +13,19 @@ from tests import scenarios
 
 
 def _app(found: list[events.AnyEvent], controllable: bool = True) -> LoratuiApp:
-    return LoratuiApp(ListSource(found), Recipe(), send=(lambda command: None) if controllable else None)
+    # A frozen throttle clock: panes draw when `redraw` says, never because wall time passed.
+    return LoratuiApp(ListSource(found), Recipe(), send=(lambda command: None) if controllable else None,
+                      clock=lambda: 0.0)
 
 
-def _until_folded(count: int) -> Callable[..., object]:
-    async def run_before(pilot) -> None:  # type: ignore[no-untyped-def]
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if pilot.app.run_state.n_events >= count:
-                break
-        await pilot.pause(2.3)  # every pane has redrawn after the last event (see PANE_INTERVALS)
-
-    return run_before
+async def _folded(pilot) -> None:  # type: ignore[no-untyped-def]
+    """Every event folded (the list source's worker has ended and its message is handled), every pane
+    drawn: no sleeping."""
+    app = pilot.app
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    app.redraw()
+    await pilot.pause()
 
 
 SCENES = {
@@ -36,6 +35,7 @@ SCENES = {
     "failed_oom": scenarios.failed_oom(30),
     "nan_loss": scenarios.nan_run(),
     "save_phase": scenarios.with_save(),
+    "failed_at_start": scenarios.failed_at_start(),
 }
 
 
@@ -48,6 +48,8 @@ def test_main_screen(snap_compare, scene: str, size: tuple[int, int]) -> None:  
     paused: PAUSED state and the footer offering resume instead of pause;
     failed_oom: FAILED, oom_fragmentation advice proposing expandable_segments;
     nan_loss: the loss curve with red NaN markers from step 35 and nan_loss advice;
-    save_phase: the checkpoint save at step 30 marked in magenta on the VRAM chart."""
-    found = SCENES[scene]
-    assert snap_compare(_app(found), terminal_size=size, run_before=_until_folded(len(found)))
+    save_phase: the checkpoint save at step 30 marked in blue on the VRAM chart;
+    failed_at_start: FAILED before the first step: the advice panel leads with the exception, the trainer's
+    output opens by itself, wrapped.
+    Everywhere: the legend in the loss pane's title, whole-step x ticks, every footer hint inside 80 columns."""
+    assert snap_compare(_app(SCENES[scene]), terminal_size=size, run_before=_folded)
