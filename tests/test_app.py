@@ -278,8 +278,8 @@ async def test_a_refresh_during_teardown_does_not_raise() -> None:
 
 
 async def test_a_run_that_fails_at_startup_says_why() -> None:
-    """FAILED with 'no problems seen' and a cut line before: now the advice panel leads with the reason
-    and the trainer's output opens, wrapped, even at 200 columns and at 80x24."""
+    """FAILED with 'no problems seen' and a cut line before: the advice panel leads with the reason (the
+    advisor's exception item) and the trainer's output opens, wrapped, even at 200 columns and at 80x24."""
     from loratui.tui.widgets.log_pane import LogPane
 
     found = scenarios.failed_at_start()

@@ -81,8 +81,6 @@ def test_the_exception_line_is_the_reason_not_the_warning_after_it() -> None:
     assert failure.reason(events.End(t=1.0, state=events.FINISHED)) == ""
     assert failure.reason(events.End(t=1.0, state=events.FAILED, exit_code=-9, signal="SIGKILL")) == (
         "the trainer was killed by SIGKILL")
-    item = failure.failure_advice(end, step=0)
-    assert item is not None and item.severity == "error" and "ValueError: bad target" in item.title
 
 
 def _write_log(path: Path, found: list[events.AnyEvent]) -> RunDir:

@@ -246,17 +246,8 @@ class LoratuiApp(App[str]):
             if log.display:
                 log.show(state, state.output_lines)
         elif self.advisor is not None:
-            if self.query_one(AdvicePanel).show(self.advice_items(state)):
+            if self.query_one(AdvicePanel).show(self.advisor.items()):
                 self.refresh_bindings()  # `A` is offered only while some advice has a change
-
-    def advice_items(self, state: RunState) -> list[Any]:
-        """The advisor's items; a failure it has no rule for still gets one, from the End's error."""
-        items = self.advisor.items() if self.advisor is not None else []
-        if not any(item.severity == "error" for item in items):
-            failed = failure.failure_advice(state.end, state.step)
-            if failed is not None:
-                items = [failed, *items]
-        return items
 
     def status_extra(self) -> str:
         """Text after the state in the status bar (replay shows its position here)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 from loratui import events
-from loratui.logic.advice_types import ERROR, Advice
 from loratui.text import inert
 
 _OWN = re.compile(r"^(the trainer was killed by \w+|rank \d+ failed\b.*|\S+ failed; torchrun stopped.*)$")
@@ -66,13 +65,3 @@ def tail(end: events.End | None, most: int = 15) -> list[str]:
     own = [line for line in lines if _OWN.match(line)]
     rest = [line for line in lines if not _OWN.match(line)]
     return own + rest[-max(0, most - len(own)):] if most > len(own) else own[:most]
-
-
-def failure_advice(end: events.End | None, step: int) -> Advice | None:
-    """An advice item from the End event's error, for a failure the advisor has no rule for."""
-    headline = reason(end)
-    if not headline:
-        return None
-    evidence = tail(end, 12) or [headline]
-    return Advice(id="run_failed", severity=ERROR, title=f"failed: {headline}", evidence=evidence,
-                  change={}, step=step)
