@@ -114,6 +114,8 @@ class LogTail:
     offset: int = 0
     skipped: int = 0
     unknown: int = 0
+    malformed: int = 0
+    """Lines of a kind this version knows whose fields do not fit it (damaged, or written by a bug)."""
     _pending: bytes = field(default=b"", repr=False)
 
     def poll(self, max_bytes: int | None = 64 << 20) -> list[events.AnyEvent]:
@@ -148,9 +150,22 @@ class LogTail:
             if event is None:
                 self.skipped += 1
             elif isinstance(event, events.Unknown):
-                self.unknown += 1
+                # a kind we know that failed to decode is damaged, not newer
+                if event.kind in events.KNOWN_KINDS:
+                    self.malformed += 1
+                else:
+                    self.unknown += 1
             else:
                 yield event
+
+    def counts(self) -> tuple[int, int, int]:
+        """(skipped, unknown, malformed) so far."""
+        return self.skipped, self.unknown, self.malformed
+
+
+def tally(skipped: int = 0, unknown: int = 0, malformed: int = 0) -> LogTail:
+    """A counter of unreadable lines for `decode_block` (a tail that reads nothing itself)."""
+    return LogTail(Path(), skipped=skipped, unknown=unknown, malformed=malformed)
 
 
 @dataclass(frozen=True)
@@ -160,12 +175,16 @@ class LogContents:
     events: list[events.AnyEvent]
     skipped: int
     unknown: int
+    malformed: int = 0
 
     def notes(self) -> str:
         """One line saying what was skipped, or ''."""
         parts = []
         if self.skipped:
             parts.append(f"{self.skipped} unreadable line{'s' if self.skipped > 1 else ''} skipped")
+        if self.malformed:
+            parts.append(f"{self.malformed} malformed event{'s' if self.malformed > 1 else ''} skipped "
+                         "(a known kind with missing or wrong fields)")
         if self.unknown:
             parts.append(f"{self.unknown} event{'s' if self.unknown > 1 else ''} of a newer schema ignored")
         return "; ".join(parts)
@@ -189,7 +208,7 @@ def read_log(path: Path) -> LogContents:
     finally:
         if was_enabled:
             gc.enable()
-    return LogContents(found, tail.skipped, tail.unknown)
+    return LogContents(found, tail.skipped, tail.unknown, tail.malformed)
 
 
 _CHUNK = 1 << 22
@@ -203,6 +222,11 @@ def _blocks(data: bytes, cut: int) -> Iterator[bytes]:
         end = data.index(b"\n", min(start + _CHUNK, cut) - 1) + 1
         yield data[start:end]
         start = end
+
+
+def decode_block(block: bytes, tally: LogTail) -> list[events.AnyEvent]:
+    """Whole lines decoded in one call; line by line (skipping and counting in `tally`) if any is odd."""
+    return _decode_block(tally, block)
 
 
 def _decode_block(tail: LogTail, block: bytes) -> list[events.AnyEvent]:

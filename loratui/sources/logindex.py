@@ -1,0 +1,495 @@
+"""A sparse index of an event log, with checkpoints of the folded state and advice, cached beside the log.
+
+A replay of a 1 GB log (5 M events) cannot hold its events (3.9 GB) nor fold them all before the first
+frame. The index keeps, per block of events (~128 KiB of lines): where it starts, its first event's index
+and time; the events of note and the first event of each step; and every `spacing` events a checkpoint:
+the `RunState` and the `Advisor` folded up to there. A reader decodes only the blocks it shows; a seek
+folds from the nearest checkpoint (at most `spacing` events), never from the first event.
+
+The index of a file is saved as `events.idx` beside it (or nowhere, when the folder is not writable) and
+reused while the log's first bytes, the recipe and the index format agree; a log that grew is indexed
+from where the saved index ends. It is a pickle, so it is read only when the current user owns it and
+nobody else may write it, and only loratui's own classes may be named in it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import io
+import math
+import os
+import pickle
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loratui import eventlog, events
+from loratui.logic.advice import Advisor
+from loratui.logic.runstate import RunState
+from loratui.sources.snapshot import freeze, gc_paused, is_of_note, thaw
+
+FORMAT = 1
+"""Bump when the index's layout (or RunState/Advisor's fields) change: older files are then rebuilt."""
+BLOCK_BYTES = 1 << 17
+BLOCK_EVENTS = 512
+CHECKPOINTS = 256
+"""About this many checkpoints whatever the log's length: bounds the index's size (~80 KiB each)..."""
+MIN_SPACING = 2048
+"""...but never more than one per this many events: a seek folds at most this many (~20 ms)."""
+HEAD_BYTES = 1 << 16
+
+
+@dataclass
+class Checkpoint:
+    """The fold of the first `index` events, which end where block `block` starts."""
+
+    index: int
+    block: int
+    t: float
+    """The (monotonic) time of the last event folded."""
+    state: dict[str, Any]
+    advisor: bytes
+    """The advisor, pickled without its recipe (a private copy per seek costs one `loads`)."""
+    counts: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass
+class LogIndex:
+    """Blocks, steps, events of note and checkpoints of one log (see the module docstring)."""
+
+    spacing: int
+    key: tuple[Any, ...] = ()
+    block_first: array = field(default_factory=lambda: array("q"))
+    block_pos: array = field(default_factory=lambda: array("q"))
+    block_t: array = field(default_factory=lambda: array("d"))
+    step_values: array = field(default_factory=lambda: array("q"))
+    step_index: array = field(default_factory=lambda: array("q"))
+    notes: array = field(default_factory=lambda: array("q"))
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    tail: Checkpoint | None = None
+    """The fold of every event indexed so far (where an extension resumes)."""
+    end_pos: int = 0
+    n_events: int = 0
+    first_t: float | None = None
+    last_t: float = -math.inf
+    skipped: int = 0
+    unknown: int = 0
+    malformed: int = 0
+
+    def notes_text(self, torn: bool = False) -> str:
+        """What could not be read, as `LogContents.notes` says it."""
+        return eventlog.LogContents([], self.skipped + int(torn), self.unknown, self.malformed).notes()
+
+
+# -- where events come from -----------------------------------------------------------------------
+
+
+class ListBlocks:
+    """An event list in memory (imports, tests), cut in blocks of `BLOCK_EVENTS`."""
+
+    def __init__(self, found: Sequence[Any], block: int = BLOCK_EVENTS) -> None:
+        self.found = list(found)
+        self.block = block
+
+    def size(self) -> int:
+        return len(self.found)
+
+    def estimate_events(self) -> int:
+        return len(self.found)
+
+    def blocks(self, pos: int, tally: Any) -> Iterator[tuple[int, list[Any], int]]:
+        for start in range(pos, len(self.found), self.block):
+            end = min(start + self.block, len(self.found))
+            yield start, self.found[start:end], end
+
+    def read(self, pos: int, end: int) -> list[Any]:
+        return self.found[pos:end]
+
+    def add(self, more: Sequence[Any]) -> None:
+        self.found.extend(more)
+
+
+class FileBlocks:
+    """An events.jsonl on disk, read in blocks of whole lines (a partial last line waits)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def estimate_events(self) -> int:
+        with open(self.path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+        lines = head.count(b"\n")
+        return self.size() * lines // max(1, len(head)) if lines else 0
+
+    def blocks(self, pos: int, tally: Any) -> Iterator[tuple[int, list[Any], int]]:
+        with open(self.path, "rb") as handle:
+            handle.seek(pos)
+            pending = b""
+            while True:
+                chunk = handle.read(BLOCK_BYTES)
+                if not chunk:
+                    return
+                data = pending + chunk
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    pending = data
+                    continue
+                pending = data[cut:]
+                yield pos, eventlog.decode_block(data[:cut], tally), pos + cut
+                pos += cut
+
+    def read(self, pos: int, end: int) -> list[Any]:
+        with open(self.path, "rb") as handle:
+            handle.seek(pos)
+            return eventlog.decode_block(handle.read(end - pos), eventlog.tally())
+
+    def torn_tail(self, end_pos: int) -> bool:
+        """Whether bytes after the last whole line wait (a torn last line, or one being written)."""
+        return self.size() > end_pos
+
+
+# -- building -------------------------------------------------------------------------------------
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles an advisor without its recipe (given back on load)."""
+
+    def __init__(self, file: io.BytesIO, recipe: Any) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._recipe = recipe
+
+    def persistent_id(self, obj: Any) -> str | None:
+        return "recipe" if obj is self._recipe and obj is not None else None
+
+
+class _Unpickler(pickle.Unpickler):
+    """Loads loratui's own data only: no other class or function may be named in an index."""
+
+    def __init__(self, file: io.BytesIO, recipe: Any = None) -> None:
+        super().__init__(file)
+        self._recipe = recipe
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self._recipe
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module.startswith("loratui.") or (module, name) in _SAFE:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} may not appear in an index")
+
+
+_SAFE = {("collections", "deque"), ("msgspec._utils", "rebuild"), ("collections", "OrderedDict"), ("array", "_array_reconstructor"),
+         ("array", "array"), ("builtins", "set"), ("builtins", "frozenset"), ("copyreg", "_reconstructor"),
+         ("builtins", "object"), ("builtins", "getattr")}
+
+
+def advisor_bytes(advisor: Advisor) -> bytes:
+    out = io.BytesIO()
+    _Pickler(out, advisor.recipe).dump(advisor)
+    return out.getvalue()
+
+
+def advisor_from(data: bytes, recipe: Any) -> Advisor:
+    advisor: Advisor = _Unpickler(io.BytesIO(data), recipe).load()
+    return advisor
+
+
+class Builder:
+    """Extends an index block by block, folding state and advice as it goes."""
+
+    def __init__(self, index: LogIndex, source: Any, recipe: Any) -> None:
+        self.index, self.source, self.recipe = index, source, recipe
+        self.tally = eventlog.tally(index.skipped, index.unknown, index.malformed)
+        tail = index.tail
+        # share=True: the live state appends to the very lists the saved checkpoints hold prefixes of
+        self.state = thaw(tail.state, share=True) if tail else RunState()
+        self.advisor = advisor_from(tail.advisor, recipe) if tail else Advisor(recipe)
+        self._last_cp = index.checkpoints[-1].index if index.checkpoints else -index.spacing
+
+    def run(self, stop: threading.Event | None = None) -> bool:
+        """Index every whole line not yet indexed; False when `stop` was set on the way."""
+        index = self.index
+        with gc_paused():
+            for pos, found, end in self.source.blocks(index.end_pos, self.tally):
+                if stop is not None and stop.is_set():
+                    return False
+                self._block(pos, found, end)
+            index.tail = self._checkpoint(len(index.block_first))
+        return True
+
+    def _block(self, pos: int, found: list[Any], end: int) -> None:
+        index = self.index
+        n = index.n_events
+        if n - self._last_cp >= index.spacing:
+            index.checkpoints.append(self._checkpoint(len(index.block_first)))
+            self._last_cp = n
+        if found:
+            first_t = max(index.last_t, found[0].t)
+            index.block_first.append(n)
+            index.block_pos.append(pos)
+            index.block_t.append(first_t)
+            if index.first_t is None:
+                index.first_t = found[0].t
+        steps, notes, last_t = self._fold(found, n, index.last_t)
+        index.step_values.extend(s for s, _ in steps)
+        index.step_index.extend(i for _, i in steps)
+        index.notes.extend(notes)
+        index.skipped, index.unknown, index.malformed = self.tally.counts()
+        index.last_t, index.end_pos = last_t, end
+        index.n_events = n + len(found)  # published last: readers trust rows below n_events only
+
+    def _fold(self, found: list[Any], n: int, last_t: float) -> tuple[list[tuple[int, int]], list[int], float]:
+        state_feed, advisor_feed = self.state.feed, self.advisor.feed
+        top = self.index.step_values[-1] if self.index.step_values else -1
+        steps: list[tuple[int, int]] = []
+        notes: list[int] = []
+        for i, event in enumerate(found, n):
+            if event.t > last_t:
+                last_t = event.t
+            kind = type(event)
+            if (kind is events.Step or kind is events.Log) and event.step > top:
+                top = event.step
+                steps.append((top, i))
+            if kind is not events.Sample and is_of_note(event):
+                notes.append(i)
+            state_feed(event)
+            advisor_feed(event)
+        return steps, notes, last_t
+
+    def _checkpoint(self, block: int) -> Checkpoint:
+        index = self.index
+        return Checkpoint(index.n_events, block, index.last_t, freeze(self.state),
+                          advisor_bytes(self.advisor), self.tally.counts())
+
+
+# -- the indexed log ------------------------------------------------------------------------------
+
+
+class IndexedLog:
+    """A log read through its index: events by position, by time, by step; folds at any position."""
+
+    CACHE_BLOCKS = 16
+
+    def __init__(self, source: Any, recipe: Any = None, spacing: int | None = None,
+                 index: LogIndex | None = None) -> None:
+        self.source, self.recipe = source, recipe
+        self.index = index or LogIndex(spacing or max(MIN_SPACING, source.estimate_events() // CHECKPOINTS))
+        self.complete = False
+        """Whether the index covers every whole line there was when it last ran to the end."""
+        self.decoded = 0
+        """Events decoded for reading so far (what a test checks a seek costs)."""
+        self.cache_path: Path | None = None
+        """Where the index is saved when it grows (None: kept in memory only)."""
+        self._cache: OrderedDict[int, list[Any]] = OrderedDict()
+        self._changed = threading.Condition()
+        self._lock = threading.Lock()  # one builder at a time
+        self._read_lock = threading.Lock()  # the block cache (the tick and a seek's worker both read)
+
+    # -- building ---------------------------------------------------------------------------------
+
+    @classmethod
+    def of_list(cls, found: Sequence[Any], recipe: Any = None, spacing: int | None = None) -> "IndexedLog":
+        every = spacing or max(MIN_SPACING, len(found) // CHECKPOINTS)
+        log = cls(ListBlocks(found, min(BLOCK_EVENTS, every)), recipe, every)
+        log.update()
+        return log
+
+    @classmethod
+    def of_file(cls, path: Path, recipe: Any = None, cache: bool = True) -> "IndexedLog":
+        """The log at `path` with its saved index, if one fits (not yet updated: call `update`)."""
+        source = FileBlocks(path)
+        saved = load_index(idx_path(path), index_key(path, recipe), recipe) if cache else None
+        if saved is not None and (saved.end_pos > source.size() or not _ends_line(path, saved.end_pos)):
+            saved = None  # the log was rewritten or truncated
+        log = cls(source, recipe, index=saved)
+        log.cache_path = idx_path(path) if cache else None
+        return log
+
+    def update(self, stop: threading.Event | None = None) -> bool:
+        """Index what was appended since; True when it reached the end. Saves the index when it grew."""
+        with self._lock:
+            before = self.index.end_pos
+            done = Builder(self.index, self.source, self.recipe).run(stop)
+        self.complete = done
+        with self._changed:
+            self._changed.notify_all()
+        if done and self.index.end_pos != before and self.cache_path is not None:
+            self.index.key = index_key(self.source.path, self.recipe)
+            save_index(self.cache_path, self.index, self.recipe)
+        return done
+
+    def wait_for(self, n: int, timeout: float | None = None) -> bool:
+        """Block until `n` events are indexed (or the index is complete); True when they are."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self.index.n_events >= n or self.complete, timeout)
+
+    def add(self, more: Sequence[Any]) -> None:
+        """Events appended to an in-memory log (a followed run)."""
+        self.source.add(more)
+        self.update()
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    @property
+    def n_events(self) -> int:
+        return self.index.n_events
+
+    def notes_text(self) -> str:
+        torn = isinstance(self.source, FileBlocks) and self.complete and self.source.torn_tail(self.index.end_pos)
+        return self.index.notes_text(torn)
+
+    def read(self, start: int, end: int) -> list[Any]:
+        """Events [start, end) (clamped to what is indexed)."""
+        index = self.index
+        end = min(end, index.n_events)
+        if start >= end:
+            return []
+        out: list[Any] = []
+        k = bisect.bisect_right(index.block_first, start) - 1
+        while k < len(index.block_first) and index.block_first[k] < end:
+            first = index.block_first[k]
+            block = self._block(k)
+            out.extend(block[max(0, start - first):end - first])
+            k += 1
+        return out
+
+    def _block(self, k: int) -> list[Any]:
+        with self._read_lock:
+            return self._decoded_block(k)
+
+    def _decoded_block(self, k: int) -> list[Any]:
+        cached = self._cache.get(k)
+        if cached is not None:
+            self._cache.move_to_end(k)
+            return cached
+        index = self.index
+        nxt = index.block_pos[k + 1] if k + 1 < len(index.block_pos) else index.end_pos
+        found = self.source.read(index.block_pos[k], nxt)
+        self.decoded += len(found)
+        self._cache[k] = found
+        if len(self._cache) > self.CACHE_BLOCKS:
+            self._cache.popitem(last=False)
+        return found
+
+    def index_at(self, t: float) -> int:
+        """How many events have their (monotonic) time at or before `t`."""
+        index = self.index
+        n = index.n_events
+        k = bisect.bisect_right(index.block_t, t) - 1
+        if k < 0:
+            return 0
+        if index.block_first[k] >= n:
+            return n
+        latest, count = index.block_t[k], 0
+        for event in self._block(k):
+            latest = max(latest, event.t)
+            if latest > t:
+                break
+            count += 1
+        return min(index.block_first[k] + count, n)
+
+    def time_of(self, count: int) -> float:
+        """The monotonic time of event `count - 1` (the last one shown at cursor `count`)."""
+        index = self.index
+        if count <= 0 or not index.block_first:
+            return self.start_t
+        k = bisect.bisect_right(index.block_first, count - 1) - 1
+        latest = index.block_t[k]
+        for event in self._block(k)[:count - index.block_first[k]]:
+            latest = max(latest, event.t)
+        return latest
+
+    @property
+    def start_t(self) -> float:
+        return self.index.first_t if self.index.first_t is not None else 0.0
+
+    @property
+    def end_t(self) -> float:
+        return self.index.last_t if self.index.n_events else self.start_t
+
+    def fold_at(self, count: int) -> tuple[RunState, Advisor]:
+        """A fresh (state, advisor) over the first `count` events, folded from the nearest checkpoint."""
+        index = self.index
+        count = min(max(count, 0), index.n_events)
+        marks = index.checkpoints + ([index.tail] if index.tail is not None else [])
+        best = None
+        for checkpoint in marks:  # a few hundred at most; the tail may sit past the last one
+            if checkpoint.index <= count and (best is None or checkpoint.index >= best.index):
+                best = checkpoint
+        with gc_paused():
+            if best is None:
+                state, advisor = RunState(), Advisor(self.recipe)
+                start = 0
+            else:
+                state, advisor = thaw(best.state), advisor_from(best.advisor, self.recipe)
+                start = best.index
+            for event in self.read(start, count):
+                state.feed(event)
+                advisor.feed(event)
+        return state, advisor
+
+
+def _ends_line(path: Path, pos: int) -> bool:
+    """Whether the byte before `pos` is a newline (an index may resume there)."""
+    if pos == 0:
+        return True
+    with open(path, "rb") as handle:
+        handle.seek(pos - 1)
+        return handle.read(1) == b"\n"
+
+
+# -- the cache file -------------------------------------------------------------------------------
+
+
+def idx_path(log: Path) -> Path:
+    return log.with_name(log.name.removesuffix(".jsonl") + ".idx")
+
+
+def index_key(path: Path, recipe: Any) -> tuple[Any, ...]:
+    """What a saved index must agree on: format, the log's first bytes, the recipe (advice depends on it)."""
+    with open(path, "rb") as handle:
+        head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
+    recipe_id = hashlib.sha256(repr(recipe).encode()).hexdigest() if recipe is not None else ""
+    return (FORMAT, head, recipe_id)
+
+
+def save_index(path: Path, index: LogIndex, recipe: Any) -> bool:
+    """Write the index (atomically, 0600); False when the folder is not writable."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            _Pickler(handle, recipe).dump(index)  # type: ignore[arg-type]
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return False
+
+
+def load_index(path: Path, key: tuple[Any, ...], recipe: Any) -> LogIndex | None:
+    """The saved index when it is ours, unwritable by others, loadable and of this key; else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+            return None
+        try:
+            index = _Unpickler(handle, recipe).load()  # type: ignore[arg-type]
+        except Exception:  # a damaged or foreign file is rebuilt, whatever broke in it
+            return None
+    return index if isinstance(index, LogIndex) and index.key == key else None
