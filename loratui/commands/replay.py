@@ -1,90 +1,94 @@
-"""`loratui replay RUN [RUN_B] [--speed X] [--from STEP] [--headless --summary]`."""
+"""`loratui replay RUN [RUN_B] [--speed X] [--from STEP] [--headless] [--summary]`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
+
+DESCRIPTION = """\
+Play a recorded run back with the same panes and advice, or overlay two runs (A and B).
+
+  --summary    print the run's JSON summary (losses, NaN steps, peaks, diagnoses) and exit; no TUI
+  --headless   no TUI: print the progress line at --from (or the start of training), at each tenth of
+               the steps after it, and the run's end, as `loratui run --headless` does
+
+An events.jsonl is indexed once (events.idx beside it, rebuilt when the log changes), so a large log
+opens at once and later summaries and seeks are fast."""
 
 
 def register(sub: Any, runs_dir: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `replay` subcommand."""
-    parser = sub.add_parser("replay", parents=[runs_dir], help="play a recorded run back (or compare two)")
+    parser = sub.add_parser("replay", parents=[runs_dir], help="play a recorded run back (or compare two)",
+                            description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="run id, name or directory; an events.jsonl; a trainer_state.json, "
                                     "a Trainer output directory or a Trainer stdout log")
-    parser.add_argument("compare", nargs="?", default=None, help="a second run to overlay")
+    parser.add_argument("compare", nargs="?", default=None, help="a second run to overlay (B)")
     parser.add_argument("--speed", type=float, default=10.0, help="x1 … x1000 (default x10)")
-    parser.add_argument("--from", dest="from_step", type=int, default=None, help="start at this step")
-    parser.add_argument("--headless", action="store_true", help="no TUI")
-    parser.add_argument("--summary", action="store_true", help="with --headless: print a JSON summary")
+    parser.add_argument("--from", dest="from_step", type=int, default=None,
+                        help="start at this step (TUI and --headless; from 0 to the run's last step)")
+    parser.add_argument("--headless", action="store_true", help="no TUI: print progress lines and the end")
+    parser.add_argument("--summary", action="store_true", help="print the JSON summary and exit (no TUI)")
     return parser
 
 
 def main(args: argparse.Namespace) -> int:
-    """Open the replay (or print its summary)."""
+    """Open the replay, or print its summary or headless lines."""
     from loratui.errors import UsageError
 
     if not 1 <= args.speed <= 1000:
         raise UsageError(f"--speed {args.speed:g}: use a speed from 1 to 1000")
-    found, notes, title, recipe = _open(args.run, args.runs_dir)
-    if args.headless or args.summary:
-        return _print_summary(found, notes, recipe, args.compare, args.runs_dir)
-    compare = None
-    if args.compare:
-        from loratui.logic.runstate import RunState
-
-        other, _, other_title, _ = _open(args.compare, args.runs_dir)
-        compare = RunState().feed_all(other)
-        compare.name = compare.name or other_title
-    from loratui.tui.replay_app import replay_app
-
-    app = replay_app(found, recipe, title, args.speed, args.from_step, compare, notes,
-                     follow=_tail_if_running(args.run, args.runs_dir, found))
-    app.run()
-    return 0
+    if args.summary and args.from_step is not None:
+        raise UsageError(f"--from {args.from_step}: the summary covers the whole run; drop --from "
+                         "(or use --headless to print the run from a step on)")
+    opened = _open(args.run, args.runs_dir)
+    if args.summary:
+        return _print_summary(opened, args.compare, args.runs_dir)
+    if args.from_step is not None:
+        _check_from(args.from_step, opened)
+    if args.headless:
+        return _print_headless(opened, args.from_step)
+    return _run_app(opened, args)
 
 
-def _tail_if_running(target: str, runs_dir: Path, found: list[Any]) -> Any:
-    """A tail positioned after `found` when the run is still being written, else None."""
+class _Opened:
+    """A log to replay: indexed (a file's index may still need `update`), its title, recipe and notes."""
+
+    def __init__(self, log: Any, title: str, recipe: Any, notes: str, path: Path | None) -> None:
+        self.log, self.title, self.recipe, self.notes, self.path = log, title, recipe, notes, path
+
+    def complete(self) -> Any:
+        """The log with its index brought up to date (streams a file once; bounded memory)."""
+        if not self.log.complete:
+            self.log.update()
+        return self.log
+
+    def notes_text(self) -> str:
+        return self.notes or self.log.notes_text()
+
+
+def _open(target: str, runs_dir: Path) -> _Opened:
+    """The log `target` names; bad input becomes one UsageError line."""
     from loratui import rundir
-    from loratui.eventlog import LogTail
-
-    try:
-        run = rundir.resolve(target, runs_dir)
-    except rundir.RunNotFound:
-        return None
-    if run.supervisor_pid() is None:
-        return None
-    tail = LogTail(run.events)
-    backlog = tail.poll(max_bytes=None)[len(found):]  # written since `found` was read
-    return _Follow(tail, backlog)
-
-
-class _Follow:
-    """New events of a run still being written: first those that came while opening, then the tail's."""
-
-    def __init__(self, tail: Any, backlog: list[Any]) -> None:
-        self.tail, self.backlog = tail, backlog
-
-    def poll(self) -> list[Any]:
-        """Events not yet handed to the replay."""
-        more: list[Any] = self.backlog + self.tail.poll()
-        self.backlog = []
-        return more
-
-
-def _open(target: str, runs_dir: Path) -> tuple[list[Any], str, str, Any]:
-    """(events, notes, title, recipe or None); bad input becomes one UsageError line."""
-    from loratui import rundir
-    from loratui.sources import importers
     from loratui.errors import UsageError
-    from loratui.sources.open_any import open_any
+    from loratui.sources import importers
+    from loratui.sources.logindex import IndexedLog
+    from loratui.sources.open_any import locate_log, log_title, open_any
 
     if "/" in target and not Path(target).exists():
         raise UsageError(f"{target}: no such file or directory (replay takes a run id, a run directory, "
                          "an events.jsonl, a trainer_state.json, a Trainer output dir or a stdout log)")
+    recipe = _recipe_of(target, runs_dir, rundir)
     try:
+        path = locate_log(target, runs_dir)
+        if path is not None:
+            log = IndexedLog.of_file(path, recipe)
+            if not _has_events(log):
+                raise UsageError(f"{target}: the log holds no readable event; nothing to replay")
+            return _Opened(log, log_title(path), recipe, "", path)
         found, notes, title = open_any(target, runs_dir)
     except importers.ImportFailed as exc:
         raise UsageError(str(exc)) from None
@@ -92,7 +96,17 @@ def _open(target: str, runs_dir: Path) -> tuple[list[Any], str, str, Any]:
         raise UsageError(f"{target}: cannot read ({exc})") from None
     if not found:
         raise UsageError(f"{target}: the log holds no readable event; nothing to replay")
-    return found, notes, title, _recipe_of(target, runs_dir, rundir)
+    return _Opened(IndexedLog.of_list(found, recipe), title, recipe, notes, None)
+
+
+def _has_events(log: Any) -> bool:
+    """Whether the log's index (saved) or first block (read now) holds an event."""
+    if log.n_events:
+        return True
+    from loratui import eventlog
+
+    first = next(iter(log.source.blocks(0, eventlog.tally())), None)
+    return first is not None and bool(first[1])
 
 
 def _recipe_of(target: str, runs_dir: Path, rundir: Any) -> Any:
@@ -114,14 +128,94 @@ def _recipe_of(target: str, runs_dir: Path, rundir: Any) -> Any:
     return None
 
 
-def _print_summary(found: list[Any], notes: str, recipe: Any, compare: str | None, runs_dir: Path) -> int:
-    from loratui.logic.runstate import RunState
-    from loratui.logic.summary import diagnose, summarize
+def _check_from(step: int, opened: _Opened) -> None:
+    """Refuse a --from outside the run's steps, naming the range."""
+    from loratui.errors import UsageError
+    from loratui.sources.logindex import last_step
 
-    summary = summarize(RunState().feed_all(found), notes, diagnose(found, recipe))
+    last = last_step(opened.path) if opened.path is not None else None
+    if last is None:  # no step near the end of the file (or an import): ask the index
+        values = opened.complete().index.step_values
+        last = values[-1] if len(values) else 0
+    if not 0 <= step <= last:
+        raise UsageError(f"--from {step}: {opened.title} has steps 0 to {last}; give a step in that range")
+
+
+def _run_app(opened: _Opened, args: argparse.Namespace) -> int:
+    from loratui.tui.replay_app import replay_app
+
+    compare, title = None, opened.title
+    if args.compare:
+        other = _open(args.compare, args.runs_dir)
+        compare, _ = other.complete().fold_at(other.log.n_events)
+        # Two runs may share a name: the legend and title say A and B, with their ids.
+        compare.name = f"B {_label(compare, other.title)}"
+        title = f"A {opened.title} · B {other.title}"
+    app = replay_app(opened.log, opened.recipe, title, args.speed, args.from_step, compare, opened.notes,
+                     follow=_still_written(args.run, args.runs_dir))
+    app.run()
+    return 0
+
+
+def _label(state: Any, title: str) -> str:
+    """`name (id)`, or the title when the log names neither."""
+    if state.name and state.run_id and state.name != state.run_id:
+        return f"{state.name} ({state.run_id})"
+    return state.run_id or state.name or title
+
+
+def _still_written(target: str, runs_dir: Path) -> bool:
+    """Whether the run's supervisor is alive (its log still grows: the replay follows it)."""
+    from loratui import rundir
+
+    try:
+        return rundir.resolve(target, runs_dir).supervisor_pid() is not None
+    except rundir.RunNotFound:
+        return False
+
+
+def _summary(opened: _Opened) -> dict[str, Any]:
+    from loratui.logic.summary import summarize
+
+    log = opened.complete()
+    state, advisor = log.fold_at(log.n_events)
+    return summarize(state, opened.notes_text(), [item.id for item in advisor.items()])
+
+
+def _print_summary(opened: _Opened, compare: str | None, runs_dir: Path) -> int:
+    summary = _summary(opened)
     if compare:
-        other, other_notes, _, other_recipe = _open(compare, runs_dir)
-        summary = {"a": summary, "b": summarize(RunState().feed_all(other), other_notes,
-                                                 diagnose(other, other_recipe))}
-    print(json.dumps(summary, indent=2))
+        summary = {"a": summary, "b": _summary(_open(compare, runs_dir))}
+    return _emit(json.dumps(summary, indent=2) + "\n")
+
+
+def _print_headless(opened: _Opened, from_step: int | None) -> int:
+    """The progress line at the start (or --from), at each tenth of the rest, and the end."""
+    import io
+
+    from loratui.sources.replay import Replay
+    from loratui.tui.headless import print_end, progress_line
+
+    replay = Replay(opened.complete())
+    last = replay.log.index.step_values[-1] if len(replay.log.index.step_values) else 0
+    first = from_step if from_step is not None else 0
+    out = io.StringIO()
+    start = replay.index_of_step(first) if from_step is not None else replay.start_of_training()
+    shown = [start] + [replay.index_of_step(first + (last - first) * k // 10) for k in range(1, 10)]
+    for index in sorted(set(shown)) + [replay.n_events]:
+        print(progress_line(replay.state_at(index)), file=out)
+    print_end(replay.state_at(replay.n_events), out)
+    if opened.notes_text():
+        print(f"note: {opened.notes_text()}", file=out)
+    return _emit(out.getvalue())
+
+
+def _emit(text: str) -> int:
+    """Print; a reader that went away (`| head -1`) ends the command quietly, not with a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit and would complain there: point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -493,3 +493,20 @@ def load_index(path: Path, key: tuple[Any, ...], recipe: Any) -> LogIndex | None
         except Exception:  # a damaged or foreign file is rebuilt, whatever broke in it
             return None
     return index if isinstance(index, LogIndex) and index.key == key else None
+
+
+TAIL_BYTES = 1 << 20
+
+
+def last_step(path: Path) -> int | None:
+    """The last step the log's final MiB names (a step or log event); None when it names none."""
+    size = FileBlocks(path).size()
+    with open(path, "rb") as handle:
+        handle.seek(max(0, size - TAIL_BYTES))
+        data = handle.read()
+    if size > TAIL_BYTES:
+        data = data[data.find(b"\n") + 1:]  # the first line may be cut
+    data = data[:data.rfind(b"\n") + 1]
+    steps = [e.step for e in eventlog.decode_block(data, eventlog.tally())
+             if isinstance(e, (events.Step, events.Log))]
+    return max(steps) if steps else None

@@ -16,8 +16,7 @@ def open_any(target: str | Path, runs_dir: Path) -> tuple[list[events.AnyEvent],
     that is none of the formats.
     """
     path = Path(target)
-    if (path / "events.jsonl").is_file() or (path.is_file() and _is_event_log(path)):
-        events_path = path / "events.jsonl" if path.is_dir() else path
+    if (events_path := _event_log_at(path)) is not None:
         contents = read_log(events_path)
         return contents.events, contents.notes(), _run_title(contents.events, events_path)
     if path.exists():
@@ -31,6 +30,24 @@ def open_any(target: str | Path, runs_dir: Path) -> tuple[list[events.AnyEvent],
     return contents.events, contents.notes(), _run_title(contents.events, run.events)
 
 
+def locate_log(target: str | Path, runs_dir: Path) -> Path | None:
+    """The events.jsonl that `target` names (a run, its directory, a log); None for something to import.
+
+    Raises `rundir.RunNotFound` for a name that matches no run.
+    """
+    path = Path(target)
+    found = _event_log_at(path)
+    if found is not None or path.exists():
+        return found
+    return rundir.resolve(str(target), runs_dir).events
+
+
+def _event_log_at(path: Path) -> Path | None:
+    if (path / "events.jsonl").is_file():
+        return path / "events.jsonl"
+    return path if path.is_file() and _is_event_log(path) else None
+
+
 def _is_event_log(path: Path) -> bool:
     """Whether a file's first line is a loratui log header."""
     with open(path, "rb") as handle:
@@ -42,3 +59,10 @@ def _run_title(found: list[events.AnyEvent], events_path: Path) -> str:
     """The run id from the header, else the directory's name."""
     header = found[0] if found and isinstance(found[0], events.Header) else None
     return header.run_id if header and header.run_id else events_path.parent.name
+
+
+def log_title(events_path: Path) -> str:
+    """A log's title from its first line alone (a 1 GB log is not read to name it)."""
+    with open(events_path, "rb") as handle:
+        first = events.decode_line(handle.readline(1 << 16))
+    return _run_title([first] if isinstance(first, events.Header) else [], events_path)

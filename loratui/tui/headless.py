@@ -64,7 +64,7 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
     finally:
         if bar is not None:
             bar.stop()
-    _print_end(state, out)
+    print_end(state, out)
     return state
 
 
@@ -105,7 +105,7 @@ class _RichBar:
         self.progress.stop()
 
 
-def _print_end(state: RunState, out: TextIO) -> None:
+def print_end(state: RunState, out: TextIO) -> None:
     end = state.end
     if end is None:
         return

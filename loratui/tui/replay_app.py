@@ -1,26 +1,57 @@
-"""The app in replay: the same panes and advice, fed by a virtual clock over a recorded log."""
+"""The app in replay: the same panes and advice, fed by a virtual clock over a recorded log.
+
+The threading rule is the live path's: workers compute and post, handlers on the event loop apply. The
+index worker reads the log (a 1 GB log is indexed behind the first frame, and a run still being written is
+followed); the seek worker folds state and advice at the target from the nearest checkpoint and posts
+`Moved`; only the handler moves the cursor and swaps the panes' state.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from textual import work
+from textual import on, work
 from textual.binding import Binding
+from textual.message import Message
 
-from loratui.eventlog import LogTail
 from loratui.logic import fmt
+from loratui.logic.advice import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe
+from loratui.sources.logindex import IndexedLog
 from loratui.sources.replay import Replay
 from loratui.sources.runlog import ListSource
-from loratui.logic.advice import Advisor
 from loratui.tui.app import LoratuiApp
 from loratui.tui.messages import EventsArrived, StateReplaced
+from loratui.tui.screens import TextScreen
 from loratui.tui.widgets.loss_plot import LossPlot
 from loratui.tui.widgets.vram import VramPane
 
 TICK_S = 0.1
+FOLLOW_S = 1.0
+"""How often the index looks for events appended to a run still being written."""
+
+HELP = """\
+loratui replay — keys
+
+  space  play / pause                    + / -  faster / slower (x1 … x1000)
+  → / ←  one step forward / back          ] / [  next / previous event of note
+                                                 (failure, NaN, pause, eval, save, checkpoint)
+  g      start of training               G      end of the record
+  l      show/hide the trainer's output  t      loss ↔ learning rate / grad norm
+  a      focus the advice panel (enter: evidence)
+  q      quit                            ?      this help
+
+A replay only reads the log: it cannot pause, save or stop a run (`loratui attach` can)."""
+
+
+class Moved(Message):
+    """A seek's worker folded state and advice at `index`; the handler moves the cursor there."""
+
+    def __init__(self, state: RunState, advisor: Advisor, index: int, play: bool = False) -> None:
+        super().__init__()
+        self.state, self.advisor, self.index, self.play = state, advisor, index, play
 
 
 class ReplayApp(LoratuiApp):
@@ -40,49 +71,56 @@ class ReplayApp(LoratuiApp):
 
     def __init__(self, replay: Replay, recipe: Recipe | None = None, title: str = "",
                  compare: RunState | None = None, start_step: int | None = None, note: str = "",
-                 follow: LogTail | None = None) -> None:
+                 follow: bool = False) -> None:
         super().__init__(ListSource([], title=title), recipe, send=None)
         self.replay = replay
         self.follow = follow
-        """The log's tail when the recorded run is still being written: new events join the replay."""
-        self._ticks = 0
+        """The recorded run is still being written: the index follows the log's growth."""
         self.compare = compare
         self.start_step = start_step
-        self.note = note
-        self._seeking = False
+        self.note = self.import_note = note
 
     def start_source(self) -> None:
         """Drive the replay from a timer instead of polling a file."""
         if self.compare is not None:
             self.query_one(LossPlot).compare = self.compare
             self.query_one(VramPane).compare = self.compare
+        if not self.replay.log.complete:
+            self._index()
         if self.start_step is not None:
-            self._seek(self.replay.index_of_step(self.start_step))
-        self.replay.clock.play(time.monotonic())
+            self._seek("step", self.start_step, play=True)
+        else:
+            self.replay.clock.play(time.monotonic())
         self.set_interval(TICK_S, self._tick)
 
+    @work(thread=True, exclusive=True, group="index")
+    def _index(self) -> None:
+        """Index the log behind the first frame; then, for a run still being written, follow it."""
+        while self.replay.log.update(self._stop_polling) and self.follow:
+            if self._stop_polling.wait(FOLLOW_S):
+                return
+
     def _tick(self) -> None:
-        if self._seeking:
-            return
-        self._ticks += 1
-        if self.follow is not None and self._ticks % 10 == 0:
-            more = self.follow.poll()
-            if more:
-                self.replay.extend(more)
         due = self.replay.tick(time.monotonic())
-        if due:
-            self.post_message(EventsArrived(due, self.note))
+        note = self.import_note or self.replay.log.notes_text()
+        if due or note != self.note:
+            self.post_message(EventsArrived(due, note))
         self._dirty = True  # the position in the status bar moves even without events
 
     def status_extra(self) -> str:
-        clock = self.replay.clock
+        clock, log = self.replay.clock, self.replay.log
         position = clock.now(time.monotonic()) - self.replay.start_t
         total = self.replay.end_t - self.replay.start_t
         mark = "▶" if clock.playing else "❚❚"
         extra = f"REPLAY {mark} x{clock.speed:g} {fmt.duration(position)}/{fmt.duration(total)}"
+        if not log.complete and not self.follow:
+            extra += f" (indexing {log.index.end_pos / max(1, log.source.size()):.0%})"
         return f"{extra}  {self.note}" if self.note else extra
 
     # -- keys -------------------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(TextScreen(HELP))  # the replay's keys only: the live ones do nothing here
 
     def action_toggle_play(self) -> None:
         self.replay.clock.toggle(time.monotonic())
@@ -98,39 +136,65 @@ class ReplayApp(LoratuiApp):
 
     def action_step(self, delta: int) -> None:
         self.replay.clock.pause(time.monotonic())
-        target = max(0, self.run_state.step + delta)
-        self._seek(self.replay.index_of_step(target))
+        self._seek("step", max(0, self.run_state.step + delta))
 
     def action_note(self, direction: int) -> None:
         index = self.replay.next_note() if direction > 0 else self.replay.prev_note()
         if index is None:
-            self.notify("no more events of note that way", timeout=2)
+            self.notify("no more events of note that way" + ("" if self.replay.log.complete else
+                                                               " yet (still indexing)"), timeout=2)
             return
         self.replay.clock.pause(time.monotonic())
-        self._seek(index)
+        self._seek("index", index)
 
     def action_jump_start(self) -> None:
-        self._seek(0)
+        self._seek("start", 0)
 
     def action_jump_end(self) -> None:
-        self._seek(len(self.replay.events))
+        if not self.replay.log.complete:
+            self.notify("indexing the log: the end shows when it is read", timeout=3)
+        self._seek("end", 0)
+
+    # -- seeking ----------------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="seek")
-    def _seek(self, index: int) -> None:
-        """Rebuild state and advice at `index` off the event loop, then swap them in."""
-        self._seeking = True
-        try:
-            state = self.replay.seek(index, time.monotonic())
-            advisor = Advisor(self.recipe).feed_all(self.replay.events[:self.replay.cursor])
-            self.post_message(StateReplaced(state, advisor))
-        finally:
-            self._seeking = False
+    def _seek(self, kind: str, value: int, play: bool = False) -> None:
+        """Fold state and advice at the target off the event loop (waiting for the index to reach it,
+        on a log still being indexed), then post them; `_moved` applies them."""
+        index = self._target(kind, value)
+        if index is None:
+            return
+        state, advisor = self.replay.fold_at(index)
+        self.post_message(Moved(state, advisor, index, play))
+
+    def _target(self, kind: str, value: int) -> int | None:
+        """The cursor a seek goes to; None when the app closed while waiting for the index."""
+        replay, log = self.replay, self.replay.log
+        if kind == "end" or (kind == "step" and not replay.step_indexed(value)):
+            while not (replay.step_indexed(value) if kind == "step" else log.complete):
+                if self._stop_polling.is_set():
+                    return None
+                log.wait_for(log.n_events + 1, timeout=0.2)
+        if kind == "step":
+            return replay.index_of_step(value)
+        if kind == "start":
+            log.wait_for(1)
+            return replay.start_of_training()
+        return value if kind == "index" else log.n_events
+
+    @on(Moved)
+    def _moved(self, message: Moved) -> None:
+        wall = time.monotonic()
+        self.replay.move_to(message.index, wall)
+        if message.play:
+            self.replay.clock.play(wall)
+        LoratuiApp._replace(self, StateReplaced(message.state, message.advisor))
 
 
-def replay_app(found: list[Any], recipe: Recipe | None, title: str, speed: float = 1.0,
+def replay_app(found: list[Any] | IndexedLog, recipe: Recipe | None, title: str, speed: float = 1.0,
                start_step: int | None = None, compare: RunState | None = None, note: str = "",
-               follow: LogTail | None = None) -> ReplayApp:
-    """A ReplayApp over `found` at `speed`, optionally starting at `start_step`."""
-    replay = Replay(found)
+               follow: bool = False) -> ReplayApp:
+    """A ReplayApp over `found` (events, or an indexed log) at `speed`, optionally from `start_step`."""
+    replay = Replay(found, recipe=recipe)
     replay.clock.set_speed(speed, time.monotonic())
     return ReplayApp(replay, recipe, title, compare=compare, start_step=start_step, note=note, follow=follow)
