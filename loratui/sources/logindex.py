@@ -289,6 +289,9 @@ class IndexedLog:
         """Whether the index covers every whole line there was when it last ran to the end."""
         self.decoded = 0
         """Events decoded for reading so far (what a test checks a seek costs)."""
+        self.first_t: float | None = None
+        self.last_t: float | None = None
+        """Times read from the file's ends at open, for the clock while the index is being built."""
         self.cache_path: Path | None = None
         """Where the index is saved when it grows (None: kept in memory only)."""
         self._cache: OrderedDict[int, list[Any]] = OrderedDict()
@@ -314,6 +317,10 @@ class IndexedLog:
             saved = None  # the log was rewritten or truncated
         log = cls(source, recipe, index=saved)
         log.cache_path = idx_path(path) if cache else None
+        # The clock starts at the first event and the position shows out of the last, before indexing.
+        first = next(iter(source.blocks(0, eventlog.tally())), (0, [], 0))[1][:1]
+        log.first_t = first[0].t if first else None
+        log.last_t = max((e.t for e in tail_events(path)), default=None)
         return log
 
     def update(self, stop: threading.Event | None = None) -> bool:
@@ -412,10 +419,13 @@ class IndexedLog:
 
     @property
     def start_t(self) -> float:
-        return self.index.first_t if self.index.first_t is not None else 0.0
+        first = self.index.first_t if self.index.first_t is not None else self.first_t
+        return first if first is not None else 0.0
 
     @property
     def end_t(self) -> float:
+        if not self.complete and self.last_t is not None:
+            return max(self.last_t, self.index.last_t)
         return self.index.last_t if self.index.n_events else self.start_t
 
     def fold_at(self, count: int) -> tuple[RunState, Advisor]:
@@ -500,13 +510,16 @@ TAIL_BYTES = 1 << 20
 
 def last_step(path: Path) -> int | None:
     """The last step the log's final MiB names (a step or log event); None when it names none."""
+    steps = [e.step for e in tail_events(path) if isinstance(e, (events.Step, events.Log))]
+    return max(steps) if steps else None
+
+
+def tail_events(path: Path) -> list[Any]:
+    """The events of the log's last MiB of whole lines."""
     size = FileBlocks(path).size()
     with open(path, "rb") as handle:
         handle.seek(max(0, size - TAIL_BYTES))
         data = handle.read()
     if size > TAIL_BYTES:
         data = data[data.find(b"\n") + 1:]  # the first line may be cut
-    data = data[:data.rfind(b"\n") + 1]
-    steps = [e.step for e in eventlog.decode_block(data, eventlog.tally())
-             if isinstance(e, (events.Step, events.Log))]
-    return max(steps) if steps else None
+    return eventlog.decode_block(data[:data.rfind(b"\n") + 1], eventlog.tally())
