@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from loratui import rundir
+from loratui import events, rundir
 from loratui.eventlog import EventWriter
 from tests import scenarios
 from tests.conftest import TINY, loratui
@@ -46,3 +46,59 @@ def test_bad_targets_get_one_line(tmp_path: Path) -> None:
         result = loratui(*args, "--headless")
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_summary_prints_json_and_headless_prints_progress(tmp_path: Path) -> None:
+    path = _recorded(tmp_path, "r", scenarios.run(30, max_steps=30) + [_end(30)])
+    summary = loratui("replay", str(path), "--summary")
+    assert summary.returncode == 0, summary.stderr
+    assert json.loads(summary.stdout)["steps"] == 30
+    headless = loratui("replay", str(path), "--headless", "--from", "12")
+    assert headless.returncode == 0, headless.stderr
+    lines = headless.stdout.splitlines()
+    assert not headless.stdout.startswith("{") and "step 12/30" in lines[0]  # --from is honoured
+    assert "step 30/30" in lines[-2] and lines[-1].endswith(": finished at step 30")
+
+
+def _end(step: int) -> events.End:
+    return events.End(t=scenarios.T0 + 10_000, state=events.FINISHED, exit_code=0, step=step)
+
+
+def test_from_outside_the_run_is_refused_with_the_range(tmp_path: Path) -> None:
+    path = _recorded(tmp_path, "r", scenarios.run(30))
+    for step in ("31", "-1"):
+        result = loratui("replay", str(path), "--headless", "--from", step)
+        assert result.returncode == 2 and f"--from {step}: " in result.stderr and "steps 0 to 30" in result.stderr
+    both = loratui("replay", str(path), "--summary", "--from", "3")
+    assert both.returncode == 2 and "--from 3" in both.stderr and "Traceback" not in both.stderr
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = _recorded(tmp_path, "r", scenarios.run(30))
+    proc = subprocess.Popen([sys.executable, "-m", "loratui", "replay", str(path), "--summary"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # `| head -1` gone before the summary is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == "", err
+
+
+def test_compare_names_two_runs_of_one_name_a_and_b_with_ids(tmp_path: Path) -> None:
+    from loratui.commands.replay import _open, compare_runs
+
+    runs = tmp_path / "runs"
+    for run_id in ("20270101-000000-same", "20270102-000000-same"):
+        settings = rundir.RunSettings(run_id=run_id, name="same", recipe_source=str(TINY))
+        run = rundir.create(runs, settings, TINY.read_text())
+        writer = EventWriter(run.events)
+        for event in scenarios.run(5):
+            writer.write(event if not isinstance(event, events.Header) else
+                         events.Header(t=event.t, schema=1, run_id=run_id, recipe_hash="h", name="same"))
+        writer.close()
+    a, b = (_open(run_id, runs) for run_id in ("20270101-000000-same", "20270102-000000-same"))
+    state, title = compare_runs(a, b)
+    assert state.name == "B same (20270102-000000-same)"
+    assert title == "A same (20270101-000000-same) · B same (20270102-000000-same)"

@@ -59,6 +59,10 @@ class _Opened:
 
     def __init__(self, log: Any, title: str, recipe: Any, notes: str, path: Path | None) -> None:
         self.log, self.title, self.recipe, self.notes, self.path = log, title, recipe, notes, path
+        header = log.source.first_event() if path is not None else (log.read(0, 1) or [None])[0]
+        name, run_id = getattr(header, "name", ""), getattr(header, "run_id", "")
+        self.label = f"{name} ({run_id})" if name and run_id and name != run_id else (run_id or title)
+        """`name (id)`: what tells two runs of one name apart."""
 
     def complete(self) -> Any:
         """The log with its index brought up to date (streams a file once; bounded memory)."""
@@ -146,22 +150,19 @@ def _run_app(opened: _Opened, args: argparse.Namespace) -> int:
 
     compare, title = None, opened.title
     if args.compare:
-        other = _open(args.compare, args.runs_dir)
-        compare, _ = other.complete().fold_at(other.log.n_events)
-        # Two runs may share a name: the legend and title say A and B, with their ids.
-        compare.name = f"B {_label(compare, other.title)}"
-        title = f"A {opened.title} · B {other.title}"
+        compare, title = compare_runs(opened, _open(args.compare, args.runs_dir))
     app = replay_app(opened.log, opened.recipe, title, args.speed, args.from_step, compare, opened.notes,
                      follow=_still_written(args.run, args.runs_dir))
     app.run()
     return 0
 
 
-def _label(state: Any, title: str) -> str:
-    """`name (id)`, or the title when the log names neither."""
-    if state.name and state.run_id and state.name != state.run_id:
-        return f"{state.name} ({state.run_id})"
-    return state.run_id or state.name or title
+def compare_runs(opened: _Opened, other: _Opened) -> tuple[Any, str]:
+    """(B's final state, the window title). Two runs may share a name: the legend and the title call them
+    A and B, each with its id."""
+    compare, _ = other.complete().fold_at(other.log.n_events)
+    compare.name = f"B {other.label}"
+    return compare, f"A {opened.label} · B {other.label}"
 
 
 def _still_written(target: str, runs_dir: Path) -> bool:

@@ -154,6 +154,11 @@ class FileBlocks:
             handle.seek(pos)
             return eventlog.decode_block(handle.read(end - pos), eventlog.tally())
 
+    def first_event(self) -> Any:
+        """The log's first event (its header, in a loratui log), or None."""
+        found = next(iter(self.blocks(0, eventlog.tally())), (0, [], 0))[1]
+        return found[0] if found else None
+
     def torn_tail(self, end_pos: int) -> bool:
         """Whether bytes after the last whole line wait (a torn last line, or one being written)."""
         return self.size() > end_pos
@@ -318,8 +323,8 @@ class IndexedLog:
         log = cls(source, recipe, index=saved)
         log.cache_path = idx_path(path) if cache else None
         # The clock starts at the first event and the position shows out of the last, before indexing.
-        first = next(iter(source.blocks(0, eventlog.tally())), (0, [], 0))[1][:1]
-        log.first_t = first[0].t if first else None
+        first = source.first_event()
+        log.first_t = first.t if first is not None else None
         log.last_t = max((e.t for e in tail_events(path)), default=None)
         return log
 

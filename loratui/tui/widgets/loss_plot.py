@@ -54,7 +54,8 @@ class LossPlot(PlotextPlot):
         self.refresh()
 
     def _plot_loss(self, state: RunState) -> None:
-        legend = [("loss", "grey62"), ("smoothed", "cyan")]
+        # beside a compared run, A's curve is named as B's is (two runs may share a name)
+        legend = [("loss", "grey62"), ("A smoothed" if self.compare is not None else "smoothed", "cyan")]
         points = _thin(state.loss, max(50, self.size.width * 2))
         finite = [(s, v) for s, v in points if math.isfinite(v)]
         if finite:
