@@ -84,3 +84,35 @@ async def test_from_step_opens_at_that_step() -> None:
             if app.run_state.step >= 30:
                 break
         assert 30 <= app.run_state.step <= 31  # x1 playing on from 30: at most one more 2.7 s step
+
+
+async def test_help_lists_the_replay_keys_only() -> None:
+    from textual.widgets import Static
+
+    from loratui.tui.screens import TextScreen
+
+    app = replay_app(scenarios.run(10), None, "help", speed=1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, TextScreen)
+        text = " ".join(str(w.render()) for w in app.screen.query(Static))
+        assert "play / pause" in text and "next / previous event of note" in text
+        for live_only in ("suspend", "detach", "save a checkpoint", "apply the highlighted advice"):
+            assert live_only not in text
+
+
+async def test_g_goes_to_the_start_of_training_not_an_empty_starting_state() -> None:
+    app = replay_app(scenarios.run(30), None, "g", speed=1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("G")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.run_state.step == 30:
+                break
+        await pilot.press("g")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.run_state.step == 0:
+                break
+        assert app.run_state.step == 0 and app.run_state.state == "training" and app.run_state.max_steps == 200

@@ -177,3 +177,13 @@ def test_bench_quick_runs() -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1].startswith("RESULT events=")
+
+
+def test_a_malformed_event_is_not_called_newer(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    lines = [events.encode(e) for e in _run()]
+    lines.insert(30, b'{"kind":"step","t":1030.0,"step":"eleven"}\n')  # a kind we know, fields we cannot read
+    log.write_bytes(b"".join(lines))
+    contents = read_log(log)
+    assert (contents.malformed, contents.unknown) == (1, 0)
+    assert contents.notes() == "1 malformed event skipped (a known kind with missing or wrong fields)"

@@ -184,6 +184,8 @@ class ReplayApp(LoratuiApp):
 
     @on(Moved)
     def _moved(self, message: Moved) -> None:
+        if self._stop_polling.is_set():
+            return  # a seek that finished while the app closed: its panes are gone
         wall = time.monotonic()
         self.replay.move_to(message.index, wall)
         if message.play:
