@@ -118,13 +118,15 @@ def _seek_before(log: IndexedLog, target: int) -> tuple[RunState, Advisor]:
     return state, advisor
 
 
-def _seeks(fn, targets: list[int]) -> list[float]:
-    times = []
+def _seeks(fn, targets: list[int]) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of each seek (CPU time holds on a shared machine under load; wall does not)."""
+    wall, cpu = [], []
     for target in targets:
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn(target)
-        times.append(time.perf_counter() - start)
-    return times
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return wall, cpu
 
 
 def measure(path: Path, repeat: int, seeks: int) -> dict[str, float]:
@@ -140,12 +142,13 @@ def measure(path: Path, repeat: int, seeks: int) -> dict[str, float]:
     rng = random.Random(1)
     replay = Replay(log)
     targets = [replay.index_of_step(rng.randrange(1, final.step + 1)) for _ in range(seeks)]  # type: ignore[attr-defined]
-    after = _seeks(log.fold_at, targets)
-    before = _seeks(lambda t: _seek_before(log, t), targets[: max(3, seeks // 10)])
+    after, after_cpu = _seeks(log.fold_at, targets)
+    before, before_cpu = _seeks(lambda t: _seek_before(log, t), targets[: max(3, seeks // 10)])
     return {"events": final.n_events, "read_s": read_s, "per_line_read_s": per_line_s, "fold_s": fold_s,  # type: ignore[attr-defined]
             "fold_paused_s": fold_paused_s, "open_s": read_s + fold_paused_s, "index_s": index_s,
             "seek_before_s": statistics.median(before), "seek_median_s": statistics.median(after),
-            "seek_max_s": max(after)}
+            "seek_max_s": max(after), "seek_before_cpu_s": statistics.median(before_cpu),
+            "seek_median_cpu_s": statistics.median(after_cpu), "seek_max_cpu_s": max(after_cpu)}
 
 
 ROWS = [("read_log (bulk decode, GC paused)", "read_s"), ("read, one decode per line (before)", "per_line_read_s"),
@@ -153,7 +156,9 @@ ROWS = [("read_log (bulk decode, GC paused)", "read_s"), ("read, one decode per 
         ("open to last frame (read + fold)", "open_s"),
         ("index the file (state+advice checkpoints)", "index_s"),
         ("seek+advice, advice from event 0 (before)", "seek_before_s"),
-        ("seek+advice from a checkpoint, median", "seek_median_s"), ("seek+advice from a checkpoint, max", "seek_max_s")]
+        ("seek+advice from a checkpoint, median", "seek_median_s"), ("seek+advice from a checkpoint, max", "seek_max_s"),
+        ("  the same, CPU time: before", "seek_before_cpu_s"), ("  CPU time: after, median", "seek_median_cpu_s"),
+        ("  CPU time: after, max", "seek_max_cpu_s")]
 
 
 def report(fig: dict[str, float], size: int) -> None:
@@ -166,7 +171,9 @@ def report(fig: dict[str, float], size: int) -> None:
           f"fold_ms={ms['fold_s']:.0f} fold_paused_ms={ms['fold_paused_s']:.0f} open_ms={ms['open_s']:.0f} "
           f"index_ms={ms['index_s']:.0f} seek_before_ms={ms['seek_before_s']:.1f} "
           f"seek_median_ms={ms['seek_median_s']:.1f} seek_max_ms={ms['seek_max_s']:.1f} "
-          f"seek_before_vs_after=x{fig['seek_before_s'] / fig['seek_median_s']:.0f}")
+          f"seek_before_vs_after=x{fig['seek_before_s'] / fig['seek_median_s']:.0f} "
+          f"seek_cpu_before_ms={ms['seek_before_cpu_s']:.1f} seek_cpu_median_ms={ms['seek_median_cpu_s']:.1f} "
+          f"seek_cpu_max_ms={ms['seek_max_cpu_s']:.1f}")
 
 
 def main() -> None:
