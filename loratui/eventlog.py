@@ -26,6 +26,8 @@ import msgspec
 
 from loratui import events
 
+_KNOWN_KINDS = frozenset(c.__struct_config__.tag for c in events.AnyEvent.__args__)  # type: ignore[attr-defined]
+"""The kinds this version decodes: a line of one of them that fails to decode is malformed, not newer."""
 _DURABLE = (events.Header, events.State, events.End, events.Control, events.Checkpoint, events.TrainBegin)
 
 
@@ -151,7 +153,7 @@ class LogTail:
                 self.skipped += 1
             elif isinstance(event, events.Unknown):
                 # a kind we know that failed to decode is damaged, not newer
-                if event.kind in events.KNOWN_KINDS:
+                if event.kind in _KNOWN_KINDS:
                     self.malformed += 1
                 else:
                     self.unknown += 1

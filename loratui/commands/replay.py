@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -212,11 +211,7 @@ def _print_headless(opened: _Opened, from_step: int | None) -> int:
 
 
 def _emit(text: str) -> int:
-    """Print; a reader that went away (`| head -1`) ends the command quietly, not with a traceback."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Python flushes stdout again at exit and would complain there: point it at /dev/null first.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    """Print (a reader that went away, `| head -1`, is the CLI's to handle: it ends quietly)."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
     return 0
