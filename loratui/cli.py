@@ -165,9 +165,17 @@ def _view(run: rundir.RunDir, headless: bool) -> int:
     def actions(run: rundir.RunDir) -> RunActions:
         return RunActions(send=lambda command: control.send(run.control, command, "tui"),
                           write_fix=lambda advice_id, change: write_fixed_recipe(run, advice_id, change),
-                          restart=lambda recipe, env, send: restart_with(run, recipe, env, send))
+                          restart=lambda recipe, env, send: restart_with(run, recipe, env, send),
+                          stacks=lambda: _stacks_text(run))
 
     return run_app(run, actions)
+
+
+def _stacks_text(run: rundir.RunDir) -> str:
+    from loratui.supervisor import stacks
+
+    event = stacks.collect(run, "k in the app")
+    return stacks.render(event) if event is not None else "no trainer process is running; nothing to dump"
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

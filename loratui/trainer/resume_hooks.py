@@ -14,9 +14,13 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from loratui.trainer.lr_rescale import rescale_lr
+
 OOM_AT_STEP = "LORATUI_TEST_OOM_AT_STEP"
 OOM_ONCE = "LORATUI_TEST_OOM_ONCE"
 HANG_AT_STEP = "LORATUI_TEST_HANG_AT_STEP"
+CARD_GIB = "LORATUI_TEST_CARD_GIB"
+"""Simulate a smaller card (torch's per-process memory fraction), for the GPU checks of the guard."""
 FIXED_HEADER = "# Written by loratui"
 
 
@@ -25,18 +29,8 @@ class LrFromRecipe(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, optimizer: Any = None,
                        lr_scheduler: Any = None, **kwargs: Any) -> None:
-        scheduler = getattr(lr_scheduler, "scheduler", lr_scheduler)
-        base = getattr(scheduler, "base_lrs", None)
-        if not state.global_step or not base or not base[0] or optimizer is None:
-            return
-        scale = args.learning_rate / base[0]
-        if abs(scale - 1.0) < 1e-9:
-            return
-        scheduler.base_lrs = [lr * scale for lr in base]
-        for group in optimizer.param_groups:
-            group["lr"] *= scale
-            if "initial_lr" in group:
-                group["initial_lr"] *= scale
+        if state.global_step:
+            rescale_lr(optimizer, lr_scheduler, args.learning_rate)
 
 
 class InjectedFaults(TrainerCallback):
@@ -69,6 +63,12 @@ def injected_hang() -> None:
 def extra_callbacks(recipe_path: Path) -> list[Any]:
     """The callbacks to add to the Trainer: the learning-rate fix, and faults when a test asks."""
     found: list[Any] = [LrFromRecipe()]
+    if os.environ.get(CARD_GIB):
+        import torch
+
+        if torch.cuda.is_available():
+            total = torch.cuda.get_device_properties(0).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, float(os.environ[CARD_GIB]) * (1 << 30) / total))
     if os.environ.get(OOM_AT_STEP) or os.environ.get(HANG_AT_STEP):
         found.append(InjectedFaults(recipe_path))
     return found
