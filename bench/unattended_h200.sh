@@ -13,7 +13,7 @@ python3 bench/make_bench_data.py /tmp/loratui_bench/data.jsonl 12 >> "$OUT/ckpt.
 R=/tmp/unattended; mkdir -p $R
 sed -e 's/^load_in_4bit = true.*/load_in_4bit = false/' -e 's/^per_device_train_batch_size = 4.*/per_device_train_batch_size = 1/' \
     -e 's/^gradient_accumulation_steps = 4.*/gradient_accumulation_steps = 1/' \
-    -e 's/^gradient_checkpointing = true.*/gradient_checkpointing = false/' -e 's/^max_length = 1024.*/max_length = 2048\npacking = true/' \
+    -e 's/^gradient_checkpointing = true.*/gradient_checkpointing = false/' -e "s/^max_length = 1024.*/max_length = 2048/" \
     -e 's/^optim = .*/optim = "adamw_torch"/' -e 's/^save_steps = .*/save_steps = 4/' -e 's/^dataloader_num_workers = .*/dataloader_num_workers = 0/' \
     -e 's#^path = "Qwen/Qwen2.5-7B-Instruct".*#path = "/tmp/q7b"#' bench/qwen7b_seq1024.toml > $R/bf16.toml
 printf '\n[guard]\nenabled = true\n' >> $R/bf16.toml

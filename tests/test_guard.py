@@ -114,3 +114,17 @@ def test_an_oom_that_keeps_coming_stops_at_the_budget(tmp_path: Path, runs_dir: 
     assert end["state"] == "failed" and "out of memory" in str(end["error"])
     assert json.loads((run / "status.json").read_text())["state"] == "failed"
     assert read_events(run)  # the whole story is in the log for replay
+
+
+def test_after_a_guard_restart_the_estimate_is_checked_against_the_new_life() -> None:
+    """On the H200 the OOMed life peaked at 32.2 GiB and the restarted one at 22.75: the check compares the
+    restarted life's estimate with its own peak, not the run's."""
+    from loratui.recipe import Recipe
+    from loratui.supervisor.watch import RunWatch
+
+    gib = 1 << 30
+    watch = RunWatch("r", Recipe(), lambda e: None)
+    watch.feed([events.Sample(t=1.0, gpu=0, used_max=32 * gib, used_last=0, used_min=0, total=140 * gib)])
+    watch.restart(Recipe())
+    watch.feed([events.Sample(t=2.0, gpu=0, used_max=22 * gib, used_last=0, used_min=0, total=140 * gib)])
+    assert watch.life_peak == 22 * gib

@@ -163,9 +163,10 @@ class Supervisor:
     def _estimate_check(self) -> None:
         """Record the measured device-used peak against the pre-flight estimate (issue: does it fit?)."""
         self._update_status()
-        if self.status.estimate_gib is None or not self.status.peak_used:
+        peak = self.unattended.watch.life_peak or self.status.peak_used  # after a guard restart: this life's
+        if self.status.estimate_gib is None or not peak:
             return
-        estimate, measured = self.status.estimate_gib, to_gib(self.status.peak_used)
+        estimate, measured = self.status.estimate_gib, to_gib(peak)
         error = (measured - estimate) / estimate
         self.log.write(events.Notice(
             t=time.time(), level="info", key="estimate",

@@ -39,6 +39,8 @@ class RunWatch:
         self.advisor = Advisor(recipe)
         self.hang = HangWatch(recipe.monitor.hang_factor, recipe.monitor.hang_min_s)
         self.fired: set[str] = set()
+        self.life_peak = 0
+        """Device-used peak (bytes) of this trainer life: what its estimate is checked against."""
 
     def feed(self, found: Iterable[events.AnyEvent]) -> None:
         """Fold new events of the log; raise the alerts they call for."""
@@ -60,6 +62,8 @@ class RunWatch:
                 self.on_hang(message)
 
     def _event(self, e: Any) -> None:
+        if isinstance(e, events.Sample):
+            self.life_peak = max(self.life_peak, e.used_max)
         if isinstance(e, events.Log) and e.values.get("loss") is not None:
             self.last_loss = events.num_in(e.values["loss"])
         if isinstance(e, events.End):
