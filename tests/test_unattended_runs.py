@@ -48,7 +48,7 @@ def test_a_hung_trainer_is_detected_and_stacks_show_where_it_waits(tmp_path: Pat
                                                                   endpoint: Endpoint) -> None:
     text = TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
     recipe = tmp_path / "hangs.toml"
-    recipe.write_text(text.replace("warn_gb = 30", "warn_gb = 30\nhang_factor = 3\nhang_min_s = 2"))
+    recipe.write_text(text.replace("warn_gb = 30", "warn_gb = 30\nhang_factor = 10\nhang_min_s = 30"))
     env = dict(os.environ, LORATUI_TEST_HANG_AT_STEP="6")
     viewer = subprocess.Popen([sys.executable, "-m", "loratui", "run", str(recipe), "--headless", "--runs-dir",
                                str(runs_dir), "--notify", f"{endpoint.url}/{SECRET}"], cwd=REPO, env=env,
