@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import doctor, estimate, importer, replay
+from loratui.commands import doctor, estimate, importer, notify_test, replay, stacks
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.recipe import RecipeError
 from loratui.text import inert
@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-name", default=None)
     run.add_argument("--max-steps", type=int, default=None)
     run.add_argument("--model-path", default=None, help="overrides [model] path")
+    run.add_argument("--force", action="store_true", help="start even when the pre-flight says it cannot fit")
+    run.add_argument("--notify", default=None, metavar="URL",
+                     help="send alerts to URL (ntfy topic, Slack/Discord webhook, or JSON webhook); a secret")
 
     attach = sub.add_parser("attach", parents=[runs_dir], help="open the viewer on a running run")
     attach.add_argument("run", nargs="?", default=None, help="run id, name or path (default: newest)")
@@ -48,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
     attach.set_defaults(handler=cmd_attach)
     ls.set_defaults(handler=cmd_ls)
-    for module in (doctor, estimate, importer, replay):
+    for module in (doctor, estimate, importer, replay, notify_test, stacks):
         module.register(sub, runs_dir).set_defaults(handler=module.main)
     return parser
 
@@ -118,8 +121,13 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.Run
 def cmd_run(args: argparse.Namespace) -> int:
     from loratui.supervisor.launch import start_run
 
+    from loratui.commands import launch_checks
+
+    if not launch_checks.preflight(args):
+        return EXIT_NO
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]
-    run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps)
+    run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
+                    secret_env=launch_checks.alert_env(args))
     for other, status in busy:
         holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
         print(f"loratui: note: {other.run_id} is also {status.state}{holds}; on one GPU the two compete for "
@@ -157,9 +165,17 @@ def _view(run: rundir.RunDir, headless: bool) -> int:
     def actions(run: rundir.RunDir) -> RunActions:
         return RunActions(send=lambda command: control.send(run.control, command, "tui"),
                           write_fix=lambda advice_id, change: write_fixed_recipe(run, advice_id, change),
-                          restart=lambda recipe, env, send: restart_with(run, recipe, env, send))
+                          restart=lambda recipe, env, send: restart_with(run, recipe, env, send),
+                          stacks=lambda: _stacks_text(run))
 
     return run_app(run, actions)
+
+
+def _stacks_text(run: rundir.RunDir) -> str:
+    from loratui.supervisor import stacks
+
+    event = stacks.collect(run, "k in the app")
+    return stacks.render(event) if event is not None else "no trainer process is running; nothing to dump"
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

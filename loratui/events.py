@@ -167,6 +167,10 @@ class Estimate(Event, frozen=True, tag="estimate"):
     peak_device_gib: float
     peak_reserved_gib: float
     components: dict[str, float] = {}
+    config: dict[str, Any] = {}
+    """The model's shape facts (config.json keys the estimator reads), so advice can price every move."""
+    seq: int = 0
+    """The sequence length the estimate is at (the data's longest example)."""
 
 
 class Checkpoint(Event, frozen=True, tag="checkpoint"):
@@ -174,6 +178,13 @@ class Checkpoint(Event, frozen=True, tag="checkpoint"):
 
     step: int
     path: str
+
+
+class Stacks(Event, frozen=True, tag="stacks"):
+    """Every thread's Python stack of every trainer rank (faulthandler's dump), keyed by rank."""
+
+    ranks: dict[str, str]
+    reason: str = ""
 
 
 class End(Event, frozen=True, tag="end"):
@@ -196,7 +207,7 @@ class Unknown(msgspec.Struct, frozen=True, kw_only=True):
 
 AnyEvent = Union[
     Header, State, TrainBegin, Step, Log, Phase, GpuInfo, Sample, SamplerStats, Output, Control,
-    Notice, Estimate, Checkpoint, End,
+    Notice, Estimate, Checkpoint, Stacks, End,
 ]
 
 _encoder = msgspec.json.Encoder()

@@ -121,6 +121,34 @@ class MonitorSection(_Section, frozen=True):
     warn_gb: float = 30.0
     sample_hz: float = 100.0
     record_hz: float = 10.0
+    hang_factor: float = 10.0
+    """A run with no step for this many times its median step interval (and an idle GPU) is hung..."""
+    hang_min_s: float = 300.0
+    """...and never sooner than this many seconds."""
+
+
+ALERT_EVENTS = ("finished", "failed", "oom", "nan", "divergence", "hung", "over_line", "suspended", "guard")
+
+
+class AlertsSection(_Section, frozen=True):
+    """`[alerts]`: where the supervisor sends what happens. The URL is a secret, so the recipe (copied into
+    the run directory) names only the environment variable that holds it; `--notify URL` passes it too."""
+
+    url_env: str = ""
+    format: Literal["auto", "ntfy", "json", "slack", "discord"] = "auto"
+    events: list[str] = msgspec.field(default_factory=lambda: list(ALERT_EVENTS))
+    min_interval_s: float = 60.0
+    url: str = ""  # refused with a message saying where the URL goes instead
+
+
+class GuardSection(_Section, frozen=True):
+    """`[guard]`: opt-in recovery by the supervisor, at most `max_actions` times a run."""
+
+    enabled: bool = False
+    max_actions: int = 2
+    on_oom: bool = True
+    on_nan: bool = True
+    """NaN/Inf loss or a diverging loss: restart from the checkpoint before the first bad step, lr halved."""
 
 
 class DistributedSection(_Section, frozen=True):
@@ -146,6 +174,8 @@ class Recipe(_Section, frozen=True):
     data: DataSection = DataSection()
     monitor: MonitorSection = MonitorSection()
     distributed: DistributedSection = DistributedSection()
+    alerts: AlertsSection = AlertsSection()
+    guard: GuardSection = GuardSection()
 
 
 class RecipeError(Exception):
@@ -301,8 +331,27 @@ def _check_distributed(r: Recipe) -> tuple[str, str] | None:
     return None
 
 
+def _check_alerts(r: Recipe) -> tuple[str, str] | None:
+    a, g = r.alerts, r.guard
+    if a.url:
+        return ("alerts.url", "a webhook URL is a secret and the recipe is copied into the run directory; "
+                "remove it, export it (export NTFY_URL=...) and set url_env = \"NTFY_URL\", or pass "
+                "`loratui run --notify URL`")
+    unknown = [e for e in a.events if e not in ALERT_EVENTS]
+    if unknown:
+        return "alerts.events", f"unknown alert events {unknown}; use some of {', '.join(ALERT_EVENTS)}"
+    if a.min_interval_s < 0:
+        return "alerts.min_interval_s", f"min_interval_s = {a.min_interval_s}: must be 0 or more (seconds)"
+    if not 0 <= g.max_actions <= 20:
+        return "guard.max_actions", f"max_actions = {g.max_actions}: use 0 to 20 (2 is the default)"
+    if r.monitor.hang_factor <= 1 or r.monitor.hang_min_s <= 0:
+        return ("monitor.hang_factor", f"hang_factor = {r.monitor.hang_factor}, hang_min_s = "
+                f"{r.monitor.hang_min_s}: need hang_factor > 1 and hang_min_s > 0 (10 and 300 are the defaults)")
+    return None
+
+
 _CHECKS = (_check_model, _check_quantization, _check_lora, _check_training, _check_data, _check_monitor,
-           _check_distributed)
+           _check_distributed, _check_alerts)
 
 
 def _listing(names: frozenset[str]) -> str:
@@ -356,7 +405,7 @@ def _suggest(section: str, name: str) -> str:
 _SECTION_TYPES: dict[str, Any] = {
     "model": ModelSection, "quantization": QuantizationSection, "lora": LoraSection,
     "training": TrainingSection, "data": DataSection, "monitor": MonitorSection,
-    "distributed": DistributedSection,
+    "distributed": DistributedSection, "alerts": AlertsSection, "guard": GuardSection,
 }
 
 

@@ -245,3 +245,8 @@ def _complete(checkpoint: Path) -> bool:
     except (OSError, msgspec.DecodeError):
         return False
     return True
+
+
+def stacks_file(run_path: Path, rank: str) -> Path:
+    """Where trainer rank `rank` dumps its threads' stacks on SIGUSR1 (`loratui stacks`)."""
+    return run_path / f"stacks.rank{rank}.txt"

@@ -18,6 +18,7 @@ from typing import Any
 
 from loratui import events
 from loratui.logic import oom
+from loratui.logic.advice_priced import memory_proposal
 from loratui.logic.advice_moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
 from loratui.logic.advice_types import (  # re-exported: callers import them from here
     ERROR, GIB, IDS, INFO, WARNING, Advice, Finding, _SEVERITY_RANK, warn_line_bytes,
@@ -158,6 +159,8 @@ class Advisor:
             self._items = None
 
     def _on_notice(self, e: events.Notice) -> None:
+        if e.key == "hung":
+            self._latch(Finding("run_hung", self.ctx.step, {"message": e.message}))
         if e.key == "oom_batch":
             found = re.search(r"sequence length (\d+)", e.message)
             self.oom_batch_len = int(found.group(1)) if found else 0
@@ -264,13 +267,14 @@ _HANDLERS: dict[type, str] = {
 def _build_all(adv: Advisor) -> list[Advice]:
     """Every finding of `adv` as advice (unsorted)."""
     logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
-    built = _oom_built(adv, logits) if adv.oom is not None else []
+    priced = memory_proposal(adv)
+    built = _oom_built(adv, logits, priced) if adv.oom is not None else []
     for finding in adv.found.values():
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
-        built.append(_vram_advice(vram, adv.recipe, logits))
+        built.append(_vram_advice(vram, adv.recipe, logits, priced))
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
         built.append(_starve_advice(adv.starve.current, adv.recipe))
     if not any(a.severity == ERROR for a in built):
@@ -278,11 +282,11 @@ def _build_all(adv: Advisor) -> list[Advice]:
     return built
 
 
-def _oom_built(adv: Advisor, logits: float) -> list[Advice]:
+def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
-    built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits)
+    built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
         built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") else a for a in built]
     return built

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from loratui.logic import oom
+from loratui.logic.advice_hang import hung_advice
 from loratui.recipe import Recipe
 from loratui.logic.advice_types import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
 
@@ -16,9 +17,12 @@ Move = tuple[str, dict[str, Any]]
 gib = oom.gib
 
 
-def _memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0) -> Move:
+def _memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0, priced: Any = None) -> Move:
     """The first memory saving that fits the recipe: liger where the logits are large (it costs no
-    speed), then batch, checkpointing, length, and 4-bit. `logits_gib`: the estimate's logits term."""
+    speed), then batch, checkpointing, length, and 4-bit. `logits_gib`: the estimate's logits term.
+    `priced`: the estimator's top proposal (logic/priced_moves.py), which wins when there is one."""
+    if priced is not None and phase != "load":
+        return priced.describe(), dict(priced.change)
     if r is None:
         return "lower per_device_train_batch_size, then max_length, or enable gradient_checkpointing", {}
     t, q, d = r.training, r.quantization, r.data
@@ -82,7 +86,7 @@ def _num(value: float | None) -> str:
 
 
 def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | None = None,
-                logits_gib: float = 0.0) -> list[Advice]:
+                logits_gib: float = 0.0, priced: Any = None) -> list[Advice]:
     """The OOM as advice: where it happened (eval, save) and why (full, fragmented, a neighbour)."""
     report: oom.OomReport = f.facts["report"]
     phase, others = f.facts["phase"], f.facts["others"]
@@ -104,7 +108,7 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     elif long_sample is not None and phase not in ("eval", "save", "load"):
         built.append(_long_sample_advice(long_sample, r, evidence, f.step))
     elif phase not in ("eval", "save"):
-        text, change = _memory_move(r, phase, logits_gib)
+        text, change = _memory_move(r, phase, logits_gib, priced)
         where = ("while loading the model" if phase == "load" else "the card is full" if kind == oom.FULL
                  else "the message gives no usable numbers")
         built.append(Advice("oom_full", ERROR, f"CUDA out of memory ({where}): {text}", evidence, change, f.step))
@@ -203,10 +207,10 @@ def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
 # -- VRAM, loss, memory, data -------------------------------------------------------------------------
 
 
-def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0) -> Advice:
+def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: Any = None) -> Advice:
     """Over the warning line: the first memory saving that fits the recipe."""
     facts = f.facts
-    text, change = _memory_move(r, logits_gib=logits_gib)
+    text, change = _memory_move(r, logits_gib=logits_gib, priced=priced)
     peak, line = facts["peak"], facts["line"]
     if facts.get("projected"):
         return Advice("vram_near_limit", WARNING, f"Projected peak {gib(peak)} is over the {gib(line)} "
@@ -465,5 +469,6 @@ _BUILDERS = {
     "loss_flat": _flat_advice, "loss_zero": _zero_advice, "loss_diverging": _diverging_advice, "memory_leak": _leak_advice,
     "rank_imbalance": _rank_advice,
     "bnb_setup": _setup_advice, "flash_attn_unavailable": _setup_advice, "cuda_error": _setup_advice,
+    "run_hung": hung_advice,
 }
 

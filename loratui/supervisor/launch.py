@@ -65,8 +65,11 @@ def _at(recipe_path: Path, key: str) -> str:
 
 def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_path: str | None = None,
               max_steps: int | None = None, resume_from: str | None = None,
-              env: dict[str, str] | None = None) -> rundir.RunDir:
-    """Validate, create `runs/<id>/`, start the detached supervisor; returns at once."""
+              env: dict[str, str] | None = None, secret_env: dict[str, str] | None = None) -> rundir.RunDir:
+    """Validate, create `runs/<id>/`, start the detached supervisor; returns at once.
+
+    `secret_env`: variables only the supervisor gets (the alert URL), never written to the run directory.
+    """
     recipe = load_recipe(recipe_path)
     if model_path:
         recipe = msgspec.structs.replace(recipe, model=msgspec.structs.replace(recipe.model, path=model_path))
@@ -80,11 +83,11 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
         model_path=str(Path(model_path).expanduser().resolve()) if model_path and _looks_local(model_path)
         else model_path, max_steps=max_steps, resume_from=resume_from, env=env or {})
     run = rundir.create(runs_dir, settings, recipe_path.read_text(encoding="utf-8"))
-    spawn_supervisor(run)
+    spawn_supervisor(run, secret_env=secret_env)
     return run
 
 
-def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
+def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, secret_env: dict[str, str] | None = None) -> int:
     """Start `python -m loratui.supervisor` in its own session, detached from this terminal.
 
     `adopt`: take over a suspended run whose supervisor died, resuming from its last checkpoint.
@@ -93,6 +96,7 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
         proc = subprocess.Popen(
             [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else []),
             stdin=devnull, stdout=err, stderr=err, start_new_session=True, close_fds=True,
+            env={**os.environ, **secret_env} if secret_env else None,
         )
     # The log exists once the supervisor has written its header; wait briefly so readers find it.
     deadline = time.monotonic() + 10

@@ -27,6 +27,7 @@ from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
 from loratui.outputtail import OutputFollower
 from loratui.supervisor.sampler import Sampler
+from loratui.supervisor.unattended import Unattended
 from loratui.units import to_gib
 
 STOP_GRACE_S = 60.0
@@ -55,6 +56,8 @@ class Supervisor:
         self._cmds_offset = _size(run.commands)
         self.status = runstatus.Status()
         self._status_tail = LogTail(run.events)
+        self._status_lock = threading.Lock()
+        self.unattended = Unattended(self)  # alerts, hang detection, the opt-in guard
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -75,6 +78,7 @@ class Supervisor:
                 sampler.stop()
             server.close()
             self._update_status()
+            self.unattended.close()
             for path in (self.run.control, self.run.pidfile):
                 path.unlink(missing_ok=True)
             self.log.close()
@@ -88,6 +92,12 @@ class Supervisor:
             self._set_state(events.STARTING, f"re-adopted by a new supervisor; resuming from {resume_from}")
         while True:
             code = self._run_trainer(resume_from)
+            self._update_status()  # the trainer's last output is in the log: the guard reads it
+            again, resume = self.unattended.after_exit(code)
+            if again:
+                resume_from = resume
+                self._set_state(events.STARTING, f"guard: restarting from {resume or 'the start'}")
+                continue
             if code == SUSPEND_EXIT and not self.stop_requested:
                 self._set_state(events.SUSPENDED, "checkpoint written, GPU freed; resume with `r`")
                 self._resume.wait()
@@ -136,7 +146,12 @@ class Supervisor:
 
     def _update_status(self) -> None:
         """Fold what the log gained since the last call (the tail reads only new bytes) and save it."""
+        with self._status_lock:  # the status thread and the driving thread both call this
+            self._fold_status()
+
+    def _fold_status(self) -> None:
         found = self._status_tail.poll()
+        self.unattended.on_events(found)
         if not found and self.run.status_file.exists():
             return
         runstatus.fold(self.status, found)
@@ -148,9 +163,10 @@ class Supervisor:
     def _estimate_check(self) -> None:
         """Record the measured device-used peak against the pre-flight estimate (issue: does it fit?)."""
         self._update_status()
-        if self.status.estimate_gib is None or not self.status.peak_used:
+        peak = self.unattended.watch.life_peak or self.status.peak_used  # after a guard restart: this life's
+        if self.status.estimate_gib is None or not peak:
             return
-        estimate, measured = self.status.estimate_gib, to_gib(self.status.peak_used)
+        estimate, measured = self.status.estimate_gib, to_gib(peak)
         error = (measured - estimate) / estimate
         self.log.write(events.Notice(
             t=time.time(), level="info", key="estimate",
@@ -187,6 +203,7 @@ class Supervisor:
         env["LORATUI_CMDS_OFFSET"] = str(self._cmds_offset)
         # Leave NVLink multicast off: it is not needed for DDP/FSDP and misbehaves on some hosts.
         env.setdefault("NCCL_NVLS_ENABLE", "0")
+        env = self.unattended.trainer_env(env)
         with open(self.run.stdout_log, "ab") as out, open(self.run.stderr_log, "ab") as err:
             self.trainer = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
                                             start_new_session=False)
@@ -275,6 +292,18 @@ class Supervisor:
                 trainer.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 trainer.kill()
+
+    def end_trainer(self) -> None:
+        """End the trainer now (the guard restarts it): SIGTERM stops a single process at its next step
+        boundary; torchrun's agent stops every rank on it. Killed if it does not go within the grace."""
+        trainer = self.trainer
+        if trainer is None or trainer.poll() is not None:
+            return
+        trainer.terminate()
+        try:
+            trainer.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            trainer.kill()
 
     def on_sigterm(self, *_: object) -> None:
         """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does."""

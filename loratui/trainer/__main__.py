@@ -22,6 +22,7 @@ from loratui.recipe import load_recipe
 from loratui.rundir import SUSPEND_EXIT, RunDir, write_pidfile
 from loratui.trainer import streams
 from loratui.trainer.orphan import OwnerWatch, outcome
+from loratui.trainer.stackdump import arm as arm_stack_dumps
 from loratui.units import GIB
 
 
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     streams.install()  # a full disk must not end training through a failed print
     run = RunDir(Path(args.run_dir))
+    arm_stack_dumps(run.path)  # `loratui stacks RUN`: every thread's stack on SIGUSR1, even while loading
     log = EventWriter(run.events)
     rank0 = int(os.environ.get("RANK", "0")) == 0
     watch = OwnerWatch(run, log)
@@ -87,6 +89,7 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
 
     from loratui.trainer import build, data
     from loratui.trainer.callback import EventCallback, RankSync, TokenCounter
+    from loratui.trainer.resume_hooks import extra_callbacks
 
     settings = run.read_settings()
     recipe = load_recipe(run.recipe)
@@ -126,7 +129,7 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     trainer = Trainer(
         model=model, args=build.training_arguments(recipe, str(run.checkpoints), settings.max_steps),
         train_dataset=train_set, eval_dataset=eval_set,
-        data_collator=data.PadCollator(tokenizer.pad_token_id), callbacks=[callback],
+        data_collator=data.PadCollator(tokenizer.pad_token_id), callbacks=[callback, *extra_callbacks(run.recipe)],
     )
     global _TRAINING
     _TRAINING = True
@@ -164,6 +167,7 @@ def _record_estimate(log: EventWriter, recipe: Any, model: Any, cuda: bool, loca
     import msgspec
 
     from loratui.logic.estimate import ConfigError, estimate
+    from loratui.logic.priced_moves import shape_facts
 
     try:
         config = model.config.to_dict()
@@ -179,7 +183,8 @@ def _record_estimate(log: EventWriter, recipe: Any, model: Any, cuda: bool, loca
         log.write(events.Notice(t=time.time(), level="info", message=f"no VRAM estimate: {exc}"))
         return
     log.write(events.Estimate(t=time.time(), peak_device_gib=found.peak_device_gib,
-                              peak_reserved_gib=found.peak_reserved_gib, components=dict(found.components)))
+                              peak_reserved_gib=found.peak_reserved_gib, components=dict(found.components),
+                              config=shape_facts(config), seq=seq_len))
     if worst is not found:
         log.write(events.Notice(t=time.time(), level="info", key="estimate", message=(
             f"estimate at the longest example ({seq_len} tokens): {found.peak_device_gib:.1f} GiB; at "

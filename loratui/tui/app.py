@@ -52,6 +52,8 @@ class RunActions:
     """Write an advice's change as a new recipe: (its path, the environment it asks for)."""
     restart: Callable[[Path, dict[str, str], Callable[[str], None]], RunDir]
     """Stop the run and start the fixed recipe from its last checkpoint: the new run."""
+    stacks: Callable[[], str] | None = None
+    """Record every trainer rank's thread stacks in the log; the text to show (`k`)."""
 
 
 CONTROL_ACTIONS = {
@@ -91,6 +93,7 @@ class LoratuiApp(App[str]):
         Binding("t", "toggle_plot", "lr"),
         Binding("a", "focus_advice", "advice", group=ADVICE_KEYS),
         Binding("A", "apply_advice", "apply", group=ADVICE_KEYS),
+        Binding("k", "stacks", "stacks", show=False),
         Binding("question_mark", "help", "help"),
     ]
 
@@ -118,6 +121,7 @@ class LoratuiApp(App[str]):
         self._stop_polling = threading.Event()
         self._refresh_timer: Timer | None = None
         self._log_opened_on_failure = False
+        self._opened = time.time()
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -176,6 +180,10 @@ class LoratuiApp(App[str]):
             self.run_state.feed(event)
             if self.advisor is not None:
                 self.advisor.feed(event)
+            if isinstance(event, events.Notice) and event.key == "alert" and self.send is not None \
+                    and event.t >= self._opened:  # live alerts only: not those of the history on attach
+                self.bell()
+                self.say(event.message[:300], severity="warning", timeout=15)
         self.note = message.note
         self._dirty = True
 
@@ -363,6 +371,20 @@ class LoratuiApp(App[str]):
             self.call_from_thread(self.say, f"restart failed: {exc}", severity="error")
             return
         self.call_from_thread(self.exit, f"switch:{new_run.path}")
+
+    def action_stacks(self) -> None:
+        if self.actions is not None and self.actions.stacks is not None:
+            self.say("asking every rank for its stacks…")
+            self._stacks_worker()
+
+    @work(thread=True, group="control")
+    def _stacks_worker(self) -> None:
+        assert self.actions is not None and self.actions.stacks is not None
+        try:
+            text = self.actions.stacks()
+        except Exception as exc:  # a run that ended meanwhile: say it, keep the viewer
+            text = f"no stacks: {exc}"
+        self.call_from_thread(self.push_screen, TextScreen(inert(text)))
 
     @on(AdvicePanel.EvidenceRequested)
     def _show_evidence(self, message: AdvicePanel.EvidenceRequested) -> None:

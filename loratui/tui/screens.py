@@ -77,6 +77,8 @@ loratui — keys (↑/↓ scroll this page; escape closes it)
   a  focus the advice panel (enter: evidence)
   A  apply the highlighted advice: a new recipe beside
      the old one, restart from the last checkpoint
+  k  every rank's thread stacks (where a hung run
+     waits), recorded in the log
   ?  this help
 
 Replay: space play/pause · + / - speed · → / ← step

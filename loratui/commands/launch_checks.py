@@ -1,0 +1,46 @@
+"""What `loratui run` checks and passes before the run starts: the pre-flight and the alert URL.
+
+Module-level imports stay light: this module is imported when `loratui run` starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from loratui.text import inert
+
+
+def preflight(args: argparse.Namespace) -> bool:
+    """Whether the run may start: the estimate fits the chosen GPU's free memory, or `--force`."""
+    import msgspec
+
+    from loratui.commands.estimate import find_config, read_config
+    from loratui.recipe import load_recipe
+    from loratui.supervisor import preflight as pf
+
+    recipe = load_recipe(args.recipe)
+    if args.model_path:
+        recipe = msgspec.structs.replace(recipe, model=msgspec.structs.replace(recipe.model, path=args.model_path))
+    verdict = pf.at_launch(recipe, args.recipe.resolve().parent, lambda path, d: read_config(find_config(path, d)))
+    if verdict.fits:
+        return True
+    if args.force:
+        print(f"loratui: {inert(verdict.message.splitlines()[0])}; starting anyway (--force)", file=sys.stderr)
+        return True
+    print(f"loratui: {inert(verdict.message)}", file=sys.stderr)
+    return False
+
+
+def alert_env(args: argparse.Namespace) -> dict[str, str]:
+    """`--notify URL` for the supervisor's environment only (the URL is a secret: never in a file)."""
+    from loratui.errors import UsageError
+    from loratui.supervisor.alerts import NOTIFY_ENV
+
+    url = getattr(args, "notify", None)
+    if not url:
+        return {}
+    if not url.startswith(("http://", "https://")):
+        raise UsageError("--notify: expected an http(s) URL (an ntfy topic such as https://ntfy.sh/TOPIC, or a "
+                         "Slack, Discord or JSON webhook)")
+    return {NOTIFY_ENV: url}

@@ -1,0 +1,113 @@
+"""The supervisor's eye on its run: the advisor and the hang detector folded over the log as it grows, and
+the alerts they raise (to the user's endpoint, and as `alert` notices an attached viewer rings for).
+
+Fed by the supervisor's status thread (about once a second), so nothing here runs in the training loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from loratui import events
+from loratui.logic.advice import Advisor
+from loratui.logic.hang import HangWatch, describe
+from loratui.recipe import Recipe
+from loratui.supervisor.alerts import Alert, Notifier
+
+_FINDINGS = (("nan", "nan_loss", "NaN/Inf loss"), ("divergence", "loss_diverging", "loss diverging"))
+
+
+class RunWatch:
+    """Advice, hangs and alerts for one run (one trainer life at a time: `restart` starts afresh)."""
+
+    def __init__(self, run_id: str, recipe: Recipe, write: Callable[[events.AnyEvent], None],
+                 notifier: Notifier | None = None, on_hang: Callable[[str], None] | None = None,
+                 on_bad_loss: Callable[[], None] | None = None) -> None:
+        self.run_id, self.write, self.notifier = run_id, write, notifier
+        self.on_hang, self.on_bad_loss = on_hang, on_bad_loss
+        self.wanted = set(recipe.alerts.events)
+        self.lock = threading.Lock()
+        self.last_loss: float | None = None
+        self.restart(recipe)
+
+    def restart(self, recipe: Recipe) -> None:
+        """A new trainer life (after a guard action): fresh advice for the recipe it runs."""
+        self.recipe = recipe
+        self.advisor = Advisor(recipe)
+        self.hang = HangWatch(recipe.monitor.hang_factor, recipe.monitor.hang_min_s)
+        self.fired: set[str] = set()
+        self.life_peak = 0
+        """Device-used peak (bytes) of this trainer life: what its estimate is checked against."""
+
+    def feed(self, found: Iterable[events.AnyEvent]) -> None:
+        """Fold new events of the log; raise the alerts they call for."""
+        with self.lock:
+            for e in found:
+                self.advisor.feed(e)
+                self.hang.feed(e)
+                self._event(e)
+            self._findings()
+
+    def tick(self, now: float | None = None) -> None:
+        """Ask the hang detector (the supervisor calls this about once a second)."""
+        with self.lock:
+            hang = self.hang.check(time.time() if now is None else now)
+        if hang is not None:
+            message = f"{describe(hang)}; `loratui stacks {self.run_id}` shows where each rank waits"
+            self.write(events.Notice(t=time.time(), level="error", key="hung", message=message))
+            if self.on_hang is not None:
+                self.on_hang(message)
+
+    def _event(self, e: Any) -> None:
+        if isinstance(e, events.Sample):
+            self.life_peak = max(self.life_peak, e.used_max)
+        if isinstance(e, events.Log) and e.values.get("loss") is not None:
+            self.last_loss = events.num_in(e.values["loss"])
+        if isinstance(e, events.End):
+            self._end(e)
+        elif isinstance(e, events.State) and e.state == events.SUSPENDED:
+            self.alert("suspended", "suspended", "checkpoint written, GPU freed; `loratui resume` continues")
+        elif isinstance(e, events.Notice) and e.key == "hung":
+            self.alert("hung", "looks hung", e.message, urgent=True)
+        elif isinstance(e, events.Notice) and e.key == "guard":
+            self.alert("guard", "guard action", e.message, urgent=True)
+
+    def _end(self, e: events.End) -> None:
+        step = max(e.step, self.advisor.ctx.step)
+        if e.state == events.FINISHED:
+            loss = self.last_loss
+            self.alert("finished", "finished", f"step {step}" + (f", loss {loss:.4g}" if loss is not None else ""))
+        elif e.state == events.FAILED:
+            items = self.advisor.items()
+            diagnosis = items[0].title if items else (e.error.strip().splitlines() or ["no diagnosis"])[-1]
+            change = ", ".join(f"{k} = {v!r}" for k, v in items[0].change.items()) if items else ""
+            self.alert("failed", "failed", diagnosis + (f"\nchange: {change}" if change else ""), urgent=True)
+
+    def _findings(self) -> None:
+        adv = self.advisor
+        if adv.oom is not None and "oom" not in self.fired:
+            self.fired.add("oom")
+            top = next((a for a in adv.items() if a.id.startswith("oom")), None)
+            self.alert("oom", "CUDA out of memory", top.title if top else "the trainer ran out of GPU memory",
+                       urgent=True)
+        for kind, advice_id, title in _FINDINGS:
+            if advice_id in adv.found and kind not in self.fired:
+                self.fired.add(kind)
+                advice = next((a for a in adv.items() if a.id == advice_id), None)
+                self.alert(kind, title, advice.title if advice else title, urgent=True)
+                if self.on_bad_loss is not None:
+                    self.on_bad_loss()
+        if adv.vram.current is not None and "over_line" not in self.fired:
+            self.fired.add("over_line")
+            advice = next((a for a in adv.items() if a.id == "vram_near_limit"), None)
+            self.alert("over_line", "over the VRAM warning line", advice.title if advice else "")
+
+    def alert(self, event: str, title: str, message: str, urgent: bool = False) -> None:
+        """Record the alert (without the endpoint) and send it when the recipe asks for this event."""
+        self.write(events.Notice(t=time.time(), level="error" if urgent else "info", key="alert",
+                                 message=f"{title}: {message}"[:2000]))
+        if self.notifier is not None and event in self.wanted:
+            self.notifier.send(Alert(event, f"loratui {self.run_id}: {title}", message, self.run_id, urgent))

@@ -1,0 +1,168 @@
+"""Alerts against a local HTTP server: each channel's payload, rate limit, retries, and a dead endpoint that
+never holds anything up."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from loratui import events
+from loratui.recipe import Recipe
+from loratui.supervisor import alerts
+from loratui.supervisor.alerts import Alert, Notifier
+from loratui.supervisor.watch import RunWatch
+
+
+class Endpoint:
+    """A webhook on 127.0.0.1 that records each request; the first `fail` requests get HTTP 500."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.fail = 0
+        self.got = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if outer.fail > 0:
+                    outer.fail -= 1
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                self.send_response(200)
+                self.end_headers()
+                outer.got.set()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def wait(self, n: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < n and time.monotonic() < deadline:
+            self.got.wait(0.05)
+            self.got.clear()
+        return self.requests
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    server = Endpoint()
+    yield server
+    server.server.shutdown()
+
+
+ALERT = Alert("failed", "loratui r1: failed", "CUDA out of memory: enable gradient_checkpointing", "r1", urgent=True)
+
+
+@pytest.mark.parametrize("fmt", ["ntfy", "json", "slack", "discord"])
+def test_each_channel_gets_its_own_payload(endpoint: Endpoint, fmt: str) -> None:
+    notifier = Notifier(f"{endpoint.url}/topic", fmt)
+    assert notifier.send(ALERT)
+    notifier.close(5)
+    (request,) = endpoint.wait(1)
+    body, headers = request["body"], request["headers"]
+    if fmt == "ntfy":
+        assert body.decode() == ALERT.message and headers["Title"] == ALERT.title
+        assert headers["Priority"] == "high" and "failed" in headers["Tags"]
+    elif fmt == "json":
+        assert json.loads(body) == {"event": "failed", "title": ALERT.title, "message": ALERT.message, "run": "r1",
+                                    "urgent": True, "source": "loratui"}
+    elif fmt == "slack":
+        assert json.loads(body) == {"text": f"{ALERT.title}\n{ALERT.message}"}
+    else:
+        assert json.loads(body) == {"content": f"{ALERT.title}\n{ALERT.message}"}
+
+
+def test_the_format_is_guessed_from_the_url() -> None:
+    assert alerts.detect_format("https://hooks.slack.com/services/T/B/x") == "slack"
+    assert alerts.detect_format("https://discord.com/api/webhooks/1/abc") == "discord"
+    assert alerts.detect_format("https://ntfy.sh/my-topic") == "ntfy"
+    assert alerts.detect_format("https://example.com/hook") == "json"
+
+
+def test_rate_limited_per_event_but_the_end_always_goes(endpoint: Endpoint) -> None:
+    now = [100.0]
+    notifier = Notifier(endpoint.url, "json", min_interval_s=60, clock=lambda: now[0])
+    over = Alert("over_line", "over", "the line", "r1")
+    assert notifier.send(over)
+    assert not notifier.send(over)  # within the minute
+    now[0] += 61
+    assert notifier.send(over)
+    assert notifier.send(Alert("finished", "done", "", "r1")) and notifier.send(Alert("finished", "done", "", "r1"))
+    notifier.close(5)
+    assert [json.loads(r["body"])["event"] for r in endpoint.wait(4)] == ["over_line", "over_line", "finished",
+                                                                         "finished"]
+
+
+def test_a_failing_endpoint_is_retried_with_back_off(endpoint: Endpoint) -> None:
+    endpoint.fail = 2
+    errors: list[str] = []
+    notifier = Notifier(endpoint.url + "/secret-topic", "json", backoff_s=0.01, on_error=errors.append)
+    notifier.send(ALERT)
+    notifier.close(5)
+    assert len(endpoint.wait(1)) == 1 and notifier.sent == 1 and not errors
+
+
+def test_an_endpoint_that_never_answers_holds_nothing_up() -> None:
+    """The supervisor's watch keeps folding events at full speed while the endpoint swallows every request."""
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead.listen(16)  # accepts connections in the kernel, never answers
+    url = f"http://127.0.0.1:{dead.getsockname()[1]}/secret-topic"
+    errors: list[str] = []
+    notifier = Notifier(url, "json", min_interval_s=0, timeout_s=2, retries=0, on_error=errors.append)
+    written: list[Any] = []
+    watch = RunWatch("r1", Recipe(), written.append, notifier)
+    started = time.perf_counter()
+    for i in range(1, 201):  # 200 steps, each with an alert-worthy moment
+        watch.feed([events.Step(t=float(i), step=i, epoch=0.0, step_time=0.1)])
+        watch.alert("over_line", "over the line", f"step {i}")
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, elapsed  # one stuck request would already take 2 s
+    notifier.close(timeout_s=0.1)
+    dead.close()
+    assert all("secret-topic" not in e for e in errors)
+    assert all("secret-topic" not in getattr(e, "message", "") for e in written)
+
+
+def test_the_url_comes_from_the_environment_and_stays_out_of_the_trainers() -> None:
+    from loratui.recipe import AlertsSection
+
+    section = AlertsSection(url_env="MY_HOOK")
+    assert alerts.url_from_env(section, {"MY_HOOK": "https://ntfy.sh/t"}) == "https://ntfy.sh/t"
+    assert alerts.url_from_env(section, {alerts.NOTIFY_ENV: "https://a/b", "MY_HOOK": "x"}) == "https://a/b"
+    assert set(alerts.secret_names(section)) == {alerts.NOTIFY_ENV, "MY_HOOK"}
+
+
+def test_a_url_in_the_recipe_is_refused(tmp_path: Any) -> None:
+    from loratui.recipe import RecipeError, load_recipe
+
+    path = tmp_path / "r.toml"
+    path.write_text('[model]\npath = "m"\n[data]\npath = "d.jsonl"\n[alerts]\nurl = "https://ntfy.sh/secret"\n')
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(path)
+    assert "r.toml:6" in str(caught.value) and "url_env" in str(caught.value) and "--notify" in str(caught.value)
+    assert "ntfy.sh/secret" not in str(caught.value)
+
+
+def test_notify_test_sends_one_message(endpoint: Endpoint, capsys: pytest.CaptureFixture[str]) -> None:
+    from loratui import cli
+
+    assert cli.main(["notify-test", endpoint.url + "/secret-topic", "--format", "ntfy"]) == 0
+    (request,) = endpoint.wait(1)
+    assert request["headers"]["Title"] == "loratui: test alert" and request["path"] == "/secret-topic"
+    out = capsys.readouterr().out
+    assert "test alert sent to 127.0.0.1" in out and "secret-topic" not in out

@@ -1,0 +1,130 @@
+"""The opt-in guard: its decisions on scripted advice, and real CPU runs with an injected OOM."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from loratui import events
+from loratui.logic.advice import Advisor
+from loratui.logic.priced_moves import first_fitting, price_moves
+from loratui.recipe import GuardSection, load_recipe
+from loratui.rundir import RunDir
+from loratui.supervisor.guard import Guard, discard_from, latest_before
+from tests.conftest import REPO, TINY, kinds, loratui, only_run, read_events
+
+
+def _checkpoint(folder: Path, step: int, complete: bool = True) -> None:
+    path = folder / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    if complete:
+        (path / "trainer_state.json").write_text("{}")
+
+
+def test_checkpoints_before_the_first_bad_step(tmp_path: Path) -> None:
+    for step, complete in ((2, True), (4, True), (6, False), (8, True)):
+        _checkpoint(tmp_path, step, complete)
+    assert latest_before(tmp_path, None).endswith("checkpoint-8")
+    assert latest_before(tmp_path, 8).endswith("checkpoint-4")  # 6 is half-written
+    discard_from(tmp_path, 6)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-4", "discarded-checkpoint-6",
+                                                          "discarded-checkpoint-8"]
+    assert latest_before(tmp_path, None).endswith("checkpoint-4")
+
+
+def test_a_nan_restarts_before_the_bad_step_with_the_learning_rate_halved(tmp_path: Path) -> None:
+    written: list[events.AnyEvent] = []
+    run = RunDir(tmp_path)
+    guard = Guard(run, GuardSection(enabled=True), written.append)
+    adv = Advisor()
+    adv.feed(events.State(t=0.0, state="training"))
+    for step, loss in ((1, 2.0), (2, 1.9), (3, "NaN")):
+        adv.feed(events.Log(t=float(step), step=step, values={"loss": loss, "learning_rate": 2e-4}))
+    action = guard.on_bad_loss(adv, 2e-4)
+    assert action is not None and action.kind == "nan" and action.bad_step == 3
+    assert action.change == {"training.learning_rate": 1e-4}
+    assert Guard(run, GuardSection(), written.append).on_bad_loss(adv, 2e-4) is None  # off by default
+
+
+def test_the_budget_is_counted_from_the_log(tmp_path: Path) -> None:
+    (tmp_path / "events.jsonl").write_bytes(b"".join(events.encode(events.Notice(
+        t=1.0, level="warning", key="guard", message="guard action")) for _ in range(2)))
+    guard = Guard(RunDir(tmp_path), GuardSection(enabled=True, max_actions=2), lambda e: None)
+    assert guard.used == 2 and guard.left() == 0
+
+
+def test_after_a_resume_the_recipes_learning_rate_wins() -> None:
+    from types import SimpleNamespace
+
+    from loratui.trainer.lr_rescale import rescale_lr
+
+    group = {"lr": 1.5e-4, "initial_lr": 2e-4}
+    scheduler = SimpleNamespace(base_lrs=[2e-4])
+    rescale_lr(SimpleNamespace(param_groups=[group]), SimpleNamespace(scheduler=scheduler), 1e-4)
+    assert scheduler.base_lrs == [pytest.approx(1e-4)] and group["lr"] == pytest.approx(0.75e-4)
+    assert group["initial_lr"] == pytest.approx(1e-4)
+
+
+def _guard_recipe(tmp_path: Path, max_actions: int = 2) -> Path:
+    text = TINY.read_text().replace("max_steps = 300", "max_steps = 8").replace("save_steps = 60", "save_steps = 2")
+    text = text.replace("warn_gb = 30", "warn_gb = 1.93").replace('path = "data/', f'path = "{REPO}/recipes/data/')
+    path = tmp_path / "guarded.toml"
+    path.write_text(text + f"\n[guard]\nenabled = true\nmax_actions = {max_actions}\n")
+    return path
+
+
+@pytest.mark.slow
+def test_an_oom_restarts_once_with_the_predicted_move_and_finishes(tmp_path: Path, runs_dir: Path) -> None:
+    recipe = _guard_recipe(tmp_path)
+    env = dict(os.environ, LORATUI_TEST_OOM_AT_STEP="5", LORATUI_TEST_OOM_ONCE="1")
+    result = loratui("run", str(recipe), "--headless", "--runs-dir", str(runs_dir), env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run = only_run(runs_dir)
+    (action,) = [e for e in kinds(run, "notice") if e.get("key") == "guard"]
+    (estimate, *_) = kinds(run, "estimate")
+    predicted = first_fitting(price_moves(load_recipe(recipe), estimate["config"], 1.93, seq=estimate["seq"]))
+    assert predicted is not None
+    fixed = load_recipe(tmp_path / "guarded.fix-oom_full.toml")  # beside the original, as `A` writes it
+    for key, value in predicted.change.items():
+        section, name = key.split(".")
+        assert getattr(getattr(fixed, section), name) == value
+        assert f"{key} = {value!r}" in str(action["message"])
+    t = fixed.training
+    assert t.per_device_train_batch_size * t.gradient_accumulation_steps == 8  # the effective batch kept
+    assert "restarting from checkpoint-4" in str(action["message"])
+    assert [e.get("start_step", 0) for e in kinds(run, "train_begin")] == [0, 4]
+    assert kinds(run, "end")[-1]["state"] == "finished"
+    alerts = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "alert"]
+    assert any(a.startswith("CUDA out of memory") for a in alerts) and any(a.startswith("guard") for a in alerts)
+
+
+@pytest.mark.slow
+def test_an_oom_that_keeps_coming_stops_at_the_budget(tmp_path: Path, runs_dir: Path) -> None:
+    recipe = _guard_recipe(tmp_path, max_actions=1)
+    env = dict(os.environ, LORATUI_TEST_OOM_AT_STEP="5")
+    result = loratui("run", str(recipe), "--headless", "--runs-dir", str(runs_dir), env=env, timeout=600)
+    assert result.returncode == 1
+    run = only_run(runs_dir)
+    assert len([e for e in kinds(run, "notice") if e.get("key") == "guard"]) == 1
+    assert len(kinds(run, "train_begin")) == 2
+    end = kinds(run, "end")[-1]
+    assert end["state"] == "failed" and "out of memory" in str(end["error"])
+    assert json.loads((run / "status.json").read_text())["state"] == "failed"
+    assert read_events(run)  # the whole story is in the log for replay
+
+
+def test_after_a_guard_restart_the_estimate_is_checked_against_the_new_life() -> None:
+    """On the H200 the OOMed life peaked at 32.2 GiB and the restarted one at 22.75: the check compares the
+    restarted life's estimate with its own peak, not the run's."""
+    from loratui.recipe import Recipe
+    from loratui.supervisor.watch import RunWatch
+
+    gib = 1 << 30
+    watch = RunWatch("r", Recipe(), lambda e: None)
+    watch.feed([events.Sample(t=1.0, gpu=0, used_max=32 * gib, used_last=0, used_min=0, total=140 * gib)])
+    watch.restart(Recipe())
+    watch.feed([events.Sample(t=2.0, gpu=0, used_max=22 * gib, used_last=0, used_min=0, total=140 * gib)])
+    assert watch.life_peak == 22 * gib

@@ -1,0 +1,74 @@
+"""Real CPU runs left alone: alerts from the supervisor (secret kept out of the run), a hung trainer
+detected, and `loratui stacks` showing where it waits."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, TINY, kinds, loratui, only_run, wait_for
+from tests.test_alerts import Endpoint
+
+pytestmark = pytest.mark.slow
+SECRET = "tk_5ecret-topic-93f1"
+
+
+@pytest.fixture
+def endpoint():
+    server = Endpoint()
+    yield server
+    server.server.shutdown()
+
+
+def _secret_anywhere(run: Path) -> list[str]:
+    return [str(p) for p in run.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+
+
+def test_alerts_reach_the_endpoint_and_the_url_stays_secret(endpoint: Endpoint, runs_dir: Path) -> None:
+    url = f"{endpoint.url}/{SECRET}"
+    result = loratui("run", str(TINY), "--headless", "--max-steps", "3", "--runs-dir", str(runs_dir),
+                     "--notify", url, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (request,) = endpoint.wait(1)
+    body = json.loads(request["body"])
+    assert request["path"] == f"/{SECRET}" and body["event"] == "finished" and "step 3" in body["message"]
+    run = only_run(runs_dir)
+    assert _secret_anywhere(run) == []  # not in the log, run.json, status.json, the recipe copy or outputs
+    assert SECRET not in result.stdout + result.stderr
+    assert any(e.get("key") == "alert" and str(e["message"]).startswith("finished")
+               for e in kinds(run, "notice"))
+
+
+def test_a_hung_trainer_is_detected_and_stacks_show_where_it_waits(tmp_path: Path, runs_dir: Path,
+                                                                  endpoint: Endpoint) -> None:
+    text = TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
+    recipe = tmp_path / "hangs.toml"
+    recipe.write_text(text.replace("warn_gb = 30", "warn_gb = 30\nhang_factor = 10\nhang_min_s = 30"))
+    env = dict(os.environ, LORATUI_TEST_HANG_AT_STEP="6")
+    viewer = subprocess.Popen([sys.executable, "-m", "loratui", "run", str(recipe), "--headless", "--runs-dir",
+                               str(runs_dir), "--notify", f"{endpoint.url}/{SECRET}"], cwd=REPO, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run = wait_for(lambda: next(iter(runs_dir.glob("*/events.jsonl")), None), timeout=60).parent
+        hung = wait_for(lambda: [e for e in kinds(run, "notice") if e.get("key") == "hung"], timeout=300)
+        assert "after step 6" in str(hung[0]["message"]) and "loratui stacks" in str(hung[0]["message"])
+        auto = wait_for(lambda: kinds(run, "stacks"), timeout=30)[0]
+        assert auto["reason"] == "hung" and "injected_hang" in auto["ranks"]["0"]
+        result = loratui("stacks", run.name, "--runs-dir", str(runs_dir), timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert "=== rank 0 ===" in result.stdout and "injected_hang" in result.stdout
+        assert "on_step_end" in result.stdout  # the frame that waits, inside the training loop
+        assert len(kinds(run, "stacks")) == 2
+        (request, *_) = endpoint.wait(1)
+        assert json.loads(request["body"])["event"] == "hung"
+        doctor = loratui("doctor", str(run), "--json", timeout=60)
+        assert any(a["id"] == "run_hung" for a in json.loads(doctor.stdout))
+        assert _secret_anywhere(run) == []
+    finally:
+        viewer.kill()
+        viewer.wait()
