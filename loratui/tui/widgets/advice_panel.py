@@ -9,6 +9,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from loratui.logic.recipe_edit import toml_value
 from loratui.text import inert
 
 SEVERITY_MARKS = {"error": ("✖", "bold red"), "warning": ("▲", "bold yellow"), "info": ("●", "cyan")}
@@ -21,8 +22,7 @@ def change_text(change: dict[str, Any]) -> str:
         if key.startswith("env."):
             lines.append(f"{key[4:]}={value}")
         else:
-            shown = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else value
-            lines.append(f"{key} = {shown}")
+            lines.append(f"{key} = {toml_value(value)}")
     return "\n".join(lines)
 
 
