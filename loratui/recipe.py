@@ -8,6 +8,7 @@ plus `[data]` and `[monitor]` of our own. Pure logic: no torch, no transformers,
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -81,7 +82,7 @@ class TrainingSection(_Section, frozen=True):
     logging_steps: int = 1
     save_strategy: Literal["no", "steps", "epoch"] = "steps"
     save_steps: int = 500
-    save_total_limit: int | None = 2
+    save_total_limit: int | None = None  # as TrainingArguments: keep every checkpoint
     save_only_model: bool = False
     eval_strategy: Literal["no", "steps", "epoch"] = "no"
     eval_steps: int | None = None
@@ -193,8 +194,13 @@ KNOWN_SCHEDULERS = frozenset({
 })
 
 
-def load_recipe(path: str | Path, text: str | None = None) -> Recipe:
+def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | None = None,
+                max_steps: int | None = None) -> Recipe:
     """Parse and validate the recipe at `path` (or `text`, named by `path`).
+
+    `model_path` and `max_steps` are the command line's overrides (`--model-path`, `--max-steps`): they
+    replace the recipe's values before the checks, so a recipe without `[model] path` is fine with
+    `--model-path`, and the checks see what will run.
 
     Raises:
         RecipeError: with one message naming file, line and key.
@@ -215,10 +221,21 @@ def load_recipe(path: str | Path, text: str | None = None) -> Recipe:
         recipe = msgspec.convert(raw, Recipe)
     except msgspec.ValidationError as exc:
         raise RecipeError(_explain_validation(path, text, str(exc))) from None
+    recipe = with_overrides(recipe, model_path, max_steps)
     problem = check_combinations(recipe)
     if problem:
         key, message = problem
         raise RecipeError(f"{where(path, text, key)}: `{key}`: {message}")
+    return recipe
+
+
+def with_overrides(recipe: Recipe, model_path: str | None = None, max_steps: int | None = None) -> Recipe:
+    """The recipe with the command line's `--model-path` and `--max-steps` applied."""
+    if model_path:
+        recipe = msgspec.structs.replace(recipe, model=msgspec.structs.replace(recipe.model, path=model_path))
+    if max_steps is not None:
+        recipe = msgspec.structs.replace(
+            recipe, training=msgspec.structs.replace(recipe.training, max_steps=max_steps))
     return recipe
 
 
@@ -233,6 +250,27 @@ def check_combinations(recipe: Recipe) -> tuple[str, str] | None:
         problem = check(recipe)
         if problem:
             return problem
+    return None
+
+
+INT_LIMIT = 2**31 - 1
+"""The largest integer any recipe key takes: beyond it torch and the tokenizers fail deep in C++."""
+MAX_RANK = 4096
+MAX_LENGTH = 1 << 20
+
+
+def _check_numbers(r: Recipe) -> tuple[str, str] | None:
+    """Every number finite and within a 32-bit integer: one message instead of a C++ trace later."""
+    for section in Recipe.__struct_fields__:
+        values = getattr(r, section)
+        for key in values.__struct_fields__:
+            value = getattr(values, key)
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int) and abs(value) > INT_LIMIT:
+                return f"{section}.{key}", f"{key} = {value}: too large (at most {INT_LIMIT}); check the value"
+            if isinstance(value, float) and not math.isfinite(value):
+                return f"{section}.{key}", f"{key} = {value}: must be a finite number"
     return None
 
 
@@ -258,6 +296,9 @@ def _check_lora(r: Recipe) -> tuple[str, str] | None:
     lora = r.lora
     if lora.r <= 0:
         return "lora.r", f"r = {lora.r}: the LoRA rank must be a positive integer (8 to 128 is usual)"
+    if lora.r > MAX_RANK:
+        return "lora.r", (f"r = {lora.r}: a rank above {MAX_RANK} is wider than the layers it adapts; "
+                          "8 to 128 is usual")
     if lora.lora_alpha <= 0:
         return "lora.lora_alpha", f"lora_alpha = {lora.lora_alpha}: must be positive (usually r or 2*r)"
     if not 0.0 <= lora.lora_dropout < 1.0:
@@ -290,8 +331,16 @@ def _check_training(r: Recipe) -> tuple[str, str] | None:
     if t.lr_scheduler_type not in KNOWN_SCHEDULERS:
         return ("training.lr_scheduler_type",
                 f"lr_scheduler_type = \"{t.lr_scheduler_type}\" is unknown; use one of {_listing(KNOWN_SCHEDULERS)}")
+    if t.max_steps < -1:
+        return "training.max_steps", (f"max_steps = {t.max_steps}: use a positive number of steps, or -1 "
+                                      "(the default) to train for num_train_epochs")
     if t.max_steps == 0 or t.num_train_epochs <= 0:
         return "training.max_steps", "nothing to train: set max_steps > 0 or num_train_epochs > 0"
+    if t.output_dir is not None:
+        return "training.output_dir", (f"output_dir = {t.output_dir!r}: checkpoints always go to the run "
+                                       "directory (runs/<id>/checkpoints/), where suspend, resume and "
+                                       "apply-advice find them; remove output_dir and copy a checkpoint "
+                                       "from there when the run is done")
     if t.eval_strategy != "no" and r.data.eval_fraction <= 0:
         return ("training.eval_strategy", f"eval_strategy = \"{t.eval_strategy}\" but there is no eval data "
                 "(the Trainer would stop with 'requires an eval_dataset'); set [data] eval_fraction = 0.05 "
@@ -305,8 +354,11 @@ def _check_data(r: Recipe) -> tuple[str, str] | None:
         return "data.path", "no data given: set [data] path = \"file.jsonl\" (or dataset = \"name\")"
     if d.path and d.dataset:
         return "data.dataset", "both path and dataset are set in [data]; keep one"
-    if d.max_length < 8:
-        return "data.max_length", f"max_length = {d.max_length}: too short to train on (512 to 4096 is usual)"
+    if not 8 <= d.max_length <= MAX_LENGTH:
+        return "data.max_length", (f"max_length = {d.max_length}: use 8 to {MAX_LENGTH} tokens "
+                                   "(512 to 4096 is usual)")
+    if d.max_samples is not None and d.max_samples < 1:
+        return "data.max_samples", f"max_samples = {d.max_samples}: must be at least 1 (or leave it out)"
     if not 0.0 <= d.eval_fraction < 0.5:
         return "data.eval_fraction", f"eval_fraction = {d.eval_fraction}: must be in [0, 0.5)"
     return None
@@ -350,7 +402,7 @@ def _check_alerts(r: Recipe) -> tuple[str, str] | None:
     return None
 
 
-_CHECKS = (_check_model, _check_quantization, _check_lora, _check_training, _check_data, _check_monitor,
+_CHECKS = (_check_numbers, _check_model, _check_quantization, _check_lora, _check_training, _check_data, _check_monitor,
            _check_distributed, _check_alerts)
 
 

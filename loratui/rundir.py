@@ -26,6 +26,7 @@ from pathlib import Path
 import msgspec
 import psutil
 
+from loratui.recipe import Recipe, RecipeError, load_recipe
 
 SUSPEND_EXIT = 75
 """The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable (trainer → supervisor)."""
@@ -42,6 +43,11 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_steps: int | None = None
     resume_from: str | None = None
     env: dict[str, str] = {}  # environment for the trainer (e.g. PYTORCH_CUDA_ALLOC_CONF from advice)
+
+
+IMPORTED_MARK = "# Imported run"
+"""How the recipe.toml of an imported run begins (commands/importer.py): a stub, not a recipe, so that
+advice never quotes default settings as the run's."""
 
 
 class RunNotFound(Exception):
@@ -110,6 +116,30 @@ class RunDir:
     def read_settings(self) -> RunSettings:
         """The run's settings (run.json)."""
         return msgspec.json.decode(self.settings.read_bytes(), type=RunSettings)
+
+    def load_recipe(self) -> tuple[Recipe | None, str]:
+        """The run's recipe copy with the run's `--model-path`/`--max-steps` applied, as (recipe, "");
+        or (None, why) for a run without a usable copy (imported, hand-edited, from an older loratui).
+
+        The one loader of a run's recipe: the copy alone may lack `[model] path` that the command line
+        gave, so loading it without the run's settings would refuse a run that started fine.
+        """
+        if not self.recipe.is_file():
+            return None, f"{self.recipe}: the run has no recipe copy"
+        try:
+            if self.recipe.read_text(encoding="utf-8", errors="replace").startswith(IMPORTED_MARK):
+                return None, "an imported run: loratui did not start it, so it has no recipe"
+        except OSError as exc:
+            return None, f"{self.recipe}: cannot read it ({exc.strerror or exc})"
+        try:
+            settings: RunSettings | None = self.read_settings()
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            settings = None  # an imported run has no run.json: the copy stands alone
+        try:
+            return load_recipe(self.recipe, model_path=settings.model_path if settings else None,
+                               max_steps=settings.max_steps if settings else None), ""
+        except RecipeError as exc:
+            return None, str(exc)
 
     def supervisor_pid(self) -> int | None:
         """The live supervisor's pid, or None when it is gone (a zombie or a reused pid counts as gone)."""

@@ -56,6 +56,15 @@ BAD = [
     ("fp16_with_bf16_compute", _good(**{"[training]": "[quantization]\nload_in_4bit = true\n[training]\nfp16 = true"}),
      ["training.fp16", "unscale"]),
     ("warn_line_negative", _good() + "[monitor]\nwarn_gb = -1\n", ["monitor.warn_gb", "positive"]),
+    ("huge_rank", _good(**{"[training]": "[lora]\nr = 100000000000000000000\n[training]"}),
+     ["lora.r", ":4:", "too large"]),
+    ("rank_wider_than_layers", _good(**{"[training]": "[lora]\nr = 100000\n[training]"}), ["lora.r", "4096"]),
+    ("infinite_alpha", _good(**{"[training]": "[lora]\nlora_alpha = inf\n[training]"}),
+     ["lora.lora_alpha", "finite"]),
+    ("negative_max_steps", _good(**{"max_steps = 2": "max_steps = -5"}), ["training.max_steps", ":4:", "-1"]),
+    ("output_dir", _good(**{"max_steps = 2": 'max_steps = 2\noutput_dir = "out"'}),
+     ["training.output_dir", ":5:", "run directory", "remove output_dir"]),
+    ("huge_max_length", _good() + "max_length = 100000000\n", ["data.max_length", "1048576"]),
 ]
 
 
@@ -87,3 +96,21 @@ def test_find_key_line_ignores_other_sections() -> None:
 def test_error_is_a_recipe_error(tmp_path: Path) -> None:
     with pytest.raises(RecipeError):
         load_recipe(tmp_path / "x.toml", text="[training]\nmax_steps = 'x'\n")
+
+
+def test_minus_one_is_the_only_negative_max_steps() -> None:
+    text = _good(**{"max_steps = 2": "max_steps = -1\nnum_train_epochs = 1"})
+    assert load_recipe(Path("x.toml"), text=text).training.max_steps == -1
+
+
+def test_checkpoints_are_kept_unless_the_recipe_says_otherwise() -> None:
+    """As TrainingArguments: no hidden save_total_limit rotating away checkpoints saved with `s`."""
+    assert load_recipe(Path("x.toml"), text=_good()).training.save_total_limit is None
+
+
+def test_model_path_override_is_applied_before_the_checks() -> None:
+    text = _good(**{'path = "loratui:tiny"': ""})
+    with pytest.raises(RecipeError, match="--model-path"):
+        load_recipe(Path("x.toml"), text=text)
+    assert load_recipe(Path("x.toml"), text=text, model_path="/m").model.path == "/m"
+    assert load_recipe(Path("x.toml"), text=_good(), max_steps=7).training.max_steps == 7

@@ -73,9 +73,9 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         log = source / "events.jsonl"
         if not log.is_file():
             raise OSError(f"no events.jsonl in {source}")
-        return _from_events(log, _run_recipe(source / "recipe.toml"))
+        return _from_events(log, _run_recipe(source))
     if source.name == "events.jsonl" or _looks_like_events(source):
-        return _from_events(source, _run_recipe(source.parent / "recipe.toml"))
+        return _from_events(source, _run_recipe(source.parent))
     with open(source, "rb") as handle:
         return diagnose_stream(handle, str(source))
 
@@ -123,31 +123,12 @@ def _looks_like_events(path: Path) -> bool:
     return first.startswith(b"{") and b'"kind":"header"' in first.replace(b" ", b"")
 
 
-IMPORTED_MARK = "# Imported run"
-"""How `loratui import` starts the recipe.toml it writes (commands/importer.py RECIPE_STUB)."""
+def _run_recipe(run_path: Path) -> Any:
+    """The recipe of the run in `run_path` (its copy with its overrides), or None (an imported run has
+    none: its advice must not quote default settings)."""
+    from loratui.rundir import RunDir
 
-
-def _run_recipe(path: Path) -> Any:
-    """The run's recipe copy; a copy that needs its command-line overrides is read without the checks."""
-    import tomllib
-
-    import msgspec
-
-    from loratui.recipe import Recipe, RecipeError, load_recipe
-
-    if not path.is_file():
-        return None
-    try:
-        if path.read_text(encoding="utf-8", errors="replace").startswith(IMPORTED_MARK):
-            return None  # an imported run has no recipe: its advice must not quote default settings
-        return load_recipe(path)
-    except RecipeError:
-        pass
-    try:
-        # `--model-path` leaves [model] path empty in the copy; the run was checked when it started.
-        return msgspec.convert(tomllib.loads(path.read_text(encoding="utf-8")), Recipe)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, msgspec.ValidationError):
-        return None
+    return RunDir(run_path).load_recipe()[0]
 
 
 def render(items: list[Any], source: Path | str, note: str) -> str:

@@ -113,21 +113,16 @@ def _has_events(log: Any) -> bool:
 
 
 def _recipe_of(target: str, runs_dir: Path, rundir: Any) -> Any:
-    """The run's recipe copy, when the target is a run (advice then knows the recipe)."""
-    from loratui.recipe import RecipeError, load_recipe
-
+    """The run's recipe (its copy with its overrides), when the target is a run: advice then knows it."""
     path = Path(target)
-    candidates = [path / "recipe.toml", path.parent / "recipe.toml"]
+    candidates = [rundir.RunDir(path), rundir.RunDir(path.parent)]
     try:
-        candidates.append(rundir.resolve(target, runs_dir).recipe)
+        candidates.append(rundir.resolve(target, runs_dir))
     except rundir.RunNotFound:
         pass
-    for candidate in candidates:
-        if candidate.is_file():
-            try:
-                return load_recipe(candidate)
-            except RecipeError:
-                return None
+    for run in candidates:
+        if run.recipe.is_file():
+            return run.load_recipe()[0]
     return None
 
 

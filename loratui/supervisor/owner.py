@@ -21,7 +21,7 @@ import psutil
 
 from loratui import __version__, events, runstatus
 from loratui.eventlog import EventWriter, LogTail
-from loratui.recipe import Recipe, load_recipe, recipe_hash
+from loratui.recipe import Recipe, RecipeError, recipe_hash
 from loratui.rundir import SUSPEND_EXIT, RunDir, latest_checkpoint, write_pidfile
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
@@ -44,7 +44,10 @@ class Supervisor:
         """Taking over a suspended run whose supervisor died: resume from its last checkpoint."""
         self.log = EventWriter(run.events)
         self.settings = run.read_settings()
-        self.recipe = load_recipe(run.recipe)
+        recipe, why = run.load_recipe()
+        if recipe is None:  # `loratui run` checked it: only a copy edited since then gets here
+            raise RecipeError(why)
+        self.recipe = recipe
         self.probe, self.probe_reason = probe, probe_reason
         self.trainer: subprocess.Popen[bytes] | None = None
         self.state = events.STARTING

@@ -18,7 +18,7 @@ from typing import Any
 
 from loratui import events
 from loratui.eventlog import EventWriter
-from loratui.recipe import load_recipe
+from loratui.recipe import RecipeError
 from loratui.rundir import SUSPEND_EXIT, RunDir, write_pidfile
 from loratui.trainer import streams
 from loratui.trainer.orphan import OwnerWatch, outcome
@@ -57,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loratui: {run.recipe}: {exc}", file=sys.stderr)
         code = 2
         return code
+    except RecipeError as exc:
+        print(f"loratui: {exc}", file=sys.stderr)
+        code = 2
+        return code
     except BaseException as exc:
         error = exc if not isinstance(exc, SystemExit) else None
         code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
@@ -92,7 +96,9 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     from loratui.trainer.resume_hooks import extra_callbacks
 
     settings = run.read_settings()
-    recipe = load_recipe(run.recipe)
+    recipe, why = run.load_recipe()
+    if recipe is None:
+        raise RecipeError(why)
     base_dir = Path(settings.recipe_dir)
     cuda = torch.cuda.is_available()
     resolved = build.resolve_for_machine(recipe, cuda)

@@ -26,7 +26,7 @@ from loratui import events
 from loratui.errors import ApplyError
 from loratui.logic.advice import Advisor
 from loratui.logic.runstate import RunState
-from loratui.recipe import Recipe, RecipeError, load_recipe
+from loratui.recipe import Recipe
 from loratui.rundir import RunDir
 from loratui.sources.runlog import Batch, EventSource, LiveSource
 from loratui.text import inert
@@ -353,7 +353,8 @@ class LoratuiApp(App[str]):
         except ApplyError as exc:
             self.say(str(exc), severity="error")
             return
-        self.push_screen(restart_choice(path, item), lambda answer: self._restart(answer, path, env))
+        finished = self.run_state.state == events.FINISHED
+        self.push_screen(restart_choice(path, item, env, finished), lambda answer: self._restart(answer, path, env))
 
     def _restart(self, answer: str | None, path: Path, env: dict[str, str]) -> None:
         if answer == "restart":
@@ -398,10 +399,7 @@ class LoratuiApp(App[str]):
 
 def live_app(run: RunDir, actions: RunActions | None) -> LoratuiApp:
     """The app on a run directory: live tail plus the actions the command handed in."""
-    try:
-        recipe = load_recipe(run.recipe)
-    except RecipeError:
-        recipe = None  # an old or hand-edited copy: show the run without recipe-aware advice
+    recipe, _ = run.load_recipe()  # None: an old or hand-edited copy, shown without recipe-aware advice
     return LoratuiApp(LiveSource(run), recipe, actions=actions)
 
 
