@@ -2,44 +2,104 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import msgspec
-
 from loratui import rundir
+from loratui.logic import datafile, lora_targets
+from loratui.logic.lora_targets import tiny_module_names
 from loratui.recipe import TINY_MODEL, Recipe, RecipeError, load_recipe, where
 
 
 def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> None:
-    """Refuse, before anything starts, a model or data path that does not exist."""
+    """Refuse, before anything starts, a model or data path that cannot serve, data the recipe's
+    `format` cannot read (at its real line), and `target_modules` the model does not have."""
     base = recipe_path.parent
     model = model_path or recipe.model.path
-    if model != TINY_MODEL and _looks_local(model):
+    where_model = "--model-path" if model_path else _at(recipe_path, "model.path")
+    if model == TINY_MODEL:
+        _check_targets(recipe, recipe_path, tiny_module_names(), "the embedded tiny model")
+    elif _looks_local(model):
         candidate = Path(model).expanduser()
         if not candidate.is_absolute():
             candidate = base / candidate
         if not (candidate / "config.json").exists():
-            where = "--model-path" if model_path else _at(recipe_path, "model.path")
             what = "does not exist" if not candidate.exists() else "has no config.json"
-            raise RecipeError(f"{where}: `model.path`: model directory {candidate} {what}; pass --model-path "
-                              "/path/to/model (a directory with config.json and weights)")
-    elif model != TINY_MODEL and not _hub_cached(model):
-        where = "--model-path" if model_path else _at(recipe_path, "model.path")
+            raise RecipeError(f"{where_model}: `model.path`: model directory {candidate} {what}; pass "
+                              "--model-path /path/to/model (a directory with config.json and weights)")
+        names = _weight_module_names(candidate)
+        if names:
+            _check_targets(recipe, recipe_path, names, str(candidate))
+    elif not _hub_cached(model):
         if os.environ.get("HF_HUB_OFFLINE"):
-            raise RecipeError(f"{where}: `model.path`: {model} is a hub id that is not in the local cache and "
-                              "HF_HUB_OFFLINE is set; pass --model-path /path/to/a/local/copy")
+            raise RecipeError(f"{where_model}: `model.path`: {model} is a hub id that is not in the local "
+                              "cache and HF_HUB_OFFLINE is set; pass --model-path /path/to/a/local/copy")
         print(f"loratui: note: {model} is not in the local hub cache; the trainer will download it "
               "(offline? pass --model-path /path/to/a/local/copy)", file=sys.stderr)
     if recipe.data.path:
-        data_path = Path(recipe.data.path).expanduser()
-        data_path = data_path if data_path.is_absolute() else base / data_path
-        if not data_path.exists():
-            raise RecipeError(f"{_at(recipe_path, 'data.path')}: `data.path`: {data_path} does not exist; "
-                              "fix [data] path (relative paths are relative to the recipe)")
+        check_data(recipe, recipe_path)
+
+
+def check_data(recipe: Recipe, recipe_path: Path) -> None:
+    """Read the data file through once as the trainer will: one message at the first bad example."""
+    data_path = Path(recipe.data.path).expanduser()
+    data_path = data_path if data_path.is_absolute() else recipe_path.parent / data_path
+
+    def refuse(problem: str) -> RecipeError:
+        return RecipeError(f"{_at(recipe_path, 'data.path')}: `data.path`: {problem}")
+
+    if not data_path.exists():
+        raise refuse(f"{data_path} does not exist; fix [data] path (relative paths are relative to the recipe)")
+    if data_path.is_dir():
+        raise refuse(f"{data_path} is a directory; name one .jsonl, .json, .csv or .parquet file in it")
+    suffix = data_path.suffix.lower()
+    if suffix == ".parquet":
+        return  # read through `datasets` in the trainer
+    if suffix not in datafile.SUFFIXES:
+        raise refuse(f"{data_path.name}: use a .jsonl, .json, .csv or .parquet file")
+    try:
+        with open(data_path, "rb") as handle:
+            datafile.check_examples(handle, suffix, recipe.data)
+    except datafile.DataFileError as exc:
+        at = f"{data_path}:{exc.line}" if exc.line else str(data_path)
+        raise refuse(f"{at}: {exc.message}") from None
+    except OSError as exc:
+        raise refuse(f"{data_path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _check_targets(recipe: Recipe, recipe_path: Path, names: set[str], model: str) -> None:
+    missing = lora_targets.unmatched(recipe.lora.target_modules, names)
+    if missing:
+        raise RecipeError(f"{_at(recipe_path, 'lora.target_modules')}: `lora.target_modules`: "
+                          f"{', '.join(repr(m) for m in missing)} matches no module of {model}; its modules "
+                          f"are named {lora_targets.leaf_names(names)} (or use \"all-linear\")")
+
+
+MAX_HEADER = 100 << 20
+"""A safetensors header larger than this is not a model's: skip the check rather than read it."""
+
+
+def _weight_module_names(model_dir: Path) -> set[str]:
+    """The module names a local model's weights imply (safetensors index or headers); empty if unknown."""
+    index = model_dir / "model.safetensors.index.json"
+    weights: list[str] = []
+    try:
+        if index.is_file():
+            weights = list(json.loads(index.read_text(encoding="utf-8"))["weight_map"])
+        else:
+            for file in sorted(model_dir.glob("*.safetensors")):
+                with open(file, "rb") as handle:
+                    size = int.from_bytes(handle.read(8), "little")
+                    if not 0 < size <= MAX_HEADER:
+                        return set()
+                    weights += [k for k in json.loads(handle.read(size)) if k != "__metadata__"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()  # unreadable or unusual: peft will judge
+    return lora_targets.module_names(weights) if weights else set()
 
 
 def _hub_cached(repo_id: str) -> bool:
@@ -70,11 +130,9 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
 
     `secret_env`: variables only the supervisor gets (the alert URL), never written to the run directory.
     """
-    recipe = load_recipe(recipe_path)
-    if model_path:
-        recipe = msgspec.structs.replace(recipe, model=msgspec.structs.replace(recipe.model, path=model_path))
     if max_steps is not None and max_steps < 1:
         raise RecipeError(f"--max-steps {max_steps}: must be at least 1")
+    recipe = load_recipe(recipe_path, model_path=model_path, max_steps=max_steps)
     check_paths(recipe, recipe_path, model_path)
     name = name or recipe_path.stem
     settings = rundir.RunSettings(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import random
 from pathlib import Path
 from typing import Any
 
+from loratui.logic import datafile
 from loratui.recipe import DataSection
+
 
 class DataError(Exception):
     """The data cannot be used; the message says which file or field and what to do."""
@@ -19,9 +19,10 @@ def load_rows(data: DataSection, base_dir: Path) -> list[dict[str, Any]]:
     if data.path:
         path = Path(data.path).expanduser()
         path = path if path.is_absolute() else base_dir / path
-        if not path.exists():
-            raise DataError(f"[data] path: {path} does not exist; fix the path (relative to the recipe)")
-        rows = _read_file(path)
+        if not path.is_file():
+            what = "is a directory" if path.is_dir() else "does not exist"
+            raise DataError(f"[data] path: {path} {what}; name one data file (relative to the recipe)")
+        rows = _read_file(path, data)
     else:
         rows = _read_hub(data)
     if data.max_samples:
@@ -31,31 +32,25 @@ def load_rows(data: DataSection, base_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_file(path: Path) -> list[dict[str, Any]]:
+def _read_file(path: Path, data: DataSection) -> list[dict[str, Any]]:
+    """Through the same reader as the check before the start (loratui/logic/datafile.py): real line numbers."""
     suffix = path.suffix.lower()
-    try:
-        if suffix == ".jsonl":
-            return [_row(json.loads(line), path, n) for n, line in
-                    enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
-        if suffix == ".json":
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-            return [_row(r, path, n) for n, r in enumerate(loaded if isinstance(loaded, list) else [loaded], 1)]
-        if suffix == ".csv":
-            with open(path, newline="", encoding="utf-8") as handle:
-                return list(csv.DictReader(handle))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"[data] path: {path}: not readable as {suffix[1:]} ({exc})") from None
     if suffix == ".parquet":
         import datasets  # parquet needs pyarrow, which datasets brings
 
         return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
-    raise DataError(f"[data] path: {path.name}: use a .jsonl, .json, .csv or .parquet file")
-
-
-def _row(value: Any, path: Path, number: int) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise DataError(f"[data] path: {path}: example {number} is not a JSON object")
-    return value
+    try:
+        with open(path, "rb") as handle:
+            rows = []
+            for number, row in datafile.iter_rows(handle, suffix):
+                datafile.check_row(row, data, number)
+                rows.append(row)
+                if data.max_samples and len(rows) >= data.max_samples:
+                    break
+            return rows
+    except datafile.DataFileError as exc:
+        at = f"{path}:{exc.line}" if exc.line else str(path)
+        raise DataError(f"[data] path: {at}: {exc.message}") from None
 
 
 def _read_hub(data: DataSection) -> list[dict[str, Any]]:
