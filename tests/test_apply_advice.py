@@ -82,3 +82,118 @@ def test_restart_resumes_from_the_last_checkpoint(tmp_path: Path, runs_dir: Path
     assert new.read_settings().resume_from and "checkpoint-" in new.read_settings().resume_from  # type: ignore[operator]
     control.send(new.control, "stop")
     wait_for(lambda: kinds(new.path, "end"), timeout=60)
+
+
+def test_a_dangling_symlink_at_the_next_name_is_never_written_through(tmp_path: Path) -> None:
+    run, source = _fake_run(tmp_path)
+    victim = tmp_path / "elsewhere" / "victim.toml"
+    link = source.parent / "qwen7b.fix-vram_near_limit.toml"
+    link.symlink_to(victim)  # dangling: `exists()` says False, a plain open would create the victim
+    path, _ = write_fixed_recipe(run, "vram_near_limit", {"training.per_device_train_batch_size": 2})
+    assert path.name == "qwen7b.fix-vram_near_limit-2.toml" and not path.is_symlink()
+    assert not victim.exists() and link.is_symlink()
+    assert load_recipe(path).training.per_device_train_batch_size == 2
+
+
+def _with_env(run: rundir.RunDir, env: dict[str, str]) -> None:
+    import msgspec
+
+    settings = msgspec.structs.replace(run.read_settings(), env=env)
+    run.settings.write_bytes(msgspec.json.encode(settings))
+
+
+def _capture_start(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    from loratui.supervisor import launch
+
+    calls: list[dict[str, object]] = []
+
+    def fake_start(recipe: Path, runs: Path, name: object, model_path: object, max_steps: object,
+                   resume_from: object = None, env: object = None) -> object:
+        calls.append({"recipe": recipe, "resume_from": resume_from, "env": env})
+        return None
+
+    monkeypatch.setattr(launch, "start_run", fake_start)
+    return calls
+
+
+def test_restart_carries_only_environment_loratui_proposes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, _ = _fake_run(tmp_path)
+    _with_env(run, {"PYTHONPATH": "/tmp/evil", "LD_PRELOAD": "/tmp/evil.so", "PYTORCH_CUDA_ALLOC_CONF": "a:b"})
+    path, env = write_fixed_recipe(run, "vram_near_limit", {"training.per_device_train_batch_size": 2})
+    assert env == {"PYTORCH_CUDA_ALLOC_CONF": "a:b"}  # what the prompt shows is what the trainer gets
+    calls = _capture_start(monkeypatch)
+    restart_with(run, path, {**env, "PYTHONPATH": "/tmp/evil"}, lambda command: None)
+    assert calls[0]["env"] == {"PYTORCH_CUDA_ALLOC_CONF": "a:b"}
+
+
+def test_every_environment_variable_advice_proposes_is_allowed() -> None:
+    import re
+
+    from loratui.logic.recipe_edit import ADVICE_ENV
+
+    source = (REPO / "loratui" / "logic" / "advice_moves.py").read_text()
+    proposed = set(re.findall(r'"env\.([A-Z_]+)"', source))
+    assert proposed and proposed <= ADVICE_ENV
+
+
+def test_a_run_directory_of_another_user_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    run, source = _fake_run(tmp_path)
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(run.path).st_uid + 1)
+    with pytest.raises(ApplyError, match="another user"):
+        write_fixed_recipe(run, "vram_near_limit", {"training.per_device_train_batch_size": 2})
+    calls = _capture_start(monkeypatch)
+    with pytest.raises(ApplyError, match="another user"):
+        restart_with(run, source, {}, lambda command: None)
+    assert calls == [] and not list(source.parent.glob("*.fix-*"))
+
+
+def _end(run: rundir.RunDir, state: str, step: int) -> None:
+    from loratui import events
+    from loratui.eventlog import EventWriter
+
+    writer = EventWriter(run.events)
+    writer.write(events.End(t=1.0, state=state, exit_code=0, step=step))
+    writer.close()
+    (run.checkpoints / f"checkpoint-{step}").mkdir()
+    (run.checkpoints / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")  # a complete one
+
+
+@pytest.mark.parametrize("state,resumes", [("finished", False), ("stopped", True)])
+def test_restart_of_a_finished_run_starts_fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                state: str, resumes: bool) -> None:
+    """A finished run's last checkpoint is its end: resuming it trained `step 81/80`."""
+    run, _ = _fake_run(tmp_path)
+    _end(run, state, 80)
+    path, env = write_fixed_recipe(run, "loss_diverging", {"training.learning_rate": 1e-4})
+    calls = _capture_start(monkeypatch)
+    restart_with(run, path, env, lambda command: None)
+    assert calls[0]["resume_from"] == (str(run.checkpoints / "checkpoint-80") if resumes else None)
+
+
+def test_the_restart_prompt_shows_every_change() -> None:
+    from types import SimpleNamespace
+
+    from loratui.tui.screens import restart_choice
+
+    item = SimpleNamespace(change={"training.per_device_train_batch_size": 2,
+                                   "env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "NCCL_DEBUG": "INFO"}
+    question = restart_choice(Path("/r/x.fix.toml"), item, env).question
+    assert "training.per_device_train_batch_size = 2" in question
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in question and "NCCL_DEBUG=INFO" in question
+    assert "last checkpoint" in question
+    assert "from step 0" in restart_choice(Path("/r/x.fix.toml"), item, env, finished=True).question
+
+
+def test_fix_of_a_run_started_with_model_path_validates(tmp_path: Path) -> None:
+    import msgspec
+
+    run, _ = _fake_run(tmp_path)
+    run.recipe.write_text(run.recipe.read_text().replace('path = "Qwen/Qwen2.5-7B-Instruct"', 'path = ""'))
+    settings = msgspec.structs.replace(run.read_settings(), model_path="/models/qwen")
+    run.settings.write_bytes(msgspec.json.encode(settings))
+    assert run.load_recipe()[0].model.path == "/models/qwen"  # type: ignore[union-attr]
+    path, _ = write_fixed_recipe(run, "vram_near_limit", {"training.per_device_train_batch_size": 2})
+    assert load_recipe(path, model_path="/models/qwen").training.per_device_train_batch_size == 2

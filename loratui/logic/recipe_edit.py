@@ -14,6 +14,8 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import InlineTable
 
 ADDED_COMMENT = "set by loratui advice"
+ADVICE_ENV = frozenset({"PYTORCH_CUDA_ALLOC_CONF", "NCCL_DEBUG", "CUDA_LAUNCH_BLOCKING"})
+"""The environment variables advice may set: the only ones a restart carries from a run's settings."""
 
 
 class EditError(ValueError):

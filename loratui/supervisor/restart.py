@@ -1,8 +1,12 @@
-"""Applying an advice item: a new recipe beside the old one, and a restart from the last checkpoint.
+"""Applying an advice item: a new recipe beside the old one, and a restart with it.
 
 The user's recipe is never edited in place: the run's recipe copy (what actually ran) gets the change and
 is written as `<stem>.fix-<advice id>[-N].toml` next to the original (or in the run directory when that
-folder is not writable).
+folder is not writable), created exclusively and never through a symbolic link.
+
+A run directory is someone's code and settings: only its owner may apply advice to it, and only the
+environment variables loratui itself proposes (`ADVICE_ENV`) are carried from its settings to the new
+trainer, so a stored `PYTHONPATH` or `LD_PRELOAD` never runs as the user who restarts it.
 """
 
 from __future__ import annotations
@@ -12,38 +16,71 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loratui import runstatus
+from loratui import events, runstatus
 from loratui.errors import ApplyError
-from loratui.logic.recipe_edit import apply_changes, recipe_changes
+from loratui.logic.recipe_edit import ADVICE_ENV, EditError, apply_changes, recipe_changes
 from loratui.recipe import RecipeError, load_recipe
 from loratui.rundir import RunDir, latest_checkpoint
 
+MAX_NAMES = 1000
+"""How many `-N` names to try before giving up on a folder full of fixes (or of links)."""
+
 
 def write_fixed_recipe(run: RunDir, advice_id: str, change: dict[str, Any]) -> tuple[Path, dict[str, str]]:
-    """Write the changed recipe; returns its path and the environment variables the change asks for."""
+    """Write the changed recipe; returns its path and the whole environment the restart would give the
+    trainer (the run's carried allow-listed variables with the advice's own on top), for the prompt."""
+    check_owner(run)
     keys, env = recipe_changes(change)
     if not keys and not env:
         raise ApplyError("this advice has no recipe change to apply")
-    text = apply_changes(run.recipe.read_text(encoding="utf-8"), keys)
     settings = run.read_settings()
+    try:
+        text = apply_changes(run.recipe.read_text(encoding="utf-8"), keys)
+    except (OSError, UnicodeDecodeError, EditError) as exc:
+        raise ApplyError(f"{run.recipe}: cannot apply the change ({exc})") from None
     source = Path(settings.recipe_source)
     folder = source.parent if os.access(source.parent, os.W_OK) else run.path
-    target = _free_name(folder, f"{source.stem}.fix-{advice_id}")
-    target.write_text(_header(run, advice_id, change) + text, encoding="utf-8")
-    try:
-        load_recipe(target)
+    stem = f"{source.stem}.fix-{advice_id}"
+    try:  # validated before anything is written: a bad change leaves no file behind
+        load_recipe(folder / f"{stem}.toml", text=text, model_path=settings.model_path)
     except RecipeError as exc:
-        target.unlink()
         raise ApplyError(f"the changed recipe does not validate: {exc}") from None
-    return target, env
+    target = _create_new(folder, stem, _header(run, advice_id, change) + text)
+    return target, {**carried_env(settings.env), **env}
 
 
-def _free_name(folder: Path, stem: str) -> Path:
-    candidate, n = folder / f"{stem}.toml", 1
-    while candidate.exists():
-        n += 1
-        candidate = folder / f"{stem}-{n}.toml"
-    return candidate
+def carried_env(stored: dict[str, str]) -> dict[str, str]:
+    """The stored run settings' environment, less every variable loratui would not itself propose."""
+    return {key: value for key, value in stored.items() if key in ADVICE_ENV}
+
+
+def check_owner(run: RunDir) -> None:
+    """Refuse a run directory that belongs to another user: its recipe and settings are theirs."""
+    try:
+        owner = run.path.stat().st_uid
+    except OSError as exc:
+        raise ApplyError(f"{run.path}: cannot read the run directory ({exc.strerror or exc})") from None
+    if owner != os.getuid():
+        raise ApplyError(f"{run.path} belongs to another user (uid {owner}); loratui applies advice only to "
+                         "your own runs: copy its recipe and start your own run with it")
+
+
+def _create_new(folder: Path, stem: str, text: str) -> Path:
+    """Create `stem.toml` (or `stem-N.toml`) that did not exist: O_EXCL|O_NOFOLLOW, so an existing file
+    or link, dangling or not, at a name is never written through; the next name is tried instead."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for n in range(1, MAX_NAMES + 1):
+        candidate = folder / (f"{stem}.toml" if n == 1 else f"{stem}-{n}.toml")
+        try:
+            fd = os.open(candidate, flags, 0o644)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ApplyError(f"{candidate}: cannot create it ({exc.strerror or exc})") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return candidate
+    raise ApplyError(f"{folder}: {MAX_NAMES} names {stem}[-N].toml are taken; remove old fixes")
 
 
 def _header(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
@@ -52,17 +89,27 @@ def _header(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
 
 
 def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait_s: float = 180.0) -> RunDir:
-    """Stop `run` if it still trains, then start `recipe` from its last checkpoint; returns the new run."""
+    """Stop `run` if it still trains, then start `recipe`: from the last checkpoint, or from step 0 when
+    the run had finished (a finished run's last checkpoint is its end: resuming it would train past
+    max_steps). Returns the new run."""
     from loratui.supervisor.launch import start_run
 
+    check_owner(run)
     if not _ended(run):
         send("stop")
         deadline = time.monotonic() + wait_s
         while not _ended(run) and time.monotonic() < deadline:
             time.sleep(0.5)
     settings = run.read_settings()
+    resume = None if final_state(run) == events.FINISHED else latest_checkpoint(run.checkpoints)
     return start_run(recipe, run.path.parent, settings.name, settings.model_path, settings.max_steps,
-                     resume_from=latest_checkpoint(run.checkpoints), env={**settings.env, **env})
+                     resume_from=resume, env={**carried_env(settings.env), **carried_env(env)})
+
+
+def final_state(run: RunDir) -> str | None:
+    """The state the run's end recorded (the one run status), or None while it has none."""
+    end = runstatus.read(run).end
+    return end.state if end is not None else None
 
 
 def _ended(run: RunDir) -> bool:

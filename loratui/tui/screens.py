@@ -55,11 +55,19 @@ def stop_choice() -> Choice:
                   [("stop", "Stop", "y"), ("cancel", "Cancel", "n")])
 
 
-def restart_choice(path: Any, item: Any) -> Choice:
-    """A: the changed recipe is written; restart from the last checkpoint with it?"""
-    return Choice(f"Wrote {inert(str(path))}\nwith {inert(change_text(item.change))}\n\nStop this run (if it still trains) and "
-                  "restart from its last checkpoint with the new recipe?",
-                  [("restart", "Restart", "y"), ("later", "Not now", "n")])
+def restart_choice(path: Any, item: Any, env: dict[str, str] | None = None, finished: bool = False) -> Choice:
+    """A: the changed recipe is written; restart with it? Every change the new run gets is listed: the
+    recipe keys and the whole environment the new trainer will have from loratui."""
+    keys = {k: v for k, v in item.change.items() if not k.startswith("env.")}
+    lines = [f"Wrote {inert(str(path))}", "", "Recipe changes:"]
+    lines += [f"  {line}" for line in inert(change_text(keys)).splitlines()] or ["  (none)"]
+    lines += ["Environment for the new trainer:"]
+    lines += [f"  {inert(f'{key}={value}', newlines=False)}" for key, value in sorted((env or {}).items())] or ["  (nothing added)"]
+    if finished:
+        lines += ["", "This run has finished: start a NEW run from step 0 with the new recipe?"]
+    else:
+        lines += ["", "Stop this run (if it still trains) and restart from its last checkpoint with the new recipe?"]
+    return Choice("\n".join(lines), [("restart", "Restart", "y"), ("later", "Not now", "n")])
 
 
 HELP = """\
