@@ -276,22 +276,29 @@ SLACK_PER_RECOMPUTED_LAYER, SLACK_PER_ACTIVATION = 1.05, 0.027
 # --------------------------------------------------------------------------- the estimate
 
 
-def estimate(recipe: Any, model_config: dict[str, Any], gpu_gib: float | None = None) -> Estimate:
-    """Predict the peak of `recipe` training the model of `model_config` (a parsed config.json).
+def estimate(recipe: Any, model_config: dict[str, Any], gpu_gib: float | None = None,
+             cuda: bool = True) -> Estimate:
+    """Predict the peak of `recipe` training the model of `model_config` (a parsed config.json);
+    `cuda=False` for a CPU run (no CUDA context, no caching allocator's slack).
 
     Raises:
         ConfigError: when the config lacks the dimensions the estimate needs.
     """
-    return estimate_setup(read_dims(model_config), read_setup(recipe), gpu_gib)
+    return estimate_setup(read_dims(model_config), read_setup(recipe), gpu_gib, cuda)
 
 
-def estimate_setup(d: Dims, s: Setup, gpu_gib: float | None = None) -> Estimate:
+def estimate_setup(d: Dims, s: Setup, gpu_gib: float | None = None, cuda: bool = True) -> Estimate:
     """The estimate for already-read dimensions and choices (the fit table varies `s`)."""
     bytes_ = components_bytes(d, s)
+    if not cuda:  # the CPU allocator caches no blocks, and a CPU process holds no CUDA context
+        bytes_["allocator_slack"] = 0.0
     allocated = sum(v for k, v in bytes_.items() if k not in ("optimizer_paged", "allocator_slack"))
     reserved = allocated + bytes_["allocator_slack"]
-    device = reserved + bytes_["optimizer_paged"] + CONTEXT_GIB * GIB
-    components = {k: v / GIB for k, v in bytes_.items()} | {"cuda_context_non_torch": CONTEXT_GIB}
+    context = CONTEXT_GIB if cuda else 0.0
+    device = reserved + bytes_["optimizer_paged"] + context * GIB
+    components = {k: v / GIB for k, v in bytes_.items()}
+    if cuda:
+        components["cuda_context_non_torch"] = CONTEXT_GIB
     headroom = None if gpu_gib is None else gpu_gib - device / GIB
     return Estimate(peak_device_gib=device / GIB, peak_reserved_gib=reserved / GIB,
                     peak_allocated_gib=allocated / GIB, components=components, gpu_gib=gpu_gib,

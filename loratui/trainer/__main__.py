@@ -183,8 +183,8 @@ def _record_estimate(log: EventWriter, recipe: Any, model: Any, cuda: bool, loca
 
             total = torch.cuda.get_device_properties(local_rank).total_memory / GIB
         at_data = msgspec.structs.replace(recipe, data=msgspec.structs.replace(recipe.data, max_length=seq_len))
-        found = estimate(at_data, config, total)
-        worst = estimate(recipe, config, total) if seq_len < recipe.data.max_length else found
+        found = estimate(at_data, config, total, cuda=cuda)
+        worst = estimate(recipe, config, total, cuda=cuda) if seq_len < recipe.data.max_length else found
     except (ConfigError, AttributeError, KeyError, TypeError, ValueError) as exc:
         log.write(events.Notice(t=time.time(), level="info", message=f"no VRAM estimate: {exc}"))
         return
