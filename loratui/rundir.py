@@ -12,13 +12,15 @@ runs/<run-id>/ (mode 0700) holds:
                    views never read a whole log to say where a run stands
   control.sock     the control socket (mode 0600)
   control.cmds     control commands relayed to the trainer ranks, one a line (append-only)
-  checkpoints/     the Trainer's output_dir
+  checkpoints/     the Trainer's output_dir (always: a recipe's output_dir is refused)
+  checkpoints/saved/   checkpoints saved on request, kept out of save_total_limit's rotation
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,3 +282,22 @@ def _complete(checkpoint: Path) -> bool:
 def stacks_file(run_path: Path, rank: str) -> Path:
     """Where trainer rank `rank` dumps its threads' stacks on SIGUSR1 (`loratui stacks`)."""
     return run_path / f"stacks.rank{rank}.txt"
+
+
+PINNED_DIR = "saved"
+
+
+def pin_checkpoint(checkpoint: Path) -> Path:
+    """Keep a checkpoint saved on request out of the Trainer's rotation, which deletes only
+    `checkpoints/checkpoint-*`: a hard-linked copy under `checkpoints/saved/` (no extra space; a plain
+    copy where links cannot be made). Returns the kept copy."""
+    target = checkpoint.parent / PINNED_DIR / checkpoint.name
+    if target.exists():
+        return target
+    target.parent.mkdir(exist_ok=True)
+    try:
+        shutil.copytree(checkpoint, target, copy_function=os.link)
+    except OSError:
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(checkpoint, target)
+    return target

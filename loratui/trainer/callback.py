@@ -14,6 +14,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from loratui import events
+from loratui.rundir import pin_checkpoint
 
 
 PAUSE, SAVE, SUSPEND, STOP = 1, 2, 4, 8
@@ -145,6 +146,7 @@ class EventCallback(TrainerCallback):
         self.stopped = False
         self._step_start = time.perf_counter()
         self._in_eval = False
+        self._requested_save = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.emit(events.TrainBegin(t=time.time(), max_steps=state.max_steps,
@@ -184,6 +186,7 @@ class EventCallback(TrainerCallback):
             bits = self._hold(state, bits)
         if bits & SAVE:
             control.should_save = True
+            self._requested_save = True
         if bits & SUSPEND:
             self.suspended = True
             control.should_save = True
@@ -224,6 +227,14 @@ class EventCallback(TrainerCallback):
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         path = f"{args.output_dir}/checkpoint-{state.global_step}"
+        if self._requested_save and args.save_total_limit and args.should_save:
+            # The user asked for this one: save_total_limit's rotation must never take it away.
+            try:
+                path = str(pin_checkpoint(Path(path)))
+            except OSError as exc:  # a full disk must not stop training: say so instead
+                self.emit(events.Notice(t=time.time(), level="warning", key="training.save_total_limit",
+                                        message=f"could not keep {path} out of the rotation ({exc})"))
+        self._requested_save = False
         self.emit(events.Phase(t=time.time(), name="save", edge="end", step=state.global_step))
         self.emit(events.Checkpoint(t=time.time(), step=state.global_step, path=path))
 
