@@ -195,12 +195,13 @@ KNOWN_SCHEDULERS = frozenset({
 
 
 def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | None = None,
-                max_steps: int | None = None) -> Recipe:
+                max_steps: int | None = None, require_model: bool = True) -> Recipe:
     """Parse and validate the recipe at `path` (or `text`, named by `path`).
 
     `model_path` and `max_steps` are the command line's overrides (`--model-path`, `--max-steps`): they
     replace the recipe's values before the checks, so a recipe without `[model] path` is fine with
-    `--model-path`, and the checks see what will run.
+    `--model-path`, and the checks see what will run. `require_model=False` reads the record of a run
+    that already started (an imported run has no command line to fill an empty `[model] path`).
 
     Raises:
         RecipeError: with one message naming file, line and key.
@@ -222,7 +223,7 @@ def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | 
     except msgspec.ValidationError as exc:
         raise RecipeError(_explain_validation(path, text, str(exc))) from None
     recipe = with_overrides(recipe, model_path, max_steps)
-    problem = check_combinations(recipe)
+    problem = check_combinations(recipe, require_model)
     if problem:
         key, message = problem
         raise RecipeError(f"{where(path, text, key)}: `{key}`: {message}")
@@ -244,9 +245,11 @@ def recipe_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def check_combinations(recipe: Recipe) -> tuple[str, str] | None:
+def check_combinations(recipe: Recipe, require_model: bool = True) -> tuple[str, str] | None:
     """The first known-bad value or combination, as (dotted key, message), or None."""
     for check in _CHECKS:
+        if check is _check_model and not require_model:
+            continue
         problem = check(recipe)
         if problem:
             return problem

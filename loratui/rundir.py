@@ -124,7 +124,8 @@ class RunDir:
         or (None, why) for a run without a usable copy (imported, hand-edited, from an older loratui).
 
         The one loader of a run's recipe: the copy alone may lack `[model] path` that the command line
-        gave, so loading it without the run's settings would refuse a run that started fine.
+        gave, so loading it without the run's settings would refuse a run that started fine; and the
+        model was checked when the run started, so a copy without one (imported) is still its record.
         """
         if not self.recipe.is_file():
             return None, f"{self.recipe}: the run has no recipe copy"
@@ -139,7 +140,7 @@ class RunDir:
             settings = None  # an imported run has no run.json: the copy stands alone
         try:
             return load_recipe(self.recipe, model_path=settings.model_path if settings else None,
-                               max_steps=settings.max_steps if settings else None), ""
+                               max_steps=settings.max_steps if settings else None, require_model=False), ""
         except RecipeError as exc:
             return None, str(exc)
 
