@@ -197,3 +197,22 @@ def test_fix_of_a_run_started_with_model_path_validates(tmp_path: Path) -> None:
     assert run.load_recipe()[0].model.path == "/models/qwen"  # type: ignore[union-attr]
     path, _ = write_fixed_recipe(run, "vram_near_limit", {"training.per_device_train_batch_size": 2})
     assert load_recipe(path, model_path="/models/qwen").training.per_device_train_batch_size == 2
+
+
+@pytest.mark.slow
+def test_restart_of_a_finished_run_trains_a_fresh_run_to_max_steps(tmp_path: Path, runs_dir: Path) -> None:
+    """Resuming a finished run's last checkpoint trained `step 81/80`; a fresh run stops at max_steps."""
+    recipe = tmp_path / "tiny.toml"
+    recipe.write_text(TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
+                      .replace("save_steps = 60", "save_steps = 2"))
+    from tests.conftest import loratui
+
+    done = loratui("run", str(recipe), "--headless", "--max-steps", "4", "--runs-dir", str(runs_dir), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = rundir.RunDir(only_run(runs_dir))
+    fixed, env = write_fixed_recipe(run, "loss_diverging", {"training.learning_rate": 1e-3})
+    new = restart_with(run, fixed, env, lambda command: None)
+    end = wait_for(lambda: kinds(new.path, "end"), timeout=300)
+    assert end[0]["state"] == "finished"  # type: ignore[index]
+    assert kinds(new.path, "train_begin")[0].get("start_step", 0) == 0 and new.read_settings().resume_from is None
+    assert max(int(e["step"]) for e in kinds(new.path, "step")) == 4  # type: ignore[arg-type]
