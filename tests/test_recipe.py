@@ -114,3 +114,18 @@ def test_model_path_override_is_applied_before_the_checks() -> None:
         load_recipe(Path("x.toml"), text=text)
     assert load_recipe(Path("x.toml"), text=text, model_path="/m").model.path == "/m"
     assert load_recipe(Path("x.toml"), text=_good(), max_steps=7).training.max_steps == 7
+
+
+def test_estimate_takes_model_path_for_a_recipe_without_one(tmp_path: Path) -> None:
+    import json
+
+    from loratui.cli import main
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "model_type": "qwen2", "vocab_size": 2048, "hidden_size": 256, "intermediate_size": 768,
+        "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2}))
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(_good(**{'path = "loratui:tiny"': ""}))
+    assert main(["estimate", str(recipe), "--model-path", str(model), "--json"]) in (0, 1)

@@ -27,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
     from loratui.logic.estimate import ConfigError, estimate, fit_table
     from loratui.recipe import load_recipe
 
-    recipe = load_recipe(args.recipe)
+    recipe = load_recipe(args.recipe, model_path=args.model_path)  # the override before the checks
     gpu_gib = args.gpu_gb
     if gpu_gib <= 0:
         raise UsageError(f"--gpu-gb {args.gpu_gb}: the card's memory must be positive (GiB)")
