@@ -11,7 +11,11 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import msgspec
+
 from loratui.recipe import DataSection
+
+_fast_decode = msgspec.json.Decoder().decode
 
 SUFFIXES = (".jsonl", ".json", ".csv")
 """The formats read here; .parquet goes through `datasets` in the trainer."""
@@ -91,18 +95,25 @@ def _decode(raw: bytes, line: int) -> str:
 
 def _jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int | None, dict[str, Any]]]:
     for number, raw in enumerate(lines, 1):
-        text = _decode(raw, number).strip()
-        if not text:
+        if not raw.strip():
             continue  # a blank line holds no example
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataFileError(number, f"not valid JSON ({exc.msg} at column {exc.colno}); fix or remove "
-                                        "this line (one JSON object a line)") from None
+            value = _fast_decode(raw)  # msgspec: several times json's speed on a large file
+        except msgspec.DecodeError:
+            value = _explain_line(raw, number)
         if not isinstance(value, dict):
             raise DataFileError(number, f"a JSON {type(value).__name__}, not an object; each line must be "
                                         "one object such as {\"text\": \"...\"}")
         yield number, value
+
+
+def _explain_line(raw: bytes, number: int) -> Any:
+    """The bad line's problem in the words of the json module (msgspec's only say "malformed")."""
+    try:
+        return json.loads(_decode(raw, number))
+    except json.JSONDecodeError as exc:
+        raise DataFileError(number, f"not valid JSON ({exc.msg} at column {exc.colno}); fix or remove "
+                                    "this line (one JSON object a line)") from None
 
 
 def _json(blob: bytes) -> Iterator[tuple[int | None, dict[str, Any]]]:
