@@ -82,3 +82,13 @@ def test_a_hash_inside_a_string_is_not_a_comment() -> None:
     text = '[model]\npath = "a#b"  # note\n[data]\npath = "d.jsonl"\n'
     out = apply_changes(text, {"model.path": "c"})
     assert 'path = "c"  # note' in out
+
+
+def test_every_view_writes_values_with_the_one_toml_writer() -> None:
+    """The advice panel and doctor show a change as it would be written in the recipe: valid TOML."""
+    from loratui.commands.doctor import _toml
+    from loratui.tui.widgets.advice_panel import change_text
+
+    change = {"lora.target_modules": ["q_proj", "v_proj"], "model.path": 'a "quoted" dir'}
+    assert change_text(change) == 'lora.target_modules = ["q_proj", "v_proj"]\nmodel.path = "a \\"quoted\\" dir"'
+    assert [_toml(v) for v in change.values()] == [toml_value(v) for v in change.values()]

@@ -147,9 +147,7 @@ def render(items: list[Any], source: Path | str, note: str) -> str:
 
 
 def _toml(value: Any) -> str:
-    """A value as it would be written in the recipe."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, str):
-        return f'"{value}"'
-    return str(value)
+    """A value as it would be written in the recipe (the one TOML value writer)."""
+    from loratui.logic.recipe_edit import toml_value
+
+    return toml_value(value)
