@@ -180,3 +180,18 @@ def test_the_trainer_reads_the_same_line_numbers(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=f"{data}:5: not valid JSON"):
         load_rows(DataSection(path=str(data), format="instruction"), tmp_path)
     assert len(load_rows(DataSection(path=str(data), format="instruction", max_samples=2), tmp_path)) == 2
+
+
+def test_the_preflight_takes_model_path_for_a_recipe_without_one(tmp_path: Path) -> None:
+    import argparse
+
+    from loratui.commands import launch_checks
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "model_type": "qwen2", "vocab_size": 2048, "hidden_size": 256, "intermediate_size": 768,
+        "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2}))
+    recipe = _recipe(tmp_path, DATA, **{'path = "loratui:tiny"': ""})
+    args = argparse.Namespace(recipe=recipe, model_path=str(model), force=False)
+    assert launch_checks.preflight(args) in (True, False)  # answered, not refused for a missing [model] path

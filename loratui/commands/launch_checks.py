@@ -13,15 +13,11 @@ from loratui.text import inert
 
 def preflight(args: argparse.Namespace) -> bool:
     """Whether the run may start: the estimate fits the chosen GPU's free memory, or `--force`."""
-    import msgspec
-
     from loratui.commands.estimate import find_config, read_config
     from loratui.recipe import load_recipe
     from loratui.supervisor import preflight as pf
 
-    recipe = load_recipe(args.recipe)
-    if args.model_path:
-        recipe = msgspec.structs.replace(recipe, model=msgspec.structs.replace(recipe.model, path=args.model_path))
+    recipe = load_recipe(args.recipe, model_path=args.model_path)  # the override before the checks
     verdict = pf.at_launch(recipe, args.recipe.resolve().parent, lambda path, d: read_config(find_config(path, d)))
     if verdict.fits:
         return True

@@ -11,7 +11,7 @@ import msgspec
 
 from loratui import events
 from loratui.errors import ApplyError
-from loratui.recipe import RecipeError, load_recipe
+from loratui.recipe import RecipeError
 from loratui.rundir import SUSPEND_EXIT
 from loratui.supervisor import alerts, stacks
 from loratui.supervisor.guard import Action, Guard
@@ -53,7 +53,9 @@ class Unattended:
             return False, None
         try:
             _fixed, env, resume = self.guard.apply(action)
-            recipe = load_recipe(self.sup.run.recipe)
+            recipe, why = self.sup.run.load_recipe()  # the copy the guard just wrote, with the overrides
+            if recipe is None:
+                raise RecipeError(why)
         except (ApplyError, RecipeError, OSError) as exc:
             self.sup.log.write(events.Notice(t=time.time(), level="error", key="guard_skip",
                                              message=f"guard: the change could not be applied: {exc}"))
