@@ -13,7 +13,8 @@ from typing import Any
 
 def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `init` subparser."""
-    cmd = sub.add_parser("init", help="copy a built-in recipe out to edit (loratui recipes lists them)")
+    cmd: argparse.ArgumentParser = sub.add_parser(
+        "init", help="copy a built-in recipe out to edit (loratui recipes lists them)")
     cmd.add_argument("name", help="a built-in recipe: tiny, qwen7b, ... (see `loratui recipes`)")
     cmd.add_argument("path", nargs="?", type=Path, default=None,
                      help="where to write it: a file, or a folder for NAME.toml (default ./NAME.toml)")

@@ -13,7 +13,9 @@ from typing import Any
 
 def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `recipes` subparser."""
-    return sub.add_parser("recipes", help="list the built-in recipes (loratui run NAME, loratui init NAME)")
+    cmd: argparse.ArgumentParser = sub.add_parser(
+        "recipes", help="list the built-in recipes (loratui run NAME, loratui init NAME)")
+    return cmd
 
 
 def main(args: argparse.Namespace) -> int:
