@@ -86,7 +86,8 @@ def test_method_names_each_kind_of_training() -> None:
     dora = load_recipe("x.toml", text.replace("r = 16", "r = 16\nuse_dora = true"))
     ddp = load_recipe("x.toml", text + "\n[distributed]\nnum_processes = 2\n")
     assert [method(r) for r in (base, eight, dora, ddp)] == [
-        "LoRA float32, r=16", "LoRA 8-bit, r=16", "DoRA float32, r=16", "LoRA float32, r=16, 2 processes (ddp)"]
+        "LoRA float32, r=16", "LoRA 8-bit, r=16", "DoRA float32, r=16",
+        "LoRA float32, r=16, 2 processes (ddp)"]
 
 
 def test_init_copies_a_builtin_out_and_its_data_path_still_resolves(
@@ -130,7 +131,8 @@ def test_version_comes_from_one_place(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_package_data_globs_name_files_inside_the_package() -> None:
     """Every glob matches something under loratui/, and together they cover every recipe and data file."""
-    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["loratui"]
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = setuptools["package-data"]["loratui"]
     package = REPO / "loratui"
     assert all(list(package.glob(g)) for g in globs), globs
     shipped = {p for g in globs for p in package.glob(g)}
@@ -158,9 +160,9 @@ def test_first_tiny_build_from_a_csv_run_uses_the_shipped_data(tmp_path: Path) -
         'path = "data/tiny-instructions.jsonl"', 'path = "mine.csv"'))
     cache = tmp_path / "cache"
     env = {**os.environ, "LORATUI_CACHE": str(cache)}
-    done = subprocess.run([sys.executable, "-m", "loratui", "run", str(recipe), "--headless", "--max-steps", "2",
-                           "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True, timeout=600,
-                          cwd=tmp_path, env=env)
+    done = subprocess.run([sys.executable, "-m", "loratui", "run", str(recipe), "--headless", "--max-steps",
+                           "2", "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (built,) = cache.glob("tiny-qwen2-*")
     build_tiny_model(tmp_path / "reference")
