@@ -32,7 +32,7 @@ def main() -> int:
     sys.path.insert(0, str(REPO))
     from loratui.trainer.tiny import ensure_tiny_model
 
-    tiny = ensure_tiny_model(REPO / "recipes" / "data" / "tiny-instructions.jsonl")
+    tiny = ensure_tiny_model()
     tok = AutoTokenizer.from_pretrained(tiny)
     shape = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                  num_key_value_heads=4, vocab_size=152064)

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import doctor, estimate, importer, notify_test, replay, stacks
+from loratui.commands import doctor, estimate, importer, init, notify_test, recipes, replay, stacks
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
-from loratui.recipe import RecipeError
+from loratui.recipe import RecipeError, find_recipe
 from loratui.text import inert
 from loratui.units import to_gib
 
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs_dir.add_argument("--runs-dir", type=Path, default=None, help="where runs live (default ./runs)")
 
     run = sub.add_parser("run", parents=[runs_dir], help="start a training run from a TOML recipe")
-    run.add_argument("recipe", type=Path)
+    run.add_argument("recipe", type=Path, help="a recipe file, or a built-in recipe's name (loratui recipes)")
     run.add_argument("--headless", action="store_true", help="print progress instead of the TUI")
     run.add_argument("--run-name", default=None)
     run.add_argument("--max-steps", type=int, default=None)
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
     attach.set_defaults(handler=cmd_attach)
     ls.set_defaults(handler=cmd_ls)
-    for module in (doctor, estimate, importer, replay, notify_test, stacks):
+    for module in (doctor, estimate, importer, init, recipes, replay, notify_test, stacks):
         module.register(sub, runs_dir).set_defaults(handler=module.main)
     return parser
 
@@ -123,6 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from loratui.commands import launch_checks
 
+    args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)
     if not launch_checks.preflight(args):
         return EXIT_NO
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]

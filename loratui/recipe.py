@@ -19,6 +19,11 @@ import msgspec
 TINY_MODEL = "loratui:tiny"
 """The model path that names the embedded tiny Qwen2 model, built on first use (no download)."""
 
+BUILTIN_DIR = Path(__file__).resolve().parent / "recipes"
+"""The recipes shipped inside the package (`loratui run tiny`); a clone's top-level `recipes/` links here."""
+TINY_DATA = BUILTIN_DIR / "data" / "tiny-instructions.jsonl"
+"""The shipped instruction set: the demo's data and the tiny model's tokenizer corpus."""
+
 Dtype = Literal["auto", "bfloat16", "float16", "float32"]
 
 
@@ -211,7 +216,8 @@ def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | 
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise RecipeError(f"{path}: no such recipe file; check the path (recipes live in recipes/)") from None
+            raise RecipeError(f"{path}: no such recipe file; check the path "
+                              f"(or name a built-in recipe: {', '.join(builtin_recipes())})") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise RecipeError(f"{path}: cannot read the recipe ({exc})") from None
     try:
@@ -238,6 +244,29 @@ def with_overrides(recipe: Recipe, model_path: str | None = None, max_steps: int
         recipe = msgspec.structs.replace(
             recipe, training=msgspec.structs.replace(recipe.training, max_steps=max_steps))
     return recipe
+
+
+def builtin_recipes() -> dict[str, Path]:
+    """The shipped recipes by name (`tiny`, `qwen7b`, ...), sorted."""
+    return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.toml"))}
+
+
+def find_recipe(arg: str | Path) -> Path:
+    """The recipe file `arg` names: an existing path, else a built-in recipe's name (`tiny` or `tiny.toml`).
+
+    Raises:
+        RecipeError: neither exists; the message lists the built-in names.
+    """
+    path = Path(arg)
+    if path.exists():
+        return path
+    builtins = builtin_recipes()
+    name = path.stem if path.suffix == ".toml" else path.name
+    if len(path.parts) == 1 and name in builtins:
+        return builtins[name]
+    raise RecipeError(f"{arg}: no such recipe file, and no built-in recipe of that name; the built-ins are "
+                      f"{', '.join(builtins)} (`loratui recipes` describes them, `loratui init NAME` copies "
+                      "one out to edit)")
 
 
 def recipe_hash(text: str) -> str:

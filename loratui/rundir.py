@@ -245,7 +245,7 @@ def resolve(name: str | None, runs_dir: Path) -> RunDir:
             return RunDir(direct.parent)
     runs = list_runs(runs_dir)
     if not runs:
-        raise RunNotFound(f"no runs in {runs_dir}/; start one with `loratui run recipes/tiny.toml`"
+        raise RunNotFound(f"no runs in {runs_dir}/; start one with `loratui run tiny`"
                           " or pass --runs-dir")
     if not name:
         return runs[-1]

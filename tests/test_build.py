@@ -15,7 +15,7 @@ from tests.conftest import REPO, TINY
 
 @pytest.fixture(scope="module")
 def tiny_dir() -> str:
-    return str(ensure_tiny_model(REPO / "recipes" / "data" / "tiny-instructions.jsonl"))
+    return str(ensure_tiny_model())
 
 
 def test_lora_settings_reach_peft(tiny_dir: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `estimate` subparser."""
     cmd = sub.add_parser("estimate", help="predict a recipe's VRAM peak from the model's config.json")
-    cmd.add_argument("recipe", type=Path)
+    cmd.add_argument("recipe", type=Path, help="a recipe file, or a built-in recipe's name")
     cmd.add_argument("--gpu-gb", type=float, default=32.0, help="card memory in GiB to judge against (32)")
     cmd.add_argument("--json", action="store_true", help="print the estimate as one JSON object")
     cmd.add_argument("--model-path", default=None, help="overrides [model] path (a local model directory)")
@@ -25,8 +25,9 @@ def main(args: argparse.Namespace) -> int:
     """Print the estimate (and the what-would-fit table) for the recipe."""
     from loratui.errors import EXIT_NO, EXIT_OK, UsageError
     from loratui.logic.estimate import ConfigError, estimate, fit_table
-    from loratui.recipe import load_recipe
+    from loratui.recipe import find_recipe, load_recipe
 
+    args.recipe = find_recipe(args.recipe)
     recipe = load_recipe(args.recipe, model_path=args.model_path)  # the override before the checks
     gpu_gib = args.gpu_gb
     if gpu_gib <= 0:

@@ -106,8 +106,7 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
         log.write(events.Notice(t=time.time(), level="warning", message=message, key=key))
         print(f"loratui: {key}: {message}", file=sys.stderr)
     recipe = resolved.recipe
-    corpus = (base_dir / recipe.data.path) if recipe.data.path else None
-    model_path = build.resolve_model_path(settings.model_path or recipe.model.path, base_dir, corpus)
+    model_path = build.resolve_model_path(settings.model_path or recipe.model.path, base_dir)
     tokenizer = build.load_tokenizer(model_path, recipe)
     rows = data.load_rows(recipe.data, base_dir)
     dataset = data.tokenise(rows, recipe.data, tokenizer)

@@ -76,12 +76,12 @@ def _cpu_training(training: Any, notices: list[tuple[str, str]]) -> Any:
     return msgspec.structs.replace(training, **changes)
 
 
-def resolve_model_path(path: str, base_dir: Path, corpus: Path | None) -> str:
+def resolve_model_path(path: str, base_dir: Path) -> str:
     """A local directory or a hub id; `loratui:tiny` is built into the cache on first use."""
     if path == TINY_MODEL:
         from loratui.trainer.tiny import ensure_tiny_model
 
-        return str(ensure_tiny_model(corpus))
+        return str(ensure_tiny_model())
     local = Path(path).expanduser()
     if not local.is_absolute() and (base_dir / local).exists():
         local = base_dir / local

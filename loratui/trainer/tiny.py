@@ -12,7 +12,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-TINY_VERSION = "v1"
+from loratui.recipe import TINY_DATA
+
+# v2: the tokenizer is trained on the shipped data only (v1 took the first run's data file).
+TINY_VERSION = "v2"
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -28,7 +31,7 @@ def cache_dir() -> Path:
     return Path(base) / "loratui"
 
 
-def ensure_tiny_model(corpus: Path | None = None) -> Path:
+def ensure_tiny_model() -> Path:
     """The tiny model's directory, building it on first use (atomically: concurrent builders are safe)."""
     target = cache_dir() / f"tiny-qwen2-{TINY_VERSION}"
     if (target / "config.json").exists() and (target / "tokenizer.json").exists():
@@ -36,7 +39,7 @@ def ensure_tiny_model(corpus: Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".tiny-", dir=target.parent))
     try:
-        build_tiny_model(staging, corpus)
+        build_tiny_model(staging)
         try:
             os.rename(staging, target)
         except OSError:  # another process finished first
@@ -46,18 +49,21 @@ def ensure_tiny_model(corpus: Path | None = None) -> Path:
     return target
 
 
-def _corpus_lines(corpus: Path | None) -> list[str]:
-    if corpus is None or not corpus.exists():
-        return ["The quick brown fox jumps over the lazy dog.", "0 1 2 3 4 5 6 7 8 9"] * 50
+def corpus_lines() -> list[str]:
+    """The tokenizer's corpus: the shipped instruction set's values, one example a line.
+
+    Always loratui's own file, never the user's data: the model is cached and shared by every later run,
+    so what it was built from must not depend on which run came first.
+    """
     lines = []
-    for raw in corpus.read_text(encoding="utf-8").splitlines():
-        row = json.loads(raw)
-        lines.append(" ".join(str(v) for v in row.values()))
+    for raw in TINY_DATA.read_text(encoding="utf-8").splitlines():
+        if raw.strip():
+            lines.append(" ".join(str(v) for v in json.loads(raw).values()))
     return lines
 
 
-def build_tiny_model(out: Path, corpus: Path | None = None, vocab_size: int = 2048) -> None:
-    """Train a byte-level BPE on `corpus`, make a random Qwen2 of matching vocabulary, save both."""
+def build_tiny_model(out: Path, vocab_size: int = 2048) -> None:
+    """Train a byte-level BPE on the shipped data, make a random Qwen2 of matching vocabulary, save both."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
@@ -67,7 +73,7 @@ def build_tiny_model(out: Path, corpus: Path | None = None, vocab_size: int = 20
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    bpe.train_from_iterator(_corpus_lines(corpus), trainer=trainer)
+    bpe.train_from_iterator(corpus_lines(), trainer=trainer)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>",
                                         pad_token="<|endoftext|>")
     tokenizer.chat_template = CHAT_TEMPLATE

@@ -1,10 +1,11 @@
 """Writes tiny-instructions.jsonl: a small, deterministic instruction set whose loss visibly falls.
 
-Run: python recipes/data/make_tiny_data.py  (the output is committed; this is how it was made)
+Run: python loratui/recipes/data/make_tiny_data.py  (the output is committed; this is how it was made)
 """
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 WORDS = ("apple river stone cloud tiger lemon piano rocket garden silver window candle forest "
@@ -13,7 +14,7 @@ COLOURS = {"sky": "blue", "grass": "green", "snow": "white", "coal": "black", "b
            "banana": "yellow", "orange": "orange", "violet": "purple"}
 
 
-def examples(rng: random.Random):
+def examples(rng: random.Random) -> Iterator[dict[str, str]]:
     word = rng.choice(WORDS)
     a, b = rng.randint(0, 49), rng.randint(0, 49)
     thing = rng.choice(sorted(COLOURS))
@@ -26,7 +27,7 @@ def examples(rng: random.Random):
 
 def main() -> None:
     rng = random.Random(0)
-    rows = []
+    rows: list[dict[str, str]] = []
     while len(rows) < 600:
         rows.extend(examples(rng))
     out = Path(__file__).with_name("tiny-instructions.jsonl")
