@@ -322,14 +322,24 @@ async def test_stop_is_never_on_a_key_that_saves_elsewhere() -> None:
     app = LoratuiApp(ListSource(scenarios.run(5)), send=sent, clock=FakeClock())
     async with app.run_test(size=(100, 30)) as pilot:
         await _folded(pilot, app)
+
+        async def dialog_open(want: bool) -> None:  # a key pressed before the dialog mounts hits the main screen
+            for _ in range(100):
+                if (app.screen.__class__.__name__ == "Choice") == want:
+                    return
+                await pilot.pause(0.02)
+            raise AssertionError(f"dialog open is not {want}")
+
         await pilot.press("q")
+        await dialog_open(True)
         await pilot.press("s")  # the save habit: nothing happens
         await pilot.pause()
         assert app.screen.__class__.__name__ == "Choice" and sent == []
         await pilot.press("escape")
-        await pilot.pause()
-        assert app.screen.__class__.__name__ != "Choice" and sent == []
+        await dialog_open(False)
+        assert sent == []
         await pilot.press("q")
+        await dialog_open(True)
         await pilot.press("x")
         await app.workers.wait_for_complete()
     assert sent == ["stop"] and app.return_value == "stop"

@@ -216,3 +216,15 @@ def test_restart_of_a_finished_run_trains_a_fresh_run_to_max_steps(tmp_path: Pat
     assert end[0]["state"] == "finished"  # type: ignore[index]
     assert kinds(new.path, "train_begin")[0].get("start_step", 0) == 0 and new.read_settings().resume_from is None
     assert max(int(e["step"]) for e in kinds(new.path, "step")) == 4  # type: ignore[arg-type]
+
+
+def test_a_fix_of_a_builtin_recipes_run_never_lands_inside_the_package(tmp_path: Path) -> None:
+    from loratui.recipe import BUILTIN_DIR
+
+    runs = tmp_path / "runs"
+    source = BUILTIN_DIR / "tiny.toml"
+    settings = rundir.RunSettings(run_id="r", name="tiny", recipe_source=str(source), recipe_dir=str(BUILTIN_DIR))
+    run = rundir.create(runs, settings, source.read_text())
+    path, _ = write_fixed_recipe(run, "loss_flat", {"training.learning_rate": 1e-4})
+    assert path.parent == run.path and not list(BUILTIN_DIR.glob("*.fix-*"))
+    assert Path(load_recipe(path).data.path).is_file()  # its data path still resolves from the run dir

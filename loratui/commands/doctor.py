@@ -67,7 +67,6 @@ def _resolve(path: Path, runs_dir: Path | None) -> Path | None:
 
 def diagnose(source: Path) -> tuple[list[Any], str]:
     """The advice for a run directory, an event log or a text file, and a note on what was read."""
-    from loratui.logic.advice import Advisor
 
     if source.is_dir():
         log = source / "events.jsonl"

@@ -55,11 +55,6 @@ def _target(path: Path | None, name: str) -> Path:
 
 def copy_text(source: Path) -> str:
     """The recipe's text with a relative `data.path` made absolute (it is relative to the package)."""
-    from loratui.logic.recipe_edit import apply_changes
-    from loratui.recipe import load_recipe
+    from loratui.logic.recipe_edit import absolute_data_path
 
-    text = source.read_text(encoding="utf-8")
-    data_path = load_recipe(source, text).data.path
-    if data_path and not Path(data_path).is_absolute():
-        text = apply_changes(text, {"data.path": str((source.parent / data_path).resolve())})
-    return text
+    return absolute_data_path(source.read_text(encoding="utf-8"), str(source.parent.resolve()))

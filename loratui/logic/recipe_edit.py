@@ -7,6 +7,7 @@ edited in place) and validates it with `load_recipe`.
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 import tomlkit
@@ -62,3 +63,13 @@ def apply_changes(text: str, changes: dict[str, Any]) -> str:
                 item.comment(ADDED_COMMENT)
             table[key] = item
     return str(tomlkit.dumps(doc))
+
+
+def absolute_data_path(text: str, base: str) -> str:
+    """`text` with a relative `[data] path` made absolute against `base` (the folder it was relative to),
+    for a copy of a recipe that will live somewhere else."""
+    data = tomlkit.parse(text).get("data")
+    path = data.get("path") if isinstance(data, dict) else None
+    if not isinstance(path, str) or not path or path.startswith(("/", "~")):
+        return text
+    return apply_changes(text, {"data.path": posixpath.normpath(posixpath.join(base, path))})

@@ -18,8 +18,8 @@ from typing import Any
 
 from loratui import events, runstatus
 from loratui.errors import ApplyError
-from loratui.logic.recipe_edit import ADVICE_ENV, EditError, apply_changes, recipe_changes
-from loratui.recipe import RecipeError, load_recipe
+from loratui.logic.recipe_edit import ADVICE_ENV, EditError, absolute_data_path, apply_changes, recipe_changes
+from loratui.recipe import BUILTIN_DIR, RecipeError, load_recipe
 from loratui.rundir import RunDir, latest_checkpoint
 
 MAX_NAMES = 1000
@@ -39,7 +39,12 @@ def write_fixed_recipe(run: RunDir, advice_id: str, change: dict[str, Any]) -> t
     except (OSError, UnicodeDecodeError, EditError) as exc:
         raise ApplyError(f"{run.recipe}: cannot apply the change ({exc})") from None
     source = Path(settings.recipe_source)
-    folder = source.parent if os.access(source.parent, os.W_OK) else run.path
+    # Beside the user's recipe; never inside the installed package (a built-in recipe's run), nor where
+    # the user cannot write: then the run directory (the data path is absolute in the copy: see below).
+    beside = os.access(source.parent, os.W_OK) and source.parent.resolve() != BUILTIN_DIR.resolve()
+    folder = source.parent if beside else run.path
+    if not beside:
+        text = absolute_data_path(text, settings.recipe_dir)
     stem = f"{source.stem}.fix-{advice_id}"
     try:  # validated before anything is written: a bad change leaves no file behind
         load_recipe(folder / f"{stem}.toml", text=text, model_path=settings.model_path)
