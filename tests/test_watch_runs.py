@@ -190,6 +190,7 @@ def test_plain_loop_is_read_from_its_output_and_paused_by_sigstop(watch_dir: Pat
     assert refused.returncode == 2 and "needs a transformers Trainer" in refused.stderr
     control.send(run / "control.sock", "pause")
     assert _state(run) == "paused" and "GPU memory stays held" in str(kinds(run, "state")[-1]["reason"])
+    assert any("GPU memory stays held" in str(e["message"]) for e in kinds(run, "notice"))
     pids = watched_pids(run)
     assert pids and all(Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T" for pid in pids)
     time.sleep(0.6)  # output printed before the stop still reaches the log (it is tailed every 0.25 s)

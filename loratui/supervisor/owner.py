@@ -99,7 +99,8 @@ class Supervisor:
         """Spawn the trainer, and again after each suspend/resume, until the run ends."""
         resume_from = self.settings.resume_from
         if self.adopt:
-            last = watched.last_checkpoint(self.run) if self.command else latest_checkpoint(self.run.checkpoints)
+            last = (watched.last_checkpoint(self.run) if self.command
+                    else latest_checkpoint(self.run.checkpoints))
             resume_from = last or resume_from
             self._set_state(events.STARTING, f"re-adopted by a new supervisor; resuming from {resume_from}")
         while True:
@@ -317,6 +318,10 @@ class Supervisor:
             return "the command's process group is gone"
         if pause:
             self._set_state(events.PAUSED, watched.PAUSE_NOTE)
+            # Said where the headless view and the output pane show it, not only in the state's reason.
+            note = watched.PAUSE_NOTE
+            self.log.write(events.Notice(t=time.time(), level="warning", key="sigstop", message=note))
+            self.log.write(events.Output(t=time.time(), stream="loratui", lines=[f"loratui: {note}"]))
         else:
             self._set_state(events.TRAINING, "resumed")
         return None
