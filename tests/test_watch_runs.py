@@ -239,7 +239,7 @@ def test_a_failing_script_ends_failed_and_the_doctor_explains_it(model_dir: Path
     assert end["state"] == "failed" and end["exit_code"] == 1
     assert "OutOfMemoryError: CUDA out of memory" in str(end["error"])
     doctor = loratui("doctor", str(run))
-    assert doctor.returncode == 0 and "out of memory" in doctor.stdout.lower(), doctor.stdout
+    assert doctor.returncode == 1 and "out of memory" in doctor.stdout.lower(), doctor.stdout  # 1: an ERROR
     assert "TrainingArguments.per_device_train_batch_size" in doctor.stdout, doctor.stdout
 
 
