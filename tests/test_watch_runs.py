@@ -46,7 +46,7 @@ def watch_dir() -> Iterator[Path]:
     for run in runs.glob("*/"):
         pids = watched_pids(run)
         if (run / "supervisor.pid").exists():
-            pids.append(int((run / "supervisor.pid").read_text()))
+            pids.append(int((run / "supervisor.pid").read_text().split()[0]))  # "pid start-time"
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)

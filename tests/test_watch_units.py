@@ -52,6 +52,10 @@ def test_a_tqdm_bar_opens_training_and_gives_steps_and_losses() -> None:
     "Map: 100%|##| 256/256 [00:00<00:00, 5000.00 examples/s]",
     "Writing model shards: 100%|##########| 1/1 [00:00<00:00, 35.48it/s]",
     "Evaluating:  50%|#####     | 5/10 [00:01<00:01,  4.20it/s]",
+    # TRL's SFTTrainer prepares its dataset with bars before training starts
+    "Adding EOS to train dataset: 100%|##########| 256/256 [00:00<00:00, 9000.00 examples/s]",
+    "Tokenizing train dataset:  50%|#####     | 128/256 [00:00<00:00, 3000.00 examples/s]",
+    "Truncating train dataset: 100%|##########| 256/256 [00:00<00:00, 3000.00 examples/s]",
 ])
 def test_loading_preprocessing_and_eval_bars_are_not_training(line: str) -> None:
     assert OutputWatcher().feed(line) == []
