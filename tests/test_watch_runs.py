@@ -133,7 +133,7 @@ def test_seed_script_is_recorded_like_a_recipe(model_dir: Path, watch_dir: Path,
 
 def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_dir: Path, watch_dir: Path,
                                                                            tmp_path: Path) -> None:
-    viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out-b", 8))
+    viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out-b", 8, "--lora-dropout", "0"))
     run = _run(watch_dir)
     _wait_step(run, 2)
     control.send(run / "control.sock", "pause")
@@ -153,7 +153,7 @@ def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_di
     assert len(kinds(run, "train_begin")) == 2
     straight = watch_dir / "straight"  # the same script, never interrupted
     reference = loratui("run", "--headless", "--runs-dir", str(straight), "--",
-                        *_seed(model_dir, tmp_path / "out-a", 8), timeout=900, env=ENV)
+                        *_seed(model_dir, tmp_path / "out-a", 8, "--lora-dropout", "0"), timeout=900, env=ENV)
     assert reference.returncode == 0, reference.stdout[-2000:]
     a, b = _losses(only_run(straight)), _losses(run)
     assert sorted(b) == list(range(1, 9))

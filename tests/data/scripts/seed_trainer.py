@@ -17,11 +17,12 @@ parser.add_argument("--out", required=True)
 parser.add_argument("--max-steps", type=int, default=30)
 parser.add_argument("--fail-at", type=int, default=0, help="raise a CUDA OOM at this step (a failing run)")
 parser.add_argument("--ddp-backend", default=None)
+parser.add_argument("--lora-dropout", type=float, default=0.05)
 args = parser.parse_args()
 
 tokenizer = AutoTokenizer.from_pretrained(args.model)
 model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.float32)
-lora_config = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05, bias="none", task_type="CAUSAL_LM",
+lora_config = LoraConfig(r=8, lora_alpha=16, lora_dropout=args.lora_dropout, bias="none", task_type="CAUSAL_LM",
                          target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
 model = get_peft_model(model, lora_config)
 model.print_trainable_parameters()
