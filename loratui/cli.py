@@ -24,8 +24,12 @@ def build_parser() -> argparse.ArgumentParser:
     runs_dir = argparse.ArgumentParser(add_help=False)
     runs_dir.add_argument("--runs-dir", type=Path, default=None, help="where runs live (default ./runs)")
 
-    run = sub.add_parser("run", parents=[runs_dir], help="start a training run from a TOML recipe")
-    run.add_argument("recipe", type=Path, help="a recipe file, or a built-in recipe's name (loratui recipes)")
+    run = sub.add_parser("run", parents=[runs_dir], help="start a training run from a TOML recipe, or watch "
+                         "a command: loratui run [options] -- COMMAND [ARGS...]")
+    run.add_argument("recipe", type=Path, nargs="?",
+                     help="a recipe file, or a built-in recipe's name (loratui recipes)")
+    run.add_argument("--warn-gb", type=float, default=None,
+                     help="-- COMMAND only: the VRAM warning line (GiB)")
     run.add_argument("--headless", action="store_true", help="print progress instead of the TUI")
     run.add_argument("--run-name", default=None)
     run.add_argument("--max-steps", type=int, default=None)
@@ -58,7 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    watch: list[str] = []
+    if argv[:1] == ["run"] and "--" in argv:  # `loratui run [options] -- COMMAND [ARGS...]`
+        cut = argv.index("--")
+        argv, watch = argv[:cut], argv[cut + 1:]
     args = build_parser().parse_args(argv)
+    args.watch = watch
     if getattr(args, "runs_dir", None) is None and hasattr(args, "runs_dir"):
         args.runs_dir = rundir.default_runs_dir()
     try:
@@ -119,16 +129,26 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.Run
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from loratui.supervisor.launch import start_run
+    from loratui.supervisor.launch import start_command, start_run
 
     from loratui.commands import launch_checks
 
-    args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)
-    if not launch_checks.preflight(args):
-        return EXIT_NO
+    watching = bool(args.watch) or args.recipe is None  # `loratui run [options] -- COMMAND [ARGS...]`
+    if watching and (args.recipe is not None or args.max_steps is not None or args.model_path is not None):
+        raise UsageError("loratui run: give a recipe or `-- COMMAND`, not both (--max-steps and "
+                         "--model-path apply to recipes; set them in your command)")
+    if not watching and args.warn_gb is not None:
+        raise UsageError(f"--warn-gb: for a recipe, set [monitor] warn_gb in {args.recipe}")
+    if not watching:
+        args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)
+        if not launch_checks.preflight(args):
+            return EXIT_NO
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]
-    run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
-                    secret_env=launch_checks.alert_env(args))
+    if watching:
+        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb)
+    else:
+        run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
+                        secret_env=launch_checks.alert_env(args))
     for other, status in busy:
         holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
         print(f"loratui: note: {other.run_id} is also {status.state}{holds}; on one GPU the two compete for "

@@ -46,6 +46,10 @@ class Header(Event, frozen=True, tag="header"):
     """The run's VRAM warning line (GiB): a fact of the run, so a replay of a bare log draws the same line."""
     gpu_totals: list[int] = []
     """Each sampled card's total memory (bytes) when the run started."""
+    command: list[str] = []  # `loratui run -- COMMAND`: the watched command line (empty for a recipe run)
+    cwd: str = ""  # where the command runs
+    env: dict[str, str] = {}  # a redacted summary of its environment (secrets' values dropped)
+    controls: list[str] = []  # control commands the run supports until its trainer says more; [] = all
 
 
 class State(Event, frozen=True, tag="state"):
@@ -71,6 +75,8 @@ class TrainBegin(Event, frozen=True, tag="train_begin"):
     world_size: int = 1
     pid: int = 0
     versions: dict[str, str] = {}
+    controls: list[str] = []  # control commands this trainer obeys ([] = all of them: a recipe run)
+    pause_mode: str = ""  # "signal" where pause is SIGSTOP of the process group (no step boundary)
 
 
 class Step(Event, frozen=True, tag="step"):

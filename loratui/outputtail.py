@@ -30,11 +30,15 @@ def last_redraw(raw: bytes) -> str:
 class OutputFollower:
     """Tails one output file from its current end, handing whole lines to `emit` until `done` is set."""
 
-    def __init__(self, path: Path, emit: Callable[[list[str]], None], max_file: int = MAX_FILE) -> None:
+    def __init__(self, path: Path, emit: Callable[[list[str]], None], max_file: int = MAX_FILE,
+                 redraw: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.emit = emit
         self.max_file = max_file
+        self.redraw = redraw
+        """Given each new complete redraw of a `\\r` line still being drawn (a watched command's tqdm bar)."""
         self.pending = b""
+        self._redrawn = b""
 
     def run(self, done: threading.Event) -> None:
         with open(self.path, "rb") as handle:
@@ -54,6 +58,12 @@ class OutputFollower:
         lines, _, self.pending = (self.pending + data).rpartition(b"\n")
         if lines:
             self.emit([last_redraw(raw) for raw in lines.split(b"\n")])
+        if self.redraw is not None and b"\r" in self.pending:
+            head = self.pending[:self.pending.rfind(b"\r")]  # what follows the last \r may be half-written
+            latest = head[head.rfind(b"\r") + 1:]
+            if latest.strip() and latest != self._redrawn:
+                self._redrawn = latest
+                self.redraw(latest.decode("utf-8", "replace")[:MAX_LINE])
         if len(self.pending) > MAX_PENDING:
             # No newline for a long while: keep the last redraw only, and cut a runaway line.
             self.pending = self.pending[self.pending.rfind(b"\r") + 1:][-MAX_PENDING:]

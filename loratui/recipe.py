@@ -18,6 +18,9 @@ import msgspec
 
 TINY_MODEL = "loratui:tiny"
 """The model path that names the embedded tiny Qwen2 model, built on first use (no download)."""
+WATCHED = "loratui:watched"
+"""Model path and dataset of a watched command's recipe copy (`loratui run -- COMMAND`): the command
+brings its own. Until its Trainer records its live settings, the copy holds nothing else but [monitor]."""
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "recipes"
 """The recipes shipped inside the package (`loratui run tiny`); a clone's top-level `recipes/` links here."""

@@ -12,6 +12,7 @@ runs/<run-id>/ (mode 0700) holds:
                    views never read a whole log to say where a run stands
   control.sock     the control socket (mode 0600)
   control.cmds     control commands relayed to the trainer ranks, one a line (append-only)
+  trainer.hook.json  a watched command's Trainer hook is live (what it obeys)
   checkpoints/     the Trainer's output_dir (always: a recipe's output_dir is refused)
   checkpoints/saved/   checkpoints saved on request, kept out of save_total_limit's rotation
 """
@@ -45,6 +46,8 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_steps: int | None = None
     resume_from: str | None = None
     env: dict[str, str] = {}  # environment for the trainer (e.g. PYTORCH_CUDA_ALLOC_CONF from advice)
+    command: list[str] = []  # `loratui run -- COMMAND`: the watched command, run as the trainer
+    cwd: str = ""  # the directory the command runs in
 
 
 IMPORTED_MARK = "# Imported run"
@@ -106,6 +109,11 @@ class RunDir:
     def commands(self) -> Path:
         """Control commands relayed to the trainer ranks, one a line (append-only)."""
         return self.path / "control.cmds"
+
+    @property
+    def hooked(self) -> Path:
+        """Written by loratui's Trainer hook in a watched command at train begin: what it obeys (JSON)."""
+        return self.path / "trainer.hook.json"
 
     @property
     def checkpoints(self) -> Path:

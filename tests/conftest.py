@@ -42,7 +42,9 @@ def runs_dir(tmp_path: Path) -> Iterator[Path]:
     runs = tmp_path / "runs"
     yield runs
     for run in runs.glob("*/"):
-        pids = [int(e["pid"]) for e in read_events(run) if e.get("kind") == "train_begin"]  # type: ignore[call-overload]
+        pids = [int(e["pid"]) for e in read_events(run)  # type: ignore[call-overload]
+                if e.get("kind") == "train_begin" and e.get("pid")]
+        pids += watched_pids(run)
         pidfile = run / "supervisor.pid"
         if pidfile.exists():
             pids.append(int(pidfile.read_text().split()[0]))
@@ -51,6 +53,19 @@ def runs_dir(tmp_path: Path) -> Iterator[Path]:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def watched_pids(run: Path) -> list[int]:
+    """Processes of a watched command (`loratui run -- COMMAND`): their environment names the run."""
+    marker = f"LORATUI_RUN_DIR={run.resolve()}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
 
 
 def loratui(*args: str, timeout: float = 300, **kwargs: object) -> subprocess.CompletedProcess[str]:

@@ -31,6 +31,12 @@ FORBIDDEN = {
              "loratui.commands", "loratui.cli"),
 }
 
+EXCEPTIONS = {
+    # `loratui.LoratuiCallback`, the explicit form of the watched-command hook, is a lazy attribute of the
+    # package (a module __getattr__): `import loratui` loads no trainer code until a script asks for it.
+    ("loratui", "loratui.trainer.watch"), ("loratui", "loratui.trainer.watch.LoratuiCallback"),
+}
+
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
@@ -63,6 +69,8 @@ def violations(modules: dict[str, set[str]]) -> list[str]:
     for module, names in sorted(modules.items()):
         banned = FORBIDDEN.get(group_of(module), ())
         for name in sorted(names):
+            if (module, name) in EXCEPTIONS:
+                continue
             if any(name == b or name.startswith(b + ".") for b in banned):
                 bad.append(f"{module} imports {name}")
     return bad
@@ -80,6 +88,7 @@ def test_every_module_keeps_the_import_rules() -> None:
     ("loratui.tui.app", "loratui.supervisor"),
     ("loratui.logic.advice", "loratui.tui.app"),
     ("loratui.rundir", "loratui.supervisor.control"),
+    ("loratui", "loratui.trainer.callback"),
 ])
 def test_a_forbidden_import_is_caught(module: str, name: str) -> None:
     assert violations({module: {name}}) == [f"{module} imports {name}"]

@@ -29,7 +29,7 @@ def test_cpu_estimate_has_no_cuda_context() -> None:
 
 @pytest.mark.parametrize("cuda", [False, True])
 def test_the_trainer_records_the_estimate_of_its_device(cuda: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    import loratui.trainer.__main__ as trainer_main
+    from loratui.trainer.preflight import record_estimate
 
     if cuda:  # no GPU here: only the card's size is asked for
         import torch
@@ -38,6 +38,6 @@ def test_the_trainer_records_the_estimate_of_its_device(cuda: bool, monkeypatch:
     written: list[Any] = []
     log = SimpleNamespace(write=written.append)
     model = SimpleNamespace(config=SimpleNamespace(to_dict=lambda: dict(CONFIG)))
-    trainer_main._record_estimate(log, load_recipe(TINY), model, cuda, 0, 64)  # type: ignore[arg-type]
+    record_estimate(log.write, load_recipe(TINY), model, cuda, 0, 64)  # type: ignore[arg-type]
     (recorded,) = [e for e in written if isinstance(e, events.Estimate)]
     assert ("cuda_context_non_torch" in recorded.components) is cuda, json.dumps(recorded.components)

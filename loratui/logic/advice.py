@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 from loratui import events
-from loratui.logic import oom
+from loratui.logic import command_keys, oom
 from loratui.logic.advice_priced import memory_proposal
 from loratui.logic.advice_moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
 from loratui.logic.advice_types import (  # re-exported: callers import them from here
@@ -28,7 +29,7 @@ from loratui.logic.advice_loss import LossWatch
 from loratui.logic.advice_text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advice_watch import _SETUP, CUDA_BOILERPLATE, SETUP_WORDS, Context, JumpWatch, LeakWatch, RankWatch, StarveWatch, VramWatch
 from loratui.logic.tracebacks import TraceScanner
-from loratui.recipe import Recipe
+from loratui.recipe import WATCHED, Recipe
 
 __all__ = ["ERROR", "IDS", "INFO", "WARNING", "Advice", "Advisor", "Finding", "warn_line_bytes"]
 
@@ -56,6 +57,7 @@ class Advisor:
         self.end: events.End | None = None
         self.tail: deque[str] = deque(maxlen=8)  # the last output lines, for a failure without a traceback
         self.loss_lines: deque[str] = deque(maxlen=16)  # recent lines that mention a loss, to quote
+        self.spoken: tuple[str, str] | None = None  # a watched command's (dialect, config file)
         self._items: list[Advice] | None = None
 
     def feed(self, event: Any) -> None:
@@ -75,6 +77,8 @@ class Advisor:
         if self._items is None:
             built = _build_all(self)
             built.sort(key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+            if self.spoken is not None:  # a watched command: name its own fields, not recipe keys
+                built = [replace(a, change=command_keys.spoken_change(a.change, *self.spoken)) for a in built]
             self._items = built
         return list(self._items)
 
@@ -87,9 +91,18 @@ class Advisor:
     # -- event handlers -------------------------------------------------------------------------
 
     def _on_header(self, e: events.Header) -> None:
-        """The run's own warning line wins over a default (a bare log replayed without its recipe)."""
+        """The run's own warning line wins over a default (a bare log replayed without its recipe); a
+        watched command is advised in its own words."""
         if e.warn_gb is not None and self.recipe is None:
             self.vram.line = self.jump.line = int(e.warn_gb * GIB)
+        if not e.command:
+            return
+        self.spoken = command_keys.dialect(e.command), command_keys.config_file(e.command)
+        if self.recipe is not None and self.recipe.model.path == WATCHED:
+            # The run directory holds only [monitor] until the watched Trainer recorded its live settings:
+            # moves computed from the recipe defaults would be made up, so advise without a recipe.
+            self.recipe = self.loss.recipe = None
+        self._items = None
 
     def _on_state(self, e: events.State) -> None:
         self.ctx.state = e.state

@@ -85,6 +85,9 @@ class RunState:
     end: events.End | None = None
     estimate: events.Estimate | None = None
     sampler: events.SamplerStats | None = None
+    controls: frozenset[str] | None = None  # the control commands the run obeys; None: all of them
+    pause_mode: str = ""  # "signal": pause is SIGSTOP (GPU memory stays held)
+    command: list[str] = field(default_factory=list)  # the watched command of a `loratui run --` run
     n_events: int = 0
 
     def feed(self, event: events.AnyEvent) -> None:
@@ -143,6 +146,9 @@ class RunState:
 
 def _header(s: RunState, e: events.Header) -> None:
     s.run_id, s.name, s.started, s.warn_gb = e.run_id, e.name, e.t, e.warn_gb
+    s.command = list(e.command)
+    if e.controls:
+        s.controls = frozenset(e.controls)
 
 
 def _state(s: RunState, e: events.State) -> None:
@@ -154,6 +160,8 @@ def _train_begin(s: RunState, e: events.TrainBegin) -> None:
     s.params_total, s.params_trainable = e.params_total, e.params_trainable
     s.batch_size, s.grad_accum, s.max_length = e.batch_size, e.grad_accum, e.max_length
     s.step = max(s.step, e.start_step)
+    if e.controls:
+        s.controls, s.pause_mode = frozenset(e.controls), e.pause_mode
     if s.train_start_t is None:
         s.train_start_t = e.t
 

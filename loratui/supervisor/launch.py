@@ -12,7 +12,7 @@ from pathlib import Path
 from loratui import rundir
 from loratui.logic import datafile, lora_targets
 from loratui.logic.lora_targets import tiny_module_names
-from loratui.recipe import TINY_MODEL, Recipe, RecipeError, load_recipe, where
+from loratui.recipe import TINY_MODEL, WATCHED, Recipe, RecipeError, load_recipe, where
 
 
 def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> None:
@@ -145,11 +145,25 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
     return run
 
 
+SOCKET_PATH_MAX = 107
+"""Bytes in a Unix socket's path (sun_path holds 108 with its NUL on Linux)."""
+
+
 def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, secret_env: dict[str, str] | None = None) -> int:
     """Start `python -m loratui.supervisor` in its own session, detached from this terminal.
 
     `adopt`: take over a suspended run whose supervisor died, resuming from its last checkpoint.
     """
+    if len(os.fsencode(run.control)) > SOCKET_PATH_MAX:
+        # The supervisor could not open its control socket and would die before its first event.
+        import shutil
+
+        from loratui.errors import UsageError
+
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise UsageError(f"{run.control}: the run's control socket path is {len(os.fsencode(run.control))} "
+                         f"bytes, over the {SOCKET_PATH_MAX} a Unix socket allows; pass a shorter --runs-dir "
+                         "or --run-name")
     with open(run.supervisor_log, "ab") as err, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else []),
@@ -163,3 +177,35 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, secret_env: dict[s
             break
         time.sleep(0.02)
     return proc.pid
+
+
+def start_command(command: list[str], runs_dir: Path, name: str | None = None, warn_gb: float | None = None,
+                  cwd: Path | None = None) -> rundir.RunDir:
+    """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer."""
+    import shlex
+    import shutil
+
+    from loratui.errors import UsageError
+    from loratui.logic.command_keys import run_name
+
+    if not command:
+        raise UsageError("loratui run: give a recipe (loratui run recipes/tiny.toml) or a command to watch "
+                         "after `--` (loratui run -- python train.py)")
+    if shutil.which(command[0]) is None:
+        raise UsageError(f"loratui run -- {shlex.join(command)}: `{command[0]}` is not a program on PATH "
+                         "(nor an executable file); check the spelling, or activate the environment it is in")
+    if warn_gb is not None and not 0 < warn_gb < 4096:
+        raise UsageError(f"--warn-gb {warn_gb}: give the VRAM warning line in GiB, e.g. --warn-gb 30")
+    where = (cwd or Path.cwd()).resolve()
+    name = name or run_name(command)
+    # The run directory's recipe.toml holds only [monitor] until the hooked Trainer writes its live settings.
+    line = 30.0 if warn_gb is None else float(warn_gb)
+    placeholder = (f"# loratui run -- {shlex.join(command)[:300]}\n# No recipe: the command is watched. A "
+                   "hooked Trainer records its live settings here at train begin.\n\n"
+                   f"[model]\npath = \"{WATCHED}\"\n\n[data]\ndataset = \"{WATCHED}\"\n\n"
+                   f"[monitor]\nwarn_gb = {line}\n")
+    settings = rundir.RunSettings(run_id=rundir.new_run_id(name), name=name, recipe_source="",
+                                  recipe_dir=str(where), command=list(command), cwd=str(where))
+    run = rundir.create(runs_dir, settings, placeholder)
+    spawn_supervisor(run)
+    return run

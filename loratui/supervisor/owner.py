@@ -21,13 +21,16 @@ import psutil
 
 from loratui import __version__, events, runstatus
 from loratui.eventlog import EventWriter, LogTail
+from loratui.logic import command_keys
 from loratui.recipe import Recipe, RecipeError, recipe_hash
 from loratui.rundir import SUSPEND_EXIT, RunDir, latest_checkpoint, write_pidfile
+from loratui.supervisor import command as watched
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
 from loratui.outputtail import OutputFollower
 from loratui.supervisor.sampler import Sampler
 from loratui.supervisor.unattended import Unattended
+from loratui.supervisor.watch_output import OutputWatcher
 from loratui.units import to_gib
 
 STOP_GRACE_S = 60.0
@@ -61,6 +64,11 @@ class Supervisor:
         self._status_tail = LogTail(run.events)
         self._status_lock = threading.Lock()
         self.unattended = Unattended(self)  # alerts, hang detection, the opt-in guard
+        # A watched command (`loratui run -- COMMAND`): its output is read for steps until a hooked Trainer
+        # reports them itself, and it is paused by signal when it has no Trainer.
+        self.command = list(self.settings.command)
+        self.watcher = OutputWatcher() if self.command else None
+        self.suspend_requested = False
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -91,7 +99,9 @@ class Supervisor:
         """Spawn the trainer, and again after each suspend/resume, until the run ends."""
         resume_from = self.settings.resume_from
         if self.adopt:
-            resume_from = latest_checkpoint(self.run.checkpoints) or resume_from
+            last = (watched.last_checkpoint(self.run) if self.command
+                    else latest_checkpoint(self.run.checkpoints))
+            resume_from = last or resume_from
             self._set_state(events.STARTING, f"re-adopted by a new supervisor; resuming from {resume_from}")
         while True:
             code = self._run_trainer(resume_from)
@@ -101,13 +111,16 @@ class Supervisor:
                 resume_from = resume
                 self._set_state(events.STARTING, f"guard: restarting from {resume or 'the start'}")
                 continue
-            if code == SUSPEND_EXIT and not self.stop_requested:
+            suspended = self.suspend_requested or not self.command  # a command may exit 75 of its own
+            if code == SUSPEND_EXIT and not self.stop_requested and suspended:
+                self.suspend_requested = False
                 self._set_state(events.SUSPENDED, "checkpoint written, GPU freed; resume with `r`")
                 self._resume.wait()
                 self._resume.clear()
                 if self.stop_requested:
                     return self._end(events.STOPPED, code)
-                resume_from = latest_checkpoint(self.run.checkpoints)
+                resume_from = (watched.last_checkpoint(self.run) if self.command
+                               else latest_checkpoint(self.run.checkpoints))
                 self._set_state(events.STARTING, f"resuming from {resume_from}")
                 continue
             # A stop that had to terminate a trainer stuck before its next step is still a stop.
@@ -126,6 +139,9 @@ class Supervisor:
             name=self.settings.name, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             loratui_version=__version__, argv=sys.argv, warn_gb=self.recipe.monitor.warn_gb,
             gpu_totals=[d.total for d in self.probe.devices()] if self.probe is not None else [],
+            command=self.command, cwd=self.settings.cwd if self.command else "",
+            env=command_keys.env_summary(dict(os.environ)) if self.command else {},
+            controls=["stop"] if self.command else [],  # until its Trainer (or first step) says more
         ))
         self._set_state(events.STARTING, "supervisor started")
 
@@ -201,17 +217,25 @@ class Supervisor:
     def _run_trainer(self, resume_from: str | None) -> int:
         """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
         command = trainer_command(self.run, self.recipe, self.probe, resume_from)
-        env = dict(os.environ, PYTHONUNBUFFERED="1", TQDM_DISABLE="1", **self.settings.env)
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **self.settings.env)
         # Commands sent from now on (a `pause` while the trainer still imports) wait in control.cmds for it.
         env["LORATUI_CMDS_OFFSET"] = str(self._cmds_offset)
+        if self.command:  # the user's bars are their output (and how a plain loop's steps are read)
+            env = watched.command_env(self.run, env, resume_from)
+            self.run.hooked.unlink(missing_ok=True)  # this launch's Trainer writes it anew
+        else:
+            env["TQDM_DISABLE"] = "1"
         # Leave NVLink multicast off: it is not needed for DDP/FSDP and misbehaves on some hosts.
         env.setdefault("NCCL_NVLS_ENABLE", "0")
         env = self.unattended.trainer_env(env)
         with open(self.run.stdout_log, "ab") as out, open(self.run.stderr_log, "ab") as err:
+            # A watched command leads its own process group: pause and stop reach its every process.
             self.trainer = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                            start_new_session=False)
+                                            start_new_session=False, cwd=self.settings.cwd or None,
+                                            process_group=0 if self.command else None)
         done = threading.Event()
-        followers = [OutputFollower(path, functools.partial(self._emit_output, name))
+        redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
+        followers = [OutputFollower(path, functools.partial(self._emit_output, name), redraw=redraw)
                      for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
         tails = [threading.Thread(target=follower.run, args=(done,), daemon=True) for follower in followers]
         for tail in tails:
@@ -221,14 +245,31 @@ class Supervisor:
         done.set()
         for tail in tails:
             tail.join(timeout=5)
+        if self.watcher is not None:  # the last loss the reader held back
+            for event in self.watcher.close():
+                self.log.write(event)
         return code
 
     def _emit_output(self, name: str, texts: list[str]) -> None:
         """Batched `Output` events (200 lines at most each, so no event is huge)."""
         if name == "stderr":
             self._stderr_tail = (self._stderr_tail + texts)[-200:]
+        self._watch(texts)
         for first in range(0, len(texts), 200):
             self.log.write(events.Output(t=time.time(), stream=name, lines=texts[first:first + 200]))
+
+    def _watch(self, texts: list[str]) -> None:
+        """Steps and losses from a watched command's output, while no hooked Trainer reports them."""
+        if self.watcher is None:
+            return
+        if self.run.hooked.exists():
+            self.watcher = None
+            return
+        for text in texts:
+            for event in self.watcher.feed(text):
+                if isinstance(event, events.State):
+                    self.state = event.state
+                self.log.write(event)
 
     def _run_pids(self) -> list[int]:
         """The trainer's pid and its descendants (dataloader workers), refreshed every few seconds."""
@@ -253,7 +294,12 @@ class Supervisor:
             return f"unknown command {command!r}"
         if self.state in events.FINAL_STATES:
             return f"the run has already {self.state}"
+        if self.command and self.state != events.SUSPENDED and not self.run.hooked.exists():
+            refused = watched.refuse_without_hook(command)
+            if refused:
+                return refused
         self.log.write(events.Control(t=time.time(), command=command, source=request.source))
+        self.suspend_requested |= command == "suspend"
         if command == "stop":
             self.stop_requested = True
             threading.Thread(target=self._enforce_stop, daemon=True).start()
@@ -262,7 +308,26 @@ class Supervisor:
                 self._resume.set()
                 return None
             return "the run is suspended; only resume or stop apply"
+        if self.command and command in ("pause", "resume") and not self.run.hooked.exists():
+            return self._signal_pause(command == "pause")
         return self._relay(command)
+
+    def _signal_pause(self, pause: bool) -> str | None:
+        """Pause or resume a watched command with no hooked Trainer: SIGSTOP/SIGCONT of its group."""
+        trainer = self.trainer
+        if trainer is None or trainer.poll() is not None:
+            return "the command is not running"
+        if not watched.signal_group(trainer.pid, signal.SIGSTOP if pause else signal.SIGCONT):
+            return "the command's process group is gone"
+        if pause:
+            self._set_state(events.PAUSED, watched.PAUSE_NOTE)
+            # Said where the headless view and the output pane show it, not only in the state's reason.
+            note = watched.PAUSE_NOTE
+            self.log.write(events.Notice(t=time.time(), level="warning", key="sigstop", message=note))
+            self.log.write(events.Output(t=time.time(), stream="loratui", lines=[f"loratui: {note}"]))
+        else:
+            self._set_state(events.TRAINING, "resumed")
+        return None
 
     def _relay(self, command: str) -> str | None:
         """Append the command to control.cmds, which the trainer (rank 0) reads at step boundaries."""
@@ -282,7 +347,9 @@ class Supervisor:
         trainer = self.trainer
         if trainer is None:
             return
-        if self.recipe.distributed.num_processes in (1,) and trainer.poll() is None:
+        if self.command and trainer.poll() is None:
+            watched.stop_signals(trainer.pid, watched.hook_info(self.run))
+        elif self.recipe.distributed.num_processes in (1,) and trainer.poll() is None:
             # A training process stops at its next step boundary on SIGTERM, as on the command; one still
             # importing or loading weights has nothing to save and ends at once. (Under torchrun the agent
             # would kill every rank on SIGTERM, so there only the command file speaks.)
@@ -290,11 +357,18 @@ class Supervisor:
         try:
             trainer.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            trainer.terminate()
+            self._signal_trainer(trainer, signal.SIGTERM)
             try:
                 trainer.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                trainer.kill()
+                self._signal_trainer(trainer, signal.SIGKILL)
+
+    def _signal_trainer(self, trainer: subprocess.Popen[bytes], sig: int) -> None:
+        """A recipe's trainer, or a watched command's whole process group (its ranks and workers)."""
+        if self.command:
+            watched.signal_group(trainer.pid, sig)
+        else:
+            trainer.send_signal(sig)
 
     def end_trainer(self) -> None:
         """End the trainer now (the guard restarts it): SIGTERM stops a single process at its next step
@@ -314,7 +388,11 @@ class Supervisor:
 
 
 def trainer_command(run: RunDir, recipe: Recipe, probe: GpuProbe | None, resume_from: str | None) -> list[str]:
-    """`python -m loratui.trainer RUN`, under torchrun when the recipe asks for several processes."""
+    """`python -m loratui.trainer RUN`, under torchrun when the recipe asks for several processes; a
+    watched run's own command as it was given (a resume reaches it through its environment)."""
+    watched_command = run.read_settings().command
+    if watched_command:
+        return list(watched_command)
     command = ["-m", "loratui.trainer", str(run.path)] + (["--resume-from", resume_from] if resume_from else [])
     n = recipe.distributed.num_processes
     if n == "auto":

@@ -22,8 +22,8 @@ from loratui.recipe import RecipeError
 from loratui.rundir import SUSPEND_EXIT, RunDir, write_pidfile
 from loratui.trainer import streams
 from loratui.trainer.orphan import OwnerWatch, outcome
+from loratui.trainer.preflight import record_estimate
 from loratui.trainer.stackdump import arm as arm_stack_dumps
-from loratui.units import GIB
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +117,7 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     transformers.set_seed(recipe.training.seed)
     model = build.load_model(recipe, model_path, cuda, local_rank)
     if int(os.environ.get("RANK", "0")) == 0:
-        _record_estimate(log, recipe, model, cuda, local_rank, longest_batch(recipe, train_set))
+        record_estimate(log.write, recipe, model, cuda, local_rank, longest_batch(recipe, train_set))
     tokens = TokenCounter()
     model.register_forward_pre_hook(tokens.hook, with_kwargs=True)
     total, trainable = build.count_parameters(model)
@@ -160,40 +160,6 @@ def longest_batch(recipe: Any, examples: list[dict[str, list[int]]]) -> int:
         return int(recipe.data.max_length)
     longest = max(len(example["input_ids"]) for example in examples)
     return min(int(recipe.data.max_length), -(-longest // 8) * 8)
-
-
-def _record_estimate(log: EventWriter, recipe: Any, model: Any, cuda: bool, local_rank: int,
-                     seq_len: int) -> None:
-    """The pre-flight estimate for what actually runs: the recipe after fallbacks, at the data's length.
-
-    With short examples the batches never reach max_length, so the peak to check the live figure against
-    is the one at the longest example; the max_length figure is what longer data would need.
-    """
-    import msgspec
-
-    from loratui.logic.estimate import ConfigError, estimate
-    from loratui.logic.priced_moves import shape_facts
-
-    try:
-        config = model.config.to_dict()
-        total = None
-        if cuda:
-            import torch
-
-            total = torch.cuda.get_device_properties(local_rank).total_memory / GIB
-        at_data = msgspec.structs.replace(recipe, data=msgspec.structs.replace(recipe.data, max_length=seq_len))
-        found = estimate(at_data, config, total, cuda=cuda)
-        worst = estimate(recipe, config, total, cuda=cuda) if seq_len < recipe.data.max_length else found
-    except (ConfigError, AttributeError, KeyError, TypeError, ValueError) as exc:
-        log.write(events.Notice(t=time.time(), level="info", message=f"no VRAM estimate: {exc}"))
-        return
-    log.write(events.Estimate(t=time.time(), peak_device_gib=found.peak_device_gib,
-                              peak_reserved_gib=found.peak_reserved_gib, components=dict(found.components),
-                              config=shape_facts(config), seq=seq_len))
-    if worst is not found:
-        log.write(events.Notice(t=time.time(), level="info", key="estimate", message=(
-            f"estimate at the longest example ({seq_len} tokens): {found.peak_device_gib:.1f} GiB; at "
-            f"max_length {recipe.data.max_length} it would be {worst.peak_device_gib:.1f} GiB")))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ counters (no device sync), one small device scalar of tokens seen, and writes on
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -226,7 +227,8 @@ class EventCallback(TrainerCallback):
         self.emit(events.Phase(t=time.time(), name="eval", edge="end", step=state.global_step))
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        path = f"{args.output_dir}/checkpoint-{state.global_step}"
+        # Absolute: a watched script's output_dir is relative to its own working directory.
+        path = os.path.abspath(f"{args.output_dir}/checkpoint-{state.global_step}")
         if self._requested_save and args.save_total_limit and args.should_save:
             # The user asked for this one: save_total_limit's rotation must never take it away.
             try:

@@ -273,13 +273,18 @@ class LoratuiApp(App[str]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer a control action only when it applies to the run's current state."""
+        # A watched command obeys only what its trainer said it can (run_state.controls): no suspend
+        # without Trainer.train, no save or suspend for a process paused by SIGSTOP.
+        controls = self.run_state.controls
         if action == "control":
             command = str(parameters[0])
-            return self.send is not None and self.run_state.state in CONTROL_ACTIONS[command]
+            return (self.send is not None and self.run_state.state in CONTROL_ACTIONS[command]
+                    and (controls is None or command in controls))
         if action in ("stop", "detach"):
             return self.send is not None and self.run_state.state in CONTROL_ACTIONS["stop"]
         if action == "apply_advice":
-            return self.actions is not None and self.advisor is not None and any(
+            # `A` rewrites a recipe; a watched command has none it could rewrite safely.
+            return self.actions is not None and self.advisor is not None and not self.run_state.command and any(
                 item.change for item in self.advisor.items())
         return True
 

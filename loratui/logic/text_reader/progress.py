@@ -11,7 +11,8 @@ _BAR = re.compile(
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(it/s|s/it)")
 _NOT_TRAINING = re.compile(
     r"load|map|token|filter|download|fetch|shard|eval|predict|valid|test|sanity|generat|convert|sav|pack|"
-    r"resolv|upload|processing|example", re.I)
+    r"resolv|upload|processing|example|dataset|truncat", re.I)
+"""Descriptions of bars that are not the training loop (TRL's `Tokenizing train dataset` among them)."""
 
 
 @dataclass(frozen=True)

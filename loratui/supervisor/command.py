@@ -1,0 +1,84 @@
+"""The owner side of a watched command (`loratui run -- COMMAND`): its environment, and control by signal.
+
+The command runs in its own process group with loratui's startup hook on its PYTHONPATH. Whether the
+hook found a Trainer is known from `trainer.hook.json` (written by the hook at train begin); until then,
+and for a process with no Trainer, control is by signal: SIGSTOP/SIGCONT of the whole group for pause
+and resume (no step boundary: GPU memory stays held), SIGTERM for stop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import loratui
+from loratui import events
+from loratui.eventlog import read_log
+from loratui.rundir import RunDir
+
+HOOK_DIR = Path(loratui.__file__).resolve().parent / "trainer" / "hook"
+"""Holds the hook's sitecustomize.py; found by path: the owner side never imports the trainer side."""
+RUN_ENV, RESUME_ENV, ROOT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_HOOK_ROOT"
+PARENT_ENV = "LORATUI_SUPERVISOR_PID"
+PAUSE_NOTE = ("paused by SIGSTOP: the process is frozen mid-step; its GPU memory stays held, and peers of a "
+              "multi-process job may time out")
+
+
+def command_env(run: RunDir, base: dict[str, str], resume_from: str | None) -> dict[str, str]:
+    """The command's environment: the user's, plus the hook on PYTHONPATH and the run it reports to."""
+    env = dict(base)
+    path = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK_DIR), path) if p)
+    env[RUN_ENV] = str(run.path.resolve())
+    env[ROOT_ENV] = str(HOOK_DIR.parents[2])
+    env[PARENT_ENV] = str(os.getpid())  # suspend needs the Trainer's own exit code: the direct child only
+    env.pop(RESUME_ENV, None)
+    if resume_from:
+        env[RESUME_ENV] = resume_from
+    return env
+
+
+def hook_info(run: RunDir) -> dict[str, Any] | None:
+    """What the hook said at train begin (pid, world_size, controls), or None: no Trainer hooked (yet)."""
+    try:
+        info = json.loads(run.hooked.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def last_checkpoint(run: RunDir) -> str | None:
+    """The newest checkpoint the watched Trainer recorded (its output_dir is the script's own)."""
+    found = [e.path for e in read_log(run.events).events if isinstance(e, events.Checkpoint)]
+    return found[-1] if found else None
+
+
+def signal_group(pid: int, sig: int) -> bool:
+    """Send `sig` to the command's process group (it leads its own); False when it is gone."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def refuse_without_hook(command: str) -> str | None:
+    """Why a command cannot apply to a process that has no hooked Trainer, or None when it can."""
+    if command in ("save", "suspend"):
+        return (f"{command} needs a transformers Trainer in the command (none was hooked); "
+                "pause (SIGSTOP), resume and stop apply")
+    return None
+
+
+def stop_signals(pid: int, hooked: dict[str, Any] | None) -> None:
+    """Stop's first signal: SIGTERM where the hook's single process reads it as a stop at the next step,
+    or to the whole group of a process with no hook (woken first, if paused); none under a launcher
+    (torchrun kills every rank on SIGTERM, so there the control file speaks)."""
+    if hooked is None:
+        signal_group(pid, signal.SIGCONT)
+        signal_group(pid, signal.SIGTERM)
+    elif hooked.get("world_size") == 1 and hooked.get("pid") == pid:
+        os.kill(pid, signal.SIGTERM)

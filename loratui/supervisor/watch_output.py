@@ -1,0 +1,71 @@
+"""Steps and losses from the printed output of a watched command that has no Trainer for the hook.
+
+The one reader of training text (`loratui.logic.text_reader`, shared with `doctor` and `import`) turns the
+lines into Step and Log events; this adapter adds what a live run needs around them: the TrainBegin and
+`training` state that the first step opens (saying the run obeys pause by signal only), the time a step
+took where no bar printed a rate, and Steps for `step N loss X` lines printed without a bar.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+from loratui import events
+from loratui.logic.text_reader import TextReader
+
+SIGNAL_CONTROLS = ["pause", "resume", "stop"]
+"""What a process without the hook obeys: SIGSTOP/SIGCONT of its process group, and SIGTERM."""
+
+
+class OutputWatcher:
+    """Printed lines in, TrainBegin/State/Step/Log events out (the supervisor writes Output itself)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.reader = TextReader()
+        self.began = False
+        self.step = 0
+        self._last_t: float | None = None
+
+    def feed(self, line: str) -> list[events.AnyEvent]:
+        """The events one line (or one redraw of a progress bar) adds."""
+        now = float(self.clock())
+        return self._events(self.reader.feed(line, now), now)
+
+    def close(self) -> list[events.AnyEvent]:
+        """What the reader still held (the last loss) when the command ended."""
+        now = float(self.clock())
+        return self._events(self.reader.close(now), now)
+
+    def _events(self, found: list[events.AnyEvent], now: float) -> list[events.AnyEvent]:
+        out: list[events.AnyEvent] = []
+        for event in found:
+            if isinstance(event, events.Step):
+                out += self._step(event.step, event.step_time, now)
+            elif isinstance(event, events.Log):
+                if not self.reader.bar_total and event.step > self.step:
+                    out += self._step(event.step, 0.0, now)  # no bar: the printed step is the step
+                if self.began:
+                    out.append(event)
+        return out
+
+    def _step(self, step: int, step_time: float, now: float) -> list[events.AnyEvent]:
+        if step <= self.step:
+            return []
+        if not step_time and self._last_t is not None:  # no rate printed: the time between readings
+            step_time = (now - self._last_t) / (step - self.step)
+        self.step, self._last_t = step, now
+        return self._begin(now) + [events.Step(t=now, step=step, epoch=0.0, step_time=step_time)]
+
+    def _begin(self, now: float) -> list[events.AnyEvent]:
+        if self.began:
+            return []
+        self.began = True
+        return [events.TrainBegin(t=now, max_steps=self.reader.bar_total, num_epochs=0.0,
+                                  controls=SIGNAL_CONTROLS, pause_mode="signal"),
+                events.State(t=now, state=events.TRAINING, reason="steps read from the command's output")]
+
+
+__all__ = ["SIGNAL_CONTROLS", "OutputWatcher"]

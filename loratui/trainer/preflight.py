@@ -1,0 +1,196 @@
+"""The pre-flight VRAM estimate event, for a recipe run and for a watched command's live Trainer.
+
+A watched script has no recipe: at train begin its live `TrainingArguments`, peft `LoraConfig`,
+`BitsAndBytesConfig` and model config are read into the recipe they amount to (`live_recipe`), so the
+estimate, and the advice, are computed exactly as for a recipe run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from loratui import events
+from loratui.recipe import (
+    WATCHED,
+    DataSection,
+    LoraSection,
+    ModelSection,
+    QuantizationSection,
+    Recipe,
+    RecipeError,
+    TrainingSection,
+    load_recipe,
+)
+from loratui.units import GIB
+
+SCAN_EXAMPLES = 20000
+"""How many examples of a watched script's dataset are measured for the longest one (the peak batch)."""
+
+
+def record_estimate(emit: Callable[[events.AnyEvent], None], recipe: Any, model: Any, cuda: bool,
+                    local_rank: int, seq_len: int) -> None:
+    """The pre-flight estimate for what actually runs: the recipe after fallbacks, at the data's length.
+
+    With short examples the batches never reach max_length, so the peak to check the live figure against
+    is the one at the longest example; the max_length figure is what longer data would need.
+    """
+    import msgspec
+
+    from loratui.logic.estimate import ConfigError, estimate
+    from loratui.logic.priced_moves import shape_facts
+
+    try:
+        config = model.config.to_dict()
+        total = None
+        if cuda:
+            import torch
+
+            total = torch.cuda.get_device_properties(local_rank).total_memory / GIB
+        at_data = msgspec.structs.replace(
+            recipe, data=msgspec.structs.replace(recipe.data, max_length=seq_len))
+        found = estimate(at_data, config, total, cuda=cuda)
+        worst = estimate(recipe, config, total, cuda=cuda) if seq_len < recipe.data.max_length else found
+    except (ConfigError, AttributeError, KeyError, TypeError, ValueError) as exc:
+        emit(events.Notice(t=time.time(), level="info", message=f"no VRAM estimate: {exc}"))
+        return
+    emit(events.Estimate(t=time.time(), peak_device_gib=found.peak_device_gib,
+                         peak_reserved_gib=found.peak_reserved_gib, components=dict(found.components),
+                         config=shape_facts(config), seq=seq_len))
+    if worst is not found:
+        emit(events.Notice(t=time.time(), level="info", key="estimate", message=(
+            f"estimate at the longest example ({seq_len} tokens): {found.peak_device_gib:.1f} GiB; at "
+            f"max_length {recipe.data.max_length} it would be {worst.peak_device_gib:.1f} GiB")))
+
+
+# -- a watched script's live settings -------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """An enum's value, a torch dtype's name, a set as a sorted list; other values as they are."""
+    import enum
+
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if type(value).__name__ == "dtype":
+        return str(value).removeprefix("torch.")
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(str(v) for v in value)
+    return value
+
+
+def _fields(section: type, source: Any, getter: Callable[[Any, str], Any]) -> dict[str, Any]:
+    """The fields of a recipe section that `source` has, with a usable value."""
+    out = {}
+    for name in section.__struct_fields__:  # type: ignore[attr-defined]
+        value = _plain(getter(source, name))
+        if value is not None and isinstance(value, (bool, int, float, str, list)):
+            out[name] = value
+    return out
+
+
+def _get(source: Any, name: str) -> Any:
+    if isinstance(source, dict):
+        return source.get(name)
+    return getattr(source, name, None)
+
+
+def _section(section: type, values: dict[str, Any]) -> Any:
+    """The section from the values it accepts; a value it refuses (a newer choice) keeps the default."""
+    import msgspec
+
+    kept: dict[str, Any] = {}
+    for name, value in values.items():
+        try:
+            msgspec.convert({**kept, name: value}, section)
+        except msgspec.ValidationError:
+            continue
+        kept[name] = value
+    return msgspec.convert(kept, section)
+
+
+def live_recipe(args: Any, model: Any, seq_len: int, max_length: int | None, warn_gb: float) -> Recipe:
+    """The recipe a live Trainer amounts to (its model, LoRA, quantisation, TrainingArguments)."""
+    import msgspec
+
+    config = model.config
+    quant = _get(config, "quantization_config")
+    peft = next(iter((getattr(model, "peft_config", None) or {}).values()), None)
+    training = _fields(TrainingSection, args, _get)
+    base = getattr(model, "get_base_model", lambda: model)()
+    training["gradient_checkpointing"] = bool(
+        getattr(args, "gradient_checkpointing", False) or getattr(base, "is_gradient_checkpointing", False))
+    # The script's own output_dir; eval data is the script's too (a recipe's eval needs [data] eval_fraction).
+    for name in ("output_dir", "eval_strategy", "eval_steps"):
+        training.pop(name, None)
+    model_values = {"path": str(getattr(config, "_name_or_path", "") or "live model"),
+                    "attn_implementation": getattr(config, "_attn_implementation", None) or "sdpa",
+                    "dtype": _plain(getattr(base, "dtype", None)) or "bfloat16"}
+    if quant is not None:  # the unquantised layers' dtype (k-bit loading keeps them in compute dtype)
+        model_values["dtype"] = _plain(_get(quant, "bnb_4bit_compute_dtype")) or model_values["dtype"]
+    recipe = Recipe(
+        model=_section(ModelSection, model_values),
+        quantization=_section(QuantizationSection, _fields(QuantizationSection, quant, _get)) if quant
+        else QuantizationSection(),
+        lora=_section(LoraSection, _fields(LoraSection, peft, _get)) if peft is not None else LoraSection(),
+        training=_section(TrainingSection, training),
+        data=DataSection(dataset=WATCHED, max_length=max(max_length or seq_len, 8),
+                         packing=bool(getattr(args, "packing", False))),
+    )
+    return msgspec.structs.replace(recipe, monitor=msgspec.structs.replace(recipe.monitor, warn_gb=warn_gb))
+
+
+def recipe_text(recipe: Recipe, command: str) -> str:
+    """The live recipe as TOML, checked by the same loader as any recipe (RecipeError if it does not pass)."""
+    import msgspec
+
+    lines = [f"# The live settings of `{command[:200]}` at train begin, as loratui read them from its",
+             "# TrainingArguments, LoraConfig and BitsAndBytesConfig. loratui does not run this file.", ""]
+    for name, section in msgspec.structs.asdict(recipe).items():
+        if name == "distributed":
+            continue
+        lines.append(f"[{name}]")
+        for key, value in msgspec.structs.asdict(section).items():
+            if value is not None:  # TOML has no null: the default stands
+                lines.append(f"{key} = {_toml(value)}")
+        lines.append("")
+    text = "\n".join(lines)
+    load_recipe("recipe.toml", text)
+    return text
+
+
+def _toml(value: Any) -> str:
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)  # numbers, and strings (JSON escapes are valid TOML basic strings)
+
+
+def longest_example(args: Any, dataset: Any) -> tuple[int, int | None, str]:
+    """(the longest example's length, the configured max_length if any, how it was found).
+
+    The collator pads a batch to its longest example, so that is the peak batch's length; a script's
+    dataset is measured on its first SCAN_EXAMPLES tokenised examples.
+    """
+    max_length = _get(args, "max_length") or _get(args, "max_seq_length")
+    max_length = int(max_length) if isinstance(max_length, int) and max_length > 0 else None
+    longest, how = 0, ""
+    try:
+        n = min(len(dataset), SCAN_EXAMPLES)
+        if hasattr(dataset, "column_names") and "input_ids" in dataset.column_names:
+            longest = max((len(ids) for ids in dataset.select(range(n))["input_ids"]), default=0)
+        else:
+            longest = max((len(dataset[i]["input_ids"]) for i in range(n)), default=0)
+        how = f"the longest of the first {n} examples" if n == SCAN_EXAMPLES else "the longest example"
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError):
+        longest = 0
+    if not longest:
+        return max_length or 1024, max_length, "no tokenised dataset to measure: assumed max_length"
+    return min(longest, max_length or longest), max_length, how
+
+
+__all__ = ["RecipeError", "live_recipe", "longest_example", "recipe_text", "record_estimate"]

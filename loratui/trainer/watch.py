@@ -1,0 +1,200 @@
+"""loratui inside a watched command (`loratui run -- COMMAND`): each `transformers.Trainer` gets its callback.
+
+The startup hook (trainer/hook/sitecustomize.py, then trainer/autohook.py) imports this module only when
+the script itself imports `transformers.trainer`; then `Trainer.__init__` adds a `LoratuiCallback` (so TRL's
+SFTTrainer, axolotl and LLaMA-Factory, which subclass it, get it too), and `Trainer.train` takes the
+checkpoint the supervisor names on a resume after suspend and exits with SUSPEND_EXIT after a suspend.
+
+The callback is the recipe run's `EventCallback`, built at train begin from the live Trainer, so steps,
+logs, phases, memory, tokens, pause, save and stop behave exactly as for a recipe. Outside a loratui run
+(no LORATUI_RUN_DIR) it does nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from loratui import events
+from loratui.eventlog import EventWriter
+from loratui.rundir import SUSPEND_EXIT, RunDir
+
+RUN_ENV, RESUME_ENV, PARENT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_SUPERVISOR_PID"
+"""Set by the supervisor for the watched command: the run directory; on a resume, the checkpoint."""
+
+
+class LoratuiCallback(TrainerCallback):
+    """`callbacks=[loratui.LoratuiCallback()]`: loratui's events and controls inside a loratui run."""
+
+    def __init__(self) -> None:
+        self.run_dir = os.environ.get(RUN_ENV, "")
+        self.inner: Any = None  # the EventCallback, from train begin on
+        self.via_train = False  # training runs through Trainer.train: suspend/resume can work
+        self.log: EventWriter | None = None
+        self._unhook: Any = None
+        self._sigterm: Any = None
+
+    @property
+    def suspended(self) -> bool:
+        return bool(self.inner is not None and self.inner.suspended)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not self.run_dir:
+            return
+        self.inner = self._start(args, kwargs.get("model"), kwargs.get("train_dataloader"))
+        self.inner.on_train_begin(args, state, control, **kwargs)
+
+    def _start(self, args: Any, model: Any, loader: Any) -> Any:
+        import torch
+        import transformers
+
+        from loratui.trainer.build import count_parameters
+        from loratui.trainer.callback import ControlState, EventCallback, RankSync, TokenCounter
+
+        run = RunDir(Path(self.run_dir))
+        self.log = EventWriter(run.events)
+        world, rank = int(args.world_size), int(args.process_index)
+        cuda = args.device.type == "cuda"
+        control = ControlState(run.commands)
+        # Suspend ends the process with SUSPEND_EXIT for the supervisor to see: only where this process is
+        # the command itself (not under a launcher, which would report a failure) and trains via train().
+        direct = os.environ.get(PARENT_ENV) == str(os.getppid())
+        suspend = ["suspend"] if self.via_train and world == 1 and direct else []
+        controls = ["pause", "resume", "save", "stop", *suspend]
+        seq_len = 0
+        if rank == 0:
+            seq_len = self._preflight(run, args, model, loader, cuda)
+            _write_json(run.hooked, {"pid": os.getpid(), "world_size": world, "controls": controls})
+        tokens = TokenCounter()
+        if model is not None:
+            self._unhook = model.register_forward_pre_hook(tokens.hook, with_kwargs=True).remove
+        total, trainable = count_parameters(model) if model is not None else (0, 0)
+        info = {"device": torch.cuda.get_device_name(args.device) if cuda else "cpu", "params_total": total,
+                "params_trainable": trainable, "batch_size": int(args.per_device_train_batch_size),
+                "grad_accum": int(args.gradient_accumulation_steps), "max_length": seq_len,
+                "world_size": world,
+                "pid": os.getpid(), "controls": controls,
+                "versions": {"torch": str(torch.__version__), "transformers": str(transformers.__version__)}}
+        sync = RankSync(world, rank, args.device if cuda else None)
+        if world == 1 and _main_thread():
+            # `loratui stop` sends SIGTERM to a single process: stop at the next step boundary.
+            self._sigterm = signal.signal(signal.SIGTERM, lambda *_: control.apply("stop"))
+        return EventCallback(self.log.write, control, tokens, info, torch.cuda if cuda else None, sync)
+
+    def _preflight(self, run: RunDir, args: Any, model: Any, loader: Any, cuda: bool) -> int:
+        """The estimate a recipe gets, from the live settings; the live recipe beside it for the advice."""
+        from loratui.recipe import RecipeError, load_recipe
+        from loratui.trainer.preflight import live_recipe, longest_example, recipe_text, record_estimate
+
+        assert self.log is not None
+        seq_len, max_length, how = longest_example(args, getattr(loader, "dataset", None))
+        try:
+            warn_gb = load_recipe(run.recipe).monitor.warn_gb
+        except RecipeError:
+            warn_gb = 30.0
+        try:
+            recipe = live_recipe(args, model, seq_len, max_length, warn_gb)
+            text = recipe_text(recipe, " ".join(run.read_settings().command))
+        except (RecipeError, AttributeError, TypeError, ValueError) as exc:
+            message = f"no VRAM estimate: the live settings do not read as a recipe ({exc})"
+            self.log.write(events.Notice(t=time.time(), level="info", message=message))
+            return seq_len
+        _replace_text(run.recipe, text)
+        self.log.write(events.Notice(t=time.time(), level="info", key="estimate",
+                                     message=f"estimate at {seq_len} tokens ({how})"))
+        record_estimate(self.log.write, recipe, model, cuda, int(args.local_process_index), seq_len)
+        return seq_len
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.inner is None:
+            return
+        self.inner.on_train_end(args, state, control, **kwargs)
+        if self._unhook is not None:
+            self._unhook()
+        if self._sigterm is not None and _main_thread():
+            signal.signal(signal.SIGTERM, self._sigterm)
+
+
+def _delegate(name: str) -> Any:
+    def method(self: LoratuiCallback, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            getattr(self.inner, name)(args, state, control, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name in ("on_step_begin", "on_step_end", "on_log", "on_prediction_step", "on_evaluate", "on_save"):
+    setattr(LoratuiCallback, _name, _delegate(_name))
+
+# -- patching transformers.Trainer ------------------------------------------------------------------------
+
+
+def patch(trainer_class: Any) -> None:
+    """Give every Trainer (subclasses too) loratui's callback, and make train() resumable by loratui."""
+    if getattr(trainer_class, "_loratui_patched", False):
+        return
+    original_init, original_train = trainer_class.__init__, trainer_class.train
+
+    @functools.wraps(original_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        if os.environ.get(RUN_ENV) and _callback(self) is None:
+            self.add_callback(LoratuiCallback())
+
+    @functools.wraps(original_train)
+    def train(self: Any, *args: Any, **kwargs: Any) -> Any:
+        callback = _callback(self) if os.environ.get(RUN_ENV) else None
+        if callback is None:
+            return original_train(self, *args, **kwargs)
+        resume = os.environ.pop(RESUME_ENV, "")  # once: a second train() call is the script's own
+        if resume:
+            args, kwargs = args[1:], {**kwargs, "resume_from_checkpoint": resume}
+        callback.via_train = True
+        result = original_train(self, *args, **kwargs)
+        if callback.suspended:
+            # Checkpoint written: leave now, before the script's after-training code (saving the final
+            # model, evaluating) runs on a half-trained model. The supervisor resumes it later.
+            step = self.state.global_step
+            if callback.log is not None:
+                callback.log.write(events.State(t=time.time(), state=events.SUSPENDED, step=step))
+                callback.log.close()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(SUSPEND_EXIT)
+        return result
+
+    trainer_class.__init__, trainer_class.train = __init__, train
+    trainer_class._loratui_patched = True
+
+
+def _callback(trainer: Any) -> LoratuiCallback | None:
+    handler = getattr(trainer, "callback_handler", None)
+    for callback in getattr(handler, "callbacks", []):
+        if isinstance(callback, LoratuiCallback):
+            return callback
+    return None
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    _replace_text(path, json.dumps(value))
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write whole or not at all: a reader never sees half a file."""
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    staging.write_text(text, encoding="utf-8")
+    os.replace(staging, path)

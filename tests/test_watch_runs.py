@@ -1,0 +1,251 @@
+"""`loratui run -- COMMAND` with real processes on the CPU: user scripts that know nothing of loratui.
+
+The scripts (tests/data/scripts/) load the embedded tiny model through `from_pretrained` from a
+directory of their own, as a user's script loads a hub checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loratui.supervisor import control
+from tests.conftest import REPO, kinds, loratui, only_run, read_events, wait_for, watched_pids
+
+pytestmark = pytest.mark.slow
+SCRIPTS = REPO / "tests" / "data" / "scripts"
+# One thread per process: the CI box has two cores, and torchrun runs two ranks on them.
+ENV = dict(os.environ, OMP_NUM_THREADS="1", HF_TOKEN="hf_secret_value", TOKENIZERS_PARALLELISM="false")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
+    """The tiny model copied to a directory of its own, as a downloaded checkpoint would be."""
+    from loratui.trainer.tiny import ensure_tiny_model
+
+    target = tmp_path_factory.mktemp("model") / "tiny-qwen2"
+    shutil.copytree(ensure_tiny_model(), target)
+    return target
+
+
+@pytest.fixture
+def watch_dir() -> Iterator[Path]:
+    """A runs directory with a short path (a control socket's path has at most 107 bytes, and pytest's tmp
+    paths are long); its supervisors and watched commands are killed after the test."""
+    runs = Path(tempfile.mkdtemp(prefix="lw-", dir="/tmp"))
+    yield runs
+    for run in runs.glob("*/"):
+        pids = watched_pids(run)
+        if (run / "supervisor.pid").exists():
+            pids.append(int((run / "supervisor.pid").read_text().split()[0]))  # "pid start-time"
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    shutil.rmtree(runs, ignore_errors=True)
+
+
+def _start(runs: Path, *command: str, cwd: Path = REPO) -> subprocess.Popen[str]:
+    """`loratui run --headless -- COMMAND` as a terminal would start it: its own session."""
+    return subprocess.Popen([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(runs), "--",
+                             *command], cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def _run(runs: Path) -> Path:
+    return wait_for(lambda: runs.exists() and any(runs.iterdir()) and only_run(runs))  # type: ignore[return-value]
+
+
+def _steps(run: Path, rank: int = 0) -> list[int]:
+    return [int(e["step"]) for e in kinds(run, "step") if e.get("rank", 0) == rank]  # type: ignore[arg-type]
+
+
+def _wait_step(run: Path, step: int, rank: int = 0, timeout: float = 300) -> None:
+    wait_for(lambda: any(s >= step for s in _steps(run, rank)), timeout=timeout)
+
+
+def _state(run: Path) -> str:
+    states = kinds(run, "state")
+    return str(states[-1]["state"]) if states else ""
+
+
+def _losses(run: Path) -> dict[int, float]:
+    found = {}
+    for e in kinds(run, "log"):
+        values = e["values"]
+        if "loss" in values and "train_runtime" not in values:  # type: ignore[operator]
+            found[int(e["step"])] = float(values["loss"])  # type: ignore[index,arg-type]
+    return found
+
+
+def _holds(run: Path, seconds: float, rank: int = 0) -> None:
+    """No step is recorded for `seconds` (longer than several steps of this run)."""
+    held = len(_steps(run, rank))
+    time.sleep(seconds)
+    assert len(_steps(run, rank)) == held
+
+
+def _step_seconds(run: Path) -> float:
+    times = [float(e["step_time"]) for e in kinds(run, "step")][1:]  # type: ignore[arg-type]
+    return sum(times) / len(times) if times else 1.0
+
+
+def _seed(model: Path, out: Path, steps: int, *extra: str) -> list[str]:
+    return [sys.executable, str(SCRIPTS / "seed_trainer.py"), "--model", str(model), "--out", str(out),
+            "--max-steps", str(steps), *extra]
+
+
+def test_seed_script_is_recorded_like_a_recipe(model_dir: Path, watch_dir: Path, tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
+                             "--warn-gb", "20", "--", *_seed(model_dir, tmp_path / "out", 8)],
+                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run = only_run(watch_dir)
+    assert run.name.endswith("seed_trainer")
+    header = read_events(run)[0]
+    assert header["command"][1].endswith("seed_trainer.py") and header["cwd"] == str(tmp_path.resolve())  # type: ignore[index]
+    assert header["env"]["HF_TOKEN"] == "<redacted>" and "hf_secret_value" not in (run / "events.jsonl").read_text()  # type: ignore[index]
+    assert _steps(run) == list(range(1, 9)) and sorted(_losses(run)) == list(range(1, 9))
+    phases = {(e["name"], e["edge"]) for e in kinds(run, "phase")}
+    assert {("train", "begin"), ("train", "end")} <= phases
+    begin = kinds(run, "train_begin")
+    assert len(begin) == 1 and set(begin[0]["controls"]) == {"pause", "resume", "save", "stop", "suspend"}  # type: ignore[arg-type]
+    assert begin[0]["params_trainable"] and begin[0]["max_length"] > 0  # type: ignore[operator]
+    assert kinds(run, "estimate") and kinds(run, "estimate")[0]["peak_device_gib"] > 0  # type: ignore[operator]
+    live = (run / "recipe.toml").read_text()  # the live settings, for the advice
+    assert "per_device_train_batch_size = 4" in live and "r = 8" in live and "warn_gb = 20.0" in live
+    assert all(e.get("step_time", 0) > 0 for e in kinds(run, "step"))
+    end = kinds(run, "end")[0]
+    assert end["state"] == "finished" and end["exit_code"] == 0
+    assert (tmp_path / "out" / "final").is_dir()  # the script's own code after train() ran
+    assert any("saved the adapter" in line for e in kinds(run, "output") for line in e["lines"])  # type: ignore[attr-defined]
+
+
+def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_dir: Path, watch_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out-b", 8, "--lora-dropout", "0"))
+    run = _run(watch_dir)
+    _wait_step(run, 2)
+    control.send(run / "control.sock", "pause")
+    wait_for(lambda: _state(run) == "paused", timeout=120)
+    _holds(run, max(1.5, 3 * _step_seconds(run)))
+    control.send(run / "control.sock", "resume")
+    paused_at = max(_steps(run))
+    _wait_step(run, paused_at + 1)
+    control.send(run / "control.sock", "suspend")
+    wait_for(lambda: any(e["state"] == "suspended" for e in kinds(run, "state")), timeout=120)
+    pid = int(kinds(run, "train_begin")[0]["pid"])  # type: ignore[arg-type]
+    wait_for(lambda: not Path(f"/proc/{pid}").exists(), timeout=60)  # the process (and its memory) is gone
+    assert kinds(run, "checkpoint")
+    control.send(run / "control.sock", "resume")
+    out, _ = viewer.communicate(timeout=900)
+    assert kinds(run, "end")[0]["state"] == "finished", out[-3000:]
+    assert len(kinds(run, "train_begin")) == 2
+    straight = watch_dir / "straight"  # the same script, never interrupted
+    reference = loratui("run", "--headless", "--runs-dir", str(straight), "--",
+                        *_seed(model_dir, tmp_path / "out-a", 8, "--lora-dropout", "0"), timeout=900, env=ENV)
+    assert reference.returncode == 0, reference.stdout[-2000:]
+    a, b = _losses(only_run(straight)), _losses(run)
+    assert sorted(b) == list(range(1, 9))
+    for step in range(1, 9):
+        assert b[step] == pytest.approx(a[step], rel=1e-3), step  # the recipe run's tolerance (test_run.py)
+
+
+def test_trl_sft_trainer_is_watched_and_stops(model_dir: Path, watch_dir: Path, tmp_path: Path) -> None:
+    viewer = _start(watch_dir, sys.executable, str(SCRIPTS / "trl_sft.py"), "--model", str(model_dir),
+                    "--out", str(tmp_path / "out"), "--max-steps", "500")
+    run = _run(watch_dir)
+    _wait_step(run, 2)
+    assert kinds(run, "estimate") and _losses(run)
+    assert "SFTConfig.max_length" not in (run / "recipe.toml").read_text()
+    control.send(run / "control.sock", "pause")
+    wait_for(lambda: _state(run) == "paused", timeout=120)
+    _holds(run, max(1.5, 3 * _step_seconds(run)))
+    control.send(run / "control.sock", "resume")
+    wait_for(lambda: _state(run) == "training", timeout=60)
+    result = loratui("stop", str(run), "--runs-dir", str(watch_dir))
+    assert result.returncode == 0, result.stderr
+    viewer.communicate(timeout=300)
+    end = kinds(run, "end")[0]
+    assert end["state"] == "stopped" and max(_steps(run)) < 500
+
+
+def test_plain_loop_is_read_from_its_output_and_paused_by_sigstop(watch_dir: Path) -> None:
+    viewer = _start(watch_dir, sys.executable, str(SCRIPTS / "plain_loop.py"), "80")
+    run = _run(watch_dir)
+    _wait_step(run, 5)
+    begin = kinds(run, "train_begin")[0]
+    assert begin["max_steps"] == 80 and begin["pause_mode"] == "signal"
+    refused = loratui("save", str(run), "--runs-dir", str(watch_dir))
+    assert refused.returncode == 2 and "needs a transformers Trainer" in refused.stderr
+    control.send(run / "control.sock", "pause")
+    assert _state(run) == "paused" and "GPU memory stays held" in str(kinds(run, "state")[-1]["reason"])
+    assert any("GPU memory stays held" in str(e["message"]) for e in kinds(run, "notice"))
+    pids = watched_pids(run)
+    assert pids and all(Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T" for pid in pids)
+    time.sleep(0.6)  # output printed before the stop still reaches the log (it is tailed every 0.25 s)
+    _holds(run, 1.5)  # a step takes 0.1 s
+    control.send(run / "control.sock", "resume")
+    out, _ = viewer.communicate(timeout=300)
+    assert kinds(run, "end")[0]["state"] == "finished", out[-2000:]
+    steps, losses = _steps(run), _losses(run)
+    assert steps[-1] == 80 and steps == sorted(set(steps)) and len(losses) >= 10
+    assert losses[max(losses)] < losses[min(losses)]  # the printed loss falls
+    lines = [line for e in kinds(run, "output") for line in e["lines"]]  # type: ignore[attr-defined]
+    assert "done" in lines and not any("\r" in line for line in lines)  # the bar collapsed to its last state
+
+
+def test_torchrun_records_and_pauses_both_ranks(model_dir: Path, watch_dir: Path, tmp_path: Path) -> None:
+    launcher = [shutil.which("torchrun") or ""] if shutil.which("torchrun") else [sys.executable, "-m",
+                                                                                  "torch.distributed.run"]
+    viewer = _start(watch_dir, *launcher, "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
+                    str(_free_port()), str(SCRIPTS / "seed_trainer.py"), "--model", str(model_dir), "--out",
+                    str(tmp_path / "out"), "--max-steps", "500", "--ddp-backend", "gloo")
+    run = _run(watch_dir)
+    _wait_step(run, 2, rank=1)
+    begin = kinds(run, "train_begin")
+    assert len(begin) == 1 and begin[0]["world_size"] == 2 and "suspend" not in begin[0]["controls"]  # type: ignore[operator]
+    control.send(run / "control.sock", "pause")
+    wait_for(lambda: _state(run) == "paused", timeout=120)
+    time.sleep(0.5)
+    held = (len(_steps(run, 0)), len(_steps(run, 1)))
+    time.sleep(max(1.5, 3 * _step_seconds(run)))
+    assert (len(_steps(run, 0)), len(_steps(run, 1))) == held and abs(held[0] - held[1]) <= 1
+    control.send(run / "control.sock", "resume")
+    _wait_step(run, max(_steps(run, 1)) + 1, rank=1)
+    control.send(run / "control.sock", "stop")
+    viewer.communicate(timeout=300)
+    assert kinds(run, "end")[0]["state"] == "stopped"
+    wait_for(lambda: not watched_pids(run), timeout=60)
+
+
+def test_a_failing_script_ends_failed_and_the_doctor_explains_it(model_dir: Path, watch_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    result = loratui("run", "--headless", "--runs-dir", str(watch_dir), "--",
+                     *_seed(model_dir, tmp_path / "out", 50, "--fail-at", "2"), timeout=900, env=ENV)
+    assert result.returncode == 1
+    run = only_run(watch_dir)
+    end = kinds(run, "end")[0]
+    assert end["state"] == "failed" and end["exit_code"] == 1
+    assert "OutOfMemoryError: CUDA out of memory" in str(end["error"])
+    doctor = loratui("doctor", str(run))
+    assert doctor.returncode == 1 and "out of memory" in doctor.stdout.lower(), doctor.stdout  # 1: an ERROR
+    assert "TrainingArguments.per_device_train_batch_size" in doctor.stdout, doctor.stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -1,0 +1,198 @@
+"""`loratui run -- COMMAND` without processes: the output reader, the command's words, the footer, the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from loratui import events
+from loratui.logic import command_keys
+from loratui.logic.advice import Advisor
+from loratui.logic.runstate import RunState
+from loratui.recipe import load_recipe
+from loratui.sources.runlog import ListSource
+from loratui.supervisor.watch_output import OutputWatcher
+from loratui.tui.app import LoratuiApp
+from tests import scenarios
+from tests.conftest import REPO, loratui
+from tests.test_app import Sent, _footer_keys, _settle
+
+BAR = "train:  {pct}%|###       | {n}/{total} [00:01<00:04,  8.50it/s, loss={loss}]"
+
+
+def _kinds(found: list[events.AnyEvent]) -> list[str]:
+    return [type(e).__name__ for e in found]
+
+
+def _feed(watcher: OutputWatcher, *lines: str) -> list[events.AnyEvent]:
+    return [e for line in lines for e in watcher.feed(line)] + watcher.close()
+
+
+def test_a_tqdm_bar_opens_training_and_gives_steps_and_losses() -> None:
+    watcher = OutputWatcher(clock=lambda: 5.0)
+    assert watcher.feed("train:   0%|          | 0/40 [00:00<?, ?it/s]") == []
+    found = _feed(watcher, BAR.format(pct=10, n=4, total=40, loss="2.5"),
+                  BAR.format(pct=10, n=4, total=40, loss="2.5"), BAR.format(pct=20, n=8, total=40, loss="2.1"))
+    assert _kinds(found)[:2] == ["TrainBegin", "State"]
+    begin = found[0]
+    assert begin.max_steps == 40 and begin.pause_mode == "signal"  # type: ignore[union-attr]
+    assert set(begin.controls) == {"pause", "resume", "stop"}  # type: ignore[union-attr]
+    steps = [e for e in found if isinstance(e, events.Step)]
+    assert [s.step for s in steps] == [4, 8]  # a redraw of the same step is no new step
+    assert steps[0].step_time == pytest.approx(1 / 8.5)
+    assert [(e.step, e.values["loss"]) for e in found if isinstance(e, events.Log)] == [(4, 2.5), (8, 2.1)]
+
+
+@pytest.mark.parametrize("line", [
+    "Loading weights: 100%|##########| 50/50 [00:00<00:00, 11177.66it/s]",
+    "Map: 100%|##| 256/256 [00:00<00:00, 5000.00 examples/s]",
+    "Writing model shards: 100%|##########| 1/1 [00:00<00:00, 35.48it/s]",
+    "Evaluating:  50%|#####     | 5/10 [00:01<00:01,  4.20it/s]",
+    # TRL's SFTTrainer prepares its dataset with bars before training starts
+    "Adding EOS to train dataset: 100%|##########| 256/256 [00:00<00:00, 9000.00 examples/s]",
+    "Tokenizing train dataset:  50%|#####     | 128/256 [00:00<00:00, 3000.00 examples/s]",
+    "Truncating train dataset: 100%|##########| 256/256 [00:00<00:00, 3000.00 examples/s]",
+])
+def test_loading_preprocessing_and_eval_bars_are_not_training(line: str) -> None:
+    assert OutputWatcher().feed(line) == []
+
+
+@pytest.mark.parametrize(("line", "loss"), [
+    ("step 5 loss=1.25", 1.25), ("step 5 | loss: 0.5", 0.5), ("{'loss': 3e-1, 'grad_norm': 2.0}", 0.3),
+    ("step 5 loss=nan", "NaN"),
+])
+def test_printed_losses(line: str, loss: object) -> None:
+    watcher = OutputWatcher(clock=lambda: 1.0)
+    watcher.feed(BAR.format(pct=1, n=1, total=100, loss="9"))
+    logs = [e for e in _feed(watcher, line) if isinstance(e, events.Log)]
+    assert logs and logs[-1].values["loss"] == loss
+
+
+def test_steps_from_loss_lines_without_a_bar() -> None:
+    watcher = OutputWatcher(clock=lambda: 1.0)
+    found = _feed(watcher, "step 1 loss=3.0", "step 2 loss=2.5", "step 3 loss=2.0")
+    assert [e.step for e in found if isinstance(e, events.Step)] == [1, 2, 3]
+    assert [e.values["loss"] for e in found if isinstance(e, events.Log)] == [3.0, 2.5, 2.0]
+
+
+def test_one_bar_per_epoch_counts_on() -> None:
+    watcher = OutputWatcher(clock=lambda: 1.0)
+    found = _feed(watcher, BAR.format(pct=90, n=9, total=10, loss="1"),
+                  BAR.format(pct=100, n=10, total=10, loss="1"), BAR.format(pct=20, n=2, total=10, loss="1"))
+    assert [e.step for e in found if isinstance(e, events.Step)][-1] == 12
+
+
+@pytest.mark.parametrize(("command", "name"), [
+    (["python", "train.py", "--lr", "1e-4"], "train"),
+    (["torchrun", "--nproc_per_node", "2", "scripts/sft.py"], "sft"),
+    (["llamafactory-cli", "train", "examples/qwen_lora.yaml"], "qwen_lora"),
+    (["python", "-m", "axolotl.cli.train", "cfg.yml"], "cfg"),
+    (["accelerate", "launch", "-m", "mypkg.train"], "train"),
+    (["./run.sh"], "run"),
+])
+def test_run_name_comes_from_the_script_or_config(command: list[str], name: str) -> None:
+    assert command_keys.run_name(command) == name
+
+
+def test_advice_speaks_the_commands_words() -> None:
+    change = {"training.per_device_train_batch_size": 2, "data.max_length": 512, "quantization.load_in_4bit": True,
+              "env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    python = command_keys.spoken_change(change, command_keys.PYTHON)
+    assert python["TrainingArguments.per_device_train_batch_size"] == 2
+    assert python["BitsAndBytesConfig.load_in_4bit"] is True and "env.PYTORCH_CUDA_ALLOC_CONF" in python
+    factory = command_keys.spoken_change(change, command_keys.LLAMAFACTORY, "examples/x.yaml")
+    assert factory == {"per_device_train_batch_size (x.yaml)": 2, "cutoff_len (x.yaml)": 512,
+                       "quantization_bit (x.yaml)": 4, "env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    axolotl = command_keys.spoken_change(change, command_keys.AXOLOTL, "x.yml")
+    assert "micro_batch_size (x.yml)" in axolotl and "sequence_len (x.yml)" in axolotl
+
+
+def test_environment_summary_drops_secrets() -> None:
+    summary = command_keys.env_summary({"HF_TOKEN": "hf_abc", "WANDB_API_KEY": "k", "CUDA_VISIBLE_DEVICES": "0,1",
+                                        "AWS_SECRET_ACCESS_KEY": "s", "HOME": "/root", "NCCL_DEBUG": "INFO"})
+    assert summary == {"CUDA_VISIBLE_DEVICES": "0,1", "HF_TOKEN": "<redacted>", "NCCL_DEBUG": "INFO",
+                       "WANDB_API_KEY": "<redacted>"}
+
+
+def _watched(command: list[str]) -> list[events.AnyEvent]:
+    found = list(scenarios.failed_oom())
+    header = found[0]
+    assert isinstance(header, events.Header)
+    return [msgspec.structs.replace(header, command=command, controls=["stop"]), *found[1:]]
+
+
+def test_advisor_names_trainingarguments_and_ignores_the_placeholder_recipe(tmp_path: object) -> None:
+    placeholder = load_recipe("recipe.toml", '[model]\npath = "loratui:watched"\n[data]\ndataset = "loratui:watched"\n'
+                              "[monitor]\nwarn_gb = 20\n")
+    advisor = Advisor(placeholder).feed_all(_watched(["python", "train.py"]))
+    changes = [key for item in advisor.items() for key in item.change]
+    assert changes and all(not key.startswith(("training.", "data.", "lora.", "quantization.")) for key in changes)
+    assert advisor.recipe is None  # moves from recipe defaults would be made up
+
+
+async def test_footer_offers_only_what_the_command_obeys() -> None:
+    begin = events.TrainBegin(t=scenarios.T0 + 1, max_steps=100, num_epochs=0, controls=["pause", "resume", "stop"],
+                              pause_mode="signal")
+    found = [*_watched(["python", "loop.py"])[:3], begin,
+             events.State(t=scenarios.T0 + 1, state=events.TRAINING)]
+    app = LoratuiApp(ListSource(found), send=Sent())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot, app, 0)
+        assert app.run_state.controls == {"pause", "resume", "stop"}
+        assert app.check_action("control", ("pause",))
+        assert not app.check_action("control", ("suspend",)) and not app.check_action("control", ("save",))
+        assert not app.check_action("apply_advice", ())
+        assert {"P", "s", "A"}.isdisjoint(_footer_keys(app)) and "p" in _footer_keys(app)
+
+
+def test_a_command_before_its_trainer_speaks_offers_only_stop() -> None:
+    state = RunState().feed_all(_watched(["python", "x.py"])[:1])
+    assert state.controls == {"stop"} and state.command == ["python", "x.py"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", str(REPO / "recipes" / "tiny.toml"), "--", "python", "x.py"], "not both"),
+    (["run", "--", "no-such-program-xyz", "a"], "not a program on PATH"),
+    (["run"], "give a recipe"),
+    (["run", str(REPO / "recipes" / "tiny.toml"), "--warn-gb", "20"], "[monitor] warn_gb"),
+])
+def test_run_command_line_mistakes_get_one_message(args: list[str], message: str, tmp_path: object) -> None:
+    result = loratui(*args, "--runs-dir", str(tmp_path)) if "--" not in args else loratui(
+        *args[:args.index("--")], "--runs-dir", str(tmp_path), *args[args.index("--"):])
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_runs_dir_too_deep_for_the_control_socket_is_refused_up_front(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60)
+    result = loratui("run", "--headless", "--runs-dir", str(deep), "--", sys.executable, "-c", "pass")
+    assert result.returncode == 2 and "control socket path" in result.stderr and "--runs-dir" in result.stderr
+    assert not any(deep.iterdir())  # no half-made run left behind
+
+
+def test_import_loratui_stays_light_and_the_callback_is_lazy() -> None:
+    code = ("import sys, loratui; assert 'transformers' not in sys.modules; "
+            "cb = loratui.LoratuiCallback(); assert cb.inner is None and not cb.run_dir; print('ok')")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "LORATUI_RUN_DIR"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+@pytest.mark.slow  # imports transformers in a fresh interpreter
+def test_the_startup_hook_is_lazy_patches_trainer_and_runs_the_sitecustomize_it_shadows(tmp_path: Path) -> None:
+    from loratui.supervisor.command import HOOK_DIR
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("import os\nos.environ['THEIRS_RAN'] = '1'\n")
+    code = ("import os, sys\nlight = 'transformers' not in sys.modules and 'torch' not in sys.modules\n"
+            "from transformers import Trainer\n"
+            "print(light, os.environ.get('THEIRS_RAN'), getattr(Trainer, '_loratui_patched', False))\n")
+    env = dict(__import__("os").environ, LORATUI_RUN_DIR=str(tmp_path),
+               PYTHONPATH=f"{HOOK_DIR}:{REPO}:{theirs}")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
+                            check=False)
+    assert result.stdout.split() == ["True", "1", "True"], result.stderr[-3000:]
