@@ -321,7 +321,13 @@ class LoratuiApp(App[str]):
             if answer == "detach":
                 self.exit("detach")
             elif answer == "stop":
-                self._send("stop")
+                # Delivered before the viewer exits: a worker thread would be cancelled by the exit and
+                # the stop lost (the socket answers within its 2 s deadline).
+                try:
+                    self.send("stop")  # type: ignore[misc]
+                except Exception as exc:  # refused or unreachable: say so and keep the viewer
+                    self.say(f"stop: {exc}", severity="error")
+                    return
                 self.exit("stop")
 
         self.push_screen(quit_choice(), decided)
