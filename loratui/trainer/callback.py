@@ -144,6 +144,7 @@ class EventCallback(TrainerCallback):
         self.begin_info = begin_info
         self.cuda = cuda  # torch.cuda when training on a GPU
         self.suspended = False
+        self._hold_after_save = False
         self.stopped = False
         self._step_start = time.perf_counter()
         self._in_eval = False
@@ -158,6 +159,9 @@ class EventCallback(TrainerCallback):
         self._step_start = time.perf_counter()
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._hold_after_save:  # a save asked for while paused is written; now hold again
+            self._hold_after_save = False
+            self._obey_held(state, control, self._hold(state, PAUSE))
         self._step_start = time.perf_counter()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -185,6 +189,9 @@ class EventCallback(TrainerCallback):
         bits = self.sync.agree(self.control.decision() if self.rank == 0 else 0)
         if bits & PAUSE:
             bits = self._hold(state, bits)
+        self._obey_held(state, control, bits)
+
+    def _obey_held(self, state: Any, control: Any, bits: int) -> None:
         if bits & SAVE:
             control.should_save = True
             self._requested_save = True
@@ -207,6 +214,11 @@ class EventCallback(TrainerCallback):
             time.sleep(0.2)
             bits = self.sync.agree(self.control.decision() if self.rank == 0 else 0)
             held |= bits & ~PAUSE
+            if held & SAVE and not held & (STOP | SUSPEND) and bits & PAUSE:
+                # `s` while paused: save at this very boundary (the Trainer writes it once we return),
+                # then hold again before the next step rather than training on.
+                self._hold_after_save = True
+                return held
         if not held & (STOP | SUSPEND):
             self.emit(events.State(t=time.time(), state=events.TRAINING, step=state.global_step))
         return held
