@@ -45,3 +45,13 @@ async def test_the_pane_draws_the_runs_line_and_agrees_with_the_advisor() -> Non
 def test_one_rule_for_over_the_line() -> None:
     assert line_for(30 * GIB, 24 * GIB) == int(24 * GIB * 0.95)  # a card smaller than the line
     assert over_line(23 * GIB, 30 * GIB, 24 * GIB) and not over_line(20 * GIB, 30 * GIB, 24 * GIB)
+
+
+def test_a_cpu_run_gets_no_memory_advice_even_over_a_tiny_line() -> None:
+    found = _with_line(scenarios.run(5), warn_gb=1.0)
+    cpu = [e for e in found if not isinstance(e, (events.GpuInfo, events.Sample))]
+    cpu.insert(1, events.GpuInfo(t=cpu[0].t, available=False, reason="no NVML"))
+    cpu.insert(2, events.Estimate(t=cpu[0].t, peak_device_gib=1.9, peak_reserved_gib=1.5))
+    assert not [a.id for a in Advisor(None).feed_all(cpu).items() if a.id.startswith(("vram", "oom"))]
+    gpu = [*found[:2], events.Estimate(t=found[0].t, peak_device_gib=1.9, peak_reserved_gib=1.5)]
+    assert "vram_near_limit" in [a.id for a in Advisor(None).feed_all(gpu).items()]  # the same on a GPU: said

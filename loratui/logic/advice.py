@@ -50,6 +50,7 @@ class Advisor:
         self.vram, self.starve, self.jump = VramWatch(line), StarveWatch(), JumpWatch(line)
         self.leak, self.loss, self.ranks = LeakWatch(), LossWatch(recipe), RankWatch()
         self.estimate: events.Estimate | None = None
+        self.no_gpu = False
         self.step_lens: deque[int] = deque(maxlen=200)  # longest sequence of each recent step (rank 0)
         self.oom_batch_len = 0  # the sequence length of the batch an OOM struck, when the trainer said
         self.trace, self.text = TraceScanner(), TextWatch()
@@ -153,6 +154,7 @@ class Advisor:
 
     def _on_gpuinfo(self, e: events.GpuInfo) -> None:
         self.ctx.gpu_names.update(zip(e.indices, e.names))
+        self.no_gpu = not e.available  # a CPU run: no memory advice (host RAM is not VRAM)
 
     def _on_estimate(self, e: events.Estimate) -> None:
         self.estimate = e
@@ -338,8 +340,8 @@ def _failure(adv: Advisor) -> list[Advice]:
 
 def _projected(adv: Advisor) -> Finding | None:
     """The pre-flight estimate over the line, until measured training windows exist."""
-    estimate, line = adv.estimate, warn_line_bytes(adv.recipe)
-    if estimate is None or adv.vram.seen_training or not 0 < estimate.peak_device_gib < 4096:
+    estimate, line = adv.estimate, adv.vram.line  # the run's line (recipe, else its header)
+    if estimate is None or adv.no_gpu or adv.vram.seen_training or not 0 < estimate.peak_device_gib < 4096:
         return None
     peak = int(estimate.peak_device_gib * GIB)
     return Finding("vram_near_limit", 0, {"projected": True, "peak": peak, "line": line}) if peak >= line else None
