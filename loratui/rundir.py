@@ -274,13 +274,14 @@ def latest_checkpoint(checkpoints: Path) -> str | None:
     was cut short (a full disk, a kill mid-save) and resuming from it would fail or load half a model.
     """
     found = [p for p in checkpoints.glob("checkpoint-*")
-             if p.name.split("-")[-1].isdigit() and _complete(p)]
+             if p.name.split("-")[-1].isdigit() and checkpoint_complete(p)]
     if not found:
         return None
     return str(max(found, key=lambda p: int(p.name.split("-")[-1])))
 
 
-def _complete(checkpoint: Path) -> bool:
+def checkpoint_complete(checkpoint: Path) -> bool:
+    """Whether the Trainer finished writing this checkpoint (its trainer_state.json, written last, parses)."""
     try:
         msgspec.json.decode((checkpoint / "trainer_state.json").read_bytes())
     except (OSError, msgspec.DecodeError):

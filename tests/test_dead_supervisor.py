@@ -13,7 +13,7 @@ import pytest
 from loratui import events, rundir, runstatus
 from loratui.sources.runlog import LiveSource
 from tests.conftest import kinds, loratui, only_run, wait_for
-from tests.test_run import _start_detached, _wait_step
+from tests.test_run import _start_detached, start_and_reach
 
 pytestmark = pytest.mark.slow
 
@@ -30,10 +30,7 @@ def _states(run: Path) -> list[str]:
 
 
 def test_an_orphaned_trainer_obeys_the_cli_and_writes_its_own_end(runs_dir: Path) -> None:
-    viewer = _start_detached(runs_dir, "--max-steps", "10")
-    run = wait_for(lambda: runs_dir.exists() and any(runs_dir.iterdir()) and only_run(runs_dir))
-    assert isinstance(run, Path)
-    _wait_step(run, 2)
+    viewer, run = start_and_reach(runs_dir, max_steps=10, step=2)
     loratui("pause", "--runs-dir", str(runs_dir))
     wait_for(lambda: "paused" in _states(run), timeout=60)
     _kill_supervisor(run)
@@ -58,10 +55,7 @@ def test_an_orphaned_trainer_obeys_the_cli_and_writes_its_own_end(runs_dir: Path
 
 
 def test_a_suspended_run_whose_supervisor_died_is_resumed_by_a_new_one(runs_dir: Path) -> None:
-    viewer = _start_detached(runs_dir, "--max-steps", "8")
-    run = wait_for(lambda: runs_dir.exists() and any(runs_dir.iterdir()) and only_run(runs_dir))
-    assert isinstance(run, Path)
-    _wait_step(run, 3)
+    viewer, run = start_and_reach(runs_dir, max_steps=8, step=3)
     loratui("suspend", "--runs-dir", str(runs_dir))
     wait_for(lambda: _states(run)[-1:] == ["suspended"] and rundir.RunDir(run).trainer_pid() is None, timeout=120)
     _kill_supervisor(run)

@@ -7,17 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import kinds, loratui, only_run, wait_for
-from tests.test_run import _start_detached, _wait_step
+from tests.conftest import kinds, loratui, wait_for
+from tests.test_run import start_and_reach
 
 pytestmark = pytest.mark.slow
 
 
 def test_save_while_paused_writes_the_checkpoint_now_and_keeps_the_pause(runs_dir: Path) -> None:
-    viewer = _start_detached(runs_dir, "--max-steps", "40")
-    run = wait_for(lambda: runs_dir.exists() and any(runs_dir.iterdir()) and only_run(runs_dir))
-    assert isinstance(run, Path)
-    _wait_step(run, 2)
+    viewer, run = start_and_reach(runs_dir, max_steps=40, step=2)
     loratui("pause", "--runs-dir", str(runs_dir))
     wait_for(lambda: any(e["state"] == "paused" for e in kinds(run, "state")), timeout=120)
     held_at = max(int(e["step"]) for e in kinds(run, "step"))  # type: ignore[call-overload]

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
 
 from loratui import events
 from loratui.errors import ApplyError
 from loratui.logic.advice import Advisor
-from loratui.rundir import RunDir
+from loratui.rundir import RunDir, checkpoint_complete
 from loratui.supervisor.restart import write_fixed_recipe
 
 GUARD_KEY = "guard"
@@ -117,18 +116,10 @@ def _step_of(path: Path) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
-def _complete(path: Path) -> bool:
-    try:
-        msgspec.json.decode((path / "trainer_state.json").read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return False
-    return True
-
-
 def latest_before(checkpoints: Path, step: int | None) -> str | None:
     """The newest complete `checkpoint-N` (with N < step when `step` is given), or None."""
     found = [(n, p) for p in checkpoints.glob("checkpoint-*")
-             if (n := _step_of(p)) is not None and (step is None or n < step) and _complete(p)]
+             if (n := _step_of(p)) is not None and (step is None or n < step) and checkpoint_complete(p)]
     return str(max(found)[1]) if found else None
 
 
