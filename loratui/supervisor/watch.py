@@ -106,8 +106,11 @@ class RunWatch:
             self.alert("over_line", "over the VRAM warning line", advice.title if advice else "")
 
     def alert(self, event: str, title: str, message: str, urgent: bool = False) -> None:
-        """Record the alert (without the endpoint) and send it when the recipe asks for this event."""
-        self.write(events.Notice(t=time.time(), level="error" if urgent else "info", key="alert",
-                                 message=f"{title}: {message}"[:2000]))
+        """Record the alert (without the endpoint) and send it when the recipe asks for this event.
+
+        The run's end is not recorded again: the End event is the log's last word (viewers stop there)."""
+        if event not in ("finished", "failed"):
+            self.write(events.Notice(t=time.time(), level="error" if urgent else "info", key="alert",
+                                     message=f"{title}: {message}"[:2000]))
         if self.notifier is not None and event in self.wanted:
             self.notifier.send(Alert(event, f"loratui {self.run_id}: {title}", message, self.run_id, urgent))
