@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 17 on the H200: bench/seed_qlora_7b.py plain (a) vs under `loratui run --headless --` (b), rounds
-# alternating a b / b a / a b, each run a fresh process, on a random Qwen2.5-7B-shaped checkpoint.
+# alternating a b / b a / a b (ARMS), each run a fresh process, on a random Qwen2.5-7B-shaped checkpoint.
 #   bash bench/seed_overhead.sh        (on the device, wheels installed, $OUT set; BUDGET seconds, default 530)
+#   STEPS=50 ARMS="a b b a a b b a" EST=70 BUDGET=... bash bench/seed_overhead.sh   (the second call: longer
+#   runs; a round's first run starts only if 2*EST seconds are left, so no round is left half done)
 # $OUT gets summary.txt (one line per run as it finishes) and seed_raw.tar.xz (plain/a*.json, the watched runs'
 # events.jsonl, the logs' tails). Figures: python bench/seed_analyse.py OUT-or-archive.
 set -u
@@ -14,16 +16,18 @@ note "ENV $($PY -c 'import torch,transformers,peft,accelerate,bitsandbytes as b;
 CKPT=/tmp/q7b
 $PY bench/make_random_ckpt.py $CKPT > "$W/logs/ckpt.log" 2>&1
 note "$(grep -h CKPT "$W/logs/ckpt.log" || tail -3 "$W/logs/ckpt.log") ($(( $(date +%s) - T0 ))s)"
-ARGS="--model $CKPT --max-steps 12 --batch 4 --seq 1024"
+STEPS=${STEPS:-12}; ARMS=${ARMS:-a b b a a b}
+ARGS="--model $CKPT --max-steps $STEPS --batch 4 --seq 1024"
 EST=${EST:-80}
 seedline() { $PY -c 'import json,sys
 for l in open(sys.argv[1], errors="replace"):
     if l.startswith("SEED "):
         d = json.loads(l[5:]); print("tok/s=%s steps=%d train_runtime=%s load=%ss peak_reserved=%.2fGiB" % (d["tokens_per_s_steps3on"], len(d["step_times"]), d["train_runtime"], d["setup_load_s"], (d["peak_reserved"] or 0)/2**30))' "$1" 2>/dev/null; }
 i=0
-for arm in a b b a a b; do
+for arm in $ARMS; do
   i=$((i + 1)); r=$(( (i + 1) / 2 ))
-  if [ "$(left)" -lt "$EST" ]; then note "SKIP $arm$r: $(left)s left"; continue; fi
+  need=$EST; [ $((i % 2)) -eq 1 ] && { need=$((2 * EST)); skipped=0; }
+  if [ "${skipped:-0}" = 1 ] || [ "$(left)" -lt "$need" ]; then skipped=1; note "SKIP $arm$r: $(left)s left"; continue; fi
   ts=$(date +%s)
   if [ $arm = a ]; then
     timeout $(( $(left) - 5 )) $PY bench/seed_qlora_7b.py $ARGS --json "$W/plain/a$r.json" > "$W/logs/a$r.log" 2>&1; rc=$?

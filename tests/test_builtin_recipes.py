@@ -137,6 +137,9 @@ def test_package_data_globs_name_files_inside_the_package() -> None:
     assert all(list(package.glob(g)) for g in globs), globs
     shipped = {p for g in globs for p in package.glob(g)}
     assert {p for p in BUILTIN_DIR.rglob("*") if p.suffix in (".toml", ".jsonl")} <= shipped
+    data_files = {p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                  and p.suffix not in (".py", ".pyc", ".md")}  # a data file the wheel lacks fails users only
+    assert data_files <= shipped, sorted(str(p) for p in data_files - shipped)
 
 
 def test_tiny_tokenizer_corpus_is_the_shipped_data_only() -> None:
