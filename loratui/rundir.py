@@ -123,6 +123,14 @@ class RunDir:
     def run_id(self) -> str:
         return self.path.name
 
+    def append_command(self, command: str) -> None:
+        """Append one control command to `control.cmds` (whole line, never through a link)."""
+        fd = os.open(self.commands, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, command.encode() + b"\n")
+        finally:
+            os.close(fd)
+
     def read_settings(self) -> RunSettings:
         """The run's settings (run.json)."""
         return msgspec.json.decode(self.settings.read_bytes(), type=RunSettings)
@@ -182,6 +190,14 @@ def live_pid(pidfile: Path) -> int | None:
     except psutil.AccessDenied:
         return pid  # another user's process: alive, and not ours to inspect
     return pid
+
+
+def file_size(path: Path | str) -> int:
+    """A file's size in bytes, 0 when it does not exist (yet)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def default_runs_dir() -> Path:

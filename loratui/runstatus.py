@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from loratui import events
-from loratui.rundir import RunDir
+from loratui.rundir import RunDir, file_size
 
 TAIL_BYTES = 256 << 10
 LOST = "lost"
@@ -81,10 +81,10 @@ def read(run: RunDir) -> Status:
         status = msgspec.json.decode(run.status_file.read_bytes(), type=Status)
     except (OSError, msgspec.DecodeError):
         status = Status()
-        if _size(run.events) <= TAIL_BYTES * 4:
+        if file_size(run.events) <= TAIL_BYTES * 4:
             # A small log (or an imported run, which has no status file): fold it all.
             return _liveness(run, fold(status, _events(run.events, 0)))
-    fold(status, _events(run.events, max(0, _size(run.events) - TAIL_BYTES)), since=status.t)
+    fold(status, _events(run.events, max(0, file_size(run.events) - TAIL_BYTES)), since=status.t)
     return _liveness(run, status)
 
 
@@ -105,12 +105,6 @@ def is_over(status: Status) -> bool:
     """Nothing more will happen to this run without a new command (ended, or lost)."""
     return status.end is not None or status.state == LOST
 
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _events(path: Path, start: int) -> list[events.AnyEvent]:

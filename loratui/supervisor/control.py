@@ -156,11 +156,7 @@ def deliver(run: RunDir, command: str, source: str = "cli") -> str:
         raise ControlError(f"unknown command {command!r}; use one of {', '.join(COMMANDS)}")
     status = runstatus.read(run)
     if status.alive == "trainer":
-        fd = os.open(run.commands, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, command.encode() + b"\n")
-        finally:
-            os.close(fd)
+        run.append_command(command)
         EventWriter(run.events).write(events.Control(t=time.time(), command=command, source=source))
         return f"{command}: written to {run.run_id}'s command file (its supervisor is gone; the trainer obeys)"
     if status.state == events.SUSPENDED and command == "resume":

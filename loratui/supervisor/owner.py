@@ -23,7 +23,7 @@ from loratui import __version__, events, runstatus
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
 from loratui.recipe import Recipe, RecipeError, recipe_hash
-from loratui.rundir import SUSPEND_EXIT, RunDir, latest_checkpoint, write_pidfile
+from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, latest_checkpoint, write_pidfile
 from loratui.supervisor import command as watched
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
@@ -59,7 +59,7 @@ class Supervisor:
         self._stderr_tail: list[str] = []
         self._pids_cache: tuple[float, list[int]] = (0.0, [])
         self._control_lock = threading.Lock()
-        self._cmds_offset = _size(run.commands)
+        self._cmds_offset = file_size(run.commands)
         self.status = runstatus.Status()
         self._status_tail = LogTail(run.events)
         self._status_lock = threading.Lock()
@@ -241,7 +241,7 @@ class Supervisor:
         for tail in tails:
             tail.start()
         code = self.trainer.wait()
-        self._cmds_offset = _size(self.run.commands)  # the next trainer starts after what this one read
+        self._cmds_offset = file_size(self.run.commands)  # the next trainer starts after what this one read
         done.set()
         for tail in tails:
             tail.join(timeout=5)
@@ -335,11 +335,7 @@ class Supervisor:
         if trainer is not None and trainer.poll() is not None:
             return "the trainer is not running"
         # No trainer yet (still starting): the command waits in the file for the trainer's first step.
-        fd = os.open(self.run.commands, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, command.encode() + b"\n")
-        finally:
-            os.close(fd)
+        self.run.append_command(command)
         return None
 
     def _enforce_stop(self) -> None:
@@ -431,12 +427,6 @@ def process_tree(root: int) -> list[int]:
     except psutil.Error:
         return [root]
 
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def main(argv: list[str] | None = None) -> int:

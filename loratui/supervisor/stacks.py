@@ -11,7 +11,7 @@ import psutil
 
 from loratui import events
 from loratui.eventlog import EventWriter
-from loratui.rundir import RunDir, stacks_file
+from loratui.rundir import RunDir, file_size, stacks_file
 
 MAX_CHARS = 64_000
 """Per rank, so one event stays a reasonable line."""
@@ -44,7 +44,7 @@ def collect(run: RunDir, reason: str = "", wait_s: float = 5.0) -> events.Stacks
     procs = rank_processes(run)
     if not procs:
         return None
-    sizes = {rank: _size(stacks_file(run.path, rank)) for rank in procs}
+    sizes = {rank: file_size(stacks_file(run.path, rank)) for rank in procs}
     for proc in procs.values():
         try:
             proc.send_signal(signal.SIGUSR1)
@@ -65,7 +65,7 @@ def _read_new(run: RunDir, sizes: dict[str, int], wait_s: float) -> dict[str, st
     deadline = time.monotonic() + wait_s
     last: dict[str, int] = {}
     while time.monotonic() < deadline:
-        now = {rank: _size(stacks_file(run.path, rank)) for rank in sizes}
+        now = {rank: file_size(stacks_file(run.path, rank)) for rank in sizes}
         if all(now[r] > sizes[r] for r in sizes) and now == last:
             break
         last = now
@@ -81,12 +81,6 @@ def _read_new(run: RunDir, sizes: dict[str, int], wait_s: float) -> dict[str, st
         dumps[rank] = text[-MAX_CHARS:] or "(no dump: the rank did not answer SIGUSR1 in time)"
     return dumps
 
-
-def _size(path: object) -> int:
-    try:
-        return os.path.getsize(path)  # type: ignore[arg-type]
-    except OSError:
-        return 0
 
 
 def render(event: events.Stacks) -> str:
