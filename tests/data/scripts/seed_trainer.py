@@ -9,7 +9,7 @@ import torch
 from datasets import Dataset
 from peft import LoraConfig, get_peft_model
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DataCollatorForLanguageModeling, Trainer,
-                          TrainerCallback, TrainingArguments)
+                          TrainerCallback, TrainingArguments, set_seed)
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--model", required=True)
@@ -20,6 +20,10 @@ parser.add_argument("--ddp-backend", default=None)
 parser.add_argument("--lora-dropout", type=float, default=0.05)
 args = parser.parse_args()
 
+# Seeded before the model is built, as transformers' example scripts do: the LoRA A matrices are drawn when
+# get_peft_model runs, before the Trainer seeds anything, and each new process starts torch's generator from
+# a different seed, so without this no two runs of the script begin from the same weights.
+set_seed(0)
 tokenizer = AutoTokenizer.from_pretrained(args.model)
 model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=torch.float32)
 lora_config = LoraConfig(r=8, lora_alpha=16, lora_dropout=args.lora_dropout, bias="none", task_type="CAUSAL_LM",
