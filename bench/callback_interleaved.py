@@ -116,6 +116,14 @@ def analyse(rec: dict) -> tuple[dict, list[str]]:
                  f"{rec['block']}-step blocks; {ci}); median pair {res['pair_ratio_median']:.4f}; pooled "
                  f"{res['pooled_ratio']:.4f} ({res['tokens_per_s']['on']:.1f} vs {res['tokens_per_s']['off']:.1f} "
                  "tok/s)")
+    # Sensitivity: without the pairs holding a hiccup (a step over 1.25x the median, in either block).
+    limit = 1.25 * statistics.median(on_s + off_s)
+    calm = [v for v, (on, off) in zip(logs, ps) if max(on["step_intervals"] + off["step_intervals"]) <= limit]
+    if len(calm) >= 2:
+        q = res["paired_without_hiccups"] = interval(calm)
+        lines.append(f"IL_RESULT_CALM without the {len(ps) - len(calm)} pairs holding a step over {limit:.3f}s: "
+                     f"{q['ratio']:.4f} ({q['n']} pairs; 95% CI {q['lo95']:.4f}-{q['hi95']:.4f}, one-sided lower "
+                     f"bound {q['lower_one_sided']:.4f}, sd of log ratios {q['sd_log']:.4f})")
     m = res["median_step"]
     lines.append(f"IL_MEDIAN_STEP on {m['on']:.4f}s off {m['off']:.4f}s ratio off/on {m['ratio_off_over_on']:.4f} "
                  f"({len(on_s)} / {len(off_s)} steps, first of each block dropped)")
