@@ -320,8 +320,8 @@ class Supervisor:
         if not watched.signal_group(trainer.pid, signal.SIGSTOP if pause else signal.SIGCONT):
             return "the command's process group is gone"
         if pause:
-            self._set_state(events.PAUSED, watched.PAUSE_NOTE)
-            # Said where the headless view and the output pane show it, not only in the state's reason.
+            self._set_state(events.PAUSED, watched.PAUSE_REASON)  # the status line shows it, from the log
+            # Said whole where the headless view and the output pane show it, too.
             note = watched.PAUSE_NOTE
             self.log.write(events.Notice(t=time.time(), level="warning", key="sigstop", message=note))
             self.log.write(events.Output(t=time.time(), stream="loratui", lines=[f"loratui: {note}"]))
