@@ -13,6 +13,9 @@ runs/<run-id>/ (mode 0700) holds:
   control.sock     the control socket (mode 0600)
   control.cmds     control commands relayed to the trainer ranks, one a line (append-only)
   trainer.hook.json  a watched command's Trainer hook is live (what it obeys)
+  alerts.json      where the supervisor sends alerts (`--notify URL`, or `[alerts] url_env` read at launch):
+                   a secret, mode 0600, read by each supervisor of the run (a resume, a restart); never in the
+                   log, run.json, status.json or on screen
   checkpoints/     the Trainer's output_dir (always: a recipe's output_dir is refused)
   checkpoints/saved/   checkpoints saved on request, kept out of save_total_limit's rotation
 """
@@ -116,6 +119,11 @@ class RunDir:
         return self.path / "trainer.hook.json"
 
     @property
+    def alerts(self) -> Path:
+        """Where the run's alerts go (the URL: a secret, mode 0600)."""
+        return self.path / "alerts.json"
+
+    @property
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"
 
@@ -190,6 +198,20 @@ def live_pid(pidfile: Path) -> int | None:
     except psutil.AccessDenied:
         return pid  # another user's process: alive, and not ours to inspect
     return pid
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`, readable by the owner only (0600) from its first byte: written to a new
+    file beside it (O_EXCL, never through a link) and renamed over it, so no reader sees half of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def file_size(path: Path | str) -> int:

@@ -78,6 +78,7 @@ class Supervisor:
         server = control.listen(self.run.control)
         threading.Thread(target=control.serve, args=(server, self._handle), daemon=True).start()
         self._write_header()
+        self.unattended.announce()
         sampler = self._start_sampler()
         stop_status = threading.Event()
         threading.Thread(target=self._keep_status, args=(stop_status,), daemon=True).start()
@@ -299,6 +300,8 @@ class Supervisor:
             if refused:
                 return refused
         self.log.write(events.Control(t=time.time(), command=command, source=request.source))
+        if command == "resume":  # `loratui resume --notify URL` stored a new target just before
+            self.unattended.reload_alerts()
         self.suspend_requested |= command == "suspend"
         if command == "stop":
             self.stop_requested = True
