@@ -13,15 +13,17 @@ runs/<run-id>/ (mode 0700) holds:
   control.sock     the control socket (mode 0600)
   control.cmds     control commands relayed to the trainer ranks, one a line (append-only)
   trainer.hook.json  a watched command's Trainer hook is live (what it obeys)
-  alerts.json      where the supervisor sends alerts (`--notify URL`, or `[alerts] url_env` read at launch):
-                   a secret, mode 0600, read by each supervisor of the run (a resume, a restart); never in the
-                   log, run.json, status.json or on screen
   checkpoints/     the Trainer's output_dir (always: a recipe's output_dir is refused)
   checkpoints/saved/   checkpoints saved on request, kept out of save_total_limit's rotation
+
+Kept outside it: where the run's alerts go (`--notify URL`, or `[alerts] url_env` read at launch), a secret,
+in the user's state directory (`RunDir.alerts`), so a run directory copied into a bug report or shared with
+a colleague never carries it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import platformdirs
 import psutil
 
 from loratui.recipe import Recipe, RecipeError, load_recipe
@@ -120,8 +123,11 @@ class RunDir:
 
     @property
     def alerts(self) -> Path:
-        """Where the run's alerts go (the URL: a secret, mode 0600)."""
-        return self.path / "alerts.json"
+        """Where the run's alerts go (the URL: a secret, mode 0600), read by each supervisor of the run (a
+        resume, a restart): in the user's state directory (XDG_STATE_HOME), named by a hash of the run
+        directory's real path, never inside the run directory."""
+        key = hashlib.sha256(os.fsencode(self.path.resolve())).hexdigest()[:32]
+        return platformdirs.user_state_path("loratui") / "alerts" / f"{key}.json"
 
     @property
     def checkpoints(self) -> Path:

@@ -183,16 +183,20 @@ def _tiny_run(tmp_path: Any) -> Any:
     return rundir.create(tmp_path / "runs", settings, text)
 
 
-def test_the_target_is_stored_with_the_run_readable_by_its_owner_only(tmp_path: Any) -> None:
+def test_the_target_is_kept_for_the_run_readable_by_its_owner_only(tmp_path: Any) -> None:
     import stat
 
     run = _tiny_run(tmp_path)
     assert alerts.saved_target(run) == ""
     alerts.save_target(run, TARGET)
     assert alerts.saved_target(run) == TARGET and stat.S_IMODE(run.alerts.stat().st_mode) == 0o600
+    assert stat.S_IMODE(run.alerts.parent.stat().st_mode) == 0o700
+    # Outside the run directory (users attach those to bug reports), and one per run.
+    assert not [p for p in run.path.rglob("*") if p.is_file() and TARGET.encode() in p.read_bytes()]
+    assert _tiny_run(tmp_path / "other").alerts != run.alerts
     assert alerts.url_for_run(run, Recipe().alerts, {alerts.NOTIFY_ENV: "https://other/x"}) == TARGET
     alerts.save_target(run, "https://ntfy.sh/new")  # replaced whole, never written through a link
-    assert alerts.saved_target(run) == "https://ntfy.sh/new" and not list(run.path.glob(".alerts*"))
+    assert alerts.saved_target(run) == "https://ntfy.sh/new" and not list(run.alerts.parent.glob(".*"))
     run.alerts.unlink()
     decoy = tmp_path / "decoy"
     run.alerts.symlink_to(decoy)

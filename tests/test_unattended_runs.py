@@ -1,4 +1,4 @@
-"""Real CPU runs left alone: alerts from the supervisor (the secret only in the run's 0600 alerts.json, and
+"""Real CPU runs left alone: alerts from the supervisor (the secret kept outside the run directory, 0600, and
 used again by the supervisor a resume starts), a hung trainer detected, and `loratui stacks` showing where
 it waits."""
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from loratui.rundir import RunDir
 from tests.conftest import REPO, TINY, kinds, loratui, only_run, read_events, wait_for
 from tests.test_alerts import Endpoint
 from tests.test_dead_supervisor import _kill_supervisor, _states
@@ -30,10 +31,11 @@ def endpoint():
 
 
 def _secret_anywhere(run: Path) -> list[str]:
-    """Files that hold the secret, besides alerts.json (which must, readable by its owner only)."""
-    stored = run / "alerts.json"
+    """Files of the run directory that hold the secret; it is kept, readable by its owner only, outside it."""
+    stored = RunDir(run).alerts
     assert SECRET.encode() in stored.read_bytes() and stat.S_IMODE(stored.stat().st_mode) == 0o600
-    return [str(p) for p in run.rglob("*") if p.is_file() and p != stored and SECRET.encode() in p.read_bytes()]
+    assert not stored.is_relative_to(run.resolve())
+    return [str(p) for p in run.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
 
 
 def _sent(endpoint: Endpoint) -> list[str]:

@@ -29,7 +29,7 @@ def preflight(args: argparse.Namespace) -> bool:
 
 
 def notify_url(args: argparse.Namespace) -> str | None:
-    """`--notify URL`, checked; the run stores it (alerts.json, 0600), never the log or the screen."""
+    """`--notify URL`, checked; kept for the run (RunDir.alerts, 0600), never the log or the screen."""
     url = getattr(args, "notify", None)
     if not url:
         return None

@@ -6,7 +6,8 @@ bounded queue that one background thread posts (urllib, a timeout, retries with 
 event is sent at most once per `min_interval_s`; the run's end and guard actions always go.
 
 The URL is a secret, and a fact of the run: `loratui run` stores it (`--notify URL`, else the variable
-`[alerts] url_env` names, read at launch) in the run directory's `alerts.json`, mode 0600, so every supervisor
+`[alerts] url_env` names, read at launch) in a 0600 file of the user's state directory keyed by the run
+(`RunDir.alerts`; never inside the run directory, which users copy into bug reports), so every supervisor
 of the run uses it again: one re-adopting a suspended run (`loratui resume`, which may pass a new `--notify`)
 and the run a restart with applied advice starts. It is never written to the event log, run.json,
 status.json or the screen, nor given to the trainer; messages name the host at most.
@@ -164,7 +165,7 @@ def url_from_env(alerts: Any, environ: dict[str, str] | None = None) -> str:
 
 
 class Target(msgspec.Struct, frozen=True):
-    """`alerts.json`: where a run's alerts go."""
+    """The file `RunDir.alerts`: where a run's alerts go."""
 
     url: str
 
@@ -178,10 +179,11 @@ def check_url(url: str, flag: str = "--notify") -> str:
 
 
 def save_target(run: RunDir, url: str) -> None:
-    """Make `url` where the run's alerts go (alerts.json, 0600); '' removes it."""
+    """Make `url` where the run's alerts go (RunDir.alerts, 0600); '' removes it."""
     if not url:
         run.alerts.unlink(missing_ok=True)
         return
+    run.alerts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_private(run.alerts, msgspec.json.encode(Target(url)))
 
 

@@ -130,7 +130,7 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
     """Validate, create `runs/<id>/`, start the detached supervisor; returns at once.
 
     `alert_url`: where alerts go (`--notify`, or the run a restart replaces); else the variable the recipe's
-    `[alerts] url_env` names, read now. Stored with the run (alerts.json, 0600) before its supervisor starts.
+    `[alerts] url_env` names, read now. Kept for the run (RunDir.alerts, 0600) before its supervisor starts.
     """
     if max_steps is not None and max_steps < 1:
         raise RecipeError(f"--max-steps {max_steps}: must be at least 1")
