@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                        ("suspend", "checkpoint, free the GPU, wait for resume"), ("save", "checkpoint now")):
         cmd = sub.add_parser(name, parents=[runs_dir], help=text)
         cmd.add_argument("run", nargs="?", default=None)
+        if name == "resume":
+            cmd.add_argument("--notify", default=None, metavar="URL",
+                             help="send this run's alerts to URL from now on (default: where they went)")
         cmd.set_defaults(handler=cmd_control)
 
     run.set_defaults(handler=cmd_run)
@@ -144,11 +147,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not launch_checks.preflight(args):
             return EXIT_NO
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]
+    url = launch_checks.notify_url(args)
     if watching:
-        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb)
+        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url)
     else:
         run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
-                        secret_env=launch_checks.alert_env(args))
+                        alert_url=url)
     for other, status in busy:
         holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
         print(f"loratui: note: {other.run_id} is also {status.state}{holds}; on one GPU the two compete for "
@@ -231,12 +235,29 @@ def cmd_control(args: argparse.Namespace) -> int:
     from loratui.supervisor import control
 
     run = pick_run(args.run, args.runs_dir, need_running=True)
+    url = getattr(args, "notify", None)
     try:
-        said = control.deliver(run, args.command)
+        said = control.deliver(run, args.command) if not url else _resume_with_alerts(run, url)
     except control.ControlError as exc:
         raise UsageError(f"{run.run_id}: {exc}") from None
     print(said)
     return EXIT_OK
+
+
+def _resume_with_alerts(run: rundir.RunDir, url: str) -> str:
+    """`resume --notify URL`: store the new target first (the supervisor that resumes reads it), and put
+    the old one back if the run cannot be resumed."""
+    from loratui.supervisor import alerts, control
+
+    alerts.check_url(url)
+    before = alerts.saved_target(run)
+    alerts.save_target(run, url)
+    try:
+        said = control.deliver(run, "resume")
+    except control.ControlError:
+        alerts.save_target(run, before)
+        raise
+    return f"{said}; alerts now go to {alerts.describe(url)}"
 
 
 if __name__ == "__main__":

@@ -15,10 +15,15 @@ runs/<run-id>/ (mode 0700) holds:
   trainer.hook.json  a watched command's Trainer hook is live (what it obeys)
   checkpoints/     the Trainer's output_dir (always: a recipe's output_dir is refused)
   checkpoints/saved/   checkpoints saved on request, kept out of save_total_limit's rotation
+
+Kept outside it: where the run's alerts go (`--notify URL`, or `[alerts] url_env` read at launch), a secret,
+in the user's state directory (`RunDir.alerts`), so a run directory copied into a bug report or shared with
+a colleague never carries it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import platformdirs
 import psutil
 
 from loratui.recipe import Recipe, RecipeError, load_recipe
@@ -116,6 +122,14 @@ class RunDir:
         return self.path / "trainer.hook.json"
 
     @property
+    def alerts(self) -> Path:
+        """Where the run's alerts go (the URL: a secret, mode 0600), read by each supervisor of the run (a
+        resume, a restart): in the user's state directory (XDG_STATE_HOME), named by a hash of the run
+        directory's real path, never inside the run directory."""
+        key = hashlib.sha256(os.fsencode(self.path.resolve())).hexdigest()[:32]
+        return platformdirs.user_state_path("loratui") / "alerts" / f"{key}.json"
+
+    @property
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"
 
@@ -190,6 +204,20 @@ def live_pid(pidfile: Path) -> int | None:
     except psutil.AccessDenied:
         return pid  # another user's process: alive, and not ours to inspect
     return pid
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`, readable by the owner only (0600) from its first byte: written to a new
+    file beside it (O_EXCL, never through a link) and renamed over it, so no reader sees half of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def file_size(path: Path | str) -> int:

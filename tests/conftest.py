@@ -22,6 +22,8 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Build the tiny model once per session into a private cache (as a first-time user would)."""
     cache = Path(os.environ.get("LORATUI_TEST_CACHE") or tmp_path_factory.mktemp("cache"))
     os.environ["LORATUI_CACHE"] = str(cache)
+    # Alert targets live in the user's state directory: the suite's own, never the developer's.
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
     return cache
 
 

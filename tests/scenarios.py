@@ -57,6 +57,24 @@ def paused(steps: int = 40) -> list[events.AnyEvent]:
                     events.State(t=t + 0.1, state=events.PAUSED, step=steps)]
 
 
+def paused_by_signal(steps: int = 40) -> list[events.AnyEvent]:
+    """A watched command with no Trainer (a plain loop) paused by SIGSTOP, as the supervisor records it."""
+    from loratui.supervisor.command import PAUSE_NOTE, PAUSE_REASON
+    from loratui.supervisor.watch_output import SIGNAL_CONTROLS
+
+    found = run(steps)
+    found[0] = events.Header(t=T0, schema=1, run_id="20270115-093000-train", recipe_hash="abc123", name="train",
+                             command=["python", "train.py"], controls=["stop"])
+    begin = next(i for i, e in enumerate(found) if isinstance(e, events.TrainBegin))
+    found[begin] = events.TrainBegin(t=T0 + 20, max_steps=200, num_epochs=0.0, device="NVIDIA H200",
+                                     controls=SIGNAL_CONTROLS, pause_mode="signal")
+    t = found[-1].t + 0.5
+    return found + [events.Control(t=t, command="pause", source="tui"),
+                    events.State(t=t + 0.1, state=events.PAUSED, reason=PAUSE_REASON),
+                    events.Notice(t=t + 0.1, level="warning", key="sigstop", message=PAUSE_NOTE),
+                    events.Output(t=t + 0.1, stream="loratui", lines=[f"loratui: {PAUSE_NOTE}"])]
+
+
 OOM_TRACE = [
     "Traceback (most recent call last):",
     '  File "/opt/train.py", line 88, in <module>',

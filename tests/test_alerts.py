@@ -166,3 +166,124 @@ def test_notify_test_sends_one_message(endpoint: Endpoint, capsys: pytest.Captur
     assert request["headers"]["Title"] == "loratui: test alert" and request["path"] == "/secret-topic"
     out = capsys.readouterr().out
     assert "test alert sent to 127.0.0.1" in out and "secret-topic" not in out
+
+
+# -- the alert target is a fact of the run (issue 19) ------------------------------------------------------
+
+TARGET = "https://ntfy.sh/tk_5ecret-topic-93f1"
+
+
+def _tiny_run(tmp_path: Any) -> Any:
+    from loratui import rundir
+    from tests.conftest import REPO, TINY
+
+    text = TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
+    settings = rundir.RunSettings(run_id="20270115-093000-tiny", name="tiny", recipe_source=str(TINY),
+                                  recipe_dir=str(TINY.parent))
+    return rundir.create(tmp_path / "runs", settings, text)
+
+
+def test_the_target_is_kept_for_the_run_readable_by_its_owner_only(tmp_path: Any) -> None:
+    import stat
+
+    run = _tiny_run(tmp_path)
+    assert alerts.saved_target(run) == ""
+    alerts.save_target(run, TARGET)
+    assert alerts.saved_target(run) == TARGET and stat.S_IMODE(run.alerts.stat().st_mode) == 0o600
+    assert stat.S_IMODE(run.alerts.parent.stat().st_mode) == 0o700
+    # Outside the run directory (users attach those to bug reports), and one per run.
+    assert not [p for p in run.path.rglob("*") if p.is_file() and TARGET.encode() in p.read_bytes()]
+    assert _tiny_run(tmp_path / "other").alerts != run.alerts
+    assert alerts.url_for_run(run, Recipe().alerts, {alerts.NOTIFY_ENV: "https://other/x"}) == TARGET
+    alerts.save_target(run, "https://ntfy.sh/new")  # replaced whole, never written through a link
+    assert alerts.saved_target(run) == "https://ntfy.sh/new" and not list(run.alerts.parent.glob(".*"))
+    run.alerts.unlink()
+    decoy = tmp_path / "decoy"
+    run.alerts.symlink_to(decoy)
+    alerts.save_target(run, TARGET)
+    assert not decoy.exists() and not run.alerts.is_symlink()
+    with pytest.raises(Exception) as caught:
+        alerts.check_url("ntfy.sh/tk_5ecret-topic-93f1")
+    assert "tk_5ecret" not in str(caught.value) and "http(s) URL" in str(caught.value)
+
+
+def _supervisor(run: Any, monkeypatch: pytest.MonkeyPatch, adopt: bool = False) -> Any:
+    from loratui.supervisor.owner import Supervisor
+
+    monkeypatch.delenv(alerts.NOTIFY_ENV, raising=False)
+    return Supervisor(run, adopt=adopt)  # built, not started: no trainer, no socket
+
+
+def test_a_new_supervisor_of_the_run_alerts_where_the_first_did(tmp_path: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `loratui resume` starts for a suspended run whose supervisor died: no --notify, no variable."""
+    run = _tiny_run(tmp_path)
+    alerts.save_target(run, TARGET)
+    sup = _supervisor(run, monkeypatch, adopt=True)
+    try:
+        assert sup.unattended.notifier is not None and sup.unattended.notifier.url == TARGET
+        assert sup.unattended.watch.notifier is sup.unattended.notifier
+    finally:
+        sup.unattended.close()
+        sup.log.close()
+
+
+def test_resume_with_a_new_target_switches_the_live_supervisor(tmp_path: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from loratui.eventlog import read_log
+    from loratui.supervisor import control
+
+    run = _tiny_run(tmp_path)
+    alerts.save_target(run, TARGET)
+    sup = _supervisor(run, monkeypatch)
+    try:
+        sup._write_header()
+        sup.unattended.announce()
+        alerts.save_target(run, "https://hooks.slack.com/services/T0/B0/s3cretTOKEN")
+        assert sup._handle(control.Request("resume")) is None
+        notifier = sup.unattended.notifier
+        assert notifier is not None and notifier.fmt == "slack" and sup.unattended.watch.notifier is notifier
+    finally:
+        sup.unattended.close()
+        sup.log.close()
+    said = [e.message for e in read_log(run.events).events if isinstance(e, events.Notice) and e.key == "alerts"]
+    assert said == ["alerts go to ntfy at ntfy.sh", "alerts go to slack at hooks.slack.com"]
+    assert b"tk_5ecret" not in run.events.read_bytes() and b"s3cret" not in run.events.read_bytes()
+
+
+def test_resume_notify_stores_the_new_target_and_a_refusal_keeps_the_old(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from loratui import cli
+    from loratui.eventlog import EventWriter
+    from loratui.supervisor import launch
+
+    run = _tiny_run(tmp_path)
+    alerts.save_target(run, TARGET)
+    writer = EventWriter(run.events)
+    writer.write(events.Header(t=1.0, schema=1, run_id=run.run_id, recipe_hash="x"))
+    writer.write(events.State(t=2.0, state=events.SUSPENDED))  # suspended, its supervisor gone
+    writer.close()
+    adopted: list[str] = []
+    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, adopt=False: adopted.append(alerts.saved_target(r)))
+    new = "https://ntfy.sh/tk_newer-topic"
+    args = ["resume", run.run_id, "--runs-dir", str(run.path.parent)]
+    assert cli.main(args + ["--notify", "not-a-url"]) == 2 and alerts.saved_target(run) == TARGET
+    assert cli.main(args + ["--notify", new]) == 0
+    assert adopted == [new] and alerts.saved_target(run) == new  # stored before the supervisor starts
+    out = capsys.readouterr()
+    assert "alerts now go to ntfy at ntfy.sh" in out.out and "tk_" not in out.out + out.err
+    writer = EventWriter(run.events)
+    writer.write(events.End(t=3.0, state=events.FINISHED))
+    writer.close()
+    assert cli.main(args + ["--notify", "https://ntfy.sh/tk_third"]) == 2  # nothing to resume
+    assert alerts.saved_target(run) == new
+
+
+def test_a_watched_command_keeps_its_notify_target(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`loratui run --notify URL -- COMMAND` was silently without alerts; now its run stores the target."""
+    from loratui.supervisor import launch
+
+    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, adopt=False: 0)
+    monkeypatch.delenv(alerts.NOTIFY_ENV, raising=False)
+    run = launch.start_command(["python", "-c", "pass"], tmp_path / "runs", alert_url=TARGET)
+    assert alerts.saved_target(run) == TARGET

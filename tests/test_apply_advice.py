@@ -108,8 +108,8 @@ def _capture_start(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
     calls: list[dict[str, object]] = []
 
     def fake_start(recipe: Path, runs: Path, name: object, model_path: object, max_steps: object,
-                   resume_from: object = None, env: object = None) -> object:
-        calls.append({"recipe": recipe, "resume_from": resume_from, "env": env})
+                   resume_from: object = None, env: object = None, alert_url: object = None) -> object:
+        calls.append({"recipe": recipe, "resume_from": resume_from, "env": env, "alert_url": alert_url})
         return None
 
     monkeypatch.setattr(launch, "start_run", fake_start)
@@ -170,6 +170,31 @@ def test_restart_of_a_finished_run_starts_fresh(tmp_path: Path, monkeypatch: pyt
     calls = _capture_start(monkeypatch)
     restart_with(run, path, env, lambda command: None)
     assert calls[0]["resume_from"] == (str(run.checkpoints / "checkpoint-80") if resumes else None)
+
+
+def test_a_restart_alerts_where_the_run_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: the run a restart with applied advice starts keeps the alert target (`--notify URL`),
+    stored as a secret (0600), with no `--notify` given again and none in the environment."""
+    import stat
+
+    from loratui.supervisor import alerts, launch
+
+    monkeypatch.setattr(launch, "spawn_supervisor", lambda run, adopt=False: 0)  # no process: the files
+    monkeypatch.delenv(alerts.NOTIFY_ENV, raising=False)
+    source = tmp_path / "recipes" / "tiny.toml"
+    source.parent.mkdir()
+    source.write_text(TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/'))
+    settings = rundir.RunSettings(run_id="r1", name="tiny", recipe_source=str(source),
+                                  recipe_dir=str(source.parent))
+    run = rundir.create(tmp_path / "runs", settings, source.read_text())
+    url = "https://ntfy.sh/tk_5ecret-topic-93f1"
+    alerts.save_target(run, url)
+    _end(run, "stopped", 3)
+    path, env = write_fixed_recipe(run, "loss_diverging", {"training.learning_rate": 1e-4})
+    new = restart_with(run, path, env, lambda command: None)
+    assert new.path != run.path and alerts.saved_target(new) == url
+    assert stat.S_IMODE(new.alerts.stat().st_mode) == 0o600
+    assert not any("tk_5ecret" in p.read_text(errors="replace") for p in new.path.rglob("*") if p.is_file())
 
 
 def test_the_restart_prompt_shows_every_change() -> None:

@@ -26,6 +26,8 @@ ROWS = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlin
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 OVERALL, PER_CATEGORY = 0.90, 0.75
+MIN_PER_CATEGORY = 6
+"""Issue 18: at least this many excerpts of every category."""
 
 
 def top_category(items: list[Any]) -> str:
@@ -52,6 +54,14 @@ def test_corpus_is_complete() -> None:
     assert len(set(listed)) == len(listed) and all(row["text"].strip() for row in ROWS)
     assert all(row["source"].startswith("https://") and row["category"] for row in ROWS)
     assert len(ROWS) >= 100
+
+
+def test_every_category_has_enough_excerpts() -> None:
+    counts: dict[str, int] = defaultdict(int)
+    for row in ROWS:
+        counts[row["category"]] += 1
+    print("\n".join(f"{name:<24}{n:>4}" for name, n in sorted(counts.items())))
+    assert {name: n for name, n in counts.items() if n < MIN_PER_CATEGORY} == {}
 
 
 def test_doctor_names_the_settled_cause(excerpts: Path) -> None:

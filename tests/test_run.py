@@ -73,9 +73,10 @@ def _start_detached_recipe(recipe: Path, runs_dir: Path, *extra: str) -> subproc
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def start_and_reach(runs_dir: Path, max_steps: int, step: int) -> tuple[subprocess.Popen[str], Path]:
+def start_and_reach(runs_dir: Path, max_steps: int, step: int,
+                    extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], Path]:
     """A detached tiny run of `max_steps`, once it has taken `step` steps: (its viewer, its run dir)."""
-    viewer = _start_detached(runs_dir, "--max-steps", str(max_steps))
+    viewer = _start_detached(runs_dir, "--max-steps", str(max_steps), *extra)
     run = wait_for(lambda: runs_dir.exists() and any(runs_dir.iterdir()) and only_run(runs_dir))
     assert isinstance(run, Path)
     _wait_step(run, step)

@@ -32,6 +32,7 @@ SCENES = {
     "below_line": scenarios.run(60, peak_gib=21.0),
     "above_line": scenarios.run(60, peak_gib=33.5),
     "paused": scenarios.paused(40),
+    "paused_sigstop": scenarios.paused_by_signal(40),
     "failed_oom": scenarios.failed_oom(30),
     "nan_loss": scenarios.nan_run(),
     "save_phase": scenarios.with_save(),
@@ -46,6 +47,8 @@ def test_main_screen(snap_compare, scene: str, size: tuple[int, int]) -> None:  
     below_line: green bars under the yellow 30 GiB line, 'no problems seen';
     above_line: red bars over the line, the pane in its warning style, vram_near_limit advice;
     paused: PAUSED state and the footer offering resume instead of pause;
+    paused_sigstop: a plain loop paused by SIGSTOP: a third status line says GPU memory stays held and
+    multi-process peers may time out; the footer offers resume and stop only;
     failed_oom: FAILED, oom_fragmentation advice proposing expandable_segments;
     nan_loss: the loss curve with red NaN markers from step 35 and nan_loss advice;
     save_phase: the checkpoint save at step 30 marked in blue on the VRAM chart;

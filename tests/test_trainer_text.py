@@ -169,6 +169,7 @@ RuntimeError: something'''
     (["train", "_inner_training_loop", "__next__", "_next_data", "fetch", "__getitem__"], "data"),
     (["main", "from_pretrained", "_load_pretrained_model"], "load"),
     (["evaluation_loop", "prediction_step", "compute_loss"], "eval"),
+    (["<module>", "torch_pad_and_concatenate"], "eval"),  # nested_concat's helper, seen alone in a notebook
     (["main", "helper"], ""),
 ])
 def test_phase_from_frames(frames: list[str], phase: str) -> None:
@@ -202,6 +203,21 @@ def test_a_cut_traceback_is_seen() -> None:
     for line in SAVE.splitlines()[:-1]:
         scanner.line(line)
     assert scanner.chosen is None and scanner.cut and scanner.phase == "save"
+
+
+def test_older_ipython_and_colab_frames_are_frames() -> None:
+    """`path.py in func(...)` (IPython before 8) and Colab's `[path.py](link) in func(...)`: the frames that
+    say an OOM struck in evaluation, under a notebook header that names the exception first."""
+    scanner = tracebacks.TraceScanner()
+    for line in ["OutOfMemoryError                          Traceback (most recent call last)",
+                 "<ipython-input-3-0f1e> in <cell line: 1>()", "----> 1 trainer.predict(test)", "",
+                 "/usr/lib/python3.10/dist-packages/transformers/trainer.py in evaluation_loop(self, dataloader)",
+                 "[/usr/lib/python3.10/dist-packages/transformers/trainer_pt_utils.py](https://localhost:8080/#) in "
+                 "torch_pad_and_concatenate(tensor1, tensor2, padding_index)", "---> 88     result = x"]:
+        scanner.line(line)
+    assert [f.func for f in scanner.frames] == ["evaluation_loop", "torch_pad_and_concatenate"]
+    assert scanner.frames[-1].path.endswith("transformers/trainer_pt_utils.py") and scanner.phase == "eval"
+    assert scanner.pending_type == "OutOfMemoryError" and scanner.cut
 
 
 def test_prose_and_warnings_are_not_exceptions() -> None:

@@ -1,18 +1,23 @@
-"""Real CPU runs left alone: alerts from the supervisor (secret kept out of the run), a hung trainer
-detected, and `loratui stacks` showing where it waits."""
+"""Real CPU runs left alone: alerts from the supervisor (the secret kept outside the run directory, 0600, and
+used again by the supervisor a resume starts), a hung trainer detected, and `loratui stacks` showing where
+it waits."""
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from loratui.rundir import RunDir
 from tests.conftest import REPO, TINY, kinds, loratui, only_run, read_events, wait_for
 from tests.test_alerts import Endpoint
+from tests.test_dead_supervisor import _kill_supervisor, _states
+from tests.test_run import start_and_reach
 
 pytestmark = pytest.mark.slow
 SECRET = "tk_5ecret-topic-93f1"
@@ -26,7 +31,15 @@ def endpoint():
 
 
 def _secret_anywhere(run: Path) -> list[str]:
+    """Files of the run directory that hold the secret; it is kept, readable by its owner only, outside it."""
+    stored = RunDir(run).alerts
+    assert SECRET.encode() in stored.read_bytes() and stat.S_IMODE(stored.stat().st_mode) == 0o600
+    assert not stored.is_relative_to(run.resolve())
     return [str(p) for p in run.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+
+
+def _sent(endpoint: Endpoint) -> list[str]:
+    return [json.loads(r["body"])["event"] for r in endpoint.requests]
 
 
 def test_alerts_reach_the_endpoint_and_the_url_stays_secret(endpoint: Endpoint, runs_dir: Path) -> None:
@@ -41,6 +54,31 @@ def test_alerts_reach_the_endpoint_and_the_url_stays_secret(endpoint: Endpoint, 
     assert _secret_anywhere(run) == []  # not in the log, run.json, status.json, the recipe copy or outputs
     assert SECRET not in result.stdout + result.stderr
     assert read_events(run)[-1]["kind"] == "end"  # the end alert is sent, not logged after the end
+    for shown in (loratui("ls", "--runs-dir", str(runs_dir)), loratui("replay", str(run), "--summary")):
+        assert shown.returncode == 0 and SECRET not in shown.stdout + shown.stderr
+
+
+def test_a_suspended_run_resumed_by_a_new_supervisor_still_alerts(endpoint: Endpoint, runs_dir: Path) -> None:
+    """Issue 19: suspend overnight, the supervisor dies, `loratui resume` (no --notify) starts a new one: the
+    run's end still reaches the endpoint given to `loratui run --notify`."""
+    url = f"{endpoint.url}/{SECRET}"
+    viewer, run = start_and_reach(runs_dir, max_steps=8, step=3, extra=("--notify", url))
+    try:
+        assert loratui("suspend", "--runs-dir", str(runs_dir)).returncode == 0
+        wait_for(lambda: _states(run)[-1:] == ["suspended"], timeout=120)
+        wait_for(lambda: "suspended" in _sent(endpoint), timeout=30)  # the first supervisor's last word
+        _kill_supervisor(run)
+        resumed = loratui("resume", "--runs-dir", str(runs_dir), env={k: v for k, v in os.environ.items()
+                                                                       if k != "LORATUI_NOTIFY_URL"})
+        assert resumed.returncode == 0 and SECRET not in resumed.stdout + resumed.stderr, resumed.stderr
+        wait_for(lambda: kinds(run, "end"), timeout=400)
+        wait_for(lambda: "finished" in _sent(endpoint), timeout=60)  # from the new supervisor
+        assert kinds(run, "end")[0]["state"] == "finished"
+        assert all(r["path"] == f"/{SECRET}" for r in endpoint.requests)
+        assert _secret_anywhere(run) == []
+    finally:
+        viewer.kill()
+        viewer.wait()
 
 
 def test_a_hung_trainer_is_detected_and_stacks_show_where_it_waits(tmp_path: Path, runs_dir: Path,

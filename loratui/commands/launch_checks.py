@@ -28,15 +28,11 @@ def preflight(args: argparse.Namespace) -> bool:
     return False
 
 
-def alert_env(args: argparse.Namespace) -> dict[str, str]:
-    """`--notify URL` for the supervisor's environment only (the URL is a secret: never in a file)."""
-    from loratui.errors import UsageError
-    from loratui.supervisor.alerts import NOTIFY_ENV
-
+def notify_url(args: argparse.Namespace) -> str | None:
+    """`--notify URL`, checked; kept for the run (RunDir.alerts, 0600), never the log or the screen."""
     url = getattr(args, "notify", None)
     if not url:
-        return {}
-    if not url.startswith(("http://", "https://")):
-        raise UsageError("--notify: expected an http(s) URL (an ntfy topic such as https://ntfy.sh/TOPIC, or a "
-                         "Slack, Discord or JSON webhook)")
-    return {NOTIFY_ENV: url}
+        return None
+    from loratui.supervisor.alerts import check_url
+
+    return check_url(url)

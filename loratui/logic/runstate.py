@@ -111,6 +111,14 @@ class RunState:
         return self.loss[-1][1] if self.loss else None
 
     @property
+    def pause_note(self) -> str:
+        """Why the run is paused, as its log says (a SIGSTOP pause: GPU memory stays held), or ''.
+
+        A pause at a step boundary records no reason; a pause by signal does, and the viewers show it
+        beside the state, live, attached and in replay alike, because it is folded from the log."""
+        return self.state_reason if self.state == events.PAUSED else ""
+
+    @property
     def tokens_per_s(self) -> float | None:
         """Tokens per second over the recent steps."""
         total_time = sum(self.step_times)

@@ -18,6 +18,8 @@ _HEADER = re.compile(r"Traceback \(most recent call last\)")
 _IPY_HEADER = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)")
 _FRAME = re.compile(r'File "(?P<path>[^"]{1,500})", line \d+, in (?P<func>[\w<>.]+)')
 _IPY_FRAME = re.compile(r"^\s*File (?P<path>\S{1,500}?\.py):\d+, in (?P<func>[\w<>.]+)\(")
+# Older IPython and Colab: `/path/trainer.py in predict(self, ...)`, `[/path/x.py](https://...) in f(...)`.
+_OLD_IPY_FRAME = re.compile(r"^\s*\[?(?P<path>[^\s\[\]()]{1,500}?\.py)(?:\]\([^)\s]{0,300}\))? in (?P<func>[\w.]+)\(")
 _EXCEPTION = re.compile(
     r"(?<![\w.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
 _MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
@@ -26,7 +28,9 @@ WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedEx
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
 
 _SAVE_NAMES = re.compile(r"save|state_dict_for_save|consolidate", re.I)
-_EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|^test(?:_step)?$", re.I)
+# (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions.
+_EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$",
+                         re.I)
 _DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
 _LOAD_NAMES = re.compile(r"from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
                          r"_check_and_enable_flash_attn|dispatch_model|^load_(?:tokenizer|model_and_tokenizer)$")
@@ -141,7 +145,8 @@ class TraceScanner:
         if "Traceback" in text and _HEADER.search(text):
             self._header(text)
             return
-        frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else None
+        frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else (
+            _OLD_IPY_FRAME.match(text) if ".py" in text and " in " in text else None)
         if frame:
             self.frames.append(Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]))
             self._since_exception += 1

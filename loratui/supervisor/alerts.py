@@ -5,9 +5,12 @@ guessed from the URL unless `[alerts] format` names it. Sending never blocks the
 bounded queue that one background thread posts (urllib, a timeout, retries with back-off). Each kind of
 event is sent at most once per `min_interval_s`; the run's end and guard actions always go.
 
-The URL is a secret. It reaches the supervisor only through its environment (`--notify URL` sets
-`LORATUI_NOTIFY_URL`; `[alerts] url_env` names a variable the user exported) and is never written to the
-event log, run.json, status.json or the screen; errors name the host at most.
+The URL is a secret, and a fact of the run: `loratui run` stores it (`--notify URL`, else the variable
+`[alerts] url_env` names, read at launch) in a 0600 file of the user's state directory keyed by the run
+(`RunDir.alerts`; never inside the run directory, which users copy into bug reports), so every supervisor
+of the run uses it again: one re-adopting a suspended run (`loratui resume`, which may pass a new `--notify`)
+and the run a restart with applied advice starts. It is never written to the event log, run.json,
+status.json or the screen, nor given to the trainer; messages name the host at most.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
+
+from loratui.errors import UsageError
+from loratui.rundir import RunDir, write_private
 
 NOTIFY_ENV = "LORATUI_NOTIFY_URL"
 """Where `--notify URL` puts the URL: the supervisor's environment, never a file."""
@@ -154,6 +162,48 @@ def url_from_env(alerts: Any, environ: dict[str, str] | None = None) -> str:
     """The alert URL: `--notify`'s (LORATUI_NOTIFY_URL), else the variable `[alerts] url_env` names."""
     environ = os.environ if environ is None else environ
     return environ.get(NOTIFY_ENV) or (environ.get(alerts.url_env, "") if alerts.url_env else "")
+
+
+class Target(msgspec.Struct, frozen=True):
+    """The file `RunDir.alerts`: where a run's alerts go."""
+
+    url: str
+
+
+def check_url(url: str, flag: str = "--notify") -> str:
+    """`url` if it is an http(s) URL; else one message that does not repeat it (it may be a secret)."""
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"{flag}: expected an http(s) URL (an ntfy topic such as https://ntfy.sh/TOPIC, or a "
+                         "Slack, Discord or JSON webhook)")
+    return url
+
+
+def save_target(run: RunDir, url: str) -> None:
+    """Make `url` where the run's alerts go (RunDir.alerts, 0600); '' removes it."""
+    if not url:
+        run.alerts.unlink(missing_ok=True)
+        return
+    run.alerts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_private(run.alerts, msgspec.json.encode(Target(url)))
+
+
+def saved_target(run: RunDir) -> str:
+    """Where the run's alerts go, as stored with it; '' when it has none (or the file is unusable)."""
+    try:
+        url = msgspec.json.decode(run.alerts.read_bytes(), type=Target).url
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return ""
+    return url if url.startswith(("http://", "https://")) else ""
+
+
+def url_for_run(run: RunDir, alerts: Any, environ: dict[str, str] | None = None) -> str:
+    """The run's stored target, else the environment's (a run from before targets were stored)."""
+    return saved_target(run) or url_from_env(alerts, environ)
+
+
+def describe(url: str, fmt: str = "auto") -> str:
+    """Where alerts go, without the secret: 'ntfy at ntfy.sh'."""
+    return f"{detect_format(url) if fmt == 'auto' else fmt} at {where(url)}"
 
 
 def secret_names(alerts: Any) -> list[str]:

@@ -25,6 +25,8 @@ RUN_ENV, RESUME_ENV, ROOT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORAT
 PARENT_ENV = "LORATUI_SUPERVISOR_PID"
 PAUSE_NOTE = ("paused by SIGSTOP: the process is frozen mid-step; its GPU memory stays held, and peers of a "
               "multi-process job may time out")
+PAUSE_REASON = "paused by SIGSTOP: GPU memory stays held; multi-process peers may time out"
+"""The paused state's reason (the status line shows it, so it fits 80 columns); PAUSE_NOTE says it whole."""
 
 
 def command_env(run: RunDir, base: dict[str, str], resume_from: str | None) -> dict[str, str]:

@@ -12,7 +12,8 @@ from pathlib import Path
 from loratui import rundir
 from loratui.logic import datafile, lora_targets
 from loratui.logic.lora_targets import tiny_module_names
-from loratui.recipe import TINY_MODEL, WATCHED, Recipe, RecipeError, load_recipe, where
+from loratui.recipe import TINY_MODEL, WATCHED, AlertsSection, Recipe, RecipeError, load_recipe, where
+from loratui.supervisor import alerts
 
 
 def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> None:
@@ -125,10 +126,11 @@ def _at(recipe_path: Path, key: str) -> str:
 
 def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_path: str | None = None,
               max_steps: int | None = None, resume_from: str | None = None,
-              env: dict[str, str] | None = None, secret_env: dict[str, str] | None = None) -> rundir.RunDir:
+              env: dict[str, str] | None = None, alert_url: str | None = None) -> rundir.RunDir:
     """Validate, create `runs/<id>/`, start the detached supervisor; returns at once.
 
-    `secret_env`: variables only the supervisor gets (the alert URL), never written to the run directory.
+    `alert_url`: where alerts go (`--notify`, or the run a restart replaces); else the variable the recipe's
+    `[alerts] url_env` names, read now. Kept for the run (RunDir.alerts, 0600) before its supervisor starts.
     """
     if max_steps is not None and max_steps < 1:
         raise RecipeError(f"--max-steps {max_steps}: must be at least 1")
@@ -141,7 +143,8 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
         model_path=str(Path(model_path).expanduser().resolve()) if model_path and _looks_local(model_path)
         else model_path, max_steps=max_steps, resume_from=resume_from, env=env or {})
     run = rundir.create(runs_dir, settings, recipe_path.read_text(encoding="utf-8"))
-    spawn_supervisor(run, secret_env=secret_env)
+    alerts.save_target(run, alert_url or alerts.url_from_env(recipe.alerts))
+    spawn_supervisor(run)
     return run
 
 
@@ -149,7 +152,7 @@ SOCKET_PATH_MAX = 107
 """Bytes in a Unix socket's path (sun_path holds 108 with its NUL on Linux)."""
 
 
-def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, secret_env: dict[str, str] | None = None) -> int:
+def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
     """Start `python -m loratui.supervisor` in its own session, detached from this terminal.
 
     `adopt`: take over a suspended run whose supervisor died, resuming from its last checkpoint.
@@ -168,7 +171,6 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, secret_env: dict[s
         proc = subprocess.Popen(
             [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else []),
             stdin=devnull, stdout=err, stderr=err, start_new_session=True, close_fds=True,
-            env={**os.environ, **secret_env} if secret_env else None,
         )
     # The log exists once the supervisor has written its header; wait briefly so readers find it.
     deadline = time.monotonic() + 10
@@ -180,7 +182,7 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, secret_env: dict[s
 
 
 def start_command(command: list[str], runs_dir: Path, name: str | None = None, warn_gb: float | None = None,
-                  cwd: Path | None = None) -> rundir.RunDir:
+                  cwd: Path | None = None, alert_url: str | None = None) -> rundir.RunDir:
     """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer."""
     import shlex
     import shutil
@@ -207,5 +209,6 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
     settings = rundir.RunSettings(run_id=rundir.new_run_id(name), name=name, recipe_source="",
                                   recipe_dir=str(where), command=list(command), cwd=str(where))
     run = rundir.create(runs_dir, settings, placeholder)
+    alerts.save_target(run, alert_url or alerts.url_from_env(AlertsSection()))
     spawn_supervisor(run)
     return run

@@ -78,6 +78,7 @@ class Supervisor:
         server = control.listen(self.run.control)
         threading.Thread(target=control.serve, args=(server, self._handle), daemon=True).start()
         self._write_header()
+        self.unattended.announce()
         sampler = self._start_sampler()
         stop_status = threading.Event()
         threading.Thread(target=self._keep_status, args=(stop_status,), daemon=True).start()
@@ -299,6 +300,8 @@ class Supervisor:
             if refused:
                 return refused
         self.log.write(events.Control(t=time.time(), command=command, source=request.source))
+        if command == "resume":  # `loratui resume --notify URL` stored a new target just before
+            self.unattended.reload_alerts()
         self.suspend_requested |= command == "suspend"
         if command == "stop":
             self.stop_requested = True
@@ -320,8 +323,8 @@ class Supervisor:
         if not watched.signal_group(trainer.pid, signal.SIGSTOP if pause else signal.SIGCONT):
             return "the command's process group is gone"
         if pause:
-            self._set_state(events.PAUSED, watched.PAUSE_NOTE)
-            # Said where the headless view and the output pane show it, not only in the state's reason.
+            self._set_state(events.PAUSED, watched.PAUSE_REASON)  # the status line shows it, from the log
+            # Said whole where the headless view and the output pane show it, too.
             note = watched.PAUSE_NOTE
             self.log.write(events.Notice(t=time.time(), level="warning", key="sigstop", message=note))
             self.log.write(events.Output(t=time.time(), stream="loratui", lines=[f"loratui: {note}"]))

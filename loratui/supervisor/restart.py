@@ -21,6 +21,7 @@ from loratui.errors import ApplyError
 from loratui.logic.recipe_edit import ADVICE_ENV, EditError, absolute_data_path, apply_changes, recipe_changes
 from loratui.recipe import BUILTIN_DIR, RecipeError, load_recipe
 from loratui.rundir import RunDir, latest_checkpoint
+from loratui.supervisor import alerts
 
 MAX_NAMES = 1000
 """How many `-N` names to try before giving up on a folder full of fixes (or of links)."""
@@ -108,7 +109,8 @@ def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait
     settings = run.read_settings()
     resume = None if final_state(run) == events.FINISHED else latest_checkpoint(run.checkpoints)
     return start_run(recipe, run.path.parent, settings.name, settings.model_path, settings.max_steps,
-                     resume_from=resume, env={**carried_env(settings.env), **carried_env(env)})
+                     resume_from=resume, env={**carried_env(settings.env), **carried_env(env)},
+                     alert_url=alerts.saved_target(run))  # the new run alerts where this one did
 
 
 def final_state(run: RunDir) -> str | None:

@@ -24,14 +24,35 @@ class Unattended:
     def __init__(self, sup: Any) -> None:
         self.sup = sup
         recipe = sup.recipe
-        url = alerts.url_from_env(recipe.alerts)
-        self.notifier = alerts.Notifier(url, recipe.alerts.format, recipe.alerts.min_interval_s,
-                                        on_error=self._alert_failed) if url else None
+        self.notifier = self._notifier(alerts.url_for_run(sup.run, recipe.alerts))
         self.watch = RunWatch(sup.run.run_id, recipe, sup.log.write, self.notifier, on_hang=self._on_hang,
                               on_bad_loss=self._on_bad_loss)
         self.guard = Guard(sup.run, recipe.guard, sup.log.write)
         self.pending: Action | None = None
         self._secrets = alerts.secret_names(recipe.alerts)
+
+    def _notifier(self, url: str) -> alerts.Notifier | None:
+        section = self.sup.recipe.alerts
+        return alerts.Notifier(url, section.format, section.min_interval_s,
+                               on_error=self._alert_failed) if url else None
+
+    def announce(self) -> None:
+        """Say in the log where alerts go (the host only: the URL is a secret)."""
+        if self.notifier is not None:
+            self.sup.log.write(events.Notice(
+                t=time.time(), level="info", key="alerts",
+                message=f"alerts go to {alerts.describe(self.notifier.url, self.notifier.fmt)}"))
+
+    def reload_alerts(self) -> None:
+        """On `resume`: `loratui resume --notify URL` may have stored a new target just before sending it."""
+        url = alerts.saved_target(self.sup.run)
+        if not url or (self.notifier is not None and url == self.notifier.url):
+            return
+        old, self.notifier = self.notifier, self._notifier(url)
+        self.watch.notifier = self.notifier
+        if old is not None:  # what it still holds (the `suspended` alert) goes out off this thread
+            threading.Thread(target=old.close, daemon=True).start()
+        self.announce()
 
     def on_events(self, found: list[events.AnyEvent]) -> None:
         """New events of the log (about once a second, possibly none): advice, alerts, the hang check."""

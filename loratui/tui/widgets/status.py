@@ -1,4 +1,6 @@
-"""The status bar: run, state, progress, epoch, tokens/s, ETA, elapsed."""
+"""The status bar: run, state, progress, epoch, tokens/s, ETA, elapsed; and, on a third line while it
+applies, why the run is paused (a SIGSTOP pause keeps its GPU memory: the user must see that where the
+state is shown, not only in the output pane)."""
 
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ STATE_STYLES = {
 
 
 class StatusBar(Static):
-    """Two lines: identity and state, then progress and rates."""
+    """Two lines: identity and state, then progress and rates; a third for the pause's reason (.-noted)."""
 
-    DEFAULT_CSS = "StatusBar { height: 2; }"
+    DEFAULT_CSS = "StatusBar { height: 2; } StatusBar.-noted { height: 3; }"
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -49,12 +51,22 @@ class StatusBar(Static):
         line.append(bar(state.step / total if total else 0.0, bar_width), style="green")
         line.append(f" ep {state.epoch:.2f}  tok/s {fmt.rate(state.tokens_per_s)}  "
                     f"ETA {fmt.duration(state.eta_s)}  elapsed {fmt.duration(_elapsed(state, now))}")
-        for part in (head, line):  # each line cut at the edge: a long note must not wrap over the step line
+        parts = [head, line]
+        note = state.pause_note
+        if note:
+            parts.append(Text(f" {inert(note, newlines=False)}", style="bold yellow"))
+        for part in parts:  # each line cut at the edge: a long note must not wrap over the step line
             part.truncate(width, overflow="ellipsis")
-        text = Text("\n").join([head, line])
+        text = Text("\n").join(parts)
+        self.set_class(bool(note), "-noted")
         if text != self._last:
             self._last = text
             self.update(text)
+
+    @property
+    def text(self) -> str:
+        """What the bar shows now, as plain text."""
+        return self._last.plain
 
 
 def _elapsed(state: RunState, now: float | None) -> float | None:
