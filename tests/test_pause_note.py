@@ -26,6 +26,16 @@ def test_the_reason_is_folded_from_the_log_and_leaves_with_the_pause() -> None:
     assert RunState().feed_all(scenarios.paused(10)).pause_note == ""  # a pause at a step boundary says nothing
 
 
+def test_a_held_run_has_no_eta() -> None:
+    """Paused or suspended, a run ends when someone resumes it: no ETA until then, and one again after."""
+    state = RunState().feed_all(scenarios.paused(10))
+    assert state.state == events.PAUSED and state.seconds_per_step and state.eta_s is None
+    state.feed(events.State(t=state.last_t or 0.0, state=events.SUSPENDED))
+    assert state.eta_s is None
+    state.feed(events.State(t=state.last_t or 0.0, state=events.TRAINING, reason="resumed"))
+    assert state.eta_s is not None and state.eta_s > 0
+
+
 async def _shows(app: LoratuiApp, text: str, size: tuple[int, int] = (80, 24), keys: tuple[str, ...] = ()) -> str:
     """The status bar's text once it shows `text` (or after a bounded wait: the assertion says what it was)."""
     async with app.run_test(size=size) as pilot:

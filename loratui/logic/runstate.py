@@ -133,7 +133,9 @@ class RunState:
     @property
     def eta_s(self) -> float | None:
         per = self.seconds_per_step
-        if per is None or self.max_steps <= 0 or self.state in events.FINAL_STATES:
+        # No ETA while held: a paused or suspended run ends whenever someone resumes it, not in N minutes.
+        held = self.state in (events.PAUSED, events.SUSPENDED)
+        if per is None or self.max_steps <= 0 or self.state in events.FINAL_STATES or held:
             return None
         return max(0, self.max_steps - self.step) * per
 
