@@ -180,8 +180,12 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, secret_env: dict[s
 
 
 def start_command(command: list[str], runs_dir: Path, name: str | None = None, warn_gb: float | None = None,
-                  cwd: Path | None = None) -> rundir.RunDir:
-    """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer."""
+                  cwd: Path | None = None, resume_from: str | None = None,
+                  env: dict[str, str] | None = None) -> rundir.RunDir:
+    """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer.
+
+    `resume_from` and `env` serve a restart with a fixed config (its Trainer resumes from that checkpoint;
+    `env` holds only the variables advice may set)."""
     import shlex
     import shutil
 
@@ -205,7 +209,8 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                    f"[model]\npath = \"{WATCHED}\"\n\n[data]\ndataset = \"{WATCHED}\"\n\n"
                    f"[monitor]\nwarn_gb = {line}\n")
     settings = rundir.RunSettings(run_id=rundir.new_run_id(name), name=name, recipe_source="",
-                                  recipe_dir=str(where), command=list(command), cwd=str(where))
+                                  recipe_dir=str(where), command=list(command), cwd=str(where),
+                                  resume_from=resume_from, env=env or {})
     run = rundir.create(runs_dir, settings, placeholder)
     spawn_supervisor(run)
     return run
