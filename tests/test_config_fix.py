@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from loratui.supervisor import config_fix, launch
 from loratui.supervisor.restart import restart_with, write_fix
 from loratui.tui.app import LoratuiApp, RunActions
 from tests import scenarios
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_for
 from tests.test_app import _footer_keys, _settle
 
 LLAMAFACTORY_YAML = """\
@@ -287,3 +288,54 @@ def test_advisor_items_carry_the_fix_for_a_yaml_config_only() -> None:
     recipe_run = Advisor(load_recipe(REPO / "recipes" / "qwen7b.toml")).feed_all(scenarios.run(60, peak_gib=33.5))
     item = next(a for a in recipe_run.items() if a.id == "vram_near_limit")
     assert item.fix == item.change and "training.per_device_train_batch_size" in item.fix
+
+
+@pytest.mark.parametrize(("before", "change", "after"), [
+    ("a: 'x # y'  # why\r\nb: 1\r\n", {"a": "z"}, "a: z  # why\r\nb: 1\r\n"),  # quoted '#', CRLF kept
+    ('lr: "3e-4"\nopt: adamw\n', {"lr": 1e-05, "opt": "yes"}, 'lr: 1.0e-05\nopt: "yes"\n'),  # read back alike by PyYAML
+    ("a: 1\nb:\n# end", {"b": 2, "c": False}, "a: 1\nb: 2\n# end\nc: false  # set by loratui advice\n"),
+])
+def test_yaml_edit_rewrites_only_the_value_text(before: str, change: dict[str, Any], after: str) -> None:
+    from loratui.logic import yaml_edit
+
+    out = yaml_edit.apply_changes(before, change)
+    assert out == after
+    assert yaml.safe_load(out.replace("\r", "")) == {**yaml.safe_load(before.replace("\r", "")), **change}
+
+
+def test_a_fix_of_a_fix_is_numbered_not_nested_and_keeps_the_originals_permissions(tmp_path: Path) -> None:
+    command = ["llamafactory-cli", "train", "x.loratui-fix1.yaml"]
+    run, config = _watched_run(tmp_path, command, LLAMAFACTORY_YAML)
+    config.chmod(0o600)  # a config may hold a hub token
+    path, _ = write_fix(run, "vram_near_limit", _fix({"training.per_device_train_batch_size": 1}, command))
+    assert path.name == "x.loratui-fix2.yaml" and path.stat().st_mode & 0o777 == 0o600
+
+
+FAKE_TOOL = """#!{python}
+import sys, yaml
+config = yaml.safe_load(open(sys.argv[2]))
+print("batch", config["per_device_train_batch_size"], "from", sys.argv[2], flush=True)
+for step in range(1, 4):
+    print(f"step {{step}} loss {{2.0 / step:.3f}}", flush=True)
+"""
+
+
+def test_restart_of_a_real_watched_command_runs_it_with_the_fixed_config(
+        tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two real supervisors (about a second): the restart reaches the tool with the copy's path."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "llamafactory-cli").write_text(FAKE_TOOL.format(python=sys.executable))
+    (tools / "llamafactory-cli").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    work = tmp_path / "work"
+    (work / "cfg").mkdir(parents=True)
+    (work / "cfg" / "x.yaml").write_text(LLAMAFACTORY_YAML)
+    first = launch.start_command(["llamafactory-cli", "train", "cfg/x.yaml"], runs_dir, cwd=work)
+    wait_for(lambda: config_fix.final_state(first) is not None, timeout=120)
+    path, env = write_fix(first, "vram_near_limit", _fix({"training.per_device_train_batch_size": 1},
+                                                         ["llamafactory-cli", "train", "cfg/x.yaml"]))
+    second = restart_with(first, path, env, lambda command: None)
+    wait_for(lambda: config_fix.final_state(second) == events.FINISHED, timeout=120)
+    assert second.read_settings().command == ["llamafactory-cli", "train", "cfg/x.loratui-fix1.yaml"]
+    assert "batch 1 from cfg/x.loratui-fix1.yaml" in second.stdout_log.read_text()
