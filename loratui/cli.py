@@ -184,12 +184,12 @@ def _view(run: rundir.RunDir, headless: bool) -> int:
             return 0
         return hl.exit_code(state)
     from loratui.supervisor import control
-    from loratui.supervisor.restart import restart_with, write_fixed_recipe
+    from loratui.supervisor.restart import restart_with, write_fix
     from loratui.tui.app import RunActions, run_app
 
     def actions(run: rundir.RunDir) -> RunActions:
         return RunActions(send=lambda command: control.send(run.control, command, "tui"),
-                          write_fix=lambda advice_id, change: write_fixed_recipe(run, advice_id, change),
+                          write_fix=lambda advice_id, fix: write_fix(run, advice_id, fix),
                           restart=lambda recipe, env, send: restart_with(run, recipe, env, send),
                           stacks=lambda: _stacks_text(run))
 

@@ -58,7 +58,7 @@ class Advisor:
         self.end: events.End | None = None
         self.tail: deque[str] = deque(maxlen=8)  # the last output lines, for a failure without a traceback
         self.loss_lines: deque[str] = deque(maxlen=16)  # recent lines that mention a loss, to quote
-        self.spoken: tuple[str, str] | None = None  # a watched command's (dialect, config file)
+        self.spoken: tuple[str, str, list[str]] | None = None  # a watched command's (dialect, config, line)
         self._items: list[Advice] | None = None
 
     def feed(self, event: Any) -> None:
@@ -78,10 +78,17 @@ class Advisor:
         if self._items is None:
             built = _build_all(self)
             built.sort(key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
-            if self.spoken is not None:  # a watched command: name its own fields, not recipe keys
-                built = [replace(a, change=command_keys.spoken_change(a.change, *self.spoken)) for a in built]
+            built = [self._in_own_words(a) for a in built]
             self._items = built
         return list(self._items)
+
+    def _in_own_words(self, advice: Advice) -> Advice:
+        """A recipe run's advice applies as it is; a watched command's names its own fields (and `A` writes
+        only into the LLaMA-Factory/axolotl YAML config it names)."""
+        if self.spoken is None:
+            return replace(advice, fix=advice.change)
+        said = command_keys.speak(advice.change, *self.spoken)
+        return replace(advice, change=said.change, fix=said.fix, no_fix=said.no_fix)
 
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
@@ -98,7 +105,7 @@ class Advisor:
             self.vram.line = self.jump.line = int(e.warn_gb * GIB)
         if not e.command:
             return
-        self.spoken = command_keys.dialect(e.command), command_keys.config_file(e.command)
+        self.spoken = command_keys.dialect(e.command), command_keys.config_file(e.command), list(e.command)
         if self.recipe is not None and self.recipe.model.path == WATCHED:
             # The run directory holds only [monitor] until the watched Trainer recorded its live settings:
             # moves computed from the recipe defaults would be made up, so advise without a recipe.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from loratui.recipe import MonitorSection, Recipe
@@ -31,10 +31,17 @@ class Advice:
     """Dotted recipe key (or `env.NAME`) -> new value; empty when no recipe key fixes it."""
     step: int
     """The optimiser step at which it was detected (the last completed step)."""
+    fix: dict[str, Any] = field(default_factory=dict)
+    """What `A` writes: the recipe keys of `change` for a recipe run, the config's own YAML keys for a
+    watched LLaMA-Factory/axolotl command; empty where `A` does not apply."""
+    no_fix: str = ""
+    """Why `A` is not offered for this advice although it has a change (one line), or ''."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape `loratui doctor --json` prints."""
-        return asdict(self)
+        """The JSON shape `loratui doctor --json` prints (what `A` would write is the viewer's business)."""
+        out = asdict(self)
+        del out["fix"], out["no_fix"]
+        return out
 
 
 @dataclass(frozen=True)

@@ -10,36 +10,44 @@ import os
 import re
 from typing import Any
 
-PYTHON, LLAMAFACTORY, AXOLOTL = "python", "llamafactory", "axolotl"
+from loratui.logic import config_keys
+from loratui.logic.config_keys import AXOLOTL, LLAMAFACTORY
+
+PYTHON = "python"
 """The dialects advice is spelled in: Python classes, LLaMA-Factory YAML, axolotl YAML."""
 
 _SCRIPT = re.compile(r"\.(py|ya?ml|json|sh)$")
+_CONFIG = re.compile(r"\.(ya?ml|json)$", re.IGNORECASE)
+_TOOL = re.compile(r"llamafactory|llama_factory|axolotl", re.IGNORECASE)
 _CLASSES = {"training": "TrainingArguments", "lora": "LoraConfig", "quantization": "BitsAndBytesConfig",
             "model": "from_pretrained"}
-# recipe key -> (YAML key, how the value is written there). Only keys whose meaning is the same.
-_YAML_KEYS: dict[str, dict[str, str]] = {
-    LLAMAFACTORY: {
-        "lora.r": "lora_rank", "lora.lora_alpha": "lora_alpha", "lora.lora_dropout": "lora_dropout",
-        "lora.target_modules": "lora_target", "data.max_length": "cutoff_len",
-        "quantization.load_in_4bit": "quantization_bit",
-        "quantization.bnb_4bit_quant_type": "quantization_type",
-        "quantization.bnb_4bit_use_double_quant": "double_quantization",
-    },
-    AXOLOTL: {
-        "training.per_device_train_batch_size": "micro_batch_size", "training.optim": "optimizer",
-        "lora.r": "lora_r", "lora.target_modules": "lora_target_modules", "data.max_length": "sequence_len",
-        "quantization.load_in_4bit": "load_in_4bit", "quantization.load_in_8bit": "load_in_8bit",
-        "training.use_liger_kernel": "liger_fused_linear_cross_entropy",
-    },
-}
+
+
+def config_index(command: list[str]) -> int | None:
+    """Where the YAML/JSON config of a LLaMA-Factory or axolotl command is in `command`: the first config
+    after the tool's own word (so `accelerate launch --config_file acc.yaml -m axolotl.cli.train x.yml`
+    names x.yml), else the first config of the line; None when there is none."""
+    start = next((i for i, arg in enumerate(command) if _TOOL.search(os.path.basename(arg))), 0)
+    for begin in (start, 0):
+        for index in range(max(begin, 1), len(command)):
+            arg = command[index]
+            if _CONFIG.search(arg) and not arg.startswith("-") and "=" not in arg:
+                return index
+    return None
 
 
 def config_file(command: list[str]) -> str:
     """The YAML/JSON config a LLaMA-Factory or axolotl command names, or ''."""
-    for arg in command[1:]:
-        if re.search(r"\.(ya?ml|json)$", arg) and not arg.startswith("-"):
-            return arg
-    return ""
+    index = config_index(command)
+    return command[index] if index is not None else ""
+
+
+def with_config(command: list[str], path: str) -> list[str]:
+    """`command` with its config file replaced by `path` (the fixed copy), everything else as it was."""
+    index = config_index(command)
+    if index is None:
+        raise ValueError("the command names no config file")
+    return [*command[:index], path, *command[index + 1:]]
 
 
 def dialect(command: list[str]) -> str:
@@ -64,28 +72,28 @@ def run_name(command: list[str]) -> str:
     return _SCRIPT.sub("", os.path.basename(command[0])) if command else "command"
 
 
-def field_name(dotted: str, spoken: str, config: str = "") -> str:
-    """`training.per_device_train_batch_size` as the user writes it in `spoken`'s dialect."""
+def python_name(dotted: str) -> str:
+    """`training.per_device_train_batch_size` as a Python user writes it: `TrainingArguments.<field>`."""
     section, _, key = dotted.partition(".")
     if section == "env":
         return dotted
-    if spoken in _YAML_KEYS:
-        name = _YAML_KEYS[spoken].get(dotted, key)
-        return f"{name} ({os.path.basename(config)})" if config else name
     if section == "data" and key == "max_length":
         return "max_length (tokenizer truncation; SFTConfig.max_length under TRL)"
     return f"{_CLASSES[section]}.{key}" if section in _CLASSES else dotted
 
 
+def speak(change: dict[str, Any], spoken: str, config: str = "", command: list[str] | None = None
+          ) -> config_keys.Spoken:
+    """An advice's change spelled for the user's own code or config file, with what `A` may write there
+    (only into a LLaMA-Factory or axolotl YAML config the command names)."""
+    if spoken in config_keys.KEYS:
+        return config_keys.speak(change, spoken, config, command or [], python_name)
+    return config_keys.Spoken({python_name(key): value for key, value in change.items()})
+
+
 def spoken_change(change: dict[str, Any], spoken: str, config: str = "") -> dict[str, Any]:
     """An advice's change with its keys spelled for the user's own code or config file."""
-    out: dict[str, Any] = {}
-    for key, value in change.items():
-        name = field_name(key, spoken, config)
-        if spoken == LLAMAFACTORY and key == "quantization.load_in_4bit":
-            value = 4 if value else None  # LLaMA-Factory: quantization_bit: 4
-        out[name] = value
-    return out
+    return speak(change, spoken, config).change
 
 
 SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)

@@ -33,7 +33,7 @@ from loratui.logic.advice import Advisor
 from loratui.logic.runstate import RunState
 from loratui.sources.snapshot import freeze, gc_paused, is_of_note, thaw
 
-FORMAT = 1
+FORMAT = 2
 """Bump when the index's layout (or RunState/Advisor's fields) change: older files are then rebuilt."""
 BLOCK_BYTES = 1 << 17
 BLOCK_EVENTS = 512

@@ -182,8 +182,12 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
 
 
 def start_command(command: list[str], runs_dir: Path, name: str | None = None, warn_gb: float | None = None,
-                  cwd: Path | None = None, alert_url: str | None = None) -> rundir.RunDir:
-    """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer."""
+                  cwd: Path | None = None, resume_from: str | None = None,
+                  env: dict[str, str] | None = None, alert_url: str | None = None) -> rundir.RunDir:
+    """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer.
+
+    `resume_from` and `env` serve a restart with a fixed config (its Trainer resumes from that checkpoint;
+    `env` holds only the variables advice may set)."""
     import shlex
     import shutil
 
@@ -207,7 +211,8 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                    f"[model]\npath = \"{WATCHED}\"\n\n[data]\ndataset = \"{WATCHED}\"\n\n"
                    f"[monitor]\nwarn_gb = {line}\n")
     settings = rundir.RunSettings(run_id=rundir.new_run_id(name), name=name, recipe_source="",
-                                  recipe_dir=str(where), command=list(command), cwd=str(where))
+                                  recipe_dir=str(where), command=list(command), cwd=str(where),
+                                  resume_from=resume_from, env=env or {})
     run = rundir.create(runs_dir, settings, placeholder)
     alerts.save_target(run, alert_url or alerts.url_from_env(AlertsSection()))
     spawn_supervisor(run)

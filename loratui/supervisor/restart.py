@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,15 @@ from loratui.supervisor import alerts
 
 MAX_NAMES = 1000
 """How many `-N` names to try before giving up on a folder full of fixes (or of links)."""
+
+
+def write_fix(run: RunDir, advice_id: str, fix: dict[str, Any]) -> tuple[Path, dict[str, str]]:
+    """`A`: a fixed recipe for a recipe run, a fixed copy of the YAML config for a watched command."""
+    if run.read_settings().command:
+        from loratui.supervisor.config_fix import write_fixed_config
+
+        return write_fixed_config(run, advice_id, fix)
+    return write_fixed_recipe(run, advice_id, fix)
 
 
 def write_fixed_recipe(run: RunDir, advice_id: str, change: dict[str, Any]) -> tuple[Path, dict[str, str]]:
@@ -72,21 +82,27 @@ def check_owner(run: RunDir) -> None:
 
 
 def _create_new(folder: Path, stem: str, text: str) -> Path:
-    """Create `stem.toml` (or `stem-N.toml`) that did not exist: O_EXCL|O_NOFOLLOW, so an existing file
-    or link, dangling or not, at a name is never written through; the next name is tried instead."""
+    """Create `stem.toml` (or `stem-N.toml`) that did not exist (see `create_new`)."""
+    return create_new(folder, lambda n: f"{stem}.toml" if n == 1 else f"{stem}-{n}.toml", text)
+
+
+def create_new(folder: Path, name: Callable[[int], str], text: str, mode: int = 0o644) -> Path:
+    """Create the first of `name(1)`, `name(2)`... that did not exist: O_EXCL|O_NOFOLLOW, so an existing
+    file or link, dangling or not, at a name is never written through; the next name is tried instead."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     for n in range(1, MAX_NAMES + 1):
-        candidate = folder / (f"{stem}.toml" if n == 1 else f"{stem}-{n}.toml")
+        candidate = folder / name(n)
         try:
-            fd = os.open(candidate, flags, 0o644)
+            fd = os.open(candidate, flags, mode)
         except FileExistsError:
             continue
         except OSError as exc:
-            raise ApplyError(f"{candidate}: cannot create it ({exc.strerror or exc})") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            raise ApplyError(f"{candidate}: cannot create it ({exc.strerror or exc}); copy the file to a folder "
+                             "you can write and run that copy") from None
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
         return candidate
-    raise ApplyError(f"{folder}: {MAX_NAMES} names {stem}[-N].toml are taken; remove old fixes")
+    raise ApplyError(f"{folder}: {MAX_NAMES} names like {name(1)} are taken; remove old fixes")
 
 
 def _header(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
@@ -97,20 +113,30 @@ def _header(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
 def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait_s: float = 180.0) -> RunDir:
     """Stop `run` if it still trains, then start `recipe`: from the last checkpoint, or from step 0 when
     the run had finished (a finished run's last checkpoint is its end: resuming it would train past
-    max_steps). Returns the new run."""
+    max_steps). A watched command is run again with `recipe` (its fixed config) instead. Returns the new
+    run."""
     from loratui.supervisor.launch import start_run
 
     check_owner(run)
-    if not _ended(run):
-        send("stop")
-        deadline = time.monotonic() + wait_s
-        while not _ended(run) and time.monotonic() < deadline:
-            time.sleep(0.5)
+    if run.read_settings().command:  # a watched command: the same command line with the fixed config
+        from loratui.supervisor.config_fix import restart_command
+
+        return restart_command(run, recipe, env, send, wait_s)
+    stop_and_wait(run, send, wait_s)
     settings = run.read_settings()
     resume = None if final_state(run) == events.FINISHED else latest_checkpoint(run.checkpoints)
     return start_run(recipe, run.path.parent, settings.name, settings.model_path, settings.max_steps,
                      resume_from=resume, env={**carried_env(settings.env), **carried_env(env)},
                      alert_url=alerts.saved_target(run))  # the new run alerts where this one did
+
+
+def stop_and_wait(run: RunDir, send: Any, wait_s: float) -> None:
+    """Ask a run that still trains to stop, and wait (up to `wait_s`) for its end."""
+    if not _ended(run):
+        send("stop")
+        deadline = time.monotonic() + wait_s
+        while not _ended(run) and time.monotonic() < deadline:
+            time.sleep(0.5)
 
 
 def final_state(run: RunDir) -> str | None:

@@ -7,6 +7,7 @@ advice are the same in all three.
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from textual.widgets import Footer
 
 from loratui import events
 from loratui.errors import ApplyError
+from loratui.logic import command_keys
 from loratui.logic.advice import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe
@@ -283,9 +285,10 @@ class LoratuiApp(App[str]):
         if action in ("stop", "detach"):
             return self.send is not None and self.run_state.state in CONTROL_ACTIONS["stop"]
         if action == "apply_advice":
-            # `A` rewrites a recipe; a watched command has none it could rewrite safely.
-            return self.actions is not None and self.advisor is not None and not self.run_state.command and any(
-                item.change for item in self.advisor.items())
+            # `A` rewrites a recipe, or a watched command's LLaMA-Factory/axolotl YAML config: only advice with
+            # a fix it can write (a plain script has neither, so nothing there).
+            return self.actions is not None and self.advisor is not None and any(
+                item.fix for item in self.advisor.items())
         return True
 
     def action_control(self, command: str) -> None:
@@ -354,13 +357,17 @@ class LoratuiApp(App[str]):
     def action_apply_advice(self) -> None:
         """Write the highlighted advice's change into a new recipe and offer to restart with it."""
         panel = self.query_one(AdvicePanel)
-        items = [item for item in panel.items if item.change]
+        items = [item for item in panel.items if item.fix]
         if self.actions is None or not items:
             return
         index = panel.highlighted if panel.highlighted is not None else 0
-        item = panel.items[index] if index < len(panel.items) and panel.items[index].change else items[0]
+        chosen = panel.items[index] if index < len(panel.items) else None
+        if chosen is not None and chosen.no_fix:  # the highlighted advice has a change `A` cannot write
+            self.say(chosen.no_fix, severity="warning", timeout=8)
+            return
+        item = chosen if chosen is not None and chosen.fix else items[0]
         try:
-            path, env = self.actions.write_fix(item.id, item.change)
+            path, env = self.actions.write_fix(item.id, item.fix)
         except ApplyError as exc:
             self.say(str(exc), severity="error")
             return
@@ -370,6 +377,9 @@ class LoratuiApp(App[str]):
     def _restart(self, answer: str | None, path: Path, env: dict[str, str]) -> None:
         if answer == "restart":
             self._restart_worker(path, env)
+        elif self.run_state.command:  # a fixed config: the same command line with the copy's path
+            again = shlex.join(command_keys.with_config(self.run_state.command, str(path)))
+            self.say(f"wrote {path}; start it with `loratui run -- {again}`", timeout=8)
         else:
             self.say(f"wrote {path}; start it with `loratui run {path}`", timeout=8)
 

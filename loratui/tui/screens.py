@@ -58,15 +58,16 @@ def stop_choice() -> Choice:
 def restart_choice(path: Any, item: Any, env: dict[str, str] | None = None, finished: bool = False) -> Choice:
     """A: the changed recipe is written; restart with it? Every change the new run gets is listed: the
     recipe keys and the whole environment the new trainer will have from loratui."""
+    what = "recipe" if str(path).endswith(".toml") else "config"  # a watched command's fixed YAML config
     keys = {k: v for k, v in item.change.items() if not k.startswith("env.")}
-    lines = [f"Wrote {inert(str(path))}", "", "Recipe changes:"]
+    lines = [f"Wrote {inert(str(path))}", "", f"{what.capitalize()} changes:"]
     lines += [f"  {line}" for line in inert(change_text(keys)).splitlines()] or ["  (none)"]
     lines += ["Environment for the new trainer:"]
     lines += [f"  {inert(f'{key}={value}', newlines=False)}" for key, value in sorted((env or {}).items())] or ["  (nothing added)"]
     if finished:
-        lines += ["", "This run has finished: start a NEW run from step 0 with the new recipe?"]
+        lines += ["", f"This run has finished: start a NEW run from step 0 with the new {what}?"]
     else:
-        lines += ["", "Stop this run (if it still trains) and restart from its last checkpoint with the new recipe?"]
+        lines += ["", f"Stop this run (if it still trains) and restart from its last checkpoint with the new {what}?"]
     return Choice("\n".join(lines), [("restart", "Restart", "y"), ("later", "Not now", "n")])
 
 
@@ -83,8 +84,9 @@ loratui — keys (↑/↓ scroll this page; escape closes it)
   l  show/hide the trainer's output
   t  loss ↔ learning rate / grad norm
   a  focus the advice panel (enter: evidence)
-  A  apply the highlighted advice: a new recipe beside
-     the old one, restart from the last checkpoint
+  A  apply the highlighted advice: a new recipe (or
+     YAML config) beside the old one, restart from the
+     last checkpoint
   k  every rank's thread stacks (where a hung run
      waits), recorded in the log
   ?  this help
@@ -121,5 +123,7 @@ def evidence_screen(item: Any) -> TextScreen:
     lines += [f"  • {line}" for line in item.evidence]
     if item.change:
         lines += ["", "Suggested change:"] + [f"  {line}" for line in change_text(item.change).splitlines()]
+    if getattr(item, "no_fix", ""):
+        lines += ["", item.no_fix]
     lines += ["", "escape: close"]
     return TextScreen(inert("\n".join(lines)), markup=False)  # evidence quotes the run's own output

@@ -74,4 +74,6 @@ def _render(item: Any) -> Text:
     text.append(inert(item.title, newlines=False), style="bold")  # a title may quote the run's output
     if item.change:
         text.append("\n  → " + inert(change_text(item.change)).replace("\n", "\n    "), style="green")
+    if item.no_fix:  # why `A` does not write this one (a key the user's tool does not have)
+        text.append("\n  " + inert(item.no_fix, newlines=False), style="dim")
     return text
