@@ -60,7 +60,7 @@ def one_round(runs: Path) -> dict[str, object]:
     paused = cli("pause", "--runs-dir", str(runs)).returncode == 0 and wait(
         lambda: any(e["state"] == "paused" for e in kinds(run, "state")), 120)
     resumed = cli("resume", "--runs-dir", str(runs)).returncode == 0
-    ended = wait(lambda: kinds(run, "end"), 300)
+    wait(lambda: kinds(run, "end"), 300)
     end = kinds(run, "end")
     listed = cli("ls", "--runs-dir", str(runs)).stdout
     viewer.kill()
