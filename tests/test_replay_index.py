@@ -115,11 +115,13 @@ def test_the_index_is_saved_reused_and_extended(tmp_path: Path) -> None:
     first.update()
     assert idx_path(path).is_file() and oct(idx_path(path).stat().st_mode & 0o777) == "0o600"
     again = IndexedLog.of_file(path)
+    assert again.n_events == 0 and again.loading  # loaded by the first update, not before the first frame
+    assert again.load_saved() and not again.loading
     assert again.n_events == 1000 and again.index.end_pos == path.stat().st_size  # nothing to read again
     with open(path, "ab") as out:  # the run went on
         out.write(b"".join(events.encode(e) for e in found[1000:]))
     grown = IndexedLog.of_file(path)
-    assert grown.n_events == 1000
+    assert grown.load_saved() and grown.n_events == 1000
     grown.update()
     assert grown.n_events == len(found)
     assert _ids(grown.fold_at(len(found))[1]) == _ids(Advisor().feed_all(found))
@@ -130,10 +132,10 @@ def test_a_rewritten_log_or_another_recipe_gets_a_new_index(tmp_path: Path) -> N
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"".join(events.encode(e) for e in _found()))
     IndexedLog.of_file(path).update()
-    assert IndexedLog.of_file(path).n_events > 0
-    assert IndexedLog.of_file(path, recipe=object()).n_events == 0  # advice depends on the recipe
+    assert IndexedLog.of_file(path).load_saved()
+    assert not IndexedLog.of_file(path, recipe=object()).load_saved()  # advice depends on the recipe
     path.write_bytes(b"".join(events.encode(e) for e in scenarios.run(5)))
-    assert IndexedLog.of_file(path).n_events == 0
+    assert not IndexedLog.of_file(path).load_saved()
 
 
 def test_an_index_others_may_write_or_naming_foreign_code_is_not_loaded(tmp_path: Path) -> None:

@@ -6,10 +6,13 @@ and time; the events of note and the first event of each step; and every `spacin
 the `RunState` and the `Advisor` folded up to there. A reader decodes only the blocks it shows; a seek
 folds from the nearest checkpoint (at most `spacing` events), never from the first event.
 
-The index of a file is saved as `events.idx` beside it (or nowhere, when the folder is not writable) and
-reused while the log's first bytes, the recipe and the index format agree; a log that grew is indexed
-from where the saved index ends. It is a pickle, so it is read only when the current user owns it and
-nobody else may write it, and only loratui's own classes may be named in it.
+The index of a file is saved as `events.idx` beside it (or nowhere, when the folder is not writable),
+atomically (a temp file, fsync, rename), and reused while the log's first bytes, the recipe and the index
+format agree and the log still holds, byte for byte, the lines the index ends with; a log that grew is
+indexed from where the saved index ends, any other is indexed anew. A loratui run's supervisor keeps it
+current while the run goes (`sources/indexer.py`). It is loaded by the first `update`, never by `of_file`,
+so a viewer's first frame does not wait for it. It is a pickle, so it is read only when the current user
+owns it and nobody else may write it, and only loratui's own classes may be named in it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ CHECKPOINTS = 256
 MIN_SPACING = 2048
 """...but never more than one per this many events: a seek folds at most this many (~20 ms)."""
 HEAD_BYTES = 1 << 16
+FOLLOW_SAVE_GROWTH = 0.1
+FOLLOW_SAVE_BYTES = 8 << 20
+"""A follower saves the index when the log grew by this share and this many bytes since the last save: ~50
+saves from 8 MiB to 1 GB, costing ~10 final saves in all; a replay after a crash extends at most that."""
+END_BYTES = 1 << 12
+"""The log's bytes before the index's end that a saved index must still find there."""
 
 
 @dataclass
@@ -80,6 +89,8 @@ class LogIndex:
     skipped: int = 0
     unknown: int = 0
     malformed: int = 0
+    end_digest: str = ""
+    """The hash of the log's `END_BYTES` before `end_pos` when saved (`fits` checks the log still has them)."""
 
     def notes_text(self, torn: bool = False) -> str:
         """What could not be read, as `LogContents.notes` says it."""
@@ -222,16 +233,25 @@ class Builder:
         self.advisor = advisor_from(tail.advisor, recipe) if tail else Advisor(recipe)
         self._last_cp = index.checkpoints[-1].index if index.checkpoints else -index.spacing
 
-    def run(self, stop: threading.Event | None = None) -> bool:
-        """Index every whole line not yet indexed; False when `stop` was set on the way."""
+    def run(self, stop: threading.Event | None = None, tail: bool = True) -> bool:
+        """Index every whole line not yet indexed; False when `stop` was set on the way. `tail`: leave the
+        fold of every event as the index's tail (a seek to the end starts there)."""
         index = self.index
         with gc_paused():
             for pos, found, end in self.source.blocks(index.end_pos, self.tally):
                 if stop is not None and stop.is_set():
                     return False
                 self._block(pos, found, end)
-            index.tail = self._checkpoint(len(index.block_first))
+            if tail:
+                index.tail = self.tail()
         return True
+
+    def tail(self) -> Checkpoint:
+        """The fold of every event indexed so far (reused while nothing was indexed since)."""
+        tail = self.index.tail
+        if tail is not None and tail.index == self.index.n_events:
+            return tail
+        return self._checkpoint(len(self.index.block_first))
 
     def _block(self, pos: int, found: list[Any], end: int) -> None:
         index = self.index
@@ -239,6 +259,11 @@ class Builder:
         if n - self._last_cp >= index.spacing:
             index.checkpoints.append(self._checkpoint(len(index.block_first)))
             self._last_cp = n
+            if len(index.checkpoints) > 2 * CHECKPOINTS:
+                # A log indexed while it grew (a follower) began with the spacing of a small log: thin
+                # the checkpoints to every other one, keeping the index's size bounded whatever the length.
+                index.checkpoints = index.checkpoints[::2]
+                index.spacing *= 2
         if found:
             first_t = max(index.last_t, found[0].t)
             index.block_first.append(n)
@@ -299,6 +324,15 @@ class IndexedLog:
         """Times read from the file's ends at open, for the clock while the index is being built."""
         self.cache_path: Path | None = None
         """Where the index is saved when it grows (None: kept in memory only)."""
+        self.loading = False
+        """A saved index waits to be loaded by the first `update` (the first frame does not wait for it)."""
+        self.follower = False
+        """Updated every few seconds while the log grows (the supervisor's indexer, a viewer of a live run):
+        then an update refreshes no tail checkpoint and saves only when the log grew by `FOLLOW_SAVE_GROWTH`
+        (a 1 GB log's index is ~60 MB: saving it, or folding a tail, every few seconds would cost more than
+        folding the events); `save` at the end saves the rest. A one-shot reader saves whenever it grew."""
+        self._saved_end = 0
+        self._builder: Builder | None = None
         self._cache: OrderedDict[int, list[Any]] = OrderedDict()
         self._changed = threading.Condition()
         self._lock = threading.Lock()  # one builder at a time
@@ -315,13 +349,11 @@ class IndexedLog:
 
     @classmethod
     def of_file(cls, path: Path, recipe: Any = None, cache: bool = True) -> "IndexedLog":
-        """The log at `path` with its saved index, if one fits (not yet updated: call `update`)."""
+        """The log at `path`; its saved index, if one fits, is loaded by the first `update`."""
         source = FileBlocks(path)
-        saved = load_index(idx_path(path), index_key(path, recipe), recipe) if cache else None
-        if saved is not None and (saved.end_pos > source.size() or not _ends_line(path, saved.end_pos)):
-            saved = None  # the log was rewritten or truncated
-        log = cls(source, recipe, index=saved)
+        log = cls(source, recipe)
         log.cache_path = idx_path(path) if cache else None
+        log.loading = cache
         # The clock starts at the first event and the position shows out of the last, before indexing.
         first = source.first_event()
         log.first_t = first.t if first is not None else None
@@ -329,17 +361,58 @@ class IndexedLog:
         return log
 
     def update(self, stop: threading.Event | None = None) -> bool:
-        """Index what was appended since; True when it reached the end. Saves the index when it grew."""
+        """Index what was appended since (after loading the saved index); True when it reached the end.
+        Saves the index when it grew (a follower: when it grew enough)."""
         with self._lock:
-            before = self.index.end_pos
-            done = Builder(self.index, self.source, self.recipe).run(stop)
+            self._load_saved()
+            if self._builder is None or self._builder.index is not self.index:
+                self._builder = Builder(self.index, self.source, self.recipe)
+            done = self._builder.run(stop, tail=not self.follower)
         self.complete = done
         with self._changed:
             self._changed.notify_all()
-        if done and self.index.end_pos != before and self.cache_path is not None:
-            self.index.key = index_key(self.source.path, self.recipe)
-            save_index(self.cache_path, self.index, self.recipe)
+        grown = self.index.end_pos - self._saved_end
+        enough = max(FOLLOW_SAVE_BYTES, FOLLOW_SAVE_GROWTH * self.index.end_pos) if self.follower else 1
+        if done and grown >= enough:
+            self.save()
         return done
+
+    def save(self) -> bool:
+        """Save the index beside the log if it holds more than the saved one; True when written."""
+        with self._lock:
+            index, path = self.index, getattr(self.source, "path", None)
+            if self.cache_path is None or path is None or index.end_pos == self._saved_end:
+                return False
+            if self._builder is not None and self._builder.index is index:
+                index.tail = self._builder.tail()  # a follower's tail lags: an extension resumes from it
+            index.key = index_key(path, self.recipe)
+            index.end_digest = end_digest(path, index.end_pos)
+            if not save_index(self.cache_path, index, self.recipe):
+                return False
+            self._saved_end = index.end_pos
+            return True
+
+    def load_saved(self) -> bool:
+        """Take the saved index if it fits the log (what the first `update` does first); True if taken."""
+        with self._lock:
+            return self._load_saved()
+
+    def _load_saved(self) -> bool:
+        if not self.loading:
+            return False
+        try:
+            path = self.source.path
+            saved = load_index(self.cache_path, index_key(path, self.recipe), self.recipe)  # type: ignore[arg-type]
+            if saved is None or not fits(path, saved):
+                return False
+            with self._read_lock:  # readers of the (still empty) index see the whole one next
+                self.index, self._saved_end = saved, saved.end_pos
+                self._cache.clear()
+            with self._changed:
+                self._changed.notify_all()
+            return True
+        finally:
+            self.loading = False
 
     def wait_for(self, n: int, timeout: float | None = None) -> bool:
         """Block until `n` events are indexed (or the index is complete); True when they are."""
@@ -455,13 +528,22 @@ class IndexedLog:
         return state, advisor
 
 
-def _ends_line(path: Path, pos: int) -> bool:
-    """Whether the byte before `pos` is a newline (an index may resume there)."""
-    if pos == 0:
-        return True
+def fits(path: Path, saved: LogIndex) -> bool:
+    """Whether the log still holds what `saved` indexed: as long, and the same bytes where it ends (a log
+    truncated, rewritten or replaced under the same first bytes gets a new index, never wrong answers)."""
+    try:
+        return (saved.end_pos <= FileBlocks(path).size() and saved.end_digest != ""
+                and saved.end_digest == end_digest(path, saved.end_pos))
+    except OSError:
+        return False
+
+
+def end_digest(path: Path, end: int) -> str:
+    """The hash of the log's bytes before `end` (at most `END_BYTES`, the last of them a newline)."""
     with open(path, "rb") as handle:
-        handle.seek(pos - 1)
-        return handle.read(1) == b"\n"
+        handle.seek(max(0, end - END_BYTES))
+        data = handle.read(min(end, END_BYTES))
+    return hashlib.sha256(data).hexdigest() if data.endswith(b"\n") or end == 0 else ""
 
 
 # -- the cache file -------------------------------------------------------------------------------
@@ -481,11 +563,13 @@ def index_key(path: Path, recipe: Any) -> tuple[Any, ...]:
 
 def save_index(path: Path, index: LogIndex, recipe: Any) -> bool:
     """Write the index (atomically, 0600); False when the folder is not writable."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as handle:
             _Pickler(handle, recipe).dump(index)  # type: ignore[arg-type]
+            handle.flush()
+            os.fsync(handle.fileno())  # a crash after the rename finds the whole file, never a hole
         os.replace(tmp, path)
         return True
     except OSError:

@@ -109,6 +109,18 @@ class Replay:
     def done(self) -> bool:
         return self.cursor >= self.n_events and self.log.complete
 
+    def head(self) -> list[Any]:
+        """The log's first event (its header), delivered before the index is loaded or built: moves the
+        cursor past it, so the clock's first tick goes on from there. [] when it is already known."""
+        first = getattr(self.log.source, "first_event", None)
+        if self.cursor or first is None:
+            return []
+        found = first()
+        if found is None:
+            return []
+        self.cursor = 1
+        return [found]
+
     def read(self, start: int, end: int) -> list[Any]:
         """Events [start, end)."""
         return self.log.read(start, end)

@@ -35,6 +35,8 @@ from loratui.units import to_gib
 
 STOP_GRACE_S = 60.0
 """How long a stopping trainer may take to reach a step boundary before it is terminated."""
+INDEXER_WAIT_S = 60.0
+"""How long the supervisor waits, after the end event, for the indexer to save the log's whole index."""
 
 
 class Supervisor:
@@ -79,6 +81,7 @@ class Supervisor:
         threading.Thread(target=control.serve, args=(server, self._handle), daemon=True).start()
         self._write_header()
         self.unattended.announce()
+        indexer = start_indexer(self.run)
         sampler = self._start_sampler()
         stop_status = threading.Event()
         threading.Thread(target=self._keep_status, args=(stop_status,), daemon=True).start()
@@ -94,6 +97,7 @@ class Supervisor:
             for path in (self.run.control, self.run.pidfile):
                 path.unlink(missing_ok=True)
             self.log.close()
+            finish_indexer(indexer)
         return 0 if final == events.FINISHED else 1
 
     def _drive(self) -> str:
@@ -401,6 +405,30 @@ def trainer_command(run: RunDir, recipe: Recipe, probe: GpuProbe | None, resume_
     # torchrun stops every rank when one fails, so no orphan rank keeps holding a GPU.
     return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={n}", "--master_addr=127.0.0.1",
             f"--master_port={free_port()}", *command]
+
+
+def start_indexer(run: RunDir) -> subprocess.Popen[bytes] | None:
+    """`python -m loratui.sources.indexer RUN`: keeps events.idx current while the run goes, so a replay of
+    even a 1 GB log never folds it all first. Its stdin is its lifeline: closed at the end (or by our
+    death), it indexes the rest, saves and exits. None when it cannot start (a replay then indexes)."""
+    try:
+        return subprocess.Popen([sys.executable, "-m", "loratui.sources.indexer", str(run.path)],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True)
+    except OSError:
+        return None
+
+
+def finish_indexer(indexer: subprocess.Popen[bytes] | None) -> None:
+    """Tell the indexer the log is complete, and give it time to save (the end event is already written:
+    no view waits for this)."""
+    if indexer is None:
+        return
+    try:
+        if indexer.stdin is not None:
+            indexer.stdin.close()
+        indexer.wait(timeout=INDEXER_WAIT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # it goes on alone and saves when done
 
 
 def free_port() -> int:

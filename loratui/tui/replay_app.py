@@ -1,8 +1,8 @@
 """The app in replay: the same panes and advice, fed by a virtual clock over a recorded log.
 
 The threading rule is the live path's: workers compute and post, handlers on the event loop apply. The
-index worker reads the log (a 1 GB log is indexed behind the first frame, and a run still being written is
-followed); the seek worker folds state and advice at the target from the nearest checkpoint and posts
+first frame shows the log's header; the index worker then loads the saved index (60 MB for a 1 GB log) or
+builds one, and follows a run still being written; the seek worker folds state and advice at the target from the nearest checkpoint and posts
 `Moved`; only the handler moves the cursor and swaps the panes' state.
 """
 
@@ -85,7 +85,12 @@ class ReplayApp(LoratuiApp):
         if self.compare is not None:
             self.query_one(LossPlot).compare = self.compare
             self.query_one(VramPane).compare = self.compare
+        head = self.replay.head()
+        if head:  # the header at the first frame (name, GPUs); the index loads or builds behind it
+            self.post_message(EventsArrived(head, self.note))
         if not self.replay.log.complete:
+            if self.follow:
+                self.replay.log.follower = True  # saved now and then: its supervisor's indexer saves too
             self._index()
         if self.start_step is not None:
             self._seek("step", self.start_step, play=True)
@@ -113,7 +118,9 @@ class ReplayApp(LoratuiApp):
         total = self.replay.end_t - self.replay.start_t
         mark = "▶" if clock.playing else "❚❚"
         extra = f"REPLAY {mark} x{clock.speed:g} {fmt.duration(position)}/{fmt.duration(total)}"
-        if not log.complete and not self.follow:
+        if log.loading:
+            extra += " (loading the index)"
+        elif not log.complete and not self.follow:
             extra += f" (indexing {log.index.end_pos / max(1, log.source.size()):.0%})"
         return f"{extra}  {self.note}" if self.note else extra
 
