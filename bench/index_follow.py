@@ -73,7 +73,9 @@ def main() -> None:
           f"save_cpu_s={sum(saves):.1f} last_save_s={saves[-1]:.2f} end_s={end_cost:.2f} "
           f"idx_mb={idx_path(path).stat().st_size / 1e6:.1f}")
     per_tick = int(size / (HOURS_PER_GB * size / 1e9 * 3600 / indexer.INTERVAL_S))
-    tail = args.log.read_bytes()[-200 * per_tick:]
+    with open(args.log, "rb") as src:
+        src.seek(max(0, size - 200 * per_tick))
+        tail = src.read()
     tail = tail[tail.index(b"\n") + 1:]
     costs = []
     with open(path, "ab") as out:
@@ -89,7 +91,7 @@ def main() -> None:
     ticks_per_gb = HOURS_PER_GB * 3600 / indexer.INTERVAL_S
     median = statistics.median(costs)
     print(f"TICK bytes={per_tick} median_ms={median * 1e3:.2f} max_ms={max(costs) * 1e3:.1f} "
-          f"ticks_per_gb={ticks_per_gb:.0f} fixed_cpu_s_per_gb={median * ticks_per_gb:.0f}")
+          f"ticks_per_gb={ticks_per_gb:.0f} cpu_s_per_gb_at_ticks={median * ticks_per_gb:.0f}")
     print(f"RSS peak_mib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
 
 

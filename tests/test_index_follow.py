@@ -3,10 +3,12 @@ replay app's first frame does not wait for a saved index to load."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -188,3 +190,15 @@ async def test_the_first_frame_does_not_wait_for_the_saved_index(tmp_path: Path,
             await pilot.pause(0.02)
         assert _same(app.run_state, _fresh(path)[0])  # the seek is right once the index is in
     assert order == ["first frame", "index loaded"]
+
+
+def test_a_save_sweeps_the_temp_file_a_killed_writer_left(tmp_path: Path) -> None:
+    path = _log(tmp_path)
+    left = tmp_path / ".events.idx.999999.1.tmp"
+    fresh = tmp_path / ".events.idx.999998.1.tmp"  # another writer's, being filled now
+    left.write_bytes(b"half an index")
+    fresh.write_bytes(b"a quarter")
+    old = time.time() - 2 * logindex.STALE_TMP_S
+    os.utime(left, (old, old))
+    IndexedLog.of_file(path).update()
+    assert not left.exists() and fresh.exists() and idx_path(path).is_file()
