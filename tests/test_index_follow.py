@@ -118,6 +118,29 @@ def test_a_follower_saves_when_the_log_grew_enough_and_at_the_end(tmp_path: Path
     assert again.load_saved() and again.index.end_pos == small and again.index.tail.index == again.n_events
 
 
+def test_a_followed_log_keeps_its_checkpoints_few_and_right(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logindex, "CHECKPOINTS", 4)  # a followed log starts small: spacing of a small log
+    monkeypatch.setattr(logindex, "MIN_SPACING", 64)
+    path = _log(tmp_path)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:whole.index(b"\n", 4000) + 1])
+    log = IndexedLog.of_file(path, cache=False)
+    log.follower = True
+    first_spacing = log.index.spacing
+    with open(path, "ab") as out:
+        for start in range(path.stat().st_size, len(whole), 20000):
+            out.write(whole[start:start + 20000])
+            out.flush()
+            log.update()
+    log.update()
+    assert log.index.end_pos == len(whole) and log.index.spacing > first_spacing
+    assert len(log.index.checkpoints) <= 2 * 4 + 1  # thinned as it grew, not one per 64 events
+    found = read_log(path).events
+    for count in (len(found), len(found) // 3, 65, 0):
+        assert _same(log.fold_at(count)[0], RunState().feed_all(found[:count])), count
+
+
 def _pad_to(end: int, start: int, t: float) -> bytes:
     """One output line that ends exactly at byte `end` when written at byte `start`."""
     line = events.encode(events.Output(t=t, stream="stdout", lines=[""]))

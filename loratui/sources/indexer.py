@@ -10,7 +10,7 @@ extends the saved index by at most a tenth of the log.
 
 A process of its own, at a lower priority, rather than a thread of the supervisor: the supervisor's
 threads (the sampler, the event writer, the control socket) never wait for its GIL, and its memory (the
-folded curves of a long run, ~400 MiB at 1 GB of log) is never the owner's.
+folded curves of a long run, ~650 MiB at 1 GB of log) is never the owner's.
 """
 
 from __future__ import annotations
