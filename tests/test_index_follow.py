@@ -191,14 +191,14 @@ async def test_the_first_frame_does_not_wait_for_the_saved_index(tmp_path: Path,
     real = logindex.load_index
 
     def slow_load(*args: Any) -> Any:  # a 60 MB index on a busy machine
-        release.wait(10)
+        release.wait(60)  # released once the first frame is seen (without the fix: never, until this)
         order.append("index loaded")
         return real(*args)
 
     monkeypatch.setattr(logindex, "load_index", slow_load)
     app = replay_app(IndexedLog.of_file(path), None, "huge", speed=10)
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(200):
+        for _ in range(1500):  # bounded polls, not a timing: the loop ends when the header is shown
             if app.run_state.run_id:
                 break
             await pilot.pause(0.02)
@@ -207,7 +207,7 @@ async def test_the_first_frame_does_not_wait_for_the_saved_index(tmp_path: Path,
         assert "loading the index" in app.status_extra()
         release.set()
         await pilot.press("G")
-        for _ in range(500):
+        for _ in range(3000):
             if app.run_state.end is not None:
                 break
             await pilot.pause(0.02)
