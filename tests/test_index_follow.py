@@ -19,9 +19,9 @@ from loratui import events, rundir
 from loratui.eventlog import read_log
 from loratui.logic.advice import Advisor
 from loratui.logic.runstate import RunState
+from loratui.recipe import WATCHED
 from loratui.sources import indexer, logindex
 from loratui.sources.logindex import IndexedLog, idx_path
-from loratui.recipe import WATCHED
 from loratui.supervisor.owner import Supervisor
 from loratui.tui.replay_app import replay_app
 from tests import scenarios
