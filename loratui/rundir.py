@@ -17,7 +17,7 @@ runs/<run-id>/ (mode 0700) holds:
   checkpoints/saved/   checkpoints saved on request, kept out of save_total_limit's rotation
 
 Kept outside it: where the run's alerts go (`--notify URL`, or `[alerts] url_env` read at launch), a secret,
-in the user's state directory (`RunDir.alerts`), so a run directory copied into a bug report or shared with
+in the user's state directory (`RunDir.alerts`, see userstate.py), so a run directory copied into a bug report or shared with
 a colleague never carries it.
 """
 
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
-import platformdirs
 import psutil
 
 from loratui.recipe import Recipe, RecipeError, load_recipe
+from loratui.userstate import state_dir
 
 SUSPEND_EXIT = 75
 """The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable (trainer → supervisor)."""
@@ -127,7 +127,7 @@ class RunDir:
         resume, a restart): in the user's state directory (XDG_STATE_HOME), named by a hash of the run
         directory's real path, never inside the run directory."""
         key = hashlib.sha256(os.fsencode(self.path.resolve())).hexdigest()[:32]
-        return platformdirs.user_state_path("loratui") / "alerts" / f"{key}.json"
+        return state_dir() / "alerts" / f"{key}.json"
 
     @property
     def checkpoints(self) -> Path:

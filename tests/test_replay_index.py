@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import stat
 import sys
 import tracemalloc
 from pathlib import Path
@@ -156,3 +157,27 @@ def test_an_index_others_may_write_or_naming_foreign_code_is_not_loaded(tmp_path
     idx.write_bytes(pickle.dumps(Evil()))
     idx.chmod(0o600)
     assert load_index(idx, key, None) is None and not marker.exists()
+
+
+def test_an_index_this_user_did_not_sign_is_never_unpickled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run directory from a colleague's tarball unpacks as files we own: its events.idx (a pickle) must be
+    signed by our own key to be read at all, or a crafted one would run code on `loratui replay`."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(events.encode(e) for e in scenarios.run(5)))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "theirs"))
+    IndexedLog.of_file(path).update()  # written and signed by "them"
+    idx, key = idx_path(path), logindex.index_key(path, None)
+    assert load_index(idx, key, None) is not None and oct(stat.S_IMODE((tmp_path / "theirs" / "loratui" /
+                                                                          "signing.key").stat().st_mode)) == "0o600"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "ours"))
+    unpickled: list[bool] = []
+    monkeypatch.setattr(logindex._Unpickler, "load", lambda self: unpickled.append(True))
+    assert load_index(idx, key, None) is None and unpickled == []
+    data = idx.read_bytes()  # our key, their payload: a tag copied from elsewhere does not fit
+    idx.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    assert load_index(idx, key, None) is None and unpickled == []
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "ours"))
+    log = IndexedLog.of_file(path)
+    log.update()  # rebuilt, and now ours
+    assert load_index(idx, key, None) is not None

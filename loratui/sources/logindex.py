@@ -11,14 +11,17 @@ atomically (a temp file, fsync, rename), and reused while the log's first bytes,
 format agree and the log still holds, byte for byte, the lines the index ends with; a log that grew is
 indexed from where the saved index ends, any other is indexed anew. A loratui run's supervisor keeps it
 current while the run goes (`sources/indexer.py`). It is loaded by the first `update`, never by `of_file`,
-so a viewer's first frame does not wait for it. It is a pickle, so it is read only when the current user
-owns it and nobody else may write it, and only loratui's own classes may be named in it.
+so a viewer's first frame does not wait for it. It is a pickle, so it is unpickled only when it carries the
+HMAC of this user's signing key (userstate.py): run directories travel (a colleague's tarball unpacks as
+files you own), and an index from anywhere else is rebuilt, never loaded. Besides, the file must be ours
+and unwritable by others, and only loratui's own classes may be named in it.
 """
 
 from __future__ import annotations
 
 import bisect
 import hashlib
+import hmac
 import io
 import math
 import os
@@ -36,6 +39,7 @@ from loratui import eventlog, events
 from loratui.logic.advice import Advisor
 from loratui.logic.runstate import RunState
 from loratui.sources.snapshot import freeze, gc_paused, is_of_note, thaw
+from loratui.userstate import new_signer
 
 FORMAT = 2
 """Bump when the index's layout (or RunState/Advisor's fields) change: older files are then rebuilt."""
@@ -566,11 +570,17 @@ def save_index(path: Path, index: LogIndex) -> bool:
     """Write the index (atomically, 0600); False when the folder is not writable."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
+        signer = new_signer()
+        if signer is None:  # nothing to sign with: an index we could not trust again is not worth writing
+            return False
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as handle:
+            handle.write(SIGNED_MAGIC + bytes(signer.digest_size))  # the tag is filled in once it is known
             # The plain (C) pickler: the index holds no recipe (advisors are pickled apart, without it), and
             # a `persistent_id` hook, called for every object, made a 1 GB log's save 2.4x slower (3.1 s).
-            pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(index, _Signing(handle, signer), protocol=pickle.HIGHEST_PROTOCOL)
+            handle.seek(len(SIGNED_MAGIC))
+            handle.write(signer.digest())
             handle.flush()
             os.fsync(handle.fileno())  # a crash after the rename finds the whole file, never a hole
         os.replace(tmp, path)
@@ -595,8 +605,34 @@ def _sweep(path: Path) -> None:
             pass
 
 
+SIGNED_MAGIC = b"loratui-index-hmac-sha256\n"
+
+
+class _Signing:
+    """A file the pickler writes through, feeding each chunk to the HMAC on the way."""
+
+    def __init__(self, handle: Any, signer: Any) -> None:
+        self._handle, self._signer = handle, signer
+
+    def write(self, data: Any) -> int:
+        self._signer.update(data)
+        return int(self._handle.write(data))
+
+
+def _verified(data: bytes) -> memoryview | None:
+    """The pickle in `data` when this user's key signed it; None for anything else (never unpickled)."""
+    signer = new_signer()
+    start = len(SIGNED_MAGIC) + (signer.digest_size if signer is not None else 0)
+    if signer is None or not data.startswith(SIGNED_MAGIC) or len(data) <= start:
+        return None
+    payload = memoryview(data)[start:]
+    signer.update(payload)
+    return payload if hmac.compare_digest(signer.digest(), data[len(SIGNED_MAGIC):start]) else None
+
+
 def load_index(path: Path, key: tuple[Any, ...], recipe: Any) -> LogIndex | None:
-    """The saved index when it is ours, unwritable by others, loadable and of this key; else None."""
+    """The saved index when this user's loratui signed it, it is ours, unwritable by others, loadable and of
+    this key; else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
@@ -605,10 +641,14 @@ def load_index(path: Path, key: tuple[Any, ...], recipe: Any) -> LogIndex | None
         info = os.fstat(handle.fileno())
         if info.st_uid != os.getuid() or info.st_mode & 0o022:
             return None
-        try:
-            index = _Unpickler(handle, recipe).load()  # type: ignore[arg-type]
-        except Exception:  # a damaged or foreign file is rebuilt, whatever broke in it
-            return None
+        data = handle.read()
+    payload = _verified(data)
+    if payload is None:
+        return None
+    try:
+        index = _Unpickler(io.BytesIO(payload), recipe).load()
+    except Exception:  # a damaged file is rebuilt, whatever broke in it
+        return None
     return index if isinstance(index, LogIndex) and index.key == key else None
 
 

@@ -31,6 +31,7 @@ import msgspec
 
 from loratui.errors import UsageError
 from loratui.rundir import RunDir, write_private
+from loratui.userstate import private_dir
 
 NOTIFY_ENV = "LORATUI_NOTIFY_URL"
 """Where `--notify URL` puts the URL: the supervisor's environment, never a file."""
@@ -183,7 +184,7 @@ def save_target(run: RunDir, url: str) -> None:
     if not url:
         run.alerts.unlink(missing_ok=True)
         return
-    run.alerts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir("alerts")
     write_private(run.alerts, msgspec.json.encode(Target(url)))
 
 

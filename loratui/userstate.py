@@ -1,0 +1,75 @@
+"""The user's own loratui state, outside every run directory: where a run's alerts go, and the key that
+signs the replay indexes this user's loratui wrote.
+
+Run directories travel (copied into bug reports, unpacked from a colleague's tarball, shared on a group
+box), and whatever travels with them is as good as written by a stranger. What must not travel (a webhook
+URL) or must not be trusted when it does (an index, which is a pickle) is decided here, in
+`$XDG_STATE_HOME/loratui` (by default `~/.local/state/loratui`), mode 0700.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+import platformdirs
+
+KEY_BYTES = 32
+
+
+def state_dir() -> Path:
+    """`$XDG_STATE_HOME/loratui` (created 0700 by the writers that need it)."""
+    return platformdirs.user_state_path("loratui")
+
+
+def private_dir(*parts: str) -> Path:
+    """A folder under the state directory, created readable by the user only."""
+    path = state_dir().joinpath(*parts)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+_key_cache: dict[Path, bytes] = {}
+
+
+def signing_key() -> bytes | None:
+    """This user's secret for signing what loratui writes and must trust again later (created once, 0600);
+    None when the state directory cannot be written (then nothing is signed, so nothing is trusted)."""
+    path = state_dir() / "signing.key"
+    if path in _key_cache:
+        return _key_cache[path]
+    try:
+        private_dir()
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            key = _read_key(path)
+        else:
+            key = secrets.token_bytes(KEY_BYTES)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(key)
+    except OSError:
+        return None
+    if key is not None:
+        _key_cache[path] = key
+    return key
+
+
+def _read_key(path: Path) -> bytes | None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        key = handle.read(KEY_BYTES + 1)
+    # Another user's key, or one others may read, signs nothing of ours; a half-written one is not a key.
+    if info.st_uid != os.getuid() or info.st_mode & 0o077 or len(key) != KEY_BYTES:
+        return None
+    return key
+
+
+def new_signer() -> "hmac.HMAC | None":
+    """An HMAC-SHA256 to feed; None when there is no key."""
+    key = signing_key()
+    return hmac.new(key, digestmod=hashlib.sha256) if key is not None else None
