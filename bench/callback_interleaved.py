@@ -37,22 +37,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from gpu_analyse import T95, T975, t_quantile  # noqa: E402  (one t table for every bench analysis)
 
 ABBA = (True, False, False, True)
 """Block b is loratui-on when ABBA[b % 4]."""
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042]
-T95 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771, 1.761,
-       1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701,
-       1.699, 1.697]
-
-
-def t_quantile(df: int, table: list[float], z: float) -> float:
-    """Student's t: the table to df 30, then the Cornish-Fisher expansion (within 0.001 from df 30 on)."""
-    if df <= len(table):
-        return table[df - 1]
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
 # -- the figures (pure: also `--analyse` offline) ---------------------------------------------------------

@@ -237,8 +237,12 @@ T95 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.7
        1.699, 1.697]
 
 
-def t_quantile(df: int, table: list[float], normal: float) -> float:
-    return table[df - 1] if 1 <= df <= len(table) else normal
+def t_quantile(df: int, table: list[float], z: float) -> float:
+    """Student's t: the table to df 30, then the Cornish-Fisher expansion from the normal quantile `z`
+    (within 0.001 from df 30 on)."""
+    if 1 <= df <= len(table):
+        return table[df - 1]
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
 def overhead_arms(outs: list[Path]) -> dict[str, dict[str, list[float]]]:
