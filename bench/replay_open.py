@@ -18,6 +18,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from loratui import events
 from loratui.eventlog import LogTail, LogContents, read_log
@@ -129,14 +130,18 @@ def _seeks(fn, targets: list[int]) -> tuple[list[float], list[float]]:
     return wall, cpu
 
 
+def _folds(found: Any, repeat: int) -> tuple[float, float, Any]:
+    fold_s, _ = _best(lambda: RunState().feed_all(found), repeat)
+    fold_paused_s, final = _best(lambda: _fold_paused(found), repeat)
+    return fold_s, fold_paused_s, final
+
+
 def measure(path: Path, repeat: int, seeks: int) -> dict[str, float]:
     """Every figure of the table, in seconds (seeks: median and max)."""
     read_s, contents = _best(lambda: read_log(path), repeat)
     per_line_s, _ = _best(lambda: _per_line_read(path), repeat)
-    found = contents.events  # type: ignore[attr-defined]
-    fold_s, _ = _best(lambda: RunState().feed_all(found), repeat)
-    fold_paused_s, final = _best(lambda: _fold_paused(found), repeat)
-    del contents, found
+    fold_s, fold_paused_s, final = _folds(contents.events, repeat)  # type: ignore[attr-defined]
+    del contents  # the decoded events go before the index is built, so their memory is not counted twice
     log = IndexedLog.of_file(path, None, cache=False)
     index_s, _ = _best(log.update, 1)  # one streaming pass: blocks, steps, notes, checkpoints
     rng = random.Random(1)
