@@ -21,15 +21,8 @@ KEY_BYTES = 32
 
 
 def state_dir() -> Path:
-    """`$XDG_STATE_HOME/loratui` (created 0700 by the writers that need it)."""
+    """`$XDG_STATE_HOME/loratui` (each writer creates what it writes into, 0700)."""
     return platformdirs.user_state_path("loratui")
-
-
-def private_dir(*parts: str) -> Path:
-    """A folder under the state directory, created readable by the user only."""
-    path = state_dir().joinpath(*parts)
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
 
 
 _key_cache: dict[Path, bytes] = {}
@@ -42,7 +35,7 @@ def signing_key() -> bytes | None:
     if path in _key_cache:
         return _key_cache[path]
     try:
-        private_dir()
+        state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         except FileExistsError:

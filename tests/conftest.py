@@ -15,6 +15,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "recipes" / "tiny.toml"
+SMALL_QWEN2 = {"model_type": "qwen2", "vocab_size": 2048, "hidden_size": 256, "intermediate_size": 768,
+               "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2}
+"""A small but real Qwen2 `config.json`: enough for the estimator, no weights."""
+
+
+def write_model_config(folder: Path, config: dict[str, object] = SMALL_QWEN2) -> Path:
+    """A model folder holding only `config.json`, as `--model-path` would name a downloaded checkpoint."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
 
 
 @pytest.fixture(scope="session", autouse=True)

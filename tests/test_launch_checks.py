@@ -12,7 +12,7 @@ import pytest
 from loratui.logic.lora_targets import module_names, tiny_module_names, unmatched
 from loratui.recipe import RecipeError
 from loratui.supervisor import launch
-from tests.conftest import REPO, loratui
+from tests.conftest import REPO, loratui, write_model_config
 
 DATA = REPO / "recipes" / "data" / "tiny-instructions.jsonl"
 RECIPE = """\
@@ -187,11 +187,7 @@ def test_the_preflight_takes_model_path_for_a_recipe_without_one(tmp_path: Path)
 
     from loratui.commands import launch_checks
 
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({
-        "model_type": "qwen2", "vocab_size": 2048, "hidden_size": 256, "intermediate_size": 768,
-        "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2}))
+    model = write_model_config(tmp_path / "model")
     recipe = _recipe(tmp_path, DATA, **{'path = "loratui:tiny"': ""})
     args = argparse.Namespace(recipe=recipe, model_path=str(model), force=False)
     assert launch_checks.preflight(args) in (True, False)  # answered, not refused for a missing [model] path

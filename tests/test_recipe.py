@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from loratui.recipe import RecipeError, find_key_line, load_recipe
-from tests.conftest import REPO, loratui
+from tests.conftest import REPO, loratui, write_model_config
 
 GOOD = """\
 [model]
@@ -117,15 +117,9 @@ def test_model_path_override_is_applied_before_the_checks() -> None:
 
 
 def test_estimate_takes_model_path_for_a_recipe_without_one(tmp_path: Path) -> None:
-    import json
-
     from loratui.cli import main
 
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({
-        "model_type": "qwen2", "vocab_size": 2048, "hidden_size": 256, "intermediate_size": 768,
-        "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2}))
+    model = write_model_config(tmp_path / "model")
     recipe = tmp_path / "r.toml"
     recipe.write_text(_good(**{'path = "loratui:tiny"': ""}))
     assert main(["estimate", str(recipe), "--model-path", str(model), "--json"]) in (0, 1)

@@ -12,11 +12,9 @@ import pytest
 from loratui import events
 from loratui.logic.estimate import CONTEXT_GIB, estimate
 from loratui.recipe import load_recipe
-from tests.conftest import TINY
+from tests.conftest import SMALL_QWEN2, TINY
 
-CONFIG = {"model_type": "qwen2", "vocab_size": 2048, "hidden_size": 256, "intermediate_size": 768,
-          "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-          "tie_word_embeddings": True}
+CONFIG = {**SMALL_QWEN2, "tie_word_embeddings": True}
 
 
 def test_cpu_estimate_has_no_cuda_context() -> None:

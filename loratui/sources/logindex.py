@@ -622,8 +622,10 @@ class _Signing:
 def _verified(data: bytes) -> memoryview | None:
     """The pickle in `data` when this user's key signed it; None for anything else (never unpickled)."""
     signer = new_signer()
-    start = len(SIGNED_MAGIC) + (signer.digest_size if signer is not None else 0)
-    if signer is None or not data.startswith(SIGNED_MAGIC) or len(data) <= start:
+    if signer is None:
+        return None
+    start = len(SIGNED_MAGIC) + signer.digest_size
+    if not data.startswith(SIGNED_MAGIC) or len(data) <= start:
         return None
     payload = memoryview(data)[start:]
     signer.update(payload)

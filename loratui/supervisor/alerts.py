@@ -31,10 +31,9 @@ import msgspec
 
 from loratui.errors import UsageError
 from loratui.rundir import RunDir, write_private
-from loratui.userstate import private_dir
 
 NOTIFY_ENV = "LORATUI_NOTIFY_URL"
-"""Where `--notify URL` puts the URL: the supervisor's environment, never a file."""
+"""A variable the user may export instead of passing `--notify URL` (read at launch, and by notify-test)."""
 ALWAYS = frozenset({"finished", "failed", "guard", "test"})
 """Events never held back by the rate limit."""
 
@@ -160,7 +159,7 @@ class Notifier:
 
 
 def url_from_env(alerts: Any, environ: dict[str, str] | None = None) -> str:
-    """The alert URL: `--notify`'s (LORATUI_NOTIFY_URL), else the variable `[alerts] url_env` names."""
+    """The alert URL from the environment: LORATUI_NOTIFY_URL, else the variable `[alerts] url_env` names."""
     environ = os.environ if environ is None else environ
     return environ.get(NOTIFY_ENV) or (environ.get(alerts.url_env, "") if alerts.url_env else "")
 
@@ -171,9 +170,13 @@ class Target(msgspec.Struct, frozen=True):
     url: str
 
 
+def is_http(url: str) -> bool:
+    return url.startswith(("http://", "https://"))
+
+
 def check_url(url: str, flag: str = "--notify") -> str:
     """`url` if it is an http(s) URL; else one message that does not repeat it (it may be a secret)."""
-    if not url.startswith(("http://", "https://")):
+    if not is_http(url):
         raise UsageError(f"{flag}: expected an http(s) URL (an ntfy topic such as https://ntfy.sh/TOPIC, or a "
                          "Slack, Discord or JSON webhook)")
     return url
@@ -184,7 +187,7 @@ def save_target(run: RunDir, url: str) -> None:
     if not url:
         run.alerts.unlink(missing_ok=True)
         return
-    private_dir("alerts")
+    run.alerts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_private(run.alerts, msgspec.json.encode(Target(url)))
 
 
@@ -194,7 +197,7 @@ def saved_target(run: RunDir) -> str:
         url = msgspec.json.decode(run.alerts.read_bytes(), type=Target).url
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return ""
-    return url if url.startswith(("http://", "https://")) else ""
+    return url if is_http(url) else ""
 
 
 def url_for_run(run: RunDir, alerts: Any, environ: dict[str, str] | None = None) -> str:

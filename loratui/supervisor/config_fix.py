@@ -83,12 +83,13 @@ def read_own(source: Path) -> tuple[str, int]:
 
 def restart_command(run: RunDir, config: Path, env: dict[str, str], send: Any, wait_s: float = 180.0) -> RunDir:
     """Stop `run` if it still trains, then run its command again with `config` in place of its config:
-    from the last checkpoint the watched Trainer saved, or from step 0 when the run had finished."""
+    from the last checkpoint the watched Trainer saved, or from step 0 when the run had finished.
+    Reached through `restart.restart_with`, which has checked the owner."""
     from loratui import events
-    from loratui.supervisor.command import last_checkpoint
     from loratui.supervisor import alerts
+    from loratui.supervisor.command import last_checkpoint
     from loratui.supervisor.launch import start_command
-    check_owner(run)
+
     settings = run.read_settings()
     _, arg = config_path(run)
     # The copy sits beside the original: name it the way the command named the original (relative stays
