@@ -23,7 +23,7 @@ from loratui.recipe import WATCHED
 from loratui.sources import indexer, logindex
 from loratui.sources.logindex import IndexedLog, idx_path
 from loratui.supervisor.owner import Supervisor
-from loratui.tui.replay_app import replay_app
+from loratui.tui.replay_app import Moved, replay_app
 from tests import scenarios
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
@@ -213,6 +213,28 @@ async def test_the_first_frame_does_not_wait_for_the_saved_index(tmp_path: Path,
             await pilot.pause(0.02)
         assert _same(app.run_state, _fresh(path)[0])  # the seek is right once the index is in
     assert order == ["first frame", "index loaded"]
+
+
+async def test_a_tick_read_before_a_seek_lands_is_not_folded_on_top_of_it(tmp_path: Path) -> None:
+    """CI once saw 'starting' with 11 961 of 11 959 events after G: the clock's tick read the first
+    events at the old cursor and posted them, the seek's `Moved` (queued before) moved the cursor, and
+    the posted batch was folded after it. Here both are made to happen in that order on purpose."""
+    path = _log(tmp_path)
+    log = IndexedLog.of_file(path)
+    log.update()
+    app = replay_app(log, None, "huge", speed=1000)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        end_state, advisor = app.replay.fold_at(log.n_events)
+        app.replay.move_to(1, time.monotonic())  # the cursor near the start, the clock playing
+        app.replay.clock.play(time.monotonic())
+        app.post_message(Moved(end_state, advisor, log.n_events))  # a seek to the end, not yet handled
+        time.sleep(0.05)  # events are due at the old cursor
+        app._tick()  # the timer fires before the queued Moved is handled
+        await pilot.pause()
+        await pilot.pause()
+        assert app.replay.cursor == log.n_events
+        assert _same(app.run_state, _fresh(path)[0])
 
 
 def test_a_save_sweeps_the_temp_file_a_killed_writer_left(tmp_path: Path) -> None:

@@ -2,8 +2,10 @@
 
 The threading rule is the live path's: workers compute and post, handlers on the event loop apply. The
 first frame shows the log's header; the index worker then loads the saved index (60 MB for a 1 GB log) or
-builds one, and follows a run still being written; the seek worker folds state and advice at the target from the nearest checkpoint and posts
-`Moved`; only the handler moves the cursor and swaps the panes' state.
+builds one, and follows a run still being written; the seek worker folds state and advice at the target
+from the nearest checkpoint and posts `Moved`; only the handler moves the cursor and swaps the panes'
+state. The clock's tick runs on the event loop, so it folds what it read at once: a posted batch could be
+folded after a `Moved` it predates, on top of the state at the seek's target.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class ReplayApp(LoratuiApp):
             self.query_one(VramPane).compare = self.compare
         head = self.replay.head()
         if head:  # the header at the first frame (name, GPUs); the index loads or builds behind it
-            self.post_message(EventsArrived(head, self.note))
+            self._fold(EventsArrived(head, self.note))
         if not self.replay.log.complete:
             if self.follow:
                 self.replay.log.follower = True  # saved now and then: its supervisor's indexer saves too
@@ -109,7 +111,10 @@ class ReplayApp(LoratuiApp):
         due = self.replay.tick(time.monotonic())
         note = self.import_note or self.replay.log.notes_text()
         if due or note != self.note:
-            self.post_message(EventsArrived(due, note))
+            # Folded now, not posted: the events were read at the cursor as it is now, and a seek's
+            # `Moved` already queued would move the cursor before a posted batch was folded, leaving
+            # the early events folded on top of the state at the seek's target.
+            self._fold(EventsArrived(due, note))
         self._dirty = True  # the position in the status bar moves even without events
 
     def status_extra(self) -> str:
