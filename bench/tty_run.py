@@ -3,8 +3,8 @@
     python bench/tty_run.py --cols 200 --rows 60 --runs-dir D --out STATS.json -- python -m loratui run ...
 
 The viewer draws into a pty of the given size; this process drains it (counting bytes, as a terminal
-would read them) until the run in D records its `end` event, then presses `q` (quit; no question once the run is over) and reports the
-viewer's CPU seconds (from wait4's rusage) per wall second and bytes per second written to the terminal.
+would read them) until the run in D records its `end` event, then presses `q` once the viewer shows the run
+over (quit; no question then) and reports the viewer's CPU seconds (from wait4's rusage) per wall second and bytes per second written to the terminal.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def main() -> int:
     t0 = time.monotonic()
     nbytes, ended_at, detached_at, status, usage = 0, None, None, None, None
     tail = b""  # the last bytes the viewer drew, kept for a post-mortem when it fails
-    last_check = 0.0
+    last_check = last_q = 0.0
     while True:
         ready, _, _ = select.select([fd], [], [], 0.2)
         if ready:
@@ -71,10 +71,18 @@ def main() -> int:
             last_check = now
             if run_ended(a.runs_dir, before):
                 ended_at = now
-        if ended_at is not None and detached_at is None and now - ended_at > 1.0:
-            os.write(fd, b"q")  # the run is over: q quits without asking
-            detached_at = now
-        if now - t0 > a.timeout or (detached_at is not None and now - detached_at > 15):
+        # q quits without asking once the viewer shows the run over; before that it asks (a busy machine
+        # can fold the end event seconds after the log has it): wait for the final state on screen.
+        shown_over = any(word in tail for word in (b"FINISHED", b"FAILED", b"STOPPED"))
+        if ended_at is not None and detached_at is None and (shown_over or now - ended_at > 20):
+            os.write(fd, b"q")
+            detached_at = last_q = now
+        elif detached_at is not None and now - last_q > 5:  # still there: close a question, ask again
+            os.write(fd, b"\x1b")
+            time.sleep(0.3)
+            os.write(fd, b"q")
+            last_q = now
+        if now - t0 > a.timeout or (detached_at is not None and now - detached_at > 30):
             os.kill(pid, 9)
             break
     _, status, usage = os.wait4(pid, 0)

@@ -14,6 +14,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 MAX_PENDING = 64 << 10
 MAX_FILE = 64 << 20
@@ -73,14 +74,14 @@ class OutputFollower:
             self.emit([last_redraw(self.pending)])
         self.pending = b""
 
-    def _rotate(self, handle: object) -> None:
+    def _rotate(self, handle: BinaryIO) -> None:
         """copytruncate: keep one `.1` copy, empty the file; our read offset starts again at 0."""
-        assert hasattr(handle, "seek")
         rotated = self.path.with_name(self.path.name + ".1")
         try:
             shutil.copyfile(self.path, rotated)
+            self.feed(handle.read())  # what came since the last read: otherwise only in the copy
             with open(self.path, "r+b") as trunc:
-                trunc.truncate(0)
+                trunc.truncate(0)  # (a line written between that read and this is lost: copytruncate's gap)
         except OSError:
             return  # a full disk: keep following, rotate later
         handle.seek(0)

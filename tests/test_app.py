@@ -51,7 +51,7 @@ async def test_pause_is_sent_and_footer_follows_state() -> None:
         assert sent == ["pause"]
         source.extend([events.State(t=scenarios.T0 + 999, state=events.PAUSED, step=20)])
         app._poll_source()  # the worker ended with the list; start it again on the new events
-        for _ in range(40):
+        for _ in range(400):
             await pilot.pause(0.05)
             if app.run_state.state == events.PAUSED:
                 break

@@ -40,7 +40,8 @@ def test_tty_run_measures_each_tui_run_to_its_own_end(tmp_path: Path, runs_dir: 
                                "--run-name", f"c{i}"], cwd=REPO, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
         results.append(json.loads(out.read_text()))
-    for result, run in zip(results, sorted(runs.iterdir(), key=lambda p: p.stat().st_mtime)):
+    for i, result in enumerate(results, 1):
+        (run,) = [p for p in runs.iterdir() if p.name.endswith(f"-c{i}")]  # its name, not a touched mtime
         assert result["run_ended"] and result["exit_status"] == 0 and result["bytes_per_s"] > 0
         steps = [e for e in read_events(run) if e.get("kind") == "step"]
         assert len(steps) == 8 and read_events(run)[-1]["kind"] == "end"

@@ -12,6 +12,7 @@ import pytest
 
 from loratui import events, rundir, runstatus
 from loratui.sources.runlog import LiveSource
+from loratui.supervisor import control
 from tests.conftest import kinds, loratui, only_run, wait_for
 from tests.test_run import _start_detached, start_and_reach
 
@@ -31,7 +32,9 @@ def _states(run: Path) -> list[str]:
 
 def test_an_orphaned_trainer_obeys_the_cli_and_writes_its_own_end(runs_dir: Path) -> None:
     viewer, run = start_and_reach(runs_dir, max_steps=10, step=2)
-    loratui("pause", "--runs-dir", str(runs_dir))
+    # Sent in-process (milliseconds): a CLI's start-up could outlast the 8 steps left on a fast machine.
+    # The commands that matter here, after the supervisor's death, go through the CLI.
+    control.send(rundir.RunDir(run).control, "pause")
     wait_for(lambda: "paused" in _states(run), timeout=60)
     _kill_supervisor(run)
     wait_for(lambda: any(e.get("key") == "supervisor_lost" for e in kinds(run, "notice")), timeout=15)
@@ -46,6 +49,8 @@ def test_an_orphaned_trainer_obeys_the_cli_and_writes_its_own_end(runs_dir: Path
     (end,) = kinds(run, "end")
     assert end["state"] == events.FINISHED and end["step"] == 10
     assert any(e["stream"] == "stderr" for e in kinds(run, "output")[-5:]) or kinds(run, "output")
+    # The orphan writes its end, then removes its pidfile: "alive" turns "" a moment after the end.
+    wait_for(lambda: rundir.RunDir(run).trainer_pid() is None, timeout=30)
     status = runstatus.read(rundir.RunDir(run))
     assert status.state == events.FINISHED and status.alive == ""
     source = LiveSource(rundir.RunDir(run))
@@ -56,7 +61,7 @@ def test_an_orphaned_trainer_obeys_the_cli_and_writes_its_own_end(runs_dir: Path
 
 def test_a_suspended_run_whose_supervisor_died_is_resumed_by_a_new_one(runs_dir: Path) -> None:
     viewer, run = start_and_reach(runs_dir, max_steps=8, step=3)
-    loratui("suspend", "--runs-dir", str(runs_dir))
+    control.send(rundir.RunDir(run).control, "suspend")  # in-process: lands before the last step
     wait_for(lambda: _states(run)[-1:] == ["suspended"] and rundir.RunDir(run).trainer_pid() is None, timeout=120)
     _kill_supervisor(run)
     assert runstatus.read(rundir.RunDir(run)).state == events.SUSPENDED

@@ -14,7 +14,7 @@ from loratui.logic.priced_moves import first_fitting, price_moves
 from loratui.recipe import GuardSection, load_recipe
 from loratui.rundir import RunDir
 from loratui.supervisor.guard import Guard, discard_from, latest_before
-from tests.conftest import REPO, TINY, kinds, loratui, only_run, read_events
+from tests.conftest import REPO, TINY, kinds, loratui, only_run, read_events, wait_for
 
 
 def _checkpoint(folder: Path, step: int, complete: bool = True) -> None:
@@ -112,7 +112,8 @@ def test_an_oom_that_keeps_coming_stops_at_the_budget(tmp_path: Path, runs_dir: 
     assert len(kinds(run, "train_begin")) == 2
     end = kinds(run, "end")[-1]
     assert end["state"] == "failed" and "out of memory" in str(end["error"])
-    assert json.loads((run / "status.json").read_text())["state"] == "failed"
+    # The headless viewer exits at the end event; the supervisor writes its last status just after.
+    wait_for(lambda: json.loads((run / "status.json").read_text())["state"] == "failed", timeout=30)
     assert read_events(run)  # the whole story is in the log for replay
 
 

@@ -228,7 +228,7 @@ async def test_a_tick_read_before_a_seek_lands_is_not_folded_on_top_of_it(tmp_pa
         end_state, advisor = app.replay.fold_at(log.n_events)
         app.replay.move_to(1, time.monotonic())  # the cursor near the start, the clock playing
         app.replay.clock.play(time.monotonic())
-        app.post_message(Moved(end_state, advisor, log.n_events))  # a seek to the end, not yet handled
+        app.post_message(Moved(end_state, advisor, log.n_events, seek=app._seeks))  # not yet handled
         time.sleep(0.05)  # events are due at the old cursor
         app._tick()  # the timer fires before the queued Moved is handled
         await pilot.pause()

@@ -170,7 +170,8 @@ def test_a_zombie_or_a_reused_pid_is_not_a_live_supervisor(tmp_path: Path) -> No
     run = rundir.RunDir(tmp_path)
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     rundir.write_pidfile(run.pidfile, child.pid)
-    time.sleep(0.5)  # it exited and nobody reaped it: a zombie, which os.kill(pid, 0) calls alive
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie, which
+    # os.kill(pid, 0) calls alive
     assert run.supervisor_pid() is None
     child.wait()
     run.pidfile.write_text(f"{os.getpid()} 12345.000\n")  # our pid, someone else's start time

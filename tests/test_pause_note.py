@@ -42,9 +42,10 @@ async def _shows(app: LoratuiApp, text: str, size: tuple[int, int] = (80, 24), k
         for key in keys:
             await pilot.press(key)
         bar = app.query_one(StatusBar)
-        for _ in range(200):
+        noted, height = text == SEEN, 3 if text == SEEN else 2
+        for _ in range(200):  # the text first, the class and the height at the next layout pass
             await pilot.pause(0.05)
-            if text in bar.text:
+            if text in bar.text and bar.has_class("-noted") == noted and bar.region.height == height:
                 break
         assert bar.has_class("-noted") == (text == SEEN) and bar.region.height == (3 if text == SEEN else 2)
         return bar.text

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,21 +46,30 @@ async def test_replay_at_x1000_ends_where_live_ended(runs_dir: Path) -> None:
         assert app.advisor.items() == live_advice
 
 
+async def _until(pilot: Any, done: Callable[[], bool], polls: int = 400) -> None:
+    """Let the app run until `done()` (a seek's worker posted and its handler ran), within 20 s."""
+    for _ in range(polls):
+        await pilot.pause(0.05)
+        if done():
+            return
+
+
 async def test_seek_keys_rebuild_state_and_advice() -> None:
     found = scenarios.nan_run()
     app = replay_app(found, None, "nan", speed=1)
     async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("space")  # paused: a seek's result stays put while it is checked
         await pilot.press("G")  # to the end
-        await pilot.pause(0.8)
+        await _until(pilot, lambda: app.run_state.step == 50)
         assert app.run_state.step == 50 and [a.id for a in app.advisor.items()][:1] == ["nan_loss"]
         await pilot.press("g")  # back to the start: nothing seen yet, no advice
-        await pilot.pause(0.8)
+        await _until(pilot, lambda: app.run_state.step == 0)
         assert app.run_state.step == 0 and app.advisor.items() == []
         await pilot.press("right_square_bracket")  # the next event of note: the first NaN
-        await pilot.pause(0.8)
+        await _until(pilot, lambda: app.run_state.step == 35)
         assert app.run_state.nan_steps[:1] == [35] and app.run_state.step == 35
         await pilot.press("left")
-        await pilot.pause(0.8)
+        await _until(pilot, lambda: app.run_state.step == 34)
         assert app.run_state.step == 34 and not app.run_state.nan_steps
 
 
@@ -67,7 +78,8 @@ async def test_compare_overlays_the_second_run() -> None:
     app = replay_app(scenarios.run(60), None, "a", speed=1000, compare=other)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("G")
-        await pilot.pause(2.5)
+        await _until(pilot, lambda: app.run_state.step == 60)
+        await pilot.pause(0.3)
         from loratui.tui.widgets.loss_plot import LossPlot
         from loratui.tui.widgets.vram import VramPane
 
@@ -79,10 +91,7 @@ async def test_compare_overlays_the_second_run() -> None:
 async def test_from_step_opens_at_that_step() -> None:
     app = replay_app(scenarios.run(60), None, "from", speed=1, start_step=30)
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if app.run_state.step >= 30:
-                break
+        await _until(pilot, lambda: app.run_state.step >= 30)
         assert 30 <= app.run_state.step <= 31  # x1 playing on from 30: at most one more 2.7 s step
 
 
@@ -106,13 +115,28 @@ async def test_g_goes_to_the_start_of_training_not_an_empty_starting_state() -> 
     app = replay_app(scenarios.run(30), None, "g", speed=1)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("G")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if app.run_state.step == 30:
-                break
+        await _until(pilot, lambda: app.run_state.step == 30)
         await pilot.press("g")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if app.run_state.step == 0:
-                break
+        await _until(pilot, lambda: app.run_state.step == 0)
         assert app.run_state.step == 0 and app.run_state.state == "training" and app.run_state.max_steps == 200
+
+
+async def test_a_slow_seek_that_finishes_after_a_later_one_is_dropped() -> None:
+    """`G` folding a long way while the user presses `g`: the later key wins, whichever worker ends last."""
+    import threading
+
+    app = replay_app(scenarios.run(30), None, "slow", speed=1)
+    release, real = threading.Event(), app.replay.fold_at
+
+    def fold_at(index: int) -> Any:
+        if index == app.replay.n_events:  # the end: held until `g` has landed
+            release.wait(20)
+        return real(index)
+
+    app.replay.fold_at = fold_at  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("space", "G", "g")
+        await _until(pilot, lambda: app.run_state.step == 0 and app.run_state.state == "training")
+        release.set()  # G's fold ends now, after g's
+        await pilot.pause(0.5)
+        assert app.run_state.step == 0 and app.replay.cursor < app.replay.n_events

@@ -132,7 +132,8 @@ def test_supervisor_outlives_its_terminal_and_obeys_control(runs_dir: Path) -> N
     assert kinds(run, "end")[0]["state"] == "stopped"  # type: ignore[arg-type]
     commands = [e["command"] for e in kinds(run, "control")]  # type: ignore[arg-type]
     assert commands == ["pause", "resume", "stop"]
-    assert not sock.exists()
+    # The end event is written before the supervisor's last tidying (sampler, server, socket, status).
+    wait_for(lambda: not sock.exists(), timeout=30)
     listing = loratui("ls", "--runs-dir", str(runs_dir))
     assert "stopped" in listing.stdout
 

@@ -10,9 +10,14 @@ from loratui.supervisor.sampler import Sampler
 from tests.fakes import GIB, ScriptedProbe, spike_at, steady
 
 
-def _run(probe: ScriptedProbe, seconds: float, sample_hz: float = 100, record_hz: float = 10) -> list[events.AnyEvent]:
+def _run(probe: ScriptedProbe, seconds: float, sample_hz: float = 100, record_hz: float = 10,
+         paced: bool = False) -> list[events.AnyEvent]:
+    """Sample `probe` for `seconds` of real time; `paced`: on a clock that moves one sampling period per
+    read, so windows hold exactly sample_hz / record_hz reads however the machine schedules the thread."""
     seen: list[events.AnyEvent] = []
-    sampler = Sampler(probe, seen.append, sample_hz=sample_hz, record_hz=record_hz, run_pids=lambda: [42])
+    clock = (lambda: probe.reads / sample_hz) if paced else time.monotonic
+    sampler = Sampler(probe, seen.append, sample_hz=sample_hz, record_hz=record_hz, run_pids=lambda: [42],
+                      clock=clock)
     sampler.start()
     time.sleep(seconds)
     sampler.stop()
@@ -21,7 +26,7 @@ def _run(probe: ScriptedProbe, seconds: float, sample_hz: float = 100, record_hz
 
 def test_one_reading_spike_is_in_the_window_max() -> None:
     probe = ScriptedProbe(spike_at(10, 14, tick=37), procs={42: 9 * GIB, 7: 1 * GIB})
-    samples = [e for e in _run(probe, 1.0) if isinstance(e, events.Sample)]
+    samples = [e for e in _run(probe, 1.0, paced=True) if isinstance(e, events.Sample)]
     assert max(s.used_max for s in samples) == 14 * GIB
     assert all(s.used_last == 10 * GIB for s in samples)  # a point sample would have missed it
     assert samples[0].run_pids == [42] and samples[0].procs == {"42": 9 * GIB, "7": 1 * GIB}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def _check(summary: dict, found: list[events.AnyEvent]) -> None:
 
 @pytest.mark.slow
 def test_summary_of_a_real_tiny_run_matches_its_log(tmp_path: Path) -> None:
-    done = subprocess.run(["loratui", "run", str(ROOT / "recipes" / "tiny.toml"), "--headless",
+    done = subprocess.run([sys.executable, "-m", "loratui", "run", str(ROOT / "recipes" / "tiny.toml"), "--headless",
                            "--max-steps", "30", "--runs-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

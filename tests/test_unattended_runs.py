@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from loratui.rundir import RunDir
+from loratui.supervisor import control
 from tests.conftest import REPO, TINY, kinds, loratui, only_run, read_events, wait_for
 from tests.test_alerts import Endpoint
 from tests.test_dead_supervisor import _kill_supervisor, _states
@@ -64,7 +65,7 @@ def test_a_suspended_run_resumed_by_a_new_supervisor_still_alerts(endpoint: Endp
     url = f"{endpoint.url}/{SECRET}"
     viewer, run = start_and_reach(runs_dir, max_steps=8, step=3, extra=("--notify", url))
     try:
-        assert loratui("suspend", "--runs-dir", str(runs_dir)).returncode == 0
+        control.send(RunDir(run).control, "suspend")  # in-process: lands before the last step
         wait_for(lambda: _states(run)[-1:] == ["suspended"], timeout=120)
         wait_for(lambda: "suspended" in _sent(endpoint), timeout=30)  # the first supervisor's last word
         _kill_supervisor(run)

@@ -95,6 +95,16 @@ def _holds(run: Path, seconds: float, rank: int = 0) -> None:
     assert len(_steps(run, rank)) == held
 
 
+def _settled(run: Path, quiet_s: float = 0.6) -> None:
+    """Wait until the log gains no step for `quiet_s`: lines printed just before a stop are still read."""
+    seen = -1
+    for _ in range(50):
+        if len(_steps(run)) == seen:
+            return
+        seen = len(_steps(run))
+        time.sleep(quiet_s)
+
+
 def _step_seconds(run: Path) -> float:
     times = [float(e["step_time"]) for e in kinds(run, "step")][1:]  # type: ignore[arg-type]
     return sum(times) / len(times) if times else 1.0
@@ -192,8 +202,10 @@ def test_plain_loop_is_read_from_its_output_and_paused_by_sigstop(watch_dir: Pat
     assert _state(run) == "paused" and "GPU memory stays held" in str(kinds(run, "state")[-1]["reason"])
     assert any("GPU memory stays held" in str(e["message"]) for e in kinds(run, "notice"))
     pids = watched_pids(run)
-    assert pids and all(Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T" for pid in pids)
-    time.sleep(0.6)  # output printed before the stop still reaches the log (it is tailed every 0.25 s)
+    assert pids  # SIGSTOP is sent; the kernel stops each process when it next runs
+    wait_for(lambda: all(Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T" for pid in pids),
+             timeout=10)
+    _settled(run)  # output printed before the stop still reaches the log (it is tailed every 0.25 s)
     _holds(run, 1.5)  # a step takes 0.1 s
     control.send(run / "control.sock", "resume")
     out, _ = viewer.communicate(timeout=300)

@@ -49,11 +49,12 @@ A replay only reads the log: it cannot pause, save or stop a run (`loratui attac
 
 
 class Moved(Message):
-    """A seek's worker folded state and advice at `index`; the handler moves the cursor there."""
+    """A seek's worker folded state and advice at `index`; the handler moves the cursor there, unless a
+    later seek (`seek` is its number) was asked for since."""
 
-    def __init__(self, state: RunState, advisor: Advisor, index: int, play: bool = False) -> None:
+    def __init__(self, state: RunState, advisor: Advisor, index: int, play: bool = False, seek: int = 0) -> None:
         super().__init__()
-        self.state, self.advisor, self.index, self.play = state, advisor, index, play
+        self.state, self.advisor, self.index, self.play, self.seek = state, advisor, index, play, seek
 
 
 class ReplayApp(LoratuiApp):
@@ -80,6 +81,8 @@ class ReplayApp(LoratuiApp):
         """The recorded run is still being written: the index follows the log's growth."""
         self.compare = compare
         self.start_step = start_step
+        self._seeks = 0
+        """How many seeks were asked for: a `Moved` from an earlier one is dropped."""
         self.note = self.import_note = note
 
     def start_source(self) -> None:
@@ -169,15 +172,21 @@ class ReplayApp(LoratuiApp):
 
     # -- seeking ----------------------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="seek")
     def _seek(self, kind: str, value: int, play: bool = False) -> None:
+        """Seek to a target: numbered here, on the event loop, so only the latest seek's result lands (an
+        exclusive worker cannot stop a thread already folding: a slow `G` could land after a quick `g`)."""
+        self._seeks += 1
+        self._fold_target(kind, value, play, self._seeks)
+
+    @work(thread=True, exclusive=True, group="seek")
+    def _fold_target(self, kind: str, value: int, play: bool, seek: int) -> None:
         """Fold state and advice at the target off the event loop (waiting for the index to reach it,
         on a log still being indexed), then post them; `_moved` applies them."""
         index = self._target(kind, value)
         if index is None:
             return
         state, advisor = self.replay.fold_at(index)
-        self.post_message(Moved(state, advisor, index, play))
+        self.post_message(Moved(state, advisor, index, play, seek))
 
     def _target(self, kind: str, value: int) -> int | None:
         """The cursor a seek goes to; None when the app closed while waiting for the index."""
@@ -196,8 +205,8 @@ class ReplayApp(LoratuiApp):
 
     @on(Moved)
     def _moved(self, message: Moved) -> None:
-        if self._stop_polling.is_set():
-            return  # a seek that finished while the app closed: its panes are gone
+        if self._stop_polling.is_set() or message.seek != self._seeks:
+            return  # the app closed (its panes are gone), or a later seek was asked for
         wall = time.monotonic()
         self.replay.move_to(message.index, wall)
         if message.play:
