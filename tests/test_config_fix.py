@@ -1,4 +1,5 @@
-"""`A` for a watched LLaMA-Factory or axolotl command: a fixed copy of its YAML config beside the original,
+"""`A` for a watched LLaMA-Factory or axolotl command: a fixed copy of its YAML (or LLaMA-Factory JSON)
+config beside the original,
 only the advice's keys changed (comments and layout kept), and a restart of the same command line with the
 copy's path; refused (one message) for a link, another user's file, or YAML that does not parse."""
 
@@ -138,6 +139,34 @@ def test_a_llamafactory_config_gets_a_fixed_copy_with_only_the_advice_keys_chang
     assert again.name == "llama3_lora_sft.loratui-fix2.yaml" and path.read_text() != again.read_text()
 
 
+def test_a_llamafactory_json_config_gets_a_fixed_copy_with_its_indentation_and_key_order(tmp_path: Path) -> None:
+    """LLaMA-Factory reads `train x.json` too (hparams/parser.py `read_args`); JSON keeps no comments, so
+    the copy has no header (the parser refuses unknown keys): same keys in the same order, the changed
+    values in place, new keys last, the original's indentation."""
+    import json
+
+    original = yaml.safe_load(LLAMAFACTORY_YAML)
+    text = json.dumps(original, indent=4) + "\n"
+    command = ["llamafactory-cli", "train", "examples/llama3_lora_sft.json"]
+    run, config = _watched_run(tmp_path, command, text)
+    path, _ = write_fix(run, "vram_near_limit", _fix(MEMORY_MOVES, command))
+    assert path == config.with_name("llama3_lora_sft.loratui-fix1.json") and config.read_text() == text
+    fixed = json.loads(path.read_text())
+    assert list(fixed)[:len(original)] == list(original) and list(fixed)[len(original):] == ["enable_liger_kernel"]
+    assert {k: v for k, v in fixed.items() if original.get(k) != v} == {
+        "cutoff_len": 1024, "per_device_train_batch_size": 1, "gradient_accumulation_steps": 8,
+        "disable_gradient_checkpointing": False, "enable_liger_kernel": True}
+    assert path.read_text().startswith('{\n    "model_name_or_path"') and path.read_text().endswith("}\n")
+
+
+def test_json_that_does_not_parse_is_refused_with_its_file_and_line(tmp_path: Path) -> None:
+    command = ["llamafactory-cli", "train", "x.json"]
+    run, config = _watched_run(tmp_path, command, '{\n  "cutoff_len": 2048,\n  "stage": sft\n}\n')
+    with pytest.raises(ApplyError, match=re.escape(f"{config}:3: not valid JSON")):
+        write_fix(run, "vram_near_limit", _fix({"data.max_length": 1024}, command))
+    assert sorted(p.name for p in config.parent.iterdir()) == ["x.json"]
+
+
 def test_an_axolotl_config_gets_a_fixed_copy_keeping_comments_lists_and_indentation(tmp_path: Path) -> None:
     command = ["accelerate", "launch", "--config_file", "acc.yaml", "-m", "axolotl.cli.train", "lora-8b.yml"]
     run, config = _watched_run(tmp_path, command, AXOLOTL_YAML)
@@ -222,7 +251,7 @@ def test_a_name_taken_by_a_link_is_skipped_never_written_through(tmp_path: Path)
     (["axolotl", "train", "x.yml"], {"training.eval_accumulation_steps": 1}, "axolotl has no config key for eval_accumulation_steps"),
     (["llamafactory-cli", "train", "x.yaml", "per_device_train_batch_size=4"],
      {"training.per_device_train_batch_size": 2}, "the command line sets per_device_train_batch_size"),
-    (["llamafactory-cli", "train", "x.json"], {"training.per_device_train_batch_size": 2}, "YAML configs only"),
+    (["axolotl", "train", "x.json"], {"training.per_device_train_batch_size": 2}, "YAML configs only"),
     (["axolotl", "train", "x.yml"], {"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, "only the environment"),
 ])
 def test_a_move_the_config_cannot_carry_gets_no_fix_and_one_line_why(command: list[str], change: dict[str, Any],

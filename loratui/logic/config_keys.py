@@ -17,6 +17,8 @@ from typing import Any
 LLAMAFACTORY, AXOLOTL = "llamafactory", "axolotl"
 TOOL_NAMES = {LLAMAFACTORY: "LLaMA-Factory", AXOLOTL: "axolotl"}
 YAML_SUFFIXES = (".yaml", ".yml")
+CONFIG_SUFFIXES = {LLAMAFACTORY: (*YAML_SUFFIXES, ".json"), AXOLOTL: YAML_SUFFIXES}
+"""The configs `A` rewrites: LLaMA-Factory parses a .json config too (hparams/parser.py), axolotl YAML only."""
 LIGER_PLUGIN = "axolotl.integrations.liger.LigerPlugin"
 MERGED_LISTS = frozenset({"plugins"})
 """YAML keys whose list the fix adds to (keeping the user's items) rather than replaces."""
@@ -168,8 +170,9 @@ def _applicable(fix: dict[str, Any], missing: list[str], tool: str, config: str,
         return {}, ""
     if missing:
         return {}, f"A: {TOOL_NAMES[tool]} has no config key for {', '.join(missing)}; set it in your own code"
-    if not config.lower().endswith(YAML_SUFFIXES):
-        return {}, f"A rewrites YAML configs only; set these in {os.path.basename(config)} yourself"
+    if not config.lower().endswith(CONFIG_SUFFIXES[tool]):
+        kinds = "YAML or JSON" if ".json" in CONFIG_SUFFIXES[tool] else "YAML"
+        return {}, f"A rewrites {kinds} configs only; set these in {os.path.basename(config)} yourself"
     yaml_keys = [key for key in fix if not key.startswith("env.")]
     if not yaml_keys:
         return {}, "A: this changes only the environment; set it before the command and run it again"

@@ -1,7 +1,7 @@
-"""Applying advice to a watched LLaMA-Factory or axolotl command: a fixed copy of its YAML config beside
-the original, and a restart of the same command line with the copy's path in place of the original's.
+"""Applying advice to a watched LLaMA-Factory or axolotl command: a fixed copy of its YAML (or JSON) config
+beside the original, and a restart of the same command line with the copy's path in place of the original's.
 
-The user's config is never edited: the copy (`<stem>.loratui-fix<N>.yaml`) is created exclusively and never
+The user's config is never edited: the copy (`<stem>.loratui-fix<N>.yaml` / `.json`) is created exclusively and never
 through a symbolic link, with the original's permissions (a config may hold a hub token). Only the owner's
 own, real (not linked) config is read; loratui does not rewrite another user's file.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from loratui.errors import ApplyError
-from loratui.logic import command_keys, yaml_edit
+from loratui.logic import command_keys, json_edit, yaml_edit
 from loratui.logic.recipe_edit import recipe_changes
 from loratui.rundir import RunDir
 from loratui.supervisor.restart import carried_env, check_owner, create_new, final_state, stop_and_wait
@@ -46,7 +46,10 @@ def write_fixed_config(run: RunDir, advice_id: str, fix: dict[str, Any]) -> tupl
     changed = ", ".join(f"{key}: {yaml_edit.scalar(value)}" for key, value in keys.items())
     header = f"Written by loratui from run {run.run_id} (advice {advice_id}), from {source.name}: {changed}"
     try:
-        fixed = yaml_edit.apply_changes(text, keys, header)
+        if source.suffix.lower() == ".json":  # JSON has no comments: no header (the name says it)
+            fixed = json_edit.apply_changes(text, keys)
+        else:
+            fixed = yaml_edit.apply_changes(text, keys, header)
     except yaml_edit.YamlEditError as exc:
         where = f"{source}:{exc.line}" if exc.line else str(source)
         raise ApplyError(f"{where}: {exc.message}; fix the file (the command reads it too) or make the "
