@@ -196,3 +196,18 @@ def test_the_startup_hook_is_lazy_patches_trainer_and_runs_the_sitecustomize_it_
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
                             check=False)
     assert result.stdout.split() == ["True", "1", "True"], result.stderr[-3000:]
+
+
+def test_checkpointing_turned_on_through_the_model_is_seen(tmp_path: Path) -> None:
+    """LLaMA-Factory calls `model.gradient_checkpointing_enable()` and leaves TrainingArguments' flag
+    False: the live recipe must say it is on, or the advisor proposes turning on what is already on."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM, TrainingArguments
+
+    from loratui.trainer.preflight import live_recipe
+    from tests.conftest import SMALL_QWEN2
+
+    model = Qwen2ForCausalLM(Qwen2Config(**{k: v for k, v in SMALL_QWEN2.items() if k != "model_type"}))
+    args = TrainingArguments(output_dir=str(tmp_path), gradient_checkpointing=False, report_to=[])
+    assert live_recipe(args, model, 128, 128, 30.0).training.gradient_checkpointing is False
+    model.gradient_checkpointing_enable()
+    assert live_recipe(args, model, 128, 128, 30.0).training.gradient_checkpointing is True

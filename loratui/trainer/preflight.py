@@ -119,8 +119,12 @@ def live_recipe(args: Any, model: Any, seq_len: int, max_length: int | None, war
     peft = next(iter((getattr(model, "peft_config", None) or {}).values()), None)
     training = _fields(TrainingSection, args, _get)
     base = getattr(model, "get_base_model", lambda: model)()
-    training["gradient_checkpointing"] = bool(
-        getattr(args, "gradient_checkpointing", False) or getattr(base, "is_gradient_checkpointing", False))
+    # Checkpointing enabled on the model (LLaMA-Factory does so) leaves TrainingArguments' flag False.
+    # transformers 5 renamed the model's flag (the old name warns, and goes in v6).
+    on_model = getattr(base, "is_activation_checkpointing", None)
+    if on_model is None:
+        on_model = getattr(base, "is_gradient_checkpointing", False)
+    training["gradient_checkpointing"] = bool(getattr(args, "gradient_checkpointing", False) or on_model)
     # The script's own output_dir; eval data is the script's too (a recipe's eval needs [data] eval_fraction).
     for name in ("output_dir", "eval_strategy", "eval_steps"):
         training.pop(name, None)
