@@ -186,7 +186,21 @@ class RunDir:
 def write_pidfile(pidfile: Path, pid: int | None = None) -> None:
     """Record `pid` (default: this process) with its start time, so a reused pid is never taken for it."""
     proc = psutil.Process(pid)
-    pidfile.write_text(f"{proc.pid} {proc.create_time():.3f}\n")
+    stamp = start_stamp(proc.pid)
+    pidfile.write_text(f"{proc.pid} {proc.create_time():.3f}" + (f" {stamp}" if stamp else "") + "\n")
+
+
+def start_stamp(pid: int) -> str | None:
+    """When process `pid` started, in a unit no clock step moves: the boot's id and the start in clock
+    ticks since boot (/proc/PID/stat field 22). psutil's create_time is boot time plus those ticks, and
+    the kernel's boot time follows the wall clock: a stepped clock (NTP, a resumed VM; 41 s seen on the
+    CI box) moved every process's create_time, so live runs read as dead. None without /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}:{int(stat.rsplit(')', 1)[1].split()[19])}"
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def live_pid(pidfile: Path) -> int | None:
@@ -197,8 +211,12 @@ def live_pid(pidfile: Path) -> int | None:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
             return None
-        if len(fields) > 1 and abs(proc.create_time() - float(fields[1])) > 0.01:
-            return None  # the pid was reused by another process
+        stamp = start_stamp(pid) if len(fields) > 2 else None
+        if stamp is not None:
+            if stamp != fields[2]:
+                return None  # the pid was reused by another process (or this is another boot)
+        elif len(fields) > 1 and abs(proc.create_time() - float(fields[1])) > 0.01:
+            return None  # the same check where /proc is missing, or a pidfile of an older loratui
     except (OSError, ValueError, IndexError, psutil.NoSuchProcess):
         return None
     except psutil.AccessDenied:

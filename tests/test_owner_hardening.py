@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import msgspec
+import psutil
 import pytest
 
 from loratui import events, rundir, runstatus
@@ -177,6 +178,20 @@ def test_a_zombie_or_a_reused_pid_is_not_a_live_supervisor(tmp_path: Path) -> No
     run.pidfile.write_text(f"{os.getpid()} 12345.000\n")  # our pid, someone else's start time
     assert run.supervisor_pid() is None
     rundir.write_pidfile(run.pidfile)
+    assert run.supervisor_pid() == os.getpid()
+    pid, created, stamp = run.pidfile.read_text().split()
+    run.pidfile.write_text(f"{pid} {created} {stamp.split(':')[0]}:{int(stamp.split(':')[1]) + 1}\n")
+    assert run.supervisor_pid() is None  # same pid, started a tick later: another process
+
+
+def test_a_stepped_wall_clock_does_not_make_a_live_process_look_dead(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CI box's clock jumped 41 s: psutil's create_time of every process moved with the kernel's boot
+    time, the supervisor read as dead, its trainer went orphan and the headless viewer gave up."""
+    run = rundir.RunDir(tmp_path)
+    rundir.write_pidfile(run.pidfile)
+    real = psutil.Process.create_time
+    monkeypatch.setattr(psutil.Process, "create_time", lambda self: real(self) + 41.0)
     assert run.supervisor_pid() == os.getpid()
 
 
