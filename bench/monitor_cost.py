@@ -147,7 +147,10 @@ def bench_viewer(columns: int, rows: int, seconds: float) -> tuple[float, float]
             os.environ["TERM"] = "xterm-256color"
             os.execv(sys.executable, [sys.executable, "-m", "loratui", "attach", str(run.path)])
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-        _drain(fd, 3.0)  # start-up and first full paint are not the steady state
+        # Start-up and the first full paint are not the steady state: wait for the run's state on screen
+        # (seconds on a loaded box, where a fixed wait let start-up spill into the measurement), then 1 s.
+        _drain_until(fd, b"TRAINING", timeout=60.0)
+        _drain(fd, 1.0)
         cpu_before = _cpu_seconds(pid)
         written = _drain(fd, seconds)
         cpu = _cpu_seconds(pid) - cpu_before
@@ -168,6 +171,17 @@ def _drain(fd: int, seconds: float) -> int:
             except OSError:
                 break
     return total
+
+
+def _drain_until(fd: int, marker: bytes, timeout: float) -> None:
+    seen, deadline = b"", time.monotonic() + timeout
+    while marker not in seen and (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                seen = (seen + os.read(fd, 65536))[-65536:]
+            except OSError:
+                return
 
 
 def _cpu_seconds(pid: int) -> float:
