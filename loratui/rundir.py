@@ -27,6 +27,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,11 +226,16 @@ def live_pid(pidfile: Path) -> int | None:
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`, readable by the owner only (0600) from its first byte: written to a new
-    file beside it (O_EXCL, never through a link) and renamed over it, so no reader sees half of it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Replace `path` with `data`, readable by the owner only (0600) from its first byte."""
+    replace_file(path, data, 0o600)
+
+
+def replace_file(path: Path, data: bytes, mode: int = 0o666) -> None:
+    """Replace `path` with `data` whole, so no reader sees half of it: written to a new file beside it (one
+    per process and thread, O_EXCL, never through a link; `mode` less the umask) and renamed over it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

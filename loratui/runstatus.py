@@ -9,14 +9,13 @@ view tells the truth within a poll.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
 
 from loratui import events
-from loratui.rundir import RunDir, file_size
+from loratui.rundir import RunDir, file_size, replace_file
 
 TAIL_BYTES = 256 << 10
 LOST = "lost"
@@ -70,9 +69,7 @@ def fold(status: Status, found: Iterable[events.AnyEvent], since: float = 0.0) -
 
 def write(run: RunDir, status: Status) -> None:
     """Replace `status.json` atomically (a reader never sees half a file)."""
-    tmp = run.status_file.with_suffix(".tmp")
-    tmp.write_bytes(msgspec.json.encode(status))
-    os.replace(tmp, run.status_file)
+    replace_file(run.status_file, msgspec.json.encode(status))
 
 
 def read(run: RunDir) -> Status:

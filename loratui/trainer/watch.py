@@ -25,7 +25,7 @@ from transformers import TrainerCallback
 
 from loratui import events
 from loratui.eventlog import EventWriter
-from loratui.rundir import SUSPEND_EXIT, RunDir
+from loratui.rundir import SUSPEND_EXIT, RunDir, replace_file
 
 RUN_ENV, RESUME_ENV, PARENT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_SUPERVISOR_PID"
 """Set by the supervisor for the watched command: the run directory; on a resume, the checkpoint."""
@@ -107,7 +107,7 @@ class LoratuiCallback(TrainerCallback):
             message = f"no VRAM estimate: the live settings do not read as a recipe ({exc})"
             self.log.write(events.Notice(t=time.time(), level="info", message=message))
             return seq_len
-        _replace_text(run.recipe, text)
+        replace_file(run.recipe, text.encode("utf-8"))
         self.log.write(events.Notice(t=time.time(), level="info", key="estimate",
                                      message=f"estimate at {seq_len} tokens ({how})"))
         record_estimate(self.log.write, recipe, model, cuda, int(args.local_process_index), seq_len)
@@ -190,11 +190,4 @@ def _main_thread() -> bool:
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:
-    _replace_text(path, json.dumps(value))
-
-
-def _replace_text(path: Path, text: str) -> None:
-    """Write whole or not at all: a reader never sees half a file."""
-    staging = path.with_name(f".{path.name}.{os.getpid()}")
-    staging.write_text(text, encoding="utf-8")
-    os.replace(staging, path)
+    replace_file(path, json.dumps(value).encode("utf-8"))
