@@ -101,13 +101,13 @@ def test_run_name_comes_from_the_script_or_config(command: list[str], name: str)
 def test_advice_speaks_the_commands_words() -> None:
     change = {"training.per_device_train_batch_size": 2, "data.max_length": 512, "quantization.load_in_4bit": True,
               "env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
-    python = command_keys.spoken_change(change, command_keys.PYTHON)
+    python = command_keys.speak(change, command_keys.PYTHON).change
     assert python["TrainingArguments.per_device_train_batch_size"] == 2
     assert python["BitsAndBytesConfig.load_in_4bit"] is True and "env.PYTORCH_CUDA_ALLOC_CONF" in python
-    factory = command_keys.spoken_change(change, command_keys.LLAMAFACTORY, "examples/x.yaml")
+    factory = command_keys.speak(change, command_keys.LLAMAFACTORY, "examples/x.yaml").change
     assert factory == {"per_device_train_batch_size (x.yaml)": 2, "cutoff_len (x.yaml)": 512,
                        "quantization_bit (x.yaml)": 4, "env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
-    axolotl = command_keys.spoken_change(change, command_keys.AXOLOTL, "x.yml")
+    axolotl = command_keys.speak(change, command_keys.AXOLOTL, "x.yml").change
     assert "micro_batch_size (x.yml)" in axolotl and "sequence_len (x.yml)" in axolotl
 
 

@@ -91,11 +91,6 @@ def speak(change: dict[str, Any], spoken: str, config: str = "", command: list[s
     return config_keys.Spoken({python_name(key): value for key, value in change.items()})
 
 
-def spoken_change(change: dict[str, Any], spoken: str, config: str = "") -> dict[str, Any]:
-    """An advice's change with its keys spelled for the user's own code or config file."""
-    return speak(change, spoken, config).change
-
-
 SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 _SUMMARISED = re.compile(r"^(CUDA_|NCCL_|PYTORCH_|TORCH_|HF_|TRANSFORMERS_|ACCELERATE_|WANDB_|"
                          r"OMP_NUM_THREADS$|"
