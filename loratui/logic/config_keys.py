@@ -23,6 +23,17 @@ LIGER_PLUGIN = "axolotl.integrations.liger.LigerPlugin"
 MERGED_LISTS = frozenset({"plugins"})
 """YAML keys whose list the fix adds to (keeping the user's items) rather than replaces."""
 
+
+
+class ConfigEditError(ValueError):
+    """A config's text cannot take a change (yaml_edit, json_edit): `line` (1-based; 0 when unknown) and what
+    is wrong there."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line, self.message = line, message
+
+
 Move = Callable[[Any], "dict[str, Any] | None"]
 """A recipe value -> the YAML keys and values that carry it ({}: the tool derives it; None: no key)."""
 

@@ -13,8 +13,7 @@ import math
 import re
 from typing import Any
 
-from loratui.logic.config_keys import MERGED_LISTS
-from loratui.logic.yaml_edit import YamlEditError as ConfigEditError
+from loratui.logic.config_keys import MERGED_LISTS, ConfigEditError
 
 
 def load(text: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from loratui.logic.config_keys import MERGED_LISTS
+from loratui.logic.config_keys import MERGED_LISTS, ConfigEditError
 
 ADDED_COMMENT = "set by loratui advice"
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.,/-]*")
@@ -26,25 +26,17 @@ _RESERVED = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "nul
 _COMPLEX = tuple("|>{&*!%@`")
 
 
-class YamlEditError(ValueError):
-    """The text cannot take the change: `line` (1-based; 0 when unknown) and what is wrong there."""
-
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.line, self.message = line, message
-
-
 def load(text: str) -> CommentedMap:
-    """The config's top-level mapping, with positions; YamlEditError for anything else."""
+    """The config's top-level mapping, with positions; ConfigEditError for anything else."""
     yaml = YAML(typ="rt")
     try:
         data = yaml.load(text)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
-        raise YamlEditError(mark.line + 1 if mark is not None else 0, f"not valid YAML ({problem})") from None
+        raise ConfigEditError(mark.line + 1 if mark is not None else 0, f"not valid YAML ({problem})") from None
     if not isinstance(data, CommentedMap) or data.fa.flow_style():
-        raise YamlEditError(1, "not a block of `key: value` lines (a config is one YAML mapping)")
+        raise ConfigEditError(1, "not a block of `key: value` lines (a config is one YAML mapping)")
     return data
 
 
@@ -58,7 +50,7 @@ def scalar(value: Any) -> str:
         return str(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise YamlEditError(0, f"{value!r} cannot be written to a config")
+            raise ConfigEditError(0, f"{value!r} cannot be written to a config")
         text = repr(value)
         mantissa, e, exponent = text.partition("e")
         return f"{mantissa}.0e{exponent}" if e and "." not in mantissa else text  # PyYAML reads 1e-05 as a string
@@ -67,12 +59,12 @@ def scalar(value: Any) -> str:
         return value if plain else '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, list):
         return "[" + ", ".join(scalar(item) for item in value) + "]"
-    raise YamlEditError(0, f"{value!r} cannot be written to a config")
+    raise ConfigEditError(0, f"{value!r} cannot be written to a config")
 
 
 def apply_changes(text: str, changes: dict[str, Any], header: str = "") -> str:
     """`text` with each top-level `key: value` set (a MERGED_LISTS key's items added to its list), a
-    `# header` line first; YamlEditError where the text cannot take a change safely."""
+    `# header` line first; ConfigEditError where the text cannot take a change safely."""
     data = load(text)
     lines = text.split("\n")
     expected = _plain(data)
@@ -93,7 +85,7 @@ def apply_changes(text: str, changes: dict[str, Any], header: str = "") -> str:
             added.append(f"{key}: {scalar(value)}  # {ADDED_COMMENT}")
     out = _assemble(lines, inserts, added, header)
     if repr(_plain(load(out))) != repr(expected):  # the safety net: nothing but the named keys changed
-        raise YamlEditError(0, f"could not rewrite {', '.join(changes)} safely; change them by hand")
+        raise ConfigEditError(0, f"could not rewrite {', '.join(changes)} safely; change them by hand")
     return out
 
 
@@ -119,7 +111,7 @@ def _replace(data: CommentedMap, lines: list[str], key: str, value: Any) -> None
     old = data[key]
     if col != 0 or not body.startswith(f"{key}:") or isinstance(old, (CommentedMap, CommentedSeq)) \
             or _continues(data, lines, row):
-        raise YamlEditError(row + 1, f"`{key}` is not a one-line `{key}: value`; change it by hand")
+        raise ConfigEditError(row + 1, f"`{key}` is not a one-line `{key}: value`; change it by hand")
     rest = body[len(key) + 1:]
     lead = rest[:len(rest) - len(rest.lstrip())]
     token = _token(rest[len(lead):], row, key)
@@ -132,11 +124,11 @@ def _token(rest: str, row: int, key: str) -> str:
     if not rest or rest.startswith("#"):
         return ""
     if rest.startswith(_COMPLEX) or rest.startswith("["):
-        raise YamlEditError(row + 1, f"`{key}` has a value loratui does not rewrite; change it by hand")
+        raise ConfigEditError(row + 1, f"`{key}` has a value loratui does not rewrite; change it by hand")
     if rest[0] in "'\"":
         end = _closing_quote(rest)
         if end < 0:
-            raise YamlEditError(row + 1, f"`{key}`: its quoted value does not end on its line; change it by hand")
+            raise ConfigEditError(row + 1, f"`{key}`: its quoted value does not end on its line; change it by hand")
         return rest[:end + 1]
     match = re.search(r"\s#", rest)
     return rest[:match.start() if match else len(rest)].rstrip()
@@ -177,11 +169,11 @@ def _add_items(data: CommentedMap, lines: list[str], key: str, new: list[Any], o
         row, col = old.lc.item(len(old) - 1)
         prefix = lines[row][:col]
         if not re.fullmatch(r"\s*-\s+", prefix) or _continues(data, lines, row):
-            raise YamlEditError(row + 1, f"`{key}`: add {', '.join(map(str, new))} to this list by hand")
+            raise ConfigEditError(row + 1, f"`{key}`: add {', '.join(map(str, new))} to this list by hand")
         inserts.setdefault(row, []).extend(f"{prefix}{scalar(item)}  # {ADDED_COMMENT}" for item in new)
     else:
         row = data.lc.key(key)[0]
-        raise YamlEditError(row + 1, f"`{key}`: add {', '.join(map(str, new))} to it by hand")
+        raise ConfigEditError(row + 1, f"`{key}`: add {', '.join(map(str, new))} to it by hand")
 
 
 def _plain(node: Any) -> Any:

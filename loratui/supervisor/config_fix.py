@@ -16,6 +16,7 @@ from typing import Any
 
 from loratui.errors import ApplyError
 from loratui.logic import command_keys, json_edit, yaml_edit
+from loratui.logic.config_keys import ConfigEditError
 from loratui.logic.recipe_edit import recipe_changes
 from loratui.rundir import RunDir
 from loratui.supervisor.restart import carried_env, check_owner, create_new, final_state, stop_and_wait
@@ -43,14 +44,14 @@ def write_fixed_config(run: RunDir, advice_id: str, fix: dict[str, Any]) -> tupl
         raise ApplyError("this advice has no config change to apply")
     source, _ = config_path(run)
     text, mode = read_own(source)
-    changed = ", ".join(f"{key}: {yaml_edit.scalar(value)}" for key, value in keys.items())
-    header = f"Written by loratui from run {run.run_id} (advice {advice_id}), from {source.name}: {changed}"
     try:
         if source.suffix.lower() == ".json":  # JSON has no comments: no header (the name says it)
             fixed = json_edit.apply_changes(text, keys)
         else:
-            fixed = yaml_edit.apply_changes(text, keys, header)
-    except yaml_edit.YamlEditError as exc:
+            changed = ", ".join(f"{key}: {yaml_edit.scalar(value)}" for key, value in keys.items())
+            fixed = yaml_edit.apply_changes(text, keys, f"Written by loratui from run {run.run_id} (advice "
+                                                        f"{advice_id}), from {source.name}: {changed}")
+    except ConfigEditError as exc:
         where = f"{source}:{exc.line}" if exc.line else str(source)
         raise ApplyError(f"{where}: {exc.message}; fix the file (the command reads it too) or make the "
                          "change by hand") from None
