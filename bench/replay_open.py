@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from loratui import events
-from loratui.eventlog import LogTail, LogContents, read_log
-from loratui.logic.advice import Advisor
+from loratui.eventlog import LogContents, LogTail, read_log
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.sources.logindex import IndexedLog
 from loratui.sources.replay import Replay, gc_paused

@@ -132,9 +132,8 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.Run
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from loratui.supervisor.launch import start_command, start_run
-
     from loratui.commands import launch_checks
+    from loratui.supervisor.launch import start_command, start_run
 
     watching = bool(args.watch) or args.recipe is None  # `loratui run [options] -- COMMAND [ARGS...]`
     if watching and (args.recipe is not None or args.max_steps is not None or args.model_path is not None):

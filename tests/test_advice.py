@@ -10,9 +10,16 @@ import pytest
 
 from loratui import events
 from loratui.eventlog import read_log
-from loratui.logic.advice import IDS, Advice, Advisor
-from loratui.recipe import (DataSection, LoraSection, ModelSection, QuantizationSection, Recipe,
-                            TrainingSection, load_recipe)
+from loratui.logic.advisor import IDS, Advice, Advisor
+from loratui.recipe import (
+    DataSection,
+    LoraSection,
+    ModelSection,
+    QuantizationSection,
+    Recipe,
+    TrainingSection,
+    load_recipe,
+)
 
 GIB, MIB = 1 << 30, 1 << 20
 REPO = Path(__file__).resolve().parents[1]

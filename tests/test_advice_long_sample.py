@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 
 from loratui import events
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.recipe import load_recipe
 from tests import scenarios
 from tests.conftest import REPO

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-
-
 from loratui import events
 from loratui.sources.runlog import ListSource
 from loratui.tui.app import LoratuiApp
@@ -508,9 +506,8 @@ async def test_apply_key_appears_when_advice_with_a_change_arrives() -> None:
     the run's state (which does not change when the advice does)."""
     from textual.widgets._footer import FooterKey
 
+    from loratui.logic.advisor import Advisor
     from loratui.recipe import Recipe
-
-    from loratui.logic.advice import Advisor
 
     found = scenarios.run(60, peak_gib=33.5)
     advisor = Advisor(Recipe())

@@ -8,10 +8,10 @@ import pytest
 
 from loratui import rundir
 from loratui.errors import ApplyError
-from loratui.supervisor.restart import restart_with, write_fixed_recipe
 from loratui.recipe import load_recipe
-from loratui.supervisor import control
 from loratui.sources.runlog import ListSource
+from loratui.supervisor import control
+from loratui.supervisor.restart import restart_with, write_fixed_recipe
 from loratui.tui.app import LoratuiApp, RunActions
 from tests import scenarios
 from tests.conftest import REPO, TINY, kinds, only_run, wait_for
@@ -131,7 +131,7 @@ def test_every_environment_variable_advice_proposes_is_allowed() -> None:
 
     from loratui.logic.recipe_edit import ADVICE_ENV
 
-    source = (REPO / "loratui" / "logic" / "advice_moves.py").read_text()
+    source = (REPO / "loratui" / "logic" / "advisor" / "moves.py").read_text()
     proposed = set(re.findall(r'"env\.([A-Z_]+)"', source))
     assert proposed and proposed <= ADVICE_ENV
 

@@ -19,7 +19,7 @@ import yaml
 from loratui import events, rundir
 from loratui.errors import ApplyError
 from loratui.logic import command_keys, config_keys
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.recipe import load_recipe
 from loratui.sources.runlog import ListSource
 from loratui.supervisor import config_fix, launch

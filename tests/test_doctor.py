@@ -230,7 +230,7 @@ def test_missing_bitsandbytes_gets_the_install_command(line: str, command: str, 
 
 def test_recorded_failed_run_always_has_an_item(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A loratui run that ended failed on a plain exception gets a diagnosis, in doctor and from the Advisor."""
-    from loratui.logic.advice import Advisor
+    from loratui.logic.advisor import Advisor
 
     error = TOKENIZER.replace('"/home/me/train.py"', '"/src/loratui/trainer/build.py"')
     found: list[events.AnyEvent] = [

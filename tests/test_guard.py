@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loratui import events
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.priced_moves import first_fitting, price_moves
 from loratui.recipe import GuardSection, load_recipe
 from loratui.rundir import RunDir

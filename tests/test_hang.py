@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loratui import events
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.hang import HangWatch, describe
 
 

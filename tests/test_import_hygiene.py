@@ -9,7 +9,7 @@ import pytest
 
 LIGHT = ["loratui.events", "loratui.eventlog", "loratui.recipe", "loratui.rundir", "loratui.supervisor.gpu",
          "loratui.supervisor.sampler", "loratui.supervisor.control", "loratui.logic.runstate",
-         "loratui.logic.series", "loratui.logic.advice", "loratui.logic.estimate", "loratui.cli"]
+         "loratui.logic.series", "loratui.logic.advisor", "loratui.logic.estimate", "loratui.cli"]
 
 
 @pytest.mark.parametrize("module", LIGHT)

@@ -86,7 +86,7 @@ def test_every_module_keeps_the_import_rules() -> None:
     ("loratui.trainer.callback", "loratui.supervisor.owner"),
     ("loratui.tui.app", "loratui.supervisor.restart"),
     ("loratui.tui.app", "loratui.supervisor"),
-    ("loratui.logic.advice", "loratui.tui.app"),
+    ("loratui.logic.advisor", "loratui.tui.app"),
     ("loratui.rundir", "loratui.supervisor.control"),
     ("loratui", "loratui.trainer.callback"),
 ])

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from loratui import events
+from loratui.logic.runstate import RunState
 from loratui.sources import importers
 from loratui.sources.open_any import open_any
-from loratui.logic.runstate import RunState
 
 DATA = Path(__file__).parent / "data"
 CLI = [sys.executable, "-c", "import sys; from loratui.cli import main; sys.exit(main())"]

@@ -17,7 +17,7 @@ import pytest
 
 from loratui import events, rundir
 from loratui.eventlog import read_log
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import WATCHED
 from loratui.sources import indexer, logindex

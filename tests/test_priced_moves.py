@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 
 from loratui import events
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.priced_moves import first_fitting, price_moves, shape_facts
 from loratui.recipe import load_recipe
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loratui.eventlog import read_log
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import load_recipe
 from loratui.tui.replay_app import replay_app

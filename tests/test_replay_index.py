@@ -15,7 +15,7 @@ import pytest
 
 from loratui import events
 from loratui.eventlog import read_log
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.sources import logindex
 from loratui.sources.logindex import IndexedLog, idx_path, load_index

@@ -12,9 +12,9 @@ import pytest
 
 from loratui import events
 from loratui.eventlog import read_log
-from loratui.sources.open_any import open_any
 from loratui.logic.runstate import RunState
 from loratui.logic.summary import summarize
+from loratui.sources.open_any import open_any
 
 ROOT = Path(__file__).parent.parent
 GIB = 1 << 30
@@ -81,7 +81,7 @@ def test_summary_says_what_was_skipped(tmp_path: Path) -> None:
 
 
 def test_diagnoses_come_from_the_advisor() -> None:
-    pytest.importorskip("loratui.logic.advice")
+    pytest.importorskip("loratui.logic.advisor")
     from loratui.logic.summary import diagnose
 
     found, _, _ = open_any(ROOT / "tests" / "data" / "trainer_state" / "v4_30_crlf_nan.json", Path("."))

@@ -10,7 +10,7 @@ import pytest
 
 from loratui import events
 from loratui.eventlog import EventWriter
-from loratui.logic.advice_types import Advice
+from loratui.logic.advisor.advice import Advice
 from loratui.rundir import RunDir
 from loratui.text import inert, inert_lines
 from loratui.tui import failure

@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 
 from loratui import events
-from loratui.logic.advice import Advisor
-from loratui.logic.advice_types import line_for, over_line
+from loratui.logic.advisor import Advisor
+from loratui.logic.advisor.advice import line_for, over_line
 from loratui.logic.runstate import RunState
 from loratui.sources.runlog import ListSource
 from loratui.tui.app import LoratuiApp

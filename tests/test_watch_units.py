@@ -11,7 +11,7 @@ import pytest
 
 from loratui import events
 from loratui.logic import command_keys
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import load_recipe
 from loratui.sources.runlog import ListSource

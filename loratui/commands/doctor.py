@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import IO, Any
 
 
-
 def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the `doctor` subparser."""
     doctor = sub.add_parser("doctor", parents=[runs_dir_parent],
@@ -82,7 +81,7 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
 def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
     """The advice for training text read from a binary stream, line by line (bounded memory)."""
     from loratui.errors import UsageError
-    from loratui.logic.advice import Advisor
+    from loratui.logic.advisor import Advisor
     from loratui.logic.text_reader import TextReader
     from loratui.sources import textfile
 
@@ -101,7 +100,7 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
 
 def _from_events(log: Path, recipe: Any) -> tuple[list[Any], str]:
     from loratui.eventlog import read_log
-    from loratui.logic.advice import Advisor
+    from loratui.logic.advisor import Advisor
 
     if not log.is_file():
         raise OSError(f"{log} is not a file")

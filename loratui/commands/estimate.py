@@ -61,7 +61,7 @@ def find_config(model_path: str, recipe_dir: Path) -> Path:
     from loratui.recipe import TINY_MODEL
 
     if model_path == TINY_MODEL:
-        from loratui.trainer.tiny import cache_dir, ensure_tiny_model, TINY_VERSION
+        from loratui.trainer.tiny import TINY_VERSION, cache_dir, ensure_tiny_model
 
         cached = cache_dir() / f"tiny-qwen2-{TINY_VERSION}" / "config.json"
         return cached if cached.exists() else ensure_tiny_model() / "config.json"

@@ -20,8 +20,8 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 
 def main(args: argparse.Namespace) -> int:
     """Write the imported events as a new run directory and print its id."""
-    from loratui.sources import importers
     from loratui.errors import UsageError
+    from loratui.sources import importers
 
     try:
         found = importers.import_path(args.path)

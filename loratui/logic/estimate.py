@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loratui.units import GIB
+
 KNOWN_ARCHITECTURES = frozenset({"qwen2", "llama", "mistral"})
 """Decoders whose layer structure (q/k/v/o + gate/up/down, RMSNorm, RoPE) this model was measured on."""
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")

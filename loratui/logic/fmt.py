@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+
 def duration(seconds: float | None) -> str:
     """'1h02m', '3m05s', '42s' or '--'."""
     if seconds is None or not math.isfinite(seconds):

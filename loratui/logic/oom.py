@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, replace
 
 from loratui.units import GIB, KIB, MIB
+
 MAX_BYTES = 1 << 42
 """4 TiB: no single GPU comes near; a larger figure is junk, not a measurement."""
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from loratui import events
 from loratui.logic.series import PeakSeries
-
 from loratui.units import GIB  # noqa: F401  (re-exported for the panes)
 
 

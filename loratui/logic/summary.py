@@ -8,7 +8,6 @@ from typing import Any
 
 from loratui import events
 from loratui.logic.runstate import RunState
-
 from loratui.units import GIB
 
 
@@ -45,7 +44,7 @@ def _gib(value: int | None) -> float | None:
 def diagnose(found: Iterable[Any], recipe: Any = None) -> list[str]:
     """Ids of the advice the advisor gives after all of `found`; [] while there is no advisor."""
     try:
-        from loratui.logic.advice import Advisor
+        from loratui.logic.advisor import Advisor
     except ImportError:
         return []
     advisor = Advisor(recipe)

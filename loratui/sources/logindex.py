@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from loratui import eventlog, events
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.sources.snapshot import freeze, gc_paused, is_of_note, thaw
 from loratui.userstate import new_signer

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.sources.logindex import IndexedLog
 from loratui.sources.snapshot import gc_paused, is_of_note  # noqa: F401  (re-exported)

@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-
-import time
 
 import msgspec
 

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from loratui import events
 from loratui.errors import ApplyError
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.rundir import RunDir, checkpoint_complete
 from loratui.supervisor.restart import write_fixed_recipe
 

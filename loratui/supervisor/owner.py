@@ -22,12 +22,12 @@ import psutil
 from loratui import __version__, events, runstatus
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
+from loratui.outputtail import OutputFollower
 from loratui.recipe import Recipe, RecipeError, recipe_hash
 from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, latest_checkpoint, write_pidfile
 from loratui.supervisor import command as watched
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
-from loratui.outputtail import OutputFollower
 from loratui.supervisor.sampler import Sampler
 from loratui.supervisor.unattended import Unattended
 from loratui.supervisor.watch_output import OutputWatcher

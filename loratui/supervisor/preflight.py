@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from loratui.logic.advice_types import line_for
+from loratui.logic.advisor.advice import line_for
 from loratui.logic.estimate import ConfigError, estimate
 from loratui.logic.priced_moves import PricedMove, first_fitting, price_moves
 from loratui.supervisor.gpu import Device, GpuProbe

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from loratui import events
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.hang import HangWatch, describe
 from loratui.recipe import Recipe
 from loratui.supervisor.alerts import Alert, Notifier

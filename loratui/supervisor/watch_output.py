@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-
 from loratui import events
 from loratui.logic.text_reader import TextReader
 

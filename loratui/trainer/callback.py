@@ -17,7 +17,6 @@ from transformers import TrainerCallback
 from loratui import events
 from loratui.rundir import pin_checkpoint
 
-
 PAUSE, SAVE, SUSPEND, STOP = 1, 2, 4, 8
 """Bits of the per-step control decision, the same on every rank."""
 _BITS = {"save": SAVE, "suspend": SUSPEND, "stop": STOP}

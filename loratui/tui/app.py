@@ -26,7 +26,7 @@ from textual.widgets import Footer
 from loratui import events
 from loratui.errors import ApplyError
 from loratui.logic import command_keys
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe
 from loratui.rundir import RunDir

@@ -6,8 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from loratui import events
-from loratui import units
+from loratui import events, units
 from loratui.logic import fmt
 from loratui.logic.runstate import RunState
 from loratui.rundir import RunDir

@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.message import Message
 
 from loratui.logic import fmt
-from loratui.logic.advice import Advisor
+from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.recipe import Recipe
 from loratui.sources.logindex import IndexedLog

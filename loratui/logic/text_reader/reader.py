@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass, field
 
 from loratui import events
+from loratui.logic.text_reader import progress
+from loratui.logic.text_reader import values as v
 from loratui.text import inert
-from loratui.logic.text_reader import progress, values as v
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _PREFIXED = re.compile(r"\S.*\{")

@@ -6,13 +6,12 @@ from rich.text import Text
 from textual.widget import Widget
 
 from loratui import units
-from loratui.logic.advice_types import line_for, over_line
-from loratui.logic.advice_watch import rank_imbalance
+from loratui.logic.advisor.advice import line_for, over_line
+from loratui.logic.advisor.watches import rank_imbalance
 from loratui.logic.chart import column_spans, intervals, marked_columns, sparkline
 from loratui.logic.runstate import RunState
 from loratui.text import inert
 from loratui.units import GIB
-
 
 PHASES = frozenset({"eval", "save"})
 """Phases marked on the chart: memory steps up there (seed guide 4.6)."""

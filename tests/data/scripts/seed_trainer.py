@@ -8,8 +8,15 @@ import argparse
 import torch
 from datasets import Dataset
 from peft import LoraConfig, get_peft_model
-from transformers import (AutoModelForCausalLM, AutoTokenizer, DataCollatorForLanguageModeling, Trainer,
-                          TrainerCallback, TrainingArguments, set_seed)
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    DataCollatorForLanguageModeling,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+    set_seed,
+)
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--model", required=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from loratui import events
-from loratui.logic.advice_types import ERROR, Advice
+from loratui.logic.advisor.advice import ERROR, Advice
 from loratui.logic.tracebacks import Frame, Raised
 from loratui.recipe import Recipe
 

@@ -19,15 +19,33 @@ from typing import Any
 
 from loratui import events
 from loratui.logic import command_keys, oom
-from loratui.logic.advice_priced import memory_proposal
-from loratui.logic.advice_moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
-from loratui.logic.advice_types import (  # re-exported: callers import them from here
-    ERROR, GIB, IDS, INFO, WARNING, Advice, Finding, _SEVERITY_RANK, warn_line_bytes,
+from loratui.logic.advisor.advice import (  # re-exported: callers import them from here
+    _SEVERITY_RANK,
+    ERROR,
+    GIB,
+    IDS,
+    INFO,
+    WARNING,
+    Advice,
+    Finding,
+    warn_line_bytes,
 )
-from loratui.logic.advice_failure import cut_traceback_advice, ended_advice, exception_advice
-from loratui.logic.advice_loss import LossWatch
-from loratui.logic.advice_text import TextWatch, nccl_advice, text_starve_advice
-from loratui.logic.advice_watch import _SETUP, CUDA_BOILERPLATE, SETUP_WORDS, Context, JumpWatch, LeakWatch, RankWatch, StarveWatch, VramWatch
+from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice
+from loratui.logic.advisor.loss import LossWatch
+from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
+from loratui.logic.advisor.priced import memory_proposal
+from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
+from loratui.logic.advisor.watches import (
+    _SETUP,
+    CUDA_BOILERPLATE,
+    SETUP_WORDS,
+    Context,
+    JumpWatch,
+    LeakWatch,
+    RankWatch,
+    StarveWatch,
+    VramWatch,
+)
 from loratui.logic.tracebacks import TraceScanner
 from loratui.recipe import WATCHED, Recipe
 

@@ -6,9 +6,9 @@ import re
 from typing import Any
 
 from loratui.logic import oom
-from loratui.logic.advice_hang import hung_advice
+from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
+from loratui.logic.advisor.hang import hung_advice
 from loratui.recipe import Recipe
-from loratui.logic.advice_types import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
 
 # -- turning findings into advice: moves computed from the recipe ------------------------------------
 

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui import events
-from loratui.logic.advice_types import GIB, MIB, Finding, line_for
+from loratui.logic.advisor.advice import GIB, MIB, Finding, line_for
 
 # -- the context every detector shares -----------------------------------------------------------
 

@@ -8,7 +8,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from loratui.logic.advice_types import ERROR, INFO, Advice, Finding
+from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")

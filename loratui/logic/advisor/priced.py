@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loratui.logic.advice_types import line_for
+from loratui.logic.advisor.advice import line_for
 from loratui.logic.priced_moves import PricedMove, first_fitting, price_moves
 from loratui.units import GIB
 
@@ -34,5 +34,5 @@ def memory_moves(adv: Any) -> list[PricedMove]:
 
 def memory_proposal(adv: Any) -> PricedMove | None:
     """The move to propose: the cheapest in speed that is predicted to fit, or None (then the recipe-only
-    rules of advice_moves speak)."""
+    rules of advisor.moves speak)."""
     return first_fitting(memory_moves(adv))

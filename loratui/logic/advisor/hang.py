@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loratui.logic.advice_types import ERROR, Advice, Finding
+from loratui.logic.advisor.advice import ERROR, Advice, Finding
 from loratui.recipe import Recipe
 
 

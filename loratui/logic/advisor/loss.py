@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import deque
 
 from loratui import events
-from loratui.logic.advice_types import Finding
-from loratui.logic.advice_watch import Context
+from loratui.logic.advisor.advice import Finding
+from loratui.logic.advisor.watches import Context
 from loratui.recipe import Recipe
 
 ZERO = 1e-8

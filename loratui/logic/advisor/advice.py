@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from loratui.recipe import MonitorSection, Recipe
-
 from loratui.units import GIB, MIB  # noqa: F401  (re-exported)
+
 ERROR, WARNING, INFO = "error", "warning", "info"
 IDS = (
     "oom_at_eval", "oom_at_save", "oom_full", "oom_fragmentation", "oom_other_process", "cuda_error",

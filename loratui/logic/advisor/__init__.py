@@ -1,0 +1,11 @@
+"""The advisor: folds a run's events into findings and advice items (pure logic, like the rest of logic/).
+
+core.py holds `Advisor`, the one fold every surface uses (panel, headless line, alerts, doctor, replay);
+advice.py the item types and severities; watches.py, loss.py, text.py, hang.py, failure.py the rules, each
+over one kind of evidence; moves.py and priced.py turn a finding into a concrete change priced by the
+estimator.
+"""
+
+from loratui.logic.advisor.core import ERROR, IDS, INFO, WARNING, Advice, Advisor, Finding, warn_line_bytes
+
+__all__ = ["ERROR", "IDS", "INFO", "WARNING", "Advice", "Advisor", "Finding", "warn_line_bytes"]
