@@ -149,12 +149,17 @@ def test_no_excerpt_is_there_twice() -> None:
     assert duplicates([(where, row["text"].strip()) for where, row in RECORDS]) == []
 
 
+def tool_family(tool: str) -> str:
+    """The tool a record names, without its parenthesised detail: `unsloth (Colab)` and `unsloth` are one tool."""
+    return tool.split(" (")[0].strip()
+
+
 def test_every_category_has_enough_excerpts() -> None:
     counts: dict[str, dict[str, int]] = defaultdict(lambda: {"sealed": 0, "dev": 0})
     tools: dict[str, set[str]] = defaultdict(set)
     for row in ROWS:
         counts[row["category"]][split_of(row)] += 1
-        tools[row["category"]].update([row["tool"]] if "tool" in row else [])
+        tools[row["category"]].update([tool_family(row["tool"])] if "tool" in row else [])
     lines = [f"{'category':<24}{'sealed':>7}{'dev':>5}{'all':>5}{'tools':>7}"]
     lines += [f"{name:<24}{n['sealed']:>7}{n['dev']:>5}{sum(n.values()):>5}{len(tools[name]):>7}"
               for name, n in sorted(counts.items())]
