@@ -64,7 +64,7 @@ def read_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
             try:
                 found.append((where, json.loads(line)))
             except json.JSONDecodeError as error:
-                pytest.fail(f"{where}: not a JSON record ({error}); fix the line")
+                pytest.fail(f"{where}: not a JSON record ({error}); fix the line", pytrace=False)
     return found
 
 
