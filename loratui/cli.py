@@ -25,15 +25,21 @@ def build_parser() -> argparse.ArgumentParser:
     runs_dir.add_argument("--runs-dir", type=Path, default=None, help="where runs live (default ./runs)")
 
     run = sub.add_parser("run", parents=[runs_dir], help="start a training run from a TOML recipe, or watch "
-                         "a command: loratui run [options] -- COMMAND [ARGS...]")
+                         "a command: loratui run [options] -- COMMAND [ARGS...]",
+                         usage="loratui run [options] RECIPE\n       loratui run [options] -- COMMAND [ARGS...]",
+                         description="Start a training run from a recipe (a file, or a built-in's name: "
+                         "`loratui run tiny`; `loratui recipes` lists them), or watch your own training "
+                         "command given after `--` (`loratui run -- python train.py`).")
     run.add_argument("recipe", type=Path, nargs="?",
                      help="a recipe file, or a built-in recipe's name (loratui recipes)")
     run.add_argument("--warn-gb", type=float, default=None,
                      help="-- COMMAND only: the VRAM warning line (GiB)")
     run.add_argument("--headless", action="store_true", help="print progress instead of the TUI")
-    run.add_argument("--run-name", default=None)
-    run.add_argument("--max-steps", type=int, default=None)
-    run.add_argument("--model-path", default=None, help="overrides [model] path")
+    run.add_argument("--run-name", default=None,
+                     help="a name for the run (its directory is runs/<time>-<name>; attach and ls take it)")
+    run.add_argument("--max-steps", type=int, default=None,
+                     help="recipes only: stop after this many optimizer steps (overrides [training] max_steps)")
+    run.add_argument("--model-path", default=None, help="recipes only: overrides [model] path")
     run.add_argument("--force", action="store_true", help="start even when the pre-flight says it cannot fit")
     run.add_argument("--notify", default=None, metavar="URL",
                      help="send alerts to URL (ntfy topic, Slack/Discord webhook, or JSON webhook); a secret")
@@ -136,9 +142,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from loratui.supervisor.launch import start_command, start_run
 
     watching = bool(args.watch) or args.recipe is None  # `loratui run [options] -- COMMAND [ARGS...]`
-    if watching and (args.recipe is not None or args.max_steps is not None or args.model_path is not None):
-        raise UsageError("loratui run: give a recipe or `-- COMMAND`, not both (--max-steps and "
-                         "--model-path apply to recipes; set them in your command)")
+    if watching and not args.watch:
+        raise UsageError("loratui run: give a recipe (`loratui run tiny`, or a recipe file; `loratui recipes` "
+                         "lists the built-in ones) or a command to watch after `--` (loratui run -- python "
+                         "train.py)")
+    if watching and args.recipe is not None:
+        raise UsageError(f"loratui run: give a recipe or `-- COMMAND`, not both ({args.recipe} and "
+                         f"`-- {args.watch[0]} ...`)")
+    for flag, value in (("--max-steps", args.max_steps), ("--model-path", args.model_path)):
+        if watching and value is not None:
+            raise UsageError(f"loratui run {flag}: applies to recipes only; with `-- COMMAND`, set it in your "
+                             "command (e.g. TrainingArguments.max_steps, or your script's own model path)")
     if not watching and args.warn_gb is not None:
         raise UsageError(f"--warn-gb: for a recipe, set [monitor] warn_gb in {args.recipe}")
     if not watching:

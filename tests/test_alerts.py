@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -287,3 +288,15 @@ def test_a_watched_command_keeps_its_notify_target(tmp_path: Any, monkeypatch: p
     monkeypatch.delenv(alerts.NOTIFY_ENV, raising=False)
     run = launch.start_command(["python", "-c", "pass"], tmp_path / "runs", alert_url=TARGET)
     assert alerts.saved_target(run) == TARGET
+
+
+def test_notify_test_names_the_unset_variable_a_recipe_points_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    recipe = tmp_path / "r.toml"
+    recipe.write_text((Path(__file__).resolve().parents[1] / "recipes" / "tiny.toml").read_text() + '\n[alerts]\nurl_env = "MY_ALERTS_URL"\n')
+    monkeypatch.delenv("MY_ALERTS_URL", raising=False)
+    monkeypatch.delenv("LORATUI_NOTIFY_URL", raising=False)
+    from loratui import cli
+    assert cli.main(["notify-test", "--recipe", str(recipe)]) == 2
+    err = capsys.readouterr().err
+    assert "MY_ALERTS_URL" in err and "not set" in err and "Traceback" not in err

@@ -306,3 +306,14 @@ def test_quoted_input_reaches_the_terminal_inert(tmp_path: Path, capsys: pytest.
     assert main(["doctor", str(path)]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\x08" not in out and "pip install peft" in out
+
+
+def test_a_name_that_fits_two_runs_is_refused_with_both_as_attach_does(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 26 item 9: doctor said "no such file" where attach and replay list the runs the name fits.
+    for run_id in ("20261203-101010-tiny", "20261203-111111-tiny"):
+        (tmp_path / run_id).mkdir()
+        (tmp_path / run_id / "events.jsonl").write_text("")
+    assert main(["doctor", "tiny", "--runs-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "fits 2 runs" in err and "20261203-101010-tiny" in err and "20261203-111111-tiny" in err

@@ -157,13 +157,24 @@ def test_a_command_before_its_trainer_speaks_offers_only_stop() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["run", str(REPO / "recipes" / "tiny.toml"), "--", "python", "x.py"], "not both"),
     (["run", "--", "no-such-program-xyz", "a"], "not a program on PATH"),
-    (["run"], "give a recipe"),
+    (["run"], "`loratui run tiny`"),
+    (["run", "--max-steps", "5", "--", "python", "x.py"], "--max-steps: applies to recipes only"),
+    (["run", "--model-path", "m", "--", "python", "x.py"], "--model-path: applies to recipes only"),
     (["run", str(REPO / "recipes" / "tiny.toml"), "--warn-gb", "20"], "[monitor] warn_gb"),
 ])
 def test_run_command_line_mistakes_get_one_message(args: list[str], message: str, tmp_path: object) -> None:
     result = loratui(*args, "--runs-dir", str(tmp_path)) if "--" not in args else loratui(
         *args[:args.index("--")], "--runs-dir", str(tmp_path), *args[args.index("--"):])
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_run_help_shows_both_forms_and_every_option_says_what_it_does() -> None:
+    result = loratui("run", "--help")
+    assert result.returncode == 0 and "-- COMMAND [ARGS...]" in result.stdout.split("options:")[0]
+    from loratui.cli import build_parser
+    run_parser = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == "run")[1]
+    silent = [a.option_strings for a in run_parser._actions if a.option_strings and not a.help]
+    assert silent == [], f"options with no help text: {silent}"
 
 
 def test_a_runs_dir_too_deep_for_the_control_socket_is_refused_up_front(tmp_path: Path) -> None:

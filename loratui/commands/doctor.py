@@ -34,8 +34,6 @@ def main(args: argparse.Namespace) -> int:
         source: Path | str = "-"
     else:
         found = _resolve(Path(args.path), getattr(args, "runs_dir", None))
-        if found is None:
-            raise UsageError(f"{args.path}: no such file, run directory or run id")
         source = found
         try:
             items, note = diagnose(found)
@@ -50,18 +48,21 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_NO if any(item.severity == "error" for item in items) else EXIT_OK
 
 
-def _resolve(path: Path, runs_dir: Path | None) -> Path | None:
-    """The run directory or file PATH names: a path first, else a run id under --runs-dir."""
+def _resolve(path: Path, runs_dir: Path | None) -> Path:
+    """The run directory or file PATH names: a path first, else a run id under --runs-dir, by the rule
+    attach and replay use (a name that fits several runs is refused with the candidates)."""
+    from loratui.errors import UsageError
+
     if path.is_dir() or path.is_file():
         return path
     if runs_dir is None or path.name != str(path):
-        return None
+        raise UsageError(f"{path}: no such file, run directory or run id")
     from loratui import rundir
 
     try:
         return rundir.resolve(str(path), runs_dir).path
-    except rundir.RunNotFound:
-        return None
+    except rundir.RunNotFound as exc:
+        raise UsageError(f"{path}: no such file or directory, and as a run id: {exc}") from None
 
 
 def diagnose(source: Path) -> tuple[list[Any], str]:

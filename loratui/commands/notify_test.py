@@ -31,6 +31,9 @@ def main(args: argparse.Namespace) -> int:
 
     section = load_recipe(args.recipe).alerts if args.recipe else AlertsSection()
     url = args.url or alerts.url_from_env(section)
+    if not url and section.url_env:
+        raise UsageError(f"{args.recipe}: [alerts] url_env names {section.url_env}, which is not set here; "
+                         f"export {section.url_env}=URL (or pass the URL to notify-test)")
     if not url:
         raise UsageError("no alert URL: pass one (loratui notify-test https://ntfy.sh/TOPIC), export "
                          f"{alerts.NOTIFY_ENV}, or name a variable with [alerts] url_env in --recipe")

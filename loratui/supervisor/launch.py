@@ -195,7 +195,7 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
     from loratui.logic.command_keys import run_name
 
     if not command:
-        raise UsageError("loratui run: give a recipe (loratui run recipes/tiny.toml) or a command to watch "
+        raise UsageError("loratui run: give a recipe (`loratui run tiny`) or a command to watch "
                          "after `--` (loratui run -- python train.py)")
     if shutil.which(command[0]) is None:
         raise UsageError(f"loratui run -- {shlex.join(command)}: `{command[0]}` is not a program on PATH "
