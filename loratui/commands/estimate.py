@@ -24,25 +24,36 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 def main(args: argparse.Namespace) -> int:
     """Print the estimate (and the what-would-fit table) for the recipe."""
     from loratui.errors import EXIT_NO, EXIT_OK, UsageError
-    from loratui.logic.estimate import ConfigError, estimate, fit_table
-    from loratui.recipe import find_recipe, load_recipe
+    from loratui.logic.estimate import ConfigError, fit_table
+    from loratui.recipe import find_recipe
 
     args.recipe = find_recipe(args.recipe)
-    recipe = load_recipe(args.recipe, model_path=args.model_path)  # the override before the checks
-    gpu_gib = args.gpu_gb
-    if gpu_gib <= 0:
-        raise UsageError(f"--gpu-gb {args.gpu_gb}: the card's memory must be positive (GiB)")
-    config_path = find_config(args.model_path or recipe.model.path, args.recipe.resolve().parent)
-    config = read_config(config_path)
+    result, recipe, config, config_path = compute(args.recipe, args.gpu_gb, args.model_path)
     try:
-        result = estimate(recipe, config, gpu_gib)
-        table = [] if args.json else fit_table(recipe, config, gpu_gib)
+        table = [] if args.json else fit_table(recipe, config, args.gpu_gb)
     except ConfigError as exc:
         raise UsageError(f"{config_path}: {exc}") from None
     warn_gib = recipe.monitor.warn_gb
     print(json.dumps(result.as_json() | {"verdict": verdict(result, warn_gib)}) if args.json
           else render(result, table, config_path, warn_gib))
     return EXIT_NO if verdict(result, warn_gib) == "does NOT fit" else EXIT_OK
+
+
+def compute(recipe_path: Path, gpu_gib: float, model_path: str | None = None) -> tuple[Any, Any, dict[str, Any], Path]:
+    """(estimate, recipe, model config, config path) for a recipe file on a card of `gpu_gib`."""
+    from loratui.errors import UsageError
+    from loratui.logic.estimate import ConfigError, estimate
+    from loratui.recipe import load_recipe
+
+    recipe = load_recipe(recipe_path, model_path=model_path)  # the override before the checks
+    if gpu_gib <= 0:
+        raise UsageError(f"--gpu-gb {gpu_gib}: the card's memory must be positive (GiB)")
+    config_path = find_config(model_path or recipe.model.path, recipe_path.resolve().parent)
+    config = read_config(config_path)
+    try:
+        return estimate(recipe, config, gpu_gib), recipe, config, config_path
+    except ConfigError as exc:
+        raise UsageError(f"{config_path}: {exc}") from None
 
 
 def verdict(result: Any, warn_gib: float) -> str:

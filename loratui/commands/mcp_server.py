@@ -1,0 +1,223 @@
+"""`loratui mcp [--allow-control]`: a stdio MCP server for coding agents (the official `mcp` SDK).
+
+Read tools answer with what the app shows (commands/agent_view.py). Control tools act through the same
+control channel as the keys and `loratui pause/stop`, recorded in the run's log with source "agent"; they
+refuse unless the server was started with --allow-control. A destructive action (stop, apply-and-restart)
+takes two calls: the first says what would happen and returns a one-time token, the second does it.
+Secrets never leave: alert URLs live outside run directories and nothing here reads the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SOURCE = "agent"
+"""What the run's log records as the origin of an agent's command (events.Control.source)."""
+TOKEN_TTL_S = 300.0
+
+
+def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the `mcp` subparser."""
+    cmd = sub.add_parser("mcp", parents=[runs_dir_parent],
+                         help="serve the runs to a coding agent over MCP (stdio); needs loratui[mcp]")
+    cmd.add_argument("--allow-control", action="store_true",
+                     help="let the agent pause, resume, save, suspend, stop and apply advice (off by default)")
+    return cmd
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A destructive action announced to the agent, waiting for its token."""
+
+    action: str
+    run_id: str
+    advice_id: str
+    expires: float
+
+
+class Tokens:
+    """One-time tokens for destructive actions: each names one action on one run and is used once."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, Pending] = {}
+
+    def issue(self, action: str, run_id: str, advice_id: str = "") -> str:
+        token = secrets.token_urlsafe(16)
+        self._pending[token] = Pending(action, run_id, advice_id, time.monotonic() + TOKEN_TTL_S)
+        return token
+
+    def redeem(self, token: str, action: str, run_id: str, advice_id: str = "") -> None:
+        """Consume `token`; raise ValueError unless it was issued for exactly this action and still holds."""
+        pending = self._pending.pop(token, None)
+        if pending is None or pending.expires < time.monotonic():
+            raise ValueError("unknown or expired token: call again without a token to get a new one")
+        if (pending.action, pending.run_id, pending.advice_id) != (action, run_id, advice_id):
+            raise ValueError(f"this token was issued for {pending.action} on {pending.run_id}, not for "
+                             f"{action} on {run_id}")
+
+
+def build_server(runs_dir: Path, allow_control: bool) -> Any:
+    """The MCP server object with every tool registered (tests may drive it in-process too)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from loratui.commands import agent_view as view
+    from loratui.errors import UsageError
+    from loratui.recipe import RecipeError
+
+    server = MCPServer("loratui", instructions=(
+        "loratui runs and watches LoRA/QLoRA fine-tuning jobs. list_runs first; then run_status, "
+        "run_advice, run_summary, run_output for one run. Control tools need `loratui mcp --allow-control`; "
+        "stop and apply_advice take two calls (the first returns what would happen and a token)."))
+    tokens = Tokens()
+
+    def guarded(fn: Any) -> Any:
+        """Bad input becomes one tool error line, as the CLI prints it."""
+        try:
+            return fn()
+        except (UsageError, RecipeError, ValueError, OSError) as exc:
+            raise ToolError(str(exc)) from None
+
+    def need_control(action: str) -> None:
+        if not allow_control:
+            raise ToolError(f"{action}: control is off; the user must start the server with "
+                            "`loratui mcp --allow-control`")
+
+    @server.tool()
+    def list_runs() -> dict[str, Any]:
+        """The runs `loratui ls` lists: id, state, step, last loss, peak VRAM (GiB), who still runs it."""
+        return {"runs": guarded(lambda: view.list_runs(runs_dir))}
+
+    @server.tool()
+    def run_status(run: str) -> dict[str, Any]:
+        """One run's status: step, loss, tokens/s, ETA, device and torch memory (GiB), peak against the
+        VRAM warning line, phase, estimate, end."""
+        return guarded(lambda: view.status(view.find_run(run, runs_dir)))
+
+    @server.tool()
+    def run_advice(run: str) -> dict[str, Any]:
+        """The troubleshooting advice for a run, most important first: what is wrong, its evidence, the
+        change it proposes, and whether apply_advice can apply it."""
+        return {"advice": guarded(lambda: view.advice(view.find_run(run, runs_dir)))}
+
+    @server.tool()
+    def run_summary(run: str) -> dict[str, Any]:
+        """A run's summary (losses, NaN steps, peaks, duration, end, diagnoses): replay --summary."""
+        return guarded(lambda: view.summary(view.find_run(run, runs_dir)))
+
+    @server.tool()
+    def run_output(run: str, lines: int = 50) -> dict[str, Any]:
+        """The last lines (at most 200) of the trainer's output, with control characters made inert."""
+        return {"lines": guarded(lambda: view.output_tail(view.find_run(run, runs_dir), lines))}
+
+    @server.tool()
+    def estimate(recipe: str, gpu_gb: float = 80.0) -> dict[str, Any]:
+        """The pre-flight VRAM estimate of a built-in recipe (by name, e.g. qwen7b) or of a run's recipe
+        (by run id) on a card of gpu_gb GiB."""
+        return guarded(lambda: view.estimate(recipe, gpu_gb, runs_dir))
+
+    @server.tool()
+    def doctor(text: str) -> dict[str, Any]:
+        """Diagnose pasted training output (a log, a traceback, printed loss dicts): loratui doctor -."""
+        return guarded(lambda: view.doctor(text))
+
+    for action, doc in (("pause", "Pause a run at its next step boundary (needs --allow-control)."),
+                        ("resume", "Resume a paused or suspended run (needs --allow-control)."),
+                        ("save", "Save a checkpoint at the next step boundary (needs --allow-control)."),
+                        ("suspend", "Checkpoint, free the GPU and wait for resume (needs --allow-control).")):
+        server.tool(name=action, description=doc)(_control_tool(action, runs_dir, need_control, guarded))
+
+    @server.tool()
+    def stop(run: str, token: str = "") -> dict[str, Any]:
+        """Stop a run (needs --allow-control). Two calls: without a token, what would happen and a
+        one-time token; with it, the stop."""
+        need_control("stop")
+        target = guarded(lambda: view.find_run(run, runs_dir))
+        if not token:
+            now = guarded(lambda: view.status(target))
+            return {"would": f"stop {target.run_id} at its next step boundary (now {now['state']}, step "
+                             f"{now['step']}/{now['max_steps']}); call stop again with this token to do it",
+                    "token": tokens.issue("stop", target.run_id)}
+        guarded(lambda: tokens.redeem(token, "stop", target.run_id))
+        return {"done": guarded(lambda: _deliver(target, "stop"))}
+
+    @server.tool()
+    async def apply_advice(run: str, advice_id: str, token: str = "") -> dict[str, Any]:
+        """Apply an advice item (needs --allow-control): write the fixed recipe or config copy and restart
+        the run with it. Two calls: without a token, the change and a one-time token; with it, the act."""
+        import anyio
+
+        need_control("apply_advice")
+        target = guarded(lambda: view.find_run(run, runs_dir))
+        item = guarded(lambda: _advice_item(target, advice_id))
+        if not token:
+            return {"would": f"write a copy of {target.run_id}'s recipe/config with {item.change}, stop the "
+                             "run if it trains, and start it again with the copy (from its last checkpoint)",
+                    "change": item.change, "token": tokens.issue("apply", target.run_id, advice_id)}
+        guarded(lambda: tokens.redeem(token, "apply", target.run_id, advice_id))
+        return await anyio.to_thread.run_sync(lambda: guarded(lambda: _apply(target, item)))
+
+    return server
+
+
+def _control_tool(action: str, runs_dir: Path, need_control: Any, guarded: Any) -> Any:
+    from loratui.commands import agent_view as view
+
+    def tool(run: str) -> dict[str, Any]:
+        need_control(action)
+        return {"done": guarded(lambda: _deliver(view.find_run(run, runs_dir), action))}
+
+    return tool
+
+
+def _deliver(run: Any, command: str) -> str:
+    from loratui.supervisor import control
+
+    try:
+        return control.deliver(run, command, SOURCE)
+    except control.ControlError as exc:
+        raise ValueError(f"{run.run_id}: {exc}") from None
+
+
+def _advice_item(run: Any, advice_id: str) -> Any:
+    from loratui.commands.agent_view import _fold
+
+    _, advisor = _fold(run)
+    for item in advisor.items():
+        if item.id == advice_id:
+            if not item.fix:
+                raise ValueError(f"{advice_id}: cannot be applied ({item.no_fix or 'it proposes no change'})")
+            return item
+    raise ValueError(f"{run.run_id} has no advice {advice_id!r} now; run_advice lists what it has")
+
+
+def _apply(run: Any, item: Any) -> dict[str, Any]:
+    """What `A`, `y` does in the app, with the agent named in the log."""
+    from loratui import events
+    from loratui.eventlog import EventWriter
+    from loratui.supervisor import control
+    from loratui.supervisor.restart import restart_with, write_fix
+
+    path, env = write_fix(run, item.id, item.fix)
+    new_run = restart_with(run, path, env, lambda command: control.send(run.control, command, SOURCE))
+    EventWriter(run.events).write(events.Notice(
+        t=time.time(), level="info", key="agent",
+        message=f"agent (mcp): applied {item.id} ({path.name}); the run goes on as {new_run.run_id}"))
+    return {"done": f"wrote {path}; restarted as {new_run.run_id}", "new_run": new_run.run_id}
+
+
+def main(args: argparse.Namespace) -> int:
+    """Serve until the client closes stdin."""
+    from loratui.errors import UsageError
+
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise UsageError("loratui mcp needs the MCP SDK: pip install 'loratui[mcp]'") from None
+    build_server(args.runs_dir, args.allow_control).run("stdio")
+    return 0
