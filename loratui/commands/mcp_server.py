@@ -150,7 +150,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
     async def apply_advice(run: str, advice_id: str, token: str = "") -> dict[str, Any]:
         """Apply an advice item (needs --allow-control): write the fixed recipe or config copy and restart
         the run with it. Two calls: without a token, the change and a one-time token; with it, the act."""
-        import anyio
+        import asyncio
 
         need_control("apply_advice")
         target = guarded(lambda: view.find_run(run, runs_dir))
@@ -160,7 +160,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
                              "run if it trains, and start it again with the copy (from its last checkpoint)",
                     "change": item.change, "token": tokens.issue("apply", target.run_id, advice_id)}
         guarded(lambda: tokens.redeem(token, "apply", target.run_id, advice_id))
-        return await anyio.to_thread.run_sync(lambda: guarded(lambda: _apply(target, item)))
+        return await asyncio.to_thread(lambda: guarded(lambda: _apply(target, item)))  # a restart waits
 
     return server
 
