@@ -1,0 +1,167 @@
+"""`loratui report RUN [--out DIR]`: the story of a run as Markdown with PNG charts, to paste anywhere.
+
+The charts (loss and learning rate, VRAM against the warning line, throughput) are drawn with matplotlib,
+an optional extra (`loratui[report]`); the facts and the story come from the same folds every view uses:
+RunState, the Advisor and logic/story.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+GIB = float(1 << 30)
+
+
+def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the `report` subparser."""
+    cmd = sub.add_parser("report", parents=[runs_dir_parent],
+                         help="write a run's story as Markdown with PNG charts (needs loratui[report])")
+    cmd.add_argument("run", help="run id, name or directory")
+    cmd.add_argument("--out", type=Path, default=None, help="folder to write (default ./<run id>-report)")
+    return cmd
+
+
+def main(args: argparse.Namespace) -> int:
+    """Write report.md and its charts; print where."""
+    from loratui import rundir
+    from loratui.errors import EXIT_OK, UsageError
+
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("loratui report draws its charts with matplotlib: pip install 'loratui[report]'") from None
+    matplotlib.use("Agg")  # no display on a GPU box over SSH
+    run = rundir.resolve(args.run, args.runs_dir)
+    out = args.out or Path(f"{run.run_id}-report")
+    out.mkdir(parents=True, exist_ok=True)
+    path = write_report(run, out)
+    print(f"loratui: report of {run.run_id} in {path}")
+    return EXIT_OK
+
+
+def write_report(run: Any, out: Path) -> Path:
+    """Fold the run's log and write `out/report.md` with `loss.png`, `vram.png`, `throughput.png`."""
+    from loratui.eventlog import read_log
+    from loratui.logic.advisor import Advisor
+    from loratui.logic.runstate import RunState
+    from loratui.logic.story import Story
+    from loratui.logic.summary import summarize
+
+    contents = read_log(run.events)
+    found = contents.events
+    state = RunState().feed_all(found)
+    story = Story().feed_all(found)
+    items = Advisor(run.load_recipe()[0]).feed_all(found).items()
+    facts = summarize(state, contents.notes(), [item.id for item in items])
+    rates = [(e.step, e.tokens / e.step_time) for e in found
+             if type(e).__name__ == "Step" and e.rank == 0 and e.step_time > 0 and e.tokens]
+    charts = {"loss.png": _loss_chart(state, out / "loss.png"), "vram.png": _vram_chart(state, out / "vram.png"),
+              "throughput.png": _rate_chart(rates, out / "throughput.png")}
+    text = render(facts, story.moments, items, charts)
+    target = out / "report.md"
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: dict[str, bool]) -> str:
+    """The Markdown: the headline facts, what happened, the advice, and the charts that have data."""
+    from loratui.logic import fmt
+
+    end = facts["end_state"] + (f" ({facts['end_error']})" if facts["end_error"] else "")
+    lines = [f"# {_md(facts['name'] or facts['run_id'])}", "",
+             "| | |", "|---|---|", f"| run | `{_md(facts['run_id'])}` |", f"| end | {_md(end)} |",
+             f"| steps | {facts['steps']}/{facts['max_steps'] or '?'} |",
+             f"| loss | {fmt.number(facts['first_loss'])} → {fmt.number(facts['last_loss'])} "
+             f"(min {fmt.number(facts['min_loss'])} at step {facts['min_loss_step']}) |",
+             f"| peak VRAM (device) | {_gib(facts['peak_device_used_gib'])} |",
+             f"| duration | {fmt.duration(facts['duration_s'])} |", ""]
+    if facts["nan_steps"]:
+        lines += [f"Non-finite loss or gradient at steps {', '.join(map(str, facts['nan_steps'][:20]))}.", ""]
+    lines += ["## What happened", ""]
+    lines += [f"- {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(m.t))} · step {m.step} · "
+              f"{'**' + _md(m.text) + '**' if m.level != 'info' else _md(m.text)}" for m in moments] or ["- nothing of note"]
+    lines += ["", "## Advice", ""]
+    lines += [f"- **{_md(item.title)}**" + "".join(f"\n  - {_md(line)}" for line in item.evidence) for item in items
+              if item.severity in ("error", "warning")] or ["- none: nothing looked wrong"]
+    lines += ["", "## Charts", ""]
+    for name, drawn in charts.items():
+        lines.append(f"![{name[:-4]}]({name})" if drawn else f"- {name[:-4]}: no data in this run")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    """Text from the run, inert for the terminal and for Markdown's table and emphasis syntax."""
+    from loratui.text import inert
+
+    return inert(str(text)).replace("|", "\\|").replace("*", "\\*").replace("\n", " ")
+
+
+def _gib(value: float | None) -> str:
+    return f"{value:.2f} GiB" if value is not None else "not measured (no GPU)"
+
+
+def _loss_chart(state: Any, path: Path) -> bool:
+    import math
+
+    import matplotlib.pyplot as plt
+
+    loss = [(s, v) for s, v in state.loss if math.isfinite(v)]
+    if not loss:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot(*zip(*loss), label="train loss", color="tab:blue")
+    evals = [(s, v) for s, v in state.eval_loss if math.isfinite(v)]
+    if evals:
+        ax.plot(*zip(*evals), "o-", label="eval loss", color="tab:orange")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    if state.lr:
+        lr = ax.twinx()
+        lr.plot(*zip(*state.lr), color="tab:gray", alpha=0.6, label="learning rate")
+        lr.set_ylabel("learning rate")
+    ax.legend(loc="upper right")
+    return _save(fig, path)
+
+
+def _vram_chart(state: Any, path: Path) -> bool:
+    import matplotlib.pyplot as plt
+
+    series = {index: list(zip(gpu.used.xs, gpu.used.ys)) for index, gpu in state.gpus.items() if len(gpu.used)}
+    if not series:
+        return False
+    start = state.started or min(t for points in series.values() for t, _ in points)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for index, points in sorted(series.items()):
+        ax.plot([(t - start) / 60 for t, _ in points], [v / GIB for _, v in points], label=f"GPU {index} used")
+    if state.warn_gb:
+        ax.axhline(state.warn_gb, color="tab:red", linestyle="--", label=f"warning line {state.warn_gb:g} GiB")
+    if state.estimate is not None:
+        ax.axhline(state.estimate.peak_device_gib, color="tab:green", linestyle=":", label="estimate")
+    ax.set_xlabel("minutes")
+    ax.set_ylabel("GiB")
+    ax.legend(loc="lower right")
+    return _save(fig, path)
+
+
+def _rate_chart(rates: list[tuple[int, float]], path: Path) -> bool:
+    import matplotlib.pyplot as plt
+
+    if not rates:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.plot(*zip(*rates), color="tab:purple")
+    ax.set_xlabel("step")
+    ax.set_ylabel("tokens/s")
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> bool:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True

@@ -1,0 +1,83 @@
+"""The story of a run: the events of note, in order, with their time and step (pure logic).
+
+One notion serves `loratui report` (the Markdown account of a night) and the "while you were away" card: a
+start, pauses and resumes (and who asked), suspends, guard actions and verdicts, warnings and errors the run
+recorded, the first NaN of each streak, and the end. Steps and losses are not moments; they are the charts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from loratui import events
+
+INFO, WARNING, ERROR = "info", "warning", "error"
+
+
+@dataclass(frozen=True)
+class Moment:
+    """One event of note: when (wall time), at which optimiser step, how serious, and what happened."""
+
+    t: float
+    step: int
+    level: str
+    text: str
+
+
+class Story:
+    """Folds events into moments; feed them in log order."""
+
+    def __init__(self) -> None:
+        self.moments: list[Moment] = []
+        self.step = 0
+        self._state = ""
+        self._in_nan = False
+
+    def feed_all(self, found: Iterable[events.AnyEvent]) -> Story:
+        for event in found:
+            self.feed(event)
+        return self
+
+    def feed(self, e: events.AnyEvent) -> None:
+        if isinstance(e, events.Step) and e.rank == 0:
+            self.step = max(self.step, e.step)
+        elif isinstance(e, events.Header):
+            self._add(e.t, INFO, f"started {e.name or e.run_id}")
+        elif isinstance(e, events.State):
+            self._on_state(e)
+        elif isinstance(e, events.Control):
+            self._add(e.t, INFO, f"{e.command} asked" + (f" by {e.source}" if e.source else ""))
+        elif isinstance(e, events.Notice) and e.level in (WARNING, ERROR):
+            self._add(e.t, e.level, e.message)
+        elif isinstance(e, events.Log):
+            self._on_log(e)
+        elif isinstance(e, events.End):
+            said = f"ended {e.state}" + (f": {e.error}" if e.error else "")
+            self._add(e.t, INFO if e.state == events.FINISHED else ERROR, said, e.step or self.step)
+
+    def since(self, t: float) -> list[Moment]:
+        """The moments after wall time `t` (what happened while nobody looked)."""
+        return [m for m in self.moments if m.t > t]
+
+    def _add(self, t: float, level: str, text: str, step: int | None = None) -> None:
+        self.moments.append(Moment(t, self.step if step is None else step, level, text))
+
+    def _on_state(self, e: events.State) -> None:
+        if e.step is not None:
+            self.step = max(self.step, e.step)
+        noted = {events.PAUSED: "paused", events.SUSPENDED: "suspended"}
+        if e.state in noted:
+            self._add(e.t, INFO, noted[e.state] + (f" ({e.reason})" if e.reason else ""))
+        elif e.state == events.TRAINING and self._state in noted:
+            self._add(e.t, INFO, "resumed")
+        self._state = e.state
+
+    def _on_log(self, e: events.Log) -> None:
+        values = {k: events.num_in(v) for k, v in e.values.items()}
+        bad = [k for k in ("loss", "grad_norm") if isinstance(values.get(k), float) and not math.isfinite(values[k])]
+        if bad and not self._in_nan:
+            self._add(e.t, ERROR, f"{' and '.join(bad)} not finite", e.step)
+        if "loss" in values or "grad_norm" in values:
+            self._in_nan = bool(bad)
