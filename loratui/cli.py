@@ -181,10 +181,10 @@ def _is_live(status: runstatus.Status) -> bool:
 
 def cmd_attach(args: argparse.Namespace) -> int:
     run = pick_run(args.run, args.runs_dir, need_running=False)
-    return _view(run, headless=args.headless)
+    return _view(run, headless=args.headless, attached=True)
 
 
-def _view(run: rundir.RunDir, headless: bool) -> int:
+def _view(run: rundir.RunDir, headless: bool, attached: bool = False) -> int:
     """The TUI on a terminal, the progress printer otherwise; Ctrl-C leaves the run training."""
     if headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         from loratui.tui import headless as hl
@@ -207,7 +207,7 @@ def _view(run: rundir.RunDir, headless: bool) -> int:
                           restart=lambda recipe, env, send: restart_with(run, recipe, env, send),
                           stacks=lambda: _stacks_text(run))
 
-    return run_app(run, actions)
+    return run_app(run, actions, attached)
 
 
 def _stacks_text(run: rundir.RunDir) -> str:

@@ -66,3 +66,30 @@ def new_signer() -> "hmac.HMAC | None":
     """An HMAC-SHA256 to feed; None when there is no key."""
     key = signing_key()
     return hmac.new(key, digestmod=hashlib.sha256) if key is not None else None
+
+
+def _viewed_path(run_path: Path) -> Path:
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(run_path))).hexdigest()[:32]
+    return state_dir() / "viewed" / digest
+
+
+def last_viewed(run_path: Path) -> float | None:
+    """When this user's viewer last showed the run (the newest event's time it had folded), or None."""
+    try:
+        return float(_viewed_path(run_path).read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def mark_viewed(run_path: Path, t: float) -> None:
+    """Remember that the run was seen up to wall time `t` (for the "while you were away" card)."""
+    path = _viewed_path(run_path)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = path.with_name(f"{path.name}.{os.getpid()}")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(f"{t!r}\n")  # exact: a moment at the very time seen is not new
+        os.replace(temp, path)
+    except OSError:
+        pass  # a read-only home: the card then shows the whole story next time, nothing worse

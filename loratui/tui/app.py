@@ -23,11 +23,12 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Footer
 
-from loratui import events
+from loratui import events, userstate
 from loratui.errors import ApplyError
 from loratui.logic import command_keys
 from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
+from loratui.logic.story import Story
 from loratui.recipe import Recipe
 from loratui.rundir import RunDir
 from loratui.sources.runlog import Batch, EventSource, LiveSource
@@ -101,7 +102,7 @@ class LoratuiApp(App[str]):
 
     def __init__(self, source: EventSource, recipe: Recipe | None = None, send: Callable[[str], None] | None = None,
                  poll_s: float = 0.25, refresh_s: float = 0.25, actions: RunActions | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, away: AwayTracking | None = None) -> None:
         super().__init__()
         self.source = source
         self.actions = actions
@@ -124,6 +125,10 @@ class LoratuiApp(App[str]):
         self._refresh_timer: Timer | None = None
         self._log_opened_on_failure = False
         self._opened = time.time()
+        self.away = away
+        """Attach only: the "while you were away" card's memory of when this user last looked."""
+        self._story = Story() if away is not None else None
+        self._last_event_t = 0.0
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -186,8 +191,25 @@ class LoratuiApp(App[str]):
                     and event.t >= self._opened:  # live alerts only: not those of the history on attach
                 self.bell()
                 self.say(event.message[:300], severity="warning", timeout=15)
+        if self._story is not None and message.events:
+            self._story.feed_all(message.events)
+            self._last_event_t = max(self._last_event_t, message.events[-1].t)
+            self._show_away_card()
         self.note = message.note
         self._dirty = True
+
+    def _show_away_card(self) -> None:
+        """Once, on attach: what happened since this user last looked (from the history just read)."""
+        assert self.away is not None and self._story is not None
+        caught_up = self.run_state.end is not None or self._last_event_t >= self._opened - 2.0
+        if self.away.shown or not caught_up:  # a long history arrives in several batches: wait for its end
+            return
+        self.away.shown = True
+        if self.away.since is None:  # never shown here before: the panes hold the whole history anyway
+            return
+        seen = [m for m in self._story.since(self.away.since) if m.t < self._opened]
+        if seen:
+            self.push_screen(TextScreen(away_card(seen, self.away.since)))
 
     @on(StateReplaced)
     def _replace(self, message: StateReplaced) -> None:
@@ -413,21 +435,45 @@ class LoratuiApp(App[str]):
         self.push_screen(evidence_screen(message.item))
 
     def on_unmount(self) -> None:
+        if self.away is not None and self._last_event_t:
+            self.away.mark(self._last_event_t)
         self._stop_polling.set()
         if self._refresh_timer is not None:
             self._refresh_timer.stop()  # a tick during teardown would look for panes already gone
 
 
-def live_app(run: RunDir, actions: RunActions | None) -> LoratuiApp:
-    """The app on a run directory: live tail plus the actions the command handed in."""
+@dataclass
+class AwayTracking:
+    """When this user last saw a run, and how to remember the newest moment seen now."""
+
+    since: float | None
+    mark: Callable[[float], None]
+    shown: bool = False
+
+
+def away_card(moments: list[Any], since: float) -> str:
+    """The "while you were away" card: each moment of note with its time and step."""
+    lines = [f"While you were away (since {time.strftime('%a %H:%M', time.localtime(since))}):", ""]
+    for m in moments:
+        mark = {"error": "!! ", "warning": "!  "}.get(m.level, "   ")
+        lines.append(f"{mark}{time.strftime('%H:%M', time.localtime(m.t))}  step {m.step:<6} {inert(m.text)[:160]}")
+    return "\n".join(lines + ["", "escape or enter closes this card; loratui report RUN writes it down"])
+
+
+def live_app(run: RunDir, actions: RunActions | None, attached: bool = False) -> LoratuiApp:
+    """The app on a run directory: live tail plus the actions the command handed in. Every viewer
+    remembers what it showed; an attach opens on what happened since."""
     recipe, _ = run.load_recipe()  # None: an old or hand-edited copy, shown without recipe-aware advice
-    return LoratuiApp(LiveSource(run), recipe, actions=actions)
+    away = AwayTracking(userstate.last_viewed(run.path) if attached else None,
+                        lambda t: userstate.mark_viewed(run.path, t), shown=not attached)
+    return LoratuiApp(LiveSource(run), recipe, actions=actions, away=away)
 
 
-def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions]) -> int:
+def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions], attached: bool = False) -> int:
     """Run the app on `run` (and on the run that replaces it after an applied advice)."""
     while True:
-        app = live_app(run, actions_for(run))
+        app = live_app(run, actions_for(run), attached)
+        attached = False
         result = app.run()
         if not (isinstance(result, str) and result.startswith("switch:")):
             break
