@@ -300,3 +300,20 @@ def test_notify_test_names_the_unset_variable_a_recipe_points_to(tmp_path: Path,
     assert cli.main(["notify-test", "--recipe", str(recipe)]) == 2
     err = capsys.readouterr().err
     assert "MY_ALERTS_URL" in err and "not set" in err and "Traceback" not in err
+
+
+def test_an_apprise_url_carries_a_failed_alert_and_its_secret_is_never_named(endpoint: Endpoint) -> None:
+    pytest.importorskip("apprise")
+    port = endpoint.url.rsplit(":", 1)[1]
+    url = f"json://127.0.0.1:{port}/secret-topic"
+    assert alerts.check_url(url) == url and alerts.detect_format(url) == "apprise"
+    notifier = Notifier(url)
+    assert notifier.send(ALERT)
+    notifier.close(10)
+    (request,) = endpoint.wait(1)
+    body = json.loads(request["body"])
+    assert request["path"] == "/secret-topic" and body["title"] == ALERT.title and "gradient_checkpointing" in body["message"]
+    assert "secret" not in alerts.where("tgram://123456:secret-bot-token/987") and "tgram" in alerts.where(url.replace("json", "tgram"))
+    with pytest.raises(alerts.UsageError) as refused:
+        alerts.check_url("nosuchservice://secret-topic")
+    assert "secret-topic" not in str(refused.value)

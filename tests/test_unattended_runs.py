@@ -110,3 +110,17 @@ def test_a_hung_trainer_is_detected_and_stacks_show_where_it_waits(tmp_path: Pat
     finally:
         viewer.kill()
         viewer.wait()
+
+
+def test_an_apprise_url_gets_the_finished_alert_of_a_real_run(endpoint: Endpoint, runs_dir: Path) -> None:
+    """Issue 28: any Apprise URL in --notify; `json://` posts Apprise's JSON to the local server."""
+    pytest.importorskip("apprise")
+    port = endpoint.url.rsplit(":", 1)[1]
+    url = f"json://127.0.0.1:{port}/{SECRET}"
+    result = loratui("run", str(TINY), "--headless", "--max-steps", "3", "--runs-dir", str(runs_dir),
+                     "--notify", url, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (request,) = endpoint.wait(1)
+    body = json.loads(request["body"])
+    assert request["path"] == f"/{SECRET}" and "finished" in body["title"] and "step 3" in body["message"]
+    assert _secret_anywhere(only_run(runs_dir)) == [] and SECRET not in result.stdout + result.stderr

@@ -37,8 +37,7 @@ def main(args: argparse.Namespace) -> int:
     if not url:
         raise UsageError("no alert URL: pass one (loratui notify-test https://ntfy.sh/TOPIC), export "
                          f"{alerts.NOTIFY_ENV}, or name a variable with [alerts] url_env in --recipe")
-    if not url.startswith(("http://", "https://")):
-        raise UsageError("notify-test: expected an http(s) URL")
+    alerts.check_url(url, "notify-test")
     fmt = args.format or section.format
     fmt = alerts.detect_format(url) if fmt == "auto" else fmt
     alert = alerts.Alert("test", "loratui: test alert", f"alerts from {socket.gethostname()} reach you here",

@@ -31,6 +31,7 @@ import msgspec
 
 from loratui.errors import UsageError
 from loratui.rundir import RunDir, write_private
+from loratui.supervisor import apprise_channel
 
 NOTIFY_ENV = "LORATUI_NOTIFY_URL"
 """A variable the user may export instead of passing `--notify URL` (read at launch, and by notify-test)."""
@@ -50,7 +51,9 @@ class Alert:
 
 
 def detect_format(url: str) -> str:
-    """'slack', 'discord', 'ntfy' or 'json', from the URL's host and path."""
+    """'slack', 'discord', 'ntfy' or 'json', from the URL's host and path; 'apprise' for any other scheme."""
+    if apprise_channel.is_apprise_url(url):
+        return "apprise"
     parts = urllib.parse.urlsplit(url)
     host, path = parts.hostname or "", parts.path
     if host.endswith("hooks.slack.com"):
@@ -85,11 +88,16 @@ def _ascii(text: str) -> str:
 
 def where(url: str) -> str:
     """The URL's host, to name the endpoint in an error without giving the secret away."""
+    if apprise_channel.is_apprise_url(url):  # its "host" may be a bot token
+        return apprise_channel.service(url)
     return urllib.parse.urlsplit(url).hostname or "the endpoint"
 
 
 def post(url: str, fmt: str, alert: Alert, timeout: float = 10.0) -> None:
     """Send one alert now (raises OSError / urllib errors on failure)."""
+    if fmt == "apprise" or apprise_channel.is_apprise_url(url):
+        apprise_channel.send(url, alert.title, alert.message, alert.urgent)
+        return
     body, headers = payload(fmt, alert)
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the user's URL)
@@ -175,7 +183,10 @@ def is_http(url: str) -> bool:
 
 
 def check_url(url: str, flag: str = "--notify") -> str:
-    """`url` if it is an http(s) URL; else one message that does not repeat it (it may be a secret)."""
+    """`url` if it is an http(s) or Apprise URL; else one message that does not repeat it (a secret)."""
+    if apprise_channel.is_apprise_url(url):
+        apprise_channel.check(url, flag)
+        return url
     if not is_http(url):
         raise UsageError(f"{flag}: expected an http(s) URL (an ntfy topic such as https://ntfy.sh/TOPIC, or a "
                          "Slack, Discord or JSON webhook)")
@@ -197,7 +208,7 @@ def saved_target(run: RunDir) -> str:
         url = msgspec.json.decode(run.alerts.read_bytes(), type=Target).url
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return ""
-    return url if is_http(url) else ""
+    return url if is_http(url) or apprise_channel.is_apprise_url(url) else ""
 
 
 def url_for_run(run: RunDir, alerts: Any, environ: dict[str, str] | None = None) -> str:
