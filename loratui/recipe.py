@@ -158,6 +158,11 @@ class GuardSection(_Section, frozen=True):
     on_oom: bool = True
     on_nan: bool = True
     """NaN/Inf loss or a diverging loss: restart from the checkpoint before the first bad step, lr halved."""
+    max_retries: int = 2
+    """Transient failures (a kill with no Python error, an NCCL timeout, an ECC or node error) retried from
+    the last checkpoint with the recipe unchanged; counted apart from `max_actions`."""
+    max_restart_gpu_hours: float = 0.0
+    """GPU hours the restarted lives may spend in all (GPUs x wall hours since the first restart); 0: no cap."""
 
 
 class DistributedSection(_Section, frozen=True):
@@ -431,6 +436,11 @@ def _check_alerts(r: Recipe) -> tuple[str, str] | None:
         return "alerts.min_interval_s", f"min_interval_s = {a.min_interval_s}: must be 0 or more (seconds)"
     if not 0 <= g.max_actions <= 20:
         return "guard.max_actions", f"max_actions = {g.max_actions}: use 0 to 20 (2 is the default)"
+    if not 0 <= g.max_retries <= 20:
+        return "guard.max_retries", f"max_retries = {g.max_retries}: use 0 to 20 (2 is the default)"
+    if not 0 <= g.max_restart_gpu_hours < 1e6:  # also refuses nan
+        return ("guard.max_restart_gpu_hours", f"max_restart_gpu_hours = {g.max_restart_gpu_hours}: GPU hours, "
+                "0 or more (0: no cap)")
     if r.monitor.hang_factor <= 1 or r.monitor.hang_min_s <= 0:
         return ("monitor.hang_factor", f"hang_factor = {r.monitor.hang_factor}, hang_min_s = "
                 f"{r.monitor.hang_min_s}: need hang_factor > 1 and hang_min_s > 0 (10 and 300 are the defaults)")

@@ -99,6 +99,9 @@ def test_an_oom_restarts_once_with_the_predicted_move_and_finishes(tmp_path: Pat
     assert kinds(run, "end")[-1]["state"] == "finished"
     alerts = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "alert"]
     assert any(a.startswith("CUDA out of memory") for a in alerts) and any(a.startswith("guard") for a in alerts)
+    (verdict,) = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "guard_verdict"]
+    assert verdict.startswith("guard verdict: recovered") and "after resuming at step 4" in verdict
+    assert any(a.startswith("recovered: guard verdict") for a in alerts)
 
 
 @pytest.mark.slow
@@ -129,3 +132,55 @@ def test_after_a_guard_restart_the_estimate_is_checked_against_the_new_life() ->
     watch.restart(Recipe())
     watch.feed([events.Sample(t=2.0, gpu=0, used_max=22 * gib, used_last=0, used_min=0, total=140 * gib)])
     assert watch.life_peak == 22 * gib
+
+
+@pytest.mark.slow
+def test_a_crash_loop_stops_after_the_second_identical_failure_with_an_alert(tmp_path: Path, runs_dir: Path) -> None:
+    """Issue 28: the same OOM at the same step after a guard move is not retried with the next move: the
+    restarted life is judged not recovered, the run ends, and the endpoint is told why."""
+    from tests.test_alerts import Endpoint
+
+    endpoint = Endpoint()
+    try:
+        recipe = _guard_recipe(tmp_path, max_actions=3)
+        env = dict(os.environ, LORATUI_TEST_OOM_AT_STEP="5")
+        result = loratui("run", str(recipe), "--headless", "--runs-dir", str(runs_dir), "--notify",
+                         f"{endpoint.url}/topic", env=env, timeout=600)
+        assert result.returncode == 1
+        run = only_run(runs_dir)
+        notices = {str(e.get("key")): str(e["message"]) for e in kinds(run, "notice")}
+        assert len([e for e in kinds(run, "notice") if e.get("key") == "guard"]) == 1  # budget 3, one spent
+        assert len(kinds(run, "train_begin")) == 2
+        verdicts = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "guard_verdict"]
+        assert verdicts[0].startswith("guard verdict: NOT recovered: the restarted trainer failed again at step 5")
+        assert verdicts[1] == ("crash loop: the same failure (oom) at the same step (5) twice; not restarting again")
+        assert notices and kinds(run, "end")[-1]["state"] == "failed"
+        sent = [json.loads(r["body"]) for r in endpoint.wait(4, timeout=30)]
+        assert any(b["event"] == "guard" and "crash loop" in b["message"] for b in sent), sent
+        assert any(b["event"] == "failed" for b in sent), sent
+    finally:
+        endpoint.server.shutdown()
+
+
+def test_verdicts_crash_loops_and_transient_failures() -> None:
+    from loratui.logic import guard_verdict as gv
+
+    gib = 1 << 30
+    expect = gv.Expectation("oom", resume_step=40, resume_loss=1.2, warn_gib=24.0, steps=3, losses=[1.25, 1.2],
+                            predicted_gib=22.6)
+    fine = gv.judge(expect, int(21.3 * gib), gpu=True)
+    assert fine.recovered and "measured peak 21.30 GiB vs predicted 22.60 GiB (-6%)" in fine.text()
+    over = gv.judge(expect, int(25.0 * gib), gpu=True)
+    assert not over.recovered and "over the 24 GiB warning line" in over.text()
+    jumped = gv.judge(gv.Expectation("nan", 40, 1.2, None, 3, [4.0]), 0, gpu=False)
+    assert not jumped.recovered and "a jump" in jumped.text() and "peak was not checked" in jumped.text()
+    nan_again = gv.judge(gv.Expectation("nan", 40, 1.2, None, 3, [1.1, float("nan")]), 0, gpu=False)
+    assert not nan_again.recovered
+    first = gv.Failure("oom", 5, "checkpoint-4")
+    assert gv.crash_loop(None, first) == "" and "same step (5)" in gv.crash_loop(first, first)
+    assert "no new checkpoint" in gv.crash_loop(first, gv.Failure("oom", 7, "checkpoint-4"))
+    assert gv.crash_loop(first, gv.Failure("oom", 9, "checkpoint-8")) == ""
+    assert gv.transient(-9, [], "") and gv.transient(1, ["nccl_timeout"], "")
+    assert gv.transient(1, ["exception"], "RuntimeError: CUDA error: uncorrectable ECC error encountered")
+    assert gv.transient(1, ["exception"], "ValueError: bad data") == ""
+    assert gv.resume_loss([(2, 1.5), (4, 1.3), (6, 1.1)], 4) == 1.3

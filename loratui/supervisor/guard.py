@@ -103,9 +103,15 @@ class Guard:
 
 def count_actions(log: Path) -> int:
     """Guard actions already recorded in `log` (its notices carry the key)."""
+    return count_notices(log, GUARD_KEY)
+
+
+def count_notices(log: Path, key: str) -> int:
+    """Notices with `key` already recorded in `log` (a re-adopted run keeps its spent budgets)."""
+    needle = f'"key":"{key}"'.encode()
     try:
         with open(log, "rb") as handle:
-            return sum(1 for line in handle if b'"key":"guard"' in line and b'"kind":"notice"' in line)
+            return sum(1 for line in handle if needle in line and b'"kind":"notice"' in line)
     except OSError:
         return 0
 

@@ -200,6 +200,10 @@ class Supervisor:
         self.state = state
         self.log.write(events.State(t=time.time(), state=state, reason=reason))
 
+    def stderr_tail(self) -> str:
+        """The trainer's last lines of stderr (what the guard reads to tell a transient failure)."""
+        return "\n".join(self._stderr_tail[-40:])
+
     def _end(self, state: str, code: int | None) -> str:
         self._estimate_check()
         signame = ""

@@ -11,11 +11,19 @@ import msgspec
 
 from loratui import events
 from loratui.errors import ApplyError
+from loratui.logic import guard_verdict
 from loratui.recipe import RecipeError
-from loratui.rundir import SUSPEND_EXIT
+from loratui.rundir import SUSPEND_EXIT, latest_checkpoint
 from loratui.supervisor import alerts, stacks
-from loratui.supervisor.guard import Action, Guard
+from loratui.supervisor.guard import Action, Guard, count_notices, latest_before
 from loratui.supervisor.watch import RunWatch
+
+RETRY_KEY = "guard_retry"
+
+
+def _step_of_checkpoint(path: str | None) -> int:
+    tail = (path or "").rstrip("/").rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 class Unattended:
@@ -30,6 +38,9 @@ class Unattended:
         self.guard = Guard(sup.run, recipe.guard, sup.log.write)
         self.pending: Action | None = None
         self._secrets = alerts.secret_names(recipe.alerts)
+        self.last_failure: guard_verdict.Failure | None = None
+        self.retries = count_notices(sup.run.events, RETRY_KEY)  # a re-adopted run keeps its spent retries
+        self.first_restart_t: float | None = None
 
     def _notifier(self, url: str) -> alerts.Notifier | None:
         section = self.sup.recipe.alerts
@@ -64,14 +75,29 @@ class Unattended:
         return {k: v for k, v in env.items() if k not in self._secrets}
 
     def after_exit(self, code: int) -> tuple[bool, str | None]:
-        """After the trainer exits: whether the guard restarts it, and from which checkpoint."""
+        """After the trainer exits: whether the guard restarts it, and from which checkpoint.
+
+        A restarted life that fails before its verdict is judged not recovered; a failure that repeats the
+        last one is a crash loop and ends the run; a transient one is retried with the recipe unchanged."""
         action, self.pending = self.pending, None
-        if self.sup.stop_requested or code == SUSPEND_EXIT:
+        if self.sup.stop_requested or code == SUSPEND_EXIT or not self.guard.config.enabled:
             return False, None
-        if action is None and code != 0:
+        if code == 0 and action is None:
+            return False, None
+        failure = self._failure(action, code)
+        if self.watch.expect is not None:
+            self.watch.verdict(guard_verdict.Verdict(False, [f"the restarted trainer failed again at step "
+                                                             f"{failure.step} ({failure.kind})"]))
+        loop, self.last_failure = guard_verdict.crash_loop(self.last_failure, failure), failure
+        if loop:
+            return self._give_up(f"crash loop: {loop}; not restarting again")
+        if self._over_budget():
+            return self._give_up(f"guard: max_restart_gpu_hours = {self.guard.config.max_restart_gpu_hours:g} spent; "
+                                 "not restarting")
+        if action is None:
             action = self.guard.after_failure(self.watch.advisor)
         if action is None:
-            return False, None
+            return self._retry_transient(code)
         try:
             _fixed, env, resume = self.guard.apply(action)
             recipe, why = self.sup.run.load_recipe()  # the copy the guard just wrote, with the overrides
@@ -83,8 +109,55 @@ class Unattended:
             return False, None
         self.sup.recipe = recipe
         self.sup.settings = msgspec.structs.replace(self.sup.settings, env={**self.sup.settings.env, **env})
-        self.watch.restart(recipe)
+        self._restarting(action.kind, resume)
         return True, resume
+
+    def _failure(self, action: Action | None, code: int) -> guard_verdict.Failure:
+        advisor = self.watch.advisor
+        items = advisor.items()
+        kind = action.kind if action else ("oom" if advisor.oom is not None else (items[0].id if items else f"exit {code}"))
+        step = action.bad_step if action and action.bad_step else (advisor.oom.step if advisor.oom else advisor.ctx.step)
+        return guard_verdict.Failure(kind, step, latest_checkpoint(self.sup.run.checkpoints))
+
+    def _restarting(self, kind: str, resume: str | None) -> None:
+        """A new trainer life from `resume`: fresh advice, and an expectation its first steps are judged by."""
+        self.first_restart_t = self.first_restart_t or time.time()
+        step = _step_of_checkpoint(resume)
+        warn = self.sup.recipe.monitor.warn_gb
+        self.watch.restart(self.sup.recipe)
+        self.watch.expect_after_restart(guard_verdict.Expectation(
+            kind, step, guard_verdict.resume_loss(list(self.watch.losses), step if resume else 0), warn))
+
+    def _retry_transient(self, code: int) -> tuple[bool, str | None]:
+        """A failure with no Python error of its own: retry from the last checkpoint, recipe unchanged."""
+        advisor = self.watch.advisor
+        why = guard_verdict.transient(code, [item.id for item in advisor.items()], self.sup.stderr_tail())
+        if not why:
+            return False, None
+        if self.retries >= self.guard.config.max_retries:
+            return self._give_up(f"guard: a transient failure ({why}) but max_retries = "
+                                 f"{self.guard.config.max_retries} are spent")
+        self.retries += 1
+        resume = latest_before(self.sup.run.checkpoints, None)
+        where = f"from {resume.rsplit('/', 1)[-1]}" if resume else "from the start (no checkpoint yet)"
+        message = (f"guard retry {self.retries} of {self.guard.config.max_retries} (transient: {why}): "
+                   f"recipe unchanged, restarting {where}")
+        self.sup.log.write(events.Notice(t=time.time(), level="warning", key=RETRY_KEY, message=message))
+        self.watch.alert("guard", "transient failure, retrying", message, urgent=True)
+        self._restarting("retry", resume)
+        return True, resume
+
+    def _over_budget(self) -> bool:
+        cap = self.guard.config.max_restart_gpu_hours
+        if not cap or self.first_restart_t is None:
+            return False
+        gpus = max(1, len(self.watch.advisor.ctx.ours)) if self.watch.gpu else 0
+        return gpus * (time.time() - self.first_restart_t) / 3600 >= cap
+
+    def _give_up(self, why: str) -> tuple[bool, str | None]:
+        self.sup.log.write(events.Notice(t=time.time(), level="error", key="guard_verdict", message=why))
+        self.watch.alert("guard", "stopped restarting", why, urgent=True)
+        return False, None
 
     def close(self) -> None:
         """Deliver the alerts still queued (the run's end among them), within a bound."""

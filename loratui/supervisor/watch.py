@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from loratui import events
+from loratui.logic import guard_verdict
 from loratui.logic.advisor import Advisor
 from loratui.logic.hang import HangWatch, describe
 from loratui.recipe import Recipe
@@ -31,6 +33,11 @@ class RunWatch:
         self.wanted = set(recipe.alerts.events)
         self.lock = threading.Lock()
         self.last_loss: float | None = None
+        self.losses: deque[tuple[int, float]] = deque(maxlen=5000)
+        """(step, loss) of the run, across lives: the loss at the checkpoint a restart resumes from."""
+        self.gpu = False
+        self.expect: guard_verdict.Expectation | None = None
+        """What the last guard action promised, until the restarted life's first steps are judged."""
         self.restart(recipe)
 
     def restart(self, recipe: Recipe) -> None:
@@ -61,11 +68,20 @@ class RunWatch:
             if self.on_hang is not None:
                 self.on_hang(message)
 
+    def expect_after_restart(self, expect: guard_verdict.Expectation) -> None:
+        """A guard action restarted the trainer: judge its first steps (call after `restart`)."""
+        self.expect = expect
+
     def _event(self, e: Any) -> None:
         if isinstance(e, events.Sample):
             self.life_peak = max(self.life_peak, e.used_max)
+            self.gpu = True
         if isinstance(e, events.Log) and e.values.get("loss") is not None:
             self.last_loss = events.num_in(e.values["loss"])
+            if self.last_loss is not None and "train_runtime" not in e.values:
+                self.losses.append((e.step, self.last_loss))
+        if self.expect is not None:
+            self._watch_restart(e)
         if isinstance(e, events.End):
             self._end(e)
         elif isinstance(e, events.State) and e.state == events.SUSPENDED:
@@ -74,6 +90,27 @@ class RunWatch:
             self.alert("hung", "looks hung", e.message, urgent=True)
         elif isinstance(e, events.Notice) and e.key == "guard":
             self.alert("guard", "guard action", e.message, urgent=True)
+
+    def _watch_restart(self, e: Any) -> None:
+        expect = self.expect
+        assert expect is not None
+        if isinstance(e, events.Estimate):
+            expect.predicted_gib = e.peak_device_gib
+        elif isinstance(e, events.Step) and e.rank == 0 and e.step > expect.resume_step:
+            expect.steps += 1
+        elif isinstance(e, events.Log) and e.step > expect.resume_step and self.last_loss is not None \
+                and "loss" in e.values and "train_runtime" not in e.values:
+            expect.losses.append(self.last_loss)
+        if expect.steps >= guard_verdict.VERIFY_STEPS:
+            self.verdict(guard_verdict.judge(expect, self.life_peak, self.gpu))
+
+    def verdict(self, verdict: guard_verdict.Verdict) -> None:
+        """Record and alert the verdict on the last guard action; the next one starts a new expectation."""
+        self.expect = None
+        self.write(events.Notice(t=time.time(), level="info" if verdict.recovered else "error", key="guard_verdict",
+                                 message=verdict.text()))
+        self.alert("guard", "recovered" if verdict.recovered else "NOT recovered", verdict.text(),
+                   urgent=not verdict.recovered)
 
     def _end(self, e: events.End) -> None:
         step = max(e.step, self.advisor.ctx.step)
