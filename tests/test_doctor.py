@@ -317,3 +317,22 @@ def test_a_name_that_fits_two_runs_is_refused_with_both_as_attach_does(tmp_path:
     assert main(["doctor", "tiny", "--runs-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "fits 2 runs" in err and "20261203-101010-tiny" in err and "20261203-111111-tiny" in err
+
+
+@pytest.mark.parametrize("text", [
+    # printed dicts: the reader hands a dict on only when the next line came
+    "{'loss': 1.8412, 'grad_norm': 2.113, 'learning_rate': 0.0002, 'epoch': 0.01}\n"
+    "{'loss': 1.7021, 'grad_norm': 1.877, 'learning_rate': 0.0002, 'epoch': 0.02}\n"
+    "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.03}\n"
+    "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.04}\n",
+    # a Lightning bar's postfix
+    "Epoch 0:  43%|████▎     | 43/100 [00:10<00:13,  4.30it/s, loss=2.31, v_num=1]\n"
+    "Epoch 0:  44%|████▍     | 44/100 [00:10<00:13,  4.30it/s, loss=nan, v_num=1]\n"
+    "Epoch 0:  45%|████▌     | 45/100 [00:10<00:12,  4.30it/s, loss=nan, v_num=1]\n",
+])
+def test_nan_evidence_quotes_the_first_nan_line(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26 item 4: the evidence is the line of the first NaN, not the one after it."""
+    _, items = _doctor_text(tmp_path, text, capsys)
+    first_nan = next(line for line in text.splitlines() if "nan" in line)
+    assert items[0]["id"] == "nan_loss" and first_nan in items[0]["evidence"]
+    assert [i["id"] for i in items] == ["nan_loss"]  # 0.0 beside a nan grad_norm is no collapse to zero

@@ -1,4 +1,4 @@
-"""Bounded series for display: peak-preserving downsampling and loss smoothing.
+"""Bounded series for display (peak-preserving downsampling, loss smoothing) and what a logged loss means.
 
 A 10-hour run has ~400k samples; a pane shows ~200 columns. `PeakSeries` keeps at most `capacity`
 buckets and, when full, merges neighbours pairwise keeping each pair's maximum, so a one-sample spike is
@@ -79,3 +79,15 @@ def mean(values: Iterable[float]) -> float | None:
     """Arithmetic mean of the finite values, or None."""
     finite = [v for v in values if math.isfinite(v)]
     return sum(finite) / len(finite) if finite else None
+
+
+def logged_loss(values: dict[str, float | None]) -> float | None:
+    """The loss a training log stands for: NaN where transformers printed 0.0 for a NaN step.
+
+    Under `logging_nan_inf_filter` (the default) a NaN step adds nothing to the window's sum, so a window
+    of NaN steps logs `'loss': 0.0` beside a non-finite `grad_norm`; that is a NaN step, not a zero loss."""
+    loss = values.get("loss")
+    grad = values.get("grad_norm")
+    if loss is not None and loss == 0.0 and grad is not None and not math.isfinite(grad):
+        return math.nan
+    return loss

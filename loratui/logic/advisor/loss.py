@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 from loratui import events
+from loratui.logic import series
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.advisor.watches import Context
 from loratui.recipe import Recipe
@@ -46,7 +47,9 @@ class LossWatch:
             return []  # the end-of-training summary or an eval, not a step's loss
         if values.get("learning_rate") is not None:
             self.lr = values["learning_rate"]
-        loss = values.get("loss")
+        loss = series.logged_loss(values)
+        if values.get("loss") == 0.0 and loss != loss:
+            values = dict(values, loss=loss, filtered=0.0)  # a NaN step logged as 0.0: a NaN, not a zero
         spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and _finite(loss) else None
         found = [spike] if spike else []
         found += self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), bool(spike))
@@ -60,7 +63,10 @@ class LossWatch:
     def _nan(self, step: int, values: dict[str, float | None], names: list[str], spike: bool) -> list[Finding]:
         loss, grad = values.get("loss"), values.get("grad_norm")
         if loss is not None and not _finite(loss):
-            return [Finding("nan_loss", step, {"what": "loss", "value": str(loss), "lr": self.lr, "names": names})]
+            facts = {"what": "loss", "value": str(loss), "lr": self.lr, "names": names}
+            if "filtered" in values:
+                facts["filtered"] = str(grad)
+            return [Finding("nan_loss", step, facts)]
         if grad is None:
             return []
         self.bad_grad_streak = 0 if _finite(grad) else self.bad_grad_streak + 1

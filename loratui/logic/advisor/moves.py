@@ -230,6 +230,9 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), f.step)
     evidence = [f"first non-finite {facts['what']} at step {f.step}: {facts['value']}"]
+    if facts.get("filtered"):
+        evidence.append(f"logged as 'loss': 0.0 beside grad_norm {facts['filtered']}: transformers' "
+                        "logging_nan_inf_filter logs 0.0 for a window of NaN steps, not a zero loss")
     if facts.get("quote"):
         evidence.append(facts["quote"])
     if facts.get("streak", 1) > 1:
@@ -311,9 +314,12 @@ def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
         title = f"Loss collapsed to 0 at step {f.step} (it was {facts['before']:.4g} at step {facts['before_step']})"
     else:
         title = f"Loss is 0 from the first logs (step {facts['from_step']}): nothing is being scored"
+    fp16 = r is None or r.training.fp16  # unknown precision: fp16 stays a possible cause
     evidence = ([facts["quote"]] if facts.get("quote") else []) + [
         "a loss of exactly 0 means no tokens are scored (every label -100: prompts longer than the maximum length "
-        "leave no answer tokens) or the forward pass broke (fp16 overflow)"]
+        "leave no answer tokens)" + (" or the forward pass broke (fp16 overflow)" if fp16 else ""),
+        "or the loss went NaN: transformers logs 0.0 for a window of NaN steps (logging_nan_inf_filter); "
+        "a nan grad_norm beside it says so"]
     change: dict[str, Any] = {}
     if r is not None and r.training.fp16:
         change = {"training.fp16": False, "training.bf16": True}
