@@ -166,6 +166,8 @@ class Advisor:
             if quote:
                 finding.facts["quote"] = quote
             self._latch(finding)
+        if self.loss.changed:
+            self._items = None  # a finding already latched was escalated (a rise that ended in NaN)
 
     def _quote(self, e: events.Log) -> str:
         """The recent output line that printed this log, verbatim (evidence quotes the input).

@@ -297,6 +297,15 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
                             "rate, or the same batches with no update)"]
         if facts.get("lr") is not None and facts["lr"] < 1e-8:
             evidence.append(f"the learning rate is {facts['lr']:.3g}: still warming up, or set far too low")
+    elif facts["kind"] == "objective":
+        what = {"rl": "every completion of a prompt got the same reward: zero advantage, no gradient signal "
+                      "(check the reward functions on a few completions; raise num_generations or the "
+                      "sampling temperature)",
+                "preference": "the policy has not moved from the reference model (check that the adapter "
+                              "trains: learning_rate, beta, and that chosen and rejected differ)"}[facts["objective"]]
+        title = f"{facts['metric']} is {facts['value']:g} for {facts['n']} logs from step {facts['from_step']}: " \
+            "nothing is being learned"
+        evidence = quote + [what, "a GRPO/DPO loss near zero or below it is normal: judged by its own metrics"]
     else:
         spread = facts["spread"] / facts["mean"]
         title = f"Loss is flat from the start ({facts['mean']:.3g} ± {spread:.1%}): check the data"
@@ -348,9 +357,17 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         return Advice("loss_diverging", severity, f"Loss exploded ({facts['before']:.3g} -> {facts['now']:.4g}): "
                       f"{text}; keep max_grad_norm (gradient clipping) on", evidence + lr, change, f.step)
     window = facts.get("window", 10)
-    evidence = quote + [f"mean of the last {window} losses {facts['now']:.3g}, best {facts['best']:.3g} at step "
-                        f"{facts['best_step']}", "rising for several logs in a row"] + lr
-    return Advice("loss_diverging", WARNING, f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}",
+    if facts.get("kind") == "creep":
+        evidence = quote + [f"grad_norm spiked to {facts['grad']:.4g} at step {facts['best_step']}; the loss rose "
+                            f"in each of the {window} logs since, {facts['best']:.3g} -> {facts['now']:.3g}"] + lr
+    else:
+        evidence = quote + [f"a trend over the {window} logs since step {facts['best_step']} (Theil-Sen line "
+                            f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall, not one noisy log)"] + lr
+    severity = WARNING
+    if facts.get("nan_step") is not None:
+        evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
+        severity = ERROR
+    return Advice("loss_diverging", severity, f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}",
                   evidence, change, f.step)
 
 
