@@ -155,3 +155,25 @@ def test_a_dpo_loss_near_zero_is_normal() -> None:
         "rewards/accuracies": min(1.0, 0.5 + 0.05 * i), "rewards/margins": 0.3 * i, "learning_rate": 5e-7})
         for i in range(1, 41)]
     assert Advisor(None).feed_all(found).items() == []
+
+
+# -- NaN in the program's own words --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('  File "train.py", line 283, in train\n    raise RuntimeError(\'loss became NaN\')\n'
+     "RuntimeError: loss became NaN\n", "loss became nan"),
+    ("step 10 | loss 2.6030 | grad_norm  9.9375\nstep 11 | loss 2.3224 | grad_norm     nan\n"
+     "step 12 | loss    nan | grad_norm     nan\n", "loss became nan"),
+    ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1\n"
+     "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n", "bf16"),
+])
+def test_a_nan_said_in_words_or_any_layout(text: str, says: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss" and says in items[0]["title"].lower(), items
+
+
+def test_words_about_nan_that_report_none_are_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = ("logging_nan_inf_filter=True,\nThe loss is not NaN any more after the fix\n"
+            "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n")
+    assert ids(text, tmp_path, capsys) == []

@@ -182,15 +182,17 @@ class LossWatch:
         return []
 
     def _judge_flat(self, step: int) -> list[Finding]:
-        """Flat from the start: no trend (Theil-Sen change under 2% of the level) and little scatter (robust
-        spread under 1.5%), and no descent before it (the run's first loss is not above the level)."""
+        """Flat from the start: no trend (Theil-Sen change under 2% of the level, and no Mann-Kendall trend: a
+        slow steady descent is learning), little scatter (robust spread under 1.5%), and no descent before it
+        (the run's first loss is not above the level)."""
         self._judged_flat = True
         losses = [v for _, v in self.flat]
         level = series.median(losses)
         start, end = series.theil_sen(losses)
         scatter = 1.4826 * series.median([abs(v - level) for v in losses])
         first = self.first[0][1] if self.first else losses[0]
-        if level > ZERO and abs(end - start) <= 0.02 * level and scatter <= 0.015 * level and first <= 1.05 * level:
+        if level > ZERO and abs(end - start) <= 0.02 * level and scatter <= 0.015 * level and \
+                first <= 1.05 * level and abs(series.mann_kendall(losses)) < 1.64:
             return [Finding("loss_flat", step, {
                 "kind": "unchanged", "mean": level, "spread": max(losses) - min(losses),
                 "from_step": self.flat[0][0], "to_step": self.flat[-1][0], "n": len(losses)})]

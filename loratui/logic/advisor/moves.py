@@ -229,6 +229,10 @@ def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: 
 def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), f.step)
+    if facts.get("fp16_floor"):
+        text = "fp16 overflows at every step (the loss scaler gave up): switch fp16 to bf16 on an Ampere or " \
+            "newer card, else lower learning_rate"
+        change = {"training.fp16": False, "training.bf16": True} if r is not None and r.training.fp16 else {}
     evidence = [f"first non-finite {facts['what']} at step {f.step}: {facts['value']}"]
     if facts.get("filtered"):
         evidence.append(f"logged as 'loss': 0.0 beside grad_norm {facts['filtered']}: transformers' "

@@ -29,6 +29,24 @@ _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b",
                 ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint)\b", re.I)))
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
 _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
+_NAN_SAID = re.compile(
+    r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
+    r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
+    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b", re.I)
+"""The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
+a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`)."""
+_SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b", re.I)
+"""fp16's loss scaler (DeepSpeed, Megatron, apex) gave up: every step overflows."""
+_METER = re.compile(r"\bTime:?\s+(\d+(?:\.\d+)?)\s*(?:\((\d+(?:\.\d+)?)\))?\s+Data:?\s+(\d+(?:\.\d+)?)\s*"
+                    r"(?:\((\d+(?:\.\d+)?)\))?|\btime:\s+(\d+(?:\.\d+)?)\s+data(?:_time)?:\s+(\d+(?:\.\d+)?)")
+"""Per-iteration meters: PyTorch's examples (`Time 8.01 (7.52) Data 7.72 (7.24)`, running averages in
+brackets) and MMEngine/LAVIS (`time: 0.4920  data: 0.0000`): the share of a step spent waiting for data."""
+_PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,200}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s)")
+_PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
+PREP_SLOW_S = 600
+"""A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
+under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
 
 
 @dataclass
@@ -42,6 +60,7 @@ class TextWatch:
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
     _many: tuple[int, str] | None = None
+    _meters: list[float] = field(default_factory=list)  # data/time share of the meter lines seen
 
     def line(self, line: str, step: int) -> list[Finding]:
         """Fold one output line in; the findings it completes."""
@@ -56,7 +75,56 @@ class TextWatch:
                                                             "util": int(smi.group(3)), "used_mib": int(smi.group(1))}))
         if "NCCL" in line or "Watchdog" in line:
             found += self._nccl(line, step)
+        lowered = line.lower()
+        if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
+            found += self._nan_said(line, step)
+        if "ata" in line and "ime" in line:
+            found += self._meter(line, step)
+        if "/s" in line and "<" in line:
+            found += self._preprocessing(line, step)
         return found
+
+    def _nan_said(self, line: str, step: int) -> list[Finding]:
+        """A NaN in the program's own words, or fp16's loss scaler at its floor (every step overflows)."""
+        if _SCALE_FLOOR.search(line):
+            return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
+                                               "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
+        if _NAN_SAID.search(line) and not _looks_like_code(line):
+            return [Finding("nan_loss", step, {"what": "loss", "value": "nan", "quote": line.strip()[:300],
+                                               "lr": None})]
+        return []
+
+    def _meter(self, line: str, step: int) -> list[Finding]:
+        """Data time against step time: half or more of each step waiting for data is a starved loader."""
+        m = _METER.search(line)
+        if m is None:
+            return []
+        if m.group(5) is not None:
+            time, data, average = float(m.group(5)), float(m.group(6)), False
+        else:
+            average = m.group(2) is not None and m.group(4) is not None
+            time, data = (float(m.group(2)), float(m.group(4))) if average else (float(m.group(1)), float(m.group(3)))
+        if time <= 0.05:
+            return []
+        self._meters.append(data / time)
+        starved = (average and data >= 0.5 * time) or \
+            (len(self._meters) >= 3 and sorted(self._meters)[len(self._meters) // 2] >= 0.5)
+        if not starved:
+            return []
+        return [Finding("data_starved", step, {"text": "data_time", "line": line.strip()[:300], "time": time,
+                                               "data": data, "average": average})]
+
+    def _preprocessing(self, line: str, step: int) -> list[Finding]:
+        """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
+        m = _PREP_BAR.search(line)
+        if m is None or not (m.group("unit") != "it/s" or _PREP_WORDS.search(m.group("desc"))):
+            return []
+        spent, left = _seconds(m.group("spent")), _seconds(m.group("left"))
+        if spent + left < PREP_SLOW_S:
+            return []
+        return [Finding("data_starved", step, {"text": "preprocessing", "line": line.strip()[:300],
+                                               "desc": m.group("desc").strip(), "rate": float(m.group("rate")),
+                                               "unit": m.group("unit"), "minutes": (spent + left) / 60})]
 
     def train_log(self) -> None:
         """A training log arrived: the run is back in its training steps."""
@@ -126,6 +194,14 @@ class TextWatch:
         return [Finding("nccl_timeout", step, facts)]
 
 
+def _seconds(clock: str) -> int:
+    """tqdm's `1:02:03`, `17:19` or `05` as seconds."""
+    total = 0
+    for part in clock.split(":"):
+        total = total * 60 + (int(part) if part.isdigit() else 0)
+    return total
+
+
 def _looks_like_code(line: str) -> bool:
     return bool(re.match(r"\s*(?:def |class |import |from |#|\w+\s*=\s*\w+\()", line))
 
@@ -165,6 +241,26 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
         if r is not None:
             change = {"training.dataloader_num_workers": facts["suggest"]}
         return Advice("data_starved", INFO, title, [facts["line"]], change, f.step)
+    if facts["text"] == "data_time":
+        share = facts["data"] / facts["time"]
+        which = "on average " if facts["average"] else ""
+        title = (f"{share:.0%} of each step waits for data {which}({facts['data']:g} s of {facts['time']:g} s): "
+                 f"the loader is the bottleneck; raise {key}")
+        evidence = [facts["line"], "Data is the time the loop waited for the next batch, Time the whole step",
+                    "or make __getitem__ cheaper (decode and tokenise once, ahead of training; fast local disk)"]
+        if r is not None and r.training.dataloader_num_workers < 16:
+            now = r.training.dataloader_num_workers
+            change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
+        return Advice("data_starved", INFO, title, evidence, change, f.step)
+    if facts["text"] == "preprocessing":
+        title = (f"Dataset preprocessing takes about {facts['minutes']:.0f} min ({facts['rate']:g} {facts['unit']}) "
+                 "while the GPUs wait: tokenise once and reuse it")
+        evidence = [facts["line"],
+                    "save the processed set (datasets save_to_disk, LLaMA-Factory tokenized_path) and load it on "
+                    "the next run; raise num_proc / preprocessing_num_workers where CPUs are free",
+                    "under DDP the other ranks wait in a collective meanwhile: raise ddp_timeout (seconds) above "
+                    "the preprocessing time, or preprocess before launching"]
+        return Advice("data_starved", INFO, title, evidence, {}, f.step)
     if facts["text"] == "idle_gpu":
         title = (f"The GPU is {facts['util']}% busy with {facts['used_mib']} MiB in use: if training is running, "
                  f"it waits for data; raise {key}")
