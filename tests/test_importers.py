@@ -25,19 +25,20 @@ def _fold(found: list[events.AnyEvent]) -> RunState:
 
 
 @pytest.mark.parametrize(
-    ("name", "steps", "max_steps", "end", "evals", "nan_steps"),
+    ("name", "steps", "final", "max_steps", "end", "evals", "nan_steps"),
     [
-        ("v4_3_early.json", [10, 20, 30, 40], 40, events.FINISHED, [(20, 2.65), (40, 2.28)], []),
-        ("v4_30_crlf_nan.json", [1, 2, 3, 4], 8, events.FINISHED, [(4, math.nan)], [3, 4]),
-        ("v4_45_checkpoint.json", [25, 50, 75, 100], 400, events.STOPPED, [(50, 1.19), (100, 1.12)], [75]),
-        ("v5_final.json", [1, 2, 3, 4, 5, 6], 6, events.FINISHED, [(3, 1.2), (6, 0.91)], []),
+        ("v4_3_early.json", [10, 20, 30, 40], 40, 40, events.FINISHED, [(20, 2.65), (40, 2.28)], []),
+        # logged to step 4, trained to global_step 8: the run ends at 8 (issue 23)
+        ("v4_30_crlf_nan.json", [1, 2, 3, 4], 8, 8, events.FINISHED, [(4, math.nan)], [3, 4]),
+        ("v4_45_checkpoint.json", [25, 50, 75, 100], 100, 400, events.STOPPED, [(50, 1.19), (100, 1.12)], [75]),
+        ("v5_final.json", [1, 2, 3, 4, 5, 6], 6, 6, events.FINISHED, [(3, 1.2), (6, 0.91)], []),
     ],
 )
-def test_trainer_state_eras_give_the_loss_curve(name: str, steps: list[int], max_steps: int, end: str,
+def test_trainer_state_eras_give_the_loss_curve(name: str, steps: list[int], final: int, max_steps: int, end: str,
                                                  evals: list[tuple[int, float]], nan_steps: list[int]) -> None:
     state = _fold(importers.import_path(STATES / name))
     assert [s for s, _ in state.loss] == steps
-    assert state.max_steps == max_steps and state.step == steps[-1] and state.state == end
+    assert state.max_steps == max_steps and state.step == final and state.state == end
     assert [s for s, _ in state.eval_loss] == [s for s, _ in evals]
     for (_, got), (_, want) in zip(state.eval_loss, evals):
         assert got == pytest.approx(want, nan_ok=True)
@@ -196,3 +197,61 @@ def test_axolotl_stdout_is_imported_fully(tmp_path: Path) -> None:
     logs = [e for e in found if isinstance(e, events.Log) and "loss" in e.values]
     assert logs[0].values["memory/max_mem_active(gib)"] == 21.4
     assert state.max_steps == 4 and state.state == events.FINISHED
+
+
+# -- issue 23: what people have -------------------------------------------------------------------------------
+
+NOTEBOOKS = DATA / "notebooks"
+
+
+def test_a_trainer_state_ends_at_global_step_not_at_its_last_log(tmp_path: Path) -> None:
+    """logging_steps 10 and max_steps 125: the last log is at 120, the run ended at 125."""
+    import json
+
+    history = [{"step": s, "loss": 2.0 - s / 200, "learning_rate": 2e-4, "epoch": s / 125} for s in range(10, 130, 10)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 125, "max_steps": 125, "log_history": history}))
+    state = _fold(importers.import_path(path))
+    assert state.loss[-1][0] == 120 and state.step == 125 and state.state == events.FINISHED
+
+
+def test_a_notebook_with_the_trainer_table_and_train_output() -> None:
+    """A saved .ipynb (unsloth's Colab layout): the HTML table Step / Training Loss, then TrainOutput."""
+    state = _fold(importers.import_path(NOTEBOOKS / "unsloth_style_alpaca.ipynb"))
+    assert [s for s, _ in state.loss] == list(range(6, 61, 6)) and state.loss[-1][1] == pytest.approx(1.1825)
+    assert state.step == 60 and state.max_steps == 60 and state.state == events.FINISHED
+    assert state.elapsed_s == pytest.approx(443.5713, rel=1e-3)  # TrainOutput's train_runtime
+
+
+def test_a_loss_table_pasted_as_text(tmp_path: Path) -> None:
+    """Copied from a rendered notebook: the progress line, then a tab-separated table with eval columns."""
+    text = ("[2675/2675 05:50, Epoch 5/5]\nEpoch\tTraining Loss\tValidation Loss\tMatthews Correlation\n"
+            "1\t0.530500\t0.514990\t0.432712\n2\t0.351000\t0.505386\t0.491490\n3\tNo log\t0.662538\t0.495476\n")
+    path = tmp_path / "pasted.txt"
+    path.write_text(text)
+    state = _fold(importers.import_path(path))
+    assert state.loss == [(535, 0.5305), (1070, 0.351)]  # epochs at 535 steps each (2675 / 5)
+    assert [s for s, _ in state.eval_loss] == [535, 1070, 1605] and state.max_steps == 2675
+
+
+def test_a_notebook_without_training_output_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "empty.ipynb"
+    path.write_text('{"cells": [{"cell_type": "code", "outputs": [], "source": ["trainer.train()"]}], '
+                    '"metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    with pytest.raises(importers.ImportFailed, match="notebook whose outputs hold no training log"):
+        importers.import_path(path)
+
+
+def test_grpo_columns_of_a_notebook_table_keep_their_own_metrics(tmp_path: Path) -> None:
+    """TRL/unsloth GRPO tables add train columns (reward, reward_std, kl): kept under their own names, and the
+    advisor judges the run by them, not by a loss near zero."""
+    from loratui.logic.advisor import Advisor
+
+    text = "Step\tTraining Loss\treward\treward_std\tcompletion_length\tkl\n" + "".join(
+        f"{i}\t{0.0 if i < 4 else 0.0001 * i}\t{0.1 * i}\t{0.3}\t180.5\t{0.0001 * i}\n" for i in range(1, 13))
+    path = tmp_path / "grpo.txt"
+    path.write_text(text)
+    found = importers.import_path(path)
+    logs = [e for e in found if isinstance(e, events.Log)]
+    assert {"loss", "reward", "reward_std", "kl", "completion_length"} <= set(logs[0].values)
+    assert Advisor(None).feed_all(found).items() == []
