@@ -29,7 +29,7 @@ FED_METERS = "".join(
 
 def test_a_loop_that_waits_for_data_most_of_each_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     items = doctor(STARVED_METERS, tmp_path, capsys)
-    assert items[0]["id"] == "data_starved" and "waits for data" in items[0]["title"]
+    assert items[0]["id"] == "data_starved" and "waits for data" in items[0]["title"], items
     assert "num_workers" in items[0]["title"]
 
 
@@ -48,3 +48,13 @@ def test_a_preprocessing_bar_that_crawls(tmp_path: Path, capsys: pytest.CaptureF
 def test_a_quick_map_is_not_starvation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = "Map: 100%|██████████| 1000/1000 [00:01<00:00, 812.34 examples/s]\n"
     assert doctor(text, tmp_path, capsys) == []
+
+
+def test_a_stall_among_quick_steps_counts_for_what_it_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A data timer beside a compute-only step timer: one 19.6 s wait among 0.65 s steps is most of the time."""
+    text = "".join(f"load_data_time: {d}, train_step_time: {t}\n" for d, t in
+                   [(0.0001, 0.665), (0.0001, 0.652), (0.0001, 0.640), (19.6173, 0.686), (0.0002, 0.664)])
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "data_starved" and "over 4 timed steps" in items[0]["title"], items
+    quick = "".join(f"load_data_time: 0.0001, train_step_time: 0.6{i}\n" for i in range(6))
+    assert doctor(quick, tmp_path, capsys) == []

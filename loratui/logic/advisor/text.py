@@ -37,10 +37,13 @@ _NAN_SAID = re.compile(
 a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`)."""
 _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b", re.I)
 """fp16's loss scaler (DeepSpeed, Megatron, apex) gave up: every step overflows."""
-_METER = re.compile(r"\bTime:?\s+(\d+(?:\.\d+)?)\s*(?:\((\d+(?:\.\d+)?)\))?\s+Data:?\s+(\d+(?:\.\d+)?)\s*"
-                    r"(?:\((\d+(?:\.\d+)?)\))?|\btime:\s+(\d+(?:\.\d+)?)\s+data(?:_time)?:\s+(\d+(?:\.\d+)?)")
-"""Per-iteration meters: PyTorch's examples (`Time 8.01 (7.52) Data 7.72 (7.24)`, running averages in
-brackets) and MMEngine/LAVIS (`time: 0.4920  data: 0.0000`): the share of a step spent waiting for data."""
+_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata)\b:?\s+(\d+(?:\.\d+)?)(?:\s*\((\d+(?:\.\d+)?)\))?")
+"""Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
+brackets), MMEngine/LAVIS (`time: 0.4920  data: 0.0000`), `load_data_time: 19.6, train_step_time: 0.68`."""
+_EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
+"""A step timer named for the compute alone: the data time comes on top of it, not inside it."""
+METER_SHARE = 0.25
+"""Waiting for data a quarter of the wall time or more: a starved loader."""
 _PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,200}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
                        r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s)")
 _PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
@@ -60,7 +63,9 @@ class TextWatch:
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
     _many: tuple[int, str] | None = None
-    _meters: list[float] = field(default_factory=list)  # data/time share of the meter lines seen
+    _meter_data: float = 0.0  # seconds waited for data over the timer lines seen
+    _meter_total: float = 0.0  # and their wall time
+    _meter_lines: int = 0
 
     def line(self, line: str, step: int) -> list[Finding]:
         """Fold one output line in; the findings it completes."""
@@ -95,24 +100,35 @@ class TextWatch:
         return []
 
     def _meter(self, line: str, step: int) -> list[Finding]:
-        """Data time against step time: half or more of each step waiting for data is a starved loader."""
-        m = _METER.search(line)
-        if m is None:
+        """Time spent waiting for data against wall time, over the timer lines seen (one 19 s stall among
+        0.6 s steps counts for what it cost); running averages, when printed, are the whole run's already."""
+        data = time = None
+        average = False
+        exclusive = False
+        for name, value, mean in _METER.findall(line):
+            is_data = "data" in name.lower() or "load" in name.lower()
+            number = float(mean) if mean else float(value)
+            if is_data and data is None:
+                data, average = number, average or bool(mean)
+            elif not is_data and time is None:
+                time, exclusive = number, bool(_EXCLUSIVE.search(name))
+        if data is None or time is None:
             return []
-        if m.group(5) is not None:
-            time, data, average = float(m.group(5)), float(m.group(6)), False
+        total = data + time if exclusive else time
+        if total <= 0 or data > total:
+            return []
+        if average:
+            self._meter_data, self._meter_total, self._meter_lines = data, total, max(self._meter_lines + 1, 3)
         else:
-            average = m.group(2) is not None and m.group(4) is not None
-            time, data = (float(m.group(2)), float(m.group(4))) if average else (float(m.group(1)), float(m.group(3)))
-        if time <= 0.05:
+            self._meter_data += data
+            self._meter_total += total
+            self._meter_lines += 1
+        if self._meter_lines < 3 and not average or self._meter_total < 0.05 or \
+                self._meter_data < METER_SHARE * self._meter_total:
             return []
-        self._meters.append(data / time)
-        starved = (average and data >= 0.5 * time) or \
-            (len(self._meters) >= 3 and sorted(self._meters)[len(self._meters) // 2] >= 0.5)
-        if not starved:
-            return []
-        return [Finding("data_starved", step, {"text": "data_time", "line": line.strip()[:300], "time": time,
-                                               "data": data, "average": average})]
+        return [Finding("data_starved", step, {"text": "data_time", "line": line.strip()[:300],
+                                               "time": self._meter_total, "data": self._meter_data,
+                                               "average": average, "lines": self._meter_lines})]
 
     def _preprocessing(self, line: str, step: int) -> list[Finding]:
         """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
@@ -243,10 +259,10 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
         return Advice("data_starved", INFO, title, [facts["line"]], change, f.step)
     if facts["text"] == "data_time":
         share = facts["data"] / facts["time"]
-        which = "on average " if facts["average"] else ""
-        title = (f"{share:.0%} of each step waits for data {which}({facts['data']:g} s of {facts['time']:g} s): "
+        over = "on average" if facts["average"] else f"over {facts['lines']} timed steps"
+        title = (f"{share:.0%} of the time waits for data ({over}: {facts['data']:.4g} s of {facts['time']:.4g} s): "
                  f"the loader is the bottleneck; raise {key}")
-        evidence = [facts["line"], "Data is the time the loop waited for the next batch, Time the whole step",
+        evidence = [facts["line"], "the data timer is the wait for the next batch, the step timer the work",
                     "or make __getitem__ cheaper (decode and tokenise once, ahead of training; fast local disk)"]
         if r is not None and r.training.dataloader_num_workers < 16:
             now = r.training.dataloader_num_workers
