@@ -177,3 +177,14 @@ def test_words_about_nan_that_report_none_are_quiet(tmp_path: Path, capsys: pyte
     text = ("logging_nan_inf_filter=True,\nThe loss is not NaN any more after the fix\n"
             "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n")
     assert ids(text, tmp_path, capsys) == []
+
+
+def test_an_inf_loss_beside_loss_scale_messages_names_fp16(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """apex/DeepSpeed-style scaler messages say the run is fp16: bf16 is the move, not only the learning rate."""
+    text = ("{'loss': 1.2012, 'grad_norm': 0.8812, 'learning_rate': 0.0002, 'epoch': 0.1}\n"
+            "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0\n"
+            "{'loss': inf, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.2}\n"
+            "{'loss': inf, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.3}\n")
+    items = doctor(text, tmp_path, capsys)
+    assert [i["id"] for i in items] == ["nan_loss"] and "bf16" in items[0]["title"]
+    assert "{'loss': inf, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.2}" in items[0]["evidence"]

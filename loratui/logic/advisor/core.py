@@ -360,6 +360,8 @@ def _build_one(adv: Advisor, finding: Finding) -> Advice:
         return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines)
     if finding.id == "data_starved":
         return text_starve_advice(finding, adv.recipe)
+    if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
+        finding = Finding(finding.id, finding.step, dict(finding.facts, fp16_scale=adv.text.scale_line))
     return _BUILDERS[finding.id](finding, adv.recipe)
 
 

@@ -229,6 +229,9 @@ def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: 
 def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), f.step)
+    if facts.get("fp16_scale") and r is None:
+        text = "the run is fp16 (its loss scaler reports overflows): switch fp16 to bf16 on an Ampere or newer " \
+            "card, else lower learning_rate"
     if facts.get("fp16_floor"):
         text = "fp16 overflows at every step (the loss scaler gave up): switch fp16 to bf16 on an Ampere or " \
             "newer card, else lower learning_rate"
@@ -241,6 +244,8 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
         evidence.append(facts["quote"])
     if facts.get("streak", 1) > 1:
         evidence.append(f"{facts['streak']} logs in a row")
+    if facts.get("fp16_scale") and facts["fp16_scale"] != facts.get("quote"):
+        evidence.append(facts["fp16_scale"])
     if r is not None:
         t = r.training
         precision = "bf16" if t.bf16 else "fp16" if t.fp16 else "fp32"

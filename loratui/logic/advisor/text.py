@@ -35,6 +35,8 @@ _NAN_SAID = re.compile(
     r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b", re.I)
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
 a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`)."""
+_SCALE_DOWN = re.compile(r"reducing (?:the )?loss scale|Gradient overflow|OVERFLOW!.{0,80}loss scale", re.I)
+"""fp16's dynamic loss scaler backing off from an overflow (normal now and then; beside a NaN it names fp16)."""
 _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b", re.I)
 """fp16's loss scaler (DeepSpeed, Megatron, apex) gave up: every step overflows."""
 _METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata)\b:?\s+(\d+(?:\.\d+)?)(?:\s*\((\d+(?:\.\d+)?)\))?")
@@ -60,6 +62,7 @@ class TextWatch:
     prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
     progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
     checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
+    scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
     _many: tuple[int, str] | None = None
@@ -91,6 +94,8 @@ class TextWatch:
 
     def _nan_said(self, line: str, step: int) -> list[Finding]:
         """A NaN in the program's own words, or fp16's loss scaler at its floor (every step overflows)."""
+        if not self.scale_line and _SCALE_DOWN.search(line):
+            self.scale_line = line.strip()[:300]
         if _SCALE_FLOOR.search(line):
             return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
                                                "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
