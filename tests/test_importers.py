@@ -255,3 +255,18 @@ def test_grpo_columns_of_a_notebook_table_keep_their_own_metrics(tmp_path: Path)
     logs = [e for e in found if isinstance(e, events.Log)]
     assert {"loss", "reward", "reward_std", "kl", "completion_length"} <= set(logs[0].values)
     assert Advisor(None).feed_all(found).items() == []
+
+
+def test_a_notebook_exported_to_markdown_keeps_its_html_table(tmp_path: Path) -> None:
+    """nbconvert's Markdown keeps the Trainer's output HTML as it was drawn."""
+    text = ("    <div>\n      <progress value='2675' max='2675' style='width:300px; height:20px;'></progress>\n"
+            "      [2675/2675 05:50, Epoch 5/5]\n    </div>\n    <table border=\"1\" class=\"dataframe\">\n"
+            "  <thead>\n    <tr style=\"text-align: left;\">\n      <th>Epoch</th>\n      <th>Training Loss</th>\n"
+            "      <th>Validation Loss</th>\n    </tr>\n  </thead>\n  <tbody>\n"
+            "    <tr>\n      <td>1</td>\n      <td>0.530500</td>\n      <td>0.514990</td>\n    </tr>\n"
+            "    <tr>\n      <td>2</td>\n      <td>0.351000</td>\n      <td>0.505386</td>\n    </tr>\n"
+            "  </tbody>\n</table>\n")
+    path = tmp_path / "notebook.md"
+    path.write_text(text)
+    state = _fold(importers.import_path(path))
+    assert state.loss == [(535, 0.5305), (1070, 0.351)] and [s for s, _ in state.eval_loss] == [535, 1070]

@@ -195,6 +195,8 @@ def _from_tables(record: Record, path: Path) -> None:
     with open(path, "rb") as handle:
         lines = [line for _, line in zip(range(200_000), textfile.lines(handle))]
     found = table.text_table(lines)
+    if found is None and any("<table" in line for line in lines):  # a notebook exported to Markdown/HTML
+        found = table.html_table("\n".join(lines))
     if found is not None:
         record.entries = found.entries()
         record.max_steps = max(record.max_steps, found.steps)
