@@ -75,6 +75,10 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         return _from_events(log, _run_recipe(source))
     if source.name == "events.jsonl" or _looks_like_events(source):
         return _from_events(source, _run_recipe(source.parent))
+    if source.suffix == ".ipynb":
+        found = _from_notebook(source)
+        if found is not None:
+            return found
     with open(source, "rb") as handle:
         return diagnose_stream(handle, str(source))
 
@@ -97,6 +101,25 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
     for event in reader.close():
         advisor.feed(event)
     return advisor.items(), f"{reader.lines} lines read as training text (no recipe)"
+
+
+def _from_notebook(path: Path) -> tuple[list[Any], str] | None:
+    """A saved notebook read through its outputs (streams, tracebacks, the Trainer's loss table), not its
+    JSON; None when the file is no notebook (then it is read as text)."""
+    import json
+
+    from loratui.logic.advisor import Advisor
+    from loratui.sources import notebook
+
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not notebook.is_notebook(document):
+        return None
+    found = notebook.text_events(document)
+    items = Advisor(None, pasted=True).feed_all(found).items()
+    return items, f"{len(notebook.outputs(document))} notebook outputs read (no recipe)"
 
 
 def _from_events(log: Path, recipe: Any) -> tuple[list[Any], str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loratui import events
+from loratui.sources import notebook
 
 TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 """Keys that mark a Trainer log dict as a training-step log."""
@@ -52,7 +53,7 @@ def import_path(path: Path) -> list[events.AnyEvent]:
     if _maybe_state(path):
         data = path.read_bytes()
         whole = _json_object(data)
-        if whole is not None and isinstance(whole.get("cells"), list):
+        if notebook.is_notebook(whole):
             return to_events(read_notebook(path, whole))
         if whole is not None:
             return to_events(read_trainer_state(path, data))
@@ -217,7 +218,7 @@ def _train_output(record: Record, text: str) -> None:
 # -- a Jupyter notebook (.ipynb) -----------------------------------------------------------------------
 
 
-def read_notebook(path: Path, notebook: dict[str, Any]) -> Record:
+def read_notebook(path: Path, document: dict[str, Any]) -> Record:
     """A Record from a saved notebook's outputs: the Trainer's HTML loss table (the last one drawn), else the
     printed dicts and bars of its streams; `TrainOutput(...)` gives the end. Unsloth, Colab and Kaggle runs
     are kept this way."""
@@ -225,12 +226,12 @@ def read_notebook(path: Path, notebook: dict[str, Any]) -> Record:
 
     record = Record(name=path.stem or "notebook", source=str(path), end_t=path.stat().st_mtime)
     reader, last_table, plain = TextReader(), None, []
-    for text, kind in _outputs(notebook):
-        if kind == "html":
+    for text, kind in notebook.outputs(document):
+        if kind == notebook.HTML:
             last_table = table.html_table(text) or last_table
-        elif kind == "plain":
+        elif kind == notebook.PLAIN:
             plain.append(text)
-        for line in text.splitlines() if kind != "html" else []:
+        for line in text.splitlines() if kind != notebook.HTML else []:
             _take(record, reader.feed(line))
     _take(record, reader.close())
     if last_table is not None and last_table.rows:
@@ -245,33 +246,6 @@ def read_notebook(path: Path, notebook: dict[str, Any]) -> Record:
                            "with its outputs")
     record.max_steps = max(record.max_steps, reader.bar_total, record.final_step, _last_step(record))
     return record
-
-
-def _outputs(notebook: dict[str, Any]) -> list[tuple[str, str]]:
-    """(text, kind) of every code cell output: kind `stream`, `plain` (text/plain) or `html`."""
-    out: list[tuple[str, str]] = []
-    for cell in notebook.get("cells", []):
-        if not isinstance(cell, dict):
-            continue
-        for output in cell.get("outputs") or []:
-            if not isinstance(output, dict):
-                continue
-            if output.get("output_type") == "stream":
-                out.append((_joined(output.get("text")), "stream"))
-                continue
-            data = output.get("data") if isinstance(output.get("data"), dict) else {}
-            if "text/html" in data:
-                out.append((_joined(data["text/html"]), "html"))
-            elif "text/plain" in data:
-                out.append((_joined(data["text/plain"]), "plain"))
-    return out
-
-
-def _joined(text: Any) -> str:
-    """nbformat stores text as a string or a list of lines."""
-    if isinstance(text, list):
-        return "".join(t for t in text if isinstance(t, str))
-    return text if isinstance(text, str) else ""
 
 
 def _log_name(path: Path) -> str:
