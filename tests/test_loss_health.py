@@ -75,10 +75,13 @@ def test_the_loss_creeping_up_after_a_grad_norm_spike(tmp_path: Path, capsys: py
     assert items[0]["id"] == "loss_diverging" and "grad_norm spiked to 9.7" in json.dumps(items[0])
 
 
-def test_a_rise_that_ends_in_nan_is_divergence_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    items = doctor(dicts([2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1, math.nan]), tmp_path, capsys)
+@pytest.mark.parametrize("losses", [[2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1, math.nan],
+                                    [2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1, 2.3, 2.6, 3.0, math.nan]])
+def test_a_rise_that_ends_in_nan_is_divergence_first(losses: list[float], tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(dicts(losses), tmp_path, capsys)
     assert [i["id"] for i in items] == ["loss_diverging"] and items[0]["severity"] == "error"
-    assert "became nan at step 8" in json.dumps(items[0])
+    assert f"became nan at step {len(losses)}" in json.dumps(items[0])
 
 
 def test_a_rise_while_the_learning_rate_warms_up_is_not_divergence(tmp_path: Path,

@@ -19,7 +19,7 @@ class LossWatch:
     """NaN/inf, zero, flat or repeating losses, a loss rising or jumping well above its best, and the metrics
     of objectives that are not language-model losses (preference and RL trainers)."""
 
-    FLAT_N, PATIENCE, WINDOW, BLOCK = 30, 10, 64, 16
+    FLAT_N, WINDOW, BLOCK = 30, 64, 16
     SPIKE, SPIKE_ERROR = 5.0, 10.0
     RISE = 4 / 3  # "rising by a third"
     GRAD_SPIKE, CREEP = 5.0, 1.1
@@ -28,6 +28,7 @@ class LossWatch:
         self.recipe = recipe
         self.first: list[tuple[int, float, float | None]] = []  # (step, loss, epoch) of the first logs
         self.flat: list[tuple[int, float]] = []  # the first logs after warm-up, for flat-from-the-start
+        self.judged_flat = False
         self.grads: list[float] = []  # the first grad norms
         self.lrs: list[float] = []  # the first learning rates
         self.bad_grad_streak = 0
@@ -68,7 +69,7 @@ class LossWatch:
         spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and _finite(loss) else None
         found = [spike] if spike else []
         nan = self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), bool(spike))
-        found += self._after_rise(e.step, nan) if nan and self._rise_stands(e.step) else nan
+        found += self._after_rise(e.step, nan) if nan and self._rise_stands() else nan
         if loss is None or not _finite(loss):
             return found
         found += self._zero(e.step, loss, values.get("epoch"))
@@ -76,7 +77,7 @@ class LossWatch:
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
             self._creep(e.step, loss, values.get("grad_norm"))
         if rise is not None and not spike:
-            self.rose = rise
+            self.rose = self.rose or rise  # the first is the one the advisor keeps
             found.append(rise)
         return found
 
@@ -97,7 +98,7 @@ class LossWatch:
                                                "streak": self.bad_grad_streak, "names": names, "loss": loss})]
         return []
 
-    def _rise_stands(self, step: int) -> bool:
+    def _rise_stands(self) -> bool:
         """Whether a rise was found and the loss had not come back down before this NaN."""
         if self.rose is None or not self.window:
             return False
@@ -161,11 +162,9 @@ class LossWatch:
                 and self.lr != 0.0 and _at_start(self.first):
             self.flat.append((step, loss))
             span = self.flat[-1][0] - self.flat[0][0]
-            if len(self.flat) == self.FLAT_N or (len(self.flat) >= 8 and span >= 100 and not self._judged_flat):
+            if len(self.flat) == self.FLAT_N or (len(self.flat) >= 8 and span >= 100 and not self.judged_flat):
                 found += self._judge_flat(step)
         return found
-
-    _judged_flat = False
 
     def _repeats(self, step: int, loss: float) -> list[Finding]:
         """Losses printed to 4+ digits that come back exactly: the weights are not changing."""
@@ -185,7 +184,7 @@ class LossWatch:
         """Flat from the start: no trend (Theil-Sen change under 2% of the level, and no Mann-Kendall trend: a
         slow steady descent is learning), little scatter (robust spread under 1.5%), and no descent before it
         (the run's first loss is not above the level)."""
-        self._judged_flat = True
+        self.judged_flat = True
         losses = [v for _, v in self.flat]
         level = series.median(losses)
         start, end = series.theil_sen(losses)
