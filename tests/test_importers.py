@@ -270,3 +270,15 @@ def test_a_notebook_exported_to_markdown_keeps_its_html_table(tmp_path: Path) ->
     path.write_text(text)
     state = _fold(importers.import_path(path))
     assert state.loss == [(535, 0.5305), (1070, 0.351)] and [s for s, _ in state.eval_loss] == [535, 1070]
+
+
+def test_a_real_trainer_state_ends_at_its_global_step() -> None:
+    """Logged every 10 steps to step 200, trained to 201 (max_steps 201): finished at 201, not stopped at 200.
+    Source: https://github.com/DMalakhov1/PROJECT_LORA/blob/fa8393c412a7fd17e79ae5a00cd844a595dcac34/trainer_state.json
+    (byte for byte). A healthy LoRA run: the advisor finds nothing in it."""
+    from loratui.logic.advisor import Advisor
+
+    found = importers.import_path(STATES / "real_lora_global_step_201.json")
+    state = _fold(found)
+    assert state.loss[-1] == (200, 1.2845) and state.step == 201 and state.state == events.FINISHED
+    assert Advisor(None).feed_all(found).items() == []
