@@ -282,3 +282,11 @@ def test_a_real_trainer_state_ends_at_its_global_step() -> None:
     state = _fold(found)
     assert state.loss[-1] == (200, 1.2845) and state.step == 201 and state.state == events.FINISHED
     assert Advisor(None).feed_all(found).items() == []
+
+
+@pytest.mark.parametrize("text", ["Step\tTraining Loss\n1e400\t2\n-5\tnan\n", "Step\tTraining Loss\nnan\t2.0\n"])
+def test_a_table_with_steps_no_run_has_is_refused_in_words(text: str, tmp_path: Path) -> None:
+    path = tmp_path / "table.txt"
+    path.write_text(text)
+    with pytest.raises(importers.ImportFailed, match="none of"):
+        importers.import_path(path)

@@ -52,12 +52,13 @@ class Table:
 
     def _step(self, cells: dict[str, float | None]) -> int | None:
         """The row's step: its Step column, else its epoch at the progress line's steps per epoch."""
-        if cells.get("step") is not None:
-            return int(cells["step"])  # type: ignore[arg-type]
-        epoch = cells.get("epoch")
-        if epoch is None or not self.steps or not self.epochs:
-            return None
-        return round(epoch * self.steps / self.epochs)
+        step = cells.get("step")
+        if step is None:
+            epoch = cells.get("epoch")
+            if epoch is None or not self.steps or not self.epochs:
+                return None
+            step = epoch * self.steps / self.epochs
+        return round(step) if 0 <= step < 1e12 else None  # NaN and inf fail both tests
 
 
 class _Cells(HTMLParser):
