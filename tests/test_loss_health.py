@@ -191,3 +191,9 @@ def test_an_inf_loss_beside_loss_scale_messages_names_fp16(tmp_path: Path, capsy
     items = doctor(text, tmp_path, capsys)
     assert [i["id"] for i in items] == ["nan_loss"] and "bf16" in items[0]["title"]
     assert "{'loss': inf, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.2}" in items[0]["evidence"]
+
+
+def test_a_loss_that_goes_negative_is_not_judged_by_ratios() -> None:
+    """A negative log-likelihood of densities can fall below 0 and wander: "a third above" means nothing there."""
+    wandering = [0.5, 0.1, -0.3, -0.6, -0.8, -0.7, -0.5, -0.45, -0.4, -0.42, -0.38, -0.41]
+    assert Advisor(None).feed_all(logs(wandering)).items() == []

@@ -129,7 +129,7 @@ class LossWatch:
     def _zero(self, step: int, loss: float, epoch: float | None) -> list[Finding]:
         """A loss of exactly zero: from the first logs, or a fall from a real loss (a cliff, not a descent)."""
         before = self.prior[-2][1] if len(self.prior) >= 2 else None
-        if loss > ZERO:
+        if abs(loss) > ZERO:  # a negative loss (an NLL of densities, a reward-weighted objective) is no zero
             self.zero_streak = 0
             return []
         self.zero_streak += 1
@@ -213,7 +213,7 @@ class LossWatch:
         # medians sits well below the level by chance). A handful of logs has only its rank trend.
         floor = max(0.05, 6 * self.sigma) if len(ys) >= 16 else 0.05
         now, lowest = series.median(ys[-3:]), min(ys)
-        if now < self.RISE * lowest * 0.9 or now - lowest < floor:
+        if lowest <= 0 or now < self.RISE * lowest * 0.9 or now - lowest < floor:  # ratios need a positive loss
             return None  # the cheap tests first: the lowest log is below every 3-log median
         levels = [series.median(ys[max(0, i - 1):i + 2]) for i in range(len(ys))]
         anchor = min(range(len(ys) - 1), key=lambda i: (levels[i], i))
@@ -246,6 +246,8 @@ class LossWatch:
             return None
         self.blocks = (self.blocks + [level])[-8:]
         best, best_step, best_sigma = self.best_block
+        if best <= 0:
+            return None  # a loss that goes negative (an NLL of densities) has no "a third above"
         floor = max(0.05, 6 * max(sigma, best_sigma))
         last = self.blocks[-2:]
         if len(self.blocks) >= 4 and all(v >= self.RISE * best and v - best >= floor for v in last) and \
