@@ -362,3 +362,11 @@ def test_a_notebook_is_read_through_its_outputs(tmp_path: Path, capsys: pytest.C
     assert main(["doctor", str(path), "--json"]) == 1
     items = json.loads(capsys.readouterr().out)
     assert items[0]["id"] == "oom_full" and items[0]["step"] == 12, items
+
+
+def test_a_pasted_notebook_loss_table_is_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Trainer's Jupyter table copied as text (Step / Training Loss, tab-separated): its rows are the logs."""
+    rows = [2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1, 2.3]
+    text = "Step\tTraining Loss\n" + "".join(f"{i * 10}\t{v:.6f}\n" for i, v in enumerate(rows, start=1))
+    _, items = _doctor_text(tmp_path, text, capsys)
+    assert items and items[0]["id"] == "loss_diverging", items

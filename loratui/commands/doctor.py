@@ -90,17 +90,32 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
     from loratui.logic.text_reader import TextReader
     from loratui.sources import textfile
 
-    advisor, reader = Advisor(None, pasted=True), TextReader(stream="stderr")
+    from loratui.logic.text_reader.table import TextTables
+
+    advisor, reader, tables = Advisor(None, pasted=True), TextReader(stream="stderr"), TextTables()
+    logged = False
     try:
         for line in textfile.lines(handle):
+            tables.feed(line)
             for event in reader.feed(line):
+                logged = logged or type(event).__name__ == "Log"
                 advisor.feed(event)
     except textfile.BinaryFile:
         raise UsageError(f"{name}: a binary file (NUL bytes), not a log; pass a text log, a traceback, "
                          "an events.jsonl or a run directory") from None
     for event in reader.close():
+        logged = logged or type(event).__name__ == "Log"
         advisor.feed(event)
+    if not logged and tables.found is not None:  # a notebook's loss table pasted as text: its rows are the logs
+        advisor.feed_all(_table_logs(tables.found))
     return advisor.items(), f"{reader.lines} lines read as training text (no recipe)"
+
+
+def _table_logs(table: Any) -> list[Any]:
+    from loratui import events
+
+    return [events.Log(t=0.0, step=step, values={k: events.num_out(x) for k, x in values.items()})
+            for step, values in table.entries()]
 
 
 def _from_notebook(path: Path) -> tuple[list[Any], str] | None:

@@ -108,28 +108,42 @@ def html_table(html: str) -> Table | None:
     return found
 
 
-def text_table(lines: list[str]) -> Table | None:
-    """A loss table pasted as text: a header line naming Training Loss, then rows of numbers (tab-, space-
-    or pipe-separated); the last such table in the text. None when there is none."""
-    found: Table | None = None
-    current: Table | None = None
-    progress = ""
-    for line in lines:
-        if _PROGRESS.search(line):
-            progress = line
+class TextTables:
+    """A loss table pasted as text, read line by line (bounded: one table's rows): a header line naming
+    Training Loss, then rows of numbers (tab-, space- or pipe-separated); `found` is the last such table."""
+
+    MAX_ROWS = 100_000
+
+    def __init__(self) -> None:
+        self.found: Table | None = None
+        self._current: Table | None = None
+        self._progress = ""
+
+    def feed(self, line: str) -> None:
+        if "Epoch" in line and _PROGRESS.search(line):
+            self._progress = line
         cells = [c for c in _SPLIT.split(line.strip()) if c]
         if cells and _is_header(cells):
-            current = Table(header=cells)
-            _progress(current, progress)
-            continue
+            self._current = Table(header=cells)
+            _progress(self._current, self._progress)
+            return
+        current = self._current
         if current is None:
-            continue
-        if cells and v.number(cells[0]) is not None and len(cells) <= len(current.header):
+            return
+        if cells and v.number(cells[0]) is not None and len(cells) <= len(current.header) and \
+                len(current.rows) < self.MAX_ROWS:
             current.rows.append(cells)
-            found = current
+            self.found = current
         elif cells and current.rows:
-            current = None
-    return found
+            self._current = None
+
+
+def text_table(lines: list[str]) -> Table | None:
+    """The last loss table pasted as text in `lines`, or None."""
+    tables = TextTables()
+    for line in lines:
+        tables.feed(line)
+    return tables.found
 
 
 def train_output(text: str) -> tuple[int, dict[str, float]] | None:
