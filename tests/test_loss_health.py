@@ -197,3 +197,24 @@ def test_a_loss_that_goes_negative_is_not_judged_by_ratios() -> None:
     """A negative log-likelihood of densities can fall below 0 and wander: "a third above" means nothing there."""
     wandering = [0.5, 0.1, -0.3, -0.6, -0.8, -0.7, -0.5, -0.45, -0.4, -0.42, -0.38, -0.41]
     assert Advisor(None).feed_all(logs(wandering)).items() == []
+
+
+def test_dpo_dicts_keep_their_metrics_and_a_loss_printed_as_zero_is_normal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """TRL's DPOTrainer dicts: once chosen and rejected are far apart the loss prints as 0.0 (4 decimals);
+    that is the objective met, not a collapse. The import keeps rewards/margins and its kin."""
+    from loratui.sources import importers
+
+    lines = []
+    for i, (loss, margin) in enumerate([(0.6931, 0.0), (0.5012, 0.41), (0.1203, 2.3), (0.0, 11.7), (0.0, 14.2),
+                                        (0.0, 15.0)], start=1):
+        lines.append(f"{{'loss': {loss}, 'grad_norm': {3.1 / i:.4f}, 'learning_rate': 5e-07, "
+                     f"'rewards/chosen': {margin / 3:.4f}, 'rewards/rejected': {-2 * margin / 3:.4f}, "
+                     f"'rewards/accuracies': {min(1.0, 0.5 + i / 10)}, 'rewards/margins': {margin}, "
+                     f"'logps/chosen': -201.5, 'logps/rejected': -230.2, 'logits/chosen': -2.1, "
+                     f"'logits/rejected': -2.05, 'epoch': {i / 100}}}")
+    text = "\n".join(lines) + "\n"
+    assert ids(text, tmp_path, capsys) == []
+    found = importers.import_path(tmp_path / "pasted.txt")
+    logged = [e for e in found if isinstance(e, events.Log)]
+    assert {"rewards/margins", "rewards/accuracies", "logps/chosen"} <= set(logged[-1].values)
