@@ -401,3 +401,24 @@ def test_a_printed_exception_in_a_live_run_is_not_a_failure_until_it_ends() -> N
     assert Advisor(None).feed_all(found).items() == []
     ended = Advisor(None).feed_all(found + [events.End(t=9.0, state="failed", exit_code=1)]).items()
     assert [i.id for i in ended] == ["exception"] and "KeyError" in ended[0].title
+
+
+# -- issue 24 item 6: a NaN step that transformers logged as 'loss': 0.0 ------------------------------------
+
+def _filtered_nan_run(grad_nan: bool) -> list[Any]:
+    """Real losses, then what logging_nan_inf_filter logs for windows of NaN steps: 0.0 (grad_norm nan)."""
+    return run(30, loss=lambda i: 0.0 if i > 20 else 2.0 - 0.01 * i,
+               grad=lambda i: ("NaN" if grad_nan else 0.5) if i > 20 else 0.5)
+
+
+def test_a_zero_loss_beside_a_nan_grad_norm_is_a_nan_step_not_a_collapse() -> None:
+    items = Advisor(recipe()).feed_all(_filtered_nan_run(grad_nan=True)).items()  # fp32: fp16 false
+    assert [i.id for i in items] == ["nan_loss"] and items[0].step == 21
+    assert "logging_nan_inf_filter" in " ".join(items[0].evidence)
+
+
+def test_a_zero_loss_in_an_fp32_run_does_not_blame_fp16() -> None:
+    item = _only(Advisor(recipe()).feed_all(_filtered_nan_run(grad_nan=False)).items(), "loss_zero")
+    assert "fp16" not in " ".join(item.evidence) and "logging_nan_inf_filter" in " ".join(item.evidence)
+    item = _only(Advisor(recipe({"fp16": True})).feed_all(_filtered_nan_run(grad_nan=False)).items(), "loss_zero")
+    assert "fp16 overflow" in " ".join(item.evidence)

@@ -317,3 +317,56 @@ def test_a_name_that_fits_two_runs_is_refused_with_both_as_attach_does(tmp_path:
     assert main(["doctor", "tiny", "--runs-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "fits 2 runs" in err and "20261203-101010-tiny" in err and "20261203-111111-tiny" in err
+
+
+@pytest.mark.parametrize("text", [
+    # printed dicts: the reader hands a dict on only when the next line came
+    "{'loss': 1.8412, 'grad_norm': 2.113, 'learning_rate': 0.0002, 'epoch': 0.01}\n"
+    "{'loss': 1.7021, 'grad_norm': 1.877, 'learning_rate': 0.0002, 'epoch': 0.02}\n"
+    "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.03}\n"
+    "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0002, 'epoch': 0.04}\n",
+    # a Lightning bar's postfix
+    "Epoch 0:  43%|████▎     | 43/100 [00:10<00:13,  4.30it/s, loss=2.31, v_num=1]\n"
+    "Epoch 0:  44%|████▍     | 44/100 [00:10<00:13,  4.30it/s, loss=nan, v_num=1]\n"
+    "Epoch 0:  45%|████▌     | 45/100 [00:10<00:12,  4.30it/s, loss=nan, v_num=1]\n",
+])
+def test_nan_evidence_quotes_the_first_nan_line(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 26 item 4: the evidence is the line of the first NaN, not the one after it."""
+    _, items = _doctor_text(tmp_path, text, capsys)
+    first_nan = next(line for line in text.splitlines() if "nan" in line)
+    assert items[0]["id"] == "nan_loss" and first_nan in items[0]["evidence"]
+    assert [i["id"] for i in items] == ["nan_loss"]  # 0.0 beside a nan grad_norm is no collapse to zero
+
+
+def test_a_notebook_is_read_through_its_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A saved .ipynb: the OOM in a cell's error output (ANSI-coloured traceback lines, as Jupyter keeps them)
+    is found, and the Trainer's loss table is read as the run's logs (issue 23: Jupyter/Colab output)."""
+    table = ("<div>[12/60 01:10 < 04:40, 0.17 it/s, Epoch 0.01/1]</div><table border=\"1\" class=\"dataframe\">"
+             "<thead><tr><th>Step</th><th>Training Loss</th></tr></thead><tbody>"
+             + "".join(f"<tr><td>{i}</td><td>{2.0 - i / 100:.6f}</td></tr>" for i in range(1, 13)) + "</tbody></table>")
+    error = {"output_type": "error", "ename": "OutOfMemoryError", "evalue": "CUDA out of memory. Tried to "
+             "allocate 2.00 GiB. GPU 0 has a total capacity of 14.74 GiB of which 1.12 GiB is free. Process has "
+             "13.61 GiB memory in use. Of the allocated memory 13.20 GiB is allocated by PyTorch, and 292.43 MiB "
+             "is reserved by PyTorch but unallocated.",
+             "traceback": ["\u001b[0;31m---------------------------------------------------------------------------"
+                           "\u001b[0m", "\u001b[0;31mOutOfMemoryError\u001b[0m                          Traceback "
+                           "(most recent call last)", "Cell \u001b[0;32mIn[9], line 1\u001b[0m\n\u001b[0;32m----> "
+                           "1\u001b[0m trainer_stats \u001b[38;5;241m=\u001b[39m trainer\u001b[38;5;241m.\u001b[39m"
+                           "train()\n"]}
+    document = {"cells": [{"cell_type": "code", "source": ["trainer_stats = trainer.train()"], "outputs": [
+        {"output_type": "display_data", "data": {"text/html": [table], "text/plain": ["<IPython.core.display."
+                                                                                     "HTML object>"]}},
+        error]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "run.ipynb"
+    path.write_text(json.dumps(document))
+    assert main(["doctor", str(path), "--json"]) == 1
+    items = json.loads(capsys.readouterr().out)
+    assert items[0]["id"] == "oom_full" and items[0]["step"] == 12, items
+
+
+def test_a_pasted_notebook_loss_table_is_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Trainer's Jupyter table copied as text (Step / Training Loss, tab-separated): its rows are the logs."""
+    rows = [2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1, 2.3]
+    text = "Step\tTraining Loss\n" + "".join(f"{i * 10}\t{v:.6f}\n" for i, v in enumerate(rows, start=1))
+    _, items = _doctor_text(tmp_path, text, capsys)
+    assert items and items[0]["id"] == "loss_diverging", items

@@ -25,19 +25,20 @@ def _fold(found: list[events.AnyEvent]) -> RunState:
 
 
 @pytest.mark.parametrize(
-    ("name", "steps", "max_steps", "end", "evals", "nan_steps"),
+    ("name", "steps", "final", "max_steps", "end", "evals", "nan_steps"),
     [
-        ("v4_3_early.json", [10, 20, 30, 40], 40, events.FINISHED, [(20, 2.65), (40, 2.28)], []),
-        ("v4_30_crlf_nan.json", [1, 2, 3, 4], 8, events.FINISHED, [(4, math.nan)], [3, 4]),
-        ("v4_45_checkpoint.json", [25, 50, 75, 100], 400, events.STOPPED, [(50, 1.19), (100, 1.12)], [75]),
-        ("v5_final.json", [1, 2, 3, 4, 5, 6], 6, events.FINISHED, [(3, 1.2), (6, 0.91)], []),
+        ("v4_3_early.json", [10, 20, 30, 40], 40, 40, events.FINISHED, [(20, 2.65), (40, 2.28)], []),
+        # logged to step 4, trained to global_step 8: the run ends at 8 (issue 23)
+        ("v4_30_crlf_nan.json", [1, 2, 3, 4], 8, 8, events.FINISHED, [(4, math.nan)], [3, 4]),
+        ("v4_45_checkpoint.json", [25, 50, 75, 100], 100, 400, events.STOPPED, [(50, 1.19), (100, 1.12)], [75]),
+        ("v5_final.json", [1, 2, 3, 4, 5, 6], 6, 6, events.FINISHED, [(3, 1.2), (6, 0.91)], []),
     ],
 )
-def test_trainer_state_eras_give_the_loss_curve(name: str, steps: list[int], max_steps: int, end: str,
+def test_trainer_state_eras_give_the_loss_curve(name: str, steps: list[int], final: int, max_steps: int, end: str,
                                                  evals: list[tuple[int, float]], nan_steps: list[int]) -> None:
     state = _fold(importers.import_path(STATES / name))
     assert [s for s, _ in state.loss] == steps
-    assert state.max_steps == max_steps and state.step == steps[-1] and state.state == end
+    assert state.max_steps == max_steps and state.step == final and state.state == end
     assert [s for s, _ in state.eval_loss] == [s for s, _ in evals]
     for (_, got), (_, want) in zip(state.eval_loss, evals):
         assert got == pytest.approx(want, nan_ok=True)
@@ -196,3 +197,96 @@ def test_axolotl_stdout_is_imported_fully(tmp_path: Path) -> None:
     logs = [e for e in found if isinstance(e, events.Log) and "loss" in e.values]
     assert logs[0].values["memory/max_mem_active(gib)"] == 21.4
     assert state.max_steps == 4 and state.state == events.FINISHED
+
+
+# -- issue 23: what people have -------------------------------------------------------------------------------
+
+NOTEBOOKS = DATA / "notebooks"
+
+
+def test_a_trainer_state_ends_at_global_step_not_at_its_last_log(tmp_path: Path) -> None:
+    """logging_steps 10 and max_steps 125: the last log is at 120, the run ended at 125."""
+    import json
+
+    history = [{"step": s, "loss": 2.0 - s / 200, "learning_rate": 2e-4, "epoch": s / 125} for s in range(10, 130, 10)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 125, "max_steps": 125, "log_history": history}))
+    state = _fold(importers.import_path(path))
+    assert state.loss[-1][0] == 120 and state.step == 125 and state.state == events.FINISHED
+
+
+def test_a_notebook_with_the_trainer_table_and_train_output() -> None:
+    """A saved .ipynb (unsloth's Colab layout): the HTML table Step / Training Loss, then TrainOutput."""
+    state = _fold(importers.import_path(NOTEBOOKS / "unsloth_style_alpaca.ipynb"))
+    assert [s for s, _ in state.loss] == list(range(6, 61, 6)) and state.loss[-1][1] == pytest.approx(1.1825)
+    assert state.step == 60 and state.max_steps == 60 and state.state == events.FINISHED
+    assert state.elapsed_s == pytest.approx(443.5713, rel=1e-3)  # TrainOutput's train_runtime
+
+
+def test_a_loss_table_pasted_as_text(tmp_path: Path) -> None:
+    """Copied from a rendered notebook: the progress line, then a tab-separated table with eval columns."""
+    text = ("[2675/2675 05:50, Epoch 5/5]\nEpoch\tTraining Loss\tValidation Loss\tMatthews Correlation\n"
+            "1\t0.530500\t0.514990\t0.432712\n2\t0.351000\t0.505386\t0.491490\n3\tNo log\t0.662538\t0.495476\n")
+    path = tmp_path / "pasted.txt"
+    path.write_text(text)
+    state = _fold(importers.import_path(path))
+    assert state.loss == [(535, 0.5305), (1070, 0.351)]  # epochs at 535 steps each (2675 / 5)
+    assert [s for s, _ in state.eval_loss] == [535, 1070, 1605] and state.max_steps == 2675
+
+
+def test_a_notebook_without_training_output_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "empty.ipynb"
+    path.write_text('{"cells": [{"cell_type": "code", "outputs": [], "source": ["trainer.train()"]}], '
+                    '"metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    with pytest.raises(importers.ImportFailed, match="notebook whose outputs hold no training log"):
+        importers.import_path(path)
+
+
+def test_grpo_columns_of_a_notebook_table_keep_their_own_metrics(tmp_path: Path) -> None:
+    """TRL/unsloth GRPO tables add train columns (reward, reward_std, kl): kept under their own names, and the
+    advisor judges the run by them, not by a loss near zero."""
+    from loratui.logic.advisor import Advisor
+
+    text = "Step\tTraining Loss\treward\treward_std\tcompletion_length\tkl\n" + "".join(
+        f"{i}\t{0.0 if i < 4 else 0.0001 * i}\t{0.1 * i}\t{0.3}\t180.5\t{0.0001 * i}\n" for i in range(1, 13))
+    path = tmp_path / "grpo.txt"
+    path.write_text(text)
+    found = importers.import_path(path)
+    logs = [e for e in found if isinstance(e, events.Log)]
+    assert {"loss", "reward", "reward_std", "kl", "completion_length"} <= set(logs[0].values)
+    assert Advisor(None).feed_all(found).items() == []
+
+
+def test_a_notebook_exported_to_markdown_keeps_its_html_table(tmp_path: Path) -> None:
+    """nbconvert's Markdown keeps the Trainer's output HTML as it was drawn."""
+    text = ("    <div>\n      <progress value='2675' max='2675' style='width:300px; height:20px;'></progress>\n"
+            "      [2675/2675 05:50, Epoch 5/5]\n    </div>\n    <table border=\"1\" class=\"dataframe\">\n"
+            "  <thead>\n    <tr style=\"text-align: left;\">\n      <th>Epoch</th>\n      <th>Training Loss</th>\n"
+            "      <th>Validation Loss</th>\n    </tr>\n  </thead>\n  <tbody>\n"
+            "    <tr>\n      <td>1</td>\n      <td>0.530500</td>\n      <td>0.514990</td>\n    </tr>\n"
+            "    <tr>\n      <td>2</td>\n      <td>0.351000</td>\n      <td>0.505386</td>\n    </tr>\n"
+            "  </tbody>\n</table>\n")
+    path = tmp_path / "notebook.md"
+    path.write_text(text)
+    state = _fold(importers.import_path(path))
+    assert state.loss == [(535, 0.5305), (1070, 0.351)] and [s for s, _ in state.eval_loss] == [535, 1070]
+
+
+def test_a_real_trainer_state_ends_at_its_global_step() -> None:
+    """Logged every 10 steps to step 200, trained to 201 (max_steps 201): finished at 201, not stopped at 200.
+    Source: https://github.com/DMalakhov1/PROJECT_LORA/blob/fa8393c412a7fd17e79ae5a00cd844a595dcac34/trainer_state.json
+    (byte for byte). A healthy LoRA run: the advisor finds nothing in it."""
+    from loratui.logic.advisor import Advisor
+
+    found = importers.import_path(STATES / "real_lora_global_step_201.json")
+    state = _fold(found)
+    assert state.loss[-1] == (200, 1.2845) and state.step == 201 and state.state == events.FINISHED
+    assert Advisor(None).feed_all(found).items() == []
+
+
+@pytest.mark.parametrize("text", ["Step\tTraining Loss\n1e400\t2\n-5\tnan\n", "Step\tTraining Loss\nnan\t2.0\n"])
+def test_a_table_with_steps_no_run_has_is_refused_in_words(text: str, tmp_path: Path) -> None:
+    path = tmp_path / "table.txt"
+    path.write_text(text)
+    with pytest.raises(importers.ImportFailed, match="none of"):
+        importers.import_path(path)

@@ -86,3 +86,11 @@ def test_diagnoses_come_from_the_advisor() -> None:
 
     found, _, _ = open_any(ROOT / "tests" / "data" / "trainer_state" / "v4_30_crlf_nan.json", Path("."))
     assert "nan_loss" in diagnose(found)
+
+
+def test_a_nan_step_logged_as_zero_is_not_the_minimum_loss() -> None:
+    """Issue 24 item 6: transformers logs 'loss': 0.0 (or '0') beside grad_norm nan for NaN steps."""
+    found = [events.Log(t=float(i), step=i, values={"loss": loss, "grad_norm": grad}) for i, (loss, grad) in
+             enumerate([(1.9, 2.1), (1.7, 1.8), ("0", "NaN"), (0.0, "NaN")], start=1)]
+    summary = summarize(RunState().feed_all(found), "")
+    assert summary["min_loss"] == 1.7 and summary["nan_steps"] == [3, 4] and summary["last_loss"] == "NaN"

@@ -75,6 +75,10 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         return _from_events(log, _run_recipe(source))
     if source.name == "events.jsonl" or _looks_like_events(source):
         return _from_events(source, _run_recipe(source.parent))
+    if source.suffix == ".ipynb":
+        found = _from_notebook(source)
+        if found is not None:
+            return found
     with open(source, "rb") as handle:
         return diagnose_stream(handle, str(source))
 
@@ -86,17 +90,51 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
     from loratui.logic.text_reader import TextReader
     from loratui.sources import textfile
 
-    advisor, reader = Advisor(None, pasted=True), TextReader(stream="stderr")
+    from loratui.logic.text_reader.table import TextTables
+
+    advisor, reader, tables = Advisor(None, pasted=True), TextReader(stream="stderr"), TextTables()
+    logged = False
     try:
         for line in textfile.lines(handle):
+            tables.feed(line)
             for event in reader.feed(line):
+                logged = logged or type(event).__name__ == "Log"
                 advisor.feed(event)
     except textfile.BinaryFile:
         raise UsageError(f"{name}: a binary file (NUL bytes), not a log; pass a text log, a traceback, "
                          "an events.jsonl or a run directory") from None
     for event in reader.close():
+        logged = logged or type(event).__name__ == "Log"
         advisor.feed(event)
+    if not logged and tables.found is not None:  # a notebook's loss table pasted as text: its rows are the logs
+        advisor.feed_all(_table_logs(tables.found))
     return advisor.items(), f"{reader.lines} lines read as training text (no recipe)"
+
+
+def _table_logs(table: Any) -> list[Any]:
+    from loratui import events
+
+    return [events.Log(t=0.0, step=step, values={k: events.num_out(x) for k, x in values.items()})
+            for step, values in table.entries()]
+
+
+def _from_notebook(path: Path) -> tuple[list[Any], str] | None:
+    """A saved notebook read through its outputs (streams, tracebacks, the Trainer's loss table), not its
+    JSON; None when the file is no notebook (then it is read as text)."""
+    import json
+
+    from loratui.logic.advisor import Advisor
+    from loratui.sources import notebook
+
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not notebook.is_notebook(document):
+        return None
+    found = notebook.text_events(document)
+    items = Advisor(None, pasted=True).feed_all(found).items()
+    return items, f"{len(notebook.outputs(document))} notebook outputs read (no recipe)"
 
 
 def _from_events(log: Path, recipe: Any) -> tuple[list[Any], str]:

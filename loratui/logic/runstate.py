@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loratui import events
+from loratui.logic import series
 from loratui.logic.series import PeakSeries
 from loratui.units import GIB  # noqa: F401  (re-exported for the panes)
 
@@ -192,7 +193,7 @@ def _step(s: RunState, e: events.Step) -> None:
 
 def _log(s: RunState, e: events.Log) -> None:
     values = {k: events.num_in(v) for k, v in e.values.items()}
-    loss = values.get("loss")
+    loss = series.logged_loss(values)
     if loss is not None and "train_runtime" not in values:
         s.loss.append((e.step, loss))
         if not math.isfinite(loss):

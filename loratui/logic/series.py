@@ -1,4 +1,4 @@
-"""Bounded series for display: peak-preserving downsampling and loss smoothing.
+"""Bounded series for display (peak-preserving downsampling, loss smoothing) and what a logged loss means.
 
 A 10-hour run has ~400k samples; a pane shows ~200 columns. `PeakSeries` keeps at most `capacity`
 buckets and, when full, merges neighbours pairwise keeping each pair's maximum, so a one-sample spike is
@@ -79,3 +79,55 @@ def mean(values: Iterable[float]) -> float | None:
     """Arithmetic mean of the finite values, or None."""
     finite = [v for v in values if math.isfinite(v)]
     return sum(finite) / len(finite) if finite else None
+
+
+def logged_loss(values: dict[str, float | None]) -> float | None:
+    """The loss a training log stands for: NaN where transformers printed 0.0 for a NaN step.
+
+    Under `logging_nan_inf_filter` (the default) a NaN step adds nothing to the window's sum, so a window
+    of NaN steps logs `'loss': 0.0` beside a non-finite `grad_norm`; that is a NaN step, not a zero loss."""
+    loss = values.get("loss")
+    grad = values.get("grad_norm")
+    if loss is not None and loss == 0.0 and grad is not None and not math.isfinite(grad):
+        return math.nan
+    return loss
+
+
+# -- robust statistics for short and long series: medians, not means, so one wild log moves nothing ----------
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of a non-empty sequence."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def noise(values: Sequence[float]) -> float:
+    """The series' point-to-point noise as a standard deviation, from second differences (a straight
+    trend adds nothing to them, so a steady climb is not mistaken for noise): 1.4826 x their median
+    absolute value / sqrt 6."""
+    second = [abs(c - 2 * b + a) for a, b, c in zip(values, values[1:], values[2:])]
+    return 1.4826 * median(second) / math.sqrt(6) if second else 0.0
+
+
+def theil_sen(ys: Sequence[float]) -> tuple[float, float]:
+    """(start, end) of the Theil-Sen line through ys at x = 0..n-1: the median pairwise slope, so up to
+    29% of the points may be wild without moving it. O(n^2): meant for windows of tens of points."""
+    n = len(ys)
+    if n < 2:
+        return (ys[0], ys[0]) if ys else (math.nan, math.nan)
+    slope = median([(ys[j] - ys[i]) / (j - i) for i in range(n) for j in range(i + 1, n)])
+    start = median([y - slope * x for x, y in enumerate(ys)])
+    return start, start + slope * (n - 1)
+
+
+def mann_kendall(ys: Sequence[float]) -> float:
+    """The Mann-Kendall trend statistic as a z score (> 1.64: rising at about 5% one-sided); it ranks, so
+    it needs no distribution and works from 4 points (4 rising points give z = 1.70)."""
+    n = len(ys)
+    if n < 3:
+        return 0.0
+    s = sum((ys[j] > ys[i]) - (ys[j] < ys[i]) for i in range(n) for j in range(i + 1, n))
+    var = n * (n - 1) * (2 * n + 5) / 18
+    return (s - (s > 0) + (s < 0)) / math.sqrt(var)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loratui import events
+from loratui.sources import notebook
 
 TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 """Keys that mark a Trainer log dict as a training-step log."""
@@ -40,6 +41,7 @@ class Record:
     checkpoints: list[tuple[int, str]] = field(default_factory=list)
     end_t: float = 0.0
     step_note: str = ""
+    final_step: int = 0  # where the run ended when the record says (global_step), past its last log
 
 
 def import_path(path: Path) -> list[events.AnyEvent]:
@@ -50,13 +52,16 @@ def import_path(path: Path) -> list[events.AnyEvent]:
         raise ImportFailed(f"{path}: no such file or directory")
     if _maybe_state(path):
         data = path.read_bytes()
-        if _is_json_object(data):
+        whole = _json_object(data)
+        if notebook.is_notebook(whole):
+            return to_events(read_notebook(path, whole))
+        if whole is not None:
             return to_events(read_trainer_state(path, data))
     return to_events(read_stdout_log(path))
 
 
 def _maybe_state(path: Path) -> bool:
-    """Whether a file may be one JSON object (a trainer_state.json): it opens with `{` and its first line
+    """Whether a file may be one JSON object (a trainer_state.json, a notebook): it opens with `{` and its first line
     is not a whole object by itself, as every line of a JSON-lines log is. Only then is it read whole."""
     with open(path, "rb") as handle:
         first = handle.readline(1 << 16).lstrip(b"\xef\xbb\xbf \t\r\n")
@@ -66,15 +71,16 @@ def _maybe_state(path: Path) -> bool:
         whole = json.loads(first.decode("utf-8", errors="replace"))
     except ValueError:
         return True
-    return isinstance(whole, dict) and "log_history" in whole  # a trainer_state.json on one line
+    return isinstance(whole, dict) and ("log_history" in whole or "cells" in whole)  # a state or notebook on one line
 
 
-def _is_json_object(data: bytes) -> bool:
-    """Whether the whole file is one JSON object (a stdout log whose first line is a dict is not)."""
+def _json_object(data: bytes) -> dict[str, Any] | None:
+    """The whole file as one JSON object, or None (a stdout log whose first line is a dict is not one)."""
     try:
-        return isinstance(json.loads(data.decode("utf-8-sig")), dict)
+        whole = json.loads(data.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError):
-        return False
+        return None
+    return whole if isinstance(whole, dict) else None
 
 
 # -- trainer_state.json ------------------------------------------------------------------------------
@@ -94,7 +100,8 @@ def read_trainer_state(path: Path, data: bytes | None = None, name: str = "") ->
     record = Record(name=name or _name_for(path), source=str(path), end_t=path.stat().st_mtime)
     record.entries = _history_entries(history)
     last = max((s for s, _ in record.entries), default=0)
-    record.max_steps = _int(state.get("max_steps")) or _int(state.get("global_step")) or last
+    record.final_step = _int(state.get("global_step"))  # the run ends here, not at its last logged step
+    record.max_steps = _int(state.get("max_steps")) or record.final_step or last
     record.num_epochs = _float(state.get("num_train_epochs")) or _float(state.get("epoch")) or 0.0
     record.batch_size = _int(state.get("train_batch_size")) or 1
     return record
@@ -170,12 +177,74 @@ def read_stdout_log(path: Path) -> Record:
         raise ImportFailed(f"{path}: a binary file, not a log") from None
     _take(record, reader.close())
     if not record.entries:
+        _from_tables(record, path)
+    if not record.entries:
         raise ImportFailed(f"{path}: none of: events.jsonl, trainer_state.json, Trainer output directory,"
                            " training log (no logged dict like {'loss': ...}, trainer_log.jsonl record or"
                            " `step N ... loss X` line found)")
     if reader.inferred:
         _fill_steps_without_bars(record)
     record.max_steps = max(record.max_steps, reader.bar_total, _last_step(record))
+    return record
+
+
+def _from_tables(record: Record, path: Path) -> None:
+    """A Trainer loss table pasted as text from a rendered notebook, and its TrainOutput line."""
+    from loratui.logic.text_reader import table
+    from loratui.sources import textfile
+
+    with open(path, "rb") as handle:
+        lines = [line for _, line in zip(range(200_000), textfile.lines(handle))]
+    found = table.text_table(lines)
+    if found is None and any("<table" in line for line in lines):  # a notebook exported to Markdown/HTML
+        found = table.html_table("\n".join(lines))
+    if found is not None:
+        record.entries = found.entries()
+        record.max_steps = max(record.max_steps, found.steps)
+    _train_output(record, "\n".join(line for line in lines if "TrainOutput(" in line))
+
+
+def _train_output(record: Record, text: str) -> None:
+    """TrainOutput(global_step=.., metrics={..}): the run's end and its summary."""
+    from loratui.logic.text_reader import table
+
+    summary = table.train_output(text)
+    if summary is not None and record.entries:
+        step, metrics = summary
+        record.entries.append((step, metrics))
+        record.final_step = max(record.final_step, step)
+
+
+# -- a Jupyter notebook (.ipynb) -----------------------------------------------------------------------
+
+
+def read_notebook(path: Path, document: dict[str, Any]) -> Record:
+    """A Record from a saved notebook's outputs: the Trainer's HTML loss table (the last one drawn), else the
+    printed dicts and bars of its streams; `TrainOutput(...)` gives the end. Unsloth, Colab and Kaggle runs
+    are kept this way."""
+    from loratui.logic.text_reader import TextReader, table
+
+    record = Record(name=path.stem or "notebook", source=str(path), end_t=path.stat().st_mtime)
+    reader, last_table, plain = TextReader(), None, []
+    for text, kind in notebook.outputs(document):
+        if kind == notebook.HTML:
+            last_table = table.html_table(text) or last_table
+        elif kind == notebook.PLAIN:
+            plain.append(text)
+        for line in text.splitlines() if kind != notebook.HTML else []:
+            _take(record, reader.feed(line))
+    _take(record, reader.close())
+    if last_table is not None and last_table.rows:
+        record.entries = last_table.entries()
+        record.max_steps = last_table.steps
+    elif record.entries and reader.inferred:
+        _fill_steps_without_bars(record)
+    _train_output(record, "\n".join(plain))
+    if not record.entries:
+        raise ImportFailed(f"{path}: a notebook whose outputs hold no training log (no Trainer loss table, "
+                           "printed log dict or TrainOutput); run the training cell and save the notebook "
+                           "with its outputs")
+    record.max_steps = max(record.max_steps, reader.bar_total, record.final_step, _last_step(record))
     return record
 
 
@@ -232,6 +301,12 @@ def to_events(record: Record) -> list[events.AnyEvent]:
             out += [events.Checkpoint(t=t, step=s, path=at.pop(s)) for s in sorted(at) if s <= step]
             previous = step
         out.append(events.Log(t=t, step=step, values=_nums(values)))
+    if record.final_step > previous:  # trained past its last log: global_step, TrainOutput
+        t = start + record.final_step * per_step
+        epoch = next((v["epoch"] for _, v in reversed(record.entries) if "epoch" in v), 0.0)
+        out.append(events.Step(t=t, step=record.final_step, epoch=epoch,
+                               step_time=per_step * (record.final_step - previous)))
+        previous = record.final_step
     out += [events.Checkpoint(t=record.end_t, step=s, path=p) for s, p in sorted(at.items())]
     return out + _closing(record, previous)
 

@@ -162,20 +162,31 @@ class Advisor:
         if "loss" in e.values and not any(k.startswith("eval_") for k in e.values):
             self.text.train_log()
         for finding in self.loss.log(self.ctx, e):
-            quote = self._quote(e.values.get("loss"))
+            quote = self._quote(e)
             if quote:
                 finding.facts["quote"] = quote
             self._latch(finding)
+        if self.loss.changed:
+            self._items = None  # a finding already latched was escalated (a rise that ended in NaN)
 
-    def _quote(self, value: events.Num) -> str:
-        """The recent output line that printed this loss, verbatim (evidence quotes the input)."""
-        loss = events.num_in(value)
+    def _quote(self, e: events.Log) -> str:
+        """The recent output line that printed this log, verbatim (evidence quotes the input).
+
+        The text reader hands a printed dict on only once the next line arrived (it waits for the bar's
+        redraw), so the latest line printing the loss may be the next log's: the line that prints most of
+        this log's values and its step wins, the latest on a tie."""
+        loss = events.num_in(e.values.get("loss"))
         if loss is None:
             return ""
+        others = [x for x in (events.num_in(v) for k, v in e.values.items() if k != "loss") if x is not None]
+        best, best_score = "", 0
         for line in reversed(self.loss_lines):
-            if _prints(line, loss):
-                return line.strip()[:300]
-        return ""
+            if not _prints(line, loss):
+                continue
+            score = 1 + sum(_prints(line, x) for x in others) + _prints_step(line, e.step)
+            if score > best_score:
+                best, best_score = line.strip()[:300], score
+        return best
 
     def _on_gpuinfo(self, e: events.GpuInfo) -> None:
         self.ctx.gpu_names.update(zip(e.indices, e.names))
@@ -294,6 +305,11 @@ def _prints(line: str, value: float) -> bool:
     return False
 
 
+def _prints_step(line: str, step: int) -> bool:
+    """Whether a line prints this step as a whole number (`45/100`, `step 45`), not inside a decimal."""
+    return step > 0 and re.search(rf"(?<![\d.]){step}(?![\d.]|%)", line) is not None
+
+
 _HANDLERS: dict[type, str] = {
     events.Header: "_on_header", events.State: "_on_state", events.TrainBegin: "_on_trainbegin", events.Phase: "_on_phase",
     events.Step: "_on_step", events.Log: "_on_log", events.GpuInfo: "_on_gpuinfo",
@@ -344,6 +360,8 @@ def _build_one(adv: Advisor, finding: Finding) -> Advice:
         return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines)
     if finding.id == "data_starved":
         return text_starve_advice(finding, adv.recipe)
+    if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
+        finding = Finding(finding.id, finding.step, dict(finding.facts, fp16_scale=adv.text.scale_line))
     return _BUILDERS[finding.id](finding, adv.recipe)
 
 

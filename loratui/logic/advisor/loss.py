@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 from loratui import events
+from loratui.logic import series
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.advisor.watches import Context
 from loratui.recipe import Recipe
@@ -15,52 +16,78 @@ ZERO = 1e-8
 
 
 class LossWatch:
-    """NaN/inf, zero, flat or repeating losses, and a loss rising or jumping well above its best."""
+    """NaN/inf, zero, flat or repeating losses, a loss rising or jumping well above its best, and the metrics
+    of objectives that are not language-model losses (preference and RL trainers)."""
 
-    FLAT_N, ROLL, RISE, RISE_ABS, PATIENCE = 30, 10, 1.5, 0.25, 10
+    FLAT_N, WINDOW, BLOCK = 30, 64, 16
     SPIKE, SPIKE_ERROR = 5.0, 10.0
+    RISE = 4 / 3  # "rising by a third"
+    GRAD_SPIKE, CREEP = 5.0, 1.1
 
     def __init__(self, recipe: Recipe | None) -> None:
         self.recipe = recipe
         self.first: list[tuple[int, float, float | None]] = []  # (step, loss, epoch) of the first logs
-        self.flat: list[tuple[int, float]] = []
+        self.flat: list[tuple[int, float]] = []  # the first logs after warm-up, for flat-from-the-start
+        self.judged_flat = False
         self.grads: list[float] = []  # the first grad norms
         self.lrs: list[float] = []  # the first learning rates
         self.bad_grad_streak = 0
-        self.roll: deque[float] = deque(maxlen=self.ROLL)
+        self.window: deque[tuple[int, float]] = deque(maxlen=self.WINDOW)  # recent finite losses
+        self.sigma = 0.0  # the window's point-to-point noise
         self.recent: deque[float] = deque(maxlen=40)  # finite losses, for repeats
         self.prior: deque[tuple[int, float]] = deque(maxlen=10)  # finite losses before this one, for spikes
-        self.best: float | None = None
-        self.best_step = 0
-        self.rise_streak = 0
-        self.short: deque[float] = deque(maxlen=3)
-        self.short_best: tuple[float, int] | None = None
-        self.short_streak = 0
+        self.recent_grads: deque[float] = deque(maxlen=16)  # finite grad norms before this one
+        self.creep: tuple[int, float, float, list[float]] | None = None  # (step, level before, grad, losses after)
+        self.block: list[float] = []  # the logs of the block being filled, for slow climbs
+        self.best_block: tuple[float, int, float] | None = None  # (median, step, noise) of the lowest block
+        self.blocks: list[float] = []  # block medians since the lowest, the last 8
         self.zero_streak = 0
         self.lr: float | None = None
+        self.warming = False  # the logged learning rate is still rising
+        self.objective = ""  # "" (a language-model loss), "preference" (DPO/ORPO/KTO...) or "rl" (GRPO/PPO...)
+        self.signal: list[tuple[int, bool]] = []  # an objective's own health, one flag a log
+        self.rose: Finding | None = None  # the rise found, escalated if NaN follows
+        self.changed = False  # a finding already handed out changed (the advisor rebuilds its items)
 
     def log(self, ctx: Context, e: events.Log) -> list[Finding]:
         """Fold one Trainer log in; findings it completes."""
+        self.changed = False
         values = {k: events.num_in(v) for k, v in e.values.items()}
         if "train_runtime" in values or "train_loss" in values or any(k.startswith("eval_") for k in values):
             return []  # the end-of-training summary or an eval, not a step's loss
-        if values.get("learning_rate") is not None:
-            self.lr = values["learning_rate"]
-        loss = values.get("loss")
+        lr = values.get("learning_rate")
+        if lr is not None:
+            self.warming = self.lr is not None and lr > self.lr * (1 + 1e-9) and lr > 0
+            self.lr = lr
+        loss = series.logged_loss(values)
+        if values.get("loss") == 0.0 and loss != loss:
+            values = dict(values, loss=loss, filtered=0.0)  # a NaN step logged as 0.0: a NaN, not a zero
+        self.objective = self.objective or _objective(values)
+        if self.objective:
+            return self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), False) + \
+                self._own_metrics(e.step, values)
         spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and _finite(loss) else None
         found = [spike] if spike else []
-        found += self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), bool(spike))
+        nan = self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), bool(spike))
+        found += self._after_rise(e.step, nan) if nan and self._rise_stands() else nan
         if loss is None or not _finite(loss):
             return found
         found += self._zero(e.step, loss, values.get("epoch"))
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
-        rise = self._rise(e.step, loss) or self._rise_short(e.step, loss)
-        return found + ([rise] if rise and not spike else [])
+        rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
+            self._creep(e.step, loss, values.get("grad_norm"))
+        if rise is not None and not spike:
+            self.rose = self.rose or rise  # the first is the one the advisor keeps
+            found.append(rise)
+        return found
 
     def _nan(self, step: int, values: dict[str, float | None], names: list[str], spike: bool) -> list[Finding]:
         loss, grad = values.get("loss"), values.get("grad_norm")
         if loss is not None and not _finite(loss):
-            return [Finding("nan_loss", step, {"what": "loss", "value": str(loss), "lr": self.lr, "names": names})]
+            facts = {"what": "loss", "value": str(loss), "lr": self.lr, "names": names}
+            if "filtered" in values:
+                facts["filtered"] = str(grad)
+            return [Finding("nan_loss", step, facts)]
         if grad is None:
             return []
         self.bad_grad_streak = 0 if _finite(grad) else self.bad_grad_streak + 1
@@ -71,13 +98,28 @@ class LossWatch:
                                                "streak": self.bad_grad_streak, "names": names, "loss": loss})]
         return []
 
+    def _rise_stands(self) -> bool:
+        """Whether a rise was found and the loss had not come back down before this NaN."""
+        if self.rose is None or not self.window:
+            return False
+        best = self.rose.facts["best"]
+        return self.window[-1][1] >= best * (1 + (self.RISE - 1) / 2)
+
+    def _after_rise(self, step: int, nan: list[Finding]) -> list[Finding]:
+        """A NaN after the loss rose: divergence is the cause, and the rise becomes an error."""
+        assert self.rose is not None
+        if not self.rose.facts.get("error"):
+            self.rose.facts.update(error=True, nan_step=step, nan_what=nan[0].facts["what"])
+            self.changed = True
+        return []
+
     def _spike(self, step: int, loss: float, grad: float | None) -> Finding | None:
         """One log far above every recent one: 5x their median and twice their largest."""
         prior = [v for _, v in self.prior]
         self.prior.append((step, loss))
         if not prior:
             return None
-        median = sorted(prior)[len(prior) // 2]
+        median = series.median(prior)
         if loss >= self.SPIKE * max(median, 1e-3) and loss >= 2 * max(prior) and loss - median >= 0.5:
             return Finding("loss_diverging", step, {
                 "kind": "spike", "before": median, "now": loss, "lr": self.lr, "grad": grad,
@@ -87,7 +129,7 @@ class LossWatch:
     def _zero(self, step: int, loss: float, epoch: float | None) -> list[Finding]:
         """A loss of exactly zero: from the first logs, or a fall from a real loss (a cliff, not a descent)."""
         before = self.prior[-2][1] if len(self.prior) >= 2 else None
-        if loss > ZERO:
+        if abs(loss) > ZERO:  # a negative loss (an NLL of densities, a reward-weighted objective) is no zero
             self.zero_streak = 0
             return []
         self.zero_streak += 1
@@ -116,9 +158,11 @@ class LossWatch:
                 found.append(Finding("loss_flat", step, {"kind": "zero_grad", "zeros": zeros, "n": len(self.grads),
                                                          "lr_zero": lr_zero}))
         found += self._repeats(step, loss)
-        if len(self.flat) < self.FLAT_N and step > _warmup_steps(self.recipe, ctx.max_steps) and self.lr:
+        if len(self.flat) < self.FLAT_N and step > _warmup_steps(self.recipe, ctx.max_steps) and not self.warming \
+                and self.lr != 0.0 and _at_start(self.first):
             self.flat.append((step, loss))
-            if len(self.flat) == self.FLAT_N:
+            span = self.flat[-1][0] - self.flat[0][0]
+            if len(self.flat) == self.FLAT_N or (len(self.flat) >= 8 and span >= 100 and not self.judged_flat):
                 found += self._judge_flat(step)
         return found
 
@@ -137,45 +181,155 @@ class LossWatch:
         return []
 
     def _judge_flat(self, step: int) -> list[Finding]:
+        """Flat from the start: no trend (Theil-Sen change under 2% of the level, and no Mann-Kendall trend: a
+        slow steady descent is learning), little scatter (robust spread under 1.5%), and no descent before it
+        (the run's first loss is not above the level)."""
+        self.judged_flat = True
         losses = [v for _, v in self.flat]
-        mean = sum(losses) / len(losses)
-        spread = max(losses) - min(losses)
-        if mean > 0 and spread <= 0.02 * mean:
+        level = series.median(losses)
+        start, end = series.theil_sen(losses)
+        scatter = 1.4826 * series.median([abs(v - level) for v in losses])
+        first = self.first[0][1] if self.first else losses[0]
+        if level > ZERO and abs(end - start) <= 0.02 * level and scatter <= 0.015 * level and \
+                first <= 1.05 * level and abs(series.mann_kendall(losses)) < 1.64:
             return [Finding("loss_flat", step, {
-                "kind": "unchanged", "mean": mean, "spread": spread,
-                "from_step": self.flat[0][0], "to_step": self.flat[-1][0]})]
+                "kind": "unchanged", "mean": level, "spread": max(losses) - min(losses),
+                "from_step": self.flat[0][0], "to_step": self.flat[-1][0], "n": len(losses)})]
         return []
 
     def _rise(self, step: int, loss: float) -> Finding | None:
-        self.roll.append(loss)
-        if len(self.roll) < self.ROLL:
+        """The loss rising by a third from its lowest level, a trend rather than noise: the Theil-Sen line
+        since the lowest 3-log median of the last 64 logs rose 4/3-fold, the last 3 logs' median stands
+        clear of that lowest median, Mann-Kendall z > 1.64 over at least 4 logs. Not while the learning rate
+        still warms up, and not when the new level is a whole multiple of the old one and steady (a loss
+        summed over gradient accumulation, not divergence)."""
+        self.window.append((step, loss))
+        if len(self.window) < 4 or self.warming:
             return None
-        mean = sum(self.roll) / len(self.roll)
-        if self.best is None or mean < self.best:
-            self.best, self.best_step = mean, step
-        rising = mean > self.RISE * self.best and mean - self.best >= self.RISE_ABS
-        self.rise_streak = self.rise_streak + 1 if rising else 0
-        if self.rise_streak == self.PATIENCE:
-            return Finding("loss_diverging", step, {
-                "kind": "rise", "best": self.best, "best_step": self.best_step, "now": mean, "lr": self.lr})
+        ys = [v for _, v in self.window]
+        if len(ys) >= 16 and (len(ys) < self.WINDOW or step % 16 == 0):
+            self.sigma = series.noise(ys)  # refreshed every 16 logs once the window is full: it moves slowly
+        # Past 16 logs the noise can be measured: the rise must stand clear of it (6 sigma: the lowest of 64
+        # medians sits well below the level by chance). A handful of logs has only its rank trend.
+        floor = max(0.05, 6 * self.sigma) if len(ys) >= 16 else 0.05
+        now, lowest = series.median(ys[-3:]), min(ys)
+        if lowest <= 0 or now < self.RISE * lowest * 0.9 or now - lowest < floor:  # ratios need a positive loss
+            return None  # the cheap tests first: the lowest log is below every 3-log median
+        levels = [series.median(ys[max(0, i - 1):i + 2]) for i in range(len(ys))]
+        anchor = min(range(len(ys) - 1), key=lambda i: (levels[i], i))
+        segment = ys[anchor:]
+        if len(segment) < 4:
+            return None
+        start, end = series.theil_sen(segment)
+        if not (end >= self.RISE * start and end - start >= floor and now - levels[anchor] >= floor
+                and now >= start * (1 + (self.RISE - 1) / 2) and series.mann_kendall(segment) > 1.64):
+            return None
+        if _scale_shift(segment):
+            return None
+        return Finding("loss_diverging", step, {
+            "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
+            "window": len(segment)})
+
+    def _slow_rise(self, step: int, loss: float) -> Finding | None:
+        """A climb too slow for the 64-log window: medians of blocks of 16 logs against the lowest block of
+        the run, the last two 4/3 of it and 6 block-noises over it, Mann-Kendall rising over the blocks since.
+        Constant memory however long the run."""
+        self.block.append(loss)
+        if len(self.block) < self.BLOCK:
+            return None
+        level, sigma = series.median(self.block), series.noise(self.block) * 1.25 / self.BLOCK ** 0.5
+        self.block = []
+        if self.warming:
+            return None
+        if self.best_block is None or level < self.best_block[0]:
+            self.best_block, self.blocks = (level, step, sigma), [level]
+            return None
+        self.blocks = (self.blocks + [level])[-8:]
+        best, best_step, best_sigma = self.best_block
+        if best <= 0:
+            return None  # a loss that goes negative (an NLL of densities) has no "a third above"
+        floor = max(0.05, 6 * max(sigma, best_sigma))
+        last = self.blocks[-2:]
+        if len(self.blocks) >= 4 and all(v >= self.RISE * best and v - best >= floor for v in last) and \
+                series.mann_kendall(self.blocks) > 1.64 and not _scale_shift(self.blocks):
+            return Finding("loss_diverging", step, {"kind": "rise", "best": best, "best_step": best_step,
+                                                    "now": level, "lr": self.lr, "blocks": len(self.blocks),
+                                                    "window": self.BLOCK * (len(self.blocks) - 1)})
         return None
 
-    def _rise_short(self, step: int, loss: float) -> Finding | None:
-        """A short log: the mean of 3 logs at 1.5x its best for two logs in a row, after it had fallen."""
-        self.short.append(loss)
-        if len(self.short) < 3:
-            return None
-        mean = sum(self.short) / 3
-        if self.short_best is None or mean < self.short_best[0]:
-            self.short_best = (mean, step)
-        best, best_step = self.short_best
-        fell = best_step > 0 and self.first and self.first[0][1] > 1.2 * best
-        rising = fell and mean > self.RISE * best and mean - best >= self.RISE_ABS
-        self.short_streak = self.short_streak + 1 if rising else 0
-        if self.short_streak == 2:
-            return Finding("loss_diverging", step, {
-                "kind": "rise", "best": best, "best_step": best_step, "now": mean, "lr": self.lr, "window": 3})
-        return None
+    def _creep(self, step: int, loss: float, grad: float | None) -> Finding | None:
+        """A grad-norm spike (5x the recent median) and the loss creeping up in every log after it, 10% over
+        its level before the spike within 8 logs."""
+        found = None
+        if self.creep is not None:
+            at, before, spike, after = self.creep
+            after.append(loss)
+            rising = all(b > a for a, b in zip([before] + after, after))
+            if not rising or len(after) > 8:
+                self.creep = None
+            elif len(after) >= 3 and loss >= self.CREEP * before:
+                found = Finding("loss_diverging", step, {
+                    "kind": "creep", "best": before, "best_step": at, "now": loss, "lr": self.lr,
+                    "grad": spike, "window": len(after)})
+                self.creep = None
+        if grad is not None and _finite(grad):
+            grads = list(self.recent_grads)
+            if self.creep is None and found is None and len(grads) >= 3 and grad >= self.GRAD_SPIKE * max(series.median(grads), 1e-6) and len(self.prior) >= 2:
+                self.creep = (step, series.median([v for _, v in list(self.prior)[-4:-1]] or [loss]), grad, [loss])
+            self.recent_grads.append(grad)
+        return found
+
+    def _own_metrics(self, step: int, values: dict[str, float | None]) -> list[Finding]:
+        """A preference or RL objective judged by its own metrics: its loss may sit near zero or go negative.
+        Flagged only when the metrics say nothing is being learned, for 8 logs in a row after warm-up:
+        every completion of a prompt scored the same (reward_std 0: zero advantage), or the policy never
+        moved from the reference (rewards/margins 0)."""
+        if self.warming:
+            return []
+        if self.objective == "rl":
+            std, zero_frac = values.get("reward_std"), values.get("frac_reward_zero_std")
+            if std is None and zero_frac is None:
+                return []
+            stuck = (std is not None and abs(std) < 1e-9) or (zero_frac is not None and zero_frac >= 1.0)
+            metric = "reward_std" if std is not None else "frac_reward_zero_std"
+        else:
+            margin = values.get("rewards/margins")
+            if margin is None:
+                return []
+            stuck, metric = abs(margin) < 1e-4, "rewards/margins"
+        self.signal = self.signal + [(step, stuck)] if stuck else []
+        if len(self.signal) == 8:
+            return [Finding("loss_flat", step, {"kind": "objective", "objective": self.objective,
+                                                "metric": metric, "value": values.get(metric),
+                                                "from_step": self.signal[0][0], "n": len(self.signal)})]
+        return []
+
+
+_RL_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "completion_length", "kl")
+_PREFERENCE_PREFIXES = ("rewards/", "logps/", "logits/")
+
+
+def _objective(values: dict[str, float | None]) -> str:
+    """The trainer's objective from its log's keys: TRL's GRPO/PPO/RLOO log rewards of sampled completions,
+    DPO/ORPO/KTO/SimPO log chosen/rejected rewards and log-probabilities; "" for a language-model loss."""
+    if any(k in values for k in _RL_KEYS[:3]) or any(k.startswith("completions/") for k in values):
+        return "rl"
+    if any(k.startswith(_PREFERENCE_PREFIXES) for k in values) or "log_odds_ratio" in values:
+        return "preference"
+    return ""
+
+
+def _scale_shift(segment: list[float]) -> bool:
+    """Whether a rise is one jump to a steady level a whole multiple (2-64x) of the one before: transformers
+    before 4.46 summed the logged loss over gradient accumulation steps, so a resumed or re-logged run can
+    step by that factor without diverging."""
+    jump = max(range(1, len(segment)), key=lambda i: segment[i] / max(segment[i - 1], 1e-12))
+    before, after = segment[:jump], segment[jump:]
+    if len(after) < 3 or series.mann_kendall(after) > 1.0:
+        return False
+    ratio = series.median(after) / max(series.median(before), 1e-12)
+    k = round(ratio)
+    return 2 <= k <= 64 and abs(ratio - k) <= 0.06 * k
 
 
 def _at_start(first: list[tuple[int, float, float | None]]) -> bool:

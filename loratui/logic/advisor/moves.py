@@ -229,11 +229,23 @@ def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: 
 def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), f.step)
+    if facts.get("fp16_scale") and r is None:
+        text = "the run is fp16 (its loss scaler reports overflows): switch fp16 to bf16 on an Ampere or newer " \
+            "card, else lower learning_rate"
+    if facts.get("fp16_floor"):
+        text = "fp16 overflows at every step (the loss scaler gave up): switch fp16 to bf16 on an Ampere or " \
+            "newer card, else lower learning_rate"
+        change = {"training.fp16": False, "training.bf16": True} if r is not None and r.training.fp16 else {}
     evidence = [f"first non-finite {facts['what']} at step {f.step}: {facts['value']}"]
+    if facts.get("filtered"):
+        evidence.append(f"logged as 'loss': 0.0 beside grad_norm {facts['filtered']}: transformers' "
+                        "logging_nan_inf_filter logs 0.0 for a window of NaN steps, not a zero loss")
     if facts.get("quote"):
         evidence.append(facts["quote"])
     if facts.get("streak", 1) > 1:
         evidence.append(f"{facts['streak']} logs in a row")
+    if facts.get("fp16_scale") and facts["fp16_scale"] != facts.get("quote"):
+        evidence.append(facts["fp16_scale"])
     if r is not None:
         t = r.training
         precision = "bf16" if t.bf16 else "fp16" if t.fp16 else "fp32"
@@ -294,6 +306,15 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
                             "rate, or the same batches with no update)"]
         if facts.get("lr") is not None and facts["lr"] < 1e-8:
             evidence.append(f"the learning rate is {facts['lr']:.3g}: still warming up, or set far too low")
+    elif facts["kind"] == "objective":
+        what = {"rl": "every completion of a prompt got the same reward: zero advantage, no gradient signal "
+                      "(check the reward functions on a few completions; raise num_generations or the "
+                      "sampling temperature)",
+                "preference": "the policy has not moved from the reference model (check that the adapter "
+                              "trains: learning_rate, beta, and that chosen and rejected differ)"}[facts["objective"]]
+        title = f"{facts['metric']} is {facts['value']:g} for {facts['n']} logs from step {facts['from_step']}: " \
+            "nothing is being learned"
+        evidence = quote + [what, "a GRPO/DPO loss near zero or below it is normal: judged by its own metrics"]
     else:
         spread = facts["spread"] / facts["mean"]
         title = f"Loss is flat from the start ({facts['mean']:.3g} ± {spread:.1%}): check the data"
@@ -311,9 +332,12 @@ def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
         title = f"Loss collapsed to 0 at step {f.step} (it was {facts['before']:.4g} at step {facts['before_step']})"
     else:
         title = f"Loss is 0 from the first logs (step {facts['from_step']}): nothing is being scored"
+    fp16 = r is None or r.training.fp16  # unknown precision: fp16 stays a possible cause
     evidence = ([facts["quote"]] if facts.get("quote") else []) + [
         "a loss of exactly 0 means no tokens are scored (every label -100: prompts longer than the maximum length "
-        "leave no answer tokens) or the forward pass broke (fp16 overflow)"]
+        "leave no answer tokens)" + (" or the forward pass broke (fp16 overflow)" if fp16 else ""),
+        "or the loss went NaN: transformers logs 0.0 for a window of NaN steps (logging_nan_inf_filter); "
+        "a nan grad_norm beside it says so"]
     change: dict[str, Any] = {}
     if r is not None and r.training.fp16:
         change = {"training.fp16": False, "training.bf16": True}
@@ -342,9 +366,17 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         return Advice("loss_diverging", severity, f"Loss exploded ({facts['before']:.3g} -> {facts['now']:.4g}): "
                       f"{text}; keep max_grad_norm (gradient clipping) on", evidence + lr, change, f.step)
     window = facts.get("window", 10)
-    evidence = quote + [f"mean of the last {window} losses {facts['now']:.3g}, best {facts['best']:.3g} at step "
-                        f"{facts['best_step']}", "rising for several logs in a row"] + lr
-    return Advice("loss_diverging", WARNING, f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}",
+    if facts.get("kind") == "creep":
+        evidence = quote + [f"grad_norm spiked to {facts['grad']:.4g} at step {facts['best_step']}; the loss rose "
+                            f"in each of the {window} logs since, {facts['best']:.3g} -> {facts['now']:.3g}"] + lr
+    else:
+        evidence = quote + [f"a trend over the {window} logs since step {facts['best_step']} (Theil-Sen line "
+                            f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall, not one noisy log)"] + lr
+    severity = WARNING
+    if facts.get("nan_step") is not None:
+        evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
+        severity = ERROR
+    return Advice("loss_diverging", severity, f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}",
                   evidence, change, f.step)
 
 

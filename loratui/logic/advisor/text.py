@@ -29,6 +29,29 @@ _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b",
                 ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint)\b", re.I)))
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
 _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
+_NAN_SAID = re.compile(
+    r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
+    r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
+    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b", re.I)
+"""The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
+a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`)."""
+_SCALE_DOWN = re.compile(r"reducing (?:the )?loss scale|Gradient overflow|OVERFLOW!.{0,80}loss scale", re.I)
+"""fp16's dynamic loss scaler backing off from an overflow (normal now and then; beside a NaN it names fp16)."""
+_SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b", re.I)
+"""fp16's loss scaler (DeepSpeed, Megatron, apex) gave up: every step overflows."""
+_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata)\b:?\s+(\d+(?:\.\d+)?)(?:\s*\((\d+(?:\.\d+)?)\))?")
+"""Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
+brackets), MMEngine/LAVIS (`time: 0.4920  data: 0.0000`), `load_data_time: 19.6, train_step_time: 0.68`."""
+_EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
+"""A step timer named for the compute alone: the data time comes on top of it, not inside it."""
+METER_SHARE = 0.25
+"""Waiting for data a quarter of the wall time or more: a starved loader."""
+_PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,200}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s)")
+_PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
+PREP_SLOW_S = 600
+"""A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
+under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
 
 
 @dataclass
@@ -39,9 +62,13 @@ class TextWatch:
     prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
     progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
     checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
+    scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
     _many: tuple[int, str] | None = None
+    _meter_data: float = 0.0  # seconds waited for data over the timer lines seen
+    _meter_total: float = 0.0  # and their wall time
+    _meter_lines: int = 0
 
     def line(self, line: str, step: int) -> list[Finding]:
         """Fold one output line in; the findings it completes."""
@@ -56,7 +83,69 @@ class TextWatch:
                                                             "util": int(smi.group(3)), "used_mib": int(smi.group(1))}))
         if "NCCL" in line or "Watchdog" in line:
             found += self._nccl(line, step)
+        lowered = line.lower()
+        if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
+            found += self._nan_said(line, step)
+        if "ata" in line and "ime" in line:
+            found += self._meter(line, step)
+        if "/s" in line and "<" in line:
+            found += self._preprocessing(line, step)
         return found
+
+    def _nan_said(self, line: str, step: int) -> list[Finding]:
+        """A NaN in the program's own words, or fp16's loss scaler at its floor (every step overflows)."""
+        if not self.scale_line and _SCALE_DOWN.search(line):
+            self.scale_line = line.strip()[:300]
+        if _SCALE_FLOOR.search(line):
+            return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
+                                               "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
+        if _NAN_SAID.search(line) and not _looks_like_code(line):
+            return [Finding("nan_loss", step, {"what": "loss", "value": "nan", "quote": line.strip()[:300],
+                                               "lr": None})]
+        return []
+
+    def _meter(self, line: str, step: int) -> list[Finding]:
+        """Time spent waiting for data against wall time, over the timer lines seen (one 19 s stall among
+        0.6 s steps counts for what it cost); running averages, when printed, are the whole run's already."""
+        data = time = None
+        average = False
+        exclusive = False
+        for name, value, mean in _METER.findall(line):
+            is_data = "data" in name.lower() or "load" in name.lower()
+            number = float(mean) if mean else float(value)
+            if is_data and data is None:
+                data, average = number, average or bool(mean)
+            elif not is_data and time is None:
+                time, exclusive = number, bool(_EXCLUSIVE.search(name))
+        if data is None or time is None:
+            return []
+        total = data + time if exclusive else time
+        if total <= 0 or data > total:
+            return []
+        if average:
+            self._meter_data, self._meter_total, self._meter_lines = data, total, max(self._meter_lines + 1, 3)
+        else:
+            self._meter_data += data
+            self._meter_total += total
+            self._meter_lines += 1
+        if self._meter_lines < 3 and not average or self._meter_total < 0.05 or \
+                self._meter_data < METER_SHARE * self._meter_total:
+            return []
+        return [Finding("data_starved", step, {"text": "data_time", "line": line.strip()[:300],
+                                               "time": self._meter_total, "data": self._meter_data,
+                                               "average": average, "lines": self._meter_lines})]
+
+    def _preprocessing(self, line: str, step: int) -> list[Finding]:
+        """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
+        m = _PREP_BAR.search(line)
+        if m is None or not (m.group("unit") != "it/s" or _PREP_WORDS.search(m.group("desc"))):
+            return []
+        spent, left = _seconds(m.group("spent")), _seconds(m.group("left"))
+        if spent + left < PREP_SLOW_S:
+            return []
+        return [Finding("data_starved", step, {"text": "preprocessing", "line": line.strip()[:300],
+                                               "desc": m.group("desc").strip(), "rate": float(m.group("rate")),
+                                               "unit": m.group("unit"), "minutes": (spent + left) / 60})]
 
     def train_log(self) -> None:
         """A training log arrived: the run is back in its training steps."""
@@ -126,6 +215,14 @@ class TextWatch:
         return [Finding("nccl_timeout", step, facts)]
 
 
+def _seconds(clock: str) -> int:
+    """tqdm's `1:02:03`, `17:19` or `05` as seconds."""
+    total = 0
+    for part in clock.split(":"):
+        total = total * 60 + (int(part) if part.isdigit() else 0)
+    return total
+
+
 def _looks_like_code(line: str) -> bool:
     return bool(re.match(r"\s*(?:def |class |import |from |#|\w+\s*=\s*\w+\()", line))
 
@@ -165,6 +262,26 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
         if r is not None:
             change = {"training.dataloader_num_workers": facts["suggest"]}
         return Advice("data_starved", INFO, title, [facts["line"]], change, f.step)
+    if facts["text"] == "data_time":
+        share = facts["data"] / facts["time"]
+        over = "on average" if facts["average"] else f"over {facts['lines']} timed steps"
+        title = (f"{share:.0%} of the time waits for data ({over}: {facts['data']:.4g} s of {facts['time']:.4g} s): "
+                 f"the loader is the bottleneck; raise {key}")
+        evidence = [facts["line"], "the data timer is the wait for the next batch, the step timer the work",
+                    "or make __getitem__ cheaper (decode and tokenise once, ahead of training; fast local disk)"]
+        if r is not None and r.training.dataloader_num_workers < 16:
+            now = r.training.dataloader_num_workers
+            change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
+        return Advice("data_starved", INFO, title, evidence, change, f.step)
+    if facts["text"] == "preprocessing":
+        title = (f"Dataset preprocessing takes about {facts['minutes']:.0f} min ({facts['rate']:g} {facts['unit']}) "
+                 "while the GPUs wait: tokenise once and reuse it")
+        evidence = [facts["line"],
+                    "save the processed set (datasets save_to_disk, LLaMA-Factory tokenized_path) and load it on "
+                    "the next run; raise num_proc / preprocessing_num_workers where CPUs are free",
+                    "under DDP the other ranks wait in a collective meanwhile: raise ddp_timeout (seconds) above "
+                    "the preprocessing time, or preprocess before launching"]
+        return Advice("data_starved", INFO, title, evidence, {}, f.step)
     if facts["text"] == "idle_gpu":
         title = (f"The GPU is {facts['util']}% busy with {facts['used_mib']} MiB in use: if training is running, "
                  f"it waits for data; raise {key}")
