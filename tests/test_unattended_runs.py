@@ -51,6 +51,7 @@ def test_alerts_reach_the_endpoint_and_the_url_stays_secret(endpoint: Endpoint, 
     (request,) = endpoint.wait(1)
     body = json.loads(request["body"])
     assert request["path"] == f"/{SECRET}" and body["event"] == "finished" and "step 3" in body["message"]
+    assert "loss " in body["message"] and "→" in body["message"] and "loratui report" in body["message"]  # the summary
     run = only_run(runs_dir)
     assert _secret_anywhere(run) == []  # not in the log, run.json, status.json, the recipe copy or outputs
     assert SECRET not in result.stdout + result.stderr
@@ -124,3 +125,19 @@ def test_an_apprise_url_gets_the_finished_alert_of_a_real_run(endpoint: Endpoint
     body = json.loads(request["body"])
     assert request["path"] == f"/{SECRET}" and "finished" in body["title"] and "step 3" in body["message"]
     assert _secret_anywhere(only_run(runs_dir)) == [] and SECRET not in result.stdout + result.stderr
+
+
+def test_the_finished_alert_comes_when_the_supervisor_was_killed_mid_run(endpoint: Endpoint, runs_dir: Path) -> None:
+    """Issue 28: the trainer writes the end of an orphaned run; the alert the supervisor would have sent
+    goes out too (a process started by module name reads the stored target, the trainer never does)."""
+    viewer, run = start_and_reach(runs_dir, max_steps=12, step=2, extra=("--notify", f"{endpoint.url}/{SECRET}"))
+    try:
+        _kill_supervisor(run)
+        wait_for(lambda: kinds(run, "end"), timeout=300)
+        assert kinds(run, "end")[-1]["state"] == "finished"
+        sent = endpoint.wait(1, timeout=120)
+        assert [json.loads(r["body"])["event"] for r in sent] == ["finished"]
+        assert "step 12" in json.loads(sent[0]["body"])["message"]
+    finally:
+        viewer.kill()
+        viewer.wait()

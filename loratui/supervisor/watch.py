@@ -33,6 +33,9 @@ class RunWatch:
         self.wanted = set(recipe.alerts.events)
         self.lock = threading.Lock()
         self.last_loss: float | None = None
+        self.first_loss: float | None = None
+        self.started: float | None = None
+        self.run_peak = 0
         self.losses: deque[tuple[int, float]] = deque(maxlen=5000)
         """(step, loss) of the run, across lives: the loss at the checkpoint a restart resumes from."""
         self.gpu = False
@@ -73,13 +76,17 @@ class RunWatch:
         self.expect = expect
 
     def _event(self, e: Any) -> None:
+        if self.started is None:
+            self.started = e.t
         if isinstance(e, events.Sample):
             self.life_peak = max(self.life_peak, e.used_max)
+            self.run_peak = max(self.run_peak, e.used_max)
             self.gpu = True
         if isinstance(e, events.Log) and e.values.get("loss") is not None:
             self.last_loss = events.num_in(e.values["loss"])
             if self.last_loss is not None and "train_runtime" not in e.values:
                 self.losses.append((e.step, self.last_loss))
+                self.first_loss = self.last_loss if self.first_loss is None else self.first_loss
         if self.expect is not None:
             self._watch_restart(e)
         if isinstance(e, events.End):
@@ -115,13 +122,26 @@ class RunWatch:
     def _end(self, e: events.End) -> None:
         step = max(e.step, self.advisor.ctx.step)
         if e.state == events.FINISHED:
-            loss = self.last_loss
-            self.alert("finished", "finished", f"step {step}" + (f", loss {loss:.4g}" if loss is not None else ""))
+            self.alert("finished", "finished", self._summary(step, e.t))
         elif e.state == events.FAILED:
             items = self.advisor.items()
             diagnosis = items[0].title if items else (e.error.strip().splitlines() or ["no diagnosis"])[-1]
             change = ", ".join(f"{k} = {v!r}" for k, v in items[0].change.items()) if items else ""
             self.alert("failed", "failed", diagnosis + (f"\nchange: {change}" if change else ""), urgent=True)
+
+    def _summary(self, step: int, end_t: float) -> str:
+        """The final alert's account: steps, the loss from first to last, the peak, how long it took."""
+        from loratui.logic import fmt
+
+        parts = [f"step {step}"]
+        if self.last_loss is not None:
+            first = f"{self.first_loss:.4g} → " if self.first_loss is not None and self.first_loss != self.last_loss else ""
+            parts.append(f"loss {first}{self.last_loss:.4g}")
+        if self.run_peak:
+            parts.append(f"peak VRAM {self.run_peak / (1 << 30):.1f} GiB")
+        if self.started is not None:
+            parts.append(f"in {fmt.duration(end_t - self.started)}")
+        return ", ".join(parts) + f"; `loratui report {self.run_id}` tells the whole story"
 
     def _findings(self) -> None:
         adv = self.advisor
