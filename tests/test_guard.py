@@ -184,3 +184,19 @@ def test_verdicts_crash_loops_and_transient_failures() -> None:
     assert gv.transient(1, ["exception"], "RuntimeError: CUDA error: uncorrectable ECC error encountered")
     assert gv.transient(1, ["exception"], "ValueError: bad data") == ""
     assert gv.resume_loss([(2, 1.5), (4, 1.3), (6, 1.1)], 4) == 1.3
+
+
+def test_the_guards_account_is_advice_on_screen_and_in_doctor() -> None:
+    """Issue 28: every action and verdict with its evidence in the panel and `doctor`, newest first."""
+    adv = Advisor()
+    adv.feed(events.State(t=0.0, state="training"))
+    adv.feed(events.Notice(t=1.0, level="warning", key="guard", message="guard action 1 of 2 (oom: ...)"))
+    assert adv.items()[0].id == "guard" and adv.items()[0].severity == "warning"
+    adv.feed(events.Notice(t=2.0, level="info", key="guard_verdict", message="guard verdict: recovered: ..."))
+    (item,) = [a for a in adv.items() if a.id == "guard"]
+    assert item.severity == "info" and item.title.startswith("guard verdict: recovered")
+    adv.feed(events.Notice(t=3.0, level="error", key="guard_verdict", message="crash loop: the same failure"))
+    top = adv.items()[0]
+    assert top.id == "guard" and top.severity == "error" and top.title.startswith("crash loop")
+    assert top.evidence == ["guard action 1 of 2 (oom: ...)", "guard verdict: recovered: ...",
+                            "crash loop: the same failure"]

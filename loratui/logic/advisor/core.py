@@ -31,6 +31,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     warn_line_bytes,
 )
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice
+from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
 from loratui.logic.advisor.priced import memory_proposal
@@ -210,6 +211,11 @@ class Advisor:
             self._items = None
 
     def _on_notice(self, e: events.Notice) -> None:
+        if e.key in GUARD_KEYS:  # the guard's story replaces its finding each time: the newest line leads
+            lines = (self.found["guard"].facts["lines"] if "guard" in self.found else [])[-7:] + [e.message]
+            level = e.level if e.level in (ERROR, WARNING, INFO) else WARNING
+            self.found["guard"] = Finding("guard", self.ctx.step, {"lines": lines, "level": level})
+            self._items = None
         if e.key == "hung":
             self._latch(Finding("run_hung", self.ctx.step, {"message": e.message}))
         if e.key == "oom_batch":

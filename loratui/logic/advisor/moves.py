@@ -7,6 +7,7 @@ from typing import Any
 
 from loratui.logic import oom
 from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
+from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
 from loratui.recipe import Recipe
 
@@ -501,6 +502,6 @@ _BUILDERS = {
     "loss_flat": _flat_advice, "loss_zero": _zero_advice, "loss_diverging": _diverging_advice, "memory_leak": _leak_advice,
     "rank_imbalance": _rank_advice,
     "bnb_setup": _setup_advice, "flash_attn_unavailable": _setup_advice, "cuda_error": _setup_advice,
-    "run_hung": hung_advice,
+    "run_hung": hung_advice, "guard": guard_advice,
 }
 
