@@ -88,7 +88,7 @@ def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: 
               if item.severity in ("error", "warning")] or ["- none: nothing looked wrong"]
     lines += ["", "## Charts", ""]
     for name, drawn in charts.items():
-        lines.append(f"![{name[:-4]}]({name})" if drawn else f"- {name[:-4]}: no data in this run")
+        lines += [f"![{name[:-4]}]({name})" if drawn else f"{name[:-4]}: no data in this run", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -118,11 +118,12 @@ def _loss_chart(state: Any, path: Path) -> bool:
         ax.plot(*zip(*evals), "o-", label="eval loss", color="tab:orange")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
+    handles = ax.get_lines()
     if state.lr:
         lr = ax.twinx()
-        lr.plot(*zip(*state.lr), color="tab:gray", alpha=0.6, label="learning rate")
+        handles += lr.plot(*zip(*state.lr), color="tab:gray", alpha=0.6, label="learning rate")
         lr.set_ylabel("learning rate")
-    ax.legend(loc="upper right")
+    ax.legend(handles=handles, loc="upper right")  # one legend for both axes
     return _save(fig, path)
 
 
