@@ -39,6 +39,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--grad-accum", type=int, default=1)
     parser.add_argument("--seq", type=int, default=1024)
     parser.add_argument("--json", default=None, help="also write the SEED result here")
+    parser.add_argument("--targets", default="q_proj,k_proj,v_proj,o_proj",
+                        help="LoRA target_modules, comma-separated, or all-linear")
+    parser.add_argument("--facts", action="store_true", help="also print FACTS {json} (bench/memfacts.py)")
     return parser
 
 
@@ -54,7 +57,7 @@ def load_model(args: argparse.Namespace, cuda: bool):
         model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32, attn_implementation="sdpa")
     model.config.use_cache = False
     lora_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, bias="none", task_type="CAUSAL_LM",
-                             target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+                             target_modules=args.targets if args.targets == "all-linear" else args.targets.split(","))
     model = get_peft_model(model, lora_config)
     model.print_trainable_parameters()
     return model
@@ -108,8 +111,13 @@ def main() -> None:
     model = load_model(args, cuda)
     t1 = time.time()
     timer = StepTimer()
+    callbacks = [timer]
+    if args.facts:
+        from memfacts import MemFacts
+
+        callbacks.append(MemFacts())
     trainer = Trainer(model=model, args=training_arguments(args, cuda), train_dataset=dataset(args, model),
-                      data_collator=default_data_collator, callbacks=[timer])
+                      data_collator=default_data_collator, callbacks=callbacks)
     out = trainer.train()
     t2 = time.time()
     tokens_per_step = args.batch * args.grad_accum * args.seq
@@ -126,6 +134,11 @@ def main() -> None:
         with open(args.json, "w") as f:
             json.dump(result, f)
     print("SEED " + json.dumps(result), flush=True)
+    if args.facts:
+        from memfacts import print_facts
+
+        callbacks[-1].facts["script_max_memory_allocated"] = result["peak_allocated"]
+        print_facts(callbacks[-1])
 
 
 if __name__ == "__main__":
