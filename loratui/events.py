@@ -177,6 +177,8 @@ class Estimate(Event, frozen=True, tag="estimate"):
     """The model's shape facts (config.json keys the estimator reads), so advice can price every move."""
     seq: int = 0
     """The sequence length the estimate is at (the data's longest example)."""
+    runtime: dict[str, Any] = {}
+    """What a watched trainer was seen to do unlike a recipe run (logic/estimate.RUNTIME_KEYS), for pricing moves."""
 
 
 class Checkpoint(Event, frozen=True, tag="checkpoint"):

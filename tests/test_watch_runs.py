@@ -132,6 +132,7 @@ def test_seed_script_is_recorded_like_a_recipe(model_dir: Path, watch_dir: Path,
     assert len(begin) == 1 and set(begin[0]["controls"]) == {"pause", "resume", "save", "stop", "suspend"}  # type: ignore[arg-type]
     assert begin[0]["params_trainable"] and begin[0]["max_length"] > 0  # type: ignore[operator]
     assert kinds(run, "estimate") and kinds(run, "estimate")[0]["peak_device_gib"] > 0  # type: ignore[operator]
+    assert kinds(run, "estimate")[0]["runtime"]["loss"] == "logits"  # type: ignore[index]  # the model's own loss
     live = (run / "recipe.toml").read_text()  # the live settings, for the advice
     assert "per_device_train_batch_size = 4" in live and "r = 8" in live and "warn_gb = 20.0" in live
     assert all(e.get("step_time", 0) > 0 for e in kinds(run, "step"))
@@ -177,6 +178,7 @@ def test_trl_sft_trainer_is_watched_and_stops(model_dir: Path, watch_dir: Path, 
     run = _run(watch_dir)
     _wait_step(run, 2)
     assert kinds(run, "estimate") and _losses(run)
+    assert kinds(run, "estimate")[0]["runtime"]["loss"] == "chunked"  # type: ignore[index]  # TRL's fused LM head
     assert "SFTConfig.max_length" not in (run / "recipe.toml").read_text()
     control.send(run / "control.sock", "pause")
     wait_for(lambda: _state(run) == "paused", timeout=120)

@@ -5,6 +5,10 @@ Pure logic: no torch, no transformers, no I/O. It models the path loratui/traine
 Trainer under bf16 autocast) term by term, and reports the figure that decides OOM: device memory used as
 NVML shows it, beside torch's peak reserved. The few constants that cannot be derived (allocator slack,
 CUDA context) were fitted to the H200 grid in bench/estimate_grid.jsonl; see BENCHMARKS.md.
+
+A watched script's trainer may train differently (TRL's SFTTrainer keeps the weights it did not quantise
+in bf16, casts LoRA to bf16 and never builds the logits): what the live objects say overrides those
+choices through `RUNTIME_KEYS` (trainer/runtime.py reads them).
 """
 
 from __future__ import annotations
@@ -62,6 +66,29 @@ class Setup:
     optim: str
     attn: str
     liger: bool = False  # training.use_liger_kernel: fused linear cross-entropy, SwiGLU, RMSNorm kernels
+    upcast: bool | None = None  # unquantised weights (so the residual stream) in fp32; None: as k-bit loading
+    lora_bytes: int = 4  # bytes per LoRA parameter (peft keeps fp32; TRL casts QLoRA adapters to bf16)
+    loss: str = "logits"  # "logits": the model's own cross-entropy; "chunked": TRL's fused LM head, no logits
+
+
+RUNTIME_KEYS = ("upcast", "lora_bytes", "loss", "liger")
+"""The Setup fields a live trainer's facts may override (the `runtime` of an Estimate event)."""
+
+
+def with_runtime(s: Setup, runtime: dict[str, Any] | None) -> Setup:
+    """`s` with what the live trainer was seen to do instead of what a recipe run would do."""
+    known = {k: v for k, v in (runtime or {}).items() if k in RUNTIME_KEYS}
+    return _replace(s, **known) if known else s
+
+
+def fp32_residual(s: Setup) -> bool:
+    """Whether the layers see fp32 inputs: 4-bit loading upcast by prepare_model_for_kbit_training."""
+    return s.quant != "none" and (s.upcast is None or s.upcast)
+
+
+def no_logits(s: Setup) -> bool:
+    """Whether the loss never materialises the (tokens x vocab) logits (liger, TRL's fused LM head)."""
+    return s.liger or s.loss == "chunked"
 
 
 @dataclass(frozen=True)
@@ -169,6 +196,9 @@ def base_weights(d: Dims, s: Setup) -> dict[str, float]:
         small += d.layers * (d.heads + 2 * d.kv_heads) * d.head_dim
     if s.quant == "none":
         return {"weights_16bit": (linear + embeddings + small) * s.weight_bytes}
+    if not fp32_residual(s):  # loaded in the compute dtype and left there (TRL, LLaMA-Factory)
+        return {"weights_quantized": linear * _quant_bytes_per_param(s),
+                "weights_16bit": (embeddings + small) * 2}
     # prepare_model_for_kbit_training upcasts every non-quantised parameter to fp32
     return {"weights_quantized": linear * _quant_bytes_per_param(s), "weights_fp32_upcast": (embeddings + small) * 4}
 
@@ -181,9 +211,15 @@ _OPTIMIZER_BYTES = {  # state bytes per trainable parameter; (torch-visible, man
 }
 
 
-def optimizer_states(trainable: int, optim: str) -> tuple[float, float]:
+_PARAM_DTYPE_STATES = frozenset({"adamw_torch", "adamw_torch_fused", "adamw_hf", "rmsprop", "adagrad"})
+"""torch's optimizers keep their moments in the parameter's dtype (bitsandbytes' keep their own)."""
+
+
+def optimizer_states(trainable: int, optim: str, lora_bytes: int = 4) -> tuple[float, float]:
     """(bytes torch counts, bytes of CUDA managed memory torch does not count) of the optimizer."""
     visible, paged = _OPTIMIZER_BYTES.get(optim, (8, 0))
+    if optim in _PARAM_DTYPE_STATES or optim not in _OPTIMIZER_BYTES:
+        visible = visible * lora_bytes / 4
     return trainable * visible, trainable * paged
 
 
@@ -196,7 +232,7 @@ def layer_activation_bytes(d: Dims, s: Setup) -> float:
     Counted from what autograd saves under bf16 autocast: the fp32 RMSNorm inputs, each LoRA branch's
     dropout mask and bf16 input copy, the attention inputs/outputs, and the MLP's gate/up/SiLU tensors.
     """
-    quantised = s.quant != "none"
+    quantised = fp32_residual(s)
     per_input = 3 if s.dropout else 2  # bf16 copy saved by lora_A, plus a 1-byte dropout mask
     shapes = linear_shapes(d)
     lora = sum(per_input * shapes[n][0] + 2 * s.rank for n in s.targets if n in shapes)
@@ -223,14 +259,13 @@ LOGITS_BYTES_PER_VOCAB = 12
 def activations(d: Dims, s: Setup) -> dict[str, float]:
     """Bytes of activations at the peak: the layers' saved tensors and the loss's logits."""
     tokens = s.batch * s.seq
-    quantised = s.quant != "none"
     logits = loss_bytes(d, s, tokens)
     if not s.checkpointing:
         return {"activations": tokens * d.layers * layer_activation_bytes(d, s), "logits": logits}
     # Non-reentrant checkpointing keeps each layer's input (fp32 under QLoRA's upcast embeddings).
-    kept = tokens * d.layers * (4 if quantised else 2) * d.hidden
+    kept = tokens * d.layers * (4 if fp32_residual(s) else 2) * d.hidden
     recomputed = tokens * layer_activation_bytes(d, s)
-    if s.liger:  # no logits to wait for: the recomputed layer adds to the kept inputs (fitted, slack included)
+    if no_logits(s):  # no logits to wait for: the recomputed layer adds to the kept inputs (fitted, slack in)
         return {"activations": kept + LIGER_RECOMPUTED * recomputed, "logits": logits}
     # The loss's logits and one recomputed layer are alive at different moments, so only the larger counts.
     return {"activations": kept + max(recomputed - logits, 0.0), "logits": logits}
@@ -244,10 +279,30 @@ def loss_bytes(d: Dims, s: Setup, tokens: int) -> float:
     bf16 copy of the fp32 lm_head for the input gradient. The liger terms were fitted on the two QLoRA +
     checkpointing runs of bench/throughput_h200.jsonl and hold on the bf16 and no-checkpointing ones.
     """
-    lm_head_copy = 2.0 * d.vocab * d.hidden if s.quant != "none" else 0.0
+    lm_head_copy = 2.0 * d.vocab * d.hidden if fp32_residual(s) else 0.0
+    if s.loss == "chunked":
+        return chunked_loss_bytes(d, s, tokens)
     if s.liger:
         return 2.0 * d.vocab * d.hidden + lm_head_copy
     return logits_bytes(d) * tokens + lm_head_copy
+
+
+def chunked_loss_bytes(d: Dims, s: Setup, tokens: int) -> float:
+    """TRL's fused LM head (trl/kernels/chunked_logprob.py): logits only ever as one tile.
+
+    It projects at most CHUNK_TOKENS tokens x CHUNK_VOCAB vocabulary entries at a time into one bf16 tile,
+    keeps the scored hidden states for its backward and accumulates their gradient in fp32; an fp32 lm_head
+    is cast one vocabulary chunk at a time.
+    """
+    vocab_chunk = min(d.vocab, CHUNK_VOCAB)
+    tile = 2.0 * min(tokens, CHUNK_TOKENS) * vocab_chunk
+    hidden = tokens * d.hidden * ((4 if fp32_residual(s) else 2) + 4)
+    head_cast = 2.0 * vocab_chunk * d.hidden if fp32_residual(s) else 0.0
+    return tile + hidden + head_cast
+
+
+CHUNK_TOKENS, CHUNK_VOCAB = 4096, 32768
+"""TRL's tile (TOKEN_CHUNK_SIZE, _CHUNKED_LOGPROB_CHUNK_SIZE in trl 1.16)."""
 
 
 LIGER_RECOMPUTED = 0.87
@@ -262,7 +317,7 @@ def allocator_slack(d: Dims, s: Setup, layer_activations: float) -> float:
     activations themselves.
     """
     tokens = s.batch * s.seq
-    if s.liger:  # no logits blocks; the recomputed layer's slack is inside LIGER_RECOMPUTED
+    if no_logits(s):  # no logits blocks; the recomputed layer's slack is inside LIGER_RECOMPUTED
         return SLACK_BASE + (0.0 if s.checkpointing else SLACK_PER_ACTIVATION * layer_activations)
     slack = SLACK_BASE + SLACK_PER_LOGITS_BLOCK * 4 * d.vocab * tokens
     if s.checkpointing:
@@ -278,14 +333,15 @@ SLACK_PER_RECOMPUTED_LAYER, SLACK_PER_ACTIVATION = 1.05, 0.027
 
 
 def estimate(recipe: Any, model_config: dict[str, Any], gpu_gib: float | None = None,
-             cuda: bool = True) -> Estimate:
+             cuda: bool = True, runtime: dict[str, Any] | None = None) -> Estimate:
     """Predict the peak of `recipe` training the model of `model_config` (a parsed config.json);
-    `cuda=False` for a CPU run (no CUDA context, no caching allocator's slack).
+    `cuda=False` for a CPU run (no CUDA context, no caching allocator's slack); `runtime`: what a live
+    trainer was seen to do (RUNTIME_KEYS) where it differs from a recipe run.
 
     Raises:
         ConfigError: when the config lacks the dimensions the estimate needs.
     """
-    return estimate_setup(read_dims(model_config), read_setup(recipe), gpu_gib, cuda)
+    return estimate_setup(read_dims(model_config), with_runtime(read_setup(recipe), runtime), gpu_gib, cuda)
 
 
 def estimate_setup(d: Dims, s: Setup, gpu_gib: float | None = None, cuda: bool = True) -> Estimate:
@@ -311,9 +367,10 @@ def estimate_setup(d: Dims, s: Setup, gpu_gib: float | None = None, cuda: bool =
 def components_bytes(d: Dims, s: Setup) -> dict[str, float]:
     """Every term of the peak, in bytes, in the order the CLI prints them."""
     trainable = lora_parameters(d, s)
-    visible, paged = optimizer_states(trainable, s.optim)
+    visible, paged = optimizer_states(trainable, s.optim, s.lora_bytes)
     acts = activations(d, s)
-    out = base_weights(d, s) | {"lora_params": trainable * 4.0, "gradients": trainable * 4.0,
+    lora = trainable * float(s.lora_bytes)  # gradients take their parameter's dtype
+    out = base_weights(d, s) | {"lora_params": lora, "gradients": lora,
                                 "optimizer_states": float(visible), "optimizer_paged": float(paged)}
     out |= acts
     out["allocator_slack"] = allocator_slack(d, s, acts["activations"])
@@ -334,7 +391,9 @@ def _notes(d: Dims, s: Setup) -> list[str]:
         notes.append("8-bit loading was not measured; its activations are counted like 4-bit's")
     if s.attn == "flash_attention_2":
         notes.append("flash_attention_2 counted like sdpa (flash_attn was not on the calibration machine)")
-    if s.liger:
+    if s.loss == "chunked":
+        notes.append("TRL's fused LM head: the loss never builds the logits (one tile at a time)")
+    elif s.liger:
         notes.append("assumes liger-kernel is installed where it trains (without it loratui turns the "
                      "kernels off, with a notice, and the logits take their full size)")
     if s.optim not in _OPTIMIZER_BYTES:

@@ -16,7 +16,15 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from loratui.logic.estimate import ConfigError, Setup, estimate_setup, read_dims, read_setup
+from loratui.logic.estimate import (
+    ConfigError,
+    Setup,
+    estimate_setup,
+    no_logits,
+    read_dims,
+    read_setup,
+    with_runtime,
+)
 
 _SHAPE_KEYS = ("model_type", "hidden_size", "n_embd", "d_model", "num_hidden_layers", "n_layer", "num_layers",
                "num_attention_heads", "n_head", "vocab_size", "intermediate_size", "n_inner",
@@ -64,8 +72,10 @@ def shape_facts(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def price_moves(recipe: Any, config: dict[str, Any], line_gib: float, seq: int = 0,
-                env: dict[str, str] | None = None, max_combined: int = 3) -> list[PricedMove]:
-    """Every move for `recipe` on the model of `config`, at `seq` tokens (default: max_length).
+                env: dict[str, str] | None = None, max_combined: int = 3,
+                runtime: dict[str, Any] | None = None) -> list[PricedMove]:
+    """Every move for `recipe` on the model of `config`, at `seq` tokens (default: max_length), for a
+    trainer that does what `runtime` says (a watched one's Estimate.runtime).
 
     Returns [] when the config cannot be sized. Fitting proposals come first, cheapest first.
     """
@@ -73,7 +83,7 @@ def price_moves(recipe: Any, config: dict[str, Any], line_gib: float, seq: int =
         dims = read_dims(config)
     except ConfigError:
         return []
-    base = read_setup(recipe)
+    base = with_runtime(read_setup(recipe), runtime)
     if seq:
         base = dataclasses.replace(base, seq=seq)
     now = estimate_setup(dims, base).peak_device_gib
@@ -120,7 +130,7 @@ def _dimensions(recipe: Any, s: Setup, env: dict[str, str], now: float, dims: An
     """Each kind of move with its possible values; a combination takes at most one value of each."""
     t = recipe.training
     out: list[list[_Option]] = []
-    if not s.liger:
+    if not no_logits(s):  # liger saves the logits; a loss that never builds them gains nothing
         out.append([_Option("use_liger_kernel = true", {"training.use_liger_kernel": True}, {"liger": True}, 0.0,
                             "about the same speed (7B QLoRA on an H200: 5662 vs 6094 tokens/s, within noise; "
                             "needs `pip install liger-kernel`)")])

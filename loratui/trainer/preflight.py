@@ -30,8 +30,9 @@ SCAN_EXAMPLES = 20000
 
 
 def record_estimate(emit: Callable[[events.AnyEvent], None], recipe: Any, model: Any, cuda: bool,
-                    local_rank: int, seq_len: int) -> None:
-    """The pre-flight estimate for what actually runs: the recipe after fallbacks, at the data's length.
+                    local_rank: int, seq_len: int, runtime: dict[str, Any] | None = None) -> None:
+    """The pre-flight estimate for what actually runs: the recipe after fallbacks, at the data's length;
+    `runtime`: what a watched trainer does unlike a recipe run (trainer/runtime.py).
 
     With short examples the batches never reach max_length, so the peak to check the live figure against
     is the one at the longest example; the max_length figure is what longer data would need.
@@ -50,14 +51,15 @@ def record_estimate(emit: Callable[[events.AnyEvent], None], recipe: Any, model:
             total = torch.cuda.get_device_properties(local_rank).total_memory / GIB
         at_data = msgspec.structs.replace(
             recipe, data=msgspec.structs.replace(recipe.data, max_length=seq_len))
-        found = estimate(at_data, config, total, cuda=cuda)
-        worst = estimate(recipe, config, total, cuda=cuda) if seq_len < recipe.data.max_length else found
+        found = estimate(at_data, config, total, cuda=cuda, runtime=runtime)
+        worst = estimate(recipe, config, total, cuda=cuda, runtime=runtime) \
+            if seq_len < recipe.data.max_length else found
     except (ConfigError, AttributeError, KeyError, TypeError, ValueError) as exc:
         emit(events.Notice(t=time.time(), level="info", message=f"no VRAM estimate: {exc}"))
         return
     emit(events.Estimate(t=time.time(), peak_device_gib=found.peak_device_gib,
                          peak_reserved_gib=found.peak_reserved_gib, components=dict(found.components),
-                         config=shape_facts(config), seq=seq_len))
+                         config=shape_facts(config), seq=seq_len, runtime=dict(runtime or {})))
     if worst is not found:
         emit(events.Notice(t=time.time(), level="info", key="estimate", message=(
             f"estimate at the longest example ({seq_len} tokens): {found.peak_device_gib:.1f} GiB; at "
@@ -174,6 +176,18 @@ def _toml(value: Any) -> str:
     return json.dumps(value)  # numbers, and strings (JSON escapes are valid TOML basic strings)
 
 
+def padded_length(collator: Any, seq_len: int, max_length: int | None) -> int:
+    """The length a batch is padded to: the longest example, max_length for padding="max_length", rounded
+    up to the collator's pad_to_multiple_of (the Trainer may wrap the script's collator)."""
+    collator = getattr(collator, "data_collator", collator)
+    if getattr(collator, "padding", None) == "max_length":
+        seq_len = int(getattr(collator, "max_length", None) or max_length or seq_len)
+    multiple = getattr(collator, "pad_to_multiple_of", None)
+    if isinstance(multiple, int) and multiple > 1:
+        seq_len = -(-seq_len // multiple) * multiple
+    return seq_len
+
+
 def longest_example(args: Any, dataset: Any) -> tuple[int, int | None, str]:
     """(the longest example's length, the configured max_length if any, how it was found).
 
@@ -197,4 +211,4 @@ def longest_example(args: Any, dataset: Any) -> tuple[int, int | None, str]:
     return min(longest, max_length or longest), max_length, how
 
 
-__all__ = ["RecipeError", "live_recipe", "longest_example", "recipe_text", "record_estimate"]
+__all__ = ["RecipeError", "live_recipe", "longest_example", "padded_length", "recipe_text", "record_estimate"]

@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ class LoratuiCallback(TrainerCallback):
         self.inner: Any = None  # the EventCallback, from train begin on
         self.via_train = False  # training runs through Trainer.train: suspend/resume can work
         self.log: EventWriter | None = None
+        self.trainer: Any = None  # a weakref to the Trainer it serves (set by the patched __init__)
         self._unhook: Any = None
         self._sigterm: Any = None
 
@@ -92,10 +94,18 @@ class LoratuiCallback(TrainerCallback):
     def _preflight(self, run: RunDir, args: Any, model: Any, loader: Any, cuda: bool) -> int:
         """The estimate a recipe gets, from the live settings; the live recipe beside it for the advice."""
         from loratui.recipe import RecipeError, load_recipe
-        from loratui.trainer.preflight import live_recipe, longest_example, recipe_text, record_estimate
+        from loratui.trainer.preflight import (
+            live_recipe,
+            longest_example,
+            padded_length,
+            recipe_text,
+            record_estimate,
+        )
+        from loratui.trainer.runtime import read_runtime
 
         assert self.log is not None
         seq_len, max_length, how = longest_example(args, getattr(loader, "dataset", None))
+        seq_len = padded_length(getattr(loader, "collate_fn", None), seq_len, max_length)
         try:
             warn_gb = load_recipe(run.recipe).monitor.warn_gb
         except RecipeError:
@@ -108,9 +118,17 @@ class LoratuiCallback(TrainerCallback):
             self.log.write(events.Notice(t=time.time(), level="info", message=message))
             return seq_len
         replace_file(run.recipe, text.encode("utf-8"))
+        try:
+            runtime, unknown = read_runtime(self.trainer() if self.trainer else None, model)
+        except Exception as exc:  # noqa: BLE001 - reading a foreign trainer must never stop its training
+            runtime, unknown = {}, f"could not read how the trainer computes its loss ({type(exc).__name__})"
+        if unknown:  # a number here would be a guess dressed as a measurement
+            self.log.write(events.Notice(t=time.time(), level="info", key="estimate",
+                                         message=f"no VRAM estimate: {unknown}"))
+            return seq_len
         self.log.write(events.Notice(t=time.time(), level="info", key="estimate",
                                      message=f"estimate at {seq_len} tokens ({how})"))
-        record_estimate(self.log.write, recipe, model, cuda, int(args.local_process_index), seq_len)
+        record_estimate(self.log.write, recipe, model, cuda, int(args.local_process_index), seq_len, runtime)
         return seq_len
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -148,6 +166,9 @@ def patch(trainer_class: Any) -> None:
         original_init(self, *args, **kwargs)
         if os.environ.get(RUN_ENV) and _callback(self) is None:
             self.add_callback(LoratuiCallback())
+        callback = _callback(self)
+        if callback is not None:  # the estimate reads how this trainer computes its loss
+            callback.trainer = weakref.ref(self)
 
     @functools.wraps(original_train)
     def train(self: Any, *args: Any, **kwargs: Any) -> Any:

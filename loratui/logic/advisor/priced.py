@@ -27,7 +27,7 @@ def memory_moves(adv: Any) -> list[PricedMove]:
     key = (id(estimate), line)
     cached = getattr(adv, "_priced_cache", None)
     if cached is None or cached[0] != key:
-        cached = (key, price_moves(adv.recipe, estimate.config, line, seq=estimate.seq))
+        cached = (key, price_moves(adv.recipe, estimate.config, line, seq=estimate.seq, runtime=estimate.runtime))
         adv._priced_cache = cached
     return cached[1]
 
