@@ -105,6 +105,26 @@ def test_an_oom_restarts_once_with_the_predicted_move_and_finishes(tmp_path: Pat
 
 
 @pytest.mark.slow
+def test_a_real_nan_restarts_from_the_checkpoint_before_it_and_recovers(tmp_path: Path, runs_dir: Path) -> None:
+    """Issue 28: a NaN computed by the model (a weight poisoned after step 5, in the original recipe only)
+    is caught at step 6; the guard discards checkpoint-6 (saved after the poison), resumes from checkpoint-4
+    with the learning rate halved, and the restarted life's first losses are finite: recovered."""
+    recipe = _guard_recipe(tmp_path)
+    env = dict(os.environ, LORATUI_TEST_NAN_AT_STEP="5")
+    result = loratui("run", str(recipe), "--headless", "--runs-dir", str(runs_dir), env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run = only_run(runs_dir)
+    (action,) = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "guard"]
+    assert "(nan: " in action and "at step 6" in action and "restarting from checkpoint-4" in action, action
+    assert [e.get("start_step", 0) for e in kinds(run, "train_begin")] == [0, 4]
+    assert load_recipe(run / "recipe.toml").training.learning_rate == pytest.approx(
+        load_recipe(recipe).training.learning_rate / 2, rel=0.01)
+    (verdict,) = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "guard_verdict"]
+    assert verdict.startswith("guard verdict: recovered"), verdict
+    assert kinds(run, "end")[-1]["state"] == "finished"
+
+
+@pytest.mark.slow
 def test_an_oom_that_keeps_coming_stops_at_the_budget(tmp_path: Path, runs_dir: Path) -> None:
     recipe = _guard_recipe(tmp_path, max_actions=1)
     env = dict(os.environ, LORATUI_TEST_OOM_AT_STEP="5")
