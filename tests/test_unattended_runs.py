@@ -132,9 +132,17 @@ def test_the_finished_alert_comes_when_the_supervisor_was_killed_mid_run(endpoin
     goes out too (a process started by module name reads the stored target, the trainer never does)."""
     viewer, run = start_and_reach(runs_dir, max_steps=12, step=2, extra=("--notify", f"{endpoint.url}/{SECRET}"))
     try:
+        # Held first: unheld, the 10 steps left (35 ms each) can end before the kill lands, and a supervisor
+        # killed after its trainer's exit leaves nobody to write the end (CI saw exactly that).
+        control.send(RunDir(run).control, "pause")
+        wait_for(lambda: _states(run)[-1:] == ["paused"], timeout=120)
         _kill_supervisor(run)
+        wait_for(lambda: any(e.get("key") == "supervisor_lost" for e in kinds(run, "notice")), timeout=60)
+        resumed = loratui("resume", "--runs-dir", str(runs_dir))
+        assert resumed.returncode == 0, resumed.stderr
         wait_for(lambda: kinds(run, "end"), timeout=300)
         assert kinds(run, "end")[-1]["state"] == "finished"
+        assert RunDir(run).supervisor_pid() is None  # the orphan ended it: no new supervisor sent the alert
         sent = endpoint.wait(1, timeout=120)
         assert [json.loads(r["body"])["event"] for r in sent] == ["finished"]
         assert "step 12" in json.loads(sent[0]["body"])["message"]
