@@ -422,3 +422,25 @@ def test_a_zero_loss_in_an_fp32_run_does_not_blame_fp16() -> None:
     assert "fp16" not in " ".join(item.evidence) and "logging_nan_inf_filter" in " ".join(item.evidence)
     item = _only(Advisor(recipe({"fp16": True})).feed_all(_filtered_nan_run(grad_nan=False)).items(), "loss_zero")
     assert "fp16 overflow" in " ".join(item.evidence)
+
+
+# The H200's own words (bench/guard_verdict_h200.sh, part B): a per-process cap reached while a neighbour held
+# only its CUDA context. The neighbour did not cause it; a recipe move is the answer, and the guard can act.
+_CAP_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU 0 has a total capacity of "
+            "139.80 GiB of which 107.69 GiB is free. Process 673 has 520.00 MiB memory in use. Including non-PyTorch "
+            "memory, this process has 31.59 GiB memory in use. 32.00 GiB allowed; Of the allocated memory 30.71 GiB "
+            "is allocated by PyTorch, and 209.16 MiB is reserved by PyTorch but unallocated.")
+
+
+def _oom_beside_a_context(line: str) -> list[Any]:
+    found = run(20)
+    found.append(sample(found[-1].t + 0.1, 32 * GIB, procs={"100": int(31.6 * GIB), "673": 520 * 2**20}))
+    return found + [output(line), end()]
+
+
+@pytest.mark.parametrize("line", [_CAP_OOM, "RuntimeError: CUDA error: out of memory"])
+def test_a_neighbours_bare_context_is_not_blamed_for_the_oom(line: str) -> None:
+    items = Advisor(recipe({"per_device_train_batch_size": 4})).feed_all(_oom_beside_a_context(line)).items()
+    assert "oom_other_process" not in [i.id for i in items]
+    full = _only(items, "oom_full")
+    assert full.change  # a move the guard can apply

@@ -148,6 +148,21 @@ def _other_process(report: OomReport) -> bool:
     return other >= floor
 
 
+def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:
+    """Whether the processes seen on the card (NVML's list, or the PIDs the message names) explain the OOM.
+    Not when this process hit its own cap ("N allowed"), nor when the card still had the requested memory
+    free, nor for a neighbour's bare CUDA context (under 1 GiB): on the H200 a 0.5 GiB context of another
+    process turned a cap-reached OOM into 'other processes hold the card' and the guard did nothing."""
+    if report.allowed is not None:
+        return False
+    held = sum(b for _, b in others) or sum(b for _, b in report.other_pids)
+    if held < GIB:
+        return False
+    if report.free is not None and report.requested is not None:
+        return report.free < report.requested
+    return True
+
+
 def _fragmented(report: OomReport) -> bool:
     """The cache's unused blocks are a real share of the card and could have served the request; or, for a
     request a little larger than them (they hold 90% of it), they and the free memory together could have;

@@ -92,7 +92,7 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     report: oom.OomReport = f.facts["report"]
     phase, others = f.facts["phase"], f.facts["others"]
     kind = report.kind
-    if kind in (oom.FULL, oom.UNKNOWN) and (others or report.other_pids):
+    if kind in (oom.FULL, oom.UNKNOWN) and oom.others_to_blame(report, others):
         kind = oom.OTHER_PROCESS
     evidence = _oom_evidence(report, phase, f.step)
     built = []
