@@ -3,8 +3,8 @@
 # (LORATUI_TEST_CARD_GIB, torch's per-process memory fraction) with a random 7B checkpoint.
 #   A. bf16 LoRA, batch 1 x 2048, no checkpointing: OOM; the guard restarts with its predicted move; verdict
 #      "recovered" with the measured peak against the predicted one.
-#   B. the same, but another process takes all but 12 GiB of the card once the restarted life begins: the
-#      move no longer fits; verdict "NOT recovered", then the next move or a stop with its alert.
+#   B. the same, but another process takes all but 20 GiB of the card after the guard's action, before the
+#      restarted life loads: the move no longer fits; verdict "NOT recovered", then a stop with its alert.
 #   C. QLoRA, a weight poisoned with NaN after step 5 (LORATUI_TEST_NAN_AT_STEP, original recipe only): the
 #      guard resumes from the checkpoint before the bad step with the learning rate halved; "recovered".
 # Run from the repo root on the device, with the wheels:
@@ -42,7 +42,7 @@ for e in ev:
     if e["kind"] == "notice" and e.get("key") in ("guard", "guard_verdict", "guard_skip", "estimate"):
         print("  NOTICE", e["key"], e["message"][:500])
     if e["kind"] == "estimate":
-        print("  ESTIMATE peak", round(e.get("peak", 0) / 2**30, 2), "GiB")
+        print("  ESTIMATE peak", round(e.get("peak_device_gib", 0), 2), "GiB")
     if e["kind"] == "train_begin":
         cur = {"peak": 0, "steps": 0, "start": e.get("start_step", 0), "losses": []}; lives.append(cur)
     if cur is not None and e["kind"] == "sample": cur["peak"] = max(cur["peak"], e["used_max"])
@@ -69,16 +69,16 @@ run() {  # NAME RECIPE LIMIT_S [env...]
 want A && run A-oom-recovered $R/bf16.toml 200 LORATUI_TEST_CARD_GIB=32
 
 if want B; then
-# B: a hog waits for the second life's train_begin, then leaves 12 GiB on the card.
+# B: a hog waits for the guard's first action (the OOM of life 0), then leaves 20 GiB on the card before the
+# restarted life loads: its move (checkpointing, ~23 GiB) no longer fits; "NOT recovered", then a stop.
 python3 - $R/runs-B-not-recovered > "$OUT/hog.log" 2>&1 <<'PY' &
 import glob, sys, time, torch
-torch.cuda.init(); torch.empty(1, device="cuda")
 deadline = time.time() + 240
 while time.time() < deadline:
     logs = glob.glob(sys.argv[1] + "/*/events.jsonl")
-    if logs and open(logs[0]).read().count('"train_begin"') >= 2:
+    if logs and '"key":"guard"' in open(logs[0]).read():
         free, total = torch.cuda.mem_get_info()
-        hog = torch.empty(int(free - 12 * 2**30), dtype=torch.uint8, device="cuda")
+        hog = torch.empty(int(free - 20 * 2**30), dtype=torch.uint8, device="cuda")
         print("HOG took", round(hog.numel() / 2**30, 1), "GiB; left", round(torch.cuda.mem_get_info()[0] / 2**30, 1), flush=True)
         time.sleep(200); break
     time.sleep(0.05)

@@ -136,6 +136,16 @@ class Sample(Event, frozen=True, tag="sample"):
     run_pids: list[int] = []  # which of those pids belong to this run
 
 
+def others_used(e: Sample) -> int:
+    """Bytes other processes held on the GPU at the window's last reading (0 when the run's pids are unknown).
+    Device "used" counts every process: a neighbour's 112 GiB made a run that fitted in 23 GiB read as
+    135 GiB on the H200, so a run's own peak (its estimate check, a guard verdict) leaves them out."""
+    if not e.run_pids:
+        return 0
+    mine = {str(pid) for pid in e.run_pids}
+    return sum(b for pid, b in e.procs.items() if pid not in mine)
+
+
 class SamplerStats(Event, frozen=True, tag="sampler_stats"):
     """The sampler's achieved rate and its own CPU cost (share of one core)."""
 

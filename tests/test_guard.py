@@ -154,6 +154,24 @@ def test_after_a_guard_restart_the_estimate_is_checked_against_the_new_life() ->
     assert watch.life_peak == 22 * gib
 
 
+def test_a_neighbours_memory_is_left_out_of_the_lifes_peak_and_named_in_the_verdict() -> None:
+    """On the H200 (guard_verdict_h200.sh, part B) a process that took 112 GiB once the restarted life ran
+    made its peak read 135 GiB, 'NOT recovered', for a life that used 23 GiB and finished."""
+    from loratui.logic import guard_verdict as gv
+    from loratui.recipe import Recipe
+    from loratui.supervisor.watch import RunWatch
+
+    gib = 1 << 30
+    watch = RunWatch("r", Recipe(), lambda e: None)
+    watch.feed([events.Sample(t=1.0, gpu=0, used_max=135 * gib, used_last=0, used_min=0, total=140 * gib,
+                              procs={"700": 23 * gib, "673": 112 * gib}, run_pids=[700])])
+    assert watch.life_peak == 23 * gib and watch.life_others == 112 * gib
+    expect = gv.Expectation("oom", resume_step=0, resume_loss=None, warn_gib=30.0, steps=3, losses=[12.8],
+                            predicted_gib=23.36)
+    verdict = gv.judge(expect, watch.life_peak, gpu=True, others=watch.life_others)
+    assert verdict.recovered and "(other processes' 112.00 GiB left out)" in verdict.text()
+
+
 @pytest.mark.slow
 def test_a_crash_loop_stops_after_the_second_identical_failure_with_an_alert(tmp_path: Path, runs_dir: Path) -> None:
     """Issue 28: the same OOM at the same step after a guard move is not retried with the next move: the

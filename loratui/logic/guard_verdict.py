@@ -46,12 +46,15 @@ class Verdict:
         return f"guard verdict: {'recovered' if self.recovered else 'NOT recovered'}: " + "; ".join(self.evidence)
 
 
-def judge(expect: Expectation, life_peak: int, gpu: bool) -> Verdict:
-    """The verdict once the restarted life has taken `VERIFY_STEPS` steps (`life_peak`: bytes, device used)."""
+def judge(expect: Expectation, life_peak: int, gpu: bool, others: int = 0) -> Verdict:
+    """The verdict once the restarted life has taken `VERIFY_STEPS` steps (`life_peak`: bytes, the life's own
+    device use; `others`: the most other processes held meanwhile, named, never counted)."""
     evidence, ok = [], True
     if gpu and life_peak:
         measured = life_peak / GIB
         said = f"measured peak {measured:.2f} GiB"
+        if others >= GIB // 2:
+            said += f" (other processes' {others / GIB:.2f} GiB left out)"
         if expect.predicted_gib is not None:
             said += f" vs predicted {expect.predicted_gib:.2f} GiB ({(measured - expect.predicted_gib) / expect.predicted_gib:+.0%})"
         if expect.warn_gib is not None:

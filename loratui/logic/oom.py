@@ -150,17 +150,15 @@ def _other_process(report: OomReport) -> bool:
 
 def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:
     """Whether the processes seen on the card (NVML's list, or the PIDs the message names) explain the OOM.
-    Not when this process hit its own cap ("N allowed"), nor when the card still had the requested memory
-    free, nor for a neighbour's bare CUDA context (under 1 GiB): on the H200 a 0.5 GiB context of another
-    process turned a cap-reached OOM into 'other processes hold the card' and the guard did nothing."""
-    if report.allowed is not None:
-        return False
+    Not when the card still had the requested memory free (this process hit its own cap, "N allowed"), nor
+    for a neighbour's bare CUDA context (under 1 GiB): on the H200 a 0.5 GiB context of another process
+    turned a cap-reached OOM into 'other processes hold the card' and the guard did nothing."""
     held = sum(b for _, b in others) or sum(b for _, b in report.other_pids)
     if held < GIB:
         return False
     if report.free is not None and report.requested is not None:
-        return report.free < report.requested
-    return True
+        return report.free < report.requested  # the card itself was short: what others hold matters
+    return report.allowed is None
 
 
 def _fragmented(report: OomReport) -> bool:

@@ -192,9 +192,11 @@ class Supervisor:
             return
         estimate, measured = self.status.estimate_gib, to_gib(peak)
         error = (measured - estimate) / estimate
+        others = self.unattended.watch.life_others
+        beside = f"; other processes' {to_gib(others):.2f} GiB left out" if others >= (1 << 29) else ""
         self.log.write(events.Notice(
             t=time.time(), level="info", key="estimate",
-            message=f"peak device used {measured:.2f} GiB vs estimate {estimate:.2f} GiB ({error:+.1%})"))
+            message=f"peak device used {measured:.2f} GiB vs estimate {estimate:.2f} GiB ({error:+.1%}){beside}"))
 
     def _set_state(self, state: str, reason: str = "") -> None:
         self.state = state

@@ -50,7 +50,10 @@ class RunWatch:
         self.hang = HangWatch(recipe.monitor.hang_factor, recipe.monitor.hang_min_s)
         self.fired: set[str] = set()
         self.life_peak = 0
-        """Device-used peak (bytes) of this trainer life: what its estimate is checked against."""
+        """This trainer life's own device-used peak (bytes; other processes' memory left out): what its
+        estimate and a guard verdict are checked against."""
+        self.life_others = 0
+        """The most other processes held on the card during this life (bytes), said beside the peak."""
 
     def feed(self, found: Iterable[events.AnyEvent]) -> None:
         """Fold new events of the log; raise the alerts they call for."""
@@ -79,7 +82,9 @@ class RunWatch:
         if self.started is None:
             self.started = e.t
         if isinstance(e, events.Sample):
-            self.life_peak = max(self.life_peak, e.used_max)
+            others = events.others_used(e)
+            self.life_peak = max(self.life_peak, e.used_max - others)
+            self.life_others = max(self.life_others, others)
             self.run_peak = max(self.run_peak, e.used_max)
             self.gpu = True
         if isinstance(e, events.Log) and e.values.get("loss") is not None:
@@ -109,7 +114,7 @@ class RunWatch:
                 and "loss" in e.values and "train_runtime" not in e.values:
             expect.losses.append(self.last_loss)
         if expect.steps >= guard_verdict.VERIFY_STEPS:
-            self.verdict(guard_verdict.judge(expect, self.life_peak, self.gpu))
+            self.verdict(guard_verdict.judge(expect, self.life_peak, self.gpu, self.life_others))
 
     def verdict(self, verdict: guard_verdict.Verdict) -> None:
         """Record and alert the verdict on the last guard action; the next one starts a new expectation."""
