@@ -136,11 +136,13 @@ class Sample(Event, frozen=True, tag="sample"):
     run_pids: list[int] = []  # which of those pids belong to this run
 
 
-def others_used(e: Sample) -> int:
-    """Bytes other processes held on the GPU at the window's last reading (0 when the run's pids are unknown).
-    Device "used" counts every process: a neighbour's 112 GiB made a run that fitted in 23 GiB read as
-    135 GiB on the H200, so a run's own peak (its estimate check, a guard verdict) leaves them out."""
-    if not e.run_pids:
+def others_used(e: Sample, pids_match: bool = False) -> int:
+    """Bytes other processes held on the GPU at the window's last reading. Device "used" counts every
+    process: a neighbour's 112 GiB made a run that fitted in 23 GiB read as 135 GiB on the H200, so a run's
+    own peak (its estimate check, a guard verdict) leaves them out. A sample with none of the run's pids is
+    all others only once NVML's pids are known to match the run's (`pids_match`: between two trainer lives);
+    in a container NVML reports host pids that never match, and then nothing is left out."""
+    if not e.run_pids and not pids_match:
         return 0
     mine = {str(pid) for pid in e.run_pids}
     return sum(b for pid, b in e.procs.items() if pid not in mine)

@@ -170,6 +170,14 @@ def test_a_neighbours_memory_is_left_out_of_the_lifes_peak_and_named_in_the_verd
                             predicted_gib=23.36)
     verdict = gv.judge(expect, watch.life_peak, gpu=True, others=watch.life_others)
     assert verdict.recovered and "(other processes' 112.00 GiB left out)" in verdict.text()
+    watch.restart(Recipe())  # between two lives the card holds only the neighbour: none of it is the run's
+    watch.feed([events.Sample(t=2.0, gpu=0, used_max=120 * gib, used_last=0, used_min=0, total=140 * gib,
+                              procs={"673": 119 * gib})])
+    assert watch.life_peak == 1 * gib
+    container = RunWatch("r", Recipe(), lambda e: None)  # NVML's pids never match: nothing is left out
+    container.feed([events.Sample(t=1.0, gpu=0, used_max=23 * gib, used_last=0, used_min=0, total=140 * gib,
+                                  procs={"99001": 22 * gib})])
+    assert container.life_peak == 23 * gib
 
 
 @pytest.mark.slow

@@ -39,6 +39,8 @@ class RunWatch:
         self.losses: deque[tuple[int, float]] = deque(maxlen=5000)
         """(step, loss) of the run, across lives: the loss at the checkpoint a restart resumes from."""
         self.gpu = False
+        self.pids_match = False
+        """Whether NVML's pids were seen to match the run's (not in a container): see events.others_used."""
         self.expect: guard_verdict.Expectation | None = None
         """What the last guard action promised, until the restarted life's first steps are judged."""
         self.restart(recipe)
@@ -82,7 +84,8 @@ class RunWatch:
         if self.started is None:
             self.started = e.t
         if isinstance(e, events.Sample):
-            others = events.others_used(e)
+            self.pids_match = self.pids_match or bool(e.run_pids)
+            others = events.others_used(e, self.pids_match)
             self.life_peak = max(self.life_peak, e.used_max - others)
             self.life_others = max(self.life_others, others)
             self.run_peak = max(self.run_peak, e.used_max)
