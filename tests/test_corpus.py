@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,12 @@ PER_CATEGORY = {"sealed": 0.0, "dev": 0.60}
 """Regression floors for every category's share right, per split (measured: sealed nan_loss 0/5 and oom_at_eval
 0/3, dev oom_at_save 9/14); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
-"""Issue 18: at least this many excerpts of every category (issue 23's goal is 20, from 5 tools each)."""
+"""Issue 18: at least this many excerpts of every category."""
+TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
+"""Issue 23's size and diversity goals: at least 300 excerpts, every category at least 20 from at least 5 tools,
+and Jupyter/Colab/Kaggle output among them (`notebook` records whose tool names a notebook)."""
+NOTEBOOK = re.compile(r"jupyter|colab|kaggle|notebook", re.IGNORECASE)
+"""A tool name that says the excerpt is a notebook's output (`unsloth (Colab)`, `TRL SFTTrainer (Jupyter)`)."""
 BATCH_KEYS = {"file", "source", "category", "settled", "tool", "split", "text"}
 OPTIONAL_KEYS = {"steps", "last_loss", "format", "note"}
 
@@ -155,17 +161,41 @@ def tool_family(tool: str) -> str:
     return tool.split(" (")[0].strip()
 
 
-def test_every_category_has_enough_excerpts() -> None:
+def corpus_counts() -> tuple[dict[str, dict[str, int]], dict[str, set[str]]]:
+    """Per category its excerpts per split and the tool families they come from (records without a tool add none)."""
     counts: dict[str, dict[str, int]] = defaultdict(lambda: {"sealed": 0, "dev": 0})
     tools: dict[str, set[str]] = defaultdict(set)
     for row in ROWS:
         counts[row["category"]][split_of(row)] += 1
         tools[row["category"]].update([tool_family(row["tool"])] if "tool" in row else [])
-    lines = [f"{'category':<24}{'sealed':>7}{'dev':>5}{'all':>5}{'tools':>7}"]
-    lines += [f"{name:<24}{n['sealed']:>7}{n['dev']:>5}{sum(n.values()):>5}{len(tools[name]):>7}"
-              for name, n in sorted(counts.items())]
+    return counts, tools
+
+
+def test_every_category_has_enough_excerpts() -> None:
+    counts, tools = corpus_counts()
+    lines = [f"{'category':<24}{'sealed':>7}{'dev':>5}{'all':>5}{'tools':>7}  tool families"]
+    lines += [f"{name:<24}{n['sealed']:>7}{n['dev']:>5}{sum(n.values()):>5}{len(tools[name]):>7}  "
+              + ", ".join(sorted(tools[name])) for name, n in sorted(counts.items())]
     print("\n" + "\n".join(lines))
     assert {name: n for name, n in counts.items() if sum(n.values()) < MIN_PER_CATEGORY} == {}
+
+
+def target_shortfalls() -> list[str]:
+    """What keeps the corpus from issue 23's size and diversity goals (empty when it meets them)."""
+    counts, tools = corpus_counts()
+    short = [f"{len(ROWS)} excerpts, want {TARGET['records']}"] if len(ROWS) < TARGET["records"] else []
+    short += [f"{name}: {sum(counts[name].values())} excerpts, want {TARGET['per_category']}"
+              for name in sorted(CATEGORIES) if sum(counts[name].values()) < TARGET["per_category"]]
+    short += [f"{name}: {len(tools[name])} tools ({', '.join(sorted(tools[name]))}), want {TARGET['tools_per_category']}"
+              for name in sorted(CATEGORIES) if len(tools[name]) < TARGET["tools_per_category"]]
+    notebooks = sum(1 for row in ROWS if NOTEBOOK.search(row.get("tool", "")))
+    short += [f"{notebooks} notebook excerpts, want {TARGET['notebook']}"] if notebooks < TARGET["notebook"] else []
+    return short
+
+
+def test_corpus_meets_issue_23_targets() -> None:
+    """Every category counted, including one with no excerpt at all, and notebook output among the excerpts."""
+    assert target_shortfalls() == []
 
 
 def score(rows: list[dict[str, Any]], excerpts: Path) -> tuple[dict[str, list[int]], list[str]]:
