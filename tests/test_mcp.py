@@ -58,7 +58,9 @@ def _states(run: Path) -> list[str]:
 
 
 async def test_an_agent_reads_a_live_run_and_controls_it_only_when_allowed(runs_dir: Path) -> None:
-    viewer, run = start_and_reach(runs_dir, max_steps=100000, step=2)
+    secret = "tk_agent-never-sees-93f1"  # an alert URL's topic: kept by loratui, never answered to an agent
+    viewer, run = start_and_reach(runs_dir, max_steps=100000, step=2,
+                                  extra=("--notify", f"http://127.0.0.1:9/{secret}"))
     try:
         async with session(runs_dir) as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}
@@ -74,6 +76,12 @@ async def test_an_agent_reads_a_live_run_and_controls_it_only_when_allowed(runs_
             assert not error and later["step"] > first["step"]  # read while it trains
             error, advice = await call(client, "run_advice", run=run.name)
             assert not error and isinstance(advice["advice"], list)
+            answers = [listed, first, later, advice]
+            for tool in ("run_summary", "run_output"):
+                error, answer = await call(client, tool, run=run.name)
+                assert not error, answer
+                answers.append(answer)
+            assert secret not in json.dumps(answers)
             error, said = await call(client, "pause", run=run.name)
             assert error and "--allow-control" in said  # refused: control is off
             error, said = await call(client, "run_status", run=str(run))
