@@ -235,5 +235,6 @@ def _decode_block(tail: LogTail, block: bytes) -> list[events.AnyEvent]:
     """Whole lines decoded in one call; line by line (skipping and counting) if any line is odd."""
     try:
         return _bulk.decode_lines(block)
-    except msgspec.DecodeError:  # junk, a torn line or a newer schema's kind somewhere in the block
+    # junk, a torn line, a newer schema's kind or a line nested too deep somewhere in the block
+    except (msgspec.DecodeError, RecursionError):
         return list(tail._decode(block))
