@@ -8,12 +8,16 @@ second otherwise, so a power cut loses at most about a second.
 A write cut short (the writer killed mid-event, a full disk) leaves a partial line. So that it can never
 swallow another writer's next event, a writer that finds the file not ending in a newline starts its
 event on a new line (the torn line stays alone, and readers skip it), and no event is over `MAX_EVENT`
-bytes. A log that cannot be written (a full disk) never stops the writer: events are dropped and
+bytes. That look and the write that follows are done under an exclusive `flock` of the log: without it a
+writer killed mid-write between another's look and its write glued the other's event to its torn line
+(3 in 40 kills). The kernel drops a dead writer's lock; a writer held up (SIGSTOP) holding it is waited
+for at most `LOCK_WAIT` seconds, then the write goes ahead unlocked. A log that cannot be written (a full disk) never stops the writer: events are dropped and
 counted, and the first write that succeeds again records how many were lost.
 """
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import os
 import threading
@@ -33,6 +37,8 @@ _DURABLE = (events.Header, events.State, events.End, events.Control, events.Chec
 
 MAX_EVENT = 1 << 20
 """The largest line an event may take; a bigger one is replaced by a notice saying so."""
+LOCK_WAIT = 2.0
+"""Seconds a writer waits for another's lock (one event's write takes microseconds)."""
 
 
 class EventWriter:
@@ -78,6 +84,29 @@ class EventWriter:
             time.sleep(retry_s)
 
     def _append(self, data: bytes, durable: bool) -> None:
+        locked = self._lock_file()
+        try:
+            self._append_locked(data, durable)
+        finally:
+            if locked:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _lock_file(self) -> bool:
+        """Take the log's exclusive lock within `LOCK_WAIT` s; False (write unlocked) when another writer
+        holds it that long (it is stopped) or the filesystem has no locks."""
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.0005)
+            except OSError:  # ENOLCK and kin: a filesystem without flock
+                return False
+
+    def _append_locked(self, data: bytes, durable: bool) -> None:
         size = os.fstat(self._fd).st_size
         if size and os.pread(self._fd, 1, size - 1) != b"\n":
             data = b"\n" + data  # someone's write was cut short: leave their torn line alone
@@ -235,5 +264,6 @@ def _decode_block(tail: LogTail, block: bytes) -> list[events.AnyEvent]:
     """Whole lines decoded in one call; line by line (skipping and counting) if any line is odd."""
     try:
         return _bulk.decode_lines(block)
-    except msgspec.DecodeError:  # junk, a torn line or a newer schema's kind somewhere in the block
+    # junk, a torn line, a newer schema's kind or a line nested too deep somewhere in the block
+    except (msgspec.DecodeError, RecursionError):
         return list(tail._decode(block))

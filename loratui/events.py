@@ -10,11 +10,18 @@ Non-finite floats (a NaN loss is the most important fact a run can record) are w
 from __future__ import annotations
 
 import math
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 import msgspec
 
 SCHEMA_VERSION = 1
+
+MAX_INT = 2**53
+"""The largest integer a log may carry (a float's exact range): `step = 10**30` is damage, not a fact, and
+would overflow the C sizes (indexes, widths) it reaches."""
+Int = Annotated[int, msgspec.Meta(ge=-MAX_INT, le=MAX_INT)]
+Time = Annotated[float, msgspec.Meta(ge=-1e12, le=1e12)]
+"""Seconds since the epoch, within 30 000 years of it: `t = 1e308` would overflow every date conversion."""
 
 # Run states, in the vocabulary the status bar shows.
 STARTING, LOADING, TRAINING, PAUSED, SUSPENDED = "starting", "loading", "training", "paused", "suspended"
@@ -28,13 +35,13 @@ Num = Union[float, str, None]
 class Event(msgspec.Struct, frozen=True, tag_field="kind", kw_only=True, omit_defaults=True):
     """Base of every event; `t` is wall-clock seconds since the epoch."""
 
-    t: float
+    t: Time
 
 
 class Header(Event, frozen=True, tag="header"):
     """First line of a log: who wrote it and for which recipe."""
 
-    schema: int
+    schema: Int
     run_id: str
     recipe_hash: str
     recipe_path: str = ""
@@ -44,7 +51,7 @@ class Header(Event, frozen=True, tag="header"):
     argv: list[str] = []
     warn_gb: float | None = None
     """The run's VRAM warning line (GiB): a fact of the run, so a replay of a bare log draws the same line."""
-    gpu_totals: list[int] = []
+    gpu_totals: list[Int] = []
     """Each sampled card's total memory (bytes) when the run started."""
     command: list[str] = []  # `loratui run -- COMMAND`: the watched command line (empty for a recipe run)
     cwd: str = ""  # where the command runs
@@ -57,23 +64,23 @@ class State(Event, frozen=True, tag="state"):
 
     state: str
     reason: str = ""
-    step: int | None = None
+    step: Int | None = None
 
 
 class TrainBegin(Event, frozen=True, tag="train_begin"):
     """The trainer built everything and is about to take its first step."""
 
-    max_steps: int
+    max_steps: Int
     num_epochs: float
-    start_step: int = 0
+    start_step: Int = 0
     device: str = ""
-    params_total: int = 0
-    params_trainable: int = 0
-    batch_size: int = 1
-    grad_accum: int = 1
-    max_length: int = 0
-    world_size: int = 1
-    pid: int = 0
+    params_total: Int = 0
+    params_trainable: Int = 0
+    batch_size: Int = 1
+    grad_accum: Int = 1
+    max_length: Int = 0
+    world_size: Int = 1
+    pid: Int = 0
     versions: dict[str, str] = {}
     controls: list[str] = []  # control commands this trainer obeys ([] = all of them: a recipe run)
     pause_mode: str = ""  # "signal" where pause is SIGSTOP of the process group (no step boundary)
@@ -82,25 +89,25 @@ class TrainBegin(Event, frozen=True, tag="train_begin"):
 class Step(Event, frozen=True, tag="step"):
     """One optimiser step ended; memory figures are bytes, the peaks since the previous step."""
 
-    step: int
+    step: Int
     epoch: float
     step_time: float
-    tokens: int = 0
-    tokens_seen: int = 0
-    torch_allocated: int | None = None
-    torch_reserved: int | None = None
-    peak_allocated: int | None = None
-    peak_reserved: int | None = None
-    max_len: int = 0  # longest (padded) sequence among this step's micro-batches
-    rank: int = 0
+    tokens: Int = 0
+    tokens_seen: Int = 0
+    torch_allocated: Int | None = None
+    torch_reserved: Int | None = None
+    peak_allocated: Int | None = None
+    peak_reserved: Int | None = None
+    max_len: Int = 0  # longest (padded) sequence among this step's micro-batches
+    rank: Int = 0
 
 
 class Log(Event, frozen=True, tag="log"):
     """A dict the Trainer logged (loss, grad_norm, learning_rate, eval_loss, train_runtime, ...)."""
 
-    step: int
+    step: Int
     values: dict[str, Num]
-    rank: int = 0
+    rank: Int = 0
 
 
 class Phase(Event, frozen=True, tag="phase"):
@@ -108,8 +115,8 @@ class Phase(Event, frozen=True, tag="phase"):
 
     name: str
     edge: str  # "begin" | "end"
-    step: int = 0
-    rank: int = 0
+    step: Int = 0
+    rank: Int = 0
 
 
 class GpuInfo(Event, frozen=True, tag="gpu_info"):
@@ -118,22 +125,22 @@ class GpuInfo(Event, frozen=True, tag="gpu_info"):
     available: bool
     reason: str = ""
     names: list[str] = []
-    totals: list[int] = []
-    indices: list[int] = []
+    totals: list[Int] = []
+    indices: list[Int] = []
 
 
 class Sample(Event, frozen=True, tag="sample"):
     """One record window of one GPU: device-used max/last/min (bytes), utilisation, run processes."""
 
-    gpu: int
-    used_max: int
-    used_last: int
-    used_min: int
-    total: int
-    util: int | None = None  # percent; None when NVML cannot say
-    n: int = 1  # readings in the window
-    procs: dict[str, int] = {}  # pid -> bytes, every compute process on the GPU
-    run_pids: list[int] = []  # which of those pids belong to this run
+    gpu: Int
+    used_max: Int
+    used_last: Int
+    used_min: Int
+    total: Int
+    util: Int | None = None  # percent; None when NVML cannot say
+    n: Int = 1  # readings in the window
+    procs: dict[str, Int] = {}  # pid -> bytes, every compute process on the GPU
+    run_pids: list[Int] = []  # which of those pids belong to this run
 
 
 def others_used(e: Sample, pids_match: bool = False) -> int:
@@ -187,7 +194,7 @@ class Estimate(Event, frozen=True, tag="estimate"):
     components: dict[str, float] = {}
     config: dict[str, Any] = {}
     """The model's shape facts (config.json keys the estimator reads), so advice can price every move."""
-    seq: int = 0
+    seq: Int = 0
     """The sequence length the estimate is at (the data's longest example)."""
     runtime: dict[str, Any] = {}
     """What a watched trainer was seen to do unlike a recipe run (logic/estimate.RUNTIME_KEYS), for pricing moves."""
@@ -196,7 +203,7 @@ class Estimate(Event, frozen=True, tag="estimate"):
 class Checkpoint(Event, frozen=True, tag="checkpoint"):
     """A checkpoint was written."""
 
-    step: int
+    step: Int
     path: str
 
 
@@ -211,10 +218,10 @@ class End(Event, frozen=True, tag="end"):
     """The run ended: its final state, the trainer's exit code or signal and, on failure, the error."""
 
     state: str
-    exit_code: int | None = None
+    exit_code: Int | None = None
     signal: str = ""
     error: str = ""
-    step: int = 0
+    step: Int = 0
 
 
 class Unknown(msgspec.Struct, frozen=True, kw_only=True):
@@ -241,20 +248,23 @@ def encode(event: AnyEvent) -> bytes:
 
 
 def decode_line(line: bytes) -> AnyEvent | Unknown | None:
-    """Decode one line; `None` for a line that is not a JSON object (torn, empty or junk)."""
+    """Decode one line; `None` for a line that is not a JSON object (torn, empty, junk, or nested too deep
+    for the decoder: one hostile line is skipped, never fatal)."""
     try:
         return _decoder.decode(line)
     except msgspec.DecodeError:
         pass
+    except RecursionError:
+        return None
     try:
         raw = _loose.decode(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     kind = raw.get("kind")
     if not isinstance(kind, str):
         return None
     t = raw.get("t", 0.0)
-    return Unknown(kind=kind, t=float(t) if isinstance(t, (int, float)) else 0.0, raw=raw)
+    return Unknown(kind=kind, t=float(t) if isinstance(t, (int, float)) and abs(t) <= 1e12 else 0.0, raw=raw)
 
 
 def num_out(value: float | int | None) -> Num:

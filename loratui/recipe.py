@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from loratui import bounds
+
 TINY_MODEL = "loratui:tiny"
 """The model path that names the embedded tiny Qwen2 model, built on first use (no download)."""
 WATCHED = "loratui:watched"
@@ -228,10 +230,17 @@ def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | 
                               f"(or name a built-in recipe: {', '.join(builtin_recipes())})") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise RecipeError(f"{path}: cannot read the recipe ({exc})") from None
+    text = text.removeprefix(bounds.BOM)  # an editor's UTF-8 byte order mark: TOML has no room for it, we do
+    try:
+        bounds.check_toml(text)
+    except bounds.Refused as exc:
+        raise RecipeError(f"{path}:{exc.line}: {exc.message}") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RecipeError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
+    except (RecursionError, ValueError) as exc:  # what the bounds above should have caught already
+        raise RecipeError(f"{path}: not a recipe loratui can read ({type(exc).__name__}); fix the file") from None
     try:
         recipe = msgspec.convert(raw, Recipe)
     except msgspec.ValidationError as exc:

@@ -13,22 +13,32 @@ import math
 import re
 from typing import Any
 
+from loratui import bounds
 from loratui.logic.config_keys import MERGED_LISTS, ConfigEditError
 
 
 def load(text: str) -> dict[str, Any]:
-    """The config's top-level object; ConfigEditError for anything else."""
+    """The config's top-level object; ConfigEditError for anything else (a hostile shape too)."""
+    try:
+        bounds.check_text(text)
+    except bounds.Refused as exc:
+        raise ConfigEditError(exc.line, exc.message) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigEditError(exc.lineno, f"not valid JSON ({exc.msg})") from None
+    except (RecursionError, ValueError) as exc:  # what the bounds above should have caught already
+        raise ConfigEditError(0, f"not a JSON config loratui can read ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise ConfigEditError(1, "not a JSON object of `\"key\": value` pairs (a config is one object)")
     return data
 
 
 def apply_changes(text: str, changes: dict[str, Any]) -> str:
-    """`text` with each top-level key set (a MERGED_LISTS key's items added to its list)."""
+    """`text` with each top-level key set (a MERGED_LISTS key's items added to its list); a UTF-8 byte
+    order mark stays first."""
+    if text.startswith(bounds.BOM):
+        return bounds.BOM + apply_changes(text[1:], changes)
     data = load(text)
     for key, value in changes.items():
         if isinstance(value, float) and not math.isfinite(value):

@@ -14,6 +14,8 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import InlineTable
 
+from loratui.bounds import BOM
+
 ADDED_COMMENT = "set by loratui advice"
 ADVICE_ENV = frozenset({"PYTORCH_CUDA_ALLOC_CONF", "NCCL_DEBUG", "CUDA_LAUNCH_BLOCKING"})
 """The environment variables advice may set: the only ones a restart carries from a run's settings."""
@@ -40,7 +42,10 @@ def recipe_changes(change: dict[str, Any]) -> tuple[dict[str, Any], dict[str, st
 
 def apply_changes(text: str, changes: dict[str, Any]) -> str:
     """`text` with each `section.key = value` set: replaced where it is (its comment kept), else added
-    to its section (a table, an inline table or dotted keys alike), or in a new section at the end."""
+    to its section (a table, an inline table or dotted keys alike), or in a new section at the end. A
+    UTF-8 byte order mark stays first (tomlkit refuses one)."""
+    if text.startswith(BOM):
+        return BOM + apply_changes(text[1:], changes)
     try:
         doc = tomlkit.parse(text)
     except TOMLKitError as exc:

@@ -17,6 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from loratui import bounds
 from loratui.logic.config_keys import MERGED_LISTS, ConfigEditError
 
 ADDED_COMMENT = "set by loratui advice"
@@ -27,16 +28,27 @@ _COMPLEX = tuple("|>{&*!%@`")
 
 
 def load(text: str) -> CommentedMap:
-    """The config's top-level mapping, with positions; ConfigEditError for anything else."""
+    """The config's top-level mapping, with positions; ConfigEditError for anything else (a hostile shape
+    too: see config_bounds)."""
+    try:
+        bounds.check_text(text)
+    except bounds.Refused as exc:
+        raise ConfigEditError(exc.line, exc.message) from None
     yaml = YAML(typ="rt")
     try:
         data = yaml.load(text)
+    except (RecursionError, ValueError) as exc:  # what the bounds above should have caught already
+        raise ConfigEditError(0, f"not a YAML config loratui can read ({type(exc).__name__})") from None
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
         raise ConfigEditError(mark.line + 1 if mark is not None else 0, f"not valid YAML ({problem})") from None
     if not isinstance(data, CommentedMap) or data.fa.flow_style():
         raise ConfigEditError(1, "not a block of `key: value` lines (a config is one YAML mapping)")
+    try:
+        bounds.check_expanded(data)
+    except bounds.Refused as exc:
+        raise ConfigEditError(exc.line, exc.message) from None
     return data
 
 
@@ -64,7 +76,10 @@ def scalar(value: Any) -> str:
 
 def apply_changes(text: str, changes: dict[str, Any], header: str = "") -> str:
     """`text` with each top-level `key: value` set (a MERGED_LISTS key's items added to its list), a
-    `# header` line first; ConfigEditError where the text cannot take a change safely."""
+    `# header` line first; ConfigEditError where the text cannot take a change safely. A UTF-8 byte order
+    mark stays the copy's first character (YAML allows one only there)."""
+    if text.startswith(bounds.BOM):
+        return bounds.BOM + apply_changes(text[1:], changes, header)
     data = load(text)
     lines = text.split("\n")
     expected = _plain(data)

@@ -72,6 +72,9 @@ class LiveSource:
         parts = [self._disk_note] if self._disk_checked() else []
         if self._tail.skipped:
             parts.append(f"{self._tail.skipped} unreadable line(s) skipped")
+        if self._tail.malformed:
+            parts.append(f"{self._tail.malformed} malformed event(s) skipped (a known kind with missing or "
+                         "wrong fields)")
         if self._tail.unknown:
             parts.append(f"{self._tail.unknown} event(s) of a newer schema ignored")
         return "; ".join(parts)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from loratui import events, runstatus
+from loratui.bounds import BOM
 from loratui.errors import ApplyError
 from loratui.logic.recipe_edit import ADVICE_ENV, EditError, absolute_data_path, apply_changes, recipe_changes
 from loratui.recipe import BUILTIN_DIR, RecipeError, load_recipe
@@ -46,7 +47,8 @@ def write_fixed_recipe(run: RunDir, advice_id: str, change: dict[str, Any]) -> t
         raise ApplyError("this advice has no recipe change to apply")
     settings = run.read_settings()
     try:
-        text = apply_changes(run.recipe.read_text(encoding="utf-8"), keys)
+        # a byte order mark is dropped: the copy is ours, and our header goes first
+        text = apply_changes(run.recipe.read_text(encoding="utf-8"), keys).removeprefix(BOM)
     except (OSError, UnicodeDecodeError, EditError) as exc:
         raise ApplyError(f"{run.recipe}: cannot apply the change ({exc})") from None
     source = Path(settings.recipe_source)
