@@ -156,12 +156,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "command (e.g. TrainingArguments.max_steps, or your script's own model path)")
     if not watching and args.warn_gb is not None:
         raise UsageError(f"--warn-gb: for a recipe, set [monitor] warn_gb in {args.recipe}")
+    url = launch_checks.notify_url(args)  # refused before the pre-flight's wait
     if not watching:
         args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)
         if not launch_checks.preflight(args):
             return EXIT_NO
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]
-    url = launch_checks.notify_url(args)
     if watching:
         run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url)
     else:
