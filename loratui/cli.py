@@ -156,12 +156,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "command (e.g. TrainingArguments.max_steps, or your script's own model path)")
     if not watching and args.warn_gb is not None:
         raise UsageError(f"--warn-gb: for a recipe, set [monitor] warn_gb in {args.recipe}")
+    url = launch_checks.notify_url(args)  # refused before the pre-flight's wait
     if not watching:
         args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)
         if not launch_checks.preflight(args):
             return EXIT_NO
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]
-    url = launch_checks.notify_url(args)
     if watching:
         run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url)
     else:
@@ -169,7 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         alert_url=url)
     for other, status in busy:
         holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
-        print(f"loratui: note: {other.run_id} is also {status.state}{holds}; on one GPU the two compete for "
+        print(f"loratui: note: {other.run_id} is also {inert(status.state, newlines=False)}{holds}; on one GPU the two compete for "
               "memory", file=sys.stderr)
     return _view(run, headless=args.headless)
 
@@ -189,7 +189,7 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False) -> int:
     if headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         from loratui.tui import headless as hl
 
-        print(f"run {run.run_id} in {run.path}  (loratui attach {run.run_id}; loratui stop {run.run_id})")
+        print(f"run {run.run_id} in {inert(str(run.path))}  (loratui attach {run.run_id}; loratui stop {run.run_id})")
         try:
             state = hl.follow(run)
         except KeyboardInterrupt:
@@ -225,7 +225,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for run in rundir.list_runs(args.runs_dir):
         status = runstatus.read(run)  # the status file and the log's tail: independent of the log's size
-        state = status.state + ("*" if status.alive == "trainer" else "")
+        state = inert(status.state, newlines=False) + ("*" if status.alive == "trainer" else "")
         rows.append({"run": run.run_id, "state": state, "step": status.step, "max_steps": status.max_steps,
                      "loss": events.num_in(status.loss),
                      "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None})

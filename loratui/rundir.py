@@ -36,6 +36,7 @@ import msgspec
 import psutil
 
 from loratui.recipe import Recipe, RecipeError, load_recipe
+from loratui.text import inert
 from loratui.userstate import state_dir
 
 SUSPEND_EXIT = 75
@@ -136,7 +137,8 @@ class RunDir:
 
     @property
     def run_id(self) -> str:
-        return self.path.name
+        """The directory's name, inert: a name is anyone's choice and is shown on terminals."""
+        return inert(self.path.name, newlines=False)
 
     def append_command(self, command: str) -> None:
         """Append one control command to `control.cmds` (whole line, never through a link)."""

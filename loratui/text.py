@@ -5,7 +5,9 @@ terminal escapes: `ESC[2J` clears the screen, OSC 0 retitles the terminal, OSC 8
 stray SGR colour runs on past the line. Everything loratui did not write itself goes through `inert`
 before it is shown. Complete escape sequences are dropped (colours included: a line keeps the pane's
 style); any control character left over is shown as its visible Unicode picture (ESC as ␛, a lone CR as
-␍), so nothing is hidden and nothing acts. Pure: no Textual, no Rich.
+␍), so nothing is hidden and nothing acts. Bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE, the
+isolates U+2066-2069, the marks) reorder what a terminal draws, so `evil\u202etxt.exe` reads as another
+name: they are shown as <U+202E>. Pure: no Textual, no Rich.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ _SEQUENCE = re.compile(
 )
 """Escape sequences. Of an unterminated OSC/DCS only the introducer goes: its text stays visible."""
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-"""C0 controls but tab and newline, DEL, and the C1 controls."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""C0 controls but tab and newline, DEL, the C1 controls, and the bidirectional formatting controls."""
 
 _PICTURES = {0x7F: "␡"}
 
@@ -29,7 +31,9 @@ def _picture(match: re.Match[str]) -> str:
     code = ord(match.group())
     if code < 0x20:
         return chr(0x2400 + code)  # the Control Pictures block: ␛ ␍ ␈ ␇ ...
-    return _PICTURES.get(code, f"<{code:02x}>")
+    if code <= 0x9F:
+        return _PICTURES.get(code, f"<{code:02x}>")
+    return f"<U+{code:04X}>"  # a bidi control: named, so the text around it keeps its order
 
 
 def inert(text: str, newlines: bool = True) -> str:

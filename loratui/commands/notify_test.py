@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         alerts.post(url, fmt, alert)
     except Exception as exc:  # urllib's errors, a refused connection, a bad host: one line, no URL
-        reason = getattr(exc, "reason", None) or getattr(exc, "code", None) or type(exc).__name__
+        reason = alerts.failure_reason(exc)
         print(f"loratui: notify-test: {alerts.where(url)} did not take the alert ({fmt} format): {reason}")
         return EXIT_NO
     print(f"loratui: test alert sent to {alerts.where(url)} ({fmt} format)")

@@ -98,7 +98,12 @@ _SUMMARISED = re.compile(r"^(CUDA_|NCCL_|PYTORCH_|TORCH_|HF_|TRANSFORMERS_|ACCEL
                          r"TOKENIZERS_PARALLELISM$|BNB_|DS_|DEEPSPEED_)")
 
 
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+"""A URL's `user:password@` (HF_ENDPOINT=https://user:token@mirror/, WANDB_BASE_URL, a proxy)."""
+
+
 def env_summary(env: dict[str, str]) -> dict[str, str]:
-    """The variables that shape a training run, secrets' values dropped (`HF_TOKEN: <redacted>`)."""
-    return {key: ("<redacted>" if SECRET.search(key) else value[:300])
+    """The variables that shape a training run, secrets' values dropped (`HF_TOKEN: <redacted>`, and the
+    `user:pass@` of a URL in any value: `https://<redacted>@mirror/`)."""
+    return {key: ("<redacted>" if SECRET.search(key) else _USERINFO.sub(r"\1<redacted>@", value)[:300])
             for key, value in sorted(env.items()) if _SUMMARISED.match(key)}

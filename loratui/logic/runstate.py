@@ -15,6 +15,7 @@ from typing import Any
 from loratui import events
 from loratui.logic import series
 from loratui.logic.series import PeakSeries
+from loratui.text import inert
 from loratui.units import GIB  # noqa: F401  (re-exported for the panes)
 
 
@@ -155,14 +156,15 @@ class RunState:
 
 
 def _header(s: RunState, e: events.Header) -> None:
-    s.run_id, s.name, s.started, s.warn_gb = e.run_id, e.name, e.t, e.warn_gb
+    # Names and states come from a file anyone may have written: inert here, so no view can show them raw.
+    s.run_id, s.name, s.started, s.warn_gb = inert(e.run_id, False), inert(e.name, False), e.t, e.warn_gb
     s.command = list(e.command)
     if e.controls:
         s.controls = frozenset(e.controls)
 
 
 def _state(s: RunState, e: events.State) -> None:
-    s.state, s.state_reason = e.state, e.reason
+    s.state, s.state_reason = inert(e.state, False), inert(e.reason, False)
 
 
 def _train_begin(s: RunState, e: events.TrainBegin) -> None:
@@ -246,7 +248,7 @@ def _checkpoint(s: RunState, e: events.Checkpoint) -> None:
 
 
 def _end(s: RunState, e: events.End) -> None:
-    s.end, s.state = e, e.state
+    s.end, s.state = e, inert(e.state, False)
 
 
 def _estimate(s: RunState, e: events.Estimate) -> None:

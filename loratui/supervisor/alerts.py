@@ -11,19 +11,28 @@ The URL is a secret, and a fact of the run: `loratui run` stores it (`--notify U
 of the run uses it again: one re-adopting a suspended run (`loratui resume`, which may pass a new `--notify`)
 and the run a restart with applied advice starts. It is never written to the event log, run.json,
 status.json or the screen, nor given to the trainer; messages name the host at most.
+
+An alert URL is also a way out of the box: a URL with a CR/LF would smuggle headers, and one to a link-local
+or cloud metadata address (169.254.169.254, metadata.google.internal...) would make the supervisor talk to
+the instance's credentials service. Such URLs are refused when given (`check_url`), and every connection is
+checked again on the address it really reaches (a name that resolves there, a decimal IPv4), so a refused
+address is never sent a byte. The sending thread outlives any failure, and its errors never hold the URL.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import queue
+import socket
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from http.client import HTTPConnection, HTTPSConnection
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +59,61 @@ class Alert:
     urgent: bool = False
 
 
+BLOCKED_NAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata", "instance-data",
+                           "instance-data.ec2.internal"})
+"""Cloud metadata services by name (GCP, AWS)."""
+BLOCKED_NETS = tuple(ipaddress.ip_network(net) for net in (
+    "169.254.0.0/16",  # IPv4 link-local: AWS, GCP, Azure, OpenStack metadata at 169.254.169.254
+    "fe80::/10",  # IPv6 link-local
+    "100.100.100.200/32",  # Alibaba Cloud metadata
+    "fd00:ec2::254/128",  # AWS metadata over IPv6
+))
+
+
+def blocked_address(address: str) -> bool:
+    """Whether an IP address (a literal, IPv4-mapped IPv6 too) is link-local or a cloud metadata service."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])  # fe80::1%eth0: the zone is no part of it
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return any((mapped or ip) in net for net in BLOCKED_NETS if net.version == (mapped or ip).version)
+
+
+def blocked_host(host: str) -> bool:
+    """Whether a URL's host names a link-local or metadata address without resolving it (a name, an IP in
+    any form the resolver takes: 169.254.169.254, 2852039166, 0xa9fea9fe)."""
+    host = host.lower().rstrip(".")
+    if host in BLOCKED_NAMES or blocked_address(host):
+        return True
+    try:
+        return blocked_address(socket.inet_ntoa(socket.inet_aton(host)))
+    except OSError:
+        return False
+
+
+def url_problem(url: str) -> str:
+    """Why `url` cannot be an alert target ('' when it can), in words that do not repeat it (a secret)."""
+    if any(ord(ch) <= 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in url):
+        return ("the URL holds a space or a control character (a CR/LF pasted with it?); give it on one line, "
+                "percent-encoded")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host, _ = parts.hostname, parts.port
+    except ValueError:  # `http://[::1`, a port that is no number (urllib's words would quote the URL)
+        return "the URL is malformed; check the brackets around an IPv6 address and the port"
+    if not host and parts.scheme in ("http", "https"):
+        return "the URL names no host"
+    if host and blocked_host(host):
+        return (f"{host} is a link-local or cloud metadata address, never an alert endpoint; give your ntfy, "
+                "Slack, Discord or webhook URL")
+    return ""
+
+
 def detect_format(url: str) -> str:
     """'slack', 'discord', 'ntfy' or 'json', from the URL's host and path; 'apprise' for any other scheme."""
+    if url_problem(url):
+        return "json"  # never sent: `post` refuses it; this only names a format
     if apprise_channel.is_apprise_url(url):
         return "apprise"
     parts = urllib.parse.urlsplit(url)
@@ -88,20 +150,99 @@ def _ascii(text: str) -> str:
 
 def where(url: str) -> str:
     """The URL's host, to name the endpoint in an error without giving the secret away."""
+    if url_problem(url):
+        return "the endpoint"
     if apprise_channel.is_apprise_url(url):  # its "host" may be a bot token
         return apprise_channel.service(url)
     return urllib.parse.urlsplit(url).hostname or "the endpoint"
 
 
+class RefusedAddress(OSError):
+    """The endpoint resolved to a link-local or cloud metadata address: nothing was sent."""
+
+
+class RefusedURL(ValueError):
+    """A URL `url_problem` refuses (its message never repeats the URL): nothing was sent."""
+
+
+def _guarded_connection(address: tuple[str, int], timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,  # type: ignore[attr-defined]
+                        source_address: Any = None) -> socket.socket:
+    """socket.create_connection, to the first address of the name that is not refused: each is checked
+    as resolved and connected to as is, so a name that changes its answer meanwhile gains nothing."""
+    host, port = address
+    found = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    allowed = [info for info in found if not blocked_address(str(info[4][0]))]
+    if not allowed:
+        raise RefusedAddress(f"{host} resolves to a link-local or cloud metadata address; not sent")
+    error: OSError | None = None
+    for family, kind, proto, _, where_to in allowed:
+        sock = socket.socket(family, kind, proto)
+        try:
+            if timeout is not socket._GLOBAL_DEFAULT_TIMEOUT:  # type: ignore[attr-defined]
+                sock.settimeout(timeout)
+            if source_address:
+                sock.bind(source_address)
+            sock.connect(where_to)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error or OSError(f"cannot connect to {host}")
+
+
+class _GuardedHTTP(HTTPConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _guarded_connection
+
+
+class _GuardedHTTPS(HTTPSConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _guarded_connection
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_GuardedHTTP, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_GuardedHTTPS, req, context=self._context)  # type: ignore[attr-defined]
+
+
+_opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+"""urllib with every connection checked (redirects and proxies included: each is a new connection)."""
+
+
 def post(url: str, fmt: str, alert: Alert, timeout: float = 10.0) -> None:
-    """Send one alert now (raises OSError / urllib errors on failure)."""
+    """Send one alert now (raises OSError / urllib errors on failure, ValueError for a refused URL)."""
+    problem = url_problem(url)
+    if problem:
+        raise RefusedURL(problem)
     if fmt == "apprise" or apprise_channel.is_apprise_url(url):
         apprise_channel.send(url, alert.title, alert.message, alert.urgent)
         return
     body, headers = payload(fmt, alert)
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the user's URL)
+    with _opener.open(request, timeout=timeout) as response:
         response.read(1024)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a send failed, without the URL: an HTTP status, a socket error, our own refusal, else the
+    exception's type (http.client's messages quote the URL, and so does urllib's `ValueError`)."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code}"
+    if isinstance(exc, urllib.error.URLError):
+        reason = exc.reason
+        return failure_reason(reason) if isinstance(reason, BaseException) else type(exc).__name__
+    if isinstance(exc, (RefusedAddress, RefusedURL)):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return type(exc).__name__
 
 
 class Notifier:
@@ -147,23 +288,43 @@ class Notifier:
             alert = self._queue.get()
             if alert is None:
                 return
-            self._deliver(alert)
+            try:
+                self._deliver(alert)
+            except Exception as exc:  # noqa: BLE001 (the thread must live on for the next alert)
+                self.failed += 1
+                self._report(f"alert to {where(self.url)} failed: {type(exc).__name__}")
 
     def _deliver(self, alert: Alert) -> None:
         delay = self.backoff_s
-        for attempt in range(self.retries + 1):
+        problem = url_problem(self.url)
+        for attempt in range(1 if problem else self.retries + 1):  # a refused URL is not retried
             try:
                 post(self.url, self.fmt, alert, self.timeout_s)
                 self.sent += 1
                 return
-            except (OSError, ValueError, urllib.error.URLError) as exc:
-                reason = getattr(exc, "reason", None) or getattr(exc, "code", None) or type(exc).__name__
-                error = f"alert to {where(self.url)} failed (attempt {attempt + 1}): {reason}"
-            if attempt < self.retries and self._closing.wait(delay):
+            except Exception as exc:  # noqa: BLE001 (http.client raises its own types, quoting the URL)
+                error = f"alert to {where(self.url)} failed (attempt {attempt + 1}): {failure_reason(exc)}"
+            if attempt < self.retries and not problem and self._closing.wait(delay):
                 break
             delay *= 2
         self.failed += 1
-        self.on_error(error)
+        self._report(error)
+
+    def _report(self, error: str) -> None:
+        try:
+            self.on_error(error)
+        except Exception:  # noqa: BLE001 (a log that cannot be written must not end the alerts)
+            pass
+
+
+def env_url_checked(alerts: Any, environ: dict[str, str] | None = None) -> str:
+    """`url_from_env`, refused in one message naming the variable when it is unusable (before a run starts)."""
+    environ = os.environ if environ is None else environ
+    url = url_from_env(alerts, environ)
+    if url:
+        name = NOTIFY_ENV if environ.get(NOTIFY_ENV) else f"{alerts.url_env} ([alerts] url_env)"
+        check_url(url, f"${name}")
+    return url
 
 
 def url_from_env(alerts: Any, environ: dict[str, str] | None = None) -> str:
@@ -184,6 +345,9 @@ def is_http(url: str) -> bool:
 
 def check_url(url: str, flag: str = "--notify") -> str:
     """`url` if it is an http(s) or Apprise URL; else one message that does not repeat it (a secret)."""
+    problem = url_problem(url)
+    if problem:
+        raise UsageError(f"{flag}: {problem}")
     if apprise_channel.is_apprise_url(url):
         apprise_channel.check(url, flag)
         return url
@@ -202,18 +366,38 @@ def save_target(run: RunDir, url: str) -> None:
     write_private(run.alerts, msgspec.json.encode(Target(url)))
 
 
-def saved_target(run: RunDir) -> str:
-    """Where the run's alerts go, as stored with it; '' when it has none (or the file is unusable)."""
+def _stored_target(run: RunDir) -> str:
     try:
-        url = msgspec.json.decode(run.alerts.read_bytes(), type=Target).url
+        return msgspec.json.decode(run.alerts.read_bytes(), type=Target).url
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return ""
-    return url if is_http(url) or apprise_channel.is_apprise_url(url) else ""
+
+
+def target_problem(url: str) -> str:
+    """Why `url` is no usable target ('' when it is), without repeating it."""
+    problem = url_problem(url)
+    if not problem and not (is_http(url) or apprise_channel.is_apprise_url(url)):
+        problem = "the URL is neither http(s) nor an Apprise URL"
+    return problem
+
+
+def saved_target(run: RunDir) -> str:
+    """Where the run's alerts go, as stored with it; '' when it has none (or the file or URL is unusable)."""
+    url = _stored_target(run)
+    return "" if target_problem(url) else url
+
+
+def target_for_run(run: RunDir, alerts: Any, environ: dict[str, str] | None = None) -> tuple[str, str]:
+    """(url, '') for the run's stored target, else the environment's (a run from before targets were
+    stored); ('', why) when that URL is unusable (stored by an older loratui, by hand, an odd variable)."""
+    url = _stored_target(run) or url_from_env(alerts, environ)
+    problem = target_problem(url) if url else ""
+    return ("", problem) if problem else (url, "")
 
 
 def url_for_run(run: RunDir, alerts: Any, environ: dict[str, str] | None = None) -> str:
-    """The run's stored target, else the environment's (a run from before targets were stored)."""
-    return saved_target(run) or url_from_env(alerts, environ)
+    """The run's usable target ('' when none): see `target_for_run`."""
+    return target_for_run(run, alerts, environ)[0]
 
 
 def describe(url: str, fmt: str = "auto") -> str:

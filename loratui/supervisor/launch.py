@@ -135,6 +135,7 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
     if max_steps is not None and max_steps < 1:
         raise RecipeError(f"--max-steps {max_steps}: must be at least 1")
     recipe = load_recipe(recipe_path, model_path=model_path, max_steps=max_steps)
+    alert_url = alert_url or alerts.env_url_checked(recipe.alerts)  # before anything is made
     check_paths(recipe, recipe_path, model_path)
     name = name or recipe_path.stem
     settings = rundir.RunSettings(
@@ -143,7 +144,7 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
         model_path=str(Path(model_path).expanduser().resolve()) if model_path and _looks_local(model_path)
         else model_path, max_steps=max_steps, resume_from=resume_from, env=env or {})
     run = rundir.create(runs_dir, settings, recipe_path.read_text(encoding="utf-8"))
-    alerts.save_target(run, alert_url or alerts.url_from_env(recipe.alerts))
+    alerts.save_target(run, alert_url)
     spawn_supervisor(run)
     return run
 
@@ -202,6 +203,7 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                          "(nor an executable file); check the spelling, or activate the environment it is in")
     if warn_gb is not None and not 0 < warn_gb < 4096:
         raise UsageError(f"--warn-gb {warn_gb}: give the VRAM warning line in GiB, e.g. --warn-gb 30")
+    alert_url = alert_url or alerts.env_url_checked(AlertsSection())
     where = (cwd or Path.cwd()).resolve()
     name = name or run_name(command)
     # The run directory's recipe.toml holds only [monitor] until the hooked Trainer writes its live settings.
@@ -214,6 +216,6 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                                   recipe_dir=str(where), command=list(command), cwd=str(where),
                                   resume_from=resume_from, env=env or {})
     run = rundir.create(runs_dir, settings, placeholder)
-    alerts.save_target(run, alert_url or alerts.url_from_env(AlertsSection()))
+    alerts.save_target(run, alert_url)
     spawn_supervisor(run)
     return run

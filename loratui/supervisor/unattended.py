@@ -32,7 +32,8 @@ class Unattended:
     def __init__(self, sup: Any) -> None:
         self.sup = sup
         recipe = sup.recipe
-        self.notifier = self._notifier(alerts.url_for_run(sup.run, recipe.alerts))
+        url, self.alerts_problem = alerts.target_for_run(sup.run, recipe.alerts)
+        self.notifier = self._notifier(url)
         self.watch = RunWatch(sup.run.run_id, recipe, sup.log.write, self.notifier, on_hang=self._on_hang,
                               on_bad_loss=self._on_bad_loss)
         self.guard = Guard(sup.run, recipe.guard, sup.log.write)
@@ -48,7 +49,11 @@ class Unattended:
                                on_error=self._alert_failed) if url else None
 
     def announce(self) -> None:
-        """Say in the log where alerts go (the host only: the URL is a secret)."""
+        """Say in the log where alerts go (the host only: the URL is a secret), or why they go nowhere."""
+        if self.alerts_problem:
+            self.sup.log.write(events.Notice(
+                t=time.time(), level="warning", key="alerts",
+                message=f"alerts are off: the run's alert URL is not usable ({self.alerts_problem})"))
         if self.notifier is not None:
             self.sup.log.write(events.Notice(
                 t=time.time(), level="info", key="alerts",

@@ -108,7 +108,7 @@ def print_end(state: RunState, out: TextIO) -> None:
     end = state.end
     if end is None:
         return
-    print(f"run {state.run_id}: {end.state} at step {state.step}"
+    print(f"run {state.run_id}: {state.state} at step {state.step}"
           + (f" (exit code {end.exit_code})" if end.exit_code not in (0, None) else ""), file=out)
     if end.state == events.FAILED and end.error:
         print("last lines of the trainer's stderr:", file=out)
