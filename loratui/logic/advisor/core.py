@@ -48,7 +48,7 @@ from loratui.logic.advisor.watches import (
     VramWatch,
 )
 from loratui.logic.tracebacks import TraceScanner
-from loratui.recipe import WATCHED, Recipe
+from loratui.recipe import WATCHED, Recipe, RecipeError, load_recipe
 
 __all__ = ["ERROR", "IDS", "INFO", "WARNING", "Advice", "Advisor", "Finding", "warn_line_bytes"]
 
@@ -129,6 +129,16 @@ class Advisor:
             # The run directory holds only [monitor] until the watched Trainer recorded its live settings:
             # moves computed from the recipe defaults would be made up, so advise without a recipe.
             self.recipe = self.loss.recipe = None
+        self._items = None
+
+    def _on_settings(self, e: events.Settings) -> None:
+        """A watched Trainer's live settings: from here on every surface prices moves from the same recipe
+        (the run directory's recipe.toml is the same text, read by `doctor` before the log)."""
+        try:
+            recipe = load_recipe("recipe.toml", e.recipe, require_model=False)
+        except RecipeError:
+            return  # the hook checked it with the same loader; a corrupt event leaves the advice as it was
+        self.recipe = self.loss.recipe = recipe
         self._items = None
 
     def _on_state(self, e: events.State) -> None:
@@ -320,7 +330,7 @@ _HANDLERS: dict[type, str] = {
     events.Header: "_on_header", events.State: "_on_state", events.TrainBegin: "_on_trainbegin", events.Phase: "_on_phase",
     events.Step: "_on_step", events.Log: "_on_log", events.GpuInfo: "_on_gpuinfo",
     events.Estimate: "_on_estimate", events.Sample: "_on_sample", events.Output: "_on_output",
-    events.Notice: "_on_notice",
+    events.Notice: "_on_notice", events.Settings: "_on_settings",
     events.End: "_on_end",
 }
 
