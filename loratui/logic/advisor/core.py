@@ -79,6 +79,7 @@ class Advisor:
         self.loss_lines: deque[str] = deque(maxlen=16)  # recent lines that mention a loss, to quote
         self.spoken: tuple[str, str, list[str]] | None = None  # a watched command's (dialect, config, line)
         self._items: list[Advice] | None = None
+        self._stream = ""  # the output stream of the last Output event
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -241,6 +242,9 @@ class Advisor:
         return (self.oom_batch_len, typical) if self.oom_batch_len >= 1.5 * typical else None
 
     def _on_output(self, e: events.Output) -> None:
+        if e.stream != getattr(self, "_stream", ""):  # getattr: an advisor pickled in an older events.idx
+            self.trace.end_message()  # stdout's buffered dicts after stderr's traceback are not its message
+            self._stream = e.stream
         for line in e.lines:
             self._line(line)
 
@@ -249,6 +253,7 @@ class Advisor:
         if e.state == events.FAILED:
             self.end = e
             if e.error:
+                self.trace.end_message()  # the stderr tail read again: its first line does not go on the last
                 for line in e.error.splitlines()[-40:]:
                     self._line(line)
         self._items = None
