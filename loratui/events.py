@@ -200,6 +200,14 @@ class Estimate(Event, frozen=True, tag="estimate"):
     """What a watched trainer was seen to do unlike a recipe run (logic/estimate.RUNTIME_KEYS), for pricing moves."""
 
 
+class Settings(Event, frozen=True, tag="settings"):
+    """A watched Trainer's live settings at train begin, as the recipe TOML it amounts to (the run's
+    recipe.toml). In the log so every fold (the supervisor's alerts, the live panel, headless, doctor,
+    replay) advises from the same recipe from the same point on."""
+
+    recipe: str
+
+
 class Checkpoint(Event, frozen=True, tag="checkpoint"):
     """A checkpoint was written."""
 
@@ -234,7 +242,7 @@ class Unknown(msgspec.Struct, frozen=True, kw_only=True):
 
 AnyEvent = Union[
     Header, State, TrainBegin, Step, Log, Phase, GpuInfo, Sample, SamplerStats, Output, Control,
-    Notice, Estimate, Checkpoint, Stacks, End,
+    Notice, Estimate, Checkpoint, Stacks, End, Settings,
 ]
 
 _encoder = msgspec.json.Encoder()

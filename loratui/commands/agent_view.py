@@ -98,10 +98,12 @@ def _item(item: Any) -> dict[str, Any]:
 
 def summary(run: rundir.RunDir) -> dict[str, Any]:
     """What `loratui replay RUN --summary` prints."""
+    from loratui.logic.advisor.render import first_advice
     from loratui.logic.summary import summarize
 
     state, advisor = _fold(run)
-    return summarize(state, "", [item.id for item in advisor.items()])
+    items = advisor.items()
+    return summarize(state, "", [item.id for item in items], first_advice(items))
 
 
 def output_tail(run: rundir.RunDir, lines: int = 50) -> list[str]:

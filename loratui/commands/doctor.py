@@ -170,6 +170,7 @@ def _run_recipe(run_path: Path) -> Any:
 
 def render(items: list[Any], source: Path | str, note: str) -> str:
     """The advice as plain text, most important first; quoted input is made inert for the terminal."""
+    from loratui.logic.advisor.render import change_line
     from loratui.text import inert
 
     if not items:
@@ -179,7 +180,7 @@ def render(items: list[Any], source: Path | str, note: str) -> str:
         lines.append(f"\n{item.severity.upper():<8}{item.id}  (step {item.step})\n  {inert(item.title)}")
         lines += [f"    - {inert(line)}" for line in item.evidence]
         if item.change:
-            lines.append("  change: " + ", ".join(f"{key} = {_toml(value)}" for key, value in item.change.items()))
+            lines.append("  change: " + change_line(item.change))
     return "\n".join(lines)
 
 

@@ -171,11 +171,13 @@ def _still_written(target: str, runs_dir: Path) -> bool:
 
 
 def _summary(opened: _Opened) -> dict[str, Any]:
+    from loratui.logic.advisor.render import first_advice
     from loratui.logic.summary import summarize
 
     log = opened.complete()
     state, advisor = log.fold_at(log.n_events)
-    return summarize(state, opened.notes_text(), [item.id for item in advisor.items()])
+    items = advisor.items()
+    return summarize(state, opened.notes_text(), [item.id for item in items], first_advice(items))
 
 
 def _print_summary(opened: _Opened, compare: str | None, runs_dir: Path) -> int:

@@ -48,6 +48,7 @@ def write_report(run: Any, out: Path) -> Path:
     from loratui.logic.advisor import Advisor
     from loratui.logic.runstate import RunState
     from loratui.logic.story import Story
+    from loratui.logic.advisor.render import first_advice
     from loratui.logic.summary import summarize
 
     contents = read_log(run.events)
@@ -55,7 +56,7 @@ def write_report(run: Any, out: Path) -> Path:
     state = RunState().feed_all(found)
     story = Story().feed_all(found)
     items = Advisor(run.load_recipe()[0]).feed_all(found).items()
-    facts = summarize(state, contents.notes(), [item.id for item in items])
+    facts = summarize(state, contents.notes(), [item.id for item in items], first_advice(items))
     rates = [(e.step, e.tokens / e.step_time) for e in found
              if type(e).__name__ == "Step" and e.rank == 0 and e.step_time > 0 and e.tokens]
     charts = {"loss.png": _loss_chart(state, out / "loss.png"), "vram.png": _vram_chart(state, out / "vram.png"),

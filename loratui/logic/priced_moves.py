@@ -31,6 +31,9 @@ _SHAPE_KEYS = ("model_type", "hidden_size", "n_embd", "d_model", "num_hidden_lay
                "num_key_value_heads", "head_dim", "tie_word_embeddings", "attention_bias")
 """The config.json keys the estimate reads (what the trainer records beside its estimate)."""
 
+MIN_SAVING = 0.01
+"""A move is offered only when it is predicted to save at least this share of the peak: "use_liger_kernel:
+predicted peak 1.90 GiB (now 1.90)" saves nothing (a tiny model's logits), and an offer must help."""
 TRUNCATION_COST = 1.0
 """Cutting max_length changes what is trained, not only how fast: it ranks after every speed cost."""
 
@@ -93,8 +96,9 @@ def price_moves(recipe: Any, config: dict[str, Any], line_gib: float, seq: int =
         for group in itertools.combinations(dimensions, size):
             for options in itertools.product(*group):
                 found.append(_price(dims, base, options, now, line_gib))
-        if any(m.fits for m in found):
+        if any(m.fits and now - m.peak_gib >= MIN_SAVING * now for m in found):
             break
+    found = [m for m in found if now - m.peak_gib >= MIN_SAVING * now]
     found.sort(key=lambda m: (not m.fits, m.cost if m.fits else m.peak_gib, m.peak_gib))
     return _unique(found)
 

@@ -11,8 +11,10 @@ from loratui.logic.runstate import RunState
 from loratui.units import GIB
 
 
-def summarize(state: RunState, contents_notes: str, diagnoses: Sequence[str] = ()) -> dict[str, Any]:
-    """The run's headline facts as JSON-safe values (non-finite losses as "NaN"/"Infinity" strings)."""
+def summarize(state: RunState, contents_notes: str, diagnoses: Sequence[str] = (),
+              advice: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run's headline facts as JSON-safe values (non-finite losses as "NaN"/"Infinity" strings);
+    `advice`: the advisor's first item (`advisor.render.first_advice`), the line every surface shows first."""
     finite = [(step, loss) for step, loss in state.loss if math.isfinite(loss)]
     best = min(finite, key=lambda point: point[1]) if finite else None
     return {
@@ -33,6 +35,7 @@ def summarize(state: RunState, contents_notes: str, diagnoses: Sequence[str] = (
         "end_error": state.end.error if state.end else "",
         "skipped": contents_notes,
         "diagnoses": list(diagnoses),
+        "advice": advice,
     }
 
 

@@ -23,6 +23,13 @@ _OLD_IPY_FRAME = re.compile(r"^\s*\[?(?P<path>[^\s\[\]()]{1,500}?\.py)(?:\]\([^)
 _EXCEPTION = re.compile(
     r"(?<![\w.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
 _MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
+_NOT_MESSAGE = re.compile(
+    r"^\s*\{['\"]|"  # a printed dict or JSON record ({'loss': ...})
+    r"\d{1,3}%\|.*\|\s*\d+/\d+|"  # a progress bar (tqdm)
+    r"\b[A-Z]\w*Warning\b|\bwarnings\.warn\(|"  # a Python warning and the source line under it
+    r"^\s*(?:\d{4}-\d\d-\d\d[ T]\d|\d\d/\d\d/\d{4} \d|(?:INFO|WARNING|DEBUG|ERROR|CRITICAL)\b[:| -])")  # a log record
+"""Output that never continues an exception's message: a tqdm bar, a printed log dict, a warning, a
+logging line (they follow a traceback when stdout's buffer is flushed after stderr's, or as other ranks print)."""
 _CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
@@ -157,6 +164,11 @@ class TraceScanner:
         if found and (self.frames or found.group("msg") is not None):
             self._raised(found.group("type"), (found.group("msg") or "").strip(), raw.strip())
 
+    def end_message(self) -> None:
+        """What comes next does not continue the last exception's message (another stream's lines, or the
+        run's recorded stderr tail read again at its end)."""
+        self._continuing = 0
+
     @property
     def phase(self) -> str:
         """The phase of the current traceback's frames so far."""
@@ -194,7 +206,7 @@ class TraceScanner:
         """Lines after an exception that carry on its message (until a blank, frame or new traceback)."""
         self._continuing -= 1
         if not text.strip() or _HEADER.search(text) or _FRAME.search(text) or _CHAINED.search(text) \
-                or _EXCEPTION.search(text) or text.startswith(("[", "```", "frame #")):
+                or _EXCEPTION.search(text) or text.startswith(("[", "```", "frame #")) or _NOT_MESSAGE.search(text):
             self._continuing = 0
             return False
         last = self.last

@@ -15,6 +15,7 @@ from typing import Any
 from loratui import events
 from loratui.logic import guard_verdict
 from loratui.logic.advisor import Advisor
+from loratui.logic.advisor.render import change_line, headline
 from loratui.logic.hang import HangWatch, describe
 from loratui.recipe import Recipe
 from loratui.supervisor.alerts import Alert, Notifier
@@ -132,9 +133,9 @@ class RunWatch:
         if e.state == events.FINISHED:
             self.alert("finished", "finished", self._summary(step, e.t))
         elif e.state == events.FAILED:
-            items = self.advisor.items()
-            diagnosis = items[0].title if items else (e.error.strip().splitlines() or ["no diagnosis"])[-1]
-            change = ", ".join(f"{k} = {v!r}" for k, v in items[0].change.items()) if items else ""
+            items = self.advisor.items()  # the first advice, as doctor, the panel and headless say it
+            diagnosis = headline(items) or (e.error.strip().splitlines() or ["no diagnosis"])[-1]
+            change = change_line(items[0].change) if items else ""
             self.alert("failed", "failed", diagnosis + (f"\nchange: {change}" if change else ""), urgent=True)
 
     def _summary(self, step: int, end_t: float) -> str:

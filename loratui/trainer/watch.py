@@ -118,6 +118,7 @@ class LoratuiCallback(TrainerCallback):
             self.log.write(events.Notice(t=time.time(), level="info", message=message))
             return seq_len
         replace_file(run.recipe, text.encode("utf-8"))
+        self.log.write(events.Settings(t=time.time(), recipe=text))  # every fold advises from it
         try:
             runtime, unknown = read_runtime(self.trainer() if self.trainer else None, model)
         except Exception as exc:  # noqa: BLE001 - reading a foreign trainer must never stop its training

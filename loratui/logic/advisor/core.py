@@ -48,7 +48,7 @@ from loratui.logic.advisor.watches import (
     VramWatch,
 )
 from loratui.logic.tracebacks import TraceScanner
-from loratui.recipe import WATCHED, Recipe
+from loratui.recipe import WATCHED, Recipe, RecipeError, load_recipe
 
 __all__ = ["ERROR", "IDS", "INFO", "WARNING", "Advice", "Advisor", "Finding", "warn_line_bytes"]
 
@@ -79,6 +79,7 @@ class Advisor:
         self.loss_lines: deque[str] = deque(maxlen=16)  # recent lines that mention a loss, to quote
         self.spoken: tuple[str, str, list[str]] | None = None  # a watched command's (dialect, config, line)
         self._items: list[Advice] | None = None
+        self._stream = ""  # the output stream of the last Output event
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -129,6 +130,16 @@ class Advisor:
             # The run directory holds only [monitor] until the watched Trainer recorded its live settings:
             # moves computed from the recipe defaults would be made up, so advise without a recipe.
             self.recipe = self.loss.recipe = None
+        self._items = None
+
+    def _on_settings(self, e: events.Settings) -> None:
+        """A watched Trainer's live settings: from here on every surface prices moves from the same recipe
+        (the run directory's recipe.toml is the same text, read by `doctor` before the log)."""
+        try:
+            recipe = load_recipe("recipe.toml", e.recipe, require_model=False)
+        except RecipeError:
+            return  # the hook checked it with the same loader; a corrupt event leaves the advice as it was
+        self.recipe = self.loss.recipe = recipe
         self._items = None
 
     def _on_state(self, e: events.State) -> None:
@@ -231,6 +242,9 @@ class Advisor:
         return (self.oom_batch_len, typical) if self.oom_batch_len >= 1.5 * typical else None
 
     def _on_output(self, e: events.Output) -> None:
+        if e.stream != getattr(self, "_stream", ""):  # getattr: an advisor pickled in an older events.idx
+            self.trace.end_message()  # stdout's buffered dicts after stderr's traceback are not its message
+            self._stream = e.stream
         for line in e.lines:
             self._line(line)
 
@@ -239,6 +253,7 @@ class Advisor:
         if e.state == events.FAILED:
             self.end = e
             if e.error:
+                self.trace.end_message()  # the stderr tail read again: its first line does not go on the last
                 for line in e.error.splitlines()[-40:]:
                     self._line(line)
         self._items = None
@@ -320,7 +335,7 @@ _HANDLERS: dict[type, str] = {
     events.Header: "_on_header", events.State: "_on_state", events.TrainBegin: "_on_trainbegin", events.Phase: "_on_phase",
     events.Step: "_on_step", events.Log: "_on_log", events.GpuInfo: "_on_gpuinfo",
     events.Estimate: "_on_estimate", events.Sample: "_on_sample", events.Output: "_on_output",
-    events.Notice: "_on_notice",
+    events.Notice: "_on_notice", events.Settings: "_on_settings",
     events.End: "_on_end",
 }
 

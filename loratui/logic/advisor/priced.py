@@ -24,7 +24,7 @@ def memory_moves(adv: Any) -> list[PricedMove]:
     if adv.recipe is None or estimate is None or not estimate.config:
         return []
     line = run_line(adv) / GIB
-    key = (id(estimate), line)
+    key = (id(estimate), id(adv.recipe), line)  # a watched run's Settings replace the recipe
     cached = getattr(adv, "_priced_cache", None)
     if cached is None or cached[0] != key:
         cached = (key, price_moves(adv.recipe, estimate.config, line, seq=estimate.seq, runtime=estimate.runtime))
@@ -35,4 +35,9 @@ def memory_moves(adv: Any) -> list[PricedMove]:
 def memory_proposal(adv: Any) -> PricedMove | None:
     """The move to propose: the cheapest in speed that is predicted to fit, or None (then the recipe-only
     rules of advisor.moves speak)."""
-    return first_fitting(memory_moves(adv))
+    moves = memory_moves(adv)
+    if moves and moves[0].now_gib <= run_line(adv) / GIB:
+        # The estimate already fits under the line, yet the run ran out (or over): it does not describe this
+        # run, and a move priced with it would be a guess. The recipe's own rules speak instead.
+        return None
+    return first_fitting(moves)

@@ -124,11 +124,14 @@ _KEY_ALIASES = {
     "loss": "loss", "train loss": "loss", "training loss": "loss", "lr": "learning_rate",
     "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm",
 }
-_SEP_NUM = rf"\s*(?:[:=]|\s=)\s*({_NUMBER})(?![\w.]|\s*[*/+])"
+# `loss: X`, `loss=X`, `loss = X`, and a bare space: `step 5 loss 22.4671` (the number after the key is the
+# key's; read before `_BEFORE`, which would take the step `5` for the loss).
+_SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*|\s+)({_NUMBER})(?![\w.]|\s*[*/+])"
 _PAIRS = re.compile(
     r"(?<![\w/])(train(?:ing)?[ _]loss|loss|lr|learning[ _]rate|grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
 _BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
 _STEP = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\b(?!\s*/)", re.I)
+_STEP_SLASH = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\s*/\s*\d{1,9}\b", re.I)  # Step 5/100
 _BRACKET = re.compile(r"\[\s*(\d{1,9})\s*/\s*(\d{1,9})\s*\]")
 _LEADING = re.compile(r"^\s{0,8}(\d{1,9})\s+\S")
 
@@ -162,8 +165,8 @@ def _line_step(fragment: str) -> int | None:
     found = _STEP.search(fragment)
     if found:
         return int(found.group(1))
-    bracket = _BRACKET.search(fragment)
-    if bracket:
-        return int(bracket.group(1))
+    found = _STEP_SLASH.search(fragment) or _BRACKET.search(fragment)
+    if found:
+        return int(found.group(1))
     leading = _LEADING.match(fragment)
     return int(leading.group(1)) if leading else None

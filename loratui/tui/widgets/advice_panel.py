@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from loratui.logic.recipe_edit import toml_value
+from loratui.logic.advisor.render import change_lines
 from loratui.text import inert
 
 SEVERITY_MARKS = {"error": ("✖", "bold red"), "warning": ("▲", "bold yellow"), "info": ("●", "cyan")}
@@ -17,13 +17,7 @@ SEVERITY_MARKS = {"error": ("✖", "bold red"), "warning": ("▲", "bold yellow"
 
 def change_text(change: dict[str, Any]) -> str:
     """A change as the user would type it: `key = value` lines."""
-    lines = []
-    for key, value in change.items():
-        if key.startswith("env."):
-            lines.append(f"{key[4:]}={value}")
-        else:
-            lines.append(f"{key} = {toml_value(value)}")
-    return "\n".join(lines)
+    return "\n".join(change_lines(change))  # the advisor's one rendering (logic/advisor/render.py)
 
 
 class AdvicePanel(OptionList):

@@ -24,6 +24,8 @@ parser.add_argument("--out", required=True)
 parser.add_argument("--max-steps", type=int, default=30)
 parser.add_argument("--fail-at", type=int, default=0, help="raise a CUDA OOM at this step (a failing run)")
 parser.add_argument("--ddp-backend", default=None)
+parser.add_argument("--nan-at", type=int, default=0, help="make a LoRA weight NaN after this step (a NaN run)")
+parser.add_argument("--max-grad-norm", type=float, default=0.3, help="0: no clipping, so no grad_norm logged")
 parser.add_argument("--lora-dropout", type=float, default=0.05)
 args = parser.parse_args()
 
@@ -54,14 +56,24 @@ class FailAt(TrainerCallback):
                 "but unallocated.")
 
 
+
+class NanAt(TrainerCallback):
+    """Every later loss is NaN, as after a diverged update; the gradients go NaN with it."""
+
+    def on_step_end(self, args_, state, control, model=None, **kwargs):
+        if args.nan_at and state.global_step == args.nan_at:
+            with torch.no_grad():
+                next(p for n, p in model.named_parameters() if "lora_B" in n).fill_(float("nan"))
+
+
 training_args = TrainingArguments(
     output_dir=args.out, per_device_train_batch_size=4, gradient_accumulation_steps=1, logging_steps=1,
     save_steps=200, learning_rate=2e-4, max_steps=args.max_steps, lr_scheduler_type="cosine",
-    max_grad_norm=0.3, remove_unused_columns=False, report_to="none", use_cpu=True, seed=0,
+    max_grad_norm=args.max_grad_norm, remove_unused_columns=False, report_to="none", use_cpu=True, seed=0,
     ddp_backend=args.ddp_backend, disable_tqdm=False,
 )
 trainer = Trainer(model=model, args=training_args, train_dataset=dataset, data_collator=collator,
-                  callbacks=[FailAt()] if args.fail_at else None)
+                  callbacks=[FailAt(), NanAt()])
 trainer.train()
 trainer.save_model(f"{args.out}/final")
 print("saved the adapter to", f"{args.out}/final")

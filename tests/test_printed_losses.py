@@ -1,0 +1,55 @@
+"""Issue 24 item 3: a plain loop's printed losses, in each framework's spelling, are recorded as printed.
+
+A real script (tests/data/scripts/printed_losses.py) runs under `loratui run --headless --`; it writes the
+losses it printed to a file, and every loss loratui recorded must be one of them (at the step the script
+printed it on, where the line names its step). The losses start above the step numbers, so a step read as
+the loss (`step 5 loss 22.4671` -> 5.0) cannot pass.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from loratui import events
+from loratui.logic.text_reader import TextReader
+from tests.conftest import kinds
+from tests.test_watch_runs import SCRIPTS, _losses, _run, _start, watch_dir  # noqa: F401 (a fixture)
+
+STEPS = 12
+NAMED_STEP = ("plain", "colon", "pipe", "slash")
+"""Forms whose line names its step (Keras's `5/12 [===...]` counts batches of an epoch and starts again
+each epoch, so its lines are numbered in order; a bar's postfix shows the step before its counter)."""
+
+
+@pytest.mark.parametrize(("line", "step", "loss"), [
+    ("step 5 loss 22.4671", 5, 22.4671),
+    ("step 5: loss 22.4671", 5, 22.4671),
+    ("step 5 | loss 22.4671", 5, 22.4671),
+    ("Step 5/40 | loss 22.4671 | lr 0.02", 5, 22.4671),
+    ("5/40 [===>        ] - 0s 2ms/step - loss: 22.4671", 1, 22.4671),  # numbered in order
+])
+def test_each_spelling_of_a_step_and_its_loss(line: str, step: int, loss: float) -> None:
+    reader = TextReader()
+    found = [e for e in reader.feed(line) + reader.close() if isinstance(e, events.Log)]
+    assert [(e.step, e.values["loss"]) for e in found] == [(step, loss)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["plain", "colon", "pipe", "slash", "tqdm", "lightning", "keras"])
+def test_every_recorded_loss_is_one_the_script_printed(form: str, watch_dir: Path, tmp_path: Path) -> None:
+    record = tmp_path / "printed.json"
+    viewer = _start(watch_dir, sys.executable, str(SCRIPTS / "printed_losses.py"), form, str(STEPS), str(record))
+    out, _ = viewer.communicate(timeout=300)
+    run = _run(watch_dir)
+    assert kinds(run, "end")[0]["state"] == "finished", out[-2000:]
+    printed = json.loads(record.read_text())
+    recorded = _losses(run)
+    # Every printed line is read; a bar's redraws between two reads of the output collapse to the last one.
+    assert len(recorded) == STEPS if form not in ("tqdm", "lightning") else recorded, (recorded, printed)
+    assert set(recorded.values()) <= set(printed), (recorded, printed)
+    if form in NAMED_STEP:
+        assert recorded == {step: printed[step - 1] for step in recorded}
