@@ -164,6 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)
         if not launch_checks.preflight(args):
             return EXIT_NO
+        launch_checks.check_model_reachable(args)  # before a run that would die on a download
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
     url = launch_checks.notify_url(args)
     if watching:
