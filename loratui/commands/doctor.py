@@ -108,7 +108,9 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
         advisor.feed(event)
     if not logged and tables.found is not None:  # a notebook's loss table pasted as text: its rows are the logs
         advisor.feed_all(_table_logs(tables.found))
-    return advisor.items(), f"{reader.lines} lines read as training text (no recipe)"
+    from loratui.logic.fmt import count
+
+    return advisor.items(), f"{count(reader.lines, 'line')} read as training text (no recipe)"
 
 
 def _table_logs(table: Any) -> list[Any]:
