@@ -23,7 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"loratui {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     runs_dir = argparse.ArgumentParser(add_help=False)
-    runs_dir.add_argument("--runs-dir", type=Path, default=None, help="where runs live (default ./runs)")
+    runs_dir.add_argument("--runs-dir", type=Path, default=None,
+                          help="where runs live: new runs go there (default ./runs, or $LORATUI_RUNS); given, "
+                          "ls/attach look only there, else also wherever you started runs before")
 
     run = sub.add_parser("run", parents=[runs_dir], help="start a training run from a TOML recipe, or watch "
                          "a command: loratui run [options] -- COMMAND [ARGS...]",
@@ -79,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         argv, watch = argv[:cut], argv[cut + 1:]
     args = build_parser().parse_args(argv)
     args.watch = watch
+    # Runs are found wherever this user started them (the user's list of runs) unless a place is named.
+    args.everywhere = getattr(args, "runs_dir", None) is None and "LORATUI_RUNS" not in os.environ
     if getattr(args, "runs_dir", None) is None and hasattr(args, "runs_dir"):
         args.runs_dir = rundir.default_runs_dir()
     try:
@@ -119,23 +123,23 @@ def _crash_report() -> str:
         return ""
 
 
-def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.RunDir:
+def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: bool = False) -> rundir.RunDir:
     """The run a command acts on: the named one, else the one that is running (never a guess).
 
     With no name: the single running run; several running is refused with their ids; none running is
     refused for commands that act on a live run, and means the newest run for viewers.
     """
     if name:
-        return rundir.resolve(name, runs_dir)
-    running = [run for run in rundir.list_runs(runs_dir) if _is_live(runstatus.read(run))]
+        return rundir.resolve(name, runs_dir, everywhere)
+    running = [run for run in rundir.list_runs(runs_dir, everywhere) if _is_live(runstatus.read(run))]
     if len(running) == 1:
         return running[0]
     if running:
         raise UsageError(f"{len(running)} runs are running ({', '.join(r.run_id for r in running)}); "
                          "name one")
     if need_running:
-        raise UsageError(f"no run is running in {runs_dir}/; `loratui ls` lists the runs")
-    return rundir.resolve(None, runs_dir)
+        raise UsageError(f"no run is running in {rundir.where(runs_dir, everywhere)}; `loratui ls` lists the runs")
+    return rundir.resolve(None, runs_dir, everywhere)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -161,7 +165,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)
         if not launch_checks.preflight(args):
             return EXIT_NO
-    busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]
+        launch_checks.check_model_reachable(args)  # before a run that would die on a download
+    busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
     if watching:
         run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url)
     else:
@@ -180,7 +185,7 @@ def _is_live(status: runstatus.Status) -> bool:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    run = pick_run(args.run, args.runs_dir, need_running=False)
+    run = pick_run(args.run, args.runs_dir, need_running=False, everywhere=args.everywhere)
     return _view(run, headless=args.headless, attached=True)
 
 
@@ -193,7 +198,8 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False) -> int:
         try:
             state = hl.follow(run)
         except KeyboardInterrupt:
-            print(f"\ndetached; the run goes on. `loratui attach {run.run_id}` to watch, "
+            print(f"\ndetached; the run goes on in {inert(str(run.path.resolve()))}. "
+                  f"`loratui attach {run.run_id}` to watch (from any directory), "
                   f"`loratui stop {run.run_id}` to stop it.")
             return 0
         return hl.exit_code(state)
@@ -223,23 +229,28 @@ def cmd_ls(args: argparse.Namespace) -> int:
     from loratui.logic import fmt
 
     rows: list[dict[str, Any]] = []
-    for run in rundir.list_runs(args.runs_dir):
+    runs = rundir.list_runs(args.runs_dir, args.everywhere)
+    places = {run.path.resolve().parent for run in runs}
+    for run in runs:
         status = runstatus.read(run)  # the status file and the log's tail: independent of the log's size
         state = inert(status.state, newlines=False) + ("*" if status.alive == "trainer" else "")
         rows.append({"run": run.run_id, "state": state, "step": status.step, "max_steps": status.max_steps,
                      "loss": events.num_in(status.loss),
-                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None})
+                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None,
+                     "path": str(run.path.resolve())})
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     if not rows:
-        print(f"no runs in {args.runs_dir}/")
+        print(f"no runs in {rundir.where(args.runs_dir, args.everywhere)}")
         return EXIT_OK
-    print(f"{'RUN':<40} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}")
+    print(f"{'RUN':<40} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
+          f"{'  WHERE' if len(places) > 1 else ''}")
     for r in rows:
         step = f"{r['step']}/{r['max_steps'] or '?'}"
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
-        print(f"{inert(r['run']):<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}")
+        place = f"  {inert(str(Path(r['path']).parent))}" if len(places) > 1 else ""  # runs from several places
+        print(f"{inert(r['run']):<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}{place}")
     if any(r["state"].endswith("*") for r in rows):
         print("* its supervisor died; the trainer goes on and obeys loratui pause/resume/stop")
     return EXIT_OK
@@ -248,7 +259,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 def cmd_control(args: argparse.Namespace) -> int:
     from loratui.supervisor import control
 
-    run = pick_run(args.run, args.runs_dir, need_running=True)
+    run = pick_run(args.run, args.runs_dir, need_running=True, everywhere=args.everywhere)
     url = getattr(args, "notify", None)
     try:
         said = control.deliver(run, args.command) if not url else _resume_with_alerts(run, url)

@@ -37,7 +37,7 @@ import psutil
 
 from loratui.recipe import Recipe, RecipeError, load_recipe
 from loratui.text import inert
-from loratui.userstate import state_dir
+from loratui.userstate import remember_run, remembered_runs, state_dir
 
 SUSPEND_EXIT = 75
 """The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable (trainer → supervisor)."""
@@ -289,16 +289,26 @@ def create(runs_dir: Path, settings: RunSettings, recipe_text: str) -> RunDir:
     run.recipe.write_text(recipe_text, encoding="utf-8")
     run.settings.write_bytes(msgspec.json.format(msgspec.json.encode(settings)))
     run.checkpoints.mkdir()
+    remember_run(path)  # so `ls` and `attach` find it from any directory
     return run
 
 
-def list_runs(runs_dir: Path) -> list[RunDir]:
-    """Every run directory under `runs_dir`, oldest first."""
+def list_runs(runs_dir: Path, everywhere: bool = False) -> list[RunDir]:
+    """Every run directory under `runs_dir`, oldest first; with `everywhere`, also every run this user
+    started elsewhere (the user's list, userstate.remembered_runs), each once."""
     try:
         entries = list(runs_dir.iterdir()) if runs_dir.is_dir() else []
     except OSError:
-        return []
-    return sorted((RunDir(p) for p in entries if _readable_run(p)), key=lambda r: r.path.name)
+        entries = []
+    if everywhere:
+        entries += remembered_runs()
+    found = {os.path.realpath(p): RunDir(p) for p in entries if _readable_run(p)}
+    return sorted(found.values(), key=lambda r: (r.path.name, str(r.path)))
+
+
+def where(runs_dir: Path, everywhere: bool) -> str:
+    """Where runs were looked for, for a message."""
+    return f"{runs_dir}/ nor anywhere else you started one" if everywhere else f"{runs_dir}/"
 
 
 def _readable_run(path: Path) -> bool:
@@ -309,8 +319,9 @@ def _readable_run(path: Path) -> bool:
         return False
 
 
-def resolve(name: str | None, runs_dir: Path) -> RunDir:
+def resolve(name: str | None, runs_dir: Path, everywhere: bool = False) -> RunDir:
     """The run a user named: a path, an id, or a unique id prefix or suffix; None means the newest.
+    `everywhere`: among the runs this user started anywhere too, not only under `runs_dir`.
 
     A name that fits several runs is refused with the candidates: a command that stops or restarts a run
     must never guess. (`loratui` commands pass None only after looking for the running run first.)
@@ -321,9 +332,9 @@ def resolve(name: str | None, runs_dir: Path) -> RunDir:
             return RunDir(direct)
         if direct.name == "events.jsonl" and direct.exists():
             return RunDir(direct.parent)
-    runs = list_runs(runs_dir)
+    runs = list_runs(runs_dir, everywhere)
     if not runs:
-        raise RunNotFound(f"no runs in {runs_dir}/; start one with `loratui run tiny`"
+        raise RunNotFound(f"no runs in {where(runs_dir, everywhere)}; start one with `loratui run tiny`"
                           " or pass --runs-dir")
     if not name:
         return runs[-1]
@@ -332,8 +343,9 @@ def resolve(name: str | None, runs_dir: Path) -> RunDir:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise RunNotFound(f"no run named {name!r} in {runs_dir}/; `loratui ls` lists them")
-    listed = ", ".join(r.run_id for r in matches[-6:])
+        raise RunNotFound(f"no run named {name!r} in {where(runs_dir, everywhere)}; `loratui ls` lists them")
+    ids = [r.run_id for r in matches]
+    listed = ", ".join(r.run_id if ids.count(r.run_id) == 1 else str(r.path) for r in matches[-6:])
     raise RunNotFound(f"{name!r} fits {len(matches)} runs ({listed}); name one by its full id")
 
 

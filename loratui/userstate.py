@@ -93,3 +93,54 @@ def mark_viewed(run_path: Path, t: float) -> None:
         os.replace(temp, path)
     except OSError:
         pass  # a read-only home: the card then shows the whole story next time, nothing worse
+
+
+RUNS_LIST = "runs.list"
+"""This user's run directories, one real path a line (append-only; loratui run adds each run it makes)."""
+
+_PRUNE_AT = 256
+"""Rewrite the list without runs that are gone once it holds this many lines and most are gone."""
+
+
+def remember_run(run_path: Path) -> None:
+    """Add a run directory to this user's list, so `loratui ls`/`attach` find it from any directory."""
+    line = os.fsencode(os.path.realpath(run_path))
+    if b"\n" in line:
+        return  # a path with a newline cannot be one line; `--runs-dir` still finds the run
+    try:
+        state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(state_dir() / RUNS_LIST, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, line + b"\n")  # one write on O_APPEND: two runs started at once never mix lines
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # a read-only home: the run is still found under its --runs-dir
+
+
+def remembered_runs() -> list[Path]:
+    """The run directories this user started that still hold a log, each once, in the order started."""
+    path = state_dir() / RUNS_LIST
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            lines = [line for line in handle.read().split(b"\n") if line]
+    except OSError:
+        return []
+    kept = [Path(os.fsdecode(line)) for line in dict.fromkeys(lines)]
+    kept = [run for run in kept if (run / "events.jsonl").is_file()]
+    if len(lines) >= _PRUNE_AT and len(kept) < len(lines) // 2:
+        _rewrite(path, b"".join(os.fsencode(run) + b"\n" for run in kept))
+    return kept
+
+
+def _rewrite(path: Path, data: bytes) -> None:
+    """Replace the list (a run added meanwhile may be lost from it; `--runs-dir` still finds that run)."""
+    temp = path.with_name(f"{path.name}.{os.getpid()}")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, path)
+    except OSError:
+        pass

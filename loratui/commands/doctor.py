@@ -33,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
         items, note = diagnose_stream(sys.stdin.buffer, "standard input")
         source: Path | str = "-"
     else:
-        found = _resolve(Path(args.path), getattr(args, "runs_dir", None))
+        found = _resolve(Path(args.path), getattr(args, "runs_dir", None), getattr(args, "everywhere", False))
         source = found
         try:
             items, note = diagnose(found)
@@ -48,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_NO if any(item.severity == "error" for item in items) else EXIT_OK
 
 
-def _resolve(path: Path, runs_dir: Path | None) -> Path:
+def _resolve(path: Path, runs_dir: Path | None, everywhere: bool = False) -> Path:
     """The run directory or file PATH names: a path first, else a run id under --runs-dir, by the rule
     attach and replay use (a name that fits several runs is refused with the candidates)."""
     from loratui.errors import UsageError
@@ -60,7 +60,7 @@ def _resolve(path: Path, runs_dir: Path | None) -> Path:
     from loratui import rundir
 
     try:
-        return rundir.resolve(str(path), runs_dir).path
+        return rundir.resolve(str(path), runs_dir, everywhere).path
     except rundir.RunNotFound as exc:
         raise UsageError(f"{path}: no such file or directory, and as a run id: {exc}") from None
 
@@ -108,7 +108,9 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
         advisor.feed(event)
     if not logged and tables.found is not None:  # a notebook's loss table pasted as text: its rows are the logs
         advisor.feed_all(_table_logs(tables.found))
-    return advisor.items(), f"{reader.lines} lines read as training text (no recipe)"
+    from loratui.logic.fmt import count
+
+    return advisor.items(), f"{count(reader.lines, 'line')} read as training text (no recipe)"
 
 
 def _table_logs(table: Any) -> list[Any]:

@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"{config_path}: {exc}") from None
     warn_gib = recipe.monitor.warn_gb
     print(json.dumps(result.as_json() | {"verdict": verdict(result, warn_gib)}) if args.json
-          else render(result, table, config_path, warn_gib))
+          else render(result, table, config_path, warn_gib, fp32=recipe.model.dtype == "float32"))
     return EXIT_NO if verdict(result, warn_gib) == "does NOT fit" else EXIT_OK
 
 
@@ -133,16 +133,25 @@ LABELS = {
 }
 
 
-def render(result: Any, table: list[Any], config_path: Path, warn_gib: float = 30.0) -> str:
-    """The plain-text report: breakdown, verdict, and the what-would-fit table."""
+def render(result: Any, table: list[Any], config_path: Path, warn_gib: float = 30.0, fp32: bool = False) -> str:
+    """The plain-text report: breakdown, verdict, and the what-would-fit table. `fp32`: the recipe loads
+    the model in float32 ([model] dtype), so its unquantised weights take 4 bytes each."""
+    from loratui.logic.fmt import article
+
+    labels = LABELS | ({"weights_16bit": "base weights (fp32)"} if fp32 and "weights_quantized" not in
+                       result.components else {})
     lines = [f"model config: {config_path}", ""]
-    lines += [f"  {LABELS.get(k, k):44s} {v:8.2f} GiB" for k, v in result.components.items() if v >= 0.005]
+    lines += [f"  {labels.get(k, k):44s} {v:8.2f} GiB" for k, v in result.components.items() if v >= 0.005]
     lines += ["", f"  {'peak torch reserved':44s} {result.peak_reserved_gib:8.2f} GiB",
               f"  {'peak device used (NVML; decides OOM)':44s} {result.peak_device_gib:8.2f} GiB"
               f"  (±{result.uncertainty:.0%})"]
     said = verdict(result, warn_gib)
-    why = " (the error band crosses the card or the warning line)" if said == "tight" else ""
-    lines.append(f"  on a {result.gpu_gib:g} GiB card, warning line {warn_gib:g} GiB: {said}{why}, "
+    card = f"{result.gpu_gib:g}"
+    if warn_gib < result.gpu_gib:
+        line = f"warning line {warn_gib:g} GiB"
+    else:  # a line above the card never decides anything: the card does
+        line = f"warning line {warn_gib:g} GiB is above the card, so the card decides ([monitor] warn_gb)"
+    lines.append(f"  on {article(card)} {card} GiB card, {line}: {said}{_why_tight(result, warn_gib, said)}, "
                  f"headroom {result.headroom_gib:+.2f} GiB")
     lines += [f"  note: {n}" for n in result.notes]
     if table:
@@ -153,6 +162,14 @@ def render(result: Any, table: list[Any], config_path: Path, warn_gib: float = 3
         lines += [f"  {row.label:{width}s}" + "".join(f"{_batch_cell(row.max_batch[s]):>7s}" for s in seqs)
                   for row in table]
     return "\n".join(lines)
+
+
+def _why_tight(result: Any, warn_gib: float, said: str) -> str:
+    """What a 'tight' verdict crosses: the card, or the warning line below it."""
+    if said != "tight":
+        return ""
+    high = result.peak_device_gib * (1 + result.uncertainty)
+    return " (the error band crosses the card)" if high > result.gpu_gib else " (the error band crosses the warning line)"
 
 
 def _batch_cell(batch: int) -> str:

@@ -110,7 +110,7 @@ def _jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int | None, dict[str, Any]]
 def _explain_line(raw: bytes, number: int) -> Any:
     """The bad line's problem in the words of the json module (msgspec's only say "malformed")."""
     try:
-        return json.loads(_decode(raw, number))
+        return json.loads(_decode(raw, number).rstrip("\r\n"))  # an error at the line's end stays on it
     except json.JSONDecodeError as exc:
         raise DataFileError(number, f"not valid JSON ({exc.msg} at column {exc.colno}); fix or remove "
                                     "this line (one JSON object a line)") from None

@@ -13,6 +13,7 @@ choices through `RUNTIME_KEYS` (trainer/runtime.py reads them).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,11 +151,23 @@ def read_dims(config: dict[str, Any]) -> Dims:
                 known=model_type in KNOWN_ARCHITECTURES)
 
 
+def _regex_targets(pattern: str) -> tuple[str, ...]:
+    """The projections a string target matches: peft reads it as a regex over full module names (not as
+    one name: tuple("q_proj") would be its letters)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return ()
+    return tuple(p for p in PROJECTIONS
+                 if any(compiled.fullmatch(f"model.layers.0.{block}.{p}") for block in ("self_attn", "mlp")))
+
+
 def read_setup(recipe: Any) -> Setup:
     """The memory-relevant choices of a `loratui.recipe.Recipe`."""
     q, lora, t = recipe.quantization, recipe.lora, recipe.training
     quant = q.bnb_4bit_quant_type if q.load_in_4bit else ("int8" if q.load_in_8bit else "none")
-    targets = PROJECTIONS if lora.target_modules == "all-linear" else tuple(lora.target_modules)
+    targets = PROJECTIONS if lora.target_modules == "all-linear" else (
+        _regex_targets(lora.target_modules) if isinstance(lora.target_modules, str) else tuple(lora.target_modules))
     return Setup(batch=t.per_device_train_batch_size, seq=recipe.data.max_length, quant=quant,
                  double_quant=q.bnb_4bit_use_double_quant,
                  weight_bytes=4 if recipe.model.dtype == "float32" else 2, rank=lora.r, targets=targets,

@@ -35,3 +35,28 @@ def rate(value: float | None) -> str:
     if value is None:
         return "--"
     return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:.0f}"
+
+
+def count(n: int, word: str, many: str = "") -> str:
+    """'1 line', '2 lines' (`many` for an irregular plural)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def article(spoken: str) -> str:
+    """'a' or 'an' before a number or word as it is said aloud: an 8 GiB card, an 11 GiB card, a 24."""
+    head = spoken.lstrip()
+    digits = head.split(".")[0].replace(",", "")
+    if digits.isdigit():  # eight, eleven, eighteen, eighty..., eight hundred...
+        return "an" if digits.startswith("8") or (digits[:2] in ("11", "18") and len(digits) % 3 == 2) else "a"
+    return "an" if head[:1].lower() in tuple("aeio") else "a"
+
+
+def clip(text: str, width: int) -> str:
+    """`text` in at most `width` characters: cut at a word's end where one is near, marked with '…'."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1]
+    space = cut.rfind(" ")
+    if space >= width * 2 // 3:  # a word boundary not too far back
+        cut = cut[:space]
+    return cut.rstrip() + "…"

@@ -52,6 +52,12 @@ def unmatched(targets: list[str] | str, names: set[str]) -> list[str]:
     return [target for target in targets if target not in suffixes]
 
 
+def meant_as_list(targets: list[str] | str, names: set[str]) -> bool:
+    """A string that matches no full module name but names modules as a list entry would (`"q_proj"`):
+    the user meant `["q_proj"]`."""
+    return isinstance(targets, str) and bool(unmatched(targets, names)) and not unmatched([targets], names)
+
+
 def leaf_names(names: set[str], limit: int = 16) -> str:
     """A short listing of the innermost modules' last names (q_proj, ...), for a message."""
     parents = {name.rsplit(".", 1)[0] for name in names if "." in name}

@@ -74,6 +74,13 @@ def check_data(recipe: Recipe, recipe_path: Path) -> None:
 
 def _check_targets(recipe: Recipe, recipe_path: Path, names: set[str], model: str) -> None:
     missing = lora_targets.unmatched(recipe.lora.target_modules, names)
+    target = recipe.lora.target_modules
+    if lora_targets.meant_as_list(target, names):
+        quoted = json.dumps(target)  # as TOML writes it
+        raise RecipeError(f"{_at(recipe_path, 'lora.target_modules')}: `lora.target_modules = {quoted}` is a "
+                          "string, which peft reads as a regular expression over full module names (such as "
+                          f"model.layers.0.self_attn.{target}), so it matches none; a list was meant: "
+                          f"target_modules = [{quoted}]")
     if missing:
         raise RecipeError(f"{_at(recipe_path, 'lora.target_modules')}: `lora.target_modules`: "
                           f"{', '.join(repr(m) for m in missing)} matches no module of {model}; its modules "

@@ -177,6 +177,11 @@ class RunWatch:
         The run's end is not recorded again: the End event is the log's last word (viewers stop there)."""
         if event not in ("finished", "failed"):
             self.write(events.Notice(t=time.time(), level="error" if urgent else "info", key="alert",
-                                     message=f"{title}: {message}"[:2000]))
+                                     message=_headed(title, message)[:2000]))
         if self.notifier is not None and event in self.wanted:
             self.notifier.send(Alert(event, f"loratui {self.run_id}: {title}", message, self.run_id, urgent))
+
+
+def _headed(title: str, message: str) -> str:
+    """'title: message', without saying the title twice when the message begins with it."""
+    return message if message.lower().startswith(title.lower()) else f"{title}: {message}"

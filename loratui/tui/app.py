@@ -486,7 +486,8 @@ def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions], attached: 
 def farewell(run: RunDir, state: RunState, result: object) -> str:
     """What the shell is told when the viewer closes: where the run stands and, if it failed, why."""
     if state.state not in events.FINAL_STATES and result != "stop":
-        return (f"detached; the run goes on. `loratui attach {run.run_id}` to come back, "
+        return (f"detached; the run goes on in {inert(str(run.path.resolve()))}. `loratui attach {run.run_id}` "
+                "to come back (from any directory), "
                 f"`loratui stop {run.run_id}` to stop it.")
     if result == "stop":
         return f"stopping {run.run_id} at the next step boundary."

@@ -11,6 +11,7 @@ import re
 
 from loratui import events
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic.fmt import clip
 from loratui.logic.tracebacks import Frame, Raised
 from loratui.recipe import Recipe
 
@@ -115,7 +116,7 @@ def exception_advice(raised: Raised, r: Recipe | None, step: int) -> Advice:
     evidence.append(" ".join(part for part in (f"raised {where}" if where else "", when) if part) or
                     "no traceback frames in the input")
     step_text = next_step(raised, r)
-    message = raised.message[:160] + ("..." if len(raised.message) > 160 else "")
+    message = clip(raised.message, 160)
     title = f"The run failed on {raised.short_type}" + (f": {message}" if message else "") + f" -> {step_text}"
     return Advice("exception", ERROR, title, evidence + ["next: " + step_text], {}, step)
 

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from loratui.logic import oom
+from loratui.logic.fmt import clip
 from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
 from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
@@ -152,7 +153,7 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
                      "that cap, not the card, was reached; raise the fraction or use less")
     if report.note:
         lines.append(f"numbers ignored: {report.note}")
-    lines.append(report.text[:240])
+    lines.append(clip(report.text, 240))
     return lines
 
 

@@ -1,0 +1,90 @@
+"""Issue 26 item 1: runs are found wherever the user started them, not only under ./runs of the current
+directory (a per-user list in the user's state directory); `--runs-dir` narrows to one place."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loratui import rundir, userstate
+from loratui.cli import main
+from loratui.tui.app import farewell
+from loratui.logic.runstate import RunState
+
+LOG = "\n".join(f"{{'loss': {1.5 - i / 10}, 'grad_norm': 1.0, 'learning_rate': 2e-4}}" for i in range(5))
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user of their own (state directory) with no LORATUI_RUNS, working in `~/proj`."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("LORATUI_RUNS", raising=False)
+    (tmp_path / "proj").mkdir()
+    monkeypatch.chdir(tmp_path / "proj")
+    return tmp_path
+
+
+def _start_one(home: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """A run made in ~/proj/runs (by `import`, which makes run directories as `run` does)."""
+    log = home / "proj" / "train.log"
+    log.write_text(LOG)
+    assert main(["import", str(log)]) == 0
+    run_id = capsys.readouterr().out.strip().splitlines()[-1]
+    assert (home / "proj" / "runs" / run_id / "events.jsonl").is_file()
+    return run_id
+
+
+def test_ls_and_attach_find_a_run_started_in_another_directory(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _start_one(home, capsys)
+    monkeypatch.chdir(home)  # back over SSH, into ~
+    assert main(["ls", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["run"] for r in rows] == [run_id]
+    assert rows[0]["path"] == str((home / "proj" / "runs" / run_id).resolve())
+    assert main(["attach", run_id, "--headless"]) == 0
+    assert run_id in capsys.readouterr().out
+    assert main(["attach", "--headless"]) == 0  # no name: the newest, wherever it is
+    assert run_id in capsys.readouterr().out
+
+
+def test_runs_dir_narrows_to_one_place(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _start_one(home, capsys)
+    monkeypatch.chdir(home)
+    assert main(["ls", "--runs-dir", str(home / "elsewhere")]) == 0
+    assert capsys.readouterr().out.strip() == f"no runs in {home / 'elsewhere'}/"
+    assert main(["attach", run_id, "--headless", "--runs-dir", str(home / "elsewhere")]) == 2
+    assert f"no runs in {home / 'elsewhere'}/;" in capsys.readouterr().err
+    monkeypatch.setenv("LORATUI_RUNS", str(home / "elsewhere"))  # the variable names one place too
+    assert main(["ls", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_ls_says_where_each_run_is_when_they_are_in_several_places(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    first = _start_one(home, capsys)
+    (home / "other").mkdir()
+    monkeypatch.chdir(home / "other")
+    (home / "other" / "t.log").write_text(LOG)
+    assert main(["import", str(home / "other" / "t.log"), "--name", "second"]) == 0
+    capsys.readouterr()
+    assert main(["ls"]) == 0
+    out = capsys.readouterr().out
+    assert "WHERE" in out and first in out and "second" in out
+    assert str((home / "proj" / "runs").resolve()) in out and str((home / "other" / "runs").resolve()) in out
+
+
+def test_a_run_that_is_gone_is_not_listed(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _start_one(home, capsys)
+    (home / "proj" / "runs" / run_id / "events.jsonl").unlink()
+    assert userstate.remembered_runs() == []
+    assert rundir.list_runs(Path("nowhere"), everywhere=True) == []
+
+
+def test_detach_message_names_the_run_directory(tmp_path: Path) -> None:
+    run = rundir.RunDir(tmp_path / "runs" / "20261204-120000-tiny")
+    said = farewell(run, RunState(), "detach")
+    assert str(run.path.resolve()) in said and "loratui attach 20261204-120000-tiny" in said
