@@ -215,7 +215,8 @@ def test_older_ipython_and_colab_frames_are_frames() -> None:
                  "[/usr/lib/python3.10/dist-packages/transformers/trainer_pt_utils.py](https://localhost:8080/#) in "
                  "torch_pad_and_concatenate(tensor1, tensor2, padding_index)", "---> 88     result = x"]:
         scanner.line(line)
-    assert [f.func for f in scanner.frames] == ["evaluation_loop", "torch_pad_and_concatenate"]
+    assert [f.func for f in scanner.frames] == ["<cell line: 1>", "evaluation_loop", "torch_pad_and_concatenate"]
+    assert scanner.frames[0].call == "predict"  # the cell's arrow line
     assert scanner.frames[-1].path.endswith("transformers/trainer_pt_utils.py") and scanner.phase == "eval"
     assert scanner.pending_type == "OutOfMemoryError" and scanner.cut
 

@@ -43,7 +43,10 @@ _PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use", re
 _RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
 _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
-    r"|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED", re.I)
+    r"|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED"
+    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b", re.I)
+"""Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
+`THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`."""
 _NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory", re.I)
 _JUNK = -1
 _SLACK = 64 * MIB
@@ -164,13 +167,18 @@ def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:
 def _fragmented(report: OomReport) -> bool:
     """The cache's unused blocks are a real share of the card and could have served the request; or, for a
     request a little larger than them (they hold 90% of it), they and the free memory together could have;
-    or the cache holds half as much unused as allocated. Then expandable segments are the fix."""
+    or the card's free memory held the request and a real share more; or the cache holds half as much unused
+    as allocated. Then expandable segments are the fix."""
     spare, total = report.reserved_unallocated, report.total
     if spare is None or total is None:
         return False
     requested, free, allocated = report.requested or 0, report.free or 0, report.allocated or 0
     share = max(512 * MIB, total // 20)
     if spare >= requested and spare >= share:
+        return True
+    # The card's free memory alone held the request with room to spare: not full, the memory was there but
+    # no block of it could be had (under a memory-fraction cap, "allowed", the cap is what was hit).
+    if free >= requested + share and report.allowed is None:
         return True
     if requested > spare >= GIB and spare + free >= requested and 10 * spare >= 9 * requested:
         return True

@@ -1,25 +1,37 @@
 """Python tracebacks in output text: the frames, the phase they were in, and the exception raised.
 
 Fed one line at a time (a live run's output, a pasted log), it keeps only the current traceback's frames
-(bounded) and the exceptions seen, so it reads any length of text. The phase comes from the frames'
-function names: the innermost frame of a save, an evaluation, data loading or model loading decides, else a
-training step. Where the exception was raised comes from the innermost frame's path: loratui's code, the
-user's, or a library (named by its site-packages folder). Pure: lines in, facts out.
+(bounded) and the exceptions seen, so it reads any length of text. Every dialect's frames count: plain
+Python, rank-prefixed torchrun, IPython's `path in func(...)` with Colab links and `<ipython-input-..>` cells,
+Jupyter's `File path:N, in func(` and `Cell In[N], line M`. The phase comes from the frames' function names
+and from the call on each frame's current line (the code line under a plain frame, IPython's `---->` arrow),
+which names the next frame even in a traceback cut before it: the innermost save, evaluation, data loading
+or model loading decides, else a training step. Where the exception was raised comes from the innermost
+frame's path: loratui's code, the user's, or a library (named by its site-packages folder). Pure: lines in, facts out.
 """
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 _RANK = re.compile(r"^(?:\[\d+\]\s*)?(?:\[(?:rank|Rank |RANK )?\d{1,5}\]:?\s*)+")
 _HEADER = re.compile(r"Traceback \(most recent call last\)")
 _IPY_HEADER = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)")
 _FRAME = re.compile(r'File "(?P<path>[^"]{1,500})", line \d+, in (?P<func>[\w<>.]+)')
 _IPY_FRAME = re.compile(r"^\s*File (?P<path>\S{1,500}?\.py):\d+, in (?P<func>[\w<>.]+)\(")
-# Older IPython and Colab: `/path/trainer.py in predict(self, ...)`, `[/path/x.py](https://...) in f(...)`.
-_OLD_IPY_FRAME = re.compile(r"^\s*\[?(?P<path>[^\s\[\]()]{1,500}?\.py)(?:\]\([^)\s]{0,300}\))? in (?P<func>[\w.]+)\(")
+# Older IPython and Colab: `/path/trainer.py in predict(self, ...)`, `[/path/x.py](https://...) in f(...)`,
+# the cell itself as `<ipython-input-9-ccd2> in <cell line: 0>()` or `<ipython-input-3-ab> in <module>`.
+_OLD_IPY_FRAME = re.compile(r"^\s*\[?(?P<path>[^\s\[\]()]{1,500}?\.py|<ipython-input-[\w-]{1,80}>)"
+                            r"(?:\]\([^)\s]{0,300}\))? in (?P<func>[\w.]+|<[\w :]{1,40}>)(?:\(|\s*$)")
+_CELL_FRAME = re.compile(r"^\s*(?P<path>Cell In ?\[\d*\]), line \d+")
+"""Jupyter since IPython 8: the cell's frame has no function, only `Cell In[12], line 3`."""
+_ARROW = re.compile(r"^\s*-+>\s*\d+\s(?P<code>.*)")
+"""IPython's current line of a frame: `----> 3     model.push_to_hub_gguf(`."""
+_CALL = re.compile(r"^\s*(?:[\w\[\]., ]{1,120}?=\s*|return\s+|await\s+|yield\s+)?(?:[\w\])]+\.){0,8}(?P<name>\w+)\(")
+"""The call a frame's current line makes (`eval_loss = evaluate(model)`, `trainer.model.push_to_hub(d)`):
+the function of the next frame inward."""
 _EXCEPTION = re.compile(
     r"(?<![\w.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
 _MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
@@ -34,7 +46,9 @@ _CHAINED = re.compile(r"During handling of the above exception|The above excepti
 WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
 
-_SAVE_NAMES = re.compile(r"save|state_dict_for_save|consolidate", re.I)
+# Merging an adapter into its base and exporting it write the model out, as a save does.
+_SAVE_NAMES = re.compile(r"save|state_dict_for_save|consolidate|push_to_hub|merge_and_unload|unload_and_optimi|"
+                         r"merge_(?:lora|adapter|peft|weights|model)|lora_merge|^export|_export|gguf", re.I)
 # (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions.
 _EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$",
                          re.I)
@@ -53,6 +67,8 @@ class Frame:
     func: str
     line: str = ""
     """The frame's line as printed."""
+    call: str = ""
+    """The function its current line calls (the next frame inward), when the traceback prints the line."""
 
 
 @dataclass
@@ -100,15 +116,23 @@ def origin(path: str) -> str:
 
 
 def frame_phase(frame: Frame) -> str:
-    """The phase a frame belongs to: save, eval, data, load, train, or ''."""
-    name = frame.func.rsplit(".", 1)[-1]
+    """The phase a frame belongs to: save, eval, data, load, train, or ''; the call on its current line is
+    inside it, so that call's phase comes first."""
+    called = name_phase(frame.call, frame.path) if frame.call else ""
+    if called and called != "train":
+        return called
+    return name_phase(frame.func.rsplit(".", 1)[-1], frame.path) or called
+
+
+def name_phase(name: str, path: str) -> str:
+    """The phase a function's name (and its file's path) belongs to."""
     if name in _NOT_A_PHASE:
         return ""
     if _SAVE_NAMES.search(name) and not name.startswith("load"):
         return "save"
     if _EVAL_NAMES.search(name):
         return "eval"
-    if _DATA_NAMES.search(name) or "torch/utils/data/" in frame.path.replace("\\", "/"):
+    if _DATA_NAMES.search(name) or "torch/utils/data/" in path.replace("\\", "/"):
         return "data"
     if _LOAD_NAMES.search(name):
         return "load"
@@ -140,6 +164,7 @@ class TraceScanner:
     last: Raised | None = None
     count: int = 0
     pending_type: str = ""  # a notebook header names the type before the frames
+    _code_next: bool = False  # the line after a plain frame is that frame's current line
     _continuing: int = 0
     _since_exception: int = 0  # frames seen since the last exception (a cut-off traceback when > 0 at the end)
 
@@ -153,10 +178,16 @@ class TraceScanner:
             self._header(text)
             return
         frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else (
-            _OLD_IPY_FRAME.match(text) if ".py" in text and " in " in text else None)
-        if frame:
-            self.frames.append(Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]))
+            _OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None)
+        cell = _CELL_FRAME.match(text) if "Cell In" in text else None
+        if frame or cell:
+            found = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
+                Frame("<" + cell.group("path") + ">", "<cell>", raw.strip()[:300])  # type: ignore[union-attr]
+            self.frames.append(found)
             self._since_exception += 1
+            self._code_next = frame is not None and frame.re is _FRAME
+            return
+        if self.frames and self._current_line(text):
             return
         if not _MAYBE_RAISED.search(text) or text.startswith((" ", "\t")) or _CHAINED.search(text):
             return
@@ -185,6 +216,19 @@ class TraceScanner:
         if self.first is not None and self.first.short_type in WRAPPERS and self.last is not None:
             return self.last if self.last.short_type not in WRAPPERS else self.first
         return self.first
+
+    def _current_line(self, text: str) -> bool:
+        """A frame's current line (the code under a plain frame, IPython's arrow): the call it makes is kept
+        on the frame. True when the line was one."""
+        plain, self._code_next = self._code_next, False
+        arrow = _ARROW.match(text) if ">" in text else None
+        code = arrow.group("code") if arrow else text if plain and not _EXCEPTION.match(text.strip()) else None
+        if code is None:
+            return False
+        call = _CALL.match(code)
+        if call and not self.frames[-1].call:
+            self.frames[-1] = replace(self.frames[-1], call=call.group("name"))
+        return True
 
     def _header(self, text: str) -> None:
         self.frames.clear()

@@ -9,6 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
+from loratui.logic.text_reader import progress
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
@@ -21,12 +22,23 @@ _NCCL_TIMEOUT = re.compile(
     r"Some NCCL operations have failed or timed out|NCCL (?:communicator|watchdog) .{0,40}timeout", re.I)
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
-_BANNER = (("eval", re.compile(r"\*{3,} Running (?:Evaluation|Prediction) \*{3,}")),
-           ("save", re.compile(r"Saving model checkpoint to ")),
-           ("train", re.compile(r"\*{3,} Running training \*{3,}")))
-_MEMORY_WORDS = re.compile(r"\b(?:memory|OOM|out of memory)\b", re.I)
-_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b", re.I)),
-                ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint)\b", re.I)))
+_STATUS = re.compile(
+    r"(?:^|[:\-\]*|>]\s*|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)|merg(?:e|ing)|"
+    r"export(?:ing)?|push(?:ing)? to|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
+    r"train(?:ing)?)\b", re.I)
+"""A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
+`***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
+_STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
+                 "val": "eval", "pre": "eval", "tra": "train"}
+_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
+"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
+_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*)", re.I)
+"""A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
+`Validation DataLoader 0`, `Evaluating`, `Testing`)."""
+_MEMORY_WORDS = re.compile(r"\b(?:memory|OOM|out of memory)\b|内存|显存", re.I)
+"""Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
+_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|验证|评估|评测|推理", re.I)),
+                ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint|merg(?:e|ing)|export\w*)\b|保存|合并|导出", re.I)))
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
 _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
 _NAN_SAID = re.compile(
@@ -58,7 +70,8 @@ under DDP the other ranks wait in a collective that times out at ddp_timeout).""
 class TextWatch:
     """Facts and findings from output lines; bounded state."""
 
-    banner: str = ""  # the Trainer's last phase banner since the last training log
+    banner: str = ""  # the phase the last status line or bar announced, since the last training log
+    banner_line: str = ""  # that line
     prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
     progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
     checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
@@ -155,7 +168,7 @@ class TextWatch:
         """(phase, evidence) from the text alone: a Trainer banner, a checkpoint named at the step the run
         stopped, or the user's own words about memory in evaluation or saving."""
         if self.banner and self.banner != "train":
-            return self.banner, []
+            return self.banner, ["the last status before it: " + self.banner_line] if self.banner_line else []
         if self.progress is not None:
             step, progress_line = self.progress
             named = next((text for n, text in self.checkpoints if n == step), None)
@@ -168,10 +181,7 @@ class TextWatch:
         return "", []
 
     def _phase_hints(self, line: str) -> None:
-        if "***" in line or "Saving model checkpoint" in line:
-            for phase, banner in _BANNER:
-                if banner.search(line):
-                    self.banner = phase
+        self._status(line)
         if "checkpoint-" in line:
             for match in _CHECKPOINT.finditer(line):
                 self.checkpoints.append((int(match.group(1)), line.strip()[:300]))
@@ -180,11 +190,28 @@ class TextWatch:
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
         lowered = line.lower()
-        if len(self.prose) < 2 and ("memory" in lowered or "oom" in lowered) and _MEMORY_WORDS.search(line) \
+        if len(self.prose) < 2 and _MEMORY_WORDS.search(line) \
                 and "File " not in line and "{" not in line:
             for phase, words in _PROSE_PHASE:
                 if phase not in self.prose and words.search(line) and not _looks_like_code(line):
                     self.prose[phase] = line.strip()[:300]
+
+    def _status(self, line: str) -> None:
+        """The phase a status line or a progress bar's description announces: the last one before a failure
+        says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
+        if "|" in line and "/" in line:
+            bar = progress.find_bar(line)
+            if bar is not None and bar.desc:
+                if _EVAL_BAR.search(bar.desc):
+                    self.banner, self.banner_line = "eval", line.strip()[:300]
+                elif self.banner == "eval":
+                    self.banner = ""
+                return
+        if len(line) > 300 or "File " in line:
+            return
+        status = _STATUS.search(line.strip())
+        if status and not _NOT_STATUS.search(line) and not _looks_like_code(line):
+            self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
 
     def _workers(self, line: str, step: int) -> list[Finding]:
         if _FEW_WORKERS.search(line):

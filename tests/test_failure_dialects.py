@@ -1,0 +1,173 @@
+"""Issue 23: the doctor reads failures in every dialect people paste, not only the corpus's excerpts.
+
+Each test is built from a pattern (the quoted lines come from dev-split records of tests/data/real, with their
+source), and the variants around it that a maintainer would read the same way: an OOM's phase from any
+traceback dialect and from the status lines and progress bars printed before it, the OOM's kind from the
+numbers of every PyTorch era.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+from loratui.logic import oom, tracebacks
+
+
+def first_id(text: str) -> str:
+    """The id of the doctor's first item for a pasted text ('' when it finds nothing)."""
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+NEW_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           "79.15 GiB of which 1.05 GiB is free. Including non-PyTorch memory, this process has 78.08 GiB memory in "
+           "use. Of the allocated memory 77.21 GiB is allocated by PyTorch, and 0.10 GiB is reserved by PyTorch but "
+           "unallocated.")
+BARE_OOM = "torch.cuda.OutOfMemoryError: CUDA out of memory."
+
+
+# -- the OOM's wording and numbers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # Lua Torch and PyTorch 0.x (https://github.com/facebookarchive/loop/issues/57)
+    "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : out of memory",
+    "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/THCCachingAllocator.cpp:510",
+    "[rank3]: RuntimeError: CUDA error: out of memory",
+])
+def test_every_era_of_oom_wording_is_an_oom(line: str) -> None:
+    assert oom.is_oom_line(line)
+
+
+@pytest.mark.parametrize("line", [
+    "MemoryError: out of memory",  # the host, not the GPU
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:114] DefaultCPUAllocator: can't allocate memory: you tried",
+    "the GPU has 24 GiB of memory",
+])
+def test_host_memory_and_prose_are_not_cuda_ooms(line: str) -> None:
+    assert not oom.is_oom_line(line)
+
+
+def test_free_memory_beyond_the_request_is_not_a_full_card() -> None:
+    """2.35 GiB free on the card and a 20 MiB request failed: the memory was there, not in one piece
+    (https://github.com/jhc13/taggui/issues/188, which runs with expandable_segments)."""
+    line = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+            "capacity of 4.00 GiB of which 2.35 GiB is free. Of the allocated memory 825.15 MiB is allocated by "
+            "PyTorch, and 24.85 MiB is reserved by PyTorch but unallocated.")
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == oom.FRAGMENTATION
+    assert first_id(line) == "oom_fragmentation"
+
+
+@pytest.mark.parametrize(("free", "allocated", "kind"), [("1.05 GiB", "77.21 GiB", oom.FULL),
+                                                          ("60.00 GiB", "17.21 GiB", oom.FRAGMENTATION)])
+def test_free_memory_decides_against_a_full_card(free: str, allocated: str, kind: str) -> None:
+    """The same request and unused cache; the card is full only when it has no free memory for the request."""
+    line = (f"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
+            f"{free} is free. Of the allocated memory {allocated} is allocated by PyTorch, and 0.10 GiB is reserved "
+            "by PyTorch but unallocated.")
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == kind
+
+
+# -- the phase from the traceback, in any dialect ------------------------------------------------------
+
+
+def test_the_call_on_a_cut_frames_line_names_the_phase() -> None:
+    """The traceback is cut before the evaluate frame, but main's current line calls it
+    (https://github.com/facebookarchive/loop/issues/57)."""
+    text = "\n".join([
+        "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : out of memory",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 211, in <module>',
+        "    main()",
+        '  File "train.py", line 200, in main',
+        "    eval_loss = evaluate(model, criterion, epoch, eval_losses)"])
+    assert first_id(text) == "oom_at_eval"
+    assert first_id(text.replace("eval_loss = evaluate(", "loss = train_epoch(")) == "oom_full"
+
+
+def test_rank_prefixed_code_lines_are_read_too() -> None:
+    scanner = tracebacks.TraceScanner()
+    for line in ["[rank7]: Traceback (most recent call last):",
+                 '[rank7]:   File "/fsx/pretrain.py", line 729, in main',
+                 "[rank7]:     FSDPCheckpoint.fsdp_save_ckpt("]:
+        scanner.line(line)
+    assert scanner.frames[-1].call == "fsdp_save_ckpt" and scanner.phase == "save"
+
+
+def test_ipython_arrows_and_cells_name_the_phase() -> None:
+    """Colab's old IPython traceback: the cell calls push_to_hub_gguf, whose frames are folded away
+    (`3 frames`), and the innermost shown is unsloth's _merge_lora
+    (https://github.com/unslothai/unsloth/issues/2193)."""
+    text = "\n".join([
+        "OutOfMemoryError                          Traceback (most recent call last)",
+        "[<ipython-input-9-ccd214168cfa>](https://localhost:8080/#) in <cell line: 0>()",
+        "      2 if True:",
+        "----> 3     model.push_to_hub_gguf(",
+        "      4         \"AlSamCur123/NemoFineTune\",",
+        "",
+        "3 frames",
+        "[/usr/local/lib/python3.11/dist-packages/unsloth/save.py](https://localhost:8080/#) in _merge_lora(layer, "
+        "name)",
+        "--> 177             maximum_element = torch.max(W.min().abs(), W.max())",
+        "",
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 140.00 MiB. GPU 0 has a total capacity of 14.74 "
+        "GiB of which 48.12 MiB is free."])
+    assert first_id(text) == "oom_at_save"
+
+
+def test_jupyter_cell_frames_carry_their_arrow_call() -> None:
+    scanner = tracebacks.TraceScanner()
+    for line in ["---------------------------------------------------------------------------",
+                 "OutOfMemoryError                          Traceback (most recent call last)",
+                 "Cell In[12], line 3", "      1 metrics = None", "----> 3 metrics = trainer.evaluate()", ""]:
+        scanner.line(line)
+    assert [(f.func, f.call) for f in scanner.frames] == [("<cell>", "evaluate")] and scanner.phase == "eval"
+
+
+@pytest.mark.parametrize(("func", "phase"), [
+    ("merge_and_unload", "save"), ("_merge_lora", "save"), ("push_to_hub", "save"),
+    ("save_pretrained_gguf", "save"), ("_save_checkpoint", "save"), ("_merge_heads", ""), ("nested_concat", "eval"), ("compute_metrics", ""),
+])
+def test_frame_names_and_their_phase(func: str, phase: str) -> None:
+    assert tracebacks.frame_phase(tracebacks.Frame("/site-packages/x/y.py", func)) == phase
+
+
+# -- the phase from what was printed before ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("before", "expected"), [
+    # unsloth's status lines before saving (https://github.com/unslothai/unsloth/issues/2193)
+    (["Unsloth: Merging 4bit and LoRA weights to 16bit...", "Unsloth: Saving model... This might take 5 minutes ..."],
+     "oom_at_save"),
+    (["***** Running Evaluation *****", "  Num examples = 500"], "oom_at_eval"),
+    (["2024-05-01 10:00:01 - INFO - Start evaluating on the test set"], "oom_at_eval"),
+    # a progress bar that names validation, the OOM glued to it (https://github.com/facebookarchive/loop/issues/57)
+    (["Valid (loss 53.34) epoch 1:   9%|██▍                   | 1/11 [00:01<00:13,  1.33s/it]" + BARE_OOM], "oom_at_eval"),
+    (["Validation DataLoader 0:  45%|████▌     | 9/20 [00:03<00:04,  2.61it/s]"], "oom_at_eval"),
+    # validation finished and training went on: the OOM is a training step's
+    (["Validation DataLoader 0: 100%|██████████| 20/20 [00:07<00:00,  2.61it/s]",
+      "Epoch 1:  12%|█▏        | 12/100 [00:09<01:10,  1.25it/s, loss=2.31]"], "oom_full"),
+    # a dataset's save and a phase's results are no status of the run
+    (["Saving the dataset (1/1 shards): 100%|██████████| 52002/52002 [00:00<00:00, 610320.62 examples/s]"],
+     "oom_full"),
+    (["Evaluation results: eval_loss = 1.23"], "oom_full"),
+    (["***** Running Evaluation *****", "{'loss': 1.2, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.5}"],
+     "oom_full"),
+])
+def test_status_lines_and_bars_before_the_oom(before: list[str], expected: str) -> None:
+    assert first_id("\n".join(before + [BARE_OOM])) == expected
+
+
+def test_the_users_words_in_chinese() -> None:
+    """'training starts fine, but at the first starting evaluation it reports a cuda memory error'
+    (https://github.com/ChenHongruixuan/ChangeMamba/issues/37)."""
+    text = ("类似的问题，训练一开始是正常的，但是在首次starting evaluation时报cuda内存错误，调整batchsize没有效果。\n"
+            "CUDA out of memory. Tried to allocate 24.00 MiB (GPU 0; 11.76 GiB total capacity; 10.47 GiB already "
+            "allocated; 33.62 MiB free; 10.49 GiB reserved in total by PyTorch)")
+    assert first_id(text) == "oom_at_eval"
+    assert first_id(text.replace("starting evaluation", "训练")) == "oom_full"
