@@ -122,6 +122,7 @@ async def _surfaces(run: Path, headless_out: str, alert_title: str) -> tuple[str
         [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "alert"]
     assert f"{alert_title}: {first}" in alerts, (alerts, first)
     assert f"notice: {alert_title}: {first}" in headless_out.splitlines(), headless_out
+    assert f"advice: {first}" in headless_out.splitlines(), headless_out  # said again at the end
     # A viewer opened before the Trainer said its settings (no recipe yet) and one attached at the end.
     opened = LoratuiApp(ListSource(read_log(run / "events.jsonl").events), None)
     assert await _panel_first(opened) == first
