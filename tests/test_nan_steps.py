@@ -23,7 +23,8 @@ from tests.test_watch_runs import ENV, SCRIPTS, model_dir, watch_dir  # noqa: F4
 PRINTED = [(4, {"loss": 6.492, "grad_norm": 1.943, "learning_rate": 0.0001383, "epoch": 0.0625}),
            (5, {"loss": 0.0, "grad_norm": "NaN", "learning_rate": 0.0001, "epoch": 0.07812}),
            (6, {"loss": 0.0, "grad_norm": "NaN", "learning_rate": 6.173e-05, "epoch": 0.09375})]
-LOGS = [events.Log(t=float(step), step=step, values=values) for step, values in PRINTED]  # type: ignore[arg-type]
+LOGS = [events.Log(t=float(step), step=step, values=values)  # type: ignore[arg-type]
+        for step, values in PRINTED]
 
 
 def test_status_json_keeps_a_nan_step_nan() -> None:
