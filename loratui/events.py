@@ -297,3 +297,15 @@ def num_in(value: Num) -> float | None:
         return float(value)
     except ValueError:
         return None
+
+
+def logged_loss(values: dict[str, Num]) -> float | None:
+    """The loss a training log stands for: NaN where transformers printed 0.0 for a NaN step.
+
+    Under `logging_nan_inf_filter` (the default) a NaN step adds nothing to the window's sum, so a window
+    of NaN steps logs `'loss': 0.0` beside a non-finite `grad_norm`; that is a NaN step, not a zero loss.
+    One rule for every reader of a loss (the run state, the advisor, status.json, the supervisor's alerts)."""
+    loss, grad = num_in(values.get("loss")), num_in(values.get("grad_norm"))
+    if loss is not None and loss == 0.0 and grad is not None and not math.isfinite(grad):
+        return math.nan
+    return loss

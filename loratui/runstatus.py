@@ -54,8 +54,8 @@ def fold(status: Status, found: Iterable[events.AnyEvent], since: float = 0.0) -
         elif isinstance(e, events.Step):
             status.step = max(status.step, e.step)
         elif isinstance(e, events.Log):
-            if e.values.get("loss") is not None:
-                status.loss = e.values["loss"]
+            if e.values.get("loss") is not None:  # a NaN step logged as 0.0 is a NaN (issue 24 item 6)
+                status.loss = events.num_out(events.logged_loss(e.values))
         elif isinstance(e, events.TrainBegin):
             status.max_steps = e.max_steps
         elif isinstance(e, events.Sample):

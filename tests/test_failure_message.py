@@ -67,5 +67,8 @@ def test_a_watched_script_failing_after_bars_dicts_and_warnings(watch_dir: Path)
     title = summary["advice"]["title"]
     assert title.startswith(f"The run failed on RuntimeError: {MESSAGE} -> raised in your code"), title
     assert f"  {title}" in doctor.splitlines(), doctor
+    assert f"advice: {title}" in result.stdout.splitlines(), result.stdout  # headless, at the end
+    replayed = loratui("replay", str(run), "--headless").stdout
+    assert f"advice: {title}" in replayed.splitlines(), replayed
     for text in (title, doctor):
         assert "it/s" not in text and "{'loss'" not in text and "Warning" not in text, text

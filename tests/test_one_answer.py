@@ -11,6 +11,7 @@ Their first advice must be one line, naming the TrainingArguments field and its 
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import sys
@@ -20,9 +21,14 @@ import msgspec
 import pytest
 
 from loratui import events
+from loratui.commands.doctor import render
+from loratui.logic.runstate import RunState
+from loratui.logic.summary import summarize
+from loratui.supervisor.watch import RunWatch
+from loratui.tui.headless import print_end
 from loratui.eventlog import read_log
 from loratui.logic.advisor import Advisor
-from loratui.logic.advisor.render import change_line, headline
+from loratui.logic.advisor.render import change_line, first_advice, headline
 from loratui.logic.estimate import estimate
 from loratui.logic.priced_moves import MIN_SAVING, price_moves, shape_facts
 from loratui.recipe import Recipe, load_recipe
@@ -30,12 +36,13 @@ from loratui.rundir import RunDir
 from loratui.sources.runlog import ListSource
 from loratui.tui.app import LoratuiApp, live_app
 from loratui.tui.widgets.advice_panel import AdvicePanel
+from tests import scenarios
 from tests.conftest import REPO, SMALL_QWEN2, kinds, loratui, only_run
 from tests.test_watch_runs import ENV, SCRIPTS, model_dir, watch_dir  # noqa: F401 (fixtures)
 
-OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
-            "of 31.36 GiB of which 1.12 GiB is free. Of the allocated memory 29.10 GiB is allocated by PyTorch, "
-            "and 0.61 GiB is reserved by PyTorch but unallocated.")
+OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+            "capacity of 31.36 GiB of which 1.12 GiB is free. Of the allocated memory 29.10 GiB is allocated "
+            "by PyTorch, and 0.61 GiB is reserved by PyTorch but unallocated.")
 
 
 def _small(batch: int = 4) -> Recipe:
@@ -47,8 +54,8 @@ def _small(batch: int = 4) -> Recipe:
 
 def _estimated(recipe: Recipe) -> events.Estimate:
     found = estimate(recipe, SMALL_QWEN2)
-    return events.Estimate(t=0.5, peak_device_gib=found.peak_device_gib, peak_reserved_gib=found.peak_reserved_gib,
-                           components=found.components, config=shape_facts(SMALL_QWEN2),
+    return events.Estimate(t=0.5, peak_device_gib=found.peak_device_gib,
+                           peak_reserved_gib=found.peak_reserved_gib, components=found.components, config=shape_facts(SMALL_QWEN2),
                            seq=recipe.data.max_length)
 
 
@@ -66,7 +73,8 @@ def test_an_estimate_under_the_line_prices_no_move_for_an_oom() -> None:
                                     events.Output(t=2.0, stream="stderr", lines=[OOM_LINE])])
     top = adv.items()[0]
     assert top.id == "oom_full" and "predicted peak" not in top.title
-    assert top.change == {"training.per_device_train_batch_size": 2, "training.gradient_accumulation_steps": 2}
+    assert top.change == {"training.per_device_train_batch_size": 2,
+                          "training.gradient_accumulation_steps": 2}
 
 
 def test_a_watched_runs_settings_event_gives_every_fold_the_same_recipe() -> None:
@@ -78,13 +86,45 @@ def test_a_watched_runs_settings_event_gives_every_fold_the_same_recipe() -> Non
            events.Log(t=1.0, step=4, values={"loss": 6.5, "grad_norm": 1.9, "learning_rate": 1.4e-4}),
            events.Log(t=2.0, step=5, values={"loss": 0.0, "grad_norm": "NaN", "learning_rate": 1e-4})]
     blind, told = Advisor(None).feed_all(nan).items()[0], Advisor(recipe).feed_all(nan).items()[0]
-    assert blind.title == told.title == "loss became nan at step 5: lower learning_rate from 0.0002 to 6.7e-05"
-    assert headline([blind]) == headline([told]) and change_line(blind.change) == "training.learning_rate = 6.7e-05"
+    assert blind.title == told.title
+    assert headline([told]) == "loss became nan at step 5: lower learning_rate from 0.0002 to 6.7e-05"
+    assert change_line(blind.change) == "training.learning_rate = 6.7e-05"
 
+
+
+def _nan_to_the_end() -> list[events.AnyEvent]:
+    found = scenarios.nan_run()
+    return found + [events.End(t=found[-1].t + 1, state=events.FINISHED, exit_code=0, step=50)]
+
+
+RECIPE_LOGS = {"oom": scenarios.failed_oom, "nan": _nan_to_the_end}
+
+
+@pytest.mark.parametrize("kind", sorted(RECIPE_LOGS))
+async def test_a_recipe_runs_oom_and_nan_read_the_same_on_every_surface(kind: str) -> None:
+    """Each surface's own function on the same recipe-run log: the app's panel, headless's end, the
+    supervisor's alert, doctor's text and replay's summary give one first line, naming the recipe key."""
+    recipe = load_recipe(REPO / "recipes/qwen7b.toml")
+    found = RECIPE_LOGS[kind]()
+    items = Advisor(recipe).feed_all(found).items()
+    first = items[0].title
+    assert first and any(key.startswith("training.") or key.startswith("env.") for key in items[0].change)
+    alerts: list[events.AnyEvent] = []
+    RunWatch("r", recipe, write=alerts.append).feed(found)
+    said = [e.message for e in alerts if isinstance(e, events.Notice) and e.key == "alert"]
+    assert any(message.endswith(f": {first}") for message in said), (said, first)
+    out = io.StringIO()
+    print_end(RunState().feed_all(found), out, items)
+    assert f"advice: {first}" in out.getvalue().splitlines()
+    assert render(items, "run", "").splitlines()[3] == f"  {first}"
+    assert summarize(RunState().feed_all(found), "", [], first_advice(items))["advice"]["title"] == first
+    app = LoratuiApp(ListSource(found), recipe)
+    assert await _panel_first(app) == first
 
 
 def _watched(runs: Path, model: Path, out: Path, *extra: str) -> tuple[Path, str]:
-    command = [sys.executable, str(SCRIPTS / "seed_trainer.py"), "--model", str(model), "--out", str(out), *extra]
+    command = [sys.executable, str(SCRIPTS / "seed_trainer.py"), "--model", str(model), "--out", str(out),
+               *extra]
     result = loratui("run", "--headless", "--runs-dir", str(runs), "--", *command, timeout=900, env=ENV)
     return only_run(runs), result.stdout
 
@@ -122,6 +162,7 @@ async def _surfaces(run: Path, headless_out: str, alert_title: str) -> tuple[str
         [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "alert"]
     assert f"{alert_title}: {first}" in alerts, (alerts, first)
     assert f"notice: {alert_title}: {first}" in headless_out.splitlines(), headless_out
+    assert f"advice: {first}" in headless_out.splitlines(), headless_out  # said again at the end
     # A viewer opened before the Trainer said its settings (no recipe yet) and one attached at the end.
     opened = LoratuiApp(ListSource(read_log(run / "events.jsonl").events), None)
     assert await _panel_first(opened) == first

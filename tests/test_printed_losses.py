@@ -42,7 +42,8 @@ def test_each_spelling_of_a_step_and_its_loss(line: str, step: int, loss: float)
 @pytest.mark.parametrize("form", ["plain", "colon", "pipe", "slash", "tqdm", "lightning", "keras"])
 def test_every_recorded_loss_is_one_the_script_printed(form: str, watch_dir: Path, tmp_path: Path) -> None:
     record = tmp_path / "printed.json"
-    viewer = _start(watch_dir, sys.executable, str(SCRIPTS / "printed_losses.py"), form, str(STEPS), str(record))
+    script = str(SCRIPTS / "printed_losses.py")
+    viewer = _start(watch_dir, sys.executable, script, form, str(STEPS), str(record))
     out, _ = viewer.communicate(timeout=300)
     run = _run(watch_dir)
     assert kinds(run, "end")[0]["state"] == "finished", out[-2000:]

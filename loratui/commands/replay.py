@@ -202,7 +202,8 @@ def _print_headless(opened: _Opened, from_step: int | None) -> int:
     shown = [start] + [replay.index_of_step(first + (last - first) * k // 10) for k in range(1, 10)]
     for index in sorted(set(shown)) + [replay.n_events]:
         print(progress_line(replay.state_at(index)), file=out)
-    print_end(replay.state_at(replay.n_events), out)
+    state, advisor = replay.log.fold_at(replay.n_events)
+    print_end(state, out, advisor.items())
     if opened.notes_text():
         print(f"note: {opened.notes_text()}", file=out)
     return _emit(out.getvalue())

@@ -11,6 +11,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from loratui import events
+
 
 @dataclass
 class PeakSeries:
@@ -82,15 +84,9 @@ def mean(values: Iterable[float]) -> float | None:
 
 
 def logged_loss(values: dict[str, float | None]) -> float | None:
-    """The loss a training log stands for: NaN where transformers printed 0.0 for a NaN step.
-
-    Under `logging_nan_inf_filter` (the default) a NaN step adds nothing to the window's sum, so a window
-    of NaN steps logs `'loss': 0.0` beside a non-finite `grad_norm`; that is a NaN step, not a zero loss."""
-    loss = values.get("loss")
-    grad = values.get("grad_norm")
-    if loss is not None and loss == 0.0 and grad is not None and not math.isfinite(grad):
-        return math.nan
-    return loss
+    """The loss a training log stands for: NaN where transformers printed 0.0 for a NaN step
+    (`events.logged_loss`, the one rule)."""
+    return events.logged_loss(values)  # type: ignore[arg-type]
 
 
 # -- robust statistics for short and long series: medians, not means, so one wild log moves nothing ----------

@@ -39,9 +39,11 @@ _NOT_MESSAGE = re.compile(
     r"^\s*\{['\"]|"  # a printed dict or JSON record ({'loss': ...})
     r"\d{1,3}%\|.*\|\s*\d+/\d+|"  # a progress bar (tqdm)
     r"\b[A-Z]\w*Warning\b|\bwarnings\.warn\(|"  # a Python warning and the source line under it
-    r"^\s*(?:\d{4}-\d\d-\d\d[ T]\d|\d\d/\d\d/\d{4} \d|(?:INFO|WARNING|DEBUG|ERROR|CRITICAL)\b[:| -])")  # a log record
+    # a logging record: a timestamp or a level first
+    r"^\s*(?:\d{4}-\d\d-\d\d[ T]\d|\d\d/\d\d/\d{4} \d|(?:INFO|WARNING|DEBUG|ERROR|CRITICAL)\b[:| -])")
 """Output that never continues an exception's message: a tqdm bar, a printed log dict, a warning, a
-logging line (they follow a traceback when stdout's buffer is flushed after stderr's, or as other ranks print)."""
+logging line (they follow a traceback when stdout's buffer is flushed after stderr's, as other ranks
+print, or when a run's stderr tail is read again)."""
 _CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
@@ -250,7 +252,8 @@ class TraceScanner:
         """Lines after an exception that carry on its message (until a blank, frame or new traceback)."""
         self._continuing -= 1
         if not text.strip() or _HEADER.search(text) or _FRAME.search(text) or _CHAINED.search(text) \
-                or _EXCEPTION.search(text) or text.startswith(("[", "```", "frame #")) or _NOT_MESSAGE.search(text):
+                or _EXCEPTION.search(text) or text.startswith(("[", "```", "frame #")) \
+                or _NOT_MESSAGE.search(text):
             self._continuing = 0
             return False
         last = self.last

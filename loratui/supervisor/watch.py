@@ -92,7 +92,7 @@ class RunWatch:
             self.run_peak = max(self.run_peak, e.used_max)
             self.gpu = True
         if isinstance(e, events.Log) and e.values.get("loss") is not None:
-            self.last_loss = events.num_in(e.values["loss"])
+            self.last_loss = events.logged_loss(e.values)  # NaN steps logged as 0.0 are NaN, not a zero loss
             if self.last_loss is not None and "train_runtime" not in e.values:
                 self.losses.append((e.step, self.last_loss))
                 self.first_loss = self.last_loss if self.first_loss is None else self.first_loss

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 from loratui import events, units
 from loratui.logic import fmt
+from loratui.logic.advisor import Advisor
+from loratui.logic.advisor.render import change_line, headline
 from loratui.logic.runstate import RunState
 from loratui.rundir import RunDir
 from loratui.sources.runlog import LiveSource
@@ -36,12 +39,14 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
     """
     source = LiveSource(run)  # the same reader as the app's: one notion of "the run is over"
     state = RunState()
+    advisor = Advisor(run.load_recipe()[0])  # as the app's panel: the run's one advice, said at the end
     bar = _RichBar(out) if out.isatty() else None
     last_print, last_step, seen_notices, note = 0.0, -1, 0, ""
     try:
         while True:
             batch = source.poll()
             state.feed_all(batch.events)
+            advisor.feed_all(batch.events)
             for notice in state.notices[seen_notices:]:
                 _say(bar, out, f"notice: {inert(notice.message)}")
             seen_notices = len(state.notices)
@@ -63,7 +68,7 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
     finally:
         if bar is not None:
             bar.stop()
-    print_end(state, out)
+    print_end(state, out, advisor.items())
     return state
 
 
@@ -104,12 +109,18 @@ class _RichBar:
         self.progress.stop()
 
 
-def print_end(state: RunState, out: TextIO) -> None:
+def print_end(state: RunState, out: TextIO, advice: Sequence[Any] = ()) -> None:
+    """The run's end, its first advice when it failed or has an error (the panel's, doctor's and the
+    alert's first line), and a failure's stderr tail."""
     end = state.end
     if end is None:
         return
     print(f"run {state.run_id}: {state.state} at step {state.step}"
           + (f" (exit code {end.exit_code})" if end.exit_code not in (0, None) else ""), file=out)
+    if advice and (end.state == events.FAILED or advice[0].severity == "error"):
+        print(f"advice: {inert(headline(advice))}", file=out)
+        if advice[0].change:
+            print(f"  change: {inert(change_line(advice[0].change))}", file=out)
     if end.state == events.FAILED and end.error:
         print("last lines of the trainer's stderr:", file=out)
         for line in failure.tail(end, 15):  # inert; the signal first, warnings out

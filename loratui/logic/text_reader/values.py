@@ -131,7 +131,8 @@ _PAIRS = re.compile(
     r"(?<![\w/])(train(?:ing)?[ _]loss|loss|lr|learning[ _]rate|grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
 _BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
 _STEP = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\b(?!\s*/)", re.I)
-_STEP_SLASH = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\s*/\s*\d{1,9}\b", re.I)  # Step 5/100
+# `Step 5/100 | loss ...`: the step of a step-of-total counter.
+_STEP_SLASH = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\s*/\s*\d{1,9}\b", re.I)
 _BRACKET = re.compile(r"\[\s*(\d{1,9})\s*/\s*(\d{1,9})\s*\]")
 _LEADING = re.compile(r"^\s{0,8}(\d{1,9})\s+\S")
 

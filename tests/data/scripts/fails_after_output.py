@@ -11,7 +11,8 @@ steps = int(sys.argv[1]) if len(sys.argv) > 1 else 6
 bar = tqdm(range(1, steps + 1), desc="train", mininterval=0)
 for step in bar:
     bar.set_postfix(loss=f"{10.0 / step:.4f}")
-    tqdm.write(f"{{'loss': '{10.0 / step:.4g}', 'grad_norm': '1.5', 'learning_rate': '0.0002', 'epoch': '{step / 10}'}}")
+    loss, epoch = f"{10.0 / step:.4g}", step / 10
+    tqdm.write(f"{{'loss': '{loss}', 'grad_norm': '1.5', 'learning_rate': '0.0002', 'epoch': '{epoch}'}}")
     if step == steps // 2:
         warnings.warn("`torch_dtype` is deprecated! Use `dtype` instead!", FutureWarning, stacklevel=1)
     if step == steps:

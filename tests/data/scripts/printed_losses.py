@@ -1,4 +1,4 @@
-"""A plain PyTorch loop that prints its loss in one framework's spelling (argv[1]) and records what it printed.
+"""A plain PyTorch loop that prints its loss in one framework's spelling (argv[1]), recording what it printed.
 
 Forms: `plain` (`step 5 loss 22.4671`), `colon` (`step 5: loss 22.4671`), `pipe` (`step 5 | loss 22.4671`),
 `slash` (`Step 5/40 | loss 22.4671`), `tqdm` (a bar's `loss=` postfix), `lightning` (a bar's
