@@ -14,6 +14,7 @@ import pytest
 
 from loratui.commands.doctor import diagnose_stream
 from loratui.logic import oom, tracebacks
+from loratui.logic.text_reader import values
 
 
 def first_id(text: str) -> str:
@@ -270,3 +271,29 @@ def test_timeout_settings_are_no_timeout(line: str) -> None:
 ])
 def test_cuda_errors_under_other_wrappers(line: str) -> None:
     assert first_id(line) == "cuda_error"
+
+
+# -- loss lines in more frameworks' layouts --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # LitGPT (https://github.com/Lightning-AI/litgpt/issues/689)
+    ("iter 77 step 39: loss 10.8259, iter time: 214.40ms (optimizer.step)", (39, 10.8259)),
+    ("| epoch 001 | loss 7.312 | ppl 158.9 | wps 11235", (None, 7.312)),
+    ("step 12 train loss nan", (12, float("nan"))),
+])
+def test_a_loss_with_only_a_space_before_its_value(line: str, expected: tuple[int | None, float]) -> None:
+    found = values.loss_line(line)
+    assert found is not None and found[0] == expected[0]
+    loss = found[1]["loss"]
+    assert loss == expected[1] or (loss != loss and expected[1] != expected[1])
+
+
+@pytest.mark.parametrize("line", ["the loss 2 times higher than before", "loss function: cross entropy"])
+def test_prose_about_the_loss_has_no_value(line: str) -> None:
+    assert values.loss_line(line) is None
+
+
+def test_a_litgpt_loss_that_never_moves_is_flat() -> None:
+    text = "\n".join(f"iter {i} step {i // 2}: loss 10.8259, iter time: {197 + i % 3}.87ms" for i in range(60, 100))
+    assert first_id(text) == "loss_flat"
