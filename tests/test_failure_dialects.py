@@ -14,6 +14,7 @@ import pytest
 
 from loratui.commands.doctor import diagnose_stream
 from loratui.logic import oom, tracebacks
+from loratui.logic.text_reader import values
 
 
 def first_id(text: str) -> str:
@@ -131,7 +132,8 @@ def test_jupyter_cell_frames_carry_their_arrow_call() -> None:
 
 @pytest.mark.parametrize(("func", "phase"), [
     ("merge_and_unload", "save"), ("_merge_lora", "save"), ("push_to_hub", "save"),
-    ("save_pretrained_gguf", "save"), ("_save_checkpoint", "save"), ("_merge_heads", ""), ("nested_concat", "eval"), ("compute_metrics", ""),
+    ("save_pretrained_gguf", "save"), ("_save_checkpoint", "save"), ("_merge_heads", ""), ("nested_concat", "eval"), ("compute_metrics", "eval"),
+    ("preprocess_logits_for_metrics", "eval"),
 ])
 def test_frame_names_and_their_phase(func: str, phase: str) -> None:
     assert tracebacks.frame_phase(tracebacks.Frame("/site-packages/x/y.py", func)) == phase
@@ -171,3 +173,127 @@ def test_the_users_words_in_chinese() -> None:
             "allocated; 33.62 MiB free; 10.49 GiB reserved in total by PyTorch)")
     assert first_id(text) == "oom_at_eval"
     assert first_id(text.replace("starting evaluation", "训练")) == "oom_full"
+
+
+def test_an_oom_in_compute_metrics_is_the_evaluations() -> None:
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/content/train.py", line 88, in <module>',
+        "    main()",
+        '  File "/content/train.py", line 70, in main',
+        "    scores = compute_metrics(outputs)",
+        '  File "/content/train.py", line 40, in compute_metrics',
+        "    logits = torch.tensor(eval_pred.predictions).cuda().softmax(-1)",
+        NEW_OOM])
+    assert first_id(text) == "oom_at_eval"
+
+
+# -- setup messages in every version's words -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # bitsandbytes 0.38 on Windows loaded its CPU binary
+    # (https://github.com/bitsandbytes-foundation/bitsandbytes/issues/558)
+    r"bin C:\Users\apb\llm\Lib\site-packages\bitsandbytes\libbitsandbytes_cpu.so",
+    "UserWarning: The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit "
+    "multiplication, and GPU quantization are unavailable.",
+    "RuntimeError: Configured ROCm binary not found at /opt/venv/lib/python3.10/site-packages/bitsandbytes/"
+    "libbitsandbytes_rocm62.so",
+    "Could not find module 'C:\\Python310\\lib\\site-packages\\bitsandbytes\\libbitsandbytes_cuda121.dll'",
+])
+def test_bitsandbytes_that_cannot_load_is_setup(line: str) -> None:
+    assert first_id(line) == "bnb_setup"
+
+
+@pytest.mark.parametrize("line", [
+    # a healthy Colab start with bitsandbytes 0.39: the path warnings and the backup search that succeeds
+    "/usr/local/lib/python3.10/dist-packages/bitsandbytes/cuda_setup/main.py:149: UserWarning: WARNING: The following "
+    "directories listed in your path were found to be non-existent: {PosixPath('/sys/fs/cgroup/memory.events')}",
+    "CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup paths...",
+    "CUDA SETUP: Loading binary /usr/local/lib/python3.10/dist-packages/bitsandbytes/libbitsandbytes_cuda118.so...",
+    "Successfully installed bitsandbytes-0.41.1",
+    # a healthy CPU run with transformers 5: optional kernels, not bitsandbytes' setup
+    "Failed to load CPU gemm_4bit_forward from kernels-community: Kernel repository "
+    "'kernels-community/quantization-bitsandbytes' could not verify publisher trust status.",
+])
+def test_bitsandbytes_at_work_is_not_a_setup_failure(line: str) -> None:
+    assert first_id(line) != "bnb_setup"
+
+
+@pytest.mark.parametrize("line", [
+    " WARNING - llmtuner.model.patcher - FlashAttention2 is not installed.",  # hiyouga/LlamaFactory#3171
+    "ValueError: SiglipVisionModel does not support Flash Attention 2.0 yet.",  # QQ-MM/Video-CCAM#8
+    "ImportError: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.",
+    "NameError: name 'flash_attn_varlen_func' is not defined",  # imoneoi/openchat#52
+    "ImportError: flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+    "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+])
+def test_flash_attention_that_cannot_be_used(line: str) -> None:
+    assert first_id(line) == "flash_attn_unavailable"
+
+
+def test_flash_attention_in_use_is_no_finding() -> None:
+    assert first_id("Using flash_attention_2 for the attention implementation\n"
+                    "{'loss': 1.2, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.5}") == ""
+
+
+# -- distributed timeouts and CUDA errors ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # the rendezvous store, while rank 0 tokenises (hiyouga/LlamaFactory#81, axolotl-ai-cloud/axolotl#2684)
+    "setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store by key '0', but "
+    "store->get('0') got error: Socket Timeout",
+    "[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, "
+    "addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms",
+    "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 1/2 clients joined.",
+    "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: store_based_barrier",
+    "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1800000)",
+])
+def test_distributed_timeouts_in_any_layer(line: str) -> None:
+    assert first_id(line) == "nccl_timeout"
+
+
+@pytest.mark.parametrize("line", [
+    "TrainingArguments(ddp_backend=nccl, ddp_timeout=1800, output_dir=out)",
+    "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 97).",
+])
+def test_timeout_settings_are_no_timeout(line: str) -> None:
+    assert first_id(line) != "nccl_timeout"
+
+
+@pytest.mark.parametrize("line", [
+    # NCCL's watchdog reporting a device-side assert: the assert is the cause, not a timeout
+    "terminate called after throwing an instance of 'c10::DistBackendError' what():  [Rank 1] Process group "
+    "watchdog thread terminated with exception: CUDA error: device-side assert triggered",
+    "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, m, n, k)`",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR",
+])
+def test_cuda_errors_under_other_wrappers(line: str) -> None:
+    assert first_id(line) == "cuda_error"
+
+
+# -- loss lines in more frameworks' layouts --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # LitGPT (https://github.com/Lightning-AI/litgpt/issues/689)
+    ("iter 77 step 39: loss 10.8259, iter time: 214.40ms (optimizer.step)", (39, 10.8259)),
+    ("| epoch 001 | loss 7.312 | ppl 158.9 | wps 11235", (None, 7.312)),
+    ("step 12 train loss nan", (12, float("nan"))),
+])
+def test_a_loss_with_only_a_space_before_its_value(line: str, expected: tuple[int | None, float]) -> None:
+    found = values.loss_line(line)
+    assert found is not None and found[0] == expected[0]
+    loss = found[1]["loss"]
+    assert loss == expected[1] or (loss != loss and expected[1] != expected[1])
+
+
+@pytest.mark.parametrize("line", ["the loss 2 times higher than before", "loss function: cross entropy"])
+def test_prose_about_the_loss_has_no_value(line: str) -> None:
+    assert values.loss_line(line) is None
+
+
+def test_a_litgpt_loss_that_never_moves_is_flat() -> None:
+    text = "\n".join(f"iter {i} step {i // 2}: loss 10.8259, iter time: {197 + i % 3}.87ms" for i in range(60, 100))
+    assert first_id(text) == "loss_flat"

@@ -51,9 +51,10 @@ WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedEx
 # Merging an adapter into its base and exporting it write the model out, as a save does.
 _SAVE_NAMES = re.compile(r"save|state_dict_for_save|consolidate|push_to_hub|merge_and_unload|unload_and_optimi|"
                          r"merge_(?:lora|adapter|peft|weights|model)|lora_merge|^export|_export|gguf", re.I)
-# (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions.
-_EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$",
-                         re.I)
+# (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions; the metrics
+# (compute_metrics, preprocess_logits_for_metrics) run on them at the evaluation's end.
+_EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$|"
+                         r"compute_metrics|logits_for_metrics", re.I)
 _DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
 _LOAD_NAMES = re.compile(r"from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
                          r"_check_and_enable_flash_attn|dispatch_model|^load_(?:tokenizer|model_and_tokenizer)$")

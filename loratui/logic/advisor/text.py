@@ -17,10 +17,21 @@ _FEW_SUGGEST = re.compile(r"\(try (\d+) which is the number of cpus|`?num_worker
 _MANY_WORKERS = re.compile(r"This DataLoader will create (\d+) worker processes in total")
 _MANY_SUGGEST = re.compile(r"suggested max number of worker in current system is (\d+)")
 _SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
+_DISTRIBUTED = r"NCCL|c10d|store->|TCPStore|DistStore|ProcessGroup|process group|gloo|rendezvous|barrier|collective"
+_TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b|timeout\b)"
 _NCCL_TIMEOUT = re.compile(
-    r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|ProcessGroupNCCL.{0,80}timed out|"
-    r"Some NCCL operations have failed or timed out|NCCL (?:communicator|watchdog) .{0,40}timeout", re.I)
+    r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
+    r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
+    re.I)
+"""A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
+socket wait (`waitForInput: socket ... timed out after 1800000ms`), the store (`store->get('0') got error: Socket
+Timeout`, `DistStoreError: Timed out after 1801 seconds waiting for clients`), a store-based barrier."""
+_NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
+               "collective", "watchdog")
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
+_AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
+_STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
+"""The ranks' meeting point rather than a collective: a rank never arrived to set up the group."""
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
 _STATUS = re.compile(
     r"(?:^|[:\-\]*|>]\s*|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)|merg(?:e|ing)|"
@@ -86,6 +97,7 @@ class TextWatch:
     def line(self, line: str, step: int) -> list[Finding]:
         """Fold one output line in; the findings it completes."""
         found: list[Finding] = []
+        lowered = line.lower()
         self._phase_hints(line)
         if "worker" in line:
             found += self._workers(line, step)
@@ -94,9 +106,8 @@ class TextWatch:
             if smi and int(smi.group(3)) <= 10 and int(smi.group(1)) >= 1024:
                 found.append(Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(),
                                                             "util": int(smi.group(3)), "used_mib": int(smi.group(1))}))
-        if "NCCL" in line or "Watchdog" in line:
+        if "time" in lowered and any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
-        lowered = line.lower()
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
             found += self._nan_said(line, step)
         if "ata" in line and "ime" in line:
@@ -236,9 +247,13 @@ class TextWatch:
         if rank and len(self.nccl_ranks) < 1024:
             self.nccl_ranks.add(int(rank.group(1)))
         fields = _NCCL_FIELDS.search(line)
-        facts = {"line": line.strip()[:400], "op": fields.group(1) if fields else "",
-                 "timeout_ms": int(fields.group(2)) if fields else 0,
-                 "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
+        after = _AFTER.search(line) if fields is None else None
+        timeout_ms = int(fields.group(2)) if fields else 0
+        if after:
+            timeout_ms = int(float(after.group(1)) * (1 if after.group(2).startswith("m") else 1000))
+        store = fields is None and _STORE.search(line) is not None
+        facts = {"line": line.strip()[:400], "op": fields.group(1) if fields else "rendezvous" if store else "",
+                 "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
         return [Finding("nccl_timeout", step, facts)]
 
 
@@ -273,7 +288,8 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1) ->
     if r is None:
         evidence.append("if one rank legitimately works alone that long (tokenizing on rank 0, a save, an eval on "
                         "rank 0), raise ddp_timeout (TrainingArguments, seconds; default 1800)")
-    return Advice("nccl_timeout", ERROR, f"NCCL {op} timed out{after}: one rank fell behind or died",
+    what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
+    return Advice("nccl_timeout", ERROR, f"{what} timed out{after}: one rank fell behind or died",
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
 
 

@@ -232,22 +232,34 @@ def _used(ctx: Context) -> int:
 
 # -- detectors over output lines ------------------------------------------------------------------
 
+_UNAVAILABLE = (r"not installed|not available|unavailable|not (?:be )?supported|does not support|doesn't support|"
+                r"cannot be used|can't be used|failed|could not|couldn't|cannot (?:find|load|import|open)|unable to|"
+                r"no module|undefined symbol|dll load|is not defined|not found|no such file|only supports|"
+                r"incompatible|not compatible|not compiled|without GPU|no kernel image")
+"""What a library says when it cannot be used: not installed, not importable, not built for this GPU or OS."""
+_FLASH = r"flash[_\- ]?attn|flash[_\- ]?attention"
 _SETUP = (
+    # bitsandbytes' setup in every version: the old `CUDA SETUP:` lines, the CPU-only binary it fell back to
+    # (`bin ...libbitsandbytes_cpu.so`), its native library (CUDA, ROCm, Windows .dll) beside a word of failure,
+    # a build without GPU support. Not any line that names the package: a healthy CPU run's optional kernels
+    # ("Failed to load CPU gemm_4bit_forward from kernels-community/quantization-bitsandbytes") are no failure.
     ("bnb_setup", re.compile(
-        r"compiled without GPU support|CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|"
-        r"Required library)|libbitsandbytes_cpu\.so.*undefined symbol|No module named '?bitsandbytes|"
-        r"Using `bitsandbytes` \S+ quantization requires|bitsandbytes library load error|"
-        r"Could not find the bitsandbytes CUDA binary", re.I)),
+        r"CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|Required library)|libbitsandbytes_cpu|"
+        r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
+        r"bitsandbytes library load error|bitsandbytes CUDA binary|"
+        r"bitsandbytes\b.{0,200}?(?:compiled without GPU|without GPU support|not compiled with (?:CUDA|GPU))|"
+        r"libbitsandbytes\w*.{0,300}?(?:" + _UNAVAILABLE + r")|(?:" + _UNAVAILABLE + r").{0,300}?libbitsandbytes",
+        re.I)),
+    # flash attention by any spelling, beside a word that says it cannot be used (not installed, a DLL or
+    # symbol that does not load, a model that does not support it, a function left undefined).
     ("flash_attn_unavailable", re.compile(
-        r"FlashAttention2 has been toggled on, but it cannot be used|No module named '?flash_attn|"
-        r"flash_attn\S*\.so: undefined symbol|FlashAttention only supports Ampere|"
-        r"package flash_attn seems to be not installed|in _check_and_enable_flash_attn_2\b|"
-        r"flash.?attn\S* (?:version|>=)", re.I)),
+        r"(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
+        r"(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|in _check_and_enable_flash_attn_2\b|"
+        r"FlashAttention only supports Ampere", re.I)),
     ("cuda_error", re.compile(
         r"CUDA error: (?!out of memory)|device-side assert triggered|illegal memory access|"
-        r"CUBLAS_STATUS_(?:EXECUTION_FAILED|INTERNAL_ERROR|NOT_SUPPORTED)|CUDNN_STATUS_(?:EXECUTION_FAILED|"
-        r"INTERNAL_ERROR)|Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|"
-        r"cuda runtime error \(\d+\)", re.I)),
+        r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
+        r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)", re.I)),
 )
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup"), "flash_attn_unavailable": ("flash",),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal")}

@@ -130,6 +130,10 @@ _SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*|\s+)({_NUMBER})(?![\w.]|\s*[*/+])"
 _PAIRS = re.compile(
     r"(?<![\w/])(train(?:ing)?[ _]loss|loss|lr|learning[ _]rate|grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
 _BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
+_SPACED = re.compile(r"(?<![\w/])(train(?:ing)?[ _]loss|loss)\s+([-+]?\d+\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf)"
+                     r"(?=[\s,;|)]|$)")
+"""`loss 10.8259,` (LitGPT, fairseq-style `| loss 2.31 |`): a loss with only a space before its value, which
+then needs a decimal point (or nan/inf) so that prose (`loss 2 times`) is not read as a value."""
 _STEP = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\b(?!\s*/)", re.I)
 # `Step 5/100 | loss ...`: the step of a step-of-total counter.
 _STEP_SLASH = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\s*/\s*\d{1,9}\b", re.I)
@@ -140,8 +144,8 @@ _LEADING = re.compile(r"^\s{0,8}(\d{1,9})\s+\S")
 def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     """(explicit step or None, values) of a `step N ... loss X` line in any framework's spelling, or None.
 
-    Reads `loss: 2.75`, `loss=15.50`, `loss = 0.0630`, `Loss: 0.9741`, `train loss:1.10886` and tinygrad's
-    `11.8750 loss`; the step from `global step 435`, `step=1`, `Step 0`, `[200/735]` or a leading counter.
+    Reads `loss: 2.75`, `loss=15.50`, `loss = 0.0630`, `Loss: 0.9741`, `train loss:1.10886`, LitGPT's
+    `loss 10.8259,` and tinygrad's `11.8750 loss`; the step from `global step 435`, `step=1`, `Step 0`, `[200/735]` or a leading counter.
     """
     if len(fragment) > 2000 or not ("oss" in fragment or "OSS" in fragment):
         return None
@@ -151,6 +155,10 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
         value = number(raw)
         if name and value is not None and name not in values:
             values[name] = value
+    if "loss" not in values:
+        spaced = _SPACED.search(fragment)
+        if spaced:
+            values["loss"] = float(spaced.group(2))
     if "loss" not in values:
         for raw, key in _BEFORE.findall(fragment):
             name = _KEY_ALIASES.get(key.lower())
