@@ -126,7 +126,7 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.Run
     refused for commands that act on a live run, and means the newest run for viewers.
     """
     if name:
-        return rundir.resolve(name, runs_dir)
+        return _by_job_id(name, runs_dir) or rundir.resolve(name, runs_dir)
     running = [run for run in rundir.list_runs(runs_dir) if _is_live(runstatus.read(run))]
     if len(running) == 1:
         return running[0]
@@ -136,6 +136,14 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.Run
     if need_running:
         raise UsageError(f"no run is running in {runs_dir}/; `loratui ls` lists the runs")
     return rundir.resolve(None, runs_dir)
+
+
+def _by_job_id(name: str, runs_dir: Path) -> rundir.RunDir | None:
+    """The run started in Slurm job `name` (`loratui attach 4242`); the newest when a job made several."""
+    if not name.isdigit():
+        return None
+    found = [run for run in rundir.list_runs(runs_dir) if runstatus.read(run).job_id == name]
+    return found[-1] if found else None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -228,21 +236,54 @@ def cmd_ls(args: argparse.Namespace) -> int:
         state = status.state + ("*" if status.alive == "trainer" else "")
         rows.append({"run": run.run_id, "state": state, "step": status.step, "max_steps": status.max_steps,
                      "loss": events.num_in(status.loss),
-                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None})
+                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None,
+                     **({"slurm": {"job": status.job_id}} if status.job_id else {})})
+    _add_slurm_jobs(rows)
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     if not rows:
         print(f"no runs in {args.runs_dir}/")
         return EXIT_OK
-    print(f"{'RUN':<40} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}")
+    jobs = any("slurm" in r for r in rows)
+    print(f"{'RUN':<40} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
+          + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else ""))
     for r in rows:
         step = f"{r['step']}/{r['max_steps'] or '?'}"
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
-        print(f"{inert(r['run']):<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}")
+        print(f"{inert(r['run']):<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"
+              + (_job_columns(r.get("slurm")) if jobs else ""))
     if any(r["state"].endswith("*") for r in rows):
         print("* its supervisor died; the trainer goes on and obeys loratui pause/resume/stop")
     return EXIT_OK
+
+
+def _add_slurm_jobs(rows: list[dict[str, Any]]) -> None:
+    """Each Slurm run's job as Slurm says now: state, nodes, time left (one cached `scontrol` for all)."""
+    import time
+
+    from loratui import slurm
+
+    if not any("slurm" in r for r in rows):
+        return
+    known, now = slurm.jobs(), time.time()
+    for r in rows:
+        job = known.get(r["slurm"]["job"]) if "slurm" in r else None
+        if job is not None:
+            left = job.time_left(now)
+            r["slurm"].update(state=job.state, nodes=job.num_nodes, node_list=job.node_list,
+                              time_left_s=round(left) if left is not None else None)
+
+
+def _job_columns(job: dict[str, Any] | None) -> str:
+    from loratui.logic import fmt
+
+    if not job:
+        return ""
+    nodes = job.get("nodes")
+    left = job.get("time_left_s")
+    return (f"  {inert(job['job']):>8} {job.get('state', 'unknown'):<13} {nodes if nodes else '?':>5} "
+            f"{fmt.duration(left) if left is not None else '--':>7}")
 
 
 def cmd_control(args: argparse.Namespace) -> int:

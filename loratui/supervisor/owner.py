@@ -19,12 +19,12 @@ from pathlib import Path
 
 import psutil
 
-from loratui import __version__, events, runstatus
+from loratui import __version__, events, runstatus, slurm
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
 from loratui.outputtail import OutputFollower
 from loratui.recipe import Recipe, RecipeError, recipe_hash
-from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, latest_checkpoint, write_pidfile
+from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, latest_checkpoint, node_name, write_pidfile
 from loratui.supervisor import command as watched
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
@@ -79,6 +79,8 @@ class Supervisor:
         write_pidfile(self.run.pidfile)
         server = control.listen(self.run.control)
         threading.Thread(target=control.serve, args=(server, self._handle), daemon=True).start()
+        stop_inbox = threading.Event()  # requests from other hosts (a login node) come as files
+        threading.Thread(target=control.serve_inbox, args=(self.run, self._handle, stop_inbox), daemon=True).start()
         self._write_header()
         self.unattended.announce()
         indexer = start_indexer(self.run)
@@ -89,6 +91,7 @@ class Supervisor:
             final = self._drive()
         finally:
             stop_status.set()
+            stop_inbox.set()
             if sampler is not None:
                 sampler.stop()
             server.close()
@@ -147,6 +150,7 @@ class Supervisor:
             command=self.command, cwd=self.settings.cwd if self.command else "",
             env=command_keys.env_summary(dict(os.environ)) if self.command else {},
             controls=["stop"] if self.command else [],  # until its Trainer (or first step) says more
+            slurm=slurm.job_env(), node=node_name(),
         ))
         self._set_state(events.STARTING, "supervisor started")
 
@@ -177,6 +181,10 @@ class Supervisor:
         found = self._status_tail.poll()
         self.unattended.on_events(found)
         if not found and self.run.status_file.exists():
+            try:  # a heartbeat for viewers on other hosts, where this pid cannot be looked up
+                os.utime(self.run.status_file)
+            except OSError:
+                pass
             return
         runstatus.fold(self.status, found)
         try:
