@@ -10,12 +10,16 @@ view tells the truth within a poll.
 from __future__ import annotations
 
 from collections.abc import Iterable
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import msgspec
 
 from loratui import events, slurm
+from loratui.eventlog import EventWriter
 from loratui.rundir import RunDir, file_size, node_name, pid_host, replace_file
 
 TAIL_BYTES = 256 << 10
@@ -92,6 +96,31 @@ def read(run: RunDir) -> Status:
     return _liveness(run, status)
 
 
+def _scheduler_end(run: RunDir, status: Status) -> Status:
+    """A Slurm run that nobody runs and that has no end: record Slurm's verdict as its end (whoever looks
+    first; a marker file makes it once per job start), and send the end's alert the dead supervisor could
+    not. Every process of a job killed at its limit or with its node may die without writing a line."""
+    job = slurm.job(status.job_id)
+    if job is None or job.state not in slurm.SCHEDULER_ENDS:
+        return status
+    marker = run.path / f"scheduler-end.{job.job_id}.{job.restarts}"
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except OSError:
+        return status  # another viewer records it (or did)
+    end = events.End(t=time.time(), state=slurm.SCHEDULER_ENDS[job.state][0], cause=job.state,
+                     error=job.cause(), step=status.step)
+    EventWriter(run.events).write(end)
+    fold(status, [end])
+    try:  # by module name: the owner side sends alerts, and holds their secret
+        subprocess.Popen([sys.executable, "-m", "loratui.supervisor.last_alert", str(run.path)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+    except OSError:
+        pass
+    return status
+
+
 def _liveness(run: RunDir, status: Status) -> Status:
     host = pid_host(run.pidfile)
     if host and host != node_name():  # its pid means nothing here: ask Slurm, or the status file's age
@@ -105,6 +134,8 @@ def _liveness(run: RunDir, status: Status) -> Status:
     # A suspended run needs nobody alive: its checkpoint waits for `loratui resume`.
     if status.end is None and not status.alive and status.state not in (*events.FINAL_STATES, events.SUSPENDED):
         status.state = LOST
+        if status.job_id:
+            return _scheduler_end(run, status)
     return status
 
 

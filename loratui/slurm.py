@@ -60,6 +60,7 @@ class Job:
     restarts: int = 0
     exit_code: str = ""
     batch_host: str = ""
+    std_err: str = ""
 
     def time_left(self, now: float) -> float | None:
         """Seconds until Slurm ends a running job (its EndTime); None when it is not running."""
@@ -77,6 +78,30 @@ class Job:
         reason = f"; reason {self.reason}" if self.reason not in ("", "None") else ""
         code = f"; exit code {self.exit_code}" if self.exit_code not in ("", "0:0") else ""
         return f"Slurm: job {self.job_id} {self.state}: {what}{reason}{code}"
+
+
+_KILLED = re.compile(rb"\*\*\* (?:JOB|STEP) (\d+)\S* ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
+DUE_TO = {b"TIME LIMIT": "TIMEOUT", b"PREEMPTION": "PREEMPTED", b"NODE FAILURE": "NODE_FAIL"}
+
+
+def ending(job: Job, tail_bytes: int = 64 << 10) -> str:
+    """Why Slurm is ending a job that it still shows COMPLETING (its processes got SIGTERM and live on):
+    'TIMEOUT', 'CANCELLED', 'PREEMPTED', 'NODE_FAIL', or '' when it does not say. scontrol keeps the final
+    state until the job's processes are gone; the reason (TimeLimit) and the line slurmstepd writes to the
+    job's stderr ('*** JOB 12 ON node1 CANCELLED AT ... DUE TO PREEMPTION ***') say it before."""
+    if job.state in SCHEDULER_ENDS:
+        return job.state
+    if job.reason == "TimeLimit":
+        return "TIMEOUT"
+    try:
+        with open(job.std_err, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - tail_bytes))
+            said = [m for m in _KILLED.finditer(handle.read()) if m.group(1).decode() == job.job_id]
+    except OSError:
+        return ""
+    if not said:
+        return ""
+    return DUE_TO.get(said[-1].group(2) or b"", "CANCELLED")
 
 
 def job_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -101,7 +126,8 @@ def parse_jobs(text: str) -> dict[str, Job]:
             num_nodes=_int(fields.get("NumNodes", "")), node_list=fields.get("NodeList", ""),
             start_time=_time(fields.get("StartTime", "")), end_time=_time(fields.get("EndTime", "")),
             time_limit=fields.get("TimeLimit", ""), restarts=_int(fields.get("Restarts", "")),
-            exit_code=fields.get("ExitCode", ""), batch_host=fields.get("BatchHost", ""))
+            exit_code=fields.get("ExitCode", ""), batch_host=fields.get("BatchHost", ""),
+            std_err=fields.get("StdErr", ""))
     return found
 
 
@@ -163,3 +189,39 @@ def _save(cache: Path, text: str) -> None:
         replace_file(cache, text.encode(), 0o600)
     except OSError:
         pass  # a read-only home: every look asks Slurm
+
+
+def oom_kills(proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """How many processes the memory cgroups around this one killed for going over their limit (the most any
+    of them counted, from this process's cgroup up): Slurm's memory limit acts through them, and a process
+    killed so gets a bare SIGKILL with no Python traceback. None where no memory cgroup can be read."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    counts = []
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if "memory" in controllers.split(","):  # cgroup v1
+            base, name, field = root / "memory", "memory.oom_control", "oom_kill"
+        elif controllers == "" and not any(":memory:" in other for other in lines):  # cgroup v2
+            base, name, field = root, "memory.events", "oom_kill"
+        else:
+            continue
+        folder = base / path.strip("/")
+        while folder != base:  # the root's counter is the whole host's
+            counts.append(_counter(folder / name, field))
+            folder = folder.parent
+    found = [c for c in counts if c is not None]
+    return max(found) if found else None
+
+
+def _counter(path: Path, field: str) -> int | None:
+    try:
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == field and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        pass
+    return None

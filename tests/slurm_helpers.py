@@ -18,7 +18,11 @@ import pytest
 
 from tests.conftest import REPO, wait_for
 
-ENV = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(REPO))
+
+
+def job_env(**extra: str) -> dict[str, str]:
+    """The test's environment as it is now (the session's cache and state directories), for jobs and CLIs."""
+    return dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(REPO), **extra)
 
 
 def cluster_reason() -> str:
@@ -48,7 +52,7 @@ class Jobs:
         """`sbatch --parsable OPTIONS --wrap COMMAND`; the job id."""
         result = subprocess.run(["sbatch", "--parsable", "-o", str(self.folder / "slurm-%j.out"),
                                  "--chdir", str(REPO), *options, "--wrap", shlex.join(command)],
-                                capture_output=True, text=True, timeout=60, env=env or ENV)
+                                capture_output=True, text=True, timeout=60, env=env or job_env())
         assert result.returncode == 0, result.stderr
         job_id = result.stdout.strip().split(";")[0]
         self.ids.append(job_id)
@@ -80,7 +84,7 @@ def wait_state(job_id: str, *states: str, timeout: float = 300) -> str:
 
 def loratui_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "loratui", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=env or ENV)
+                          timeout=timeout, cwd=REPO, env=env or job_env())
 
 
 def short_dir(prefix: str) -> Iterator[Path]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, kinds, only_run, read_events, wait_for
-from tests.slurm_helpers import ENV, Jobs, loratui_cli, needs_slurm, short_dir, wait_state
+from tests.slurm_helpers import Jobs, job_env, loratui_cli, needs_slurm, short_dir, wait_state
 
 pytestmark = [pytest.mark.slow, needs_slurm]
 SCRIPTS = REPO / "tests" / "data" / "scripts"
@@ -84,7 +84,7 @@ def test_a_watched_training_in_a_batch_job_is_seen_and_controlled_from_outside(
     assert said.returncode == 0, said.stderr
     wait_for(lambda: _state(run) == "paused", timeout=300)
     held = len(_steps(run))
-    elsewhere = dict(ENV, SLURMD_NODENAME="login-node")
+    elsewhere = job_env(SLURMD_NODENAME="login-node")
     listed_there = json.loads(loratui_cli("ls", "--json", "--runs-dir", str(runs), env=elsewhere).stdout)
     assert listed_there[0]["state"] == "paused", listed_there  # alive by Slurm's word, not by a pid
     assert len(_steps(run)) == held

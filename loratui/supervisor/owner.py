@@ -7,6 +7,7 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -71,6 +72,11 @@ class Supervisor:
         self.command = list(self.settings.command)
         self.watcher = OutputWatcher() if self.command else None
         self.suspend_requested = False
+        # Inside a Slurm job: the scheduler may end the run (time limit, scancel, memory limit, preemption).
+        self.slurm_job = slurm.job_env().get("SLURM_JOB_ID", "")
+        self._oom_base = slurm.oom_kills() if self.slurm_job else None
+        self._slurm_look: threading.Thread | None = None
+        self._slurm_said: slurm.Job | None = None
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -223,9 +229,12 @@ class Supervisor:
         rank = failed_rank(self._stderr_tail) if state == events.FAILED else ""
         if rank:
             error = f"{rank} failed; torchrun stopped the other ranks\n{error}"
+        cause, said = self._scheduler_word(code)
+        if cause:
+            state, error = slurm.SCHEDULER_ENDS[cause][0], f"{said}\n{error}".rstrip()
         # The end is what every view waits for: on a full disk, wait for room rather than lose it.
         self.log.write_until_written(events.End(t=time.time(), state=state, exit_code=code, signal=signame,
-                                                error=error), gone=lambda: not self.run.path.exists())
+                                                error=error, cause=cause), gone=lambda: not self.run.path.exists())
         self.state = state
         return state
 
@@ -398,8 +407,38 @@ class Supervisor:
             trainer.kill()
 
     def on_sigterm(self, *_: object) -> None:
-        """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does."""
+        """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does. In a Slurm job the signal is
+        often Slurm's (time limit, scancel, preemption): ask it why, beside the stop, for the run's end."""
+        if self.slurm_job and self._slurm_look is None:
+            self._slurm_look = threading.Thread(target=self._ask_slurm, daemon=True)
+            self._slurm_look.start()
         self._handle(control.Request("stop", "signal"))
+
+    def _ask_slurm(self, wait_s: float = 8.0) -> None:
+        """Why Slurm signalled the job, for as long as it takes Slurm to say (a few seconds at most)."""
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            job = slurm.job(self.slurm_job, fresh=True)
+            cause = slurm.ending(job) if job is not None else ""
+            if cause:
+                self._slurm_said = dataclasses.replace(job, state=cause)  # type: ignore[arg-type]
+                return
+            time.sleep(0.5)
+
+    def _scheduler_word(self, code: int | None) -> tuple[str, str]:
+        """(Slurm's job state, what it did) when the scheduler ended this run, else ("", "")."""
+        if self._slurm_look is not None:
+            self._slurm_look.join(timeout=slurm.QUERY_TIMEOUT_S + 10)
+            job = self._slurm_said
+            if job is not None and job.state in slurm.SCHEDULER_ENDS and job.state != "FAILED":
+                return job.state, job.cause()
+        kills = slurm.oom_kills() if self._oom_base is not None else None
+        if code in (-signal.SIGKILL, 128 + signal.SIGKILL) and kills is not None and kills > (self._oom_base or 0):
+            return "OUT_OF_MEMORY", (f"Slurm: job {self.slurm_job} OUT_OF_MEMORY: "
+                                     f"{slurm.SCHEDULER_ENDS['OUT_OF_MEMORY'][1]}; the job's memory cgroup "
+                                     f"killed the trainer (its oom_kill count went from {self._oom_base} to {kills}); "
+                                     "ask for more with --mem")
+        return "", ""
 
 
 def trainer_command(run: RunDir, recipe: Recipe, probe: GpuProbe | None, resume_from: str | None) -> list[str]:

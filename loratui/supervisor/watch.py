@@ -121,7 +121,10 @@ class RunWatch:
 
     def _end(self, e: events.End) -> None:
         step = max(e.step, self.advisor.ctx.step)
-        if e.state == events.FINISHED:
+        if e.cause:  # the scheduler ended it (Slurm's TIMEOUT, CANCELLED, OUT_OF_MEMORY...): always worth a word
+            first = e.error.strip().splitlines()[0] if e.error.strip() else e.cause
+            self.alert("failed", f"ended by Slurm: {e.cause}", f"{first}; at step {step}", urgent=True)
+        elif e.state == events.FINISHED:
             self.alert("finished", "finished", self._summary(step, e.t))
         elif e.state == events.FAILED:
             items = self.advisor.items()

@@ -32,6 +32,15 @@ chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge
 chmod 0400 /etc/munge/munge.key
 pgrep -u munge -x munged >/dev/null || runuser -u munge -- munged
 
+# Memory limits (--mem) through the memory cgroup where cgroup v1 is mounted, so a job over its limit ends
+# OUT_OF_MEMORY as on a real cluster; elsewhere no cgroup setup (limits are then not enforced).
+task=task/none
+if [ -w /sys/fs/cgroup/memory ]; then
+  task=task/cgroup
+  printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\nConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n' \
+    > /etc/slurm/cgroup.conf
+fi
+
 cat > /etc/slurm/slurm.conf <<CONF
 ClusterName=loratui
 SlurmctldHost=$host
@@ -39,7 +48,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=$task
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=2048
@@ -54,7 +63,6 @@ MinJobAge=600
 KillWait=10
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=1
-JobAcctGatherParams=OverMemoryKill
 NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
