@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="start even when the pre-flight says it cannot fit")
     run.add_argument("--notify", default=None, metavar="URL",
                      help="send alerts to URL (ntfy topic, Slack/Discord webhook, or JSON webhook); a secret")
+    run.add_argument("--save-before-limit", default=None, metavar="DURATION",
+                     help="in a Slurm job: save a checkpoint this long before the job's time limit (10m, 90s, 1h; "
+                     "overrides [slurm] save_before_limit)")
+    run.add_argument("--requeue", action="store_true",
+                     help="in a Slurm job: after that checkpoint, exit and requeue the job; the requeued job "
+                     "resumes this run (needs --save-before-limit or [slurm] save_before_limit)")
 
     attach = sub.add_parser("attach", parents=[runs_dir], help="open the viewer on a running run")
     attach.add_argument("run", nargs="?", default=None, help="run id, name or path (default: newest)")
@@ -138,6 +144,20 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool) -> rundir.Run
     return rundir.resolve(None, runs_dir)
 
 
+def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
+    """Inside a requeued Slurm job: the run this job left suspended for its next start, if any."""
+    from loratui import slurm
+
+    job_id = slurm.job_env().get("SLURM_JOB_ID", "")
+    if not job_id or slurm.job_env().get("SLURM_RESTART_COUNT", "0") in ("", "0"):
+        return None
+    for run in reversed(rundir.list_runs(runs_dir)):
+        status = runstatus.read(run)
+        if status.job_id == job_id and status.state == events.SUSPENDED and not status.alive and status.end is None:
+            return run
+    return None
+
+
 def _by_job_id(name: str, runs_dir: Path) -> rundir.RunDir | None:
     """The run started in Slurm job `name` (`loratui attach 4242`); the newest when a job made several."""
     if not name.isdigit():
@@ -168,13 +188,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)
         if not launch_checks.preflight(args):
             return EXIT_NO
+    requeued = _requeued_run(args.runs_dir)
+    if requeued is not None:  # this job ran before, saved before its limit and was requeued: go on with it
+        from loratui.supervisor.launch import spawn_supervisor
+
+        spawn_supervisor(requeued, adopt=True)
+        return _view(requeued, headless=args.headless)
+    limit = launch_checks.slurm_limit(args)
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir) if (st := runstatus.read(r)).alive]
     url = launch_checks.notify_url(args)
     if watching:
-        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url)
+        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url, slurm_limit=limit)
     else:
         run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
-                        alert_url=url)
+                        alert_url=url, slurm_limit=limit)
     for other, status in busy:
         holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
         print(f"loratui: note: {other.run_id} is also {status.state}{holds}; on one GPU the two compete for "

@@ -57,6 +57,8 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = {}  # environment for the trainer (e.g. PYTORCH_CUDA_ALLOC_CONF from advice)
     command: list[str] = []  # `loratui run -- COMMAND`: the watched command, run as the trainer
     cwd: str = ""  # the directory the command runs in
+    save_before_limit: str = ""  # --save-before-limit: a checkpoint this long before the Slurm job's end
+    requeue: bool = False  # --requeue: then exit and requeue the job, which resumes this run
 
 
 IMPORTED_MARK = "# Imported run"

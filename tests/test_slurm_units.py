@@ -69,3 +69,25 @@ def test_the_job_environment_is_recorded_only_inside_a_job() -> None:
     assert slurm.job_env({"HOME": "/root", "SLURM_NODEID": "1"}) == {}
     inside = {"SLURM_JOB_ID": "42", "SLURM_NODEID": "1", "SLURMD_NODENAME": "gpu02", "SLURM_JOB_ACCOUNT": "x"}
     assert slurm.job_env(inside) == {"SLURM_JOB_ID": "42", "SLURM_NODEID": "1", "SLURMD_NODENAME": "gpu02"}
+
+
+@pytest.mark.parametrize(("text", "expected"), [("10m", 600.0), ("90s", 90.0), ("1h30m", 5400.0), ("1.5h", 5400.0),
+                                                ("10", None), ("ten minutes", None), ("", None)])
+def test_durations_read_as_slurm_users_write_them(text: str, expected: float | None) -> None:
+    from loratui.units import seconds
+
+    assert seconds(text) == expected
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ('save_before_limit = "ten"', "slurm.save_before_limit"),
+    ("requeue = true", "requeue = true needs save_before_limit"),
+])
+def test_a_slurm_section_that_cannot_work_is_refused_at_its_key(tmp_path: Path, section: str, message: str) -> None:
+    from loratui.recipe import RecipeError, load_recipe
+
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(f'[model]\npath = "loratui:tiny"\n[data]\npath = "d.jsonl"\n[slurm]\n{section}\n')
+    with pytest.raises(RecipeError, match=message) as caught:
+        load_recipe(recipe)
+    assert "r.toml" in str(caught.value)

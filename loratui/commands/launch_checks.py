@@ -36,3 +36,18 @@ def notify_url(args: argparse.Namespace) -> str | None:
     from loratui.supervisor.alerts import check_url
 
     return check_url(url)
+
+
+def slurm_limit(args: argparse.Namespace) -> tuple[str, bool]:
+    """`--save-before-limit DURATION` and `--requeue`, checked: (the duration as given, requeue)."""
+    from loratui.errors import UsageError
+    from loratui.units import seconds
+
+    limit = args.save_before_limit or ""
+    if limit and not (seconds(limit) or 0) > 0:
+        raise UsageError(f"--save-before-limit {limit}: give a duration such as 10m, 90s or 1h (how long before "
+                         "the Slurm job's time limit to save a checkpoint)")
+    if args.requeue and not limit and (args.watch or args.recipe is None):
+        raise UsageError("--requeue: needs --save-before-limit (the checkpoint the requeued job resumes from), "
+                         "e.g. --save-before-limit 10m --requeue")
+    return limit, bool(args.requeue)

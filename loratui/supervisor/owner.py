@@ -30,6 +30,7 @@ from loratui.supervisor import command as watched
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
 from loratui.supervisor.sampler import Sampler
+from loratui.supervisor.time_limit import TimeLimit
 from loratui.supervisor.unattended import Unattended
 from loratui.supervisor.watch_output import OutputWatcher
 from loratui.units import to_gib
@@ -77,6 +78,10 @@ class Supervisor:
         self._oom_base = slurm.oom_kills() if self.slurm_job else None
         self._slurm_look: threading.Thread | None = None
         self._slurm_said: slurm.Job | None = None
+        limit = self.settings.save_before_limit or self.recipe.slurm.save_before_limit
+        self.time_limit = TimeLimit(self, self.slurm_job, limit, self.settings.requeue or self.recipe.slurm.requeue) \
+            if self.slurm_job else None
+        self.requeueing = False
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -93,6 +98,8 @@ class Supervisor:
         sampler = self._start_sampler()
         stop_status = threading.Event()
         threading.Thread(target=self._keep_status, args=(stop_status,), daemon=True).start()
+        if self.time_limit is not None:
+            threading.Thread(target=self.time_limit.run, args=(stop_status,), daemon=True).start()
         try:
             final = self._drive()
         finally:
@@ -116,7 +123,10 @@ class Supervisor:
             last = (watched.last_checkpoint(self.run) if self.command
                     else latest_checkpoint(self.run.checkpoints))
             resume_from = last or resume_from
-            self._set_state(events.STARTING, f"re-adopted by a new supervisor; resuming from {resume_from}")
+            restart = slurm.job_env().get("SLURM_RESTART_COUNT", "")
+            who = f"Slurm job {self.slurm_job} restarted (restart {restart})" if self.slurm_job and restart \
+                else "re-adopted by a new supervisor"
+            self._set_state(events.STARTING, f"{who}; resuming from {resume_from}")
         while True:
             code = self._run_trainer(resume_from)
             self._update_status()  # the trainer's last output is in the log: the guard reads it
@@ -126,6 +136,8 @@ class Supervisor:
                 self._set_state(events.STARTING, f"guard: restarting from {resume or 'the start'}")
                 continue
             suspended = self.suspend_requested or not self.command  # a command may exit 75 of its own
+            if code == SUSPEND_EXIT and not self.stop_requested and suspended and self._requeue():
+                return events.SUSPENDED  # no end: the requeued job goes on with this run
             if code == SUSPEND_EXIT and not self.stop_requested and suspended:
                 self.suspend_requested = False
                 self._set_state(events.SUSPENDED, "checkpoint written, GPU freed; resume with `r`")
@@ -406,9 +418,30 @@ class Supervisor:
         except subprocess.TimeoutExpired:
             trainer.kill()
 
+    def _requeue(self) -> bool:
+        """After the checkpoint saved before the time limit: requeue the job and wait for Slurm to end this
+        one. False when no requeue was planned, or Slurm refused it (the run then waits for `resume`)."""
+        limit = self.time_limit
+        if limit is None or not limit.requeue_pending:
+            return False
+        self.requeueing = True
+        refused = limit.requeue_job()
+        if refused:
+            self.requeueing = False
+            self.log.write(events.Notice(t=time.time(), level="error", key="time_limit",
+                                         message=f"scontrol requeue {self.slurm_job} failed: {refused}"))
+            return False
+        self._set_state(events.SUSPENDED, f"checkpoint saved before the time limit; Slurm job {self.slurm_job} "
+                        "requeued: its next start resumes this run from that checkpoint")
+        self._resume.wait(timeout=120)  # Slurm's SIGTERM ends this job's processes, this one included
+        return True
+
     def on_sigterm(self, *_: object) -> None:
         """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does. In a Slurm job the signal is
         often Slurm's (time limit, scancel, preemption): ask it why, beside the stop, for the run's end."""
+        if self.requeueing:  # our own requeue: the run goes on in the job's next start
+            self._resume.set()
+            return
         if self.slurm_job and self._slurm_look is None:
             self._slurm_look = threading.Thread(target=self._ask_slurm, daemon=True)
             self._slurm_look.start()

@@ -93,6 +93,8 @@ class RunWatch:
             self._end(e)
         elif isinstance(e, events.State) and e.state == events.SUSPENDED:
             self.alert("suspended", "suspended", "checkpoint written, GPU freed; `loratui resume` continues")
+        elif isinstance(e, events.Notice) and e.key == "time_limit":
+            self.alert("time_limit", "Slurm time limit", e.message, urgent=e.level == "error")
         elif isinstance(e, events.Notice) and e.key == "hung":
             self.alert("hung", "looks hung", e.message, urgent=True)
         elif isinstance(e, events.Notice) and e.key == "guard":
