@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="start even when the pre-flight says it cannot fit")
     run.add_argument("--notify", default=None, metavar="URL",
                      help="send alerts to URL (ntfy topic, Slack/Discord webhook, or JSON webhook); a secret")
+    run.add_argument("--save-before-limit", default=None, metavar="DURATION",
+                     help="in a Slurm job: save a checkpoint this long before the job's time limit (10m, 90s, 1h; "
+                     "overrides [slurm] save_before_limit)")
+    run.add_argument("--requeue", action="store_true",
+                     help="in a Slurm job: after that checkpoint, exit and requeue the job; the requeued job "
+                     "resumes this run (needs --save-before-limit or [slurm] save_before_limit)")
 
     attach = sub.add_parser("attach", parents=[runs_dir], help="open the viewer on a running run")
     attach.add_argument("run", nargs="?", default=None, help="run id, name or path (default: newest)")
@@ -130,7 +136,7 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: b
     refused for commands that act on a live run, and means the newest run for viewers.
     """
     if name:
-        return rundir.resolve(name, runs_dir, everywhere)
+        return _by_job_id(name, runs_dir, everywhere) or rundir.resolve(name, runs_dir, everywhere)
     running = [run for run in rundir.list_runs(runs_dir, everywhere) if _is_live(runstatus.read(run))]
     if len(running) == 1:
         return running[0]
@@ -140,6 +146,28 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: b
     if need_running:
         raise UsageError(f"no run is running in {rundir.where(runs_dir, everywhere)}; `loratui ls` lists the runs")
     return rundir.resolve(None, runs_dir, everywhere)
+
+
+def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
+    """Inside a requeued Slurm job: the run this job left suspended for its next start, if any."""
+    from loratui import slurm
+
+    job_id = slurm.job_env().get("SLURM_JOB_ID", "")
+    if not job_id or slurm.job_env().get("SLURM_RESTART_COUNT", "0") in ("", "0"):
+        return None
+    for run in reversed(rundir.list_runs(runs_dir)):
+        status = runstatus.read(run)
+        if status.job_id == job_id and status.state == events.SUSPENDED and not status.alive and status.end is None:
+            return run
+    return None
+
+
+def _by_job_id(name: str, runs_dir: Path, everywhere: bool = False) -> rundir.RunDir | None:
+    """The run started in Slurm job `name` (`loratui attach 4242`); the newest when a job made several."""
+    if not name.isdigit():
+        return None
+    found = [run for run in rundir.list_runs(runs_dir, everywhere) if runstatus.read(run).job_id == name]
+    return found[-1] if found else None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -166,12 +194,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not launch_checks.preflight(args):
             return EXIT_NO
         launch_checks.check_model_reachable(args)  # before a run that would die on a download
+    requeued = _requeued_run(args.runs_dir)
+    if requeued is not None:  # this job ran before, saved before its limit and was requeued: go on with it
+        from loratui.supervisor.launch import spawn_supervisor
+
+        spawn_supervisor(requeued, adopt=True)
+        return _view(requeued, headless=args.headless)
+    limit = launch_checks.slurm_limit(args)
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
     if watching:
-        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url)
+        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url, slurm_limit=limit)
     else:
         run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
-                        alert_url=url)
+                        alert_url=url, slurm_limit=limit)
     for other, status in busy:
         holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
         print(f"loratui: note: {other.run_id} is also {inert(status.state, newlines=False)}{holds}; on one GPU the two compete for "
@@ -237,23 +272,56 @@ def cmd_ls(args: argparse.Namespace) -> int:
         rows.append({"run": run.run_id, "state": state, "step": status.step, "max_steps": status.max_steps,
                      "loss": events.num_in(status.loss),
                      "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None,
-                     "path": str(run.path.resolve())})
+                     "path": str(run.path.resolve()),
+                     **({"slurm": {"job": status.job_id}} if status.job_id else {})})
+    _add_slurm_jobs(rows)
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     if not rows:
         print(f"no runs in {rundir.where(args.runs_dir, args.everywhere)}")
         return EXIT_OK
+    jobs = any("slurm" in r for r in rows)
     print(f"{'RUN':<40} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
-          f"{'  WHERE' if len(places) > 1 else ''}")
+          + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else "")
+          + ("  WHERE" if len(places) > 1 else ""))
     for r in rows:
         step = f"{r['step']}/{r['max_steps'] or '?'}"
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
         place = f"  {inert(str(Path(r['path']).parent))}" if len(places) > 1 else ""  # runs from several places
-        print(f"{inert(r['run']):<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}{place}")
+        print(f"{inert(r['run']):<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"
+              + (_job_columns(r.get("slurm")) if jobs else "") + place)
     if any(r["state"].endswith("*") for r in rows):
         print("* its supervisor died; the trainer goes on and obeys loratui pause/resume/stop")
     return EXIT_OK
+
+
+def _add_slurm_jobs(rows: list[dict[str, Any]]) -> None:
+    """Each Slurm run's job as Slurm says now: state, nodes, time left (one cached `scontrol` for all)."""
+    import time
+
+    from loratui import slurm
+
+    if not any("slurm" in r for r in rows):
+        return
+    known, now = slurm.jobs(), time.time()
+    for r in rows:
+        job = known.get(r["slurm"]["job"]) if "slurm" in r else None
+        if job is not None:
+            left = job.time_left(now)
+            r["slurm"].update(state=job.state, nodes=job.num_nodes, node_list=job.node_list,
+                              time_left_s=round(left) if left is not None else None)
+
+
+def _job_columns(job: dict[str, Any] | None) -> str:
+    from loratui.logic import fmt
+
+    if not job:
+        return ""
+    nodes = job.get("nodes")
+    left = job.get("time_left_s")
+    return (f"  {inert(job['job']):>8} {job.get('state', 'unknown'):<13} {nodes if nodes else '?':>5} "
+            f"{fmt.duration(left) if left is not None else '--':>7}")
 
 
 def cmd_control(args: argparse.Namespace) -> int:

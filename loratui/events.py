@@ -57,6 +57,9 @@ class Header(Event, frozen=True, tag="header"):
     cwd: str = ""  # where the command runs
     env: dict[str, str] = {}  # a redacted summary of its environment (secrets' values dropped)
     controls: list[str] = []  # control commands the run supports until its trainer says more; [] = all
+    slurm: dict[str, str] = {}
+    """The Slurm job the run started in (slurm.JOB_ENV: job id, node, rank, restart count); empty outside."""
+    node: str = ""  # the host that wrote this log (rundir.node_name)
 
 
 class State(Event, frozen=True, tag="state"):
@@ -230,6 +233,8 @@ class End(Event, frozen=True, tag="end"):
     signal: str = ""
     error: str = ""
     step: Int = 0
+    cause: str = ""
+    """Who ended it when the run did not: Slurm's job state (TIMEOUT, CANCELLED, OUT_OF_MEMORY, ...)."""
 
 
 class Unknown(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import msgspec
 
 from loratui import bounds
+from loratui.units import seconds
 
 TINY_MODEL = "loratui:tiny"
 """The model path that names the embedded tiny Qwen2 model, built on first use (no download)."""
@@ -138,7 +139,8 @@ class MonitorSection(_Section, frozen=True):
     """...and never sooner than this many seconds."""
 
 
-ALERT_EVENTS = ("finished", "failed", "oom", "nan", "divergence", "hung", "over_line", "suspended", "guard")
+ALERT_EVENTS = ("finished", "failed", "oom", "nan", "divergence", "hung", "over_line", "suspended", "guard",
+                "time_limit")
 
 
 class AlertsSection(_Section, frozen=True):
@@ -180,6 +182,15 @@ class DistributedSection(_Section, frozen=True):
     fsdp_use_orig_params: bool = False
 
 
+class SlurmSection(_Section, frozen=True):
+    """`[slurm]`: what a run inside a Slurm job does before the job's time limit (ignored outside Slurm)."""
+
+    save_before_limit: str = ""
+    """Save a checkpoint this long before the job's end time ("10m", "90s", "1h"); "" for none."""
+    requeue: bool = False
+    """After that checkpoint, exit and requeue the job: the requeued job resumes the same run from it."""
+
+
 class Recipe(_Section, frozen=True):
     """A whole recipe."""
 
@@ -192,6 +203,7 @@ class Recipe(_Section, frozen=True):
     distributed: DistributedSection = DistributedSection()
     alerts: AlertsSection = AlertsSection()
     guard: GuardSection = GuardSection()
+    slurm: SlurmSection = SlurmSection()
 
 
 class RecipeError(Exception):
@@ -456,8 +468,19 @@ def _check_alerts(r: Recipe) -> tuple[str, str] | None:
     return None
 
 
+def _check_slurm(r: Recipe) -> tuple[str, str] | None:
+    limit = r.slurm.save_before_limit
+    if limit and not (seconds(limit) or 0) > 0:
+        return ("slurm.save_before_limit", f"save_before_limit = {limit!r}: give a duration such as \"10m\", "
+                "\"90s\" or \"1h\" (how long before the job's time limit to save a checkpoint)")
+    if r.slurm.requeue and not limit:
+        return ("slurm.requeue", "requeue = true needs save_before_limit (the checkpoint the requeued job "
+                "resumes from), e.g. save_before_limit = \"10m\"")
+    return None
+
+
 _CHECKS = (_check_numbers, _check_model, _check_quantization, _check_lora, _check_training, _check_data, _check_monitor,
-           _check_distributed, _check_alerts)
+           _check_distributed, _check_alerts, _check_slurm)
 
 
 def _listing(names: frozenset[str]) -> str:

@@ -12,6 +12,7 @@ runs/<run-id>/ (mode 0700) holds:
                    views never read a whole log to say where a run stands
   control.sock     the control socket (mode 0600)
   control.cmds     control commands relayed to the trainer ranks, one a line (append-only)
+  control.in/      control requests from another host (a login node), one file each, and the replies
   trainer.hook.json  a watched command's Trainer hook is live (what it obeys)
   checkpoints/     the Trainer's output_dir (always: a recipe's output_dir is refused)
   checkpoints/saved/   checkpoints saved on request, kept out of save_total_limit's rotation
@@ -27,6 +28,7 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -56,6 +58,8 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     env: dict[str, str] = {}  # environment for the trainer (e.g. PYTORCH_CUDA_ALLOC_CONF from advice)
     command: list[str] = []  # `loratui run -- COMMAND`: the watched command, run as the trainer
     cwd: str = ""  # the directory the command runs in
+    save_before_limit: str = ""  # --save-before-limit: a checkpoint this long before the Slurm job's end
+    requeue: bool = False  # --requeue: then exit and requeue the job, which resumes this run
 
 
 IMPORTED_MARK = "# Imported run"
@@ -117,6 +121,11 @@ class RunDir:
     def commands(self) -> Path:
         """Control commands relayed to the trainer ranks, one a line (append-only)."""
         return self.path / "control.cmds"
+
+    @property
+    def inbox(self) -> Path:
+        """Control requests from other hosts, one file each (no socket crosses hosts); replies beside them."""
+        return self.path / "control.in"
 
     @property
     def hooked(self) -> Path:
@@ -190,7 +199,23 @@ def write_pidfile(pidfile: Path, pid: int | None = None) -> None:
     """Record `pid` (default: this process) with its start time, so a reused pid is never taken for it."""
     proc = psutil.Process(pid)
     stamp = start_stamp(proc.pid)
-    pidfile.write_text(f"{proc.pid} {proc.create_time():.3f}" + (f" {stamp}" if stamp else "") + "\n")
+    pidfile.write_text(f"{proc.pid} {proc.create_time():.3f}" + (f" {stamp}" if stamp else "")
+                       + f" host={node_name()}\n")
+
+
+def node_name() -> str:
+    """This host as Slurm names it inside a job (SLURMD_NODENAME), else its short hostname: a run directory
+    on a shared filesystem is read from hosts where its writers' pids mean nothing."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+
+
+def pid_host(pidfile: Path) -> str:
+    """The host whose process a pidfile names ('' for a pidfile of an older loratui, or none)."""
+    try:
+        hosts = [f[5:] for f in pidfile.read_text().split() if f.startswith("host=")]
+    except OSError:
+        return ""
+    return hosts[0] if hosts else ""
 
 
 def start_stamp(pid: int) -> str | None:
@@ -209,7 +234,7 @@ def start_stamp(pid: int) -> str | None:
 def live_pid(pidfile: Path) -> int | None:
     """The pid in `pidfile` if that very process still lives and is no zombie (nobody reaped it yet)."""
     try:
-        fields = pidfile.read_text().split()
+        fields = [f for f in pidfile.read_text().split() if not f.startswith("host=")]
         pid = int(fields[0])
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:

@@ -10,12 +10,17 @@ view tells the truth within a poll.
 from __future__ import annotations
 
 from collections.abc import Iterable
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import msgspec
 
-from loratui import events
-from loratui.rundir import RunDir, file_size, replace_file
+from loratui import events, slurm
+from loratui.eventlog import EventWriter
+from loratui.rundir import RunDir, file_size, node_name, pid_host, replace_file
 
 TAIL_BYTES = 256 << 10
 LOST = "lost"
@@ -37,6 +42,10 @@ class Status(msgspec.Struct, kw_only=True):
     t: float = 0.0
     alive: str = ""
     """Who still runs it: "supervisor", "trainer" (its supervisor died), or "" (nobody)."""
+    job_id: str = ""
+    """The Slurm job the run started in ('' outside Slurm)."""
+    node: str = ""
+    """The host that owns the run (its supervisor's)."""
 
 
 def fold(status: Status, found: Iterable[events.AnyEvent], since: float = 0.0) -> Status:
@@ -64,6 +73,8 @@ def fold(status: Status, found: Iterable[events.AnyEvent], since: float = 0.0) -
             status.gpu = e.available
         elif isinstance(e, events.Estimate):
             status.estimate_gib = e.peak_device_gib
+        elif isinstance(e, events.Header):
+            status.job_id, status.node = e.slurm.get("SLURM_JOB_ID", ""), e.node
     return status
 
 
@@ -85,8 +96,36 @@ def read(run: RunDir) -> Status:
     return _liveness(run, status)
 
 
+def _scheduler_end(run: RunDir, status: Status) -> Status:
+    """A Slurm run that nobody runs and that has no end: record Slurm's verdict as its end (whoever looks
+    first; a marker file makes it once per job start), and send the end's alert the dead supervisor could
+    not. Every process of a job killed at its limit or with its node may die without writing a line."""
+    job = slurm.job(status.job_id)
+    if job is None or job.state not in slurm.SCHEDULER_ENDS:
+        return status
+    marker = run.path / f"scheduler-end.{job.job_id}.{job.restarts}"
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except OSError:
+        return status  # another viewer records it (or did)
+    end = events.End(t=time.time(), state=slurm.SCHEDULER_ENDS[job.state][0], cause=job.state,
+                     error=job.cause(), step=status.step)
+    EventWriter(run.events).write(end)
+    fold(status, [end])
+    try:  # by module name: the owner side sends alerts, and holds their secret
+        subprocess.Popen([sys.executable, "-m", "loratui.supervisor.last_alert", str(run.path)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+    except OSError:
+        pass
+    return status
+
+
 def _liveness(run: RunDir, status: Status) -> Status:
-    if run.supervisor_pid() is not None:
+    host = pid_host(run.pidfile)
+    if host and host != node_name():  # its pid means nothing here: ask Slurm, or the status file's age
+        status.alive = "supervisor" if _alive_elsewhere(run, status) else ""
+    elif run.supervisor_pid() is not None:
         status.alive = "supervisor"
     elif run.trainer_pid() is not None:
         status.alive = "trainer"
@@ -95,7 +134,25 @@ def _liveness(run: RunDir, status: Status) -> Status:
     # A suspended run needs nobody alive: its checkpoint waits for `loratui resume`.
     if status.end is None and not status.alive and status.state not in (*events.FINAL_STATES, events.SUSPENDED):
         status.state = LOST
+        if status.job_id:
+            return _scheduler_end(run, status)
     return status
+
+
+HEARTBEAT_S = 30.0
+"""A supervisor on another host that has not touched status.json for this long is taken for gone."""
+
+
+def _alive_elsewhere(run: RunDir, status: Status) -> bool:
+    """A supervisor on another host lives while its Slurm job runs (outside Slurm: while its status file is
+    fresh; the supervisor touches it every few seconds)."""
+    job = slurm.job(status.job_id) if status.job_id else None
+    if job is not None:
+        return job.state in ("RUNNING", "COMPLETING", "SIGNALING")
+    try:
+        return time.time() - run.status_file.stat().st_mtime < HEARTBEAT_S
+    except OSError:
+        return False
 
 
 def is_over(status: Status) -> bool:

@@ -13,3 +13,16 @@ def to_gib(n_bytes: float) -> float:
 def gib(value: float | None, digits: int = 1) -> str:
     """Bytes as GiB text ('12.3'), or 'N/A'."""
     return "N/A" if value is None else f"{value / GIB:.{digits}f}"
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def seconds(text: str) -> float | None:
+    """A duration as Slurm users write it ('10m', '90s', '1h', '1h30m') in seconds; None when unreadable."""
+    import re
+
+    parts = re.fullmatch(r"\s*((?:\d+(?:\.\d+)?[smh]\s*)+)\s*", text)
+    if not parts:
+        return None
+    return float(sum(float(n) * _DURATION_UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([smh])", text)))

@@ -102,3 +102,18 @@ def _hub_unreachable(repo_id: str, revision: str | None) -> str:
     except Exception as exc:  # a refused or timed-out connection, no DNS, offline mode: out of reach
         return f"{constants.ENDPOINT}: {inert(str(exc))[:120] or type(exc).__name__}"
     return ""
+
+
+def slurm_limit(args: argparse.Namespace) -> tuple[str, bool]:
+    """`--save-before-limit DURATION` and `--requeue`, checked: (the duration as given, requeue)."""
+    from loratui.errors import UsageError
+    from loratui.units import seconds
+
+    limit = args.save_before_limit or ""
+    if limit and not (seconds(limit) or 0) > 0:
+        raise UsageError(f"--save-before-limit {limit}: give a duration such as 10m, 90s or 1h (how long before "
+                         "the Slurm job's time limit to save a checkpoint)")
+    if args.requeue and not limit and (args.watch or args.recipe is None):
+        raise UsageError("--requeue: needs --save-before-limit (the checkpoint the requeued job resumes from), "
+                         "e.g. --save-before-limit 10m --requeue")
+    return limit, bool(args.requeue)

@@ -17,7 +17,7 @@ import msgspec
 
 from loratui import events, runstatus
 from loratui.eventlog import EventWriter
-from loratui.rundir import RunDir
+from loratui.rundir import RunDir, node_name, pid_host, replace_file
 
 COMMANDS = ("pause", "resume", "suspend", "save", "stop")
 
@@ -148,6 +148,9 @@ def deliver(run: RunDir, command: str, source: str = "cli") -> str:
     goes straight into `control.cmds`, which the trainer reads at each step boundary. A suspended run whose
     supervisor is gone is re-adopted by `resume`: a new supervisor restarts it from its last checkpoint.
     """
+    host = pid_host(run.pidfile)
+    if host and host != node_name() and runstatus.read(run).alive:
+        return post(run, command, source, host)
     if run.supervisor_pid() is not None:
         send(run.control, command, source)
         return f"{command}: sent to {run.run_id}"
@@ -167,3 +170,56 @@ def deliver(run: RunDir, command: str, source: str = "cli") -> str:
         EventWriter(run.events).write(events.End(t=time.time(), state=events.STOPPED, step=status.step))
         return f"stop: {run.run_id} was suspended with no supervisor; recorded as stopped"
     raise ControlError(f"{run.run_id} is not running ({status.state}); nothing to {command}")
+
+
+REPLY_WAIT_S = 20.0
+INBOX_POLL_S = 0.5
+
+
+def post(run: RunDir, command: str, source: str, host: str, wait_s: float = REPLY_WAIT_S) -> str:
+    """Send `command` to a supervisor on another host through the shared run directory: one request file
+    (written whole, then renamed), answered by a reply file beside it. A Unix socket on a shared
+    filesystem reaches no process of another host, and appends to one file from two hosts may interleave."""
+    if command not in COMMANDS:
+        raise ControlError(f"unknown command {command!r}; use one of {', '.join(COMMANDS)}")
+    run.inbox.mkdir(mode=0o700, exist_ok=True)
+    name = f"{time.time_ns()}-{node_name()}-{os.getpid()}"
+    replace_file(run.inbox / f"{name}.cmd", msgspec.json.encode(Request(command, source)), 0o600)
+    reply_path = run.inbox / f"{name}.reply"
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            reply = msgspec.json.decode(reply_path.read_bytes(), type=Reply)
+        except (OSError, msgspec.DecodeError):
+            time.sleep(0.1)
+            continue
+        reply_path.unlink(missing_ok=True)
+        if not reply.ok:
+            raise ControlError(reply.error)
+        return f"{command}: sent to {run.run_id} on {host} (through its run directory)"
+    return (f"{command}: written to {run.inbox}/{name}.cmd; its supervisor on {host} has not answered within "
+            f"{wait_s:.0f} s (it reads that folder every {INBOX_POLL_S} s) and will act on it when it does")
+
+
+def serve_inbox(run: RunDir, handle: HandleFn, stop: threading.Event) -> None:
+    """Answer request files from other hosts until `stop` is set, oldest first, each once."""
+    while not stop.wait(INBOX_POLL_S):
+        try:
+            waiting = sorted(run.inbox.glob("*.cmd"))
+        except OSError:
+            continue
+        for path in waiting:
+            try:
+                data = path.read_bytes()
+                path.unlink()  # taken: never handled twice
+            except OSError:
+                continue
+            try:
+                error = handle(msgspec.json.decode(data, type=Request))
+            except msgspec.DecodeError:
+                error = "bad request: expected {\"command\": ...}"
+            try:
+                replace_file(path.with_suffix(".reply"), msgspec.json.encode(Reply(error is None, error or "")),
+                             0o600)
+            except OSError:
+                pass

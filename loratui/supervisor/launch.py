@@ -133,7 +133,8 @@ def _at(recipe_path: Path, key: str) -> str:
 
 def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_path: str | None = None,
               max_steps: int | None = None, resume_from: str | None = None,
-              env: dict[str, str] | None = None, alert_url: str | None = None) -> rundir.RunDir:
+              env: dict[str, str] | None = None, alert_url: str | None = None,
+              slurm_limit: tuple[str, bool] = ("", False)) -> rundir.RunDir:
     """Validate, create `runs/<id>/`, start the detached supervisor; returns at once.
 
     `alert_url`: where alerts go (`--notify`, or the run a restart replaces); else the variable the recipe's
@@ -149,7 +150,8 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
         run_id=rundir.new_run_id(name), name=name, recipe_source=str(recipe_path.resolve()),
         recipe_dir=str(recipe_path.resolve().parent),
         model_path=str(Path(model_path).expanduser().resolve()) if model_path and _looks_local(model_path)
-        else model_path, max_steps=max_steps, resume_from=resume_from, env=env or {})
+        else model_path, max_steps=max_steps, resume_from=resume_from, env=env or {},
+        save_before_limit=slurm_limit[0], requeue=slurm_limit[1])
     run = rundir.create(runs_dir, settings, recipe_path.read_text(encoding="utf-8"))
     alerts.save_target(run, alert_url)
     spawn_supervisor(run)
@@ -182,7 +184,9 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
         )
     # The log exists once the supervisor has written its header; wait briefly so readers find it.
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not (run.events.exists() and run.events.stat().st_size):
+    # An adopted run's log has its header already: there, wait for the new supervisor's pidfile instead.
+    while time.monotonic() < deadline and not (run.events.exists() and run.events.stat().st_size
+                                               and (not adopt or run.supervisor_pid() is not None)):
         if proc.poll() is not None:
             break
         time.sleep(0.02)
@@ -191,7 +195,8 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
 
 def start_command(command: list[str], runs_dir: Path, name: str | None = None, warn_gb: float | None = None,
                   cwd: Path | None = None, resume_from: str | None = None,
-                  env: dict[str, str] | None = None, alert_url: str | None = None) -> rundir.RunDir:
+                  env: dict[str, str] | None = None, alert_url: str | None = None,
+                  slurm_limit: tuple[str, bool] = ("", False)) -> rundir.RunDir:
     """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer.
 
     `resume_from` and `env` serve a restart with a fixed config (its Trainer resumes from that checkpoint;
@@ -221,7 +226,8 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                    f"[monitor]\nwarn_gb = {line}\n")
     settings = rundir.RunSettings(run_id=rundir.new_run_id(name), name=name, recipe_source="",
                                   recipe_dir=str(where), command=list(command), cwd=str(where),
-                                  resume_from=resume_from, env=env or {})
+                                  resume_from=resume_from, env=env or {}, save_before_limit=slurm_limit[0],
+                                  requeue=slurm_limit[1])
     run = rundir.create(runs_dir, settings, placeholder)
     alerts.save_target(run, alert_url)
     spawn_supervisor(run)

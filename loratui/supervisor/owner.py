@@ -7,6 +7,7 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -19,16 +20,17 @@ from pathlib import Path
 
 import psutil
 
-from loratui import __version__, events, runstatus
+from loratui import __version__, events, runstatus, slurm
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
 from loratui.outputtail import OutputFollower
 from loratui.recipe import Recipe, RecipeError, recipe_hash
-from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, latest_checkpoint, write_pidfile
+from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, latest_checkpoint, node_name, write_pidfile
 from loratui.supervisor import command as watched
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
 from loratui.supervisor.sampler import Sampler
+from loratui.supervisor.time_limit import TimeLimit
 from loratui.supervisor.unattended import Unattended
 from loratui.supervisor.watch_output import OutputWatcher
 from loratui.units import to_gib
@@ -71,6 +73,15 @@ class Supervisor:
         self.command = list(self.settings.command)
         self.watcher = OutputWatcher() if self.command else None
         self.suspend_requested = False
+        # Inside a Slurm job: the scheduler may end the run (time limit, scancel, memory limit, preemption).
+        self.slurm_job = slurm.job_env().get("SLURM_JOB_ID", "")
+        self._oom_base = slurm.oom_kills() if self.slurm_job else None
+        self._slurm_look: threading.Thread | None = None
+        self._slurm_said: slurm.Job | None = None
+        limit = self.settings.save_before_limit or self.recipe.slurm.save_before_limit
+        self.time_limit = TimeLimit(self, self.slurm_job, limit, self.settings.requeue or self.recipe.slurm.requeue) \
+            if self.slurm_job else None
+        self.requeueing = False
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -79,16 +90,21 @@ class Supervisor:
         write_pidfile(self.run.pidfile)
         server = control.listen(self.run.control)
         threading.Thread(target=control.serve, args=(server, self._handle), daemon=True).start()
+        stop_inbox = threading.Event()  # requests from other hosts (a login node) come as files
+        threading.Thread(target=control.serve_inbox, args=(self.run, self._handle, stop_inbox), daemon=True).start()
         self._write_header()
         self.unattended.announce()
         indexer = start_indexer(self.run)
         sampler = self._start_sampler()
         stop_status = threading.Event()
         threading.Thread(target=self._keep_status, args=(stop_status,), daemon=True).start()
+        if self.time_limit is not None:
+            threading.Thread(target=self.time_limit.run, args=(stop_status,), daemon=True).start()
         try:
             final = self._drive()
         finally:
             stop_status.set()
+            stop_inbox.set()
             if sampler is not None:
                 sampler.stop()
             server.close()
@@ -107,7 +123,10 @@ class Supervisor:
             last = (watched.last_checkpoint(self.run) if self.command
                     else latest_checkpoint(self.run.checkpoints))
             resume_from = last or resume_from
-            self._set_state(events.STARTING, f"re-adopted by a new supervisor; resuming from {resume_from}")
+            restart = slurm.job_env().get("SLURM_RESTART_COUNT", "")
+            who = f"Slurm job {self.slurm_job} restarted (restart {restart})" if self.slurm_job and restart \
+                else "re-adopted by a new supervisor"
+            self._set_state(events.STARTING, f"{who}; resuming from {resume_from}")
         while True:
             code = self._run_trainer(resume_from)
             self._update_status()  # the trainer's last output is in the log: the guard reads it
@@ -117,6 +136,8 @@ class Supervisor:
                 self._set_state(events.STARTING, f"guard: restarting from {resume or 'the start'}")
                 continue
             suspended = self.suspend_requested or not self.command  # a command may exit 75 of its own
+            if code == SUSPEND_EXIT and not self.stop_requested and suspended and self._requeue():
+                return events.SUSPENDED  # no end: the requeued job goes on with this run
             if code == SUSPEND_EXIT and not self.stop_requested and suspended:
                 self.suspend_requested = False
                 self._set_state(events.SUSPENDED, "checkpoint written, GPU freed; resume with `r`")
@@ -147,6 +168,7 @@ class Supervisor:
             command=self.command, cwd=self.settings.cwd if self.command else "",
             env=command_keys.env_summary(dict(os.environ)) if self.command else {},
             controls=["stop"] if self.command else [],  # until its Trainer (or first step) says more
+            slurm=slurm.job_env(), node=node_name(),
         ))
         self._set_state(events.STARTING, "supervisor started")
 
@@ -177,6 +199,10 @@ class Supervisor:
         found = self._status_tail.poll()
         self.unattended.on_events(found)
         if not found and self.run.status_file.exists():
+            try:  # a heartbeat for viewers on other hosts, where this pid cannot be looked up
+                os.utime(self.run.status_file)
+            except OSError:
+                pass
             return
         runstatus.fold(self.status, found)
         try:
@@ -217,9 +243,12 @@ class Supervisor:
         rank = failed_rank(self._stderr_tail) if state == events.FAILED else ""
         if rank:
             error = f"{rank} failed; torchrun stopped the other ranks\n{error}"
+        cause, said = self._scheduler_word(code)
+        if cause:
+            state, error = slurm.SCHEDULER_ENDS[cause][0], f"{said}\n{error}".rstrip()
         # The end is what every view waits for: on a full disk, wait for room rather than lose it.
         self.log.write_until_written(events.End(t=time.time(), state=state, exit_code=code, signal=signame,
-                                                error=error), gone=lambda: not self.run.path.exists())
+                                                error=error, cause=cause), gone=lambda: not self.run.path.exists())
         self.state = state
         return state
 
@@ -391,9 +420,60 @@ class Supervisor:
         except subprocess.TimeoutExpired:
             trainer.kill()
 
+    def _requeue(self) -> bool:
+        """After the checkpoint saved before the time limit: requeue the job and wait for Slurm to end this
+        one. False when no requeue was planned, or Slurm refused it (the run then waits for `resume`)."""
+        limit = self.time_limit
+        if limit is None or not limit.requeue_pending:
+            return False
+        self.requeueing = True
+        refused = limit.requeue_job()
+        if refused:
+            self.requeueing = False
+            self.log.write(events.Notice(t=time.time(), level="error", key="time_limit",
+                                         message=f"scontrol requeue {self.slurm_job} failed: {refused}"))
+            return False
+        self._set_state(events.SUSPENDED, f"checkpoint saved before the time limit; Slurm job {self.slurm_job} "
+                        "requeued: its next start resumes this run from that checkpoint")
+        self._resume.wait(timeout=120)  # Slurm's SIGTERM ends this job's processes, this one included
+        return True
+
     def on_sigterm(self, *_: object) -> None:
-        """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does."""
+        """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does. In a Slurm job the signal is
+        often Slurm's (time limit, scancel, preemption): ask it why, beside the stop, for the run's end."""
+        if self.requeueing:  # our own requeue: the run goes on in the job's next start
+            self._resume.set()
+            return
+        if self.slurm_job and self._slurm_look is None:
+            self._slurm_look = threading.Thread(target=self._ask_slurm, daemon=True)
+            self._slurm_look.start()
         self._handle(control.Request("stop", "signal"))
+
+    def _ask_slurm(self, wait_s: float = 8.0) -> None:
+        """Why Slurm signalled the job, for as long as it takes Slurm to say (a few seconds at most)."""
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            job = slurm.job(self.slurm_job, fresh=True)
+            cause = slurm.ending(job) if job is not None else ""
+            if cause:
+                self._slurm_said = dataclasses.replace(job, state=cause)  # type: ignore[arg-type]
+                return
+            time.sleep(0.5)
+
+    def _scheduler_word(self, code: int | None) -> tuple[str, str]:
+        """(Slurm's job state, what it did) when the scheduler ended this run, else ("", "")."""
+        if self._slurm_look is not None:
+            self._slurm_look.join(timeout=slurm.QUERY_TIMEOUT_S + 10)
+            job = self._slurm_said
+            if job is not None and job.state in slurm.SCHEDULER_ENDS and job.state != "FAILED":
+                return job.state, job.cause()
+        kills = slurm.oom_kills() if self._oom_base is not None else None
+        if code in (-signal.SIGKILL, 128 + signal.SIGKILL) and kills is not None and kills > (self._oom_base or 0):
+            return "OUT_OF_MEMORY", (f"Slurm: job {self.slurm_job} OUT_OF_MEMORY: "
+                                     f"{slurm.SCHEDULER_ENDS['OUT_OF_MEMORY'][1]}; the job's memory cgroup "
+                                     f"killed the trainer (its oom_kill count went from {self._oom_base} to {kills}); "
+                                     "ask for more with --mem")
+        return "", ""
 
 
 def trainer_command(run: RunDir, recipe: Recipe, probe: GpuProbe | None, resume_from: str | None) -> list[str]:

@@ -102,6 +102,8 @@ class RunWatch:
             self._end(e)
         elif isinstance(e, events.State) and e.state == events.SUSPENDED:
             self.alert("suspended", "suspended", "checkpoint written, GPU freed; `loratui resume` continues")
+        elif isinstance(e, events.Notice) and e.key == "time_limit":
+            self.alert("time_limit", "Slurm time limit", e.message, urgent=e.level == "error")
         elif isinstance(e, events.Notice) and e.key == "hung":
             self.alert("hung", "looks hung", e.message, urgent=True)
         elif isinstance(e, events.Notice) and e.key == "guard":
@@ -130,7 +132,10 @@ class RunWatch:
 
     def _end(self, e: events.End) -> None:
         step = max(e.step, self.advisor.ctx.step)
-        if e.state == events.FINISHED:
+        if e.cause:  # the scheduler ended it (Slurm's TIMEOUT, CANCELLED, OUT_OF_MEMORY...): always worth a word
+            first = e.error.strip().splitlines()[0] if e.error.strip() else e.cause
+            self.alert("failed", f"ended by Slurm: {e.cause}", f"{first}; at step {step}", urgent=True)
+        elif e.state == events.FINISHED:
             self.alert("finished", "finished", self._summary(step, e.t))
         elif e.state == events.FAILED:
             items = self.advisor.items()  # the first advice, as doctor, the panel and headless say it

@@ -10,7 +10,7 @@ from loratui.units import GIB, MIB  # noqa: F401  (re-exported)
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 IDS = (
-    "oom_at_eval", "oom_at_save", "oom_full", "oom_fragmentation", "oom_other_process", "cuda_error",
+    "scheduler_end", "oom_at_eval", "oom_at_save", "oom_full", "oom_fragmentation", "oom_other_process", "cuda_error",
     "run_hung", "guard",
     "nccl_timeout", "bnb_setup", "flash_attn_unavailable", "nan_loss", "loss_diverging", "exception",
     "vram_near_limit", "memory_leak", "rank_imbalance", "loss_zero", "loss_flat", "data_starved",

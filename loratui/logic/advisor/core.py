@@ -30,7 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice
+from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
@@ -250,7 +250,7 @@ class Advisor:
 
     def _on_end(self, e: events.End) -> None:
         self.ctx.ended = True
-        if e.state == events.FAILED:
+        if e.state == events.FAILED or e.cause:
             self.end = e
             if e.error:
                 self.trace.end_message()  # the stderr tail read again: its first line does not go on the last
@@ -393,6 +393,8 @@ def _failure(adv: Advisor) -> list[Advice]:
         return []
     raised = adv.trace.chosen
     step = adv.ctx.step
+    if adv.end is not None and adv.end.cause:  # the scheduler's word first: its kill's traceback is a symptom
+        return [scheduler_advice(adv.end)]
     if raised is not None:
         return [exception_advice(raised, adv.recipe, step)]
     if adv.trace.cut:

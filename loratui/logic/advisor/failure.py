@@ -144,6 +144,29 @@ def ended_advice(end: events.End, tail: list[str]) -> Advice:
                   end.step)
 
 
+SCHEDULER_STEPS = {
+    "TIMEOUT": "ask for more time (#SBATCH --time), or let the run save before the limit and go on in a "
+               "requeued job: [slurm] save_before_limit = \"10m\" and requeue = true (watched commands: "
+               "--save-before-limit 10m --requeue)",
+    "CANCELLED": "someone cancelled the job (scancel, or an administrator); submit it again to go on from "
+                 "its last checkpoint",
+    "OUT_OF_MEMORY": "the job's host memory (RAM) limit, not the GPU's: ask for more (#SBATCH --mem or "
+                     "--mem-per-gpu), or hold less in RAM (fewer dataloader workers, a streamed dataset)",
+    "PREEMPTED": "a higher-priority job took the nodes: submit with --requeue and set [slurm] requeue = true "
+                 "so the run goes on from its checkpoint when the job runs again",
+    "NODE_FAIL": "a node of the job failed; submit again (excluding the node with --exclude if it fails "
+                 "again) to go on from the last checkpoint",
+}
+
+
+def scheduler_advice(end: events.End) -> Advice:
+    """A run the scheduler ended: what Slurm said, and what to do about it."""
+    said = end.error.strip().splitlines()[0] if end.error.strip() else f"Slurm: {end.cause}"
+    step_text = SCHEDULER_STEPS.get(end.cause, "read the job's output file (#SBATCH --output) for Slurm's words")
+    return Advice("scheduler_end", ERROR, f"Slurm ended the job ({end.cause}) at step {end.step} -> {step_text}",
+                  [said, "next: " + step_text], {}, end.step)
+
+
 def _where_text(where: str) -> str:
     if where.startswith("library:"):
         return f"inside the {where.split(':', 1)[1]} library"

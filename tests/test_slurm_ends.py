@@ -1,0 +1,114 @@
+"""The scheduler's word is the run's end: real Slurm jobs cancelled, killed by their memory limit, or whose
+every process died without a line, recorded with Slurm's cause, explained by doctor, and alerted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, kinds, only_run, wait_for, watched_pids
+from tests.slurm_helpers import Jobs, loratui_cli, needs_slurm, short_dir, wait_state
+from tests.test_alerts import Endpoint
+
+pytestmark = [pytest.mark.slow, needs_slurm]
+SCRIPTS = REPO / "tests" / "data" / "scripts"
+
+
+@pytest.fixture
+def runs() -> Iterator[Path]:
+    yield from short_dir("le-")
+
+
+@pytest.fixture
+def jobs(runs: Path) -> Iterator[Jobs]:
+    submitted = Jobs(runs)
+    try:
+        yield submitted
+    finally:
+        submitted.cancel_all()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    server = Endpoint()
+    yield server
+    server.server.shutdown()
+
+
+def _watched(runs: Path, url: str, *command: str) -> list[str]:
+    return [sys.executable, "-m", "loratui", "run", "--headless", "--notify", url, "--runs-dir", str(runs), "--",
+            *command]
+
+
+def _run_with_steps(runs: Path, n: int = 2) -> Path:
+    run: Path = wait_for(lambda: any(p.is_dir() for p in runs.iterdir()) and only_run(runs), timeout=300)  # type: ignore[assignment]
+    wait_for(lambda: len(kinds(run, "step")) >= n, timeout=300)
+    return run
+
+
+def _alerts(endpoint: Endpoint) -> list[dict[str, object]]:
+    return [json.loads(r["body"]) for r in endpoint.requests]
+
+
+def _alerted(endpoint: Endpoint, cause: str) -> dict[str, object]:
+    found = wait_for(lambda: [a for a in _alerts(endpoint) if cause in json.dumps(a)], timeout=120)
+    return found[0]  # type: ignore[index,no-any-return]
+
+
+def test_scancel_is_recorded_as_cancelled_explained_and_alerted(runs: Path, jobs: Jobs, endpoint: Endpoint) -> None:
+    job = jobs.submit(_watched(runs, endpoint.url, sys.executable, str(SCRIPTS / "plain_loop.py"), "5000"))
+    run = _run_with_steps(runs)
+    subprocess.run(["scancel", job], check=True, timeout=60)
+    (end,) = wait_for(lambda: kinds(run, "end"), timeout=120)  # type: ignore[misc]
+    assert end["state"] == "stopped" and end["cause"] == "CANCELLED", end
+    assert f"Slurm: job {job} CANCELLED" in str(end["error"])
+    alert = _alerted(endpoint, "CANCELLED")
+    assert alert["event"] == "failed" and "ended by Slurm" in str(alert["title"]), alert
+    doctor = loratui_cli("doctor", str(run))
+    assert "Slurm ended the job (CANCELLED)" in doctor.stdout and "scancel" in doctor.stdout, doctor.stdout
+
+
+def test_a_memory_limit_kill_is_recorded_as_out_of_memory(runs: Path, jobs: Jobs, endpoint: Endpoint) -> None:
+    job = jobs.submit(_watched(runs, endpoint.url, sys.executable, str(SCRIPTS / "grow_ram.py"), "40"),
+                      "--mem=500M")
+    run = _run_with_steps(runs)
+    (end,) = wait_for(lambda: kinds(run, "end"), timeout=300)  # type: ignore[misc]
+    if end.get("cause") != "OUT_OF_MEMORY" and "task/cgroup" not in Path("/etc/slurm/slurm.conf").read_text():
+        pytest.skip("this cluster enforces no memory limit through a cgroup (TaskPlugin is not task/cgroup)")
+    assert end["state"] == "failed" and end["cause"] == "OUT_OF_MEMORY" and end["signal"] == "SIGKILL", end
+    assert "memory cgroup killed the trainer" in str(end["error"])
+    assert wait_state(job, "OUT_OF_MEMORY") == "OUT_OF_MEMORY"  # Slurm's own verdict agrees
+    _alerted(endpoint, "OUT_OF_MEMORY")
+    doctor = loratui_cli("doctor", str(run))
+    assert "Slurm ended the job (OUT_OF_MEMORY)" in doctor.stdout and "--mem" in doctor.stdout, doctor.stdout
+
+
+def test_a_job_whose_processes_all_died_silently_gets_slurm_s_word_from_whoever_looks(
+        runs: Path, jobs: Jobs, endpoint: Endpoint) -> None:
+    # The batch script outlives loratui (it sleeps after it), as a script that does more after training would.
+    command = _watched(runs, endpoint.url, sys.executable, str(SCRIPTS / "plain_loop.py"), "5000")
+    job = jobs.submit(["bash", "-c", f"{' '.join(command)}; sleep 600"])
+    run = _run_with_steps(runs)
+    # Every writer of the run dies at once without a word (as on a node that loses power).
+    writers = watched_pids(run) + [int((run / "supervisor.pid").read_text().split()[0])]
+    for pid in writers:
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: json.loads(loratui_cli("ls", "--json", "--runs-dir", str(runs)).stdout)[0]["state"] == "lost",
+             timeout=120)
+    assert not kinds(run, "end")
+    subprocess.run(["scancel", job], check=True, timeout=60)
+    wait_state(job, "CANCELLED")
+    listed = wait_for(lambda: (r := json.loads(loratui_cli("ls", "--json", "--runs-dir", str(runs)).stdout))
+                      and r[0]["state"] == "stopped" and r, timeout=120)
+    assert listed[0]["slurm"]["state"] == "CANCELLED", listed  # type: ignore[index]
+    (end,) = kinds(run, "end")  # once, however many looked
+    loratui_cli("ls", "--runs-dir", str(runs))
+    assert len(kinds(run, "end")) == 1 and end["cause"] == "CANCELLED"
+    _alerted(endpoint, "CANCELLED")  # sent for the dead supervisor
