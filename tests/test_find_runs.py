@@ -50,6 +50,19 @@ def test_ls_and_attach_find_a_run_started_in_another_directory(home: Path, monke
     assert run_id in capsys.readouterr().out
 
 
+def test_replay_doctor_and_report_find_a_run_started_in_another_directory(
+        home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The lead's tmux trial: `loratui replay RUN` from ~ said 'no runs in runs/' while ls and attach found it."""
+    run_id = _start_one(home, capsys)
+    monkeypatch.chdir(home)
+    assert main(["replay", run_id, "--summary"]) == 0
+    assert json.loads(capsys.readouterr().out)["steps"] == 5
+    assert main(["doctor", run_id]) in (0, 1)
+    assert run_id in capsys.readouterr().out
+    assert main(["report", run_id, "--out", str(home / "report")]) == 0
+    assert (home / "report").is_dir()
+
+
 def test_runs_dir_narrows_to_one_place(home: Path, monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     run_id = _start_one(home, capsys)

@@ -44,9 +44,9 @@ def main(args: argparse.Namespace) -> int:
     if args.summary and args.from_step is not None:
         raise UsageError(f"--from {args.from_step}: the summary covers the whole run; drop --from "
                          "(or use --headless to print the run from a step on)")
-    opened = _open(args.run, args.runs_dir)
+    opened = _open(args.run, args.runs_dir, _everywhere(args))
     if args.summary:
-        return _print_summary(opened, args.compare, args.runs_dir)
+        return _print_summary(opened, args.compare, args.runs_dir, _everywhere(args))
     if args.from_step is not None:
         _check_from(args.from_step, opened)
     if args.headless:
@@ -74,7 +74,12 @@ class _Opened:
         return self.notes or self.log.notes_text()
 
 
-def _open(target: str, runs_dir: Path) -> _Opened:
+def _everywhere(args: argparse.Namespace) -> bool:
+    """Whether a run named by its id is looked for among every run the user started (no --runs-dir given)."""
+    return bool(getattr(args, "everywhere", False))
+
+
+def _open(target: str, runs_dir: Path, everywhere: bool = False) -> _Opened:
     """The log `target` names; bad input becomes one UsageError line."""
     from loratui import rundir
     from loratui.errors import UsageError
@@ -85,15 +90,15 @@ def _open(target: str, runs_dir: Path) -> _Opened:
     if "/" in target and not Path(target).exists():
         raise UsageError(f"{target}: no such file or directory (replay takes a run id, a run directory, "
                          "an events.jsonl, a trainer_state.json, a Trainer output dir or a stdout log)")
-    recipe = _recipe_of(target, runs_dir, rundir)
+    recipe = _recipe_of(target, runs_dir, rundir, everywhere)
     try:
-        path = locate_log(target, runs_dir)
+        path = locate_log(target, runs_dir, everywhere)
         if path is not None:
             log = IndexedLog.of_file(path, recipe)
             if not _has_events(log):
                 raise UsageError(f"{target}: the log holds no readable event; nothing to replay")
             return _Opened(log, log_title(path), recipe, "", path)
-        found, notes, title = open_any(target, runs_dir)
+        found, notes, title = open_any(target, runs_dir, everywhere)
     except importers.ImportFailed as exc:
         raise UsageError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -113,12 +118,12 @@ def _has_events(log: Any) -> bool:
     return first is not None and bool(first[1])
 
 
-def _recipe_of(target: str, runs_dir: Path, rundir: Any) -> Any:
+def _recipe_of(target: str, runs_dir: Path, rundir: Any, everywhere: bool = False) -> Any:
     """The run's recipe (its copy with its overrides), when the target is a run: advice then knows it."""
     path = Path(target)
     candidates = [rundir.RunDir(path), rundir.RunDir(path.parent)]
     try:
-        candidates.append(rundir.resolve(target, runs_dir))
+        candidates.append(rundir.resolve(target, runs_dir, everywhere))
     except rundir.RunNotFound:
         pass
     for run in candidates:
@@ -145,9 +150,9 @@ def _run_app(opened: _Opened, args: argparse.Namespace) -> int:
 
     compare, title = None, opened.title
     if args.compare:
-        compare, title = compare_runs(opened, _open(args.compare, args.runs_dir))
+        compare, title = compare_runs(opened, _open(args.compare, args.runs_dir, _everywhere(args)))
     app = replay_app(opened.log, opened.recipe, title, args.speed, args.from_step, compare, opened.notes,
-                     follow=_still_written(args.run, args.runs_dir))
+                     follow=_still_written(args.run, args.runs_dir, _everywhere(args)))
     app.run()
     return 0
 
@@ -160,12 +165,12 @@ def compare_runs(opened: _Opened, other: _Opened) -> tuple[Any, str]:
     return compare, f"A {opened.label} · B {other.label}"
 
 
-def _still_written(target: str, runs_dir: Path) -> bool:
+def _still_written(target: str, runs_dir: Path, everywhere: bool = False) -> bool:
     """Whether the run's supervisor is alive (its log still grows: the replay follows it)."""
     from loratui import rundir
 
     try:
-        return rundir.resolve(target, runs_dir).supervisor_pid() is not None
+        return rundir.resolve(target, runs_dir, everywhere).supervisor_pid() is not None
     except rundir.RunNotFound:
         return False
 
@@ -180,10 +185,10 @@ def _summary(opened: _Opened) -> dict[str, Any]:
     return summarize(state, opened.notes_text(), [item.id for item in items], first_advice(items))
 
 
-def _print_summary(opened: _Opened, compare: str | None, runs_dir: Path) -> int:
+def _print_summary(opened: _Opened, compare: str | None, runs_dir: Path, everywhere: bool = False) -> int:
     summary = _summary(opened)
     if compare:
-        summary = {"a": summary, "b": _summary(_open(compare, runs_dir))}
+        summary = {"a": summary, "b": _summary(_open(compare, runs_dir, everywhere))}
     return _emit(json.dumps(summary, indent=2) + "\n")
 
 

@@ -24,7 +24,7 @@ def main(args: argparse.Namespace) -> int:
     from loratui.errors import EXIT_NO, EXIT_OK
     from loratui.supervisor import stacks
 
-    run = rundir.resolve(args.run, args.runs_dir) if args.run else _running(args.runs_dir)
+    run = rundir.resolve(args.run, args.runs_dir, args.everywhere) if args.run else _running(args.runs_dir)
     event = stacks.collect(run, "loratui stacks")
     if event is None:
         print(f"loratui: {run.run_id}: no trainer process is running; nothing to dump")

@@ -9,7 +9,8 @@ from loratui import events, rundir
 from loratui.eventlog import read_log
 
 
-def open_any(target: str | Path, runs_dir: Path) -> tuple[list[events.AnyEvent], str, str]:
+def open_any(target: str | Path, runs_dir: Path,
+             everywhere: bool = False) -> tuple[list[events.AnyEvent], str, str]:
     """(events, notes on what was skipped, title) for a run or an importable path.
 
     Raises `rundir.RunNotFound` for a name that matches no run and `importers.ImportFailed` for a path
@@ -25,12 +26,12 @@ def open_any(target: str | Path, runs_dir: Path) -> tuple[list[events.AnyEvent],
         found = importers.import_path(path)
         header = found[0]
         return found, "", f"{getattr(header, 'name', path.name)} (imported from {path.name})"
-    run = rundir.resolve(str(target), runs_dir)
+    run = rundir.resolve(str(target), runs_dir, everywhere)
     contents = read_log(run.events)
     return contents.events, contents.notes(), _run_title(contents.events, run.events)
 
 
-def locate_log(target: str | Path, runs_dir: Path) -> Path | None:
+def locate_log(target: str | Path, runs_dir: Path, everywhere: bool = False) -> Path | None:
     """The events.jsonl that `target` names (a run, its directory, a log); None for something to import.
 
     Raises `rundir.RunNotFound` for a name that matches no run.
@@ -39,7 +40,7 @@ def locate_log(target: str | Path, runs_dir: Path) -> Path | None:
     found = _event_log_at(path)
     if found is not None or path.exists():
         return found
-    return rundir.resolve(str(target), runs_dir).events
+    return rundir.resolve(str(target), runs_dir, everywhere).events
 
 
 def _event_log_at(path: Path) -> Path | None:
