@@ -16,7 +16,7 @@ import pytest
 
 from loratui import events
 from loratui.logic.text_reader import TextReader
-from tests.conftest import kinds
+from tests.conftest import kinds, loratui
 from tests.test_watch_runs import SCRIPTS, _losses, _run, _start, watch_dir  # noqa: F401 (a fixture)
 
 STEPS = 12
@@ -54,3 +54,5 @@ def test_every_recorded_loss_is_one_the_script_printed(form: str, watch_dir: Pat
     assert set(recorded.values()) <= set(printed), (recorded, printed)
     if form in NAMED_STEP:
         assert recorded == {step: printed[step - 1] for step in recorded}
+    doctor = loratui("doctor", str(run))  # a healthy falling loss: no "rising", no "collapsed to 0"
+    assert doctor.returncode == 0 and "no problems found" in doctor.stdout, doctor.stdout
