@@ -169,6 +169,12 @@ class RunWatch:
         The run's end is not recorded again: the End event is the log's last word (viewers stop there)."""
         if event not in ("finished", "failed"):
             self.write(events.Notice(t=time.time(), level="error" if urgent else "info", key="alert",
-                                     message=f"{title}: {message}"[:2000]))
+                                     message=_titled(title, message)[:2000]))
         if self.notifier is not None and event in self.wanted:
             self.notifier.send(Alert(event, f"loratui {self.run_id}: {title}", message, self.run_id, urgent))
+
+
+def _titled(title: str, message: str) -> str:
+    """The alert notice: the advice's own line where it already says what happened (an OOM advice starts
+    "CUDA out of memory (...)"), so headless prints the advisor's first line as it is."""
+    return message if message.startswith(title) else f"{title}: {message}"
