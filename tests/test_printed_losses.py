@@ -31,6 +31,8 @@ each epoch, so its lines are numbered in order; a bar's postfix shows the step b
     ("step 5 | loss 22.4671", 5, 22.4671),
     ("Step 5/40 | loss 22.4671 | lr 0.02", 5, 22.4671),
     ("5/40 [===>        ] - 0s 2ms/step - loss: 22.4671", 1, 22.4671),  # numbered in order
+    # Keras 3 in a file: one line an epoch, its bar drawn with box characters; val_loss is not the loss.
+    ("100/100 ━━━━━━━━━━━━━━━━━━━━ 0s 2ms/step - accuracy: 0.95 - loss: 22.4671 - val_loss: 30.0", 1, 22.4671),
 ])
 def test_each_spelling_of_a_step_and_its_loss(line: str, step: int, loss: float) -> None:
     reader = TextReader()
