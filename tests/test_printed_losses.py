@@ -16,7 +16,7 @@ import pytest
 
 from loratui import events
 from loratui.logic.text_reader import TextReader
-from tests.conftest import kinds
+from tests.conftest import kinds, loratui
 from tests.test_watch_runs import SCRIPTS, _losses, _run, _start, watch_dir  # noqa: F401 (a fixture)
 
 STEPS = 12
@@ -31,6 +31,8 @@ each epoch, so its lines are numbered in order; a bar's postfix shows the step b
     ("step 5 | loss 22.4671", 5, 22.4671),
     ("Step 5/40 | loss 22.4671 | lr 0.02", 5, 22.4671),
     ("5/40 [===>        ] - 0s 2ms/step - loss: 22.4671", 1, 22.4671),  # numbered in order
+    # Keras 3 in a file: one line an epoch, its bar drawn with box characters; val_loss is not the loss.
+    ("100/100 ━━━━━━━━━━━━━━━━━━━━ 0s 2ms/step - accuracy: 0.95 - loss: 22.4671 - val_loss: 30.0", 1, 22.4671),
 ])
 def test_each_spelling_of_a_step_and_its_loss(line: str, step: int, loss: float) -> None:
     reader = TextReader()
@@ -54,3 +56,5 @@ def test_every_recorded_loss_is_one_the_script_printed(form: str, watch_dir: Pat
     assert set(recorded.values()) <= set(printed), (recorded, printed)
     if form in NAMED_STEP:
         assert recorded == {step: printed[step - 1] for step in recorded}
+    doctor = loratui("doctor", str(run))  # a healthy falling loss: no "rising", no "collapsed to 0"
+    assert doctor.returncode == 0 and "no problems found" in doctor.stdout, doctor.stdout
