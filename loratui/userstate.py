@@ -93,3 +93,18 @@ def mark_viewed(run_path: Path, t: float) -> None:
         os.replace(temp, path)
     except OSError:
         pass  # a read-only home: the card then shows the whole story next time, nothing worse
+
+
+def sign(data: bytes) -> str | None:
+    """The HMAC of `data` with this user's key (hex); None when there is no key."""
+    signer = new_signer()
+    if signer is None:
+        return None
+    signer.update(data)
+    return signer.hexdigest()
+
+
+def signed(data: bytes, tag: str) -> bool:
+    """Whether `tag` is this user's signature of `data` (made by `sign`)."""
+    expected = sign(data)
+    return expected is not None and hmac.compare_digest(expected, tag.strip())
