@@ -3,7 +3,7 @@ signs the replay indexes this user's loratui wrote.
 
 Run directories travel (copied into bug reports, unpacked from a colleague's tarball, shared on a group
 box), and whatever travels with them is as good as written by a stranger. What must not travel (a webhook
-URL) or must not be trusted when it does (an index, which is a pickle) is decided here, in
+URL) or must not be trusted when it does (an index, a run's settings) is decided here, in
 `$XDG_STATE_HOME/loratui` (by default `~/.local/state/loratui`), mode 0700.
 """
 
