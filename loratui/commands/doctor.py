@@ -172,8 +172,9 @@ def render(items: list[Any], source: Path | str, note: str) -> str:
     """The advice as plain text, most important first; quoted input is made inert for the terminal."""
     from loratui.text import inert
 
+    source = inert(str(source), newlines=False)  # a path: a run directory's name is anyone's choice
     if not items:
-        return f"{source}: no problems found ({note})"
+        return f"{source}: no problems found ({inert(note)})"
     lines = [f"{source}: {len(items)} finding{'s' if len(items) > 1 else ''} ({note})"]
     for item in items:
         lines.append(f"\n{item.severity.upper():<8}{item.id}  (step {item.step})\n  {inert(item.title)}")
