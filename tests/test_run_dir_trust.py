@@ -244,3 +244,18 @@ def test_run_directories_stay_writable_for_their_own_runs(tmp_path: Path) -> Non
     run = _sealed_suspended_run(tmp_path / "runs")
     launch.check_adoptable(run)
     assert sys.executable  # the supervisor it would start is this Python
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_replay_writes_no_index_into_another_users_run_directory(tmp_path: Path) -> None:
+    """Root can write anywhere: that is no reason to leave a file in `nobody`'s folder."""
+    from loratui.sources.logindex import IndexedLog, idx_path
+    from tests import scenarios
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    path = theirs / "events.jsonl"
+    path.write_bytes(b"".join(events.encode(e) for e in scenarios.run(5)))
+    os.chown(theirs, 65534, 65534)
+    IndexedLog.of_file(path).update()
+    assert not idx_path(path).exists() and sorted(p.name for p in theirs.iterdir()) == ["events.jsonl"]

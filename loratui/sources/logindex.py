@@ -534,9 +534,12 @@ def index_key(path: Path, recipe: Any) -> tuple[Any, ...]:
 
 
 def save_index(path: Path, index: LogIndex) -> bool:
-    """Write the index (atomically, 0600); False when the folder is not writable."""
+    """Write the index (atomically, 0600); False when the folder is not writable, or not the user's own (a
+    shared or another user's run directory: loratui writes nothing into it, and folds the log each time)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
+        if os.stat(path.parent).st_uid != os.getuid():
+            return False
         signer = new_signer()
         if signer is None:  # nothing to sign with: an index we could not trust again is not worth writing
             return False
