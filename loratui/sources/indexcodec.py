@@ -52,7 +52,7 @@ def decode(data: bytes | memoryview, recipe: Any = None) -> Any:
     except IndexCodecError:
         raise
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, AttributeError,
-            IndexError, KeyError, RecursionError) as exc:
+            IndexError, KeyError, RecursionError, OverflowError, MemoryError) as exc:
         raise IndexCodecError(f"not an index: {type(exc).__name__}") from None
 
 
@@ -66,10 +66,14 @@ def _allowed_class(key: str) -> type:
     module, _, qualname = key.partition(":")
     if not any(module == m or (m.endswith(".") and module.startswith(m)) for m in ALLOWED_MODULES):
         raise IndexCodecError(f"{module} may not appear in an index")
-    if not qualname or any(not part or part.startswith("_") or part == "<locals>" for part in qualname.split(".")):
+    parts = qualname.split(".")
+    if any(not part.isidentifier() or part.startswith("_") for part in parts + module.split(".")):
         raise IndexCodecError(f"{key} may not appear in an index")
-    found: Any = importlib.import_module(module)
-    for part in qualname.split("."):
+    try:
+        found: Any = importlib.import_module(module)
+    except ImportError:
+        raise IndexCodecError(f"{module} is no module of this loratui") from None
+    for part in parts:
         found = getattr(found, part, None)
     if not isinstance(found, type) or found.__module__ != module:
         raise IndexCodecError(f"{key} is not a class of {module}")

@@ -610,7 +610,7 @@ def load_index(path: Path, key: tuple[Any, ...], recipe: Any) -> LogIndex | None
         return None
     try:
         index = indexcodec.decode(payload)
-    except indexcodec.IndexCodecError:  # a damaged file is rebuilt
+    except Exception:  # a damaged file is rebuilt, whatever broke in it
         return None
     return index if isinstance(index, LogIndex) and index.key == key else None
 

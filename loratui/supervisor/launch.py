@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 from loratui import rundir
-from loratui.safeio import append_file, check_run_dir
 from loratui.logic import datafile, lora_targets
 from loratui.logic.lora_targets import tiny_module_names
 from loratui.recipe import TINY_MODEL, WATCHED, AlertsSection, Recipe, RecipeError, load_recipe, where
+from loratui.safeio import UnsafeRunDir, append_file, check_run_dir
 from loratui.supervisor import alerts
 
 
@@ -155,8 +155,6 @@ def check_adoptable(run: rundir.RunDir) -> None:
     with a link or another user's file in it: its settings and recipe would run as the user's code."""
     check_run_dir(run.path)
     if not run.sealed():
-        from loratui.safeio import UnsafeRunDir
-
         raise UnsafeRunDir(f"{run.path} was not started by your loratui (a copy, an unpacked tarball, another "
                            "user's run, or one from a loratui before run seals): its settings and recipe are "
                            "never run again. Read its recipe, then start a run of your own: loratui run "

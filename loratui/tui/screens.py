@@ -68,7 +68,8 @@ def restart_choice(path: Any, item: Any, env: dict[str, str] | None = None, fini
     lines += ["Environment for the new trainer:"]
     lines += [f"  {inert(f'{key}={value}', newlines=False)}" for key, value in sorted((env or {}).items())] or ["  (nothing added)"]
     if command:
-        lines += ["Command that will run (from the run's run.json):", f"  {inert(shlex.join(command), newlines=False)}"]
+        lines += ["Command that will run (from the run's run.json):",
+                  f"  {inert(shlex.join(command), newlines=False)}"]
     if finished:
         lines += ["", f"This run has finished: start a NEW run from step 0 with the new {what}?"]
     else:
