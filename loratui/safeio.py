@@ -44,7 +44,8 @@ def append_file(path: Path | str, mode: int = 0o600) -> BinaryIO:
 
 def problem(run_path: Path) -> str:
     """Why loratui must not write into `run_path` ('' when it may): the directory (where it really is) or
-    anything in it is not the user's own, or is a symbolic link."""
+    anything in it is not the user's own, or is a symbolic link, a FIFO or a device (a leftover control
+    socket is fine)."""
     uid = os.getuid()
     try:
         real = run_path.resolve(strict=True)
@@ -69,6 +70,8 @@ def problem(run_path: Path) -> str:
                 return f"{shown} is a symbolic link (to {os.readlink(entry)!r})"
             if info.st_uid != uid:
                 return f"{shown} belongs to another user (uid {info.st_uid})"
+            if stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+                return f"{shown} is a FIFO or a device, not a file (reading it would hang or never end)"
     return ""
 
 

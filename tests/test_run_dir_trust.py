@@ -259,3 +259,11 @@ def test_replay_writes_no_index_into_another_users_run_directory(tmp_path: Path)
     os.chown(theirs, 65534, 65534)
     IndexedLog.of_file(path).update()
     assert not idx_path(path).exists() and sorted(p.name for p in theirs.iterdir()) == ["events.jsonl"]
+
+
+def test_resume_of_a_run_with_a_fifo_for_its_recipe_is_refused_not_hung(runs_dir: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    run = _sealed_suspended_run(runs_dir)
+    run.recipe.unlink()
+    os.mkfifo(run.recipe)
+    assert "recipe.toml is a FIFO or a device" in _refused_resume(run, capsys)
