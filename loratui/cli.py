@@ -239,14 +239,15 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False) -> int:
             return 0
         return hl.exit_code(state)
     from loratui.supervisor import control
-    from loratui.supervisor.restart import restart_with, write_fix
+    from loratui.supervisor.restart import restart_command_line, restart_with, write_fix
     from loratui.tui.app import RunActions, run_app
 
     def actions(run: rundir.RunDir) -> RunActions:
         return RunActions(send=lambda command: control.send(run.control, command, "tui"),
                           write_fix=lambda advice_id, fix: write_fix(run, advice_id, fix),
                           restart=lambda recipe, env, send: restart_with(run, recipe, env, send),
-                          stacks=lambda: _stacks_text(run))
+                          stacks=lambda: _stacks_text(run),
+                          command_for=lambda fixed: restart_command_line(run, fixed))
 
     return run_app(run, actions, attached)
 

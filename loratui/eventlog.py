@@ -46,7 +46,9 @@ class EventWriter:
 
     def __init__(self, path: Path, fsync_interval: float = 1.0) -> None:
         # Read access too: to see whether the file ends in a newline (another writer's torn line).
-        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        # Never through a link: a copied run's events.jsonl may point at the user's ~/.bashrc.
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                           0o600)
         self._lock = threading.Lock()
         self._fsync_interval = fsync_interval
         self._last_fsync = time.monotonic()

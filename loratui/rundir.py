@@ -3,6 +3,9 @@
 runs/<run-id>/ (mode 0700) holds:
   recipe.toml      a copy of the recipe as it was started
   run.json         command-line overrides and the resolved settings (msgspec JSON, never pickle)
+  run.sig          the seal: this user's HMAC of run.json (and of a recipe run's recipe.toml), written when
+                   loratui made the run; a run without a valid one came from elsewhere, and what its run.json
+                   and recipe say (an environment, a command, trust_remote_code) is never run again
   events.jsonl     the append-only event log
   trainer.stdout.log, trainer.stderr.log   the trainer's raw output
   supervisor.log   the supervisor's own stderr (for its crashes)
@@ -39,7 +42,7 @@ import psutil
 
 from loratui.recipe import Recipe, RecipeError, load_recipe
 from loratui.text import inert
-from loratui.userstate import remember_run, remembered_runs, state_dir
+from loratui.userstate import remember_run, remembered_runs, sign, signed, state_dir
 
 SUSPEND_EXIT = 75
 """The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable (trainer → supervisor)."""
@@ -145,6 +148,26 @@ class RunDir:
         return self.path / "checkpoints"
 
     @property
+    def seal_file(self) -> Path:
+        """This user's HMAC of what the run would execute (see `seal`)."""
+        return self.path / "run.sig"
+
+    def sealed_bytes(self) -> bytes:
+        """What the seal covers: run.json (its environment, command, paths) and, for a recipe run, the
+        recipe copy its trainer loads (model path, trust_remote_code)."""
+        settings = self.settings.read_bytes()
+        command = msgspec.json.decode(settings, type=RunSettings).command
+        recipe = b"" if command else self.recipe.read_bytes()  # a watched command's copy is only a record
+        return b"loratui-run-seal-1\0" + settings + b"\0" + recipe
+
+    def sealed(self) -> bool:
+        """Whether this user's loratui made this run (and nobody changed what it would run since)."""
+        try:
+            return signed(self.sealed_bytes(), self.seal_file.read_text(encoding="ascii"))
+        except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+            return False
+
+    @property
     def run_id(self) -> str:
         """The directory's name, inert: a name is anyone's choice and is shown on terminals."""
         return inert(self.path.name, newlines=False)
@@ -195,12 +218,20 @@ class RunDir:
         return live_pid(self.trainer_pidfile)
 
 
+def seal(run: RunDir) -> None:
+    """Sign what the run would execute with this user's key (`RunDir.sealed`); nothing without a key."""
+    tag = sign(run.sealed_bytes())
+    if tag is not None:
+        replace_file(run.seal_file, tag.encode("ascii"), 0o600)
+
+
 def write_pidfile(pidfile: Path, pid: int | None = None) -> None:
     """Record `pid` (default: this process) with its start time, so a reused pid is never taken for it."""
     proc = psutil.Process(pid)
     stamp = start_stamp(proc.pid)
-    pidfile.write_text(f"{proc.pid} {proc.create_time():.3f}" + (f" {stamp}" if stamp else "")
-                       + f" host={node_name()}\n")
+    text = f"{proc.pid} {proc.create_time():.3f}" + (f" {stamp}" if stamp else "")
+    text += f" host={node_name()}\n"
+    replace_file(pidfile, text.encode("ascii"))  # a new file: never written through a link at that name
 
 
 def node_name() -> str:
@@ -315,6 +346,7 @@ def create(runs_dir: Path, settings: RunSettings, recipe_text: str) -> RunDir:
     run.settings.write_bytes(msgspec.json.format(msgspec.json.encode(settings)))
     run.checkpoints.mkdir()
     remember_run(path)  # so `ls` and `attach` find it from any directory
+    seal(run)
     return run
 
 

@@ -3,7 +3,7 @@ signs the replay indexes this user's loratui wrote.
 
 Run directories travel (copied into bug reports, unpacked from a colleague's tarball, shared on a group
 box), and whatever travels with them is as good as written by a stranger. What must not travel (a webhook
-URL) or must not be trusted when it does (an index, which is a pickle) is decided here, in
+URL) or must not be trusted when it does (an index, a run's settings) is decided here, in
 `$XDG_STATE_HOME/loratui` (by default `~/.local/state/loratui`), mode 0700.
 """
 
@@ -144,3 +144,18 @@ def _rewrite(path: Path, data: bytes) -> None:
         os.replace(temp, path)
     except OSError:
         pass
+
+
+def sign(data: bytes) -> str | None:
+    """The HMAC of `data` with this user's key (hex); None when there is no key."""
+    signer = new_signer()
+    if signer is None:
+        return None
+    signer.update(data)
+    return signer.hexdigest()
+
+
+def signed(data: bytes, tag: str) -> bool:
+    """Whether `tag` is this user's signature of `data` (made by `sign`)."""
+    expected = sign(data)
+    return expected is not None and hmac.compare_digest(expected, tag.strip())

@@ -100,6 +100,7 @@ def _with_env(run: rundir.RunDir, env: dict[str, str]) -> None:
 
     settings = msgspec.structs.replace(run.read_settings(), env=env)
     run.settings.write_bytes(msgspec.json.encode(settings))
+    rundir.seal(run)  # as this user's loratui made it (an unsealed copy is refused: tests/test_run_dir_trust.py)
 
 
 def _capture_start(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
@@ -219,6 +220,7 @@ def test_fix_of_a_run_started_with_model_path_validates(tmp_path: Path) -> None:
     run.recipe.write_text(run.recipe.read_text().replace('path = "Qwen/Qwen2.5-7B-Instruct"', 'path = ""'))
     settings = msgspec.structs.replace(run.read_settings(), model_path="/models/qwen")
     run.settings.write_bytes(msgspec.json.encode(settings))
+    rundir.seal(run)  # as `loratui run --model-path` would have made it
     assert run.load_recipe()[0].model.path == "/models/qwen"  # type: ignore[union-attr]
     path, _ = write_fixed_recipe(run, "vram_near_limit", {"training.per_device_train_batch_size": 2})
     assert load_recipe(path, model_path="/models/qwen").training.per_device_train_batch_size == 2

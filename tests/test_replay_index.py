@@ -171,7 +171,7 @@ def test_an_index_this_user_did_not_sign_is_never_unpickled(tmp_path: Path, monk
                                                                           "signing.key").stat().st_mode)) == "0o600"
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "ours"))
     unpickled: list[bool] = []
-    monkeypatch.setattr(logindex._Unpickler, "load", lambda self: unpickled.append(True))
+    monkeypatch.setattr(logindex.indexcodec, "decode", lambda *a: unpickled.append(True))
     assert load_index(idx, key, None) is None and unpickled == []
     data = idx.read_bytes()  # our key, their payload: a tag copied from elsewhere does not fit
     idx.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
@@ -181,3 +181,83 @@ def test_an_index_this_user_did_not_sign_is_never_unpickled(tmp_path: Path, monk
     log = IndexedLog.of_file(path)
     log.update()  # rebuilt, and now ours
     assert load_index(idx, key, None) is not None
+
+
+def _sign_and_write(idx: Path, payload: bytes) -> None:
+    """What a signed index file holds, made with this user's own key (defence in depth: item 4 of issue 25)."""
+    from loratui.userstate import new_signer
+
+    signer = new_signer()
+    assert signer is not None
+    signer.update(payload)
+    idx.write_bytes(logindex.SIGNED_MAGIC + signer.digest() + payload)
+    idx.chmod(0o600)
+
+
+def test_an_index_signed_with_the_users_own_key_runs_no_code(tmp_path: Path) -> None:
+    """The red team's index: `builtins.getattr(loratui.rundir.os, "system")` through the old unpickler's
+    allow-list. An index is msgpack now: nothing in it is ever called."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(events.encode(e) for e in scenarios.run(5)))
+    marker = tmp_path / "ran"
+    attack = (b"cbuiltins\ngetattr\n(cloratui.rundir\nos\nVsystem\ntR(V" + f"touch {marker}".encode()
+              + b"\ntR.")
+    idx, key = idx_path(path), logindex.index_key(path, None)
+    _sign_and_write(idx, attack)
+    assert load_index(idx, key, None) is None and not marker.exists()
+    IndexedLog.of_file(path).update()  # rebuilt over it
+    assert load_index(idx, key, None) is not None and not marker.exists()
+
+
+@pytest.mark.parametrize("key", ["os:system", "builtins:getattr", "loratui.rundir:RunDir", "subprocess:Popen",
+                                 "loratui.logic.nosuchmodule:X", "loratui.logic..x:X", "loratui.logic._x:X",
+                                 "loratui.logic.runstate:_header", "loratui.logic.runstate:RunState.feed",
+                                 "loratui.logic.runstate:events", "loratui.logic.runstate:inert"])
+def test_an_index_naming_anything_but_an_index_class_is_refused(tmp_path: Path, key: str) -> None:
+    import msgspec
+
+    from loratui.sources import indexcodec
+
+    crafted = msgspec.msgpack.encode([indexcodec.VERSION, [], msgspec.msgpack.Ext(7, msgspec.msgpack.encode(
+        [key, {}]))])
+    with pytest.raises(indexcodec.IndexCodecError):
+        indexcodec.decode(crafted)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(events.encode(e) for e in scenarios.run(5)))
+    _sign_and_write(idx_path(path), crafted)
+    assert load_index(idx_path(path), logindex.index_key(path, None), None) is None
+
+
+def test_the_codec_keeps_types_and_shared_lists() -> None:
+    from collections import deque
+
+    from loratui.sources import indexcodec
+
+    state = RunState().feed_all(_found())
+    shared = state.loss
+    value = {"a": (shared, len(shared)), "b": (shared, 3), "d": deque([1, 2], maxlen=5), "s": frozenset({"x"}),
+             "state": state, "nested": [(1, [2, (3,)])]}
+    back = indexcodec.decode(indexcodec.encode(value))
+    assert back["a"][0] is back["b"][0] and repr(back["a"][0]) == repr(shared) and type(back["a"][0][0]) is tuple
+    assert back["d"] == deque([1, 2]) and back["d"].maxlen == 5 and back["s"] == frozenset({"x"})
+    assert back["nested"] == [(1, [2, (3,)])]
+    assert repr(back["state"]) == repr(state)  # every field, events and deques included (NaN != NaN)
+
+
+def test_a_damaged_signed_index_is_rebuilt_never_an_error(tmp_path: Path) -> None:
+    """Every byte of a real index flipped in turn (and signed again, as a bug of ours could write it):
+    the load says None or gives an index, and never raises."""
+    import random
+
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(events.encode(e) for e in scenarios.run(5)))
+    IndexedLog.of_file(path).update()
+    idx, key = idx_path(path), logindex.index_key(path, None)
+    payload = idx.read_bytes()[len(logindex.SIGNED_MAGIC) + 32:]
+    rng = random.Random(25)
+    for position in sorted(rng.sample(range(len(payload)), min(300, len(payload)))):
+        damaged = bytearray(payload)
+        damaged[position] ^= 1 << rng.randrange(8)
+        _sign_and_write(idx, bytes(damaged))
+        loaded = load_index(idx, key, None)
+        assert loaded is None or isinstance(loaded, logindex.LogIndex)

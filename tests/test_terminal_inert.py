@@ -64,6 +64,16 @@ def test_headless_follow_prints_the_hostile_run_inert(tmp_path: Path) -> None:
     assert "finished" in printed and "txt.exe" in printed and not _raw(printed)
 
 
+def test_replay_headless_and_summary_print_the_hostile_run_inert(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    run = _hostile_run(tmp_path / "runs")
+    assert cli.main(["replay", str(run.path), "--headless"]) == 0
+    out = capsys.readouterr().out
+    assert "finished" in out and not _raw(out)
+    assert cli.main(["replay", str(run.path), "--summary"]) == 0
+    assert not _raw(capsys.readouterr().out)
+
+
 def test_an_error_message_naming_a_hostile_run_is_inert(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     _hostile_run(tmp_path / "runs")
@@ -87,3 +97,14 @@ async def test_the_app_and_its_farewell_show_the_hostile_run_inert(tmp_path: Pat
     assert "FINISHED" in shown and "txt.exe" in shown and not _raw(shown)
     said = farewell(run, app.run_state, None)
     assert "txt.exe" in said and not _raw(said)
+
+
+def test_doctor_and_a_stack_dump_name_a_hostile_run_inert(tmp_path: Path) -> None:
+    from loratui.commands.doctor import render
+    from loratui.supervisor.stacks import render as render_stacks
+
+    shown = render([], tmp_path / HOSTILE_NAME, "a run directory")
+    assert "txt.exe" in shown and not _raw(shown)
+    dump = events.Stacks(t=1.0, reason="k", ranks={"0": f'File "/w/{HOSTILE_NAME}.py", line 3 in {OSC52}step'})
+    shown = render_stacks(dump)
+    assert "txt.exe" in shown and "step" in shown and not _raw(shown)

@@ -175,8 +175,9 @@ def render(items: list[Any], source: Path | str, note: str) -> str:
     from loratui.logic.advisor.render import change_line
     from loratui.text import inert
 
+    source = inert(str(source), newlines=False)  # a path: a run directory's name is anyone's choice
     if not items:
-        return f"{source}: no problems found ({note})"
+        return f"{source}: no problems found ({inert(note)})"
     lines = [f"{source}: {len(items)} finding{'s' if len(items) > 1 else ''} ({note})"]
     for item in items:
         lines.append(f"\n{item.severity.upper():<8}{item.id}  (step {item.step})\n  {inert(item.title)}")

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loratui.text import inert
+
 DESCRIPTION = """\
 Play a recorded run back with the same panes and advice, or overlay two runs (A and B).
 
@@ -58,10 +60,10 @@ class _Opened:
     """A log to replay: indexed (a file's index may still need `update`), its title, recipe and notes."""
 
     def __init__(self, log: Any, title: str, recipe: Any, notes: str, path: Path | None) -> None:
-        self.log, self.title, self.recipe, self.notes, self.path = log, title, recipe, notes, path
+        self.log, self.title, self.recipe, self.notes, self.path = log, inert(title, False), recipe, notes, path
         header = log.source.first_event() if path is not None else (log.read(0, 1) or [None])[0]
-        name, run_id = getattr(header, "name", ""), getattr(header, "run_id", "")
-        self.label = f"{name} ({run_id})" if name and run_id and name != run_id else (run_id or title)
+        name, run_id = inert(getattr(header, "name", ""), False), inert(getattr(header, "run_id", ""), False)
+        self.label = f"{name} ({run_id})" if name and run_id and name != run_id else (run_id or self.title)
         """`name (id)`: what tells two runs of one name apart."""
 
     def complete(self) -> Any:

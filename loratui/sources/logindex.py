@@ -11,10 +11,10 @@ atomically (a temp file, fsync, rename), and reused while the log's first bytes,
 format agree and the log still holds, byte for byte, the lines the index ends with; a log that grew is
 indexed from where the saved index ends, any other is indexed anew. A loratui run's supervisor keeps it
 current while the run goes (`sources/indexer.py`). It is loaded by the first `update`, never by `of_file`,
-so a viewer's first frame does not wait for it. It is a pickle, so it is unpickled only when it carries the
-HMAC of this user's signing key (userstate.py): run directories travel (a colleague's tarball unpacks as
-files you own), and an index from anywhere else is rebuilt, never loaded. Besides, the file must be ours
-and unwritable by others, and only loratui's own classes may be named in it.
+so a viewer's first frame does not wait for it. It is data, never code: msgpack through `indexcodec.py`
+(no pickle: loading one calls nothing). Run directories travel (a colleague's tarball unpacks as files you
+own), so besides, an index is read only when it carries the HMAC of this user's signing key
+(userstate.py), is ours and unwritable by others; an index from anywhere else is rebuilt, never loaded.
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ from __future__ import annotations
 import bisect
 import hashlib
 import hmac
-import io
 import math
 import os
-import pickle
 import threading
 import time
 from array import array
@@ -38,10 +36,11 @@ from typing import Any
 from loratui import eventlog, events
 from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
+from loratui.sources import indexcodec
 from loratui.sources.snapshot import freeze, gc_paused, is_of_note, thaw
 from loratui.userstate import new_signer
 
-FORMAT = 5
+FORMAT = 6
 """Bump when the index's layout (or RunState/Advisor's fields) change: older files are then rebuilt."""
 BLOCK_BYTES = 1 << 17
 BLOCK_EVENTS = 512
@@ -68,7 +67,7 @@ class Checkpoint:
     """The (monotonic) time of the last event folded."""
     state: dict[str, Any]
     advisor: bytes
-    """The advisor, pickled without its recipe (a private copy per seek costs one `loads`)."""
+    """The advisor, encoded without its recipe (indexcodec; a private copy per seek costs one decode)."""
     counts: tuple[int, int, int] = (0, 0, 0)
 
 
@@ -183,46 +182,14 @@ class FileBlocks:
 # -- building -------------------------------------------------------------------------------------
 
 
-class _Pickler(pickle.Pickler):
-    """Pickles an advisor without its recipe (given back on load)."""
-
-    def __init__(self, file: io.BytesIO, recipe: Any) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._recipe = recipe
-
-    def persistent_id(self, obj: Any) -> str | None:
-        return "recipe" if obj is self._recipe and obj is not None else None
-
-
-class _Unpickler(pickle.Unpickler):
-    """Loads loratui's own data only: no other class or function may be named in an index."""
-
-    def __init__(self, file: io.BytesIO, recipe: Any = None) -> None:
-        super().__init__(file)
-        self._recipe = recipe
-
-    def persistent_load(self, pid: Any) -> Any:
-        return self._recipe
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module.startswith("loratui.") or (module, name) in _SAFE:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} may not appear in an index")
-
-
-_SAFE = {("collections", "deque"), ("msgspec._utils", "rebuild"), ("collections", "OrderedDict"), ("array", "_array_reconstructor"),
-         ("array", "array"), ("builtins", "set"), ("builtins", "frozenset"), ("copyreg", "_reconstructor"),
-         ("builtins", "object"), ("builtins", "getattr")}
-
-
 def advisor_bytes(advisor: Advisor) -> bytes:
-    out = io.BytesIO()
-    _Pickler(out, advisor.recipe).dump(advisor)
-    return out.getvalue()
+    return indexcodec.encode(advisor, advisor.recipe)
 
 
 def advisor_from(data: bytes, recipe: Any) -> Advisor:
-    advisor: Advisor = _Unpickler(io.BytesIO(data), recipe).load()
+    advisor = indexcodec.decode(data, recipe)
+    if not isinstance(advisor, Advisor):
+        raise indexcodec.IndexCodecError("not an advisor")
     return advisor
 
 
@@ -567,20 +534,24 @@ def index_key(path: Path, recipe: Any) -> tuple[Any, ...]:
 
 
 def save_index(path: Path, index: LogIndex) -> bool:
-    """Write the index (atomically, 0600); False when the folder is not writable."""
+    """Write the index (atomically, 0600); False when the folder is not writable, or not the user's own (a
+    shared or another user's run directory: loratui writes nothing into it, and folds the log each time)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
+        if os.stat(path.parent).st_uid != os.getuid():
+            return False
         signer = new_signer()
         if signer is None:  # nothing to sign with: an index we could not trust again is not worth writing
             return False
+        try:  # the index holds no recipe: advisors are encoded apart, without it
+            payload = indexcodec.encode(index)
+        except (TypeError, ValueError, OverflowError):  # a value an index cannot hold (an int over 64 bits)
+            return False
+        signer.update(payload)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(SIGNED_MAGIC + bytes(signer.digest_size))  # the tag is filled in once it is known
-            # The plain (C) pickler: the index holds no recipe (advisors are pickled apart, without it), and
-            # a `persistent_id` hook, called for every object, made a 1 GB log's save 2.4x slower (3.1 s).
-            pickle.dump(index, _Signing(handle, signer), protocol=pickle.HIGHEST_PROTOCOL)
-            handle.seek(len(SIGNED_MAGIC))
-            handle.write(signer.digest())
+            handle.write(SIGNED_MAGIC + signer.digest())
+            handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())  # a crash after the rename finds the whole file, never a hole
         os.replace(tmp, path)
@@ -605,22 +576,12 @@ def _sweep(path: Path) -> None:
             pass
 
 
-SIGNED_MAGIC = b"loratui-index-hmac-sha256\n"
-
-
-class _Signing:
-    """A file the pickler writes through, feeding each chunk to the HMAC on the way."""
-
-    def __init__(self, handle: Any, signer: Any) -> None:
-        self._handle, self._signer = handle, signer
-
-    def write(self, data: Any) -> int:
-        self._signer.update(data)
-        return int(self._handle.write(data))
+SIGNED_MAGIC = b"loratui-index-msgpack-hmac-sha256\n"
+"""Names the payload's kind too: an index of the pickle era is never taken for one."""
 
 
 def _verified(data: bytes) -> memoryview | None:
-    """The pickle in `data` when this user's key signed it; None for anything else (never unpickled)."""
+    """The payload in `data` when this user's key signed it; None for anything else (never decoded)."""
     signer = new_signer()
     if signer is None:
         return None
@@ -648,7 +609,7 @@ def load_index(path: Path, key: tuple[Any, ...], recipe: Any) -> LogIndex | None
     if payload is None:
         return None
     try:
-        index = _Unpickler(io.BytesIO(payload), recipe).load()
+        index = indexcodec.decode(payload)
     except Exception:  # a damaged file is rebuilt, whatever broke in it
         return None
     return index if isinstance(index, LogIndex) and index.key == key else None

@@ -56,7 +56,7 @@ def freeze(state: RunState) -> dict[str, Any]:
     """A snapshot of `state`: top-level lists by (shared list, length), everything else copied."""
     # RunState's top-level lists only ever grow by append, so a prefix of the live list is exactly
     # what they held at snapshot time; sharing it keeps 256 snapshots of a 500k-point loss curve cheap
-    # (and pickled together, the list is written once).
+    # (and encoded together, the list is written once: indexcodec writes lists by reference).
     out: dict[str, Any] = {}
     for f in fields(state):
         value = getattr(state, f.name)

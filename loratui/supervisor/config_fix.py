@@ -85,6 +85,16 @@ def read_own(source: Path) -> tuple[str, int]:
         raise ApplyError(f"{source}: cannot read the config ({exc.strerror or exc})") from None
 
 
+def restart_command_line(run: RunDir, config: Path) -> list[str]:
+    """The command line a restart with `config` runs: the run's own (from its run.json, what will really
+    run, not the log's header) with the copy's path in place of the original config's."""
+    settings = run.read_settings()
+    _, arg = config_path(run)
+    # The copy sits beside the original: name it the way the command named the original (relative stays
+    # relative to the same working directory).
+    return command_keys.with_config(settings.command, os.path.join(os.path.dirname(arg), config.name))
+
+
 def restart_command(run: RunDir, config: Path, env: dict[str, str], send: Any, wait_s: float = 180.0) -> RunDir:
     """Stop `run` if it still trains, then run its command again with `config` in place of its config:
     from the last checkpoint the watched Trainer saved, or from step 0 when the run had finished.
@@ -95,10 +105,7 @@ def restart_command(run: RunDir, config: Path, env: dict[str, str], send: Any, w
     from loratui.supervisor.launch import start_command
 
     settings = run.read_settings()
-    _, arg = config_path(run)
-    # The copy sits beside the original: name it the way the command named the original (relative stays
-    # relative to the same working directory).
-    command = command_keys.with_config(settings.command, os.path.join(os.path.dirname(arg), config.name))
+    command = restart_command_line(run, config)
     stop_and_wait(run, send, wait_s)
     recipe, _ = run.load_recipe()
     resume = None if final_state(run) == events.FINISHED else last_checkpoint(run)

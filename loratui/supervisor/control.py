@@ -18,6 +18,7 @@ import msgspec
 from loratui import events, runstatus
 from loratui.eventlog import EventWriter
 from loratui.rundir import RunDir, node_name, pid_host, replace_file
+from loratui.safeio import UnsafeRunDir, check_run_dir
 
 COMMANDS = ("pause", "resume", "suspend", "save", "stop")
 
@@ -156,6 +157,10 @@ def deliver(run: RunDir, command: str, source: str = "cli") -> str:
         return f"{command}: sent to {run.run_id}"
     if command not in COMMANDS:
         raise ControlError(f"unknown command {command!r}; use one of {', '.join(COMMANDS)}")
+    try:  # every way on writes into the run directory: never through a link, never into another's files
+        check_run_dir(run.path)
+    except UnsafeRunDir as exc:
+        raise ControlError(str(exc)) from None
     status = runstatus.read(run)
     if status.alive == "trainer":
         run.append_command(command)
@@ -164,7 +169,10 @@ def deliver(run: RunDir, command: str, source: str = "cli") -> str:
     if status.state == events.SUSPENDED and command == "resume":
         from loratui.supervisor.launch import spawn_supervisor
 
-        spawn_supervisor(run, adopt=True)
+        try:
+            spawn_supervisor(run, adopt=True)
+        except UnsafeRunDir as exc:
+            raise ControlError(str(exc)) from None
         return f"resume: a new supervisor restarts {run.run_id} from its last checkpoint"
     if status.state == events.SUSPENDED and command == "stop":
         EventWriter(run.events).write(events.End(t=time.time(), state=events.STOPPED, step=status.step))

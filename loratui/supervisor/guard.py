@@ -19,7 +19,7 @@ from typing import Any
 from loratui import events
 from loratui.errors import ApplyError
 from loratui.logic.advisor import Advisor
-from loratui.rundir import RunDir, checkpoint_complete
+from loratui.rundir import RunDir, checkpoint_complete, replace_file, seal
 from loratui.supervisor.restart import write_fixed_recipe
 
 GUARD_KEY = "guard"
@@ -81,7 +81,9 @@ class Guard:
         """Write the changed recipe (beside the original, and as the run's recipe); returns its path, the
         environment it asks for, and the checkpoint to resume from."""
         fixed, env = write_fixed_recipe(self.run, action.advice_id, action.change)
-        self.run.recipe.write_text(fixed.read_text(encoding="utf-8"), encoding="utf-8")
+        # A new file renamed over the copy (never written through a link), sealed again: the run's own change.
+        replace_file(self.run.recipe, fixed.read_bytes())
+        seal(self.run)
         if action.bad_step:
             discard_from(self.run.checkpoints, action.bad_step)
         resume = latest_before(self.run.checkpoints, action.bad_step or None)

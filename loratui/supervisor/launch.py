@@ -13,6 +13,7 @@ from loratui import rundir
 from loratui.logic import datafile, lora_targets
 from loratui.logic.lora_targets import tiny_module_names
 from loratui.recipe import TINY_MODEL, WATCHED, AlertsSection, Recipe, RecipeError, load_recipe, where
+from loratui.safeio import UnsafeRunDir, append_file, check_run_dir
 from loratui.supervisor import alerts
 
 
@@ -158,6 +159,17 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
     return run
 
 
+def check_adoptable(run: rundir.RunDir) -> None:
+    """Refuse (UnsafeRunDir) to start a new supervisor on a run this user's loratui did not make, or one
+    with a link or another user's file in it: its settings and recipe would run as the user's code."""
+    check_run_dir(run.path)
+    if not run.sealed():
+        raise UnsafeRunDir(f"{run.path} was not started by your loratui (a copy, an unpacked tarball, another "
+                           "user's run, or one from a loratui before run seals): its settings and recipe are "
+                           "never run again. Read its recipe, then start a run of your own: loratui run "
+                           f"{run.recipe}")
+
+
 SOCKET_PATH_MAX = 107
 """Bytes in a Unix socket's path (sun_path holds 108 with its NUL on Linux)."""
 
@@ -177,7 +189,9 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
         raise UsageError(f"{run.control}: the run's control socket path is {len(os.fsencode(run.control))} "
                          f"bytes, over the {SOCKET_PATH_MAX} a Unix socket allows; pass a shorter --runs-dir "
                          "or --run-name")
-    with open(run.supervisor_log, "ab") as err, open(os.devnull, "rb") as devnull:
+    if adopt:  # an existing run: whatever is in it now was checked by `control.deliver`; again, to be sure
+        check_adoptable(run)
+    with append_file(run.supervisor_log) as err, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else []),
             stdin=devnull, stdout=err, stderr=err, start_new_session=True, close_fds=True,

@@ -26,6 +26,7 @@ from loratui.logic import command_keys
 from loratui.outputtail import OutputFollower
 from loratui.recipe import Recipe, RecipeError, recipe_hash
 from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, latest_checkpoint, node_name, write_pidfile
+from loratui.safeio import append_file
 from loratui.supervisor import command as watched
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
@@ -268,7 +269,7 @@ class Supervisor:
         # Leave NVLink multicast off: it is not needed for DDP/FSDP and misbehaves on some hosts.
         env.setdefault("NCCL_NVLS_ENABLE", "0")
         env = self.unattended.trainer_env(env)
-        with open(self.run.stdout_log, "ab") as out, open(self.run.stderr_log, "ab") as err:
+        with append_file(self.run.stdout_log) as out, append_file(self.run.stderr_log) as err:
             # A watched command leads its own process group: pause and stop reach its every process.
             self.trainer = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
                                             start_new_session=False, cwd=self.settings.cwd or None,

@@ -67,13 +67,24 @@ def write_fixed_recipe(run: RunDir, advice_id: str, change: dict[str, Any]) -> t
     return target, {**carried_env(settings.env), **env}
 
 
+def restart_command_line(run: RunDir, fixed: Path) -> list[str]:
+    """The command a restart with `fixed` re-runs, as run.json holds it ([] for a recipe run: loratui's own
+    trainer runs), for the prompt to show before anything runs."""
+    if not run.read_settings().command:
+        return []
+    from loratui.supervisor import config_fix
+
+    return config_fix.restart_command_line(run, fixed)
+
+
 def carried_env(stored: dict[str, str]) -> dict[str, str]:
     """The stored run settings' environment, less every variable loratui would not itself propose."""
     return {key: value for key, value in stored.items() if key in ADVICE_ENV}
 
 
 def check_owner(run: RunDir) -> None:
-    """Refuse a run directory that belongs to another user: its recipe and settings are theirs."""
+    """Refuse a run directory that belongs to another user, or that this user's loratui did not make (a
+    copy, a tarball: `RunDir.sealed`): its recipe, settings and command are someone else's."""
     try:
         owner = run.path.stat().st_uid
     except OSError as exc:
@@ -81,6 +92,10 @@ def check_owner(run: RunDir) -> None:
     if owner != os.getuid():
         raise ApplyError(f"{run.path} belongs to another user (uid {owner}); loratui applies advice only to "
                          "your own runs: copy its recipe and start your own run with it")
+    if not run.sealed():
+        raise ApplyError(f"{run.path} was not started by your loratui (a copy, an unpacked tarball, or a run "
+                         "from a loratui before run seals): its settings and command are never run again. "
+                         f"Read its recipe ({run.recipe}) and start a run of your own with it")
 
 
 def _create_new(folder: Path, stem: str, text: str) -> Path:

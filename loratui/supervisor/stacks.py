@@ -84,8 +84,10 @@ def _read_new(run: RunDir, sizes: dict[str, int], wait_s: float) -> dict[str, st
 
 
 def render(event: events.Stacks) -> str:
-    """The dump as text for the terminal."""
+    """The dump as text for the terminal (inert: file and function names are the program's)."""
+    from loratui.text import inert
+
     parts = []
     for rank, text in sorted(event.ranks.items(), key=lambda item: int(item[0]) if item[0].isdigit() else 0):
-        parts.append(f"=== rank {rank} ===\n{text.rstrip()}")
+        parts.append(f"=== rank {inert(rank, False)} ===\n{inert(text.rstrip())}")
     return "\n\n".join(parts)

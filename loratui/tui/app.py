@@ -57,6 +57,8 @@ class RunActions:
     """Stop the run and start the fixed recipe from its last checkpoint: the new run."""
     stacks: Callable[[], str] | None = None
     """Record every trainer rank's thread stacks in the log; the text to show (`k`)."""
+    command_for: Callable[[Path], list[str]] | None = None
+    """The command line a restart with this fixed config would run ([] for a recipe run): shown first."""
 
 
 CONTROL_ACTIONS = {
@@ -394,14 +396,21 @@ class LoratuiApp(App[str]):
             self.say(str(exc), severity="error")
             return
         finished = self.run_state.state == events.FINISHED
-        self.push_screen(restart_choice(path, item, env, finished), lambda answer: self._restart(answer, path, env))
+        try:  # what `y` would run, from run.json itself (a log's header may say anything)
+            command = self.actions.command_for(path) if self.actions.command_for is not None else []
+        except (ApplyError, OSError, ValueError) as exc:
+            self.say(f"cannot tell what a restart would run: {exc}", severity="error")
+            return
+        self.push_screen(restart_choice(path, item, env, finished, command),
+                         lambda answer: self._restart(answer, path, env, command))
 
-    def _restart(self, answer: str | None, path: Path, env: dict[str, str]) -> None:
+    def _restart(self, answer: str | None, path: Path, env: dict[str, str], command: list[str]) -> None:
         if answer == "restart":
             self._restart_worker(path, env)
-        elif self.run_state.command:  # a fixed config: the same command line with the copy's path
-            again = shlex.join(command_keys.with_config(self.run_state.command, str(path)))
-            self.say(f"wrote {path}; start it with `loratui run -- {again}`", timeout=8)
+        elif command or self.run_state.command:  # a fixed config: the same command line with the copy's path
+            again = shlex.join(command or command_keys.with_config(self.run_state.command, str(path)))
+            self.say(f"wrote {inert(str(path))}; start it with `loratui run -- {inert(again, newlines=False)}`",
+                     timeout=8)
         else:
             self.say(f"wrote {path}; start it with `loratui run {path}`", timeout=8)
 

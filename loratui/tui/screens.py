@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from textual.app import ComposeResult
@@ -55,15 +56,20 @@ def stop_choice() -> Choice:
                   [("stop", "Stop", "y"), ("cancel", "Cancel", "n")])
 
 
-def restart_choice(path: Any, item: Any, env: dict[str, str] | None = None, finished: bool = False) -> Choice:
+def restart_choice(path: Any, item: Any, env: dict[str, str] | None = None, finished: bool = False,
+                   command: list[str] | None = None) -> Choice:
     """A: the changed recipe is written; restart with it? Every change the new run gets is listed: the
-    recipe keys and the whole environment the new trainer will have from loratui."""
+    recipe keys and the whole environment the new trainer will have from loratui; and, for a watched
+    command, the exact command line `y` runs (from the run's run.json)."""
     what = "recipe" if str(path).endswith(".toml") else "config"  # a watched command's fixed YAML config
     keys = {k: v for k, v in item.change.items() if not k.startswith("env.")}
     lines = [f"Wrote {inert(str(path))}", "", f"{what.capitalize()} changes:"]
     lines += [f"  {line}" for line in inert(change_text(keys)).splitlines()] or ["  (none)"]
     lines += ["Environment for the new trainer:"]
     lines += [f"  {inert(f'{key}={value}', newlines=False)}" for key, value in sorted((env or {}).items())] or ["  (nothing added)"]
+    if command:
+        lines += ["Command that will run (from the run's run.json):",
+                  f"  {inert(shlex.join(command), newlines=False)}"]
     if finished:
         lines += ["", f"This run has finished: start a NEW run from step 0 with the new {what}?"]
     else:
