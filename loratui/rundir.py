@@ -35,6 +35,7 @@ from pathlib import Path
 import msgspec
 import psutil
 
+from loratui import bounds
 from loratui.recipe import Recipe, RecipeError, load_recipe
 from loratui.userstate import state_dir
 
@@ -148,7 +149,7 @@ class RunDir:
 
     def read_settings(self) -> RunSettings:
         """The run's settings (run.json)."""
-        return msgspec.json.decode(self.settings.read_bytes(), type=RunSettings)
+        return msgspec.json.decode(bounds.read_bytes(self.settings), type=RunSettings)
 
     def load_recipe(self) -> tuple[Recipe | None, str]:
         """The run's recipe copy with the run's `--model-path`/`--max-steps` applied, as (recipe, "");
@@ -161,7 +162,7 @@ class RunDir:
         if not self.recipe.is_file():
             return None, f"{self.recipe}: the run has no recipe copy"
         try:
-            if self.recipe.read_text(encoding="utf-8", errors="replace").startswith(IMPORTED_MARK):
+            if bounds.read_text(self.recipe, errors="replace").startswith(IMPORTED_MARK):
                 return None, "an imported run: loratui did not start it, so it has no recipe"
         except OSError as exc:
             return None, f"{self.recipe}: cannot read it ({exc.strerror or exc})"
@@ -207,7 +208,7 @@ def start_stamp(pid: int) -> str | None:
 def live_pid(pidfile: Path) -> int | None:
     """The pid in `pidfile` if that very process still lives and is no zombie (nobody reaped it yet)."""
     try:
-        fields = pidfile.read_text().split()
+        fields = bounds.read_text(pidfile).split()
         pid = int(fields[0])
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:

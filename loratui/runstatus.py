@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from loratui import events
+from loratui import bounds, events
 from loratui.rundir import RunDir, file_size, replace_file
 
 TAIL_BYTES = 256 << 10
@@ -75,7 +75,7 @@ def write(run: RunDir, status: Status) -> None:
 def read(run: RunDir) -> Status:
     """The run's status now: the supervisor's file, the log's tail folded over it, and who lives."""
     try:
-        status = msgspec.json.decode(run.status_file.read_bytes(), type=Status)
+        status = msgspec.json.decode(bounds.read_bytes(run.status_file), type=Status)
     except (OSError, msgspec.DecodeError):
         status = Status()
         if file_size(run.events) <= TAIL_BYTES * 4:
@@ -107,7 +107,7 @@ def is_over(status: Status) -> bool:
 def _events(path: Path, start: int) -> list[events.AnyEvent]:
     """Whole lines from byte `start` (the first, likely partial, line skipped when start > 0)."""
     try:
-        with open(path, "rb") as handle:
+        with bounds.open_regular(path) as handle:
             handle.seek(start)
             data = handle.read()
     except OSError:

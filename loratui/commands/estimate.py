@@ -112,11 +112,12 @@ def hub_config(repo_id: str) -> Path | None:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The parsed config.json, or a one-line UsageError."""
+    from loratui import bounds
     from loratui.errors import UsageError
 
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        config = json.loads(bounds.read_text(path))
+    except (OSError, ValueError, RecursionError) as exc:  # JSON's errors, bad UTF-8, 5000 digits, deep
         raise UsageError(f"{path}: cannot read it as JSON ({exc})") from None
     if not isinstance(config, dict):
         raise UsageError(f"{path}: expected a JSON object")
