@@ -168,6 +168,11 @@ class LogTail:
         self._pending = data[cut + 1:]
         return list(self._decode(data[:cut]))
 
+    @property
+    def whole(self) -> int:
+        """Bytes of the log up to the end of the last whole line decoded."""
+        return self.offset - len(self._pending)
+
     def finish(self) -> list[events.AnyEvent]:
         """Decode whatever partial last line is left (the writer is gone); a torn line is skipped."""
         rest, self._pending = self._pending, b""

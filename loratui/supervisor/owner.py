@@ -179,6 +179,7 @@ class Supervisor:
         if not found and self.run.status_file.exists():
             return
         runstatus.fold(self.status, found)
+        self.status.offset = self._status_tail.whole
         try:
             runstatus.write(self.run, self.status)
         except OSError:
