@@ -115,6 +115,19 @@ def check_text(text: str) -> None:
                               "levels of `key: value`: fix the file")
 
 
+MAX_MESSAGE = 2000
+"""The longest message loratui prints about one problem."""
+
+
+def clip(message: str, limit: int = MAX_MESSAGE) -> str:
+    """`message` cut in its middle to `limit` characters (a quoted 10 MB value): the start says where,
+    the end what to do."""
+    if len(message) <= limit:
+        return message
+    head, tail = limit * 2 // 3, limit // 3
+    return f"{message[:head]} … ({len(message) - head - tail} characters cut) … {message[-tail:]}"
+
+
 def check_toml(text: str) -> None:
     """check_text, and dotted keys of over MAX_DEPTH parts (`a.a.a...b = 1`: tomllib takes quadratic time
     and memory on them, 0.8 s for 10 000 parts; a 100 000-part key was killed for memory)."""

@@ -195,7 +195,11 @@ class Recipe(_Section, frozen=True):
 
 
 class RecipeError(Exception):
-    """A recipe cannot be used; the message names the file, line and key and says what to do."""
+    """A recipe cannot be used; the message names the file, line and key and says what to do. A message
+    that quotes a huge value (a 10 MB string) is cut in its middle: the place and the advice are kept."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(bounds.clip(str(message)))
 
 
 KNOWN_OPTIMIZERS = frozenset({
