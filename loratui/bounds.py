@@ -1,4 +1,7 @@
-"""Bounds a config's or recipe's text must keep before a parser sees it (issue 25 items 17, 18).
+"""Bounds on what loratui reads (issue 25 items 16-18): only regular files, and texts a parser can take.
+
+Reads go through `open_regular`: a FIFO, device or socket where a file should be (a run directory's
+`status.json`, a recipe, a data path of `/dev/zero`) is refused at once, never waited on or read forever.
 
 A config is data someone else may have written. Three shapes make a parser freeze or crash instead of
 failing: nesting deeper than its recursion (a 100k-deep list: RecursionError, and ruamel's scanner takes
@@ -10,9 +13,73 @@ the same object, counted once per use with a memo. Each gets a `Refused` naming 
 
 from __future__ import annotations
 
+import errno
+import os
 import re
-from typing import Any
+import stat
+from collections.abc import Iterator
+from typing import IO, Any
 
+
+
+class NotAFile(OSError):
+    """A path that is not a regular file (an OSError, so every reader's "cannot read it" covers it)."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """`path` opened for reading in binary, refused (NotAFile) unless it is a regular file. The open does
+    not wait for a FIFO's writer (O_NONBLOCK), and the type is checked on the opened file (no race)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotAFile(errno.EINVAL, f"not a regular file (a {_kind(mode)}); loratui reads only files",
+                           os.fspath(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """A regular file's bytes (at most `limit`)."""
+    with open_regular(path) as handle:
+        return handle.read() if limit is None else handle.read(limit)
+
+
+def read_text(path: str | os.PathLike[str], errors: str = "strict") -> str:
+    """A regular file's UTF-8 text."""
+    return read_bytes(path).decode("utf-8", errors)
+
+
+MAX_LINE = 64 << 20
+"""The longest line a line-by-line reader takes (a data example, a log line): 64 MiB."""
+
+
+def bounded_lines(handle: IO[bytes], max_line: int | None = None) -> Iterator[bytes]:
+    """The lines of `handle`, each read with at most `max_line` (MAX_LINE) bytes in memory: a longer one (a
+    file that is one endless line) is Refused at its line number instead of filling memory."""
+    max_line = max_line or MAX_LINE
+    number = 0
+    while True:
+        line = handle.readline(max_line + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > max_line:
+            raise Refused(number, f"line {number} is over {max_line >> 20} MiB long (one example a line?)")
+        yield line
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "directory" if stat.S_ISDIR(mode) else "special file"
 
 
 class Refused(ValueError):
@@ -46,6 +113,19 @@ def check_text(text: str) -> None:
     if too_deep is not None:
         raise Refused(too_deep, f"nested more than {MAX_DEPTH} levels deep; a config is a few "
                               "levels of `key: value`: fix the file")
+
+
+MAX_MESSAGE = 2000
+"""The longest message loratui prints about one problem."""
+
+
+def clip(message: str, limit: int = MAX_MESSAGE) -> str:
+    """`message` cut in its middle to `limit` characters (a quoted 10 MB value): the start says where,
+    the end what to do."""
+    if len(message) <= limit:
+        return message
+    head, tail = limit * 2 // 3, limit // 3
+    return f"{message[:head]} … ({len(message) - head - tail} characters cut) … {message[-tail:]}"
 
 
 def check_toml(text: str) -> None:

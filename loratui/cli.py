@@ -12,6 +12,7 @@ from loratui import __version__, events, rundir, runstatus, units
 from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay, report,
                               stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
+from loratui.bounds import clip
 from loratui.recipe import RecipeError, find_recipe
 from loratui.text import inert
 from loratui.units import to_gib
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except (RecipeError, UsageError, rundir.RunNotFound) as exc:
-        print(f"loratui: {inert(str(exc))}", file=sys.stderr)
+        print(f"loratui: {inert(clip(str(exc)))}", file=sys.stderr)  # a huge argument quoted: cut
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # `loratui ... | head -1`: the reader left; say nothing more (and let Python's exit flush nowhere).
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # An unwritable or odd --runs-dir, a full disk, a file where a folder should be: one line.
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"loratui: {inert(where)}{exc.strerror or exc}"
+        print(f"loratui: {inert(clip(where))}{exc.strerror or exc}"
               f"{'; pass another --runs-dir' if getattr(args, 'runs_dir', None) else ''}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import msgspec
 
-from loratui import events
+from loratui import bounds, events
 
 _KNOWN_KINDS = frozenset(c.__struct_config__.tag for c in events.AnyEvent.__args__)  # type: ignore[attr-defined]
 """The kinds this version decodes: a line of one of them that fails to decode is malformed, not newer."""
@@ -154,7 +154,7 @@ class LogTail:
     def poll(self, max_bytes: int | None = 64 << 20) -> list[events.AnyEvent]:
         """Events appended since the last call (at most `max_bytes` of new data; None reads all)."""
         try:
-            with open(self.path, "rb") as handle:
+            with bounds.open_regular(self.path) as handle:
                 handle.seek(self.offset)
                 chunk = handle.read(max_bytes) if max_bytes else handle.read()
         except FileNotFoundError:
@@ -169,6 +169,11 @@ class LogTail:
             return []
         self._pending = data[cut + 1:]
         return list(self._decode(data[:cut]))
+
+    @property
+    def whole(self) -> int:
+        """Bytes of the log up to the end of the last whole line decoded."""
+        return self.offset - len(self._pending)
 
     def finish(self) -> list[events.AnyEvent]:
         """Decode whatever partial last line is left (the writer is gone); a torn line is skipped."""
@@ -226,7 +231,7 @@ class LogContents:
 def read_log(path: Path) -> LogContents:
     """Read a whole log, tolerating a torn last line, junk lines and unknown kinds."""
     try:
-        data = path.read_bytes()
+        data = bounds.read_bytes(path)
     except FileNotFoundError:
         return LogContents([], 0, 0)
     cut = data.rfind(b"\n") + 1

@@ -207,7 +207,11 @@ class Recipe(_Section, frozen=True):
 
 
 class RecipeError(Exception):
-    """A recipe cannot be used; the message names the file, line and key and says what to do."""
+    """A recipe cannot be used; the message names the file, line and key and says what to do. A message
+    that quotes a huge value (a 10 MB string) is cut in its middle: the place and the advice are kept."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(bounds.clip(str(message)))
 
 
 KNOWN_OPTIMIZERS = frozenset({
@@ -236,12 +240,12 @@ def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | 
     path = Path(path)
     if text is None:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = bounds.read_text(path)
         except FileNotFoundError:
             raise RecipeError(f"{path}: no such recipe file; check the path "
                               f"(or name a built-in recipe: {', '.join(builtin_recipes())})") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise RecipeError(f"{path}: cannot read the recipe ({exc})") from None
+            raise RecipeError(f"{path}: cannot read the recipe ({getattr(exc, 'strerror', None) or exc})") from None
     text = text.removeprefix(bounds.BOM)  # an editor's UTF-8 byte order mark: TOML has no room for it, we do
     try:
         bounds.check_toml(text)

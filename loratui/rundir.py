@@ -40,6 +40,7 @@ from pathlib import Path
 import msgspec
 import psutil
 
+from loratui import bounds
 from loratui.recipe import Recipe, RecipeError, load_recipe
 from loratui.text import inert
 from loratui.userstate import remember_run, remembered_runs, sign, signed, state_dir
@@ -182,7 +183,7 @@ class RunDir:
 
     def read_settings(self) -> RunSettings:
         """The run's settings (run.json)."""
-        return msgspec.json.decode(self.settings.read_bytes(), type=RunSettings)
+        return msgspec.json.decode(bounds.read_bytes(self.settings), type=RunSettings)
 
     def load_recipe(self) -> tuple[Recipe | None, str]:
         """The run's recipe copy with the run's `--model-path`/`--max-steps` applied, as (recipe, "");
@@ -195,7 +196,7 @@ class RunDir:
         if not self.recipe.is_file():
             return None, f"{self.recipe}: the run has no recipe copy"
         try:
-            if self.recipe.read_text(encoding="utf-8", errors="replace").startswith(IMPORTED_MARK):
+            if bounds.read_text(self.recipe, errors="replace").startswith(IMPORTED_MARK):
                 return None, "an imported run: loratui did not start it, so it has no recipe"
         except OSError as exc:
             return None, f"{self.recipe}: cannot read it ({exc.strerror or exc})"
@@ -265,7 +266,7 @@ def start_stamp(pid: int) -> str | None:
 def live_pid(pidfile: Path) -> int | None:
     """The pid in `pidfile` if that very process still lives and is no zombie (nobody reaped it yet)."""
     try:
-        fields = [f for f in pidfile.read_text().split() if not f.startswith("host=")]
+        fields = [f for f in bounds.read_text(pidfile).split() if not f.startswith("host=")]
         pid = int(fields[0])
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import msgspec
 
-from loratui import events, slurm
+from loratui import bounds, events, slurm
 from loratui.eventlog import EventWriter
 from loratui.rundir import RunDir, file_size, node_name, pid_host, replace_file
 
@@ -30,16 +30,19 @@ class Status(msgspec.Struct, kw_only=True):
     """The few facts every list and view needs. `t` is the time of the newest event folded in."""
 
     state: str = events.STARTING
-    step: int = 0
-    max_steps: int = 0
+    step: events.Int = 0
+    max_steps: events.Int = 0
     loss: events.Num = None
     """The last logged training loss (NaN travels as a string, as in the log)."""
-    peak_used: int = 0
+    peak_used: events.Int = 0
     """The device-used peak over the run, bytes; 0 when no GPU was sampled."""
     gpu: bool | None = None
     estimate_gib: float | None = None
     end: events.End | None = None
     t: float = 0.0
+    offset: events.Int = 0
+    """Bytes of the log folded in (whole lines): a reader folds what follows. Not `t`: a wall clock set
+    back makes newer events look older (a finished run's End was skipped and it showed `lost`)."""
     alive: str = ""
     """Who still runs it: "supervisor", "trainer" (its supervisor died), or "" (nobody)."""
     job_id: str = ""
@@ -86,13 +89,17 @@ def write(run: RunDir, status: Status) -> None:
 def read(run: RunDir) -> Status:
     """The run's status now: the supervisor's file, the log's tail folded over it, and who lives."""
     try:
-        status = msgspec.json.decode(run.status_file.read_bytes(), type=Status)
+        status = msgspec.json.decode(bounds.read_bytes(run.status_file), type=Status)
     except (OSError, msgspec.DecodeError):
         status = Status()
         if file_size(run.events) <= TAIL_BYTES * 4:
             # A small log (or an imported run, which has no status file): fold it all.
             return _liveness(run, fold(status, _events(run.events, 0)))
-    fold(status, _events(run.events, max(0, file_size(run.events) - TAIL_BYTES)), since=status.t)
+    size = file_size(run.events)
+    if 0 < status.offset <= size and size - status.offset <= TAIL_BYTES:
+        fold(status, _events(run.events, status.offset, whole=True))
+    else:  # a status file of an older loratui, or far behind: the tail, newer by time
+        fold(status, _events(run.events, max(0, size - TAIL_BYTES)), since=status.t)
     return _liveness(run, status)
 
 
@@ -161,15 +168,16 @@ def is_over(status: Status) -> bool:
 
 
 
-def _events(path: Path, start: int) -> list[events.AnyEvent]:
-    """Whole lines from byte `start` (the first, likely partial, line skipped when start > 0)."""
+def _events(path: Path, start: int, whole: bool = False) -> list[events.AnyEvent]:
+    """Whole lines from byte `start` (the first, likely partial, line skipped when start > 0 unless
+    `whole` says `start` begins a line)."""
     try:
-        with open(path, "rb") as handle:
+        with bounds.open_regular(path) as handle:
             handle.seek(start)
             data = handle.read()
     except OSError:
         return []
-    if start:
+    if start and not whole:
         data = data[data.find(b"\n") + 1:]
     found = (events.decode_line(line) for line in data.split(b"\n") if line.strip())
     return [e for e in found if e is not None and not isinstance(e, events.Unknown)]

@@ -75,6 +75,14 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         return _from_events(log, _run_recipe(source))
     if source.name == "events.jsonl" or _looks_like_events(source):
         return _from_events(source, _run_recipe(source.parent))
+    from loratui.sources import textfile
+
+    if textfile.utf16_header(source):
+        from loratui.errors import UsageError
+
+        raise UsageError(f"{source}: a loratui event log saved as UTF-16 (an editor re-saved it?); loratui "
+                         f"reads UTF-8: convert a copy (iconv -f utf-16 -t utf-8 {source} > events.jsonl) and "
+                         "pass that")
     if source.suffix == ".ipynb":
         found = _from_notebook(source)
         if found is not None:

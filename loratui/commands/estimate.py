@@ -46,8 +46,9 @@ def compute(recipe_path: Path, gpu_gib: float, model_path: str | None = None) ->
     from loratui.recipe import load_recipe
 
     recipe = load_recipe(recipe_path, model_path=model_path)  # the override before the checks
-    if gpu_gib <= 0:
-        raise UsageError(f"--gpu-gb {gpu_gib}: the card's memory must be positive (GiB)")
+    if not 0 < gpu_gib < 1e6:  # nan and inf too: "fits, headroom +nan" answered nothing
+        raise UsageError(f"--gpu-gb {gpu_gib}: the card's memory must be a positive number of GiB (80 for an "
+                         "80 GB card)")
     config_path = find_config(model_path or recipe.model.path, recipe_path.resolve().parent)
     config = read_config(config_path)
     try:
@@ -112,11 +113,12 @@ def hub_config(repo_id: str) -> Path | None:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The parsed config.json, or a one-line UsageError."""
+    from loratui import bounds
     from loratui.errors import UsageError
 
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        config = json.loads(bounds.read_text(path))
+    except (OSError, ValueError, RecursionError) as exc:  # JSON's errors, bad UTF-8, 5000 digits, deep
         raise UsageError(f"{path}: cannot read it as JSON ({exc})") from None
     if not isinstance(config, dict):
         raise UsageError(f"{path}: expected a JSON object")

@@ -1,8 +1,9 @@
 """Hang detection: no step for N times the run's median step interval, and an idle GPU.
 
-Pure logic with the clock passed in: the supervisor asks `check(now)` about once a second. The interval is
-measured between step events (it includes data loading, which `step_time` does not), so a slow data loader
-is not taken for a hang. Evaluation and checkpoint saves take no steps: no verdict while one is open.
+Pure logic with the clock passed in: the supervisor feeds events with the monotonic time it read them at
+and asks `check(now)` about once a second on the same clock, so a wall clock stepped forward (NTP, a VM
+resumed) is no silence. The interval is measured between step events (it includes data loading, which
+`step_time` does not), so a slow data loader is not taken for a hang. Evaluation and checkpoint saves take no steps: no verdict while one is open.
 """
 
 from __future__ import annotations
@@ -36,17 +37,21 @@ class HangWatch:
         self.factor, self.min_s = factor, min_s
         self.intervals: deque[float] = deque(maxlen=101)
         self.last_step_t = 0.0
+        self.last_step_at = 0.0
+        """When the last step was seen, on `check`'s clock (its event time when fed without one)."""
         self.step = 0
         self.training = False
         self.phase = ""
         self.util: dict[int, int | None] = {}
         self.reported = False
 
-    def feed(self, e: object) -> None:
+    def feed(self, e: object, now: float | None = None) -> None:
+        """Fold one event; `now` is when it was read, on the clock `check` is asked with."""
         if isinstance(e, events.Step) and e.rank == 0:
             if self.last_step_t and e.t > self.last_step_t:
                 self.intervals.append(e.t - self.last_step_t)
             self.last_step_t, self.step, self.reported = e.t, e.step, False
+            self.last_step_at = e.t if now is None else now
         elif isinstance(e, events.State):
             self.training = e.state == events.TRAINING
             if not self.training:
@@ -65,7 +70,7 @@ class HangWatch:
             return None
         median = sorted(self.intervals)[len(self.intervals) // 2]
         limit = max(self.min_s, self.factor * median)
-        idle = now - self.last_step_t
+        idle = now - self.last_step_at
         if idle < limit:
             return None
         known = [u for u in self.util.values() if u is not None]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loratui import events
-from loratui.logic import series
+from loratui.logic import clock, series
 from loratui.logic.series import PeakSeries
 from loratui.text import inert
 from loratui.units import GIB  # noqa: F401  (re-exported for the panes)
@@ -90,10 +90,15 @@ class RunState:
     pause_mode: str = ""  # "signal": pause is SIGSTOP (GPU memory stays held)
     command: list[str] = field(default_factory=list)  # the watched command of a `loratui run --` run
     n_events: int = 0
+    covered_s: float = 0.0
+    """The run's duration by its events (logic/clock.py): a wall clock set back (NTP, a VM resumed) makes it
+    no shorter, where `last_t - started` went negative."""
+    newest_t: float | None = None
 
     def feed(self, event: events.AnyEvent) -> None:
         """Fold one event in."""
         self.n_events += 1
+        self.covered_s, self.newest_t = clock.advance(self.covered_s, self.newest_t, event.t)
         self.last_t = event.t
         handler = _HANDLERS.get(type(event))
         if handler is not None:
@@ -144,7 +149,7 @@ class RunState:
     def elapsed_s(self) -> float | None:
         if self.started is None or self.last_t is None:
             return None
-        return self.last_t - self.started
+        return self.covered_s
 
     @property
     def device_used_peak(self) -> int:

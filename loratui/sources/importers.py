@@ -15,13 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loratui import events
-from loratui.sources import notebook
+from loratui import bounds, events
+from loratui.sources import notebook, textfile
 
 TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 """Keys that mark a Trainer log dict as a training-step log."""
 SECONDS_PER_STEP = 1.0
 """Assumed step time when a record says nothing about time."""
+MAX_STEP = 10**9
+"""The largest step number taken from a record (no run takes more): `step: 1e308` is damage, and its
+times (a second a step) would fall before the epoch."""
+MAX_STATE_BYTES = 256 << 20
+"""The largest trainer_state.json read whole (a long run's is a few MB)."""
 
 
 class ImportFailed(Exception):
@@ -50,9 +55,12 @@ def import_path(path: Path) -> list[events.AnyEvent]:
         return to_events(read_output_dir(path))
     if not path.is_file():
         raise ImportFailed(f"{path}: no such file or directory")
+    if textfile.utf16_header(path):
+        raise ImportFailed(f"{path}: a loratui event log saved as UTF-16 (an editor re-saved it?); loratui reads "
+                           f"UTF-8: convert a copy (iconv -f utf-16 -t utf-8 {path} > events.jsonl) and pass that")
     if _maybe_state(path):
-        data = path.read_bytes()
-        whole = _json_object(data)
+        data = _state_bytes(path)
+        whole = _json_object(data, path)
         if notebook.is_notebook(whole):
             return to_events(read_notebook(path, whole))
         if whole is not None:
@@ -69,17 +77,29 @@ def _maybe_state(path: Path) -> bool:
         return False
     try:
         whole = json.loads(first.decode("utf-8", errors="replace"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return True
     return isinstance(whole, dict) and ("log_history" in whole or "cells" in whole)  # a state or notebook on one line
 
 
-def _json_object(data: bytes) -> dict[str, Any] | None:
+def _state_bytes(path: Path) -> bytes:
+    """A JSON file read whole, refused past MAX_STATE_BYTES."""
+    size = path.stat().st_size
+    if size > MAX_STATE_BYTES:
+        raise ImportFailed(f"{path}: {size >> 20} MiB of JSON; a trainer_state.json is a few MB (over "
+                           f"{MAX_STATE_BYTES >> 20} MiB is not read whole)")
+    return path.read_bytes()
+
+
+def _json_object(data: bytes, path: Path) -> dict[str, Any] | None:
     """The whole file as one JSON object, or None (a stdout log whose first line is a dict is not one)."""
     try:
         whole = json.loads(data.decode("utf-8-sig"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):  # the digit limit of int() is a ValueError too
         return None
+    except RecursionError:
+        raise ImportFailed(f"{path}: JSON nested deeper than any trainer_state.json; not a Trainer record") \
+            from None
     return whole if isinstance(whole, dict) else None
 
 
@@ -88,12 +108,15 @@ def _json_object(data: bytes) -> dict[str, Any] | None:
 
 def read_trainer_state(path: Path, data: bytes | None = None, name: str = "") -> Record:
     """A Record from a `trainer_state.json` of any transformers 4.x/5.x era."""
-    raw = data if data is not None else path.read_bytes()
+    raw = data if data is not None else _state_bytes(path)
     try:
         # Python's json reads the NaN and Infinity that the Trainer's json.dump writes for a NaN loss.
         state = json.loads(raw.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ImportFailed(f"{path}: not valid JSON ({exc})") from None
+        raise ImportFailed(f"{path}: not valid JSON ({bounds.clip(str(exc), 300)})") from None
+    except RecursionError:
+        raise ImportFailed(f"{path}: JSON nested deeper than any trainer_state.json; not a Trainer record") \
+            from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise ImportFailed(f"{path}: JSON, but not a Trainer trainer_state.json (no log_history list)")
@@ -370,5 +393,6 @@ def _float(value: Any) -> float | None:
 
 
 def _int(value: Any) -> int:
+    """A count or step from a record; 0 for anything not a number from 0 to MAX_STEP."""
     number = _float(value)
-    return int(number) if number is not None and math.isfinite(number) else 0
+    return int(number) if number is not None and 0 <= number <= MAX_STEP else 0

@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import math
 import os
+import stat
 import threading
 import time
 from array import array
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loratui import eventlog, events
+from loratui import bounds, eventlog, events
 from loratui.logic.advisor import Advisor
 from loratui.logic.runstate import RunState
 from loratui.sources import indexcodec
@@ -142,13 +143,13 @@ class FileBlocks:
             return 0
 
     def estimate_events(self) -> int:
-        with open(self.path, "rb") as handle:
+        with bounds.open_regular(self.path) as handle:
             head = handle.read(HEAD_BYTES)
         lines = head.count(b"\n")
         return self.size() * lines // max(1, len(head)) if lines else 0
 
     def blocks(self, pos: int, tally: Any) -> Iterator[tuple[int, list[Any], int]]:
-        with open(self.path, "rb") as handle:
+        with bounds.open_regular(self.path) as handle:
             handle.seek(pos)
             pending = b""
             while True:
@@ -165,7 +166,7 @@ class FileBlocks:
                 pos += cut
 
     def read(self, pos: int, end: int) -> list[Any]:
-        with open(self.path, "rb") as handle:
+        with bounds.open_regular(self.path) as handle:
             handle.seek(pos)
             return eventlog.decode_block(handle.read(end - pos), eventlog.tally())
 
@@ -512,7 +513,7 @@ def fits(path: Path, saved: LogIndex) -> bool:
 
 def end_digest(path: Path, end: int) -> str:
     """The hash of the log's bytes before `end` (at most `END_BYTES`, the last of them a newline)."""
-    with open(path, "rb") as handle:
+    with bounds.open_regular(path) as handle:
         handle.seek(max(0, end - END_BYTES))
         data = handle.read(min(end, END_BYTES))
     return hashlib.sha256(data).hexdigest() if data.endswith(b"\n") or end == 0 else ""
@@ -527,7 +528,7 @@ def idx_path(log: Path) -> Path:
 
 def index_key(path: Path, recipe: Any) -> tuple[Any, ...]:
     """What a saved index must agree on: format, the log's first bytes, the recipe (advice depends on it)."""
-    with open(path, "rb") as handle:
+    with bounds.open_regular(path) as handle:
         head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
     recipe_id = hashlib.sha256(repr(recipe).encode()).hexdigest() if recipe is not None else ""
     return (FORMAT, head, recipe_id)
@@ -597,12 +598,12 @@ def load_index(path: Path, key: tuple[Any, ...], recipe: Any) -> LogIndex | None
     """The saved index when this user's loratui signed it, it is ours, unwritable by others, loadable and of
     this key; else None."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO: no wait for a writer
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        if info.st_uid != os.getuid() or info.st_mode & 0o022 or not stat.S_ISREG(info.st_mode):
             return None
         data = handle.read()
     payload = _verified(data)
@@ -627,7 +628,7 @@ def last_step(path: Path) -> int | None:
 def tail_events(path: Path) -> list[Any]:
     """The events of the log's last MiB of whole lines."""
     size = FileBlocks(path).size()
-    with open(path, "rb") as handle:
+    with bounds.open_regular(path) as handle:
         handle.seek(max(0, size - TAIL_BYTES))
         data = handle.read()
     if size > TAIL_BYTES:

@@ -7,6 +7,7 @@ stop the read, a UTF-16 file with its byte-order mark is read as text, and a bin
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterator
 from typing import IO
 
@@ -29,6 +30,20 @@ def lines(handle: IO[bytes]) -> Iterator[str]:
     if b"\0" in head:
         raise BinaryFile("NUL bytes")
     return _utf8(handle)
+
+
+def utf16_header(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a loratui event log re-saved as UTF-16: read as text it would be "no problems
+    found" in 152 lines of training text, when it is a run's log that needs converting back."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(PROBE)
+    except OSError:
+        return False
+    if not head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False
+    first = head.decode("utf-16", errors="replace").split("\n", 1)[0].replace(" ", "")
+    return first.startswith("{") and '"kind":"header"' in first
 
 
 def _utf8(handle: IO[bytes]) -> Iterator[str]:

@@ -7,9 +7,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from loratui import rundir
+from loratui import bounds, rundir
 from loratui.logic import datafile, lora_targets
 from loratui.logic.lora_targets import tiny_module_names
 from loratui.recipe import TINY_MODEL, WATCHED, AlertsSection, Recipe, RecipeError, load_recipe, where
@@ -64,13 +65,44 @@ def check_data(recipe: Recipe, recipe_path: Path) -> None:
     if suffix not in datafile.SUFFIXES:
         raise refuse(f"{data_path.name}: use a .jsonl, .json, .csv or .parquet file")
     try:
-        with open(data_path, "rb") as handle:
-            datafile.check_examples(handle, suffix, recipe.data)
-    except datafile.DataFileError as exc:
+        with bounds.open_regular(data_path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if suffix == ".json" and size > CHECK_BYTES:  # one document: all of it or nothing
+                print(f"loratui: note: {data_path} is over {CHECK_BYTES >> 20} MiB of JSON; the trainer checks "
+                      "its examples as it reads them", file=sys.stderr)
+                return
+            lines = _Budget(bounds.bounded_lines(handle), CHECK_BYTES, CHECK_SECONDS)
+            count = datafile.check_examples(lines, suffix, recipe.data)
+    except (datafile.DataFileError, bounds.Refused) as exc:
         at = f"{data_path}:{exc.line}" if exc.line else str(data_path)
         raise refuse(f"{at}: {exc.message}") from None
     except OSError as exc:
         raise refuse(f"{data_path}: cannot read it ({exc.strerror or exc})") from None
+    if lines.cut:
+        print(f"loratui: note: checked the first {count} examples of {data_path} ({lines.read >> 20} of "
+              f"{size >> 20} MiB, the pre-flight's bound); the trainer checks the rest as it reads them",
+              file=sys.stderr)
+
+
+CHECK_BYTES = 1 << 30
+CHECK_SECONDS = 30.0
+"""The pre-flight data check's bounds: a huge data set is checked in part, never for minutes or GBs."""
+
+
+class _Budget:
+    """Lines until `max_bytes` have been read or `seconds` have passed; `cut` says whether it stopped early."""
+
+    def __init__(self, lines: Iterator[bytes], max_bytes: int, seconds: float) -> None:
+        self._lines, self._max_bytes, self._deadline = lines, max_bytes, time.monotonic() + seconds
+        self.read, self.cut = 0, False
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self._lines:
+            yield line
+            self.read += len(line)
+            if self.read >= self._max_bytes or time.monotonic() >= self._deadline:
+                self.cut = True
+                return
 
 
 def _check_targets(recipe: Recipe, recipe_path: Path, names: set[str], model: str) -> None:
@@ -129,7 +161,7 @@ def _looks_local(path: str) -> bool:
 
 
 def _at(recipe_path: Path, key: str) -> str:
-    return where(recipe_path, recipe_path.read_text(encoding="utf-8"), key)
+    return where(recipe_path, bounds.read_text(recipe_path), key)
 
 
 def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_path: str | None = None,
@@ -153,8 +185,8 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
         model_path=str(Path(model_path).expanduser().resolve()) if model_path and _looks_local(model_path)
         else model_path, max_steps=max_steps, resume_from=resume_from, env=env or {},
         save_before_limit=slurm_limit[0], requeue=slurm_limit[1])
-    run = rundir.create(runs_dir, settings, recipe_path.read_text(encoding="utf-8"))
-    alerts.save_target(run, alert_url)
+    run = rundir.create(runs_dir, settings, bounds.read_text(recipe_path))
+    alerts.save_target(run, alert_url or alerts.url_from_env(recipe.alerts))
     spawn_supervisor(run)
     return run
 

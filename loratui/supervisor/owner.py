@@ -206,6 +206,7 @@ class Supervisor:
                 pass
             return
         runstatus.fold(self.status, found)
+        self.status.offset = self._status_tail.whole
         try:
             runstatus.write(self.run, self.status)
         except OSError:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from loratui import events
-from loratui.logic import guard_verdict
+from loratui.logic import clock, guard_verdict
 from loratui.logic.advisor import Advisor
 from loratui.logic.advisor.render import change_line, headline
 from loratui.logic.hang import HangWatch, describe
@@ -36,6 +36,9 @@ class RunWatch:
         self.last_loss: float | None = None
         self.first_loss: float | None = None
         self.started: float | None = None
+        self.newest_t: float | None = None
+        self.covered_s = 0.0
+        """The run's time so far (logic/clock.py: never negative when the wall clock is set back)."""
         self.run_peak = 0
         self.losses: deque[tuple[int, float]] = deque(maxlen=5000)
         """(step, loss) of the run, across lives: the loss at the checkpoint a restart resumes from."""
@@ -60,17 +63,18 @@ class RunWatch:
 
     def feed(self, found: Iterable[events.AnyEvent]) -> None:
         """Fold new events of the log; raise the alerts they call for."""
+        now = time.monotonic()  # the hang watch times silences on it: a wall clock step is none
         with self.lock:
             for e in found:
                 self.advisor.feed(e)
-                self.hang.feed(e)
+                self.hang.feed(e, now)
                 self._event(e)
             self._findings()
 
     def tick(self, now: float | None = None) -> None:
-        """Ask the hang detector (the supervisor calls this about once a second)."""
+        """Ask the hang detector (the supervisor calls this about once a second); `now` is monotonic."""
         with self.lock:
-            hang = self.hang.check(time.time() if now is None else now)
+            hang = self.hang.check(time.monotonic() if now is None else now)
         if hang is not None:
             message = f"{describe(hang)}; `loratui stacks {self.run_id}` shows where each rank waits"
             self.write(events.Notice(t=time.time(), level="error", key="hung", message=message))
@@ -84,6 +88,7 @@ class RunWatch:
     def _event(self, e: Any) -> None:
         if self.started is None:
             self.started = e.t
+        self.covered_s, self.newest_t = clock.advance(self.covered_s, self.newest_t, e.t)
         if isinstance(e, events.Sample):
             self.pids_match = self.pids_match or bool(e.run_pids)
             others = events.others_used(e, self.pids_match)
@@ -136,14 +141,14 @@ class RunWatch:
             first = e.error.strip().splitlines()[0] if e.error.strip() else e.cause
             self.alert("failed", f"ended by Slurm: {e.cause}", f"{first}; at step {step}", urgent=True)
         elif e.state == events.FINISHED:
-            self.alert("finished", "finished", self._summary(step, e.t))
+            self.alert("finished", "finished", self._summary(step))
         elif e.state == events.FAILED:
             items = self.advisor.items()  # the first advice, as doctor, the panel and headless say it
             diagnosis = headline(items) or (e.error.strip().splitlines() or ["no diagnosis"])[-1]
             change = change_line(items[0].change) if items else ""
             self.alert("failed", "failed", diagnosis + (f"\nchange: {change}" if change else ""), urgent=True)
 
-    def _summary(self, step: int, end_t: float) -> str:
+    def _summary(self, step: int) -> str:
         """The final alert's account: steps, the loss from first to last, the peak, how long it took."""
         from loratui.logic import fmt
 
@@ -154,7 +159,7 @@ class RunWatch:
         if self.run_peak:
             parts.append(f"peak VRAM {self.run_peak / (1 << 30):.1f} GiB")
         if self.started is not None:
-            parts.append(f"in {fmt.duration(end_t - self.started)}")
+            parts.append(f"in {fmt.duration(self.covered_s)}")
         return ", ".join(parts) + f"; `loratui report {self.run_id}` tells the whole story"
 
     def _findings(self) -> None:

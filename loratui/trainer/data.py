@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from loratui import bounds
 from loratui.logic import datafile
 from loratui.recipe import DataSection
 
@@ -40,17 +41,19 @@ def _read_file(path: Path, data: DataSection) -> list[dict[str, Any]]:
 
         return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
     try:
-        with open(path, "rb") as handle:
+        with bounds.open_regular(path) as handle:
             rows = []
-            for number, row in datafile.iter_rows(handle, suffix):
+            for number, row in datafile.iter_rows(bounds.bounded_lines(handle), suffix):
                 datafile.check_row(row, data, number)
                 rows.append(row)
                 if data.max_samples and len(rows) >= data.max_samples:
                     break
             return rows
-    except datafile.DataFileError as exc:
+    except (datafile.DataFileError, bounds.Refused) as exc:
         at = f"{path}:{exc.line}" if exc.line else str(path)
         raise DataError(f"[data] path: {at}: {exc.message}") from None
+    except OSError as exc:  # a FIFO or device where the file was (bounds.NotAFile), a permission...
+        raise DataError(f"[data] path: {path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def _read_hub(data: DataSection) -> list[dict[str, Any]]:
