@@ -52,6 +52,20 @@ def test_host_memory_and_prose_are_not_cuda_ooms(line: str) -> None:
     assert not oom.is_oom_line(line)
 
 
+def test_a_process_count_below_pytorchs_own_is_blind() -> None:
+    """Inside a container the driver cannot see the process: "this process has 0 bytes" beside 62 GiB that
+    PyTorch reserved. The reserved memory counts as this process's, so the neighbour is what is left."""
+    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+            "79.10 GiB of which 400.00 MiB is free. Including non-PyTorch memory, this process has 0 bytes memory in "
+            "use. Of the allocated memory 60.00 GiB is allocated by PyTorch, and 2.00 GiB is reserved by PyTorch but "
+            "unallocated.")
+    report = oom.parse_oom(line)
+    assert report is not None and report.process_used is None and "container" in report.note
+    assert report.other_used is not None and abs(report.other_used / 2**30 - 16.71) < 0.01
+    items, _ = diagnose_stream(io.BytesIO(line.encode()), "pasted")
+    assert "16.71 GiB" in items[0].title
+
+
 def test_free_memory_beyond_the_request_is_not_a_full_card() -> None:
     """2.35 GiB free on the card and a 20 MiB request failed: the memory was there, not in one piece
     (https://github.com/jhc13/taggui/issues/188, which runs with expandable_segments)."""
@@ -151,6 +165,10 @@ def test_frame_names_and_their_phase(func: str, phase: str) -> None:
     # a progress bar that names validation, the OOM glued to it (https://github.com/facebookarchive/loop/issues/57)
     (["Valid (loss 53.34) epoch 1:   9%|██▍                   | 1/11 [00:01<00:13,  1.33s/it]" + BARE_OOM], "oom_at_eval"),
     (["Validation DataLoader 0:  45%|████▌     | 9/20 [00:03<00:04,  2.61it/s]"], "oom_at_eval"),
+    # the training bar's loss before it is a log the reader hands on late: it must not end the validation
+    (["Epoch 0: 100%|██████████| 500/500 [10:00<00:00, 1.2it/s, loss=1.23, v_num=1]",
+      "Validation:   0%|          | 0/50 [00:00<?, ?it/s]"], "oom_at_eval"),
+    (["Sanity Checking DataLoader 0:   0%|          | 0/2 [00:00<?, ?it/s]"], "oom_at_eval"),
     # validation finished and training went on: the OOM is a training step's
     (["Validation DataLoader 0: 100%|██████████| 20/20 [00:07<00:00,  2.61it/s]",
       "Epoch 1:  12%|█▏        | 12/100 [00:09<01:10,  1.25it/s, loss=2.31]"], "oom_full"),

@@ -173,7 +173,19 @@ def _fragmented(report: OomReport) -> bool:
 
 
 def _complete(report: OomReport) -> OomReport:
-    """Derive reserved from the new format's parts and the spare cache from the old format's."""
+    """Derive reserved from the new format's parts and the spare cache from the old format's; a process use
+    below what PyTorch itself reserved is a blind count (in a container the driver cannot see the process:
+    "this process has 0 bytes memory in use"), so it is dropped and the reserved memory counts instead."""
+    report = _derived(report)
+    used, reserved = report.process_used, report.reserved
+    if used is not None and reserved is not None and used + _SLACK < reserved:
+        return replace(report, process_used=None,
+                       note=f"this process's use reads {gib(used)} below PyTorch's own {gib(reserved)} (a "
+                            "container hides the process from the driver): PyTorch's reserved memory counts instead")
+    return report
+
+
+def _derived(report: OomReport) -> OomReport:
     if report.cached is not None and report.reserved is None:
         # "N cached" below the allocated figure can only be the unused part of the cache (PyTorch 1.0).
         if report.allocated is not None and report.cached < report.allocated:

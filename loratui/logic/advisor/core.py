@@ -279,6 +279,7 @@ class Advisor:
         self.oom = Finding("oom", ctx.step, {"report": report, "phase": ctx.phase or hint or self.trace.phase,
                                              "load": load, "others": ctx.other_pids(),
                                              "names": dict(ctx.gpu_names)})
+        self.text.frozen = True  # the status the text showed when the OOM struck
         self.oom_after = ""
         self._items = None
 

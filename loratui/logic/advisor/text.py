@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
-from loratui.logic.text_reader import progress
+from loratui.logic.text_reader import progress, values
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
@@ -43,9 +43,9 @@ _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "up
                  "val": "eval", "pre": "eval", "tra": "train"}
 _NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
 """A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
-_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*)", re.I)
+_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
-`Validation DataLoader 0`, `Evaluating`, `Testing`)."""
+`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|OOM|out of memory)\b|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
 _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|验证|评估|评测|推理", re.I)),
@@ -83,6 +83,7 @@ class TextWatch:
 
     banner: str = ""  # the phase the last status line or bar announced, since the last training log
     banner_line: str = ""  # that line
+    frozen: bool = False  # an OOM struck: the banner is where it was then (a log released later must not reset it)
     prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
     progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
     checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
@@ -173,7 +174,8 @@ class TextWatch:
 
     def train_log(self) -> None:
         """A training log arrived: the run is back in its training steps."""
-        self.banner = ""
+        if not self.frozen:
+            self.banner = ""
 
     def phase(self) -> tuple[str, list[str]]:
         """(phase, evidence) from the text alone: a Trainer banner, a checkpoint named at the step the run
@@ -210,6 +212,8 @@ class TextWatch:
     def _status(self, line: str) -> None:
         """The phase a status line or a progress bar's description announces: the last one before a failure
         says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
+        if self.frozen:
+            return
         if "|" in line and "/" in line:
             bar = progress.find_bar(line)
             if bar is not None and bar.desc:
@@ -218,6 +222,9 @@ class TextWatch:
                 elif self.banner == "eval":
                     self.banner = ""
                 return
+        if "oss" in line and _trains(line):
+            self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
+            return  # Log event on only after the lines that follow it, so the line itself is read here)
         if len(line) > 300 or "File " in line:
             return
         status = _STATUS.search(line.strip())
@@ -255,6 +262,14 @@ class TextWatch:
         facts = {"line": line.strip()[:400], "op": fields.group(1) if fields else "rendezvous" if store else "",
                  "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
         return [Finding("nccl_timeout", step, facts)]
+
+
+def _trains(line: str) -> bool:
+    """Whether a line logs a training step's loss (a printed Trainer dict or a `step N ... loss X` line)."""
+    start = values.find_dict(line)
+    if start >= 0:
+        return values.is_train(values.printed_dict(line[start:])[0])
+    return values.loss_line(line) is not None and not re.search(r"\b(?:eval|valid|val|test)", line, re.I)
 
 
 def _seconds(clock: str) -> int:
