@@ -218,6 +218,9 @@ def test_an_oom_in_compute_metrics_is_the_evaluations() -> None:
     "RuntimeError: Configured ROCm binary not found at /opt/venv/lib/python3.10/site-packages/bitsandbytes/"
     "libbitsandbytes_rocm62.so",
     "Could not find module 'C:\\Python310\\lib\\site-packages\\bitsandbytes\\libbitsandbytes_cuda121.dll'",
+    "Could not load bitsandbytes native library: libcusparse.so.11: cannot open shared object file: No such file",
+    "CUDA SETUP: Something unexpected happened. Please compile from source:",
+    "AttributeError: 'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'",
 ])
 def test_bitsandbytes_that_cannot_load_is_setup(line: str) -> None:
     assert first_id(line) == "bnb_setup"
@@ -315,3 +318,23 @@ def test_prose_about_the_loss_has_no_value(line: str) -> None:
 def test_a_litgpt_loss_that_never_moves_is_flat() -> None:
     text = "\n".join(f"iter {i} step {i // 2}: loss 10.8259, iter time: {197 + i % 3}.87ms" for i in range(60, 100))
     assert first_id(text) == "loss_flat"
+
+
+# -- a NaN in the words of the tools that watch for one ---------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.",
+    "WARNING:root:NaN or Inf found in input tensor.",
+    "Detected inf or nan values in the gradients, skipping this step",
+    "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+    " iteration      120/   1000 | lm loss: 2.31E+00 | loss scale: 1.0 | number of skipped iterations:   0 | "
+    "number of nan iterations:   3 |",
+])
+def test_nan_in_the_watchers_words(line: str) -> None:
+    assert first_id(line) == "nan_loss"
+
+
+def test_no_nan_iterations_is_no_nan() -> None:
+    assert first_id(" iteration        9/      10 | lm loss: 2.31E+00 | number of skipped iterations:   0 | "
+                    "number of nan iterations:   0 |") == ""

@@ -55,13 +55,20 @@ _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
 _NAN_SAID = re.compile(
     r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
     r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
-    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b", re.I)
+    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b|"
+    r"\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
+    r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]",
+    re.I)
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
-a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`)."""
+a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`), and the tools that watch for one:
+autograd's anomaly detection (`Function 'MulBackward0' returned nan values in its 0th output`), TensorBoard
+refusing a NaN scalar (`NaN or Inf found in input tensor`), Megatron's count of NaN iterations above zero."""
 _SCALE_DOWN = re.compile(r"reducing (?:the )?loss scale|Gradient overflow|OVERFLOW!.{0,80}loss scale", re.I)
 """fp16's dynamic loss scaler backing off from an overflow (normal now and then; beside a NaN it names fp16)."""
-_SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b", re.I)
-"""fp16's loss scaler (DeepSpeed, Megatron, apex) gave up: every step overflows."""
+_SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b|"
+                          r"Minimum loss scale reached", re.I)
+"""fp16's loss scaler (DeepSpeed, Megatron, apex, fairseq's `FloatingPointError: Minimum loss scale reached`) gave
+up: every step overflows."""
 _METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata)\b:?\s+(\d+(?:\.\d+)?)(?:\s*\((\d+(?:\.\d+)?)\))?")
 """Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
 brackets), MMEngine/LAVIS (`time: 0.4920  data: 0.0000`), `load_data_time: 19.6, train_step_time: 0.68`."""

@@ -244,9 +244,12 @@ _SETUP = (
     # a build without GPU support. Not any line that names the package: a healthy CPU run's optional kernels
     # ("Failed to load CPU gemm_4bit_forward from kernels-community/quantization-bitsandbytes") are no failure.
     ("bnb_setup", re.compile(
-        r"CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|Required library)|libbitsandbytes_cpu|"
+        r"CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
+        r"Setup Failed|Solution)|libbitsandbytes_cpu|"
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
-        r"bitsandbytes library load error|bitsandbytes CUDA binary|"
+        r"bitsandbytes (?:library load error|native library|CUDA binary)|"
+        # its native functions missing: the library loaded without its CUDA binary
+        r"'NoneType' object has no attribute 'c\w*(?:blockwise|adam|nf4|fp4|8bit|32bit|managed)\w*'|"
         r"bitsandbytes\b.{0,200}?(?:compiled without GPU|without GPU support|not compiled with (?:CUDA|GPU))|"
         r"libbitsandbytes\w*.{0,300}?(?:" + _UNAVAILABLE + r")|(?:" + _UNAVAILABLE + r").{0,300}?libbitsandbytes",
         re.I)),
@@ -261,7 +264,7 @@ _SETUP = (
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
         r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)", re.I)),
 )
-SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup"), "flash_attn_unavailable": ("flash",),
+SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype"), "flash_attn_unavailable": ("flash",),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal")}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
