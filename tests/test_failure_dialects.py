@@ -176,6 +176,12 @@ def test_frame_names_and_their_phase(func: str, phase: str) -> None:
     (["Saving the dataset (1/1 shards): 100%|██████████| 52002/52002 [00:00<00:00, 610320.62 examples/s]"],
      "oom_full"),
     (["Evaluation results: eval_loss = 1.23"], "oom_full"),
+    # the command run exports or merges (https://github.com/hiyouga/LlamaFactory/issues/3277)
+    (["`CUDA_VISIBLE_DEVICES=0 python src/export_model.py     --model_name_or_path /models/Qwen-14B-Chat "
+      "--adapter_name_or_path saves/lora/checkpoint-1000 --export_dir /models/merged"], "oom_at_save"),
+    (["$ llamafactory-cli export examples/merge_lora/llama3_lora_sft.yaml"], "oom_at_save"),
+    (["python -m axolotl.cli.merge_lora config.yml --lora_model_dir=./out"], "oom_at_save"),
+    (["python train.py --do_export false --merge_weights_every 0"], "oom_full"),
     (["***** Running Evaluation *****", "{'loss': 1.2, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.5}"],
      "oom_full"),
 ])

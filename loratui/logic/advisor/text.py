@@ -43,6 +43,10 @@ _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "up
                  "val": "eval", "pre": "eval", "tra": "train"}
 _NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
 """A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
+_EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
+                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge)", re.I)
+"""The command run is an export or a merge (`python src/export_model.py`, `llamafactory-cli export`, `swift export`,
+`python -m axolotl.cli.merge_lora`): it writes a model out, as a save does."""
 _EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
 `Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
@@ -232,6 +236,9 @@ class TextWatch:
         if "oss" in line and _trains(line):
             self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
             return  # Log event on only after the lines that follow it, so the line itself is read here)
+        if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
+            self.banner, self.banner_line = "save", line.strip()[:300]
+            return
         if len(line) > 300 or "File " in line:
             return
         status = _STATUS.search(line.strip())
