@@ -46,6 +46,9 @@ _SAVE_NAMES = re.compile(r"save|state_dict_for_save|consolidate|push_to_hub|merg
 # (compute_metrics, preprocess_logits_for_metrics) run on them at the evaluation's end.
 _EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$|"
                          r"compute_metrics|logits_for_metrics", re.I)
+_EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "evaluator"})
+"""Words of a function name that say evaluation (`val_epoch`, `run_test`, `_run_sanity_check`, `valid_step`),
+beside the stems `_EVAL_NAMES` finds anywhere in a name."""
 _DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
 _LOAD_NAMES = re.compile(r"from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
                          r"_check_and_enable_flash_attn|dispatch_model|^load_(?:tokenizer|model_and_tokenizer)$")
@@ -118,13 +121,18 @@ def frame_phase(frame: Frame) -> str:
     return name_phase(frame.func.rsplit(".", 1)[-1], frame.path) or called
 
 
+def _words(name: str) -> set[str]:
+    """A function name's words: `val_epoch` -> {val, epoch}, `runValidation` -> {run, validation}."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)}
+
+
 def name_phase(name: str, path: str) -> str:
     """The phase a function's name (and its file's path) belongs to."""
     if name in _NOT_A_PHASE:
         return ""
     if _SAVE_NAMES.search(name) and not name.startswith("load"):
         return "save"
-    if _EVAL_NAMES.search(name):
+    if _EVAL_NAMES.search(name) or not _EVAL_WORDS.isdisjoint(_words(name)):
         return "eval"
     if _DATA_NAMES.search(name) or "torch/utils/data/" in path.replace("\\", "/"):
         return "data"
