@@ -135,6 +135,38 @@ def test_ipython_arrows_and_cells_name_the_phase() -> None:
     assert first_id(text) == "oom_at_save"
 
 
+def test_rich_tracebacks_are_read() -> None:
+    """rich's boxed traceback (accelerate, typer, many CLIs) with the current line behind its ❱."""
+    text = "\n".join([
+        "╭───────────────────── Traceback (most recent call last) ──────────────────────╮",
+        "│ /home/user/train.py:120 in <module>                                          │",
+        "│                                                                              │",
+        "│   117 │   trainer.train()                                                    │",
+        "│ ❱ 120 │   metrics = trainer.evaluate()                                       │",
+        "│                                                                              │",
+        "│ /usr/lib/python3.10/site-packages/torch/nn/modules/module.py:1518 in         │",
+        "╰──────────────────────────────────────────────────────────────────────────────╯",
+        NEW_OOM])
+    assert first_id(text) == "oom_at_eval"
+    scanner = tracebacks.TraceScanner()
+    for line in text.splitlines()[:5]:
+        scanner.line(line)
+    assert [(f.path, f.func, f.call) for f in scanner.frames] == [("/home/user/train.py", "<module>", "evaluate")]
+
+
+def test_loguru_tracebacks_are_read() -> None:
+    """loguru marks the failing frame with `>` and prints each variable's value under the code line."""
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '> File "/app/train.py", line 52, in <module>',
+        "    save_merged(model)",
+        "    │           └ PeftModelForCausalLM(",
+        '  File "/app/train.py", line 31, in save_merged',
+        "    merged = model.merge_and_unload()",
+        NEW_OOM])
+    assert first_id(text) == "oom_at_save"
+
+
 def test_jupyter_cell_frames_carry_their_arrow_call() -> None:
     scanner = tracebacks.TraceScanner()
     for line in ["---------------------------------------------------------------------------",

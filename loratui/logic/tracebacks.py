@@ -2,8 +2,8 @@
 
 Fed one line at a time (a live run's output, a pasted log), it keeps only the current traceback's frames
 (bounded) and the exceptions seen, so it reads any length of text. Every dialect's frames count: plain
-Python, rank-prefixed torchrun, IPython's `path in func(...)` with Colab links and `<ipython-input-..>` cells,
-Jupyter's `File path:N, in func(` and `Cell In[N], line M`. The phase comes from the frames' function names
+Python, rank-prefixed torchrun, loguru, IPython's `path in func(...)` with Colab links and `<ipython-input-..>`
+cells, Jupyter's `File path:N, in func(` and `Cell In[N], line M`, rich's boxed `│ path.py:N in func │`. The phase comes from the frames' function names
 and from the call on each frame's current line (the code line under a plain frame, IPython's `---->` arrow),
 which names the next frame even in a traceback cut before it: the innermost save, evaluation, data loading
 or model loading decides, else a training step. Where the exception was raised comes from the innermost
@@ -27,8 +27,10 @@ _OLD_IPY_FRAME = re.compile(r"^\s*\[?(?P<path>[^\s\[\]()]{1,500}?\.py|<ipython-i
                             r"(?:\]\([^)\s]{0,300}\))? in (?P<func>[\w.]+|<[\w :]{1,40}>)(?:\(|\s*$)")
 _CELL_FRAME = re.compile(r"^\s*(?P<path>Cell In ?\[\d*\]), line \d+")
 """Jupyter since IPython 8: the cell's frame has no function, only `Cell In[12], line 3`."""
-_ARROW = re.compile(r"^\s*-+>\s*\d+\s(?P<code>.*)")
-"""IPython's current line of a frame: `----> 3     model.push_to_hub_gguf(`."""
+_ARROW = re.compile(r"^\s*[│|]?\s*(?:-+>|❱)\s*\d+\s(?P<code>.*)")
+"""IPython's current line of a frame, `----> 3     model.push_to_hub_gguf(`, and rich's `│ ❱ 120 │   f(x) │`."""
+_RICH_FRAME = re.compile(r"^\s*[│|]\s*(?P<path>[^\s│|]{1,500}?\.py):\d+\s+in\s+(?P<func>[\w<>.]+)")
+"""rich's traceback box (typer, accelerate, many CLIs): `│ /path/trainer.py:1938 in _inner_training_loop  │`."""
 _CALL = re.compile(r"^\s*(?:[\w\[\]., ]{1,120}?=\s*|return\s+|await\s+|yield\s+)?(?:[\w\])]+\.){0,8}(?P<name>\w+)\(")
 """The call a frame's current line makes (`eval_loss = evaluate(model)`, `trainer.model.push_to_hub(d)`):
 the function of the next frame inward."""
@@ -180,7 +182,8 @@ class TraceScanner:
             self._header(text)
             return
         frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else (
-            _OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None)
+            (_RICH_FRAME.match(text) if "py:" in text else None) or
+            (_OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None))
         cell = _CELL_FRAME.match(text) if "Cell In" in text else None
         if frame or cell:
             found = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
@@ -218,8 +221,8 @@ class TraceScanner:
         """A frame's current line (the code under a plain frame, IPython's arrow): the call it makes is kept
         on the frame. True when the line was one."""
         plain, self._code_next = self._code_next, False
-        arrow = _ARROW.match(text) if ">" in text else None
-        code = arrow.group("code") if arrow else text if plain and not _EXCEPTION.match(text.strip()) else None
+        arrow = _ARROW.match(text) if ">" in text or "❱" in text else None
+        code = arrow.group("code").replace("│", " ") if arrow else text if plain and not _EXCEPTION.match(text.strip()) else None
         if code is None:
             return False
         call = _CALL.match(code)
