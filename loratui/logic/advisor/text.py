@@ -41,6 +41,7 @@ _STATUS = re.compile(
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
                  "val": "eval", "pre": "eval", "tra": "train"}
+_STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "evaluat", "validat", "predict", "train")
 _NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
 """A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
@@ -214,7 +215,8 @@ class TextWatch:
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
         lowered = line.lower()
-        if len(self.prose) < 2 and _MEMORY_WORDS.search(line) \
+        if len(self.prose) < 2 and ("memory" in lowered or "oom" in lowered or "存" in line) and \
+                _MEMORY_WORDS.search(line) \
                 and "File " not in line and "{" not in line:
             for phase, words in _PROSE_PHASE:
                 if phase not in self.prose and words.search(line) and not _looks_like_code(line):
@@ -225,7 +227,8 @@ class TextWatch:
         says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
         if self.frozen:
             return
-        if "|" in line and "/" in line:
+        bar_at = line.find("|")
+        if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
             bar = progress.find_bar(line)
             if bar is not None and bar.desc:
                 if _EVAL_BAR.search(bar.desc):
@@ -241,6 +244,9 @@ class TextWatch:
             return
         if len(line) > 300 or "File " in line:
             return
+        lowered = line.lower()
+        if not any(stem in lowered for stem in _STATUS_STEMS):
+            return  # the cheap test first: this runs on every line of a log
         status = _STATUS.search(line.strip())
         if status and not _NOT_STATUS.search(line) and not _looks_like_code(line):
             self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
@@ -280,10 +286,14 @@ class TextWatch:
 
 def _trains(line: str) -> bool:
     """Whether a line logs a training step's loss (a printed Trainer dict or a `step N ... loss X` line)."""
-    start = values.find_dict(line)
-    if start >= 0:
-        return values.is_train(values.printed_dict(line[start:])[0])
-    return values.loss_line(line) is not None and not re.search(r"\b(?:eval|valid|val|test)", line, re.I)
+    if "{" in line:
+        return _DICT_LOSS.search(line) is not None and "train_runtime" not in line
+    return values.loss_line(line) is not None and not _NOT_TRAIN_LOSS.search(line)
+
+
+_LETTER = re.compile(r"[A-Za-z]")
+_DICT_LOSS = re.compile(r"""\{\s*['"]loss['"]\s*:|[,{]\s*['"]loss['"]\s*:""")
+_NOT_TRAIN_LOSS = re.compile(r"\b(?:eval|valid|val|test)", re.I)
 
 
 def _seconds(clock: str) -> int:
