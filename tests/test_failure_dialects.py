@@ -378,3 +378,13 @@ def test_nan_in_the_watchers_words(line: str) -> None:
 def test_no_nan_iterations_is_no_nan() -> None:
     assert first_id(" iteration        9/      10 | lm loss: 2.31E+00 | number of skipped iterations:   0 | "
                     "number of nan iterations:   0 |") == ""
+
+
+def test_a_rise_that_ran_into_nan_is_divergence_in_every_layout() -> None:
+    """A rise then NaN: the divergence explains the NaN, whether the NaN is read from the log's values or from
+    the printed line (`train loss:nan`), so no separate NaN item leads."""
+    losses = [2.0, 1.8, 1.6, 1.5, 1.45, 1.5, 1.6, 1.75, 1.9, 2.1, 2.3, 2.5]
+    text = "\n".join(f"2024-01-01 10:00:{i:02d}:INFO: step {i + 1} train loss:{loss}" for i, loss in enumerate(losses))
+    items, _ = diagnose_stream(io.BytesIO((text + "\nstep 13 train loss:nan\nstep 14 train loss:nan").encode()), "x")
+    assert [item.id for item in items] == ["loss_diverging"] and items[0].severity == "error"
+    assert any("became nan at step 13" in line for line in items[0].evidence)
