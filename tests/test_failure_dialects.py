@@ -318,6 +318,11 @@ def test_distributed_timeouts_in_any_layer(line: str) -> None:
 @pytest.mark.parametrize("line", [
     "TrainingArguments(ddp_backend=nccl, ddp_timeout=1800, output_dir=out)",
     "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 97).",
+    # a healthy DDP start prints its settings
+    "[I ProcessGroupNCCL.cpp:686] [Rank 0] ProcessGroupNCCL initialization options: NCCL_ASYNC_ERROR_HANDLING: 1, "
+    "NCCL_DESYNC_DEBUG: 0, NCCL_ENABLE_TIMING: 0, NCCL_BLOCKING_WAIT: 0, TIMEOUT(ms): 1800000",
+    "node1:1234:1234 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to 22.",
+    "Initializing process group with timeout: 1800 seconds",
 ])
 def test_timeout_settings_are_no_timeout(line: str) -> None:
     assert first_id(line) != "nccl_timeout"

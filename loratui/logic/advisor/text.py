@@ -18,7 +18,8 @@ _MANY_WORKERS = re.compile(r"This DataLoader will create (\d+) worker processes 
 _MANY_SUGGEST = re.compile(r"suggested max number of worker in current system is (\d+)")
 _SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
 _DISTRIBUTED = r"NCCL|c10d|store->|TCPStore|DistStore|ProcessGroup|process group|gloo|rendezvous|barrier|collective"
-_TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b|timeout\b)"
+_TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))"
+"""A timeout that happened, not a setting (`TIMEOUT(ms): 1800000`, `timeout=1800`, `NCCL_IB_TIMEOUT set by`)."""
 _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
     r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
