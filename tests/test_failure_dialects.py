@@ -293,6 +293,16 @@ def test_flash_attention_that_cannot_be_used(line: str) -> None:
     assert first_id(line) == "flash_attn_unavailable"
 
 
+@pytest.mark.parametrize("line", [
+    "Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in "
+    "Qwen2ForCausalLM is torch.float32. You should run training or inference using Automatic Mixed-Precision",
+    "You are attempting to use Flash Attention 2.0 with a model not initialized on GPU. Make sure to move the model "
+    "to GPU after initializing it on CPU with `model.to('cuda')`.",
+])
+def test_flash_attention_notes_at_a_healthy_load(line: str) -> None:
+    assert first_id(line) == ""
+
+
 def test_flash_attention_in_use_is_no_finding() -> None:
     assert first_id("Using flash_attention_2 for the attention implementation\n"
                     "{'loss': 1.2, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.5}") == ""

@@ -255,8 +255,9 @@ _SETUP = (
         re.I)),
     # flash attention by any spelling, beside a word that says it cannot be used (not installed, a DLL or
     # symbol that does not load, a model that does not support it, a function left undefined).
+    # Not transformers' load-time note that the model is still float32 (the Trainer's autocast runs it in half).
     ("flash_attn_unavailable", re.compile(
-        r"(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
+        r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r"(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|in _check_and_enable_flash_attn_2\b|"
         r"FlashAttention only supports Ampere", re.I)),
     ("cuda_error", re.compile(
