@@ -403,3 +403,45 @@ def test_a_rise_that_ran_into_nan_is_divergence_in_every_layout() -> None:
     items, _ = diagnose_stream(io.BytesIO((text + "\nstep 13 train loss:nan\nstep 14 train loss:nan").encode()), "x")
     assert [item.id for item in items] == ["loss_diverging"] and items[0].severity == "error"
     assert any("became nan at step 13" in line for line in items[0].evidence)
+
+
+# -- the same traceback under a logger's prefix or indented as a block ----------------------------------
+
+PLAIN = ["Traceback (most recent call last):",
+         '  File "/app/train.py", line 88, in <module>',
+         "    main()",
+         '  File "/app/train.py", line 70, in main',
+         "    raise ValueError(msg)",
+         '  File "/usr/lib/python3.10/site-packages/transformers/trainer.py", line 3011, in evaluate',
+         "    output = eval_loop(",
+         "ValueError: the batch has no labels"]
+
+
+@pytest.mark.parametrize("prefix", ["worker-1: ", "[1,0]<stderr>:", "2024-05-01 12:00:00 | ", "0: ", "    "])
+def test_a_prefixed_or_indented_traceback_reads_as_a_plain_one(prefix: str) -> None:
+    """pdsh's `worker-1: `, mpirun's `[1,0]<stderr>:`, a timestamp, srun -l's `0: `, a Markdown block's
+    indentation: the frames, their calls and the exception are the same as without it."""
+    scanner = tracebacks.TraceScanner()
+    for number, line in enumerate(PLAIN):
+        scanner.line(prefix.replace("1", str(number % 3)) + line if prefix.strip() else prefix + line)
+    raised = scanner.chosen
+    assert raised is not None and raised.type == "ValueError" and raised.message == "the batch has no labels"
+    assert [f.func for f in raised.frames] == ["<module>", "main", "evaluate"] and raised.phase == "eval"
+
+
+def test_a_code_line_that_raises_is_not_the_exception() -> None:
+    scanner = tracebacks.TraceScanner()
+    for line in PLAIN[:5] + ["    raise ValueError", "ValueError: the batch has no labels"]:
+        scanner.line("worker-0: " + line)
+    assert scanner.chosen is not None and scanner.chosen.message == "the batch has no labels"
+
+
+def test_a_notebook_traceback_under_a_timestamp() -> None:
+    """A notebook's traceback copied from a log viewer that stamps every line: IPython's frames are anchored to
+    the line's start, so they are read once the stamp is taken off."""
+    lines = ["OutOfMemoryError                          Traceback (most recent call last)",
+             "<ipython-input-3-0f1e> in <cell line: 1>()", "----> 1 trainer.predict(test)", "",
+             "/usr/lib/python3.10/dist-packages/transformers/trainer.py in evaluation_loop(self, dataloader)",
+             "---> 88     logits = nested_concat(all_logits, logits)", BARE_OOM]
+    text = "\n".join(f"2024-05-01 12:00:{n:02d} | {line}" for n, line in enumerate(lines))
+    assert first_id(text) == "oom_at_eval"

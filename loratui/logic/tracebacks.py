@@ -25,6 +25,10 @@ _IPY_FRAME = re.compile(r"^\s*File (?P<path>\S{1,500}?\.py):\d+, in (?P<func>[\w
 # the cell itself as `<ipython-input-9-ccd2> in <cell line: 0>()` or `<ipython-input-3-ab> in <module>`.
 _OLD_IPY_FRAME = re.compile(r"^\s*\[?(?P<path>[^\s\[\]()]{1,500}?\.py|<ipython-input-[\w-]{1,80}>)"
                             r"(?:\]\([^)\s]{0,300}\))? in (?P<func>[\w.]+|<[\w :]{1,40}>)(?:\(|\s*$)")
+_IPY_TYPE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s+$")
+"""IPython's header names the exception before `Traceback`: after a logger's prefix too."""
+_BOX = re.compile(r"[╭─│]")
+"""rich draws its header inside a box: its corner is no logger's prefix."""
 _CELL_FRAME = re.compile(r"^\s*(?P<path>Cell In ?\[\d*\]), line \d+")
 """Jupyter since IPython 8: the cell's frame has no function, only `Cell In[12], line 3`."""
 _ARROW = re.compile(r"^\s*[│|]?\s*(?:-+>|❱)\s*\d+\s(?P<code>.*)")
@@ -154,6 +158,13 @@ def phase_of(frames: "deque[Frame] | tuple[Frame, ...]") -> str:
     return fallback
 
 
+def prefix_shape(prefix: str) -> str:
+    """A regex for prefixes shaped like this one: digits vary (timestamps, ranks, pids), the rest is literal,
+    spaces counted (what follows the prefix keeps its indentation)."""
+    shape = "".join(r"\d" if ch.isdigit() else r"[ \t]" if ch.isspace() else re.escape(ch) for ch in prefix)
+    return re.sub(r"(?:\\d)+", r"\\d+", shape)
+
+
 def strip_rank(line: str) -> str:
     """A line without torchrun's `[rank1]:` or a launcher's `[80746] [rank0]:` prefix."""
     return _RANK.sub("", line, count=1) if line.startswith("[") else line
@@ -169,12 +180,21 @@ class TraceScanner:
     count: int = 0
     pending_type: str = ""  # a notebook header names the type before the frames
     _code_next: bool = False  # the line after a plain frame is that frame's current line
+    _prefix: str = ""  # the shape (a regex) of what a logger printed before the header, stripped from each line
+    _header_indent: int = -1  # the header's indentation (a pasted block indented as a whole), -1 before one
+    _min_indent: int = 1 << 30  # the least indentation seen, the paste's margin when no header came
     _continuing: int = 0
     _since_exception: int = 0  # frames seen since the last exception (a cut-off traceback when > 0 at the end)
 
     def line(self, raw: str) -> None:
         """Fold one line in."""
         text = strip_rank(raw).rstrip()
+        if self._prefix:
+            prefixed = re.match(self._prefix, text)
+            text = text[prefixed.end():] if prefixed else text
+        indent = len(text) - len(text.lstrip(" \t"))
+        if text.strip():
+            self._min_indent = min(self._min_indent, indent)
         if self._continuing and self.last is not None:
             if self._continue(text):
                 return
@@ -194,8 +214,9 @@ class TraceScanner:
             return
         if self.frames and self._current_line(text):
             return
-        if not _MAYBE_RAISED.search(text) or text.startswith((" ", "\t")) or _CHAINED.search(text):
-            return
+        margin = self._header_indent if self._header_indent >= 0 else self._min_indent
+        if not _MAYBE_RAISED.search(text) or indent > margin or _CHAINED.search(text):
+            return  # indented past the traceback's margin: a code line, not the exception
         found = _EXCEPTION.search(text)
         if found and (self.frames or found.group("msg") is not None):
             self._raised(found.group("type"), (found.group("msg") or "").strip(), raw.strip())
@@ -233,8 +254,15 @@ class TraceScanner:
     def _header(self, text: str) -> None:
         self.frames.clear()
         self._since_exception = 0
-        notebook = _IPY_HEADER.match(text)
+        before = text[:_HEADER.search(text).start()]  # type: ignore[union-attr]
+        notebook = _IPY_HEADER.match(text) or _IPY_TYPE.search(before)
         self.pending_type = notebook.group(1) if notebook else ""
+        if notebook is not None and not notebook.re is _IPY_HEADER:
+            before = before[:notebook.start()]
+        if before.strip() and len(before) <= 120 and not _BOX.search(before):
+            self._prefix = prefix_shape(before)  # `worker-1: `, `[1,0]<stderr>:`, `2024-05-01 12:00:00 | `
+            text = text[len(before):]
+        self._header_indent = len(text) - len(text.lstrip(" \t"))
 
     def _raised(self, kind: str, message: str, line: str) -> None:
         raised = Raised(type=kind, message=message[:600], line=line[:600], frames=tuple(self.frames),
