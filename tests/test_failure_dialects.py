@@ -445,3 +445,13 @@ def test_a_notebook_traceback_under_a_timestamp() -> None:
              "---> 88     logits = nested_concat(all_logits, logits)", BARE_OOM]
     text = "\n".join(f"2024-05-01 12:00:{n:02d} | {line}" for n, line in enumerate(lines))
     assert first_id(text) == "oom_at_eval"
+
+
+
+def test_a_nan_in_the_evaluation_only() -> None:
+    text = "\n".join(["{'loss': 1.52, 'grad_norm': 0.61, 'learning_rate': 2e-05, 'epoch': 0.5}",
+                      "{'eval_loss': nan, 'eval_runtime': 12.1, 'eval_samples_per_second': 41.2, 'epoch': 0.5}",
+                      "{'loss': 1.48, 'grad_norm': 0.58, 'learning_rate': 2e-05, 'epoch': 0.6}"])
+    items, _ = diagnose_stream(io.BytesIO(text.encode()), "x")
+    assert items[0].id == "nan_loss" and items[0].title.startswith("eval_loss became nan")
+    assert first_id(text.replace("'eval_loss': nan", "'eval_loss': 1.61")) == ""
