@@ -455,3 +455,16 @@ def test_a_nan_in_the_evaluation_only() -> None:
     items, _ = diagnose_stream(io.BytesIO(text.encode()), "x")
     assert items[0].id == "nan_loss" and items[0].title.startswith("eval_loss became nan")
     assert first_id(text.replace("'eval_loss': nan", "'eval_loss': 1.61")) == ""
+
+
+
+@pytest.mark.parametrize("bar", [
+    "Map (num_proc=4):   3%|▎         | 3000/100000 [05:12<2:48:12, 3.21s/ba]",
+    "Running tokenizer on dataset:  12%|█▏        | 120/1000 [10:00<1:13:20, 5.00s/it]",
+])
+def test_a_crawling_preprocessing_bar_prints_its_rate_inverted(bar: str) -> None:
+    assert first_id(bar) == "data_starved"
+
+
+def test_a_slow_training_bar_is_no_preprocessing() -> None:
+    assert first_id(" 12%|█▏        | 120/1000 [10:00<1:13:20, 5.00s/it]") == ""

@@ -83,7 +83,8 @@ _EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
 METER_SHARE = 0.25
 """Waiting for data a quarter of the wall time or more: a starved loader."""
 _PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,200}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s)")
+                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
+"""tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`)."""
 _PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
@@ -126,7 +127,7 @@ class TextWatch:
             found += self._nan_said(line, step)
         if "ata" in line and "ime" in line:
             found += self._meter(line, step)
-        if "/s" in line and "<" in line:
+        if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
         return found
 
@@ -176,7 +177,7 @@ class TextWatch:
     def _preprocessing(self, line: str, step: int) -> list[Finding]:
         """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
         m = _PREP_BAR.search(line)
-        if m is None or not (m.group("unit") != "it/s" or _PREP_WORDS.search(m.group("desc"))):
+        if m is None or not (m.group("unit") not in ("it/s", "s/it") or _PREP_WORDS.search(m.group("desc"))):
             return []
         spent, left = _seconds(m.group("spent")), _seconds(m.group("left"))
         if spent + left < PREP_SLOW_S:
