@@ -468,3 +468,13 @@ def test_a_crawling_preprocessing_bar_prints_its_rate_inverted(bar: str) -> None
 
 def test_a_slow_training_bar_is_no_preprocessing() -> None:
     assert first_id(" 12%|█▏        | 120/1000 [10:00<1:13:20, 5.00s/it]") == ""
+
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("[0] NVIDIA A100-SXM4-80GB | 34°C,   2 % | 30563 / 81920 MB | user(30560M)", "data_starved"),
+    ("[0] NVIDIA A100-SXM4-80GB | 61°C,  98 % | 30563 / 81920 MB | user(30560M)", ""),
+    ("[1] NVIDIA A100-SXM4-80GB | 30°C,   0 % |     4 / 81920 MB |", ""),  # an empty card is no starved one
+])
+def test_gpustat_shows_an_idle_gpu(line: str, expected: str) -> None:
+    assert first_id(line) == expected

@@ -17,6 +17,8 @@ _FEW_SUGGEST = re.compile(r"\(try (\d+) which is the number of cpus|`?num_worker
 _MANY_WORKERS = re.compile(r"This DataLoader will create (\d+) worker processes in total")
 _MANY_SUGGEST = re.compile(r"suggested max number of worker in current system is (\d+)")
 _SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
+_GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
+"""gpustat: `[0] NVIDIA A100-SXM4-80GB | 34°C,   2 % | 30563 / 81920 MB | user(30560M)`."""
 _DISTRIBUTED = r"NCCL|c10d|store->|TCPStore|DistStore|ProcessGroup|process group|gloo|rendezvous|barrier|collective"
 _TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))"
 """A timeout that happened, not a setting (`TIMEOUT(ms): 1800000`, `timeout=1800`, `NCCL_IB_TIMEOUT set by`)."""
@@ -116,11 +118,8 @@ class TextWatch:
         self._phase_hints(line)
         if "worker" in line:
             found += self._workers(line, step)
-        if "MiB" in line and "%" in line:
-            smi = _SMI_ROW.search(line)
-            if smi and int(smi.group(3)) <= 10 and int(smi.group(1)) >= 1024:
-                found.append(Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(),
-                                                            "util": int(smi.group(3)), "used_mib": int(smi.group(1))}))
+        if "%" in line and ("MiB" in line or "MB" in line):
+            found += self._idle_gpu(line, step)
         if "time" in lowered and any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
@@ -130,6 +129,18 @@ class TextWatch:
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
         return found
+
+    def _idle_gpu(self, line: str, step: int) -> list[Finding]:
+        """A GPU holding memory (a model is loaded) but nearly idle, in nvidia-smi's table or gpustat's line."""
+        smi = _SMI_ROW.search(line)
+        used, util = (int(smi.group(1)), int(smi.group(3))) if smi else (0, 100)
+        if smi is None:
+            gpustat = _GPUSTAT_ROW.search(line)
+            used, util = (int(gpustat.group(2)), int(gpustat.group(1))) if gpustat else (0, 100)
+        if util <= 10 and used >= 1024:
+            return [Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(), "util": util,
+                                                   "used_mib": used})]
+        return []
 
     def _nan_said(self, line: str, step: int) -> list[Finding]:
         """A NaN in the program's own words, or fp16's loss scaler at its floor (every step overflows)."""
