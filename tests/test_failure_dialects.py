@@ -38,6 +38,7 @@ BARE_OOM = "torch.cuda.OutOfMemoryError: CUDA out of memory."
     "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : out of memory",
     "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/THCCachingAllocator.cpp:510",
     "[rank3]: RuntimeError: CUDA error: out of memory",
+    "RuntimeError: Triton Error [CUDA]: CUDA_ERROR_OUT_OF_MEMORY",
 ])
 def test_every_era_of_oom_wording_is_an_oom(line: str) -> None:
     assert oom.is_oom_line(line)
@@ -344,6 +345,9 @@ def test_timeout_settings_are_no_timeout(line: str) -> None:
     "watchdog thread terminated with exception: CUDA error: device-side assert triggered",
     "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, m, n, k)`",
     "RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR",
+    "RuntimeError: CUDA driver error: invalid argument",
+    "RuntimeError: Triton Error [CUDA]: cudaErrorLaunchFailure",
+    "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS in cuLaunchKernel",
 ])
 def test_cuda_errors_under_other_wrappers(line: str) -> None:
     assert first_id(line) == "cuda_error"

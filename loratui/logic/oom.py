@@ -43,7 +43,7 @@ _PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use", re
 _RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
 _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
-    r"|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED"
+    r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED"
     r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`."""

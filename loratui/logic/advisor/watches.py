@@ -261,7 +261,8 @@ _SETUP = (
         r"(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|in _check_and_enable_flash_attn_2\b|"
         r"FlashAttention only supports Ampere", re.I)),
     ("cuda_error", re.compile(
-        r"CUDA error: (?!out of memory)|device-side assert triggered|illegal memory access|"
+        r"CUDA (?:driver |runtime )?error: (?!out of memory)|device-side assert triggered|illegal memory access|"
+        r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
         r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)", re.I)),
 )
