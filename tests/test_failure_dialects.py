@@ -181,7 +181,8 @@ def test_jupyter_cell_frames_carry_their_arrow_call() -> None:
     ("merge_and_unload", "save"), ("_merge_lora", "save"), ("push_to_hub", "save"),
     ("save_pretrained_gguf", "save"), ("_save_checkpoint", "save"), ("_merge_heads", ""), ("nested_concat", "eval"), ("compute_metrics", "eval"),
     ("preprocess_logits_for_metrics", "eval"),
-    ("val_epoch", "eval"), ("valid_step", "eval"), ("_run_sanity_check", "eval"), ("runTest", "eval"),
+    ("_full_pre_state_dict_hook", "save"), ("get_peft_model_state_dict", "save"), ("load_state_dict", "load"),
+    ("_load_state_dict_into_meta_model", "load"), ("val_epoch", "eval"), ("valid_step", "eval"), ("_run_sanity_check", "eval"), ("runTest", "eval"),
     ("log_interval", ""), ("infer_auto_device_map", ""), ("interval_step", ""),
 ])
 def test_frame_names_and_their_phase(func: str, phase: str) -> None:

@@ -45,8 +45,9 @@ _CHAINED = re.compile(r"During handling of the above exception|The above excepti
 WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
 
-# Merging an adapter into its base and exporting it write the model out, as a save does.
-_SAVE_NAMES = re.compile(r"save|state_dict_for_save|consolidate|push_to_hub|merge_and_unload|unload_and_optimi|"
+# Merging an adapter into its base and exporting it write the model out, as a save does; gathering a state dict
+# (FSDP's unsharding hooks, peft's adapter weights) is what a save does first.
+_SAVE_NAMES = re.compile(r"save|state_dict|consolidate|push_to_hub|merge_and_unload|unload_and_optimi|"
                          r"merge_(?:lora|adapter|peft|weights|model)|lora_merge|^export|_export|gguf", re.I)
 # (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions; the metrics
 # (compute_metrics, preprocess_logits_for_metrics) run on them at the evaluation's end.
@@ -56,7 +57,8 @@ _EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "e
 """Words of a function name that say evaluation (`val_epoch`, `run_test`, `_run_sanity_check`, `valid_step`),
 beside the stems `_EVAL_NAMES` finds anywhere in a name."""
 _DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
-_LOAD_NAMES = re.compile(r"from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
+_LOADS = re.compile(r"(?<!un)load", re.I)
+_LOAD_NAMES = re.compile(r"load_state_dict|from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
                          r"_check_and_enable_flash_attn|dispatch_model|^load_(?:tokenizer|model_and_tokenizer)$")
 _TRAIN_NAMES = re.compile(r"^(?:training_step|_inner_training_loop|backward|train_batch|_exec_backward_pass|"
                           r"train_step|_do_backward|fit_loop|run_training_batch|optimizer_step)$")
@@ -136,7 +138,7 @@ def name_phase(name: str, path: str) -> str:
     """The phase a function's name (and its file's path) belongs to."""
     if name in _NOT_A_PHASE:
         return ""
-    if _SAVE_NAMES.search(name) and not name.startswith("load"):
+    if _SAVE_NAMES.search(name) and not _LOADS.search(name):
         return "save"
     if _EVAL_NAMES.search(name) or not _EVAL_WORDS.isdisjoint(_words(name)):
         return "eval"
