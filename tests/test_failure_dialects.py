@@ -395,6 +395,10 @@ def test_nan_in_the_watchers_words(line: str) -> None:
     assert first_id(line) == "nan_loss"
 
 
+def test_a_check_for_nan_is_no_nan() -> None:
+    assert first_id("anomaly detection on: checking for nan values in the gradients after each step") == ""
+
+
 def test_no_nan_iterations_is_no_nan() -> None:
     assert first_id(" iteration        9/      10 | lm loss: 2.31E+00 | number of skipped iterations:   0 | "
                     "number of nan iterations:   0 |") == ""

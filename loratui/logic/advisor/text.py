@@ -64,7 +64,8 @@ _NAN_SAID = re.compile(
     r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
     r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
     r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b|"
-    r"\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
+    r"\b(?:detected|found|encountered|contains?|got)\b[\w ]{0,20}?\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? "
+    r"values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
     r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]",
     re.I)
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
