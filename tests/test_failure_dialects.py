@@ -38,6 +38,7 @@ BARE_OOM = "torch.cuda.OutOfMemoryError: CUDA out of memory."
     "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : out of memory",
     "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/THCCachingAllocator.cpp:510",
     "[rank3]: RuntimeError: CUDA error: out of memory",
+    "RuntimeError: Triton Error [CUDA]: CUDA_ERROR_OUT_OF_MEMORY",
 ])
 def test_every_era_of_oom_wording_is_an_oom(line: str) -> None:
     assert oom.is_oom_line(line)
@@ -50,6 +51,20 @@ def test_every_era_of_oom_wording_is_an_oom(line: str) -> None:
 ])
 def test_host_memory_and_prose_are_not_cuda_ooms(line: str) -> None:
     assert not oom.is_oom_line(line)
+
+
+def test_a_process_count_below_pytorchs_own_is_blind() -> None:
+    """Inside a container the driver cannot see the process: "this process has 0 bytes" beside 62 GiB that
+    PyTorch reserved. The reserved memory counts as this process's, so the neighbour is what is left."""
+    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+            "79.10 GiB of which 400.00 MiB is free. Including non-PyTorch memory, this process has 0 bytes memory in "
+            "use. Of the allocated memory 60.00 GiB is allocated by PyTorch, and 2.00 GiB is reserved by PyTorch but "
+            "unallocated.")
+    report = oom.parse_oom(line)
+    assert report is not None and report.process_used is None and "container" in report.note
+    assert report.other_used is not None and abs(report.other_used / 2**30 - 16.71) < 0.01
+    items, _ = diagnose_stream(io.BytesIO(line.encode()), "pasted")
+    assert "16.71 GiB" in items[0].title
 
 
 def test_free_memory_beyond_the_request_is_not_a_full_card() -> None:
@@ -121,6 +136,38 @@ def test_ipython_arrows_and_cells_name_the_phase() -> None:
     assert first_id(text) == "oom_at_save"
 
 
+def test_rich_tracebacks_are_read() -> None:
+    """rich's boxed traceback (accelerate, typer, many CLIs) with the current line behind its ❱."""
+    text = "\n".join([
+        "╭───────────────────── Traceback (most recent call last) ──────────────────────╮",
+        "│ /home/user/train.py:120 in <module>                                          │",
+        "│                                                                              │",
+        "│   117 │   trainer.train()                                                    │",
+        "│ ❱ 120 │   metrics = trainer.evaluate()                                       │",
+        "│                                                                              │",
+        "│ /usr/lib/python3.10/site-packages/torch/nn/modules/module.py:1518 in         │",
+        "╰──────────────────────────────────────────────────────────────────────────────╯",
+        NEW_OOM])
+    assert first_id(text) == "oom_at_eval"
+    scanner = tracebacks.TraceScanner()
+    for line in text.splitlines()[:5]:
+        scanner.line(line)
+    assert [(f.path, f.func, f.call) for f in scanner.frames] == [("/home/user/train.py", "<module>", "evaluate")]
+
+
+def test_loguru_tracebacks_are_read() -> None:
+    """loguru marks the failing frame with `>` and prints each variable's value under the code line."""
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '> File "/app/train.py", line 52, in <module>',
+        "    save_merged(model)",
+        "    │           └ PeftModelForCausalLM(",
+        '  File "/app/train.py", line 31, in save_merged',
+        "    merged = model.merge_and_unload()",
+        NEW_OOM])
+    assert first_id(text) == "oom_at_save"
+
+
 def test_jupyter_cell_frames_carry_their_arrow_call() -> None:
     scanner = tracebacks.TraceScanner()
     for line in ["---------------------------------------------------------------------------",
@@ -134,6 +181,9 @@ def test_jupyter_cell_frames_carry_their_arrow_call() -> None:
     ("merge_and_unload", "save"), ("_merge_lora", "save"), ("push_to_hub", "save"),
     ("save_pretrained_gguf", "save"), ("_save_checkpoint", "save"), ("_merge_heads", ""), ("nested_concat", "eval"), ("compute_metrics", "eval"),
     ("preprocess_logits_for_metrics", "eval"),
+    ("_full_pre_state_dict_hook", "save"), ("get_peft_model_state_dict", "save"), ("load_state_dict", "load"),
+    ("_load_state_dict_into_meta_model", "load"), ("val_epoch", "eval"), ("valid_step", "eval"), ("_run_sanity_check", "eval"), ("runTest", "eval"),
+    ("log_interval", ""), ("infer_auto_device_map", ""), ("interval_step", ""),
 ])
 def test_frame_names_and_their_phase(func: str, phase: str) -> None:
     assert tracebacks.frame_phase(tracebacks.Frame("/site-packages/x/y.py", func)) == phase
@@ -151,6 +201,10 @@ def test_frame_names_and_their_phase(func: str, phase: str) -> None:
     # a progress bar that names validation, the OOM glued to it (https://github.com/facebookarchive/loop/issues/57)
     (["Valid (loss 53.34) epoch 1:   9%|██▍                   | 1/11 [00:01<00:13,  1.33s/it]" + BARE_OOM], "oom_at_eval"),
     (["Validation DataLoader 0:  45%|████▌     | 9/20 [00:03<00:04,  2.61it/s]"], "oom_at_eval"),
+    # the training bar's loss before it is a log the reader hands on late: it must not end the validation
+    (["Epoch 0: 100%|██████████| 500/500 [10:00<00:00, 1.2it/s, loss=1.23, v_num=1]",
+      "Validation:   0%|          | 0/50 [00:00<?, ?it/s]"], "oom_at_eval"),
+    (["Sanity Checking DataLoader 0:   0%|          | 0/2 [00:00<?, ?it/s]"], "oom_at_eval"),
     # validation finished and training went on: the OOM is a training step's
     (["Validation DataLoader 0: 100%|██████████| 20/20 [00:07<00:00,  2.61it/s]",
       "Epoch 1:  12%|█▏        | 12/100 [00:09<01:10,  1.25it/s, loss=2.31]"], "oom_full"),
@@ -158,6 +212,12 @@ def test_frame_names_and_their_phase(func: str, phase: str) -> None:
     (["Saving the dataset (1/1 shards): 100%|██████████| 52002/52002 [00:00<00:00, 610320.62 examples/s]"],
      "oom_full"),
     (["Evaluation results: eval_loss = 1.23"], "oom_full"),
+    # the command run exports or merges (https://github.com/hiyouga/LlamaFactory/issues/3277)
+    (["`CUDA_VISIBLE_DEVICES=0 python src/export_model.py     --model_name_or_path /models/Qwen-14B-Chat "
+      "--adapter_name_or_path saves/lora/checkpoint-1000 --export_dir /models/merged"], "oom_at_save"),
+    (["$ llamafactory-cli export examples/merge_lora/llama3_lora_sft.yaml"], "oom_at_save"),
+    (["python -m axolotl.cli.merge_lora config.yml --lora_model_dir=./out"], "oom_at_save"),
+    (["python train.py --do_export false --merge_weights_every 0"], "oom_full"),
     (["***** Running Evaluation *****", "{'loss': 1.2, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.5}"],
      "oom_full"),
 ])
@@ -200,6 +260,9 @@ def test_an_oom_in_compute_metrics_is_the_evaluations() -> None:
     "RuntimeError: Configured ROCm binary not found at /opt/venv/lib/python3.10/site-packages/bitsandbytes/"
     "libbitsandbytes_rocm62.so",
     "Could not find module 'C:\\Python310\\lib\\site-packages\\bitsandbytes\\libbitsandbytes_cuda121.dll'",
+    "Could not load bitsandbytes native library: libcusparse.so.11: cannot open shared object file: No such file",
+    "CUDA SETUP: Something unexpected happened. Please compile from source:",
+    "AttributeError: 'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'",
 ])
 def test_bitsandbytes_that_cannot_load_is_setup(line: str) -> None:
     assert first_id(line) == "bnb_setup"
@@ -232,6 +295,16 @@ def test_flash_attention_that_cannot_be_used(line: str) -> None:
     assert first_id(line) == "flash_attn_unavailable"
 
 
+@pytest.mark.parametrize("line", [
+    "Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in "
+    "Qwen2ForCausalLM is torch.float32. You should run training or inference using Automatic Mixed-Precision",
+    "You are attempting to use Flash Attention 2.0 with a model not initialized on GPU. Make sure to move the model "
+    "to GPU after initializing it on CPU with `model.to('cuda')`.",
+])
+def test_flash_attention_notes_at_a_healthy_load(line: str) -> None:
+    assert first_id(line) == ""
+
+
 def test_flash_attention_in_use_is_no_finding() -> None:
     assert first_id("Using flash_attention_2 for the attention implementation\n"
                     "{'loss': 1.2, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.5}") == ""
@@ -257,6 +330,11 @@ def test_distributed_timeouts_in_any_layer(line: str) -> None:
 @pytest.mark.parametrize("line", [
     "TrainingArguments(ddp_backend=nccl, ddp_timeout=1800, output_dir=out)",
     "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 97).",
+    # a healthy DDP start prints its settings
+    "[I ProcessGroupNCCL.cpp:686] [Rank 0] ProcessGroupNCCL initialization options: NCCL_ASYNC_ERROR_HANDLING: 1, "
+    "NCCL_DESYNC_DEBUG: 0, NCCL_ENABLE_TIMING: 0, NCCL_BLOCKING_WAIT: 0, TIMEOUT(ms): 1800000",
+    "node1:1234:1234 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to 22.",
+    "Initializing process group with timeout: 1800 seconds",
 ])
 def test_timeout_settings_are_no_timeout(line: str) -> None:
     assert first_id(line) != "nccl_timeout"
@@ -268,6 +346,9 @@ def test_timeout_settings_are_no_timeout(line: str) -> None:
     "watchdog thread terminated with exception: CUDA error: device-side assert triggered",
     "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, m, n, k)`",
     "RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR",
+    "RuntimeError: CUDA driver error: invalid argument",
+    "RuntimeError: Triton Error [CUDA]: cudaErrorLaunchFailure",
+    "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS in cuLaunchKernel",
 ])
 def test_cuda_errors_under_other_wrappers(line: str) -> None:
     assert first_id(line) == "cuda_error"
@@ -297,3 +378,112 @@ def test_prose_about_the_loss_has_no_value(line: str) -> None:
 def test_a_litgpt_loss_that_never_moves_is_flat() -> None:
     text = "\n".join(f"iter {i} step {i // 2}: loss 10.8259, iter time: {197 + i % 3}.87ms" for i in range(60, 100))
     assert first_id(text) == "loss_flat"
+
+
+# -- a NaN in the words of the tools that watch for one ---------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.",
+    "WARNING:root:NaN or Inf found in input tensor.",
+    "Detected inf or nan values in the gradients, skipping this step",
+    "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+    " iteration      120/   1000 | lm loss: 2.31E+00 | loss scale: 1.0 | number of skipped iterations:   0 | "
+    "number of nan iterations:   3 |",
+])
+def test_nan_in_the_watchers_words(line: str) -> None:
+    assert first_id(line) == "nan_loss"
+
+
+def test_a_check_for_nan_is_no_nan() -> None:
+    assert first_id("anomaly detection on: checking for nan values in the gradients after each step") == ""
+
+
+def test_no_nan_iterations_is_no_nan() -> None:
+    assert first_id(" iteration        9/      10 | lm loss: 2.31E+00 | number of skipped iterations:   0 | "
+                    "number of nan iterations:   0 |") == ""
+
+
+def test_a_rise_that_ran_into_nan_is_divergence_in_every_layout() -> None:
+    """A rise then NaN: the divergence explains the NaN, whether the NaN is read from the log's values or from
+    the printed line (`train loss:nan`), so no separate NaN item leads."""
+    losses = [2.0, 1.8, 1.6, 1.5, 1.45, 1.5, 1.6, 1.75, 1.9, 2.1, 2.3, 2.5]
+    text = "\n".join(f"2024-01-01 10:00:{i:02d}:INFO: step {i + 1} train loss:{loss}" for i, loss in enumerate(losses))
+    items, _ = diagnose_stream(io.BytesIO((text + "\nstep 13 train loss:nan\nstep 14 train loss:nan").encode()), "x")
+    assert [item.id for item in items] == ["loss_diverging"] and items[0].severity == "error"
+    assert any("became nan at step 13" in line for line in items[0].evidence)
+
+
+# -- the same traceback under a logger's prefix or indented as a block ----------------------------------
+
+PLAIN = ["Traceback (most recent call last):",
+         '  File "/app/train.py", line 88, in <module>',
+         "    main()",
+         '  File "/app/train.py", line 70, in main',
+         "    raise ValueError(msg)",
+         '  File "/usr/lib/python3.10/site-packages/transformers/trainer.py", line 3011, in evaluate',
+         "    output = eval_loop(",
+         "ValueError: the batch has no labels"]
+
+
+@pytest.mark.parametrize("prefix", ["worker-1: ", "[1,0]<stderr>:", "2024-05-01 12:00:00 | ", "0: ", "    "])
+def test_a_prefixed_or_indented_traceback_reads_as_a_plain_one(prefix: str) -> None:
+    """pdsh's `worker-1: `, mpirun's `[1,0]<stderr>:`, a timestamp, srun -l's `0: `, a Markdown block's
+    indentation: the frames, their calls and the exception are the same as without it."""
+    scanner = tracebacks.TraceScanner()
+    for number, line in enumerate(PLAIN):
+        scanner.line(prefix.replace("1", str(number % 3)) + line if prefix.strip() else prefix + line)
+    raised = scanner.chosen
+    assert raised is not None and raised.type == "ValueError" and raised.message == "the batch has no labels"
+    assert [f.func for f in raised.frames] == ["<module>", "main", "evaluate"] and raised.phase == "eval"
+
+
+def test_a_code_line_that_raises_is_not_the_exception() -> None:
+    scanner = tracebacks.TraceScanner()
+    for line in PLAIN[:5] + ["    raise ValueError", "ValueError: the batch has no labels"]:
+        scanner.line("worker-0: " + line)
+    assert scanner.chosen is not None and scanner.chosen.message == "the batch has no labels"
+
+
+def test_a_notebook_traceback_under_a_timestamp() -> None:
+    """A notebook's traceback copied from a log viewer that stamps every line: IPython's frames are anchored to
+    the line's start, so they are read once the stamp is taken off."""
+    lines = ["OutOfMemoryError                          Traceback (most recent call last)",
+             "<ipython-input-3-0f1e> in <cell line: 1>()", "----> 1 trainer.predict(test)", "",
+             "/usr/lib/python3.10/dist-packages/transformers/trainer.py in evaluation_loop(self, dataloader)",
+             "---> 88     logits = nested_concat(all_logits, logits)", BARE_OOM]
+    text = "\n".join(f"2024-05-01 12:00:{n:02d} | {line}" for n, line in enumerate(lines))
+    assert first_id(text) == "oom_at_eval"
+
+
+
+def test_a_nan_in_the_evaluation_only() -> None:
+    text = "\n".join(["{'loss': 1.52, 'grad_norm': 0.61, 'learning_rate': 2e-05, 'epoch': 0.5}",
+                      "{'eval_loss': nan, 'eval_runtime': 12.1, 'eval_samples_per_second': 41.2, 'epoch': 0.5}",
+                      "{'loss': 1.48, 'grad_norm': 0.58, 'learning_rate': 2e-05, 'epoch': 0.6}"])
+    items, _ = diagnose_stream(io.BytesIO(text.encode()), "x")
+    assert items[0].id == "nan_loss" and items[0].title.startswith("eval_loss became nan")
+    assert first_id(text.replace("'eval_loss': nan", "'eval_loss': 1.61")) == ""
+
+
+
+@pytest.mark.parametrize("bar", [
+    "Map (num_proc=4):   3%|▎         | 3000/100000 [05:12<2:48:12, 3.21s/ba]",
+    "Running tokenizer on dataset:  12%|█▏        | 120/1000 [10:00<1:13:20, 5.00s/it]",
+])
+def test_a_crawling_preprocessing_bar_prints_its_rate_inverted(bar: str) -> None:
+    assert first_id(bar) == "data_starved"
+
+
+def test_a_slow_training_bar_is_no_preprocessing() -> None:
+    assert first_id(" 12%|█▏        | 120/1000 [10:00<1:13:20, 5.00s/it]") == ""
+
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("[0] NVIDIA A100-SXM4-80GB | 34°C,   2 % | 30563 / 81920 MB | user(30560M)", "data_starved"),
+    ("[0] NVIDIA A100-SXM4-80GB | 61°C,  98 % | 30563 / 81920 MB | user(30560M)", ""),
+    ("[1] NVIDIA A100-SXM4-80GB | 30°C,   0 % |     4 / 81920 MB |", ""),  # an empty card is no starved one
+])
+def test_gpustat_shows_an_idle_gpu(line: str, expected: str) -> None:
+    assert first_id(line) == expected

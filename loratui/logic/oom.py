@@ -43,7 +43,7 @@ _PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use", re
 _RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
 _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
-    r"|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED"
+    r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED"
     r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`."""
@@ -186,7 +186,19 @@ def _fragmented(report: OomReport) -> bool:
 
 
 def _complete(report: OomReport) -> OomReport:
-    """Derive reserved from the new format's parts and the spare cache from the old format's."""
+    """Derive reserved from the new format's parts and the spare cache from the old format's; a process use
+    below what PyTorch itself reserved is a blind count (in a container the driver cannot see the process:
+    "this process has 0 bytes memory in use"), so it is dropped and the reserved memory counts instead."""
+    report = _derived(report)
+    used, reserved = report.process_used, report.reserved
+    if used is not None and reserved is not None and used + _SLACK < reserved:
+        return replace(report, process_used=None,
+                       note=f"this process's use reads {gib(used)} below PyTorch's own {gib(reserved)} (a "
+                            "container hides the process from the driver): PyTorch's reserved memory counts instead")
+    return report
+
+
+def _derived(report: OomReport) -> OomReport:
     if report.cached is not None and report.reserved is None:
         # "N cached" below the allocated figure can only be the unused part of the cache (PyTorch 1.0).
         if report.allocated is not None and report.cached < report.allocated:

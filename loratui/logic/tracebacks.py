@@ -2,8 +2,8 @@
 
 Fed one line at a time (a live run's output, a pasted log), it keeps only the current traceback's frames
 (bounded) and the exceptions seen, so it reads any length of text. Every dialect's frames count: plain
-Python, rank-prefixed torchrun, IPython's `path in func(...)` with Colab links and `<ipython-input-..>` cells,
-Jupyter's `File path:N, in func(` and `Cell In[N], line M`. The phase comes from the frames' function names
+Python, rank-prefixed torchrun, loguru, IPython's `path in func(...)` with Colab links and `<ipython-input-..>`
+cells, Jupyter's `File path:N, in func(` and `Cell In[N], line M`, rich's boxed `│ path.py:N in func │`. The phase comes from the frames' function names
 and from the call on each frame's current line (the code line under a plain frame, IPython's `---->` arrow),
 which names the next frame even in a traceback cut before it: the innermost save, evaluation, data loading
 or model loading decides, else a training step. Where the exception was raised comes from the innermost
@@ -25,10 +25,16 @@ _IPY_FRAME = re.compile(r"^\s*File (?P<path>\S{1,500}?\.py):\d+, in (?P<func>[\w
 # the cell itself as `<ipython-input-9-ccd2> in <cell line: 0>()` or `<ipython-input-3-ab> in <module>`.
 _OLD_IPY_FRAME = re.compile(r"^\s*\[?(?P<path>[^\s\[\]()]{1,500}?\.py|<ipython-input-[\w-]{1,80}>)"
                             r"(?:\]\([^)\s]{0,300}\))? in (?P<func>[\w.]+|<[\w :]{1,40}>)(?:\(|\s*$)")
+_IPY_TYPE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s+$")
+"""IPython's header names the exception before `Traceback`: after a logger's prefix too."""
+_BOX = re.compile(r"[╭─│]")
+"""rich draws its header inside a box: its corner is no logger's prefix."""
 _CELL_FRAME = re.compile(r"^\s*(?P<path>Cell In ?\[\d*\]), line \d+")
 """Jupyter since IPython 8: the cell's frame has no function, only `Cell In[12], line 3`."""
-_ARROW = re.compile(r"^\s*-+>\s*\d+\s(?P<code>.*)")
-"""IPython's current line of a frame: `----> 3     model.push_to_hub_gguf(`."""
+_ARROW = re.compile(r"^\s*[│|]?\s*(?:-+>|❱)\s*\d+\s(?P<code>.*)")
+"""IPython's current line of a frame, `----> 3     model.push_to_hub_gguf(`, and rich's `│ ❱ 120 │   f(x) │`."""
+_RICH_FRAME = re.compile(r"^\s*[│|]\s*(?P<path>[^\s│|]{1,500}?\.py):\d+\s+in\s+(?P<func>[\w<>.]+)")
+"""rich's traceback box (typer, accelerate, many CLIs): `│ /path/trainer.py:1938 in _inner_training_loop  │`."""
 _CALL = re.compile(r"^\s*(?:[\w\[\]., ]{1,120}?=\s*|return\s+|await\s+|yield\s+)?(?:[\w\])]+\.){0,8}(?P<name>\w+)\(")
 """The call a frame's current line makes (`eval_loss = evaluate(model)`, `trainer.model.push_to_hub(d)`):
 the function of the next frame inward."""
@@ -48,15 +54,20 @@ _CHAINED = re.compile(r"During handling of the above exception|The above excepti
 WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
 
-# Merging an adapter into its base and exporting it write the model out, as a save does.
-_SAVE_NAMES = re.compile(r"save|state_dict_for_save|consolidate|push_to_hub|merge_and_unload|unload_and_optimi|"
+# Merging an adapter into its base and exporting it write the model out, as a save does; gathering a state dict
+# (FSDP's unsharding hooks, peft's adapter weights) is what a save does first.
+_SAVE_NAMES = re.compile(r"save|state_dict|consolidate|push_to_hub|merge_and_unload|unload_and_optimi|"
                          r"merge_(?:lora|adapter|peft|weights|model)|lora_merge|^export|_export|gguf", re.I)
 # (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions; the metrics
 # (compute_metrics, preprocess_logits_for_metrics) run on them at the evaluation's end.
 _EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$|"
                          r"compute_metrics|logits_for_metrics", re.I)
+_EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "evaluator"})
+"""Words of a function name that say evaluation (`val_epoch`, `run_test`, `_run_sanity_check`, `valid_step`),
+beside the stems `_EVAL_NAMES` finds anywhere in a name."""
 _DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
-_LOAD_NAMES = re.compile(r"from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
+_LOADS = re.compile(r"(?<!un)load", re.I)
+_LOAD_NAMES = re.compile(r"load_state_dict|from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
                          r"_check_and_enable_flash_attn|dispatch_model|^load_(?:tokenizer|model_and_tokenizer)$")
 _TRAIN_NAMES = re.compile(r"^(?:training_step|_inner_training_loop|backward|train_batch|_exec_backward_pass|"
                           r"train_step|_do_backward|fit_loop|run_training_batch|optimizer_step)$")
@@ -127,13 +138,18 @@ def frame_phase(frame: Frame) -> str:
     return name_phase(frame.func.rsplit(".", 1)[-1], frame.path) or called
 
 
+def _words(name: str) -> set[str]:
+    """A function name's words: `val_epoch` -> {val, epoch}, `runValidation` -> {run, validation}."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name)}
+
+
 def name_phase(name: str, path: str) -> str:
     """The phase a function's name (and its file's path) belongs to."""
     if name in _NOT_A_PHASE:
         return ""
-    if _SAVE_NAMES.search(name) and not name.startswith("load"):
+    if _SAVE_NAMES.search(name) and not _LOADS.search(name):
         return "save"
-    if _EVAL_NAMES.search(name):
+    if _EVAL_NAMES.search(name) or not _EVAL_WORDS.isdisjoint(_words(name)):
         return "eval"
     if _DATA_NAMES.search(name) or "torch/utils/data/" in path.replace("\\", "/"):
         return "data"
@@ -153,6 +169,13 @@ def phase_of(frames: "deque[Frame] | tuple[Frame, ...]") -> str:
     return fallback
 
 
+def prefix_shape(prefix: str) -> str:
+    """A regex for prefixes shaped like this one: digits vary (timestamps, ranks, pids), the rest is literal,
+    spaces counted (what follows the prefix keeps its indentation)."""
+    shape = "".join(r"\d" if ch.isdigit() else r"[ \t]" if ch.isspace() else re.escape(ch) for ch in prefix)
+    return re.sub(r"(?:\\d)+", r"\\d+", shape)
+
+
 def strip_rank(line: str) -> str:
     """A line without torchrun's `[rank1]:` or a launcher's `[80746] [rank0]:` prefix."""
     return _RANK.sub("", line, count=1) if line.startswith("[") else line
@@ -168,12 +191,21 @@ class TraceScanner:
     count: int = 0
     pending_type: str = ""  # a notebook header names the type before the frames
     _code_next: bool = False  # the line after a plain frame is that frame's current line
+    _prefix: str = ""  # the shape (a regex) of what a logger printed before the header, stripped from each line
+    _header_indent: int = -1  # the header's indentation (a pasted block indented as a whole), -1 before one
+    _min_indent: int = 1 << 30  # the least indentation seen, the paste's margin when no header came
     _continuing: int = 0
     _since_exception: int = 0  # frames seen since the last exception (a cut-off traceback when > 0 at the end)
 
     def line(self, raw: str) -> None:
         """Fold one line in."""
         text = strip_rank(raw).rstrip()
+        if self._prefix:
+            prefixed = re.match(self._prefix, text)
+            text = text[prefixed.end():] if prefixed else text
+        indent = len(text) - len(text.lstrip(" \t"))
+        if text.strip():
+            self._min_indent = min(self._min_indent, indent)
         if self._continuing and self.last is not None:
             if self._continue(text):
                 return
@@ -181,7 +213,8 @@ class TraceScanner:
             self._header(text)
             return
         frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else (
-            _OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None)
+            (_RICH_FRAME.match(text) if "py:" in text else None) or
+            (_OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None))
         cell = _CELL_FRAME.match(text) if "Cell In" in text else None
         if frame or cell:
             found = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
@@ -192,8 +225,9 @@ class TraceScanner:
             return
         if self.frames and self._current_line(text):
             return
-        if not _MAYBE_RAISED.search(text) or text.startswith((" ", "\t")) or _CHAINED.search(text):
-            return
+        margin = self._header_indent if self._header_indent >= 0 else self._min_indent
+        if not _MAYBE_RAISED.search(text) or indent > margin or _CHAINED.search(text):
+            return  # indented past the traceback's margin: a code line, not the exception
         found = _EXCEPTION.search(text)
         if found and (self.frames or found.group("msg") is not None):
             self._raised(found.group("type"), (found.group("msg") or "").strip(), raw.strip())
@@ -224,8 +258,8 @@ class TraceScanner:
         """A frame's current line (the code under a plain frame, IPython's arrow): the call it makes is kept
         on the frame. True when the line was one."""
         plain, self._code_next = self._code_next, False
-        arrow = _ARROW.match(text) if ">" in text else None
-        code = arrow.group("code") if arrow else text if plain and not _EXCEPTION.match(text.strip()) else None
+        arrow = _ARROW.match(text) if ">" in text or "❱" in text else None
+        code = arrow.group("code").replace("│", " ") if arrow else text if plain and not _EXCEPTION.match(text.strip()) else None
         if code is None:
             return False
         call = _CALL.match(code)
@@ -236,8 +270,15 @@ class TraceScanner:
     def _header(self, text: str) -> None:
         self.frames.clear()
         self._since_exception = 0
-        notebook = _IPY_HEADER.match(text)
+        before = text[:_HEADER.search(text).start()]  # type: ignore[union-attr]
+        notebook = _IPY_HEADER.match(text) or _IPY_TYPE.search(before)
         self.pending_type = notebook.group(1) if notebook else ""
+        if notebook is not None and not notebook.re is _IPY_HEADER:
+            before = before[:notebook.start()]
+        if before.strip() and len(before) <= 120 and not _BOX.search(before):
+            self._prefix = prefix_shape(before)  # `worker-1: `, `[1,0]<stderr>:`, `2024-05-01 12:00:00 | `
+            text = text[len(before):]
+        self._header_indent = len(text) - len(text.lstrip(" \t"))
 
     def _raised(self, kind: str, message: str, line: str) -> None:
         raised = Raised(type=kind, message=message[:600], line=line[:600], frames=tuple(self.frames),

@@ -294,6 +294,7 @@ class Advisor:
         self.oom = Finding("oom", ctx.step, {"report": report, "phase": ctx.phase or hint or self.trace.phase,
                                              "load": load, "others": ctx.other_pids(),
                                              "names": dict(ctx.gpu_names)})
+        self.text.frozen = True  # the status the text showed when the OOM struck
         self.oom_after = ""
         self._items = None
 
@@ -346,7 +347,11 @@ def _build_all(adv: Advisor) -> list[Advice]:
     logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
     priced = memory_proposal(adv)
     built = _oom_built(adv, logits, priced) if adv.oom is not None else []
+    rose = adv.found.get("loss_diverging")
+    ran_away = rose is not None and rose.facts.get("nan_step") is not None
     for finding in adv.found.values():
+        if finding.id == "nan_loss" and ran_away:
+            continue  # the NaN the text printed is where the rise ran to: the divergence explains it
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
     vram = adv.vram.current or _projected(adv)

@@ -54,7 +54,7 @@ class LossWatch:
         self.changed = False
         values = {k: events.num_in(v) for k, v in e.values.items()}
         if "train_runtime" in values or "train_loss" in values or any(k.startswith("eval_") for k in values):
-            return []  # the end-of-training summary or an eval, not a step's loss
+            return self._eval_nan(e.step, values, ctx)  # the end-of-training summary or an eval, not a step's loss
         lr = values.get("learning_rate")
         if lr is not None:
             self.warming = self.lr is not None and lr > self.lr * (1 + 1e-9) and lr > 0
@@ -97,6 +97,15 @@ class LossWatch:
             return [Finding("nan_loss", step, {"what": "grad_norm", "value": str(grad), "lr": self.lr,
                                                "streak": self.bad_grad_streak, "names": names, "loss": loss})]
         return []
+
+    def _eval_nan(self, step: int, values: dict[str, float | None], ctx: Context) -> list[Finding]:
+        """An evaluation's loss that is not finite (fp16 overflowing in eval, a batch with no labels): a NaN
+        the training logs may never show."""
+        loss = values.get("eval_loss")
+        if loss is None or _finite(loss):
+            return []
+        return [Finding("nan_loss", step, {"what": "eval_loss", "value": str(loss), "lr": self.lr,
+                                           "names": sorted(set(ctx.gpu_names.values()))})]
 
     def _rise_stands(self) -> bool:
         """Whether a rise was found and the loss had not come back down before this NaN."""

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
-from loratui.logic.text_reader import progress
+from loratui.logic.text_reader import progress, values
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
@@ -17,8 +17,11 @@ _FEW_SUGGEST = re.compile(r"\(try (\d+) which is the number of cpus|`?num_worker
 _MANY_WORKERS = re.compile(r"This DataLoader will create (\d+) worker processes in total")
 _MANY_SUGGEST = re.compile(r"suggested max number of worker in current system is (\d+)")
 _SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
+_GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
+"""gpustat: `[0] NVIDIA A100-SXM4-80GB | 34°C,   2 % | 30563 / 81920 MB | user(30560M)`."""
 _DISTRIBUTED = r"NCCL|c10d|store->|TCPStore|DistStore|ProcessGroup|process group|gloo|rendezvous|barrier|collective"
-_TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b|timeout\b)"
+_TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))"
+"""A timeout that happened, not a setting (`TIMEOUT(ms): 1800000`, `timeout=1800`, `NCCL_IB_TIMEOUT set by`)."""
 _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
     r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
@@ -41,11 +44,16 @@ _STATUS = re.compile(
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
                  "val": "eval", "pre": "eval", "tra": "train"}
+_STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "evaluat", "validat", "predict", "train")
 _NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
 """A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
-_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*)", re.I)
+_EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
+                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge)", re.I)
+"""The command run is an export or a merge (`python src/export_model.py`, `llamafactory-cli export`, `swift export`,
+`python -m axolotl.cli.merge_lora`): it writes a model out, as a save does."""
+_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
-`Validation DataLoader 0`, `Evaluating`, `Testing`)."""
+`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|OOM|out of memory)\b|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
 _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|验证|评估|评测|推理", re.I)),
@@ -55,13 +63,21 @@ _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
 _NAN_SAID = re.compile(
     r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
     r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
-    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b", re.I)
+    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b|"
+    r"\b(?:detected|found|encountered|contains?|got)\b[\w ]{0,20}?\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? "
+    r"values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
+    r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]",
+    re.I)
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
-a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`)."""
+a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`), and the tools that watch for one:
+autograd's anomaly detection (`Function 'MulBackward0' returned nan values in its 0th output`), TensorBoard
+refusing a NaN scalar (`NaN or Inf found in input tensor`), Megatron's count of NaN iterations above zero."""
 _SCALE_DOWN = re.compile(r"reducing (?:the )?loss scale|Gradient overflow|OVERFLOW!.{0,80}loss scale", re.I)
 """fp16's dynamic loss scaler backing off from an overflow (normal now and then; beside a NaN it names fp16)."""
-_SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b", re.I)
-"""fp16's loss scaler (DeepSpeed, Megatron, apex) gave up: every step overflows."""
+_SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b|"
+                          r"Minimum loss scale reached", re.I)
+"""fp16's loss scaler (DeepSpeed, Megatron, apex, fairseq's `FloatingPointError: Minimum loss scale reached`) gave
+up: every step overflows."""
 _METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata)\b:?\s+(\d+(?:\.\d+)?)(?:\s*\((\d+(?:\.\d+)?)\))?")
 """Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
 brackets), MMEngine/LAVIS (`time: 0.4920  data: 0.0000`), `load_data_time: 19.6, train_step_time: 0.68`."""
@@ -70,7 +86,8 @@ _EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
 METER_SHARE = 0.25
 """Waiting for data a quarter of the wall time or more: a starved loader."""
 _PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,200}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s)")
+                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
+"""tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`)."""
 _PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
@@ -83,6 +100,7 @@ class TextWatch:
 
     banner: str = ""  # the phase the last status line or bar announced, since the last training log
     banner_line: str = ""  # that line
+    frozen: bool = False  # an OOM struck: the banner is where it was then (a log released later must not reset it)
     prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
     progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
     checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
@@ -101,20 +119,29 @@ class TextWatch:
         self._phase_hints(line)
         if "worker" in line:
             found += self._workers(line, step)
-        if "MiB" in line and "%" in line:
-            smi = _SMI_ROW.search(line)
-            if smi and int(smi.group(3)) <= 10 and int(smi.group(1)) >= 1024:
-                found.append(Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(),
-                                                            "util": int(smi.group(3)), "used_mib": int(smi.group(1))}))
+        if "%" in line and ("MiB" in line or "MB" in line):
+            found += self._idle_gpu(line, step)
         if "time" in lowered and any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
             found += self._nan_said(line, step)
         if "ata" in line and "ime" in line:
             found += self._meter(line, step)
-        if "/s" in line and "<" in line:
+        if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
         return found
+
+    def _idle_gpu(self, line: str, step: int) -> list[Finding]:
+        """A GPU holding memory (a model is loaded) but nearly idle, in nvidia-smi's table or gpustat's line."""
+        smi = _SMI_ROW.search(line)
+        used, util = (int(smi.group(1)), int(smi.group(3))) if smi else (0, 100)
+        if smi is None:
+            gpustat = _GPUSTAT_ROW.search(line)
+            used, util = (int(gpustat.group(2)), int(gpustat.group(1))) if gpustat else (0, 100)
+        if util <= 10 and used >= 1024:
+            return [Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(), "util": util,
+                                                   "used_mib": used})]
+        return []
 
     def _nan_said(self, line: str, step: int) -> list[Finding]:
         """A NaN in the program's own words, or fp16's loss scaler at its floor (every step overflows)."""
@@ -162,7 +189,7 @@ class TextWatch:
     def _preprocessing(self, line: str, step: int) -> list[Finding]:
         """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
         m = _PREP_BAR.search(line)
-        if m is None or not (m.group("unit") != "it/s" or _PREP_WORDS.search(m.group("desc"))):
+        if m is None or not (m.group("unit") not in ("it/s", "s/it") or _PREP_WORDS.search(m.group("desc"))):
             return []
         spent, left = _seconds(m.group("spent")), _seconds(m.group("left"))
         if spent + left < PREP_SLOW_S:
@@ -173,7 +200,8 @@ class TextWatch:
 
     def train_log(self) -> None:
         """A training log arrived: the run is back in its training steps."""
-        self.banner = ""
+        if not self.frozen:
+            self.banner = ""
 
     def phase(self) -> tuple[str, list[str]]:
         """(phase, evidence) from the text alone: a Trainer banner, a checkpoint named at the step the run
@@ -201,7 +229,8 @@ class TextWatch:
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
         lowered = line.lower()
-        if len(self.prose) < 2 and _MEMORY_WORDS.search(line) \
+        if len(self.prose) < 2 and ("memory" in lowered or "oom" in lowered or "存" in line) and \
+                _MEMORY_WORDS.search(line) \
                 and "File " not in line and "{" not in line:
             for phase, words in _PROSE_PHASE:
                 if phase not in self.prose and words.search(line) and not _looks_like_code(line):
@@ -210,7 +239,10 @@ class TextWatch:
     def _status(self, line: str) -> None:
         """The phase a status line or a progress bar's description announces: the last one before a failure
         says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
-        if "|" in line and "/" in line:
+        if self.frozen:
+            return
+        bar_at = line.find("|")
+        if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
             bar = progress.find_bar(line)
             if bar is not None and bar.desc:
                 if _EVAL_BAR.search(bar.desc):
@@ -218,8 +250,17 @@ class TextWatch:
                 elif self.banner == "eval":
                     self.banner = ""
                 return
+        if "oss" in line and _trains(line):
+            self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
+            return  # Log event on only after the lines that follow it, so the line itself is read here)
+        if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
+            self.banner, self.banner_line = "save", line.strip()[:300]
+            return
         if len(line) > 300 or "File " in line:
             return
+        lowered = line.lower()
+        if not any(stem in lowered for stem in _STATUS_STEMS):
+            return  # the cheap test first: this runs on every line of a log
         status = _STATUS.search(line.strip())
         if status and not _NOT_STATUS.search(line) and not _looks_like_code(line):
             self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
@@ -255,6 +296,18 @@ class TextWatch:
         facts = {"line": line.strip()[:400], "op": fields.group(1) if fields else "rendezvous" if store else "",
                  "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
         return [Finding("nccl_timeout", step, facts)]
+
+
+def _trains(line: str) -> bool:
+    """Whether a line logs a training step's loss (a printed Trainer dict or a `step N ... loss X` line)."""
+    if "{" in line:
+        return _DICT_LOSS.search(line) is not None and "train_runtime" not in line
+    return values.loss_line(line) is not None and not _NOT_TRAIN_LOSS.search(line)
+
+
+_LETTER = re.compile(r"[A-Za-z]")
+_DICT_LOSS = re.compile(r"""\{\s*['"]loss['"]\s*:|[,{]\s*['"]loss['"]\s*:""")
+_NOT_TRAIN_LOSS = re.compile(r"\b(?:eval|valid|val|test)", re.I)
 
 
 def _seconds(clock: str) -> int:

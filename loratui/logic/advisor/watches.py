@@ -244,24 +244,29 @@ _SETUP = (
     # a build without GPU support. Not any line that names the package: a healthy CPU run's optional kernels
     # ("Failed to load CPU gemm_4bit_forward from kernels-community/quantization-bitsandbytes") are no failure.
     ("bnb_setup", re.compile(
-        r"CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|Required library)|libbitsandbytes_cpu|"
+        r"CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
+        r"Setup Failed|Solution)|libbitsandbytes_cpu|"
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
-        r"bitsandbytes library load error|bitsandbytes CUDA binary|"
+        r"bitsandbytes (?:library load error|native library|CUDA binary)|"
+        # its native functions missing: the library loaded without its CUDA binary
+        r"'NoneType' object has no attribute 'c\w*(?:blockwise|adam|nf4|fp4|8bit|32bit|managed)\w*'|"
         r"bitsandbytes\b.{0,200}?(?:compiled without GPU|without GPU support|not compiled with (?:CUDA|GPU))|"
         r"libbitsandbytes\w*.{0,300}?(?:" + _UNAVAILABLE + r")|(?:" + _UNAVAILABLE + r").{0,300}?libbitsandbytes",
         re.I)),
     # flash attention by any spelling, beside a word that says it cannot be used (not installed, a DLL or
     # symbol that does not load, a model that does not support it, a function left undefined).
+    # Not transformers' load-time note that the model is still float32 (the Trainer's autocast runs it in half).
     ("flash_attn_unavailable", re.compile(
-        r"(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
+        r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r"(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|in _check_and_enable_flash_attn_2\b|"
         r"FlashAttention only supports Ampere", re.I)),
     ("cuda_error", re.compile(
-        r"CUDA error: (?!out of memory)|device-side assert triggered|illegal memory access|"
+        r"CUDA (?:driver |runtime )?error: (?!out of memory)|device-side assert triggered|illegal memory access|"
+        r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
         r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)", re.I)),
 )
-SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup"), "flash_attn_unavailable": ("flash",),
+SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype"), "flash_attn_unavailable": ("flash",),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal")}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
