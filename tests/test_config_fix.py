@@ -303,6 +303,10 @@ async def test_key_A_is_offered_for_a_watched_config_and_not_for_a_bare_script(
         if offered:
             await pilot.press("n")
             await pilot.pause(0.2)
+        else:  # `A` says why it writes nothing, and the panel said so beside the advice (issue 24 item 7)
+            said = [n.message for n in app._notifications]
+            assert any("does not rewrite your code; make this change in train.py" in m for m in said), said
+            assert all(item.no_fix for item in app.advisor.items() if item.change)
     if offered:
         (written,) = config.parent.glob("qwen_lora.loratui-fix*.yaml")
         assert yaml.safe_load(written.read_text())["per_device_train_batch_size"] == 2 and sent == []

@@ -88,7 +88,19 @@ def speak(change: dict[str, Any], spoken: str, config: str = "", command: list[s
     (only into a LLaMA-Factory or axolotl YAML config the command names)."""
     if spoken in config_keys.KEYS:
         return config_keys.speak(change, spoken, config, command or [], python_name)
-    return config_keys.Spoken({python_name(key): value for key, value in change.items()})
+    return config_keys.Spoken({python_name(key): value for key, value in change.items()},
+                              no_fix=_why_not_in_code(change, command or []))
+
+
+def _why_not_in_code(change: dict[str, Any], command: list[str]) -> str:
+    """Why `A` writes nothing for a script (the panel and `A` itself say it): loratui never edits code."""
+    if not change:
+        return ""
+    if all(key.startswith("env.") for key in change):
+        return "A: this changes only the environment; set it before the command and run it again"
+    name = run_name(command) if command else "your script"
+    script = next((os.path.basename(a) for a in command[1:] if a.endswith(".py") and not a.startswith("-")), name)
+    return f"A: loratui does not rewrite your code; make this change in {script} and run it again"
 
 
 SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)

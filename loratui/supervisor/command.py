@@ -76,11 +76,9 @@ def refuse_without_hook(command: str) -> str | None:
 
 
 def stop_signals(pid: int, hooked: dict[str, Any] | None) -> None:
-    """Stop's first signal: SIGTERM where the hook's single process reads it as a stop at the next step,
-    or to the whole group of a process with no hook (woken first, if paused); none under a launcher
-    (torchrun kills every rank on SIGTERM, so there the control file speaks)."""
+    """Stop's first signal: SIGTERM to the whole group of a process with no hook (woken first, if paused).
+    None to a hooked Trainer: the control file speaks (read at the next step boundary), so the hook never
+    installs a signal handler in the user's process."""
     if hooked is None:
         signal_group(pid, signal.SIGCONT)
         signal_group(pid, signal.SIGTERM)
-    elif hooked.get("world_size") == 1 and hooked.get("pid") == pid:
-        os.kill(pid, signal.SIGTERM)

@@ -252,6 +252,7 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
 
     from loratui.errors import UsageError
     from loratui.logic.command_keys import run_name
+    from loratui.text import inert
 
     if not command:
         raise UsageError("loratui run: give a recipe (`loratui run tiny`) or a command to watch "
@@ -266,7 +267,9 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
     name = name or run_name(command)
     # The run directory's recipe.toml holds only [monitor] until the hooked Trainer writes its live settings.
     line = 30.0 if warn_gb is None else float(warn_gb)
-    placeholder = (f"# loratui run -- {shlex.join(command)[:300]}\n# No recipe: the command is watched. A "
+    # One comment line whatever the arguments hold (a newline, a control character), or TOML fails.
+    shown = inert(shlex.join(command)[:300], newlines=False)
+    placeholder = (f"# loratui run -- {shown}\n# No recipe: the command is watched. A "
                    "hooked Trainer records its live settings here at train begin.\n\n"
                    f"[model]\npath = \"{WATCHED}\"\n\n[data]\ndataset = \"{WATCHED}\"\n\n"
                    f"[monitor]\nwarn_gb = {line}\n")

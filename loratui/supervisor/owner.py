@@ -259,16 +259,19 @@ class Supervisor:
     def _run_trainer(self, resume_from: str | None) -> int:
         """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
         command = trainer_command(self.run, self.recipe, self.probe, resume_from)
-        env = dict(os.environ, PYTHONUNBUFFERED="1", **self.settings.env)
+        env = dict(os.environ, **self.settings.env)
         # Commands sent from now on (a `pause` while the trainer still imports) wait in control.cmds for it.
         env["LORATUI_CMDS_OFFSET"] = str(self._cmds_offset)
-        if self.command:  # the user's bars are their output (and how a plain loop's steps are read)
+        if self.command:
+            # The user's program, as they would run it: their buffering, bars and NCCL settings (a plain
+            # loop's own print()s reach the log as its stdout flushes them); only the hook's variables added.
             env = watched.command_env(self.run, env, resume_from)
             self.run.hooked.unlink(missing_ok=True)  # this launch's Trainer writes it anew
         else:
-            env["TQDM_DISABLE"] = "1"
-        # Leave NVLink multicast off: it is not needed for DDP/FSDP and misbehaves on some hosts.
-        env.setdefault("NCCL_NVLS_ENABLE", "0")
+            env.update(PYTHONUNBUFFERED=self.settings.env.get("PYTHONUNBUFFERED", "1"), TQDM_DISABLE="1")
+            # Leave NVLink multicast off in loratui's own trainer: not needed for DDP/FSDP, and it
+            # misbehaves on some hosts.
+            env.setdefault("NCCL_NVLS_ENABLE", "0")
         env = self.unattended.trainer_env(env)
         with append_file(self.run.stdout_log) as out, append_file(self.run.stderr_log) as err:
             # A watched command leads its own process group: pause and stop reach its every process.

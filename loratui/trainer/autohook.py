@@ -46,8 +46,16 @@ class PostImportFinder(importlib.abc.MetaPathFinder):
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
                     spec.loader = _PatchingLoader(spec.loader)
+                _remove(self)  # its one job is done: sys.meta_path is the script's own again
                 return spec
         return None
+
+
+def _remove(finder: PostImportFinder) -> None:
+    try:
+        sys.meta_path.remove(finder)
+    except ValueError:
+        pass
 
 
 def install() -> None:

@@ -97,7 +97,11 @@ class RankSync:
 class TokenCounter:
     """Counts non-padding training tokens on the device, read once per optimiser step."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_host: bool = False) -> None:
+        """`on_host`: read each micro-batch's count at once (a device sync per forward) so that no tensor of
+        loratui's stays allocated on the device: in a watched script, even 512 bytes held through the step
+        would show in the script's own `max_memory_allocated()`."""
+        self.on_host = on_host
         self._total: Any = 0
         self._read = 0
         self.step_len = 0
@@ -116,7 +120,8 @@ class TokenCounter:
             self.last_len = int(shaped.shape[-1])
             self.step_len = max(self.step_len, self.last_len)
         if mask is not None:
-            self._total = self._total + mask.sum()
+            count = mask.sum()
+            self._total = self._total + (int(count) if self.on_host else count)
         elif ids is not None:
             self._total = self._total + ids.numel()
 
@@ -132,7 +137,16 @@ class EventCallback(TrainerCallback):
 
     def __init__(self, emit: Callable[[events.AnyEvent], None], control: ControlState,
                  tokens: TokenCounter, begin_info: dict[str, Any], cuda: Any = None,
-                 sync: RankSync | None = None) -> None:
+                 sync: RankSync | None = None, reset_peaks: bool = True,
+                 pin_saves: bool = True) -> None:
+        """`reset_peaks`: reset torch's peak counters after each step, for a per-step peak. Only in loratui's
+        own trainer process: in a watched script the counters are the user's (their
+        `max_memory_allocated()` must read as it would alone), so the peaks recorded there are running
+        maxima since the process began (or since the script's own reset).
+
+        `pin_saves`: keep a checkpoint saved with `s` out of save_total_limit's rotation (a hard-linked
+        copy under `saved/`). Only in loratui's own checkpoints directory: a watched script's output_dir
+        gets nothing the Trainer would not write, and a notice says when its rotation may delete it."""
         self.sync = sync or RankSync(1, 0)
         self.rank = self.sync.rank
         self._emit_all = emit
@@ -142,6 +156,7 @@ class EventCallback(TrainerCallback):
         self.tokens = tokens
         self.begin_info = begin_info
         self.cuda = cuda  # torch.cuda when training on a GPU
+        self.reset_peaks, self.pin_saves = reset_peaks, pin_saves
         self.suspended = False
         self._hold_after_save = False
         self.stopped = False
@@ -181,7 +196,8 @@ class EventCallback(TrainerCallback):
             "torch_allocated": self.cuda.memory_allocated(), "torch_reserved": self.cuda.memory_reserved(),
             "peak_allocated": self.cuda.max_memory_allocated(), "peak_reserved": self.cuda.max_memory_reserved(),
         }
-        self.cuda.reset_peak_memory_stats()
+        if self.reset_peaks:
+            self.cuda.reset_peak_memory_stats()
         return figures
 
     def _obey(self, state: Any, control: Any) -> None:
@@ -240,7 +256,12 @@ class EventCallback(TrainerCallback):
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         # Absolute: a watched script's output_dir is relative to its own working directory.
         path = os.path.abspath(f"{args.output_dir}/checkpoint-{state.global_step}")
-        if self._requested_save and args.save_total_limit and args.should_save:
+        if self._requested_save and args.save_total_limit and args.should_save and not self.pin_saves:
+            self.emit(events.Notice(
+                t=time.time(), level="warning", key="training.save_total_limit",
+                message=f"saved {path}; the script's save_total_limit = {args.save_total_limit} deletes it like "
+                        "any other checkpoint once newer ones are written: copy it to keep it"))
+        elif self._requested_save and args.save_total_limit and args.should_save:
             # The user asked for this one: save_total_limit's rotation must never take it away.
             try:
                 path = str(pin_checkpoint(Path(path)))

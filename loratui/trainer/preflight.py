@@ -151,7 +151,10 @@ def recipe_text(recipe: Recipe, command: str) -> str:
     """The live recipe as TOML, checked by the same loader as any recipe (RecipeError if it does not pass)."""
     import msgspec
 
-    lines = [f"# The live settings of `{command[:200]}` at train begin, as loratui read them from its",
+    from loratui.text import inert
+
+    command = inert(command[:200], newlines=False)  # one comment line, whatever the arguments hold
+    lines = [f"# The live settings of `{command}` at train begin, as loratui read them from its",
              "# TrainingArguments, LoraConfig and BitsAndBytesConfig. loratui does not run this file.", ""]
     for name, section in msgspec.structs.asdict(recipe).items():
         if name == "distributed":

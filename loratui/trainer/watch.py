@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import signal
 import sys
 import time
 import weakref
@@ -30,6 +29,9 @@ from loratui.rundir import SUSPEND_EXIT, RunDir, replace_file
 
 RUN_ENV, RESUME_ENV, PARENT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_SUPERVISOR_PID"
 """Set by the supervisor for the watched command: the run directory; on a resume, the checkpoint."""
+WATCHED_OPTIONS = {"reset_peaks": False, "pin_saves": False}
+"""The callback in a user's process leaves its state alone: torch's peak counters are the script's (the
+peaks recorded are running maxima), and its output_dir gets only what its Trainer writes."""
 
 
 class LoratuiCallback(TrainerCallback):
@@ -42,7 +44,6 @@ class LoratuiCallback(TrainerCallback):
         self.log: EventWriter | None = None
         self.trainer: Any = None  # a weakref to the Trainer it serves (set by the patched __init__)
         self._unhook: Any = None
-        self._sigterm: Any = None
 
     @property
     def suspended(self) -> bool:
@@ -75,7 +76,7 @@ class LoratuiCallback(TrainerCallback):
         if rank == 0:
             seq_len = self._preflight(run, args, model, loader, cuda)
             _write_json(run.hooked, {"pid": os.getpid(), "world_size": world, "controls": controls})
-        tokens = TokenCounter()
+        tokens = TokenCounter(on_host=True)  # nothing of loratui's held on the device through a step
         if model is not None:
             self._unhook = model.register_forward_pre_hook(tokens.hook, with_kwargs=True).remove
         total, trainable = count_parameters(model) if model is not None else (0, 0)
@@ -86,10 +87,10 @@ class LoratuiCallback(TrainerCallback):
                 "pid": os.getpid(), "controls": controls,
                 "versions": {"torch": str(torch.__version__), "transformers": str(transformers.__version__)}}
         sync = RankSync(world, rank, args.device if cuda else None)
-        if world == 1 and _main_thread():
-            # `loratui stop` sends SIGTERM to a single process: stop at the next step boundary.
-            self._sigterm = signal.signal(signal.SIGTERM, lambda *_: control.apply("stop"))
-        return EventCallback(self.log.write, control, tokens, info, torch.cuda if cuda else None, sync)
+        # No signal handler and no reset of torch's peak counters: both are the script's own (`loratui
+        # stop` reaches a hooked Trainer through control.cmds, read at the next step boundary).
+        return EventCallback(self.log.write, control, tokens, info, torch.cuda if cuda else None, sync,
+                             **WATCHED_OPTIONS)
 
     def _preflight(self, run: RunDir, args: Any, model: Any, loader: Any, cuda: bool) -> int:
         """The estimate a recipe gets, from the live settings; the live recipe beside it for the advice."""
@@ -138,8 +139,6 @@ class LoratuiCallback(TrainerCallback):
         self.inner.on_train_end(args, state, control, **kwargs)
         if self._unhook is not None:
             self._unhook()
-        if self._sigterm is not None and _main_thread():
-            signal.signal(signal.SIGTERM, self._sigterm)
 
 
 def _delegate(name: str) -> Any:
@@ -203,12 +202,6 @@ def _callback(trainer: Any) -> LoratuiCallback | None:
         if isinstance(callback, LoratuiCallback):
             return callback
     return None
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:

@@ -98,6 +98,8 @@ class LoratuiApp(App[str]):
         Binding("t", "toggle_plot", "lr"),
         Binding("a", "focus_advice", "advice", group=ADVICE_KEYS),
         Binding("A", "apply_advice", "apply", group=ADVICE_KEYS),
+        # Where `A` can write nothing (a plain script's advice), the same key says why instead of nothing.
+        Binding("A", "why_not_apply", show=False),
         Binding("k", "stacks", "stacks", show=False),
         Binding("question_mark", "help", "help"),
     ]
@@ -313,6 +315,8 @@ class LoratuiApp(App[str]):
             # a fix it can write (a plain script has neither, so nothing there).
             return self.actions is not None and self.advisor is not None and any(
                 item.fix for item in self.advisor.items())
+        if action == "why_not_apply":
+            return self.advisor is not None and any(item.no_fix for item in self.advisor.items())
         return True
 
     def action_control(self, command: str) -> None:
@@ -403,6 +407,16 @@ class LoratuiApp(App[str]):
             return
         self.push_screen(restart_choice(path, item, env, finished, command),
                          lambda answer: self._restart(answer, path, env, command))
+
+    def action_why_not_apply(self) -> None:
+        """`A` where no advice has a change it can write: say why (the highlighted advice's reason first)."""
+        panel = self.query_one(AdvicePanel)
+        index = panel.highlighted if panel.highlighted is not None else 0
+        chosen = panel.items[index] if index < len(panel.items) else None
+        reason = (chosen.no_fix if chosen is not None and chosen.no_fix
+                  else next((item.no_fix for item in panel.items if item.no_fix), ""))
+        if reason:
+            self.say(inert(reason, newlines=False), severity="warning", timeout=8)
 
     def _restart(self, answer: str | None, path: Path, env: dict[str, str], command: list[str]) -> None:
         if answer == "restart":

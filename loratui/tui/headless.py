@@ -42,11 +42,15 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
     advisor = Advisor(run.load_recipe()[0])  # as the app's panel: the run's one advice, said at the end
     bar = _RichBar(out) if out.isatty() else None
     last_print, last_step, seen_notices, note = 0.0, -1, 0, ""
+    told_output = False
     try:
         while True:
             batch = source.poll()
             state.feed_all(batch.events)
             advisor.feed_all(batch.events)
+            if state.command and not told_output:  # a watched command's own prints are not shown here
+                told_output = True
+                _say(bar, out, output_note(run))
             for notice in state.notices[seen_notices:]:
                 _say(bar, out, f"notice: {inert(notice.message)}")
             seen_notices = len(state.notices)
@@ -107,6 +111,12 @@ class _RichBar:
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+def output_note(run: RunDir) -> str:
+    """Where a watched command's own output goes while this view prints progress only."""
+    return (f"the command's own output goes to {inert(str(run.stdout_log))} (stderr: "
+            f"{inert(run.stderr_log.name)} beside it); `loratui attach {run.run_id}` shows it live")
 
 
 def print_end(state: RunState, out: TextIO, advice: Sequence[Any] = ()) -> None:

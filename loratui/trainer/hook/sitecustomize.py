@@ -3,11 +3,15 @@
 The supervisor puts this directory first on that command's PYTHONPATH only (and every process it starts
 inherits it: torchrun and accelerate ranks, LLaMA-Factory's and axolotl's launchers). At interpreter start
 Python imports this `sitecustomize`, which installs a finder that waits for `transformers.trainer`
-(importing nothing heavy), then runs the `sitecustomize` it shadows, if there is one.
+(importing nothing heavy), then takes itself out of the way: this directory leaves `sys.path`, the
+`sitecustomize` it shadows (a distribution's, a virtualenv's, the user's own) runs as Python would have run
+it, its `sys.path` changes kept, and `sys.modules["sitecustomize"]` ends as it would be without loratui.
 """
 
 import os
 import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _activate() -> None:
@@ -29,25 +33,40 @@ def _activate() -> None:
     autohook.install()
 
 
-def _chain() -> None:
-    """Run the sitecustomize this one shadows (a distribution's or a virtualenv's), as Python would have."""
+def _leave_path() -> None:
+    """Take this directory off sys.path: the script sees the path it would see without loratui."""
+    for index, entry in enumerate(sys.path):
+        if os.path.abspath(entry or ".") == _HERE:
+            del sys.path[index]
+            return
+
+
+def _chain() -> bool:
+    """Run the sitecustomize this one shadows as Python would have (True when there is one). Its module
+    replaces this one in sys.modules, and what it does to sys.path stays."""
     import importlib.util
 
-    here = os.path.dirname(os.path.abspath(__file__))
     ours = sys.modules.pop("sitecustomize", None)
-    saved = sys.path[:]
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     try:
-        if importlib.util.find_spec("sitecustomize") is not None:
-            importlib.import_module("sitecustomize")
+        if importlib.util.find_spec("sitecustomize") is None:
+            if ours is not None:
+                sys.modules["sitecustomize"] = ours  # for the import of this module to finish
+            return False
+        importlib.import_module("sitecustomize")
     except Exception as exc:  # theirs failed: say so, as Python itself would, and go on
         print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(exc).__name__}: {exc}",
               file=sys.stderr)
-    finally:
-        sys.path[:] = saved
+        sys.modules.pop("sitecustomize", None)
         if ours is not None:
             sys.modules["sitecustomize"] = ours
+        return False
+    return True
 
 
 _activate()
-_chain()
+_leave_path()
+if not _chain():
+    # No sitecustomize of theirs: Python's site module reads an ImportError naming "sitecustomize" as
+    # "there is none" and says nothing, and the import system drops this module from sys.modules. The
+    # finder installed above stays.
+    raise ImportError("no sitecustomize besides loratui's hook", name="sitecustomize")

@@ -121,8 +121,10 @@ def _primary(state: RunState):  # type: ignore[no-untyped-def]
 def _torch_line(state: RunState) -> str:
     if state.torch_allocated is None:
         return "torch: N/A (CPU run)" if state.device == "cpu" else "torch: --"
+    # A watched script's peak counters are its own, never reset by loratui: a running max, not a step's.
+    peak = "peak so far" if state.command else "step peak"
     line = (f"torch alloc {units.gib(state.torch_allocated)} · reserved {units.gib(state.torch_reserved)} · "
-            f"step peak {units.gib(state.step_peak_allocated)}/{units.gib(state.step_peak_reserved)} GiB")
+            f"{peak} {units.gib(state.step_peak_allocated)}/{units.gib(state.step_peak_reserved)} GiB")
     if len(state.rank_peak_reserved) > 1:
         # One rank far above the others usually means a wrong device placement (set_device).
         line += " · ranks " + " ".join(f"{r}:{units.gib(v)}" for r, v in sorted(state.rank_peak_reserved.items()))

@@ -1,0 +1,179 @@
+"""A watched script sees the process it would see alone (issue 24 item 2; issue 25 items 12 and 13).
+
+tests/data/scripts/no_trace_probe.py reports its own view (during training and after it) of each thing a
+monitor could change. It runs once alone and once under `loratui run --` (sent `save` at step 2, with a
+`sitecustomize` of the user's own on its path), and the two reports must be equal, but for what the README
+documents: SIGHUP ignored (as nohup does), and the hook's variables in the environment (LORATUI_*, and the
+hook's directory first on PYTHONPATH, so that the command's own child processes are watched too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loratui.supervisor import control
+from loratui.supervisor.command import HOOK_DIR
+from tests.conftest import REPO, kinds, loratui, only_run, wait_for
+from tests.test_watch_runs import ENV, _run, _start, _steps, model_dir, watch_dir  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.slow
+PROBE = REPO / "tests" / "data" / "scripts" / "no_trace_probe.py"
+USER_SITECUSTOMIZE = '''import os, sys
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "extra"))
+'''
+
+
+def _user_env(base: Path) -> dict[str, str]:
+    """The user's environment: a sitecustomize of their own that adds a directory to sys.path."""
+    site = base / "usersite"
+    (site / "extra").mkdir(parents=True)
+    (site / "sitecustomize.py").write_text(USER_SITECUSTOMIZE)
+    (site / "extra" / "user_extra_mod.py").write_text("VALUE = 'from the user path'\n")
+    path = os.pathsep.join(p for p in (str(site), ENV.get("PYTHONPATH", "")) if p)
+    env = {k: v for k, v in ENV.items() if k not in ("NCCL_NVLS_ENABLE", "TQDM_DISABLE", "PYTHONUNBUFFERED")}
+    return dict(env, PYTHONPATH=path, PROBE_USER_MODULE="user_extra_mod")
+
+
+@pytest.fixture(scope="module")
+def reports(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
+    """The probe's report alone and watched, and the watched run's directory."""
+    base = tmp_path_factory.mktemp("probe")
+    env = _user_env(base)
+    work = base / "work"
+    work.mkdir()
+    command = [sys.executable, str(PROBE), "--model", str(model_dir), "--out", "out", "--save-total-limit", "1",
+               "--gate", str(base / "gate")]
+    (base / "gate").touch()
+    alone = subprocess.run([*command, "--report", str(base / "alone.json")], cwd=work, env=env, timeout=600,
+                           capture_output=True, text=True)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    (base / "gate").unlink()
+    shutil.rmtree(work / "out")
+    runs = base / "runs"
+    viewer = subprocess.Popen([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(runs), "--",
+                               *command, "--report", str(base / "watched.json")], cwd=work, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        run = _run(runs)
+        wait_for(lambda: (_steps(run) and max(_steps(run)) >= 1) or kinds(run, "end"), timeout=600)
+        assert not kinds(run, "end"), (run / "trainer.stderr.log").read_text()[-3000:]
+        control.send(run / "control.sock", "save")  # obeyed at step 2's end, where the probe waits
+        (base / "gate").touch()
+        out, _ = viewer.communicate(timeout=600)
+    finally:
+        viewer.kill()
+    assert viewer.returncode == 0, out[-3000:]
+    return {"alone": json.loads((base / "alone.json").read_text()),
+            "watched": json.loads((base / "watched.json").read_text()), "run": run}
+
+
+def _both(reports: dict[str, Any], key: str) -> list[tuple[Any, Any]]:
+    """(alone, watched) of `key`, during training and after it."""
+    return [(reports["alone"][when][key], reports["watched"][when][key]) for when in ("during", "after")]
+
+
+def test_memory_counters_and_rng_streams_are_the_scripts_own(reports: dict[str, Any]) -> None:
+    for alone, watched in _both(reports, "memory") + _both(reports, "rng"):
+        assert alone == watched
+    assert reports["watched"]["during"]["memory"]["resets"] == 0
+
+
+def test_peaks_of_a_watched_script_are_a_running_max_never_reset() -> None:
+    """On the CPU the probe has no CUDA counters to watch: the callback a watched Trainer gets reads them
+    from torch.cuda as given, here a recorder of what it is asked (bench/peak_no_trace.sh: the H200)."""
+    from loratui.trainer.callback import ControlState, EventCallback, TokenCounter
+    from loratui.trainer.watch import WATCHED_OPTIONS
+
+    class Counters:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+            self.peak = 0
+
+        def __getattr__(self, name: str) -> Any:
+            def read() -> int:
+                self.calls.append(name)
+                self.peak += 1 << 20
+                return self.peak
+            return read
+
+    class Step:
+        global_step, epoch = 1, 0.0
+
+    def step_once(**options: Any) -> Counters:
+        counters, emitted = Counters(), []
+        callback = EventCallback(emitted.append, ControlState(), TokenCounter(), {}, counters, **options)
+        callback.on_step_end(None, Step(), type("C", (), {"should_save": False})())
+        assert emitted[0].peak_allocated is not None
+        return counters
+
+    assert "reset_peak_memory_stats" not in step_once(**WATCHED_OPTIONS).calls
+    assert "reset_peak_memory_stats" in step_once().calls  # loratui's own trainer: a per-step peak
+
+
+def test_logging_warnings_and_signal_handlers_are_the_scripts_own(reports: dict[str, Any]) -> None:
+    for key in ("logging", "warnings", "faulthandler"):
+        for alone, watched in _both(reports, key):
+            assert alone == watched, key
+    for alone, watched in _both(reports, "signals"):
+        assert {k: v for k, v in alone.items() if k != "SIGHUP"} == {k: v for k, v in watched.items() if k != "SIGHUP"}
+        assert watched["SIGHUP"] == "SIG_IGN"  # the one intended difference: a detached run survives
+
+
+def test_path_sitecustomize_buffering_cwd_and_environment_are_the_scripts_own(reports: dict[str, Any]) -> None:
+    alone, watched = reports["alone"], reports["watched"]
+    assert alone["user_module"] == watched["user_module"] == "from the user path"  # theirs ran, path kept
+    for key in ("sys_path", "meta_path", "sitecustomize", "stdout", "stderr", "cwd"):
+        for seen_alone, seen_watched in _both(reports, key):
+            assert seen_alone == seen_watched, key
+    for when in ("during", "after"):
+        env_alone, env_watched = alone[when]["env"], dict(watched[when]["env"])
+        hook_path = env_watched.pop("PYTHONPATH").split(os.pathsep)
+        assert hook_path == [str(HOOK_DIR), *env_alone["PYTHONPATH"].split(os.pathsep)]
+        added = {k for k in env_watched if k.startswith("LORATUI_") and k not in env_alone}
+        assert {k: v for k, v in env_watched.items() if k not in added} == \
+            {k: v for k, v in env_alone.items() if k != "PYTHONPATH"}
+        for unwanted in ("NCCL_NVLS_ENABLE", "TQDM_DISABLE", "PYTHONUNBUFFERED"):
+            assert unwanted not in env_watched
+
+
+def test_save_writes_only_what_the_trainer_writes(reports: dict[str, Any]) -> None:
+    run = reports["run"]
+    assert reports["watched"]["files"] == reports["alone"]["files"]  # no saved/ beside the checkpoints
+    assert not any("saved" in name.split(os.sep) for name in reports["watched"]["files"])
+    assert [e["step"] for e in kinds(run, "checkpoint")][:1] == [2]  # `s` was obeyed: the Trainer saved
+    notes = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "training.save_total_limit"]
+    assert notes and "save_total_limit = 1 deletes it" in notes[0]
+
+
+def test_the_hook_leaves_no_sitecustomize_module_when_the_user_has_none(tmp_path: Path) -> None:
+    """Without a sitecustomize of the user's, the process ends with none in sys.modules, as alone; the hook's
+    directory is off sys.path; the finder waiting for transformers.trainer is all that stays (until then)."""
+    code = ("import json, sys; print(json.dumps([repr(sys.modules.get('sitecustomize')), sys.path, "
+            "[type(f).__name__ for f in sys.meta_path]]))")
+    env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
+    alone = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    hooked = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env=dict(env, PYTHONPATH=str(HOOK_DIR), LORATUI_RUN_DIR=str(tmp_path)))
+    assert alone.returncode == hooked.returncode == 0, hooked.stderr
+    assert hooked.stderr == alone.stderr == ""
+    module, path, finders = json.loads(hooked.stdout)
+    assert [module, path] == json.loads(alone.stdout)[:2] and module == "None"
+    assert finders == ["PostImportFinder", *json.loads(alone.stdout)[2]]
+
+
+def test_a_newline_in_an_argument_still_runs_the_command(watch_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    marker = tmp_path / "ran"
+    script = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2])"
+    result = loratui("run", "--headless", "--runs-dir", str(watch_dir), "--", sys.executable, "-c", script,
+                     str(marker), "two\nlines", timeout=300, env=ENV)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert marker.read_text() == "two\nlines"
+    assert kinds(only_run(watch_dir), "end")[0]["state"] == "finished"
