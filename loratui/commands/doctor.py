@@ -75,6 +75,13 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         return _from_events(log, _run_recipe(source))
     if source.name == "events.jsonl" or _looks_like_events(source):
         return _from_events(source, _run_recipe(source.parent))
+    from loratui.sources.importers import bad_json
+
+    broken = bad_json(source)
+    if broken:  # a trainer_state.json or notebook that does not parse: say where, not "no problems found"
+        from loratui.errors import UsageError
+
+        raise UsageError(broken)
     if source.suffix == ".ipynb":
         found = _from_notebook(source)
         if found is not None:

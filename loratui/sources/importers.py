@@ -57,7 +57,28 @@ def import_path(path: Path) -> list[events.AnyEvent]:
             return to_events(read_notebook(path, whole))
         if whole is not None:
             return to_events(read_trainer_state(path, data))
+        broken = bad_json(path, data)
+        if broken:
+            raise ImportFailed(broken)
     return to_events(read_stdout_log(path))
+
+
+JSON_DOCUMENTS = (".json", ".ipynb")
+"""Files that are one JSON document by their name (trainer_state.json, a notebook): never a text log."""
+
+
+def bad_json(path: Path, data: bytes | None = None) -> str:
+    """For a .json or .ipynb file that does not parse: where and why, and what to do; else ""."""
+    if path.suffix.lower() not in JSON_DOCUMENTS:
+        return ""
+    try:
+        json.loads((data if data is not None else path.read_bytes()).decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        return f"{path}: not UTF-8 text (byte {exc.start}); a {path.suffix} file is JSON, written as UTF-8"
+    except json.JSONDecodeError as exc:
+        return (f"{path}: bad JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); a file cut short or "
+                "edited by hand: fix it there, or take the copy in an earlier checkpoint-N/")
+    return ""
 
 
 def _maybe_state(path: Path) -> bool:
