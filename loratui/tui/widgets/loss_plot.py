@@ -11,10 +11,12 @@ from rich.text import Text
 from textual_plotext import PlotextPlot
 
 from loratui.logic.runstate import RunState
-from loratui.logic.series import ema
+from loratui.logic.series import ema_steps
 from loratui.text import inert
 
 NICE_STEPS = (1, 2, 5)
+B_RAW, B_RAW_LEGEND = (130, 90, 50), "rgb(130,90,50)"
+"""A compared run's logged loss: a dim orange, as A's is grey beside its cyan smoothed line."""
 TICK_SPACING = 12
 """Columns per x tick label, about."""
 
@@ -61,13 +63,15 @@ class LossPlot(PlotextPlot):
         if finite:
             xs, ys = zip(*finite)
             self.plt.plot(xs, ys, marker="hd", color="gray")
-            self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="cyan")
+            self.plt.plot(xs, ema_steps(xs, ys, 0.1), marker="hd", color="cyan")
         if self.compare is not None:
             other = [(s, v) for s, v in _thin(self.compare.loss, max(50, self.size.width * 2)) if math.isfinite(v)]
-            if other:
+            if other:  # B as A is drawn: its logged loss (so the y-range holds it) and its smoothed line
                 xs, ys = zip(*other)
-                self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="orange")
-                legend.append((inert(self.compare.name or "B", newlines=False), "orange1"))
+                self.plt.plot(xs, ys, marker="hd", color=B_RAW)
+                self.plt.plot(xs, ema_steps(xs, ys, 0.1), marker="hd", color="orange")
+                legend += [("B loss", B_RAW_LEGEND),
+                           (inert(self.compare.name or "B", newlines=False) + " smoothed", "orange1")]
         if state.eval_loss:
             xs, ys = zip(*state.eval_loss)
             self.plt.scatter(xs, ys, marker="dot", color="magenta")
