@@ -237,6 +237,7 @@ _SETUP = (
         r"compiled without GPU support|CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|"
         r"Required library)|libbitsandbytes_cpu\.so.*undefined symbol|No module named '?bitsandbytes|"
         r"Using `bitsandbytes` \S+ quantization requires|bitsandbytes library load error|"
+        r"version of `?bitsandbytes`? that is not compatible|"
         r"Could not find the bitsandbytes CUDA binary", re.I)),
     ("flash_attn_unavailable", re.compile(
         r"FlashAttention2 has been toggled on, but it cannot be used|No module named '?flash_attn|"
