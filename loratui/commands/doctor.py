@@ -83,6 +83,13 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         raise UsageError(f"{source}: a loratui event log saved as UTF-16 (an editor re-saved it?); loratui "
                          f"reads UTF-8: convert a copy (iconv -f utf-16 -t utf-8 {source} > events.jsonl) and "
                          "pass that")
+    from loratui.sources.importers import bad_json
+
+    broken = bad_json(source)
+    if broken:  # a trainer_state.json or notebook that does not parse: say where, not "no problems found"
+        from loratui.errors import UsageError
+
+        raise UsageError(broken)
     if source.suffix == ".ipynb":
         found = _from_notebook(source)
         if found is not None:

@@ -77,6 +77,22 @@ def ema(values: Iterable[float], alpha: float = 0.1) -> list[float]:
     return out
 
 
+def ema_steps(steps: Sequence[int], values: Sequence[float], alpha: float = 0.1) -> list[float]:
+    """An EMA whose weight is per step, not per point: `alpha` for a point one step after the last,
+    1 - (1 - alpha)^gap for one `gap` steps after it. A run logged every 10 steps (or a thinned series)
+    is smoothed over as many steps as one logged every step; per point, its line lagged ten times as far."""
+    out: list[float] = []
+    current: float | None = None
+    last = None
+    for step, v in zip(steps, values):
+        if math.isfinite(v):
+            weight = 1 - (1 - alpha) ** max(step - last, 1) if last is not None else 1.0
+            current = v if current is None else weight * v + (1 - weight) * current
+            last = step
+        out.append(current if current is not None else math.nan)
+    return out
+
+
 def mean(values: Iterable[float]) -> float | None:
     """Arithmetic mean of the finite values, or None."""
     finite = [v for v in values if math.isfinite(v)]

@@ -47,6 +47,7 @@ class Record:
     end_t: float = 0.0
     step_note: str = ""
     final_step: int = 0  # where the run ended when the record says (global_step), past its last log
+    elapsed: dict[int, float] = field(default_factory=dict)  # step -> seconds since the start, where logged
 
 
 def import_path(path: Path) -> list[events.AnyEvent]:
@@ -65,7 +66,28 @@ def import_path(path: Path) -> list[events.AnyEvent]:
             return to_events(read_notebook(path, whole))
         if whole is not None:
             return to_events(read_trainer_state(path, data))
+        broken = bad_json(path, data)
+        if broken:
+            raise ImportFailed(broken)
     return to_events(read_stdout_log(path))
+
+
+JSON_DOCUMENTS = (".json", ".ipynb")
+"""Files that are one JSON document by their name (trainer_state.json, a notebook): never a text log."""
+
+
+def bad_json(path: Path, data: bytes | None = None) -> str:
+    """For a .json or .ipynb file that does not parse: where and why, and what to do; else ""."""
+    if path.suffix.lower() not in JSON_DOCUMENTS:
+        return ""
+    try:
+        json.loads((data if data is not None else path.read_bytes()).decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        return f"{path}: not UTF-8 text (byte {exc.start}); a {path.suffix} file is JSON, written as UTF-8"
+    except json.JSONDecodeError as exc:
+        return (f"{path}: bad JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); a file cut short or "
+                "edited by hand: fix it there, or take the copy in an earlier checkpoint-N/")
+    return ""
 
 
 def _maybe_state(path: Path) -> bool:
@@ -196,6 +218,7 @@ def read_stdout_log(path: Path) -> Record:
         with open(path, "rb") as handle:
             for line in textfile.lines(handle):
                 _take(record, reader.feed(line))
+                _take_elapsed(record, line)
     except textfile.BinaryFile:
         raise ImportFailed(f"{path}: a binary file, not a log") from None
     _take(record, reader.close())
@@ -209,6 +232,29 @@ def read_stdout_log(path: Path) -> Record:
         _fill_steps_without_bars(record)
     record.max_steps = max(record.max_steps, reader.bar_total, _last_step(record))
     return record
+
+
+def _take_elapsed(record: Record, line: str) -> None:
+    """LLaMA-Factory's trainer_log.jsonl records say when they were written: "elapsed_time": "0:01:23"."""
+    if '"elapsed_time"' not in line:
+        return
+    from loratui.logic.text_reader.values import json_record, json_values
+
+    raw = json_record(line)
+    step = json_values(raw)[0] if raw is not None else None
+    seconds = _clock(raw.get("elapsed_time")) if raw is not None else None
+    if step is not None and seconds is not None:
+        record.elapsed[step] = seconds
+
+
+def _clock(text: object) -> float | None:
+    """Seconds of an "H:MM:SS" (or "D day(s), H:MM:SS") duration, or None."""
+    found = re.fullmatch(r"(?:(\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)", text.strip()) \
+        if isinstance(text, str) else None
+    if found is None:
+        return None
+    days, hours, minutes, seconds = found.groups()
+    return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
 def _from_tables(record: Record, path: Path) -> None:
@@ -309,41 +355,61 @@ def _is_eval(values: dict[str, float]) -> bool:
 
 def to_events(record: Record) -> list[events.AnyEvent]:
     """The Record as a loratui event list: header, train begin, steps and logs, phases, end."""
-    per_step, start = _timing(record)
-    out = _opening(record, start)
+    clock, how = _timing(record)
+    out = _opening(record, clock(0), how)
     previous = 0
     at = {step: path for step, path in record.checkpoints}
     for step, values in record.entries:
-        t = start + step * per_step
+        t = clock(step)
         if _is_eval(values):
             out += _eval_events(t, step, values)
             continue
         if step > previous and TRAIN_KEYS & values.keys() and "train_runtime" not in values:
-            out.append(events.Step(t=t, step=step, epoch=values.get("epoch", 0.0),
-                                   step_time=per_step * (step - previous)))
+            out.append(_step(record, clock, previous, step, values.get("epoch", 0.0)))
             out += [events.Checkpoint(t=t, step=s, path=at.pop(s)) for s in sorted(at) if s <= step]
             previous = step
         out.append(events.Log(t=t, step=step, values=_nums(values)))
     if record.final_step > previous:  # trained past its last log: global_step, TrainOutput
-        t = start + record.final_step * per_step
         epoch = next((v["epoch"] for _, v in reversed(record.entries) if "epoch" in v), 0.0)
-        out.append(events.Step(t=t, step=record.final_step, epoch=epoch,
-                               step_time=per_step * (record.final_step - previous)))
+        out.append(_step(record, clock, previous, record.final_step, epoch))
         previous = record.final_step
     out += [events.Checkpoint(t=record.end_t, step=s, path=p) for s, p in sorted(at.items())]
     return out + _closing(record, previous)
 
 
-def _timing(record: Record) -> tuple[float, float]:
-    """(seconds a step, start time): from train_runtime when the summary is there."""
+def _step(record: Record, clock: Any, previous: int, step: int, epoch: float) -> events.Step:
+    """The Step event closing steps previous+1..step; its step_time is one step's share of their time (a
+    log every 10 steps is not one 10-step-long step: that made the ETA 10 times too long)."""
+    return events.Step(t=clock(step), step=step, epoch=epoch,
+                       step_time=(clock(step) - clock(previous)) / max(step - previous, 1))
+
+
+def _timing(record: Record) -> tuple[Any, str]:
+    """(the time at each step, how the times were found): the log's own elapsed times (LLaMA-Factory's
+    elapsed_time) where it has them, else spread evenly over train_runtime, else 1 s a step."""
     last = max(_last_step(record), 1)
+    marks = sorted(record.elapsed.items())
+    if marks and marks[-1][1] > 0:
+        end_step, end_s = marks[-1]
+        start = record.end_t - end_s
+        known = [(0, 0.0)] + [m for m in marks if m[0] > 0]
+        rate = end_s / end_step if end_step else SECONDS_PER_STEP
+
+        def clock(step: int) -> float:
+            if step >= end_step:
+                return start + end_s + (step - end_step) * rate
+            (s0, e0), (s1, e1) = next((a, b) for a, b in zip(known, known[1:]) if b[0] >= step)
+            return start + e0 + (e1 - e0) * (step - s0) / max(s1 - s0, 1)
+
+        return clock, "times from the log's elapsed_time"
     runtime = next((v["train_runtime"] for _, v in record.entries if "train_runtime" in v), None)
     per_step = runtime / last if runtime and math.isfinite(runtime) and runtime > 0 else SECONDS_PER_STEP
-    return per_step, record.end_t - per_step * last
-
-
-def _opening(record: Record, start: float) -> list[events.AnyEvent]:
+    begin = record.end_t - per_step * last
     how = "times spread evenly over train_runtime" if _finished(record) else "times assume 1 s a step"
+    return (lambda step: begin + step * per_step), how
+
+
+def _opening(record: Record, start: float, how: str) -> list[events.AnyEvent]:
     note = f"imported from {record.source}; {how}" + (f"; {record.step_note}" if record.step_note else "")
     return [
         events.Header(t=start, schema=events.SCHEMA_VERSION, run_id=record.name, recipe_hash="",

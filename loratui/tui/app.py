@@ -35,7 +35,8 @@ from loratui.sources.runlog import Batch, EventSource, LiveSource
 from loratui.text import inert
 from loratui.tui import failure
 from loratui.tui.messages import EventsArrived, StateReplaced
-from loratui.tui.screens import HELP, TextScreen, evidence_screen, quit_choice, restart_choice, stop_choice
+from loratui.tui.screens import (HELP, TextScreen, ended_quit_choice, evidence_screen, quit_choice, restart_choice,
+                                 stop_choice)
 from loratui.tui.widgets.advice_panel import AdvicePanel
 from loratui.tui.widgets.gpu_util import UtilPane
 from loratui.tui.widgets.log_pane import LogPane
@@ -262,6 +263,20 @@ class LoratuiApp(App[str]):
             self.main_screen.set_class(state.state == events.PAUSED, "-paused")
             self.refresh_bindings()
             self._open_log_on_failure(state)
+            self._close_stale_dialogs(state)
+
+    def _close_stale_dialogs(self, state: RunState) -> None:
+        """The run ended under a question about the live run (stop it? detach or stop?): close it, and ask a
+        quitting user only whether to leave. The footer then offers what fits the ended run."""
+        dialog = self.screen
+        if state.state not in events.FINAL_STATES or not getattr(dialog, "about_live_run", False):
+            return
+        quitting = any(result == "detach" for result, _, _ in dialog.answers)
+        dialog.dismiss("ended")  # its callback ignores this answer
+        self.refresh_bindings()
+        if quitting:
+            self.push_screen(ended_quit_choice(state.state),
+                             lambda answer: self.exit("quit") if answer == "quit" else self.refresh_bindings())
 
     def _open_log_on_failure(self, state: RunState) -> None:
         """A run that failed before its first loss has an empty chart: show its output instead, once."""
@@ -334,6 +349,7 @@ class LoratuiApp(App[str]):
 
     def action_stop(self) -> None:
         def decided(answer: str | None) -> None:
+            self.refresh_bindings()  # the state may have moved while the dialog was up
             if answer == "stop":
                 self._send("stop")
 
@@ -349,6 +365,7 @@ class LoratuiApp(App[str]):
             return
 
         def decided(answer: str | None) -> None:
+            self.refresh_bindings()  # the state may have moved while the dialog was up
             if answer == "detach":
                 self.exit("detach")
             elif answer == "stop":

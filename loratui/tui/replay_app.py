@@ -57,19 +57,24 @@ class Moved(Message):
         self.state, self.advisor, self.index, self.play, self.seek = state, advisor, index, play, seek
 
 
+SPEED_KEYS = Binding.Group("speed", compact=True)
+EVENT_KEYS = Binding.Group("event", compact=True)
+ENDS_KEYS = Binding.Group("start/end", compact=True)
+
+
 class ReplayApp(LoratuiApp):
     """Plays a recorded run at any speed; keys move through it. Nothing here can control a run."""
 
-    BINDINGS = [
-        Binding("space", "toggle_play", "play/pause"),
-        Binding("plus,equals_sign", "faster", "faster"),
-        Binding("minus", "slower", "slower"),
+    BINDINGS = [  # grouped and short: with the viewer's own keys, every hint fits 80 columns
+        Binding("space", "toggle_play", "play"),
+        Binding("minus", "slower", "slower", group=SPEED_KEYS),
+        Binding("plus,equals_sign", "faster", "faster", group=SPEED_KEYS),
         Binding("right", "step(1)", "step→", show=False),
         Binding("left", "step(-1)", "←step", show=False),
-        Binding("right_square_bracket", "note(1)", "next event"),
-        Binding("left_square_bracket", "note(-1)", "prev event"),
-        Binding("g", "jump_start", "start", show=False),
-        Binding("G", "jump_end", "end", show=False),
+        Binding("left_square_bracket", "note(-1)", "prev event", group=EVENT_KEYS),
+        Binding("right_square_bracket", "note(1)", "next event", group=EVENT_KEYS),
+        Binding("g", "jump_start", "start", group=ENDS_KEYS),
+        Binding("G", "jump_end", "end", group=ENDS_KEYS),
     ]
 
     def __init__(self, replay: Replay, recipe: Recipe | None = None, title: str = "",

@@ -23,10 +23,12 @@ class Choice(ModalScreen[str]):
 
     BINDINGS = [Binding("escape", "dismiss('cancel')", "cancel")]
 
-    def __init__(self, question: str, answers: list[tuple[str, str, str]]) -> None:
+    def __init__(self, question: str, answers: list[tuple[str, str, str]], about_live_run: bool = False) -> None:
         super().__init__()
         self.question = question
         self.answers = answers  # (result, label, key)
+        self.about_live_run = about_live_run
+        """A question that only means something while the run goes (stop it?): closed when the run ends."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -47,13 +49,20 @@ class Choice(ModalScreen[str]):
 def quit_choice() -> Choice:
     """q: leave the viewer; the run keeps training unless the user says stop (x, as on the main screen)."""
     return Choice("Leave the viewer. The run keeps training unless you stop it.",
-                  [("detach", "Detach", "d"), ("stop", "Stop the run", "x"), ("cancel", "Cancel", "esc")])
+                  [("detach", "Detach", "d"), ("stop", "Stop the run", "x"), ("cancel", "Cancel", "esc")],
+                  about_live_run=True)
+
+
+def ended_quit_choice(state: str) -> Choice:
+    """q, when the run ended while the quit question was open: nothing is left to detach from or stop."""
+    return Choice(f"The run has ended ({state}) while you were deciding. Leave the viewer?",
+                  [("quit", "Quit", "q"), ("cancel", "Stay", "esc")])
 
 
 def stop_choice() -> Choice:
     """x: stop the run at the next step boundary."""
     return Choice("Stop the run at the next step boundary? (a checkpoint is kept only if one was saved)",
-                  [("stop", "Stop", "y"), ("cancel", "Cancel", "n")])
+                  [("stop", "Stop", "y"), ("cancel", "Cancel", "n")], about_live_run=True)
 
 
 def restart_choice(path: Any, item: Any, env: dict[str, str] | None = None, finished: bool = False,

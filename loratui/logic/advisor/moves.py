@@ -446,8 +446,11 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     return _cuda_error_advice(f, line)
 
 
-_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|requires the latest version of bitsandbytes|"
-                         r"requires .{0,40}bitsandbytes.{0,40}(?:pip install|not installed|not found)", re.I)
+_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)", re.I)
+_BNB_OLD = re.compile(r"requires the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
+                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)", re.I)
+_BNB_MIN = re.compile(r"bitsandbytes\s*>=\s*([\d.]*\d)", re.I)
+_BNB_VAGUE = re.compile(r"requires .{0,40}bitsandbytes.{0,40}(?:pip install|not installed|not found)", re.I)
 _BNB_BROKEN = re.compile(r"No module named '?bitsandbytes\.", re.I)
 
 
@@ -459,6 +462,13 @@ def _bnb_advice(f: Finding, line: str) -> Advice:
     if _BNB_MISSING.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is not installed (4-bit/8-bit loading and 8-bit optimizers "
                       "need it): pip install -U bitsandbytes", [line], {}, f.step)
+    if _BNB_OLD.search(line) or _BNB_VAGUE.search(line):
+        # transformers says the same words for a missing and an outdated install: name both, and the version
+        least = _BNB_MIN.search(line)
+        need = f"bitsandbytes>={least.group(1)}" if least else "bitsandbytes"
+        return Advice("bnb_setup", ERROR, f"bitsandbytes is missing or older than this transformers needs"
+                      f"{f' ({least.group(1)})' if least else ''}: pip install -U '{need}'",
+                      [line, "python -m pip show bitsandbytes says which version is installed"], {}, f.step)
     return Advice("bnb_setup", ERROR, "bitsandbytes cannot use the GPU: pip install -U bitsandbytes (a build for "
                   "torch's CUDA)", [line, "python -m bitsandbytes prints why it cannot find CUDA"], {}, f.step)
 

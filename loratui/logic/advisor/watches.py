@@ -248,6 +248,7 @@ _SETUP = (
         r"Setup Failed|Solution)|libbitsandbytes_cpu|"
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
+        r"version of `?bitsandbytes`? that is not compatible|"
         # its native functions missing: the library loaded without its CUDA binary
         r"'NoneType' object has no attribute 'c\w*(?:blockwise|adam|nf4|fp4|8bit|32bit|managed)\w*'|"
         r"bitsandbytes\b.{0,200}?(?:compiled without GPU|without GPU support|not compiled with (?:CUDA|GPU))|"

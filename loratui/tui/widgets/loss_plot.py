@@ -11,10 +11,14 @@ from rich.text import Text
 from textual_plotext import PlotextPlot
 
 from loratui.logic.runstate import RunState
-from loratui.logic.series import ema
+from loratui.logic.series import ema_steps
 from loratui.text import inert
 
 NICE_STEPS = (1, 2, 5)
+B_RAW, B_RAW_LEGEND = (130, 90, 50), "rgb(130,90,50)"
+"""A compared run's logged loss: a dim orange, as A's is grey beside its cyan smoothed line."""
+SHORT_ROWS = 8
+"""Charts up to this many rows get evenly spaced value ticks of our own (see LossPlot._y_axis)."""
 TICK_SPACING = 12
 """Columns per x tick label, about."""
 
@@ -29,6 +33,8 @@ class LossPlot(PlotextPlot):
         self.compare: RunState | None = None
         """A second run whose loss is overlaid (replay A B)."""
         self._key: tuple[object, ...] = ()
+        self._shown: RunState | None = None
+        """The state last shown (replotted on a resize)."""
         self.last_step: int | None = None
         """The step of the last point drawn (the status bar's step, unless the plot lags it)."""
 
@@ -38,8 +44,15 @@ class LossPlot(PlotextPlot):
         self._key = ()
         self.show(state)
 
+    def on_resize(self) -> None:
+        """Replot at the new size: plotext redraws by itself, but the value ticks fit the old row count."""
+        if self._shown is not None:
+            self._key = ()
+            self.show(self._shown)
+
     def show(self, state: RunState) -> None:
         """Replot when the series grew."""
+        self._shown = state
         key = (self.view, len(state.loss), len(state.eval_loss), len(state.lr), self.size)
         if key == self._key:
             return
@@ -58,19 +71,25 @@ class LossPlot(PlotextPlot):
         legend = [("loss", "grey62"), ("A smoothed" if self.compare is not None else "smoothed", "cyan")]
         points = _thin(state.loss, max(50, self.size.width * 2))
         finite = [(s, v) for s, v in points if math.isfinite(v)]
+        shown: list[float] = []
         if finite:
             xs, ys = zip(*finite)
             self.plt.plot(xs, ys, marker="hd", color="gray")
-            self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="cyan")
+            self.plt.plot(xs, ema_steps(xs, ys, 0.1), marker="hd", color="cyan")
+            shown += ys
         if self.compare is not None:
             other = [(s, v) for s, v in _thin(self.compare.loss, max(50, self.size.width * 2)) if math.isfinite(v)]
-            if other:
+            if other:  # B as A is drawn: its logged loss (so the y-range holds it) and its smoothed line
                 xs, ys = zip(*other)
-                self.plt.plot(xs, ema(ys, 0.1), marker="hd", color="orange")
-                legend.append((inert(self.compare.name or "B", newlines=False), "orange1"))
+                self.plt.plot(xs, ys, marker="hd", color=B_RAW)
+                self.plt.plot(xs, ema_steps(xs, ys, 0.1), marker="hd", color="orange")
+                shown += ys
+                legend += [("B loss", B_RAW_LEGEND),
+                           (inert(self.compare.name or "B", newlines=False) + " smoothed", "orange1")]
         if state.eval_loss:
             xs, ys = zip(*state.eval_loss)
             self.plt.scatter(xs, ys, marker="dot", color="magenta")
+            shown += ys
             legend.append(("eval", "magenta"))
         self.border_title = _legend(legend, "t: lr / grad norm")
         for step in state.nan_steps[:20]:
@@ -79,9 +98,26 @@ class LossPlot(PlotextPlot):
             self.border_subtitle = f"NaN at step {state.nan_steps[0]}" + (
                 f" (+{len(state.nan_steps) - 1})" if len(state.nan_steps) > 1 else "")
         self._x_axis(state.loss)
+        self._y_axis(shown)
+
+    def _y_axis(self, values: list[float]) -> None:
+        """On a short chart (80x24 leaves 3 rows), labels on rows an equal value apart: plotext's own ticks
+        snap to the nearest row there, so 3.08, 2.48, 1.59 stood an equal distance apart."""
+        rows = self.size.height - 3 - (1 if self.size.height >= 14 else 0)  # frame, x ticks, x label
+        finite = [v for v in values if math.isfinite(v)]
+        if not finite or not 2 <= rows <= SHORT_ROWS or max(finite) <= min(finite):
+            return
+        low, high = min(finite), max(finite)
+        ticks = even_ticks(low, high, rows)
+        self.plt.ylim(low, high)
+        self.plt.yticks(ticks, [_tick_label(t, ticks) for t in ticks])
 
     def _plot_lr(self, state: RunState) -> None:
         self.border_title = _legend([("learning rate", "green"), ("grad norm (right axis)", "yellow")], "t: loss")
+        if not state.lr and not any(math.isfinite(v) for _, v in state.grad_norm):
+            # a plain loop that prints only its loss: say so rather than draw an empty box
+            self.plt.title("no learning rate or grad norm in this run's logs")
+            return
         if state.lr:
             xs, ys = zip(*_thin(state.lr, self.size.width * 2))
             self.plt.plot(xs, ys, marker="hd", color="green")
@@ -108,6 +144,20 @@ def _legend(entries: list[tuple[str, str]], hint: str) -> Text:
         title.append(f"{name}  ")
     title.append(f"({hint})", style="dim")
     return title
+
+
+def even_ticks(low: float, high: float, rows: int) -> list[float]:
+    """Ticks from `low` to `high` that fall exactly on rows of a `rows`-row chart: as many as divide its
+    rows - 1 gaps evenly, at most 4."""
+    gaps = max(d for d in (1, 2, 3) if (rows - 1) % d == 0)
+    return [low + (high - low) * k / gaps for k in range(gaps + 1)]
+
+
+def _tick_label(value: float, ticks: list[float]) -> str:
+    """A tick's value with as many decimals as tell the ticks apart."""
+    spacing = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else abs(value) or 1.0
+    digits = min(4, max(0, 1 - math.floor(math.log10(spacing)))) if spacing > 0 else 2
+    return f"{value:.{digits}f}"
 
 
 def step_ticks(first: int, last: int, most: int) -> list[int]:

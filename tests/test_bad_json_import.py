@@ -1,0 +1,32 @@
+"""Issue 26 item 5: a trainer_state.json that is not valid JSON says where (line, column), in import,
+replay and doctor alike; it was read as a text log (imported, or 'no problems found') or got 'none of: ...'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loratui.cli import main
+
+BROKEN = '{\n  "global_step": 10,\n  "log_history": [\n    {"loss": 1.0, "step": 5},\n    {"loss": 0.9 "step": 10}\n  ]\n}\n'
+CUT = '{\n  "global_step": 10,\n  "log_history": [\n    {"loss": 1.0, "step": 5},\n    {"loss": 0.9, "st'
+
+
+@pytest.mark.parametrize("command", [["import"], ["replay", "--summary"], ["doctor"]])
+@pytest.mark.parametrize(("text", "where"), [(BROKEN, "line 5 column 18"), (CUT, "line 5 column 19")])
+def test_bad_json_says_where(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], text: str,
+                             where: str) -> None:
+    state = tmp_path / "trainer_state.json"
+    state.write_text(text)
+    assert main([*command, str(state), "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert f"{state}: bad JSON at {where}" in err and "none of" not in err
+    assert not (tmp_path / "runs").exists()  # nothing imported
+
+
+def test_a_log_whose_lines_are_dicts_is_still_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "train.log"  # not named .json: a text log that opens with a printed dict
+    log.write_text("{'loss': 1.0, 'grad_norm': 1.0, 'learning_rate': 2e-4,\n 'epoch': 0.1}\n"
+                   "{'loss': 0.9, 'grad_norm': 1.0, 'learning_rate': 2e-4, 'epoch': 0.2}\n")
+    assert main(["import", str(log), "--runs-dir", str(tmp_path / "runs")]) == 0
