@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from loratui import __version__, events, runstatus, slurm
+from loratui import __version__, events, nodelogs, runstatus, slurm
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
 from loratui.outputtail import OutputFollower
@@ -169,6 +169,7 @@ class Supervisor:
             env=command_keys.env_summary(dict(os.environ)) if self.command else {},
             controls=["stop"] if self.command else [],  # until its Trainer (or first step) says more
             slurm=slurm.job_env(), node=node_name(),
+            clock_offset=nodelogs.clock_offset(self.run.path) if self.slurm_job else 0.0,
         ))
         self._set_state(events.STARTING, "supervisor started")
 
