@@ -60,6 +60,8 @@ class Header(Event, frozen=True, tag="header"):
     slurm: dict[str, str] = {}
     """The Slurm job the run started in (slurm.JOB_ENV: job id, node, rank, restart count); empty outside."""
     node: str = ""  # the host that wrote this log (rundir.node_name)
+    clock_offset: float = 0.0
+    """The shared filesystem's clock minus this host's (s), measured at start: lines up several nodes' logs."""
 
 
 class State(Event, frozen=True, tag="state"):

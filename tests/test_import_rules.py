@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "loratui"
 CORE = {"loratui", "loratui.events", "loratui.eventlog", "loratui.rundir", "loratui.recipe", "loratui.errors",
         "loratui.units", "loratui.text", "loratui.runstatus", "loratui.outputtail", "loratui.bounds",
-        "loratui.slurm"}
+        "loratui.slurm", "loratui.nodelogs"}
 """The shared core: the run directory's contract, the recipe, errors, units, text hygiene."""
 
 FORBIDDEN = {

@@ -179,8 +179,9 @@ def test_a_zombie_or_a_reused_pid_is_not_a_live_supervisor(tmp_path: Path) -> No
     assert run.supervisor_pid() is None
     rundir.write_pidfile(run.pidfile)
     assert run.supervisor_pid() == os.getpid()
-    pid, created, stamp = run.pidfile.read_text().split()
-    run.pidfile.write_text(f"{pid} {created} {stamp.split(':')[0]}:{int(stamp.split(':')[1]) + 1}\n")
+    pid, created, stamp, host = run.pidfile.read_text().split()
+    assert host == f"host={rundir.node_name()}"  # whose pid it is: a viewer on another host cannot check it
+    run.pidfile.write_text(f"{pid} {created} {stamp.split(':')[0]}:{int(stamp.split(':')[1]) + 1} {host}\n")
     assert run.supervisor_pid() is None  # same pid, started a tick later: another process
 
 

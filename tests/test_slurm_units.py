@@ -91,3 +91,17 @@ def test_a_slurm_section_that_cannot_work_is_refused_at_its_key(tmp_path: Path, 
     with pytest.raises(RecipeError, match=message) as caught:
         load_recipe(recipe)
     assert "r.toml" in str(caught.value)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--requeue"], "--requeue: needs --save-before-limit"),
+    (["--save-before-limit", "ten"], "--save-before-limit ten: give a duration"),
+])
+def test_time_limit_flags_that_cannot_work_are_refused_before_anything_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str) -> None:
+    from loratui import cli
+
+    runs = tmp_path / "runs"
+    assert cli.main(["run", "--runs-dir", str(runs), *flags, "--", "true"]) == 2
+    assert message in capsys.readouterr().err
+    assert not runs.exists()

@@ -72,7 +72,9 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         log = source / "events.jsonl"
         if not log.is_file():
             raise OSError(f"no events.jsonl in {source}")
-        return _from_events(log, _run_recipe(source))
+        from loratui.nodelogs import merged_log
+
+        return _from_events(merged_log(source), _run_recipe(source))  # every node's log of a multi-node run
     if source.name == "events.jsonl" or _looks_like_events(source):
         return _from_events(source, _run_recipe(source.parent))
     from loratui.sources import textfile

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from loratui import events, rundir
 from loratui.eventlog import read_log
+from loratui.nodelogs import merged_log
 
 
 def open_any(target: str | Path, runs_dir: Path,
@@ -27,7 +28,7 @@ def open_any(target: str | Path, runs_dir: Path,
         header = found[0]
         return found, "", f"{getattr(header, 'name', path.name)} (imported from {path.name})"
     run = rundir.resolve(str(target), runs_dir, everywhere)
-    contents = read_log(run.events)
+    contents = read_log(merged_log(run.path))
     return contents.events, contents.notes(), _run_title(contents.events, run.events)
 
 
@@ -40,12 +41,12 @@ def locate_log(target: str | Path, runs_dir: Path, everywhere: bool = False) -> 
     found = _event_log_at(path)
     if found is not None or path.exists():
         return found
-    return rundir.resolve(str(target), runs_dir, everywhere).events
+    return merged_log(rundir.resolve(str(target), runs_dir, everywhere).path)
 
 
 def _event_log_at(path: Path) -> Path | None:
     if (path / "events.jsonl").is_file():
-        return path / "events.jsonl"
+        return merged_log(path)  # the run's own log, or every node's merged
     return path if path.is_file() and _is_event_log(path) else None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from loratui import events
-from loratui.eventlog import LogTail
+from loratui.nodelogs import MergedTail
 from loratui.rundir import RunDir
 
 
@@ -42,7 +42,7 @@ class LiveSource:
     def __init__(self, run: RunDir) -> None:
         self.run = run
         self.title = run.run_id
-        self._tail = LogTail(run.events)
+        self._tail = MergedTail(run.path)  # the run's log, and its other nodes' (nodelogs.py)
         self._ended = False
         self._disk_note = ""
         self._disk_at = 0.0

@@ -185,7 +185,7 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
         model_path=str(Path(model_path).expanduser().resolve()) if model_path and _looks_local(model_path)
         else model_path, max_steps=max_steps, resume_from=resume_from, env=env or {},
         save_before_limit=slurm_limit[0], requeue=slurm_limit[1])
-    run = rundir.create(runs_dir, settings, bounds.read_text(recipe_path))
+    run = create_for_job(runs_dir, settings, bounds.read_text(recipe_path))
     alerts.save_target(run, alert_url or alerts.url_from_env(recipe.alerts))
     spawn_supervisor(run)
     return run
@@ -277,7 +277,37 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                                   recipe_dir=str(where), command=list(command), cwd=str(where),
                                   resume_from=resume_from, env=env or {}, save_before_limit=slurm_limit[0],
                                   requeue=slurm_limit[1])
-    run = rundir.create(runs_dir, settings, placeholder)
-    alerts.save_target(run, alert_url)
+    run = create_for_job(runs_dir, settings, placeholder)
+    alerts.save_target(run, alert_url or alerts.url_from_env(AlertsSection()))
     spawn_supervisor(run)
     return run
+
+
+NODE_WAIT_S = 300.0
+"""How long node k waits for node 0 to make the shared run directory."""
+
+
+def create_for_job(runs_dir: Path, settings: rundir.RunSettings, recipe_text: str) -> rundir.RunDir:
+    """The run directory; in a multi-node Slurm job (one `loratui run` per node), the one all nodes share:
+    `runs/job<ID>-<name>/`, made by node 0, with node k's own run directory in its `nodes/<node>/`, so no
+    two hosts ever append to one file (nodelogs.py merges them for the views)."""
+    import msgspec
+
+    from loratui import slurm
+    from loratui.errors import UsageError
+
+    job = slurm.job_env()
+    if int(job.get("SLURM_JOB_NUM_NODES", "1") or 1) <= 1:
+        return rundir.create(runs_dir, settings, recipe_text)
+    settings = msgspec.structs.replace(settings, run_id=f"job{job['SLURM_JOB_ID']}-{settings.run_id.split('-', 2)[-1]}")
+    if job.get("SLURM_NODEID", "0") == "0":
+        return rundir.create(runs_dir, settings, recipe_text)
+    shared = rundir.RunDir(runs_dir / settings.run_id)
+    deadline = time.monotonic() + NODE_WAIT_S
+    while not shared.settings.is_file():
+        if time.monotonic() > deadline:
+            raise UsageError(f"{shared.path}: node 0 of job {job['SLURM_JOB_ID']} did not make the run directory "
+                             f"within {NODE_WAIT_S:.0f} s; is --runs-dir on a filesystem every node shares?")
+        time.sleep(0.5)
+    node = rundir.node_name()
+    return rundir.create(shared.path / "nodes", msgspec.structs.replace(settings, run_id=node), recipe_text)

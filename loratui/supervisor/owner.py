@@ -7,7 +7,6 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import re
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from loratui import __version__, events, runstatus, slurm
+from loratui import __version__, events, nodelogs, runstatus, slurm
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
 from loratui.outputtail import OutputFollower
@@ -31,6 +30,7 @@ from loratui.supervisor import command as watched
 from loratui.supervisor import control
 from loratui.supervisor.gpu import GpuProbe, open_probe
 from loratui.supervisor.sampler import Sampler
+from loratui.supervisor.scheduler import SchedulerWord
 from loratui.supervisor.time_limit import TimeLimit
 from loratui.supervisor.unattended import Unattended
 from loratui.supervisor.watch_output import OutputWatcher
@@ -76,9 +76,7 @@ class Supervisor:
         self.suspend_requested = False
         # Inside a Slurm job: the scheduler may end the run (time limit, scancel, memory limit, preemption).
         self.slurm_job = slurm.job_env().get("SLURM_JOB_ID", "")
-        self._oom_base = slurm.oom_kills() if self.slurm_job else None
-        self._slurm_look: threading.Thread | None = None
-        self._slurm_said: slurm.Job | None = None
+        self.scheduler = SchedulerWord(self.slurm_job)
         limit = self.settings.save_before_limit or self.recipe.slurm.save_before_limit
         self.time_limit = TimeLimit(self, self.slurm_job, limit, self.settings.requeue or self.recipe.slurm.requeue) \
             if self.slurm_job else None
@@ -170,6 +168,7 @@ class Supervisor:
             env=command_keys.env_summary(dict(os.environ)) if self.command else {},
             controls=["stop"] if self.command else [],  # until its Trainer (or first step) says more
             slurm=slurm.job_env(), node=node_name(),
+            clock_offset=nodelogs.clock_offset(self.run.path) if self.slurm_job else 0.0,
         ))
         self._set_state(events.STARTING, "supervisor started")
 
@@ -245,7 +244,7 @@ class Supervisor:
         rank = failed_rank(self._stderr_tail) if state == events.FAILED else ""
         if rank:
             error = f"{rank} failed; torchrun stopped the other ranks\n{error}"
-        cause, said = self._scheduler_word(code)
+        cause, said = self.scheduler.cause(code)
         if cause:
             state, error = slurm.SCHEDULER_ENDS[cause][0], f"{said}\n{error}".rstrip()
         # The end is what every view waits for: on a full disk, wait for room rather than lose it.
@@ -449,36 +448,8 @@ class Supervisor:
         if self.requeueing:  # our own requeue: the run goes on in the job's next start
             self._resume.set()
             return
-        if self.slurm_job and self._slurm_look is None:
-            self._slurm_look = threading.Thread(target=self._ask_slurm, daemon=True)
-            self._slurm_look.start()
+        self.scheduler.signalled()
         self._handle(control.Request("stop", "signal"))
-
-    def _ask_slurm(self, wait_s: float = 8.0) -> None:
-        """Why Slurm signalled the job, for as long as it takes Slurm to say (a few seconds at most)."""
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            job = slurm.job(self.slurm_job, fresh=True)
-            cause = slurm.ending(job) if job is not None else ""
-            if cause:
-                self._slurm_said = dataclasses.replace(job, state=cause)  # type: ignore[arg-type]
-                return
-            time.sleep(0.5)
-
-    def _scheduler_word(self, code: int | None) -> tuple[str, str]:
-        """(Slurm's job state, what it did) when the scheduler ended this run, else ("", "")."""
-        if self._slurm_look is not None:
-            self._slurm_look.join(timeout=slurm.QUERY_TIMEOUT_S + 10)
-            job = self._slurm_said
-            if job is not None and job.state in slurm.SCHEDULER_ENDS and job.state != "FAILED":
-                return job.state, job.cause()
-        kills = slurm.oom_kills() if self._oom_base is not None else None
-        if code in (-signal.SIGKILL, 128 + signal.SIGKILL) and kills is not None and kills > (self._oom_base or 0):
-            return "OUT_OF_MEMORY", (f"Slurm: job {self.slurm_job} OUT_OF_MEMORY: "
-                                     f"{slurm.SCHEDULER_ENDS['OUT_OF_MEMORY'][1]}; the job's memory cgroup "
-                                     f"killed the trainer (its oom_kill count went from {self._oom_base} to {kills}); "
-                                     "ask for more with --mem")
-        return "", ""
 
 
 def trainer_command(run: RunDir, recipe: Recipe, probe: GpuProbe | None, resume_from: str | None) -> list[str]:
