@@ -42,6 +42,19 @@ def test_ordinary_urls_pass(url: str) -> None:
     assert alerts.check_url(url) == url
 
 
+@pytest.mark.parametrize("url", ["tgram://2852039166:AAHxyz-token/12345", "windows://", "json://hooks.example/x",
+                                 "mailto://user:pass@gmail.com"])
+def test_apprise_urls_keep_their_own_shapes(url: str) -> None:
+    """A Telegram bot's number is no IPv4 address, and its token no port; some services name no host."""
+    assert alerts.url_problem(url) == ""
+
+
+@pytest.mark.parametrize("url", ["json://169.254.169.254/x", "jsons://metadata.google.internal/x",
+                                 "form://[fe80::1]/x"])
+def test_apprise_urls_to_metadata_addresses_are_refused(url: str) -> None:
+    assert "link-local or cloud metadata" in alerts.url_problem(url)
+
+
 @pytest.mark.parametrize("url", [CONTROLS[0], MALFORMED[0], METADATA[0]])
 def test_notify_test_says_what_is_wrong_not_internal_error(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["notify-test", url]) == 2
@@ -70,8 +83,7 @@ def test_a_bad_url_in_the_environment_is_refused_naming_the_variable(
 def test_a_stored_bad_target_is_not_used_and_its_problem_is_named(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "run")
     run.path.mkdir()
-    run.alerts.parent.mkdir(parents=True, exist_ok=True)
-    run.alerts.write_text('{"url": "http://[::1"}')  # as an older loratui stored it
+    alerts.save_target(run, "http://[::1")  # stored unchecked, as an older loratui did
     assert alerts.saved_target(run) == ""
     url, problem = alerts.target_for_run(run, alerts_section())
     assert url == "" and "malformed" in problem

@@ -108,3 +108,20 @@ def test_doctor_and_a_stack_dump_name_a_hostile_run_inert(tmp_path: Path) -> Non
     dump = events.Stacks(t=1.0, reason="k", ranks={"0": f'File "/w/{HOSTILE_NAME}.py", line 3 in {OSC52}step'})
     shown = render_stacks(dump)
     assert "txt.exe" in shown and "step" in shown and not _raw(shown)
+
+
+async def test_every_dialog_and_page_shows_its_text_inert() -> None:
+    """The one place a dialog's text reaches Textual: whatever a caller forgot, a page never acts."""
+    from textual.widgets import Static
+
+    from loratui.tui.screens import Choice, TextScreen
+
+    app = LoratuiApp(ListSource([]))
+    async with app.run_test(size=(100, 30)) as pilot:
+        for screen in (TextScreen(f"stack {HOSTILE_STATE}"), Choice(f"restart {HOSTILE_NAME}?", [("y", "Yes", "y")])):
+            await app.push_screen(screen)
+            await pilot.pause(0.2)
+            shown = str(screen.query_one(Static).render())
+            assert ("drawn" in shown or "txt.exe" in shown) and not _raw(shown)
+            app.pop_screen()
+            await pilot.pause(0.1)

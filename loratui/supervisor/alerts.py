@@ -99,12 +99,15 @@ def url_problem(url: str) -> str:
                 "percent-encoded")
     try:
         parts = urllib.parse.urlsplit(url)
-        host, _ = parts.hostname, parts.port
+        web = parts.scheme in ("http", "https")  # an Apprise URL's "host:port" may be a bot id and its token
+        host, _ = parts.hostname, parts.port if web else None
     except ValueError:  # `http://[::1`, a port that is no number (urllib's words would quote the URL)
         return "the URL is malformed; check the brackets around an IPv6 address and the port"
-    if not host and parts.scheme in ("http", "https"):
+    if not host and web:
         return "the URL names no host"
-    if host and blocked_host(host):
+    # Only a host an http(s) request will resolve is read in the resolver's legacy forms (2852039166): an
+    # Apprise "host" can be a Telegram bot's number.
+    if host and (blocked_host(host) if web else host.rstrip(".") in BLOCKED_NAMES or blocked_address(host)):
         return (f"{host} is a link-local or cloud metadata address, never an alert endpoint; give your ntfy, "
                 "Slack, Discord or webhook URL")
     return ""

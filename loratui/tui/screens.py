@@ -32,7 +32,7 @@ class Choice(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(self.question, id="question", markup=False)
+            yield Static(inert(self.question), id="question", markup=False)  # it may quote a run's files
             with Horizontal(id="answers"):
                 for result, label, key in self.answers:
                     yield Button(f"{label} ({key})", id=f"answer-{result}")
@@ -126,7 +126,7 @@ class TextScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog"):  # scrolls where the page is taller than the terminal
-            yield Static(self.body, markup=self.markup, id="page")
+            yield Static(self.body if self.markup else inert(self.body), markup=self.markup, id="page")
 
     def on_mount(self) -> None:
         self.query_one("#dialog").focus()  # so that the arrow keys, page up/down and home/end scroll it
