@@ -126,3 +126,19 @@ async def test_doctor_and_estimate_answer_without_a_run(runs_dir: Path) -> None:
         assert not error and estimate["verdict"] in ("fits", "tight", "does NOT fit")
         error, said = await call(client, "estimate", recipe="../../etc/passwd")
         assert error and "not by a path" in said
+
+
+def test_apply_advice_shows_the_command_a_watched_run_would_run_again(tmp_path: Path) -> None:
+    """Issue 25 item 2 for agents: the first apply_advice call names the command line from run.json (with
+    its control characters made inert), as the app's `A` prompt does, before anything runs."""
+    from types import SimpleNamespace
+
+    from loratui import rundir
+    from loratui.commands.mcp_server import would_apply
+
+    settings = rundir.RunSettings(run_id="r1", name="watched", recipe_source="", command=[
+        "python", "train.py", "--config", "cfg.yaml", "--note", "a\x1b]0;pwned\x07b"])
+    run = rundir.create(tmp_path / "runs", settings, "")
+    said = would_apply(run, SimpleNamespace(change={"per_device_train_batch_size": 2}))
+    assert "python train.py --config cfg.yaml" in said["would"] and said["command"].startswith("python train.py")
+    assert "\x1b" not in said["would"] + said["command"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,13 +157,26 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         target = guarded(lambda: view.find_run(run, runs_dir))
         item = guarded(lambda: _advice_item(target, advice_id))
         if not token:
-            return {"would": f"write a copy of {target.run_id}'s recipe/config with {item.change}, stop the "
-                             "run if it trains, and start it again with the copy (from its last checkpoint)",
-                    "change": item.change, "token": tokens.issue("apply", target.run_id, advice_id)}
+            return guarded(lambda: would_apply(target, item)) | {
+                "token": tokens.issue("apply", target.run_id, advice_id)}
         guarded(lambda: tokens.redeem(token, "apply", target.run_id, advice_id))
         return await asyncio.to_thread(lambda: guarded(lambda: _apply(target, item)))  # a restart waits
 
     return server
+
+
+def would_apply(run: Any, item: Any) -> dict[str, Any]:
+    """What apply_advice's second call would do, with the command line a watched run would run again (from
+    its run.json, what will really run), so an agent's user sees it before anything runs."""
+    from loratui.text import inert
+
+    would = (f"write a copy of {run.run_id}'s recipe/config with {item.change}, stop the run if it trains, "
+             "and start it again with the copy (from its last checkpoint)")
+    command = list(run.read_settings().command)
+    shown = inert(shlex.join(command), newlines=False) if command else ""
+    if shown:
+        would += f"; the command that runs again: {shown} (its config path replaced by the copy's)"
+    return {"would": would, "change": item.change, "command": shown}
 
 
 def _control_tool(action: str, runs_dir: Path, need_control: Any, guarded: Any) -> Any:
