@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError("loratui report draws its charts with matplotlib: pip install 'loratui[report]'") from None
     matplotlib.use("Agg")  # no display on a GPU box over SSH
-    run = rundir.resolve(args.run, args.runs_dir)
+    run = rundir.resolve(args.run, args.runs_dir, getattr(args, "everywhere", False))
     out = args.out or Path(f"{run.run_id}-report")
     out.mkdir(parents=True, exist_ok=True)
     path = write_report(run, out)
