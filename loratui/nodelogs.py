@@ -148,6 +148,10 @@ class MergedTail:
     def unknown(self) -> int:
         return self.main.unknown + sum(n.tail.unknown for n in self.nodes.values())
 
+    @property
+    def malformed(self) -> int:
+        return self.main.malformed + sum(n.tail.malformed for n in self.nodes.values())
+
 
 def merged_log(run_path: Path) -> Path:
     """The log a replay, doctor or report reads: the run's own for a one-node run; for several nodes, their

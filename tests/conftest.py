@@ -101,8 +101,15 @@ def only_run(runs: Path) -> Path:
     return found[0]
 
 
+MIN_WAIT_S = float(os.environ.get("LORATUI_TEST_MIN_WAIT_S", "120"))
+"""No wait gives up sooner: on a loaded 2-core box (the full suite, other jobs) a supervisor noticing its
+trainer or a run reaching a step takes several times its usual time, and a slow box must make a test slower,
+never red. A wait returns as soon as its condition holds, so a passing test never waits this long."""
+
+
 def wait_for(predicate: Callable[[], object], timeout: float = 120, every: float = 0.1) -> object:
-    """Poll until `predicate()` is truthy; fail the test on timeout."""
+    """Poll until `predicate()` is truthy; fail the test after `timeout` (at least MIN_WAIT_S) seconds."""
+    timeout = max(timeout, MIN_WAIT_S)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

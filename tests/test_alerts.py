@@ -124,7 +124,7 @@ def test_an_endpoint_that_never_answers_holds_nothing_up() -> None:
     dead.listen(16)  # accepts connections in the kernel, never answers
     url = f"http://127.0.0.1:{dead.getsockname()[1]}/secret-topic"
     errors: list[str] = []
-    notifier = Notifier(url, "json", min_interval_s=0, timeout_s=2, retries=0, on_error=errors.append)
+    notifier = Notifier(url, "json", min_interval_s=0, timeout_s=120, retries=0, on_error=errors.append)
     written: list[Any] = []
     watch = RunWatch("r1", Recipe(), written.append, notifier)
     started = time.perf_counter()
@@ -132,7 +132,8 @@ def test_an_endpoint_that_never_answers_holds_nothing_up() -> None:
         watch.feed([events.Step(t=float(i), step=i, epoch=0.0, step_time=0.1)])
         watch.alert("over_line", "over the line", f"step {i}")
     elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, elapsed  # one stuck request would already take 2 s
+    # one stuck request would take 120 s; 200 folds take well under a second, however loaded the box
+    assert elapsed < 60, elapsed
     notifier.close(timeout_s=0.1)
     dead.close()
     assert all("secret-topic" not in e for e in errors)

@@ -75,7 +75,7 @@ def test_restart_resumes_from_the_last_checkpoint(tmp_path: Path, runs_dir: Path
     run = rundir.RunDir(first)  # type: ignore[arg-type]
     fixed, env = write_fixed_recipe(run, "loss_diverging", {"training.learning_rate": 1e-3})
     new = restart_with(run, fixed, env, lambda command: control.send(run.control, command))
-    viewer.communicate(timeout=60)
+    viewer.communicate(timeout=300)
     assert kinds(run.path, "end")[0]["state"] == "stopped"
     begin = wait_for(lambda: kinds(new.path, "train_begin"), timeout=120)
     assert begin[0]["start_step"] >= 10  # type: ignore[index]

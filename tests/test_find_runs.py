@@ -101,3 +101,13 @@ def test_detach_message_names_the_run_directory(tmp_path: Path) -> None:
     run = rundir.RunDir(tmp_path / "runs" / "20261204-120000-tiny")
     said = farewell(run, RunState(), "detach")
     assert str(run.path.resolve()) in said and "loratui attach 20261204-120000-tiny" in said
+
+
+def test_replay_finds_a_run_started_in_another_directory(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    run_id = _start_one(home, capsys)
+    monkeypatch.chdir(home)
+    assert main(["replay", run_id, "--summary"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert run_id in json.dumps(summary), summary
+    assert main(["replay", run_id, "--summary", "--runs-dir", str(home / "elsewhere")]) == 2  # narrowed

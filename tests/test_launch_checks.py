@@ -148,7 +148,7 @@ def test_refusals_reach_the_user_as_one_line_and_exit_2(tmp_path: Path) -> None:
     data = tmp_path / "train.jsonl"
     data.write_text("\n".join(_rows(3)) + "\n[1, 2]\n")
     result = loratui("run", str(_recipe(tmp_path, data)), "--headless", "--runs-dir", str(tmp_path / "runs"),
-                     timeout=60)
+                     timeout=300)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert f"{data}:4:" in result.stderr and "not an object" in result.stderr
     assert not (tmp_path / "runs").exists()

@@ -72,7 +72,7 @@ BAD = [
 def test_bad_recipe_one_clear_message(tmp_path: Path, name: str, text: str, fragments: list[str]) -> None:
     recipe = tmp_path / f"{name}.toml"
     recipe.write_text(text)
-    result = loratui("run", str(recipe), "--headless", "--runs-dir", str(tmp_path / "runs"), timeout=60)
+    result = loratui("run", str(recipe), "--headless", "--runs-dir", str(tmp_path / "runs"), timeout=600)
     assert result.returncode == 2, result.stderr
     message = result.stderr.strip()
     assert message.count("\n") == 0 and "Traceback" not in message, message

@@ -83,7 +83,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # `| head -1` gone before the summary is written
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 0 and err == "", err
+    assert proc.wait(timeout=300) == 0 and err == "", err
 
 
 def test_compare_names_two_runs_of_one_name_a_and_b_with_ids(tmp_path: Path) -> None:

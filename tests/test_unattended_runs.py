@@ -98,14 +98,14 @@ def test_a_hung_trainer_is_detected_and_stacks_show_where_it_waits(tmp_path: Pat
         assert "after step 6" in str(hung[0]["message"]) and "loratui stacks" in str(hung[0]["message"])
         auto = wait_for(lambda: kinds(run, "stacks"), timeout=30)[0]
         assert auto["reason"] == "hung" and "injected_hang" in auto["ranks"]["0"]
-        result = loratui("stacks", run.name, "--runs-dir", str(runs_dir), timeout=60)
+        result = loratui("stacks", run.name, "--runs-dir", str(runs_dir), timeout=300)
         assert result.returncode == 0, result.stderr
         assert "=== rank 0 ===" in result.stdout and "injected_hang" in result.stdout
         assert "on_step_end" in result.stdout  # the frame that waits, inside the training loop
         assert len(kinds(run, "stacks")) == 2
         (request, *_) = endpoint.wait(1)
         assert json.loads(request["body"])["event"] == "hung"
-        doctor = loratui("doctor", str(run), "--json", timeout=60)
+        doctor = loratui("doctor", str(run), "--json", timeout=300)
         assert any(a["id"] == "run_hung" for a in json.loads(doctor.stdout))
         assert _secret_anywhere(run) == []
     finally:

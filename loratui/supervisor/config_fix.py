@@ -19,7 +19,7 @@ from loratui.logic import command_keys, json_edit, yaml_edit
 from loratui.logic.config_keys import ConfigEditError
 from loratui.logic.recipe_edit import recipe_changes
 from loratui.rundir import RunDir
-from loratui.supervisor.restart import carried_env, check_owner, create_new, final_state, stop_and_wait
+from loratui.supervisor.relaunch import carried_env, check_owner, create_new, final_state, stop_and_wait
 
 MAX_CONFIG_BYTES = 4 << 20
 _FIX_MARK = re.compile(r"\.loratui-fix\d+$")

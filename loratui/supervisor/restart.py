@@ -12,22 +12,20 @@ trainer, so a stored `PYTHONPATH` or `LD_PRELOAD` never runs as the user who res
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from loratui import events, runstatus
+from loratui import events
 from loratui.bounds import BOM
 from loratui.errors import ApplyError
-from loratui.logic.recipe_edit import ADVICE_ENV, EditError, absolute_data_path, apply_changes, recipe_changes
+from loratui.logic.recipe_edit import EditError, absolute_data_path, apply_changes, recipe_changes
 from loratui.recipe import BUILTIN_DIR, RecipeError, load_recipe
 from loratui.rundir import RunDir, latest_checkpoint
 from loratui.supervisor import alerts
+from loratui.supervisor.relaunch import carried_env, check_owner, create_new, final_state, stop_and_wait
 
-MAX_NAMES = 1000
-"""How many `-N` names to try before giving up on a folder full of fixes (or of links)."""
-
+__all__ = ["carried_env", "check_owner", "create_new", "final_state", "restart_with", "stop_and_wait", "write_fix",
+           "write_fixed_recipe"]
 
 def write_fix(run: RunDir, advice_id: str, fix: dict[str, Any]) -> tuple[Path, dict[str, str]]:
     """`A`: a fixed recipe for a recipe run, a fixed copy of the YAML config for a watched command."""
@@ -67,6 +65,16 @@ def write_fixed_recipe(run: RunDir, advice_id: str, change: dict[str, Any]) -> t
     return target, {**carried_env(settings.env), **env}
 
 
+def _create_new(folder: Path, stem: str, text: str) -> Path:
+    """Create `stem.toml` (or `stem-N.toml`) that did not exist (see `create_new`)."""
+    return create_new(folder, lambda n: f"{stem}.toml" if n == 1 else f"{stem}-{n}.toml", text)
+
+
+def _header(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
+    changed = ", ".join(f"{k} = {v!r}" for k, v in change.items())
+    return f"# Written by loratui from run {run.run_id} (advice {advice_id}): {changed}\n"
+
+
 def restart_command_line(run: RunDir, fixed: Path) -> list[str]:
     """The command a restart with `fixed` re-runs, as run.json holds it ([] for a recipe run: loratui's own
     trainer runs), for the prompt to show before anything runs."""
@@ -75,56 +83,6 @@ def restart_command_line(run: RunDir, fixed: Path) -> list[str]:
     from loratui.supervisor import config_fix
 
     return config_fix.restart_command_line(run, fixed)
-
-
-def carried_env(stored: dict[str, str]) -> dict[str, str]:
-    """The stored run settings' environment, less every variable loratui would not itself propose."""
-    return {key: value for key, value in stored.items() if key in ADVICE_ENV}
-
-
-def check_owner(run: RunDir) -> None:
-    """Refuse a run directory that belongs to another user, or that this user's loratui did not make (a
-    copy, a tarball: `RunDir.sealed`): its recipe, settings and command are someone else's."""
-    try:
-        owner = run.path.stat().st_uid
-    except OSError as exc:
-        raise ApplyError(f"{run.path}: cannot read the run directory ({exc.strerror or exc})") from None
-    if owner != os.getuid():
-        raise ApplyError(f"{run.path} belongs to another user (uid {owner}); loratui applies advice only to "
-                         "your own runs: copy its recipe and start your own run with it")
-    if not run.sealed():
-        raise ApplyError(f"{run.path} was not started by your loratui (a copy, an unpacked tarball, or a run "
-                         "from a loratui before run seals): its settings and command are never run again. "
-                         f"Read its recipe ({run.recipe}) and start a run of your own with it")
-
-
-def _create_new(folder: Path, stem: str, text: str) -> Path:
-    """Create `stem.toml` (or `stem-N.toml`) that did not exist (see `create_new`)."""
-    return create_new(folder, lambda n: f"{stem}.toml" if n == 1 else f"{stem}-{n}.toml", text)
-
-
-def create_new(folder: Path, name: Callable[[int], str], text: str, mode: int = 0o644) -> Path:
-    """Create the first of `name(1)`, `name(2)`... that did not exist: O_EXCL|O_NOFOLLOW, so an existing
-    file or link, dangling or not, at a name is never written through; the next name is tried instead."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    for n in range(1, MAX_NAMES + 1):
-        candidate = folder / name(n)
-        try:
-            fd = os.open(candidate, flags, mode)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise ApplyError(f"{candidate}: cannot create it ({exc.strerror or exc}); copy the file to a folder "
-                             "you can write and run that copy") from None
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        return candidate
-    raise ApplyError(f"{folder}: {MAX_NAMES} names like {name(1)} are taken; remove old fixes")
-
-
-def _header(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
-    changed = ", ".join(f"{k} = {v!r}" for k, v in change.items())
-    return f"# Written by loratui from run {run.run_id} (advice {advice_id}): {changed}\n"
 
 
 def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait_s: float = 180.0) -> RunDir:
@@ -145,22 +103,3 @@ def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait
     return start_run(recipe, run.path.parent, settings.name, settings.model_path, settings.max_steps,
                      resume_from=resume, env={**carried_env(settings.env), **carried_env(env)},
                      alert_url=alerts.saved_target(run))  # the new run alerts where this one did
-
-
-def stop_and_wait(run: RunDir, send: Any, wait_s: float) -> None:
-    """Ask a run that still trains to stop, and wait (up to `wait_s`) for its end."""
-    if not _ended(run):
-        send("stop")
-        deadline = time.monotonic() + wait_s
-        while not _ended(run) and time.monotonic() < deadline:
-            time.sleep(0.5)
-
-
-def final_state(run: RunDir) -> str | None:
-    """The state the run's end recorded (the one run status), or None while it has none."""
-    end = runstatus.read(run).end
-    return end.state if end is not None else None
-
-
-def _ended(run: RunDir) -> bool:
-    return runstatus.is_over(runstatus.read(run))
