@@ -25,7 +25,7 @@ from loratui import events, runstatus
 from loratui.eventlog import EventWriter
 from loratui.outputtail import OutputFollower
 from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, write_pidfile
-from loratui.supervisor.command import PARENT_ENV, PAUSE_REASON, signal_group
+from loratui.supervisor.command import KEEPER_ENV, PARENT_ENV, PAUSE_REASON, signal_group
 from loratui.supervisor.watch_output import OutputWatcher
 
 POLL_S = 1.0
@@ -47,6 +47,7 @@ class Keeper:
     def run_command(self) -> int:
         """The command's exit: its code, or -N when signal N killed it."""
         env = dict(os.environ)
+        env.pop(KEEPER_ENV, None)
         env[PARENT_ENV] = str(os.getpid())  # the command's parent is this process (suspend reads it)
         try:
             child = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, env=env, process_group=0)

@@ -233,6 +233,7 @@ class Supervisor:
             # The user's program, as they would run it: their buffering, bars and NCCL settings (a plain
             # loop's own print()s reach the log as its stdout flushes them); only the hook's variables added.
             env = watched.command_env(self.run, env, resume_from)
+            env[watched.KEEPER_ENV] = "1"  # for the keeper only: it takes it out of the command's environment
             self.run.hooked.unlink(missing_ok=True)  # this launch's Trainer writes it anew
             self.run.trainer_pidfile.unlink(missing_ok=True)  # and its keeper, the command's pid
         else:
