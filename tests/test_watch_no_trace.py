@@ -189,3 +189,24 @@ def test_a_newline_in_an_argument_still_runs_the_command(watch_dir: Path, tmp_pa
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert marker.read_text() == "two\nlines"
     assert kinds(only_run(watch_dir), "end")[0]["state"] == "finished"
+
+
+def test_recipe_runs_keep_their_variables_and_a_user_nccl_setting_wins() -> None:
+    """The variables a watched command no longer gets stay for loratui's own trainer (a recipe run)."""
+    from loratui.supervisor.owner import recipe_trainer_env
+
+    env = recipe_trainer_env({"PATH": "/bin"}, {})
+    assert env == {"PATH": "/bin", "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1", "NCCL_NVLS_ENABLE": "0"}
+    assert recipe_trainer_env({"NCCL_NVLS_ENABLE": "1"}, {})["NCCL_NVLS_ENABLE"] == "1"
+
+
+def test_the_vram_pane_calls_a_watched_runs_peak_a_running_max() -> None:
+    from loratui.logic.runstate import RunState
+    from loratui.tui.widgets.vram import _torch_line
+
+    state = RunState()
+    state.torch_allocated, state.torch_reserved = 1 << 30, 2 << 30
+    state.step_peak_allocated, state.step_peak_reserved = 3 << 30, 4 << 30
+    assert "step peak 3.0/4.0 GiB" in _torch_line(state)
+    state.command = ["python", "train.py"]
+    assert "peak so far 3.0/4.0 GiB" in _torch_line(state)

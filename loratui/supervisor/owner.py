@@ -237,10 +237,7 @@ class Supervisor:
             self.run.hooked.unlink(missing_ok=True)  # this launch's Trainer writes it anew
             self.run.trainer_pidfile.unlink(missing_ok=True)  # and its keeper, the command's pid
         else:
-            env.update(PYTHONUNBUFFERED=self.settings.env.get("PYTHONUNBUFFERED", "1"), TQDM_DISABLE="1")
-            # Leave NVLink multicast off in loratui's own trainer: not needed for DDP/FSDP, and it
-            # misbehaves on some hosts.
-            env.setdefault("NCCL_NVLS_ENABLE", "0")
+            env = recipe_trainer_env(env, self.settings.env)
         env = self.unattended.trainer_env(env)
         with open(self.run.stdout_log, "ab") as out, open(self.run.stderr_log, "ab") as err:
             # A watched command leads its own process group: pause and stop reach its every process.
@@ -409,6 +406,15 @@ class Supervisor:
     def on_sigterm(self, *_: object) -> None:
         """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does."""
         self._handle(control.Request("stop", "signal"))
+
+
+def recipe_trainer_env(env: dict[str, str], settings_env: dict[str, str]) -> dict[str, str]:
+    """What loratui's own trainer (a recipe run) gets beyond the user's environment; a watched command gets
+    none of it: unbuffered output (read live), no tqdm bars (loratui draws progress), and NVLink multicast
+    left off (not needed for DDP/FSDP, and it misbehaves on some hosts)."""
+    env = dict(env, PYTHONUNBUFFERED=settings_env.get("PYTHONUNBUFFERED", "1"), TQDM_DISABLE="1")
+    env.setdefault("NCCL_NVLS_ENABLE", "0")
+    return env
 
 
 def trainer_command(run: RunDir, recipe: Recipe, probe: GpuProbe | None, resume_from: str | None) -> list[str]:
