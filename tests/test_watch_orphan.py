@@ -79,3 +79,22 @@ def test_a_hooked_trainer_outlives_its_supervisor_and_stops_from_the_cli(model_d
     assert any(line.startswith("saved the adapter") for e in kinds(run, "output") for line in e["lines"])  # type: ignore[attr-defined]
     wait_for(lambda: not watched_pids(run), timeout=60)
     viewer.kill()
+
+
+def test_a_hooked_trainer_suspended_after_its_supervisor_died_is_resumed_by_a_new_one(
+        model_dir: Path, watch_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out", 40))
+    run = _run(watch_dir)
+    _wait_step(run, 2)
+    _kill_supervisor(run)
+    _cli(watch_dir, "pause")  # held at a step boundary, however fast this box trains
+    wait_for(lambda: _status(run).state == events.PAUSED, timeout=120)
+    _cli(watch_dir, "suspend")
+    wait_for(lambda: _status(run).state == events.SUSPENDED and _status(run).alive == "", timeout=300)
+    assert not kinds(run, "end") and kinds(run, "checkpoint")
+    _cli(watch_dir, "resume")  # a new supervisor runs the command again, from its checkpoint
+    wait_for(lambda: kinds(run, "end"), timeout=600)
+    (end,) = kinds(run, "end")
+    assert end["state"] == events.FINISHED and max(_steps(run)) == 40
+    assert len(kinds(run, "train_begin")) == 2
+    viewer.kill()
