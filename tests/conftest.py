@@ -68,12 +68,14 @@ def runs_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def watched_pids(run: Path) -> list[int]:
-    """Processes of a watched command (`loratui run -- COMMAND`): their environment names the run."""
+    """Processes of a watched command (`loratui run -- COMMAND`): their environment names the run (its keeper,
+    loratui's own process, aside)."""
     marker = f"LORATUI_RUN_DIR={run.resolve()}".encode()
     found = []
     for entry in os.listdir("/proc"):
         try:
-            if entry.isdigit() and marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+            if entry.isdigit() and marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0") \
+                    and b"loratui.supervisor.keeper" not in Path(f"/proc/{entry}/cmdline").read_bytes():
                 found.append(int(entry))
         except OSError:
             continue

@@ -28,6 +28,9 @@ pytestmark = pytest.mark.slow
 PROBE = REPO / "tests" / "data" / "scripts" / "no_trace_probe.py"
 USER_SITECUSTOMIZE = '''import os, sys
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "extra"))
+if os.environ.get("PROBE_SITE_LOG"):  # each process it runs in: the user's, never loratui's keeper
+    with open(os.environ["PROBE_SITE_LOG"], "a") as log:
+        log.write(open("/proc/self/cmdline", "rb").read().replace(b"\\0", b" ").decode() + "\\n")
 '''
 
 
@@ -39,7 +42,7 @@ def _user_env(base: Path) -> dict[str, str]:
     (site / "extra" / "user_extra_mod.py").write_text("VALUE = 'from the user path'\n")
     path = os.pathsep.join(p for p in (str(site), ENV.get("PYTHONPATH", "")) if p)
     env = {k: v for k, v in ENV.items() if k not in ("NCCL_NVLS_ENABLE", "TQDM_DISABLE", "PYTHONUNBUFFERED")}
-    return dict(env, PYTHONPATH=path, PROBE_USER_MODULE="user_extra_mod")
+    return dict(env, PYTHONPATH=path, PROBE_USER_MODULE="user_extra_mod", PROBE_SITE_LOG=str(base / "site.log"))
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +55,18 @@ def reports(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     command = [sys.executable, str(PROBE), "--model", str(model_dir), "--out", "out", "--save-total-limit", "1",
                "--gate", str(base / "gate")]
     (base / "gate").touch()
-    alone = subprocess.run([*command, "--report", str(base / "alone.json")], cwd=work, env=env, timeout=600,
+    alone = subprocess.run([*command, "--report", str(base / "alone.json")], cwd=work,
+                           env=env, timeout=600,
                            capture_output=True, text=True)
     assert alone.returncode == 0, alone.stderr[-3000:]
     (base / "gate").unlink()
+    site_alone = (base / "site.log").read_text().splitlines()
+    (base / "site.log").unlink()
     shutil.rmtree(work / "out")
     runs = base / "runs"
     viewer = subprocess.Popen([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(runs), "--",
-                               *command, "--report", str(base / "watched.json")], cwd=work, env=env,
+                               *command, "--report", str(base / "watched.json")], cwd=work,
+                              env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         run = _run(runs)
@@ -71,7 +78,8 @@ def reports(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     finally:
         viewer.kill()
     assert viewer.returncode == 0, out[-3000:]
-    return {"alone": json.loads((base / "alone.json").read_text()),
+    return {"site_runs": [site_alone, (base / "site.log").read_text().splitlines()],
+            "alone": json.loads((base / "alone.json").read_text()),
             "watched": json.loads((base / "watched.json").read_text()), "run": run}
 
 
@@ -130,6 +138,10 @@ def test_logging_warnings_and_signal_handlers_are_the_scripts_own(reports: dict[
 def test_path_sitecustomize_buffering_cwd_and_environment_are_the_scripts_own(reports: dict[str, Any]) -> None:
     alone, watched = reports["alone"], reports["watched"]
     assert alone["user_module"] == watched["user_module"] == "from the user path"  # theirs ran, path kept
+    alone_runs, watched_runs = reports["site_runs"]
+    probes = [r for r in watched_runs if r.split()[1:2] == [str(PROBE)]]  # the script itself, not `loratui run`
+    assert len(alone_runs) == 1 and len(probes) == 1
+    assert not [r for r in watched_runs if "keeper" in r]  # loratui's keeper of the command runs none of it
     for key in ("sys_path", "meta_path", "sitecustomize", "stdout", "stderr", "cwd"):
         for seen_alone, seen_watched in _both(reports, key):
             assert seen_alone == seen_watched, key
@@ -177,3 +189,24 @@ def test_a_newline_in_an_argument_still_runs_the_command(watch_dir: Path, tmp_pa
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert marker.read_text() == "two\nlines"
     assert kinds(only_run(watch_dir), "end")[0]["state"] == "finished"
+
+
+def test_recipe_runs_keep_their_variables_and_a_user_nccl_setting_wins() -> None:
+    """The variables a watched command no longer gets stay for loratui's own trainer (a recipe run)."""
+    from loratui.supervisor.owner import recipe_trainer_env
+
+    env = recipe_trainer_env({"PATH": "/bin"}, {})
+    assert env == {"PATH": "/bin", "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1", "NCCL_NVLS_ENABLE": "0"}
+    assert recipe_trainer_env({"NCCL_NVLS_ENABLE": "1"}, {})["NCCL_NVLS_ENABLE"] == "1"
+
+
+def test_the_vram_pane_calls_a_watched_runs_peak_a_running_max() -> None:
+    from loratui.logic.runstate import RunState
+    from loratui.tui.widgets.vram import _torch_line
+
+    state = RunState()
+    state.torch_allocated, state.torch_reserved = 1 << 30, 2 << 30
+    state.step_peak_allocated, state.step_peak_reserved = 3 << 30, 4 << 30
+    assert "step peak 3.0/4.0 GiB" in _torch_line(state)
+    state.command = ["python", "train.py"]
+    assert "peak so far 3.0/4.0 GiB" in _torch_line(state)

@@ -23,6 +23,9 @@ HOOK_DIR = Path(loratui.__file__).resolve().parent / "trainer" / "hook"
 """Holds the hook's sitecustomize.py; found by path: the owner side never imports the trainer side."""
 RUN_ENV, RESUME_ENV, ROOT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_HOOK_ROOT"
 PARENT_ENV = "LORATUI_SUPERVISOR_PID"
+KEEPER_ENV = "LORATUI_KEEPER"
+"""Set for the command's keeper (supervisor/keeper.py) alone: the hook's sitecustomize then hooks nothing
+and runs no sitecustomize of the user's in it (that is for the user's own processes)."""
 PAUSE_NOTE = ("paused by SIGSTOP: the process is frozen mid-step; its GPU memory stays held, and peers of a "
               "multi-process job may time out")
 PAUSE_REASON = "paused by SIGSTOP: GPU memory stays held; multi-process peers may time out"

@@ -265,18 +265,16 @@ class Supervisor:
             # The user's program, as they would run it: their buffering, bars and NCCL settings (a plain
             # loop's own print()s reach the log as its stdout flushes them); only the hook's variables added.
             env = watched.command_env(self.run, env, resume_from)
+            env[watched.KEEPER_ENV] = "1"  # for the keeper only: it takes it out of the command's environment
             self.run.hooked.unlink(missing_ok=True)  # this launch's Trainer writes it anew
+            self.run.trainer_pidfile.unlink(missing_ok=True)  # and its keeper, the command's pid
         else:
-            env.update(PYTHONUNBUFFERED=self.settings.env.get("PYTHONUNBUFFERED", "1"), TQDM_DISABLE="1")
-            # Leave NVLink multicast off in loratui's own trainer: not needed for DDP/FSDP, and it
-            # misbehaves on some hosts.
-            env.setdefault("NCCL_NVLS_ENABLE", "0")
+            env = recipe_trainer_env(env, self.settings.env)
         env = self.unattended.trainer_env(env)
         with append_file(self.run.stdout_log) as out, append_file(self.run.stderr_log) as err:
             # A watched command leads its own process group: pause and stop reach its every process.
             self.trainer = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                            start_new_session=False, cwd=self.settings.cwd or None,
-                                            process_group=0 if self.command else None)
+                                            start_new_session=False, cwd=self.settings.cwd or None)
         done = threading.Event()
         redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
         followers = [OutputFollower(path, functools.partial(self._emit_output, name), redraw=redraw)
@@ -346,6 +344,12 @@ class Supervisor:
         if command == "resume":  # `loratui resume --notify URL` stored a new target just before
             self.unattended.reload_alerts()
         self.suspend_requested |= command == "suspend"
+        if command == "suspend":
+            self._resume.clear()  # only a resume sent after this suspend resumes it
+        elif command == "resume" and self.suspend_requested and self.state != events.SUSPENDED:
+            # The trainer is on its way out for a suspend (a watched command's exit reaches us through its
+            # keeper): resume as soon as it is suspended rather than lose this resume.
+            self._resume.set()
         if command == "stop":
             self.stop_requested = True
             threading.Thread(target=self._enforce_stop, daemon=True).start()
@@ -358,12 +362,16 @@ class Supervisor:
             return self._signal_pause(command == "pause")
         return self._relay(command)
 
+    def _group(self, trainer: subprocess.Popen[bytes]) -> int:
+        """The watched command's process group: its keeper (our child) records the command's pid."""
+        return self.run.trainer_pid() or trainer.pid
+
     def _signal_pause(self, pause: bool) -> str | None:
         """Pause or resume a watched command with no hooked Trainer: SIGSTOP/SIGCONT of its group."""
         trainer = self.trainer
         if trainer is None or trainer.poll() is not None:
             return "the command is not running"
-        if not watched.signal_group(trainer.pid, signal.SIGSTOP if pause else signal.SIGCONT):
+        if not watched.signal_group(self._group(trainer), signal.SIGSTOP if pause else signal.SIGCONT):
             return "the command's process group is gone"
         if pause:
             self._set_state(events.PAUSED, watched.PAUSE_REASON)  # the status line shows it, from the log
@@ -390,7 +398,7 @@ class Supervisor:
         if trainer is None:
             return
         if self.command and trainer.poll() is None:
-            watched.stop_signals(trainer.pid, watched.hook_info(self.run))
+            watched.stop_signals(self._group(trainer), watched.hook_info(self.run))
         elif self.recipe.distributed.num_processes in (1,) and trainer.poll() is None:
             # A training process stops at its next step boundary on SIGTERM, as on the command; one still
             # importing or loading weights has nothing to save and ends at once. (Under torchrun the agent
@@ -408,7 +416,7 @@ class Supervisor:
     def _signal_trainer(self, trainer: subprocess.Popen[bytes], sig: int) -> None:
         """A recipe's trainer, or a watched command's whole process group (its ranks and workers)."""
         if self.command:
-            watched.signal_group(trainer.pid, sig)
+            watched.signal_group(self._group(trainer), sig)
         else:
             trainer.send_signal(sig)
 
@@ -418,11 +426,14 @@ class Supervisor:
         trainer = self.trainer
         if trainer is None or trainer.poll() is not None:
             return
-        trainer.terminate()
+        if self.command:  # the command itself, not its keeper (which forwards SIGTERM anyway)
+            os.kill(self._group(trainer), signal.SIGTERM)
+        else:
+            trainer.terminate()
         try:
             trainer.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            trainer.kill()
+            self._signal_trainer(trainer, signal.SIGKILL)
 
     def _requeue(self) -> bool:
         """After the checkpoint saved before the time limit: requeue the job and wait for Slurm to end this
@@ -452,12 +463,21 @@ class Supervisor:
         self._handle(control.Request("stop", "signal"))
 
 
+def recipe_trainer_env(env: dict[str, str], settings_env: dict[str, str]) -> dict[str, str]:
+    """What loratui's own trainer (a recipe run) gets beyond the user's environment; a watched command gets
+    none of it: unbuffered output (read live), no tqdm bars (loratui draws progress), and NVLink multicast
+    left off (not needed for DDP/FSDP, and it misbehaves on some hosts)."""
+    env = dict(env, PYTHONUNBUFFERED=settings_env.get("PYTHONUNBUFFERED", "1"), TQDM_DISABLE="1")
+    env.setdefault("NCCL_NVLS_ENABLE", "0")
+    return env
+
+
 def trainer_command(run: RunDir, recipe: Recipe, probe: GpuProbe | None, resume_from: str | None) -> list[str]:
     """`python -m loratui.trainer RUN`, under torchrun when the recipe asks for several processes; a
     watched run's own command as it was given (a resume reaches it through its environment)."""
     watched_command = run.read_settings().command
-    if watched_command:
-        return list(watched_command)
+    if watched_command:  # its keeper runs it, and outlives this supervisor (supervisor/keeper.py)
+        return [sys.executable, "-m", "loratui.supervisor.keeper", str(run.path), "--", *watched_command]
     command = ["-m", "loratui.trainer", str(run.path)] + (["--resume-from", resume_from] if resume_from else [])
     n = recipe.distributed.num_processes
     if n == "auto":

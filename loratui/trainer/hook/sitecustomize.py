@@ -63,9 +63,11 @@ def _chain() -> bool:
     return True
 
 
-_activate()
+_KEEPER = os.environ.get("LORATUI_KEEPER") == "1"  # loratui's keeper of the command: hook nothing, run nothing
+if not _KEEPER:
+    _activate()
 _leave_path()
-if not _chain():
+if _KEEPER or not _chain():
     # No sitecustomize of theirs: Python's site module reads an ImportError naming "sitecustomize" as
     # "there is none" and says nothing, and the import system drops this module from sys.modules. The
     # finder installed above stays.

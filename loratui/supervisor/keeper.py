@@ -1,0 +1,192 @@
+"""`python -m loratui.supervisor.keeper RUN -- COMMAND`: a watched command's parent, which outlives its supervisor.
+
+A recipe run's trainer stands in for a supervisor killed with SIGKILL (trainer/orphan.py). A watched command
+is the user's program: nothing of loratui may run in it for that (a thread, a signal handler would be a
+trace), and a plain loop has no hook at all. So the supervisor starts this small process, which starts the
+command in a process group of its own, records its pid as the run's trainer (`trainer.pid`: `ls` says who
+lives, `loratui pause/stop` write to `control.cmds` when no supervisor answers), waits for it and exits as
+it did (the same code, or killed by the same signal). While the supervisor lives it does nothing else.
+When the supervisor dies it takes over what the supervisor did for the run: it records the command's
+output, obeys `control.cmds` for a command with no hooked Trainer (SIGSTOP/SIGCONT/SIGTERM of its group;
+a hooked Trainer reads that file itself), and writes the run's end and sends its alert.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from loratui import events, runstatus
+from loratui.eventlog import EventWriter
+from loratui.outputtail import OutputFollower
+from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, write_pidfile
+from loratui.supervisor.command import KEEPER_ENV, PARENT_ENV, PAUSE_REASON, signal_group
+from loratui.supervisor.watch_output import OutputWatcher
+
+POLL_S = 1.0
+
+
+class Keeper:
+    """Runs the command; after the supervisor's death, stands in for it."""
+
+    def __init__(self, run: RunDir, command: list[str], poll_s: float = POLL_S) -> None:
+        self.run, self.command, self.poll_s = run, command, poll_s
+        self.orphaned = False
+        self.stop_requested = False
+        self.log: EventWriter | None = None
+        self._offset = 0
+        self._done = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._watcher: OutputWatcher | None = None
+
+    def run_command(self) -> int:
+        """The command's exit: its code, or -N when signal N killed it."""
+        env = dict(os.environ)
+        env.pop(KEEPER_ENV, None)
+        env[PARENT_ENV] = str(os.getpid())  # the command's parent is this process (suspend reads it)
+        try:
+            child = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, env=env, process_group=0)
+        except OSError as exc:  # as a shell says it: the run then ends failed with this line
+            print(f"loratui: cannot run {self.command[0]}: {exc.strerror or exc}", file=sys.stderr)
+            return 127
+        # SIGTERM sent to this keeper (a guard's restart) is meant for the command. A Python handler, not
+        # SIG_IGN: an ignored signal would stay ignored in the command across exec.
+        signal.signal(signal.SIGTERM, lambda *_: _forward(child.pid, signal.SIGTERM))
+        write_pidfile(self.run.trainer_pidfile, child.pid)
+        try:
+            while True:
+                try:
+                    return child.wait(timeout=self.poll_s)
+                except subprocess.TimeoutExpired:
+                    self._check(child.pid)
+        finally:
+            self._finish(child.returncode if child.returncode is not None else 1)
+            self.run.trainer_pidfile.unlink(missing_ok=True)
+
+    def _check(self, pid: int) -> None:
+        if not self.orphaned and self.run.supervisor_pid() is None:
+            self._adopt()
+        if self.orphaned:
+            self._obey(pid)
+
+    def _adopt(self) -> None:
+        self.orphaned = True
+        self.log = EventWriter(self.run.events)
+        self._offset = file_size(self.run.commands)  # the supervisor obeyed what came before
+        self.log.write(events.Notice(
+            t=time.time(), level="warning", key="supervisor_lost",
+            message="the supervisor died; the command goes on, obeys loratui pause/resume/stop, and its output "
+                    "and end are still recorded"))
+        if not self.run.hooked.exists():  # steps read from the output, as the supervisor read them
+            self._watcher = OutputWatcher()
+            self._watcher.began, self._watcher.step = True, runstatus.read(self.run).step
+        for path, stream in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr")):
+            follower = OutputFollower(path, lambda lines, s=stream: self._output(s, lines))
+            thread = threading.Thread(target=follower.run, args=(self._done,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _output(self, stream: str, lines: list[str]) -> None:
+        assert self.log is not None
+        self.log.write(events.Output(t=time.time(), stream=stream, lines=lines))
+        for line in lines if self._watcher is not None else []:
+            for event in self._watcher.feed(line):
+                self.log.write(event)
+
+    def _obey(self, pid: int) -> None:
+        """Commands `loratui pause/resume/stop` wrote since the supervisor died."""
+        assert self.log is not None
+        try:
+            with open(self.run.commands, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        complete = data[:data.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        hooked = self.run.hooked.exists()  # a hooked Trainer reads the file itself
+        for command in complete.decode("utf-8", "replace").split():
+            self.stop_requested |= command == "stop"
+            if hooked:
+                continue
+            if command == "pause" and signal_group(pid, signal.SIGSTOP):
+                self.log.write(events.State(t=time.time(), state=events.PAUSED, reason=PAUSE_REASON))
+            elif command == "resume" and signal_group(pid, signal.SIGCONT):
+                self.log.write(events.State(t=time.time(), state=events.TRAINING, reason="resumed"))
+            elif command == "stop":
+                signal_group(pid, signal.SIGCONT)
+                signal_group(pid, signal.SIGTERM)
+
+    def _finish(self, code: int) -> None:
+        """The command exited: when orphaned, record the rest of its output and the run's end."""
+        self._done.set()
+        for thread in self._threads:
+            thread.join(timeout=2)
+        if not self.orphaned or self.log is None:
+            return
+        if self._watcher is not None:
+            for event in self._watcher.close():
+                self.log.write(event)
+        step = runstatus.read(self.run).step
+        if code == SUSPEND_EXIT and self.run.hooked.exists():
+            self.log.write(events.State(t=time.time(), state=events.SUSPENDED, step=step,
+                                        reason="checkpoint written; `loratui resume` re-adopts the run"))
+            return
+        stopped = self.stop_requested and code in (0, -signal.SIGTERM, -signal.SIGKILL)
+        state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
+        signame = signal.Signals(-code).name if code < 0 else ""
+        error = _tail(self.run.stderr_log) if state == events.FAILED else ""
+        if signame and state == events.FAILED:
+            error = f"the command was killed by {signame}\n{error}".rstrip()
+        self.log.write(events.End(t=time.time(), state=state, exit_code=code, signal=signame, error=error,
+                                  step=step))
+        self.log.close()
+        try:
+            subprocess.Popen([sys.executable, "-m", "loratui.supervisor.last_alert", str(self.run.path)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True, close_fds=True)
+        except OSError:
+            pass  # no process to spare: the log still holds the end
+
+
+def _tail(path: Path, lines: int = 40, limit: int = 64 << 10) -> str:
+    """The last lines of the command's stderr (bounded: a huge log is read from its end)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, file_size(path) - limit))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _forward(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def exit_as(code: int) -> None:
+    """Leave as the command did: its exit code, or killed by the same signal (the supervisor reads -N)."""
+    if code >= 0:
+        sys.exit(code)
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+    sys.exit(128 - code)  # a signal that does not end a process by default
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 3 or args[1] != "--":
+        sys.exit("usage: python -m loratui.supervisor.keeper RUN_DIR -- COMMAND...")
+    exit_as(Keeper(RunDir(Path(args[0])), args[2:]).run_command())
+
+
+if __name__ == "__main__":
+    main()
