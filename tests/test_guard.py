@@ -170,10 +170,14 @@ def test_a_neighbours_memory_is_left_out_of_the_lifes_peak_and_named_in_the_verd
                             predicted_gib=23.36)
     verdict = gv.judge(expect, watch.life_peak, gpu=True, others=watch.life_others)
     assert verdict.recovered and "(other processes' 112.00 GiB left out)" in verdict.text()
-    watch.restart(Recipe())  # between two lives the card holds only the neighbour: none of it is the run's
-    watch.feed([events.Sample(t=2.0, gpu=0, used_max=120 * gib, used_last=0, used_min=0, total=140 * gib,
+    watch.restart(Recipe())  # between two lives: the last one dying (listed by no one), then the neighbour only
+    watch.feed([events.Sample(t=2.0, gpu=0, used_max=32 * gib, used_last=0, used_min=0, total=140 * gib),
+                events.Sample(t=2.1, gpu=0, used_max=120 * gib, used_last=0, used_min=0, total=140 * gib,
                               procs={"673": 119 * gib})])
-    assert watch.life_peak == 1 * gib
+    assert watch.life_peak == 0  # H200: the dying life's 32.19 GiB was the next life's peak
+    watch.feed([events.Sample(t=3.0, gpu=0, used_max=140 * gib, used_last=0, used_min=0, total=140 * gib,
+                              procs={"673": 119 * gib, "800": 20 * gib}, run_pids=[800])])
+    assert watch.life_peak == 21 * gib
     container = RunWatch("r", Recipe(), lambda e: None)  # NVML's pids never match: nothing is left out
     container.feed([events.Sample(t=1.0, gpu=0, used_max=23 * gib, used_last=0, used_min=0, total=140 * gib,
                                   procs={"99001": 22 * gib})])

@@ -92,7 +92,8 @@ class RunWatch:
         if isinstance(e, events.Sample):
             self.pids_match = self.pids_match or bool(e.run_pids)
             others = events.others_used(e, self.pids_match)
-            self.life_peak = max(self.life_peak, e.used_max - others)
+            if e.run_pids or not self.pids_match:  # once pids match, a window without the run's is not its own:
+                self.life_peak = max(self.life_peak, e.used_max - others)  # the last life dying, a neighbour
             self.life_others = max(self.life_others, others)
             self.run_peak = max(self.run_peak, e.used_max)
             self.gpu = True
