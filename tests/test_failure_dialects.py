@@ -487,3 +487,16 @@ def test_a_slow_training_bar_is_no_preprocessing() -> None:
 ])
 def test_gpustat_shows_an_idle_gpu(line: str, expected: str) -> None:
     assert first_id(line) == expected
+
+
+
+def test_a_learning_rate_of_zero_trains_nothing() -> None:
+    """A noisy loss (no flat test fires) with the learning rate logged as 0 in every log."""
+    losses = [2.31, 2.22, 2.38, 2.27, 2.35, 2.24, 2.30]
+    logs = [f"{{'loss': {loss}, 'learning_rate': {lr}, 'epoch': {0.01 * (n + 1):.2f}}}"
+            for n, (loss, lr) in enumerate(zip(losses, ["0.0"] * 7))]
+    items, _ = diagnose_stream(io.BytesIO("\n".join(logs).encode()), "x")
+    assert items[0].id == "loss_flat" and "learning_rate is 0" in items[0].title
+    warm = [log.replace("'learning_rate': 0.0", "'learning_rate': 0.0" if n == 0 else "'learning_rate': 2e-05")
+            for n, log in enumerate(logs)]  # a warm-up's first log at 0 is no finding
+    assert first_id("\n".join(warm)) == ""
