@@ -86,7 +86,8 @@ _EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
 METER_SHARE = 0.25
 """Waiting for data a quarter of the wall time or more: a starved loader."""
 _PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,200}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
+                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*"
+                       r"(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
 """tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`)."""
 _PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
 PREP_SLOW_S = 600

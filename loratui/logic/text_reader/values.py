@@ -141,7 +141,8 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     """(explicit step or None, values) of a `step N ... loss X` line in any framework's spelling, or None.
 
     Reads `loss: 2.75`, `loss=15.50`, `loss = 0.0630`, `Loss: 0.9741`, `train loss:1.10886`, LitGPT's
-    `loss 10.8259,` and tinygrad's `11.8750 loss`; the step from `global step 435`, `step=1`, `Step 0`, `[200/735]` or a leading counter.
+    `loss 10.8259,` and tinygrad's `11.8750 loss`; the step from `global step 435`, `step=1`, `Step 0`,
+    `[200/735]` or a leading counter.
     """
     if len(fragment) > 2000 or not ("oss" in fragment or "OSS" in fragment):
         return None
