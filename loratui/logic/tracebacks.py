@@ -210,9 +210,9 @@ class TraceScanner:
             (_OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None))
         cell = _CELL_FRAME.match(text) if "Cell In" in text else None
         if frame or cell:
-            found = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
+            seen = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
                 Frame("<" + cell.group("path") + ">", "<cell>", raw.strip()[:300])  # type: ignore[union-attr]
-            self.frames.append(found)
+            self.frames.append(seen)
             self._since_exception += 1
             self._code_next = frame is not None and frame.re is _FRAME
             return
