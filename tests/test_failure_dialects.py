@@ -212,6 +212,10 @@ def test_frame_names_and_their_phase(func: str, phase: str) -> None:
     (["Saving the dataset (1/1 shards): 100%|██████████| 52002/52002 [00:00<00:00, 610320.62 examples/s]"],
      "oom_full"),
     (["Evaluation results: eval_loss = 1.23"], "oom_full"),
+    (["Training completed. Do not forget to share your model on huggingface.co/models =)"], "oom_full"),
+    # the newest status on a line is its last (axolotl)
+    (["[axolotl.train.train:173] [PID:1234] [RANK:0] Training Completed!!! Saving pre-trained model to ./out"],
+     "oom_at_save"),
     # the command run exports or merges (https://github.com/hiyouga/LlamaFactory/issues/3277)
     (["`CUDA_VISIBLE_DEVICES=0 python src/export_model.py     --model_name_or_path /models/Qwen-14B-Chat "
       "--adapter_name_or_path saves/lora/checkpoint-1000 --export_dir /models/merged"], "oom_at_save"),

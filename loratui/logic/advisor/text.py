@@ -37,7 +37,7 @@ _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
 """The ranks' meeting point rather than a collective: a rank never arrived to set up the group."""
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
 _STATUS = re.compile(
-    r"(?:^|[:\-\]*|>]\s*|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)|merg(?:e|ing)|"
+    r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)|merg(?:e|ing)|"
     r"export(?:ing)?|push(?:ing)? to|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
     r"train(?:ing)?)\b", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
@@ -262,8 +262,11 @@ class TextWatch:
         lowered = line.lower()
         if not any(stem in lowered for stem in _STATUS_STEMS):
             return  # the cheap test first: this runs on every line of a log
-        status = _STATUS.search(line.strip())
-        if status and not _NOT_STATUS.search(line) and not _looks_like_code(line):
+        text = line.strip()
+        status = None
+        for status in _STATUS.finditer(text):
+            pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
+        if status and not _NOT_STATUS.search(text, status.start()) and not _looks_like_code(line):
             self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
 
     def _workers(self, line: str, step: int) -> list[Finding]:
