@@ -392,6 +392,9 @@ def test_a_litgpt_loss_that_never_moves_is_flat() -> None:
     "WARNING:root:NaN or Inf found in input tensor.",
     "Detected inf or nan values in the gradients, skipping this step",
     "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+    "epoch 0 iter 120 loss: tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)",
+    "WARNING: NaN detected in logits at step 512",
+    "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
     " iteration      120/   1000 | lm loss: 2.31E+00 | loss scale: 1.0 | number of skipped iterations:   0 | "
     "number of nan iterations:   3 |",
 ])

@@ -63,7 +63,9 @@ _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
 _NAN_SAID = re.compile(
     r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
     r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
-    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b|"
+    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:tensor\(\s*)?(?:nan|[+-]?inf)\b|"
+    r"\b(?:nan|inf)\s+(?:detected|found|encountered)\s+in\s+(?:the\s+)?(?:loss|gradients?|outputs?|logits)\b|"
+    r"probability tensor contains either .inf., .nan. or element < 0|"
     r"\b(?:detected|found|encountered|contains?|got)\b[\w ]{0,20}?\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? "
     r"values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
     r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]",
@@ -71,7 +73,9 @@ _NAN_SAID = re.compile(
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
 a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`), and the tools that watch for one:
 autograd's anomaly detection (`Function 'MulBackward0' returned nan values in its 0th output`), TensorBoard
-refusing a NaN scalar (`NaN or Inf found in input tensor`), Megatron's count of NaN iterations above zero."""
+refusing a NaN scalar (`NaN or Inf found in input tensor`), Megatron's count of NaN iterations above zero, a
+printed tensor (`loss: tensor(nan, device='cuda:0')`), sampling from NaN logits (`probability tensor contains
+either inf, nan or element < 0`)."""
 _SCALE_DOWN = re.compile(r"reducing (?:the )?loss scale|Gradient overflow|OVERFLOW!.{0,80}loss scale", re.I)
 """fp16's dynamic loss scaler backing off from an overflow (normal now and then; beside a NaN it names fp16)."""
 _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b|"
