@@ -366,6 +366,7 @@ def test_cuda_errors_under_other_wrappers(line: str) -> None:
     ("iter 77 step 39: loss 10.8259, iter time: 214.40ms (optimizer.step)", (39, 10.8259)),
     ("| epoch 001 | loss 7.312 | ppl 158.9 | wps 11235", (None, 7.312)),
     ("step 12 train loss nan", (12, float("nan"))),
+    ("Epoch 3 step 40 loss: tensor(2.3456, device='cuda:0', grad_fn=<NllLossBackward0>)", (40, 2.3456)),
 ])
 def test_a_loss_with_only_a_space_before_its_value(line: str, expected: tuple[int | None, float]) -> None:
     found = values.loss_line(line)

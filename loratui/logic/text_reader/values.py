@@ -124,7 +124,8 @@ _KEY_ALIASES = {
     "loss": "loss", "train loss": "loss", "training loss": "loss", "lr": "learning_rate",
     "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm",
 }
-_SEP_NUM = rf"\s*(?:[:=]|\s=)\s*({_NUMBER})(?![\w.]|\s*[*/+])"
+_SEP_NUM = rf"\s*(?:[:=]|\s=)\s*(?:tensor\(\s*)?({_NUMBER})(?![\w.]|\s*[*/+])"
+"""A key's value after `:` or `=`, also as a printed tensor (`loss: tensor(2.3456, device='cuda:0')`)."""
 _PAIRS = re.compile(
     r"(?<![\w/])(train(?:ing)?[ _]loss|loss|lr|learning[ _]rate|grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
 _BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
