@@ -508,3 +508,20 @@ def test_a_learning_rate_of_zero_trains_nothing() -> None:
     warm = [log.replace("'learning_rate': 0.0", "'learning_rate': 0.0" if n == 0 else "'learning_rate': 2e-05")
             for n, log in enumerate(logs)]  # a warm-up's first log at 0 is no finding
     assert first_id("\n".join(warm)) == ""
+
+
+TRAIN_BAR = " 10%|█         | {n}/1000 [01:40<15:00,  1.00it/s]"
+EVAL_BAR = " 40%|████      | 20/50 [00:04<00:06,  5.00it/s]"
+TRAIN_LOG = "{'loss': 1.52, 'grad_norm': 0.61, 'learning_rate': 2e-05, 'epoch': 0.1}"
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    # the Trainer's eval bar has no description: a bar of another total inside training is the evaluation
+    ([TRAIN_BAR.format(n=99), TRAIN_BAR.format(n=100), TRAIN_LOG, TRAIN_BAR.format(n=100), EVAL_BAR], "oom_at_eval"),
+    # the training bar drawn again: back in training
+    ([TRAIN_BAR.format(n=100), TRAIN_LOG, EVAL_BAR, TRAIN_BAR.format(n=101)], "oom_full"),
+    # no training log named the training bar: a bar alone says nothing
+    ([TRAIN_BAR.format(n=100), EVAL_BAR], "oom_full"),
+])
+def test_a_second_bar_inside_training_is_the_evaluation(lines: list[str], expected: str) -> None:
+    assert first_id("\n".join(lines + [BARE_OOM])) == expected

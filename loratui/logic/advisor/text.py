@@ -105,6 +105,8 @@ class TextWatch:
 
     banner: str = ""  # the phase the last status line or bar announced, since the last training log
     banner_line: str = ""  # that line
+    train_total: int = 0  # the total of the training loop's bar (the bar drawn when a training log came)
+    _bar_total: int = 0  # the total of the last bar with no description
     frozen: bool = False  # an OOM struck: the banner is where it was then (a log released later must not reset it)
     prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
     progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
@@ -255,9 +257,17 @@ class TextWatch:
                 elif self.banner == "eval":
                     self.banner = ""
                 return
+        if bar_at > 0 and "%" in line:
+            plain = _PLAIN_BAR.match(line)
+            if plain:
+                self._plain_bar(int(plain.group(1)), line)
+                return
         if "oss" in line and _trains(line):
             self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
-            return  # Log event on only after the lines that follow it, so the line itself is read here)
+            # Log event on only after the lines that follow it, so the line itself is read here); the bar drawn
+            # meanwhile is the training loop's
+            self.train_total = self._bar_total or self.train_total
+            return
         if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
             self.banner, self.banner_line = "save", line.strip()[:300]
             return
@@ -272,6 +282,16 @@ class TextWatch:
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
         if status and not _NOT_STATUS.search(text, status.start()) and not _looks_like_code(line):
             self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
+
+    def _plain_bar(self, total: int, line: str) -> None:
+        """A bar with no description: once a training log named the training loop's bar by its total, a bar of
+        another total drawn during training is a second loop inside it, the evaluation (the Trainer's eval
+        bar, a custom loop's validation bar); the training bar drawn again ends it."""
+        self._bar_total = total
+        if self.train_total and total != self.train_total:
+            self.banner, self.banner_line = "eval", line.strip()[:300]
+        elif self.banner == "eval" and total == self.train_total:
+            self.banner = ""
 
     def _workers(self, line: str, step: int) -> list[Finding]:
         if _FEW_WORKERS.search(line):
@@ -314,6 +334,7 @@ def _trains(line: str) -> bool:
 
 
 _LETTER = re.compile(r"[A-Za-z]")
+_PLAIN_BAR = re.compile(r"\s*\d{1,3}%\s*\|[^|\n]{0,400}\|\s*\d{1,12}/(\d{1,12})\s*\[")
 _DICT_LOSS = re.compile(r"""\{\s*['"]loss['"]\s*:|[,{]\s*['"]loss['"]\s*:""")
 _NOT_TRAIN_LOSS = re.compile(r"\b(?:eval|valid|val|test)", re.I)
 
