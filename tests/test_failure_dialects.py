@@ -353,6 +353,7 @@ def test_timeout_settings_are_no_timeout(line: str) -> None:
     "RuntimeError: CUDA driver error: invalid argument",
     "RuntimeError: Triton Error [CUDA]: cudaErrorLaunchFailure",
     "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS in cuLaunchKernel",
+    "RuntimeError: HIP error: invalid device function",  # torch on ROCm
 ])
 def test_cuda_errors_under_other_wrappers(line: str) -> None:
     assert first_id(line) == "cuda_error"
