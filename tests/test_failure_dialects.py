@@ -212,6 +212,10 @@ def test_frame_names_and_their_phase(func: str, phase: str) -> None:
     (["Saving the dataset (1/1 shards): 100%|██████████| 52002/52002 [00:00<00:00, 610320.62 examples/s]"],
      "oom_full"),
     (["Evaluation results: eval_loss = 1.23"], "oom_full"),
+    (["Training completed. Do not forget to share your model on huggingface.co/models =)"], "oom_full"),
+    # the newest status on a line is its last (axolotl)
+    (["[axolotl.train.train:173] [PID:1234] [RANK:0] Training Completed!!! Saving pre-trained model to ./out"],
+     "oom_at_save"),
     # the command run exports or merges (https://github.com/hiyouga/LlamaFactory/issues/3277)
     (["`CUDA_VISIBLE_DEVICES=0 python src/export_model.py     --model_name_or_path /models/Qwen-14B-Chat "
       "--adapter_name_or_path saves/lora/checkpoint-1000 --export_dir /models/merged"], "oom_at_save"),
@@ -349,6 +353,7 @@ def test_timeout_settings_are_no_timeout(line: str) -> None:
     "RuntimeError: CUDA driver error: invalid argument",
     "RuntimeError: Triton Error [CUDA]: cudaErrorLaunchFailure",
     "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS in cuLaunchKernel",
+    "RuntimeError: HIP error: invalid device function",  # torch on ROCm
 ])
 def test_cuda_errors_under_other_wrappers(line: str) -> None:
     assert first_id(line) == "cuda_error"
@@ -362,6 +367,7 @@ def test_cuda_errors_under_other_wrappers(line: str) -> None:
     ("iter 77 step 39: loss 10.8259, iter time: 214.40ms (optimizer.step)", (39, 10.8259)),
     ("| epoch 001 | loss 7.312 | ppl 158.9 | wps 11235", (None, 7.312)),
     ("step 12 train loss nan", (12, float("nan"))),
+    ("Epoch 3 step 40 loss: tensor(2.3456, device='cuda:0', grad_fn=<NllLossBackward0>)", (40, 2.3456)),
 ])
 def test_a_loss_with_only_a_space_before_its_value(line: str, expected: tuple[int | None, float]) -> None:
     found = values.loss_line(line)
@@ -388,6 +394,9 @@ def test_a_litgpt_loss_that_never_moves_is_flat() -> None:
     "WARNING:root:NaN or Inf found in input tensor.",
     "Detected inf or nan values in the gradients, skipping this step",
     "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+    "epoch 0 iter 120 loss: tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)",
+    "WARNING: NaN detected in logits at step 512",
+    "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
     " iteration      120/   1000 | lm loss: 2.31E+00 | loss scale: 1.0 | number of skipped iterations:   0 | "
     "number of nan iterations:   3 |",
 ])
@@ -487,3 +496,33 @@ def test_a_slow_training_bar_is_no_preprocessing() -> None:
 ])
 def test_gpustat_shows_an_idle_gpu(line: str, expected: str) -> None:
     assert first_id(line) == expected
+
+
+
+def test_a_learning_rate_of_zero_trains_nothing() -> None:
+    """A noisy loss (no flat test fires) with the learning rate logged as 0 in every log."""
+    losses = [2.31, 2.22, 2.38, 2.27, 2.35, 2.24, 2.30]
+    logs = [f"{{'loss': {loss}, 'learning_rate': {lr}, 'epoch': {0.01 * (n + 1):.2f}}}"
+            for n, (loss, lr) in enumerate(zip(losses, ["0.0"] * 7))]
+    items, _ = diagnose_stream(io.BytesIO("\n".join(logs).encode()), "x")
+    assert items[0].id == "loss_flat" and "learning_rate is 0" in items[0].title
+    warm = [log.replace("'learning_rate': 0.0", "'learning_rate': 0.0" if n == 0 else "'learning_rate': 2e-05")
+            for n, log in enumerate(logs)]  # a warm-up's first log at 0 is no finding
+    assert first_id("\n".join(warm)) == ""
+
+
+TRAIN_BAR = " 10%|█         | {n}/1000 [01:40<15:00,  1.00it/s]"
+EVAL_BAR = " 40%|████      | 20/50 [00:04<00:06,  5.00it/s]"
+TRAIN_LOG = "{'loss': 1.52, 'grad_norm': 0.61, 'learning_rate': 2e-05, 'epoch': 0.1}"
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    # the Trainer's eval bar has no description: a bar of another total inside training is the evaluation
+    ([TRAIN_BAR.format(n=99), TRAIN_BAR.format(n=100), TRAIN_LOG, TRAIN_BAR.format(n=100), EVAL_BAR], "oom_at_eval"),
+    # the training bar drawn again: back in training
+    ([TRAIN_BAR.format(n=100), TRAIN_LOG, EVAL_BAR, TRAIN_BAR.format(n=101)], "oom_full"),
+    # no training log named the training bar: a bar alone says nothing
+    ([TRAIN_BAR.format(n=100), EVAL_BAR], "oom_full"),
+])
+def test_a_second_bar_inside_training_is_the_evaluation(lines: list[str], expected: str) -> None:
+    assert first_id("\n".join(lines + [BARE_OOM])) == expected

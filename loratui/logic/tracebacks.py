@@ -3,11 +3,13 @@
 Fed one line at a time (a live run's output, a pasted log), it keeps only the current traceback's frames
 (bounded) and the exceptions seen, so it reads any length of text. Every dialect's frames count: plain
 Python, rank-prefixed torchrun, loguru, IPython's `path in func(...)` with Colab links and `<ipython-input-..>`
-cells, Jupyter's `File path:N, in func(` and `Cell In[N], line M`, rich's boxed `│ path.py:N in func │`. The phase comes from the frames' function names
-and from the call on each frame's current line (the code line under a plain frame, IPython's `---->` arrow),
-which names the next frame even in a traceback cut before it: the innermost save, evaluation, data loading
-or model loading decides, else a training step. Where the exception was raised comes from the innermost
-frame's path: loratui's code, the user's, or a library (named by its site-packages folder). Pure: lines in, facts out.
+cells, Jupyter's `File path:N, in func(` and `Cell In[N], line M`, rich's boxed `│ path.py:N in func │`,
+under a logger's prefix or indented as a block. The phase comes from the frames' function names and from
+the call on each frame's current line (the code line under a plain frame, IPython's `---->` arrow), which
+names the next frame even in a traceback cut before it: the innermost save, evaluation, data loading or
+model loading decides, else a training step. Where the exception was raised comes from the innermost
+frame's path: loratui's code, the user's, or a library (named by its site-packages folder). Pure: lines in,
+facts out.
 """
 
 from __future__ import annotations
@@ -217,9 +219,9 @@ class TraceScanner:
             (_OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None))
         cell = _CELL_FRAME.match(text) if "Cell In" in text else None
         if frame or cell:
-            found = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
+            seen = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
                 Frame("<" + cell.group("path") + ">", "<cell>", raw.strip()[:300])  # type: ignore[union-attr]
-            self.frames.append(found)
+            self.frames.append(seen)
             self._since_exception += 1
             self._code_next = frame is not None and frame.re is _FRAME
             return
@@ -259,7 +261,10 @@ class TraceScanner:
         on the frame. True when the line was one."""
         plain, self._code_next = self._code_next, False
         arrow = _ARROW.match(text) if ">" in text or "❱" in text else None
-        code = arrow.group("code").replace("│", " ") if arrow else text if plain and not _EXCEPTION.match(text.strip()) else None
+        if arrow:
+            code: str | None = arrow.group("code").replace("│", " ")
+        else:
+            code = text if plain and not _EXCEPTION.match(text.strip()) else None
         if code is None:
             return False
         call = _CALL.match(code)
@@ -273,7 +278,7 @@ class TraceScanner:
         before = text[:_HEADER.search(text).start()]  # type: ignore[union-attr]
         notebook = _IPY_HEADER.match(text) or _IPY_TYPE.search(before)
         self.pending_type = notebook.group(1) if notebook else ""
-        if notebook is not None and not notebook.re is _IPY_HEADER:
+        if notebook is not None and notebook.re is not _IPY_HEADER:
             before = before[:notebook.start()]
         if before.strip() and len(before) <= 120 and not _BOX.search(before):
             self._prefix = prefix_shape(before)  # `worker-1: `, `[1,0]<stderr>:`, `2024-05-01 12:00:00 | `

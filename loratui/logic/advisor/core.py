@@ -172,7 +172,7 @@ class Advisor:
     def _on_log(self, e: events.Log) -> None:
         self.ctx.step = max(self.ctx.step, e.step)
         if "loss" in e.values and not any(k.startswith("eval_") for k in e.values):
-            self.text.train_log()
+            self.text.where.train_log()
         for finding in self.loss.log(self.ctx, e):
             quote = self._quote(e)
             if quote:
@@ -294,7 +294,7 @@ class Advisor:
         self.oom = Finding("oom", ctx.step, {"report": report, "phase": ctx.phase or hint or self.trace.phase,
                                              "load": load, "others": ctx.other_pids(),
                                              "names": dict(ctx.gpu_names)})
-        self.text.frozen = True  # the status the text showed when the OOM struck
+        self.text.where.frozen = True  # the status the text showed when the OOM struck
         self.oom_after = ""
         self._items = None
 
@@ -306,7 +306,7 @@ class Advisor:
         phase = facts["phase"] or self.oom_after
         if phase:
             return phase, []
-        phase, evidence = self.text.phase()
+        phase, evidence = self.text.where.phase()
         return (phase, evidence) if phase else (facts["load"], [])
 
 

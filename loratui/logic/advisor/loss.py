@@ -23,6 +23,8 @@ class LossWatch:
     SPIKE, SPIKE_ERROR = 5.0, 10.0
     RISE = 4 / 3  # "rising by a third"
     GRAD_SPIKE, CREEP = 5.0, 1.1
+    ZERO_LR = 5
+    """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
 
     def __init__(self, recipe: Recipe | None) -> None:
         self.recipe = recipe
@@ -42,6 +44,7 @@ class LossWatch:
         self.best_block: tuple[float, int, float] | None = None  # (median, step, noise) of the lowest block
         self.blocks: list[float] = []  # block medians since the lowest, the last 8
         self.zero_streak = 0
+        self.zero_lr = 0  # logs in a row with the learning rate at exactly 0
         self.lr: float | None = None
         self.warming = False  # the logged learning rate is still rising
         self.objective = ""  # "" (a language-model loss), "preference" (DPO/ORPO/KTO...) or "rl" (GRPO/PPO...)
@@ -158,6 +161,9 @@ class LossWatch:
                 found.append(Finding("loss_flat", step, {"kind": "low", "losses": losses}))
         if self.lr is not None and len(self.lrs) < 10:
             self.lrs.append(self.lr)
+        self.zero_lr = self.zero_lr + 1 if self.lr == 0.0 else 0
+        if self.zero_lr == self.ZERO_LR:
+            found.append(Finding("loss_flat", step, {"kind": "zero_lr", "n": self.zero_lr}))
         if grad is not None and len(self.grads) < 10:
             self.grads.append(grad)
             zeros = sum(1 for g in self.grads if g == 0.0)

@@ -299,6 +299,11 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
         if facts.get("lr_zero"):
             evidence.append("learning_rate is 0 in every log so far: check the scheduler and warmup (a DeepSpeed "
                             "config's scheduler overrides the Trainer's)")
+    elif facts["kind"] == "zero_lr":
+        title = f"learning_rate is 0 in {facts['n']} logs in a row: nothing is training"
+        evidence = quote + ["check the scheduler and warmup (a DeepSpeed config's scheduler overrides the "
+                            "Trainer's; a schedule shorter than the run ends at 0; --scale_lr or a resumed "
+                            "scheduler can set it to 0)"]
     elif facts["kind"] == "repeat":
         same = f"stays at {facts['value']:g}" if facts["distinct"] <= 2 else \
             f"repeats: {facts['repeats']} of the last {facts['n']} values were seen before"

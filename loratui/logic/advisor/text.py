@@ -5,11 +5,10 @@ a checkpoint folder named at the step the run died). Each finding keeps the line
 from __future__ import annotations
 
 import re
-from collections import deque
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
-from loratui.logic.text_reader import progress, values
+from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
@@ -36,34 +35,12 @@ _AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|millisec
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
 """The ranks' meeting point rather than a collective: a rank never arrived to set up the group."""
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
-_STATUS = re.compile(
-    r"(?:^|[:\-\]*|>]\s*|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)|merg(?:e|ing)|"
-    r"export(?:ing)?|push(?:ing)? to|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
-    r"train(?:ing)?)\b", re.I)
-"""A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
-`***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
-_STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
-                 "val": "eval", "pre": "eval", "tra": "train"}
-_STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "evaluat", "validat", "predict", "train")
-_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
-"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
-_EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
-                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge)", re.I)
-"""The command run is an export or a merge (`python src/export_model.py`, `llamafactory-cli export`, `swift export`,
-`python -m axolotl.cli.merge_lora`): it writes a model out, as a save does."""
-_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
-"""A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
-`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
-_MEMORY_WORDS = re.compile(r"\b(?:memory|OOM|out of memory)\b|内存|显存", re.I)
-"""Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|验证|评估|评测|推理", re.I)),
-                ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint|merg(?:e|ing)|export\w*)\b|保存|合并|导出", re.I)))
-_PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
-_CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
 _NAN_SAID = re.compile(
     r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
     r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
-    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:nan|[+-]?inf)\b|"
+    r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:tensor\(\s*)?(?:nan|[+-]?inf)\b|"
+    r"\b(?:nan|inf)\s+(?:detected|found|encountered)\s+in\s+(?:the\s+)?(?:loss|gradients?|outputs?|logits)\b|"
+    r"probability tensor contains either .inf., .nan. or element < 0|"
     r"\b(?:detected|found|encountered|contains?|got)\b[\w ]{0,20}?\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? "
     r"values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
     r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]",
@@ -71,7 +48,9 @@ _NAN_SAID = re.compile(
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
 a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`), and the tools that watch for one:
 autograd's anomaly detection (`Function 'MulBackward0' returned nan values in its 0th output`), TensorBoard
-refusing a NaN scalar (`NaN or Inf found in input tensor`), Megatron's count of NaN iterations above zero."""
+refusing a NaN scalar (`NaN or Inf found in input tensor`), Megatron's count of NaN iterations above zero, a
+printed tensor (`loss: tensor(nan, device='cuda:0')`), sampling from NaN logits (`probability tensor contains
+either inf, nan or element < 0`)."""
 _SCALE_DOWN = re.compile(r"reducing (?:the )?loss scale|Gradient overflow|OVERFLOW!.{0,80}loss scale", re.I)
 """fp16's dynamic loss scaler backing off from an overflow (normal now and then; beside a NaN it names fp16)."""
 _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 1(?:\.0)?, reducing to 1\b|"
@@ -86,7 +65,8 @@ _EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
 METER_SHARE = 0.25
 """Waiting for data a quarter of the wall time or more: a starved loader."""
 _PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,200}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
+                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*"
+                       r"(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
 """tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`)."""
 _PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
 PREP_SLOW_S = 600
@@ -98,12 +78,7 @@ under DDP the other ranks wait in a collective that times out at ddp_timeout).""
 class TextWatch:
     """Facts and findings from output lines; bounded state."""
 
-    banner: str = ""  # the phase the last status line or bar announced, since the last training log
-    banner_line: str = ""  # that line
-    frozen: bool = False  # an OOM struck: the banner is where it was then (a log released later must not reset it)
-    prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
-    progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
-    checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
+    where: PhaseText = field(default_factory=PhaseText)  # where the run was: its status lines, bars, words
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
@@ -116,7 +91,7 @@ class TextWatch:
         """Fold one output line in; the findings it completes."""
         found: list[Finding] = []
         lowered = line.lower()
-        self._phase_hints(line)
+        self.where.line(line)
         if "worker" in line:
             found += self._workers(line, step)
         if "%" in line and ("MiB" in line or "MB" in line):
@@ -150,7 +125,7 @@ class TextWatch:
         if _SCALE_FLOOR.search(line):
             return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
                                                "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
-        if _NAN_SAID.search(line) and not _looks_like_code(line):
+        if _NAN_SAID.search(line) and not looks_like_code(line):
             return [Finding("nan_loss", step, {"what": "loss", "value": "nan", "quote": line.strip()[:300],
                                                "lr": None})]
         return []
@@ -198,73 +173,6 @@ class TextWatch:
                                                "desc": m.group("desc").strip(), "rate": float(m.group("rate")),
                                                "unit": m.group("unit"), "minutes": (spent + left) / 60})]
 
-    def train_log(self) -> None:
-        """A training log arrived: the run is back in its training steps."""
-        if not self.frozen:
-            self.banner = ""
-
-    def phase(self) -> tuple[str, list[str]]:
-        """(phase, evidence) from the text alone: a Trainer banner, a checkpoint named at the step the run
-        stopped, or the user's own words about memory in evaluation or saving."""
-        if self.banner and self.banner != "train":
-            return self.banner, ["the last status before it: " + self.banner_line] if self.banner_line else []
-        if self.progress is not None:
-            step, progress_line = self.progress
-            named = next((text for n, text in self.checkpoints if n == step), None)
-            if named is not None:
-                return "save", [f"the run stopped at step {step} and checkpoint-{step} is named:",
-                                progress_line, named]
-        for phase in ("eval", "save"):
-            if phase in self.prose:
-                return phase, ["as the text says: " + self.prose[phase]]
-        return "", []
-
-    def _phase_hints(self, line: str) -> None:
-        self._status(line)
-        if "checkpoint-" in line:
-            for match in _CHECKPOINT.finditer(line):
-                self.checkpoints.append((int(match.group(1)), line.strip()[:300]))
-        if "s/it" in line or "it/s" in line:
-            progress = _PROGRESS.search(line)
-            if progress:
-                self.progress = (int(progress.group(1)), line.strip()[:300])
-        lowered = line.lower()
-        if len(self.prose) < 2 and ("memory" in lowered or "oom" in lowered or "存" in line) and \
-                _MEMORY_WORDS.search(line) \
-                and "File " not in line and "{" not in line:
-            for phase, words in _PROSE_PHASE:
-                if phase not in self.prose and words.search(line) and not _looks_like_code(line):
-                    self.prose[phase] = line.strip()[:300]
-
-    def _status(self, line: str) -> None:
-        """The phase a status line or a progress bar's description announces: the last one before a failure
-        says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
-        if self.frozen:
-            return
-        bar_at = line.find("|")
-        if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
-            bar = progress.find_bar(line)
-            if bar is not None and bar.desc:
-                if _EVAL_BAR.search(bar.desc):
-                    self.banner, self.banner_line = "eval", line.strip()[:300]
-                elif self.banner == "eval":
-                    self.banner = ""
-                return
-        if "oss" in line and _trains(line):
-            self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
-            return  # Log event on only after the lines that follow it, so the line itself is read here)
-        if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
-            self.banner, self.banner_line = "save", line.strip()[:300]
-            return
-        if len(line) > 300 or "File " in line:
-            return
-        lowered = line.lower()
-        if not any(stem in lowered for stem in _STATUS_STEMS):
-            return  # the cheap test first: this runs on every line of a log
-        status = _STATUS.search(line.strip())
-        if status and not _NOT_STATUS.search(line) and not _looks_like_code(line):
-            self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
-
     def _workers(self, line: str, step: int) -> list[Finding]:
         if _FEW_WORKERS.search(line):
             suggest = _FEW_SUGGEST.search(line)
@@ -298,28 +206,12 @@ class TextWatch:
         return [Finding("nccl_timeout", step, facts)]
 
 
-def _trains(line: str) -> bool:
-    """Whether a line logs a training step's loss (a printed Trainer dict or a `step N ... loss X` line)."""
-    if "{" in line:
-        return _DICT_LOSS.search(line) is not None and "train_runtime" not in line
-    return values.loss_line(line) is not None and not _NOT_TRAIN_LOSS.search(line)
-
-
-_LETTER = re.compile(r"[A-Za-z]")
-_DICT_LOSS = re.compile(r"""\{\s*['"]loss['"]\s*:|[,{]\s*['"]loss['"]\s*:""")
-_NOT_TRAIN_LOSS = re.compile(r"\b(?:eval|valid|val|test)", re.I)
-
-
 def _seconds(clock: str) -> int:
     """tqdm's `1:02:03`, `17:19` or `05` as seconds."""
     total = 0
     for part in clock.split(":"):
         total = total * 60 + (int(part) if part.isdigit() else 0)
     return total
-
-
-def _looks_like_code(line: str) -> bool:
-    return bool(re.match(r"\s*(?:def |class |import |from |#|\w+\s*=\s*\w+\()", line))
 
 
 # -- the advice --------------------------------------------------------------------------------------

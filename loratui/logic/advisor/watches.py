@@ -263,12 +263,13 @@ _SETUP = (
         r"FlashAttention only supports Ampere", re.I)),
     ("cuda_error", re.compile(
         r"CUDA (?:driver |runtime )?error: (?!out of memory)|device-side assert triggered|illegal memory access|"
-        r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|"
+        r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|HIP error: (?!out of memory)|"
+        r"hipError(?!OutOfMemory)[A-Z]\w+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
         r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)", re.I)),
 )
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype"), "flash_attn_unavailable": ("flash",),
-               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal")}
+               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip")}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
 """What torch prints after every CUDA error: a CUDA error on its own when no OOM came before it."""

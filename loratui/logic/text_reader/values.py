@@ -124,9 +124,9 @@ _KEY_ALIASES = {
     "loss": "loss", "train loss": "loss", "training loss": "loss", "lr": "learning_rate",
     "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm",
 }
-# `loss: X`, `loss=X`, `loss = X`, and a bare space: `step 5 loss 22.4671` (the number after the key is the
-# key's; read before `_BEFORE`, which would take the step `5` for the loss).
-_SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*|\s+)({_NUMBER})(?![\w.]|\s*[*/+])"
+# `loss: X`, `loss=X`, `loss = X`, also as a printed tensor (`loss: tensor(2.3456, device='cuda:0')`); a bare
+# space (`step 5 loss 22.4671`) is `_SPACED`'s, which wants a decimal point so prose ("loss 2 times") is no value.
+_SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*)(?:tensor\(\s*)?({_NUMBER})(?![\w.]|\s*[*/+])"
 _PAIRS = re.compile(
     r"(?<![\w/])(train(?:ing)?[ _]loss|loss|lr|learning[ _]rate|grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
 _BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
@@ -145,7 +145,8 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     """(explicit step or None, values) of a `step N ... loss X` line in any framework's spelling, or None.
 
     Reads `loss: 2.75`, `loss=15.50`, `loss = 0.0630`, `Loss: 0.9741`, `train loss:1.10886`, LitGPT's
-    `loss 10.8259,` and tinygrad's `11.8750 loss`; the step from `global step 435`, `step=1`, `Step 0`, `[200/735]` or a leading counter.
+    `loss 10.8259,` and tinygrad's `11.8750 loss`; the step from `global step 435`, `step=1`, `Step 0`,
+    `[200/735]` or a leading counter.
     """
     if len(fragment) > 2000 or not ("oss" in fragment or "OSS" in fragment):
         return None

@@ -1,0 +1,156 @@
+"""Where a run was when it failed, from its text alone: the last status line or progress bar printed before
+the failure (`***** Running Evaluation *****`, `Unsloth: Merging 4bit and LoRA weights`, Lightning's
+`Validation DataLoader 0`, the Trainer's description-less eval bar inside training), an export command, a
+checkpoint named at the step the run stopped, or the user's own words (English or Chinese). Bounded state,
+one line at a time; frozen when an OOM strikes, so what is read after it cannot move it."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+from loratui.logic.text_reader import progress, values
+
+_STATUS = re.compile(
+    r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)|merg(?:e|ing)|"
+    r"export(?:ing)?|push(?:ing)? to|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
+    r"train(?:ing)?)\b", re.I)
+"""A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
+`***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
+_STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
+                 "val": "eval", "pre": "eval", "tra": "train"}
+_STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "evaluat", "validat", "predict", "train")
+_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
+"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
+_EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
+                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge)", re.I)
+"""The command run is an export or a merge (`python src/export_model.py`, `llamafactory-cli export`, `swift export`,
+`python -m axolotl.cli.merge_lora`): it writes a model out, as a save does."""
+_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
+"""A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
+`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
+_MEMORY_WORDS = re.compile(r"\b(?:memory|OOM|out of memory)\b|内存|显存", re.I)
+"""Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
+_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|验证|评估|评测|推理", re.I)),
+                ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint|merg(?:e|ing)|export\w*)\b|保存|合并|导出", re.I)))
+_PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
+_CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
+def _trains(line: str) -> bool:
+    """Whether a line logs a training step's loss (a printed Trainer dict or a `step N ... loss X` line)."""
+    if "{" in line:
+        return _DICT_LOSS.search(line) is not None and "train_runtime" not in line
+    return values.loss_line(line) is not None and not _NOT_TRAIN_LOSS.search(line)
+
+
+_LETTER = re.compile(r"[A-Za-z]")
+_PLAIN_BAR = re.compile(r"\s*\d{1,3}%\s*\|[^|\n]{0,400}\|\s*\d{1,12}/(\d{1,12})\s*\[")
+_DICT_LOSS = re.compile(r"""\{\s*['"]loss['"]\s*:|[,{]\s*['"]loss['"]\s*:""")
+_NOT_TRAIN_LOSS = re.compile(r"\b(?:eval|valid|val|test)", re.I)
+
+
+def looks_like_code(line: str) -> bool:
+    return bool(re.match(r"\s*(?:def |class |import |from |#|\w+\s*=\s*\w+\()", line))
+
+
+@dataclass
+class PhaseText:
+    """The phase the text last announced, and the user's words about where memory ran out."""
+
+    banner: str = ""  # the phase the last status line or bar announced, since the last training log
+    banner_line: str = ""  # that line
+    train_total: int = 0  # the total of the training loop's bar (the bar drawn when a training log came)
+    _bar_total: int = 0  # the total of the last bar with no description
+    frozen: bool = False  # an OOM struck: the banner is where it was then (a log released later must not reset it)
+    prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
+    progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
+    checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
+
+    def train_log(self) -> None:
+        """A training log arrived: the run is back in its training steps."""
+        if not self.frozen:
+            self.banner = ""
+
+    def phase(self) -> tuple[str, list[str]]:
+        """(phase, evidence) from the text alone: a Trainer banner, a checkpoint named at the step the run
+        stopped, or the user's own words about memory in evaluation or saving."""
+        if self.banner and self.banner != "train":
+            return self.banner, ["the last status before it: " + self.banner_line] if self.banner_line else []
+        if self.progress is not None:
+            step, progress_line = self.progress
+            named = next((text for n, text in self.checkpoints if n == step), None)
+            if named is not None:
+                return "save", [f"the run stopped at step {step} and checkpoint-{step} is named:",
+                                progress_line, named]
+        for phase in ("eval", "save"):
+            if phase in self.prose:
+                return phase, ["as the text says: " + self.prose[phase]]
+        return "", []
+
+    def line(self, line: str) -> None:
+        """Fold one output line in."""
+        self._status(line)
+        if "checkpoint-" in line:
+            for match in _CHECKPOINT.finditer(line):
+                self.checkpoints.append((int(match.group(1)), line.strip()[:300]))
+        if "s/it" in line or "it/s" in line:
+            progress = _PROGRESS.search(line)
+            if progress:
+                self.progress = (int(progress.group(1)), line.strip()[:300])
+        lowered = line.lower()
+        if len(self.prose) < 2 and ("memory" in lowered or "oom" in lowered or "存" in line) and \
+                _MEMORY_WORDS.search(line) \
+                and "File " not in line and "{" not in line:
+            for phase, words in _PROSE_PHASE:
+                if phase not in self.prose and words.search(line) and not looks_like_code(line):
+                    self.prose[phase] = line.strip()[:300]
+
+    def _status(self, line: str) -> None:
+        """The phase a status line or a progress bar's description announces: the last one before a failure
+        says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
+        if self.frozen:
+            return
+        bar_at = line.find("|")
+        if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
+            bar = progress.find_bar(line)
+            if bar is not None and bar.desc:
+                if _EVAL_BAR.search(bar.desc):
+                    self.banner, self.banner_line = "eval", line.strip()[:300]
+                elif self.banner == "eval":
+                    self.banner = ""
+                return
+        if bar_at > 0 and "%" in line:
+            plain = _PLAIN_BAR.match(line)
+            if plain:
+                self._plain_bar(int(plain.group(1)), line)
+                return
+        if "oss" in line and _trains(line):
+            self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
+            # Log event on only after the lines that follow it, so the line itself is read here); the bar drawn
+            # meanwhile is the training loop's
+            self.train_total = self._bar_total or self.train_total
+            return
+        if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
+            self.banner, self.banner_line = "save", line.strip()[:300]
+            return
+        if len(line) > 300 or "File " in line:
+            return
+        lowered = line.lower()
+        if not any(stem in lowered for stem in _STATUS_STEMS):
+            return  # the cheap test first: this runs on every line of a log
+        text = line.strip()
+        status = None
+        for status in _STATUS.finditer(text):
+            pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
+        if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line):
+            self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
+
+    def _plain_bar(self, total: int, line: str) -> None:
+        """A bar with no description: once a training log named the training loop's bar by its total, a bar of
+        another total drawn during training is a second loop inside it, the evaluation (the Trainer's eval
+        bar, a custom loop's validation bar); the training bar drawn again ends it."""
+        self._bar_total = total
+        if self.train_total and total != self.train_total:
+            self.banner, self.banner_line = "eval", line.strip()[:300]
+        elif self.banner == "eval" and total == self.train_total:
+            self.banner = ""
