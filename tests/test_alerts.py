@@ -318,3 +318,21 @@ def test_an_apprise_url_carries_a_failed_alert_and_its_secret_is_never_named(end
     with pytest.raises(alerts.UsageError) as refused:
         alerts.check_url("nosuchservice://secret-topic")
     assert "secret-topic" not in str(refused.value)
+
+
+def test_a_suspend_alerts_once() -> None:
+    """A tmux trial: one `P` sent two "suspended" alerts (and printed the notice twice), as the trainer says
+    `suspended` and its supervisor says it again with the reason. A second suspend, after a resume, is new."""
+    endpoint = Endpoint()
+    notifier = Notifier(endpoint.url + "/hook", "json", min_interval_s=0)
+    written: list[Any] = []
+    watch = RunWatch("r1", Recipe(), written.append, notifier)
+    said_twice = [events.State(t=1.0, state=events.TRAINING, step=1),
+                  events.State(t=2.0, state=events.SUSPENDED, step=37),  # the trainer, after its checkpoint
+                  events.State(t=3.0, state=events.SUSPENDED, reason="checkpoint written, GPU freed; resume with `r`")]
+    watch.feed(said_twice)
+    watch.feed([events.State(t=4.0, state=events.TRAINING, step=37), events.State(t=5.0, state=events.SUSPENDED, step=40)])
+    notifier.close(timeout_s=10)
+    notices = [e for e in written if isinstance(e, events.Notice) and e.message.startswith("suspended")]
+    bodies = [json.loads(r["body"])["event"] for r in endpoint.requests]
+    assert len(notices) == 2 and bodies == ["suspended", "suspended"], (notices, bodies)

@@ -47,6 +47,9 @@ class RunWatch:
         """Whether NVML's pids were seen to match the run's (not in a container): see events.others_used."""
         self.expect: guard_verdict.Expectation | None = None
         """What the last guard action promised, until the restarted life's first steps are judged."""
+        self.state = ""
+        """The run's state as the log last said it: a state said again (the supervisor adds its reason to the
+        trainer's `suspended`) is not a new moment to alert."""
         self.restart(recipe)
 
     def restart(self, recipe: Recipe) -> None:
@@ -106,8 +109,10 @@ class RunWatch:
             self._watch_restart(e)
         if isinstance(e, events.End):
             self._end(e)
-        elif isinstance(e, events.State) and e.state == events.SUSPENDED:
-            self.alert("suspended", "suspended", "checkpoint written, GPU freed; `loratui resume` continues")
+        elif isinstance(e, events.State):
+            if e.state == events.SUSPENDED and self.state != events.SUSPENDED:
+                self.alert("suspended", "suspended", "checkpoint written, GPU freed; `loratui resume` continues")
+            self.state = e.state
         elif isinstance(e, events.Notice) and e.key == "time_limit":
             self.alert("time_limit", "Slurm time limit", e.message, urgent=e.level == "error")
         elif isinstance(e, events.Notice) and e.key == "hung":
