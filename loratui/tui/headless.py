@@ -125,8 +125,11 @@ def print_end(state: RunState, out: TextIO, advice: Sequence[Any] = ()) -> None:
     end = state.end
     if end is None:
         return
+    # The exit code only where it explains a failure: a suspended run stopped later said "(exit code 75)",
+    # the suspend's own code.
+    failed = end.state == events.FAILED and end.exit_code not in (0, None)
     print(f"run {state.run_id}: {state.state} at step {state.step}"
-          + (f" (exit code {end.exit_code})" if end.exit_code not in (0, None) else ""), file=out)
+          + (f" (exit code {end.exit_code})" if failed else ""), file=out)
     if advice and (end.state == events.FAILED or advice[0].severity == "error"):
         print(f"advice: {inert(headline(advice))}", file=out)
         if advice[0].change:
