@@ -21,3 +21,23 @@ def test_a_stopped_run_is_not_told_the_suspends_exit_code() -> None:
         out = io.StringIO()
         print_end(state, out)
         assert out.getvalue().splitlines(keepends=True)[0].endswith(said), out.getvalue()
+
+
+def test_a_watched_scripts_estimate_notice_gives_its_figure() -> None:
+    """`loratui run -- python train_hf.py` printed "notice: estimate at 32 tokens (the longest example)",
+    with no figure: the notice says the estimate it announces."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from loratui.recipe import load_recipe
+    from loratui.trainer.preflight import record_estimate
+    from tests.conftest import SMALL_QWEN2, TINY
+
+    written: list[Any] = []
+    model = SimpleNamespace(config=SimpleNamespace(to_dict=lambda: {**SMALL_QWEN2, "tie_word_embeddings": True}))
+    recipe = load_recipe(TINY)
+    record_estimate(written.append, recipe, model, False, 0, recipe.data.max_length, None, "the longest example")
+    (estimate,) = [e for e in written if isinstance(e, events.Estimate)]
+    notices = [e.message for e in written if isinstance(e, events.Notice) and e.key == "estimate"]
+    assert notices == [f"estimate at {recipe.data.max_length} tokens (the longest example): "
+                       f"{estimate.peak_device_gib:.1f} GiB"], notices

@@ -30,9 +30,10 @@ SCAN_EXAMPLES = 20000
 
 
 def record_estimate(emit: Callable[[events.AnyEvent], None], recipe: Any, model: Any, cuda: bool,
-                    local_rank: int, seq_len: int, runtime: dict[str, Any] | None = None) -> None:
+                    local_rank: int, seq_len: int, runtime: dict[str, Any] | None = None, how: str = "") -> None:
     """The pre-flight estimate for what actually runs: the recipe after fallbacks, at the data's length;
-    `runtime`: what a watched trainer does unlike a recipe run (trainer/runtime.py).
+    `runtime`: what a watched trainer does unlike a recipe run (trainer/runtime.py); `how`: how `seq_len`
+    was found, said with the figure.
 
     With short examples the batches never reach max_length, so the peak to check the live figure against
     is the one at the longest example; the max_length figure is what longer data would need.
@@ -64,6 +65,9 @@ def record_estimate(emit: Callable[[events.AnyEvent], None], recipe: Any, model:
         emit(events.Notice(t=time.time(), level="info", key="estimate", message=(
             f"estimate at the longest example ({seq_len} tokens): {found.peak_device_gib:.1f} GiB; at "
             f"max_length {recipe.data.max_length} it would be {worst.peak_device_gib:.1f} GiB")))
+    elif how:  # a watched script: the notice said the length without the figure ("estimate at 32 tokens")
+        emit(events.Notice(t=time.time(), level="info", key="estimate",
+                           message=f"estimate at {seq_len} tokens ({how}): {found.peak_device_gib:.1f} GiB"))
 
 
 # -- a watched script's live settings -------------------------------------------------------------------

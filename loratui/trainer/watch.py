@@ -128,9 +128,7 @@ class LoratuiCallback(TrainerCallback):
             self.log.write(events.Notice(t=time.time(), level="info", key="estimate",
                                          message=f"no VRAM estimate: {unknown}"))
             return seq_len
-        self.log.write(events.Notice(t=time.time(), level="info", key="estimate",
-                                     message=f"estimate at {seq_len} tokens ({how})"))
-        record_estimate(self.log.write, recipe, model, cuda, int(args.local_process_index), seq_len, runtime)
+        record_estimate(self.log.write, recipe, model, cuda, int(args.local_process_index), seq_len, runtime, how)
         return seq_len
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
