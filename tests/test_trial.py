@@ -41,3 +41,16 @@ def test_a_watched_scripts_estimate_notice_gives_its_figure() -> None:
     notices = [e.message for e in written if isinstance(e, events.Notice) and e.key == "estimate"]
     assert notices == [f"estimate at {recipe.data.max_length} tokens (the longest example): "
                        f"{estimate.peak_device_gib:.1f} GiB"], notices
+
+
+def test_a_stop_that_was_asked_for_is_not_an_error_in_the_story() -> None:
+    """`loratui attach` after `loratui stop`: the away card marked "ended stopped" with `!!`, as a failure."""
+    from loratui.logic.story import ERROR, INFO, Story
+
+    t = scenarios.T0 + 999
+    for end, level in ((events.End(t=t, state=events.STOPPED, step=12), INFO),
+                       (events.End(t=t, state=events.STOPPED, step=12, cause="CANCELLED"), ERROR),
+                       (events.End(t=t, state=events.FAILED, step=12, error="boom"), ERROR),
+                       (events.End(t=t, state=events.FINISHED, step=12), INFO)):
+        story = Story().feed_all(scenarios.run(12) + [events.Control(t=t - 1, command="stop", source="cli"), end])
+        assert story.moments[-1].text.startswith("ended ") and story.moments[-1].level == level, (end, story.moments[-1])

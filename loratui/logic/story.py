@@ -55,7 +55,8 @@ class Story:
             self._on_log(e)
         elif isinstance(e, events.End):
             said = f"ended {e.state}" + (f": {e.error}" if e.error else "")
-            self._add(e.t, INFO if e.state == events.FINISHED else ERROR, said, e.step or self.step)
+            asked = e.state == events.STOPPED and not e.cause  # a stop someone asked for is no error
+            self._add(e.t, INFO if e.state == events.FINISHED or asked else ERROR, said, e.step or self.step)
 
     def since(self, t: float) -> list[Moment]:
         """The moments after wall time `t` (what happened while nobody looked)."""
