@@ -54,3 +54,19 @@ def test_a_stop_that_was_asked_for_is_not_an_error_in_the_story() -> None:
                        (events.End(t=t, state=events.FINISHED, step=12), INFO)):
         story = Story().feed_all(scenarios.run(12) + [events.Control(t=t - 1, command="stop", source="cli"), end])
         assert story.moments[-1].text.startswith("ended ") and story.moments[-1].level == level, (end, story.moments[-1])
+
+
+def test_an_oom_with_sizes_but_no_breakdown_is_not_said_to_give_no_numbers() -> None:
+    """`loratui doctor -` on a short OOM said "(the message gives no usable numbers)" above its own evidence
+    "tried to allocate 2.00 GiB", "1.02 GiB free of 23.65 GiB total"."""
+    import subprocess
+    import sys
+
+    text = ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    model.to("cuda")\n'
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+            "of 23.65 GiB of which 1.02 GiB is free.\n")
+    result = subprocess.run([sys.executable, "-m", "loratui", "doctor", "-"], input=text, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "does not say what holds the memory" in result.stdout and "no usable numbers" not in result.stdout
+    assert "1.02 GiB free of 23.65 GiB total" in result.stdout, result.stdout
