@@ -111,3 +111,17 @@ def test_replay_finds_a_run_started_in_another_directory(home: Path, monkeypatch
     summary = json.loads(capsys.readouterr().out)
     assert run_id in json.dumps(summary), summary
     assert main(["replay", run_id, "--summary", "--runs-dir", str(home / "elsewhere")]) == 2  # narrowed
+
+
+def test_the_detach_message_keeps_each_command_on_one_80_column_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """At 80x24 the terminal broke the one-line detach message inside `loratui attach RUN`."""
+    from loratui.logic.runstate import RunState
+    from loratui.rundir import RunDir
+    from loratui.tui.app import farewell
+
+    run = RunDir(tmp_path / "runs" / "20261204-142104-qwen2.5-7b-instruct-qlora")
+    lines = farewell(run, RunState(), "detach").splitlines()
+    attach = next(line for line in lines if f"loratui attach {run.run_id}" in line)
+    stop = next(line for line in lines if f"loratui stop {run.run_id}" in line)
+    assert len(attach) <= 80 and len(stop) <= 80, lines
+    assert lines[0].endswith(str(run.path.resolve()))

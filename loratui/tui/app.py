@@ -526,9 +526,10 @@ def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions], attached: 
 def farewell(run: RunDir, state: RunState, result: object) -> str:
     """What the shell is told when the viewer closes: where the run stands and, if it failed, why."""
     if state.state not in events.FINAL_STATES and result != "stop":
-        return (f"detached; the run goes on in {inert(str(run.path.resolve()))}. `loratui attach {run.run_id}` "
-                "to come back (from any directory), "
-                f"`loratui stop {run.run_id}` to stop it.")
+        # One command a line: in one long line an 80-column terminal broke `loratui attach ID` in two.
+        return (f"detached; the run goes on in {inert(str(run.path.resolve()))}\n"
+                "to come back to it (from any directory), or to stop it:\n"
+                f"  loratui attach {run.run_id}\n  loratui stop {run.run_id}")
     if result == "stop":
         return f"stopping {run.run_id} at the next step boundary."
     said = f"run {run.run_id}: {state.state} at step {state.step}"
