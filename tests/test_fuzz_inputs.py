@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from tests import scenarios
-from tests.conftest import REPO, TINY
+from tests.conftest import REPO, SMALL_QWEN2, TINY
 
 MEMORY = 3 << 30
 CASE_S = 20
@@ -175,6 +175,7 @@ def _run_dir_cases(root: Path) -> list[dict[str, Any]]:
         "recipe.toml": [("deep", "[x]\na = " + "[" * DEEP + "]" * DEEP), ("binary", bytes(range(256))),
                         ("utf16", RECIPE.encode("utf-16")), ("bom", "\ufeff" + RECIPE)],
         "control.cmds": [("binary", bytes(range(256)) * 100)],
+        "trainer.hook.json": [("deep", b"[" * DEEP + b"]" * DEEP), ("list", b"[1]")],
     }
     healthy = b"\n".join(_healthy()) + b"\n"
     cases = []
@@ -237,6 +238,13 @@ def _recipe_cases(root: Path) -> list[dict[str, Any]]:
         if name.startswith("data_"):  # refused by the pre-flight: nothing starts
             cases.append({"surface": "recipes", "name": f"{name}:run", "argv": [
                 "run", str(path), "--headless", "--max-steps", "1", "--runs-dir", str(root / "started")]})
+    model = root / "model"  # a local model whose weight index is hostile; the data path refuses the start
+    _write(model / "config.json", json.dumps(SMALL_QWEN2))
+    _write(model / "model.safetensors.index.json", '{"weight_map": ' + "[" * DEEP + "]" * DEEP + "}")
+    path = _write(root / "recipes" / "deep_model_index.toml", texts["data_fifo"].replace(  # type: ignore[union-attr]
+        'path = "loratui:tiny"', f'path = "{model}"'))
+    cases.append({"surface": "recipes", "name": "deep_model_index:run", "argv": [
+        "run", str(path), "--headless", "--max-steps", "1", "--runs-dir", str(root / "started")]})
     fifo = root / "recipes" / "fifo.toml"
     os.mkfifo(fifo)
     cases.append({"surface": "recipes", "name": "fifo:estimate", "argv": ["estimate", str(fifo)]})
