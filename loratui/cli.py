@@ -12,7 +12,7 @@ from loratui import __version__, events, rundir, runstatus, units
 from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay, report,
                               stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
-from loratui.bounds import clip
+from loratui.bounds import NotAFile, clip
 from loratui.recipe import RecipeError, find_recipe
 from loratui.text import inert
 from loratui.units import to_gib
@@ -94,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # An unwritable or odd --runs-dir, a full disk, a file where a folder should be: one line.
         where = f"{exc.filename}: " if exc.filename else ""
+        elsewhere = getattr(args, "runs_dir", None) and not isinstance(exc, NotAFile)  # a FIFO: not the dir's
         print(f"loratui: {one_line(inert(clip(where)))}{exc.strerror or exc}"
-              f"{'; pass another --runs-dir' if getattr(args, 'runs_dir', None) else ''}", file=sys.stderr)
+              f"{'; pass another --runs-dir' if elsewhere else ''}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
