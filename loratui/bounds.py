@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 
-
 class NotAFile(OSError):
     """A path that is not a regular file (an OSError, so every reader's "cannot read it" covers it)."""
 

@@ -12,7 +12,7 @@ from loratui import __version__, events, rundir, runstatus, units
 from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay, report,
                               stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
-from loratui.bounds import clip
+from loratui.bounds import NotAFile, clip
 from loratui.recipe import RecipeError, find_recipe
 from loratui.text import inert
 from loratui.units import to_gib
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except (RecipeError, UsageError, rundir.RunNotFound) as exc:
-        print(f"loratui: {inert(clip(str(exc)))}", file=sys.stderr)  # a huge argument quoted: cut
+        print(f"loratui: {one_line(inert(clip(str(exc))))}", file=sys.stderr)  # a huge argument quoted: cut
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # `loratui ... | head -1`: the reader left; say nothing more (and let Python's exit flush nowhere).
@@ -104,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # An unwritable or odd --runs-dir, a full disk, a file where a folder should be: one line.
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"loratui: {inert(clip(where))}{exc.strerror or exc}"
-              f"{'; pass another --runs-dir' if getattr(args, 'runs_dir', None) else ''}", file=sys.stderr)
+        elsewhere = getattr(args, "runs_dir", None) and not isinstance(exc, NotAFile)  # a FIFO: not the dir's
+        print(f"loratui: {one_line(inert(clip(where)))}{exc.strerror or exc}"
+              f"{'; pass another --runs-dir' if elsewhere else ''}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
@@ -114,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loratui: internal error: {type(exc).__name__}: {inert(str(exc))[:300]}"
               f"{f' (traceback in {report}; please report it)' if report else ''}", file=sys.stderr)
         return EXIT_NO
+
+
+def one_line(message: str) -> str:
+    """The message on one line: a newline in a quoted argument or file name is shown as `\\n`."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _crash_report() -> str:

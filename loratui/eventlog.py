@@ -11,8 +11,9 @@ event on a new line (the torn line stays alone, and readers skip it), and no eve
 bytes. That look and the write that follows are done under an exclusive `flock` of the log: without it a
 writer killed mid-write between another's look and its write glued the other's event to its torn line
 (3 in 40 kills). The kernel drops a dead writer's lock; a writer held up (SIGSTOP) holding it is waited
-for at most `LOCK_WAIT` seconds, then the write goes ahead unlocked. A log that cannot be written (a full disk) never stops the writer: events are dropped and
-counted, and the first write that succeeds again records how many were lost.
+for at most `LOCK_WAIT` seconds, then the write goes ahead unlocked. A log that cannot be written (a full
+disk) never stops the writer: events are dropped and counted, and the first write that succeeds again records
+how many were lost.
 """
 
 from __future__ import annotations

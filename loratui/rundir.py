@@ -275,8 +275,11 @@ def live_pid(pidfile: Path) -> int | None:
         if stamp is not None:
             if stamp != fields[2]:
                 return None  # the pid was reused by another process (or this is another boot)
-        elif len(fields) > 1 and abs(proc.create_time() - float(fields[1])) > 0.01:
-            return None  # the same check where /proc is missing, or a pidfile of an older loratui
+        elif len(fields) > 1:
+            if not abs(proc.create_time() - float(fields[1])) <= 0.01:  # `not <=`: a NaN time is no match
+                return None  # the same check where /proc is missing, or a pidfile of an older loratui
+        else:
+            return None  # a bare pid proves nothing (a copied run dir's `1` is init): not our process
     except (OSError, ValueError, IndexError, psutil.NoSuchProcess):
         return None
     except psutil.AccessDenied:

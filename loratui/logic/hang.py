@@ -1,9 +1,10 @@
 """Hang detection: no step for N times the run's median step interval, and an idle GPU.
 
-Pure logic with the clock passed in: the supervisor feeds events with the monotonic time it read them at
-and asks `check(now)` about once a second on the same clock, so a wall clock stepped forward (NTP, a VM
-resumed) is no silence. The interval is measured between step events (it includes data loading, which
-`step_time` does not), so a slow data loader is not taken for a hang. Evaluation and checkpoint saves take no steps: no verdict while one is open.
+Pure logic with the clock passed in: the supervisor feeds events with the monotonic time it read them at and
+asks `check(now)` about once a second on the same clock, so a wall clock stepped forward (NTP, a VM resumed)
+is no silence. The interval is measured between step events (it includes data loading, which `step_time` does
+not), so a slow data loader is not taken for a hang. Evaluation and checkpoint saves take no steps: no verdict
+while one is open.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import loratui
-from loratui import events
+from loratui import bounds, events
 from loratui.eventlog import read_log
 from loratui.rundir import RunDir
 
@@ -49,8 +49,8 @@ def command_env(run: RunDir, base: dict[str, str], resume_from: str | None) -> d
 def hook_info(run: RunDir) -> dict[str, Any] | None:
     """What the hook said at train begin (pid, world_size, controls), or None: no Trainer hooked (yet)."""
     try:
-        info = json.loads(run.hooked.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        info = json.loads(bounds.read_text(run.hooked))
+    except (OSError, ValueError, RecursionError):  # a run dir is data: a FIFO, junk or a deep file here
         return None
     return info if isinstance(info, dict) else None
 

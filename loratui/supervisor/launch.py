@@ -138,7 +138,7 @@ def _weight_module_names(model_dir: Path) -> set[str]:
                     if not 0 < size <= MAX_HEADER:
                         return set()
                     weights += [k for k in json.loads(handle.read(size)) if k != "__metadata__"]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return set()  # unreadable or unusual: peft will judge
     return lora_targets.module_names(weights) if weights else set()
 
