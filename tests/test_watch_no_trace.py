@@ -22,7 +22,7 @@ import pytest
 from loratui.supervisor import control
 from loratui.supervisor.command import HOOK_DIR
 from tests.conftest import REPO, kinds, loratui, only_run, wait_for
-from tests.test_watch_runs import ENV, _run, _start, _steps, model_dir, watch_dir  # noqa: F401 - fixtures
+from tests.test_watch_runs import ENV, _run, _steps, model_dir, watch_dir  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.slow
 PROBE = REPO / "tests" / "data" / "scripts" / "no_trace_probe.py"

@@ -15,7 +15,8 @@ import pytest
 
 from loratui import events, rundir, runstatus
 from tests.conftest import kinds, loratui, wait_for, watched_pids
-from tests.test_watch_runs import ENV, SCRIPTS, _run, _seed, _start, _steps, _wait_step, model_dir, watch_dir  # noqa: F401
+from tests.test_watch_runs import (  # noqa: F401 - fixtures
+    ENV, SCRIPTS, _holds, _run, _seed, _settled, _start, _steps, _wait_step, model_dir, watch_dir)
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,9 @@ def test_a_plain_loop_outlives_its_supervisor_obeys_the_cli_and_ends_recorded(wa
     _cli(watch_dir, "pause")
     pids = watched_pids(run)
     wait_for(lambda: all(Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T" for pid in pids), timeout=30)
-    assert _status(run).state == events.PAUSED
+    wait_for(lambda: _status(run).state == events.PAUSED, timeout=30)  # recorded just after the signal
+    _settled(run)  # lines printed before the stop still reach the log
+    _holds(run, 1.5)  # a step takes 0.1 s
     _cli(watch_dir, "resume")
     wait_for(lambda: _status(run).state == events.TRAINING, timeout=30)
     before = max(_steps(run))

@@ -426,7 +426,9 @@ class Supervisor:
         trainer = self.trainer
         if trainer is None or trainer.poll() is not None:
             return
-        if self.command:  # the command itself, not its keeper (which forwards SIGTERM anyway)
+        if self.command and self.run.hooked.exists():  # its Trainer stops at the next step boundary
+            self.run.append_command("stop")
+        elif self.command:  # the command itself, not its keeper (which forwards SIGTERM anyway)
             os.kill(self._group(trainer), signal.SIGTERM)
         else:
             trainer.terminate()
