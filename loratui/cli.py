@@ -162,10 +162,17 @@ def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
     job_id = slurm.job_env().get("SLURM_JOB_ID", "")
     if not job_id or slurm.job_env().get("SLURM_RESTART_COUNT", "0") in ("", "0"):
         return None
+    import time
+
     for run in reversed(rundir.list_runs(runs_dir)):
         status = runstatus.read(run)
-        if status.job_id == job_id and status.state == events.SUSPENDED and not status.alive and status.end is None:
-            return run
+        if status.job_id != job_id or status.state != events.SUSPENDED or status.end is not None:
+            continue
+        deadline = time.monotonic() + 60  # the last start's supervisor may still be on its way out
+        while status.alive and time.monotonic() < deadline:
+            time.sleep(0.5)
+            status = runstatus.read(run)
+        return run if not status.alive else None
     return None
 
 

@@ -86,8 +86,8 @@ def test_requeue_saves_before_the_limit_and_the_requeued_job_resumes_the_same_ru
     recipe = tmp_path / "tiny-slurm.toml"
     recipe.write_text(TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
                       .replace("max_steps = 300", "max_steps = 5000")
-                      + '\n[slurm]\nsave_before_limit = "90s"\nrequeue = true\n')
-    # Two minutes, saved 90 s before the end: room for a slow start on a loaded box before the save.
+                      + '\n[slurm]\nsave_before_limit = "60s"\nrequeue = true\n')
+    # Two minutes, saved 60 s before the end: room for a slow start on a loaded box before the save.
     job = jobs.submit([sys.executable, "-m", "loratui", "run", str(recipe), "--headless", "--runs-dir", str(runs)],
                       "-t", "2", "--requeue")
     run = _run_of(runs)

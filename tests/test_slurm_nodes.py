@@ -87,6 +87,7 @@ def test_two_nodes_logs_merge_into_one_run_with_both_nodes_gpus_on_node_0s_clock
     assert sorted(RunState().feed_all(live.poll().events).gpus) == [0, 1, 100, 101]
     summary = loratui_cli("replay", str(run), "--summary")
     assert summary.returncode == 0, summary.stderr
+    assert json.loads(summary.stdout)["peak_device_used_gib"] == 50.0  # node 1's GPU, seen by the replay
     assert loratui_cli("doctor", str(run)).returncode == 0
     before = nodelogs.merged_log(run).stat().st_mtime_ns
     assert nodelogs.merged_log(run).stat().st_mtime_ns == before  # merged once, not at every look

@@ -452,14 +452,12 @@ class Supervisor:
             return False
         self._set_state(events.SUSPENDED, f"checkpoint saved before the time limit; Slurm job {self.slurm_job} "
                         "requeued: its next start resumes this run from that checkpoint")
-        self._resume.wait(timeout=120)  # Slurm's SIGTERM ends this job's processes, this one included
-        return True
+        return True  # gone before the job's next start looks for this run (Slurm ends the rest of this one)
 
     def on_sigterm(self, *_: object) -> None:
         """`kill SUPERVISOR` stops the run cleanly, as `loratui stop` does. In a Slurm job the signal is
         often Slurm's (time limit, scancel, preemption): ask it why, beside the stop, for the run's end."""
         if self.requeueing:  # our own requeue: the run goes on in the job's next start
-            self._resume.set()
             return
         self.scheduler.signalled()
         self._handle(control.Request("stop", "signal"))

@@ -34,9 +34,10 @@ pgrep -u munge -x munged >/dev/null || runuser -u munge -- munged
 
 # Memory limits (--mem) through the memory cgroup where cgroup v1 is mounted, so a job over its limit ends
 # OUT_OF_MEMORY as on a real cluster; elsewhere no cgroup setup (limits are then not enforced).
-task=task/none
-if [ -w /sys/fs/cgroup/memory ]; then
-  task=task/cgroup
+task=task/none proctrack=proctrack/linuxproc
+if [ -w /sys/fs/cgroup/memory ] && [ -w /sys/fs/cgroup/freezer ]; then
+  # and processes tracked by cgroup, as on real clusters (linuxproc loses those whose parent exited)
+  task=task/cgroup proctrack=proctrack/cgroup
   printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\nConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n' \
     > /etc/slurm/cgroup.conf
 fi
@@ -47,11 +48,11 @@ SlurmctldHost=$host
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-ProctrackType=proctrack/linuxproc
+ProctrackType=$proctrack
 TaskPlugin=$task
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=2048
+DefMemPerCPU=4096
 StateSaveLocation=$state/ctld
 SlurmdSpoolDir=$state/spool
 SlurmctldPidFile=$state/slurmctld.pid
