@@ -3,6 +3,8 @@ or explodes. Bounded state, one `log` call per Trainer log; findings carry the n
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections import deque
 
 from loratui import events
@@ -23,6 +25,7 @@ class LossWatch:
     SPIKE, SPIKE_ERROR = 5.0, 10.0
     RISE = 4 / 3  # "rising by a third"
     GRAD_SPIKE, CREEP = 5.0, 1.1
+    CHANCE_N = 4
 
     def __init__(self, recipe: Recipe | None) -> None:
         self.recipe = recipe
@@ -42,6 +45,8 @@ class LossWatch:
         self.best_block: tuple[float, int, float] | None = None  # (median, step, noise) of the lowest block
         self.blocks: list[float] = []  # block medians since the lowest, the last 8
         self.zero_streak = 0
+        self.at_chance: list[tuple[int, float]] = []  # the last logs in a row at ln k, for chance-level losses
+        self.scored = False  # a finite training loss above zero was logged
         self.lr: float | None = None
         self.warming = False  # the logged learning rate is still rising
         self.objective = ""  # "" (a language-model loss), "preference" (DPO/ORPO/KTO...) or "rl" (GRPO/PPO...)
@@ -72,10 +77,12 @@ class LossWatch:
         found += self._after_rise(e.step, nan) if nan and self._rise_stands() else nan
         if loss is None or not _finite(loss):
             return found
+        self.scored = self.scored or abs(loss) > ZERO
         found += self._zero(e.step, loss, values.get("epoch"))
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
+        found += self._chance(e.step, loss)
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
-            self._creep(e.step, loss, values.get("grad_norm"))
+            self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step)
         if rise is not None and not spike:
             self.rose = self.rose or rise  # the first is the one the advisor keeps
             found.append(rise)
@@ -103,6 +110,10 @@ class LossWatch:
         the training logs may never show."""
         loss = values.get("eval_loss")
         if loss is None or _finite(loss):
+            return []
+        if self.zero_streak and not self.scored:
+            # A training loss of exactly 0 from the first log and a NaN eval loss say one thing: no label token
+            # is scored (a mean over none is 0/0 in eval). The zero is the finding, not a NaN to chase.
             return []
         return [Finding("nan_loss", step, {"what": "eval_loss", "value": str(loss), "lr": self.lr,
                                            "names": sorted(set(ctx.gpu_names.values()))})]
@@ -288,6 +299,44 @@ class LossWatch:
             self.recent_grads.append(grad)
         return found
 
+    def _step_up(self, step: int) -> Finding | None:
+        """The loss jumping to a higher level and staying there: every log since the jump a third above every
+        log before it (at least two before and three since, so one wild log is neither, and a whole-multiple step can be
+        told), a rank test that needs no noise
+        estimate and so works on a handful of epoch summaries as on a long window. Not a whole-multiple step
+        to a steady level (a loss summed over gradient accumulation)."""
+        ys = [v for _, v in self.window]
+        if len(ys) < 4 or self.warming or min(ys) <= 0:
+            return None
+        highest = list(itertools.accumulate(ys, max))  # highest[k - 1]: the top of the k logs before
+        lowest = ys[-1]
+        for k in range(len(ys) - 2, 1, -1):  # after = ys[k:], before = ys[:k], at least two logs each
+            lowest = min(lowest, ys[k])
+            if len(ys) - k < 3:
+                continue
+            before = highest[k - 1]
+            if lowest >= self.RISE * before and lowest - before >= 0.05 and not _scale_shift(ys):
+                return Finding("loss_diverging", step, {
+                    "kind": "step", "best": series.median(ys[:k]), "best_step": self.window[k - 1][0],
+                    "now": series.median(ys[k:]), "lr": self.lr, "window": len(ys) - k, "ceiling": before,
+                    "floor": lowest})
+        return None
+
+    def _chance(self, step: int, loss: float) -> list[Finding]:
+        """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a
+        binary task, ln 4 = 1.3863 over four answers), for 4 logs in a row to 4 printed digits: the model
+        outputs chance and learns nothing. k up to 100, where neighbouring ln k still lie 1% apart."""
+        k = round(math.exp(loss)) if 0.6 < loss < 4.7 else 0
+        # Off by at most half the last printed digit (1.386 stands for ln 4 = 1.38629), or 0.02% when printed long.
+        tolerance = max(2e-4 * math.log(k), 0.5 * 10 ** -_decimals(loss)) if k >= 2 else 0.0
+        near = k >= 2 and _digits(loss) >= 4 and abs(loss - math.log(k)) <= tolerance
+        same = bool(self.at_chance) and round(math.exp(self.at_chance[-1][1])) == k
+        self.at_chance = (self.at_chance if same else []) + [(step, loss)] if near else []
+        if len(self.at_chance) != self.CHANCE_N:
+            return []
+        return [Finding("loss_flat", step, {"kind": "chance", "k": k, "value": loss, "from_step": self.at_chance[0][0],
+                                            "n": self.CHANCE_N, "lr": self.lr})]
+
     def _own_metrics(self, step: int, values: dict[str, float | None]) -> list[Finding]:
         """A preference or RL objective judged by its own metrics: its loss may sit near zero or go negative.
         Flagged only when the metrics say nothing is being learned, for 8 logs in a row after warm-up:
@@ -351,6 +400,12 @@ def _digits(value: float) -> int:
     """Significant digits of a loss as printed (10.375 -> 5, 2.6 -> 2)."""
     text = repr(abs(value)).split("e")[0].replace(".", "").lstrip("0")
     return len(text.rstrip("0")) if "." in repr(value) else len(text)
+
+
+def _decimals(value: float) -> int:
+    """Decimal places of a loss as printed (1.386 -> 3, 0.69314 -> 5)."""
+    text = repr(abs(value))
+    return len(text.split(".")[1]) if "." in text and "e" not in text else 0
 
 
 def _finite(value: float) -> bool:

@@ -1,0 +1,112 @@
+"""Loss health on text of shapes the first rules never saw (issue 23): a loss that steps up to a new level over a
+handful of epoch summaries, a loss sitting at chance (ln k), a zero training loss beside a NaN eval loss.
+Each rule is built from the pattern; where a real line is quoted, its source is named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loratui import events
+from loratui.cli import main
+from loratui.logic.advisor import Advisor
+
+
+def doctor(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    path = tmp_path / "pasted.txt"
+    path.write_text(text, encoding="utf-8")
+    main(["doctor", str(path), "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def logs(losses: list[float], **extra: Any) -> list[events.Log]:
+    return [events.Log(t=float(i), step=i + 1, values={"loss": v, "learning_rate": 1e-3, **extra})
+            for i, v in enumerate(losses)]
+
+
+def keras(losses: list[float]) -> str:
+    """Keras 2 epoch summaries, the layout of keras-team/keras#7603 (`1562/1562 [===] - 49s - loss: 0.9050 ...`)."""
+    return "".join(f"Epoch {i + 1}/800\n1562/1562 [==============================] - 49s - loss: {v:.4f} - "
+                   f"acc: 0.6827 - val_loss: 0.7667 - val_acc: 0.7323\n" for i, v in enumerate(losses))
+
+
+# -- a step up to a new level ------------------------------------------------------------------------------------
+
+def test_a_loss_that_steps_up_to_a_higher_level_and_stays_is_divergence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two epochs near 0.9, then three at 1.5 and above: too few for a trend test to reach significance, but every
+    log since the jump is a third above every log before it."""
+    items = doctor(keras([0.9050, 0.8906, 1.5519, 1.5416, 1.8483]), tmp_path, capsys)
+    assert items[0]["id"] == "loss_diverging", items
+    assert "a third above every log before it" in json.dumps(items[0])
+
+
+@pytest.mark.parametrize("losses", [
+    [0.9050, 0.8906, 1.5519, 0.8840, 0.8810],  # one wild epoch, then back: no new level
+    [0.9050, 0.8906, 1.5519, 1.5416],  # only two logs since the jump: not yet a level
+    [1.2, 1.15, 1.1, 1.08, 4.3, 4.28, 4.25, 4.22],  # a steady 4x level: a loss summed over accumulation
+    [2.4, 2.1, 1.9, 1.7, 1.6, 1.55, 1.5, 1.48],  # a healthy descent
+])
+def test_no_step_up_without_a_new_level(losses: list[float]) -> None:
+    assert [i.id for i in Advisor(None).feed_all(logs(losses)).items()] == []
+
+
+def test_a_step_up_while_the_learning_rate_warms_up_is_not_divergence() -> None:
+    losses = [0.9, 0.89, 1.5, 1.55, 1.6]
+    warming = [events.Log(t=float(i), step=i + 1, values={"loss": v, "learning_rate": 1e-5 * (i + 1)})
+               for i, v in enumerate(losses)]
+    assert Advisor(None).feed_all(warming).items() == []
+
+
+# -- a loss at chance ----------------------------------------------------------------------------------------
+
+R2C = """TRAIN EPOCH  {epoch}:
+loss             {loss}
+crl              0.089470
+accuracy         0.249471
+dtype: float64
+
+"""
+"""AllenNLP/pandas epoch summaries, the layout of rowanz/r2c#43."""
+
+
+def test_a_loss_at_ln_k_for_several_logs_is_chance_level(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ln 4 = 1.38629 to six digits in every epoch (four answers to choose from): the model guesses uniformly."""
+    text = "".join(R2C.format(epoch=i, loss=v) for i, v in enumerate([1.356284, 1.386393, 1.386381, 1.386379,
+                                                                       1.386312]))
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "loss_flat" and "ln 4" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("losses", [
+    [2.41, 2.3031, 2.2712, 2.1405, 2.0121, 1.9433],  # a 10-class run passing through ln 10 once
+    [1.3863, 1.3861, 1.3864, 1.2],  # three at ln 4, then learning
+    [1.3863, 0.6931, 1.3863, 0.6931],  # chance of different k, alternating: not one level
+    [1.39, 1.39, 1.39, 1.39],  # two decimals cannot tell ln 4 from its neighbours
+])
+def test_no_chance_level_without_four_logs_at_one_ln_k(losses: list[float]) -> None:
+    assert [i.id for i in Advisor(None).feed_all(logs(losses)).items()] == []
+
+
+# -- a zero training loss beside a NaN eval loss -------------------------------------------------------------
+
+def test_a_zero_training_loss_with_a_nan_eval_loss_is_the_zero(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """shibing624/MedicalGPT#252's shape: 'loss': 0.0 from the first log, eval_loss nan. No label token is scored
+    in either (a mean over none is 0/0 in eval): the zero is what to fix, not a NaN to chase."""
+    train = "{'loss': 0.0, 'learning_rate': 1.0533245556287031e-07, 'epoch': 0.01}\n"
+    evaluation = ("{'eval_loss': nan, 'eval_runtime': 2365.9772, 'eval_samples_per_second': 21.4, "
+                  "'eval_steps_per_second': 5.35, 'epoch': 0.01}\n")
+    items = doctor(train + evaluation + train * 5, tmp_path, capsys)
+    assert [i["id"] for i in items] == ["loss_zero"], items
+
+
+def test_a_nan_eval_loss_after_a_real_training_loss_is_still_nan(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    train = "{'loss': 1.2345, 'learning_rate': 2e-05, 'epoch': 0.01}\n"
+    evaluation = "{'eval_loss': nan, 'eval_runtime': 12.5, 'epoch': 0.01}\n"
+    items = doctor(train + evaluation, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss", items
