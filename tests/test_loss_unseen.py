@@ -110,3 +110,52 @@ def test_a_nan_eval_loss_after_a_real_training_loss_is_still_nan(tmp_path: Path,
     evaluation = "{'eval_loss': nan, 'eval_runtime': 12.5, 'epoch': 0.01}\n"
     items = doctor(train + evaluation, tmp_path, capsys)
     assert items[0]["id"] == "nan_loss", items
+
+
+# -- a rise in words -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    'In the training process, "loss exploded" threw out and the training is stopped.\n',  # barronalex/Tacotron#7
+    "Why does the value of loss suddenly increase and explode when training 14,000 times or so?\n",
+    "在Wider数据集训练中也出现了loss爆炸，请问你是如何避免loss爆炸并且训练的呢？\n",  # lxg2015/faceboxes#5
+    "为什么会有训练到一半突然loss增大的问题。\n",
+    "After 3 epochs the training loss started to diverge.\n",
+])
+def test_a_loss_said_to_rise_or_explode_is_divergence(text: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "loss_diverging" and "own words" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "The loss does not explode any more after lowering the learning rate.\n",
+    "How do I avoid the loss exploding?\n",
+    "val_loss increased from 0.41 to 0.52 while the train loss keeps falling\n",
+    "The loss decreases while the learning rate increases during warm-up.\n",
+    "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 65536, increasing loss scale to 131072\n",
+    "    loss = loss_fn(out, labels)  # loss explodes without clipping\n",
+    "loss没有爆炸，训练正常。\n",
+])
+def test_words_that_deny_a_rise_or_name_another_quantity_are_quiet(text: str, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []
+
+
+def test_a_rise_in_words_that_ends_in_nan_is_divergence_first(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """guillaumegenthial/sequence_tagging#47's shape: the user says the loss falls then rises, the log ends in nan."""
+    text = ("with lr = 0.01 the train loss decrease first and then increase. What is wrong?\n"
+            "INFO: train loss:1.10886\nINFO: train loss:0.866067\nINFO: train loss:1.20029\nINFO: train loss:nan\n")
+    items = doctor(text, tmp_path, capsys)
+    assert [i["id"] for i in items] == ["loss_diverging"] and items[0]["severity"] == "error", items
+    assert "became nan" in json.dumps(items[0])
+
+
+def test_a_rise_only_supposed_in_words_leaves_the_nan_first(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """fairseq's floor message supposes the explosion; the fp16 floor is the finding (and `if` is no report)."""
+    text = ("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering "
+            "the learning rate, using gradient clipping or increasing the batch size.\n"
+            "If the loss explodes, lower the learning rate.\n")
+    items = doctor(text, tmp_path, capsys)
+    assert [i["id"] for i in items] == ["nan_loss"], items

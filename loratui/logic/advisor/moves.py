@@ -377,6 +377,13 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
     if facts.get("kind") == "creep":
         evidence = quote + [f"grad_norm spiked to {facts['grad']:.4g} at step {facts['best_step']}; the loss rose "
                             f"in each of the {window} logs since, {facts['best']:.3g} -> {facts['now']:.3g}"] + lr
+    elif facts.get("kind") == "said":
+        evidence = quote + ["the log says the loss rises: a learning rate too high for the data is the usual cause"]
+        severity = ERROR if facts.get("nan_step") is not None else WARNING
+        if facts.get("nan_step") is not None:
+            evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
+        return Advice("loss_diverging", severity, f"Loss rising, in the log's own words: {text}", evidence,
+                      change, f.step)
     elif facts.get("kind") == "step":
         evidence = quote + [f"every one of the {window} logs since step {facts['best_step']} (lowest "
                             f"{facts['floor']:.4g}) is a third above every log before it (highest "

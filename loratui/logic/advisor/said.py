@@ -1,0 +1,47 @@
+"""A loss said to rise or explode, in the words of the program or of the person who pasted the log (`"loss
+exploded" threw out and the training is stopped`, `the train loss decrease first and then increase`, `出现了loss
+爆炸`): the only evidence of divergence in a report that prints no numbers. Pure: a line in, a finding or None."""
+
+from __future__ import annotations
+
+import re
+
+from loratui.logic.advisor.advice import Finding
+
+_SUBJECT = r"(?:(?<![A-Za-z_])(?:train(?:ing)?[ _])?loss(?:es)?(?![A-Za-z])(?!\s*[_ ]?scal)|损失)"
+"""The training loss, also inside Chinese text (`出现了loss爆炸`: no word boundary there); not `val_loss`, not fp16's
+loss scale/scaler, whose rise is normal."""
+_RISE = (r"(?:explo(?:d\w*|sion)|blew up|blow(?:s|ing)? up|diverg\w*|increas\w*|went up|goes up|going up|climb\w*|"
+         r"ris(?:es|ing|e)\b|rose\b|jump(?:s|ed|ing)?\b|spik(?:e|es|ed|ing)\b|skyrocket\w*|shot up|shoots up|"
+         r"grow(?:s|ing)?\b|grew\b)")
+_SAID = re.compile(
+    _SUBJECT + r"(?P<gap>[^.!?\n,;:=]{0,30}?)\b" + _RISE +
+    r"|\b(?:explod\w*|increasing|rising|diverging|growing)\s+(?:train(?:ing)?\s+)?loss\b(?!\s*[_ ]?scal)" +
+    r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|会|就|还|突然|一直|不断|开始|逐渐|出现了?|的)*\s*"
+    r"(?:爆炸|增大|变大|上升|升高|增加|飙升|暴增|暴涨|发散|上涨)",
+    re.I)
+_HELD = re.compile(r"\b(?:not?|never|without|avoid\w*|prevent\w*|stop(?:s|ped)? (?:the )?|instead of|if|whether|"
+                   r"probably|possibly|maybe|may|might|could|would)\b|n't\b|"
+                   r"[不没未]|避免|防止", re.I)
+"""Words that deny, ward off or only suppose the rise (`the loss does not explode`, `how to avoid the loss
+exploding`, fairseq's boilerplate `Your loss is probably exploding` beside its fp16 floor, `if the loss explodes`)."""
+_OTHER = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|time|steps?|epochs?|scale|lengths?)\b", re.I)
+"""Another quantity between the loss and the verb: `loss decreases while the learning rate increases`."""
+_NOT_TRAIN = re.compile(r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[ _]$", re.I)
+"""A validation loss rising while training goes on is overfitting, not divergence."""
+_CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|if |elif |for |while |return |raise |assert |"
+                   r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|"
+                   r"[=(]\s*\w*loss\w*\s*[,)]")
+
+
+def rise_said(line: str, step: int) -> Finding | None:
+    """The first clause of `line` that says the training loss rises, explodes or diverges, as a finding."""
+    if _CODE.search(line):
+        return None
+    for found in _SAID.finditer(line):
+        before = line[max(0, found.start() - 24):found.start()]
+        gap = found.group("gap") or ""
+        if _NOT_TRAIN.search(before) or _HELD.search(before[-12:] + gap) or _OTHER.search(gap):
+            continue
+        return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None})
+    return None
