@@ -159,3 +159,42 @@ def test_a_rise_only_supposed_in_words_leaves_the_nan_first(tmp_path: Path,
             "If the loss explodes, lower the learning rate.\n")
     items = doctor(text, tmp_path, capsys)
     assert [i["id"] for i in items] == ["nan_loss"], items
+
+
+# -- a rise over a handful of logs ---------------------------------------------------------------------------
+
+LLAVA = """{'loss': 1.112, 'learning_rate': 0.00019949993043107128, 'epoch': 0.06}
+{'loss': 0.9816, 'learning_rate': 0.00019949672241561115, 'epoch': 0.06}
+{'loss': 1.1023, 'learning_rate': 0.0001994935041690517, 'epoch': 0.06}
+{'loss': 1.1331, 'learning_rate': 0.00019949027569172385, 'epoch': 0.06}
+{'loss': 1.1322, 'learning_rate': 0.00019948703698395963, 'epoch': 0.06}
+{'loss': 1.3218, 'learning_rate': 0.00019948378804609203, 'epoch': 0.06}
+"""
+"""Six dicts as pasted in haotian-liu/LLaVA#878 (the loss converged, then climbed)."""
+
+
+def test_a_loss_rising_by_a_third_over_six_logs_is_divergence(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(LLAVA, tmp_path, capsys)
+    assert items[0]["id"] == "loss_diverging" and "rising" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("losses", [
+    [1.0, 0.7, 1.0, 1.05, 1.1, 1.1],  # one low log the others never came near: a dip, not a level
+    [1.2, 1.1, 1.05, 0.98, 1.02, 1.31],  # the lowest comes late: one high log after it is no trend
+    [1.112, 0.9816, 1.1023, 1.1331, 1.1322, 1.2218],  # up a quarter, not a third
+])
+def test_no_short_rise_without_a_trend_from_a_level(losses: list[float]) -> None:
+    assert [i.id for i in Advisor(None).feed_all(logs(losses)).items()] == []
+
+
+def test_short_noisy_flat_windows_raise_no_rise() -> None:
+    """1000 seeded windows of 5 to 15 logs scattered 5% around one level: none is read as a rise or a step."""
+    import random
+
+    rng = random.Random(11)
+    flagged = 0
+    for _ in range(1000):
+        window = [1.0 + rng.gauss(0, 0.05) for _ in range(rng.randint(5, 15))]
+        flagged += "loss_diverging" in Advisor(None).feed_all(logs(window)).found
+    assert flagged == 0

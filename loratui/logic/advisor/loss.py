@@ -82,7 +82,8 @@ class LossWatch:
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
         found += self._chance(e.step, loss)
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
-            self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step)
+            self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or \
+            self._short_rise(e.step)
         if rise is not None and not spike:
             self.rose = self.rose or rise  # the first is the one the advisor keeps
             found.append(rise)
@@ -321,6 +322,29 @@ class LossWatch:
                     "now": series.median(ys[k:]), "lr": self.lr, "window": len(ys) - k, "ceiling": before,
                     "floor": lowest})
         return None
+
+    def _short_rise(self, step: int) -> Finding | None:
+        """A rise over a handful of logs, too few to measure noise or to smooth with 3-log medians: from the
+        lowest log on, Mann-Kendall rising over at least 5 logs, the Theil-Sen line up half a third, the last log
+        a third above the lowest, and the line starting near the lowest (within half a third: a lone low log
+        that the others never came near is a dip, not a level the loss rose from)."""
+        ys = [v for _, v in self.window]
+        if len(ys) >= 16 or self.warming or min(ys) <= 0:
+            return None
+        anchor = min(range(len(ys)), key=lambda i: (ys[i], i))
+        if anchor > 1:
+            return None  # the lowest of a few logs picked from the middle would make any noise look like a rise
+        segment, half = ys[anchor:], 1 + (self.RISE - 1) / 2
+        if len(segment) < 5 or segment[-1] < self.RISE * segment[0] or segment[-1] - segment[0] < 0.05:
+            return None
+        start, end = series.theil_sen(segment)
+        if end < half * start or start > half * segment[0] or series.mann_kendall(segment) <= 1.64 or \
+                series.mann_kendall(ys) <= 1.28 or \
+                _scale_shift(segment):
+            return None
+        return Finding("loss_diverging", step, {
+            "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
+            "window": len(segment)})
 
     def _chance(self, step: int, loss: float) -> list[Finding]:
         """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a
