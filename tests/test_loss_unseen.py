@@ -120,6 +120,10 @@ def test_a_nan_eval_loss_after_a_real_training_loss_is_still_nan(tmp_path: Path,
     "在Wider数据集训练中也出现了loss爆炸，请问你是如何避免loss爆炸并且训练的呢？\n",  # lxg2015/faceboxes#5
     "为什么会有训练到一半突然loss增大的问题。\n",
     "After 3 epochs the training loss started to diverge.\n",
+    # swz30/MPRNet#29: numbers only, the last far above the lowest before it
+    "the loss was about 100 in the first epoch and dropped to 70 in the 69th epoch, but it suddenly became "
+    "800,000 in the 70th epoch!\n",
+    "After 1000 steps the loss was 2.1; now it is 3.4.\n".replace(";", ","),
 ])
 def test_a_loss_said_to_rise_or_explode_is_divergence(text: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -135,6 +139,10 @@ def test_a_loss_said_to_rise_or_explode_is_divergence(text: str, tmp_path: Path,
     "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 65536, increasing loss scale to 131072\n",
     "    loss = loss_fn(out, labels)  # loss explodes without clipping\n",
     "loss没有爆炸，训练正常。\n",
+    "the loss went from 2.3 to 1.1 after 3 epochs\n",
+    "loss was 1.2 with batch size from 8 to 32\n",
+    "the loss is 2.5 at step 10 and 1.2 at step 500, and the learning rate went from 2e-5 to 2e-4\n",
+    "val loss was 0.3 at epoch 1 and 0.9 at epoch 9\n",
 ])
 def test_words_that_deny_a_rise_or_name_another_quantity_are_quiet(text: str, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:

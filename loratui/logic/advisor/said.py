@@ -44,4 +44,36 @@ def rise_said(line: str, step: int) -> Finding | None:
         if _NOT_TRAIN.search(before) or _HELD.search(before[-12:] + gap) or _OTHER.search(gap):
             continue
         return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None})
+    return _numbers_rise(line, step)
+
+
+_QUANTITY = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|size|lengths?|scale|grad\w*|norm|"
+                       r"ppl|perplexity|bleu|wer|cer|f1|map|iou|reward\w*|temperature)\b", re.I)
+"""Quantities other than the loss that a sentence may give numbers for (epochs and steps only date a loss)."""
+_SENTENCE = re.compile(r"(?<=[.!?。！？])(?:\s+|$)|(?<=[。！？])")
+_VALUE_WORD = re.compile(
+    r"\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|loss)\s+(?:about\s+|around\s+|~\s*)?"
+    r"(\d{1,3}(?:,\d{3})+|\d{1,3}(?: \d{3})+(?![\d.])|\d+(?:\.\d+)?)(?!\.?\d)"
+    r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k)\b)", re.I)
+"""A number the loss is said to be (`was about 100`, `dropped to 70`, `became 800,000`, `from 1.2 to 16 000`);
+not an ordinal, a percentage, a count of epochs or steps."""
+
+
+def _numbers_rise(line: str, step: int) -> Finding | None:
+    """A sentence about the training loss whose numbers end a third above the lowest before them: `the loss was
+    about 100 in the first epoch and dropped to 70 ..., but it suddenly became 800,000`."""
+    for sentence in _SENTENCE.split(line):
+        subject = re.search(_SUBJECT, sentence, re.I)
+        if subject is None or _NOT_TRAIN.search(sentence[max(0, subject.start() - 24):subject.start()]):
+            continue
+        numbers = []
+        for found in _VALUE_WORD.finditer(sentence, subject.start()):
+            before = sentence[subject.start():found.start()]
+            losses = [m.end() for m in re.finditer(_SUBJECT, before, re.I)]
+            others = [m.end() for m in _QUANTITY.finditer(before)]
+            if others and others[-1] > losses[-1]:
+                continue  # the number is another quantity's (`loss was 1.2 with batch size from 8 to 32`)
+            numbers.append(float(found.group(1).replace(",", "").replace(" ", "")))
+        if len(numbers) >= 2 and numbers[-1] >= 4 / 3 * min(numbers[:-1]) and numbers[-1] - min(numbers[:-1]) >= 0.05:
+            return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None})
     return None
