@@ -206,3 +206,27 @@ def test_short_noisy_flat_windows_raise_no_rise() -> None:
         window = [1.0 + rng.gauss(0, 0.05) for _ in range(rng.randint(5, 15))]
         flagged += "loss_diverging" in Advisor(None).feed_all(logs(window)).found
     assert flagged == 0
+
+
+# -- a creep after a grad-norm spike, with a log that dips -----------------------------------------------------
+
+def grad_logs(losses: list[float], grads: list[float]) -> list[events.Log]:
+    return [events.Log(t=float(i), step=i + 1, values={"loss": v, "grad_norm": g, "learning_rate": 2e-4})
+            for i, (v, g) in enumerate(zip(losses, grads))]
+
+
+GRADS = [0.41, 0.38, 0.44, 0.4, 9.7, 0.5, 0.45, 0.42, 0.4, 0.41, 0.43]  # one spike, then back to normal
+
+
+def test_a_creep_after_a_grad_norm_spike_survives_one_log_that_dips() -> None:
+    losses = [1.31, 1.28, 1.27, 1.26, 1.33, 1.38, 1.36, 1.46, 1.5, 1.52, 1.55]
+    found = Advisor(None).feed_all(grad_logs(losses, GRADS)).found["loss_diverging"]
+    assert found.facts["kind"] == "creep" and found.step == 9
+
+
+@pytest.mark.parametrize("losses", [
+    [1.31, 1.28, 1.27, 1.26, 1.30, 1.25, 1.29, 1.27, 1.24, 1.28, 1.26],  # the spike passes, the loss goes on
+    [1.31, 1.28, 1.27, 1.26, 1.33, 1.30, 1.36, 1.32, 1.35, 1.33, 1.34],  # a few percent up, and level
+])
+def test_a_grad_norm_spike_without_a_creep_is_quiet(losses: list[float]) -> None:
+    assert "loss_diverging" not in Advisor(None).feed_all(grad_logs(losses, GRADS)).found

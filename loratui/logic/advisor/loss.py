@@ -279,16 +279,20 @@ class LossWatch:
         return None
 
     def _creep(self, step: int, loss: float, grad: float | None) -> Finding | None:
-        """A grad-norm spike (5x the recent median) and the loss creeping up in every log after it, 10% over
-        its level before the spike within 8 logs."""
+        """A grad-norm spike (5x the recent median) and the loss creeping up after it, 10% over its level before
+        the spike within 8 logs: up in every log, or (from 4 logs on) a Mann-Kendall rise whose last 3 logs' median
+        stands 10% over too, so one log that dips is not the end of it."""
         found = None
         if self.creep is not None:
             at, before, spike, after = self.creep
             after.append(loss)
             rising = all(b > a for a, b in zip([before] + after, after))
-            if not rising or len(after) > 8:
+            # One log that dips does not end a creep that still trends up (Mann-Kendall over the logs since).
+            trend = series.mann_kendall([before] + after)
+            if len(after) > 8 or (not rising and trend <= (1.64 if len(after) >= 4 else 0.0)):
                 self.creep = None
-            elif len(after) >= 3 and loss >= self.CREEP * before:
+            elif len(after) >= 3 and loss >= self.CREEP * before and \
+                    (rising or series.median(after[-3:]) >= self.CREEP * before):
                 found = Finding("loss_diverging", step, {
                     "kind": "creep", "best": before, "best_step": at, "now": loss, "lr": self.lr,
                     "grad": spike, "window": len(after)})
