@@ -230,3 +230,10 @@ def test_a_creep_after_a_grad_norm_spike_survives_one_log_that_dips() -> None:
 ])
 def test_a_grad_norm_spike_without_a_creep_is_quiet(losses: list[float]) -> None:
     assert "loss_diverging" not in Advisor(None).feed_all(grad_logs(losses, GRADS)).found
+
+
+def test_a_loss_at_chance_while_the_learning_rate_warms_up_is_where_it_starts() -> None:
+    """A reward model's pairwise loss starts at ln 2; during warm-up four logs there are no finding."""
+    warming = [events.Log(t=float(i), step=i + 1, values={"loss": v, "learning_rate": 1e-6 * (i + 1)})
+               for i, v in enumerate([0.6932, 0.6931, 0.6931, 0.6932, 0.6902, 0.6511])]
+    assert Advisor(None).feed_all(warming).items() == []

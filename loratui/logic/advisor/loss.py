@@ -354,7 +354,8 @@ class LossWatch:
         """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a
         binary task, ln 4 = 1.3863 over four answers), for 4 logs in a row to 4 printed digits: the model
         outputs chance and learns nothing. k up to 100, where neighbouring ln k still lie 1% apart."""
-        k = round(math.exp(loss)) if 0.6 < loss < 4.7 else 0
+        # While the learning rate warms up a fresh head may still sit at chance: that is where it starts.
+        k = round(math.exp(loss)) if 0.6 < loss < 4.7 and not self.warming else 0
         # Off by at most half the last printed digit (1.386 stands for ln 4 = 1.38629), or 0.02% when printed long.
         tolerance = max(2e-4 * math.log(k), 0.5 * 10 ** -_decimals(loss)) if k >= 2 else 0.0
         near = k >= 2 and _digits(loss) >= 4 and abs(loss - math.log(k)) <= tolerance
