@@ -124,6 +124,9 @@ def test_a_nan_eval_loss_after_a_real_training_loss_is_still_nan(tmp_path: Path,
     "the loss was about 100 in the first epoch and dropped to 70 in the 69th epoch, but it suddenly became "
     "800,000 in the 70th epoch!\n",
     "After 1000 steps the loss was 2.1; now it is 3.4.\n".replace(";", ","),
+    "After the first epoch the loss keeps getting bigger.\n",
+    "训练到第二个epoch，loss越来越大。\n",
+    "学习率调小以后loss不降反升。\n",
 ])
 def test_a_loss_said_to_rise_or_explode_is_divergence(text: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,6 +146,7 @@ def test_a_loss_said_to_rise_or_explode_is_divergence(text: str, tmp_path: Path,
     "loss was 1.2 with batch size from 8 to 32\n",
     "the loss is 2.5 at step 10 and 1.2 at step 500, and the learning rate went from 2e-5 to 2e-4\n",
     "val loss was 0.3 at epoch 1 and 0.9 at epoch 9\n",
+    "The loss is higher with LoRA than with a full fine-tune, as expected.\n",
 ])
 def test_words_that_deny_a_rise_or_name_another_quantity_are_quiet(text: str, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:

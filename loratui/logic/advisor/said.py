@@ -13,12 +13,13 @@ _SUBJECT = r"(?:(?<![A-Za-z_])(?:train(?:ing)?[ _])?loss(?:es)?(?![A-Za-z])(?!\s
 loss scale/scaler, whose rise is normal."""
 _RISE = (r"(?:explo(?:d\w*|sion)|blew up|blow(?:s|ing)? up|diverg\w*|increas\w*|went up|goes up|going up|climb\w*|"
          r"ris(?:es|ing|e)\b|rose\b|jump(?:s|ed|ing)?\b|spik(?:e|es|ed|ing)\b|skyrocket\w*|shot up|shoots up|"
-         r"grow(?:s|ing)?\b|grew\b)")
+         r"grow(?:s|ing)?\b|grew\b|(?:gets?|getting|got|becomes?|became|keeps? getting)\s+(?:bigger|larger|higher)\b|"
+         r"higher and higher|bigger and bigger|larger and larger)")
 _SAID = re.compile(
     _SUBJECT + r"(?P<gap>[^.!?\n,;:=]{0,30}?)\b" + _RISE +
     r"|\b(?:explod\w*|increasing|rising|diverging|growing)\s+(?:train(?:ing)?\s+)?loss\b(?!\s*[_ ]?scal)" +
     r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|会|就|还|突然|一直|不断|开始|逐渐|出现了?|的)*\s*"
-    r"(?:爆炸|增大|变大|上升|升高|增加|飙升|暴增|暴涨|发散|上涨)",
+    r"(?:爆炸|增大|变大|上升|升高|增加|飙升|暴增|暴涨|发散|上涨|越来越大|越来越高|不降反升|不降反增)",
     re.I)
 _HELD = re.compile(r"\b(?:not?|never|without|avoid\w*|prevent\w*|stop(?:s|ped)? (?:the )?|instead of|if|whether|"
                    r"probably|possibly|maybe|may|might|could|would)\b|n't\b|"
