@@ -35,6 +35,7 @@ from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
 from loratui.logic.advisor.priced import memory_proposal
+from loratui.logic.advisor.said import rise_said
 from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advisor.watches import (
     _SETUP,
@@ -267,6 +268,8 @@ class Advisor:
             self.oom_after = self.trace.phase
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
+        if "oss" in line or "OSS" in line or "损失" in line:
+            self._latch(rise_said(line, self.ctx.step))
         if line.strip():
             self.tail.append(line.strip()[:300])
             if "oss" in line:
@@ -348,6 +351,11 @@ def _build_all(adv: Advisor) -> list[Advice]:
     priced = memory_proposal(adv)
     built = _oom_built(adv, logits, priced) if adv.oom is not None else []
     rose = adv.found.get("loss_diverging")
+    nan = adv.found.get("nan_loss")
+    if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
+        # A rise in words, then a NaN in the log: the NaN is where the rise ran to, as for a measured rise.
+        rose.facts.setdefault("nan_step", nan.step)
+        rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
     for finding in adv.found.values():
         if finding.id == "nan_loss" and ran_away:

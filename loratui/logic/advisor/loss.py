@@ -3,6 +3,8 @@ or explodes. Bounded state, one `log` call per Trainer log; findings carry the n
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections import deque
 
 from loratui import events
@@ -25,6 +27,7 @@ class LossWatch:
     GRAD_SPIKE, CREEP = 5.0, 1.1
     ZERO_LR = 5
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
+    CHANCE_N = 4
 
     def __init__(self, recipe: Recipe | None) -> None:
         self.recipe = recipe
@@ -45,6 +48,8 @@ class LossWatch:
         self.blocks: list[float] = []  # block medians since the lowest, the last 8
         self.zero_streak = 0
         self.zero_lr = 0  # logs in a row with the learning rate at exactly 0
+        self.at_chance: list[tuple[int, float]] = []  # the last logs in a row at ln k, for chance-level losses
+        self.scored = False  # a finite training loss above zero was logged
         self.lr: float | None = None
         self.warming = False  # the logged learning rate is still rising
         self.objective = ""  # "" (a language-model loss), "preference" (DPO/ORPO/KTO...) or "rl" (GRPO/PPO...)
@@ -75,10 +80,13 @@ class LossWatch:
         found += self._after_rise(e.step, nan) if nan and self._rise_stands() else nan
         if loss is None or not _finite(loss):
             return found
+        self.scored = self.scored or abs(loss) > ZERO
         found += self._zero(e.step, loss, values.get("epoch"))
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
+        found += self._chance(e.step, loss)
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
-            self._creep(e.step, loss, values.get("grad_norm"))
+            self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or \
+            self._short_rise(e.step)
         if rise is not None and not spike:
             self.rose = self.rose or rise  # the first is the one the advisor keeps
             found.append(rise)
@@ -106,6 +114,10 @@ class LossWatch:
         the training logs may never show."""
         loss = values.get("eval_loss")
         if loss is None or _finite(loss):
+            return []
+        if self.zero_streak and not self.scored:
+            # A training loss of exactly 0 from the first log and a NaN eval loss say one thing: no label token
+            # is scored (a mean over none is 0/0 in eval). The zero is the finding, not a NaN to chase.
             return []
         return [Finding("nan_loss", step, {"what": "eval_loss", "value": str(loss), "lr": self.lr,
                                            "names": sorted(set(ctx.gpu_names.values()))})]
@@ -273,16 +285,20 @@ class LossWatch:
         return None
 
     def _creep(self, step: int, loss: float, grad: float | None) -> Finding | None:
-        """A grad-norm spike (5x the recent median) and the loss creeping up in every log after it, 10% over
-        its level before the spike within 8 logs."""
+        """A grad-norm spike (5x the recent median) and the loss creeping up after it, 10% over its level before
+        the spike within 8 logs: up in every log, or (from 4 logs on) a Mann-Kendall rise whose last 3 logs' median
+        stands 10% over too, so one log that dips is not the end of it."""
         found = None
         if self.creep is not None:
             at, before, spike, after = self.creep
             after.append(loss)
             rising = all(b > a for a, b in zip([before] + after, after))
-            if not rising or len(after) > 8:
+            # One log that dips does not end a creep that still trends up (Mann-Kendall over the logs since).
+            trend = series.mann_kendall([before] + after)
+            if len(after) > 8 or (not rising and trend <= (1.64 if len(after) >= 4 else 0.0)):
                 self.creep = None
-            elif len(after) >= 3 and loss >= self.CREEP * before:
+            elif len(after) >= 3 and loss >= self.CREEP * before and \
+                    (rising or series.median(after[-3:]) >= self.CREEP * before):
                 found = Finding("loss_diverging", step, {
                     "kind": "creep", "best": before, "best_step": at, "now": loss, "lr": self.lr,
                     "grad": spike, "window": len(after)})
@@ -293,6 +309,68 @@ class LossWatch:
                 self.creep = (step, series.median([v for _, v in list(self.prior)[-4:-1]] or [loss]), grad, [loss])
             self.recent_grads.append(grad)
         return found
+
+    def _step_up(self, step: int) -> Finding | None:
+        """The loss jumping to a higher level and staying there: every log since the jump a third above every
+        log before it (at least two before and three since, so one wild log is neither, and a whole-multiple step can be
+        told), a rank test that needs no noise
+        estimate and so works on a handful of epoch summaries as on a long window. Not a whole-multiple step
+        to a steady level (a loss summed over gradient accumulation)."""
+        ys = [v for _, v in self.window]
+        if len(ys) < 4 or self.warming or min(ys) <= 0:
+            return None
+        highest = list(itertools.accumulate(ys, max))  # highest[k - 1]: the top of the k logs before
+        lowest = ys[-1]
+        for k in range(len(ys) - 2, 1, -1):  # after = ys[k:], before = ys[:k], at least two logs each
+            lowest = min(lowest, ys[k])
+            if len(ys) - k < 3:
+                continue
+            before = highest[k - 1]
+            if lowest >= self.RISE * before and lowest - before >= 0.05 and not _scale_shift(ys):
+                return Finding("loss_diverging", step, {
+                    "kind": "step", "best": series.median(ys[:k]), "best_step": self.window[k - 1][0],
+                    "now": series.median(ys[k:]), "lr": self.lr, "window": len(ys) - k, "ceiling": before,
+                    "floor": lowest})
+        return None
+
+    def _short_rise(self, step: int) -> Finding | None:
+        """A rise over a handful of logs, too few to measure noise or to smooth with 3-log medians: from the
+        lowest log on, Mann-Kendall rising over at least 5 logs, the Theil-Sen line up half a third, the last log
+        a third above the lowest, and the line starting near the lowest (within half a third: a lone low log
+        that the others never came near is a dip, not a level the loss rose from)."""
+        ys = [v for _, v in self.window]
+        if len(ys) >= 16 or self.warming or min(ys) <= 0:
+            return None
+        anchor = min(range(len(ys)), key=lambda i: (ys[i], i))
+        if anchor > 1:
+            return None  # the lowest of a few logs picked from the middle would make any noise look like a rise
+        segment, half = ys[anchor:], 1 + (self.RISE - 1) / 2
+        if len(segment) < 5 or segment[-1] < self.RISE * segment[0] or segment[-1] - segment[0] < 0.05:
+            return None
+        start, end = series.theil_sen(segment)
+        if end < half * start or start > half * segment[0] or series.mann_kendall(segment) <= 1.64 or \
+                series.mann_kendall(ys) <= 1.28 or \
+                _scale_shift(segment):
+            return None
+        return Finding("loss_diverging", step, {
+            "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
+            "window": len(segment)})
+
+    def _chance(self, step: int, loss: float) -> list[Finding]:
+        """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a
+        binary task, ln 4 = 1.3863 over four answers), for 4 logs in a row to 4 printed digits: the model
+        outputs chance and learns nothing. k up to 100, where neighbouring ln k still lie 1% apart."""
+        # While the learning rate warms up a fresh head may still sit at chance: that is where it starts.
+        k = round(math.exp(loss)) if 0.6 < loss < 4.7 and not self.warming else 0
+        # Off by at most half the last printed digit (1.386 stands for ln 4 = 1.38629), or 0.02% when printed long.
+        tolerance = max(2e-4 * math.log(k), 0.5 * 10 ** -_decimals(loss)) if k >= 2 else 0.0
+        near = k >= 2 and _digits(loss) >= 4 and abs(loss - math.log(k)) <= tolerance
+        same = bool(self.at_chance) and round(math.exp(self.at_chance[-1][1])) == k
+        self.at_chance = (self.at_chance if same else []) + [(step, loss)] if near else []
+        if len(self.at_chance) != self.CHANCE_N:
+            return []
+        return [Finding("loss_flat", step, {"kind": "chance", "k": k, "value": loss, "from_step": self.at_chance[0][0],
+                                            "n": self.CHANCE_N, "lr": self.lr})]
 
     def _own_metrics(self, step: int, values: dict[str, float | None]) -> list[Finding]:
         """A preference or RL objective judged by its own metrics: its loss may sit near zero or go negative.
@@ -357,6 +435,12 @@ def _digits(value: float) -> int:
     """Significant digits of a loss as printed (10.375 -> 5, 2.6 -> 2)."""
     text = repr(abs(value)).split("e")[0].replace(".", "").lstrip("0")
     return len(text.rstrip("0")) if "." in repr(value) else len(text)
+
+
+def _decimals(value: float) -> int:
+    """Decimal places of a loss as printed (1.386 -> 3, 0.69314 -> 5)."""
+    text = repr(abs(value))
+    return len(text.split(".")[1]) if "." in text and "e" not in text else 0
 
 
 def _finite(value: float) -> bool:

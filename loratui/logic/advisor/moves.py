@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -315,6 +316,11 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
                             "rate, or the same batches with no update)"]
         if facts.get("lr") is not None and facts["lr"] < 1e-8:
             evidence.append(f"the learning rate is {facts['lr']:.3g}: still warming up, or set far too low")
+    elif facts["kind"] == "chance":
+        title = f"Loss sits at ln {facts['k']} = {math.log(facts['k']):.4f} ({facts['value']:g}) for {facts['n']} " \
+            f"logs from step {facts['from_step']}: a uniform guess over {facts['k']} classes, nothing is learned"
+        evidence = quote + ["ln k is the cross-entropy of predicting every one of k classes alike: the outputs do "
+                            "not depend on the input (labels, a frozen or detached head, a learning rate far off)"]
     elif facts["kind"] == "objective":
         what = {"rl": "every completion of a prompt got the same reward: zero advantage, no gradient signal "
                       "(check the reward functions on a few completions; raise num_generations or the "
@@ -378,6 +384,17 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
     if facts.get("kind") == "creep":
         evidence = quote + [f"grad_norm spiked to {facts['grad']:.4g} at step {facts['best_step']}; the loss rose "
                             f"in each of the {window} logs since, {facts['best']:.3g} -> {facts['now']:.3g}"] + lr
+    elif facts.get("kind") == "said":
+        evidence = quote + ["the log says the loss rises: a learning rate too high for the data is the usual cause"]
+        severity = ERROR if facts.get("nan_step") is not None else WARNING
+        if facts.get("nan_step") is not None:
+            evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
+        return Advice("loss_diverging", severity, f"Loss rising, in the log's own words: {text}", evidence,
+                      change, f.step)
+    elif facts.get("kind") == "step":
+        evidence = quote + [f"every one of the {window} logs since step {facts['best_step']} (lowest "
+                            f"{facts['floor']:.4g}) is a third above every log before it (highest "
+                            f"{facts['ceiling']:.4g}): a new, higher level, not one noisy log"] + lr
     else:
         evidence = quote + [f"a trend over the {window} logs since step {facts['best_step']} (Theil-Sen line "
                             f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall, not one noisy log)"] + lr
