@@ -244,7 +244,7 @@ def node_name() -> str:
 def pid_host(pidfile: Path) -> str:
     """The host whose process a pidfile names ('' for a pidfile of an older loratui, or none)."""
     try:
-        hosts = [f[5:] for f in pidfile.read_text().split() if f.startswith("host=")]
+        hosts = [f[5:] for f in bounds.read_text(pidfile, errors="replace").split() if f.startswith("host=")]
     except OSError:
         return ""
     return hosts[0] if hosts else ""

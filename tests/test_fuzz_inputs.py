@@ -302,10 +302,12 @@ def _config_cases(root: Path) -> list[dict[str, Any]]:
 
 
 def _url_cases() -> list[dict[str, Any]]:
-    # Refused before anything is sent (no network in CI). CRLF, `http://[::1` and link-local targets are
-    # issue 25 items 8-10 (alerts.check_url), handled on another branch.
+    # Refused before anything is sent (no network in CI), issue 25 items 8-10 among them: a CR/LF, a malformed
+    # host, link-local and cloud metadata addresses (alerts.check_url).
     urls = ["", "not a url", "ftp://example.com/x", "ntfy.sh/topic", "javascript:alert(1)", "http://",
-            "https://" + "a" * 100_000 + ".com/", "\u202ehttps://x", "file:///etc/passwd"]
+            "https://" + "a" * 100_000 + ".com/", "\u202ehttps://x", "file:///etc/passwd",
+            "https://ntfy.sh/topic\r\nX-Injected: 1", "http://[::1", "http://169.254.169.254/latest/meta-data",
+            "http://[fe80::1]/x", "http://metadata.google.internal/computeMetadata/v1/", "http://0xa9fea9fe/"]
     return [{"surface": "URLs", "name": repr(url[:30]), "argv": ["notify-test", url]} for url in urls]
 
 

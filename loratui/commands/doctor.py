@@ -145,10 +145,12 @@ def _from_notebook(path: Path) -> tuple[list[Any], str] | None:
     from loratui.logic.advisor import Advisor
     from loratui.sources import notebook
 
+    from loratui import bounds
+
     try:
-        document = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except (ValueError, UnicodeDecodeError):
-        return None
+        document = json.loads(bounds.read_bytes(path, limit=256 << 20).decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError, RecursionError, OSError):
+        return None  # no notebook loratui can read as one: it is read as text
     if not notebook.is_notebook(document):
         return None
     found = notebook.text_events(document)

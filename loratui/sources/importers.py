@@ -81,12 +81,14 @@ def bad_json(path: Path, data: bytes | None = None) -> str:
     if path.suffix.lower() not in JSON_DOCUMENTS:
         return ""
     try:
-        json.loads((data if data is not None else path.read_bytes()).decode("utf-8-sig"))
+        json.loads((data if data is not None else _state_bytes(path)).decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         return f"{path}: not UTF-8 text (byte {exc.start}); a {path.suffix} file is JSON, written as UTF-8"
     except json.JSONDecodeError as exc:
         return (f"{path}: bad JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); a file cut short or "
                 "edited by hand: fix it there, or take the copy in an earlier checkpoint-N/")
+    except (RecursionError, ValueError, OSError, ImportFailed):
+        return ""  # JSON, but deep, absurd or too large: the importer's own reading says which, in one line
     return ""
 
 
@@ -110,7 +112,7 @@ def _state_bytes(path: Path) -> bytes:
     if size > MAX_STATE_BYTES:
         raise ImportFailed(f"{path}: {size >> 20} MiB of JSON; a trainer_state.json is a few MB (over "
                            f"{MAX_STATE_BYTES >> 20} MiB is not read whole)")
-    return path.read_bytes()
+    return bounds.read_bytes(path)  # a FIFO or device is refused, never waited on
 
 
 def _json_object(data: bytes, path: Path) -> dict[str, Any] | None:
