@@ -8,7 +8,8 @@ as `Step` events.
 
 Steps: a JSON record's `current_steps`, a dict's `global_step/max_steps`, a line's own `step N`, a bare
 `step loss` column (3 lines in a row, steps rising), else the training bar. The Trainer prints a dict with
-`tqdm.write`, which redraws the bar right after it, so a dict waits for that redraw to learn its step; without any bar, dicts are numbered in order (`inferred`).
+`tqdm.write`, which redraws the bar right after it, so a dict waits for that redraw to learn its step; without
+any bar, dicts are numbered in order (`inferred`).
 """
 
 from __future__ import annotations
