@@ -241,3 +241,28 @@ def test_a_loss_at_chance_while_the_learning_rate_warms_up_is_where_it_starts() 
     warming = [events.Log(t=float(i), step=i + 1, values={"loss": v, "learning_rate": 1e-6 * (i + 1)})
                for i, v in enumerate([0.6932, 0.6931, 0.6931, 0.6932, 0.6902, 0.6511])]
     assert Advisor(None).feed_all(warming).items() == []
+
+
+# -- a bare `step loss` column ----------------------------------------------------------------------------------
+
+def test_a_bare_step_and_loss_column_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """prajdabre/yanmtt#7 prints `76930 2.6496577` a line, no names: three in a row with rising steps are the loss
+    column, and its nan is a NaN loss."""
+    text = ("...\n76930 2.6496577\n76940 2.59109\n76950 2.596339\n76960 2.735384\n76970 2.6265104\n76980 nan\n"
+            "76990 nan\nSaving the model\n77000 nan\n")
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss" and "76980" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "12 0.5\n13 0.7\n",  # two lines: any two numbers
+    "10 0.5\nwarming up\n20 0.4\nnext\n30 nan\n",  # not in a row
+    "30 0.5\n20 0.4\n10 nan\n",  # steps that do not rise
+    "10 5\n20 7\n30 9\n",  # counts, no decimal point
+])
+def test_stray_number_pairs_are_no_loss_column(text: str) -> None:
+    from loratui.logic.text_reader import TextReader
+
+    reader = TextReader()
+    found = [e for line in text.splitlines(keepends=True) for e in reader.feed(line)] + reader.close()
+    assert [e for e in found if isinstance(e, events.Log)] == []

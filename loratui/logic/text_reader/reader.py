@@ -6,9 +6,10 @@ with a bounded amount held back. Every fragment comes back as an `Output` (the a
 tracebacks, OOMs and warnings); training records come back as `Log` events and the training bar's advances
 as `Step` events.
 
-Steps: a JSON record's `current_steps`, a dict's `global_step/max_steps`, a line's own `step N`, else the
-training bar. The Trainer prints a dict with `tqdm.write`, which redraws the bar right after it, so a dict
-waits for that redraw to learn its step; without any bar, dicts are numbered in order (`inferred`).
+Steps: a JSON record's `current_steps`, a dict's `global_step/max_steps`, a line's own `step N`, a bare
+`step loss` column (3 lines in a row, steps rising), else the training bar. The Trainer prints a dict with
+`tqdm.write`, which redraws the bar right after it, so a dict waits for that redraw to learn its step; without
+any bar, dicts are numbered in order (`inferred`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ class TextReader:
     _bar_loss: tuple[int, dict[str, float]] | None = None
     _held: tuple[int, dict[str, float], bool] | None = None  # (step, values, explicit) of the last loss line
     _last_dict: tuple[int, dict[str, float], bool] | None = None
+    _pairs: list[tuple[int, float]] = field(default_factory=list)  # bare `step value` lines not yet confirmed
+    _pairs_on: bool = False  # 3 such lines in a row, steps rising, were seen: they are the loss column
+
+    PAIRS_N = 3
 
     def feed(self, line: str, t: float = 0.0) -> list[events.AnyEvent]:
         """Events completed by one physical line (it may hold `\\r` redraws)."""
@@ -79,6 +84,12 @@ class TextReader:
     # -- one fragment ------------------------------------------------------------------------------------
 
     def _fragment(self, fragment: str, t: float, out: list[events.AnyEvent]) -> None:
+        pair = v.step_value(fragment)
+        if pair is not None:
+            self._pair(pair, t, out)
+            return
+        if not self._pairs_on:
+            self._pairs.clear()  # the lines must come in a row to be a column
         record = v.json_record(fragment)
         if record is not None:
             self._json(record, t, out)
@@ -190,6 +201,24 @@ class TextReader:
         self._release(t, out)
         self._held = (step, dict(numbers), explicit)
         self.step = max(self.step, step) if explicit else step
+
+    def _pair(self, pair: tuple[int, float], t: float, out: list[events.AnyEvent]) -> None:
+        """A bare `step value` line: a loss column once 3 come in a row with rising steps (one such line could be
+        any two numbers); from then on each is a log."""
+        if self._pairs_on:
+            if pair[0] > self._last_step():
+                self._release(t, out)
+                self._emit(pair[0], {"loss": pair[1]}, t, out)
+            return
+        if self._pairs and pair[0] <= self._pairs[-1][0]:
+            self._pairs.clear()
+        self._pairs.append(pair)
+        if len(self._pairs) >= self.PAIRS_N:
+            self._pairs_on = True
+            self._release(t, out)
+            for step, value in self._pairs:
+                self._emit(step, {"loss": value}, t, out)
+            self._pairs.clear()
 
     def _release(self, t: float, out: list[events.AnyEvent]) -> None:
         if self._bar_loss is not None:

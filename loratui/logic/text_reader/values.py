@@ -180,3 +180,15 @@ def _line_step(fragment: str) -> int | None:
         return int(found.group(1))
     leading = _LEADING.match(fragment)
     return int(leading.group(1)) if leading else None
+
+
+# -- `step value` columns ------------------------------------------------------------------------------------
+
+_PAIR = re.compile(r"^\s*(\d{1,9})\s+([-+]?(?:\d+\.\d+|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))\s*$")
+
+
+def step_value(fragment: str) -> tuple[int, float] | None:
+    """(step, value) of a bare two-column line, `76930 2.6496577` or `76980 nan` (a script printing its step and
+    loss with no names); the value needs a decimal point (or nan/inf), so two counts are not read as one."""
+    found = _PAIR.match(fragment) if len(fragment) < 80 else None
+    return (int(found.group(1)), float(found.group(2))) if found else None
