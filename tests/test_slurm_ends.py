@@ -47,6 +47,12 @@ def _watched(runs: Path, url: str, *command: str) -> list[str]:
             *command]
 
 
+def _looked_at(runs: Path) -> bool:
+    """`loratui ls`, as a user would: the end is written by the supervisor, or, where Slurm killed it first
+    (KillWait after its SIGTERM), by whoever looks next."""
+    return loratui_cli("ls", "--runs-dir", str(runs)).returncode == 0
+
+
 def _run_with_steps(runs: Path, n: int = 2) -> Path:
     run: Path = wait_for(lambda: any(p.is_dir() for p in runs.iterdir()) and only_run(runs), timeout=300)  # type: ignore[assignment]
     wait_for(lambda: len(kinds(run, "step")) >= n, timeout=300)
@@ -66,7 +72,7 @@ def test_scancel_is_recorded_as_cancelled_explained_and_alerted(runs: Path, jobs
     job = jobs.submit(_watched(runs, endpoint.url, sys.executable, str(SCRIPTS / "plain_loop.py"), "5000"))
     run = _run_with_steps(runs)
     subprocess.run(["scancel", job], check=True, timeout=60)
-    (end,) = wait_for(lambda: kinds(run, "end"), timeout=120)  # type: ignore[misc]
+    (end,) = wait_for(lambda: _looked_at(runs) and kinds(run, "end"), timeout=300, every=2)  # type: ignore[misc]
     assert end["state"] == "stopped" and end["cause"] == "CANCELLED", end
     assert f"Slurm: job {job} CANCELLED" in str(end["error"])
     alert = _alerted(endpoint, "CANCELLED")
@@ -81,7 +87,7 @@ def test_a_memory_limit_kill_is_recorded_as_out_of_memory(runs: Path, jobs: Jobs
     job = jobs.submit(_watched(runs, endpoint.url, sys.executable, str(SCRIPTS / "grow_ram.py"), "40"),
                       "--mem=500M")
     run = _run_with_steps(runs)
-    (end,) = wait_for(lambda: kinds(run, "end"), timeout=300)  # type: ignore[misc]
+    (end,) = wait_for(lambda: _looked_at(runs) and kinds(run, "end"), timeout=300, every=2)  # type: ignore[misc]
     assert end["state"] == "failed" and end["cause"] == "OUT_OF_MEMORY" and end["signal"] == "SIGKILL", end
     assert "memory cgroup killed the trainer" in str(end["error"])
     assert wait_state(job, "OUT_OF_MEMORY") == "OUT_OF_MEMORY"  # Slurm's own verdict agrees

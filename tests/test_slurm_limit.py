@@ -50,6 +50,12 @@ def endpoint() -> Iterator[Endpoint]:
     server.server.shutdown()
 
 
+def _looked_at(runs: Path) -> bool:
+    """`loratui ls`, as a user would: the end is written by the supervisor, or, where Slurm killed it first
+    (KillWait after its SIGTERM), by whoever looks next."""
+    return loratui_cli("ls", "--runs-dir", str(runs)).returncode == 0
+
+
 def _run_of(runs: Path) -> Path:
     return wait_for(lambda: any(p.is_dir() for p in runs.iterdir()) and only_run(runs), timeout=300)  # type: ignore[return-value]
 
@@ -65,7 +71,7 @@ def test_a_one_minute_limit_warns_saves_before_it_and_ends_as_timeout(
     job = jobs.submit([sys.executable, "-m", "loratui", "run", "--headless", "--notify", endpoint.url, "--runs-dir",
                        str(runs), "--save-before-limit", "35s", "--", *seed], "-t", "1")
     run = _run_of(runs)
-    (end,) = wait_for(lambda: kinds(run, "end"), timeout=400)  # type: ignore[misc]
+    (end,) = wait_for(lambda: _looked_at(runs) and kinds(run, "end"), timeout=400, every=2)  # type: ignore[misc]
     assert end["state"] == "failed" and end["cause"] == "TIMEOUT", end
     assert f"Slurm: job {job} TIMEOUT" in str(end["error"])
     warned = [n for n in kinds(run, "notice") if n.get("key") == "time_limit"]

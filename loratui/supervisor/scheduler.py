@@ -17,6 +17,9 @@ import time
 from loratui import slurm
 
 ASK_S = 8.0
+JOIN_S = 6.0
+"""How long the end waits for Slurm's answer: Slurm SIGKILLs what is left KillWait (30 s by default) after
+its SIGTERM, and the End must be written before that."""
 
 
 class SchedulerWord:
@@ -47,7 +50,7 @@ class SchedulerWord:
     def cause(self, code: int | None) -> tuple[str, str]:
         """(Slurm's job state, what it did) when the scheduler ended the trainer that exited with `code`."""
         if self._look is not None:
-            self._look.join(timeout=slurm.QUERY_TIMEOUT_S + ASK_S)
+            self._look.join(timeout=JOIN_S)
             job = self._said
             if job is not None and job.state in slurm.SCHEDULER_ENDS and job.state != "FAILED":
                 return job.state, job.cause()

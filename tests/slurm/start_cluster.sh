@@ -61,7 +61,7 @@ SlurmctldLogFile=$state/log/slurmctld.log
 SlurmdLogFile=$state/log/slurmd.log
 ReturnToService=2
 MinJobAge=600
-KillWait=10
+KillWait=30
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=1
 NodeName=$host CPUs=$cpus RealMemory=$mem State=UNKNOWN
