@@ -297,14 +297,15 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print(f"no runs in {rundir.where(args.runs_dir, args.everywhere)}")
         return EXIT_OK
     jobs = any("slurm" in r for r in rows)
-    print(f"{'RUN':<40} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
+    width = max([3] + [len(inert(r["run"])) for r in rows])  # as wide as the longest id: 80 columns hold a row
+    print(f"{'RUN':<{width}} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
           + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else "")
           + ("  WHERE" if len(places) > 1 else ""))
     for r in rows:
         step = f"{r['step']}/{r['max_steps'] or '?'}"
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
         place = f"  {inert(str(Path(r['path']).parent))}" if len(places) > 1 else ""  # runs from several places
-        print(f"{inert(r['run']):<40} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"
+        print(f"{inert(r['run']):<{width}} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"
               + (_job_columns(r.get("slurm")) if jobs else "") + place)
     if any(r["state"].endswith("*") for r in rows):
         print("* its supervisor died; the trainer goes on and obeys loratui pause/resume/stop")

@@ -90,6 +90,14 @@ def test_ls_says_where_each_run_is_when_they_are_in_several_places(home: Path, m
     assert str((home / "proj" / "runs").resolve()) in out and str((home / "other" / "runs").resolve()) in out
 
 
+def test_ls_rows_fit_80_columns_in_one_place(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The trial at 80x24: the RUN column was 40 wide whatever the ids, so every row took 83 columns."""
+    run_id = _start_one(home, capsys)
+    assert main(["ls"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(run_id in line for line in lines) and all(len(line) <= 80 for line in lines), lines
+
+
 def test_a_run_that_is_gone_is_not_listed(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_id = _start_one(home, capsys)
     (home / "proj" / "runs" / run_id / "events.jsonl").unlink()

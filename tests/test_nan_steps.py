@@ -36,7 +36,7 @@ def test_the_supervisors_alerts_see_a_nan_not_a_zero() -> None:
     watch = RunWatch("r", load_recipe(REPO / "recipes/tiny.toml"), write=lambda e: None)
     watch.feed(LOGS)
     assert watch.last_loss is not None and math.isnan(watch.last_loss)
-    assert "loss 6.492 → nan" in watch._summary(6, 10.0)
+    assert "loss 6.492 → nan" in watch._summary(6)
     assert [s for s, loss in watch.losses if not math.isnan(loss)] == [4]  # the guard's resume loss is real
 
 
