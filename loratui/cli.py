@@ -156,7 +156,8 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: b
 
 
 def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
-    """Inside a requeued Slurm job: the run this job left suspended for its next start, if any."""
+    """Inside a requeued Slurm job: the run this job left for its next start, if any: suspended (saved before
+    the limit), or lost (Slurm's own requeue SIGKILLs every process, so the run has no end)."""
     from loratui import slurm
 
     job_id = slurm.job_env().get("SLURM_JOB_ID", "")
@@ -166,7 +167,7 @@ def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
 
     for run in reversed(rundir.list_runs(runs_dir)):
         status = runstatus.read(run)
-        if status.job_id != job_id or status.state != events.SUSPENDED or status.end is not None:
+        if status.job_id != job_id or status.state not in (events.SUSPENDED, runstatus.LOST) or status.end is not None:
             continue
         deadline = time.monotonic() + 60  # the last start's supervisor may still be on its way out
         while status.alive and time.monotonic() < deadline:

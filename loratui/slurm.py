@@ -81,7 +81,9 @@ class Job:
 
 
 _KILLED = re.compile(rb"\*\*\* (?:JOB|STEP) (\d+)\S* ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
-DUE_TO = {b"TIME LIMIT": "TIMEOUT", b"PREEMPTION": "PREEMPTED", b"NODE FAILURE": "NODE_FAIL"}
+DUE_TO = {b"TIME LIMIT": "TIMEOUT", b"PREEMPTION": "PREEMPTED", b"NODE FAILURE": "NODE_FAIL",
+          b"JOB REQUEUE": "REQUEUED"}
+"""REQUEUED is no end: the job runs again (scontrol requeue, or preemption in requeue mode)."""
 
 
 def ending(job: Job, tail_bytes: int = 64 << 10) -> str:

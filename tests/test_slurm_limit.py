@@ -112,3 +112,24 @@ def test_requeue_saves_before_the_limit_and_the_requeued_job_resumes_the_same_ru
     assert not kinds(run, "end")
     listed = json.loads(loratui_cli("ls", "--json", "--runs-dir", str(runs)).stdout)
     assert listed[0]["slurm"]["state"] == "RUNNING" and listed[0]["state"] == "training", listed
+
+
+def test_a_job_slurm_requeues_mid_run_resumes_the_same_run_from_its_last_checkpoint(
+        runs: Path, jobs: Jobs, tmp_path: Path) -> None:
+    """Preemption in requeue mode, or an administrator's `scontrol requeue`: no end, the next start goes on."""
+    recipe = tmp_path / "tiny-long.toml"
+    recipe.write_text(TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
+                      .replace("max_steps = 300", "max_steps = 5000"))
+    job = jobs.submit([sys.executable, "-m", "loratui", "run", str(recipe), "--headless", "--runs-dir", str(runs)],
+                      "--requeue")
+    run = _run_of(runs)
+    wait_for(lambda: kinds(run, "checkpoint"), timeout=300)
+    subprocess.run(["scontrol", "requeue", job], check=True, timeout=60)  # SIGKILLs every process of the job
+    wait_for(lambda: job_state(job) == "PENDING", timeout=120)
+    assert not kinds(run, "end")
+    subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True, timeout=60)
+    wait_for(lambda: any("restart 1" in str(s.get("reason")) for s in kinds(run, "state")), timeout=300)
+    restarted = next(s for s in kinds(run, "state") if "restart 1" in str(s.get("reason")))
+    resumed_from = int(str(restarted["reason"]).rsplit("checkpoint-", 1)[1])
+    wait_for(lambda: max(_steps(run)) > resumed_from + 2, timeout=300)
+    assert only_run(runs) == run and not kinds(run, "end")

@@ -37,6 +37,7 @@ def test_scontrol_lines_become_jobs() -> None:
      "CANCELLED"),
     ("COMPLETING", "None", "*** JOB 42 ON n1 CANCELLED AT 2026-12-04T13:35:04 DUE TO PREEMPTION ***\n", "PREEMPTED"),
     ("COMPLETING", "None", "*** STEP 42.0 ON n1 CANCELLED AT 2026-12-04T13:35:04 DUE TO NODE FAILURE ***", "NODE_FAIL"),
+    ("COMPLETING", "None", "*** JOB 42 ON n1 CANCELLED AT 2026-12-04T13:35:04 DUE TO JOB REQUEUE ***", "REQUEUED"),
     ("COMPLETING", "None", "*** JOB 41 ON n1 CANCELLED AT 2026-12-04T13:35:04 ***\n", ""),  # another job's line
     ("RUNNING", "None", "step 3 loss 0.1\n", ""),  # a signal of the user's own (--signal, kill)
 ])

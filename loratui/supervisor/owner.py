@@ -245,6 +245,9 @@ class Supervisor:
         if rank:
             error = f"{rank} failed; torchrun stopped the other ranks\n{error}"
         cause, said = self.scheduler.cause(code)
+        if cause == "REQUEUED":  # no end: the job's next start resumes this run (cli._requeued_run)
+            self._set_state(events.SUSPENDED, f"{said}: its next start resumes this run from the last checkpoint")
+            return events.SUSPENDED
         if cause:
             state, error = slurm.SCHEDULER_ENDS[cause][0], f"{said}\n{error}".rstrip()
         # The end is what every view waits for: on a full disk, wait for room rather than lose it.

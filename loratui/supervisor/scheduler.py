@@ -52,6 +52,9 @@ class SchedulerWord:
         if self._look is not None:
             self._look.join(timeout=JOIN_S)
             job = self._said
+            if job is not None and job.state == "REQUEUED":
+                return "REQUEUED", (f"Slurm requeued job {self.job_id} (an administrator, or a preemption in "
+                                    "requeue mode)")
             if job is not None and job.state in slurm.SCHEDULER_ENDS and job.state != "FAILED":
                 return job.state, job.cause()
         kills = slurm.oom_kills() if self._oom_base is not None else None
