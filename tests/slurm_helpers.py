@@ -13,6 +13,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +93,41 @@ def short_dir(prefix: str) -> Iterator[Path]:
     runs = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     yield runs
     shutil.rmtree(runs, ignore_errors=True)
+
+
+# The fixtures every Slurm test file uses, one copy (a test module imports the ones it takes by name).
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
+    """The tiny model, copied where a job's own process reads it (a path, as a user's script takes)."""
+    from loratui.trainer.tiny import ensure_tiny_model
+
+    target = tmp_path_factory.mktemp("model") / "tiny-qwen2"
+    shutil.copytree(ensure_tiny_model(), target)
+    return target
+
+
+@pytest.fixture
+def runs() -> Iterator[Path]:
+    yield from short_dir("sl-")
+
+
+@pytest.fixture
+def jobs(runs: Path) -> Iterator[Jobs]:
+    """The jobs a test submits, cancelled whatever the test's outcome."""
+    submitted = Jobs(runs)
+    try:
+        yield submitted
+    finally:
+        submitted.cancel_all()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Any]:
+    """A local HTTP endpoint that records the alerts it gets."""
+    from tests.test_alerts import Endpoint
+
+    server = Endpoint()
+    yield server
+    server.server.shutdown()

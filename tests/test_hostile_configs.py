@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from loratui import bounds
+from loratui import bounds, rundir
 from loratui.recipe import load_recipe
 from loratui.supervisor.restart import write_fix, write_fixed_recipe
 from tests.conftest import REPO
@@ -97,6 +97,7 @@ def test_a_recipe_with_a_byte_order_mark_loads_and_takes_a_fix(tmp_path: Path) -
     run, source = _fake_run(tmp_path)
     for path in (source, run.recipe):
         path.write_text("\ufeff" + path.read_text())
+    rundir.seal(run)  # the run's recipe copy was saved with its mark, as this user's loratui would have
     assert load_recipe(source).training.per_device_train_batch_size != 2
     fixed, _ = write_fixed_recipe(run, "vram_near_limit", {"training.per_device_train_batch_size": 2})
     assert load_recipe(fixed).training.per_device_train_batch_size == 2

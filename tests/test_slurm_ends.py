@@ -8,38 +8,17 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, kinds, only_run, wait_for, watched_pids
-from tests.slurm_helpers import Jobs, loratui_cli, needs_slurm, short_dir, wait_state
+from tests.slurm_helpers import Jobs, loratui_cli, needs_slurm, wait_state
+from tests.slurm_helpers import endpoint, jobs, runs  # noqa: F401  (fixtures, shared by the Slurm tests)
 from tests.test_alerts import Endpoint
 
 pytestmark = [pytest.mark.slow, needs_slurm]
 SCRIPTS = REPO / "tests" / "data" / "scripts"
-
-
-@pytest.fixture
-def runs() -> Iterator[Path]:
-    yield from short_dir("le-")
-
-
-@pytest.fixture
-def jobs(runs: Path) -> Iterator[Jobs]:
-    submitted = Jobs(runs)
-    try:
-        yield submitted
-    finally:
-        submitted.cancel_all()
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    server = Endpoint()
-    yield server
-    server.server.shutdown()
 
 
 def _watched(runs: Path, url: str, *command: str) -> list[str]:

@@ -4,41 +4,17 @@ seen, listed, attached and controlled from outside the job."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, kinds, only_run, read_events, wait_for
-from tests.slurm_helpers import Jobs, job_env, loratui_cli, needs_slurm, short_dir, wait_state
+from tests.slurm_helpers import Jobs, job_env, loratui_cli, needs_slurm, wait_state
+from tests.slurm_helpers import jobs, model_dir, runs  # noqa: F401  (fixtures, shared by the Slurm tests)
 
 pytestmark = [pytest.mark.slow, needs_slurm]
 SCRIPTS = REPO / "tests" / "data" / "scripts"
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
-    from loratui.trainer.tiny import ensure_tiny_model
-
-    target = tmp_path_factory.mktemp("model") / "tiny-qwen2"
-    shutil.copytree(ensure_tiny_model(), target)
-    return target
-
-
-@pytest.fixture
-def runs() -> Iterator[Path]:
-    yield from short_dir("ls-")
-
-
-@pytest.fixture
-def jobs(runs: Path) -> Iterator[Jobs]:
-    submitted = Jobs(runs)
-    try:
-        yield submitted
-    finally:
-        submitted.cancel_all()
 
 
 def _watched(runs: Path, *command: str) -> list[str]:

@@ -4,50 +4,19 @@ before the limit, TIMEOUT recorded and explained, and a requeue that resumes the
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, TINY, kinds, only_run, read_events, wait_for
-from tests.slurm_helpers import Jobs, job_state, loratui_cli, needs_slurm, short_dir, wait_state
+from tests.slurm_helpers import Jobs, job_state, loratui_cli, needs_slurm, wait_state
+from tests.slurm_helpers import endpoint, jobs, model_dir, runs  # noqa: F401  (fixtures, shared by the Slurm tests)
 from tests.test_alerts import Endpoint
 
 pytestmark = [pytest.mark.slow, needs_slurm]
 SCRIPTS = REPO / "tests" / "data" / "scripts"
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
-    from loratui.trainer.tiny import ensure_tiny_model
-
-    target = tmp_path_factory.mktemp("model") / "tiny-qwen2"
-    shutil.copytree(ensure_tiny_model(), target)
-    return target
-
-
-@pytest.fixture
-def runs() -> Iterator[Path]:
-    yield from short_dir("lt-")
-
-
-@pytest.fixture
-def jobs(runs: Path) -> Iterator[Jobs]:
-    submitted = Jobs(runs)
-    try:
-        yield submitted
-    finally:
-        submitted.cancel_all()
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    server = Endpoint()
-    yield server
-    server.server.shutdown()
 
 
 def _looked_at(runs: Path) -> bool:
