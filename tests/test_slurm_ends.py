@@ -67,7 +67,7 @@ def test_a_memory_limit_kill_is_recorded_as_out_of_memory(runs: Path, jobs: Jobs
                       "--mem=500M")
     run = _run_with_steps(runs)
     (end,) = wait_for(lambda: _looked_at(runs) and kinds(run, "end"), timeout=300, every=2)  # type: ignore[misc]
-    assert end["state"] == "failed" and end["cause"] == "OUT_OF_MEMORY" and end["signal"] == "SIGKILL", end
+    assert end["state"] == "failed" and end.get("cause") == "OUT_OF_MEMORY" and end.get("signal") == "SIGKILL", end
     assert "memory cgroup killed the trainer" in str(end["error"])
     assert wait_state(job, "OUT_OF_MEMORY") == "OUT_OF_MEMORY"  # Slurm's own verdict agrees
     _alerted(endpoint, "OUT_OF_MEMORY")

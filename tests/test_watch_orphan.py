@@ -101,3 +101,15 @@ def test_a_hooked_trainer_suspended_after_its_supervisor_died_is_resumed_by_a_ne
     assert end["state"] == events.FINISHED and max(_steps(run)) == 40
     assert len(kinds(run, "train_begin")) == 2
     viewer.kill()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_the_keeper_leaves_as_its_command_did_even_when_sigkilled(sig: signal.Signals) -> None:
+    """A cgroup OOM kill (Slurm's --mem) SIGKILLs the command: the keeper, re-raising it on itself, called
+    signal.signal(SIGKILL, ...) and died on EINVAL, so the run's end was a keeper traceback, not the kill."""
+    import subprocess
+
+    code = f"from loratui.supervisor.keeper import exit_as; exit_as(-{int(sig)})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -int(sig), done.stderr
+    assert "Traceback" not in done.stderr

@@ -176,7 +176,10 @@ def exit_as(code: int) -> None:
     """Leave as the command did: its exit code, or killed by the same signal (the supervisor reads -N)."""
     if code >= 0:
         sys.exit(code)
-    signal.signal(-code, signal.SIG_DFL)
+    try:
+        signal.signal(-code, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass  # SIGKILL and SIGSTOP take no handler: their default is all they have (a cgroup OOM kill is -9)
     os.kill(os.getpid(), -code)
     sys.exit(128 - code)  # a signal that does not end a process by default
 
