@@ -410,18 +410,6 @@ def resolve(name: str | None, runs_dir: Path, everywhere: bool = False) -> RunDi
     raise RunNotFound(f"{name!r} fits {len(matches)} runs ({listed}); name one by its full id")
 
 
-def locate(name: str, runs_dir: Path, everywhere: bool) -> str:
-    """A run name as the path of the run it names among all this user's runs (`everywhere`), so commands
-    that take a run or a file (replay, report) find a run `ls` lists; anything else is returned as is, for
-    the command's own reading and its own message."""
-    if not everywhere or Path(name).exists():
-        return name
-    try:
-        return str(resolve(name, runs_dir, everywhere=True).path)
-    except RunNotFound:
-        return name
-
-
 def latest_checkpoint(checkpoints: Path) -> str | None:
     """The Trainer's newest complete `checkpoint-N` directory, or None.
 

@@ -46,15 +46,10 @@ def main(args: argparse.Namespace) -> int:
     if args.summary and args.from_step is not None:
         raise UsageError(f"--from {args.from_step}: the summary covers the whole run; drop --from "
                          "(or use --headless to print the run from a step on)")
-    from loratui import rundir
-
     everywhere = _everywhere(args)  # runs started elsewhere too, unless --runs-dir narrows
-    args.run = rundir.locate(args.run, args.runs_dir, everywhere)
-    if args.compare:
-        args.compare = rundir.locate(args.compare, args.runs_dir, everywhere)
     opened = _open(args.run, args.runs_dir, everywhere)
     if args.summary:
-        return _print_summary(opened, args.compare, args.runs_dir, _everywhere(args))
+        return _print_summary(opened, args.compare, args.runs_dir, everywhere)
     if args.from_step is not None:
         _check_from(args.from_step, opened)
     if args.headless:

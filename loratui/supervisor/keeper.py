@@ -146,12 +146,7 @@ class Keeper:
         self.log.write(events.End(t=time.time(), state=state, exit_code=code, signal=signame, error=error,
                                   step=step))
         self.log.close()
-        try:
-            subprocess.Popen([sys.executable, "-m", "loratui.supervisor.last_alert", str(self.run.path)],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True, close_fds=True)
-        except OSError:
-            pass  # no process to spare: the log still holds the end
+        runstatus.send_last_alert(self.run)
 
 
 def _tail(path: Path, lines: int = 40, limit: int = 64 << 10) -> str:

@@ -71,17 +71,11 @@ class OwnerWatch:
         self._alert_the_end()
 
     def _alert_the_end(self) -> None:
-        """Send the end's alert the supervisor would have sent, from a process started by module name (the
-        trainer imports nothing of the owner side and never reads the secret itself)."""
-        import subprocess
-        import sys
+        """Send the end's alert the supervisor would have sent (the trainer imports nothing of the owner side
+        and never reads the secret itself)."""
+        from loratui import runstatus
 
-        try:
-            subprocess.Popen([sys.executable, "-m", "loratui.supervisor.last_alert", str(self.run.path)],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True, close_fds=True)
-        except OSError:
-            pass  # no process to spare: the log still holds the end
+        runstatus.send_last_alert(self.run)
 
 
 def outcome(code: int | None, stop_requested: bool, error: Any) -> str:
