@@ -95,17 +95,9 @@ def short_dir(prefix: str) -> Iterator[Path]:
     shutil.rmtree(runs, ignore_errors=True)
 
 
-# The fixtures every Slurm test file uses, one copy (a test module imports the ones it takes by name).
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Path:
-    """The tiny model, copied where a job's own process reads it (a path, as a user's script takes)."""
-    from loratui.trainer.tiny import ensure_tiny_model
-
-    target = tmp_path_factory.mktemp("model") / "tiny-qwen2"
-    shutil.copytree(ensure_tiny_model(), target)
-    return target
+# The fixtures every Slurm test file uses, one copy (a test module imports the ones it takes by name); the
+# tiny model copied to a directory of its own is the watched runs' fixture.
+from tests.test_watch_runs import model_dir  # noqa: E402, F401
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ says `lost`."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 
 from loratui import events, rundir, runstatus
 from tests.conftest import kinds, loratui, wait_for, watched_pids
+from tests.test_dead_supervisor import _kill_supervisor as kill_supervisor
 from tests.test_watch_runs import (  # noqa: F401 - fixtures
     ENV, SCRIPTS, _holds, _run, _seed, _settled, _start, _steps, _wait_step, model_dir, watch_dir)
 
@@ -22,10 +22,8 @@ pytestmark = pytest.mark.slow
 
 
 def _kill_supervisor(run: Path) -> None:
-    pid = rundir.RunDir(run).supervisor_pid()
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: rundir.RunDir(run).supervisor_pid() is None, timeout=10)
+    """SIGKILL the supervisor (as test_dead_supervisor does), then wait until the keeper has noticed."""
+    kill_supervisor(run)
     wait_for(lambda: any(e.get("key") == "supervisor_lost" for e in kinds(run, "notice")), timeout=30)
 
 
