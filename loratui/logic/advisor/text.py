@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
+from loratui.logic.advisor.starve import StarveText, starve_text_advice
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
@@ -79,6 +80,7 @@ class TextWatch:
     """Facts and findings from output lines; bounded state."""
 
     where: PhaseText = field(default_factory=PhaseText)  # where the run was: its status lines, bars, words
+    starve: StarveText = field(default_factory=StarveText)  # utilisation readings, profiler rows, the user's words
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
@@ -104,6 +106,7 @@ class TextWatch:
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
+        found += self.starve.line(line, step)
         return found
 
     def _idle_gpu(self, line: str, step: int) -> list[Finding]:
@@ -241,6 +244,8 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1) ->
 def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
     """A DataLoader warning or an idle GPU in nvidia-smi: the change is the worker count."""
     facts = f.facts
+    if facts["text"] in ("said", "util_samples", "profile"):
+        return starve_text_advice(f, r)
     key = "dataloader_num_workers" if r is not None else "dataloader_num_workers (TrainingArguments) or " \
         "num_workers (DataLoader)"
     change: dict[str, object] = {}
