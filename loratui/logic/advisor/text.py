@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
+from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
 from loratui.recipe import Recipe
@@ -81,6 +82,7 @@ class TextWatch:
 
     where: PhaseText = field(default_factory=PhaseText)  # where the run was: its status lines, bars, words
     starve: StarveText = field(default_factory=StarveText)  # utilisation readings, profiler rows, the user's words
+    bnb: BnbSetup = field(default_factory=BnbSetup)  # bitsandbytes' CUDA runtime warning, until a CUDA binary loads
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
@@ -107,6 +109,8 @@ class TextWatch:
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
         found += self.starve.line(line, step)
+        if "libcudart" in line or "libbitsandbytes" in line or "SETUP" in line:
+            self.bnb.line(line, step)
         return found
 
     def _idle_gpu(self, line: str, step: int) -> list[Finding]:
