@@ -184,3 +184,29 @@ def test_healthy_training_log_with_timers_stays_healthy() -> None:
     text = "\n".join(f"Epoch: [0][{i}/500]\tTime 0.412 (0.415)\tData 0.003 (0.004)\tLoss {2.5 - i * 0.01:.4f}"
                      for i in range(10, 40))
     assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+# -- a rank tokenising while the others time out ----------------------------------------------------------
+
+WATCHDOG = ("[rank1]:[E516 10:02:11.000000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for "
+            "1800094 milliseconds before timing out.")
+
+
+def test_timeout_while_a_rank_tokenises_names_the_preprocessing_first() -> None:
+    """The pattern of https://github.com/axolotl-ai-cloud/axolotl/issues/2684 (dev): the run died on the timeout
+    (the error comes first), and the first item says why: one rank was still tokenising; raise ddp_timeout above
+    the time the bar needs, or tokenise before launching."""
+    text = ("Running tokenizer on dataset (num_proc=32):  40%|████      | 200000/500000 [20:00<30:00, 166.67 "
+            "examples/s]\n" + WATCHDOG + "\n")
+    items = items_for(text)
+    assert items[0].id == "nccl_timeout"
+    assert "preprocessing the dataset" in items[0].title and "ddp_timeout" in items[0].title
+    assert "7200" in items[0].title  # twice the 50 minutes the bar needs, in whole hours
+    assert any("Running tokenizer" in line for line in items[0].evidence)
+
+
+def test_timeout_with_no_preprocessing_in_the_text_keeps_its_own_advice() -> None:
+    text = "{'loss': 1.234, 'learning_rate': 2e-05, 'epoch': 0.5}\n" + WATCHDOG + "\n"
+    items = items_for(text)
+    assert items[0].id == "nccl_timeout" and "preprocessing" not in items[0].title

@@ -395,7 +395,8 @@ def _with_evidence(advice: Advice, extra: list[str]) -> Advice:
 
 def _build_one(adv: Advisor, finding: Finding) -> Advice:
     if finding.id == "nccl_timeout":
-        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines)
+        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines,
+                           (adv.text.prep_line, adv.text.prep_s))
     if finding.id == "data_starved":
         return text_starve_advice(finding, adv.recipe)
     if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
