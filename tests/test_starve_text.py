@@ -210,3 +210,36 @@ def test_timeout_with_no_preprocessing_in_the_text_keeps_its_own_advice() -> Non
     text = "{'loss': 1.234, 'learning_rate': 2e-05, 'epoch': 0.5}\n" + WATCHDOG + "\n"
     items = items_for(text)
     assert items[0].id == "nccl_timeout" and "preprocessing" not in items[0].title
+
+
+# -- program lines of other tools --------------------------------------------------------------------------
+
+
+def test_tensorflow_profiler_input_bound() -> None:
+    line = ("Your program is HIGHLY input-bound because 78.3% of the total step time sampled is waiting for input. "
+            "Therefore, you should first focus on reducing the input time.")
+    items = items_for(line + "\n")
+    assert items[0].id == "data_starved" and "78.3%" in items[0].title
+
+
+def test_tensorflow_profiler_not_input_bound() -> None:
+    line = ("Your program is NOT input-bound because only 0.2% of the total step time sampled is waiting for "
+            "input. Therefore, you should focus on reducing other time.")
+    assert not any(item.id == "data_starved" for item in items_for(line + "\n"))
+
+
+@pytest.mark.parametrize("line", [
+    "Generating train split: 1843200 examples [41:07, 747.08 examples/s]",
+    "Map (num_proc=16): 2210000 examples [1:02:13, 592.01 examples/s]",
+])
+def test_open_ended_dataset_bar_running_long(line: str) -> None:
+    items = items_for(line + "\n")
+    assert items[0].id == "data_starved" and "preprocessing" in items[0].title
+
+
+@pytest.mark.parametrize("line", [
+    "Generating train split: 52002 examples [00:01, 40211.12 examples/s]",  # seconds: no wait worth naming
+    "Epoch 3: 1843200 it [41:07, 747.08 it/s]",  # a training loop's bar, not the data's
+])
+def test_short_or_training_bars_are_not_preprocessing(line: str) -> None:
+    assert not any(item.id == "data_starved" for item in items_for(line + "\n"))

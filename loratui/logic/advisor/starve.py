@@ -238,6 +238,32 @@ class ProfileTable:
         return {"text": "profile", "share": share, "line": line.strip()[:300]}
 
 
+_INPUT_BOUND = re.compile(r"input-bound because (\d+(?:\.\d+)?)\s*% of the total step time sampled is waiting for "
+                          r"input", re.I)
+"""TensorFlow's profiler (input pipeline analysis): `Your program is HIGHLY input-bound because 78.3% of the total
+step time sampled is waiting for input`."""
+_OPEN_BAR = re.compile(r"(?P<desc>[A-Za-z][^|\r\n:\[]{2,80}?)(?:\s*\(num_proc=\d+\))?:\s*(?P<n>\d+)\s*(?:examples|ex|it|ba|"
+                       r"samples|rows)?\s*\[(?P<spent>[\d:]+),\s*(?P<rate>[\d.]+)\s*"
+                       r"(?P<unit>examples/s|ex/s|it/s|ba/s|s/it|s/ex|s/examples?|samples/s|rows/s)\]")
+"""A dataset step's bar with no total (`Generating train split: 1843200 examples [41:07, 747.08 examples/s]`)."""
+_OPEN_WORDS = re.compile(r"generat\w* \w+ split|\bmap\b|token|filter|preprocess|pack|convert|format|dataset", re.I)
+OPEN_SLOW_S = 600
+
+
+def open_bar(line: str) -> dict[str, object] | None:
+    """A dataset preparation bar without a total that has run for more than 10 minutes already."""
+    found = _OPEN_BAR.search(line)
+    if found is None or not _OPEN_WORDS.search(found.group("desc")):
+        return None
+    spent = 0
+    for part in found.group("spent").split(":"):
+        spent = spent * 60 + int(part or 0)
+    if spent < OPEN_SLOW_S:
+        return None
+    return {"text": "preprocessing", "line": line.strip()[:300], "desc": found.group("desc").strip(),
+            "rate": float(found.group("rate")), "unit": found.group("unit"), "minutes": spent / 60}
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -263,6 +289,15 @@ class StarveText:
             profiled = self.profile.line(line)
             if profiled is not None:
                 found.append(Finding("data_starved", step, profiled))
+        if "input-bound" in line:
+            bound = _INPUT_BOUND.search(line)
+            if bound and float(bound.group(1)) >= PROFILE_SHARE:
+                found.append(Finding("data_starved", step, {"text": "profile", "share": float(bound.group(1)),
+                                                            "line": line.strip()[:300]}))
+        if "/s]" in line and "<" not in line:
+            opened = open_bar(line)
+            if opened is not None:
+                found.append(Finding("data_starved", step, opened))
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if said is not None:
             found.append(Finding("data_starved", step, dict(said, text="said")))
