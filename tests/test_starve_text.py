@@ -243,3 +243,94 @@ def test_open_ended_dataset_bar_running_long(line: str) -> None:
 ])
 def test_short_or_training_bars_are_not_preprocessing(line: str) -> None:
     assert not any(item.id == "data_starved" for item in items_for(line + "\n"))
+
+
+# -- the fresh dev batches (colB, colC): patterns first seen there -------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/nianticlabs/monodepth2/issues/157 (dev)
+    "I am training on a RTX 2080 ti gpu but the gpu usage is not above 55%  and most of the times its less than "
+    "10%.My batch size is 12",
+    "GPU util never goes above 70% and often sits at 5%",
+    # https://github.com/funcwj/ge2e-speaker-verification/issues/3 (dev)
+    "it cost 30-40s.So most of the time,the gpu card have nothing to do.",
+    "the GPUs are idle most of the time while the CPU decodes the audio",
+    "my GPU waits for the dataloader after every batch",
+])
+def test_the_users_words_of_an_idle_gpu(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is not None, line
+
+
+@pytest.mark.parametrize("line", [
+    "GPU utilization is 100%, CPU 20%",  # the CPU's number, not the GPU's
+    "GPU usage 98% with memory at 40%",
+])
+def test_the_gpus_number_is_its_own(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is None, line
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/huggingface/datasets/issues/6237 (dev)
+    "I am trying to tokenize a few million documents with multiple workers but the tokenization process is taking "
+    "forever.",
+    # https://github.com/hiyouga/LlamaFactory/issues/1555 (dev)
+    "数据量稍微大一些，在运行这个步骤“Running tokenizer on dataset”就要等半小时以上，然后才知道后续是否会报错。",
+    # https://github.com/mozilla-extensions/regrets-reporter/pull/131 (dev)
+    "at Colab tokenizing 7.5K rows of data takes now about 20 seconds instead of 17 minutes previously",
+    "preprocessing the 40GB corpus with dataset.map took 3 hours on 64 cores",
+    "数据预处理太慢了",
+])
+def test_preprocessing_said_to_take_long(line: str) -> None:
+    found = said_starved(line, after_iteration=False)
+    assert found is not None and found["said"] == "preprocessing", line
+
+
+@pytest.mark.parametrize("line", [
+    "tokenization took 2 minutes, then training started",  # a short wait is no problem to report
+    "Running tokenizer on dataset: 100%|##########| 1000/1000 [00:01<00:00, 800.00 examples/s]",
+    "preprocessing is not slow, the model is",
+])
+def test_preprocessing_that_is_not_slow(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is None, line
+
+
+def test_loader_time_printed_alone() -> None:
+    """https://github.com/mozilla/TTS/pull/407 (dev): `> Step:5 [...] LoaderTime:120.21 [...]`, no step timer."""
+    text = "".join(f"> Step:{i} [...] LoaderTime:{t} [...]\n" for i, t in enumerate((124.64, 1.34, 0.00, 0.00,
+                                                                                   120.21), 1))
+    items = items_for(text)
+    assert items[0].id == "data_starved" and "per step" in items[0].title
+
+
+def test_small_loader_times_printed_alone_are_healthy() -> None:
+    text = "".join(f"iter {i} loss {3.0 - i / 100:.3f} data_load_time: 0.0{i % 9}\n" for i in range(1, 30))
+    assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+def test_timing_table_where_loading_dominates() -> None:
+    """https://github.com/CubiCasa/CubiCasa5k/issues/26 (dev): a Markdown table of a step's parts."""
+    text = ("Category|Time (sec)\n------------ | -------------\nLoad batch (n=24)|0.744230\n"
+            "Model inference|0.037339\nBackpropagate|0.054847\nTraining iteration total|0.912715\n")
+    items = items_for(text)
+    assert items[0].id == "data_starved" and "81.5%" in items[0].title
+
+
+def test_timing_table_where_compute_dominates() -> None:
+    text = ("| part | seconds |\n|---|---|\n| data loading | 0.012 |\n| forward | 0.310 |\n| backward | 0.602 |\n"
+            "| total per step | 0.930 |\n")
+    assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+def test_store_get_error_in_a_barrier_while_tokenising() -> None:
+    """https://github.com/hiyouga/ChatGLM-Efficient-Tuning/issues/137 (dev): rank 0 tokenised inside
+    main_process_first; the other rank's barrier failed on the store (the message is cut before `Socket Timeout`)."""
+    text = ("Running tokenizer on dataset: 47%|███████████████▊ | 3169000/6811963 [30:11<38:27, 1578.58 examples/s]"
+            "Traceback (most recent call last):\n"
+            '  File "/venv/lib/python3.9/site-packages/transformers/training_args.py", line 1891, in main_process_first\n'
+            "    torch.distributed.barrier()\n"
+            "RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value "
+            "store by key '0', but store->get('0') got error\n")
+    items = items_for(text)
+    assert items[0].id == "nccl_timeout" and "preprocessing the dataset" in items[0].title
+    assert "failed" in items[0].title  # the cut message says no timeout: it is not claimed

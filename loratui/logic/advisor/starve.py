@@ -27,8 +27,19 @@ _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
     r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
-    r"(?<![A-Za-z])GPUs?\b[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*)", re.I)
+    r"(?<![A-Za-z])GPUs?\b[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
+    r"|waits? for (?:the )?(?:data|input|loader|dataloader|next batch))", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
+_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
+                 r"Grouping texts|packing|数据预处理|预处理|分词)")
+_PREP_LONG = (r"(?:slow\w*|forever|ages|a long time|too long|very long|hours?|"
+              r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
+              r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
+_PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG, re.I)
+"""Preprocessing said to take long: `the tokenization process is taking forever`, `“Running tokenizer on dataset”就要等
+半小时以上`, `tokenizing 7.5K rows ... instead of 17 minutes`."""
+PREP_SAID_MIN = 10
 _HELD = re.compile(r"\b(?:not?|never|isn't|aren't|wasn't|without|high|higher|full|fully|100%)\s*$", re.I)
 """A word just before the verdict that denies it (`GPU utilisation is not low`)."""
 _GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fan|disk|network)\b|显存|内存", re.I)
@@ -87,6 +98,9 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     util = _util_said(line)
     if util is not None:
         return util
+    prep = _prep_said(line)
+    if prep is not None:
+        return prep
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
@@ -111,11 +125,31 @@ def _util_said(line: str) -> dict[str, object] | None:
             continue
         if found.group("low") or found.group("low2") or found.group("low3"):
             return {"said": "util", "quote": line.strip()[:300]}
-        span = line[found.start("util"):found.end() + 12]
-        ranged = _RANGE.search(span)
-        low = min(int(ranged.group(1)), int(ranged.group(2))) if ranged else int(found.group(found.lastindex or 0))
-        if low <= 50:
+        low = _clause_low(line[found.start("util"):])
+        if low is not None and low <= 50:
             return {"said": "util", "quote": line.strip()[:300], "util": low}
+    return None
+
+
+def _clause_low(clause: str) -> int | None:
+    """The lowest percentage the clause gives the GPU's utilisation (`is not above 55% and most of the times its
+    less than 10%` -> 10), up to the sentence's end or another quantity (`100%, CPU 20%` stays 100)."""
+    end = re.search(r"[.!?;\n。！？]|" + _GAP_OTHER.pattern, clause[3:], re.I)
+    clause = clause[:end.start() + 3] if end else clause[:120]
+    numbers = [int(n) for n in re.findall(_PCT, clause)]
+    return min(numbers) if numbers else None
+
+
+def _prep_said(line: str) -> dict[str, object] | None:
+    for found in _PREP_SAID.finditer(line):
+        if _HELD.search(line[:found.start()][-16:]) or _DENIED.search(found.group(0)):
+            continue
+        number = found.group("n")
+        if number and found.group("unit").lower().startswith("m"):
+            minutes = float(number) if number[0].isdigit() else 0
+            if minutes < PREP_SAID_MIN and number[0].isdigit():
+                continue
+        return {"said": "preprocessing", "quote": line.strip()[:300]}
     return None
 
 
@@ -264,6 +298,61 @@ def open_bar(line: str) -> dict[str, object] | None:
             "rate": float(found.group("rate")), "unit": found.group("unit"), "minutes": spent / 60}
 
 
+_LOADER_TIMER = re.compile(r"\b(\w*(?:load|data|fetch)\w*?time|data[_ ]?time|load[_ ]?time)\s*[:=]?\s*(\d+(?:\.\d+)?)",
+                           re.I)
+_OTHER_TIMER = re.compile(r"\b(?!\w*(?:load|data|fetch))\w*time\b\s*[:=]?\s*\d", re.I)
+LOADER_ALONE_S = 5.0
+"""A loader timer printed with no step timer beside it (`Step:5 [...] LoaderTime:120.21`): 5 s or more per step on
+average over 3 lines is a wait no model step explains."""
+
+
+@dataclass
+class LoaderTimer:
+    """Loader times printed without a step time (the step timer's lines are judged against it in text.py)."""
+
+    total: float = 0.0
+    lines: int = 0
+
+    def line(self, line: str) -> dict[str, object] | None:
+        found = _LOADER_TIMER.search(line)
+        if found is None or _OTHER_TIMER.search(line):
+            return None
+        self.total += float(found.group(2))
+        self.lines += 1
+        mean = self.total / self.lines
+        if self.lines < 3 or mean < LOADER_ALONE_S:
+            return None
+        return {"text": "loader_time", "mean": mean, "lines": self.lines, "line": line.strip()[:300]}
+
+
+_TIMING_ROW = re.compile(r"^\s*\|?\s*(?P<name>[A-Za-z][^|]{1,60}?)\s*\|\s*(?P<value>\d+(?:\.\d+)?)\s*(?:s|sec|ms)?\s*\|?\s*$")
+_DATA_ROW = re.compile(r"\b(?:load\w*|data\w*|fetch\w*|read\w*|augment\w*|collate\w*|batch loading)\b", re.I)
+_TOTAL_ROW = re.compile(r"\b(?:total|iteration|whole step|per step)\b", re.I)
+
+
+@dataclass
+class TimingTable:
+    """A two-column table of where a step's time goes (`Load batch (n=24)|0.744230`, `Training iteration
+    total|0.912715`): the data rows' share of the total row (else of all rows)."""
+
+    rows: list[tuple[str, float]] = field(default_factory=list)
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        row = _TIMING_ROW.match(line)
+        if row is None or self.done or len(self.rows) >= 64:
+            return None
+        self.rows.append((row.group("name"), float(row.group("value"))))
+        data = sum(v for n, v in self.rows if _DATA_ROW.search(n) and not _TOTAL_ROW.search(n))
+        totals = [v for n, v in self.rows if _TOTAL_ROW.search(n)]
+        total = max(totals) if totals else sum(v for _, v in self.rows)
+        if len(self.rows) < 3 or not totals or total <= 0 or data > total or data < PROFILE_SHARE / 100 * total:
+            return None
+        self.done = True
+        quoted = " / ".join(f"{n}: {v:g}" for n, v in self.rows[:6])
+        return {"text": "profile", "share": round(100 * data / total, 1), "line": quoted[:300]}
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -273,6 +362,8 @@ class StarveText:
 
     util: UtilSamples = field(default_factory=UtilSamples)
     profile: ProfileTable = field(default_factory=ProfileTable)
+    loader: LoaderTimer = field(default_factory=LoaderTimer)
+    table: TimingTable = field(default_factory=TimingTable)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _util_done: bool = False
 
@@ -289,6 +380,14 @@ class StarveText:
             profiled = self.profile.line(line)
             if profiled is not None:
                 found.append(Finding("data_starved", step, profiled))
+        if "ime" in line or "IME" in line:
+            timed = self.loader.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
+        if "|" in line:
+            timed = self.table.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
         if "input-bound" in line:
             bound = _INPUT_BOUND.search(line)
             if bound and float(bound.group(1)) >= PROFILE_SHARE:
@@ -313,6 +412,7 @@ _SAID_TITLE = {
     "storage": "the data is read from slow storage",
     "delay": "the run pauses between batches while each step itself is quick",
     "cpu_busy": "the CPU is saturated while the GPU idles",
+    "preprocessing": "preprocessing the dataset takes a long time before or between training",
 }
 
 
@@ -324,6 +424,9 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     if facts["text"] == "util_samples":
         what = (f"the GPU is {facts['mean']:.0f}% busy on average over {facts['n']} readings "
                 f"({facts['low']}-{facts['high']}%, {facts['dips']} at or under {DIP}%)")
+        evidence = [facts["line"]]
+    elif facts["text"] == "loader_time":
+        what = f"the loader takes {facts['mean']:.3g} s per step on average over {facts['lines']} steps"
         evidence = [facts["line"]]
     elif facts["text"] == "profile":
         what = f"fetching the next batch takes {facts['share']:g}% of the profiled time"
