@@ -334,3 +334,37 @@ def test_store_get_error_in_a_barrier_while_tokenising() -> None:
     items = items_for(text)
     assert items[0].id == "nccl_timeout" and "preprocessing the dataset" in items[0].title
     assert "failed" in items[0].title  # the cut message says no timeout: it is not claimed
+
+
+# -- a training bar that slows down for good -------------------------------------------------------------
+
+
+def bar(step: int, total: int, pace: str) -> str:
+    return f"{step * 100 // total:3d}%|####      | {step}/{total} [01:00<10:00, {pace}]"
+
+
+def test_a_training_bar_that_slows_for_good() -> None:
+    paces = ["1.52it/s"] * 12 + ["1.10s/it", "2.40s/it", "3.10s/it"] + ["3.30s/it"] * 12
+    text = "\n".join(bar(i, 2000, p) for i, p in enumerate(paces, 1)) + "\n"
+    items = items_for(text)
+    assert items[0].id == "data_starved" and "slowed" in items[0].title
+
+
+def test_a_steady_training_bar_is_healthy() -> None:
+    text = "\n".join(bar(i, 2000, "1.5%dit/s" % (i % 10)) for i in range(1, 40)) + "\n"
+    assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+def test_a_slow_start_is_warm_up_not_starvation() -> None:
+    paces = ["9.80s/it", "5.10s/it", "2.20s/it"] + ["1.40it/s"] * 30
+    text = "\n".join(bar(i, 2000, p) for i, p in enumerate(paces, 1)) + "\n"
+    assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+def test_an_evaluation_pause_is_not_a_slowdown() -> None:
+    """tqdm smooths the rate: right after an evaluation the training bar reads slow for a few redraws."""
+    before = [bar(i, 2000, "1.50it/s") for i in range(1, 20)]
+    evaluation = ["***** Running Evaluation *****", "100%|##########| 50/50 [00:30<00:00, 1.66it/s]"]
+    after = [bar(i, 2000, p) for i, p in zip(range(20, 26), ("30.2s/it", "21.0s/it", "14.9s/it", "10.6s/it",
+                                                               "7.6s/it", "5.5s/it"))]
+    assert not any(item.id == "data_starved" for item in items_for("\n".join(before + evaluation + after) + "\n"))

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
@@ -353,6 +354,57 @@ class TimingTable:
         return {"text": "profile", "share": round(100 * data / total, 1), "line": quoted[:300]}
 
 
+RATE_READINGS = 8
+RATE_SETTLE = 10
+RATE_SLOWER = 2.5
+"""A training bar slowed for good: the fastest of its last 3 readings 2.5 times slower than the median of its first
+half, 8 readings or more, none of the last 3 within 10 redraws after an evaluation or another bar (tqdm smooths the
+rate, so a pause for evaluation shows as a slow reading for a few redraws after it)."""
+
+
+@dataclass
+class RateWatch:
+    """The training loop's bar (its total) and the seconds per step it showed, to see a lasting slowdown."""
+
+    total: int = 0
+    rates: list[float] = field(default_factory=list)
+    since_break: int = 0  # readings since the last evaluation, save or other bar
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        bar = find_bar(line)
+        if bar is None:
+            if _BREAK.search(line):
+                self.since_break = 0
+            return None
+        if not bar.maybe_training or bar.total != self.total and self.rates:
+            self.since_break = 0
+            if bar.maybe_training and bar.total > self.total:  # the training loop is the longest bar
+                self.total, self.rates = bar.total, []
+            return None
+        self.total = bar.total
+        if bar.seconds_per_it is None or self.done or len(self.rates) >= 4096:
+            return None
+        self.rates.append(bar.seconds_per_it)
+        self.since_break += 1
+        return self._verdict(line)
+
+    def _verdict(self, line: str) -> dict[str, object] | None:
+        n = len(self.rates)
+        if n < RATE_READINGS or self.since_break < RATE_SETTLE + 3:
+            return None
+        early = sorted(self.rates[1:n // 2])
+        before = early[len(early) // 2]
+        now = min(self.rates[-3:])
+        if before <= 0 or now < RATE_SLOWER * before:
+            return None
+        self.done = True
+        return {"text": "rate_drop", "before": before, "now": now, "n": n, "line": line.strip()[:300]}
+
+
+_BREAK = re.compile(r"\b(?:eval\w*|validat\w*|sav(?:e|ing)|checkpoint)\b", re.I)
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -364,6 +416,7 @@ class StarveText:
     profile: ProfileTable = field(default_factory=ProfileTable)
     loader: LoaderTimer = field(default_factory=LoaderTimer)
     table: TimingTable = field(default_factory=TimingTable)
+    rate: RateWatch = field(default_factory=RateWatch)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _util_done: bool = False
 
@@ -388,6 +441,10 @@ class StarveText:
             timed = self.table.line(line)
             if timed is not None:
                 found.append(Finding("data_starved", step, timed))
+        if "it/s" in line or "s/it" in line or self.rate.rates:
+            slowed = self.rate.line(line)
+            if slowed is not None:
+                found.append(Finding("data_starved", step, slowed))
         if "input-bound" in line:
             bound = _INPUT_BOUND.search(line)
             if bound and float(bound.group(1)) >= PROFILE_SHARE:
@@ -428,6 +485,11 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     elif facts["text"] == "loader_time":
         what = f"the loader takes {facts['mean']:.3g} s per step on average over {facts['lines']} steps"
         evidence = [facts["line"]]
+    elif facts["text"] == "rate_drop":
+        what = (f"the training bar slowed from {_pace(facts['before'])} to {_pace(facts['now'])} and stayed there "
+                f"over {facts['n']} readings")
+        evidence = [facts["line"], "the same steps got slower while nothing else in the log changed: check the "
+                    "GPU's utilisation (nvidia-smi) to confirm it waits"]
     elif facts["text"] == "profile":
         what = f"fetching the next batch takes {facts['share']:g}% of the profiled time"
         evidence = [facts["line"]]
@@ -445,3 +507,8 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     title = f"The GPU waits for data ({what}): raise {key}" if facts.get("said") != "cpu_busy" else \
         f"The GPU waits for data ({what}): make batches cheaper to prepare (pre-tokenise, pre-decode)"
     return Advice("data_starved", INFO, title, evidence, change, f.step)
+
+
+def _pace(seconds: float) -> str:
+    """tqdm's way: `2.50it/s` under a second per step, else `3.20s/it`."""
+    return f"{1 / seconds:.2f}it/s" if seconds < 1 else f"{seconds:.2f}s/it"
