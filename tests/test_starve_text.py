@@ -74,6 +74,7 @@ def test_the_users_words_of_starvation(line: str) -> None:
     "high GPU utilization, 98%",
     "data loading is not the bottleneck, I checked with the profiler",
     "there is a 30 second pause at every checkpoint save",  # the save, not the loader
+    "uploading the checkpoints to s3 is really slow",  # storage written to, not the data read
     "The training loss does not decrease after 3 epochs",
     "CUDA out of memory. Tried to allocate 2.00 GiB",
     "learning rate is low (1e-5)",

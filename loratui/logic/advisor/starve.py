@@ -78,8 +78,10 @@ _DELAY_HERE = re.compile(
 """A delay of some seconds: starvation when it is written between two logged iterations."""
 _DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
 """Inside the words themselves: `data loading is not the bottleneck`."""
-_ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*)\b|保存|验证", re.I)
-"""A pause at a save, an evaluation or a log line is that work, not the loader."""
+_ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
+                        r"writ\w*)\b|保存|验证", re.I)
+"""A pause at a save, an evaluation or a log line is that work, not the loader; slow storage written to (a
+checkpoint uploaded to s3) is not the data read."""
 _ITERATION = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]|\b(?:iter(?:ation)?|step|batch)\b\s*[:#=]?\s*\d+|"
                         r"\d+/\d+\s*\[[\d:]+<", re.I)
 """A logged training iteration (`Epoch: [1][2/10000] Time 0.42`, `iter 120`, a tqdm bar)."""
@@ -105,7 +107,7 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
-                not (what == "delay" and _ELSEWHERE.search(line)):
+                not (what in ("delay", "storage") and _ELSEWHERE.search(line)):
             return {"said": what, "quote": line.strip()[:300]}
     if _CPU_BUSY.search(line) and _GPU_IDLE.search(line):
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
