@@ -369,3 +369,31 @@ def test_an_evaluation_pause_is_not_a_slowdown() -> None:
     after = [bar(i, 2000, p) for i, p in zip(range(20, 26), ("30.2s/it", "21.0s/it", "14.9s/it", "10.6s/it",
                                                                "7.6s/it", "5.5s/it"))]
     assert not any(item.id == "data_starved" for item in items_for("\n".join(before + evaluation + after) + "\n"))
+
+
+SMI_TABLE = """+-----------------------------------------------------------------------------+
+| NVIDIA-SMI 525.85.12    Driver Version: 525.85.12    CUDA Version: 12.0     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+{rows}+-------------------------------+----------------------+----------------------+
+"""
+
+
+def smi(*utils: int) -> str:
+    rows = "".join(f"|   {i}  NVIDIA A10G          On   | 00000000:00:1{i}.0 Off |                    0 |\n"
+                   f"|  0%   41C    P0    88W / 300W |  20011MiB / 23028MiB |     {u}%      Default |\n"
+                   for i, u in enumerate(utils))
+    return SMI_TABLE.replace("{rows}", rows)
+
+
+def test_a_pasted_snapshot_with_every_gpu_nearly_idle() -> None:
+    items = items_for(smi(25))
+    assert items[0].id == "data_starved" and "1 reading " in items[0].title
+    assert items_for(smi(18, 27))[0].id == "data_starved"
+
+
+@pytest.mark.parametrize("utils", [(25, 95), (100,), (88, 91, 97)])
+def test_a_snapshot_with_a_busy_gpu_is_not_starved(utils: tuple[int, ...]) -> None:
+    assert not any(item.id == "data_starved" for item in items_for(smi(*utils)))

@@ -168,6 +168,8 @@ LOW_MEAN = 50
 DIP = 20
 DIP_SHARE = 0.25
 """Starved: busy half the time or less on average, or a quarter of the readings in a dip (the loader stalls)."""
+FEW_HIGH = 30
+"""A snapshot or two (a table pasted to show it): every GPU holding a model at 30% or less."""
 
 
 @dataclass
@@ -230,6 +232,16 @@ class UtilSamples:
         n = len(self.readings)
         if n < READINGS:
             return None
+        return self._judged()
+
+    def few(self) -> dict[str, object] | None:
+        """At the text's end, one to three readings (a pasted nvidia-smi table): every GPU at most 30% busy."""
+        if not 0 < len(self.readings) < READINGS or max(self.readings) > FEW_HIGH:
+            return None
+        return self._judged()
+
+    def _judged(self) -> dict[str, object] | None:
+        n = len(self.readings)
         mean = sum(self.readings) / n
         dips = sum(1 for u in self.readings if u <= DIP)
         if mean > LOW_MEAN and dips < DIP_SHARE * n:
@@ -422,6 +434,11 @@ class StarveText:
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _util_done: bool = False
 
+    def at_end(self, step: int) -> Finding | None:
+        """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
+        few = self.util.few() if not self._util_done else None
+        return Finding("data_starved", step, few) if few is not None else None
+
     def line(self, line: str, step: int) -> list[Finding]:
         found: list[Finding] = []
         if not line.strip():
@@ -481,7 +498,7 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     key = "dataloader_num_workers" if r is not None else \
         "dataloader_num_workers (TrainingArguments) or num_workers (DataLoader)"
     if facts["text"] == "util_samples":
-        what = (f"the GPU is {facts['mean']:.0f}% busy on average over {facts['n']} readings "
+        what = (f"the GPU is {facts['mean']:.0f}% busy on average over {facts['n']} reading{'s' * (facts['n'] != 1)} "
                 f"({facts['low']}-{facts['high']}%, {facts['dips']} at or under {DIP}%)")
         evidence = [facts["line"]]
     elif facts["text"] == "loader_time":
