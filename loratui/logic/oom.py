@@ -127,6 +127,39 @@ def parse_oom(line: str) -> OomReport | None:
     return replace(report, kind=classify(report))
 
 
+_OPEN_OLD = re.compile(r"\(GPU \d{1,3};[^)]*$")
+_OPEN_NEW = re.compile(r"total capaci?ty of ", re.I)
+_MESSAGE_PARTS = 6
+"""A message is wrapped over a few lines at most (issue text hard-wrapped at 80-120 columns)."""
+
+
+def message_open(text: str) -> bool:
+    """Whether an OOM message stops before its numbers end: the text was wrapped (a console's width, a paste
+    hard-wrapped in an issue) and the next line goes on with it. The old format's parenthesis is not closed;
+    the new format's last sentence (what PyTorch reserved but did not allocate) has not come; or only the
+    request came."""
+    if "Tried to allocate" in text and "capaci" not in text.lower():
+        return True
+    if _OPEN_OLD.search(text):
+        return True
+    return bool(_OPEN_NEW.search(text)) and "unallocated" not in text
+
+
+def continued(text: str, line: str) -> str | None:
+    """The OOM message `text` with the wrapped `line` after it, when the line goes on with its numbers (the
+    joined message reads more of them); None when the line is something else."""
+    if len(text) > 600 * _MESSAGE_PARTS or not line.strip() or "File " in line or "Traceback" in line:
+        return None
+    spaced, glued = text.rstrip() + " " + line.strip(), text.rstrip() + line.strip()  # glued: a word cut in two
+    joined = max((spaced, glued), key=_known)
+    return joined if _known(joined) > _known(text) else None
+
+
+def _known(text: str) -> int:
+    """How many of the message's numbers a text gives."""
+    return sum(rx.search(text) is not None for rx in _FIELDS.values())
+
+
 def classify(report: OomReport) -> str:
     """The cause: another process holds the card, the cache is fragmented, or the card is full."""
     if report.total is None or (report.allocated is None and report.process_used is None):
@@ -166,9 +199,9 @@ def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:
 
 def _fragmented(report: OomReport) -> bool:
     """The cache's unused blocks are a real share of the card and could have served the request; or, for a
-    request a little larger than them (they hold 90% of it), they and the free memory together could have;
-    or the card's free memory held the request and a real share more; or the cache holds half as much unused
-    as allocated. Then expandable segments are the fix."""
+    request a little larger than them (they hold 90% of it, or they are a tenth of the card), they and the free
+    memory together could have; or the card's free memory held the request and a real share more; or the cache
+    holds half as much unused as allocated. Then expandable segments are the fix."""
     spare, total = report.reserved_unallocated, report.total
     if spare is None or total is None:
         return False
@@ -181,6 +214,11 @@ def _fragmented(report: OomReport) -> bool:
     if free >= requested + share and report.allowed is None:
         return True
     if requested > spare >= GIB and spare + free >= requested and 10 * spare >= 9 * requested:
+        return True
+    # The cache's unused blocks are a tenth of the card, beyond the slack of a full card's cache (under 5% in
+    # every full-card message seen), and with the free memory they held the request: one expandable segment
+    # could have.
+    if requested > spare >= max(GIB, total // 10) and spare + free >= requested:
         return True
     return 2 * spare >= allocated and spare >= max(GIB, share)
 

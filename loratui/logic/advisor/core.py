@@ -81,6 +81,7 @@ class Advisor:
         self.spoken: tuple[str, str, list[str]] | None = None  # a watched command's (dialect, config, line)
         self._items: list[Advice] | None = None
         self._stream = ""  # the output stream of the last Output event
+        self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -274,9 +275,14 @@ class Advisor:
             self.tail.append(line.strip()[:300])
             if "oss" in line:
                 self.loss_lines.append(line)
+        if getattr(self, "_oom_open", ""):  # getattr: an advisor pickled in an older events.idx
+            if self._oom_wrapped(line):
+                return
         report = oom.parse_oom(line)
         if report is not None:
             self._on_oom(report, line)
+            self._oom_open = line if oom.message_open(line) and self.oom is not None and \
+                self.oom.facts["report"] is report else ""
             return
         lowered = line.lower()
         for advice_id, pattern in _SETUP:
@@ -300,6 +306,19 @@ class Advisor:
         self.text.where.frozen = True  # the status the text showed when the OOM struck
         self.oom_after = ""
         self._items = None
+
+    def _oom_wrapped(self, line: str) -> bool:
+        """A line that goes on with the OOM message wrapped over it: the report is read again from the whole
+        message (its numbers and so its kind). True when the line was one."""
+        joined = oom.continued(self._oom_open, line)
+        report = oom.parse_oom(joined) if joined is not None else None
+        if report is None or self.oom is None:
+            self._oom_open = ""
+            return False
+        self.oom.facts["report"] = report
+        self._oom_open = joined if oom.message_open(joined) else ""  # type: ignore[assignment]
+        self._items = None
+        return True
 
     def oom_phase(self) -> tuple[str, list[str]]:
         """Where the OOM struck: the run's phase events, the OOM line or its traceback's frames, else what the
