@@ -101,3 +101,87 @@ def test_only_a_line_that_goes_on_with_the_numbers_is_joined(text: str, expected
     report = oom.parse_oom(joined if joined is not None else first)
     assert report is not None and report.kind == expected
     assert (joined is None) == (not oom.message_open(first) or expected == oom.UNKNOWN)
+
+
+# -- an OOM in the person's words ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # https://github.com/gentaiscool/end2end-asr-pytorch/issues/29
+    ("I set the barch size to 4 and finally can train normally. But after one epoch, i also met the OOM error in "
+     "validation.", "oom_at_eval"),
+    # https://github.com/unslothai/unsloth/issues/432: the sentence runs over three lines
+    ("If you train very big model with 4bit it will be able to fit\n\nBut during Lora merging with \n"
+     "`model.save_pretrained_merged(\"model\", tokenizer, save_method = \"merged_16bit\",)`\n"
+     "It need to be dequqntized so immidiately gives OOM\n", "oom_at_save"),
+    # https://github.com/Lightning-AI/pytorch-lightning/issues/7432
+    ("Testing after tuning and fitting raise a CUDA out of memory error.", "oom_at_eval"),
+    ("Fitting works; when I test the model on the held-out split it OOMs on my 3060.", "oom_at_eval"),
+    ("Training finishes, then exporting the merged model\nto safetensors hits CUDA OOM on the A10G.", "oom_at_save"),
+    ("训练正常，但是在验证的时候显存不足", "oom_at_eval"),
+    ("Llama-3-8B with batch 8 on a 4090 goes OOM after 20 steps", "oom_full"),
+])
+def test_an_oom_in_the_persons_words(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "I set auto_find_batch_size=True to avoid OOM on smaller cards.",
+    "Training runs fine without OOM now, but the loss never goes down.",
+    "if it OOMs, lower the batch size",
+    "[ 1234.567] Out of memory: Killed process 4242 (python) total-vm:12345kB, oom-killer",
+    "{'loss': 1.23, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.1}\nNo OOM so far at batch 16.",
+    "def test_model_does_not_oom(): pass",
+])
+def test_words_that_do_not_report_an_oom(text: str) -> None:
+    assert not first_id(text).startswith("oom")
+
+
+def test_the_programs_message_replaces_the_persons_words() -> None:
+    """The person's words come first in most pastes; the message under them, with its frames, says more."""
+    text = ("I always get OOM when training, please help\n"
+            "Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3/site-packages/transformers/trainer.py", line 2010, in evaluate\n'
+            "    output = eval_loop(\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
+    assert first_id(text) == "oom_at_eval"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # https://github.com/tinygrad/tinygrad/pull/3323
+    ("the current ops_torch.py backend ooms because of memory fragmentation on a 4090 on: \n"
+     "examples/beautiful_mnist.py\n\nsetting the envvar PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True fixes it",
+     "oom_fragmentation"),
+    ("RuntimeError: CUDA error: out of memory\nnvidia-smi shows another user's process holding 20 GB of the GPU",
+     "oom_other_process"),
+    # PyTorch's own hint under its message names fragmentation as a possibility: the numbers decide
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 8.00 GiB total capacity; "
+     "6.06 GiB already allocated; 0 bytes free; 6.38 GiB reserved in total by PyTorch) If reserved memory is >> "
+     "allocated memory try setting\nmax_split_size_mb to avoid fragmentation.  See documentation for Memory "
+     "Management and PYTORCH_CUDA_ALLOC_CONF", "oom_full"),
+    ("RuntimeError: CUDA error: out of memory\nWe tried to avoid fragmentation with smaller buckets.", "oom_full"),
+])
+def test_the_cause_in_the_persons_words_when_the_message_has_no_numbers(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+# -- an OOM before the program held memory -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/tensorflow/tensorflow/issues/30594
+    "2019-07-11 12:42:11.226602: W tensorflow/compiler/xla/service/platform_util.cc:240] unable to create "
+    "StreamExecutor for CUDA:0: failed initializing StreamExecutor for CUDA device ordinal 0: Internal: failed call "
+    "to cuDevicePrimaryCtxRetain: CUDA_ERROR_OUT_OF_MEMORY: out of memory; total memory reported: 11523260416",
+    "E external/xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to cuCtxCreate: "
+    "CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+])
+def test_no_context_for_want_of_memory_is_another_process(line: str) -> None:
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == oom.OTHER_PROCESS
+    assert first_id(line) == "oom_other_process"
+
+
+def test_a_bare_oom_is_not_another_process() -> None:
+    report = oom.parse_oom("RuntimeError: CUDA error: out of memory")
+    assert report is not None and report.kind == oom.UNKNOWN

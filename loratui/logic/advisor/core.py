@@ -35,6 +35,7 @@ from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
 from loratui.logic.advisor.priced import memory_proposal
+from loratui.logic.advisor.phase_text import looks_like_code
 from loratui.logic.advisor.said import rise_said
 from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advisor.watches import (
@@ -284,6 +285,9 @@ class Advisor:
             self._oom_open = line if oom.message_open(line) and self.oom is not None and \
                 self.oom.facts["report"] is report else ""
             return
+        if self.oom is None and ("oom" in line.lower() or "memory" in line or "显存" in line) and \
+                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
+            self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         lowered = line.lower()
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
@@ -295,15 +299,17 @@ class Advisor:
 
     def _on_oom(self, report: oom.OomReport, line: str) -> None:
         """Keep the first OOM; a later one with numbers replaces a first one without."""
-        if self.oom is not None and (self.oom.facts["report"].kind != oom.UNKNOWN or report.kind == oom.UNKNOWN):
-            return
+        first = self.oom.facts["report"] if self.oom is not None else None
+        if first is not None and not first.said and (first.kind != oom.UNKNOWN or report.kind == oom.UNKNOWN):
+            return  # the program's own message replaces the words of the person who pasted it
         ctx = self.ctx
         load = "load" if ctx.state == events.LOADING and not ctx.began else ""
         hint = "save" if _SAVE_IN_LINE.search(line) else ""
         self.oom = Finding("oom", ctx.step, {"report": report, "phase": ctx.phase or hint or self.trace.phase,
                                              "load": load, "others": ctx.other_pids(),
                                              "names": dict(ctx.gpu_names)})
-        self.text.where.frozen = True  # the status the text showed when the OOM struck
+        # the status the text showed when the OOM struck (the person's words may come before the log they paste)
+        self.text.where.frozen = not report.said
         self.oom_after = ""
         self._items = None
 
@@ -395,6 +401,10 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
+    cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
+    if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
+        facts["report"] = replace(facts["report"], kind=cause[0])
+        evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
         built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") else a for a in built]
