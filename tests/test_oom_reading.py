@@ -185,3 +185,37 @@ def test_no_context_for_want_of_memory_is_another_process(line: str) -> None:
 def test_a_bare_oom_is_not_another_process() -> None:
     report = oom.parse_oom("RuntimeError: CUDA error: out of memory")
     assert report is not None and report.kind == oom.UNKNOWN
+
+
+# -- the phase, from frames printed after the message --------------------------------------------------
+
+_EVAL_FRAMES = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/u/train.py", line 88, in main\n'
+    "    trainer.train()\n"
+    '  File "/usr/lib/python3.10/site-packages/transformers/trainer.py", line 2356, in _inner_training_loop\n'
+    "    self._maybe_log_save_evaluate(tr_loss, grad_norm, model, trial, epoch, ignore_keys_for_eval)\n"
+    '  File "/usr/lib/python3.10/site-packages/transformers/trainer.py", line 2761, in _evaluate\n'
+    "    metrics = self.evaluate(ignore_keys=ignore_keys_for_eval)\n"
+    '  File "/usr/lib/python3.10/site-packages/torch/nn/functional.py", line 2100, in softmax\n'
+    "    ret = input.softmax(dim)\n")
+_MESSAGE = new_oom("1.20 GiB", "23.65 GiB", "900.00 MiB", "21.50 GiB", "300.00 MiB")
+
+
+@pytest.mark.parametrize("text", [
+    # a logger's record first, its traceback after it: the training loop's frame comes before the evaluation's
+    "2024-03-02 10:11:12 | ERROR | train:main:88 - " + _MESSAGE + "\n" + _EVAL_FRAMES,
+    # the message pasted above its traceback, and again at its end
+    "I get this after the first epoch:\n" + _MESSAGE + "\n\n" + _EVAL_FRAMES + _MESSAGE,
+    # the person's words, then a traceback cut before its exception line
+    "Evaluation is fine on the small set but on the full one it goes OOM.\n" + _EVAL_FRAMES,
+])
+def test_frames_after_the_message_say_where_it_struck(text: str) -> None:
+    assert first_id(text) == "oom_at_eval"
+
+
+def test_a_later_traceback_does_not_move_the_oom() -> None:
+    """Frames after the OOM's own exception belong to another failure (the next rank's, a cleanup)."""
+    text = _MESSAGE + "\n[rank1]: RuntimeError: NCCL communicator was aborted on rank 1.\n" + _EVAL_FRAMES + \
+        "ValueError: something else\n"
+    assert first_id(text) == "oom_full"

@@ -83,6 +83,7 @@ class Advisor:
         self._items: list[Advice] | None = None
         self._stream = ""  # the output stream of the last Output event
         self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
+        self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -266,8 +267,10 @@ class Advisor:
         if len(line) > 4000:
             line = line[:4000]
         self.trace.line(line)
-        if self.oom is not None and not self.oom_after:
-            self.oom_after = self.trace.phase
+        if self.oom is not None and self.trace.count == getattr(self, "_oom_count", self.trace.count):
+            # the traceback printed after the OOM line (a logger's message first, then its traceback) goes on
+            # until its exception: its innermost phase, not the first frame's, is where the OOM struck
+            self.oom_after = self.trace.phase or self.oom_after
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
         if "oss" in line or "OSS" in line or "损失" in line:
@@ -299,15 +302,21 @@ class Advisor:
 
     def _on_oom(self, report: oom.OomReport, line: str) -> None:
         """Keep the first OOM; a later one with numbers replaces a first one without."""
+        ctx = self.ctx
+        hint = "save" if _SAVE_IN_LINE.search(line) else ""
+        phase = ctx.phase or hint or self.trace.phase
         first = self.oom.facts["report"] if self.oom is not None else None
         if first is not None and not first.said and (first.kind != oom.UNKNOWN or report.kind == oom.UNKNOWN):
+            if self.oom is not None and not self.oom.facts["phase"] and phase:
+                # the message again at its traceback's end (pasted above it too): the frames say where it struck
+                self.oom.facts["phase"] = phase
+                self._items = None
             return  # the program's own message replaces the words of the person who pasted it
-        ctx = self.ctx
         load = "load" if ctx.state == events.LOADING and not ctx.began else ""
-        hint = "save" if _SAVE_IN_LINE.search(line) else ""
-        self.oom = Finding("oom", ctx.step, {"report": report, "phase": ctx.phase or hint or self.trace.phase,
+        self.oom = Finding("oom", ctx.step, {"report": report, "phase": phase,
                                              "load": load, "others": ctx.other_pids(),
                                              "names": dict(ctx.gpu_names)})
+        self._oom_count = self.trace.count
         # the status the text showed when the OOM struck (the person's words may come before the log they paste)
         self.text.where.frozen = not report.said
         self.oom_after = ""
