@@ -219,3 +219,57 @@ def test_a_later_traceback_does_not_move_the_oom() -> None:
     text = _MESSAGE + "\n[rank1]: RuntimeError: NCCL communicator was aborted on rank 1.\n" + _EVAL_FRAMES + \
         "ValueError: something else\n"
     assert first_id(text) == "oom_full"
+
+
+# -- loading a model to write it out -------------------------------------------------------------------
+
+_LOAD_FRAMES = (
+    '  File "/usr/lib/python3.10/site-packages/transformers/modeling_utils.py", line 3500, in from_pretrained\n'
+    "    model = cls(config, *model_args, **model_kwargs)\n"
+    '  File "/usr/lib/python3.10/site-packages/accelerate/utils/modeling.py", line 298, in set_module_tensor_to_device\n'
+    "    new_value = value.to(device)\n"
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 500.00 MiB. GPU 0 has a total capacity of "
+    "14.75 GiB of which 100.00 MiB is free. Of the allocated memory 14.40 GiB is allocated by PyTorch, and 50.00 MiB "
+    "is reserved by PyTorch but unallocated.\n")
+
+
+@pytest.mark.parametrize("text", [
+    # https://github.com/mshumer/gpt-llm-trainer/issues/15: the cell's comment says the load is for the merge
+    "OutOfMemoryError                          Traceback (most recent call last)\n"
+    "[<ipython-input-19-30423dea3f7e>](https://localhost:8080/#) in <cell line: 8>()\n"
+    "      6 \n"
+    "      7 # Reload model in FP16 and merge it with LoRA weights\n"
+    "----> 8 base_model = AutoModelForCausalLM.from_pretrained(\n"
+    "      9     model_name,\n\n"
+    "4 frames\n"
+    "[/usr/local/lib/python3.10/dist-packages/accelerate/utils/modeling.py](https://localhost:8080/#) in "
+    "set_module_tensor_to_device(module, tensor_name, device, value, dtype, fp16_statistics)\n"
+    "--> 298             new_value = value.to(device)\n",
+    # Jupyter's dialect, the merge a line after the load
+    "Cell In[7], line 3\n"
+    "      1 base = AutoModelForCausalLM.from_pretrained(base_id, torch_dtype=torch.float16)\n"
+    "----> 2 model = PeftModel.from_pretrained(base, adapter_dir)\n"
+    "      3 model = model.merge_and_unload()\n" + _LOAD_FRAMES,
+    # a plain traceback from a script named for the merge
+    "Traceback (most recent call last):\n"
+    '  File "/work/scripts/merge_lora_weights.py", line 21, in <module>\n'
+    "    base = AutoModelForCausalLM.from_pretrained(args.base, torch_dtype=torch.float16, device_map='auto')\n"
+    + _LOAD_FRAMES,
+])
+def test_loading_a_model_to_merge_it_is_the_save(text: str) -> None:
+    assert first_id(text) == "oom_at_save"
+
+
+@pytest.mark.parametrize("text", [
+    # loading to train, in a script and a cell that say nothing of writing the model out
+    "Traceback (most recent call last):\n"
+    '  File "/work/scripts/train_lora.py", line 21, in <module>\n'
+    "    base = AutoModelForCausalLM.from_pretrained(args.base, torch_dtype=torch.float16, device_map='auto')\n"
+    + _LOAD_FRAMES,
+    "Cell In[7], line 2\n"
+    "      1 # load the base model in 16 bit\n"
+    "----> 2 base = AutoModelForCausalLM.from_pretrained(base_id, torch_dtype=torch.float16)\n"
+    "      3 trainer = SFTTrainer(model=base, args=args)\n" + _LOAD_FRAMES,
+])
+def test_loading_a_model_to_train_it_is_no_save(text: str) -> None:
+    assert first_id(text) == "oom_full"
