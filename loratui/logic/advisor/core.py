@@ -30,6 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
+from loratui.logic.advisor import bnb_text
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -396,6 +397,9 @@ def _build_all(adv: Advisor) -> list[Advice]:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
+    runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
+    if runtime is not None:
+        built.append(bnb_text.runtime_advice(runtime))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
         built.append(_vram_advice(vram, adv.recipe, logits, priced))
@@ -429,7 +433,8 @@ def _with_evidence(advice: Advice, extra: list[str]) -> Advice:
 
 def _build_one(adv: Advisor, finding: Finding) -> Advice:
     if finding.id == "nccl_timeout":
-        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines)
+        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines,
+                           (adv.text.prep_line, adv.text.prep_s))
     if finding.id == "data_starved":
         return text_starve_advice(finding, adv.recipe)
     if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
@@ -446,6 +451,8 @@ def _failure(adv: Advisor) -> list[Advice]:
     step = adv.ctx.step
     if adv.end is not None and adv.end.cause:  # the scheduler's word first: its kill's traceback is a symptom
         return [scheduler_advice(adv.end)]
+    if raised is not None and bnb_text.raised_in_setup(raised):
+        return [bnb_text.raised_advice(raised, step)]
     if raised is not None:
         return [exception_advice(raised, adv.recipe, step)]
     if adv.trace.cut:
