@@ -11,6 +11,7 @@ from loratui import events
 from loratui.logic import series
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.advisor.watches import Context
+from loratui.logic.text_reader.values import UNPRINTED
 from loratui.recipe import Recipe
 
 ZERO = 1e-8
@@ -98,6 +99,9 @@ class LossWatch:
             facts = {"what": "loss", "value": str(loss), "lr": self.lr, "names": names}
             if "filtered" in values:
                 facts["filtered"] = str(grad)
+            if values.get(UNPRINTED):
+                facts["why"] = ("Megatron printed no loss with no skipped iterations: it prints a loss only when "
+                                  "its average is above 0, so the average was NaN")
             return [Finding("nan_loss", step, facts)]
         if grad is None:
             return []

@@ -247,6 +247,8 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
                         "logging_nan_inf_filter logs 0.0 for a window of NaN steps, not a zero loss")
     if facts.get("quote"):
         evidence.append(facts["quote"])
+    if facts.get("why"):
+        evidence.append(facts["why"])
     if facts.get("streak", 1) > 1:
         evidence.append(f"{facts['streak']} logs in a row")
     if facts.get("fp16_scale") and facts["fp16_scale"] != facts.get("quote"):
@@ -266,9 +268,11 @@ _NO_BF16 = re.compile(r"V100|\bT4\b|P100|P40|\bP4\b|K80|M40|M60|GTX|RTX 20\d\d|Q
 def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str], step: int = 0) -> Move:
     """8-bit optimizer first (a known NaN source), then fp16 -> bf16, then a lower learning rate."""
     if r is None:
-        if step <= 1 or lr_now == 0.0:
-            return ("not the learning rate (it is non-finite from the first step): check the precision (bf16 "
-                    "rather than fp16), the inputs and the labels", {})
+        if step <= 1 or lr_now == 0.0 or lr_now is not None and lr_now < 1e-6:
+            # A third of a rate this small changes nothing: the NaN has another cause.
+            why = "it is non-finite from the first step" if step <= 1 else f"learning_rate is only {lr_now:.3g}"
+            return (f"not the learning rate ({why}): check the precision (bf16 rather than fp16), the inputs and "
+                    "the labels", {})
         return _lr_move(None, lr_now)
     t, q = r.training, r.quantization
     if "8bit" in t.optim:

@@ -1,0 +1,62 @@
+"""Loss health read from what the numbers mean (issue 23): a Megatron line that prints no loss, and (below) the
+trend, spike and flat tests measured on seeded noise. Real lines name their source; the others are built from
+the pattern with other models and numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loratui.cli import main
+from loratui.logic.text_reader import values
+
+
+def doctor(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    path = tmp_path / "pasted.txt"
+    path.write_text(text, encoding="utf-8")
+    main(["doctor", str(path), "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+# -- Megatron prints a loss only when its average is above 0 ----------------------------------------------------
+
+MEGATRON_NAN = (
+    " iteration        9/      10 | consumed samples:          108 | consumed tokens:       442368 | elapsed time per "
+    "iteration (ms): 1979.2 | learning rate: 4.219E-07 | global batch size:    12 | loss scale: 1.0 | actual seqlen:  "
+    "4096 | number of skipped iterations:   0 | number of nan iterations:   0 | samples per second: 6.063 | tokens "
+    "per gpu per second (tgs): 2069.506 | TFLOPs: 127.00 |\n")
+"""deepspeedai/Megatron-DeepSpeed#434: the NaN's only sign was the missing `lm loss`."""
+
+
+def megatron(step: int, loss: str | None, skipped: int = 0, lr: str = "1.500E-04") -> str:
+    shown = f" lm loss: {loss} |" if loss is not None else ""
+    return (f" iteration {step:8d}/  500000 | consumed samples: {step * 512:12d} | elapsed time per iteration (ms): "
+            f"1234.5 | learning rate: {lr} | global batch size:   512 |{shown} loss scale: 65536.0 | grad norm: 2.345 "
+            f"| number of skipped iterations: {skipped:3d} | number of nan iterations:   0 |\n")
+
+
+def test_a_megatron_line_without_its_loss_is_a_nan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(MEGATRON_NAN, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss" and "step 9" in items[0]["title"], items
+    assert "Megatron" in json.dumps(items[0]) and "not the learning rate" in items[0]["title"], items
+
+
+def test_megatron_losses_are_read_and_a_later_missing_one_is_the_nan(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    text = "".join(megatron(s, f"{v:.6E}") for s, v in ((100, 7.12), (200, 6.4), (300, 5.9))) + megatron(400, None)
+    assert values.loss_line(megatron(200, "6.400000E+00")) == (200, {"learning_rate": 1.5e-4, "grad_norm": 2.345,
+                                                                     "loss": 6.4})
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss" and "step 400" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "".join(megatron(s, f"{v:.6E}") for s, v in ((100, 7.12), (200, 6.4), (300, 5.9), (400, 5.5))),
+    megatron(100, "7.1E+00") + megatron(200, None, skipped=100),  # every step skipped: fp16 overflow, not this rule
+])
+def test_megatron_lines_with_their_loss_are_quiet(text: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []
