@@ -60,3 +60,28 @@ def test_megatron_losses_are_read_and_a_later_missing_one_is_the_nan(tmp_path: P
 def test_megatron_lines_with_their_loss_are_quiet(text: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []
+
+
+# -- the permutation test behind a rise -----------------------------------------------------------------------
+
+def test_the_rise_permutation_p_is_calibrated_on_noise() -> None:
+    """Under pure noise (any distribution: here Gaussian and a heavy-tailed one) p <= 0.05 about 5% of the time, and
+    the same 20 logs sorted rising are far beyond it."""
+    import random
+
+    from loratui.logic import series
+
+    rng = random.Random(4)
+    for draw in (lambda: rng.gauss(1.0, 0.1), lambda: 1.0 + 0.05 * rng.paretovariate(2.5)):
+        small = sum(series.rise_p([draw() for _ in range(rng.randint(6, 40))]) <= 0.05 for _ in range(400))
+        assert 6 <= small <= 40, small  # 20 expected; binomial 400 x 0.05 stays within these bounds
+    ordered = sorted(rng.gauss(1.0, 0.1) for _ in range(20))
+    assert series.rise_p(ordered) <= 0.005
+
+
+def test_a_v_of_orderly_steps_is_beyond_noise_and_its_shuffles_are_not() -> None:
+    from loratui.logic import series
+
+    v = [2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1]
+    assert series.rise_p(v) <= 0.01
+    assert series.rise_p([1.7, 2.0, 1.5, 2.1, 1.6, 1.9, 1.8]) > 0.2

@@ -400,8 +400,11 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
                             f"{facts['floor']:.4g}) is a third above every log before it (highest "
                             f"{facts['ceiling']:.4g}): a new, higher level, not one noisy log"] + lr
     else:
+        p = facts.get("p")
+        beyond = "" if "p" not in facts else " and more than doubled" if p is None else \
+            f"; the same logs shuffled rise as far {p:.1%} of the time" if p >= 0.001 else "; no shuffle rises as far"
         evidence = quote + [f"a trend over the {window} logs since step {facts['best_step']} (Theil-Sen line "
-                            f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall, not one noisy log)"] + lr
+                            f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall{beyond}: not noise)"] + lr
     severity = WARNING
     if facts.get("nan_step") is not None:
         evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
