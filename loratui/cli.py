@@ -223,10 +223,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
                         alert_url=url, slurm_limit=limit)
     for other, status in busy:
-        holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
-        print(f"loratui: note: {other.run_id} is also {inert(status.state, newlines=False)}{holds}; on one GPU the two compete for "
-              "memory", file=sys.stderr)
+        print(sharing_note(other.run_id, status), file=sys.stderr)
     return _view(run, headless=args.headless)
+
+
+def sharing_note(run_id: str, status: runstatus.Status) -> str:
+    """The note for a run started beside a live one: GPU memory is what they compete for where the other
+    run found a GPU; a run with no GPU (a CPU box) only shares the machine."""
+    state = inert(status.state, newlines=False)
+    if not (status.gpu or status.peak_used):
+        return f"loratui: note: {run_id} is also {state}; the two share this machine"
+    holds = f", holding {units.gib(status.peak_used)} GiB of GPU memory at its peak" if status.peak_used else ""
+    return f"loratui: note: {run_id} is also {state}{holds}; on one GPU the two compete for memory"
 
 
 def _is_live(status: runstatus.Status) -> bool:

@@ -306,6 +306,29 @@ def replace_file(path: Path, data: bytes, mode: int = 0o666) -> None:
         tmp.unlink(missing_ok=True)
 
 
+class CommandTail:
+    """The commands appended to a run's `control.cmds` since an offset, a whole line at a time (a line still
+    being written waits for its newline). The one reader of the file: the trainer at its step boundaries,
+    the keeper for a command whose supervisor died."""
+
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self.path, self.offset = path, offset
+
+    def new(self) -> list[str]:
+        """The complete commands appended since the last call (a stat when there are none)."""
+        if file_size(self.path) <= self.offset:
+            return []
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            return []
+        complete = data[:data.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        return [line.strip() for line in complete.decode("utf-8", "replace").splitlines() if line.strip()]
+
+
 def file_size(path: Path | str) -> int:
     """A file's size in bytes, 0 when it does not exist (yet)."""
     try:

@@ -85,6 +85,17 @@ def test_output_dir_takes_the_latest_checkpoint_by_step(tmp_path: Path) -> None:
     assert state.step == 100 and [s for s, _ in state.checkpoints] == [5, 10, 100]
 
 
+def test_a_checkpoint_folder_is_named_after_its_output_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newcomer trial imported `out/checkpoint-500` and got a run named `checkpoint-500`; its file
+    trainer_state.json was already named after the output directory. Also from inside the folder (`.`)."""
+    checkpoint = tmp_path / "my-qwen-lora" / "checkpoint-3"
+    checkpoint.mkdir(parents=True)
+    shutil.copy(STATES / "v5_final.json", checkpoint / "trainer_state.json")
+    assert importers.import_path(checkpoint)[0].name == "my-qwen-lora"  # type: ignore[union-attr]
+    monkeypatch.chdir(checkpoint)
+    assert importers.import_path(Path("."))[0].name == "my-qwen-lora"  # type: ignore[union-attr]
+
+
 def test_output_dir_prefers_top_level_state_with_the_summary(tmp_path: Path) -> None:
     out = tmp_path / "run"
     (out / "checkpoint-3").mkdir(parents=True)

@@ -73,3 +73,22 @@ def test_the_oom_notice_says_cuda_out_of_memory_once() -> None:
     notices = [e.message for e in written if isinstance(e, events.Notice) and e.key == "alert"]
     assert notices, written
     assert all("CUDA out of memory: CUDA out of memory" not in m for m in notices), notices
+
+
+def test_cpu_boxes_are_not_told_about_a_gpu() -> None:
+    """A newcomer trial on a CPU box read "on one GPU the two compete" and "GPU freed": there was no GPU.
+    Both say so only where a GPU was found."""
+    from loratui import runstatus
+    from loratui.cli import sharing_note
+    from loratui.supervisor.watch import RunWatch
+
+    cpu = runstatus.Status(state="training", gpu=False)
+    gpu = runstatus.Status(state="training", gpu=True, peak_used=5 << 30)
+    assert "share this machine" in sharing_note("r1", cpu) and "GPU" not in sharing_note("r1", cpu)
+    assert "5.0 GiB of GPU memory" in sharing_note("r2", gpu) and "compete" in sharing_note("r2", gpu)
+    for sample, said in ((None, "memory freed"), (events.Sample(t=1.5, gpu=0, used_max=1 << 30, used_last=1 << 30, used_min=1 << 30, total=80 << 30), "GPU freed")):
+        written: list[Any] = []
+        watch = RunWatch("r1", Recipe(), written.append)
+        watch.feed(([sample] if sample is not None else []) + [events.State(t=2.0, state=events.SUSPENDED)])
+        notices = [e.message for e in written if isinstance(e, events.Notice)]
+        assert len(notices) == 1 and said in notices[0], notices

@@ -267,3 +267,18 @@ def test_resume_of_a_run_with_a_fifo_for_its_recipe_is_refused_not_hung(runs_dir
     run.recipe.unlink()
     os.mkfifo(run.recipe)
     assert "recipe.toml is a FIFO or a device" in _refused_resume(run, capsys)
+
+
+def test_commands_are_read_a_whole_line_at_a_time(tmp_path: Path) -> None:
+    """The one reader of control.cmds (trainer and keeper): a line still being written waits for its newline,
+    and what was read is not read again."""
+    from loratui.rundir import CommandTail
+
+    path = tmp_path / "control.cmds"
+    tail = CommandTail(path)
+    assert tail.new() == []  # no file yet
+    path.write_bytes(b"pause\nres")
+    assert tail.new() == ["pause"]
+    with open(path, "ab") as handle:
+        handle.write(b"ume\n\nstop\n")
+    assert tail.new() == ["resume", "stop"] and tail.new() == []

@@ -188,7 +188,7 @@ def read_output_dir(path: Path) -> Record:
     if not states:
         raise ImportFailed(f"{path}: a directory without trainer_state.json or checkpoint-*/trainer_state.json;"
                            " pass a run directory, an events.jsonl, a trainer_state.json or a stdout log")
-    records = [read_trainer_state(p, name=path.name) for p in states]
+    records = [read_trainer_state(p, name=_name_for(path.resolve())) for p in states]
     # The top-level file comes last, so on a tie it wins: save_state() adds the end-of-training summary.
     best = max(range(len(records)), key=lambda i: (_last_step(records[i]), i))
     record = records[best]

@@ -24,7 +24,7 @@ from pathlib import Path
 from loratui import events, runstatus
 from loratui.eventlog import EventWriter
 from loratui.outputtail import OutputFollower
-from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, write_pidfile
+from loratui.rundir import SUSPEND_EXIT, CommandTail, RunDir, file_size, write_pidfile
 from loratui.supervisor.command import KEEPER_ENV, PARENT_ENV, PAUSE_REASON, signal_group
 from loratui.supervisor.watch_output import OutputWatcher
 
@@ -39,7 +39,7 @@ class Keeper:
         self.orphaned = False
         self.stop_requested = False
         self.log: EventWriter | None = None
-        self._offset = 0
+        self._commands = CommandTail(run.commands)
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watcher: OutputWatcher | None = None
@@ -77,7 +77,7 @@ class Keeper:
     def _adopt(self) -> None:
         self.orphaned = True
         self.log = EventWriter(self.run.events)
-        self._offset = file_size(self.run.commands)  # the supervisor obeyed what came before
+        self._commands.offset = file_size(self.run.commands)  # the supervisor obeyed what came before
         self.log.write(events.Notice(
             t=time.time(), level="warning", key="supervisor_lost",
             message="the supervisor died; the command goes on, obeys loratui pause/resume/stop, and its output "
@@ -101,16 +101,11 @@ class Keeper:
     def _obey(self, pid: int) -> None:
         """Commands `loratui pause/resume/stop` wrote since the supervisor died."""
         assert self.log is not None
-        try:
-            with open(self.run.commands, "rb") as handle:
-                handle.seek(self._offset)
-                data = handle.read()
-        except FileNotFoundError:
+        commands = self._commands.new()
+        if not commands:
             return
-        complete = data[:data.rfind(b"\n") + 1]
-        self._offset += len(complete)
         hooked = self.run.hooked.exists()  # a hooked Trainer reads the file itself
-        for command in complete.decode("utf-8", "replace").split():
+        for command in commands:
             self.stop_requested |= command == "stop"
             if hooked:
                 continue

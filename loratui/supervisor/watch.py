@@ -111,7 +111,8 @@ class RunWatch:
             self._end(e)
         elif isinstance(e, events.State):
             if e.state == events.SUSPENDED and self.state != events.SUSPENDED:
-                self.alert("suspended", "suspended", "checkpoint written, GPU freed; `loratui resume` continues")
+                freed = "GPU freed" if self.gpu else "memory freed"  # no GPU reading came: a CPU box
+                self.alert("suspended", "suspended", f"checkpoint written, {freed}; `loratui resume` continues")
             self.state = e.state
         elif isinstance(e, events.Notice) and e.key == "time_limit":
             self.alert("time_limit", "Slurm time limit", e.message, urgent=e.level == "error")

@@ -15,7 +15,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from loratui import events
-from loratui.rundir import pin_checkpoint
+from loratui.rundir import CommandTail, file_size, pin_checkpoint
 
 PAUSE, SAVE, SUSPEND, STOP = 1, 2, 4, 8
 """Bits of the per-step control decision, the same on every rank."""
@@ -32,13 +32,12 @@ class ControlState:
     def __init__(self, path: Path | None = None, offset: int | None = None) -> None:
         """`offset`: where this trainer's commands begin (the supervisor says, so a command sent while the
         trainer still imported is obeyed at its first step); None: only commands from now on."""
-        self.path = path
         self.paused = False
         self.pending = 0
         self.stop_requested = False
-        if offset is None:
-            offset = path.stat().st_size if path is not None and path.exists() else 0
-        self._offset = offset
+        if path is not None and offset is None:
+            offset = file_size(path)
+        self._commands = CommandTail(path, offset or 0) if path is not None else None
 
     def apply(self, command: str) -> None:
         """Record one command (from the file, or SIGTERM's stop)."""
@@ -54,20 +53,8 @@ class ControlState:
 
     def poll(self) -> None:
         """Apply commands appended since the last poll (a stat when there are none)."""
-        if self.path is None:
-            return
-        try:
-            if self.path.stat().st_size <= self._offset:
-                return
-            with open(self.path, "rb") as handle:
-                handle.seek(self._offset)
-                data = handle.read()
-        except FileNotFoundError:
-            return
-        complete = data[:data.rfind(b"\n") + 1]
-        self._offset += len(complete)
-        for line in complete.decode("utf-8", "replace").splitlines():
-            self.apply(line.strip())
+        for command in self._commands.new() if self._commands is not None else []:
+            self.apply(command)
 
     def decision(self) -> int:
         """This step's bits (PAUSE while paused), consuming the one-shot commands."""
