@@ -85,3 +85,46 @@ def test_a_v_of_orderly_steps_is_beyond_noise_and_its_shuffles_are_not() -> None
     v = [2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1]
     assert series.rise_p(v) <= 0.01
     assert series.rise_p([1.7, 2.0, 1.5, 2.1, 1.6, 1.9, 1.8]) > 0.2
+
+
+# -- a loss said to stay put, or to be zero -------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "按照教程执行操作，程序运行起来后loss一直是2.98，请问这是什么问题？\n",  # zjunlp/PromptKG#13
+    "The problem is that loss since 2nd epoch becomes huge and unchanged\n",  # xingyizhou/CenterNet#928
+    "- MTP loss starts at ~8.8 and **plateaus at ~4.0** regardless of training duration\n",  # modelscope/ms-swift#8192
+    "My training loss is stuck at 3.1 after 2000 steps.\n",
+    "The loss does not decrease at all, whatever learning rate I try.\n",
+    "训练了5个epoch，loss不下降。\n",
+    "loss始终为0.6931，准确率50%\n",
+    "The train loss stays the same from epoch 1 on.\n",
+])
+def test_a_loss_said_to_stay_put_is_flat(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "loss_flat" and "own words" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "While debugging why some users got 0 loss when fine-tuning Llama-2 on Guanaco, it seems the issue was caused by "
+    "padding tokens being appended on the left.\n",  # huggingface/trl#550
+    "After the first epoch the training loss becomes 0 and stays there.\n",
+    "训练时loss一直为0\n",
+])
+def test_a_loss_said_to_be_zero_is_zero(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "loss_zero" and "own words" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "If the loss does not decrease, lower the learning rate.\n",  # a supposition, not a report
+    "The val loss stays at 0.5 while the train loss falls.\n",  # validation: overfitting is another story
+    "The loss decreases nicely but the learning rate stays at 0 during warm-up.\n",  # another quantity
+    "loss scale stuck at 1 after 200 overflows\n",  # fp16's loss scale, not the loss
+    "The loss went from 2.3 to 0.4 in 3 epochs.\n",
+    "Loss: 0.0312\n",
+    "    if loss == 0: continue  # the loss is zero for padding-only batches\n",  # code
+    "A loss of 0.5 is fine for this task.\n",
+])
+def test_words_that_report_no_flat_or_zero_loss_are_quiet(text: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert [i["id"] for i in doctor(text, tmp_path, capsys) if i["id"] in ("loss_flat", "loss_zero")] == []

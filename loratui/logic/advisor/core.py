@@ -35,7 +35,7 @@ from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
 from loratui.logic.advisor.priced import memory_proposal
-from loratui.logic.advisor.said import rise_said
+from loratui.logic.advisor.said import flat_said, rise_said
 from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advisor.watches import (
     _SETUP,
@@ -270,6 +270,7 @@ class Advisor:
             self._latch(finding)
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
+            self._latch(flat_said(line, self.ctx.step))
         if line.strip():
             self.tail.append(line.strip()[:300])
             if "oss" in line:

@@ -325,6 +325,13 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
             f"logs from step {facts['from_step']}: a uniform guess over {facts['k']} classes, nothing is learned"
         evidence = quote + ["ln k is the cross-entropy of predicting every one of k classes alike: the outputs do "
                             "not depend on the input (labels, a frozen or detached head, a learning rate far off)"]
+    elif facts["kind"] == "said":
+        title = "Loss does not move, in the log's own words: check that the model trains at all"
+        evidence = quote + [
+            "a loss that stays put means the weights do not change, or change nothing the loss scores: check that "
+            "the learning rate is not 0 (a scheduler, --scale_lr or a resumed schedule can set it), that the "
+            "trained parameters have requires_grad and are in the optimizer, and that optimizer.zero_grad() and "
+            "optimizer.step() run every step", _CHECK]
     elif facts["kind"] == "objective":
         what = {"rl": "every completion of a prompt got the same reward: zero advantage, no gradient signal "
                       "(check the reward functions on a few completions; raise num_generations or the "
@@ -349,6 +356,8 @@ def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     if facts["kind"] == "cliff":
         title = f"Loss collapsed to 0 at step {f.step} (it was {facts['before']:.4g} at step {facts['before_step']})"
+    elif facts["kind"] == "said":
+        title = "Loss is 0, in the log's own words: nothing is being scored"
     else:
         title = f"Loss is 0 from the first logs (step {facts['from_step']}): nothing is being scored"
     fp16 = r is None or r.training.fp16  # unknown precision: fp16 stays a possible cause
