@@ -37,7 +37,7 @@ from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.phase_text import looks_like_code
-from loratui.logic.advisor.said import rise_said
+from loratui.logic.advisor.said import flat_said, rise_said
 from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advisor.watches import (
     _SETUP,
@@ -276,6 +276,7 @@ class Advisor:
             self._latch(finding)
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
+            self._latch(flat_said(line, self.ctx.step))
         if line.strip():
             self.tail.append(line.strip()[:300])
             if "oss" in line:
