@@ -11,6 +11,7 @@ from loratui import events
 from loratui.logic import series
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.advisor.watches import Context
+from loratui.logic.text_reader.values import UNPRINTED
 from loratui.recipe import Recipe
 
 ZERO = 1e-8
@@ -28,6 +29,8 @@ class LossWatch:
     ZERO_LR = 5
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
     CHANCE_N = 4
+    ALPHA, DOUBLE = 0.01, 2.0
+    """The permutation p-value a rise must reach (`series.rise_p`): the share of noisy windows read as a rise."""
 
     def __init__(self, recipe: Recipe | None) -> None:
         self.recipe = recipe
@@ -98,6 +101,9 @@ class LossWatch:
             facts = {"what": "loss", "value": str(loss), "lr": self.lr, "names": names}
             if "filtered" in values:
                 facts["filtered"] = str(grad)
+            if values.get(UNPRINTED):
+                facts["why"] = ("Megatron printed no loss with no skipped iterations: it prints a loss only when "
+                                  "its average is above 0, so the average was NaN")
             return [Finding("nan_loss", step, facts)]
         if grad is None:
             return []
@@ -251,11 +257,21 @@ class LossWatch:
         if not (end >= self.RISE * start and end - start >= floor and now - levels[anchor] >= floor
                 and now >= start * (1 + (self.RISE - 1) / 2) and series.mann_kendall(segment) > 1.64):
             return None
-        if _scale_shift(segment):
+        p = -1.0 if _scale_shift(segment) else self._beyond_noise(ys, now, levels[anchor])
+        if p == -1.0:
             return None
         return Finding("loss_diverging", step, {
             "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
-            "window": len(segment)})
+            "window": len(segment), "p": p})
+
+    def _beyond_noise(self, ys: list[float], now: float, lowest: float) -> float | None:
+        """Whether a rise found in `ys` is more than their noise: the last logs at twice the lowest level (no
+        noise of a healthy loss doubles it: None is returned for "yes" without a p), or a permutation test
+        (`series.rise_p`) at `ALPHA`, which holds for any noise and any window length: its p; else -1."""
+        if now >= self.DOUBLE * lowest:
+            return None
+        p = series.rise_p(ys)
+        return p if p <= self.ALPHA else -1.0
 
     def _slow_rise(self, step: int, loss: float) -> Finding | None:
         """A climb too slow for the 64-log window: medians of blocks of 16 logs against the lowest block of
@@ -352,9 +368,12 @@ class LossWatch:
                 series.mann_kendall(ys) <= 1.28 or \
                 _scale_shift(segment):
             return None
+        p = self._beyond_noise(ys, series.median(ys[-3:]), segment[0])
+        if p == -1.0:
+            return None
         return Finding("loss_diverging", step, {
             "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
-            "window": len(segment)})
+            "window": len(segment), "p": p})
 
     def _chance(self, step: int, loss: float) -> list[Finding]:
         """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a

@@ -1,0 +1,130 @@
+"""Loss health read from what the numbers mean (issue 23): a Megatron line that prints no loss, and (below) the
+trend, spike and flat tests measured on seeded noise. Real lines name their source; the others are built from
+the pattern with other models and numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loratui.cli import main
+from loratui.logic.text_reader import values
+
+
+def doctor(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    path = tmp_path / "pasted.txt"
+    path.write_text(text, encoding="utf-8")
+    main(["doctor", str(path), "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+# -- Megatron prints a loss only when its average is above 0 ----------------------------------------------------
+
+MEGATRON_NAN = (
+    " iteration        9/      10 | consumed samples:          108 | consumed tokens:       442368 | elapsed time per "
+    "iteration (ms): 1979.2 | learning rate: 4.219E-07 | global batch size:    12 | loss scale: 1.0 | actual seqlen:  "
+    "4096 | number of skipped iterations:   0 | number of nan iterations:   0 | samples per second: 6.063 | tokens "
+    "per gpu per second (tgs): 2069.506 | TFLOPs: 127.00 |\n")
+"""deepspeedai/Megatron-DeepSpeed#434: the NaN's only sign was the missing `lm loss`."""
+
+
+def megatron(step: int, loss: str | None, skipped: int = 0, lr: str = "1.500E-04") -> str:
+    shown = f" lm loss: {loss} |" if loss is not None else ""
+    return (f" iteration {step:8d}/  500000 | consumed samples: {step * 512:12d} | elapsed time per iteration (ms): "
+            f"1234.5 | learning rate: {lr} | global batch size:   512 |{shown} loss scale: 65536.0 | grad norm: 2.345 "
+            f"| number of skipped iterations: {skipped:3d} | number of nan iterations:   0 |\n")
+
+
+def test_a_megatron_line_without_its_loss_is_a_nan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(MEGATRON_NAN, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss" and "step 9" in items[0]["title"], items
+    assert "Megatron" in json.dumps(items[0]) and "not the learning rate" in items[0]["title"], items
+
+
+def test_megatron_losses_are_read_and_a_later_missing_one_is_the_nan(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    text = "".join(megatron(s, f"{v:.6E}") for s, v in ((100, 7.12), (200, 6.4), (300, 5.9))) + megatron(400, None)
+    assert values.loss_line(megatron(200, "6.400000E+00")) == (200, {"learning_rate": 1.5e-4, "grad_norm": 2.345,
+                                                                     "loss": 6.4})
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss" and "step 400" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "".join(megatron(s, f"{v:.6E}") for s, v in ((100, 7.12), (200, 6.4), (300, 5.9), (400, 5.5))),
+    megatron(100, "7.1E+00") + megatron(200, None, skipped=100),  # every step skipped: fp16 overflow, not this rule
+])
+def test_megatron_lines_with_their_loss_are_quiet(text: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []
+
+
+# -- the permutation test behind a rise -----------------------------------------------------------------------
+
+def test_the_rise_permutation_p_is_calibrated_on_noise() -> None:
+    """Under pure noise (any distribution: here Gaussian and a heavy-tailed one) p <= 0.05 about 5% of the time, and
+    the same 20 logs sorted rising are far beyond it."""
+    import random
+
+    from loratui.logic import series
+
+    rng = random.Random(4)
+    for draw in (lambda: rng.gauss(1.0, 0.1), lambda: 1.0 + 0.05 * rng.paretovariate(2.5)):
+        small = sum(series.rise_p([draw() for _ in range(rng.randint(6, 40))]) <= 0.05 for _ in range(400))
+        assert 6 <= small <= 40, small  # 20 expected; binomial 400 x 0.05 stays within these bounds
+    ordered = sorted(rng.gauss(1.0, 0.1) for _ in range(20))
+    assert series.rise_p(ordered) <= 0.005
+
+
+def test_a_v_of_orderly_steps_is_beyond_noise_and_its_shuffles_are_not() -> None:
+    from loratui.logic import series
+
+    v = [2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1]
+    assert series.rise_p(v) <= 0.01
+    assert series.rise_p([1.7, 2.0, 1.5, 2.1, 1.6, 1.9, 1.8]) > 0.2
+
+
+# -- a loss said to stay put, or to be zero -------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "按照教程执行操作，程序运行起来后loss一直是2.98，请问这是什么问题？\n",  # zjunlp/PromptKG#13
+    "The problem is that loss since 2nd epoch becomes huge and unchanged\n",  # xingyizhou/CenterNet#928
+    "- MTP loss starts at ~8.8 and **plateaus at ~4.0** regardless of training duration\n",  # modelscope/ms-swift#8192
+    "My training loss is stuck at 3.1 after 2000 steps.\n",
+    "The loss does not decrease at all, whatever learning rate I try.\n",
+    "训练了5个epoch，loss不下降。\n",
+    "loss始终为0.6931，准确率50%\n",
+    "The train loss stays the same from epoch 1 on.\n",
+])
+def test_a_loss_said_to_stay_put_is_flat(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "loss_flat" and "own words" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "While debugging why some users got 0 loss when fine-tuning Llama-2 on Guanaco, it seems the issue was caused by "
+    "padding tokens being appended on the left.\n",  # huggingface/trl#550
+    "After the first epoch the training loss becomes 0 and stays there.\n",
+    "训练时loss一直为0\n",
+])
+def test_a_loss_said_to_be_zero_is_zero(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "loss_zero" and "own words" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "If the loss does not decrease, lower the learning rate.\n",  # a supposition, not a report
+    "The val loss stays at 0.5 while the train loss falls.\n",  # validation: overfitting is another story
+    "The loss decreases nicely but the learning rate stays at 0 during warm-up.\n",  # another quantity
+    "loss scale stuck at 1 after 200 overflows\n",  # fp16's loss scale, not the loss
+    "The loss went from 2.3 to 0.4 in 3 epochs.\n",
+    "Loss: 0.0312\n",
+    "    if loss == 0: continue  # the loss is zero for padding-only batches\n",  # code
+    "A loss of 0.5 is fine for this task.\n",
+])
+def test_words_that_report_no_flat_or_zero_loss_are_quiet(text: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert [i["id"] for i in doctor(text, tmp_path, capsys) if i["id"] in ("loss_flat", "loss_zero")] == []
