@@ -397,3 +397,23 @@ def test_a_pasted_snapshot_with_every_gpu_nearly_idle() -> None:
 @pytest.mark.parametrize("utils", [(25, 95), (100,), (88, 91, 97)])
 def test_a_snapshot_with_a_busy_gpu_is_not_starved(utils: tuple[int, ...]) -> None:
     assert not any(item.id == "data_starved" for item in items_for(smi(*utils)))
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/walkwithfastai/walkwithfastai.github.io/issues/19 (dev)
+    "my models just running resnet50 on an image set is taking 4 hours an epoch. It used to take about 4 minutes.",
+    "Each epoch suddenly takes 50 min, yesterday it was 12 min with the same config",
+    "an iteration used to be 0.5s, now it is 3s",
+])
+def test_the_same_work_said_to_take_much_longer(line: str) -> None:
+    found = said_starved(line, after_iteration=False)
+    assert found is not None and found["said"] == "slowdown", line
+
+
+@pytest.mark.parametrize("line", [
+    "Each epoch takes 10 minutes, it used to take 9 minutes",  # a little slower is noise
+    "training takes 4 hours on 1 GPU and 1 hour on 4 GPUs",  # no before and after
+    "It used to take 4 minutes to download the model, now 40 minutes",  # not the training's work
+])
+def test_durations_that_are_not_a_slowdown(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is None, line

@@ -101,7 +101,7 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     util = _util_said(line)
     if util is not None:
         return util
-    prep = _prep_said(line)
+    prep = _prep_said(line) or _slowdown_said(line)
     if prep is not None:
         return prep
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
@@ -141,6 +141,25 @@ def _clause_low(clause: str) -> int | None:
     clause = clause[:end.start() + 3] if end else clause[:120]
     numbers = [int(n) for n in re.findall(_PCT, clause)]
     return min(numbers) if numbers else None
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|(h|s|min)\b)", re.I)
+_SECONDS = {"h": 3600, "m": 60, "s": 1}
+_WORK = re.compile(r"\b(?:epochs?|steps?|iterations?|iters?|batch(?:es)?|training|train)\b", re.I)
+_THEN = re.compile(r"\b(?:used to|previously|before|earlier|yesterday|last (?:week|time)|instead of|"
+                   r"(?:is|are|got|became|has become) (?:much |way |\d+x )?slower|suddenly|slowed)\b|以前|之前|变慢", re.I)
+SLOWER = 2.5
+"""The same work said to take 2.5 times longer than it used to (`taking 4 hours an epoch. It used to take about 4
+minutes`): the code did not change, the data's source or loader did."""
+
+
+def _slowdown_said(line: str) -> dict[str, object] | None:
+    if not _THEN.search(line) or not _WORK.search(line):
+        return None
+    durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]
+    if len(durations) < 2 or min(durations) <= 0 or max(durations) < SLOWER * min(durations):
+        return None
+    return {"said": "slowdown", "quote": line.strip()[:300]}
 
 
 def _prep_said(line: str) -> dict[str, object] | None:
@@ -489,6 +508,7 @@ _SAID_TITLE = {
     "delay": "the run pauses between batches while each step itself is quick",
     "cpu_busy": "the CPU is saturated while the GPU idles",
     "preprocessing": "preprocessing the dataset takes a long time before or between training",
+    "slowdown": "the same training takes several times longer than it used to (check where the data is read from)",
 }
 
 
