@@ -26,6 +26,7 @@ _TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|s
 _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
     r"store->get\('?\w*'?\) got error|retrieving ncclUniqueId from \[\d+\] via c10d key-value store|"
+    r"RendezvousTimeoutError|watchdog got stuck for \d+ seconds|"
     r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
     re.I)
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
@@ -108,7 +109,8 @@ class TextWatch:
             found += self._workers(line, step)
         if "%" in line and ("MiB" in line or "MB" in line):
             found += self._idle_gpu(line, step)
-        if ("time" in lowered or "store->get" in line) and any(word in lowered for word in _NCCL_WORDS):
+        if ("time" in lowered or "store->get" in line or "stuck" in lowered) and \
+                any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
             found += self._nan_said(line, step)
