@@ -417,3 +417,21 @@ def test_the_same_work_said_to_take_much_longer(line: str) -> None:
 ])
 def test_durations_that_are_not_a_slowdown(line: str) -> None:
     assert said_starved(line, after_iteration=False) is None, line
+
+
+@pytest.mark.parametrize("line", [
+    "I timed it: loading one batch takes about 2.3 s while forward+backward takes 0.2 s",
+    "the dataloader takes 40 seconds to produce the first batch of every epoch",
+    "__getitem__ costs 1.5s because every sample decodes a 4K video",
+    "数据加载耗时5秒，GPU计算只要0.1秒",
+])
+def test_the_loader_timed_in_words(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is not None, line
+
+
+@pytest.mark.parametrize("line", [
+    "loading one batch takes 0.02 s",  # no wait worth naming
+    "the dataloader does not take 2 s, it is instant",
+])
+def test_a_quick_loader_in_words(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is None, line

@@ -101,7 +101,7 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     util = _util_said(line)
     if util is not None:
         return util
-    prep = _prep_said(line) or _slowdown_said(line)
+    prep = _prep_said(line) or _slowdown_said(line) or _loader_takes(line)
     if prep is not None:
         return prep
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
@@ -151,6 +151,24 @@ _THEN = re.compile(r"\b(?:used to|previously|before|earlier|yesterday|last (?:we
 SLOWER = 2.5
 """The same work said to take 2.5 times longer than it used to (`taking 4 hours an epoch. It used to take about 4
 minutes`): the code did not change, the data's source or loader did."""
+
+
+_LOADER_TAKES = re.compile(
+    r"\b(?:data ?loader|data loading|loading (?:a |each |one |every |the next )?batch(?:es)?|__getitem__|collate_fn|"
+    r"fetching (?:a |each |one |the next )?batch|next\(iter\([^)]{0,40}\)\)|数据加载|读取数据)"
+    r"(?:[^.!?\n。！？]|(?<=\d)\.(?=\d)){0,50}?(?:takes?|took|taking|costs?|spends?|spent|needs?|耗时|需要|要)\s*"
+    r"(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
+    r"(s|secs?|seconds?|min|mins|minutes?|秒|分钟)\b", re.I)
+"""The loader timed in the user's words at a second or more (`loading one batch takes 2.3 s`, `数据加载耗时5秒`)."""
+LOADER_SAID_S = 1.0
+
+
+def _loader_takes(line: str) -> dict[str, object] | None:
+    found = _LOADER_TAKES.search(line)
+    if found is None or _DENIED.search(found.group(0)):
+        return None
+    seconds = float(found.group(1)) * (60 if found.group(2).lower().startswith("m") or found.group(2) == "分钟" else 1)
+    return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
 
 
 def _slowdown_said(line: str) -> dict[str, object] | None:
