@@ -435,3 +435,14 @@ def test_the_loader_timed_in_words(line: str) -> None:
 ])
 def test_a_quick_loader_in_words(line: str) -> None:
     assert said_starved(line, after_iteration=False) is None, line
+
+
+@pytest.mark.parametrize("text, change", [
+    ("the tokenization process is taking forever\n", "map(batched=True)"),
+    ("the images are read from an NFS mount and it is really slow\n", "local disk"),
+    ("CPU usage is 100% on all cores while the GPU sits idle\n", "cheaper to prepare"),
+    ("GPU utilization is very low, around 20%\n", "raise dataloader_num_workers"),
+])
+def test_the_change_follows_where_the_time_goes(text: str, change: str) -> None:
+    """More loader workers help a starved loader, not tokenisation done once, slow storage or a saturated CPU."""
+    assert change in items_for(text)[0].title

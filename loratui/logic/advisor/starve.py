@@ -530,40 +530,54 @@ _SAID_TITLE = {
 }
 
 
+_NOT_WORKERS = {
+    "cpu_busy": "make batches cheaper to prepare (pre-tokenise, pre-decode): with every CPU busy more workers "
+                "will not help",
+    "preprocessing": "tokenise with map(batched=True) and num_proc, once, and reuse the saved set (save_to_disk, "
+                     "LLaMA-Factory tokenized_path)",
+    "storage": "copy the data to fast local disk (or cache decoded samples) before training",
+    "slowdown": "check where the data is read from (a network or Google Drive mount throttles): copy it to local "
+                "disk, then raise the loader's workers",
+}
+"""The change when more loader workers are not it: the words say the cost is elsewhere."""
+
+
 def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     """The GPU waits for the next batch: more loader workers, cheaper batches, faster storage."""
     facts = f.facts
     key = "dataloader_num_workers" if r is not None else \
         "dataloader_num_workers (TrainingArguments) or num_workers (DataLoader)"
-    if facts["text"] == "util_samples":
-        what = (f"the GPU is {facts['mean']:.0f}% busy on average over {facts['n']} reading{'s' * (facts['n'] != 1)} "
-                f"({facts['low']}-{facts['high']}%, {facts['dips']} at or under {DIP}%)")
-        evidence = [facts["line"]]
-    elif facts["text"] == "loader_time":
-        what = f"the loader takes {facts['mean']:.3g} s per step on average over {facts['lines']} steps"
-        evidence = [facts["line"]]
-    elif facts["text"] == "rate_drop":
-        what = (f"the training bar slowed from {_pace(facts['before'])} to {_pace(facts['now'])} and stayed there "
-                f"over {facts['n']} readings")
-        evidence = [facts["line"], "the same steps got slower while nothing else in the log changed: check the "
-                    "GPU's utilisation (nvidia-smi) to confirm it waits"]
-    elif facts["text"] == "profile":
-        what = f"fetching the next batch takes {facts['share']:g}% of the profiled time"
-        evidence = [facts["line"]]
-    else:
-        what = "as the text says, " + _SAID_TITLE[str(facts["said"])]
-        evidence = [facts["quote"]]
+    what, evidence = _starve_what(facts)
+    other = _NOT_WORKERS.get(str(facts.get("said", "")))
     evidence += ["a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace",
                  "make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on "
-                 "fast local disk, pin_memory" + (", and raise the workers" if facts.get("said") != "cpu_busy"
-                                                   else "; with every CPU busy more workers will not help")]
+                 "fast local disk, pin_memory" + (", and raise the workers" if other is None else "")]
     change: dict[str, object] = {}
-    if r is not None and r.training.dataloader_num_workers < 16 and facts.get("said") != "cpu_busy":
+    if r is not None and r.training.dataloader_num_workers < 16 and other is None:
         now = r.training.dataloader_num_workers
         change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
-    title = f"The GPU waits for data ({what}): raise {key}" if facts.get("said") != "cpu_busy" else \
-        f"The GPU waits for data ({what}): make batches cheaper to prepare (pre-tokenise, pre-decode)"
+    title = f"The GPU waits for data ({what}): " + (other or f"raise {key}")
     return Advice("data_starved", INFO, title, evidence, change, f.step)
+
+
+def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:
+    """What the evidence says, in words for the title, and the lines that show it."""
+    kind = facts["text"]
+    if kind == "util_samples":
+        n = facts["n"]
+        return (f"the GPU is {facts['mean']:.0f}% busy on average over {n} reading{'s' * (n != 1)} "
+                f"({facts['low']}-{facts['high']}%, {facts['dips']} at or under {DIP}%)"), [str(facts["line"])]
+    if kind == "loader_time":
+        return f"the loader takes {facts['mean']:.3g} s per step on average over {facts['lines']} steps", \
+            [str(facts["line"])]
+    if kind == "rate_drop":
+        return (f"the training bar slowed from {_pace(float(facts['before']))} to {_pace(float(facts['now']))} and "
+                f"stayed there over {facts['n']} readings"), \
+            [str(facts["line"]), "the same steps got slower while nothing else in the log changed: check the GPU's "
+             "utilisation (nvidia-smi) to confirm it waits"]
+    if kind == "profile":
+        return f"fetching the next batch takes {facts['share']:g}% of the profiled time", [str(facts["line"])]
+    return "as the text says, " + _SAID_TITLE[str(facts["said"])], [str(facts["quote"])]
 
 
 def _pace(seconds: float) -> str:
