@@ -98,6 +98,8 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     """The user's words that say the GPU waits for data, as facts (None when the line says nothing of it)."""
     if _code(line) or _PROGRAM.search(line):
         return None
+    if _CPU_BUSY.search(line) and _GPU_IDLE.search(line):  # before the GPU's words: the CPU is the cause named
+        return {"said": "cpu_busy", "quote": line.strip()[:300]}
     util = _util_said(line)
     if util is not None:
         return util
@@ -109,8 +111,6 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)):
             return {"said": what, "quote": line.strip()[:300]}
-    if _CPU_BUSY.search(line) and _GPU_IDLE.search(line):
-        return {"said": "cpu_busy", "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
         return {"said": "delay", "quote": line.strip()[:300]}
     return None
