@@ -414,6 +414,7 @@ def test_the_same_work_said_to_take_much_longer(line: str) -> None:
     "Each epoch takes 10 minutes, it used to take 9 minutes",  # a little slower is noise
     "training takes 4 hours on 1 GPU and 1 hour on 4 GPUs",  # no before and after
     "It used to take 4 minutes to download the model, now 40 minutes",  # not the training's work
+    "Before training, tokenizing takes 2 minutes; each epoch takes 1 hour",  # two works, no slowdown
 ])
 def test_durations_that_are_not_a_slowdown(line: str) -> None:
     assert said_starved(line, after_iteration=False) is None, line

@@ -146,7 +146,7 @@ def _clause_low(clause: str) -> int | None:
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|(h|s|min)\b)", re.I)
 _SECONDS = {"h": 3600, "m": 60, "s": 1}
 _WORK = re.compile(r"\b(?:epochs?|steps?|iterations?|iters?|batch(?:es)?|training|train)\b", re.I)
-_THEN = re.compile(r"\b(?:used to|previously|before|earlier|yesterday|last (?:week|time)|instead of|"
+_THEN = re.compile(r"\b(?:used to|previously|earlier|yesterday|last (?:week|time)|instead of|"
                    r"(?:is|are|got|became|has become) (?:much |way |\d+x )?slower|suddenly|slowed)\b|以前|之前|变慢", re.I)
 SLOWER = 2.5
 """The same work said to take 2.5 times longer than it used to (`taking 4 hours an epoch. It used to take about 4
