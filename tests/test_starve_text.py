@@ -266,6 +266,8 @@ def test_the_users_words_of_an_idle_gpu(line: str) -> None:
 @pytest.mark.parametrize("line", [
     "GPU utilization is 100%, CPU 20%",  # the CPU's number, not the GPU's
     "GPU usage 98% with memory at 40%",
+    "GPU usage looks normal but the loss stays low",
+    "GPU utilization is high, throughput is low because of the long sequences",
 ])
 def test_the_gpus_number_is_its_own(line: str) -> None:
     assert said_starved(line, after_iteration=False) is None, line

@@ -43,8 +43,11 @@ _PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){
 PREP_SAID_MIN = 10
 _HELD = re.compile(r"\b(?:not?|never|isn't|aren't|wasn't|without|high|higher|full|fully|100%)\s*$", re.I)
 """A word just before the verdict that denies it (`GPU utilisation is not low`)."""
-_GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fan|disk|network)\b|显存|内存", re.I)
-"""Another quantity named between the GPU's utilisation and the verdict: that quantity is low, not the GPU's."""
+_GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fan|disk|network|loss|lr|learning "
+                        r"rate|accuracy|acc|throughput|speed|score|reward|but|while|whereas|though|although)\b|"
+                        r"显存|内存|但|而", re.I)
+"""Another quantity named between the GPU's utilisation and the verdict (that quantity is low, not the GPU's), or a
+turn of the sentence (`GPU usage looks normal but the loss stays low`)."""
 _CPU_BUSY = re.compile(r"\bCPU[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
                        r"CPU[\w\s]{0,10}(?:占满|满载|瓶颈)", re.I)
 _GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|waiting|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
