@@ -449,3 +449,17 @@ def test_a_quick_loader_in_words(line: str) -> None:
 def test_the_change_follows_where_the_time_goes(text: str, change: str) -> None:
     """More loader workers help a starved loader, not tokenisation done once, slow storage or a saturated CPU."""
     assert change in items_for(text)[0].title
+
+
+def test_megatron_timers_where_the_batch_generator_dominates() -> None:
+    line = ("time (ms) | forward-backward: 1210.52 | forward-compute: 401.33 | backward-compute: 805.10 | "
+            "batch-generator: 2950.17 | optimizer: 35.02")
+    items = items_for(line + "\n")
+    assert items[0].id == "data_starved" and "70.9%" in items[0].title
+
+
+def test_megatron_timers_one_per_line_healthy() -> None:
+    text = ("    forward-backward ...............................: (4401.77, 4402.45)\n"
+            "    batch-generator ................................: (3.10, 4.82)\n"
+            "    optimizer ......................................: (40.22, 40.31)\n")
+    assert not any(item.id == "data_starved" for item in items_for(text))

@@ -459,6 +459,30 @@ class RateWatch:
 _BREAK = re.compile(r"\b(?:eval\w*|validat\w*|sav(?:e|ing)|checkpoint)\b", re.I)
 
 
+_MEGATRON = re.compile(r"(batch-generator|forward-backward)\s*\.*\s*[:|]?\s*\(?\s*(\d+(?:\.\d+)?)")
+"""Megatron's timers (`forward-backward: 4412.28 | ... | batch-generator: 98.17`, or one per line with dots and the
+(min, max) across ranks)."""
+
+
+@dataclass
+class MegatronTimers:
+    """The batch generator's time against forward-backward's, from Megatron's timer lines."""
+
+    last: dict[str, float] = field(default_factory=dict)
+
+    def line(self, line: str) -> dict[str, object] | None:
+        for name, value in _MEGATRON.findall(line):
+            self.last[name] = float(value)
+        fetch, step = self.last.get("batch-generator"), self.last.get("forward-backward")
+        if fetch is None or step is None or step <= 0:
+            return None
+        self.last = {}
+        share = 100 * fetch / (fetch + step)
+        if share < PROFILE_SHARE:
+            return None
+        return {"text": "profile", "share": round(share, 1), "line": line.strip()[:300]}
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -471,6 +495,7 @@ class StarveText:
     loader: LoaderTimer = field(default_factory=LoaderTimer)
     table: TimingTable = field(default_factory=TimingTable)
     rate: RateWatch = field(default_factory=RateWatch)
+    megatron: MegatronTimers = field(default_factory=MegatronTimers)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _util_done: bool = False
 
@@ -504,6 +529,10 @@ class StarveText:
             slowed = self.rate.line(line)
             if slowed is not None:
                 found.append(Finding("data_starved", step, slowed))
+        if "batch-generator" in line or "forward-backward" in line:
+            timed = self.megatron.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
         if "input-bound" in line:
             bound = _INPUT_BOUND.search(line)
             if bound and float(bound.group(1)) >= PROFILE_SHARE:
