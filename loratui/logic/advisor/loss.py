@@ -40,6 +40,9 @@ class LossWatch:
         self.grads: list[float] = []  # the first grad norms
         self.lrs: list[float] = []  # the first learning rates
         self.bad_grad_streak = 0
+        self.grad_seen = False  # a finite grad norm was logged
+        self.start_nan: Finding | None = None  # a grad-norm NaN before any finite one, maybe the scaler's start
+        self.withdrawn: Finding | None = None  # the start NaN withdrawn, once the grads came back finite
         self.window: deque[tuple[int, float]] = deque(maxlen=self.WINDOW)  # recent finite losses
         self.sigma = 0.0  # the window's point-to-point noise
         self.recent: deque[float] = deque(maxlen=40)  # finite losses, for repeats
@@ -108,12 +111,29 @@ class LossWatch:
         if grad is None:
             return []
         self.bad_grad_streak = 0 if _finite(grad) else self.bad_grad_streak + 1
+        if _finite(grad):
+            self._scaler_start(loss)
+            return []
         # fp16's grad scaler skips steps with inf gradients on purpose: only a streak means trouble there.
         fp16 = self.recipe is not None and self.recipe.training.fp16
         if self.bad_grad_streak >= (3 if fp16 else 1) and not spike:
-            return [Finding("nan_loss", step, {"what": "grad_norm", "value": str(grad), "lr": self.lr,
-                                               "streak": self.bad_grad_streak, "names": names, "loss": loss})]
+            found = Finding("nan_loss", step, {"what": "grad_norm", "value": str(grad), "lr": self.lr,
+                                               "streak": self.bad_grad_streak, "names": names, "loss": loss})
+            if not self.grad_seen and loss is not None and _finite(loss) and self.bad_grad_streak <= 3:
+                self.start_nan = found  # maybe the scaler's first overflows: withdrawn if the next grads are finite
+            return [found]
         return []
+
+    def _scaler_start(self, loss: float | None) -> None:
+        """A finite grad norm. Mixed precision's loss scaler starts high (2^16) and skips the first steps whose
+        gradients overflow, so a run's first logs may show grad_norm nan or inf beside a finite loss and then
+        train normally: a NaN at the start that the next logs recover from, with the loss finite throughout, is
+        withdrawn (TableMASTER-mmocr#32: `grad_norm: nan`, then 3.98 while the loss fell 1.91 -> 0.92)."""
+        self.grad_seen = True
+        if self.start_nan is not None and loss is not None and _finite(loss):
+            self.start_nan.facts["withdrawn"] = True
+            self.withdrawn, self.changed = self.start_nan, True
+        self.start_nan = None
 
     def _eval_nan(self, step: int, values: dict[str, float | None], ctx: Context) -> list[Finding]:
         """An evaluation's loss that is not finite (fp16 overflowing in eval, a batch with no labels): a NaN
