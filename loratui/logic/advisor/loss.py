@@ -23,6 +23,8 @@ class LossWatch:
     of objectives that are not language-model losses (preference and RL trainers)."""
 
     FLAT_N, WINDOW, BLOCK = 30, 64, 16
+    FLAT_MIN = 6
+    """Logs (spanning 100 steps or more) from which a loss can be judged flat: a robust spread from fewer is noise."""
     SPIKE, SPIKE_ERROR = 5.0, 10.0
     RISE = 4 / 3  # "rising by a third"
     GRAD_SPIKE, CREEP = 5.0, 1.1
@@ -215,7 +217,7 @@ class LossWatch:
                 and self.lr != 0.0 and _at_start(self.first):
             self.flat.append((step, loss))
             span = self.flat[-1][0] - self.flat[0][0]
-            if len(self.flat) == self.FLAT_N or (len(self.flat) >= 8 and span >= 100 and not self.judged_flat):
+            if len(self.flat) == self.FLAT_N or (len(self.flat) >= self.FLAT_MIN and span >= 100 and not self.judged_flat):
                 found += self._judge_flat(step)
         return found
 
