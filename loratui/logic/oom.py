@@ -76,6 +76,8 @@ class OomReport:
     processes: tuple[tuple[int, int], ...] = ()
     """(pid, bytes) of every "Process N has X memory in use" the message lists."""
     note: str = ""
+    said: bool = False
+    """Only the person's words name the OOM (`I also met the OOM error in validation`): no message, no numbers."""
 
     @property
     def other_used(self) -> int | None:
@@ -111,6 +113,48 @@ def is_oom_line(line: str) -> bool:
     return bool(_OOM.search(line)) and not _NOT_CUDA.search(line)
 
 
+_SAID = re.compile(r"\bOOMs?\b(?![-_ ]?kill)|\bOOM(?:ed|'d|ing)\b|out[- ]of[- ](?:GPU[- ])?memory|显存(?:不足|不够|溢出|爆)|爆显存",
+                   re.I)
+_NOT_SAID = re.compile(
+    r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|fix\w*|solv\w*|resolv\w*|instead of|rather than|"
+    r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?]{0,30}$|n't\s[^.!?]{0,30}$", re.I)
+"""Words before the OOM that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it OOMs`)."""
+_HOST = re.compile(r"\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|内存", re.I)
+
+
+def said_oom(line: str) -> bool:
+    """Whether a line of prose says an out-of-memory error happened on the GPU (`It need to be dequantized so
+    immediately gives OOM`, `i also met the OOM error in validation`, `训练时显存不足`): not a negation or a
+    condition (`to avoid OOM`), not the host's memory (RAM, the OOM killer)."""
+    found = _SAID.search(line)
+    if found is None or _HOST.search(line):
+        return False
+    return _NOT_SAID.search(line, 0, found.start()) is None
+
+
+_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expandable_segments[^.!?]{0,60}\b(?:fix|solv|resolv|help|work)",
+                                     re.I)),
+           (OTHER_PROCESS, re.compile(
+               r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous)\s+(?:\w+\s+){0,2}"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?)\b|"
+               r"(?:其他|别的|其它)(?:进程|程序|用户)", re.I)))
+_CAUSE_HINT = re.compile(r"PYTORCH_CUDA_ALLOC_CONF|max_split_size_mb|See documentation", re.I)
+"""PyTorch's own advice under its message names fragmentation as a possibility, not as what happened."""
+
+
+def said_cause(line: str) -> str:
+    """The OOM's cause in the person's words (`the backend ooms because of memory fragmentation`, `another
+    process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
+    if is_oom_line(line):
+        return ""
+    for kind, words in _CAUSES:
+        found = words.search(line)
+        if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \
+                _NOT_SAID.search(line, 0, found.start()) is None:
+            return kind
+    return ""
+
+
 def parse_oom(line: str) -> OomReport | None:
     """The OOM report in one line of output, or None when the line is not a CUDA OOM."""
     if not is_oom_line(line):
@@ -124,7 +168,51 @@ def parse_oom(line: str) -> OomReport | None:
     problem = "a size beyond any GPU" if junk else _inconsistency(report)
     if problem:
         return OomReport(kind=UNKNOWN, text=report.text, gpu=report.gpu, rank=report.rank, note=problem)
-    return replace(report, kind=classify(report))
+    kind = classify(report)
+    if kind == UNKNOWN and _CONTEXT.search(line):
+        return replace(report, kind=OTHER_PROCESS, note=CONTEXT_NOTE)
+    return replace(report, kind=kind)
+
+
+_CONTEXT = re.compile(r"cuDevicePrimaryCtxRetain|cuCtxCreate|failed initializing StreamExecutor|"
+                      r"(?:creat\w*|initiali[sz]\w*|init) (?:a |the )?(?:CUDA |primary |device )*context|"
+                      r"CUDA context.{0,40}(?:creat|initiali[sz])", re.I)
+"""The driver could not create the process's CUDA context (TensorFlow's `failed call to cuDevicePrimaryCtxRetain:
+CUDA_ERROR_OUT_OF_MEMORY`): the program held no memory yet, so what filled the card is outside it."""
+CONTEXT_NOTE = "the CUDA context could not be created: the card was full before this program held any memory"
+
+
+_OPEN_OLD = re.compile(r"\(GPU \d{1,3};[^)]*$")
+_OPEN_NEW = re.compile(r"total capaci?ty of ", re.I)
+_MESSAGE_PARTS = 6
+"""A message is wrapped over a few lines at most (issue text hard-wrapped at 80-120 columns)."""
+
+
+def message_open(text: str) -> bool:
+    """Whether an OOM message stops before its numbers end: the text was wrapped (a console's width, a paste
+    hard-wrapped in an issue) and the next line goes on with it. The old format's parenthesis is not closed;
+    the new format's last sentence (what PyTorch reserved but did not allocate) has not come; or only the
+    request came."""
+    if "Tried to allocate" in text and "capaci" not in text.lower():
+        return True
+    if _OPEN_OLD.search(text):
+        return True
+    return bool(_OPEN_NEW.search(text)) and "unallocated" not in text
+
+
+def continued(text: str, line: str) -> str | None:
+    """The OOM message `text` with the wrapped `line` after it, when the line goes on with its numbers (the
+    joined message reads more of them); None when the line is something else."""
+    if len(text) > 600 * _MESSAGE_PARTS or not line.strip() or "File " in line or "Traceback" in line:
+        return None
+    spaced, glued = text.rstrip() + " " + line.strip(), text.rstrip() + line.strip()  # glued: a word cut in two
+    joined = max((spaced, glued), key=_known)
+    return joined if _known(joined) > _known(text) else None
+
+
+def _known(text: str) -> int:
+    """How many of the message's numbers a text gives."""
+    return sum(rx.search(text) is not None for rx in _FIELDS.values())
 
 
 def classify(report: OomReport) -> str:
@@ -166,9 +254,9 @@ def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:
 
 def _fragmented(report: OomReport) -> bool:
     """The cache's unused blocks are a real share of the card and could have served the request; or, for a
-    request a little larger than them (they hold 90% of it), they and the free memory together could have;
-    or the card's free memory held the request and a real share more; or the cache holds half as much unused
-    as allocated. Then expandable segments are the fix."""
+    request a little larger than them (they hold 90% of it, or they are a tenth of the card), they and the free
+    memory together could have; or the card's free memory held the request and a real share more; or the cache
+    holds half as much unused as allocated. Then expandable segments are the fix."""
     spare, total = report.reserved_unallocated, report.total
     if spare is None or total is None:
         return False
@@ -181,6 +269,11 @@ def _fragmented(report: OomReport) -> bool:
     if free >= requested + share and report.allowed is None:
         return True
     if requested > spare >= GIB and spare + free >= requested and 10 * spare >= 9 * requested:
+        return True
+    # The cache's unused blocks are a tenth of the card, beyond the slack of a full card's cache (under 5% in
+    # every full-card message seen), and with the free memory they held the request: one expandable segment
+    # could have.
+    if requested > spare >= max(GIB, total // 10) and spare + free >= requested:
         return True
     return 2 * spare >= allocated and spare >= max(GIB, share)
 

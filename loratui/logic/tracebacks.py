@@ -74,6 +74,13 @@ _LOAD_NAMES = re.compile(r"load_state_dict|from_pretrained|_load_pretrained_mode
 _TRAIN_NAMES = re.compile(r"^(?:training_step|_inner_training_loop|backward|train_batch|_exec_backward_pass|"
                           r"train_step|_do_backward|fit_loop|run_training_batch|optimizer_step)$")
 _NOT_A_PHASE = frozenset({"_maybe_log_save_evaluate"})
+_CONTEXT_LINE = re.compile(r"^\s{1,12}\d{1,6}\s(?P<code>.*)")
+"""IPython's lines around a frame's current one: `      7 # Reload model in FP16 and merge it with LoRA weights`."""
+_WRITES_OUT = re.compile(r"\bmerg(?:e|es|ed|ing)\b|merge_and_unload|merge_adapter|\bsave_\w+|\.save\(|\bexport\w*|"
+                         r"push_to_hub|gguf", re.I)
+"""Code or a comment that merges, saves or exports the model."""
+_WRITER_SCRIPT = re.compile(r"merg|export|convert|gguf", re.I)
+"""A script named for writing a model out (`merge_lora.py`, `export_model.py`, `convert_to_hf.py`)."""
 MAX_FRAMES = 64
 
 
@@ -198,6 +205,7 @@ class TraceScanner:
     _min_indent: int = 1 << 30  # the least indentation seen, the paste's margin when no header came
     _continuing: int = 0
     _since_exception: int = 0  # frames seen since the last exception (a cut-off traceback when > 0 at the end)
+    writes_out: bool = False  # the traceback's own code merges, saves or exports the model (its script's name, a cell)
 
     def line(self, raw: str) -> None:
         """Fold one line in."""
@@ -223,9 +231,14 @@ class TraceScanner:
                 Frame("<" + cell.group("path") + ">", "<cell>", raw.strip()[:300])  # type: ignore[union-attr]
             self.frames.append(seen)
             self._since_exception += 1
+            if origin(seen.path).startswith("user:") and \
+                    _WRITER_SCRIPT.search(seen.path.replace("\\", "/").rsplit("/", 1)[-1]):
+                self.writes_out = True
             self._code_next = frame is not None and frame.re is _FRAME
             return
         if self.frames and self._current_line(text):
+            return
+        if self.frames and self._context_line(text):
             return
         margin = self._header_indent if self._header_indent >= 0 else self._min_indent
         if not _MAYBE_RAISED.search(text) or indent > margin or _CHAINED.search(text):
@@ -241,8 +254,10 @@ class TraceScanner:
 
     @property
     def phase(self) -> str:
-        """The phase of the current traceback's frames so far."""
-        return phase_of(self.frames)
+        """The phase of the current traceback's frames so far. Loading a model to merge or export it (the script
+        is named for it, or the cell's code says so) is part of writing it out: that phase is the save."""
+        phase = phase_of(self.frames)
+        return "save" if phase == "load" and getattr(self, "writes_out", False) else phase
 
     @property
     def cut(self) -> bool:
@@ -272,8 +287,21 @@ class TraceScanner:
             self.frames[-1] = replace(self.frames[-1], call=call.group("name"))
         return True
 
+    def _context_line(self, text: str) -> bool:
+        """A line IPython prints around a frame's current one: in the user's cell or script, code or a comment
+        that writes the model out (the frame loads a model to merge it). True when the line was one."""
+        context = _CONTEXT_LINE.match(text) if text[:1].isspace() else None
+        if context is None:
+            return False
+        last = self.frames[-1]
+        mine = last.path.startswith("<") and last.func.startswith("<") or origin(last.path).startswith("user:")
+        if mine and _WRITES_OUT.search(context.group("code")):
+            self.writes_out = True
+        return True
+
     def _header(self, text: str) -> None:
         self.frames.clear()
+        self.writes_out = False
         self._since_exception = 0
         before = text[:_HEADER.search(text).start()]  # type: ignore[union-attr]
         notebook = _IPY_HEADER.match(text) or _IPY_TYPE.search(before)

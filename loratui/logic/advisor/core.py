@@ -30,11 +30,13 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
+from loratui.logic.advisor import bnb_text
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
 from loratui.logic.advisor.priced import memory_proposal
+from loratui.logic.advisor.phase_text import looks_like_code
 from loratui.logic.advisor.said import flat_said, rise_said
 from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advisor.watches import (
@@ -81,6 +83,8 @@ class Advisor:
         self.spoken: tuple[str, str, list[str]] | None = None  # a watched command's (dialect, config, line)
         self._items: list[Advice] | None = None
         self._stream = ""  # the output stream of the last Output event
+        self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
+        self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -273,8 +277,10 @@ class Advisor:
         if len(line) > 4000:
             line = line[:4000]
         self.trace.line(line)
-        if self.oom is not None and not self.oom_after:
-            self.oom_after = self.trace.phase
+        if self.oom is not None and self.trace.count == getattr(self, "_oom_count", self.trace.count):
+            # the traceback printed after the OOM line (a logger's message first, then its traceback) goes on
+            # until its exception: its innermost phase, not the first frame's, is where the OOM struck
+            self.oom_after = self.trace.phase or self.oom_after
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
         if "oss" in line or "OSS" in line or "损失" in line:
@@ -284,10 +290,18 @@ class Advisor:
             self.tail.append(line.strip()[:300])
             if "oss" in line:
                 self.loss_lines.append(line)
+        if getattr(self, "_oom_open", ""):  # getattr: an advisor pickled in an older events.idx
+            if self._oom_wrapped(line):
+                return
         report = oom.parse_oom(line)
         if report is not None:
             self._on_oom(report, line)
+            self._oom_open = line if oom.message_open(line) and self.oom is not None and \
+                self.oom.facts["report"] is report else ""
             return
+        if self.oom is None and ("oom" in line.lower() or "memory" in line or "显存" in line) and \
+                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
+            self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         lowered = line.lower()
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
@@ -299,17 +313,38 @@ class Advisor:
 
     def _on_oom(self, report: oom.OomReport, line: str) -> None:
         """Keep the first OOM; a later one with numbers replaces a first one without."""
-        if self.oom is not None and (self.oom.facts["report"].kind != oom.UNKNOWN or report.kind == oom.UNKNOWN):
-            return
         ctx = self.ctx
-        load = "load" if ctx.state == events.LOADING and not ctx.began else ""
         hint = "save" if _SAVE_IN_LINE.search(line) else ""
-        self.oom = Finding("oom", ctx.step, {"report": report, "phase": ctx.phase or hint or self.trace.phase,
+        phase = ctx.phase or hint or self.trace.phase
+        first = self.oom.facts["report"] if self.oom is not None else None
+        if first is not None and not first.said and (first.kind != oom.UNKNOWN or report.kind == oom.UNKNOWN):
+            if self.oom is not None and not self.oom.facts["phase"] and phase:
+                # the message again at its traceback's end (pasted above it too): the frames say where it struck
+                self.oom.facts["phase"] = phase
+                self._items = None
+            return  # the program's own message replaces the words of the person who pasted it
+        load = "load" if ctx.state == events.LOADING and not ctx.began else ""
+        self.oom = Finding("oom", ctx.step, {"report": report, "phase": phase,
                                              "load": load, "others": ctx.other_pids(),
                                              "names": dict(ctx.gpu_names)})
-        self.text.where.frozen = True  # the status the text showed when the OOM struck
+        self._oom_count = self.trace.count
+        # the status the text showed when the OOM struck (the person's words may come before the log they paste)
+        self.text.where.frozen = not report.said
         self.oom_after = ""
         self._items = None
+
+    def _oom_wrapped(self, line: str) -> bool:
+        """A line that goes on with the OOM message wrapped over it: the report is read again from the whole
+        message (its numbers and so its kind). True when the line was one."""
+        joined = oom.continued(self._oom_open, line)
+        report = oom.parse_oom(joined) if joined is not None else None
+        if report is None or self.oom is None:
+            self._oom_open = ""
+            return False
+        self.oom.facts["report"] = report
+        self._oom_open = joined if oom.message_open(joined) else ""  # type: ignore[assignment]
+        self._items = None
+        return True
 
     def oom_phase(self) -> tuple[str, list[str]]:
         """Where the OOM struck: the run's phase events, the OOM line or its traceback's frames, else what the
@@ -374,6 +409,9 @@ def _build_all(adv: Advisor) -> list[Advice]:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
+    runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
+    if runtime is not None:
+        built.append(bnb_text.runtime_advice(runtime))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
         built.append(_vram_advice(vram, adv.recipe, logits, priced))
@@ -388,6 +426,10 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
+    cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
+    if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
+        facts["report"] = replace(facts["report"], kind=cause[0])
+        evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
         built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") else a for a in built]
@@ -403,7 +445,8 @@ def _with_evidence(advice: Advice, extra: list[str]) -> Advice:
 
 def _build_one(adv: Advisor, finding: Finding) -> Advice:
     if finding.id == "nccl_timeout":
-        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines)
+        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines,
+                           (adv.text.prep_line, adv.text.prep_s))
     if finding.id == "data_starved":
         return text_starve_advice(finding, adv.recipe)
     if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
@@ -420,6 +463,8 @@ def _failure(adv: Advisor) -> list[Advice]:
     step = adv.ctx.step
     if adv.end is not None and adv.end.cause:  # the scheduler's word first: its kill's traceback is a symptom
         return [scheduler_advice(adv.end)]
+    if raised is not None and bnb_text.raised_in_setup(raised):
+        return [bnb_text.raised_advice(raised, step)]
     if raised is not None:
         return [exception_advice(raised, adv.recipe, step)]
     if adv.trace.cut:

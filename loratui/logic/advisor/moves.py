@@ -103,10 +103,10 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     if kind == oom.OTHER_PROCESS:
         built.append(_other_process_advice(report, others, f.step, evidence))
     elif kind == oom.FRAGMENTATION:
-        spare = gib(report.reserved_unallocated)
+        spare = f"{gib(report.reserved_unallocated)} reserved but unallocated; " \
+            if report.reserved_unallocated is not None else ""
         built.append(Advice("oom_fragmentation", ERROR,
-                            f"CUDA OOM from fragmentation: {spare} reserved but unallocated; set "
-                            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                            f"CUDA OOM from fragmentation: {spare}set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
                             evidence, {"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, f.step))
     elif long_sample is not None and phase not in ("eval", "save", "load"):
         built.append(_long_sample_advice(long_sample, r, evidence, f.step))
@@ -155,7 +155,7 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
         lines.append(f"this process may use only {gib(report.allowed)} (torch.cuda.set_per_process_memory_fraction): "
                      "that cap, not the card, was reached; raise the fraction or use less")
     if report.note:
-        lines.append(f"numbers ignored: {report.note}")
+        lines.append(report.note if report.note == oom.CONTEXT_NOTE else f"numbers ignored: {report.note}")
     lines.append(clip(report.text, 240))
     return lines
 
@@ -167,6 +167,9 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     named = ", ".join(f"PID {pid} ({gib(used)})" for pid, used in pids[:6])
     held = gib(sum(b for _, b in pids)) if pids else gib(report.other_used)
     title = f"CUDA OOM: other processes hold {held} of the card" + (f": {named}" if named else "")
+    if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
+        title = "CUDA OOM before this program held any memory (its CUDA context could not be created): other " \
+                "processes hold the card"
     extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
 

@@ -10,6 +10,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
+from loratui.logic import oom
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
@@ -30,9 +31,14 @@ _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\b
 _EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
 `Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
-_MEMORY_WORDS = re.compile(r"\b(?:memory|OOM|out of memory)\b|内存|显存", re.I)
+_MEMORY_WORDS = re.compile(r"\b(?:memory|OOM(?:s|ed|ing)?|out of memory)\b|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|验证|评估|评测|推理", re.I)),
+_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card)\b|内存|显存|显卡", re.I)
+"""A sentence about the GPU's memory, where the user's words about fragmentation or another process count."""
+_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|验证|评估|评测|推理|测试|"
+                                    r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
+                                    r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop)\b|"
+                                    r"\.test\(", re.I)),
                 ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint|merg(?:e|ing)|export\w*)\b|保存|合并|导出", re.I)))
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
 _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
@@ -47,6 +53,15 @@ _LETTER = re.compile(r"[A-Za-z]")
 _PLAIN_BAR = re.compile(r"\s*\d{1,3}%\s*\|[^|\n]{0,400}\|\s*\d{1,12}/(\d{1,12})\s*\[")
 _DICT_LOSS = re.compile(r"""\{\s*['"]loss['"]\s*:|[,{]\s*['"]loss['"]\s*:""")
 _NOT_TRAIN_LOSS = re.compile(r"\b(?:eval|valid|val|test)", re.I)
+
+
+_NOT_PROSE = re.compile(r"\||\d\s*(?:it/s|s/it)|^\W*(?:\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG)\b)|"
+                        r"^\s*(?:[\w.]+(?:Error|Exception|Warning)\b|Traceback)")
+
+
+def _prose_like(text: str) -> bool:
+    """A line of the person's own sentences: not a bar, a log record, or the program's exception."""
+    return _NOT_PROSE.search(text) is None and not oom.is_oom_line(text)
 
 
 def looks_like_code(line: str) -> bool:
@@ -65,6 +80,8 @@ class PhaseText:
     prose: dict[str, str] = field(default_factory=dict)  # phase -> the user's line that names it
     progress: tuple[int, str] | None = None  # (step, line) of the last progress counter
     checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
+    _sentence: str = ""  # the user's sentence so far, when a line ended without ending it
+    cause: tuple[str, str] | None = None  # (OOM kind, the line) the user's words give, for a message with no numbers
 
     def train_log(self) -> None:
         """A training log arrived: the run is back in its training steps."""
@@ -97,13 +114,36 @@ class PhaseText:
             progress = _PROGRESS.search(line)
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
+        self._prose(line)
+
+    def _prose(self, line: str) -> None:
+        """The user's words: a sentence that names memory and a phase. A sentence may run over a few lines
+        (`But during Lora merging with` / `model.save_pretrained_merged(...)` / `... immediately gives OOM`): a
+        line that does not end one carries on into the next, up to a blank line."""
+        carried, self._sentence = self._sentence, ""
+        text = line.strip()
+        if not text or "File " in line or "{" in line or looks_like_code(line):
+            return
+        prose = _prose_like(text)
+        if not prose:
+            carried = ""  # a bar, a log record or the program's message: no sentence of the person's runs on
+        elif len(carried) < 600 and not text.endswith((".", "!", "?", ":", "。", "！", "？", "：")):
+            self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
-        if len(self.prose) < 2 and ("memory" in lowered or "oom" in lowered or "存" in line) and \
-                _MEMORY_WORDS.search(line) \
-                and "File " not in line and "{" not in line:
-            for phase, words in _PROSE_PHASE:
-                if phase not in self.prose and words.search(line) and not looks_like_code(line):
-                    self.prose[phase] = line.strip()[:300]
+        whole = (carried + " " + text).strip()
+        if self.cause is None and ("fragment" in lowered or "segments" in lowered or " process" in lowered or
+                                   "其" in line or "别的" in line or "碎片" in line) and _CAUSE_CONTEXT.search(whole):
+            kind = oom.said_cause(text)
+            self.cause = (kind, text[:300]) if kind else None
+        if ("memory" in lowered or "oom" in lowered or "存" in line) and _MEMORY_WORDS.search(line):
+            sentence = text  # the line first: its own words outweigh the lines before it
+        elif carried and _MEMORY_WORDS.search(carried):
+            sentence = whole
+        else:
+            return
+        for phase, words in _PROSE_PHASE:
+            if phase not in self.prose and (words.search(sentence) or words.search(whole)):
+                self.prose[phase] = (text if words.search(text) else whole)[:300]
 
     def _status(self, line: str) -> None:
         """The phase a status line or a progress bar's description announces: the last one before a failure
