@@ -254,3 +254,40 @@ def test_seeded_healthy_descents_are_rarely_flat_or_diverging() -> None:
                 "loss": v, "learning_rate": 1e-3}) for i, v in enumerate(window)]).found
             flat, rise = flat + ("loss_flat" in found), rise + ("loss_diverging" in found)
         assert flat <= flat_most and rise <= rise_most, (noise, flat, rise)
+
+
+# -- epoch summaries that do not move ---------------------------------------------------------------------------
+
+def epochs(losses: list[str], total: int = 10000) -> str:
+    """A per-epoch tqdm bar as a pasted log keeps it, its last redraw only (the layout of maxjcohen/transformer#27)."""
+    return "".join(f"[Epoch {i + 1:3d}/15]: 100%|██████████| {total}/{total} [00:32<00:00, 306.73it/s, loss={v}, "
+                   f"val_loss={v}]\n" for i, v in enumerate(losses))
+
+
+def test_finished_epoch_bars_are_read_as_successive_epochs() -> None:
+    from loratui import events
+    from loratui.logic.text_reader import TextReader
+
+    reader = TextReader()
+    found = [e for line in epochs(["80.6", "80.5", "80.5"]).splitlines(keepends=True) for e in reader.feed(line)]
+    found += reader.close()
+    assert [(e.step, e.values["loss"]) for e in found if isinstance(e, events.Log)] == [
+        (10000, 80.6), (20000, 80.5), (30000, 80.5)]
+
+
+def test_epoch_summaries_that_do_not_move_are_flat(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """maxjcohen/transformer#27: 80.6, 80.5, 80.5 over three epochs of 10000 steps."""
+    items = doctor(epochs(["80.6", "80.5", "80.5"]) + "......\n", tmp_path, capsys)
+    assert items[0]["id"] == "loss_flat", items
+    items = doctor(epochs(["2.3026", "2.3019", "2.3031"], total=782), tmp_path, capsys)  # another run, CIFAR-10's ln 10
+    assert items[0]["id"] == "loss_flat", items
+
+
+@pytest.mark.parametrize("text", [
+    epochs(["80.6", "79.1", "77.9"]),  # 3% in two epochs: learning
+    epochs(["1.0", "1.0", "1.0"]),  # printed to 2 digits: 0.5% cannot show
+    epochs(["2.3026", "2.3019", "2.3031"], total=300),  # 900 steps: not yet whole epochs apart
+])
+def test_epoch_summaries_that_move_or_cannot_show_it_are_quiet(text: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []

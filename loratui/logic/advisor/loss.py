@@ -24,6 +24,8 @@ class LossWatch:
 
     FLAT_N, WINDOW, BLOCK = 30, 64, 16
     FLAT_MIN = 6
+    EPOCHS_SPAN = 1000
+    """Steps that three logs must span to be judged as epoch summaries (`_judge_summaries`)."""
     """Logs (spanning 100 steps or more) from which a loss can be judged flat: a robust spread from fewer is noise."""
     SPIKE, SPIKE_ERROR = 5.0, 10.0
     RISE = 4 / 3  # "rising by a third"
@@ -219,7 +221,24 @@ class LossWatch:
             span = self.flat[-1][0] - self.flat[0][0]
             if len(self.flat) == self.FLAT_N or (len(self.flat) >= self.FLAT_MIN and span >= 100 and not self.judged_flat):
                 found += self._judge_flat(step)
+            elif len(self.flat) == 3 and span >= self.EPOCHS_SPAN:
+                found += self._judge_summaries(step)
         return found
+
+    def _judge_summaries(self, step: int) -> list[Finding]:
+        """Three logs from the run's start, thousands of steps apart (epoch summaries), within 0.5% of each other,
+        printed to 3 digits or more so that 0.5% shows: a loss averaged over whole epochs that does not move at all
+        in the first epochs is not learning (maxjcohen/transformer#27: `loss=80.6`, `80.5`, `80.5`, 10000 steps
+        apart). Early epochs of a learning run fall by more than that."""
+        losses = [v for _, v in self.flat]
+        level = series.median(losses)
+        if level <= ZERO or min(_digits(v) for v in losses) < 3:
+            return []
+        if max(losses) - min(losses) > 0.005 * level:
+            return []
+        return [Finding("loss_flat", step, {
+            "kind": "unchanged", "mean": level, "spread": max(losses) - min(losses),
+            "from_step": self.flat[0][0], "to_step": self.flat[-1][0], "n": len(losses)})]
 
     def _repeats(self, step: int, loss: float) -> list[Finding]:
         """Losses printed to 4+ digits that come back exactly: the weights are not changing."""
