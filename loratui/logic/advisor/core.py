@@ -119,7 +119,7 @@ class Advisor:
 
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
-        if finding is not None and finding.id not in self.found:
+        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
             self.found[finding.id] = finding
             self._items = None
 
@@ -186,7 +186,16 @@ class Advisor:
                 finding.facts["quote"] = quote
             self._latch(finding)
         if self.loss.changed:
-            self._items = None  # a finding already latched was escalated (a rise that ended in NaN)
+            self._items = None  # a finding already latched was escalated (a rise that ended in NaN) or withdrawn
+            self._withdraw_said_nan()
+
+    def _withdraw_said_nan(self) -> None:
+        """The text's own NaN finding on the line whose grad-norm NaN the loss watch withdrew (the loss scaler's
+        first overflows): the same line read twice, once as text and once as a log."""
+        nan, withdrawn = self.found.get("nan_loss"), self.loss.withdrawn
+        if nan is not None and withdrawn is not None and nan is not withdrawn and \
+                nan.facts.get("quote") and nan.facts.get("quote") == withdrawn.facts.get("quote"):
+            nan.facts["withdrawn"] = True
 
     def _quote(self, e: events.Log) -> str:
         """The recent output line that printed this log, verbatim (evidence quotes the input).
@@ -418,6 +427,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
     for finding in adv.found.values():
+        if finding.facts.get("withdrawn"):
+            continue  # a finding later evidence explained away (the loss scaler's first overflows)
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
         if not any(a.id == finding.id for a in built):
