@@ -436,6 +436,9 @@ def _build_all(adv: Advisor) -> list[Advice]:
     runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
     if runtime is not None:
         built.append(bnb_text.runtime_advice(runtime))
+    snapshot = adv.text.starve.at_end(adv.ctx.step) if "data_starved" not in adv.found else None
+    if snapshot is not None:
+        built.append(text_starve_advice(snapshot, adv.recipe))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
         built.append(_vram_advice(vram, adv.recipe, logits, priced))
