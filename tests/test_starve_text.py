@@ -463,3 +463,55 @@ def test_megatron_timers_one_per_line_healthy() -> None:
             "    batch-generator ................................: (3.10, 4.82)\n"
             "    optimizer ......................................: (40.22, 40.31)\n")
     assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+# -- the colE/colF dev batches -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line, said", [
+    # https://github.com/NVlabs/GCVit/issues/14 (dev)
+    ("dataloader seems using only single process to handle image processing, num_workers waiting 1 process. gpu is "
+     "fast ,but the cpu is slow. why is that?", "cpu_busy"),
+    ("The GPUs are waiting, the CPU is the bottleneck (JPEG decoding)", "cpu_busy"),
+    # https://github.com/huggingface/datasets/issues/6319 (dev)
+    ("map slows down to a crawl at around 80% done, lingers maybe until 97% extremely slowly and NEVER finishes the "
+     "job. It just hangs.", "preprocessing"),
+    ("ds.map(tokenize) is stuck at 99% for hours", "preprocessing"),
+    # https://github.com/huggingface/transformers/issues/1621 (dev)
+    ("That means, BPE takes a long time. Here is a quick benchmark in my 4th gen i7 CPU:", "preprocessing"),
+    # https://github.com/PaddlePaddle/PaddleOCR/issues/3032 (dev)
+    ("你好，我用gpu跑训练，利用率最多能到19%，正常就是保持在10%，是不是代码中大部分都是调用的cpu来计算", "util"),
+])
+def test_more_words_of_starvation(line: str, said: str) -> None:
+    found = said_starved(line, after_iteration=False)
+    assert found is not None and found["said"] == said, line
+
+
+@pytest.mark.parametrize("line", [
+    "the mAP is slow to improve after epoch 20",  # the detection metric, not datasets' map
+    "CPU利用率只有20%",  # the CPU's utilisation
+    "CPU offload makes the optimizer step slow",  # the CPU runs the optimizer, it does not feed batches
+])
+def test_words_of_other_things(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is None, line
+
+
+def test_a_snapshot_of_full_cards_at_low_utilisation_says_memory_not_data() -> None:
+    """https://github.com/ray-project/ray/issues/376 (dev): every card 11283 of 11439 MiB at 14%: memory held (by
+    leftover workers), no verdict on data."""
+    row = "| N/A   59C    P0    55W / 149W |  11283MiB / 11439MiB |     14%      Default |"
+    assert not any(item.id == "data_starved" for item in items_for("\n".join([row] * 3) + "\n"))
+
+
+FEW_WORKERS = ("/venv/lib/python3.10/site-packages/pytorch_lightning/trainer/connectors/data_connector.py:224: "
+               "PossibleUserWarning: The dataloader, val_dataloader 0, does not have many workers which may be a "
+               "bottleneck. Consider increasing the value of the `num_workers` argument` (try 16 which is the number "
+               "of cpus on this machine) in the `DataLoader` init to improve performance.")
+
+
+def test_few_workers_by_the_programs_design_is_healthy() -> None:
+    """https://github.com/official-stockfish/nnue-pytorch/issues/289 (dev): the trainer's own note says its loader
+    runs with 0 workers; Lightning's warning is then by design."""
+    text = FEW_WORKERS + "\n\n num_workers has to be 0 for sparse, and 1 for dense\n"
+    assert not any(item.id == "data_starved" for item in items_for(text))
+    assert items_for(FEW_WORKERS + "\n")[0].id == "data_starved"

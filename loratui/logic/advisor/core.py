@@ -431,6 +431,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
             continue  # a finding later evidence explained away (the loss scaler's first overflows)
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
+        if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
+            continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
     runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None

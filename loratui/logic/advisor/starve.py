@@ -16,6 +16,7 @@ from loratui.recipe import Recipe
 # -- the user's words ------------------------------------------------------------------------------------
 
 _UTIL = (r"(?:(?<![A-Za-z])GPUs?|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
+         r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
 """The GPU's utilisation by name (`GPU util`, `GPU-utilization`, `GPU usage`, nvidia-smi's `Volatile GPU-Util`,
 `GPU利用率`); not its memory (`GPU memory usage` has a word between)."""
@@ -32,11 +33,14 @@ _UTIL_SAID = re.compile(
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
     r"|waits? for (?:the )?(?:data|input|loader|dataloader|next batch))", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
-_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
+_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
 _PREP_LONG = (r"(?:slow\w*|forever|ages|a long time|too long|very long|hours?|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
+_MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
+                         r"takes? forever|never finish\w*|hangs?\b|stuck)", re.I)
+"""`map slows down to a crawl at around 80% done`: the lowercase word (not mAP, the detection metric) and a crawl."""
 _PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG, re.I)
 """Preprocessing said to take long: `the tokenization process is taking forever`, `“Running tokenizer on dataset”就要等
 半小时以上`, `tokenizing 7.5K rows ... instead of 17 minutes`."""
@@ -50,6 +54,12 @@ _GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fa
 turn of the sentence (`GPU usage looks normal but the loss stays low`)."""
 _CPU_BUSY = re.compile(r"\bCPU[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
                        r"CPU[\w\s]{0,10}(?:占满|满载|瓶颈)", re.I)
+_CPU_SLOW = re.compile(r"\bCPU\b[^.!?\n]{0,20}?\b(?:is|are|seems?|being)?\s*(?:too |very |so |the )?(?:slow|bottleneck\w*|"
+                       r"(?:fully |100% )?(?:busy|saturated|maxed))\b", re.I)
+_GPU_FAST = re.compile(r"\bGPUs?\b[^.!?\n]{0,12}?\b(?:is |are )?(?:fast|quick|waiting|idle|fine)\b|"
+                       r"\b(?:data ?loader|num_workers|workers?|preprocess\w*|augment\w*|decod\w*)\b", re.I)
+"""`gpu is fast ,but the cpu is slow`: the CPU that prepares batches is the limit (a GPU word or a loader word beside
+it says the CPU is feeding training, not running it)."""
 _GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|waiting|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
                        r"GPU[\w\s]{0,10}(?:空闲|闲置)", re.I)
 _LOADER_SLOW = re.compile(
@@ -101,7 +111,8 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     """The user's words that say the GPU waits for data, as facts (None when the line says nothing of it)."""
     if _code(line) or _PROGRAM.search(line):
         return None
-    if _CPU_BUSY.search(line) and _GPU_IDLE.search(line):  # before the GPU's words: the CPU is the cause named
+    if _CPU_BUSY.search(line) and _GPU_IDLE.search(line) or _CPU_SLOW.search(line) and _GPU_FAST.search(line):
+        # before the GPU's words: the CPU is the cause named
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
     util = _util_said(line)
     if util is not None:
@@ -184,6 +195,9 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
 
 
 def _prep_said(line: str) -> dict[str, object] | None:
+    crawl = _MAP_CRAWLS.search(line)
+    if crawl and not _DENIED.search(crawl.group(0)):
+        return {"said": "preprocessing", "quote": line.strip()[:300]}
     for found in _PREP_SAID.finditer(line):
         if _HELD.search(line[:found.start()][-16:]) or _DENIED.search(found.group(0)):
             continue
@@ -210,6 +224,8 @@ DIP_SHARE = 0.25
 """Starved: busy half the time or less on average, or a quarter of the readings in a dip (the loader stalls)."""
 FEW_HIGH = 30
 """A snapshot or two (a table pasted to show it): every GPU holding a model at 30% or less."""
+FULL_SHARE = 0.95
+"""A snapshot whose every card is all but full says memory (held by this run or others), not data: no verdict."""
 
 
 @dataclass
@@ -218,6 +234,7 @@ class UtilSamples:
 
     readings: list[int] = field(default_factory=list)  # utilisation of GPUs holding memory (a model loaded)
     lines: list[str] = field(default_factory=list)  # the first rows read, to quote
+    full: int = 0  # nvidia-smi rows whose memory is all but full
     _csv: tuple[int, int] | None = None  # (utilization column, memory.used column) of a CSV header
     _dmon: int | None = None  # the `sm` column of a dmon header
 
@@ -234,7 +251,9 @@ class UtilSamples:
     def _reading(self, line: str) -> int | None:
         smi = _SMI_ROW.search(line)
         if smi:
-            return int(smi.group(3)) if int(smi.group(1)) >= 1024 else None
+            used, total = int(smi.group(1)), int(smi.group(2))
+            self.full += used >= FULL_SHARE * total
+            return int(smi.group(3)) if used >= 1024 else None
         gpustat = _GPUSTAT_ROW.search(line)
         if gpustat:
             return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
@@ -276,7 +295,7 @@ class UtilSamples:
 
     def few(self) -> dict[str, object] | None:
         """At the text's end, one to three readings (a pasted nvidia-smi table): every GPU at most 30% busy."""
-        if not 0 < len(self.readings) < READINGS or max(self.readings) > FEW_HIGH:
+        if not 0 < len(self.readings) < READINGS or max(self.readings) > FEW_HIGH or self.full >= len(self.readings):
             return None
         return self._judged()
 

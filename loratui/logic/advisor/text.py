@@ -80,6 +80,11 @@ _PREP_STATUS = re.compile(
     r"Grouping texts in chunks|Packing (?:the )?dataset|Converting format of dataset|Preprocessing (?:the )?dataset",
     re.I)
 """A dataset being tokenised or packed (a bar's description, a status line, a `map(desc=...)` in pasted code)."""
+_WORKERS_CHOSEN = re.compile(r"num_workers\W{0,3}\s*(?:has to|must|should|needs? to|is required to|can only)\s+be\s+[01]\b|"
+                             r"num_workers\W{0,3}\s*(?:=\s*)?[01]\b[^.\n]{0,30}\b(?:by design|on purpose|"
+                             r"intentional\w*|required)\b", re.I)
+"""The program's own note that its loader needs 0 or 1 worker (a custom loader, data already on the GPU): the
+Lightning/PyTorch few-workers warning is then by design, not a bottleneck."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
@@ -97,6 +102,7 @@ class TextWatch:
     nccl_ranks: set[int] = field(default_factory=set)
     prep_line: str = ""  # the dataset preprocessing the text shows (the longest bar, else a status line)
     prep_s: int = 0  # that bar's elapsed plus remaining seconds
+    workers_chosen: str = ""  # the text's note that the loader must run with 0 or 1 worker
     _many: tuple[int, str] | None = None
     _meter_data: float = 0.0  # seconds waited for data over the timer lines seen
     _meter_total: float = 0.0  # and their wall time
@@ -109,6 +115,8 @@ class TextWatch:
         self.where.line(line)
         if "worker" in line:
             found += self._workers(line, step)
+            if not self.workers_chosen and _WORKERS_CHOSEN.search(line):
+                self.workers_chosen = line.strip()[:300]
         if "%" in line and ("MiB" in line or "MB" in line):
             found += self._idle_gpu(line, step)
         if ("time" in lowered or "store->get" in line or "stuck" in lowered) and \
