@@ -515,3 +515,33 @@ def test_few_workers_by_the_programs_design_is_healthy() -> None:
     text = FEW_WORKERS + "\n\n num_workers has to be 0 for sparse, and 1 for dense\n"
     assert not any(item.id == "data_starved" for item in items_for(text))
     assert items_for(FEW_WORKERS + "\n")[0].id == "data_starved"
+
+
+HEALTHY_STARTS = [
+    # LLaMA-Factory: its dataset steps run in seconds
+    "Converting format of dataset (num_proc=16): 100%|██████████| 1000/1000 [00:00<00:00, 5832.40 examples/s]\n"
+    "Running tokenizer on dataset (num_proc=16): 100%|██████████| 1000/1000 [00:03<00:00, 301.22 examples/s]\n",
+    # axolotl and datasets
+    "Tokenizing Prompts (num_proc=8): 100%|██████████| 2000/2000 [00:05<00:00, 400.10 examples/s]\n"
+    "Generating train split: 52002 examples [00:00, 150000.00 examples/s]\n"
+    "Map: 100%|██████████| 52002/52002 [00:21<00:00, 2450.31 examples/s]\n",
+    # Lightning's bar at a steady pace
+    "".join(f"Epoch 0:  {i}%|█         | {i}/100 [00:{i // 10:02d}<00:10, 9.5{i % 10}it/s, v_num=0, train_loss=0.{90 - i}]\n"
+            for i in range(10, 60)),
+    # MMEngine's timers: the data wait is a hundredth of the step
+    "".join(f"Epoch(train) [1][{i}/735]  lr: 1.9870e-04  eta: 2:46:39  time: 2.8906  data_time: 0.0042  memory: "
+            f"10762  loss: {2.75 - i / 1000:.4f}\n" for i in range(10, 300, 10)),
+    # unsloth's banner
+    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
+    "   \\\\   /|    Num examples = 51,760 | Num Epochs = 1 | Total steps = 60\n"
+    "O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 4\n",
+    # a busy GPU in nvidia-smi during training
+    "|  0%   61C    P0   290W / 300W |  20011MiB / 23028MiB |     97%      Default |\n"
+    "|  0%   60C    P0   288W / 300W |  20011MiB / 23028MiB |     99%      Default |\n",
+]
+
+
+@pytest.mark.parametrize("text", HEALTHY_STARTS, ids=["llamafactory", "axolotl_datasets", "lightning", "mmengine",
+                                                      "unsloth", "busy_smi"])
+def test_healthy_output_of_many_tools_is_not_starved(text: str) -> None:
+    assert not any(item.id == "data_starved" for item in items_for(text))
