@@ -107,17 +107,25 @@ def _code(line: str) -> bool:
     return bool(re.match(r"\s*(?:def |class |import |from |#|>>>|\$ |[\w.\[\]'\"]+\s*[-+*/]?=\s)", line))
 
 
+_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
+_PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
+_LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取")
+
+
 def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     """The user's words that say the GPU waits for data, as facts (None when the line says nothing of it)."""
     if _code(line) or _PROGRAM.search(line):
         return None
-    if _CPU_BUSY.search(line) and _GPU_IDLE.search(line) or _CPU_SLOW.search(line) and _GPU_FAST.search(line):
+    low = line.lower()  # the cheap tests first: this runs on every line of a log
+    if "cpu" in low and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
+                         _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
         # before the GPU's words: the CPU is the cause named
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
-    util = _util_said(line)
+    util = _util_said(line) if any(w in low for w in _UTIL_WORDS) else None
     if util is not None:
         return util
-    prep = _prep_said(line) or _slowdown_said(line) or _loader_takes(line)
+    prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or _slowdown_said(line) or \
+        (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
     if prep is not None:
         return prep
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
