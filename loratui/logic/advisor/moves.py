@@ -508,8 +508,10 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     return _cuda_error_advice(f, line)
 
 
-_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)", re.I)
-_BNB_OLD = re.compile(r"requires the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
+_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|bitsandbytes is not installed", re.I)
+_BNB_NO_BUILD = re.compile(r"is not a supported wheel|satisfies the requirement bitsandbytes|"
+                           r"No matching distribution found for bitsandbytes", re.I)
+_BNB_OLD = re.compile(r"(?:requires|and) the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
                       r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)", re.I)
 _BNB_MIN = re.compile(r"bitsandbytes\s*>=\s*([\d.]*\d)", re.I)
 _BNB_VAGUE = re.compile(r"requires .{0,40}bitsandbytes.{0,40}(?:pip install|not installed|not found)", re.I)
@@ -521,6 +523,10 @@ def _bnb_advice(f: Finding, line: str) -> Advice:
     if _BNB_BROKEN.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is installed but broken (a file is missing): "
                       "pip install --force-reinstall -U bitsandbytes", [line], {}, f.step)
+    if _BNB_NO_BUILD.search(line):
+        return Advice("bnb_setup", ERROR, "pip has no bitsandbytes build for this platform or Python: check the "
+                      "Python version and OS (python -VV) against the wheels on PyPI, or build it from source",
+                      [line], {}, f.step)
     if _BNB_MISSING.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is not installed (4-bit/8-bit loading and 8-bit optimizers "
                       "need it): pip install -U bitsandbytes", [line], {}, f.step)
