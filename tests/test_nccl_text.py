@@ -38,3 +38,24 @@ def test_distributed_timeouts_of_every_layer(line: str) -> None:
 ])
 def test_timeout_settings_are_no_timeout(line: str) -> None:
     assert first_id(line + "\n") != "nccl_timeout"
+
+
+def first(text: str):
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0]
+
+
+def test_a_timeout_at_the_first_collectives_names_the_preparation() -> None:
+    """The pattern of https://github.com/stanford-futuredata/ColBERT (k-means on one rank) and Myria3D's HDF5 build
+    (dev): SeqNum=3-5 with one element, the ranks never started training together."""
+    item = first("[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800008 "
+                 "milliseconds before timing out.\n")
+    assert item.id == "nccl_timeout" and "first collectives" in item.title and "ddp_timeout" in item.title
+
+
+def test_a_timeout_deep_into_training_keeps_its_own_advice() -> None:
+    item = first("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before "
+                 "timing out.\n")
+    assert item.id == "nccl_timeout" and "first collectives" not in item.title

@@ -208,7 +208,7 @@ def test_timeout_while_a_rank_tokenises_names_the_preprocessing_first() -> None:
 
 
 def test_timeout_with_no_preprocessing_in_the_text_keeps_its_own_advice() -> None:
-    text = "{'loss': 1.234, 'learning_rate': 2e-05, 'epoch': 0.5}\n" + WATCHDOG + "\n"
+    text = "{'loss': 1.234, 'learning_rate': 2e-05, 'epoch': 0.5}\n" + WATCHDOG.replace("SeqNum=1,", "SeqNum=4521,") + "\n"
     items = items_for(text)
     assert items[0].id == "nccl_timeout" and "preprocessing" not in items[0].title
 

@@ -273,8 +273,21 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     if r is None:
         evidence.append("if one rank legitimately works alone that long (tokenizing on rank 0, a save, an eval on "
                         "rank 0), raise ddp_timeout (TrainingArguments, seconds; default 1800)")
+    seq = _SEQ.search(facts["line"])
+    if seq and int(seq.group(1)) <= FIRST_COLLECTIVES:
+        evidence.insert(1, f"SeqNum={seq.group(1)}: among the run's first collectives, before training had gone far")
+        return Advice("nccl_timeout", ERROR, f"{what} {verb}{after} at the run's first collectives: one rank was still "
+                      "preparing alone (dataset preprocessing or caching) or died starting; raise ddp_timeout "
+                      "(seconds) above that preparation, or prepare the data once before launching",
+                      evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
     return Advice("nccl_timeout", ERROR, f"{what} {verb}{after}: one rank fell behind or died",
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
+
+
+_SEQ = re.compile(r"SeqNum=(\d+)")
+FIRST_COLLECTIVES = 10
+"""A watchdog timeout at SeqNum 10 or less struck before any real training (a barrier, the first broadcast of the
+weights): the ranks never got going together, most often because one was still preparing the data alone."""
 
 
 def _prep_timeout_advice(f: Finding, what: str, evidence: list[str], prep_s: int) -> Advice:
