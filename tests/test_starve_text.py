@@ -62,6 +62,7 @@ def test_dev_threads_read_as_starved(text: str) -> None:
     "the images are read from an NFS mount and it is really slow",
     "there is a noticeable pause between batches, each step takes 0.3 s",
     "数据加载很慢，GPU一直在等",
+    "with num_workers=0 the training is very slow",
 ])
 def test_the_users_words_of_starvation(line: str) -> None:
     assert said_starved(line, after_iteration=False) is not None, line

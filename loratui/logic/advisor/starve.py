@@ -68,7 +68,9 @@ _LOADER_SLOW = re.compile(
     r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
     r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:is |by |on |in )?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
     r"pipeline|input pipeline|data reading|disk)\b|"
-    r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)", re.I)
+    r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)|"
+    r"\bnum_workers\s*[=:]\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
+    r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*[=:]\s*0\b", re.I)
 """The loader named slow or the bottleneck, in the user's words (`data loading is the bottleneck`)."""
 _STORAGE_SLOW = re.compile(
     r"\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|ages)|very long)\b[^.!?\n]{0,60}?"
