@@ -267,6 +267,7 @@ def test_the_users_words_of_an_idle_gpu(line: str) -> None:
 @pytest.mark.parametrize("line", [
     "GPU utilization is 100%, CPU 20%",  # the CPU's number, not the GPU's
     "GPU usage 98% with memory at 40%",
+    "Is it normal that GPU utilization fluctuates between 85% and 100%?",
     "GPU usage looks normal but the loss stays low",
     "GPU utilization is high, throughput is low because of the long sequences",
 ])

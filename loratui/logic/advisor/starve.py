@@ -140,6 +140,12 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     return None
 
 
+_SWING = re.compile(r"spik|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
+SWING_LOW = 70
+"""A swing whose low end the user gives above 70% is a busy GPU (`between 60% - 100%` starves, per MegEngine's
+maintainers; `between 85% and 100%` does not)."""
+
+
 def _util_said(line: str) -> dict[str, object] | None:
     """`GPU utilization is low`, `GPU util 0-30%`, `spiky GPU utilization`, `GPU利用率很低`: the utilisation low or
     swinging in the user's words; a percentage counts when it is at most half (`oscillates between 60% - 100%`
@@ -150,9 +156,12 @@ def _util_said(line: str) -> dict[str, object] | None:
             continue
         if _HELD.search(line[:found.start("low") if found.group("low") else found.start()][-20:]):
             continue
-        if found.group("low") or found.group("low2") or found.group("low3"):
+        word = found.group("low") or found.group("low2") or found.group("low3")
+        low = _clause_low(line[found.start("util") if found.group("util") else found.start():])
+        if word and _SWING.search(word) and low is not None and low > SWING_LOW:
+            continue  # `fluctuates between 85% and 100%`: busy all the time
+        if word:
             return {"said": "util", "quote": line.strip()[:300]}
-        low = _clause_low(line[found.start("util"):])
         if low is not None and low <= 50:
             return {"said": "util", "quote": line.strip()[:300], "util": low}
     return None
