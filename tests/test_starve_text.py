@@ -547,3 +547,41 @@ HEALTHY_STARTS = [
                                                       "unsloth", "busy_smi"])
 def test_healthy_output_of_many_tools_is_not_starved(text: str) -> None:
     assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+# -- the colE dev batch ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/googlecolab/colabtools/issues/1970 (dev)
+    "Pytorch Dataloader takes very very long time to load one batch on GPU (it is still slow but much faster when on "
+    "cpu)",
+    "the data loader takes forever to yield the first batch",
+    # https://github.com/fastai/fastai/issues/2203 (dev)
+    "Before training, the notebook seems to do nothing at all for over one minute, even for this little task.",
+    "it hangs for 5 minutes before each epoch starts, then the epoch itself takes 20 seconds",
+])
+def test_a_loader_that_takes_long_in_words(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is not None, line
+
+
+@pytest.mark.parametrize("line", [
+    "the dataloader does not take long, the model does",
+    "Before training, I evaluate the baseline for 2 minutes",  # work, not a stall
+])
+def test_waits_that_are_not_the_loader(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is None, line
+
+
+def test_the_loader_named_as_the_reason_of_a_slow_training() -> None:
+    """https://github.com/huggingface/transformers/issues/25593 (dev): slowness said on one line, the loader named as
+    its reason on the next."""
+    text = ("But when doing training I found that the speed was very slow, especially when I use many GPU workers .\n"
+            "I found that the reason was because HuggingFace Trainer used DispatchDataloader to read Iterable DataSet.\n")
+    items = items_for(text)
+    assert items[0].id == "data_starved" and "DispatchDataloader" in items[0].evidence[0]
+
+
+def test_the_loader_named_as_the_reason_of_an_error_is_not_starvation() -> None:
+    assert not any(item.id == "data_starved" for item in items_for(
+        "I found that the reason was a typo in my DataLoader code, fixed now\n"))

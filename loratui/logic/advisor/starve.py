@@ -66,6 +66,8 @@ _LOADER_SLOW = re.compile(
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*)\b"
     r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
     r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
+    r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|__getitem__|collate\w*)\b[^.!?\n]{0,30}?"
+    r"\b(?:takes?|taking|took|needs?)\s+(?:(?:a|very|so|too|really|extremely|quite)\s+)*(?:long|forever|ages)\b|"
     r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:is |by |on |in )?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
     r"pipeline|input pipeline|data reading|disk)\b|"
     r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)|"
@@ -109,6 +111,13 @@ def _code(line: str) -> bool:
     return bool(re.match(r"\s*(?:def |class |import |from |#|>>>|\$ |[\w.\[\]'\"]+\s*[-+*/]?=\s)", line))
 
 
+_SLOW_SAID = re.compile(r"\b(?:training|speed|it|throughput|epochs?|iterations?)\b[^.!?\n]{0,30}?\b(?:is|was|are|were|"
+                        r"becomes?|became|gets?|got)\s+(?:(?:very|so|too|really|extremely|quite|pretty)\s+)*slow\b",
+                        re.I)
+_LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0,80}?(?:[Dd]ata ?[Ll]oad\w*|"
+                            r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__)")
+"""The loader named as the reason (`the reason was because HuggingFace Trainer used DispatchDataloader to read
+Iterable DataSet`)."""
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取")
@@ -127,6 +136,7 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     if util is not None:
         return util
     prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or _slowdown_said(line) or \
+        (_stall_said(line) if "before" in low else None) or \
         (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
     if prep is not None:
         return prep
@@ -202,6 +212,22 @@ def _loader_takes(line: str) -> dict[str, object] | None:
         return None
     seconds = float(found.group(1)) * (60 if found.group(2).lower().startswith("m") or found.group(2) == "分钟" else 1)
     return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
+
+
+_STALL = re.compile(r"\b(?:do(?:es)? nothing|doing nothing|idl\w+|hang\w*|stuck|wait\w*|freez\w*|stall\w*|sits? there)\b",
+                    re.I)
+_BEFORE_TRAINING = re.compile(r"\bbefore (?:each |every |the )?(?:training|epoch|first (?:batch|step|iteration)|fit)\b|"
+                              r"\bbefore (?:the )?(?:training|first epoch) (?:starts|begins)", re.I)
+_MINUTES = re.compile(r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|ten|several|a few|a couple of|an?)\s*"
+                      r"(?:minutes?|mins?|hours?)\b|\b(?:a )?long time\b", re.I)
+
+
+def _stall_said(line: str) -> dict[str, object] | None:
+    """`Before training, the notebook seems to do nothing at all for over one minute`: a wait of minutes before
+    each training or epoch while the steps themselves then run fast (the loader starting its workers or reading)."""
+    if _BEFORE_TRAINING.search(line) and _STALL.search(line) and _MINUTES.search(line):
+        return {"said": "delay", "quote": line.strip()[:300]}
+    return None
 
 
 def _slowdown_said(line: str) -> dict[str, object] | None:
@@ -535,7 +561,22 @@ class StarveText:
     rate: RateWatch = field(default_factory=RateWatch)
     megatron: MegatronTimers = field(default_factory=MegatronTimers)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
+    _slow_said: str = ""  # the user's line that says the training is slow
+    _blamed_line: str = ""  # the user's line that names the loader as the reason
+    _blame_done: bool = False
     _util_done: bool = False
+
+    def _blamed(self, line: str, step: int) -> list[Finding]:
+        """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
+        if not self._slow_said and _SLOW_SAID.search(line) and not _DENIED.search(line):
+            self._slow_said = line.strip()[:300]
+        if not self._blamed_line and _LOADER_BLAMED.search(line) and not _code(line):
+            self._blamed_line = line.strip()[:300]
+        if self._slow_said and self._blamed_line and not self._blame_done:
+            self._blame_done = True
+            quote = self._slow_said + (" / " + self._blamed_line if self._blamed_line != self._slow_said else "")
+            return [Finding("data_starved", step, {"text": "said", "said": "loader", "quote": quote[:400]})]
+        return []
 
     def at_end(self, step: int) -> Finding | None:
         """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
@@ -580,6 +621,9 @@ class StarveText:
             opened = open_bar(line)
             if opened is not None:
                 found.append(Finding("data_starved", step, opened))
+        if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
+                                 "cause" in line):
+            found += self._blamed(line, step)
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if said is not None:
             found.append(Finding("data_starved", step, dict(said, text="said")))
