@@ -585,3 +585,14 @@ def test_the_loader_named_as_the_reason_of_a_slow_training() -> None:
 def test_the_loader_named_as_the_reason_of_an_error_is_not_starvation() -> None:
     assert not any(item.id == "data_starved" for item in items_for(
         "I found that the reason was a typo in my DataLoader code, fixed now\n"))
+
+
+def test_a_timeout_long_after_the_preprocessing_finished_is_not_blamed_on_it() -> None:
+    """Training logged its losses after the tokenizer's bar: the preprocessing was over when the timeout came."""
+    text = ("Running tokenizer on dataset (num_proc=32): 100%|██████████| 500000/500000 [12:00<00:00, 694.44 "
+            "examples/s]\n"
+            + "".join(f"{{'loss': {2.0 - i / 100:.4f}, 'learning_rate': 2e-05, 'epoch': {i / 100:.2f}}}\n"
+                      for i in range(1, 20))
+            + WATCHDOG.replace("SeqNum=1,", "SeqNum=98765,") + "\n")
+    items = items_for(text)
+    assert items[0].id == "nccl_timeout" and "preprocessing" not in items[0].title

@@ -180,6 +180,7 @@ class Advisor:
         self.ctx.step = max(self.ctx.step, e.step)
         if "loss" in e.values and not any(k.startswith("eval_") for k in e.values):
             self.text.where.train_log()
+            self.text.prep_line, self.text.prep_s = "", 0  # training went on after it: not why a later timeout came
         for finding in self.loss.log(self.ctx, e):
             quote = self._quote(e)
             if quote:
