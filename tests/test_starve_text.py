@@ -596,3 +596,18 @@ def test_a_timeout_long_after_the_preprocessing_finished_is_not_blamed_on_it() -
             + WATCHDOG.replace("SeqNum=1,", "SeqNum=98765,") + "\n")
     items = items_for(text)
     assert items[0].id == "nccl_timeout" and "preprocessing" not in items[0].title
+
+
+def test_a_slow_training_whose_user_tunes_the_loader() -> None:
+    text = "My training is very slow on 4 V100s.\nI already tried num_workers=8 and pin_memory=True.\n"
+    assert items_for(text)[0].id == "data_starved"
+
+
+def test_the_loaders_knobs_in_a_healthy_config_dump_are_not_starvation() -> None:
+    text = "dataloader_num_workers=4,\ndataloader_pin_memory=True,\n{'loss': 1.2, 'learning_rate': 2e-05, 'epoch': 0.1}\n"
+    assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+def test_utilisation_zero_without_a_percent_sign() -> None:
+    assert said_starved("the Volatile GPU-Util is always 0 while the memory is full", after_iteration=False)
+    assert said_starved("GPU usage 0.5 GB", after_iteration=False) is None

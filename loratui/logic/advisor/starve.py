@@ -23,7 +23,8 @@ _UTIL = (r"(?:(?<![A-Za-z])GPUs?|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?
 _LOW = (r"(?:very |quite |extremely |really |so |too |pretty )?(?:low|lower|poor|bad|idle|underutili[sz]ed|"
         r"under[- ]utili[sz]ed|not (?:fully )?(?:used|utili[sz]ed)|zero|spiky|spikes?|spiking|oscillat\w*|"
         r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drops? (?:to|down)|"
-        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅)")
+        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅|"
+        r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB)))")
 """What a starved GPU's utilisation does: stays low, or swings between busy and idle."""
 _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
@@ -118,6 +119,10 @@ _LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0
                             r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__)")
 """The loader named as the reason (`the reason was because HuggingFace Trainer used DispatchDataloader to read
 Iterable DataSet`)."""
+_LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persistent_workers|dataloader_num_workers|"
+                           r"preprocessing_num_workers|--workers|-j \d+)\b")
+"""The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
+but it is still slow`)."""
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取")
@@ -570,7 +575,8 @@ class StarveText:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
         if not self._slow_said and _SLOW_SAID.search(line) and not _DENIED.search(line):
             self._slow_said = line.strip()[:300]
-        if not self._blamed_line and _LOADER_BLAMED.search(line) and not _code(line):
+        if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
+                not _code(line) and not _PROGRAM.search(line):
             self._blamed_line = line.strip()[:300]
         if self._slow_said and self._blamed_line and not self._blame_done:
             self._blame_done = True
@@ -622,7 +628,7 @@ class StarveText:
             if opened is not None:
                 found.append(Finding("data_starved", step, opened))
         if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
-                                 "cause" in line):
+                                 "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
             found += self._blamed(line, step)
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if said is not None:
