@@ -573,7 +573,7 @@ class StarveText:
 
     def _blamed(self, line: str, step: int) -> list[Finding]:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
-        if not self._slow_said and _SLOW_SAID.search(line) and not _DENIED.search(line):
+        if not self._slow_said and _SLOW_SAID.search(line) and not _DENIED.search(line) and not _PROGRAM.search(line):
             self._slow_said = line.strip()[:300]
         if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
                 not _code(line) and not _PROGRAM.search(line):
