@@ -161,3 +161,15 @@ def test_messages_that_ask_for_bitsandbytes(line: str, title: str) -> None:
 ])
 def test_installing_it_is_no_failure(line: str) -> None:
     assert first_id(line + "\n") == "healthy"
+
+
+def test_a_dependency_missing_under_bitsandbytes_import_gets_its_install() -> None:
+    text = """Traceback (most recent call last):
+  File "/work/train.py", line 3, in <module>
+    import bitsandbytes as bnb
+  File "/venv/lib/python3.10/site-packages/bitsandbytes/__init__.py", line 6, in <module>
+    import scipy
+ModuleNotFoundError: No module named 'scipy'
+"""
+    item = first(text)
+    assert item is not None and item.id == "exception" and "pip install scipy" in item.title
