@@ -120,7 +120,7 @@ _LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0
 """The loader named as the reason (`the reason was because HuggingFace Trainer used DispatchDataloader to read
 Iterable DataSet`)."""
 _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persistent_workers|dataloader_num_workers|"
-                           r"preprocessing_num_workers|--workers|-j \d+)\b")
+                           r"preprocessing_num_workers|--workers)\b")
 """The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
 but it is still slow`)."""
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
