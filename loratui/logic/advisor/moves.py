@@ -9,6 +9,7 @@ from typing import Any
 from loratui.logic import oom
 from loratui.logic.fmt import clip
 from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
+from loratui.logic.advisor import cuda
 from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
 from loratui.recipe import Recipe
@@ -537,6 +538,9 @@ def _nccl_advice(f: Finding, line: str) -> Advice:
 
 
 def _cuda_error_advice(f: Finding, line: str) -> Advice:
+    setup = cuda.setup_advice(f, line)  # CUDA that cannot start: the driver, the build, the GPU
+    if setup is not None:
+        return setup
     if _NCCL.search(line):
         return _nccl_advice(f, line)
     hint = next((text for key, text in _CUDA_HINTS if key in line), "")

@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui import events
+from loratui.logic.advisor import cuda
 from loratui.logic.advisor.advice import GIB, MIB, Finding, line_for
 
 # -- the context every detector shares -----------------------------------------------------------
@@ -268,10 +269,11 @@ _SETUP = (
         r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|HIP error: (?!out of memory)|"
         r"hipError(?!OutOfMemory)[A-Z]\w+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
-        r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)", re.I)),
+        r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)|"
+        + cuda.SETUP, re.I)),
 )
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu"), "flash_attn_unavailable": ("flash",),
-               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip")}
+               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip") + cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
 """What torch prints after every CUDA error: a CUDA error on its own when no OOM came before it."""
