@@ -62,6 +62,12 @@ def test_a_driver_older_than_the_build(text: str, words: str) -> None:
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "no kernels"),
     ("RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable", "busy"),
     ("RuntimeError: CUDA error: invalid device ordinal", "CUDA_VISIBLE_DEVICES"),
+    ("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && device < "
+     "num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50", "could not start"),
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+     "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5 ncclInvalidUsage: This usually "
+     "reflects invalid usage of NCCL library. Last error: Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+     "device 1000", "same GPU"),
     ("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
      "the 'spawn' start method", "forked"),
 ])

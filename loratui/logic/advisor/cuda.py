@@ -21,21 +21,23 @@ SETUP = (
     r"no kernel image is available(?!.{0,80}\bat line \d+ in file)|"
     r"Torch not compiled with CUDA enabled|CUDA unknown error|CUDA-capable devices? (?:is|are) busy or unavailable|"
     r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|"
-    r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+    r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
+    r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected"
 )
 """CUDA that cannot start, in torch's and the driver's words (a regex alternation, no groups). Not bitsandbytes'
 own kernels missing (`Error no kernel image ... at line 237 in file ...csrc/ops.cu`): that is its setup's."""
-WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda")
+WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu")
 """Lowercase words one of the SETUP messages holds (`The NVIDIA driver on your system is too old` names no CUDA)."""
 
 _FOUND = re.compile(r"found version (\d{4,5})")
 _DRIVER = re.compile(r"driver on your system is too old|driver version is insufficient", re.I)
 _NO_DRIVER = re.compile(r"Found no NVIDIA driver|NVIDIA-SMI has failed|no CUDA GPUs are available|"
-                        r"CUDA unknown error|cudaGetDeviceCount|CUDA initialization", re.I)
+                        r"CUDA unknown error|cudaGetDeviceCount|CUDA initialization|failed lazily", re.I)
 _NO_KERNELS = re.compile(r"sm_\d+ is not compatible|no kernel image", re.I)
 _CPU_BUILD = re.compile(r"Torch not compiled with CUDA enabled", re.I)
 _BUSY = re.compile(r"busy or unavailable", re.I)
 _ORDINAL = re.compile(r"invalid device ordinal", re.I)
+_DUPLICATE = re.compile(r"Duplicate GPU detected", re.I)
 _FORKED = re.compile(r"Cannot re-initialize CUDA in forked subprocess", re.I)
 _SM = re.compile(r"sm_(\d+)")
 
@@ -85,6 +87,11 @@ def _advice_text(line: str) -> tuple[str, list[str]] | None:
         return ("CUDA error: a device index beyond the visible GPUs: check CUDA_VISIBLE_DEVICES and the device "
                 "numbers the script asks for (cuda:N, --gpus, local_rank)",
                 ["with CUDA_VISIBLE_DEVICES set, the visible GPUs are numbered from 0", check])
+    if _DUPLICATE.search(line):
+        return ("CUDA error: two ranks use the same GPU (NCCL: Duplicate GPU detected): give each rank its own "
+                "device (torch.cuda.set_device(local_rank) before init_process_group), launch no more processes than "
+                "GPUs", ["a device fixed in the script (cuda:0), or a CUDA_VISIBLE_DEVICES that lists fewer GPUs "
+                         "than --nproc_per_node, puts every rank on one card"])
     if _FORKED.search(line):
         return ("CUDA error: CUDA was used in a forked worker: keep CUDA out of the dataset and collate code, or "
                 "use the 'spawn' start method", ["CUDA cannot be initialised again in a process forked after "

@@ -269,7 +269,9 @@ _SETUP = (
         r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|HIP error: (?!out of memory)|"
         r"hipError(?!OutOfMemory)[A-Z]\w+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
-        r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)|"
+        r"Assertion `[^`]+` failed|NCCL error|cuda runtime error \(\d+\)|"
+        # a communicator aborted for a watchdog timeout is that timeout (nccl_timeout), not a CUDA fault
+        r"NCCL communicator was aborted(?!.{0,300}?(?:timed? ?out|timeout))|"
         + cuda.SETUP, re.I)),
 )
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu"), "flash_attn_unavailable": ("flash",),
