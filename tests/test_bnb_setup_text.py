@@ -73,6 +73,8 @@ def test_healthy_import_warns_then_loads_a_cuda_binary() -> None:
     "file: No such file or directory",
     "Could not find the bitsandbytes CUDA binary at WindowsPath('C:/venv/Lib/site-packages/bitsandbytes/"
     "libbitsandbytes_cuda126.dll')",
+    "ROCm Setup failed despite ROCm being available. Please run the following command to get more information:",
+    "Error: Your GPU does not support Int8 Matmul!",  # bitsandbytes 0.35's int8 kernels on a pre-Turing GPU
 ])
 def test_setup_wordings_of_every_era(line: str) -> None:
     assert first_id(line + "\n") == "bnb_setup"

@@ -128,3 +128,166 @@ def test_a_loss_said_to_be_zero_is_zero(text: str, tmp_path: Path, capsys: pytes
 def test_words_that_report_no_flat_or_zero_loss_are_quiet(text: str, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert [i["id"] for i in doctor(text, tmp_path, capsys) if i["id"] in ("loss_flat", "loss_zero")] == []
+
+
+@pytest.mark.parametrize("text", [
+    # MIC-DKFZ/nnUNet#2790: the rise as a noun
+    "While training the Primus model, I observed a sharp increase in both training loss and validation loss between "
+    "epochs 30 and 100.\n",
+    "After resuming there was a sudden spike in the training loss that never came back down.\n",
+])
+def test_a_rise_said_as_a_noun_is_divergence(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "loss_diverging" and "own words" in items[0]["title"], items
+
+
+@pytest.mark.parametrize("text", [
+    "I saw a sharp increase in validation loss after epoch 3.\n",  # validation loss: overfitting
+    "An increase in loss scale after 2000 clean steps is normal.\n",  # fp16's scaler
+    "How do I avoid an increase in the training loss when resuming?\n",
+])
+def test_a_noun_rise_of_another_loss_or_supposed_is_quiet(text: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []
+
+
+@pytest.mark.parametrize("text", [
+    # open-mmlab/mmdetection#1710
+    "But when I train the source code, I set lr=0.12 for 48 GPUs * 2 img/gpu and my loss get nan. I reduce my lr to "
+    "0.08 and 0.06, my loss still get nan.\n",
+    "After 300 steps the loss goes nan and training stops.\n",
+    "训练到第3个epoch时loss变成nan\n",
+    "用fp16训练，损失为inf\n",
+])
+def test_a_nan_said_with_other_verbs_is_nan(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss", items
+
+
+MUSUBI = ("steps: 100%|████████████████████████████████████████| 3300/3300 [2:41:46<00:00,  2.94s/it, avr_loss=nan]\n"
+          "saving checkpoint: D:/Msubi/musubi-tuner/Output/test.safetensors\n")
+"""kohya-ss/musubi-tuner#26: the run's only loss is the bar's `avr_loss`."""
+
+
+def test_an_averaged_loss_in_a_bar_is_the_loss(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(MUSUBI, tmp_path, capsys)
+    assert items[0]["id"] == "nan_loss" and "step 3300" in items[0]["title"], items
+    assert values.loss_line("epoch 3 | avg_loss: 0.8123 | lr: 1e-4") == (None, {"loss": 0.8123, "learning_rate": 1e-4})
+    assert values.loss_line("running_loss=2.5311") == (None, {"loss": 2.5311})
+
+
+def test_a_validation_average_loss_is_not_the_training_loss() -> None:
+    assert values.loss_line("val_avg_loss=nan") is None
+
+
+# -- mixed precision's loss scaler overflows at the start on purpose --------------------------------------------
+
+def mmocr(step: int, loss: str, grad: str) -> str:
+    return (f"2021-11-22 01:32:34,502 - mmocr - INFO - Epoch [1][{step}/62598]\tlr: 1.000e-03, eta: 7 days, 15:55:58, "
+            f"time: 0.705, data_time: 0.002, memory: 7239, loss_ce: 0.5921, loss: {loss}, grad_norm: {grad}\n")
+
+
+def test_a_grad_norm_nan_at_the_start_that_the_next_logs_recover_from_is_the_loss_scaler(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """JiaquanYe/TableMASTER-mmocr#32: grad_norm nan at the first log, 3.98 at the next, the loss falling."""
+    text = (" Epoch [1][100/62598]\tlr: 1.000e-03, eta: 6 days, 15:22:46, time: 0.539, data_time: 0.051, memory: 7239, "
+            "loss_ce: 1.2757, horizon_bbox_loss: 0.2828, vertical_bbox_loss: 0.3507, loss: 1.9091, grad_norm: nan\n"
+            + mmocr(200, "0.9186", "3.9772"))
+    assert doctor(text, tmp_path, capsys) == []
+
+
+@pytest.mark.parametrize("lines", [
+    [("1.9091", "nan"), ("0.9186", "nan"), ("0.9011", "nan"), ("0.8890", "nan")],  # never recovers
+    [("1.9091", "3.1"), ("0.9186", "2.9"), ("0.9011", "nan"), ("0.8890", "4.2")],  # a NaN mid-run, after finite ones
+    [("nan", "nan"), ("0.9186", "3.9772")],  # the loss itself NaN
+    [("1.9091", "nan")],  # one log, nothing after it: a NaN is what the text shows
+])
+def test_a_grad_norm_nan_that_is_not_the_scalers_start_stays(lines: list[tuple[str, str]], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    text = "".join(mmocr(100 * (i + 1), loss, grad) for i, (loss, grad) in enumerate(lines))
+    assert doctor(text, tmp_path, capsys)[0]["id"] == "nan_loss"
+
+
+# -- flat at a non-zero value over a few hundred steps ----------------------------------------------------------
+
+MONA = "".join(
+    f"2025-04-26 02:06:00,311 - mmdet - INFO - Epoch [3][{step}/12414]\tlr: 1.000e-04, eta: 1:18:47, time: 0.345, "
+    f"data_time: 0.004, memory: 5922, loss_cls: 1.1634, loss_bbox: 0.6459, loss: {loss}\n"
+    for step, loss in ((10800, 1.8092), (10850, 1.8134), (10900, 1.8302), (10950, 1.8199), (11000, 1.8253),
+                       (11050, 1.8222), (11100, 1.8162)))
+"""Leiyi-HU/mona#11: seven logs over 300 iterations within 1.2% of 1.82, no trend."""
+
+
+def test_seven_logs_flat_over_hundreds_of_steps_are_flat(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(MONA, tmp_path, capsys)
+    assert items[0]["id"] == "loss_flat", items
+
+
+def test_six_steady_logs_of_another_run_are_flat_and_a_slow_descent_is_not() -> None:
+    from loratui import events
+    from loratui.logic.advisor import Advisor
+
+    def run(losses: list[float]) -> list[str]:
+        return list(Advisor(None).feed_all([events.Log(t=float(i), step=200 + 25 * i, values={"loss": v})
+                                            for i, v in enumerate(losses)]).found)
+
+    assert run([3.412, 3.398, 3.421, 3.405, 3.417, 3.409]) == ["loss_flat"]
+    assert run([3.412, 3.398, 3.371, 3.355, 3.342, 3.320]) == []  # 3% down, a trend every log: learning
+    assert run([3.412, 3.398, 3.421, 3.405, 3.417]) == []  # five logs: too few to call
+
+
+def test_seeded_healthy_descents_are_rarely_flat_or_diverging() -> None:
+    """1000 seeded windows of 5-15 logs, 10 steps apart, descending 5-30% with 3% or 10% noise: measured 2 flat at
+    3% and 4 diverging at 10% per 1000."""
+    import random
+
+    from loratui import events
+    from loratui.logic.advisor import Advisor
+
+    for noise, flat_most, rise_most in ((0.03, 5, 3), (0.10, 3, 10)):
+        rng = random.Random(11)
+        flat = rise = 0
+        for _ in range(1000):
+            k, drop = rng.randint(5, 15), rng.uniform(0.05, 0.3)
+            window = [1.0 + drop * (1 - i / (k - 1)) + rng.gauss(0, noise) for i in range(k)]
+            found = Advisor(None).feed_all([events.Log(t=float(i), step=(i + 1) * 10, values={
+                "loss": v, "learning_rate": 1e-3}) for i, v in enumerate(window)]).found
+            flat, rise = flat + ("loss_flat" in found), rise + ("loss_diverging" in found)
+        assert flat <= flat_most and rise <= rise_most, (noise, flat, rise)
+
+
+# -- epoch summaries that do not move ---------------------------------------------------------------------------
+
+def epochs(losses: list[str], total: int = 10000) -> str:
+    """A per-epoch tqdm bar as a pasted log keeps it, its last redraw only (the layout of maxjcohen/transformer#27)."""
+    return "".join(f"[Epoch {i + 1:3d}/15]: 100%|██████████| {total}/{total} [00:32<00:00, 306.73it/s, loss={v}, "
+                   f"val_loss={v}]\n" for i, v in enumerate(losses))
+
+
+def test_finished_epoch_bars_are_read_as_successive_epochs() -> None:
+    from loratui import events
+    from loratui.logic.text_reader import TextReader
+
+    reader = TextReader()
+    found = [e for line in epochs(["80.6", "80.5", "80.5"]).splitlines(keepends=True) for e in reader.feed(line)]
+    found += reader.close()
+    assert [(e.step, e.values["loss"]) for e in found if isinstance(e, events.Log)] == [
+        (10000, 80.6), (20000, 80.5), (30000, 80.5)]
+
+
+def test_epoch_summaries_that_do_not_move_are_flat(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """maxjcohen/transformer#27: 80.6, 80.5, 80.5 over three epochs of 10000 steps."""
+    items = doctor(epochs(["80.6", "80.5", "80.5"]) + "......\n", tmp_path, capsys)
+    assert items[0]["id"] == "loss_flat", items
+    items = doctor(epochs(["2.3026", "2.3019", "2.3031"], total=782), tmp_path, capsys)  # another run, CIFAR-10's ln 10
+    assert items[0]["id"] == "loss_flat", items
+
+
+@pytest.mark.parametrize("text", [
+    epochs(["80.6", "79.1", "77.9"]),  # 3% in two epochs: learning
+    epochs(["1.0", "1.0", "1.0"]),  # printed to 2 digits: 0.5% cannot show
+    epochs(["2.3026", "2.3019", "2.3031"], total=300),  # 900 steps: not yet whole epochs apart
+])
+def test_epoch_summaries_that_move_or_cannot_show_it_are_quiet(text: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []

@@ -273,3 +273,66 @@ def test_loading_a_model_to_merge_it_is_the_save(text: str) -> None:
 ])
 def test_loading_a_model_to_train_it_is_no_save(text: str) -> None:
     assert first_id(text) == "oom_full"
+
+
+# -- the host's memory while the model is written out --------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # unsloth's merge, killed by the kernel's OOM killer (the shell prints `Killed`)
+    "Unsloth: Merging 4bit and LoRA weights to 16bit...\nUnsloth: Will use up to 5.34 out of 12.67 RAM for saving.\n"
+    " 47%|████▋     | 15/32 [00:20<00:25,  1.49s/it]\nKilled\n",
+    # peft's merge on the CPU, PyTorch 2's wording
+    "Traceback (most recent call last):\n"
+    '  File "/home/u/tools/fuse.py", line 12, in <module>\n'
+    "    model = model.merge_and_unload()\n"
+    '  File "/usr/lib/python3.10/site-packages/peft/tuners/lora/layer.py", line 400, in get_delta_weight\n'
+    "    output_tensor = transpose(weight_B @ weight_A, self.fan_in_fan_out) * self.scaling[adapter]\n"
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to "
+    "allocate 939524096 bytes.\n",
+    # PyTorch 1's wording, in the Trainer's checkpoint save
+    "Saving model checkpoint to out/checkpoint-500\n"
+    "RuntimeError: [enforce fail at CPUAllocator.cpp:64] . DefaultCPUAllocator: can't allocate memory: you tried to "
+    "allocate 2097152000 bytes. Error code 12 (Cannot allocate memory)\n",
+    # an export command, and the launcher's report of its SIGKILL
+    "$ llamafactory-cli export examples/merge_lora/qwen2_lora_sft.yaml\n"
+    "subprocess.CalledProcessError: Command '['python', 'export.py']' died with <Signals.SIGKILL: 9>.\n",
+])
+def test_the_host_running_out_of_ram_while_saving_is_the_save(text: str) -> None:
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    assert items[0].id == "oom_at_save" and "RAM" in items[0].title
+
+
+@pytest.mark.parametrize("text", [
+    # killed in training: the host's memory, but no save
+    "{'loss': 1.2, 'grad_norm': 0.4, 'learning_rate': 2e-05, 'epoch': 0.1}\n"
+    " 12%|█▏        | 120/1000 [02:00<14:40,  1.00s/it]\nKilled\n",
+    # the CPU allocator while loading data
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 630, in __next__\n'
+    "    data = self._next_data()\n"
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to "
+    "allocate 939524096 bytes.\n",
+])
+def test_the_host_running_out_of_ram_elsewhere_is_no_save(text: str) -> None:
+    assert first_id(text) != "oom_at_save"
+
+
+@pytest.mark.parametrize("before", [
+    "Unsloth: Merging 4bit and LoRA weights to 16bit...",
+    # https://github.com/hiyouga/LlamaFactory/issues/3277: exporting a model with its adapter merges it
+    "`CUDA_VISIBLE_DEVICES=0 python src/export_model.py --model_name_or_path /models/Qwen-14B-Chat "
+    "--adapter_name_or_path saves/lora/checkpoint-1000 --export_dir /models/merged`",
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.10/site-packages/peft/tuners/lora/model.py", line 784, in merge_and_unload\n'
+    "    return self._unload_and_optimize_model(",
+])
+def test_a_merge_gets_the_merge_move(before: str) -> None:
+    items, _ = diagnose_stream(io.BytesIO((before + "\n" + _MESSAGE).encode("utf-8")), "pasted")
+    assert items[0].id == "oom_at_save" and "merging" in items[0].title and "device_map='cpu'" in items[0].title
+
+
+def test_a_checkpoint_save_keeps_the_save_move() -> None:
+    items, _ = diagnose_stream(io.BytesIO(("Saving model checkpoint to out/checkpoint-500\n" + _MESSAGE).encode()),
+                               "pasted")
+    assert items[0].id == "oom_at_save" and "merging" not in items[0].title

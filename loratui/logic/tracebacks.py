@@ -205,7 +205,8 @@ class TraceScanner:
     _min_indent: int = 1 << 30  # the least indentation seen, the paste's margin when no header came
     _continuing: int = 0
     _since_exception: int = 0  # frames seen since the last exception (a cut-off traceback when > 0 at the end)
-    writes_out: bool = False  # the traceback's own code merges, saves or exports the model (its script's name, a cell)
+    writes_out: str = ""  # the words in the traceback's own code that merge, save or export the model (a script's
+    # name, a cell's code or comment), '' when none
 
     def line(self, raw: str) -> None:
         """Fold one line in."""
@@ -231,9 +232,9 @@ class TraceScanner:
                 Frame("<" + cell.group("path") + ">", "<cell>", raw.strip()[:300])  # type: ignore[union-attr]
             self.frames.append(seen)
             self._since_exception += 1
-            if origin(seen.path).startswith("user:") and \
-                    _WRITER_SCRIPT.search(seen.path.replace("\\", "/").rsplit("/", 1)[-1]):
-                self.writes_out = True
+            script = seen.path.replace("\\", "/").rsplit("/", 1)[-1]
+            if origin(seen.path).startswith("user:") and _WRITER_SCRIPT.search(script):
+                self.writes_out = script
             self._code_next = frame is not None and frame.re is _FRAME
             return
         if self.frames and self._current_line(text):
@@ -257,7 +258,7 @@ class TraceScanner:
         """The phase of the current traceback's frames so far. Loading a model to merge or export it (the script
         is named for it, or the cell's code says so) is part of writing it out: that phase is the save."""
         phase = phase_of(self.frames)
-        return "save" if phase == "load" and getattr(self, "writes_out", False) else phase
+        return "save" if phase == "load" and getattr(self, "writes_out", "") else phase
 
     @property
     def cut(self) -> bool:
@@ -296,12 +297,12 @@ class TraceScanner:
         last = self.frames[-1]
         mine = last.path.startswith("<") and last.func.startswith("<") or origin(last.path).startswith("user:")
         if mine and _WRITES_OUT.search(context.group("code")):
-            self.writes_out = True
+            self.writes_out = context.group("code").strip()[:200]
         return True
 
     def _header(self, text: str) -> None:
         self.frames.clear()
-        self.writes_out = False
+        self.writes_out = ""
         self._since_exception = 0
         before = text[:_HEADER.search(text).start()]  # type: ignore[union-attr]
         notebook = _IPY_HEADER.match(text) or _IPY_TYPE.search(before)

@@ -34,7 +34,7 @@ from loratui.logic.advisor import bnb_text, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
-from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
+from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_save_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.phase_text import looks_like_code
 from loratui.logic.advisor.said import flat_said, rise_said
@@ -85,6 +85,8 @@ class Advisor:
         self._stream = ""  # the output stream of the last Output event
         self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
         self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
+        self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
+        # step)
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -118,7 +120,7 @@ class Advisor:
 
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
-        if finding is not None and finding.id not in self.found:
+        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
             if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
                 finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
@@ -187,7 +189,16 @@ class Advisor:
                 finding.facts["quote"] = quote
             self._latch(finding)
         if self.loss.changed:
-            self._items = None  # a finding already latched was escalated (a rise that ended in NaN)
+            self._items = None  # a finding already latched was escalated (a rise that ended in NaN) or withdrawn
+            self._withdraw_said_nan()
+
+    def _withdraw_said_nan(self) -> None:
+        """The text's own NaN finding on the line whose grad-norm NaN the loss watch withdrew (the loss scaler's
+        first overflows): the same line read twice, once as text and once as a log."""
+        nan, withdrawn = self.found.get("nan_loss"), self.loss.withdrawn
+        if nan is not None and withdrawn is not None and nan is not withdrawn and \
+                nan.facts.get("quote") and nan.facts.get("quote") == withdrawn.facts.get("quote"):
+            nan.facts["withdrawn"] = True
 
     def _quote(self, e: events.Log) -> str:
         """The recent output line that printed this log, verbatim (evidence quotes the input).
@@ -275,6 +286,8 @@ class Advisor:
             # the traceback printed after the OOM line (a logger's message first, then its traceback) goes on
             # until its exception: its innermost phase, not the first frame's, is where the OOM struck
             self.oom_after = self.trace.phase or self.oom_after
+            if not self.oom.facts.get("merge") and self._merging(""):
+                self.oom.facts["merge"] = True
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
         if "got error" in line or "Rendezvous" in line:
@@ -295,6 +308,10 @@ class Advisor:
             self._oom_open = line if oom.message_open(line) and self.oom is not None and \
                 self.oom.facts["report"] is report else ""
             return
+        if self.oom is None and getattr(self, "host_oom", None) is None and _HOST_RAM.search(line):
+            phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
+            self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
+            self._items = None
         if self.oom is None and ("oom" in line.lower() or "memory" in line or "显存" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
@@ -322,12 +339,21 @@ class Advisor:
         load = "load" if ctx.state == events.LOADING and not ctx.began else ""
         self.oom = Finding("oom", ctx.step, {"report": report, "phase": phase,
                                              "load": load, "others": ctx.other_pids(),
-                                             "names": dict(ctx.gpu_names)})
+                                             "names": dict(ctx.gpu_names), "merge": self._merging(line)})
         self._oom_count = self.trace.count
         # the status the text showed when the OOM struck (the person's words may come before the log they paste)
         self.text.where.frozen = not report.said
         self.oom_after = ""
         self._items = None
+
+    def _merging(self, line: str) -> bool:
+        """Whether the OOM struck while an adapter was merged into its model: a frame's function or call, the
+        cell or script around the load, the status line before it (`Unsloth: Merging 4bit and LoRA weights`)."""
+        names = " ".join(f"{f.func} {f.call}" for f in self.trace.frames)
+        banner = self.text.where.banner_line
+        exports_adapter = "adapter" in banner and "export" in banner.lower()  # LLaMA-Factory's export merges it
+        return bool(_MERGE.search(names) or _MERGE.search(line) or _MERGE.search(banner) or exports_adapter
+                    or _MERGE.search(getattr(self.trace, "writes_out", "")))
 
     def _oom_wrapped(self, line: str) -> bool:
         """A line that goes on with the OOM message wrapped over it: the report is read again from the whole
@@ -354,6 +380,13 @@ class Advisor:
         return (phase, evidence) if phase else (facts["load"], [])
 
 
+_HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
+                       r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s+(?:with\s+)?(?:code|status)?\s*"
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill", re.I)
+"""The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
+shell's `Killed`, exit -9 or 137)."""
+_MERGE = re.compile(r"merg|dequantiz|unload", re.I)
+"""Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
 _SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
 _NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
 
@@ -399,6 +432,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
     for finding in adv.found.values():
+        if finding.facts.get("withdrawn"):
+            continue  # a finding later evidence explained away (the loss scaler's first overflows)
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
         if not any(a.id == finding.id for a in built):
@@ -406,11 +441,17 @@ def _build_all(adv: Advisor) -> list[Advice]:
     runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
     if runtime is not None:
         built.append(bnb_text.runtime_advice(runtime))
+    snapshot = adv.text.starve.at_end(adv.ctx.step) if "data_starved" not in adv.found else None
+    if snapshot is not None:
+        built.append(text_starve_advice(snapshot, adv.recipe))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
         built.append(_vram_advice(vram, adv.recipe, logits, priced))
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
         built.append(_starve_advice(adv.starve.current, adv.recipe))
+    host = getattr(adv, "host_oom", None)
+    if adv.oom is None and host is not None and host[1] == "save":
+        built.append(host_save_advice(host[0], host[2], host[3]))
     if not any(a.severity == ERROR for a in built):
         built += _failure(adv)
     return built
@@ -434,6 +475,8 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
+    if phase == "save" and not facts.get("merge"):
+        facts["merge"] = any(_MERGE.search(line) for line in evidence)
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])

@@ -34,7 +34,7 @@ _PATH = re.compile(
     r"is not a valid model identifier|Path .{1,200} not found", re.I)
 _QUOTED = re.compile(r"'([^']{1,300})'|\"([^\"]{1,300})\"|`([^`]{1,300})`")
 _TARGETS = re.compile(r"Target modules? .{0,200} not found in the base model", re.I)
-_HOST_OOM = re.compile(r"DefaultCPUAllocator: can't allocate memory|Cannot allocate memory|MemoryError", re.I)
+_HOST_OOM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|MemoryError", re.I)
 _NO_CUDA = re.compile(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|no CUDA GPUs are available", re.I)
 
 

@@ -99,7 +99,10 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
         kind = oom.OTHER_PROCESS
     evidence = _oom_evidence(report, phase, f.step)
     built = []
-    if phase in ("eval", "save"):
+    if phase == "save" and f.facts.get("merge"):
+        built.append(Advice("oom_at_save", ERROR, f"CUDA out of memory while merging the adapter into the model: "
+                            f"{MERGE_MOVE}", evidence, {}, f.step))
+    elif phase in ("eval", "save"):
         built.append(_phase_advice(phase, f.step, r, evidence, ERROR))
     if kind == oom.OTHER_PROCESS:
         built.append(_other_process_advice(report, others, f.step, evidence))
@@ -195,6 +198,22 @@ def _eval_move(r: Recipe | None) -> Move:
         return ("set eval_accumulation_steps = 1 (move eval outputs to the CPU every step)",
                 {"training.eval_accumulation_steps": 1})
     return "evaluate a smaller eval set or less often (eval batch is already 1)", {}
+
+
+MERGE_MOVE = ("merging writes the base weights out in 16-bit, dequantizing a 4-bit base first: merge on the CPU "
+              "(load the base with device_map='cpu') or on a larger card; unsloth's save_pretrained_merged takes "
+              "maximum_memory_usage=0.5")
+"""A merge needs the whole 16-bit model at once, however little training needed: the save settings do not help."""
+HOST_MERGE_MOVE = ("the host ran out of RAM (not the GPU): a merge or save holds the whole 16-bit model in RAM, about "
+                   "2 bytes per parameter: use a machine with more RAM or add swap, merge on the GPU (device_map="
+                   "'auto'), or write smaller shards (max_shard_size='2GB')")
+
+
+def host_save_advice(line: str, phase_evidence: list[str], step: int) -> Advice:
+    """The host's RAM ran out while the model was merged or saved (`DefaultCPUAllocator: can't allocate memory`,
+    the kernel's `Killed`)."""
+    return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
+                  [line] + phase_evidence, {}, step)
 
 
 def _save_move(r: Recipe | None) -> Move:

@@ -18,6 +18,8 @@ _RISE = (r"(?:explo(?:d\w*|sion)|blew up|blow(?:s|ing)? up|diverg\w*|increas\w*|
 _SAID = re.compile(
     _SUBJECT + r"(?P<gap>[^.!?\n,;:=]{0,30}?)\b" + _RISE +
     r"|\b(?:explod\w*|increasing|rising|diverging|growing)\s+(?:train(?:ing)?\s+)?loss\b(?!\s*[_ ]?scal)" +
+    r"|\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+(?:of|in)\s+(?:the\s+)?(?:both\s+)?"
+    r"(?:train(?:ing)?\s+)?loss(?:es)?\b(?!\s*[_ ]?scal)" +
     r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|会|就|还|突然|一直|不断|开始|逐渐|出现了?|的)*\s*"
     r"(?:爆炸|增大|变大|上升|升高|增加|飙升|暴增|暴涨|发散|上涨|越来越大|越来越高|不降反升|不降反增)",
     re.I)

@@ -25,6 +25,8 @@ _TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|s
 """A timeout that happened, not a setting (`TIMEOUT(ms): 1800000`, `timeout=1800`, `NCCL_IB_TIMEOUT set by`)."""
 _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
+    r"store->get\('?\w*'?\) got error|retrieving ncclUniqueId from \[\d+\] via c10d key-value store|"
+    r"RendezvousTimeoutError|watchdog got stuck for \d+ seconds|"
     r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
     re.I)
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
@@ -38,14 +40,16 @@ _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
 """The ranks' meeting point rather than a collective: a rank never arrived to set up the group."""
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
 _NAN_SAID = re.compile(
-    r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
+    r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|become|was|went|goes|got|gets?|getting|"
+    r"turn(?:s|ed)?(?: into| to)?)\s+"
     r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
     r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:tensor\(\s*)?(?:nan|[+-]?inf)\b|"
     r"\b(?:nan|inf)\s+(?:detected|found|encountered)\s+in\s+(?:the\s+)?(?:loss|gradients?|outputs?|logits)\b|"
     r"probability tensor contains either .inf., .nan. or element < 0|"
     r"\b(?:detected|found|encountered|contains?|got)\b[\w ]{0,20}?\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? "
     r"values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
-    r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]",
+    r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]|"
+    r"(?:loss|损失)\s*(?:值|函数)?\s*(?:就|会|又|也|突然|一直|都)*\s*(?:为|是|变成了?|变为|出现了?|成了?)\s*(?:nan|inf)\b",
     re.I)
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
 a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`), and the tools that watch for one:
@@ -107,7 +111,8 @@ class TextWatch:
             found += self._workers(line, step)
         if "%" in line and ("MiB" in line or "MB" in line):
             found += self._idle_gpu(line, step)
-        if "time" in lowered and any(word in lowered for word in _NCCL_WORDS):
+        if ("time" in lowered or "store->get" in line or "stuck" in lowered) and \
+                any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
             found += self._nan_said(line, step)
@@ -221,6 +226,7 @@ class TextWatch:
             timeout_ms = int(float(after.group(1)) * (1 if after.group(2).startswith("m") else 1000))
         store = fields is None and _STORE.search(line) is not None
         facts = {"line": line.strip()[:400], "op": fields.group(1) if fields else "rendezvous" if store else "",
+                 "timed_out": fields is not None or re.search(_TIMED_OUT, line, re.I) is not None,
                  "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
         return [Finding("nccl_timeout", step, facts)]
 
@@ -245,8 +251,9 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     after = f" after {facts['timeout_ms'] / 1000:g} s" if facts["timeout_ms"] else ""
     evidence = [facts["line"]]
     what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
+    verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
     if prep[0]:
-        return _prep_timeout_advice(f, what + " timed out" + after, evidence + [prep[0]] * (prep[0] != evidence[0]),
+        return _prep_timeout_advice(f, f"{what} {verb}{after}", evidence + [prep[0]] * (prep[0] != evidence[0]),
                                     prep[1])
     if lines > 1:
         evidence.append(f"{lines} watchdog lines" + (f" from {ranks} ranks" if ranks > 1 else ""))
@@ -258,7 +265,7 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     if r is None:
         evidence.append("if one rank legitimately works alone that long (tokenizing on rank 0, a save, an eval on "
                         "rank 0), raise ddp_timeout (TrainingArguments, seconds; default 1800)")
-    return Advice("nccl_timeout", ERROR, f"{what} timed out{after}: one rank fell behind or died",
+    return Advice("nccl_timeout", ERROR, f"{what} {verb}{after}: one rank fell behind or died",
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
 
 
@@ -278,7 +285,7 @@ def _prep_timeout_advice(f: Finding, what: str, evidence: list[str], prep_s: int
 def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
     """A DataLoader warning or an idle GPU in nvidia-smi: the change is the worker count."""
     facts = f.facts
-    if facts["text"] in ("said", "util_samples", "profile"):
+    if facts["text"] in ("said", "util_samples", "profile", "loader_time", "rate_drop"):
         return starve_text_advice(f, r)
     key = "dataloader_num_workers" if r is not None else "dataloader_num_workers (TrainingArguments) or " \
         "num_workers (DataLoader)"

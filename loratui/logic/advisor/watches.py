@@ -245,7 +245,7 @@ _SETUP = (
     # a build without GPU support. Not any line that names the package: a healthy CPU run's optional kernels
     # ("Failed to load CPU gemm_4bit_forward from kernels-community/quantization-bitsandbytes") are no failure.
     ("bnb_setup", re.compile(
-        r"CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
+        r"(?:CUDA|ROCm|HIP|XPU) Setup failed despite|CUDA Setup failed|does not support Int8 Matmul|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
         r"Setup Failed|Solution)|libbitsandbytes_cpu|"
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
@@ -274,7 +274,8 @@ _SETUP = (
         r"NCCL communicator was aborted(?!.{0,300}?(?:timed? ?out|timeout))|"
         + cuda.SETUP, re.I)),
 )
-SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu"), "flash_attn_unavailable": ("flash",),
+SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul"),
+               "flash_attn_unavailable": ("flash",),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip") + cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
