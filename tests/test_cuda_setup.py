@@ -61,6 +61,16 @@ def test_a_driver_older_than_the_build(text: str, words: str) -> None:
      "sm_120"),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "no kernels"),
     ("RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable", "busy"),
+    ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "busy"),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "could not start"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "could not start"),
+    ("RuntimeError: CUDA error: invalid device function", "no kernels"),
+    # ROCm: the build lacks the card's gfx target
+    ("RuntimeError: No HIP GPUs are available", "could not start"),
+    ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "gfx"),
+    ("RuntimeError: HIP error: invalid device function", "gfx"),
+    ("rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory for GPU "
+     "arch : gfx1103", "gfx"),
     ("RuntimeError: CUDA error: invalid device ordinal", "CUDA_VISIBLE_DEVICES"),
     ("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && device < "
      "num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50", "could not start"),

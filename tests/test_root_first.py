@@ -76,6 +76,11 @@ def test_a_setup_or_cuda_error_leads_the_timeout_after_it(before: list[str]) -> 
     assert found[0] != "nccl_timeout" and "nccl_timeout" in found
 
 
+def test_a_later_consequence_does_not_overtake_the_first() -> None:
+    # torch 1.x: the watchdog's line, then the communicator aborted without its reason
+    assert ids("\n".join([WATCHDOG, "RuntimeError: NCCL communicator was aborted on rank 0."]))[0] == "nccl_timeout"
+
+
 def test_a_communicator_aborted_by_the_watchdog_is_the_timeout() -> None:
     aborted = ("RuntimeError: NCCL communicator was aborted on rank 1.  Original reason for failure was: [Rank 1] "
                "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2874, OpType=ALLREDUCE, NumelIn=1, "

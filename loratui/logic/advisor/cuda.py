@@ -16,24 +16,30 @@ from loratui.logic.advisor.advice import ERROR, Advice, Finding
 
 SETUP = (
     r"driver on your system is too old|driver version is insufficient for CUDA runtime|"
-    r"CUDA initialization: (?!.{0,40}\bsucce)|cudaGetDeviceCount\(\)|Found no NVIDIA driver|no CUDA GPUs are available|"
+    r"CUDA initialization: (?!.{0,40}\bsucce)|cudaGetDeviceCount\(\)|Found no NVIDIA driver|no (?:CUDA|HIP) GPUs are available|"
+    r"CUDA driver initialization failed|Failed to initialize NVML|"
     r"CUDA capability sm_\d+ is not compatible with the current PyTorch|"
-    r"no kernel image is available(?!.{0,80}\bat line \d+ in file)|"
-    r"Torch not compiled with CUDA enabled|CUDA unknown error|CUDA-capable devices? (?:is|are) busy or unavailable|"
+    r"no kernel image is available(?!.{0,80}\bat line \d+ in file)|hipErrorNoBinaryForGpu|"
+    r"Unable to find code object for all current devices|TensileLibrary\S*\.dat|for GPU arch ?: ?gfx\w+|"
+    r"Torch not compiled with CUDA enabled|CUDA unknown error|"
+    r"CUDA-capable device(?:s|\(s\))? (?:is|are|is/are) busy or unavailable|"
     r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|"
     r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
     r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected"
 )
 """CUDA that cannot start, in torch's and the driver's words (a regex alternation, no groups). Not bitsandbytes'
 own kernels missing (`Error no kernel image ... at line 237 in file ...csrc/ops.cu`): that is its setup's."""
-WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu")
+WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu", "nvml", "hip", "code object", "gfx")
 """Lowercase words one of the SETUP messages holds (`The NVIDIA driver on your system is too old` names no CUDA)."""
 
 _FOUND = re.compile(r"found version (\d{4,5})")
 _DRIVER = re.compile(r"driver on your system is too old|driver version is insufficient", re.I)
-_NO_DRIVER = re.compile(r"Found no NVIDIA driver|NVIDIA-SMI has failed|no CUDA GPUs are available|"
+_NO_DRIVER = re.compile(r"Found no NVIDIA driver|NVIDIA-SMI has failed|no (?:CUDA|HIP) GPUs are available|NVML|"
+                        r"driver initialization failed|"
                         r"CUDA unknown error|cudaGetDeviceCount|CUDA initialization|failed lazily", re.I)
-_NO_KERNELS = re.compile(r"sm_\d+ is not compatible|no kernel image", re.I)
+_NO_KERNELS = re.compile(r"sm_\d+ is not compatible|no kernel image|NoBinaryForGpu|code object for all current devices|"
+                         r"invalid device function|TensileLibrary|GPU arch ?: ?gfx", re.I)
+_ROCM = re.compile(r"\bHIP\b|hipError|code object|gfx\d", re.I)
 _CPU_BUILD = re.compile(r"Torch not compiled with CUDA enabled", re.I)
 _BUSY = re.compile(r"busy or unavailable", re.I)
 _ORDINAL = re.compile(r"invalid device ordinal", re.I)
@@ -70,12 +76,18 @@ def _advice_text(line: str) -> tuple[str, list[str]] | None:
         return (f"CUDA error: the NVIDIA driver is older than this torch's CUDA{level}: update the driver, or "
                 f"install a torch built for {older}",
                 ["torch was built for a newer CUDA than the driver can run; no training setting changes that", check])
+    if _NO_KERNELS.search(line) and _ROCM.search(line):
+        return ("CUDA error: this ROCm build has no kernels for this GPU's gfx architecture: install a torch/ROCm "
+                "build that supports it (for a close consumer card, HSA_OVERRIDE_GFX_VERSION, e.g. 10.3.0 or 11.0.0)",
+                ["rocminfo names the card's gfx target; the build lists the ones it was compiled for", check])
     if _NO_KERNELS.search(line):
         sm = _SM.search(line)
         gpu = f" (sm_{sm.group(1)})" if sm else ""
         return (f"CUDA error: this torch build has no kernels for this GPU{gpu}: install a torch built for its CUDA "
                 "capability", ["a newer GPU needs a torch wheel for a newer CUDA (the cu12x wheels for Blackwell), "
-                               "an old one a build that still lists its sm_ version", check])
+                               "an old one a build that still lists its sm_ version", "a CUDA extension (apex, "
+                               "flash-attn, xformers, mamba) built for another GPU fails the same way: rebuild it "
+                               "here", check])
     if _CPU_BUILD.search(line):
         return ("CUDA error: this torch is a CPU-only build: install a CUDA build of torch (pytorch.org's pip "
                 "command for your CUDA)", [check])
