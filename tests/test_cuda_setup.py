@@ -65,6 +65,8 @@ def test_a_driver_older_than_the_build(text: str, words: str) -> None:
     ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "could not start"),
     ("Failed to initialize NVML: Driver/library version mismatch", "could not start"),
     ("RuntimeError: CUDA error: invalid device function", "no kernels"),
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError: Triton Error [CUDA]: invalid "
+     "device context", "CUDA error"),
     # ROCm: the build lacks the card's gfx target
     ("RuntimeError: No HIP GPUs are available", "could not start"),
     ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "gfx"),

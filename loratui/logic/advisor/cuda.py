@@ -25,7 +25,8 @@ SETUP = (
     r"CUDA-capable device(?:s|\(s\))? (?:is|are|is/are) busy or unavailable|"
     r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|"
     r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
-    r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected"
+    r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected|"
+    r"Triton Error \[(?:CUDA|HIP)\]: (?!out of memory)"
 )
 """CUDA that cannot start, in torch's and the driver's words (a regex alternation, no groups). Not bitsandbytes'
 own kernels missing (`Error no kernel image ... at line 237 in file ...csrc/ops.cu`): that is its setup's."""
