@@ -119,3 +119,27 @@ def test_the_driver_version_is_read_as_cuda() -> None:
 ])
 def test_healthy_lines_about_the_driver_are_no_error(text: str) -> None:
     assert first(text)[0] != "cuda_error"
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # bitsandbytes' int8 matmul on a GPU without int8 tensor cores, a version older than the code asks for
+    ("cuBLAS API failed with status 15", "bnb_setup"),
+    ("AttributeError: module 'bitsandbytes.nn' has no attribute 'Linear4bit'", "bnb_setup"),
+    # flash-attention kernels this GPU or dtype lacks
+    ("RuntimeError: FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800",
+     "flash_attn_unavailable"),
+    ("RuntimeError: FlashAttention only support fp16 and bf16 data type", "flash_attn_unavailable"),
+])
+def test_setup_failures_of_the_gpu_libraries(text: str, kind: str) -> None:
+    assert first(text)[0] == kind
+
+
+@pytest.mark.parametrize("text", [
+    "You are attempting to use Flash Attention 2.0 with a model not initialized on GPU. Make sure to move the model "
+    "to GPU after initializing it on CPU with `model.to('cuda')`.",
+    "WARNING: BNB_CUDA_VERSION=123 environment variable detected; loading libbitsandbytes_cuda123.so.",
+    "Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in "
+    "LlamaForCausalLM is torch.float32. You should run training or inference using Automatic Mixed-Precision",
+])
+def test_notes_of_a_working_setup_are_no_failure(text: str) -> None:
+    assert first(text)[0] == ""

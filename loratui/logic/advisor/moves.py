@@ -511,7 +511,8 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
 
 _BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)", re.I)
 _BNB_OLD = re.compile(r"requires the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
-                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)", re.I)
+                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)|"
+                      r"module '?bitsandbytes[\w.]*'? has no attribute", re.I)
 _BNB_MIN = re.compile(r"bitsandbytes\s*>=\s*([\d.]*\d)", re.I)
 _BNB_VAGUE = re.compile(r"requires .{0,40}bitsandbytes.{0,40}(?:pip install|not installed|not found)", re.I)
 _BNB_BROKEN = re.compile(r"No module named '?bitsandbytes\.", re.I)
