@@ -197,3 +197,11 @@ def test_a_setup_warning_the_run_trained_past_is_a_note(warning: list[str]) -> N
 def test_a_setup_finding_without_training_after_it_stays_an_error(lines: list[str]) -> None:
     items, _ = diagnose_stream(io.BytesIO("\n".join(lines).encode()), "pasted")
     assert items[0].severity == "error" and items[0].id == "flash_attn_unavailable"
+
+
+def test_a_cuda_fault_wrapped_by_the_watchdog_is_a_cause_of_the_timeout_after_it() -> None:
+    wrapped = ("[rank1]:[E1204 10:00:00 ProcessGroupNCCL.cpp:1515] [PG 0 Rank 1] Process group watchdog thread "
+               "terminated with exception: CUDA error: device-side assert triggered")
+    assert ids("\n".join([wrapped, WATCHDOG]))[:2] == ["cuda_error", "nccl_timeout"]
+    # a KeyError on another rank before it still leads: the first root cause wins
+    assert ids("\n".join(KEYERROR + [WATCHDOG, wrapped]))[0] == "exception"

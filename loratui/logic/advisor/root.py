@@ -29,6 +29,9 @@ PEER_GONE = re.compile(
     r"watchdog thread terminated|Watchdog caught collective operation timeout|Some NCCL operations have failed|"
     r"\bTCPStore\b.{0,200}?(?:failed|error|broken pipe)|Broken pipe", re.I)
 """What a rank says when another rank is gone or late: never the first cause when an error came before it."""
+_FAULT = re.compile(r"device-side assert|illegal memory access|CUDA error: |CUBLAS_STATUS|CUDNN_STATUS|misaligned", re.I)
+"""A CUDA fault of its own, even when the watchdog's words wrap it (`watchdog thread terminated with exception:
+CUDA error: device-side assert triggered`): a cause, not a consequence."""
 CONSEQUENCE_TYPES = WRAPPERS | frozenset({
     "DistBackendError", "DistStoreError", "DistNetworkError", "SignalException", "KeyboardInterrupt", "SystemExit"})
 """Exceptions raised because another process failed, or because the launcher ended this one."""
@@ -57,7 +60,8 @@ def is_consequence(finding: Finding) -> bool:
     """A finding that reports another rank's failure: any timeout, a cuda_error that is only a peer gone."""
     if finding.id == "nccl_timeout":
         return True
-    return finding.id == "cuda_error" and PEER_GONE.search(str(finding.facts.get("line", ""))) is not None
+    line = str(finding.facts.get("line", ""))
+    return finding.id == "cuda_error" and PEER_GONE.search(line) is not None and _FAULT.search(line) is None
 
 
 def root_exception(raised: Raised | None) -> bool:
