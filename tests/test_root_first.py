@@ -181,7 +181,9 @@ LOGS = ["{'loss': 1.9, 'learning_rate': 0.0002, 'epoch': 0.1}", "{'loss': 1.6, '
 
 
 @pytest.mark.parametrize("warning", [PHI3_WARNINGS, [BNB_WARNING],
-                                     ["[WARNING|patcher.py:92] FlashAttention2 is not installed."]])
+                                     ["[WARNING|patcher.py:92] FlashAttention2 is not installed."],
+                                     ["/opt/venv/lib/python3.10/site-packages/xformers/__init__.py:51: UserWarning: "
+                                      "Flash Attention is not available in this build"]])
 def test_a_setup_warning_the_run_trained_past_is_a_note(warning: list[str]) -> None:
     items, _ = diagnose_stream(io.BytesIO("\n".join(warning + LOGS).encode()), "pasted")
     assert [(a.severity, "trained on without it" in a.title) for a in items] == [("info", True)]
@@ -205,3 +207,16 @@ def test_a_cuda_fault_wrapped_by_the_watchdog_is_a_cause_of_the_timeout_after_it
     assert ids("\n".join([wrapped, WATCHDOG]))[:2] == ["cuda_error", "nccl_timeout"]
     # a KeyError on another rank before it still leads: the first root cause wins
     assert ids("\n".join(KEYERROR + [WATCHDOG, wrapped]))[0] == "exception"
+
+
+SDPA_NOTE = ("C:\\Users\\me\\venv\\lib\\site-packages\\transformers\\models\\llama\\modeling_llama.py:602: UserWarning: "
+             "1Torch was not compiled with flash attention. (Triggered internally at ..\\aten\\src\\ATen\\native\\"
+             "transformers\\cuda\\sdp_utils.cpp:455.)")
+
+
+@pytest.mark.parametrize("after", [[], LOGS, DATA_KEYERROR])
+def test_torchs_own_sdpa_note_is_never_a_failure(after: list[str]) -> None:
+    items, _ = diagnose_stream(io.BytesIO("\n".join([SDPA_NOTE] + after).encode()), "pasted")
+    note = next(a for a in items if a.id == "flash_attn_unavailable")
+    assert note.severity == "info" and "nothing failed" in note.title and note.change == {}
+    assert items[0].id == ("exception" if after is DATA_KEYERROR else "flash_attn_unavailable")

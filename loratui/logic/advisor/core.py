@@ -462,7 +462,7 @@ def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
     exception before a setup warning the run went on past (an OOM leads already). A setup warning the run
     trained on past, with no failure after it, is a note."""
     failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
-    noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step) if not failed else a for a in built]
+    noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
     if noted != built:
         built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
     lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if adv.oom is None else ""

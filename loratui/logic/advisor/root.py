@@ -39,7 +39,7 @@ ROOTS = ("cuda_error", "bnb_setup", "flash_attn_unavailable")
 """Findings that are a cause in themselves, when their line is not a peer's failure."""
 ORDERED = ROOTS + ("nccl_timeout",)
 """The findings that count the exceptions raised before them when they latch (`raised_before`)."""
-WARNED = re.compile(r"\bwarn(?:ing|ings)?\b|consider install|fall(?:ing)? ?back|Either upgrade or use|"
+WARNED = re.compile(r"warn(?:ing|ings)?\b|consider install|fall(?:ing)? ?back|Either upgrade or use|"
                     r"\bwill (?:be used|use)\b|\binstead\b|\bunavailable\b", re.I)
 """A setup line that says the run goes on without the library (slower, or without 8-bit), not that it stopped."""
 _RAISED_LINE = re.compile(r"^\W*(?:\[[^\]]{0,40}\]:?\s*)*(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception)\b")
@@ -112,10 +112,21 @@ _WENT_ON = {"flash_attn_unavailable": "flash-attention is not available, and the
                          "loading and 8-bit optimizers need a CUDA build (pip install -U bitsandbytes)"}
 
 
-def went_on(advice: Advice, finding: Finding | None, step: int) -> Advice:
+_SDPA_NOTE = re.compile(r"Torch was not compiled with flash attention", re.I)
+"""torch's own SDPA warning (Windows wheels): it runs its memory-efficient kernel instead, nothing failed."""
+
+
+def went_on(advice: Advice, finding: Finding | None, step: int, failed: bool) -> Advice:
     """A setup warning's advice as a note when training logged steps after it (no failure came): the run
-    works without the library."""
-    if finding is None or advice.id not in _WENT_ON or not _warning(finding) or step < finding.step + TRAINED_ON:
+    works without the library. torch's SDPA note that its build has no flash kernel is always a note."""
+    if finding is not None and advice.id == "flash_attn_unavailable" and _SDPA_NOTE.search(finding.facts["line"]):
+        return replace(advice, severity=INFO, change={},
+                       title="This torch build's scaled_dot_product_attention has no flash kernel (Windows wheels): "
+                             "it uses its memory-efficient kernel instead; nothing failed",
+                       evidence=[finding.facts["line"], "a build with it (Linux wheels) or flash-attn is faster, "
+                                 "not needed"])
+    if failed or finding is None or advice.id not in _WENT_ON or not _warning(finding) or \
+            step < finding.step + TRAINED_ON:
         return advice
     return replace(advice, severity=INFO, title=_WENT_ON[advice.id],
                    evidence=advice.evidence + [f"training went on to step {step} after it"])
