@@ -30,7 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text
+from loratui.logic.advisor import bnb_text, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -105,6 +105,7 @@ class Advisor:
         if self._items is None:
             built = _build_all(self)
             built.sort(key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+            built = _root_first(self, built)
             built = [self._in_own_words(a) for a in built]
             self._items = built
         return list(self._items)
@@ -120,6 +121,8 @@ class Advisor:
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
         if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
+            if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
+                finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
             self._items = None
 
@@ -288,6 +291,8 @@ class Advisor:
                 self.oom.facts["merge"] = True
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
+        if "got error" in line or "Rendezvous" in line:
+            self._latch(root.store_finding(line, self.ctx.step))
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
@@ -453,6 +458,20 @@ def _build_all(adv: Advisor) -> list[Advice]:
     if not any(a.severity == ERROR for a in built):
         built += _failure(adv)
     return built
+
+
+def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
+    """The earliest root cause on any rank first: before the timeouts and peer failures it caused, and an
+    exception before a setup warning the run went on past (an OOM leads already). A setup warning the run
+    trained on past, with no failure after it, is a note."""
+    failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
+    noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
+    if noted != built:
+        built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if adv.oom is None else ""
+    if lead == "exception" and not any(a.id == "exception" for a in built):
+        built += [a for a in _failure(adv) if a.id == "exception"]
+    return root.lead_with(built, lead) if lead else built
 
 
 def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:

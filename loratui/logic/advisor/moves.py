@@ -9,6 +9,7 @@ from typing import Any
 from loratui.logic import oom
 from loratui.logic.fmt import clip
 from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
+from loratui.logic.advisor import cuda
 from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
 from loratui.recipe import Recipe
@@ -512,7 +513,8 @@ _BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|bitsandbyte
 _BNB_NO_BUILD = re.compile(r"is not a supported wheel|satisfies the requirement bitsandbytes|"
                            r"No matching distribution found for bitsandbytes", re.I)
 _BNB_OLD = re.compile(r"(?:requires|and) the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
-                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)", re.I)
+                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)|"
+                      r"module '?bitsandbytes[\w.]*'? has no attribute", re.I)
 _BNB_MIN = re.compile(r"bitsandbytes\s*>=\s*([\d.]*\d)", re.I)
 _BNB_VAGUE = re.compile(r"requires .{0,40}bitsandbytes.{0,40}(?:pip install|not installed|not found)", re.I)
 _BNB_BROKEN = re.compile(r"No module named '?bitsandbytes\.", re.I)
@@ -562,6 +564,9 @@ def _nccl_advice(f: Finding, line: str) -> Advice:
 
 
 def _cuda_error_advice(f: Finding, line: str) -> Advice:
+    setup = cuda.setup_advice(f, line)  # CUDA that cannot start: the driver, the build, the GPU
+    if setup is not None:
+        return setup
     if _NCCL.search(line):
         return _nccl_advice(f, line)
     hint = next((text for key, text in _CUDA_HINTS if key in line), "")
