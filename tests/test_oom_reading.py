@@ -336,3 +336,66 @@ def test_a_checkpoint_save_keeps_the_save_move() -> None:
     items, _ = diagnose_stream(io.BytesIO(("Saving model checkpoint to out/checkpoint-500\n" + _MESSAGE).encode()),
                                "pasted")
     assert items[0].id == "oom_at_save" and "merging" not in items[0].title
+
+
+# -- more of the program's own words -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[32,512,512]"
+    " and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 "
+    "bytes.",
+])
+def test_tensorflow_and_xla_ooms_are_ooms(line: str) -> None:
+    assert oom.is_oom_line(line)
+    assert first_id(line) == "oom_full"
+
+
+@pytest.mark.parametrize("line", [
+    # TensorFlow's allocator warns and goes on
+    "W tensorflow/core/common_runtime/bfc_allocator.cc:275] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+    "2.00GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be "
+    "performance gains if more memory were available.",
+    "ResourceExhaustedError: OOM when allocating tensor with shape[1000,1000] on "
+    "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+])
+def test_tensorflow_warnings_and_host_allocations_are_no_gpu_oom(line: str) -> None:
+    assert not oom.is_oom_line(line)
+
+
+def _frame(path: str, func: str, code: str) -> str:
+    return f'  File "{path}", line 10, in {func}\n    {code}\n'
+
+
+_SITE = "/usr/lib/python3.10/site-packages/"
+
+
+@pytest.mark.parametrize("frames", [
+    # Lightning: the validation loop run from the training epoch's end, by a generic `run`
+    _frame(_SITE + "lightning/pytorch/loops/training_epoch_loop.py", "on_advance_end", "self.val_loop.run()")
+    + _frame(_SITE + "lightning/pytorch/utilities/_functions.py", "_decorator", "return loop_run(self, *a, **kw)"),
+    # mmengine's runner, its loops by name
+    _frame(_SITE + "mmengine/runner/runner.py", "train", "model = self.train_loop.run()")
+    + _frame(_SITE + "mmengine/runner/loops.py", "run", "self.runner.val_loop.run()")
+    + _frame(_SITE + "mmengine/runner/loops.py", "run", "self.run_iter(idx, data_batch)")
+    + _frame(_SITE + "mmengine/runner/loops.py", "run_iter", "outputs = self.runner.model.val_step(data_batch)"),
+    # a library's evaluation module with generic function names
+    _frame(_SITE + "detectron2/engine/defaults.py", "train", "super().train(self.start_iter, self.max_iter)")
+    + _frame(_SITE + "detectron2/evaluation/evaluator.py", "run_model", "outputs = model(inputs)"),
+    # accelerate's gather in a custom evaluation
+    _frame("/home/u/finetune.py", "main", "preds = accelerator.gather_for_metrics(logits)")
+    + _frame(_SITE + "accelerate/accelerator.py", "gather_for_metrics", "data = self.gather(input_data)"),
+])
+def test_evaluation_frames_with_generic_names(frames: str) -> None:
+    text = "Traceback (most recent call last):\n" + frames + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n"
+    assert first_id(text) == "oom_at_eval"
+
+
+def test_a_training_loop_run_by_a_generic_name_is_no_evaluation() -> None:
+    text = ("Traceback (most recent call last):\n"
+            + _frame(_SITE + "mmengine/runner/runner.py", "train", "model = self.train_loop.run()")
+            + _frame(_SITE + "mmengine/runner/loops.py", "run", "self.run_iter(data_batch)")
+            + _frame(_SITE + "mmengine/runner/loops.py", "run_iter", "outputs = self.runner.model.train_step(data)")
+            + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
+    assert first_id(text) == "oom_full"

@@ -44,10 +44,16 @@ _RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
 _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
     r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED"
-    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b", re.I)
+    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b"
+    r"|OOM when allocating tensor|RESOURCE_EXHAUSTED:? Out of memory", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
-`THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`."""
-_NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory", re.I)
+`THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
+`ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
+`RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB`."""
+_NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
+                       r"device:CPU|not a failure", re.I)
+"""Not the GPU's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate
+... The caller indicates that this is not a failure`."""
 _JUNK = -1
 _SLACK = 64 * MIB
 """Rounding slack: the message prints sizes to two decimals of their unit."""
