@@ -399,3 +399,25 @@ def test_a_training_loop_run_by_a_generic_name_is_no_evaluation() -> None:
             + _frame(_SITE + "mmengine/runner/loops.py", "run_iter", "outputs = self.runner.model.train_step(data)")
             + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
     assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I use LoRA to save memory, but training still goes OOM on a 12 GB card.", "oom_full"),
+    ("Even with gradient checkpoint enabled I get CUDA out of memory at step 1.", "oom_full"),
+    ("Saving some VRAM with 8-bit Adam did not help: still OOM.", "oom_full"),
+    ("Training is fine but pushing it to the hub runs out of memory.", "oom_at_save"),
+    ("OOM when testing the model on the held-out prompts after fine-tuning.", "oom_at_eval"),
+    # an inference script's OOM is no evaluation during training (https://github.com/Tianhao-Qi/Mask2DiT/issues/4)
+    ("I'm using the examples provided in the GitHub repository for inference, but I'm encountering out-of-memory "
+     "(OOM) issues.", "oom_full"),
+])
+def test_the_phase_words_mean_the_phase(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def test_a_metric_function_is_evaluation() -> None:
+    text = ("Traceback (most recent call last):\n"
+            + _frame("/home/u/run.py", "main", "scores = calc_bleu_metrics(model, val_prompts)")
+            + _frame("/home/u/run.py", "calc_bleu_metrics", "out = model.generate(**batch, max_new_tokens=256)")
+            + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
+    assert first_id(text) == "oom_at_eval"

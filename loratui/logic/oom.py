@@ -123,8 +123,9 @@ _SAID = re.compile(r"\bOOMs?\b(?![-_ ]?kill)|\bOOM(?:ed|'d|ing)\b|out[- ]of[- ](
                    re.I)
 _NOT_SAID = re.compile(
     r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|fix\w*|solv\w*|resolv\w*|instead of|rather than|"
-    r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?]{0,30}$|n't\s[^.!?]{0,30}$", re.I)
-"""Words before the OOM that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it OOMs`)."""
+    r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
+"""Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
+OOMs`); `did not help: still OOM` says it did."""
 _HOST = re.compile(r"\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|内存", re.I)
 
 

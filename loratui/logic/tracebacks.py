@@ -65,7 +65,7 @@ _SAVE_NAMES = re.compile(r"save|state_dict|consolidate|push_to_hub|merge_and_unl
 # (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions; the metrics
 # (compute_metrics, preprocess_logits_for_metrics) run on them at the evaluation's end.
 _EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$|"
-                         r"compute_metrics|_for_metrics|inference_on_dataset", re.I)
+                         r"metric|perplexity|bleu|rouge|inference_on_dataset", re.I)
 _EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "evaluator"})
 """Words of a function name that say evaluation (`val_epoch`, `run_test`, `_run_sanity_check`, `valid_step`),
 beside the stems `_EVAL_NAMES` finds anywhere in a name."""

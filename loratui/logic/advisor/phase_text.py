@@ -14,7 +14,7 @@ from loratui.logic import oom
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
-    r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)|merg(?:e|ing)|"
+    r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
     r"export(?:ing)?|push(?:ing)? to|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
     r"train(?:ing)?)\b", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
@@ -39,7 +39,11 @@ _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|�
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop)\b|"
                                     r"\.test\(", re.I)),
-                ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint|merg(?:e|ing)|export\w*)\b|保存|合并|导出", re.I)))
+                ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
+                                    r"(?<!gradient )(?<!activation )checkpoint|merg(?:e|ing)|export\w*|gguf|"
+                                    r"push(?:ing)? (?:it )?to (?:the )?hub)\b|保存|合并|导出", re.I)))
+"""The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
+(saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
 _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
 def _trains(line: str) -> bool:
