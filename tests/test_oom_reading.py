@@ -55,7 +55,25 @@ def test_a_tenth_of_the_card_unused_in_the_cache_is_fragmentation(line: str) -> 
 
 
 @pytest.mark.parametrize("line", [
+    # https://github.com/kaito-project/kaito/issues/976: 736.86 MiB unused in the cache, a 546 MiB request
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 546.00 MiB. GPU 0 has a total capacity of 15.77 GiB "
+    "of which 514.19 MiB is free. Process 562167 has 15.25 GiB memory in use. Of the allocated memory 13.73 GiB is "
+    "allocated by PyTorch, with 46.00 MiB allocated in private pools (e.g., CUDA Graphs), and 736.86 MiB is reserved "
+    "by PyTorch but unallocated.",
+    new_oom("300.00 MiB", "23.65 GiB", "60.00 MiB", "22.30 GiB", "800.00 MiB"),
+    old_oom("200.00 MiB", "15.90 GiB", "14.20 GiB", "30.00 MiB", "14.80 GiB"),  # 614 MiB spare
+])
+def test_a_cache_that_held_a_sizable_request_is_fragmentation(line: str) -> None:
+    """Under 5% of the card unused in the cache, but more than the request and under four times it: the block
+    that failed was a big one the cache's holes could have held."""
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == oom.FRAGMENTATION
+
+
+@pytest.mark.parametrize("line", [
     old_oom("3.00 GiB", "39.39 GiB", "35.00 GiB", "1.20 GiB", "37.00 GiB"),  # 2 GiB spare: 5% of the card
+    old_oom("40.00 MiB", "15.90 GiB", "14.20 GiB", "30.00 MiB", "14.80 GiB"),  # a tiny request: the holes are tiny
+    new_oom("200.00 MiB", "23.65 GiB", "60.00 MiB", "22.80 GiB", "300.00 MiB"),  # a small cache slack
     new_oom("9.50 GiB", "79.15 GiB", "0.50 GiB", "70.00 GiB", "8.50 GiB"),  # spare + free short of the request
     new_oom("40.00 GiB", "23.65 GiB", "12.00 GiB", "8.00 GiB", "3.00 GiB"),  # a request beyond the card
     # https://github.com/lxe/simple-llm-finetuner/issues/46: a full T4

@@ -271,6 +271,11 @@ def _fragmented(report: OomReport) -> bool:
     share = max(512 * MIB, total // 20)
     if spare >= requested and spare >= share:
         return True
+    # A smaller unused cache (from 2.5% of the card) that held a request of at least a quarter of it: the failed
+    # block was a big one the holes could have held, and holes that size are whole 2 MiB pages an expandable
+    # segment reclaims; a tiny request failing beside a cache many times its size says the holes are tiny.
+    if spare >= requested >= spare // 4 and spare >= max(512 * MIB, total // 40):
+        return True
     # The card's free memory alone held the request with room to spare: not full, the memory was there but
     # no block of it could be had (under a memory-fraction cap, "allowed", the cap is what was hit).
     if free >= requested + share and report.allowed is None:
