@@ -401,6 +401,9 @@ _SITE = "/usr/lib/python3.10/site-packages/"
     # a library's evaluation module with generic function names
     _frame(_SITE + "detectron2/engine/defaults.py", "train", "super().train(self.start_iter, self.max_iter)")
     + _frame(_SITE + "detectron2/evaluation/evaluator.py", "run_model", "outputs = model(inputs)"),
+    # ultralytics' validator, run by a generic __call__
+    _frame(_SITE + "ultralytics/engine/trainer.py", "_do_train", "self.run_callbacks('on_train_epoch_end')")
+    + _frame(_SITE + "ultralytics/engine/validator.py", "__call__", "preds = model(batch['img'])"),
     # accelerate's gather in a custom evaluation
     _frame("/home/u/finetune.py", "main", "preds = accelerator.gather_for_metrics(logits)")
     + _frame(_SITE + "accelerate/accelerator.py", "gather_for_metrics", "data = self.gather(input_data)"),
@@ -439,3 +442,12 @@ def test_a_metric_function_is_evaluation() -> None:
             + _frame("/home/u/run.py", "calc_bleu_metrics", "out = model.generate(**batch, max_new_tokens=256)")
             + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
     assert first_id(text) == "oom_at_eval"
+
+
+def test_a_lora_layers_merge_is_the_save() -> None:
+    """A traceback cut to its inner frames: peft's LoRA layer merge is only called to merge the adapter in."""
+    text = (_frame(_SITE + "peft/tuners/lora/bnb.py", "merge", "w_data = output.to(lora_data.dtype) + lora_data")
+            + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
+    assert first_id("Traceback (most recent call last):\n" + text) == "oom_at_save"
+    assert first_id("Traceback (most recent call last):\n" + text.replace("peft/tuners/lora", "mylib/ops")) == \
+        "oom_full"

@@ -70,7 +70,7 @@ _EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "e
 """Words of a function name that say evaluation (`val_epoch`, `run_test`, `_run_sanity_check`, `valid_step`),
 beside the stems `_EVAL_NAMES` finds anywhere in a name."""
 _EVAL_FILES = re.compile(r"/(?:evaluation_loop|evaluation_epoch_loop|prediction_loop|prediction_epoch_loop|"
-                         r"evaluator)\.py$|/evaluation/[^/]+\.py$")
+                         r"evaluator|validator)\.py$|/evaluation/[^/]+\.py$")
 """A library's evaluation code, whose functions have generic names (Lightning's `evaluation_loop.py in run`,
 detectron2's `evaluation/evaluator.py`)."""
 _DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
@@ -156,8 +156,11 @@ def frame_phase(frame: Frame) -> str:
     if called and called != "train":
         return called
     own = name_phase(frame.func.rsplit(".", 1)[-1], frame.path)
-    if not own and library(frame.path) and _EVAL_FILES.search(frame.path.replace("\\", "/")):
+    path = frame.path.replace("\\", "/")
+    if not own and library(frame.path) and _EVAL_FILES.search(path):
         own = "eval"
+    if not own and frame.func in ("merge", "_merge") and "/peft/" in path:
+        own = "save"  # a LoRA layer's merge: only merging the adapter into the model calls it
     return own or called
 
 
