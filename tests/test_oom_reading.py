@@ -451,3 +451,18 @@ def test_a_lora_layers_merge_is_the_save() -> None:
     assert first_id("Traceback (most recent call last):\n" + text) == "oom_at_save"
     assert first_id("Traceback (most recent call last):\n" + text.replace("peft/tuners/lora", "mylib/ops")) == \
         "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("At first I got OOM with batch 16, so I lowered it to 4. Now it fails with:\n"
+     "RuntimeError: CUDA error: device-side assert triggered\n"
+     "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+     "incorrect.", "cuda_error"),
+    ("Batch 16 gave me OOM, so I use 8 now, and it crashes:\n"
+     "Traceback (most recent call last):\n"
+     '  File "/home/u/train.py", line 3, in <module>\n'
+     "    tokenizer = AutoTokenizer.from_pretrained(path)\n"
+     "ValueError: Tokenizer class LlamaTokenizerFast does not exist or is not currently imported.", "exception"),
+])
+def test_an_oom_only_named_yields_to_what_the_text_shows(text: str, expected: str) -> None:
+    assert first_id(text) == expected
