@@ -127,6 +127,9 @@ def test_a_nan_eval_loss_after_a_real_training_loss_is_still_nan(tmp_path: Path,
     "After the first epoch the loss keeps getting bigger.\n",
     "训练到第二个epoch，loss越来越大。\n",
     "学习率调小以后loss不降反升。\n",
+    # mozilla/DeepSpeech#258: a bound kept, then a value a quarter above it (a fifth is enough in words)
+    "After this checkpoint/restore the loss never dipped below 88 and it's currently with loss 112 at epoch 58.\n",
+    "Since the resume the loss has stayed above 1.9 and it is now at 2.4.\n",
 ])
 def test_a_loss_said_to_rise_or_explode_is_divergence(text: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,6 +149,9 @@ def test_a_loss_said_to_rise_or_explode_is_divergence(text: str, tmp_path: Path,
     "loss was 1.2 with batch size from 8 to 32\n",
     "the loss is 2.5 at step 10 and 1.2 at step 500, and the learning rate went from 2e-5 to 2e-4\n",
     "val loss was 0.3 at epoch 1 and 0.9 at epoch 9\n",
+    "the loss was 2.31 at step 100 and is 2.35 now\n",  # a wiggle, not a fifth
+    "the loss stayed below 1.5 for under 3 hours of training\n",  # a time is not a loss
+    "the loss never went above 0.9 and is now 0.4\n",
     "The loss is higher with LoRA than with a full fine-tune, as expected.\n",
 ])
 def test_words_that_deny_a_rise_or_name_another_quantity_are_quiet(text: str, tmp_path: Path,
@@ -182,13 +188,27 @@ LLAVA = """{'loss': 1.112, 'learning_rate': 0.00019949993043107128, 'epoch': 0.0
 {'loss': 1.1322, 'learning_rate': 0.00019948703698395963, 'epoch': 0.06}
 {'loss': 1.3218, 'learning_rate': 0.00019948378804609203, 'epoch': 0.06}
 """
-"""Six dicts as pasted in haotian-liu/LLaVA#878 (the loss converged, then climbed)."""
+"""Six dicts as pasted in haotian-liu/LLaVA#878 (the reporter saw the loss converge, then climb)."""
 
 
 def test_a_loss_rising_by_a_third_over_six_logs_is_divergence(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    items = doctor(LLAVA, tmp_path, capsys)
+    """LLaVA#878's shape with the climb in orderly steps (0.98 -> 1.32 a log at a time): beyond the noise."""
+    steady = LLAVA.replace("1.1023", "1.0123").replace("1.1331", "1.1031").replace("1.1322", "1.1822")
+    items = doctor(steady, tmp_path, capsys)
     assert items[0]["id"] == "loss_diverging" and "rising" in items[0]["title"], items
+
+
+def test_six_logs_whose_rise_is_within_their_noise_are_no_divergence(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """LLaVA#878's own six logs: the last one third above the lowest, but the same six values shuffled rise as far
+    one time in twelve (permutation p about 0.08): from these numbers alone a rise cannot be told from noise, and
+    noisy healthy windows read as divergence were the worse error (see the seeded tests below)."""
+    from loratui.logic import series
+
+    losses = [1.112, 0.9816, 1.1023, 1.1331, 1.1322, 1.3218]
+    assert 0.05 < series.rise_p(losses) < 0.15
+    assert [i["id"] for i in doctor(LLAVA, tmp_path, capsys)] == []
 
 
 @pytest.mark.parametrize("losses", [
@@ -200,16 +220,34 @@ def test_no_short_rise_without_a_trend_from_a_level(losses: list[float]) -> None
     assert [i.id for i in Advisor(None).feed_all(logs(losses)).items()] == []
 
 
-def test_short_noisy_flat_windows_raise_no_rise() -> None:
-    """1000 seeded windows of 5 to 15 logs scattered 5% around one level: none is read as a rise or a step."""
+def noisy_windows(noise: float, shortest: int, longest: int, n: int = 1000) -> int:
+    """How many of `n` seeded windows of `shortest`-`longest` logs scattered `noise` around one level are read as
+    divergence."""
     import random
 
     rng = random.Random(11)
     flagged = 0
-    for _ in range(1000):
-        window = [1.0 + rng.gauss(0, 0.05) for _ in range(rng.randint(5, 15))]
+    for _ in range(n):
+        window = [1.0 + rng.gauss(0, noise) for _ in range(rng.randint(shortest, longest))]
         flagged += "loss_diverging" in Advisor(None).feed_all(logs(window)).found
-    assert flagged == 0
+    return flagged
+
+
+def test_short_noisy_flat_windows_raise_no_rise() -> None:
+    """1000 seeded windows of 5 to 15 logs scattered 5% around one level: none is read as a rise or a step."""
+    assert noisy_windows(0.05, 5, 15) == 0
+
+
+@pytest.mark.parametrize(("noise", "shortest", "longest", "most"), [
+    (0.10, 5, 15, 15),  # measured 11 per 1000 (73 before the permutation test)
+    (0.10, 16, 64, 25),  # measured 18 (133 before)
+    (0.20, 5, 15, 45),  # measured 33 (228 before)
+])
+def test_noisy_healthy_windows_are_rarely_called_divergence(noise: float, shortest: int, longest: int,
+                                                            most: int) -> None:
+    """Per-step losses scatter 10-20%: a third above the lowest of a few such logs happens by chance, so a rise
+    must also pass a permutation test (`series.rise_p`) or double; the figures are per 1000 seeded windows."""
+    assert noisy_windows(noise, shortest, longest) <= most
 
 
 # -- a creep after a grad-norm spike, with a log that dips -----------------------------------------------------

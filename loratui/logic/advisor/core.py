@@ -30,13 +30,14 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
+from loratui.logic.advisor import bnb_text
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_save_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.phase_text import looks_like_code
-from loratui.logic.advisor.said import rise_said
+from loratui.logic.advisor.said import flat_said, rise_said
 from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advisor.watches import (
     _SETUP,
@@ -118,7 +119,7 @@ class Advisor:
 
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
-        if finding is not None and finding.id not in self.found:
+        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
             self.found[finding.id] = finding
             self._items = None
 
@@ -185,7 +186,16 @@ class Advisor:
                 finding.facts["quote"] = quote
             self._latch(finding)
         if self.loss.changed:
-            self._items = None  # a finding already latched was escalated (a rise that ended in NaN)
+            self._items = None  # a finding already latched was escalated (a rise that ended in NaN) or withdrawn
+            self._withdraw_said_nan()
+
+    def _withdraw_said_nan(self) -> None:
+        """The text's own NaN finding on the line whose grad-norm NaN the loss watch withdrew (the loss scaler's
+        first overflows): the same line read twice, once as text and once as a log."""
+        nan, withdrawn = self.found.get("nan_loss"), self.loss.withdrawn
+        if nan is not None and withdrawn is not None and nan is not withdrawn and \
+                nan.facts.get("quote") and nan.facts.get("quote") == withdrawn.facts.get("quote"):
+            nan.facts["withdrawn"] = True
 
     def _quote(self, e: events.Log) -> str:
         """The recent output line that printed this log, verbatim (evidence quotes the input).
@@ -279,6 +289,7 @@ class Advisor:
             self._latch(finding)
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
+            self._latch(flat_said(line, self.ctx.step))
         if line.strip():
             self.tail.append(line.strip()[:300])
             if "oss" in line:
@@ -417,10 +428,18 @@ def _build_all(adv: Advisor) -> list[Advice]:
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
     for finding in adv.found.values():
+        if finding.facts.get("withdrawn"):
+            continue  # a finding later evidence explained away (the loss scaler's first overflows)
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
+    runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
+    if runtime is not None:
+        built.append(bnb_text.runtime_advice(runtime))
+    snapshot = adv.text.starve.at_end(adv.ctx.step) if "data_starved" not in adv.found else None
+    if snapshot is not None:
+        built.append(text_starve_advice(snapshot, adv.recipe))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
         built.append(_vram_advice(vram, adv.recipe, logits, priced))
@@ -469,7 +488,8 @@ def _with_evidence(advice: Advice, extra: list[str]) -> Advice:
 
 def _build_one(adv: Advisor, finding: Finding) -> Advice:
     if finding.id == "nccl_timeout":
-        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines)
+        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines,
+                           (adv.text.prep_line, adv.text.prep_s))
     if finding.id == "data_starved":
         return text_starve_advice(finding, adv.recipe)
     if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
@@ -486,6 +506,8 @@ def _failure(adv: Advisor) -> list[Advice]:
     step = adv.ctx.step
     if adv.end is not None and adv.end.cause:  # the scheduler's word first: its kill's traceback is a symptom
         return [scheduler_advice(adv.end)]
+    if raised is not None and bnb_text.raised_in_setup(raised):
+        return [bnb_text.raised_advice(raised, step)]
     if raised is not None:
         return [exception_advice(raised, adv.recipe, step)]
     if adv.trace.cut:

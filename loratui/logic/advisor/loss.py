@@ -11,6 +11,7 @@ from loratui import events
 from loratui.logic import series
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.advisor.watches import Context
+from loratui.logic.text_reader.values import UNPRINTED
 from loratui.recipe import Recipe
 
 ZERO = 1e-8
@@ -22,12 +23,18 @@ class LossWatch:
     of objectives that are not language-model losses (preference and RL trainers)."""
 
     FLAT_N, WINDOW, BLOCK = 30, 64, 16
+    FLAT_MIN = 6
+    EPOCHS_SPAN = 1000
+    """Steps that three logs must span to be judged as epoch summaries (`_judge_summaries`)."""
+    """Logs (spanning 100 steps or more) from which a loss can be judged flat: a robust spread from fewer is noise."""
     SPIKE, SPIKE_ERROR = 5.0, 10.0
     RISE = 4 / 3  # "rising by a third"
     GRAD_SPIKE, CREEP = 5.0, 1.1
     ZERO_LR = 5
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
     CHANCE_N = 4
+    ALPHA, DOUBLE = 0.01, 2.0
+    """The permutation p-value a rise must reach (`series.rise_p`): the share of noisy windows read as a rise."""
 
     def __init__(self, recipe: Recipe | None) -> None:
         self.recipe = recipe
@@ -37,6 +44,9 @@ class LossWatch:
         self.grads: list[float] = []  # the first grad norms
         self.lrs: list[float] = []  # the first learning rates
         self.bad_grad_streak = 0
+        self.grad_seen = False  # a finite grad norm was logged
+        self.start_nan: Finding | None = None  # a grad-norm NaN before any finite one, maybe the scaler's start
+        self.withdrawn: Finding | None = None  # the start NaN withdrawn, once the grads came back finite
         self.window: deque[tuple[int, float]] = deque(maxlen=self.WINDOW)  # recent finite losses
         self.sigma = 0.0  # the window's point-to-point noise
         self.recent: deque[float] = deque(maxlen=40)  # finite losses, for repeats
@@ -98,16 +108,36 @@ class LossWatch:
             facts = {"what": "loss", "value": str(loss), "lr": self.lr, "names": names}
             if "filtered" in values:
                 facts["filtered"] = str(grad)
+            if values.get(UNPRINTED):
+                facts["why"] = ("Megatron printed no loss with no skipped iterations: it prints a loss only when "
+                                  "its average is above 0, so the average was NaN")
             return [Finding("nan_loss", step, facts)]
         if grad is None:
             return []
         self.bad_grad_streak = 0 if _finite(grad) else self.bad_grad_streak + 1
+        if _finite(grad):
+            self._scaler_start(loss)
+            return []
         # fp16's grad scaler skips steps with inf gradients on purpose: only a streak means trouble there.
         fp16 = self.recipe is not None and self.recipe.training.fp16
         if self.bad_grad_streak >= (3 if fp16 else 1) and not spike:
-            return [Finding("nan_loss", step, {"what": "grad_norm", "value": str(grad), "lr": self.lr,
-                                               "streak": self.bad_grad_streak, "names": names, "loss": loss})]
+            found = Finding("nan_loss", step, {"what": "grad_norm", "value": str(grad), "lr": self.lr,
+                                               "streak": self.bad_grad_streak, "names": names, "loss": loss})
+            if not self.grad_seen and loss is not None and _finite(loss) and self.bad_grad_streak <= 3:
+                self.start_nan = found  # maybe the scaler's first overflows: withdrawn if the next grads are finite
+            return [found]
         return []
+
+    def _scaler_start(self, loss: float | None) -> None:
+        """A finite grad norm. Mixed precision's loss scaler starts high (2^16) and skips the first steps whose
+        gradients overflow, so a run's first logs may show grad_norm nan or inf beside a finite loss and then
+        train normally: a NaN at the start that the next logs recover from, with the loss finite throughout, is
+        withdrawn (TableMASTER-mmocr#32: `grad_norm: nan`, then 3.98 while the loss fell 1.91 -> 0.92)."""
+        self.grad_seen = True
+        if self.start_nan is not None and loss is not None and _finite(loss):
+            self.start_nan.facts["withdrawn"] = True
+            self.withdrawn, self.changed = self.start_nan, True
+        self.start_nan = None
 
     def _eval_nan(self, step: int, values: dict[str, float | None], ctx: Context) -> list[Finding]:
         """An evaluation's loss that is not finite (fp16 overflowing in eval, a batch with no labels): a NaN
@@ -189,9 +219,26 @@ class LossWatch:
                 and self.lr != 0.0 and _at_start(self.first):
             self.flat.append((step, loss))
             span = self.flat[-1][0] - self.flat[0][0]
-            if len(self.flat) == self.FLAT_N or (len(self.flat) >= 8 and span >= 100 and not self.judged_flat):
+            if len(self.flat) == self.FLAT_N or (len(self.flat) >= self.FLAT_MIN and span >= 100 and not self.judged_flat):
                 found += self._judge_flat(step)
+            elif len(self.flat) == 3 and span >= self.EPOCHS_SPAN:
+                found += self._judge_summaries(step)
         return found
+
+    def _judge_summaries(self, step: int) -> list[Finding]:
+        """Three logs from the run's start, thousands of steps apart (epoch summaries), within 0.5% of each other,
+        printed to 3 digits or more so that 0.5% shows: a loss averaged over whole epochs that does not move at all
+        in the first epochs is not learning (maxjcohen/transformer#27: `loss=80.6`, `80.5`, `80.5`, 10000 steps
+        apart). Early epochs of a learning run fall by more than that."""
+        losses = [v for _, v in self.flat]
+        level = series.median(losses)
+        if level <= ZERO or min(_digits(v) for v in losses) < 3:
+            return []
+        if max(losses) - min(losses) > 0.005 * level:
+            return []
+        return [Finding("loss_flat", step, {
+            "kind": "unchanged", "mean": level, "spread": max(losses) - min(losses),
+            "from_step": self.flat[0][0], "to_step": self.flat[-1][0], "n": len(losses)})]
 
     def _repeats(self, step: int, loss: float) -> list[Finding]:
         """Losses printed to 4+ digits that come back exactly: the weights are not changing."""
@@ -251,11 +298,21 @@ class LossWatch:
         if not (end >= self.RISE * start and end - start >= floor and now - levels[anchor] >= floor
                 and now >= start * (1 + (self.RISE - 1) / 2) and series.mann_kendall(segment) > 1.64):
             return None
-        if _scale_shift(segment):
+        p = -1.0 if _scale_shift(segment) else self._beyond_noise(ys, now, levels[anchor])
+        if p == -1.0:
             return None
         return Finding("loss_diverging", step, {
             "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
-            "window": len(segment)})
+            "window": len(segment), "p": p})
+
+    def _beyond_noise(self, ys: list[float], now: float, lowest: float) -> float | None:
+        """Whether a rise found in `ys` is more than their noise: the last logs at twice the lowest level (no
+        noise of a healthy loss doubles it: None is returned for "yes" without a p), or a permutation test
+        (`series.rise_p`) at `ALPHA`, which holds for any noise and any window length: its p; else -1."""
+        if now >= self.DOUBLE * lowest:
+            return None
+        p = series.rise_p(ys)
+        return p if p <= self.ALPHA else -1.0
 
     def _slow_rise(self, step: int, loss: float) -> Finding | None:
         """A climb too slow for the 64-log window: medians of blocks of 16 logs against the lowest block of
@@ -352,9 +409,12 @@ class LossWatch:
                 series.mann_kendall(ys) <= 1.28 or \
                 _scale_shift(segment):
             return None
+        p = self._beyond_noise(ys, series.median(ys[-3:]), segment[0])
+        if p == -1.0:
+            return None
         return Finding("loss_diverging", step, {
             "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
-            "window": len(segment)})
+            "window": len(segment), "p": p})
 
     def _chance(self, step: int, loss: float) -> list[Finding]:
         """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a

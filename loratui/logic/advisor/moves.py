@@ -269,6 +269,8 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
                         "logging_nan_inf_filter logs 0.0 for a window of NaN steps, not a zero loss")
     if facts.get("quote"):
         evidence.append(facts["quote"])
+    if facts.get("why"):
+        evidence.append(facts["why"])
     if facts.get("streak", 1) > 1:
         evidence.append(f"{facts['streak']} logs in a row")
     if facts.get("fp16_scale") and facts["fp16_scale"] != facts.get("quote"):
@@ -288,9 +290,11 @@ _NO_BF16 = re.compile(r"V100|\bT4\b|P100|P40|\bP4\b|K80|M40|M60|GTX|RTX 20\d\d|Q
 def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str], step: int = 0) -> Move:
     """8-bit optimizer first (a known NaN source), then fp16 -> bf16, then a lower learning rate."""
     if r is None:
-        if step <= 1 or lr_now == 0.0:
-            return ("not the learning rate (it is non-finite from the first step): check the precision (bf16 "
-                    "rather than fp16), the inputs and the labels", {})
+        if step <= 1 or lr_now == 0.0 or lr_now is not None and lr_now < 1e-6:
+            # A third of a rate this small changes nothing: the NaN has another cause.
+            why = "it is non-finite from the first step" if step <= 1 else f"learning_rate is only {lr_now:.3g}"
+            return (f"not the learning rate ({why}): check the precision (bf16 rather than fp16), the inputs and "
+                    "the labels", {})
         return _lr_move(None, lr_now)
     t, q = r.training, r.quantization
     if "8bit" in t.optim:
@@ -343,6 +347,13 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
             f"logs from step {facts['from_step']}: a uniform guess over {facts['k']} classes, nothing is learned"
         evidence = quote + ["ln k is the cross-entropy of predicting every one of k classes alike: the outputs do "
                             "not depend on the input (labels, a frozen or detached head, a learning rate far off)"]
+    elif facts["kind"] == "said":
+        title = "Loss does not move, in the log's own words: check that the model trains at all"
+        evidence = quote + [
+            "a loss that stays put means the weights do not change, or change nothing the loss scores: check that "
+            "the learning rate is not 0 (a scheduler, --scale_lr or a resumed schedule can set it), that the "
+            "trained parameters have requires_grad and are in the optimizer, and that optimizer.zero_grad() and "
+            "optimizer.step() run every step", _CHECK]
     elif facts["kind"] == "objective":
         what = {"rl": "every completion of a prompt got the same reward: zero advantage, no gradient signal "
                       "(check the reward functions on a few completions; raise num_generations or the "
@@ -367,6 +378,8 @@ def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     if facts["kind"] == "cliff":
         title = f"Loss collapsed to 0 at step {f.step} (it was {facts['before']:.4g} at step {facts['before_step']})"
+    elif facts["kind"] == "said":
+        title = "Loss is 0, in the log's own words: nothing is being scored"
     else:
         title = f"Loss is 0 from the first logs (step {facts['from_step']}): nothing is being scored"
     fp16 = r is None or r.training.fp16  # unknown precision: fp16 stays a possible cause
@@ -418,8 +431,11 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
                             f"{facts['floor']:.4g}) is a third above every log before it (highest "
                             f"{facts['ceiling']:.4g}): a new, higher level, not one noisy log"] + lr
     else:
+        p = facts.get("p")
+        beyond = "" if "p" not in facts else " and more than doubled" if p is None else \
+            f"; the same logs shuffled rise as far {p:.1%} of the time" if p >= 0.001 else "; no shuffle rises as far"
         evidence = quote + [f"a trend over the {window} logs since step {facts['best_step']} (Theil-Sen line "
-                            f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall, not one noisy log)"] + lr
+                            f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall{beyond}: not noise)"] + lr
     severity = WARNING
     if facts.get("nan_step") is not None:
         evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")

@@ -18,6 +18,8 @@ _RISE = (r"(?:explo(?:d\w*|sion)|blew up|blow(?:s|ing)? up|diverg\w*|increas\w*|
 _SAID = re.compile(
     _SUBJECT + r"(?P<gap>[^.!?\n,;:=]{0,30}?)\b" + _RISE +
     r"|\b(?:explod\w*|increasing|rising|diverging|growing)\s+(?:train(?:ing)?\s+)?loss\b(?!\s*[_ ]?scal)" +
+    r"|\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+(?:of|in)\s+(?:the\s+)?(?:both\s+)?"
+    r"(?:train(?:ing)?\s+)?loss(?:es)?\b(?!\s*[_ ]?scal)" +
     r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|会|就|还|突然|一直|不断|开始|逐渐|出现了?|的)*\s*"
     r"(?:爆炸|增大|变大|上升|升高|增加|飙升|暴增|暴涨|发散|上涨|越来越大|越来越高|不降反升|不降反增)",
     re.I)
@@ -53,11 +55,17 @@ _QUANTITY = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|size
 """Quantities other than the loss that a sentence may give numbers for (epochs and steps only date a loss)."""
 _SENTENCE = re.compile(r"(?<=[.!?。！？])(?:\s+|$)|(?<=[。！？])")
 _VALUE_WORD = re.compile(
-    r"\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|loss)\s+(?:about\s+|around\s+|~\s*)?"
+    r"\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|loss|below|above|under)\s+"
+    r"(?:about\s+|around\s+|~\s*)?"
     r"(\d{1,3}(?:,\d{3})+|\d{1,3}(?: \d{3})+(?![\d.])|\d+(?:\.\d+)?)(?!\.?\d)"
-    r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k)\b)", re.I)
-"""A number the loss is said to be (`was about 100`, `dropped to 70`, `became 800,000`, `from 1.2 to 16 000`);
-not an ordinal, a percentage, a count of epochs or steps."""
+    r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)",
+    re.I)
+"""A number the loss is said to be (`was about 100`, `dropped to 70`, `became 800,000`, `from 1.2 to 16 000`), or
+a bound it kept (`never dipped below 88`); not an ordinal, a percentage, a count of epochs or steps, a time."""
+SAID_RISE = 1.2
+"""A rise a person reports in numbers: a fifth above the lowest they name. Lower than the printed series' third,
+because here the numbers were chosen to show the rise, not sampled with their noise; a step from 2.31 to 2.35 is
+still no rise."""
 
 
 def _numbers_rise(line: str, step: int) -> Finding | None:
@@ -75,6 +83,58 @@ def _numbers_rise(line: str, step: int) -> Finding | None:
             if others and others[-1] > losses[-1]:
                 continue  # the number is another quantity's (`loss was 1.2 with batch size from 8 to 32`)
             numbers.append(float(found.group(1).replace(",", "").replace(" ", "")))
-        if len(numbers) >= 2 and numbers[-1] >= 4 / 3 * min(numbers[:-1]) and numbers[-1] - min(numbers[:-1]) >= 0.05:
+        if len(numbers) >= 2 and numbers[-1] >= SAID_RISE * min(numbers[:-1]) and \
+                numbers[-1] - min(numbers[:-1]) >= 0.05:
             return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None})
     return None
+
+
+# -- a loss said to stay flat, or to be zero --------------------------------------------------------------------
+
+_FLAT = (r"(?:(?:is |was |gets? |got |seems? (?:to be )?)?stuck\b|plateau(?:s|ed|ing)?\b|"
+         r"(?:stays?|stayed|staying|remains?|remained|keeps?|kept|sits?|sat|hovers?|hovered|is always|was always|"
+         r"(?:is|was) still|fixe[sd]|locks?|locked)\s+(?:at|around|about|near|on|in|the same|constant|unchanged|"
+         r"flat|~?\d)|"
+         r"(?:(?:does|did|do|is|was|are|were|has|have)\s*(?:not|n't)|never|won't|can't|cannot|isn't|wasn't|"
+         r"doesn't|didn't|don't|hasn't|no longer)\s+(?:seem to\s+|even\s+|really\s+|at all\s+)?"
+         r"(?:decreas\w*|drop\w*|go(?:ing)? down|fall\w*|fell|chang\w*|mov\w*|converg\w*|improv\w*|go(?:ing)? lower|"
+         r"reduc\w*|learn\w*)|"
+         r"unchang\w*|not chang\w*|constant\b|barely (?:chang|mov|decreas|drop)\w*|(?:is|stays?|remains?) flat\b)")
+_FLAT_SAID = re.compile(
+    _SUBJECT + r"(?P<gap>(?:[^.!?\n,;:=]|\.(?=\d)){0,40}?)\b" + _FLAT +
+    r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|就|还|始终|一直|总是|基本|几乎|都)*\s*"
+    r"(?:不下降|不降|不变|没有?(?:下降|变化|收敛|降)|降不下去|下不去|不收敛|卡在|停在|保持在|维持在|稳定在|一直是|一直为|"
+    r"一直在|始终是|始终为|都是|是一个定值|为定值|不动)",
+    re.I)
+_ZERO_SAID = re.compile(
+    _SUBJECT + r"[^.!?\n,;:=]{0,30}?\b(?:is|was|becomes?|became|turn(?:s|ed)? (?:into|to)|goes to|went to|drops? to|"
+    r"dropped to|falls? to|fell to|reach(?:es|ed)? |gets?|got|stays? at|equals?)\s*(?:exactly\s+)?(?:0(?:\.0+)?|zero)\b"
+    r"(?!\.\d)|\b(?:got|get|gets|getting|see|saw|a|zero|0)\s+(?:0(?:\.0+)?|zero)?\s*(?:training\s+|train\s+)?loss\b"
+    r"(?<!\ba loss)(?<!\bsee loss)(?<!\bsaw loss)|" + _SUBJECT + r"\s*(?:一直|始终|都|就|变成了?|变为|为|是|等于)+\s*0(?![.\d])",
+    re.I)
+"""`the loss turned into zero`, `some users got 0 loss`, `zero training loss`, `loss一直为0`."""
+
+
+def flat_said(line: str, step: int) -> Finding | None:
+    """The first clause of `line` that says the training loss stays put (`loss stuck at 2.3`, `the loss does not
+    decrease`, `plateaus at ~4.0`, `becomes huge and unchanged`, `loss一直是2.98`, `loss不下降`) or is zero (`got 0
+    loss`), as a finding: the evidence of a report with few or no printed numbers."""
+    if _CODE.search(line):
+        return None
+    for pattern, kind in ((_ZERO_SAID, "zero"), (_FLAT_SAID, "flat")):
+        for found in pattern.finditer(line):
+            before = line[max(0, found.start() - 24):found.start()]
+            gap = (found.groupdict().get("gap") or "") if kind == "flat" else ""
+            if _NOT_TRAIN.search(before) or _HELD_FLAT.search(before[-14:]) or _OTHER_FLAT.search(gap):
+                continue
+            if kind == "zero":
+                return Finding("loss_zero", step, {"kind": "said", "quote": line.strip()[:300]})
+            return Finding("loss_flat", step, {"kind": "said", "quote": line.strip()[:300]})
+    return None
+
+
+_OTHER_FLAT = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|scale|lengths?|grad\w*|norm)\b", re.I)
+"""Another quantity between the loss and the verb (`loss falls but the learning rate stays at 0`); an epoch or a
+step there only dates the loss (`loss since 2nd epoch becomes huge and unchanged`)."""
+_HELD_FLAT = re.compile(r"\b(?:if|whether|avoid\w*|prevent\w*|unless|when|in case)\b|如果|避免|防止", re.I)
+"""Words that only suppose the loss stays put (`if the loss does not decrease`); a negation is the report here."""

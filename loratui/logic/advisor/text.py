@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
+from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
+from loratui.logic.advisor.starve import StarveText, starve_text_advice
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
@@ -23,6 +25,8 @@ _TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|s
 """A timeout that happened, not a setting (`TIMEOUT(ms): 1800000`, `timeout=1800`, `NCCL_IB_TIMEOUT set by`)."""
 _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
+    r"store->get\('?\w*'?\) got error|retrieving ncclUniqueId from \[\d+\] via c10d key-value store|"
+    r"RendezvousTimeoutError|watchdog got stuck for \d+ seconds|"
     r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
     re.I)
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
@@ -36,14 +40,16 @@ _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
 """The ranks' meeting point rather than a collective: a rank never arrived to set up the group."""
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
 _NAN_SAID = re.compile(
-    r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|was|went|got|turned(?: into)?)\s+"
+    r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|become|was|went|goes|got|gets?|getting|"
+    r"turn(?:s|ed)?(?: into| to)?)\s+"
     r"(?:nan|inf|non-finite)\b|\b(?:nan|non-finite|inf)\s+(?:loss|gradients?)\b(?: detected| found| encountered)?|"
     r"\b(?:loss|grad_norm|grad norm|gnorm)\s*[:=|]?\s*(?:tensor\(\s*)?(?:nan|[+-]?inf)\b|"
     r"\b(?:nan|inf)\s+(?:detected|found|encountered)\s+in\s+(?:the\s+)?(?:loss|gradients?|outputs?|logits)\b|"
     r"probability tensor contains either .inf., .nan. or element < 0|"
     r"\b(?:detected|found|encountered|contains?|got)\b[\w ]{0,20}?\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? "
     r"values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
-    r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]",
+    r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]|"
+    r"(?:loss|损失)\s*(?:值|函数)?\s*(?:就|会|又|也|突然|一直|都)*\s*(?:为|是|变成了?|变为|出现了?|成了?)\s*(?:nan|inf)\b",
     re.I)
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
 a NaN printed after its name in any layout (`loss    nan`, `grad_norm: nan`), and the tools that watch for one:
@@ -69,6 +75,11 @@ _PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,20
                        r"(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
 """tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`)."""
 _PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
+_PREP_STATUS = re.compile(
+    r"Running tokenizer on dataset|Tokeniz(?:ing|e)\b[^|\n]{0,40}?\b(?:dataset|prompts?|data|examples|samples)\b|"
+    r"Grouping texts in chunks|Packing (?:the )?dataset|Converting format of dataset|Preprocessing (?:the )?dataset",
+    re.I)
+"""A dataset being tokenised or packed (a bar's description, a status line, a `map(desc=...)` in pasted code)."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
@@ -79,9 +90,13 @@ class TextWatch:
     """Facts and findings from output lines; bounded state."""
 
     where: PhaseText = field(default_factory=PhaseText)  # where the run was: its status lines, bars, words
+    starve: StarveText = field(default_factory=StarveText)  # utilisation readings, profiler rows, the user's words
+    bnb: BnbSetup = field(default_factory=BnbSetup)  # bitsandbytes' CUDA runtime warning, until a CUDA binary loads
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
+    prep_line: str = ""  # the dataset preprocessing the text shows (the longest bar, else a status line)
+    prep_s: int = 0  # that bar's elapsed plus remaining seconds
     _many: tuple[int, str] | None = None
     _meter_data: float = 0.0  # seconds waited for data over the timer lines seen
     _meter_total: float = 0.0  # and their wall time
@@ -96,7 +111,8 @@ class TextWatch:
             found += self._workers(line, step)
         if "%" in line and ("MiB" in line or "MB" in line):
             found += self._idle_gpu(line, step)
-        if "time" in lowered and any(word in lowered for word in _NCCL_WORDS):
+        if ("time" in lowered or "store->get" in line or "stuck" in lowered) and \
+                any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
             found += self._nan_said(line, step)
@@ -104,6 +120,12 @@ class TextWatch:
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
+        if not self.prep_line and ("oken" in line or "roup" in line or "ack" in line or "rocess" in line) and \
+                _PREP_STATUS.search(line):
+            self.prep_line = line.strip()[:300]
+        found += self.starve.line(line, step)
+        if "libcudart" in line or "libbitsandbytes" in line or "SETUP" in line:
+            self.bnb.line(line, step)
         return found
 
     def _idle_gpu(self, line: str, step: int) -> list[Finding]:
@@ -167,6 +189,8 @@ class TextWatch:
         if m is None or not (m.group("unit") not in ("it/s", "s/it") or _PREP_WORDS.search(m.group("desc"))):
             return []
         spent, left = _seconds(m.group("spent")), _seconds(m.group("left"))
+        if spent + left > self.prep_s:
+            self.prep_line, self.prep_s = line.strip()[:300], spent + left
         if spent + left < PREP_SLOW_S:
             return []
         return [Finding("data_starved", step, {"text": "preprocessing", "line": line.strip()[:300],
@@ -202,6 +226,7 @@ class TextWatch:
             timeout_ms = int(float(after.group(1)) * (1 if after.group(2).startswith("m") else 1000))
         store = fields is None and _STORE.search(line) is not None
         facts = {"line": line.strip()[:400], "op": fields.group(1) if fields else "rendezvous" if store else "",
+                 "timed_out": fields is not None or re.search(_TIMED_OUT, line, re.I) is not None,
                  "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
         return [Finding("nccl_timeout", step, facts)]
 
@@ -217,12 +242,19 @@ def _seconds(clock: str) -> int:
 # -- the advice --------------------------------------------------------------------------------------
 
 
-def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1) -> Advice:
-    """A collective timed out: one rank stopped joining (stalled, died, or works alone that long)."""
+def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, prep: tuple[str, int] = ("", 0)
+                ) -> Advice:
+    """A collective timed out: one rank stopped joining (stalled, died, or works alone that long). When the text
+    shows the dataset being preprocessed, that is the work one rank did alone: the timeout is the symptom."""
     facts = f.facts
     op = facts["op"] or "collective"
     after = f" after {facts['timeout_ms'] / 1000:g} s" if facts["timeout_ms"] else ""
     evidence = [facts["line"]]
+    what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
+    verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
+    if prep[0]:
+        return _prep_timeout_advice(f, f"{what} {verb}{after}", evidence + [prep[0]] * (prep[0] != evidence[0]),
+                                    prep[1])
     if lines > 1:
         evidence.append(f"{lines} watchdog lines" + (f" from {ranks} ranks" if ranks > 1 else ""))
     if facts["ran_ms"] > 2 * facts["timeout_ms"] > 0:
@@ -233,14 +265,28 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1) ->
     if r is None:
         evidence.append("if one rank legitimately works alone that long (tokenizing on rank 0, a save, an eval on "
                         "rank 0), raise ddp_timeout (TrainingArguments, seconds; default 1800)")
-    what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
-    return Advice("nccl_timeout", ERROR, f"{what} timed out{after}: one rank fell behind or died",
+    return Advice("nccl_timeout", ERROR, f"{what} {verb}{after}: one rank fell behind or died",
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
+
+
+def _prep_timeout_advice(f: Finding, what: str, evidence: list[str], prep_s: int) -> Advice:
+    """The timeout struck while one rank was still tokenising the dataset (the others wait in a collective)."""
+    needs = f" (the bar needs about {prep_s / 60:.0f} min)" if prep_s else ""
+    suggest = max(3600, -(-2 * prep_s // 3600) * 3600) if prep_s else 0
+    raise_to = f"to {suggest} or more" if suggest else "above the preprocessing time"
+    title = (f"{what} while a rank was still preprocessing the dataset{needs}: raise ddp_timeout (seconds) "
+             f"{raise_to}, or tokenise once before launching")
+    evidence += ["the other ranks waited in a collective while one rank tokenised alone",
+                 "tokenise ahead (datasets save_to_disk, LLaMA-Factory tokenized_path, axolotl preprocess) and "
+                 "launch on the saved set; a larger num_proc shortens it where CPUs are free"]
+    return Advice("nccl_timeout", ERROR, title, evidence, {}, f.step)
 
 
 def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
     """A DataLoader warning or an idle GPU in nvidia-smi: the change is the worker count."""
     facts = f.facts
+    if facts["text"] in ("said", "util_samples", "profile", "loader_time", "rate_drop"):
+        return starve_text_advice(f, r)
     key = "dataloader_num_workers" if r is not None else "dataloader_num_workers (TrainingArguments) or " \
         "num_workers (DataLoader)"
     change: dict[str, object] = {}

@@ -244,7 +244,7 @@ _SETUP = (
     # a build without GPU support. Not any line that names the package: a healthy CPU run's optional kernels
     # ("Failed to load CPU gemm_4bit_forward from kernels-community/quantization-bitsandbytes") are no failure.
     ("bnb_setup", re.compile(
-        r"CUDA Setup failed|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
+        r"(?:CUDA|ROCm|HIP|XPU) Setup failed despite|CUDA Setup failed|does not support Int8 Matmul|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
         r"Setup Failed|Solution)|libbitsandbytes_cpu|"
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
@@ -252,6 +252,8 @@ _SETUP = (
         # its native functions missing: the library loaded without its CUDA binary
         r"'NoneType' object has no attribute 'c\w*(?:blockwise|adam|nf4|fp4|8bit|32bit|managed)\w*'|"
         r"bitsandbytes\b.{0,200}?(?:compiled without GPU|without GPU support|not compiled with (?:CUDA|GPU))|"
+        # its CUDA kernels not built for this GPU: `Error named symbol not found at line 74 in file .../csrc/ops.cu`
+        r"\bError [\w ]{3,60} at line \d+ in file \S*(?:bitsandbytes\S*|csrc[/\\]ops\.cu)|"
         r"libbitsandbytes\w*.{0,300}?(?:" + _UNAVAILABLE + r")|(?:" + _UNAVAILABLE + r").{0,300}?libbitsandbytes",
         re.I)),
     # flash attention by any spelling, beside a word that says it cannot be used (not installed, a DLL or
@@ -268,7 +270,7 @@ _SETUP = (
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
         r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)", re.I)),
 )
-SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype"), "flash_attn_unavailable": ("flash",),
+SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul"), "flash_attn_unavailable": ("flash",),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip")}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")

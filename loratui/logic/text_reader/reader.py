@@ -48,6 +48,7 @@ class TextReader:
     _bar_n: int | None = None
     _bar_seen: bool = False
     _bar_offset: int = 0
+    _bar_desc: str = ""
     _last_total: int = 0
     _waiting: list[_Waiting] = field(default_factory=list)
     _bar_loss: tuple[int, dict[str, float]] | None = None
@@ -164,8 +165,9 @@ class TextReader:
             self.bar_total = bar.total
         if bar.total != self.bar_total:
             return
-        if self._bar_n is not None and bar.n + self._bar_offset < self._bar_n:
+        if self._bar_n is not None and (bar.n + self._bar_offset < self._bar_n or self._next_bar(bar)):
             self._bar_offset = self._bar_n  # Lightning starts its bar again each epoch
+        self._bar_desc = bar.desc
         n = bar.n + self._bar_offset
         advanced = self._bar_n is None or n > self._bar_n
         self._bar_seen, self._bar_n = True, n
@@ -174,6 +176,12 @@ class TextReader:
         if advanced and n > 0:
             self.step = max(self.step, n)
             out.append(events.Step(t=t, step=n, epoch=0.0, step_time=bar.seconds_per_it or 0.0))
+
+    def _next_bar(self, bar: progress.Bar) -> bool:
+        """A finished bar drawn again under another description (`[Epoch 1/15]: 100%|...| 10000/10000` then
+        `[Epoch 2/15]: 100%|...| 10000/10000`): the next epoch's bar, of which a pasted log keeps only the last
+        redraw, not the same bar again."""
+        return bar.n == bar.total and bar.n + self._bar_offset == self._bar_n and bar.desc != self._bar_desc
 
     def _bar_postfix(self, bar: progress.Bar, fragment: str, t: float, out: list[events.AnyEvent]) -> None:
         """A loss in a bar (Lightning's `loss=10.473` postfix, a `Loss: 0.97` description): one per step."""

@@ -121,14 +121,18 @@ def _int(value: object) -> int | None:
 # -- `step N ... loss X` lines ----------------------------------------------------------------------------
 
 _KEY_ALIASES = {
-    "loss": "loss", "train loss": "loss", "training loss": "loss", "lr": "learning_rate",
+    "loss": "loss", "train loss": "loss", "training loss": "loss", "avr loss": "loss", "avg loss": "loss",
+    "ave loss": "loss", "average loss": "loss", "mean loss": "loss", "running loss": "loss", "lr": "learning_rate",
     "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm",
 }
 # `loss: X`, `loss=X`, `loss = X`, also as a printed tensor (`loss: tensor(2.3456, device='cuda:0')`); a bare
 # space (`step 5 loss 22.4671`) is `_SPACED`'s, which wants a decimal point so prose ("loss 2 times") is no value.
 _SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*)(?:tensor\(\s*)?({_NUMBER})(?![\w.]|\s*[*/+])"
 _PAIRS = re.compile(
-    r"(?<![\w/])(train(?:ing)?[ _]loss|loss|lr|learning[ _]rate|grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
+    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running)[ _]loss|loss|lr|learning[ _]rate|"
+    r"grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
+"""Also kohya/musubi's `avr_loss=` and the `avg_loss` / `running_loss` of hand-written loops: a training loss
+averaged over the last steps, the one number those loops print."""
 _BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
 _SPACED = re.compile(r"(?<![\w/])(train(?:ing)?[ _]loss|loss)\s+([-+]?\d+\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf)"
                      r"(?=[\s,;|)]|$)")
@@ -148,7 +152,13 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     `loss 10.8259,` and tinygrad's `11.8750 loss`; the step from `global step 435`, `step=1`, `Step 0`,
     `[200/735]` or a leading counter.
     """
-    if len(fragment) > 2000 or not ("oss" in fragment or "OSS" in fragment):
+    if len(fragment) > 2000:
+        return None
+    if "iteration" in fragment:
+        megatron = megatron_line(fragment)
+        if megatron is not None:
+            return megatron
+    if not ("oss" in fragment or "OSS" in fragment):
         return None
     values: dict[str, float] = {}
     for key, raw in _PAIRS.findall(fragment):
@@ -169,6 +179,36 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     if "loss" not in values:
         return None
     return _line_step(fragment), values
+
+
+_MEGATRON = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*iteration\s+(\d+)\s*/\s*\d+\s*\|")
+_MEGATRON_FIELD = re.compile(rf"\|\s*([A-Za-z][\w ()/-]*?)\s*:\s*({_NUMBER})\s*(?=\||$)")
+UNPRINTED = "loss_unprinted"
+"""The key a Megatron line without its loss is read with (the loss itself then reads nan)."""
+
+
+def megatron_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
+    """(step, values) of a Megatron-LM / Megatron-DeepSpeed `iteration 9/10 | ... | lm loss: 2.3E+00 | ...` line.
+
+    Megatron's training_log prints a loss only when its average over the interval is above 0, so a line with no
+    loss while `number of skipped iterations` is 0 had a NaN average (Megatron-DeepSpeed's NaN counter missed
+    it, deepspeedai/Megatron-DeepSpeed#434): that loss reads nan, marked `loss_unprinted`."""
+    head = _MEGATRON.match(fragment)
+    if head is None:
+        return None
+    fields = {name.strip().lower(): number(raw) for name, raw in _MEGATRON_FIELD.findall(fragment + "|")}
+    values = {"learning_rate": fields["learning rate"]} if fields.get("learning rate") is not None else {}
+    if fields.get("grad norm") is not None:
+        values["grad_norm"] = fields["grad norm"]  # type: ignore[assignment]
+    losses = [v for k, v in fields.items() if k.endswith("loss") and v is not None]
+    skipped, nans = fields.get("number of skipped iterations"), fields.get("number of nan iterations")
+    if losses:
+        values["loss"] = fields.get("lm loss") or losses[0]  # type: ignore[assignment]
+    elif skipped == 0 or (nans or 0) > 0:
+        values.update({"loss": math.nan, UNPRINTED: 1.0})
+    else:
+        return None  # every step of the interval skipped (fp16 overflow): the loss scale says the rest
+    return int(head.group(1)), values
 
 
 def _line_step(fragment: str) -> int | None:

@@ -1,0 +1,588 @@
+"""Data starvation read the way a maintainer reads it, from text with no telemetry: the user's own words about
+the GPU's utilisation (low, idle, oscillating; English or Chinese), about delays between batches, a CPU at
+100% while the GPU idles, a slow loader or slow storage; GPU utilisation sampled several times (nvidia-smi
+tables, gpustat, `nvidia-smi dmon`, `--query-gpu` CSV); a profiler table where fetching the next batch takes
+a large share of the time. Pure: lines in, findings out, bounded state."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.text_reader.progress import find_bar
+from loratui.recipe import Recipe
+
+# -- the user's words ------------------------------------------------------------------------------------
+
+_UTIL = (r"(?:(?<![A-Za-z])GPUs?|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
+         r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
+"""The GPU's utilisation by name (`GPU util`, `GPU-utilization`, `GPU usage`, nvidia-smi's `Volatile GPU-Util`,
+`GPU利用率`); not its memory (`GPU memory usage` has a word between)."""
+_LOW = (r"(?:very |quite |extremely |really |so |too |pretty )?(?:low|lower|poor|bad|idle|underutili[sz]ed|"
+        r"under[- ]utili[sz]ed|not (?:fully )?(?:used|utili[sz]ed)|zero|spiky|spikes?|spiking|oscillat\w*|"
+        r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drops? (?:to|down)|"
+        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅)")
+"""What a starved GPU's utilisation does: stays low, or swings between busy and idle."""
+_PCT = r"(\d{1,3})\s*%"
+_UTIL_SAID = re.compile(
+    r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
+    r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
+    r"(?<![A-Za-z])GPUs?\b[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
+    r"|waits? for (?:the )?(?:data|input|loader|dataloader|next batch))", re.I)
+_RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
+_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
+                 r"Grouping texts|packing|数据预处理|预处理|分词)")
+_PREP_LONG = (r"(?:slow\w*|forever|ages|a long time|too long|very long|hours?|"
+              r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
+              r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
+_PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG, re.I)
+"""Preprocessing said to take long: `the tokenization process is taking forever`, `“Running tokenizer on dataset”就要等
+半小时以上`, `tokenizing 7.5K rows ... instead of 17 minutes`."""
+PREP_SAID_MIN = 10
+_HELD = re.compile(r"\b(?:not?|never|isn't|aren't|wasn't|without|high|higher|full|fully|100%)\s*$", re.I)
+"""A word just before the verdict that denies it (`GPU utilisation is not low`)."""
+_GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fan|disk|network|loss|lr|learning "
+                        r"rate|accuracy|acc|throughput|speed|score|reward|but|while|whereas|though|although)\b|"
+                        r"显存|内存|但|而", re.I)
+"""Another quantity named between the GPU's utilisation and the verdict (that quantity is low, not the GPU's), or a
+turn of the sentence (`GPU usage looks normal but the loss stays low`)."""
+_CPU_BUSY = re.compile(r"\bCPU[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
+                       r"CPU[\w\s]{0,10}(?:占满|满载|瓶颈)", re.I)
+_GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|waiting|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
+                       r"GPU[\w\s]{0,10}(?:空闲|闲置)", re.I)
+_LOADER_SLOW = re.compile(
+    r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*)\b"
+    r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
+    r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
+    r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:is |by |on |in )?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
+    r"pipeline|input pipeline|data reading|disk)\b|"
+    r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)", re.I)
+"""The loader named slow or the bottleneck, in the user's words (`data loading is the bottleneck`)."""
+_STORAGE_SLOW = re.compile(
+    r"\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|ages)|very long)\b[^.!?\n]{0,60}?"
+    r"\b(?:NFS|network (?:file ?system|drive|storage|disk|share)|s3|GCS|blob storage|Google Drive|mounted drive|"
+    r"HDD|hard (?:disk|drive)|spinning disk|lustre|sshfs|shared file ?system)\b|"
+    r"\b(?:NFS|network (?:file ?system|drive|storage|disk|share)|s3|GCS|Google Drive|mounted drive|HDD|hard (?:disk|"
+    r"drive)|lustre|sshfs|shared file ?system)\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*|crawl\w*)\b", re.I)
+"""Reading the data from slow storage (a network file system, a bucket, a spinning disk), in the user's words."""
+_DELAY = re.compile(
+    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait)s?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
+    r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
+    r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
+    r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代))", re.I)
+"""A delay between batches in the user's words (the GPU step is quick; the wait is for the next batch)."""
+_DELAY_HERE = re.compile(
+    r"\b(?:\d+(?:\.\d+)?(?:\s*[~\-]\s*\d+(?:\.\d+)?)?|a few|several|a couple of)\s*(?:s|secs?|seconds?|minutes?|"
+    r"mins?)\s+(?:of\s+)?(?:delay|pause|stall|lag|gap|wait|freeze)\b|"
+    r"\b(?:delay|pause|stall|lag|gap|wait|freeze)s?\s+(?:of\s+)?(?:about |around |~)?\d+(?:\.\d+)?\s*(?:s|secs?|"
+    r"seconds?)\b", re.I)
+"""A delay of some seconds: starvation when it is written between two logged iterations."""
+_DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
+"""Inside the words themselves: `data loading is not the bottleneck`."""
+_ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
+                        r"writ\w*)\b|保存|验证", re.I)
+"""A pause at a save, an evaluation or a log line is that work, not the loader; slow storage written to (a
+checkpoint uploaded to s3) is not the data read."""
+_ITERATION = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]|\b(?:iter(?:ation)?|step|batch)\b\s*[:#=]?\s*\d+|"
+                        r"\d+/\d+\s*\[[\d:]+<", re.I)
+"""A logged training iteration (`Epoch: [1][2/10000] Time 0.42`, `iter 120`, a tqdm bar)."""
+_PROGRAM = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[A-Z]+:|\w+(?:Warning|Error)\b)|\{|"
+                      r"\bwarnings\.warn|File \"")
+"""A line the program printed (a logger prefix, a warning, a dict, a traceback frame), not the user's prose."""
+
+
+def _code(line: str) -> bool:
+    return bool(re.match(r"\s*(?:def |class |import |from |#|>>>|\$ |[\w.\[\]'\"]+\s*[-+*/]?=\s)", line))
+
+
+def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
+    """The user's words that say the GPU waits for data, as facts (None when the line says nothing of it)."""
+    if _code(line) or _PROGRAM.search(line):
+        return None
+    if _CPU_BUSY.search(line) and _GPU_IDLE.search(line):  # before the GPU's words: the CPU is the cause named
+        return {"said": "cpu_busy", "quote": line.strip()[:300]}
+    util = _util_said(line)
+    if util is not None:
+        return util
+    prep = _prep_said(line) or _slowdown_said(line) or _loader_takes(line)
+    if prep is not None:
+        return prep
+    for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
+        found = pattern.search(line)
+        if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
+                not (what in ("delay", "storage") and _ELSEWHERE.search(line)):
+            return {"said": what, "quote": line.strip()[:300]}
+    if after_iteration and _DELAY_HERE.search(line):
+        return {"said": "delay", "quote": line.strip()[:300]}
+    return None
+
+
+def _util_said(line: str) -> dict[str, object] | None:
+    """`GPU utilization is low`, `GPU util 0-30%`, `spiky GPU utilization`, `GPU利用率很低`: the utilisation low or
+    swinging in the user's words; a percentage counts when it is at most half (`oscillates between 60% - 100%`
+    counts by its word, `GPU utilization is 100%` does not)."""
+    for found in _UTIL_SAID.finditer(line):
+        gap = found.group("gap") or ""
+        if found.group("util") and _GAP_OTHER.search(gap):
+            continue
+        if _HELD.search(line[:found.start("low") if found.group("low") else found.start()][-20:]):
+            continue
+        if found.group("low") or found.group("low2") or found.group("low3"):
+            return {"said": "util", "quote": line.strip()[:300]}
+        low = _clause_low(line[found.start("util"):])
+        if low is not None and low <= 50:
+            return {"said": "util", "quote": line.strip()[:300], "util": low}
+    return None
+
+
+def _clause_low(clause: str) -> int | None:
+    """The lowest percentage the clause gives the GPU's utilisation (`is not above 55% and most of the times its
+    less than 10%` -> 10), up to the sentence's end or another quantity (`100%, CPU 20%` stays 100)."""
+    end = re.search(r"[.!?;\n。！？]|" + _GAP_OTHER.pattern, clause[3:], re.I)
+    clause = clause[:end.start() + 3] if end else clause[:120]
+    numbers = [int(n) for n in re.findall(_PCT, clause)]
+    return min(numbers) if numbers else None
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|(h|s|min)\b)", re.I)
+_SECONDS = {"h": 3600, "m": 60, "s": 1}
+_WORK = re.compile(r"\b(?:epochs?|steps?|iterations?|iters?|batch(?:es)?|training|train)\b", re.I)
+_THEN = re.compile(r"\b(?:used to|previously|earlier|yesterday|last (?:week|time)|instead of|"
+                   r"(?:is|are|got|became|has become) (?:much |way |\d+x )?slower|suddenly|slowed)\b|以前|之前|变慢", re.I)
+SLOWER = 2.5
+"""The same work said to take 2.5 times longer than it used to (`taking 4 hours an epoch. It used to take about 4
+minutes`): the code did not change, the data's source or loader did."""
+
+
+_LOADER_TAKES = re.compile(
+    r"\b(?:data ?loader|data loading|loading (?:a |each |one |every |the next )?batch(?:es)?|__getitem__|collate_fn|"
+    r"fetching (?:a |each |one |the next )?batch|next\(iter\([^)]{0,40}\)\)|数据加载|读取数据)"
+    r"(?:[^.!?\n。！？]|(?<=\d)\.(?=\d)){0,50}?(?:takes?|took|taking|costs?|spends?|spent|needs?|耗时|需要|要)\s*"
+    r"(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
+    r"(s|secs?|seconds?|min|mins|minutes?|秒|分钟)\b", re.I)
+"""The loader timed in the user's words at a second or more (`loading one batch takes 2.3 s`, `数据加载耗时5秒`)."""
+LOADER_SAID_S = 1.0
+
+
+def _loader_takes(line: str) -> dict[str, object] | None:
+    found = _LOADER_TAKES.search(line)
+    if found is None or _DENIED.search(found.group(0)):
+        return None
+    seconds = float(found.group(1)) * (60 if found.group(2).lower().startswith("m") or found.group(2) == "分钟" else 1)
+    return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
+
+
+def _slowdown_said(line: str) -> dict[str, object] | None:
+    if not _THEN.search(line) or not _WORK.search(line):
+        return None
+    durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]
+    if len(durations) < 2 or min(durations) <= 0 or max(durations) < SLOWER * min(durations):
+        return None
+    return {"said": "slowdown", "quote": line.strip()[:300]}
+
+
+def _prep_said(line: str) -> dict[str, object] | None:
+    for found in _PREP_SAID.finditer(line):
+        if _HELD.search(line[:found.start()][-16:]) or _DENIED.search(found.group(0)):
+            continue
+        number = found.group("n")
+        if number and found.group("unit").lower().startswith("m"):
+            minutes = float(number) if number[0].isdigit() else 0
+            if minutes < PREP_SAID_MIN and number[0].isdigit():
+                continue
+        return {"said": "preprocessing", "quote": line.strip()[:300]}
+    return None
+
+
+# -- GPU utilisation sampled in the text -----------------------------------------------------------------
+
+_SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
+_GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
+_CSV_HEADER = re.compile(r"utilization\.gpu", re.I)
+_DMON_HEADER = re.compile(r"^\s*#\s*gpu\s+.*\bsm\b", re.I)
+READINGS = 4
+"""Utilisation readings enough to judge a GPU's average (one snapshot can fall between two busy steps)."""
+LOW_MEAN = 50
+DIP = 20
+DIP_SHARE = 0.25
+"""Starved: busy half the time or less on average, or a quarter of the readings in a dip (the loader stalls)."""
+FEW_HIGH = 30
+"""A snapshot or two (a table pasted to show it): every GPU holding a model at 30% or less."""
+
+
+@dataclass
+class UtilSamples:
+    """GPU utilisation readings from nvidia-smi/gpustat snapshots, `nvidia-smi dmon` and `--query-gpu` CSV."""
+
+    readings: list[int] = field(default_factory=list)  # utilisation of GPUs holding memory (a model loaded)
+    lines: list[str] = field(default_factory=list)  # the first rows read, to quote
+    _csv: tuple[int, int] | None = None  # (utilization column, memory.used column) of a CSV header
+    _dmon: int | None = None  # the `sm` column of a dmon header
+
+    def line(self, line: str) -> bool:
+        """Fold one line in; True when it held a reading."""
+        util = self._reading(line)
+        if util is None or len(self.readings) >= 4096:
+            return False
+        self.readings.append(util)
+        if len(self.lines) < 3:
+            self.lines.append(line.strip()[:200])
+        return True
+
+    def _reading(self, line: str) -> int | None:
+        smi = _SMI_ROW.search(line)
+        if smi:
+            return int(smi.group(3)) if int(smi.group(1)) >= 1024 else None
+        gpustat = _GPUSTAT_ROW.search(line)
+        if gpustat:
+            return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
+        if _DMON_HEADER.search(line):
+            self._dmon = line.replace("#", " ").split().index("sm")
+            return None
+        if _CSV_HEADER.search(line) and "," in line:
+            cells = [c.strip().lower() for c in line.split(",")]
+            util = next(i for i, c in enumerate(cells) if c.startswith("utilization.gpu"))
+            used = next((i for i, c in enumerate(cells) if c.startswith("memory.used")), -1)
+            self._csv = (util, used)
+            return None
+        if self._dmon is not None and not line.lstrip().startswith("#"):
+            cells = line.split()
+            if len(cells) > self._dmon and cells[0].isdigit() and cells[self._dmon].isdigit():
+                return int(cells[self._dmon])
+        if self._csv is not None and "," in line:
+            return self._csv_reading(line)
+        return None
+
+    def _csv_reading(self, line: str) -> int | None:
+        assert self._csv is not None
+        cells = [c.strip() for c in line.split(",")]
+        util, used = self._csv
+        if len(cells) <= max(util, used):
+            return None
+        number = re.match(r"(\d{1,3})\s*%?$", cells[util])
+        memory = re.match(r"(\d+)\s*(?:MiB)?$", cells[used]) if used >= 0 else None
+        if number is None or used >= 0 and (memory is None or int(memory.group(1)) < 1024):
+            return None
+        return int(number.group(1))
+
+    def verdict(self) -> dict[str, object] | None:
+        """Facts when the readings say the GPU waits: low on average, or often in a dip."""
+        n = len(self.readings)
+        if n < READINGS:
+            return None
+        return self._judged()
+
+    def few(self) -> dict[str, object] | None:
+        """At the text's end, one to three readings (a pasted nvidia-smi table): every GPU at most 30% busy."""
+        if not 0 < len(self.readings) < READINGS or max(self.readings) > FEW_HIGH:
+            return None
+        return self._judged()
+
+    def _judged(self) -> dict[str, object] | None:
+        n = len(self.readings)
+        mean = sum(self.readings) / n
+        dips = sum(1 for u in self.readings if u <= DIP)
+        if mean > LOW_MEAN and dips < DIP_SHARE * n:
+            return None
+        return {"text": "util_samples", "n": n, "mean": mean, "low": min(self.readings),
+                "high": max(self.readings), "dips": dips, "line": " / ".join(self.lines)}
+
+
+# -- profiler tables --------------------------------------------------------------------------------------
+
+_FETCH = re.compile(r"DataLoader\w*\.__next__|DataLoaderIter\w*\.__next__|_next_data|enumerate\(DataLoader\)|"
+                    r"dataloader_next|get_train_batch|\bcollate\w*|_MultiProcessingDataLoaderIter|fetch\b", re.I)
+"""A profiler row that fetches the next batch: PyTorch's `enumerate(DataLoader)#_SingleProcessDataLoaderIter.
+__next__`, Lightning's `[_TrainingEpochLoop].train_dataloader_next`, a collate function."""
+_PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s*%")
+_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader", re.I)
+"""The cheap test before a profiler row is read (it runs on every line)."""
+PROFILE_SHARE = 25.0
+"""Fetching batches a quarter of the profiled time or more."""
+
+
+@dataclass
+class ProfileTable:
+    """A profiler's table: the share of time the data-fetching rows take."""
+
+    _share_col: int | None = None  # the `Percentage` column of Lightning's simple profiler
+
+    def line(self, line: str) -> dict[str, object] | None:
+        if "|" in line and re.search(r"Percentage", line):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            self._share_col = next(i for i, c in enumerate(cells) if "Percentage" in c)
+            return None
+        if not _FETCH.search(line):
+            return None
+        shares = [float(p) for p in _PERCENT.findall(line)]
+        if not shares and self._share_col is not None and "|" in line:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            value = cells[self._share_col] if len(cells) > self._share_col else ""
+            shares = [float(value)] if re.fullmatch(r"\d{1,3}(?:\.\d+)?", value) else []
+        share = max((s for s in shares if s <= 100), default=0.0)
+        if share < PROFILE_SHARE:
+            return None
+        return {"text": "profile", "share": share, "line": line.strip()[:300]}
+
+
+_INPUT_BOUND = re.compile(r"input-bound because (\d+(?:\.\d+)?)\s*% of the total step time sampled is waiting for "
+                          r"input", re.I)
+"""TensorFlow's profiler (input pipeline analysis): `Your program is HIGHLY input-bound because 78.3% of the total
+step time sampled is waiting for input`."""
+_OPEN_BAR = re.compile(r"(?P<desc>[A-Za-z][^|\r\n:\[]{2,80}?)(?:\s*\(num_proc=\d+\))?:\s*(?P<n>\d+)\s*(?:examples|ex|it|ba|"
+                       r"samples|rows)?\s*\[(?P<spent>[\d:]+),\s*(?P<rate>[\d.]+)\s*"
+                       r"(?P<unit>examples/s|ex/s|it/s|ba/s|s/it|s/ex|s/examples?|samples/s|rows/s)\]")
+"""A dataset step's bar with no total (`Generating train split: 1843200 examples [41:07, 747.08 examples/s]`)."""
+_OPEN_WORDS = re.compile(r"generat\w* \w+ split|\bmap\b|token|filter|preprocess|pack|convert|format|dataset", re.I)
+OPEN_SLOW_S = 600
+
+
+def open_bar(line: str) -> dict[str, object] | None:
+    """A dataset preparation bar without a total that has run for more than 10 minutes already."""
+    found = _OPEN_BAR.search(line)
+    if found is None or not _OPEN_WORDS.search(found.group("desc")):
+        return None
+    spent = 0
+    for part in found.group("spent").split(":"):
+        spent = spent * 60 + int(part or 0)
+    if spent < OPEN_SLOW_S:
+        return None
+    return {"text": "preprocessing", "line": line.strip()[:300], "desc": found.group("desc").strip(),
+            "rate": float(found.group("rate")), "unit": found.group("unit"), "minutes": spent / 60}
+
+
+_LOADER_TIMER = re.compile(r"\b(\w*(?:load|data|fetch)\w*?time|data[_ ]?time|load[_ ]?time)\s*[:=]?\s*(\d+(?:\.\d+)?)",
+                           re.I)
+_OTHER_TIMER = re.compile(r"\b(?!\w*(?:load|data|fetch))\w*time\b\s*[:=]?\s*\d", re.I)
+LOADER_ALONE_S = 5.0
+"""A loader timer printed with no step timer beside it (`Step:5 [...] LoaderTime:120.21`): 5 s or more per step on
+average over 3 lines is a wait no model step explains."""
+
+
+@dataclass
+class LoaderTimer:
+    """Loader times printed without a step time (the step timer's lines are judged against it in text.py)."""
+
+    total: float = 0.0
+    lines: int = 0
+
+    def line(self, line: str) -> dict[str, object] | None:
+        found = _LOADER_TIMER.search(line)
+        if found is None or _OTHER_TIMER.search(line):
+            return None
+        self.total += float(found.group(2))
+        self.lines += 1
+        mean = self.total / self.lines
+        if self.lines < 3 or mean < LOADER_ALONE_S:
+            return None
+        return {"text": "loader_time", "mean": mean, "lines": self.lines, "line": line.strip()[:300]}
+
+
+_TIMING_ROW = re.compile(r"^\s*\|?\s*(?P<name>[A-Za-z][^|]{1,60}?)\s*\|\s*(?P<value>\d+(?:\.\d+)?)\s*(?:s|sec|ms)?\s*\|?\s*$")
+_DATA_ROW = re.compile(r"\b(?:load\w*|data\w*|fetch\w*|read\w*|augment\w*|collate\w*|batch loading)\b", re.I)
+_TOTAL_ROW = re.compile(r"\b(?:total|iteration|whole step|per step)\b", re.I)
+
+
+@dataclass
+class TimingTable:
+    """A two-column table of where a step's time goes (`Load batch (n=24)|0.744230`, `Training iteration
+    total|0.912715`): the data rows' share of the total row (else of all rows)."""
+
+    rows: list[tuple[str, float]] = field(default_factory=list)
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        row = _TIMING_ROW.match(line)
+        if row is None or self.done or len(self.rows) >= 64:
+            return None
+        self.rows.append((row.group("name"), float(row.group("value"))))
+        data = sum(v for n, v in self.rows if _DATA_ROW.search(n) and not _TOTAL_ROW.search(n))
+        totals = [v for n, v in self.rows if _TOTAL_ROW.search(n)]
+        total = max(totals) if totals else sum(v for _, v in self.rows)
+        if len(self.rows) < 3 or not totals or total <= 0 or data > total or data < PROFILE_SHARE / 100 * total:
+            return None
+        self.done = True
+        quoted = " / ".join(f"{n}: {v:g}" for n, v in self.rows[:6])
+        return {"text": "profile", "share": round(100 * data / total, 1), "line": quoted[:300]}
+
+
+RATE_READINGS = 8
+RATE_SETTLE = 10
+RATE_SLOWER = 2.5
+"""A training bar slowed for good: the fastest of its last 3 readings 2.5 times slower than the median of its first
+half, 8 readings or more, none of the last 3 within 10 redraws after an evaluation or another bar (tqdm smooths the
+rate, so a pause for evaluation shows as a slow reading for a few redraws after it)."""
+
+
+@dataclass
+class RateWatch:
+    """The training loop's bar (its total) and the seconds per step it showed, to see a lasting slowdown."""
+
+    total: int = 0
+    rates: list[float] = field(default_factory=list)
+    since_break: int = 0  # readings since the last evaluation, save or other bar
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        bar = find_bar(line)
+        if bar is None:
+            if _BREAK.search(line):
+                self.since_break = 0
+            return None
+        if not bar.maybe_training or bar.total != self.total and self.rates:
+            self.since_break = 0
+            if bar.maybe_training and bar.total > self.total:  # the training loop is the longest bar
+                self.total, self.rates = bar.total, []
+            return None
+        self.total = bar.total
+        if bar.seconds_per_it is None or self.done or len(self.rates) >= 4096:
+            return None
+        self.rates.append(bar.seconds_per_it)
+        self.since_break += 1
+        return self._verdict(line)
+
+    def _verdict(self, line: str) -> dict[str, object] | None:
+        n = len(self.rates)
+        if n < RATE_READINGS or self.since_break < RATE_SETTLE + 3:
+            return None
+        early = sorted(self.rates[1:n // 2])
+        before = early[len(early) // 2]
+        now = min(self.rates[-3:])
+        if before <= 0 or now < RATE_SLOWER * before:
+            return None
+        self.done = True
+        return {"text": "rate_drop", "before": before, "now": now, "n": n, "line": line.strip()[:300]}
+
+
+_BREAK = re.compile(r"\b(?:eval\w*|validat\w*|sav(?:e|ing)|checkpoint)\b", re.I)
+
+
+# -- the watch ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StarveText:
+    """The text's signs of a GPU waiting for data, as at most one finding."""
+
+    util: UtilSamples = field(default_factory=UtilSamples)
+    profile: ProfileTable = field(default_factory=ProfileTable)
+    loader: LoaderTimer = field(default_factory=LoaderTimer)
+    table: TimingTable = field(default_factory=TimingTable)
+    rate: RateWatch = field(default_factory=RateWatch)
+    _after_iteration: bool = False  # the last non-empty line logged an iteration
+    _util_done: bool = False
+
+    def at_end(self, step: int) -> Finding | None:
+        """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
+        few = self.util.few() if not self._util_done else None
+        return Finding("data_starved", step, few) if few is not None else None
+
+    def line(self, line: str, step: int) -> list[Finding]:
+        found: list[Finding] = []
+        if not line.strip():
+            return found
+        if self.util.line(line):
+            verdict = self.util.verdict() if not self._util_done else None
+            if verdict is not None:
+                self._util_done = True
+                found.append(Finding("data_starved", step, verdict))
+        elif _PROFILE_WORDS.search(line):
+            profiled = self.profile.line(line)
+            if profiled is not None:
+                found.append(Finding("data_starved", step, profiled))
+        if "ime" in line or "IME" in line:
+            timed = self.loader.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
+        if "|" in line:
+            timed = self.table.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
+        if "it/s" in line or "s/it" in line or self.rate.rates:
+            slowed = self.rate.line(line)
+            if slowed is not None:
+                found.append(Finding("data_starved", step, slowed))
+        if "input-bound" in line:
+            bound = _INPUT_BOUND.search(line)
+            if bound and float(bound.group(1)) >= PROFILE_SHARE:
+                found.append(Finding("data_starved", step, {"text": "profile", "share": float(bound.group(1)),
+                                                            "line": line.strip()[:300]}))
+        if "/s]" in line and "<" not in line:
+            opened = open_bar(line)
+            if opened is not None:
+                found.append(Finding("data_starved", step, opened))
+        said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
+        if said is not None:
+            found.append(Finding("data_starved", step, dict(said, text="said")))
+        self._after_iteration = bool(_ITERATION.search(line))
+        return found
+
+
+# -- the advice --------------------------------------------------------------------------------------------
+
+_SAID_TITLE = {
+    "util": "the GPU's utilisation is low or swings between busy and idle",
+    "loader": "data loading is the slow part",
+    "storage": "the data is read from slow storage",
+    "delay": "the run pauses between batches while each step itself is quick",
+    "cpu_busy": "the CPU is saturated while the GPU idles",
+    "preprocessing": "preprocessing the dataset takes a long time before or between training",
+    "slowdown": "the same training takes several times longer than it used to (check where the data is read from)",
+}
+
+
+_NOT_WORKERS = {
+    "cpu_busy": "make batches cheaper to prepare (pre-tokenise, pre-decode): with every CPU busy more workers "
+                "will not help",
+    "preprocessing": "tokenise with map(batched=True) and num_proc, once, and reuse the saved set (save_to_disk, "
+                     "LLaMA-Factory tokenized_path)",
+    "storage": "copy the data to fast local disk (or cache decoded samples) before training",
+    "slowdown": "check where the data is read from (a network or Google Drive mount throttles): copy it to local "
+                "disk, then raise the loader's workers",
+}
+"""The change when more loader workers are not it: the words say the cost is elsewhere."""
+
+
+def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
+    """The GPU waits for the next batch: more loader workers, cheaper batches, faster storage."""
+    facts = f.facts
+    key = "dataloader_num_workers" if r is not None else \
+        "dataloader_num_workers (TrainingArguments) or num_workers (DataLoader)"
+    what, evidence = _starve_what(facts)
+    other = _NOT_WORKERS.get(str(facts.get("said", "")))
+    evidence += ["a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace",
+                 "make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on "
+                 "fast local disk, pin_memory" + (", and raise the workers" if other is None else "")]
+    change: dict[str, object] = {}
+    if r is not None and r.training.dataloader_num_workers < 16 and other is None:
+        now = r.training.dataloader_num_workers
+        change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
+    title = f"The GPU waits for data ({what}): " + (other or f"raise {key}")
+    return Advice("data_starved", INFO, title, evidence, change, f.step)
+
+
+def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:
+    """What the evidence says, in words for the title, and the lines that show it."""
+    kind = facts["text"]
+    if kind == "util_samples":
+        n = facts["n"]
+        return (f"the GPU is {facts['mean']:.0f}% busy on average over {n} reading{'s' * (n != 1)} "
+                f"({facts['low']}-{facts['high']}%, {facts['dips']} at or under {DIP}%)"), [str(facts["line"])]
+    if kind == "loader_time":
+        return f"the loader takes {facts['mean']:.3g} s per step on average over {facts['lines']} steps", \
+            [str(facts["line"])]
+    if kind == "rate_drop":
+        return (f"the training bar slowed from {_pace(float(facts['before']))} to {_pace(float(facts['now']))} and "
+                f"stayed there over {facts['n']} readings"), \
+            [str(facts["line"]), "the same steps got slower while nothing else in the log changed: check the GPU's "
+             "utilisation (nvidia-smi) to confirm it waits"]
+    if kind == "profile":
+        return f"fetching the next batch takes {facts['share']:g}% of the profiled time", [str(facts["line"])]
+    return "as the text says, " + _SAID_TITLE[str(facts["said"])], [str(facts["quote"])]
+
+
+def _pace(seconds: float) -> str:
+    """tqdm's way: `2.50it/s` under a second per step, else `3.20s/it`."""
+    return f"{1 / seconds:.2f}it/s" if seconds < 1 else f"{seconds:.2f}s/it"

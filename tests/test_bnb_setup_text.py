@@ -1,0 +1,134 @@
+"""Issue 23: bitsandbytes' CUDA setup read beyond the lines that say "failed": its warning that the CUDA runtime
+is not on the library paths (standing until the setup loads a CUDA binary, which a healthy import does right
+after the same warning), its kernels not built for the GPU (`Error named symbol not found at line 74 in file
+.../ops.cu`), newer wordings (no GPU support, ROCm and Windows libraries), and any exception raised inside its
+setup code, whatever the message. Healthy imports and other libraries' exceptions stay what they are."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+
+
+def first(text: str):
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0] if items else None
+
+
+def first_id(text: str) -> str:
+    item = first(text)
+    return item.id if item is not None and item.severity in ("error", "warning") else "healthy"
+
+
+BANNER = ("===================================BUG REPORT===================================\n"
+          "Welcome to bitsandbytes. For bug reports, please run\n\npython -m bitsandbytes\n\n"
+          " and submit this information together with your error trace to: "
+          "https://github.com/TimDettmers/bitsandbytes/issues\n"
+          "================================================================================\n")
+COLAB_039 = (BANNER + "bin /usr/local/lib/python3.10/dist-packages/bitsandbytes/libbitsandbytes_cuda122.so\nFalse\n"
+             "CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup paths...\n"
+             "CUDA SETUP: CUDA runtime path found: /usr/local/cuda/lib64/libcudart.so\n"
+             "CUDA SETUP: Highest compute capability among GPUs detected: 7.5\nCUDA SETUP: Detected CUDA version 122\n")
+"""https://github.com/bitsandbytes-foundation/bitsandbytes/issues/930 (dev)."""
+
+
+def test_runtime_warning_with_no_cuda_binary_after_it() -> None:
+    item = first(COLAB_039)
+    assert item is not None and item.id == "bnb_setup" and item.severity == "warning"
+    assert "libcudart" in item.evidence[0]
+
+
+def test_runtime_warning_then_a_cpu_binary_is_a_setup_problem() -> None:
+    text = ("/home/u/.local/lib/python3.8/site-packages/bitsandbytes/cuda_setup/main.py:149: UserWarning: WARNING: "
+            "No libcudart.so found! Install CUDA or the cudatoolkit package (anaconda)!\n  warn(msg)\n"
+            "CUDA SETUP: Highest compute capability among GPUs detected: 8.0\nCUDA SETUP: Detected CUDA version 118\n"
+            "CUDA SETUP: Loading binary /home/u/.local/lib/python3.8/site-packages/bitsandbytes/"
+            "libbitsandbytes_cpu.so...\n")
+    assert first_id(text) == "bnb_setup"
+
+
+def test_healthy_import_warns_then_loads_a_cuda_binary() -> None:
+    """Colab's usual import of bitsandbytes 0.39-0.41: the warning, then the runtime found in the backup path and
+    the CUDA binary loaded; the training that follows is healthy."""
+    text = (BANNER + "CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup "
+            "paths...\nCUDA SETUP: CUDA runtime path found: /usr/local/cuda/lib64/libcudart.so.11.0\n"
+            "CUDA SETUP: Highest compute capability among GPUs detected: 8.0\nCUDA SETUP: Detected CUDA version 118\n"
+            "CUDA SETUP: Loading binary /usr/local/lib/python3.10/dist-packages/bitsandbytes/"
+            "libbitsandbytes_cuda118.so...\n"
+            + "".join(f"{{'loss': {2.1 - i * 0.02:.4f}, 'learning_rate': 0.0002, 'epoch': {i / 100:.2f}}}\n"
+                      for i in range(1, 30)))
+    assert first_id(text) == "healthy"
+
+
+@pytest.mark.parametrize("line", [
+    "Error named symbol not found at line 74 in file /mmfs1/gscratch/zlab/timdettmers/git/bitsandbytes/csrc/ops.cu",
+    "Error invalid device function at line 508 in file /src/csrc/ops.cu",
+    "Error no kernel image is available for execution on the device at line 237 in file D:\\bitsandbytes\\csrc\\ops.cu",
+    "UserWarning: The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit "
+    "multiplication, and GPU quantization are unavailable.",
+    "RuntimeError: Could not load bitsandbytes native library: libbitsandbytes_rocm62.so: cannot open shared object "
+    "file: No such file or directory",
+    "Could not find the bitsandbytes CUDA binary at WindowsPath('C:/venv/Lib/site-packages/bitsandbytes/"
+    "libbitsandbytes_cuda126.dll')",
+    "ROCm Setup failed despite ROCm being available. Please run the following command to get more information:",
+    "Error: Your GPU does not support Int8 Matmul!",  # bitsandbytes 0.35's int8 kernels on a pre-Turing GPU
+])
+def test_setup_wordings_of_every_era(line: str) -> None:
+    assert first_id(line + "\n") == "bnb_setup"
+
+
+WINDOWS_LOAD = """Traceback (most recent call last):
+  File "C:\\Users\\me\\train.py", line 3, in <module>
+    import bitsandbytes as bnb
+  File "C:\\Users\\me\\venv\\lib\\site-packages\\bitsandbytes\\__init__.py", line 6, in <module>
+    from .autograd._functions import (
+  File "C:\\Users\\me\\venv\\lib\\site-packages\\bitsandbytes\\functional.py", line 13, in <module>
+    from .cextension import COMPILED_WITH_CUDA, lib
+  File "C:\\Users\\me\\venv\\lib\\site-packages\\bitsandbytes\\cextension.py", line 27, in initialize
+    self.lib = ct.cdll.LoadLibrary(binary_path)
+  File "C:\\Python310\\lib\\ctypes\\__init__.py", line 452, in LoadLibrary
+    return self._dlltype(name)
+  File "C:\\Python310\\lib\\ctypes\\__init__.py", line 374, in __init__
+    self._handle = _dlopen(self._name, mode)
+OSError: [WinError 193] %1 is not a valid Win32 application
+"""
+WINDOWS_PATHS = """Traceback (most recent call last):
+  File "D:\\kohya\\train_network.py", line 12, in <module>
+    import bitsandbytes
+  File "D:\\kohya\\venv\\lib\\site-packages\\bitsandbytes\\cuda_setup\\main.py", line 131, in evaluate_cuda_setup
+    cuda_home = str(Path(cuda_lib_path).parent.parent)
+  File "D:\\kohya\\venv\\lib\\site-packages\\bitsandbytes\\cuda_setup\\paths.py", line 62, in determine_cuda_runtime_lib_path
+    if "CONDA_PREFIX" in candidate_env_vars:
+TypeError: argument of type 'WindowsPath' is not iterable
+"""
+
+
+@pytest.mark.parametrize("text", [WINDOWS_LOAD, WINDOWS_PATHS], ids=["dll_load", "windowspath"])
+def test_an_exception_raised_in_bitsandbytes_setup_code(text: str) -> None:
+    item = first(text)
+    assert item is not None and item.id == "bnb_setup" and item.severity == "error"
+
+
+def test_an_exception_raised_by_another_library_under_bitsandbytes_is_not_setup() -> None:
+    text = """Traceback (most recent call last):
+  File "/work/train.py", line 40, in <module>
+    trainer.train()
+  File "/venv/lib/python3.10/site-packages/bitsandbytes/optim/optimizer.py", line 287, in step
+    self.update_step(group, p, gindex, pindex)
+  File "/venv/lib/python3.10/site-packages/bitsandbytes/functional.py", line 1584, in optimizer_update_8bit_blockwise
+    is_on_gpu([p, g, state1, state2, qmap1, qmap2, absmax1, absmax2])
+  File "/venv/lib/python3.10/site-packages/torch/utils/_device.py", line 77, in __torch_function__
+    return func(*args, **kwargs)
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+"""
+    assert first_id(text) == "exception"
+
+
+def test_the_runtime_warning_alone_says_nothing_of_the_outcome() -> None:
+    """A paste of the warning with nothing after it: a healthy import prints it too (see
+    test_failure_dialects.py::test_bitsandbytes_at_work_is_not_a_setup_failure)."""
+    assert first_id("CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup "
+                    "paths...\n") == "healthy"
