@@ -466,3 +466,46 @@ def test_a_lora_layers_merge_is_the_save() -> None:
 ])
 def test_an_oom_only_named_yields_to_what_the_text_shows(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # https://github.com/hiyouga/LlamaFactory/issues/5419: no word boundary between Chinese and `OOM`
+    ("训练时显存还是够用的，但是一到eval_step设置的步数就爆OOM了，这个问题持续很久了。", "oom_at_eval"),
+    # https://github.com/unslothai/unsloth/pull/5168
+    ("The training was going fine (~15 GB of VRAM used), until it was hitting OOM all of the sudden when eval would "
+     "start.", "oom_at_eval"),
+    # https://github.com/huggingface/transformers/issues/7232: the phase in one sentence, the OOM in the next
+    ("1. Use the Trainer for evaluation (`.evaluate()`, `.predict()`) on the GPU with BERT with a large evaluation "
+     "DataSet where the size of the returned prediction Tensors + Model exceed GPU RAM.\n"
+     "2. Trainer will crash with a CUDA Memory Exception", "oom_at_eval"),
+    # https://github.com/kwea123/ngp_pl/issues/44 (its spelling)
+    ("On training phase, the gpu memory used is ~6G, but when on validatation phase, I will get an OOM error.",
+     "oom_at_eval"),
+    # https://github.com/NovaSky-AI/SkyRL/pull/1768: `Validated on` is no validation phase; the cause in words
+    ("Validated on 8xB200 (GLM-4.7-Flash, TP2/EP4, 64K ctx): with the optimizer on GPU the baseline OOMs at step 2 "
+     "(~20 GiB reserved-but-unallocated); the trainer flag makes all 5 steps pass.", "oom_fragmentation"),
+    ("我的模型在第3个epoch就爆显存了，显存碎片太多", "oom_fragmentation"),
+])
+def test_more_of_the_persons_words(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def test_a_projects_evaluation_package_is_evaluation() -> None:
+    # https://github.com/roboflow/rf-detr/issues/1084: relative paths, the message wrapped over three lines
+    text = ('File "rfdetr/evaluation/matching.py", line 90, in _match_single_class\n'
+            "iou_matrix = _compute_mask_iou(pred_sorted, gt_items)\n"
+            'File "rfdetr/evaluation/matching.py", line 44, in _compute_mask_iou\n'
+            "gt_flat = gt_masks.bool().view(m, -1).float()  # [M, HW]\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.22 GiB.\n"
+            "GPU 0 has a total capacity of 23.56 GiB of which 1.61 GiB is free.\n"
+            "Including non-PyTorch memory, this process has 21.67 GiB memory in use.\n")
+    assert first_id(text) == "oom_at_eval"
+
+
+@pytest.mark.parametrize("line", [
+    "Out of memory error on GPU 0. Cannot allocate 25.002197MB memory on GPU 0, available memory is only 15.187500MB.",
+    "E external/org_tensorflow/tensorflow/compiler/xla/python/local_client.cc:672] Execution of replica 0 failed: "
+    "Resource exhausted: Out of memory while trying to allocate 5520758552 bytes.",
+])
+def test_paddle_and_old_xla_ooms_are_ooms(line: str) -> None:
+    assert oom.is_oom_line(line)

@@ -71,8 +71,8 @@ _EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "e
 beside the stems `_EVAL_NAMES` finds anywhere in a name."""
 _EVAL_FILES = re.compile(r"/(?:evaluation_loop|evaluation_epoch_loop|prediction_loop|prediction_epoch_loop|"
                          r"evaluator|validator)\.py$|/evaluation/[^/]+\.py$")
-"""A library's evaluation code, whose functions have generic names (Lightning's `evaluation_loop.py in run`,
-detectron2's `evaluation/evaluator.py`)."""
+"""Evaluation code, whose functions have generic names (Lightning's `evaluation_loop.py in run`, detectron2's
+`evaluation/evaluator.py`, a project's `rfdetr/evaluation/matching.py`)."""
 _DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
 _LOADS = re.compile(r"(?<!un)load", re.I)
 _LOAD_NAMES = re.compile(r"load_state_dict|from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
@@ -157,15 +157,11 @@ def frame_phase(frame: Frame) -> str:
         return called
     own = name_phase(frame.func.rsplit(".", 1)[-1], frame.path)
     path = frame.path.replace("\\", "/")
-    if not own and library(frame.path) and _EVAL_FILES.search(path):
+    if not own and _EVAL_FILES.search(path):
         own = "eval"
     if not own and frame.func in ("merge", "_merge") and "/peft/" in path:
         own = "save"  # a LoRA layer's merge: only merging the adapter into the model calls it
     return own or called
-
-
-def library(path: str) -> bool:
-    return origin(path).startswith("library:")
 
 
 def _words(name: str) -> set[str]:

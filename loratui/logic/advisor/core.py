@@ -307,10 +307,10 @@ class Advisor:
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
-        if self.oom is None and ("oom" in line.lower() or "memory" in line or "显存" in line) and \
+        lowered = line.lower()
+        if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
-        lowered = line.lower()
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
                     pattern.search(line):
