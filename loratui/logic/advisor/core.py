@@ -313,15 +313,16 @@ class Advisor:
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
-        if self.oom is None and ("oom" in line.lower() or "memory" in line or "显存" in line) and \
+        lowered = line.lower()
+        if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
-        lowered = line.lower()
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
                     pattern.search(line):
                 self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
-        if self.oom is None and "cuda_error" not in self.found and "asynchron" in line and \
+        if (self.oom is None or self.oom.facts["report"].said) and "cuda_error" not in self.found and \
+                "asynchron" in line and \
                 CUDA_BOILERPLATE.search(line):
             self._latch(Finding("cuda_error", self.ctx.step, {"line": line.strip()[:300]}))
 
@@ -424,7 +425,7 @@ def _build_all(adv: Advisor) -> list[Advice]:
     """Every finding of `adv` as advice (unsorted)."""
     logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
     priced = memory_proposal(adv)
-    built = _oom_built(adv, logits, priced) if adv.oom is not None else []
+    built = _oom_built(adv, logits, priced) if adv.oom is not None and not _said_only(adv) else []
     rose = adv.found.get("loss_diverging")
     nan = adv.found.get("nan_loss")
     if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
@@ -472,6 +473,16 @@ def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
     if lead == "exception" and not any(a.id == "exception" for a in built):
         built += [a for a in _failure(adv) if a.id == "exception"]
     return root.lead_with(built, lead) if lead else built
+
+
+def _said_only(adv: Advisor) -> bool:
+    """An OOM only the person named yields to anything the text shows (an exception, a CUDA error, a loss
+    curve): their words may tell the run's history (`I got OOM, lowered the batch, now ...`)."""
+    assert adv.oom is not None
+    if not adv.oom.facts["report"].said:
+        return False
+    raised = adv.trace.chosen
+    return bool(adv.found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
 
 
 def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
