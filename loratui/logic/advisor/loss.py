@@ -95,7 +95,7 @@ class LossWatch:
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
         found += self._chance(e.step, loss)
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
-            self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or \
+            self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or self._level_up(e.step) or \
             self._short_rise(e.step)
         if rise is not None and not spike:
             self.rose = self.rose or rise  # the first is the one the advisor keeps
@@ -366,6 +366,32 @@ class LossWatch:
                 self.creep = (step, series.median([v for _, v in list(self.prior)[-4:-1]] or [loss]), grad, [loss])
             self.recent_grads.append(grad)
         return found
+
+    def _level_up(self, step: int) -> Finding | None:
+        """The loss moving to a level a third higher late in the window, by a step or a ramp, and staying there:
+        the median of the logs since the split a third above the median before it and the last 3 logs' median too,
+        and a permutation test on the change of level (`series.shift_p`) at `ALPHA`. The last 32 logs; not while
+        the learning rate warms up, not a whole-multiple step (a loss summed over gradient accumulation)."""
+        ys = [v for _, v in self.window][-32:]
+        if len(ys) < 6 or self.warming or min(ys) <= 0:
+            return None
+        _, k = series.shift_score(ys)
+        if k == 0:
+            return None
+        before, after = series.median(ys[:k]), series.median(ys[k:])
+        # The change must also stand 5 standard errors of a median's difference clear of the noise: each log's
+        # test looks again at much the same window, so one permutation test alone would be passed by chance.
+        error = 1.2533 * series.noise(ys) * (1 / k + 1 / (len(ys) - k)) ** 0.5
+        if after < self.RISE * before or after - before < max(0.05, 5 * error) or \
+                series.median(ys[-3:]) < self.RISE * before or _scale_shift(ys):
+            return None
+        p = series.shift_p(ys)
+        if p > self.ALPHA:
+            return None
+        at = len(self.window) - len(ys) + k
+        return Finding("loss_diverging", step, {
+            "kind": "shift", "best": before, "best_step": self.window[at - 1][0], "now": after, "lr": self.lr,
+            "window": len(ys) - k, "before_n": k, "p": p})
 
     def _step_up(self, step: int) -> Finding | None:
         """The loss jumping to a higher level and staying there: every log since the jump a third above every

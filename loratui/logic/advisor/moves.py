@@ -407,6 +407,12 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
             evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
         return Advice("loss_diverging", severity, f"Loss rising, in the log's own words: {text}", evidence,
                       change, f.step)
+    elif facts.get("kind") == "shift":
+        p = facts["p"]
+        chance = f"{p:.1%} of the time" if p >= 0.001 else "never"
+        evidence = quote + [f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
+                            f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
+                            f"and the same logs shuffled show as large a change of level {chance}"] + lr
     elif facts.get("kind") == "step":
         evidence = quote + [f"every one of the {window} logs since step {facts['best_step']} (lowest "
                             f"{facts['floor']:.4g}) is a third above every log before it (highest "
