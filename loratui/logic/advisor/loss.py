@@ -34,6 +34,7 @@ class LossWatch:
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
     CHANCE_N = 4
     ALPHA, DOUBLE = 0.01, 2.0
+    HUGE_LOSS, HUGE_GRAD = 1e8, 1e6
     """The permutation p-value a rise must reach (`series.rise_p`): the share of noisy windows read as a rise."""
 
     def __init__(self, recipe: Recipe | None) -> None:
@@ -85,6 +86,7 @@ class LossWatch:
             return self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), False) + \
                 self._own_metrics(e.step, values)
         spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and _finite(loss) else None
+        spike = spike or self._huge(e.step, loss, values.get("grad_norm"))
         found = [spike] if spike else []
         nan = self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), bool(spike))
         found += self._after_rise(e.step, nan) if nan and self._rise_stands() else nan
@@ -179,6 +181,17 @@ class LossWatch:
                 "kind": "spike", "before": median, "now": loss, "lr": self.lr, "grad": grad,
                 "error": loss >= self.SPIKE_ERROR * max(median, 1e-3), "prior_step": self.prior[-2][0]})
         return None
+
+    def _huge(self, step: int, loss: float | None, grad: float | None) -> Finding | None:
+        """A finite loss of 1e8 or more, or a gradient norm of 1e6 or more, in any log, even the first: no loss on
+        real data is that large and healthy gradient norms sit between 0.01 and a few hundred; the updates blew up
+        (mmdetection#4383: loss 2.46e9, grad_norm 1.17e12 with an 8-GPU learning rate on one GPU)."""
+        big_loss = loss is not None and _finite(loss) and abs(loss) >= self.HUGE_LOSS
+        big_grad = grad is not None and _finite(grad) and grad >= self.HUGE_GRAD
+        if not (big_loss or big_grad):
+            return None
+        return Finding("loss_diverging", step, {"kind": "huge", "now": loss, "grad": grad, "lr": self.lr,
+                                                "error": True})
 
     def _zero(self, step: int, loss: float, epoch: float | None) -> list[Finding]:
         """A loss of exactly zero: from the first logs, or a fall from a real loss (a cliff, not a descent)."""
