@@ -408,6 +408,13 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         change = {"lora.lora_alpha": 2 * lora.r}
     quote = [facts["quote"]] if facts.get("quote") else []
     lr = [f"learning rate at step {f.step}: {_num(facts.get('lr'))}"] if facts.get("lr") is not None else []
+    if facts.get("kind") == "huge":
+        sizes = [f"{name} {facts[key]:.3g}" for name, key in (("loss", "now"), ("grad_norm", "grad"))
+                 if facts.get(key) is not None and facts[key] == facts[key]]
+        evidence = quote + [f"{' and '.join(sizes)} at step {f.step}: no loss on real data is that large, and a "
+                            "healthy gradient norm is 0.01 to a few hundred: the updates blew up"]
+        return Advice("loss_diverging", ERROR, f"Loss exploded ({', '.join(sizes)}): {text}; keep max_grad_norm "
+                      "(gradient clipping) on", evidence + lr, change, f.step)
     if facts.get("kind") == "spike":
         grad = facts.get("grad")
         evidence = quote + [f"loss {facts['now']:.4g} at step {f.step} against about {facts['before']:.3g} before"]
@@ -427,6 +434,12 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
             evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
         return Advice("loss_diverging", severity, f"Loss rising, in the log's own words: {text}", evidence,
                       change, f.step)
+    elif facts.get("kind") == "shift":
+        p = facts["p"]
+        chance = f"{p:.1%} of the time" if p >= 0.001 else "never"
+        evidence = quote + [f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
+                            f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
+                            f"and the same logs shuffled show as large a change of level {chance}"] + lr
     elif facts.get("kind") == "step":
         evidence = quote + [f"every one of the {window} logs since step {facts['best_step']} (lowest "
                             f"{facts['floor']:.4g}) is a third above every log before it (highest "
