@@ -119,9 +119,11 @@ def flat_said(line: str, step: int) -> Finding | None:
     """The first clause of `line` that says the training loss stays put (`loss stuck at 2.3`, `the loss does not
     decrease`, `plateaus at ~4.0`, `becomes huge and unchanged`, `loss一直是2.98`, `loss不下降`) or is zero (`got 0
     loss`), as a finding: the evidence of a report with few or no printed numbers."""
-    if _CODE.search(line):
-        return None
-    for pattern, kind in ((_ZERO_SAID, "zero"), (_FLAT_SAID, "flat")):
+    lowered = line.lower()
+    patterns = [(pattern, kind) for pattern, kind, hints in _HINTED if any(h in lowered for h in hints)]
+    if not patterns or _CODE.search(line):
+        return None  # the word tests first: this runs on every line that names a loss
+    for pattern, kind in patterns:
         for found in pattern.finditer(line):
             before = line[max(0, found.start() - 24):found.start()]
             gap = (found.groupdict().get("gap") or "") if kind == "flat" else ""
@@ -133,6 +135,28 @@ def flat_said(line: str, step: int) -> Finding | None:
     return None
 
 
+_ONE_CLASS = re.compile(
+    r"\b(?:only|always|just)\s+(?:predicts?|predicting|predicted|outputs?|outputting|classif(?:ies|y))\s+"
+    r"(?:a single|one|the same|just one)\s+(?:class|label|category|value|token)\b|"
+    r"\b(?:predicts?|predicting|predicted|outputs?|outputting)\s+the same\s+(?:class|label|category|value|token|"
+    r"prediction|output)s?\s+(?:for|on|to)\s+(?:every|all|each|any)\b|"
+    r"\b(?:accuracy|acc)\b[^.!?\n]{0,20}?\b(?:is stuck|stuck|fixe[sd]|stays?|stayed|remains?|remained|locks?|sits?)\s+"
+    r"(?:at|around|on)\s+(?:0?\.\d+|\d+(?:\.\d+)?\s*%)|"
+    r"(?:准确率|acc)\s*(?:一直|始终|总是)\s*(?:是|为|在)?\s*\d",
+    re.I)
+"""A classifier said to answer one class whatever the input, or its accuracy said to sit at one value (keras#4066:
+`it only predicts a single class and accuracy fixes at 0.1`): the loss is stuck at the class prior, nothing is
+learned."""
+_HINTED = (
+    (_ZERO_SAID, "zero", ("zero", "0 loss", "is 0", "was 0", "s 0", "e 0", "d 0", "to 0", "at 0", "t 0", "exactly 0",
+                          "为0", "是0", "成0", "于0")),
+    (_FLAT_SAID, "flat", ("stuck", "plateau", "stay", "remain", "keep", "kept", "sit", "sat ", "hover", "always",
+                          "still", "fixe", "lock", "not", "n't", "never", "unchang", "constant", "barely", "flat",
+                          "cannot", "no longer", "不", "没", "一直", "始终", "总是", "卡在", "停在", "保持", "维持",
+                          "稳定", "都是", "定值")),
+    (_ONE_CLASS, "flat", ("only", "always", "just", "the same", "acc", "准确率")),
+)
+"""Each pattern with words one of which a line must hold for it to be tried: most lines naming a loss are logs."""
 _OTHER_FLAT = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|scale|lengths?|grad\w*|norm)\b", re.I)
 """Another quantity between the loss and the verb (`loss falls but the learning rate stays at 0`); an epoch or a
 step there only dates the loss (`loss since 2nd epoch becomes huge and unchanged`)."""
