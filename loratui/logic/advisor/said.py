@@ -120,7 +120,7 @@ def flat_said(line: str, step: int) -> Finding | None:
     decrease`, `plateaus at ~4.0`, `becomes huge and unchanged`, `loss一直是2.98`, `loss不下降`) or is zero (`got 0
     loss`), as a finding: the evidence of a report with few or no printed numbers."""
     lowered = line.lower()
-    patterns = [(pattern, kind) for pattern, kind, hints in _HINTED if any(h in lowered for h in hints)]
+    patterns = [(pattern, kind) for pattern, kind, hints in _HINTED if hints.search(lowered)]
     if not patterns or _CODE.search(line):
         return None  # the word tests first: this runs on every line that names a loss
     for pattern, kind in patterns:
@@ -156,6 +156,7 @@ _HINTED = (
                           "稳定", "都是", "定值")),
     (_ONE_CLASS, "flat", ("only", "always", "just", "the same", "acc", "准确率")),
 )
+_HINTED = tuple((pattern, kind, re.compile("|".join(map(re.escape, hints)))) for pattern, kind, hints in _HINTED)
 """Each pattern with words one of which a line must hold for it to be tried: most lines naming a loss are logs."""
 _OTHER_FLAT = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|scale|lengths?|grad\w*|norm)\b", re.I)
 """Another quantity between the loss and the verb (`loss falls but the learning rate stays at 0`); an epoch or a
