@@ -30,11 +30,11 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text
+from loratui.logic.advisor import bnb_text, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
-from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice
+from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_save_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.phase_text import looks_like_code
 from loratui.logic.advisor.said import flat_said, rise_said
@@ -85,6 +85,8 @@ class Advisor:
         self._stream = ""  # the output stream of the last Output event
         self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
         self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
+        self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
+        # step)
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -103,6 +105,7 @@ class Advisor:
         if self._items is None:
             built = _build_all(self)
             built.sort(key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+            built = _root_first(self, built)
             built = [self._in_own_words(a) for a in built]
             self._items = built
         return list(self._items)
@@ -118,6 +121,8 @@ class Advisor:
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
         if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
+            if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
+                finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
             self._items = None
 
@@ -178,6 +183,7 @@ class Advisor:
         self.ctx.step = max(self.ctx.step, e.step)
         if "loss" in e.values and not any(k.startswith("eval_") for k in e.values):
             self.text.where.train_log()
+            self.text.prep_line, self.text.prep_s = "", 0  # training went on after it: not why a later timeout came
         for finding in self.loss.log(self.ctx, e):
             quote = self._quote(e)
             if quote:
@@ -281,8 +287,12 @@ class Advisor:
             # the traceback printed after the OOM line (a logger's message first, then its traceback) goes on
             # until its exception: its innermost phase, not the first frame's, is where the OOM struck
             self.oom_after = self.trace.phase or self.oom_after
+            if not self.oom.facts.get("merge") and self._merging(""):
+                self.oom.facts["merge"] = True
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
+        if "got error" in line or "Rendezvous" in line:
+            self._latch(root.store_finding(line, self.ctx.step))
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
@@ -301,15 +311,20 @@ class Advisor:
             self._oom_open = line if oom.message_open(line) and self.oom is not None and \
                 self.oom.facts["report"] is report else ""
             return
-        if self.oom is None and ("oom" in line.lower() or "memory" in line or "显存" in line) and \
+        if self.oom is None and getattr(self, "host_oom", None) is None and _HOST_RAM.search(line):
+            phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
+            self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
+            self._items = None
+        lowered = line.lower()
+        if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
-        lowered = line.lower()
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
                     pattern.search(line):
                 self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
-        if self.oom is None and "cuda_error" not in self.found and "asynchron" in line and \
+        if (self.oom is None or self.oom.facts["report"].said) and "cuda_error" not in self.found and \
+                "asynchron" in line and \
                 CUDA_BOILERPLATE.search(line):
             self._latch(Finding("cuda_error", self.ctx.step, {"line": line.strip()[:300]}))
 
@@ -328,12 +343,21 @@ class Advisor:
         load = "load" if ctx.state == events.LOADING and not ctx.began else ""
         self.oom = Finding("oom", ctx.step, {"report": report, "phase": phase,
                                              "load": load, "others": ctx.other_pids(),
-                                             "names": dict(ctx.gpu_names)})
+                                             "names": dict(ctx.gpu_names), "merge": self._merging(line)})
         self._oom_count = self.trace.count
         # the status the text showed when the OOM struck (the person's words may come before the log they paste)
         self.text.where.frozen = not report.said
         self.oom_after = ""
         self._items = None
+
+    def _merging(self, line: str) -> bool:
+        """Whether the OOM struck while an adapter was merged into its model: a frame's function or call, the
+        cell or script around the load, the status line before it (`Unsloth: Merging 4bit and LoRA weights`)."""
+        names = " ".join(f"{f.func} {f.call}" for f in self.trace.frames)
+        banner = self.text.where.banner_line
+        exports_adapter = "adapter" in banner and "export" in banner.lower()  # LLaMA-Factory's export merges it
+        return bool(_MERGE.search(names) or _MERGE.search(line) or _MERGE.search(banner) or exports_adapter
+                    or _MERGE.search(getattr(self.trace, "writes_out", "")))
 
     def _oom_wrapped(self, line: str) -> bool:
         """A line that goes on with the OOM message wrapped over it: the report is read again from the whole
@@ -360,6 +384,13 @@ class Advisor:
         return (phase, evidence) if phase else (facts["load"], [])
 
 
+_HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
+                       r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s+(?:with\s+)?(?:code|status)?\s*"
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill", re.I)
+"""The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
+shell's `Killed`, exit -9 or 137)."""
+_MERGE = re.compile(r"merg|dequantiz|unload", re.I)
+"""Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
 _SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
 _NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
 
@@ -396,7 +427,7 @@ def _build_all(adv: Advisor) -> list[Advice]:
     """Every finding of `adv` as advice (unsorted)."""
     logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
     priced = memory_proposal(adv)
-    built = _oom_built(adv, logits, priced) if adv.oom is not None else []
+    built = _oom_built(adv, logits, priced) if adv.oom is not None and not _said_only(adv) else []
     rose = adv.found.get("loss_diverging")
     nan = adv.found.get("nan_loss")
     if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
@@ -409,25 +440,59 @@ def _build_all(adv: Advisor) -> list[Advice]:
             continue  # a finding later evidence explained away (the loss scaler's first overflows)
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
+        if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
+            continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
     runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
     if runtime is not None:
         built.append(bnb_text.runtime_advice(runtime))
+    snapshot = adv.text.starve.at_end(adv.ctx.step) if "data_starved" not in adv.found else None
+    if snapshot is not None:
+        built.append(text_starve_advice(snapshot, adv.recipe))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
         built.append(_vram_advice(vram, adv.recipe, logits, priced))
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
         built.append(_starve_advice(adv.starve.current, adv.recipe))
+    host = getattr(adv, "host_oom", None)
+    if adv.oom is None and host is not None and host[1] == "save":
+        built.append(host_save_advice(host[0], host[2], host[3]))
     if not any(a.severity == ERROR for a in built):
         built += _failure(adv)
     return built
+
+
+def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
+    """The earliest root cause on any rank first: before the timeouts and peer failures it caused, and an
+    exception before a setup warning the run went on past (an OOM leads already). A setup warning the run
+    trained on past, with no failure after it, is a note."""
+    failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
+    noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
+    if noted != built:
+        built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if adv.oom is None else ""
+    if lead == "exception" and not any(a.id == "exception" for a in built):
+        built += [a for a in _failure(adv) if a.id == "exception"]
+    return root.lead_with(built, lead) if lead else built
+
+
+def _said_only(adv: Advisor) -> bool:
+    """An OOM only the person named yields to anything the text shows (an exception, a CUDA error, a loss
+    curve): their words may tell the run's history (`I got OOM, lowered the batch, now ...`)."""
+    assert adv.oom is not None
+    if not adv.oom.facts["report"].said:
+        return False
+    raised = adv.trace.chosen
+    return bool(adv.found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
 
 
 def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
+    if phase == "save" and not facts.get("merge"):
+        facts["merge"] = any(_MERGE.search(line) for line in evidence)
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])

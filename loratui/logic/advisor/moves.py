@@ -9,6 +9,7 @@ from typing import Any
 from loratui.logic import oom
 from loratui.logic.fmt import clip
 from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
+from loratui.logic.advisor import cuda
 from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
 from loratui.recipe import Recipe
@@ -98,7 +99,10 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
         kind = oom.OTHER_PROCESS
     evidence = _oom_evidence(report, phase, f.step)
     built = []
-    if phase in ("eval", "save"):
+    if phase == "save" and f.facts.get("merge"):
+        built.append(Advice("oom_at_save", ERROR, f"CUDA out of memory while merging the adapter into the model: "
+                            f"{MERGE_MOVE}", evidence, {}, f.step))
+    elif phase in ("eval", "save"):
         built.append(_phase_advice(phase, f.step, r, evidence, ERROR))
     if kind == oom.OTHER_PROCESS:
         built.append(_other_process_advice(report, others, f.step, evidence))
@@ -194,6 +198,22 @@ def _eval_move(r: Recipe | None) -> Move:
         return ("set eval_accumulation_steps = 1 (move eval outputs to the CPU every step)",
                 {"training.eval_accumulation_steps": 1})
     return "evaluate a smaller eval set or less often (eval batch is already 1)", {}
+
+
+MERGE_MOVE = ("merging writes the base weights out in 16-bit, dequantizing a 4-bit base first: merge on the CPU "
+              "(load the base with device_map='cpu') or on a larger card; unsloth's save_pretrained_merged takes "
+              "maximum_memory_usage=0.5")
+"""A merge needs the whole 16-bit model at once, however little training needed: the save settings do not help."""
+HOST_MERGE_MOVE = ("the host ran out of RAM (not the GPU): a merge or save holds the whole 16-bit model in RAM, about "
+                   "2 bytes per parameter: use a machine with more RAM or add swap, merge on the GPU (device_map="
+                   "'auto'), or write smaller shards (max_shard_size='2GB')")
+
+
+def host_save_advice(line: str, phase_evidence: list[str], step: int) -> Advice:
+    """The host's RAM ran out while the model was merged or saved (`DefaultCPUAllocator: can't allocate memory`,
+    the kernel's `Killed`)."""
+    return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
+                  [line] + phase_evidence, {}, step)
 
 
 def _save_move(r: Recipe | None) -> Move:
@@ -502,9 +522,12 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     return _cuda_error_advice(f, line)
 
 
-_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)", re.I)
-_BNB_OLD = re.compile(r"requires the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
-                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)", re.I)
+_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|bitsandbytes is not installed", re.I)
+_BNB_NO_BUILD = re.compile(r"is not a supported wheel|satisfies the requirement bitsandbytes|"
+                           r"No matching distribution found for bitsandbytes", re.I)
+_BNB_OLD = re.compile(r"(?:requires|and) the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
+                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)|"
+                      r"module '?bitsandbytes[\w.]*'? has no attribute", re.I)
 _BNB_MIN = re.compile(r"bitsandbytes\s*>=\s*([\d.]*\d)", re.I)
 _BNB_VAGUE = re.compile(r"requires .{0,40}bitsandbytes.{0,40}(?:pip install|not installed|not found)", re.I)
 _BNB_BROKEN = re.compile(r"No module named '?bitsandbytes\.", re.I)
@@ -515,6 +538,10 @@ def _bnb_advice(f: Finding, line: str) -> Advice:
     if _BNB_BROKEN.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is installed but broken (a file is missing): "
                       "pip install --force-reinstall -U bitsandbytes", [line], {}, f.step)
+    if _BNB_NO_BUILD.search(line):
+        return Advice("bnb_setup", ERROR, "pip has no bitsandbytes build for this platform or Python: check the "
+                      "Python version and OS (python -VV) against the wheels on PyPI, or build it from source",
+                      [line], {}, f.step)
     if _BNB_MISSING.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is not installed (4-bit/8-bit loading and 8-bit optimizers "
                       "need it): pip install -U bitsandbytes", [line], {}, f.step)
@@ -550,6 +577,9 @@ def _nccl_advice(f: Finding, line: str) -> Advice:
 
 
 def _cuda_error_advice(f: Finding, line: str) -> Advice:
+    setup = cuda.setup_advice(f, line)  # CUDA that cannot start: the driver, the build, the GPU
+    if setup is not None:
+        return setup
     if _NCCL.search(line):
         return _nccl_advice(f, line)
     hint = next((text for key, text in _CUDA_HINTS if key in line), "")

@@ -10,40 +10,70 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
 
 _UTIL = (r"(?:(?<![A-Za-z])GPUs?|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
+         r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
 """The GPU's utilisation by name (`GPU util`, `GPU-utilization`, `GPU usage`, nvidia-smi's `Volatile GPU-Util`,
 `GPU利用率`); not its memory (`GPU memory usage` has a word between)."""
 _LOW = (r"(?:very |quite |extremely |really |so |too |pretty )?(?:low|lower|poor|bad|idle|underutili[sz]ed|"
         r"under[- ]utili[sz]ed|not (?:fully )?(?:used|utili[sz]ed)|zero|spiky|spikes?|spiking|oscillat\w*|"
         r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drops? (?:to|down)|"
-        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅)")
+        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅|"
+        r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB)))")
 """What a starved GPU's utilisation does: stays low, or swings between busy and idle."""
 _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
     r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
-    r"(?<![A-Za-z])GPUs?\b[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*)", re.I)
+    r"(?<![A-Za-z])GPUs?\b[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
+    r"|waits? for (?:the )?(?:data|input|loader|dataloader|next batch))", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
+_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
+                 r"Grouping texts|packing|数据预处理|预处理|分词)")
+_PREP_LONG = (r"(?:slow\w*|forever|ages|a long time|too long|very long|hours?|"
+              r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
+              r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
+_MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
+                         r"takes? forever|never finish\w*|hangs?\b|stuck)", re.I)
+"""`map slows down to a crawl at around 80% done`: the lowercase word (not mAP, the detection metric) and a crawl."""
+_PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG, re.I)
+"""Preprocessing said to take long: `the tokenization process is taking forever`, `“Running tokenizer on dataset”就要等
+半小时以上`, `tokenizing 7.5K rows ... instead of 17 minutes`."""
+PREP_SAID_MIN = 10
 _HELD = re.compile(r"\b(?:not?|never|isn't|aren't|wasn't|without|high|higher|full|fully|100%)\s*$", re.I)
 """A word just before the verdict that denies it (`GPU utilisation is not low`)."""
-_GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fan|disk|network)\b|显存|内存", re.I)
-"""Another quantity named between the GPU's utilisation and the verdict: that quantity is low, not the GPU's."""
+_GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fan|disk|network|loss|lr|learning "
+                        r"rate|accuracy|acc|throughput|speed|score|reward|but|while|whereas|though|although)\b|"
+                        r"显存|内存|但|而", re.I)
+"""Another quantity named between the GPU's utilisation and the verdict (that quantity is low, not the GPU's), or a
+turn of the sentence (`GPU usage looks normal but the loss stays low`)."""
 _CPU_BUSY = re.compile(r"\bCPU[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
                        r"CPU[\w\s]{0,10}(?:占满|满载|瓶颈)", re.I)
+_CPU_SLOW = re.compile(r"\bCPU\b[^.!?\n]{0,20}?\b(?:is|are|seems?|being)?\s*(?:too |very |so |the )?(?:slow|bottleneck\w*|"
+                       r"(?:fully |100% )?(?:busy|saturated|maxed))\b", re.I)
+_GPU_FAST = re.compile(r"\bGPUs?\b[^.!?\n]{0,12}?\b(?:is |are )?(?:fast|quick|waiting|idle|fine)\b|"
+                       r"\b(?:data ?loader|num_workers|workers?|preprocess\w*|augment\w*|decod\w*)\b", re.I)
+"""`gpu is fast ,but the cpu is slow`: the CPU that prepares batches is the limit (a GPU word or a loader word beside
+it says the CPU is feeding training, not running it)."""
 _GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|waiting|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
                        r"GPU[\w\s]{0,10}(?:空闲|闲置)", re.I)
 _LOADER_SLOW = re.compile(
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*)\b"
     r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
     r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
+    r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|__getitem__|collate\w*)\b[^.!?\n]{0,30}?"
+    r"\b(?:takes?|taking|took|needs?)\s+(?:(?:a|very|so|too|really|extremely|quite)\s+)*(?:long|forever|ages)\b|"
     r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:is |by |on |in )?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
     r"pipeline|input pipeline|data reading|disk)\b|"
-    r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)", re.I)
+    r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)|"
+    r"\bnum_workers\s*[=:]\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
+    r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*[=:]\s*0\b", re.I)
 """The loader named slow or the bottleneck, in the user's words (`data loading is the bottleneck`)."""
 _STORAGE_SLOW = re.compile(
     r"\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|ages)|very long)\b[^.!?\n]{0,60}?"
@@ -66,8 +96,10 @@ _DELAY_HERE = re.compile(
 """A delay of some seconds: starvation when it is written between two logged iterations."""
 _DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
 """Inside the words themselves: `data loading is not the bottleneck`."""
-_ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*)\b|保存|验证", re.I)
-"""A pause at a save, an evaluation or a log line is that work, not the loader."""
+_ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
+                        r"writ\w*)\b|保存|验证", re.I)
+"""A pause at a save, an evaluation or a log line is that work, not the loader; slow storage written to (a
+checkpoint uploaded to s3) is not the data read."""
 _ITERATION = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]|\b(?:iter(?:ation)?|step|batch)\b\s*[:#=]?\s*\d+|"
                         r"\d+/\d+\s*\[[\d:]+<", re.I)
 """A logged training iteration (`Epoch: [1][2/10000] Time 0.42`, `iter 120`, a tqdm bar)."""
@@ -80,23 +112,53 @@ def _code(line: str) -> bool:
     return bool(re.match(r"\s*(?:def |class |import |from |#|>>>|\$ |[\w.\[\]'\"]+\s*[-+*/]?=\s)", line))
 
 
+_SLOW_SAID = re.compile(r"\b(?:training|speed|it|throughput|epochs?|iterations?)\b[^.!?\n]{0,30}?\b(?:is|was|are|were|"
+                        r"becomes?|became|gets?|got)\s+(?:(?:very|so|too|really|extremely|quite|pretty)\s+)*slow\b",
+                        re.I)
+_LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0,80}?(?:[Dd]ata ?[Ll]oad\w*|"
+                            r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__)")
+"""The loader named as the reason (`the reason was because HuggingFace Trainer used DispatchDataloader to read
+Iterable DataSet`)."""
+_LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persistent_workers|dataloader_num_workers|"
+                           r"preprocessing_num_workers|--workers)\b")
+"""The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
+but it is still slow`)."""
+_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
+_PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
+_LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取")
+
+
 def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     """The user's words that say the GPU waits for data, as facts (None when the line says nothing of it)."""
     if _code(line) or _PROGRAM.search(line):
         return None
-    util = _util_said(line)
+    low = line.lower()  # the cheap tests first: this runs on every line of a log
+    if "cpu" in low and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
+                         _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
+        # before the GPU's words: the CPU is the cause named
+        return {"said": "cpu_busy", "quote": line.strip()[:300]}
+    util = _util_said(line) if any(w in low for w in _UTIL_WORDS) else None
     if util is not None:
         return util
+    prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or _slowdown_said(line) or \
+        (_stall_said(line) if "before" in low else None) or \
+        (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
+    if prep is not None:
+        return prep
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
-                not (what == "delay" and _ELSEWHERE.search(line)):
+                not (what in ("delay", "storage") and _ELSEWHERE.search(line)):
             return {"said": what, "quote": line.strip()[:300]}
-    if _CPU_BUSY.search(line) and _GPU_IDLE.search(line):
-        return {"said": "cpu_busy", "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
         return {"said": "delay", "quote": line.strip()[:300]}
     return None
+
+
+_SWING = re.compile(r"spik|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
+SWING_LOW = 70
+"""A swing whose low end the user gives above 70% is a busy GPU (`between 60% - 100%` starves, per MegEngine's
+maintainers; `between 85% and 100%` does not)."""
 
 
 def _util_said(line: str) -> dict[str, object] | None:
@@ -109,13 +171,92 @@ def _util_said(line: str) -> dict[str, object] | None:
             continue
         if _HELD.search(line[:found.start("low") if found.group("low") else found.start()][-20:]):
             continue
-        if found.group("low") or found.group("low2") or found.group("low3"):
+        word = found.group("low") or found.group("low2") or found.group("low3")
+        low = _clause_low(line[found.start("util") if found.group("util") else found.start():])
+        if word and _SWING.search(word) and low is not None and low > SWING_LOW:
+            continue  # `fluctuates between 85% and 100%`: busy all the time
+        if word:
             return {"said": "util", "quote": line.strip()[:300]}
-        span = line[found.start("util"):found.end() + 12]
-        ranged = _RANGE.search(span)
-        low = min(int(ranged.group(1)), int(ranged.group(2))) if ranged else int(found.group(found.lastindex or 0))
-        if low <= 50:
+        if low is not None and low <= 50:
             return {"said": "util", "quote": line.strip()[:300], "util": low}
+    return None
+
+
+def _clause_low(clause: str) -> int | None:
+    """The lowest percentage the clause gives the GPU's utilisation (`is not above 55% and most of the times its
+    less than 10%` -> 10), up to the sentence's end or another quantity (`100%, CPU 20%` stays 100)."""
+    end = re.search(r"[.!?;\n。！？]|" + _GAP_OTHER.pattern, clause[3:], re.I)
+    clause = clause[:end.start() + 3] if end else clause[:120]
+    numbers = [int(n) for n in re.findall(_PCT, clause)]
+    return min(numbers) if numbers else None
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|(h|s|min)\b)", re.I)
+_SECONDS = {"h": 3600, "m": 60, "s": 1}
+_WORK = re.compile(r"\b(?:epochs?|steps?|iterations?|iters?|batch(?:es)?|training|train)\b", re.I)
+_THEN = re.compile(r"\b(?:used to|previously|earlier|yesterday|last (?:week|time)|instead of|"
+                   r"(?:is|are|got|became|has become) (?:much |way |\d+x )?slower|suddenly|slowed)\b|以前|之前|变慢", re.I)
+SLOWER = 2.5
+"""The same work said to take 2.5 times longer than it used to (`taking 4 hours an epoch. It used to take about 4
+minutes`): the code did not change, the data's source or loader did."""
+
+
+_LOADER_TAKES = re.compile(
+    r"\b(?:data ?loader|data loading|loading (?:a |each |one |every |the next )?batch(?:es)?|__getitem__|collate_fn|"
+    r"fetching (?:a |each |one |the next )?batch|next\(iter\([^)]{0,40}\)\)|数据加载|读取数据)"
+    r"(?:[^.!?\n。！？]|(?<=\d)\.(?=\d)){0,50}?(?:takes?|took|taking|costs?|spends?|spent|needs?|耗时|需要|要)\s*"
+    r"(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
+    r"(s|secs?|seconds?|min|mins|minutes?|秒|分钟)\b", re.I)
+"""The loader timed in the user's words at a second or more (`loading one batch takes 2.3 s`, `数据加载耗时5秒`)."""
+LOADER_SAID_S = 1.0
+
+
+def _loader_takes(line: str) -> dict[str, object] | None:
+    found = _LOADER_TAKES.search(line)
+    if found is None or _DENIED.search(found.group(0)):
+        return None
+    seconds = float(found.group(1)) * (60 if found.group(2).lower().startswith("m") or found.group(2) == "分钟" else 1)
+    return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
+
+
+_STALL = re.compile(r"\b(?:do(?:es)? nothing|doing nothing|idl\w+|hang\w*|stuck|wait\w*|freez\w*|stall\w*|sits? there)\b",
+                    re.I)
+_BEFORE_TRAINING = re.compile(r"\bbefore (?:each |every |the )?(?:training|epoch|first (?:batch|step|iteration)|fit)\b|"
+                              r"\bbefore (?:the )?(?:training|first epoch) (?:starts|begins)", re.I)
+_MINUTES = re.compile(r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|ten|several|a few|a couple of|an?)\s*"
+                      r"(?:minutes?|mins?|hours?)\b|\b(?:a )?long time\b", re.I)
+
+
+def _stall_said(line: str) -> dict[str, object] | None:
+    """`Before training, the notebook seems to do nothing at all for over one minute`: a wait of minutes before
+    each training or epoch while the steps themselves then run fast (the loader starting its workers or reading)."""
+    if _BEFORE_TRAINING.search(line) and _STALL.search(line) and _MINUTES.search(line):
+        return {"said": "delay", "quote": line.strip()[:300]}
+    return None
+
+
+def _slowdown_said(line: str) -> dict[str, object] | None:
+    if not _THEN.search(line) or not _WORK.search(line):
+        return None
+    durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]
+    if len(durations) < 2 or min(durations) <= 0 or max(durations) < SLOWER * min(durations):
+        return None
+    return {"said": "slowdown", "quote": line.strip()[:300]}
+
+
+def _prep_said(line: str) -> dict[str, object] | None:
+    crawl = _MAP_CRAWLS.search(line)
+    if crawl and not _DENIED.search(crawl.group(0)):
+        return {"said": "preprocessing", "quote": line.strip()[:300]}
+    for found in _PREP_SAID.finditer(line):
+        if _HELD.search(line[:found.start()][-16:]) or _DENIED.search(found.group(0)):
+            continue
+        number = found.group("n")
+        if number and found.group("unit").lower().startswith("m"):
+            minutes = float(number) if number[0].isdigit() else 0
+            if minutes < PREP_SAID_MIN and number[0].isdigit():
+                continue
+        return {"said": "preprocessing", "quote": line.strip()[:300]}
     return None
 
 
@@ -131,6 +272,10 @@ LOW_MEAN = 50
 DIP = 20
 DIP_SHARE = 0.25
 """Starved: busy half the time or less on average, or a quarter of the readings in a dip (the loader stalls)."""
+FEW_HIGH = 30
+"""A snapshot or two (a table pasted to show it): every GPU holding a model at 30% or less."""
+FULL_SHARE = 0.95
+"""A snapshot whose every card is all but full says memory (held by this run or others), not data: no verdict."""
 
 
 @dataclass
@@ -139,6 +284,7 @@ class UtilSamples:
 
     readings: list[int] = field(default_factory=list)  # utilisation of GPUs holding memory (a model loaded)
     lines: list[str] = field(default_factory=list)  # the first rows read, to quote
+    full: int = 0  # nvidia-smi rows whose memory is all but full
     _csv: tuple[int, int] | None = None  # (utilization column, memory.used column) of a CSV header
     _dmon: int | None = None  # the `sm` column of a dmon header
 
@@ -155,7 +301,9 @@ class UtilSamples:
     def _reading(self, line: str) -> int | None:
         smi = _SMI_ROW.search(line)
         if smi:
-            return int(smi.group(3)) if int(smi.group(1)) >= 1024 else None
+            used, total = int(smi.group(1)), int(smi.group(2))
+            self.full += used >= FULL_SHARE * total
+            return int(smi.group(3)) if used >= 1024 else None
         gpustat = _GPUSTAT_ROW.search(line)
         if gpustat:
             return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
@@ -193,6 +341,16 @@ class UtilSamples:
         n = len(self.readings)
         if n < READINGS:
             return None
+        return self._judged()
+
+    def few(self) -> dict[str, object] | None:
+        """At the text's end, one to three readings (a pasted nvidia-smi table): every GPU at most 30% busy."""
+        if not 0 < len(self.readings) < READINGS or max(self.readings) > FEW_HIGH or self.full >= len(self.readings):
+            return None
+        return self._judged()
+
+    def _judged(self) -> dict[str, object] | None:
+        n = len(self.readings)
         mean = sum(self.readings) / n
         dips = sum(1 for u in self.readings if u <= DIP)
         if mean > LOW_MEAN and dips < DIP_SHARE * n:
@@ -264,6 +422,136 @@ def open_bar(line: str) -> dict[str, object] | None:
             "rate": float(found.group("rate")), "unit": found.group("unit"), "minutes": spent / 60}
 
 
+_LOADER_TIMER = re.compile(r"\b(\w*(?:load|data|fetch)\w*?time|data[_ ]?time|load[_ ]?time)\s*[:=]?\s*(\d+(?:\.\d+)?)",
+                           re.I)
+_OTHER_TIMER = re.compile(r"\b(?!\w*(?:load|data|fetch))\w*time\b\s*[:=]?\s*\d", re.I)
+LOADER_ALONE_S = 5.0
+"""A loader timer printed with no step timer beside it (`Step:5 [...] LoaderTime:120.21`): 5 s or more per step on
+average over 3 lines is a wait no model step explains."""
+
+
+@dataclass
+class LoaderTimer:
+    """Loader times printed without a step time (the step timer's lines are judged against it in text.py)."""
+
+    total: float = 0.0
+    lines: int = 0
+
+    def line(self, line: str) -> dict[str, object] | None:
+        found = _LOADER_TIMER.search(line)
+        if found is None or _OTHER_TIMER.search(line):
+            return None
+        self.total += float(found.group(2))
+        self.lines += 1
+        mean = self.total / self.lines
+        if self.lines < 3 or mean < LOADER_ALONE_S:
+            return None
+        return {"text": "loader_time", "mean": mean, "lines": self.lines, "line": line.strip()[:300]}
+
+
+_TIMING_ROW = re.compile(r"^\s*\|?\s*(?P<name>[A-Za-z][^|]{1,60}?)\s*\|\s*(?P<value>\d+(?:\.\d+)?)\s*(?:s|sec|ms)?\s*\|?\s*$")
+_DATA_ROW = re.compile(r"\b(?:load\w*|data\w*|fetch\w*|read\w*|augment\w*|collate\w*|batch loading)\b", re.I)
+_TOTAL_ROW = re.compile(r"\b(?:total|iteration|whole step|per step)\b", re.I)
+
+
+@dataclass
+class TimingTable:
+    """A two-column table of where a step's time goes (`Load batch (n=24)|0.744230`, `Training iteration
+    total|0.912715`): the data rows' share of the total row (else of all rows)."""
+
+    rows: list[tuple[str, float]] = field(default_factory=list)
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        row = _TIMING_ROW.match(line)
+        if row is None or self.done or len(self.rows) >= 64:
+            return None
+        self.rows.append((row.group("name"), float(row.group("value"))))
+        data = sum(v for n, v in self.rows if _DATA_ROW.search(n) and not _TOTAL_ROW.search(n))
+        totals = [v for n, v in self.rows if _TOTAL_ROW.search(n)]
+        total = max(totals) if totals else sum(v for _, v in self.rows)
+        if len(self.rows) < 3 or not totals or total <= 0 or data > total or data < PROFILE_SHARE / 100 * total:
+            return None
+        self.done = True
+        quoted = " / ".join(f"{n}: {v:g}" for n, v in self.rows[:6])
+        return {"text": "profile", "share": round(100 * data / total, 1), "line": quoted[:300]}
+
+
+RATE_READINGS = 8
+RATE_SETTLE = 10
+RATE_SLOWER = 2.5
+"""A training bar slowed for good: the fastest of its last 3 readings 2.5 times slower than the median of its first
+half, 8 readings or more, none of the last 3 within 10 redraws after an evaluation or another bar (tqdm smooths the
+rate, so a pause for evaluation shows as a slow reading for a few redraws after it)."""
+
+
+@dataclass
+class RateWatch:
+    """The training loop's bar (its total) and the seconds per step it showed, to see a lasting slowdown."""
+
+    total: int = 0
+    rates: list[float] = field(default_factory=list)
+    since_break: int = 0  # readings since the last evaluation, save or other bar
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        bar = find_bar(line)
+        if bar is None:
+            if _BREAK.search(line):
+                self.since_break = 0
+            return None
+        if not bar.maybe_training or bar.total != self.total and self.rates:
+            self.since_break = 0
+            if bar.maybe_training and bar.total > self.total:  # the training loop is the longest bar
+                self.total, self.rates = bar.total, []
+            return None
+        self.total = bar.total
+        if bar.seconds_per_it is None or self.done or len(self.rates) >= 4096:
+            return None
+        self.rates.append(bar.seconds_per_it)
+        self.since_break += 1
+        return self._verdict(line)
+
+    def _verdict(self, line: str) -> dict[str, object] | None:
+        n = len(self.rates)
+        if n < RATE_READINGS or self.since_break < RATE_SETTLE + 3:
+            return None
+        early = sorted(self.rates[1:n // 2])
+        before = early[len(early) // 2]
+        now = min(self.rates[-3:])
+        if before <= 0 or now < RATE_SLOWER * before:
+            return None
+        self.done = True
+        return {"text": "rate_drop", "before": before, "now": now, "n": n, "line": line.strip()[:300]}
+
+
+_BREAK = re.compile(r"\b(?:eval\w*|validat\w*|sav(?:e|ing)|checkpoint)\b", re.I)
+
+
+_MEGATRON = re.compile(r"(batch-generator|forward-backward)\s*\.*\s*[:|]?\s*\(?\s*(\d+(?:\.\d+)?)")
+"""Megatron's timers (`forward-backward: 4412.28 | ... | batch-generator: 98.17`, or one per line with dots and the
+(min, max) across ranks)."""
+
+
+@dataclass
+class MegatronTimers:
+    """The batch generator's time against forward-backward's, from Megatron's timer lines."""
+
+    last: dict[str, float] = field(default_factory=dict)
+
+    def line(self, line: str) -> dict[str, object] | None:
+        for name, value in _MEGATRON.findall(line):
+            self.last[name] = float(value)
+        fetch, step = self.last.get("batch-generator"), self.last.get("forward-backward")
+        if fetch is None or step is None or step <= 0:
+            return None
+        self.last = {}
+        share = 100 * fetch / (fetch + step)
+        if share < PROFILE_SHARE:
+            return None
+        return {"text": "profile", "share": round(share, 1), "line": line.strip()[:300]}
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -273,8 +561,33 @@ class StarveText:
 
     util: UtilSamples = field(default_factory=UtilSamples)
     profile: ProfileTable = field(default_factory=ProfileTable)
+    loader: LoaderTimer = field(default_factory=LoaderTimer)
+    table: TimingTable = field(default_factory=TimingTable)
+    rate: RateWatch = field(default_factory=RateWatch)
+    megatron: MegatronTimers = field(default_factory=MegatronTimers)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
+    _slow_said: str = ""  # the user's line that says the training is slow
+    _blamed_line: str = ""  # the user's line that names the loader as the reason
+    _blame_done: bool = False
     _util_done: bool = False
+
+    def _blamed(self, line: str, step: int) -> list[Finding]:
+        """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
+        if not self._slow_said and _SLOW_SAID.search(line) and not _DENIED.search(line) and not _PROGRAM.search(line):
+            self._slow_said = line.strip()[:300]
+        if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
+                not _code(line) and not _PROGRAM.search(line):
+            self._blamed_line = line.strip()[:300]
+        if self._slow_said and self._blamed_line and not self._blame_done:
+            self._blame_done = True
+            quote = self._slow_said + (" / " + self._blamed_line if self._blamed_line != self._slow_said else "")
+            return [Finding("data_starved", step, {"text": "said", "said": "loader", "quote": quote[:400]})]
+        return []
+
+    def at_end(self, step: int) -> Finding | None:
+        """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
+        few = self.util.few() if not self._util_done else None
+        return Finding("data_starved", step, few) if few is not None else None
 
     def line(self, line: str, step: int) -> list[Finding]:
         found: list[Finding] = []
@@ -289,6 +602,22 @@ class StarveText:
             profiled = self.profile.line(line)
             if profiled is not None:
                 found.append(Finding("data_starved", step, profiled))
+        if "ime" in line or "IME" in line:
+            timed = self.loader.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
+        if "|" in line:
+            timed = self.table.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
+        if "it/s" in line or "s/it" in line or self.rate.rates:
+            slowed = self.rate.line(line)
+            if slowed is not None:
+                found.append(Finding("data_starved", step, slowed))
+        if "batch-generator" in line or "forward-backward" in line:
+            timed = self.megatron.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
         if "input-bound" in line:
             bound = _INPUT_BOUND.search(line)
             if bound and float(bound.group(1)) >= PROFILE_SHARE:
@@ -298,6 +627,9 @@ class StarveText:
             opened = open_bar(line)
             if opened is not None:
                 found.append(Finding("data_starved", step, opened))
+        if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
+                                 "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
+            found += self._blamed(line, step)
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if said is not None:
             found.append(Finding("data_starved", step, dict(said, text="said")))
@@ -313,7 +645,21 @@ _SAID_TITLE = {
     "storage": "the data is read from slow storage",
     "delay": "the run pauses between batches while each step itself is quick",
     "cpu_busy": "the CPU is saturated while the GPU idles",
+    "preprocessing": "preprocessing the dataset takes a long time before or between training",
+    "slowdown": "the same training takes several times longer than it used to (check where the data is read from)",
 }
+
+
+_NOT_WORKERS = {
+    "cpu_busy": "make batches cheaper to prepare (pre-tokenise, pre-decode): with every CPU busy more workers "
+                "will not help",
+    "preprocessing": "tokenise with map(batched=True) and num_proc, once, and reuse the saved set (save_to_disk, "
+                     "LLaMA-Factory tokenized_path)",
+    "storage": "copy the data to fast local disk (or cache decoded samples) before training",
+    "slowdown": "check where the data is read from (a network or Google Drive mount throttles): copy it to local "
+                "disk, then raise the loader's workers",
+}
+"""The change when more loader workers are not it: the words say the cost is elsewhere."""
 
 
 def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
@@ -321,24 +667,39 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     key = "dataloader_num_workers" if r is not None else \
         "dataloader_num_workers (TrainingArguments) or num_workers (DataLoader)"
-    if facts["text"] == "util_samples":
-        what = (f"the GPU is {facts['mean']:.0f}% busy on average over {facts['n']} readings "
-                f"({facts['low']}-{facts['high']}%, {facts['dips']} at or under {DIP}%)")
-        evidence = [facts["line"]]
-    elif facts["text"] == "profile":
-        what = f"fetching the next batch takes {facts['share']:g}% of the profiled time"
-        evidence = [facts["line"]]
-    else:
-        what = "as the text says, " + _SAID_TITLE[str(facts["said"])]
-        evidence = [facts["quote"]]
+    what, evidence = _starve_what(facts)
+    other = _NOT_WORKERS.get(str(facts.get("said", "")))
     evidence += ["a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace",
                  "make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on "
-                 "fast local disk, pin_memory" + (", and raise the workers" if facts.get("said") != "cpu_busy"
-                                                   else "; with every CPU busy more workers will not help")]
+                 "fast local disk, pin_memory" + (", and raise the workers" if other is None else "")]
     change: dict[str, object] = {}
-    if r is not None and r.training.dataloader_num_workers < 16 and facts.get("said") != "cpu_busy":
+    if r is not None and r.training.dataloader_num_workers < 16 and other is None:
         now = r.training.dataloader_num_workers
         change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
-    title = f"The GPU waits for data ({what}): raise {key}" if facts.get("said") != "cpu_busy" else \
-        f"The GPU waits for data ({what}): make batches cheaper to prepare (pre-tokenise, pre-decode)"
+    title = f"The GPU waits for data ({what}): " + (other or f"raise {key}")
     return Advice("data_starved", INFO, title, evidence, change, f.step)
+
+
+def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:
+    """What the evidence says, in words for the title, and the lines that show it."""
+    kind = facts["text"]
+    if kind == "util_samples":
+        n = facts["n"]
+        return (f"the GPU is {facts['mean']:.0f}% busy on average over {n} reading{'s' * (n != 1)} "
+                f"({facts['low']}-{facts['high']}%, {facts['dips']} at or under {DIP}%)"), [str(facts["line"])]
+    if kind == "loader_time":
+        return f"the loader takes {facts['mean']:.3g} s per step on average over {facts['lines']} steps", \
+            [str(facts["line"])]
+    if kind == "rate_drop":
+        return (f"the training bar slowed from {_pace(float(facts['before']))} to {_pace(float(facts['now']))} and "
+                f"stayed there over {facts['n']} readings"), \
+            [str(facts["line"]), "the same steps got slower while nothing else in the log changed: check the GPU's "
+             "utilisation (nvidia-smi) to confirm it waits"]
+    if kind == "profile":
+        return f"fetching the next batch takes {facts['share']:g}% of the profiled time", [str(facts["line"])]
+    return "as the text says, " + _SAID_TITLE[str(facts["said"])], [str(facts["quote"])]
+
+
+def _pace(seconds: float) -> str:
+    """tqdm's way: `2.50it/s` under a second per step, else `3.20s/it`."""
+    return f"{1 / seconds:.2f}it/s" if seconds < 1 else f"{seconds:.2f}s/it"

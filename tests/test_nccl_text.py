@@ -1,0 +1,81 @@
+"""Issue 23: a distributed timeout in the words of every layer and torch era (the watchdog, its heartbeat
+monitor, the elastic rendezvous, the store), and a store failure cut before its cause, read as nccl_timeout;
+a setting that names a timeout is no timeout."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+
+
+def first_id(text: str) -> str:
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+@pytest.mark.parametrize("line", [
+    "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+    "[rank0]:[E1105 10:11:12.000000 ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] ProcessGroupNCCL's watchdog got stuck "
+    "for 480 seconds without making progress in monitoring enqueued collectives. This typically indicates a "
+    "NCCL/CUDA API hang blocking the watchdog",
+    "[rank3]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 3] Heartbeat monitor timed out! Process will be terminated "
+    "after dumping debug info. workMetaList_.size()=1",
+    "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+    "c10d key-value store by key '0', but store->get('0') got error: Socket Timeout",
+    "RuntimeError: Timed out initializing process group in store based barrier on rank: 1, for key: "
+    "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)",
+])
+def test_distributed_timeouts_of_every_layer(line: str) -> None:
+    assert first_id(line + "\n") == "nccl_timeout"
+
+
+@pytest.mark.parametrize("line", [
+    "NCCL_IB_TIMEOUT set by environment to 22.",
+    "[INFO] ddp_timeout=180000000, the watchdog will wait that long",
+])
+def test_timeout_settings_are_no_timeout(line: str) -> None:
+    assert first_id(line + "\n") != "nccl_timeout"
+
+
+def first(text: str):
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0]
+
+
+def test_a_timeout_at_the_first_collectives_names_the_preparation() -> None:
+    """The pattern of https://github.com/stanford-futuredata/ColBERT (k-means on one rank) and Myria3D's HDF5 build
+    (dev): SeqNum=3-5 with one element, the ranks never started training together."""
+    item = first("[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800008 "
+                 "milliseconds before timing out.\n")
+    assert item.id == "nccl_timeout" and "first collectives" in item.title and "ddp_timeout" in item.title
+
+
+def test_a_timeout_deep_into_training_keeps_its_own_advice() -> None:
+    item = first("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before "
+                 "timing out.\n")
+    assert item.id == "nccl_timeout" and "first collectives" not in item.title
+
+
+NCCL_INFO = ("node1:2231:2231 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.4<0>\n"
+             "node1:2231:2290 [0] NCCL INFO Channel 00/02 :    0   1\n"
+             "node1:2231:2290 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+             "node1:2231:2290 [0] NCCL INFO Connected all rings\n")
+
+
+def test_a_hang_after_nccl_set_up_its_channels() -> None:
+    item = first(NCCL_INFO + "and then the training hangs here forever, no error\n")
+    assert item.id == "nccl_timeout" and "NCCL_P2P_DISABLE=1" in item.title
+
+
+def test_nccl_lines_of_a_run_that_trains_are_no_hang() -> None:
+    text = NCCL_INFO + "".join(f"{{'loss': {2.0 - i / 50:.3f}, 'epoch': {i / 10:.1f}}}\n" for i in range(1, 12))
+    assert first_id(text) != "nccl_timeout"
+
+
+def test_a_hang_without_nccl_lines_is_not_a_collective() -> None:
+    assert first_id("the training hangs at the first batch with num_workers=8\n") != "nccl_timeout"
