@@ -402,3 +402,26 @@ def test_a_grad_norm_spike_in_a_noisy_healthy_run_is_rarely_a_creep() -> None:
             "loss": v, "grad_norm": g, "learning_rate": 2e-4}) for i, (v, g) in enumerate(zip(losses, grads))]).found
         creeps += found.get("loss_diverging") is not None and found["loss_diverging"].facts["kind"] == "creep"
     assert creeps <= 25, creeps
+
+
+@pytest.mark.parametrize("text", [
+    # deepspeedai/DeepSpeedExamples#160
+    "The lm-loss drop is always maintained at about 11.4 for a long time when training large gpt2 with Zero3\n",
+    # huggingface/transformers#5227
+    "I haven't diagnosed which of these is the main culprit of the issue I was seeing (very high loss, not going "
+    "down). This fixes that issue.\n",
+    "微调loss下降缓慢，4000步后还在1.0左右\n",  # hiyouga/LlamaFactory#2348
+    "With the default learning rate the training loss decreases very slowly.\n",
+])
+def test_more_ways_of_saying_the_loss_stays_put(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor(text, tmp_path, capsys)
+    assert items[0]["id"] == "loss_flat", items
+
+
+def test_a_grpo_loss_said_to_rise_is_no_divergence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """aburkov/theLMbook#6: a GRPO loss grows with the KL to the reference while the reward is flat."""
+    text = ('In the "GRPO from scratch" notebook, I noticed that the loss curve rapidly increases after 400 steps, '
+            "while the reward remains basically unchanged.\n")
+    assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []
+    assert doctor("In the notebook the loss curve rapidly increases after 400 steps.\n", tmp_path,
+                  capsys)[0]["id"] == "loss_diverging"
