@@ -296,6 +296,8 @@ class Advisor:
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
+        elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:
+            self._latch(flat_said(line, self.ctx.step))  # a classifier said to answer one class
         if line.strip():
             self.tail.append(line.strip()[:300])
             if "oss" in line:
