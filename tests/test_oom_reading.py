@@ -509,3 +509,49 @@ def test_a_projects_evaluation_package_is_evaluation() -> None:
 ])
 def test_paddle_and_old_xla_ooms_are_ooms(line: str) -> None:
     assert oom.is_oom_line(line)
+
+
+# -- status lines, scripts, and the host's memory in words ---------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # https://github.com/TheLastBen/fast-stable-diffusion/issues/1113: the status printed after the bar
+    ("Progress:|██████                   | 25% 1999/8000 [1:02:25<3:07:25,  1.87s/it, loss=0.296, lr=7.75e-7] "
+     "SAVING CHECKPOINT...\nConverting to CKPT ...\nKilled\nDone, resuming training ...", "oom_at_save"),
+    # https://github.com/LambdaLabsML/examples/issues/41: a checkpoint written in any verb
+    ("Epoch 0: 100%|█| 209/209 [06:12<00:00,  1.78s/it, loss=0.0685, v_num=0]\nSummoning checkpoint.\nKilled",
+     "oom_at_save"),
+    ("Writing the final checkpoint to /ckpt/last.pt\n" + _MESSAGE, "oom_at_save"),
+    # https://github.com/layumi/Person_reID_baseline_pytorch/issues/5: a banner that is the phase's name
+    ("-------test-----------\n64\nTHCudaCheck FAIL file=/opt/conda/conda-bld/pytorch/work/torch/lib/THC/generic/"
+     "THCStorage.cu line=58 error=2 : out of memory", "oom_at_eval"),
+    ("=== Validation ===\n" + _MESSAGE, "oom_at_eval"),
+    # https://github.com/zjpbinary/CSCBLI/issues/1 and https://github.com/wmcnally/golfdb/issues/10: the script run
+    ("CUDA_VISIBLE_DEVICES=0,1 python test.py  --model_path $model_path \\\n"
+     "it always tell me that \"RuntimeError: CUDA out of memory. Tried to allocate 2.82 GiB (GPU 0; 31.75 GiB total "
+     "capacity; 28.74 GiB already allocated; 1.84 GiB free; 28.75 GiB reserved in total by PyTorch)\"", "oom_at_eval"),
+    ("it works with train.py.. but the problem now is in running eval.py (is showing the same error) :\n"
+     "RuntimeError: CUDA out of memory. Tried to allocate 58.00 MiB (GPU 0; 4.00 GiB total capacity; 2.49 GiB already "
+     "allocated; 44.45 MiB free; 2.57 GiB reserved in total by PyTorch)", "oom_at_eval"),
+    # https://github.com/mhamilton723/STEGO/issues/1: the host's RAM, in a script named for the evaluation
+    ("Traceback (most recent call last):\n"
+     '  File "eval_segmentation.py", line 144, in my_app\n'
+     "    outputs = {k: torch.cat(v, dim=0) for k, v in outputs.items()}\n"
+     "RuntimeError: [enforce fail at CPUAllocator.cpp:68] . DefaultCPUAllocator: can't allocate memory: you tried to "
+     "allocate 24053760000 bytes. Error code 12 (Cannot allocate memory)", "oom_at_eval"),
+    # https://github.com/TheLastBen/fast-stable-diffusion/issues/1337 and PaddleDetection#3277: RAM in words
+    ("Can't even merge 4gb models because out of ram, should I use colab pro or any solutions?", "oom_at_save"),
+    ("训练完第一个epoch,保存模型的时候提示 memory error,查看了下保存路径", "oom_at_save"),
+])
+def test_where_the_text_says_the_run_was(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Loading checkpoint shards: 100%|██████████| 4/4 [00:10<00:00,  2.50s/it]\nResuming from checkpoint\n" + _MESSAGE,
+    "python train.py --config configs/test_config.yaml\n" + _MESSAGE,
+    "Test set: 10000 images\n{'loss': 1.2, 'grad_norm': 0.3, 'learning_rate': 1e-05, 'epoch': 0.2}\n" + _MESSAGE,
+    "Loading checkpoint shards: 100%|██████████| 4/4 [00:10<00:00,  2.50s/it]\nKilled",
+])
+def test_reading_a_checkpoint_and_training_scripts_are_no_phase(text: str) -> None:
+    assert first_id(text) not in ("oom_at_save", "oom_at_eval")

@@ -34,7 +34,7 @@ from loratui.logic.advisor import bnb_text
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
-from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_save_advice
+from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_phase_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.phase_text import looks_like_code
 from loratui.logic.advisor.said import flat_said, rise_said
@@ -307,6 +307,10 @@ class Advisor:
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
+        host = getattr(self, "host_oom", None)
+        if host is not None and not host[1] and self.oom is None and self.trace.phase in ("save", "eval"):
+            self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
+            self._items = None
         lowered = line.lower()
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
@@ -378,9 +382,11 @@ class Advisor:
 
 _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s+(?:with\s+)?(?:code|status)?\s*"
-                       r"[:=]?\s*(?:-9|137)\b|\boom-kill", re.I)
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
+                       r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
+                       r"内存不足|内存溢出", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
-shell's `Killed`, exit -9 or 137)."""
+shell's `Killed`, exit -9 or 137), or the person's words (`out of RAM`, `memory error`, 内存不足)."""
 _MERGE = re.compile(r"merg|dequantiz|unload", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
 _SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
@@ -446,8 +452,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
         built.append(_starve_advice(adv.starve.current, adv.recipe))
     host = getattr(adv, "host_oom", None)
-    if adv.oom is None and host is not None and host[1] == "save":
-        built.append(host_save_advice(host[0], host[2], host[3]))
+    if adv.oom is None and host is not None and host[1] in ("save", "eval"):
+        built.append(host_phase_advice(host[1], host[0], host[2], host[3]))
     if not any(a.severity == ERROR for a in built):
         built += _failure(adv)
     return built

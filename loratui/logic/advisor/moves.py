@@ -208,9 +208,17 @@ HOST_MERGE_MOVE = ("the host ran out of RAM (not the GPU): a merge or save holds
                    "'auto'), or write smaller shards (max_shard_size='2GB')")
 
 
-def host_save_advice(line: str, phase_evidence: list[str], step: int) -> Advice:
+HOST_EVAL_MOVE = ("the host ran out of RAM (not the GPU): the evaluation gathers every prediction in RAM before "
+                  "its metrics: set eval_accumulation_steps with a smaller eval set, or compute the metric per batch "
+                  "instead of concatenating all outputs")
+
+
+def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: int) -> Advice:
     """The host's RAM ran out while the model was merged or saved (`DefaultCPUAllocator: can't allocate memory`,
-    the kernel's `Killed`)."""
+    the kernel's `Killed`), or while an evaluation gathered its outputs."""
+    if phase == "eval":
+        return Advice("oom_at_eval", ERROR, f"Out of host memory during evaluation: {HOST_EVAL_MOVE}",
+                      [line] + phase_evidence, {}, step)
     return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
                   [line] + phase_evidence, {}, step)
 
