@@ -555,3 +555,27 @@ def test_where_the_text_says_the_run_was(text: str, expected: str) -> None:
 ])
 def test_reading_a_checkpoint_and_training_scripts_are_no_phase(text: str) -> None:
     assert first_id(text) not in ("oom_at_save", "oom_at_eval")
+
+
+def test_a_comment_in_a_notebooks_code_is_no_status() -> None:
+    # https://github.com/ROCm/legacy-rocm-build/issues/4468: bitsandbytes' forward, its comment `# 3. Save state`
+    text = ("--> 520 output = torch.nn.functional.linear(A, F.dequantize_4bit(B, quant_state).to(A.dtype).t(), bias)\n"
+            "    522 # 3. Save state\n"
+            "    523 ctx.state = quant_state\n\n"
+            "OutOfMemoryError: HIP out of memory. Tried to allocate 224.00 MiB. GPU ")
+    assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    # https://github.com/BaberMuyu/2020CCF-NER/issues/6 and sentence-transformers#57: PyTorch 1.0's "cached" slack
+    ("RuntimeError: CUDA out of memory. Tried to allocate 294.00 MiB (GPU 0; 7.79 GiB total capacity; 6.27 GiB already "
+     "allocated; 61.62 MiB free; 617.88 MiB cached)", oom.FULL),
+    ("RuntimeError: CUDA out of memory. Tried to allocate 34.00 MiB (GPU 0; 10.91 GiB total capacity; 9.52 GiB already "
+     "allocated; 17.56 MiB free; 776.30 MiB cached)", oom.FULL),
+    # a tenth of the card unused in that era's cache is still the cache's doing
+    ("RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 11.17 GiB total capacity; 8.90 GiB already "
+     "allocated; 40.00 MiB free; 1.80 GiB cached)", oom.FRAGMENTATION),
+])
+def test_the_cached_era_slack(line: str, kind: str) -> None:
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == kind

@@ -271,13 +271,17 @@ def _fragmented(report: OomReport) -> bool:
     if spare is None or total is None:
         return False
     requested, free, allocated = report.requested or 0, report.free or 0, report.allocated or 0
-    share = max(512 * MIB, total // 20)
+    share, small = max(512 * MIB, total // 20), max(512 * MIB, total // 40)
+    if report.cached is not None and report.reserved_unallocated == report.cached:
+        # PyTorch before 1.4 ("N cached"): no expandable segments nor max_split_size_mb existed, the only remedy
+        # was a smaller batch; a cache slack under a tenth of the card is read as the full card it was answered as.
+        share = small = max(GIB, total // 10)
     if spare >= requested and spare >= share:
         return True
     # A smaller unused cache (from 2.5% of the card) that held a request of at least a quarter of it: the failed
     # block was a big one the holes could have held, and holes that size are whole 2 MiB pages an expandable
     # segment reclaims; a tiny request failing beside a cache many times its size says the holes are tiny.
-    if spare >= requested >= spare // 4 and spare >= max(512 * MIB, total // 40):
+    if spare >= requested >= spare // 4 and spare >= small:
         return True
     # The card's free memory alone held the request with room to spare: not full, the memory was there but
     # no block of it could be had (under a memory-fraction cap, "allowed", the cap is what was hit).

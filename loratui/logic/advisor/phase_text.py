@@ -84,7 +84,11 @@ def _prose_like(text: str) -> bool:
 
 
 def looks_like_code(line: str) -> bool:
-    return bool(re.match(r"\s*(?:def |class |import |from |#|\w+\s*=\s*\w+\()", line))
+    """A code line, plain or as IPython prints it around a frame (`    522 # 3. Save state`, `--> 520 out = f(x)`)."""
+    return bool(_CODE.match(line))
+
+
+_CODE = re.compile(r"\s*(?:-+>\s*\d{1,6}\s|\d{1,6}\s+#)|\s*(?:def |class |import |from |#|\w+\s*=\s*\w+\()")
 
 
 @dataclass
