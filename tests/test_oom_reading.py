@@ -579,3 +579,38 @@ def test_a_comment_in_a_notebooks_code_is_no_status() -> None:
 def test_the_cached_era_slack(line: str, kind: str) -> None:
     report = oom.parse_oom(line)
     assert report is not None and report.kind == kind
+
+
+# -- other processes, seen from outside the message ----------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # https://github.com/tensorflow/tensorflow/issues/8170: TensorFlow's device report at start
+    "I tensorflow/core/common_runtime/gpu/gpu_device.cc:885] Found device 0 with properties:\n"
+    "name: GeForce GTX 1080\nTotal memory: 7.92GiB\nFree memory: 190.31MiB\n"
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:1002] failed to allocate 190.31M (199557120 bytes) from device: "
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    # https://github.com/wencolani/CrossE/issues/2: the later wording, the driver's line cut short
+    "totalMemory: 15.90GiB freeMemory: 3.12GiB\ninitializing raw training data...\n"
+    "2019-07-31 12:26:59.036369: E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 7.63",
+    # https://github.com/donaldlab/OSPREY3/issues/67: the driver's stack below the exception names the context
+    "14 jpype._jexception.CudaExceptionPyRaisable: jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY\n15\n"
+    "16 jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY\n"
+    "17     at jcuda.driver.JCudaDriver.checkResult(JCudaDriver.java:337)\n"
+    "18     at jcuda.driver.JCudaDriver.cuCtxCreate(JCudaDriver.java:1514)",
+])
+def test_memory_held_before_the_program_allocated(text: str) -> None:
+    assert first_id(text) == "oom_other_process"
+
+
+@pytest.mark.parametrize("text", [
+    # most of the card free at start: the program filled it itself
+    "totalMemory: 15.90GiB freeMemory: 15.43GiB\n"
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 7.63G (8192000000 bytes) from device: "
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    # a context mentioned far from the OOM, after another exception, is not its cause
+    "RuntimeError: CUDA error: out of memory\nValueError: bad shape\nValueError: again\n"
+    "note: cuCtxCreate is called once per process",
+])
+def test_memory_free_at_start_is_no_neighbour(text: str) -> None:
+    assert first_id(text) == "oom_full"

@@ -85,6 +85,7 @@ class Advisor:
         self._stream = ""  # the output stream of the last Output event
         self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
         self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
+        self.card_at_start: tuple[int | None, int | None] = (None, None)  # (total, free) before any allocation
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
 
@@ -294,6 +295,7 @@ class Advisor:
             self.tail.append(line.strip()[:300])
             if "oss" in line:
                 self.loss_lines.append(line)
+        self._card_facts(line)
         if getattr(self, "_oom_open", ""):  # getattr: an advisor pickled in an older events.idx
             if self._oom_wrapped(line):
                 return
@@ -345,6 +347,19 @@ class Advisor:
         self.text.where.frozen = not report.said
         self.oom_after = ""
         self._items = None
+
+    def _card_facts(self, line: str) -> None:
+        """What the text says of the card apart from the OOM's message: its memory at start (TensorFlow's device
+        report), and a context that could not be created in the lines after an OOM without numbers."""
+        if "emory:" in line:
+            total, free = oom.memory_at_start(line)
+            known = getattr(self, "card_at_start", (None, None))
+            self.card_at_start = (total or known[0], free if free is not None else known[1])
+        if self.oom is not None and self.oom.facts["report"].kind == oom.UNKNOWN and \
+                not self.oom.facts["report"].said and self.trace.count <= getattr(self, "_oom_count", 0) + 1 and \
+                oom.context_failed(line):
+            self.oom.facts["report"] = replace(self.oom.facts["report"], kind=oom.OTHER_PROCESS, note=oom.CONTEXT_NOTE)
+            self._items = None
 
     def _merging(self, line: str) -> bool:
         """Whether the OOM struck while an adapter was merged into its model: a frame's function or call, the
@@ -475,6 +490,11 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     facts = dict(adv.oom.facts, phase=phase)
     if phase == "save" and not facts.get("merge"):
         facts["merge"] = any(_MERGE.search(line) for line in evidence)
+    total, free = getattr(adv, "card_at_start", (None, None))
+    if facts["report"].kind == oom.UNKNOWN and total and free is not None and oom.held_before(total, free):
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS,
+                                  note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
+                                       "allocated anything")
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])
