@@ -614,3 +614,22 @@ def test_memory_held_before_the_program_allocated(text: str) -> None:
 ])
 def test_memory_free_at_start_is_no_neighbour(text: str) -> None:
     assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("before", "expected"), [
+    # ultralytics' validation bar names its metrics, not its phase
+    ("                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95):  35%|███▌      | "
+     "7/20 [00:03<00:06,  2.01it/s]", "oom_at_eval"),
+    # mmcv's test loop and mmengine's validation log
+    ("[>>>>>>>>>>>>                  ] 2000/5000, 22.4 task/s, elapsed: 89s, ETA:   134s", "oom_at_eval"),
+    ("12/04 10:00:00 - mmengine - INFO - Epoch(val) [1][ 50/500]    eta: 0:01:10  time: 0.1530  data_time: 0.0100",
+     "oom_at_eval"),
+    ("12/04 10:00:00 - mmengine - INFO - Epoch(train) [1][ 50/500]  lr: 1.0e-02  eta: 0:11:10  loss: 1.2345",
+     "oom_full"),
+    # a conversion writes the model out
+    ("==((====))==  Unsloth: Conversion from QLoRA to GGUF information", "oom_at_save"),
+    ("Converting to CKPT ...", "oom_at_save"),
+    ("Converting the dataset to the chat format", "oom_full"),
+])
+def test_more_status_lines(before: str, expected: str) -> None:
+    assert first_id(before + "\n" + _MESSAGE) == expected

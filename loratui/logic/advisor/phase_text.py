@@ -42,9 +42,17 @@ _PHASE_BANNER = re.compile(r"^\W*(?:start(?:ing)?\s+|begin(?:ning)?\s+|running\s
                            r"evaluating|validation|validating|val)\W*$", re.I)
 """A banner that is only the phase's name: `-------test-----------`, `Testing...`, `=== Evaluation ===`."""
 _BAR_TAIL = re.compile(r"\]\s*(?P<tail>[A-Za-z][^|\]]{2,200})$")
-_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
+_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)|\bmAP(?:50|@|\b)", re.I)
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
-`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
+`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`) or names its metric (YOLO's
+`Class  Images  Instances  Box(P  R  mAP50  mAP50-95)`)."""
+_EVAL_LOG = re.compile(r"^\s*\[[>\s]{3,}\]\s*\d+/\d+,\s*[\d.]+\s*task/s|\bEpoch\((?:val|test)\)", re.I)
+"""An evaluation's own progress line: mmcv's test loop (`[>>>>>>   ] 500/5000, 22.4 task/s, elapsed: 22s`) and
+mmengine's (`Epoch(val) [1][ 50/500]`)."""
+_CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|safetensors|onnx|hf|huggingface|"
+                         r"diffusers)\b", re.I)
+"""Converting the model to another format writes it out (`Unsloth: Conversion from QLoRA to GGUF`, `Converting to
+CKPT ...`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
 _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card)\b|内存|显存|显卡", re.I)
@@ -198,6 +206,12 @@ class PhaseText:
             self._after_bar(line)
             return
         if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
+            self.banner, self.banner_line = "save", line.strip()[:300]
+            return
+        if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
+            self.banner, self.banner_line = "eval", line.strip()[:300]
+            return
+        if "onver" in line and _CONVERSION.search(line) and not looks_like_code(line):
             self.banner, self.banner_line = "save", line.strip()[:300]
             return
         if (".py" in line or ".sh" in line) and _EVAL_SCRIPT_RUN.search(line):
