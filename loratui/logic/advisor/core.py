@@ -30,7 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text
+from loratui.logic.advisor import bnb_text, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -106,6 +106,7 @@ class Advisor:
         if self._items is None:
             built = _build_all(self)
             built.sort(key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+            built = _root_first(self, built)
             built = [self._in_own_words(a) for a in built]
             self._items = built
         return list(self._items)
@@ -121,6 +122,8 @@ class Advisor:
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
         if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
+            if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
+                finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
             self._items = None
 
@@ -181,6 +184,7 @@ class Advisor:
         self.ctx.step = max(self.ctx.step, e.step)
         if "loss" in e.values and not any(k.startswith("eval_") for k in e.values):
             self.text.where.train_log()
+            self.text.prep_line, self.text.prep_s = "", 0  # training went on after it: not why a later timeout came
         for finding in self.loss.log(self.ctx, e):
             quote = self._quote(e)
             if quote:
@@ -288,6 +292,8 @@ class Advisor:
                 self.oom.facts["merge"] = True
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
+        if "got error" in line or "Rendezvous" in line:
+            self._latch(root.store_finding(line, self.ctx.step))
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
@@ -453,6 +459,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
             continue  # a finding later evidence explained away (the loss scaler's first overflows)
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
+        if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
+            continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
     runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
@@ -472,6 +480,20 @@ def _build_all(adv: Advisor) -> list[Advice]:
     if not any(a.severity == ERROR for a in built):
         built += _failure(adv)
     return built
+
+
+def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
+    """The earliest root cause on any rank first: before the timeouts and peer failures it caused, and an
+    exception before a setup warning the run went on past (an OOM leads already). A setup warning the run
+    trained on past, with no failure after it, is a note."""
+    failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
+    noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
+    if noted != built:
+        built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if adv.oom is None else ""
+    if lead == "exception" and not any(a.id == "exception" for a in built):
+        built += [a for a in _failure(adv) if a.id == "exception"]
+    return root.lead_with(built, lead) if lead else built
 
 
 def _said_only(adv: Advisor) -> bool:
