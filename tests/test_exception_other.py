@@ -49,7 +49,7 @@ def test_an_ordinary_exception_is_named_with_its_frame(error: str) -> None:
     kind = error.split(":", 1)[0].rsplit(".", 1)[-1]
     assert item.id == "exception"
     assert item.title.startswith(f"The run failed on {kind}")
-    assert any("inside the transformers library" in line for line in item.evidence)
+    assert any("inside the transformers library in training_step()" in line for line in item.evidence)
 
 
 @pytest.mark.parametrize(("error", "words"), [

@@ -129,8 +129,9 @@ def exception_advice(raised: Raised, r: Recipe | None, step: int) -> Advice:
     user = raised.user_frame
     if user is not None and user.line and raised.where != f"user:{user.path.rsplit('/', 1)[-1]}":
         evidence.append("called from your code: " + user.line)
-    evidence.append(" ".join(part for part in (f"raised {where}" if where else "", when) if part) or
-                    "no traceback frames in the input")
+    inner = raised.frames[-1].func if raised.frames and not raised.frames[-1].func.startswith("<") else ""
+    raised_at = f"raised {where}" + (f" in {inner}()" if inner else "") if where else ""
+    evidence.append(" ".join(part for part in (raised_at, when) if part) or "no traceback frames in the input")
     step_text = next_step(raised, r)
     message = clip(raised.message, 160)
     title = f"The run failed on {raised.short_type}" + (f": {message}" if message else "") + f" -> {step_text}"
