@@ -48,12 +48,28 @@ _LIBRARY = {"flash_attn_unavailable": re.compile(r"flash|fa2|attn_implementation
 """Words by which an exception touches the library a setup finding is about."""
 
 
+STALLED = re.compile(
+    r"failed to pass monitoredBarrier|Timed out waiting \d+ ?ms for (?:send|recv) operation|"
+    r"watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|"
+    r"waiting for (?:the )?remainder of ranks for more than \d+ seconds|\bStalled ranks:", re.I)
+"""A collective the ranks did not all reach, in the words of layers beside NCCL's watchdog: gloo's monitored
+barrier and its transport, torch's heartbeat monitor over a stuck watchdog, Horovod's stall check."""
+WORDS = ("got error", "Rendezvous", "monitoredBarrier", "Timed out waiting", "watchdog got stuck", "Heartbeat monitor",
+         "remainder of ranks", "Stalled ranks")
+"""One of these is in every line STORE_FAILED or STALLED reads (a cheap test before the regexes)."""
+_MS = re.compile(r"(\d+) ?ms\b|(\d+) seconds")
+
+
 def store_finding(line: str, step: int) -> Finding | None:
-    """The rendezvous failure in a store error whose reason is cut or is not a timeout (the nccl_timeout facts)."""
-    if ("got error" not in line and "Rendezvous" not in line) or STORE_FAILED.search(line) is None:
+    """A rendezvous that failed (a store error whose reason is cut or is not a timeout, torchrun's rendezvous
+    timeout) or a collective some rank never reached, as nccl_timeout facts; None for any other line."""
+    store = STORE_FAILED.search(line) is not None
+    if not store and STALLED.search(line) is None:
         return None
-    return Finding("nccl_timeout", step, {"line": line.strip()[:400], "op": "rendezvous", "timeout_ms": 0,
-                                          "ran_ms": 0})
+    limit = _MS.search(line) if not store else None
+    timeout_ms = (int(limit.group(1)) if limit.group(1) else int(limit.group(2)) * 1000) if limit else 0
+    return Finding("nccl_timeout", step, {"line": line.strip()[:400], "op": "rendezvous" if store else "",
+                                          "timeout_ms": timeout_ms, "ran_ms": 0})
 
 
 def is_consequence(finding: Finding) -> bool:
@@ -68,8 +84,9 @@ def root_exception(raised: Raised | None) -> bool:
     """An exception that is a cause in itself: not a wrapper, a signal or a distributed failure."""
     if raised is None or raised.short_type in CONSEQUENCE_TYPES:
         return False
-    return PEER_GONE.search(raised.message) is None and STORE_FAILED.search(raised.message) is None and \
-        "timed out" not in raised.message.lower()
+    message = raised.message
+    return PEER_GONE.search(message) is None and STORE_FAILED.search(message) is None and \
+        STALLED.search(message) is None and "timed out" not in message.lower()
 
 
 def first_root(found: dict[str, Finding], raised: Raised | None, raised_count: int) -> str:
