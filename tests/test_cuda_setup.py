@@ -143,3 +143,16 @@ def test_setup_failures_of_the_gpu_libraries(text: str, kind: str) -> None:
 ])
 def test_notes_of_a_working_setup_are_no_failure(text: str) -> None:
     assert first(text)[0] == ""
+
+
+def test_a_config_or_code_with_no_run_in_it_gives_nothing() -> None:
+    """Keys that name timeouts, flash-attention, 4-bit loading or devices, and a comment that quotes an error,
+    are no evidence of a failure: the doctor says nothing rather than guess."""
+    text = "\n".join([
+        "python train.py --model llama --lr 2e-4 --batch_size 4 --flash_attn --ddp_timeout 180000000",
+        "ddp_timeout: 180000000", "flash_attn: fa2", "load_in_4bit: true", "bnb_4bit_quant_type: nf4",
+        "attn_implementation: flash_attention_2", "cuda_visible_devices: 0,1",
+        "# if you see CUDA error: device-side assert triggered, check your labels",
+        "  # flash_attn is not installed on the CI runner: the test uses sdpa",
+    ])
+    assert items_of(text) == []

@@ -318,7 +318,7 @@ class Advisor:
         lowered = line.lower()
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
-                    pattern.search(line):
+                    pattern.search(line) and not _COMMENT.match(line):
                 self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
         if self.oom is None and "cuda_error" not in self.found and "asynchron" in line and \
                 CUDA_BOILERPLATE.search(line):
@@ -387,6 +387,9 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
 shell's `Killed`, exit -9 or 137)."""
 _MERGE = re.compile(r"merg|dequantiz|unload", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
+_COMMENT = re.compile(r"\s*#\s")
+"""A comment in pasted code or a config (`# if you see CUDA error: device-side assert, check the labels`): it
+quotes an error, it does not report one."""
 _SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
 _NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
 
