@@ -313,7 +313,8 @@ class Advisor:
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
         if self.oom is None and ("oom" in line.lower() or "memory" in line or "显存" in line) and \
-                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
+                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line and \
+                not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         lowered = line.lower()
         for advice_id, pattern in _SETUP:
@@ -387,6 +388,9 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
 shell's `Killed`, exit -9 or 137)."""
 _MERGE = re.compile(r"merg|dequantiz|unload", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
+_OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
+"""A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
+happened (an OOM it counted prints its own message)."""
 _COMMENT = re.compile(r"\s*#\s")
 """A comment in pasted code or a config (`# if you see CUDA error: device-side assert, check the labels`): it
 quotes an error, it does not report one."""
