@@ -246,3 +246,14 @@ def test_a_collective_some_rank_never_reached_in_other_layers(line: str, seconds
 ])
 def test_a_collective_all_ranks_reached_is_no_timeout(line: str) -> None:
     assert "nccl_timeout" not in ids(line)
+
+
+def test_the_first_of_two_setup_errors_leads() -> None:
+    bnb_failed = "RuntimeError: CUDA Setup failed despite GPU being available. Please run the following command to " \
+                 "get more information: python -m bitsandbytes"
+    cuda_fault = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    # bitsandbytes could not set up, then its kernels failed: bitsandbytes is the cause
+    assert ids("\n".join([bnb_failed, cuda_fault]))[0] == "bnb_setup"
+    # CUDA itself could not start, and bitsandbytes' setup failed on it: CUDA is the cause
+    no_driver = "UserWarning: CUDA initialization: Found no NVIDIA driver on your system."
+    assert ids("\n".join([no_driver, bnb_failed]))[0] == "cuda_error"

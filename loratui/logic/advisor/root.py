@@ -91,8 +91,8 @@ def root_exception(raised: Raised | None) -> bool:
 
 def first_root(found: dict[str, Finding], raised: Raised | None, raised_count: int) -> str:
     """The id of the root cause to lead with ('exception' for the chosen exception), or '' to keep the order:
-    the first root before the first consequence (else that consequence, before any later one it led to), or
-    the exception after a setup warning it does not touch."""
+    the first root before the first consequence (else that consequence, before any later one it led to), the
+    first root when no consequence came, or the exception after a setup warning it does not touch."""
     root = ""
     for finding in found.values():
         if is_consequence(finding):
@@ -101,6 +101,8 @@ def first_root(found: dict[str, Finding], raised: Raised | None, raised_count: i
             return root or finding.id  # no cause before it: the first consequence says most (a timeout)
         if finding.id in ROOTS and not root and not _warning(finding):
             root = finding.id
+    if root:
+        return root  # the first error of its own (a CUDA setup failure before the bitsandbytes one it caused)
     setup = next((f for f in found.values() if f.id in _LIBRARY), None)
     return "exception" if setup is not None and _warned_past(setup, raised, raised_count) else ""
 
