@@ -61,3 +61,15 @@ def test_an_ordinary_exception_is_named_with_its_frame(error: str) -> None:
 def test_a_dataloader_worker_that_died_gets_its_step(error: str, words: str) -> None:
     item = first(traceback_of(error, "torch/utils/data/dataloader.py", "_try_get_data"))
     assert item.id == "exception" and words in item.title
+
+
+def test_a_name_another_package_lacks_is_a_version_mismatch_not_flash_attention() -> None:
+    # remote model code written for another transformers (the name became is_flash_attn_2_available)
+    item = first("ImportError: cannot import name 'is_flash_attn_available' from 'transformers.utils' "
+                 "(/usr/local/lib/python3.10/dist-packages/transformers/utils/__init__.py)")
+    assert item.id == "exception"
+    assert "the installed transformers has no is_flash_attn_available" in item.title
+    assert "pip show transformers" in item.title
+    # the same words about flash-attention's own package: it is installed but not the version the code needs
+    assert first("ImportError: cannot import name 'flash_attn_func' from 'flash_attn' "
+                 "(/usr/local/lib/python3.10/dist-packages/flash_attn/__init__.py)").id == "flash_attn_unavailable"

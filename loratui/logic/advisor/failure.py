@@ -27,6 +27,7 @@ PEFT_NAMES = frozenset({"LoraConfig", "PeftModel", "PeftConfig", "get_peft_model
 _NO_MODULE = re.compile(r"No module named ['\"]?([\w.]+)")
 _REQUIRES = re.compile(r"requires the (\w[\w-]*) library but it was not found")
 _PIP = re.compile(r"`?(pip3? install [\w\-.=<>\[\], ]+?)`?(?:[.`'\"]|\s*$)")
+_CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 _NAME_ERROR = re.compile(r"name '(\w+)' is not defined")
 _PATH = re.compile(
     r"No such file or directory|is not a local folder|Invalid folder path|does not appear to have a file named|"
@@ -51,6 +52,11 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
         if "." in missing.group(1) and raised.short_type == "ModuleNotFoundError" and _installed(raised, top):
             return f"{top} is installed but broken or mixed versions: pip install --force-reinstall -U {package}"
         return f"pip install {package}"
+    lacks = _CANNOT_IMPORT.search(message)
+    if lacks:
+        top = lacks.group(2).split(".")[0]
+        return f"the installed {top} has no {lacks.group(1)}: the code was written for another {top} version " \
+               f"(pip show {PIP_NAMES.get(top, top)}; install the version its requirements name)"
     requires = _REQUIRES.search(message)
     if requires:
         return f"pip install {requires.group(1).lower()}"
