@@ -245,7 +245,14 @@ _SETUP = (
     # a build without GPU support. Not any line that names the package: a healthy CPU run's optional kernels
     # ("Failed to load CPU gemm_4bit_forward from kernels-community/quantization-bitsandbytes") are no failure.
     ("bnb_setup", re.compile(
-        r"(?:CUDA|ROCm|HIP|XPU) Setup failed despite|CUDA Setup failed|does not support Int8 Matmul|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
+        r"(?:CUDA|ROCm|HIP|XPU) Setup failed despite|CUDA Setup failed|does not support Int8 Matmul|"
+        # a message that asks for it (installed, upgraded, with CUDA), not a command line that installs it
+        r"^(?!\s*(?:[!%$>]\s*)?(?:pip3?|python3? -m pip|conda|uv|mamba)\b).*?(?:\brequires?\b|\bplease install\b|"
+        r"\bupgrade\b)[^\n]{0,120}?\bbitsandbytes\b|"
+        r"\bbitsandbytes\b[^\n]{0,60}?\b(?:is not installed|requires CUDA)|Failed to import \S*bitsandbytes|"
+        r"No GPU found\. A GPU is needed for quantization|"
+        r"bitsandbytes\S* is not a supported wheel|(?:satisfies the requirement|No matching distribution found for) "
+        r"bitsandbytes|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
         r"Setup Failed|Solution)|libbitsandbytes_cpu|"
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
@@ -283,7 +290,7 @@ _SETUP = (
         + cuda.SETUP, re.I)),
 )
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul",
-                             "cublas api"),
+                             "needed for quantization", "cublas api"),
                "flash_attn_unavailable": ("flash",),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip") + cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
