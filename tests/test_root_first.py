@@ -55,6 +55,9 @@ SHAPE = rank_traceback(3, [("/work/proj/model.py", "forward", "x = self.proj(x).
 def test_an_exception_on_one_rank_leads_the_timeout_it_caused(before: list[str]) -> None:
     found = ids("\n".join(before + [WATCHDOG] + TEARDOWN))
     assert found[:2] == ["exception", "nccl_timeout"]
+    items, _ = diagnose_stream(io.BytesIO("\n".join(before + [WATCHDOG]).encode()), "pasted")
+    assert "the distributed timeout printed after it is its consequence" in items[0].evidence[-1]
+    assert not any("consequence" in line for line in items[1].evidence)
 
 
 def test_an_exception_leads_a_peer_that_saw_the_rank_go() -> None:

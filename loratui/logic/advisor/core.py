@@ -479,7 +479,7 @@ def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
     lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if adv.oom is None else ""
     if lead == "exception" and not any(a.id == "exception" for a in built):
         built += [a for a in _failure(adv) if a.id == "exception"]
-    return root.lead_with(built, lead) if lead else built
+    return root.lead_with(built, lead, adv.found) if lead else built
 
 
 def _said_only(adv: Advisor) -> bool:

@@ -151,7 +151,15 @@ def went_on(advice: Advice, finding: Finding | None, step: int, failed: bool) ->
                    evidence=advice.evidence + [f"training went on to step {step} after it"])
 
 
-def lead_with(items: list[Advice], root: str) -> list[Advice]:
-    """The advice with the root's item first (the rest keep their order)."""
+def lead_with(items: list[Advice], root: str, found: dict[str, Finding] | None = None) -> list[Advice]:
+    """The advice with the root's item first (the rest keep their order); when a distributed consequence came
+    after it, the root's evidence says so."""
     lead = [a for a in items if a.id == root][:1]
-    return lead + [a for a in items if a not in lead]
+    rest = [a for a in items if a not in lead]
+    found = found or {}
+    after = [f for f in found.values() if f.id != root and is_consequence(f)]
+    if lead and after and not (root in found and is_consequence(found[root])):
+        what = "timeout" if after[0].id == "nccl_timeout" else "failure"
+        lead = [replace(lead[0], evidence=lead[0].evidence + [
+            f"the distributed {what} printed after it is its consequence: the other ranks waited for this one"])]
+    return lead + rest
