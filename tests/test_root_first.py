@@ -260,3 +260,8 @@ def test_the_first_of_two_setup_errors_leads() -> None:
     # CUDA itself could not start, and bitsandbytes' setup failed on it: CUDA is the cause
     no_driver = "UserWarning: CUDA initialization: Found no NVIDIA driver on your system."
     assert ids("\n".join([no_driver, bnb_failed]))[0] == "cuda_error"
+
+
+def test_an_oom_only_named_in_words_does_not_hide_the_root_exception() -> None:
+    text = ["I sometimes get OOM on this cluster, but now it fails like this:"] + KEYERROR + [WATCHDOG]
+    assert ids("\n".join(text))[:2] == ["exception", "nccl_timeout"]
