@@ -73,3 +73,22 @@ def test_a_name_another_package_lacks_is_a_version_mismatch_not_flash_attention(
     # the same words about flash-attention's own package: it is installed but not the version the code needs
     assert first("ImportError: cannot import name 'flash_attn_func' from 'flash_attn' "
                  "(/usr/local/lib/python3.10/dist-packages/flash_attn/__init__.py)").id == "flash_attn_unavailable"
+
+
+KEYBOARD = [
+    "---------------------------------------------------------------------------",
+    "KeyboardInterrupt                         Traceback (most recent call last)",
+    "Cell In[7], line 1",
+    "----> 1 ds = ds.map(tokenize, num_proc=4)",
+    "File /usr/local/lib/python3.10/dist-packages/datasets/arrow_dataset.py:602, in wrapper(*args, **kwargs)",
+    "KeyboardInterrupt: ",
+]
+
+
+def test_a_run_stopped_by_hand_is_no_failure_and_what_made_them_stop_it_leads() -> None:
+    crawl = "Map (num_proc=4):  12%|█▏        | 6000/50000 [25:00<3:03:20,  4.00 examples/s]"
+    items, _ = diagnose_stream(io.BytesIO("\n".join([crawl] + KEYBOARD).encode()), "pasted")
+    assert [(a.id, a.severity) for a in items] == [("data_starved", "info"), ("exception", "info")]
+    assert "stopped by hand" in items[1].title
+    alone, _ = diagnose_stream(io.BytesIO("\n".join(KEYBOARD).encode()), "pasted")
+    assert [(a.id, a.severity) for a in alone] == [("exception", "info")]

@@ -476,6 +476,7 @@ def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
     noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
     if noted != built:
         built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+    built = root.interrupted(built, adv.trace.chosen)
     oom_leads = adv.oom is not None and not _said_only(adv)  # an OOM only the person named yields
     lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if not oom_leads else ""
     if lead == "exception" and not any(a.id == "exception" for a in built):

@@ -123,6 +123,19 @@ def _warned_past(finding: Finding, raised: Raised | None, raised_count: int) -> 
     return not any(words.search(text) for text in touched)
 
 
+def interrupted(items: list[Advice], raised: Raised | None) -> list[Advice]:
+    """A KeyboardInterrupt is someone stopping the run (Ctrl-C, a notebook's stop button), not a failure: its
+    item becomes a note after everything else the text shows (what made them stop it: a crawl, a hang)."""
+    if raised is None or raised.short_type != "KeyboardInterrupt":
+        return items
+    where = f" in {raised.frames[-1].func}()" if raised.frames and not raised.frames[-1].func.startswith("<") \
+        else ""
+    note = [replace(a, severity=INFO, change={}, title=f"The run was stopped by hand (KeyboardInterrupt{where}): "
+                    "nothing failed there; if it was stuck or slow, the lines before it say where")
+            for a in items if a.id == "exception"]
+    return [a for a in items if a.id != "exception"] + note
+
+
 TRAINED_ON = 2
 """Logged steps after a setup warning that show the run trained on without the library."""
 _WENT_ON = {"flash_attn_unavailable": "flash-attention is not available, and the run trained on without it "
