@@ -292,7 +292,7 @@ class Advisor:
                 self.oom.facts["merge"] = True
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
-        if "got error" in line or "Rendezvous" in line:
+        if any(word in line for word in root.WORDS):
             self._latch(root.store_finding(line, self.ctx.step))
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
@@ -323,11 +323,12 @@ class Advisor:
             self._items = None
         lowered = line.lower()
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
-                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
+                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line and \
+                not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
-                    pattern.search(line):
+                    pattern.search(line) and not _COMMENT.match(line):
                 self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
         if (self.oom is None or self.oom.facts["report"].said) and "cuda_error" not in self.found and \
                 "asynchron" in line and \
@@ -412,6 +413,12 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
 shell's `Killed`, exit -9 or 137), or the person's words (`out of RAM`, `memory error`, 内存不足)."""
 _MERGE = re.compile(r"merg|dequantiz|unload", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
+_OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
+"""A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
+happened (an OOM it counted prints its own message)."""
+_COMMENT = re.compile(r"\s*#\s")
+"""A comment in pasted code or a config (`# if you see CUDA error: device-side assert, check the labels`): it
+quotes an error, it does not report one."""
 _SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
 _NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
 
@@ -492,10 +499,12 @@ def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
     noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
     if noted != built:
         built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
-    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if adv.oom is None else ""
+    built = root.interrupted(built, adv.trace.chosen)
+    oom_leads = adv.oom is not None and not _said_only(adv)  # an OOM only the person named yields
+    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if not oom_leads else ""
     if lead == "exception" and not any(a.id == "exception" for a in built):
         built += [a for a in _failure(adv) if a.id == "exception"]
-    return root.lead_with(built, lead) if lead else built
+    return root.lead_with(built, lead, adv.found) if lead else built
 
 
 def _said_only(adv: Advisor) -> bool:

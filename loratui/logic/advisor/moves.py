@@ -593,7 +593,7 @@ def _cuda_error_advice(f: Finding, line: str) -> Advice:
         return setup
     if _NCCL.search(line):
         return _nccl_advice(f, line)
-    hint = next((text for key, text in _CUDA_HINTS if key in line), "")
+    hint = next((text for key, text in _CUDA_HINTS if key in line), "") or cuda.fault_hint(line)
     change: dict[str, Any] = {"env.CUDA_LAUNCH_BLOCKING": "1"}
     if "no kernel image" in line:
         change = {}
