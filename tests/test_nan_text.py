@@ -41,6 +41,8 @@ def first_id(text: str) -> str:
     "avg_loss=nan",
     "Epoch 5 train loss: nan val loss: nan",
     "[2025-01-03 10:22:01] rank0 step=88 | loss_mlm=NaN | lr=3e-4",
+    "tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)",  # print(loss)
+    "tensor([[nan, nan, nan],\n        [nan, nan, nan]], device='cuda:0', grad_fn=<AddmmBackward0>)",  # print(out)
 ])
 def test_a_non_finite_value_in_any_log_layout(line: str) -> None:
     assert first_id(line) == "nan_loss"
@@ -94,6 +96,9 @@ def test_a_non_finite_signal_in_words(line: str) -> None:
     ("the outputs are NaN", "outputs", "nan"),
     ("WARNING: non-finite loss, ending training", "loss", "non-finite"),
     ("梯度全是nan", "gradients", "nan"),
+    ("tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)", "loss", "nan"),
+    ("tensor([[nan, nan, nan],", "outputs", "nan"),
+    ("tf.Tensor(-inf, shape=(), dtype=float32)", "outputs", "-inf"),
 ])
 def test_the_signal_and_its_value_are_named(line: str, what: str, value: str) -> None:
     assert nan_text.read(line) == nan_text.NonFinite(what, value)
@@ -133,6 +138,8 @@ def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     "Validation loss decreased (inf --> 0.693147).  Saving model ...",
     "best_val_loss: inf",
     "TrainingArguments(logging_nan_inf_filter=True, max_grad_norm=1.0)",
+    "tensor([0.1234, nan_mask], device='cuda:0')",
+    "x = torch.tensor([float('nan'), 1.0])",
     # a DPO run whose rewards are legitimately 0 at its start
     "{'loss': 0.6931, 'rewards/chosen': 0.0, 'rewards/rejected': 0.0, 'rewards/margins': 0.0, "
     "'learning_rate': 1e-6, 'epoch': 0.1}",

@@ -59,6 +59,10 @@ is only where a best-so-far started (Keras' `val_loss improved from inf to 0.45`
 _PROGRAM = re.compile(r"\bFloatingPointError\b|\bNaN/Inf\b|\bnan or inf\b|\binf or nan\b", re.I)
 """Exceptions and checks that only name a non-finite value: fairseq's FloatingPointError, Lightning's `was NaN/Inf`,
 `Detected inf or nan values`."""
+_PRINTED = re.compile(rf"\b(?:tensor|Tensor|array)\(\s*\[*\s*({TOKEN})", re.I)
+"""A value printed non-finite, named by no key: `tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)`,
+`tensor([[nan, nan, ...`, TensorFlow's `tf.Tensor(nan, shape=(), dtype=float32)`."""
+_LOSS_FN = re.compile(r"grad_fn=<\w*Loss\w*>|Loss\w*Backward", re.I)
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,9 @@ def read(line: str) -> NonFinite | None:
     keyed = _keyed(line)
     if keyed is not None:
         return keyed
+    printed = _PRINTED.search(line)
+    if printed is not None:
+        return NonFinite("loss" if _LOSS_FN.search(line) else "outputs", _value(printed.group(1)))
     for clause in _clauses(line):
         found = _in_clause(clause)
         if found is not None:
