@@ -256,9 +256,7 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False) -> int:
         try:
             state = hl.follow(run)
         except KeyboardInterrupt:
-            print(f"\ndetached; the run goes on in {inert(str(run.path.resolve()))}. "
-                  f"`loratui attach {run.run_id}` to watch (from any directory), "
-                  f"`loratui stop {run.run_id}` to stop it.")
+            print("\n" + hl.detached(run))
             return 0
         return hl.exit_code(state)
     from loratui.supervisor import control

@@ -132,3 +132,44 @@ def test_the_runtime_warning_alone_says_nothing_of_the_outcome() -> None:
     test_failure_dialects.py::test_bitsandbytes_at_work_is_not_a_setup_failure)."""
     assert first_id("CUDA_SETUP: WARNING! libcudart.so not found in any environmental path. Searching in backup "
                     "paths...\n") == "healthy"
+
+
+@pytest.mark.parametrize("line, title", [
+    ("RuntimeError: No GPU found. A GPU is needed for quantization.", "cannot use the GPU"),
+    ("ImportError: The installed version of bitsandbytes (<0.43.1) requires CUDA, but CUDA is not available. You "
+     "may need to install PyTorch with CUDA support or upgrade bitsandbytes to >=0.43.1.", "bitsandbytes"),
+    ("ImportError: Using `load_in_8bit=True` requires Accelerate: `pip install accelerate` and the latest version of "
+     "bitsandbytes `pip install -i https://test.pypi.org/simple/ bitsandbytes` or pip install bitsandbytes`",
+     "missing or older"),
+    ("ValueError: You are trying to use bitsandbytes quantization but bitsandbytes is not installed",
+     "not installed"),
+    ("ImportError: Please install bitsandbytes>=0.45.3 to use 8-bit optimizers", "0.45.3"),
+    ("RuntimeError: Failed to import transformers.integrations.bitsandbytes because of the following error (look up "
+     "to see its traceback):", "bitsandbytes"),
+    ("ERROR: bitsandbytes-0.41.1-py3-none-win_amd64.whl is not a supported wheel on this platform.", "no bitsandbytes build"),
+    ("ERROR: No matching distribution found for bitsandbytes>=0.43.2", "no bitsandbytes build"),
+])
+def test_messages_that_ask_for_bitsandbytes(line: str, title: str) -> None:
+    item = first(line + "\n")
+    assert item is not None and item.id == "bnb_setup" and title in item.title
+
+
+@pytest.mark.parametrize("line", [
+    "!pip install -q -U bitsandbytes accelerate",  # a notebook cell installing it
+    "pip install bitsandbytes==0.41.1",
+    "Requirement already satisfied: bitsandbytes in /usr/local/lib/python3.10/dist-packages (0.41.1)",
+])
+def test_installing_it_is_no_failure(line: str) -> None:
+    assert first_id(line + "\n") == "healthy"
+
+
+def test_a_dependency_missing_under_bitsandbytes_import_gets_its_install() -> None:
+    text = """Traceback (most recent call last):
+  File "/work/train.py", line 3, in <module>
+    import bitsandbytes as bnb
+  File "/venv/lib/python3.10/site-packages/bitsandbytes/__init__.py", line 6, in <module>
+    import scipy
+ModuleNotFoundError: No module named 'scipy'
+"""
+    item = first(text)
+    assert item is not None and item.id == "exception" and "pip install scipy" in item.title

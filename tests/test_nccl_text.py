@@ -38,3 +38,44 @@ def test_distributed_timeouts_of_every_layer(line: str) -> None:
 ])
 def test_timeout_settings_are_no_timeout(line: str) -> None:
     assert first_id(line + "\n") != "nccl_timeout"
+
+
+def first(text: str):
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0]
+
+
+def test_a_timeout_at_the_first_collectives_names_the_preparation() -> None:
+    """The pattern of https://github.com/stanford-futuredata/ColBERT (k-means on one rank) and Myria3D's HDF5 build
+    (dev): SeqNum=3-5 with one element, the ranks never started training together."""
+    item = first("[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800008 "
+                 "milliseconds before timing out.\n")
+    assert item.id == "nccl_timeout" and "first collectives" in item.title and "ddp_timeout" in item.title
+
+
+def test_a_timeout_deep_into_training_keeps_its_own_advice() -> None:
+    item = first("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before "
+                 "timing out.\n")
+    assert item.id == "nccl_timeout" and "first collectives" not in item.title
+
+
+NCCL_INFO = ("node1:2231:2231 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.4<0>\n"
+             "node1:2231:2290 [0] NCCL INFO Channel 00/02 :    0   1\n"
+             "node1:2231:2290 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+             "node1:2231:2290 [0] NCCL INFO Connected all rings\n")
+
+
+def test_a_hang_after_nccl_set_up_its_channels() -> None:
+    item = first(NCCL_INFO + "and then the training hangs here forever, no error\n")
+    assert item.id == "nccl_timeout" and "NCCL_P2P_DISABLE=1" in item.title
+
+
+def test_nccl_lines_of_a_run_that_trains_are_no_hang() -> None:
+    text = NCCL_INFO + "".join(f"{{'loss': {2.0 - i / 50:.3f}, 'epoch': {i / 10:.1f}}}\n" for i in range(1, 12))
+    assert first_id(text) != "nccl_timeout"
+
+
+def test_a_hang_without_nccl_lines_is_not_a_collective() -> None:
+    assert first_id("the training hangs at the first batch with num_workers=8\n") != "nccl_timeout"

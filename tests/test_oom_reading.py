@@ -55,7 +55,25 @@ def test_a_tenth_of_the_card_unused_in_the_cache_is_fragmentation(line: str) -> 
 
 
 @pytest.mark.parametrize("line", [
+    # https://github.com/kaito-project/kaito/issues/976: 736.86 MiB unused in the cache, a 546 MiB request
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 546.00 MiB. GPU 0 has a total capacity of 15.77 GiB "
+    "of which 514.19 MiB is free. Process 562167 has 15.25 GiB memory in use. Of the allocated memory 13.73 GiB is "
+    "allocated by PyTorch, with 46.00 MiB allocated in private pools (e.g., CUDA Graphs), and 736.86 MiB is reserved "
+    "by PyTorch but unallocated.",
+    new_oom("300.00 MiB", "23.65 GiB", "60.00 MiB", "22.30 GiB", "800.00 MiB"),
+    old_oom("200.00 MiB", "15.90 GiB", "14.20 GiB", "30.00 MiB", "14.80 GiB"),  # 614 MiB spare
+])
+def test_a_cache_that_held_a_sizable_request_is_fragmentation(line: str) -> None:
+    """Under 5% of the card unused in the cache, but more than the request and under four times it: the block
+    that failed was a big one the cache's holes could have held."""
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == oom.FRAGMENTATION
+
+
+@pytest.mark.parametrize("line", [
     old_oom("3.00 GiB", "39.39 GiB", "35.00 GiB", "1.20 GiB", "37.00 GiB"),  # 2 GiB spare: 5% of the card
+    old_oom("40.00 MiB", "15.90 GiB", "14.20 GiB", "30.00 MiB", "14.80 GiB"),  # a tiny request: the holes are tiny
+    new_oom("200.00 MiB", "23.65 GiB", "60.00 MiB", "22.80 GiB", "300.00 MiB"),  # a small cache slack
     new_oom("9.50 GiB", "79.15 GiB", "0.50 GiB", "70.00 GiB", "8.50 GiB"),  # spare + free short of the request
     new_oom("40.00 GiB", "23.65 GiB", "12.00 GiB", "8.00 GiB", "3.00 GiB"),  # a request beyond the card
     # https://github.com/lxe/simple-llm-finetuner/issues/46: a full T4
@@ -336,3 +354,158 @@ def test_a_checkpoint_save_keeps_the_save_move() -> None:
     items, _ = diagnose_stream(io.BytesIO(("Saving model checkpoint to out/checkpoint-500\n" + _MESSAGE).encode()),
                                "pasted")
     assert items[0].id == "oom_at_save" and "merging" not in items[0].title
+
+
+# -- more of the program's own words -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[32,512,512]"
+    " and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 "
+    "bytes.",
+])
+def test_tensorflow_and_xla_ooms_are_ooms(line: str) -> None:
+    assert oom.is_oom_line(line)
+    assert first_id(line) == "oom_full"
+
+
+@pytest.mark.parametrize("line", [
+    # TensorFlow's allocator warns and goes on
+    "W tensorflow/core/common_runtime/bfc_allocator.cc:275] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+    "2.00GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be "
+    "performance gains if more memory were available.",
+    "ResourceExhaustedError: OOM when allocating tensor with shape[1000,1000] on "
+    "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+])
+def test_tensorflow_warnings_and_host_allocations_are_no_gpu_oom(line: str) -> None:
+    assert not oom.is_oom_line(line)
+
+
+def _frame(path: str, func: str, code: str) -> str:
+    return f'  File "{path}", line 10, in {func}\n    {code}\n'
+
+
+_SITE = "/usr/lib/python3.10/site-packages/"
+
+
+@pytest.mark.parametrize("frames", [
+    # Lightning: the validation loop run from the training epoch's end, by a generic `run`
+    _frame(_SITE + "lightning/pytorch/loops/training_epoch_loop.py", "on_advance_end", "self.val_loop.run()")
+    + _frame(_SITE + "lightning/pytorch/utilities/_functions.py", "_decorator", "return loop_run(self, *a, **kw)"),
+    # mmengine's runner, its loops by name
+    _frame(_SITE + "mmengine/runner/runner.py", "train", "model = self.train_loop.run()")
+    + _frame(_SITE + "mmengine/runner/loops.py", "run", "self.runner.val_loop.run()")
+    + _frame(_SITE + "mmengine/runner/loops.py", "run", "self.run_iter(idx, data_batch)")
+    + _frame(_SITE + "mmengine/runner/loops.py", "run_iter", "outputs = self.runner.model.val_step(data_batch)"),
+    # a library's evaluation module with generic function names
+    _frame(_SITE + "detectron2/engine/defaults.py", "train", "super().train(self.start_iter, self.max_iter)")
+    + _frame(_SITE + "detectron2/evaluation/evaluator.py", "run_model", "outputs = model(inputs)"),
+    # ultralytics' validator, run by a generic __call__
+    _frame(_SITE + "ultralytics/engine/trainer.py", "_do_train", "self.run_callbacks('on_train_epoch_end')")
+    + _frame(_SITE + "ultralytics/engine/validator.py", "__call__", "preds = model(batch['img'])"),
+    # accelerate's gather in a custom evaluation
+    _frame("/home/u/finetune.py", "main", "preds = accelerator.gather_for_metrics(logits)")
+    + _frame(_SITE + "accelerate/accelerator.py", "gather_for_metrics", "data = self.gather(input_data)"),
+])
+def test_evaluation_frames_with_generic_names(frames: str) -> None:
+    text = "Traceback (most recent call last):\n" + frames + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n"
+    assert first_id(text) == "oom_at_eval"
+
+
+def test_a_training_loop_run_by_a_generic_name_is_no_evaluation() -> None:
+    text = ("Traceback (most recent call last):\n"
+            + _frame(_SITE + "mmengine/runner/runner.py", "train", "model = self.train_loop.run()")
+            + _frame(_SITE + "mmengine/runner/loops.py", "run", "self.run_iter(data_batch)")
+            + _frame(_SITE + "mmengine/runner/loops.py", "run_iter", "outputs = self.runner.model.train_step(data)")
+            + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
+    assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I use LoRA to save memory, but training still goes OOM on a 12 GB card.", "oom_full"),
+    ("Even with gradient checkpoint enabled I get CUDA out of memory at step 1.", "oom_full"),
+    ("Saving some VRAM with 8-bit Adam did not help: still OOM.", "oom_full"),
+    ("Training is fine but pushing it to the hub runs out of memory.", "oom_at_save"),
+    ("OOM when testing the model on the held-out prompts after fine-tuning.", "oom_at_eval"),
+    # an inference script's OOM is no evaluation during training (https://github.com/Tianhao-Qi/Mask2DiT/issues/4)
+    ("I'm using the examples provided in the GitHub repository for inference, but I'm encountering out-of-memory "
+     "(OOM) issues.", "oom_full"),
+])
+def test_the_phase_words_mean_the_phase(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def test_a_metric_function_is_evaluation() -> None:
+    text = ("Traceback (most recent call last):\n"
+            + _frame("/home/u/run.py", "main", "scores = calc_bleu_metrics(model, val_prompts)")
+            + _frame("/home/u/run.py", "calc_bleu_metrics", "out = model.generate(**batch, max_new_tokens=256)")
+            + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
+    assert first_id(text) == "oom_at_eval"
+
+
+def test_a_lora_layers_merge_is_the_save() -> None:
+    """A traceback cut to its inner frames: peft's LoRA layer merge is only called to merge the adapter in."""
+    text = (_frame(_SITE + "peft/tuners/lora/bnb.py", "merge", "w_data = output.to(lora_data.dtype) + lora_data")
+            + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n")
+    assert first_id("Traceback (most recent call last):\n" + text) == "oom_at_save"
+    assert first_id("Traceback (most recent call last):\n" + text.replace("peft/tuners/lora", "mylib/ops")) == \
+        "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("At first I got OOM with batch 16, so I lowered it to 4. Now it fails with:\n"
+     "RuntimeError: CUDA error: device-side assert triggered\n"
+     "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+     "incorrect.", "cuda_error"),
+    ("Batch 16 gave me OOM, so I use 8 now, and it crashes:\n"
+     "Traceback (most recent call last):\n"
+     '  File "/home/u/train.py", line 3, in <module>\n'
+     "    tokenizer = AutoTokenizer.from_pretrained(path)\n"
+     "ValueError: Tokenizer class LlamaTokenizerFast does not exist or is not currently imported.", "exception"),
+])
+def test_an_oom_only_named_yields_to_what_the_text_shows(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # https://github.com/hiyouga/LlamaFactory/issues/5419: no word boundary between Chinese and `OOM`
+    ("训练时显存还是够用的，但是一到eval_step设置的步数就爆OOM了，这个问题持续很久了。", "oom_at_eval"),
+    # https://github.com/unslothai/unsloth/pull/5168
+    ("The training was going fine (~15 GB of VRAM used), until it was hitting OOM all of the sudden when eval would "
+     "start.", "oom_at_eval"),
+    # https://github.com/huggingface/transformers/issues/7232: the phase in one sentence, the OOM in the next
+    ("1. Use the Trainer for evaluation (`.evaluate()`, `.predict()`) on the GPU with BERT with a large evaluation "
+     "DataSet where the size of the returned prediction Tensors + Model exceed GPU RAM.\n"
+     "2. Trainer will crash with a CUDA Memory Exception", "oom_at_eval"),
+    # https://github.com/kwea123/ngp_pl/issues/44 (its spelling)
+    ("On training phase, the gpu memory used is ~6G, but when on validatation phase, I will get an OOM error.",
+     "oom_at_eval"),
+    # https://github.com/NovaSky-AI/SkyRL/pull/1768: `Validated on` is no validation phase; the cause in words
+    ("Validated on 8xB200 (GLM-4.7-Flash, TP2/EP4, 64K ctx): with the optimizer on GPU the baseline OOMs at step 2 "
+     "(~20 GiB reserved-but-unallocated); the trainer flag makes all 5 steps pass.", "oom_fragmentation"),
+    ("我的模型在第3个epoch就爆显存了，显存碎片太多", "oom_fragmentation"),
+])
+def test_more_of_the_persons_words(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def test_a_projects_evaluation_package_is_evaluation() -> None:
+    # https://github.com/roboflow/rf-detr/issues/1084: relative paths, the message wrapped over three lines
+    text = ('File "rfdetr/evaluation/matching.py", line 90, in _match_single_class\n'
+            "iou_matrix = _compute_mask_iou(pred_sorted, gt_items)\n"
+            'File "rfdetr/evaluation/matching.py", line 44, in _compute_mask_iou\n'
+            "gt_flat = gt_masks.bool().view(m, -1).float()  # [M, HW]\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.22 GiB.\n"
+            "GPU 0 has a total capacity of 23.56 GiB of which 1.61 GiB is free.\n"
+            "Including non-PyTorch memory, this process has 21.67 GiB memory in use.\n")
+    assert first_id(text) == "oom_at_eval"
+
+
+@pytest.mark.parametrize("line", [
+    "Out of memory error on GPU 0. Cannot allocate 25.002197MB memory on GPU 0, available memory is only 15.187500MB.",
+    "E external/org_tensorflow/tensorflow/compiler/xla/python/local_client.cc:672] Execution of replica 0 failed: "
+    "Resource exhausted: Out of memory while trying to allocate 5520758552 bytes.",
+])
+def test_paddle_and_old_xla_ooms_are_ooms(line: str) -> None:
+    assert oom.is_oom_line(line)

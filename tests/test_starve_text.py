@@ -62,6 +62,7 @@ def test_dev_threads_read_as_starved(text: str) -> None:
     "the images are read from an NFS mount and it is really slow",
     "there is a noticeable pause between batches, each step takes 0.3 s",
     "数据加载很慢，GPU一直在等",
+    "with num_workers=0 the training is very slow",
 ])
 def test_the_users_words_of_starvation(line: str) -> None:
     assert said_starved(line, after_iteration=False) is not None, line
@@ -208,7 +209,7 @@ def test_timeout_while_a_rank_tokenises_names_the_preprocessing_first() -> None:
 
 
 def test_timeout_with_no_preprocessing_in_the_text_keeps_its_own_advice() -> None:
-    text = "{'loss': 1.234, 'learning_rate': 2e-05, 'epoch': 0.5}\n" + WATCHDOG + "\n"
+    text = "{'loss': 1.234, 'learning_rate': 2e-05, 'epoch': 0.5}\n" + WATCHDOG.replace("SeqNum=1,", "SeqNum=4521,") + "\n"
     items = items_for(text)
     assert items[0].id == "nccl_timeout" and "preprocessing" not in items[0].title
 
@@ -266,6 +267,7 @@ def test_the_users_words_of_an_idle_gpu(line: str) -> None:
 @pytest.mark.parametrize("line", [
     "GPU utilization is 100%, CPU 20%",  # the CPU's number, not the GPU's
     "GPU usage 98% with memory at 40%",
+    "Is it normal that GPU utilization fluctuates between 85% and 100%?",
     "GPU usage looks normal but the loss stays low",
     "GPU utilization is high, throughput is low because of the long sequences",
 ])
@@ -449,3 +451,163 @@ def test_a_quick_loader_in_words(line: str) -> None:
 def test_the_change_follows_where_the_time_goes(text: str, change: str) -> None:
     """More loader workers help a starved loader, not tokenisation done once, slow storage or a saturated CPU."""
     assert change in items_for(text)[0].title
+
+
+def test_megatron_timers_where_the_batch_generator_dominates() -> None:
+    line = ("time (ms) | forward-backward: 1210.52 | forward-compute: 401.33 | backward-compute: 805.10 | "
+            "batch-generator: 2950.17 | optimizer: 35.02")
+    items = items_for(line + "\n")
+    assert items[0].id == "data_starved" and "70.9%" in items[0].title
+
+
+def test_megatron_timers_one_per_line_healthy() -> None:
+    text = ("    forward-backward ...............................: (4401.77, 4402.45)\n"
+            "    batch-generator ................................: (3.10, 4.82)\n"
+            "    optimizer ......................................: (40.22, 40.31)\n")
+    assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+# -- the colE/colF dev batches -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line, said", [
+    # https://github.com/NVlabs/GCVit/issues/14 (dev)
+    ("dataloader seems using only single process to handle image processing, num_workers waiting 1 process. gpu is "
+     "fast ,but the cpu is slow. why is that?", "cpu_busy"),
+    ("The GPUs are waiting, the CPU is the bottleneck (JPEG decoding)", "cpu_busy"),
+    # https://github.com/huggingface/datasets/issues/6319 (dev)
+    ("map slows down to a crawl at around 80% done, lingers maybe until 97% extremely slowly and NEVER finishes the "
+     "job. It just hangs.", "preprocessing"),
+    ("ds.map(tokenize) is stuck at 99% for hours", "preprocessing"),
+    # https://github.com/huggingface/transformers/issues/1621 (dev)
+    ("That means, BPE takes a long time. Here is a quick benchmark in my 4th gen i7 CPU:", "preprocessing"),
+    # https://github.com/PaddlePaddle/PaddleOCR/issues/3032 (dev)
+    ("你好，我用gpu跑训练，利用率最多能到19%，正常就是保持在10%，是不是代码中大部分都是调用的cpu来计算", "util"),
+])
+def test_more_words_of_starvation(line: str, said: str) -> None:
+    found = said_starved(line, after_iteration=False)
+    assert found is not None and found["said"] == said, line
+
+
+@pytest.mark.parametrize("line", [
+    "the mAP is slow to improve after epoch 20",  # the detection metric, not datasets' map
+    "CPU利用率只有20%",  # the CPU's utilisation
+    "CPU offload makes the optimizer step slow",  # the CPU runs the optimizer, it does not feed batches
+])
+def test_words_of_other_things(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is None, line
+
+
+def test_a_snapshot_of_full_cards_at_low_utilisation_says_memory_not_data() -> None:
+    """https://github.com/ray-project/ray/issues/376 (dev): every card 11283 of 11439 MiB at 14%: memory held (by
+    leftover workers), no verdict on data."""
+    row = "| N/A   59C    P0    55W / 149W |  11283MiB / 11439MiB |     14%      Default |"
+    assert not any(item.id == "data_starved" for item in items_for("\n".join([row] * 3) + "\n"))
+
+
+FEW_WORKERS = ("/venv/lib/python3.10/site-packages/pytorch_lightning/trainer/connectors/data_connector.py:224: "
+               "PossibleUserWarning: The dataloader, val_dataloader 0, does not have many workers which may be a "
+               "bottleneck. Consider increasing the value of the `num_workers` argument` (try 16 which is the number "
+               "of cpus on this machine) in the `DataLoader` init to improve performance.")
+
+
+def test_few_workers_by_the_programs_design_is_healthy() -> None:
+    """https://github.com/official-stockfish/nnue-pytorch/issues/289 (dev): the trainer's own note says its loader
+    runs with 0 workers; Lightning's warning is then by design."""
+    text = FEW_WORKERS + "\n\n num_workers has to be 0 for sparse, and 1 for dense\n"
+    assert not any(item.id == "data_starved" for item in items_for(text))
+    assert items_for(FEW_WORKERS + "\n")[0].id == "data_starved"
+
+
+HEALTHY_STARTS = [
+    # LLaMA-Factory: its dataset steps run in seconds
+    "Converting format of dataset (num_proc=16): 100%|██████████| 1000/1000 [00:00<00:00, 5832.40 examples/s]\n"
+    "Running tokenizer on dataset (num_proc=16): 100%|██████████| 1000/1000 [00:03<00:00, 301.22 examples/s]\n",
+    # axolotl and datasets
+    "Tokenizing Prompts (num_proc=8): 100%|██████████| 2000/2000 [00:05<00:00, 400.10 examples/s]\n"
+    "Generating train split: 52002 examples [00:00, 150000.00 examples/s]\n"
+    "Map: 100%|██████████| 52002/52002 [00:21<00:00, 2450.31 examples/s]\n",
+    # Lightning's bar at a steady pace
+    "".join(f"Epoch 0:  {i}%|█         | {i}/100 [00:{i // 10:02d}<00:10, 9.5{i % 10}it/s, v_num=0, train_loss=0.{90 - i}]\n"
+            for i in range(10, 60)),
+    # MMEngine's timers: the data wait is a hundredth of the step
+    "".join(f"Epoch(train) [1][{i}/735]  lr: 1.9870e-04  eta: 2:46:39  time: 2.8906  data_time: 0.0042  memory: "
+            f"10762  loss: {2.75 - i / 1000:.4f}\n" for i in range(10, 300, 10)),
+    # unsloth's banner
+    "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"
+    "   \\\\   /|    Num examples = 51,760 | Num Epochs = 1 | Total steps = 60\n"
+    "O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 4\n",
+    # a busy GPU in nvidia-smi during training
+    "|  0%   61C    P0   290W / 300W |  20011MiB / 23028MiB |     97%      Default |\n"
+    "|  0%   60C    P0   288W / 300W |  20011MiB / 23028MiB |     99%      Default |\n",
+]
+
+
+@pytest.mark.parametrize("text", HEALTHY_STARTS, ids=["llamafactory", "axolotl_datasets", "lightning", "mmengine",
+                                                      "unsloth", "busy_smi"])
+def test_healthy_output_of_many_tools_is_not_starved(text: str) -> None:
+    assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+# -- the colE dev batch ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/googlecolab/colabtools/issues/1970 (dev)
+    "Pytorch Dataloader takes very very long time to load one batch on GPU (it is still slow but much faster when on "
+    "cpu)",
+    "the data loader takes forever to yield the first batch",
+    # https://github.com/fastai/fastai/issues/2203 (dev)
+    "Before training, the notebook seems to do nothing at all for over one minute, even for this little task.",
+    "it hangs for 5 minutes before each epoch starts, then the epoch itself takes 20 seconds",
+])
+def test_a_loader_that_takes_long_in_words(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is not None, line
+
+
+@pytest.mark.parametrize("line", [
+    "the dataloader does not take long, the model does",
+    "Before training, I evaluate the baseline for 2 minutes",  # work, not a stall
+])
+def test_waits_that_are_not_the_loader(line: str) -> None:
+    assert said_starved(line, after_iteration=False) is None, line
+
+
+def test_the_loader_named_as_the_reason_of_a_slow_training() -> None:
+    """https://github.com/huggingface/transformers/issues/25593 (dev): slowness said on one line, the loader named as
+    its reason on the next."""
+    text = ("But when doing training I found that the speed was very slow, especially when I use many GPU workers .\n"
+            "I found that the reason was because HuggingFace Trainer used DispatchDataloader to read Iterable DataSet.\n")
+    items = items_for(text)
+    assert items[0].id == "data_starved" and "DispatchDataloader" in items[0].evidence[0]
+
+
+def test_the_loader_named_as_the_reason_of_an_error_is_not_starvation() -> None:
+    assert not any(item.id == "data_starved" for item in items_for(
+        "I found that the reason was a typo in my DataLoader code, fixed now\n"))
+
+
+def test_a_timeout_long_after_the_preprocessing_finished_is_not_blamed_on_it() -> None:
+    """Training logged its losses after the tokenizer's bar: the preprocessing was over when the timeout came."""
+    text = ("Running tokenizer on dataset (num_proc=32): 100%|██████████| 500000/500000 [12:00<00:00, 694.44 "
+            "examples/s]\n"
+            + "".join(f"{{'loss': {2.0 - i / 100:.4f}, 'learning_rate': 2e-05, 'epoch': {i / 100:.2f}}}\n"
+                      for i in range(1, 20))
+            + WATCHDOG.replace("SeqNum=1,", "SeqNum=98765,") + "\n")
+    items = items_for(text)
+    assert items[0].id == "nccl_timeout" and "preprocessing" not in items[0].title
+
+
+def test_a_slow_training_whose_user_tunes_the_loader() -> None:
+    text = "My training is very slow on 4 V100s.\nI already tried num_workers=8 and pin_memory=True.\n"
+    assert items_for(text)[0].id == "data_starved"
+
+
+def test_the_loaders_knobs_in_a_healthy_config_dump_are_not_starvation() -> None:
+    text = "dataloader_num_workers=4,\ndataloader_pin_memory=True,\n{'loss': 1.2, 'learning_rate': 2e-05, 'epoch': 0.1}\n"
+    assert not any(item.id == "data_starved" for item in items_for(text))
+
+
+def test_utilisation_zero_without_a_percent_sign() -> None:
+    assert said_starved("the Volatile GPU-Util is always 0 while the memory is full", after_iteration=False)
+    assert said_starved("GPU usage 0.5 GB", after_iteration=False) is None

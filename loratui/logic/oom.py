@@ -44,10 +44,17 @@ _RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
 _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
     r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED"
-    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b", re.I)
+    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b"
+    r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:? Out of memory|Out of memory error on GPU", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
-`THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`."""
-_NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory", re.I)
+`THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
+`ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
+`RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB`; Paddle's `Out of memory error on GPU 0.
+Cannot allocate 25.002197MB memory on GPU 0`."""
+_NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
+                       r"device:CPU|not a failure", re.I)
+"""Not the GPU's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate
+... The caller indicates that this is not a failure`."""
 _JUNK = -1
 _SLACK = 64 * MIB
 """Rounding slack: the message prints sizes to two decimals of their unit."""
@@ -113,13 +120,16 @@ def is_oom_line(line: str) -> bool:
     return bool(_OOM.search(line)) and not _NOT_CUDA.search(line)
 
 
-_SAID = re.compile(r"\bOOMs?\b(?![-_ ]?kill)|\bOOM(?:ed|'d|ing)\b|out[- ]of[- ](?:GPU[- ])?memory|显存(?:不足|不够|溢出|爆)|爆显存",
-                   re.I)
+_SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ])?memory|"
+                   r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the )?GPU(?:'s)? (?:RAM|memory)|"
+                   r"显存(?:不足|不够|溢出|爆)|爆显存", re.I)
+"""An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`)."""
 _NOT_SAID = re.compile(
     r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|fix\w*|solv\w*|resolv\w*|instead of|rather than|"
-    r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?]{0,30}$|n't\s[^.!?]{0,30}$", re.I)
-"""Words before the OOM that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it OOMs`)."""
-_HOST = re.compile(r"\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|内存", re.I)
+    r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
+"""Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
+OOMs`); `did not help: still OOM` says it did."""
+_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存", re.I)
 
 
 def said_oom(line: str) -> bool:
@@ -132,8 +142,8 @@ def said_oom(line: str) -> bool:
     return _NOT_SAID.search(line, 0, found.start()) is None
 
 
-_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expandable_segments[^.!?]{0,60}\b(?:fix|solv|resolv|help|work)",
-                                     re.I)),
+_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expandable_segments[^.!?]{0,60}\b(?:fix|solv|resolv|help|work)|"
+                                     r"reserved[- ]but[- ]unallocated", re.I)),
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous)\s+(?:\w+\s+){0,2}"
                r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?)\b|"
@@ -263,6 +273,11 @@ def _fragmented(report: OomReport) -> bool:
     requested, free, allocated = report.requested or 0, report.free or 0, report.allocated or 0
     share = max(512 * MIB, total // 20)
     if spare >= requested and spare >= share:
+        return True
+    # A smaller unused cache (from 2.5% of the card) that held a request of at least a quarter of it: the failed
+    # block was a big one the holes could have held, and holes that size are whole 2 MiB pages an expandable
+    # segment reclaims; a tiny request failing beside a cache many times its size says the holes are tiny.
+    if spare >= requested >= spare // 4 and spare >= max(512 * MIB, total // 40):
         return True
     # The card's free memory alone held the request with room to spare: not full, the memory was there but
     # no block of it could be had (under a memory-fraction cap, "allowed", the cap is what was hit).

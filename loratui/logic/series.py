@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from loratui import events
@@ -168,20 +168,45 @@ made of the noise's own jumps does not. The statistic `rise_p` ranks."""
     return rise / max(noise(ys), 1e-9 * abs(levels[anchor]), 1e-12) if rise > 0 else 0.0
 
 
+def shift_score(ys: Sequence[float]) -> tuple[float, int]:
+    """(score, split) of the largest rise of the level: over every split leaving at least 2 logs before and 3
+    after, the median after minus the median before, in units of the series' noise (`noise`); the split is where
+    the logs after begin. A change of level rather than a line: a loss that steps or ramps up late in a window
+    whose earlier part was level, which one straight line from the lowest point fits badly."""
+    n = len(ys)
+    best, split = 0.0, 0
+    for k in range(2, n - 2):
+        shift = median(ys[k:]) - median(ys[:k])
+        if shift > best:
+            best, split = shift, k
+    scale = max(noise(ys), 1e-9 * abs(median(ys)), 1e-12)
+    return best / scale, split
+
+
+def shift_p(ys: Sequence[float], draws: int = 499, enough: int = 8) -> float:
+    """`rise_p` for `shift_score`: how often the same logs shuffled show as large a change of level, the split
+    chosen again in every shuffle."""
+    return _permutation_p(ys, lambda v: shift_score(v)[0], draws, enough)
+
+
 def rise_p(ys: Sequence[float], draws: int = 499, enough: int = 8) -> float:
     """A permutation p-value for `rise_score`: how often the same values in a random order rise as far. It holds
     for any noise distribution and any window length (the order is all it tests), and, because the lowest level is
     chosen again in every shuffle, the choice of where the rise starts is paid for. Sequential (Besag-Clifford):
     once `enough` shuffles rise as far the series is plainly noise and the drawing stops. Seeded by the length, so
     one series always gets one answer."""
-    observed = rise_score(ys)
+    return _permutation_p(ys, rise_score, draws, enough)
+
+
+def _permutation_p(ys: Sequence[float], score: Callable[[Sequence[float]], float], draws: int, enough: int) -> float:
+    observed = score(ys)
     if observed <= 0:
         return 1.0
     rng = random.Random(len(ys))
     shuffled, hits = list(ys), 0
     for done in range(1, draws + 1):
         rng.shuffle(shuffled)
-        hits += rise_score(shuffled) >= observed
+        hits += score(shuffled) >= observed
         if hits >= enough:
             return hits / done
     return (hits + 1) / (draws + 1)

@@ -37,9 +37,11 @@ _ARROW = re.compile(r"^\s*[│|]?\s*(?:-+>|❱)\s*\d+\s(?P<code>.*)")
 """IPython's current line of a frame, `----> 3     model.push_to_hub_gguf(`, and rich's `│ ❱ 120 │   f(x) │`."""
 _RICH_FRAME = re.compile(r"^\s*[│|]\s*(?P<path>[^\s│|]{1,500}?\.py):\d+\s+in\s+(?P<func>[\w<>.]+)")
 """rich's traceback box (typer, accelerate, many CLIs): `│ /path/trainer.py:1938 in _inner_training_loop  │`."""
-_CALL = re.compile(r"^\s*(?:[\w\[\]., ]{1,120}?=\s*|return\s+|await\s+|yield\s+)?(?:[\w\])]+\.){0,8}(?P<name>\w+)\(")
+_CALL = re.compile(r"^\s*(?:[\w\[\]., ]{1,120}?=\s*|return\s+|await\s+|yield\s+)?(?:[\w\])]+\.){0,7}?"
+                   r"(?:(?P<owner>\w+)\.)?(?P<name>\w+)\(")
 """The call a frame's current line makes (`eval_loss = evaluate(model)`, `trainer.model.push_to_hub(d)`):
-the function of the next frame inward."""
+the function of the next frame inward; the object it is called on names the loop in a generic call
+(`self.val_loop.run()`, `runner.test_loop.run()`)."""
 _EXCEPTION = re.compile(
     r"(?<![\w.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
 _MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
@@ -63,10 +65,14 @@ _SAVE_NAMES = re.compile(r"save|state_dict|consolidate|push_to_hub|merge_and_unl
 # (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions; the metrics
 # (compute_metrics, preprocess_logits_for_metrics) run on them at the evaluation's end.
 _EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$|"
-                         r"compute_metrics|logits_for_metrics", re.I)
+                         r"metric|perplexity|bleu|rouge|inference_on_dataset", re.I)
 _EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "evaluator"})
 """Words of a function name that say evaluation (`val_epoch`, `run_test`, `_run_sanity_check`, `valid_step`),
 beside the stems `_EVAL_NAMES` finds anywhere in a name."""
+_EVAL_FILES = re.compile(r"/(?:evaluation_loop|evaluation_epoch_loop|prediction_loop|prediction_epoch_loop|"
+                         r"evaluator|validator)\.py$|/evaluation/[^/]+\.py$")
+"""Evaluation code, whose functions have generic names (Lightning's `evaluation_loop.py in run`, detectron2's
+`evaluation/evaluator.py`, a project's `rfdetr/evaluation/matching.py`)."""
 _DATA_NAMES = re.compile(r"^(?:__getitem__|__getitems__|fetch|_next_data|_get_data|_process_data)$|collat", re.I)
 _LOADS = re.compile(r"(?<!un)load", re.I)
 _LOAD_NAMES = re.compile(r"load_state_dict|from_pretrained|_load_pretrained_model|^load_model$|load_checkpoint_in_model|"
@@ -92,6 +98,8 @@ class Frame:
     """The frame's line as printed."""
     call: str = ""
     """The function its current line calls (the next frame inward), when the traceback prints the line."""
+    owner: str = ""
+    """The object that call is made on, when not `self` (`val_loop` in `self.val_loop.run()`)."""
 
 
 @dataclass
@@ -142,9 +150,18 @@ def frame_phase(frame: Frame) -> str:
     """The phase a frame belongs to: save, eval, data, load, train, or ''; the call on its current line is
     inside it, so that call's phase comes first."""
     called = name_phase(frame.call, frame.path) if frame.call else ""
+    owner = getattr(frame, "owner", "")  # getattr: a frame pickled in an older events.idx
+    if not called and owner and not _EVAL_WORDS.isdisjoint(_words(owner)):
+        called = "eval"  # `self.val_loop.run()`: the loop it runs is the evaluation's
     if called and called != "train":
         return called
-    return name_phase(frame.func.rsplit(".", 1)[-1], frame.path) or called
+    own = name_phase(frame.func.rsplit(".", 1)[-1], frame.path)
+    path = frame.path.replace("\\", "/")
+    if not own and _EVAL_FILES.search(path):
+        own = "eval"
+    if not own and frame.func in ("merge", "_merge") and "/peft/" in path:
+        own = "save"  # a LoRA layer's merge: only merging the adapter into the model calls it
+    return own or called
 
 
 def _words(name: str) -> set[str]:
@@ -285,7 +302,8 @@ class TraceScanner:
             return False
         call = _CALL.match(code)
         if call and not self.frames[-1].call:
-            self.frames[-1] = replace(self.frames[-1], call=call.group("name"))
+            owner = call.group("owner") or ""
+            self.frames[-1] = replace(self.frames[-1], call=call.group("name"), owner="" if owner == "self" else owner)
         return True
 
     def _context_line(self, text: str) -> bool:

@@ -33,7 +33,7 @@ from loratui.recipe import Recipe
 from loratui.rundir import RunDir
 from loratui.sources.runlog import Batch, EventSource, LiveSource
 from loratui.text import inert
-from loratui.tui import failure
+from loratui.tui import failure, headless
 from loratui.tui.messages import EventsArrived, StateReplaced
 from loratui.tui.screens import (HELP, TextScreen, ended_quit_choice, evidence_screen, quit_choice, restart_choice,
                                  stop_choice)
@@ -526,10 +526,7 @@ def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions], attached: 
 def farewell(run: RunDir, state: RunState, result: object) -> str:
     """What the shell is told when the viewer closes: where the run stands and, if it failed, why."""
     if state.state not in events.FINAL_STATES and result != "stop":
-        # One command a line: in one long line an 80-column terminal broke `loratui attach ID` in two.
-        return (f"detached; the run goes on in {inert(str(run.path.resolve()))}\n"
-                "to come back to it (from any directory), or to stop it:\n"
-                f"  loratui attach {run.run_id}\n  loratui stop {run.run_id}")
+        return headless.detached(run)
     if result == "stop":
         return f"stopping {run.run_id} at the next step boundary."
     said = f"run {run.run_id}: {state.state} at step {state.step}"

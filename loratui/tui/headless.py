@@ -119,6 +119,14 @@ def output_note(run: RunDir) -> str:
             f"{inert(run.stderr_log.name)} beside it); `loratui attach {run.run_id}` shows it live")
 
 
+def detached(run: RunDir) -> str:
+    """What the shell is told when the viewer or the progress printer leaves a run training: one command a
+    line (in one long line an 80-column terminal broke `loratui attach ID` in two)."""
+    return (f"detached; the run goes on in {inert(str(run.path.resolve()))}\n"
+            "to come back to it (from any directory), or to stop it:\n"
+            f"  loratui attach {run.run_id}\n  loratui stop {run.run_id}")
+
+
 def print_end(state: RunState, out: TextIO, advice: Sequence[Any] = ()) -> None:
     """The run's end, its first advice when it failed or has an error (the panel's, doctor's and the
     alert's first line), and a failure's stderr tail."""

@@ -35,17 +35,22 @@ FOLLOW_S = 1.0
 """How often the index looks for events appended to a run still being written."""
 
 HELP = """\
-loratui replay — keys
+loratui replay — keys (escape closes this page)
 
-  space  play / pause                    + / -  faster / slower (x1 … x1000)
-  → / ←  one step forward / back          ] / [  next / previous event of note
-                                                 (failure, NaN, pause, eval, save, checkpoint)
-  g      start of training               G      end of the record
-  l      show/hide the trainer's output  t      loss ↔ learning rate / grad norm
+  space  play / pause
+  + / -  faster / slower (x1 … x1000)
+  → / ←  one step forward / back
+  ] / [  next / previous event of note (failure, NaN,
+         pause, eval, save, checkpoint)
+  g / G  start of training / end of the record
+  l      show/hide the trainer's output
+  t      loss ↔ learning rate / grad norm
   a      focus the advice panel (enter: evidence)
-  q      quit                            ?      this help
+  q      quit
+  ?      this help
 
-A replay only reads the log: it cannot pause, save or stop a run (`loratui attach` can)."""
+A replay only reads the log: it cannot pause, save or
+stop a run (`loratui attach` can)."""
 
 
 class Moved(Message):

@@ -55,6 +55,8 @@ def raised_in_setup(raised: Raised | None) -> bool:
     """Whether the exception was raised inside bitsandbytes' setup code (its innermost library frame)."""
     if raised is None or not raised.frames:
         return False
+    if "No module named" in raised.message and "bitsandbytes" not in raised.message:
+        return False  # a dependency it imports is missing: its own pip install is the step
     for frame in reversed(raised.frames):
         path = frame.path.replace("\\", "/")
         if "bitsandbytes/" in path:

@@ -30,7 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text
+from loratui.logic.advisor import bnb_text, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -105,6 +105,7 @@ class Advisor:
         if self._items is None:
             built = _build_all(self)
             built.sort(key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+            built = _root_first(self, built)
             built = [self._in_own_words(a) for a in built]
             self._items = built
         return list(self._items)
@@ -120,6 +121,8 @@ class Advisor:
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
         if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
+            if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
+                finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
             self._items = None
 
@@ -180,6 +183,7 @@ class Advisor:
         self.ctx.step = max(self.ctx.step, e.step)
         if "loss" in e.values and not any(k.startswith("eval_") for k in e.values):
             self.text.where.train_log()
+            self.text.prep_line, self.text.prep_s = "", 0  # training went on after it: not why a later timeout came
         for finding in self.loss.log(self.ctx, e):
             quote = self._quote(e)
             if quote:
@@ -287,6 +291,8 @@ class Advisor:
                 self.oom.facts["merge"] = True
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
+        if "got error" in line or "Rendezvous" in line:
+            self._latch(root.store_finding(line, self.ctx.step))
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
@@ -307,15 +313,16 @@ class Advisor:
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
-        if self.oom is None and ("oom" in line.lower() or "memory" in line or "显存" in line) and \
+        lowered = line.lower()
+        if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
-        lowered = line.lower()
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
                     pattern.search(line):
                 self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
-        if self.oom is None and "cuda_error" not in self.found and "asynchron" in line and \
+        if (self.oom is None or self.oom.facts["report"].said) and "cuda_error" not in self.found and \
+                "asynchron" in line and \
                 CUDA_BOILERPLATE.search(line):
             self._latch(Finding("cuda_error", self.ctx.step, {"line": line.strip()[:300]}))
 
@@ -418,7 +425,7 @@ def _build_all(adv: Advisor) -> list[Advice]:
     """Every finding of `adv` as advice (unsorted)."""
     logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
     priced = memory_proposal(adv)
-    built = _oom_built(adv, logits, priced) if adv.oom is not None else []
+    built = _oom_built(adv, logits, priced) if adv.oom is not None and not _said_only(adv) else []
     rose = adv.found.get("loss_diverging")
     nan = adv.found.get("nan_loss")
     if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
@@ -431,6 +438,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
             continue  # a finding later evidence explained away (the loss scaler's first overflows)
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
+        if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
+            continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built):
             built.append(_build_one(adv, finding))
     runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
@@ -450,6 +459,30 @@ def _build_all(adv: Advisor) -> list[Advice]:
     if not any(a.severity == ERROR for a in built):
         built += _failure(adv)
     return built
+
+
+def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
+    """The earliest root cause on any rank first: before the timeouts and peer failures it caused, and an
+    exception before a setup warning the run went on past (an OOM leads already). A setup warning the run
+    trained on past, with no failure after it, is a note."""
+    failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
+    noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
+    if noted != built:
+        built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
+    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if adv.oom is None else ""
+    if lead == "exception" and not any(a.id == "exception" for a in built):
+        built += [a for a in _failure(adv) if a.id == "exception"]
+    return root.lead_with(built, lead) if lead else built
+
+
+def _said_only(adv: Advisor) -> bool:
+    """An OOM only the person named yields to anything the text shows (an exception, a CUDA error, a loss
+    curve): their words may tell the run's history (`I got OOM, lowered the batch, now ...`)."""
+    assert adv.oom is not None
+    if not adv.oom.facts["report"].said:
+        return False
+    raised = adv.trace.chosen
+    return bool(adv.found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
 
 
 def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:

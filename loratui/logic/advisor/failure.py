@@ -35,6 +35,9 @@ _PATH = re.compile(
 _QUOTED = re.compile(r"'([^']{1,300})'|\"([^\"]{1,300})\"|`([^`]{1,300})`")
 _TARGETS = re.compile(r"Target modules? .{0,200} not found in the base model", re.I)
 _HOST_OOM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|MemoryError", re.I)
+_WORKER = re.compile(r"DataLoader worker \(pid", re.I)
+_SHM = re.compile(r"bus error|shared memory|/dev/shm|shm_open", re.I)
+_KILLED = re.compile(r"signal: Killed|SIGKILL", re.I)
 _NO_CUDA = re.compile(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|no CUDA GPUs are available", re.I)
 
 
@@ -65,12 +68,25 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
         return f"set {key} to module names this model has (print(model) lists them; ChatGLM uses query_key_value)"
     if _PATH.search(message):
         return _path_step(message, r)
+    if _WORKER.search(message):
+        return _worker_step(message)
     if _HOST_OOM.search(message) or raised.short_type == "MemoryError":
         return "the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when " \
                "loading, a smaller dataset in memory, or more swap"
     if _NO_CUDA.search(message):
         return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
     return _where_step(raised)
+
+
+def _worker_step(message: str) -> str:
+    """A DataLoader worker that died: shared memory, the kernel's OOM killer, or an error only it saw."""
+    if _SHM.search(message):
+        return "the DataLoader workers ran out of shared memory (/dev/shm): give the container more (docker " \
+               "--shm-size=16g or --ipc=host), or use fewer workers (dataloader_num_workers=0 confirms it)"
+    if _KILLED.search(message):
+        return "a DataLoader worker was killed (SIGKILL), most often by the kernel's out-of-memory killer (host " \
+               "RAM; dmesg shows it): fewer dataloader workers, less data held in each"
+    return "a DataLoader worker died: rerun with dataloader_num_workers=0 so its own error shows in the main process"
 
 
 def _installed(raised: Raised, top: str) -> bool:

@@ -34,6 +34,7 @@ class LossWatch:
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
     CHANCE_N = 4
     ALPHA, DOUBLE = 0.01, 2.0
+    HUGE_LOSS, HUGE_GRAD = 1e8, 1e6
     """The permutation p-value a rise must reach (`series.rise_p`): the share of noisy windows read as a rise."""
 
     def __init__(self, recipe: Recipe | None) -> None:
@@ -85,6 +86,7 @@ class LossWatch:
             return self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), False) + \
                 self._own_metrics(e.step, values)
         spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and _finite(loss) else None
+        spike = spike or self._huge(e.step, loss, values.get("grad_norm"))
         found = [spike] if spike else []
         nan = self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), bool(spike))
         found += self._after_rise(e.step, nan) if nan and self._rise_stands() else nan
@@ -95,7 +97,7 @@ class LossWatch:
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
         found += self._chance(e.step, loss)
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
-            self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or \
+            self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or self._level_up(e.step) or \
             self._short_rise(e.step)
         if rise is not None and not spike:
             self.rose = self.rose or rise  # the first is the one the advisor keeps
@@ -179,6 +181,17 @@ class LossWatch:
                 "kind": "spike", "before": median, "now": loss, "lr": self.lr, "grad": grad,
                 "error": loss >= self.SPIKE_ERROR * max(median, 1e-3), "prior_step": self.prior[-2][0]})
         return None
+
+    def _huge(self, step: int, loss: float | None, grad: float | None) -> Finding | None:
+        """A finite loss of 1e8 or more, or a gradient norm of 1e6 or more, in any log, even the first: no loss on
+        real data is that large and healthy gradient norms sit between 0.01 and a few hundred; the updates blew up
+        (mmdetection#4383: loss 2.46e9, grad_norm 1.17e12 with an 8-GPU learning rate on one GPU)."""
+        big_loss = loss is not None and _finite(loss) and abs(loss) >= self.HUGE_LOSS
+        big_grad = grad is not None and _finite(grad) and grad >= self.HUGE_GRAD
+        if not (big_loss or big_grad):
+            return None
+        return Finding("loss_diverging", step, {"kind": "huge", "now": loss, "grad": grad, "lr": self.lr,
+                                                "error": True})
 
     def _zero(self, step: int, loss: float, epoch: float | None) -> list[Finding]:
         """A loss of exactly zero: from the first logs, or a fall from a real loss (a cliff, not a descent)."""
@@ -366,6 +379,32 @@ class LossWatch:
                 self.creep = (step, series.median([v for _, v in list(self.prior)[-4:-1]] or [loss]), grad, [loss])
             self.recent_grads.append(grad)
         return found
+
+    def _level_up(self, step: int) -> Finding | None:
+        """The loss moving to a level a third higher late in the window, by a step or a ramp, and staying there:
+        the median of the logs since the split a third above the median before it and the last 3 logs' median too,
+        and a permutation test on the change of level (`series.shift_p`) at `ALPHA`. The last 32 logs; not while
+        the learning rate warms up, not a whole-multiple step (a loss summed over gradient accumulation)."""
+        ys = [v for _, v in self.window][-32:]
+        if len(ys) < 6 or self.warming or min(ys) <= 0:
+            return None
+        _, k = series.shift_score(ys)
+        if k == 0:
+            return None
+        before, after = series.median(ys[:k]), series.median(ys[k:])
+        # The change must also stand 5 standard errors of a median's difference clear of the noise: each log's
+        # test looks again at much the same window, so one permutation test alone would be passed by chance.
+        error = 1.2533 * series.noise(ys) * (1 / k + 1 / (len(ys) - k)) ** 0.5
+        if after < self.RISE * before or after - before < max(0.05, 5 * error) or \
+                series.median(ys[-3:]) < self.RISE * before or _scale_shift(ys):
+            return None
+        p = series.shift_p(ys)
+        if p > self.ALPHA:
+            return None
+        at = len(self.window) - len(ys) + k
+        return Finding("loss_diverging", step, {
+            "kind": "shift", "best": before, "best_step": self.window[at - 1][0], "now": after, "lr": self.lr,
+            "window": len(ys) - k, "before_n": k, "p": p})
 
     def _step_up(self, step: int) -> Finding | None:
         """The loss jumping to a higher level and staying there: every log since the jump a third above every

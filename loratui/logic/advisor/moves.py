@@ -9,6 +9,7 @@ from typing import Any
 from loratui.logic import oom
 from loratui.logic.fmt import clip
 from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
+from loratui.logic.advisor import cuda
 from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
 from loratui.recipe import Recipe
@@ -407,6 +408,13 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         change = {"lora.lora_alpha": 2 * lora.r}
     quote = [facts["quote"]] if facts.get("quote") else []
     lr = [f"learning rate at step {f.step}: {_num(facts.get('lr'))}"] if facts.get("lr") is not None else []
+    if facts.get("kind") == "huge":
+        sizes = [f"{name} {facts[key]:.3g}" for name, key in (("loss", "now"), ("grad_norm", "grad"))
+                 if facts.get(key) is not None and facts[key] == facts[key]]
+        evidence = quote + [f"{' and '.join(sizes)} at step {f.step}: no loss on real data is that large, and a "
+                            "healthy gradient norm is 0.01 to a few hundred: the updates blew up"]
+        return Advice("loss_diverging", ERROR, f"Loss exploded ({', '.join(sizes)}): {text}; keep max_grad_norm "
+                      "(gradient clipping) on", evidence + lr, change, f.step)
     if facts.get("kind") == "spike":
         grad = facts.get("grad")
         evidence = quote + [f"loss {facts['now']:.4g} at step {f.step} against about {facts['before']:.3g} before"]
@@ -426,6 +434,12 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
             evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
         return Advice("loss_diverging", severity, f"Loss rising, in the log's own words: {text}", evidence,
                       change, f.step)
+    elif facts.get("kind") == "shift":
+        p = facts["p"]
+        chance = f"{p:.1%} of the time" if p >= 0.001 else "never"
+        evidence = quote + [f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
+                            f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
+                            f"and the same logs shuffled show as large a change of level {chance}"] + lr
     elif facts.get("kind") == "step":
         evidence = quote + [f"every one of the {window} logs since step {facts['best_step']} (lowest "
                             f"{facts['floor']:.4g}) is a third above every log before it (highest "
@@ -508,9 +522,12 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     return _cuda_error_advice(f, line)
 
 
-_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)", re.I)
-_BNB_OLD = re.compile(r"requires the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
-                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)", re.I)
+_BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|bitsandbytes is not installed", re.I)
+_BNB_NO_BUILD = re.compile(r"is not a supported wheel|satisfies the requirement bitsandbytes|"
+                           r"No matching distribution found for bitsandbytes", re.I)
+_BNB_OLD = re.compile(r"(?:requires|and) the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
+                      r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)|"
+                      r"module '?bitsandbytes[\w.]*'? has no attribute", re.I)
 _BNB_MIN = re.compile(r"bitsandbytes\s*>=\s*([\d.]*\d)", re.I)
 _BNB_VAGUE = re.compile(r"requires .{0,40}bitsandbytes.{0,40}(?:pip install|not installed|not found)", re.I)
 _BNB_BROKEN = re.compile(r"No module named '?bitsandbytes\.", re.I)
@@ -521,6 +538,10 @@ def _bnb_advice(f: Finding, line: str) -> Advice:
     if _BNB_BROKEN.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is installed but broken (a file is missing): "
                       "pip install --force-reinstall -U bitsandbytes", [line], {}, f.step)
+    if _BNB_NO_BUILD.search(line):
+        return Advice("bnb_setup", ERROR, "pip has no bitsandbytes build for this platform or Python: check the "
+                      "Python version and OS (python -VV) against the wheels on PyPI, or build it from source",
+                      [line], {}, f.step)
     if _BNB_MISSING.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is not installed (4-bit/8-bit loading and 8-bit optimizers "
                       "need it): pip install -U bitsandbytes", [line], {}, f.step)
@@ -556,6 +577,9 @@ def _nccl_advice(f: Finding, line: str) -> Advice:
 
 
 def _cuda_error_advice(f: Finding, line: str) -> Advice:
+    setup = cuda.setup_advice(f, line)  # CUDA that cannot start: the driver, the build, the GPU
+    if setup is not None:
+        return setup
     if _NCCL.search(line):
         return _nccl_advice(f, line)
     hint = next((text for key, text in _CUDA_HINTS if key in line), "")

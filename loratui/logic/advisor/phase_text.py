@@ -14,7 +14,7 @@ from loratui.logic import oom
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
-    r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)|merg(?:e|ing)|"
+    r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
     r"export(?:ing)?|push(?:ing)? to|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
     r"train(?:ing)?)\b", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
@@ -31,15 +31,20 @@ _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\b
 _EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
 `Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
-_MEMORY_WORDS = re.compile(r"\b(?:memory|OOM(?:s|ed|ing)?|out of memory)\b|内存|显存", re.I)
+_MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
 _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card)\b|内存|显存|显卡", re.I)
 """A sentence about the GPU's memory, where the user's words about fragmentation or another process count."""
-_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat\w*|predict\w*)\b|验证|评估|评测|推理|测试|"
+_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict(?:ion|ing|s)?)\b|"
+                                    r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop)\b|"
                                     r"\.test\(", re.I)),
-                ("save", re.compile(r"\b(?:sav(?:e|ing)|checkpoint|merg(?:e|ing)|export\w*)\b|保存|合并|导出", re.I)))
+                ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
+                                    r"(?<!gradient )(?<!activation )checkpoint|merg(?:e|ing)|export\w*|gguf|"
+                                    r"push(?:ing)? (?:it )?to (?:the )?hub)\b|保存|合并|导出", re.I)))
+"""The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
+(saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
 _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
 def _trains(line: str) -> bool:
@@ -131,11 +136,12 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and ("fragment" in lowered or "segments" in lowered or " process" in lowered or
+        if self.cause is None and ("fragment" in lowered or "segments" in lowered or " process" in lowered or "unallocated" in lowered or
                                    "其" in line or "别的" in line or "碎片" in line) and _CAUSE_CONTEXT.search(whole):
             kind = oom.said_cause(text)
             self.cause = (kind, text[:300]) if kind else None
-        if ("memory" in lowered or "oom" in lowered or "存" in line) and _MEMORY_WORDS.search(line):
+        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
+                _MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
         elif carried and _MEMORY_WORDS.search(carried):
             sentence = whole

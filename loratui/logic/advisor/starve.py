@@ -16,13 +16,15 @@ from loratui.recipe import Recipe
 # -- the user's words ------------------------------------------------------------------------------------
 
 _UTIL = (r"(?:(?<![A-Za-z])GPUs?|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
+         r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
 """The GPU's utilisation by name (`GPU util`, `GPU-utilization`, `GPU usage`, nvidia-smi's `Volatile GPU-Util`,
 `GPU利用率`); not its memory (`GPU memory usage` has a word between)."""
 _LOW = (r"(?:very |quite |extremely |really |so |too |pretty )?(?:low|lower|poor|bad|idle|underutili[sz]ed|"
         r"under[- ]utili[sz]ed|not (?:fully )?(?:used|utili[sz]ed)|zero|spiky|spikes?|spiking|oscillat\w*|"
         r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drops? (?:to|down)|"
-        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅)")
+        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅|"
+        r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB)))")
 """What a starved GPU's utilisation does: stays low, or swings between busy and idle."""
 _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
@@ -32,11 +34,14 @@ _UTIL_SAID = re.compile(
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
     r"|waits? for (?:the )?(?:data|input|loader|dataloader|next batch))", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
-_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
+_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
 _PREP_LONG = (r"(?:slow\w*|forever|ages|a long time|too long|very long|hours?|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
+_MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
+                         r"takes? forever|never finish\w*|hangs?\b|stuck)", re.I)
+"""`map slows down to a crawl at around 80% done`: the lowercase word (not mAP, the detection metric) and a crawl."""
 _PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG, re.I)
 """Preprocessing said to take long: `the tokenization process is taking forever`, `“Running tokenizer on dataset”就要等
 半小时以上`, `tokenizing 7.5K rows ... instead of 17 minutes`."""
@@ -50,15 +55,25 @@ _GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fa
 turn of the sentence (`GPU usage looks normal but the loss stays low`)."""
 _CPU_BUSY = re.compile(r"\bCPU[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
                        r"CPU[\w\s]{0,10}(?:占满|满载|瓶颈)", re.I)
+_CPU_SLOW = re.compile(r"\bCPU\b[^.!?\n]{0,20}?\b(?:is|are|seems?|being)?\s*(?:too |very |so |the )?(?:slow|bottleneck\w*|"
+                       r"(?:fully |100% )?(?:busy|saturated|maxed))\b", re.I)
+_GPU_FAST = re.compile(r"\bGPUs?\b[^.!?\n]{0,12}?\b(?:is |are )?(?:fast|quick|waiting|idle|fine)\b|"
+                       r"\b(?:data ?loader|num_workers|workers?|preprocess\w*|augment\w*|decod\w*)\b", re.I)
+"""`gpu is fast ,but the cpu is slow`: the CPU that prepares batches is the limit (a GPU word or a loader word beside
+it says the CPU is feeding training, not running it)."""
 _GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|waiting|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
                        r"GPU[\w\s]{0,10}(?:空闲|闲置)", re.I)
 _LOADER_SLOW = re.compile(
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*)\b"
     r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
     r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
+    r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|__getitem__|collate\w*)\b[^.!?\n]{0,30}?"
+    r"\b(?:takes?|taking|took|needs?)\s+(?:(?:a|very|so|too|really|extremely|quite)\s+)*(?:long|forever|ages)\b|"
     r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:is |by |on |in )?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
     r"pipeline|input pipeline|data reading|disk)\b|"
-    r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)", re.I)
+    r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)|"
+    r"\bnum_workers\s*[=:]\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
+    r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*[=:]\s*0\b", re.I)
 """The loader named slow or the bottleneck, in the user's words (`data loading is the bottleneck`)."""
 _STORAGE_SLOW = re.compile(
     r"\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|ages)|very long)\b[^.!?\n]{0,60}?"
@@ -97,16 +112,37 @@ def _code(line: str) -> bool:
     return bool(re.match(r"\s*(?:def |class |import |from |#|>>>|\$ |[\w.\[\]'\"]+\s*[-+*/]?=\s)", line))
 
 
+_SLOW_SAID = re.compile(r"\b(?:training|speed|it|throughput|epochs?|iterations?)\b[^.!?\n]{0,30}?\b(?:is|was|are|were|"
+                        r"becomes?|became|gets?|got)\s+(?:(?:very|so|too|really|extremely|quite|pretty)\s+)*slow\b",
+                        re.I)
+_LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0,80}?(?:[Dd]ata ?[Ll]oad\w*|"
+                            r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__)")
+"""The loader named as the reason (`the reason was because HuggingFace Trainer used DispatchDataloader to read
+Iterable DataSet`)."""
+_LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persistent_workers|dataloader_num_workers|"
+                           r"preprocessing_num_workers|--workers)\b")
+"""The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
+but it is still slow`)."""
+_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
+_PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
+_LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取")
+
+
 def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     """The user's words that say the GPU waits for data, as facts (None when the line says nothing of it)."""
     if _code(line) or _PROGRAM.search(line):
         return None
-    if _CPU_BUSY.search(line) and _GPU_IDLE.search(line):  # before the GPU's words: the CPU is the cause named
+    low = line.lower()  # the cheap tests first: this runs on every line of a log
+    if "cpu" in low and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
+                         _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
+        # before the GPU's words: the CPU is the cause named
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
-    util = _util_said(line)
+    util = _util_said(line) if any(w in low for w in _UTIL_WORDS) else None
     if util is not None:
         return util
-    prep = _prep_said(line) or _slowdown_said(line) or _loader_takes(line)
+    prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or _slowdown_said(line) or \
+        (_stall_said(line) if "before" in low else None) or \
+        (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
     if prep is not None:
         return prep
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
@@ -119,6 +155,12 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     return None
 
 
+_SWING = re.compile(r"spik|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
+SWING_LOW = 70
+"""A swing whose low end the user gives above 70% is a busy GPU (`between 60% - 100%` starves, per MegEngine's
+maintainers; `between 85% and 100%` does not)."""
+
+
 def _util_said(line: str) -> dict[str, object] | None:
     """`GPU utilization is low`, `GPU util 0-30%`, `spiky GPU utilization`, `GPU利用率很低`: the utilisation low or
     swinging in the user's words; a percentage counts when it is at most half (`oscillates between 60% - 100%`
@@ -129,9 +171,12 @@ def _util_said(line: str) -> dict[str, object] | None:
             continue
         if _HELD.search(line[:found.start("low") if found.group("low") else found.start()][-20:]):
             continue
-        if found.group("low") or found.group("low2") or found.group("low3"):
+        word = found.group("low") or found.group("low2") or found.group("low3")
+        low = _clause_low(line[found.start("util") if found.group("util") else found.start():])
+        if word and _SWING.search(word) and low is not None and low > SWING_LOW:
+            continue  # `fluctuates between 85% and 100%`: busy all the time
+        if word:
             return {"said": "util", "quote": line.strip()[:300]}
-        low = _clause_low(line[found.start("util"):])
         if low is not None and low <= 50:
             return {"said": "util", "quote": line.strip()[:300], "util": low}
     return None
@@ -174,6 +219,22 @@ def _loader_takes(line: str) -> dict[str, object] | None:
     return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
 
 
+_STALL = re.compile(r"\b(?:do(?:es)? nothing|doing nothing|idl\w+|hang\w*|stuck|wait\w*|freez\w*|stall\w*|sits? there)\b",
+                    re.I)
+_BEFORE_TRAINING = re.compile(r"\bbefore (?:each |every |the )?(?:training|epoch|first (?:batch|step|iteration)|fit)\b|"
+                              r"\bbefore (?:the )?(?:training|first epoch) (?:starts|begins)", re.I)
+_MINUTES = re.compile(r"\b(?:\d+(?:\.\d+)?|one|two|three|four|five|ten|several|a few|a couple of|an?)\s*"
+                      r"(?:minutes?|mins?|hours?)\b|\b(?:a )?long time\b", re.I)
+
+
+def _stall_said(line: str) -> dict[str, object] | None:
+    """`Before training, the notebook seems to do nothing at all for over one minute`: a wait of minutes before
+    each training or epoch while the steps themselves then run fast (the loader starting its workers or reading)."""
+    if _BEFORE_TRAINING.search(line) and _STALL.search(line) and _MINUTES.search(line):
+        return {"said": "delay", "quote": line.strip()[:300]}
+    return None
+
+
 def _slowdown_said(line: str) -> dict[str, object] | None:
     if not _THEN.search(line) or not _WORK.search(line):
         return None
@@ -184,6 +245,9 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
 
 
 def _prep_said(line: str) -> dict[str, object] | None:
+    crawl = _MAP_CRAWLS.search(line)
+    if crawl and not _DENIED.search(crawl.group(0)):
+        return {"said": "preprocessing", "quote": line.strip()[:300]}
     for found in _PREP_SAID.finditer(line):
         if _HELD.search(line[:found.start()][-16:]) or _DENIED.search(found.group(0)):
             continue
@@ -210,6 +274,8 @@ DIP_SHARE = 0.25
 """Starved: busy half the time or less on average, or a quarter of the readings in a dip (the loader stalls)."""
 FEW_HIGH = 30
 """A snapshot or two (a table pasted to show it): every GPU holding a model at 30% or less."""
+FULL_SHARE = 0.95
+"""A snapshot whose every card is all but full says memory (held by this run or others), not data: no verdict."""
 
 
 @dataclass
@@ -218,6 +284,7 @@ class UtilSamples:
 
     readings: list[int] = field(default_factory=list)  # utilisation of GPUs holding memory (a model loaded)
     lines: list[str] = field(default_factory=list)  # the first rows read, to quote
+    full: int = 0  # nvidia-smi rows whose memory is all but full
     _csv: tuple[int, int] | None = None  # (utilization column, memory.used column) of a CSV header
     _dmon: int | None = None  # the `sm` column of a dmon header
 
@@ -234,7 +301,9 @@ class UtilSamples:
     def _reading(self, line: str) -> int | None:
         smi = _SMI_ROW.search(line)
         if smi:
-            return int(smi.group(3)) if int(smi.group(1)) >= 1024 else None
+            used, total = int(smi.group(1)), int(smi.group(2))
+            self.full += used >= FULL_SHARE * total
+            return int(smi.group(3)) if used >= 1024 else None
         gpustat = _GPUSTAT_ROW.search(line)
         if gpustat:
             return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
@@ -276,7 +345,7 @@ class UtilSamples:
 
     def few(self) -> dict[str, object] | None:
         """At the text's end, one to three readings (a pasted nvidia-smi table): every GPU at most 30% busy."""
-        if not 0 < len(self.readings) < READINGS or max(self.readings) > FEW_HIGH:
+        if not 0 < len(self.readings) < READINGS or max(self.readings) > FEW_HIGH or self.full >= len(self.readings):
             return None
         return self._judged()
 
@@ -459,6 +528,30 @@ class RateWatch:
 _BREAK = re.compile(r"\b(?:eval\w*|validat\w*|sav(?:e|ing)|checkpoint)\b", re.I)
 
 
+_MEGATRON = re.compile(r"(batch-generator|forward-backward)\s*\.*\s*[:|]?\s*\(?\s*(\d+(?:\.\d+)?)")
+"""Megatron's timers (`forward-backward: 4412.28 | ... | batch-generator: 98.17`, or one per line with dots and the
+(min, max) across ranks)."""
+
+
+@dataclass
+class MegatronTimers:
+    """The batch generator's time against forward-backward's, from Megatron's timer lines."""
+
+    last: dict[str, float] = field(default_factory=dict)
+
+    def line(self, line: str) -> dict[str, object] | None:
+        for name, value in _MEGATRON.findall(line):
+            self.last[name] = float(value)
+        fetch, step = self.last.get("batch-generator"), self.last.get("forward-backward")
+        if fetch is None or step is None or step <= 0:
+            return None
+        self.last = {}
+        share = 100 * fetch / (fetch + step)
+        if share < PROFILE_SHARE:
+            return None
+        return {"text": "profile", "share": round(share, 1), "line": line.strip()[:300]}
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -471,8 +564,25 @@ class StarveText:
     loader: LoaderTimer = field(default_factory=LoaderTimer)
     table: TimingTable = field(default_factory=TimingTable)
     rate: RateWatch = field(default_factory=RateWatch)
+    megatron: MegatronTimers = field(default_factory=MegatronTimers)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
+    _slow_said: str = ""  # the user's line that says the training is slow
+    _blamed_line: str = ""  # the user's line that names the loader as the reason
+    _blame_done: bool = False
     _util_done: bool = False
+
+    def _blamed(self, line: str, step: int) -> list[Finding]:
+        """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
+        if not self._slow_said and _SLOW_SAID.search(line) and not _DENIED.search(line) and not _PROGRAM.search(line):
+            self._slow_said = line.strip()[:300]
+        if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
+                not _code(line) and not _PROGRAM.search(line):
+            self._blamed_line = line.strip()[:300]
+        if self._slow_said and self._blamed_line and not self._blame_done:
+            self._blame_done = True
+            quote = self._slow_said + (" / " + self._blamed_line if self._blamed_line != self._slow_said else "")
+            return [Finding("data_starved", step, {"text": "said", "said": "loader", "quote": quote[:400]})]
+        return []
 
     def at_end(self, step: int) -> Finding | None:
         """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
@@ -504,6 +614,10 @@ class StarveText:
             slowed = self.rate.line(line)
             if slowed is not None:
                 found.append(Finding("data_starved", step, slowed))
+        if "batch-generator" in line or "forward-backward" in line:
+            timed = self.megatron.line(line)
+            if timed is not None:
+                found.append(Finding("data_starved", step, timed))
         if "input-bound" in line:
             bound = _INPUT_BOUND.search(line)
             if bound and float(bound.group(1)) >= PROFILE_SHARE:
@@ -513,6 +627,9 @@ class StarveText:
             opened = open_bar(line)
             if opened is not None:
                 found.append(Finding("data_starved", step, opened))
+        if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
+                                 "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
+            found += self._blamed(line, step)
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if said is not None:
             found.append(Finding("data_starved", step, dict(said, text="said")))

@@ -35,6 +35,9 @@ socket wait (`waitForInput: socket ... timed out after 1800000ms`), the store (`
 Timeout`, `DistStoreError: Timed out after 1801 seconds waiting for clients`), a store-based barrier."""
 _NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
                "collective", "watchdog")
+_HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stuck|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动",
+                        re.I)
+"""The user's words that the run stopped moving."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
 _AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
@@ -81,6 +84,11 @@ _PREP_STATUS = re.compile(
     r"Grouping texts in chunks|Packing (?:the )?dataset|Converting format of dataset|Preprocessing (?:the )?dataset",
     re.I)
 """A dataset being tokenised or packed (a bar's description, a status line, a `map(desc=...)` in pasted code)."""
+_WORKERS_CHOSEN = re.compile(r"num_workers\W{0,3}\s*(?:has to|must|should|needs? to|is required to|can only)\s+be\s+[01]\b|"
+                             r"num_workers\W{0,3}\s*(?:=\s*)?[01]\b[^.\n]{0,30}\b(?:by design|on purpose|"
+                             r"intentional\w*|required)\b", re.I)
+"""The program's own note that its loader needs 0 or 1 worker (a custom loader, data already on the GPU): the
+Lightning/PyTorch few-workers warning is then by design, not a bottleneck."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
@@ -98,6 +106,9 @@ class TextWatch:
     nccl_ranks: set[int] = field(default_factory=set)
     prep_line: str = ""  # the dataset preprocessing the text shows (the longest bar, else a status line)
     prep_s: int = 0  # that bar's elapsed plus remaining seconds
+    workers_chosen: str = ""  # the text's note that the loader must run with 0 or 1 worker
+    nccl_info: str = ""  # the last `NCCL INFO` line (NCCL_DEBUG=INFO set up its communicators)
+    hang_said: str = ""  # the user's words that the run hangs
     _many: tuple[int, str] | None = None
     _meter_data: float = 0.0  # seconds waited for data over the timer lines seen
     _meter_total: float = 0.0  # and their wall time
@@ -110,8 +121,12 @@ class TextWatch:
         self.where.line(line)
         if "worker" in line:
             found += self._workers(line, step)
+            if not self.workers_chosen and _WORKERS_CHOSEN.search(line):
+                self.workers_chosen = line.strip()[:300]
         if "%" in line and ("MiB" in line or "MB" in line):
             found += self._idle_gpu(line, step)
+        if "NCCL INFO" in line or "hang" in lowered or "stuck" in lowered or "freez" in lowered or "卡" in line:
+            found += self._nccl_hang(line, step)
         if ("time" in lowered or "store->get" in line or "stuck" in lowered) and \
                 any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
@@ -218,6 +233,21 @@ class TextWatch:
                                                    "workers": self._many[0], "suggest": int(suggest.group(1))})]
         return []
 
+    def _nccl_hang(self, line: str, step: int) -> list[Finding]:
+        """NCCL set up its communicators (NCCL_DEBUG=INFO lines) and the user says the run hangs: a collective
+        that never completes, with no watchdog timeout in the paste (it came later, or the timeout is long)."""
+        if "NCCL INFO" in line:
+            self.nccl_info = line.strip()[:300]
+        elif not self.hang_said and _HANG_SAID.search(line) and not looks_like_code(line) and "NCCL INFO" not in line:
+            self.hang_said = line.strip()[:300]
+        else:
+            return []
+        if not (self.nccl_info and self.hang_said) or self.nccl_lines:
+            return []
+        self.nccl_lines = 1
+        return [Finding("nccl_timeout", step, {"line": self.hang_said, "op": "", "timeout_ms": 0, "ran_ms": 0,
+                                               "timed_out": False, "hang": self.nccl_info})]
+
     def _nccl(self, line: str, step: int) -> list[Finding]:
         if not _NCCL_TIMEOUT.search(line):
             return []
@@ -258,6 +288,14 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     evidence = [facts["line"]]
     what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
     verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
+    if facts.get("hang"):
+        return Advice("nccl_timeout", ERROR, "The run hangs after NCCL set up its communicators: a collective never "
+                      "completes; try NCCL_P2P_DISABLE=1 (GPUs whose peer-to-peer path fails), then NCCL_IB_DISABLE=1",
+                      [facts["line"], "the last NCCL line: " + str(facts["hang"]),
+                       "NCCL_DEBUG=INFO shows the transport each channel uses (P2P/IPC, SHM, NET/IB); a hang at the "
+                       "first collective is most often the P2P path (a PCIe switch, ACS, a VM)",
+                       "if one rank is busy alone instead (preprocessing, saving), the others wait until the timeout"],
+                      {"env.NCCL_P2P_DISABLE": "1"} if r is not None else {}, f.step)
     if prep[0]:
         return _prep_timeout_advice(f, f"{what} {verb}{after}", evidence + [prep[0]] * (prep[0] != evidence[0]),
                                     prep[1])
@@ -271,8 +309,21 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     if r is None:
         evidence.append("if one rank legitimately works alone that long (tokenizing on rank 0, a save, an eval on "
                         "rank 0), raise ddp_timeout (TrainingArguments, seconds; default 1800)")
+    seq = _SEQ.search(facts["line"])
+    if seq and int(seq.group(1)) <= FIRST_COLLECTIVES:
+        evidence.insert(1, f"SeqNum={seq.group(1)}: among the run's first collectives, before training had gone far")
+        return Advice("nccl_timeout", ERROR, f"{what} {verb}{after} at the run's first collectives: one rank was still "
+                      "preparing alone (dataset preprocessing or caching) or died starting; raise ddp_timeout "
+                      "(seconds) above that preparation, or prepare the data once before launching",
+                      evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
     return Advice("nccl_timeout", ERROR, f"{what} {verb}{after}: one rank fell behind or died",
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
+
+
+_SEQ = re.compile(r"SeqNum=(\d+)")
+FIRST_COLLECTIVES = 10
+"""A watchdog timeout at SeqNum 10 or less struck before any real training (a barrier, the first broadcast of the
+weights): the ranks never got going together, most often because one was still preparing the data alone."""
 
 
 def _prep_timeout_advice(f: Finding, what: str, evidence: list[str], prep_s: int) -> Advice:

@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui import events
+from loratui.logic.advisor import cuda
 from loratui.logic.advisor.advice import GIB, MIB, Finding, line_for
 
 # -- the context every detector shares -----------------------------------------------------------
@@ -234,7 +235,7 @@ def _used(ctx: Context) -> int:
 
 _UNAVAILABLE = (r"not installed|not available|unavailable|not (?:be )?supported|does not support|doesn't support|"
                 r"cannot be used|can't be used|failed|could not|couldn't|cannot (?:find|load|import|open)|unable to|"
-                r"no module|undefined symbol|dll load|is not defined|not found|no such file|only supports|"
+                r"no module|undefined symbol|dll load|is not defined|not found|no such file|only supports?\b|"
                 r"incompatible|not compatible|not compiled|without GPU|no kernel image")
 """What a library says when it cannot be used: not installed, not importable, not built for this GPU or OS."""
 _FLASH = r"flash[_\- ]?attn|flash[_\- ]?attention"
@@ -244,7 +245,14 @@ _SETUP = (
     # a build without GPU support. Not any line that names the package: a healthy CPU run's optional kernels
     # ("Failed to load CPU gemm_4bit_forward from kernels-community/quantization-bitsandbytes") are no failure.
     ("bnb_setup", re.compile(
-        r"(?:CUDA|ROCm|HIP|XPU) Setup failed despite|CUDA Setup failed|does not support Int8 Matmul|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
+        r"(?:CUDA|ROCm|HIP|XPU) Setup failed despite|CUDA Setup failed|does not support Int8 Matmul|"
+        # a message that asks for it (installed, upgraded, with CUDA), not a command line that installs it
+        r"^(?!\s*(?:[!%$>]\s*)?(?:pip3?|python3? -m pip|conda|uv|mamba)\b).*?(?:\brequires?\b|\bplease install\b|"
+        r"\bupgrade\b)[^\n]{0,120}?\bbitsandbytes\b|"
+        r"\bbitsandbytes\b[^\n]{0,60}?\b(?:is not installed|requires CUDA)|Failed to import \S*bitsandbytes|"
+        r"No GPU found\. A GPU is needed for quantization|"
+        r"bitsandbytes\S* is not a supported wheel|(?:satisfies the requirement|No matching distribution found for) "
+        r"bitsandbytes|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
         r"Setup Failed|Solution)|libbitsandbytes_cpu|"
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
@@ -254,6 +262,8 @@ _SETUP = (
         r"bitsandbytes\b.{0,200}?(?:compiled without GPU|without GPU support|not compiled with (?:CUDA|GPU))|"
         # its CUDA kernels not built for this GPU: `Error named symbol not found at line 74 in file .../csrc/ops.cu`
         r"\bError [\w ]{3,60} at line \d+ in file \S*(?:bitsandbytes\S*|csrc[/\\]ops\.cu)|"
+        # its int8 matmul on a GPU without int8 tensor cores, and a version too old for what is asked of it
+        r"cuBLAS API failed with status \d+|module '?bitsandbytes[\w.]*'? has no attribute|"
         r"libbitsandbytes\w*.{0,300}?(?:" + _UNAVAILABLE + r")|(?:" + _UNAVAILABLE + r").{0,300}?libbitsandbytes",
         re.I)),
     # flash attention by any spelling, beside a word that says it cannot be used (not installed, a DLL or
@@ -262,16 +272,23 @@ _SETUP = (
     ("flash_attn_unavailable", re.compile(
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r"(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|in _check_and_enable_flash_attn_2\b|"
-        r"FlashAttention only supports Ampere", re.I)),
+        r"FlashAttention only supports Ampere|"
+        # kernels this GPU or dtype lacks: `FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`
+        r"(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d)", re.I)),
     ("cuda_error", re.compile(
         r"CUDA (?:driver |runtime )?error: (?!out of memory)|device-side assert triggered|illegal memory access|"
         r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|HIP error: (?!out of memory)|"
         r"hipError(?!OutOfMemory)[A-Z]\w+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
-        r"Assertion `[^`]+` failed|NCCL error|NCCL communicator was aborted|cuda runtime error \(\d+\)", re.I)),
+        r"Assertion `[^`]+` failed|NCCL error|cuda runtime error \(\d+\)|"
+        # a communicator aborted for a watchdog timeout is that timeout (nccl_timeout), not a CUDA fault
+        r"NCCL communicator was aborted(?!.{0,300}?(?:timed? ?out|timeout))|"
+        + cuda.SETUP, re.I)),
 )
-SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul"), "flash_attn_unavailable": ("flash",),
-               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip")}
+SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul",
+                             "needed for quantization", "cublas api"),
+               "flash_attn_unavailable": ("flash",),
+               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip") + cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
 """What torch prints after every CUDA error: a CUDA error on its own when no OOM came before it."""

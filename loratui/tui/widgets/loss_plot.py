@@ -103,9 +103,12 @@ class LossPlot(PlotextPlot):
     def _y_axis(self, values: list[float]) -> None:
         """On a short chart (80x24 leaves 3 rows), labels on rows an equal value apart: plotext's own ticks
         snap to the nearest row there, so 3.08, 2.48, 1.59 stood an equal distance apart."""
-        rows = self.size.height - 3 - (1 if self.size.height >= 14 else 0)  # frame, x ticks, x label
+        rows = self._rows()
         finite = [v for v in values if math.isfinite(v)]
-        if not finite or not 2 <= rows <= SHORT_ROWS or max(finite) <= min(finite):
+        if finite and max(finite) <= min(finite):
+            self._one_label(finite[0])
+            return
+        if not finite or not 2 <= rows <= SHORT_ROWS:
             return
         low, high = min(finite), max(finite)
         ticks = even_ticks(low, high, rows)
@@ -121,11 +124,37 @@ class LossPlot(PlotextPlot):
         if state.lr:
             xs, ys = zip(*_thin(state.lr, self.size.width * 2))
             self.plt.plot(xs, ys, marker="hd", color="green")
+            self._round_axis(list(ys))
         grads = [(s, v) for s, v in state.grad_norm if math.isfinite(v)]
         if grads:
             xs, ys = zip(*_thin(grads, self.size.width * 2))
             self.plt.plot(xs, ys, marker="hd", color="yellow", yside="right")
+            self._round_axis(list(ys), "right")
         self._x_axis(state.lr or state.grad_norm)
+
+    def _rows(self) -> int:
+        """The plot's rows: the pane less its frame, the x ticks and (where there is room) the x label."""
+        return self.size.height - 3 - (1 if self.size.height >= 14 else 0)
+
+    def _one_label(self, value: float, yside: str = "left") -> None:
+        """One point or a flat series (a constant lr): one label at its value, on its row (plotext's own
+        labels read 6.5, 6.5, 6.5, 6.5, or values the series never had)."""
+        pad = abs(value) * 0.1 or 0.1
+        self.plt.ylim(value - pad, value + pad, yside=yside)
+        self.plt.yticks([value], [f"{value:.4g}"], yside=yside)
+
+    def _round_axis(self, values: list[float], yside: str = "left") -> None:
+        """Round, evenly spaced labels at least a row apart (plotext's own for the lr read 0.001000,
+        0.000950, 0.000850, 0.000800: where its rows fell, in six decimals)."""
+        low, high = min(values), max(values)
+        if high <= low:
+            self._one_label(low, yside)
+            return
+        rows = self._rows()
+        ticks, labels = value_ticks(low, high, 3 + max(0, rows) // 5, (high - low) / max(1, rows - 1))
+        if len(ticks) < 2:  # no two round values a row apart (3 rows at 80x24): the series' two ends
+            ticks, labels = [low, high], [f"{low:.3g}", f"{high:.3g}"]
+        self.plt.yticks(ticks, labels, yside=yside)
 
     def _x_axis(self, points: list[tuple[int, float]]) -> None:
         """Whole-step ticks; the axis label only where there is room (on 24 rows every line is curve)."""
@@ -185,3 +214,20 @@ def _thin(points: list[tuple[int, float]], most: int) -> list[tuple[int, float]]
     if kept[-1] is not points[-1]:
         kept.append(points[-1])
     return kept
+
+
+def value_ticks(low: float, high: float, most: int, least_spacing: float = 0.0) -> tuple[list[float], list[str]]:
+    """At most `most` ticks from `low` to `high` at a round spacing (0.01, 0.02, 0.05, 0.1 ...) of at least
+    `least_spacing`, labelled with as many decimals as the spacing needs; none where the range is one value."""
+    if not high > low or most < 1:
+        return [], []
+    scale = 10.0 ** math.floor(math.log10((high - low) / most))
+    while True:
+        for nice in NICE_STEPS:
+            spacing = nice * scale
+            first, last = math.ceil(low / spacing - 1e-9), math.floor(high / spacing + 1e-9)
+            if last - first + 1 <= most and spacing >= least_spacing * (1 - 1e-9):
+                decimals = max(0, -math.floor(math.log10(spacing) + 1e-9))
+                ticks = [k * spacing for k in range(first, last + 1)]
+                return ticks, [f"{t:.{decimals}f}" for t in ticks]
+        scale *= 10

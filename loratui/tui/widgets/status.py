@@ -49,7 +49,9 @@ class StatusBar(Static):
         bar_width = max(8, min(40, width - 62))
         line.append(f" step {state.step}/{total or '?'} ")
         line.append(bar(state.step / total if total else 0.0, bar_width), style="green")
-        line.append(f" ep {state.epoch:.2f}  tok/s {fmt.rate(state.tokens_per_s)}  "
+        # A watched plain loop has no epochs: its steps all say 0, which read as a stuck counter.
+        epoch = f"{state.epoch:.2f}" if state.epoch > 0 or state.step == 0 else "--"
+        line.append(f" ep {epoch}  tok/s {fmt.rate(state.tokens_per_s)}  "
                     f"ETA {fmt.duration(state.eta_s)}  elapsed {fmt.duration(_elapsed(state, now))}")
         parts = [head, line]
         note = state.pause_note

@@ -1,0 +1,116 @@
+"""CUDA that cannot start: the driver, the torch build and the GPU that do not fit one another.
+
+These failures come before any kernel runs, in torch's own words of every version: a driver older than the
+CUDA torch was built for (`The NVIDIA driver on your system is too old (found version 11060)`, `CUDA driver
+version is insufficient for CUDA runtime version`), CUDA that does not initialise (`CUDA initialization: ...`,
+`Unexpected error from cudaGetDeviceCount()`, `Found no NVIDIA driver on your system`, a CPU-only torch), a
+GPU newer than the build's kernels (`sm_120 is not compatible with the current PyTorch installation`, `no kernel
+image is available`), devices held in exclusive mode, a device index beyond the visible ones, CUDA touched
+in a forked worker. Each names its own fix; reading the message is enough, no traceback is needed. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from loratui.logic.advisor.advice import ERROR, Advice, Finding
+
+SETUP = (
+    r"driver on your system is too old|driver version is insufficient for CUDA runtime|"
+    r"CUDA initialization: (?!.{0,40}\bsucce)|cudaGetDeviceCount\(\)|Found no NVIDIA driver|no (?:CUDA|HIP) GPUs are available|"
+    r"CUDA driver initialization failed|Failed to initialize NVML|"
+    r"CUDA capability sm_\d+ is not compatible with the current PyTorch|"
+    r"no kernel image is available(?!.{0,80}\bat line \d+ in file)|hipErrorNoBinaryForGpu|"
+    r"Unable to find code object for all current devices|TensileLibrary\S*\.dat|for GPU arch ?: ?gfx\w+|"
+    r"Torch not compiled with CUDA enabled|CUDA unknown error|"
+    r"CUDA-capable device(?:s|\(s\))? (?:is|are|is/are) busy or unavailable|"
+    r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|"
+    r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
+    r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected|"
+    r"Triton Error \[(?:CUDA|HIP)\]: (?!out of memory)"
+)
+"""CUDA that cannot start, in torch's and the driver's words (a regex alternation, no groups). Not bitsandbytes'
+own kernels missing (`Error no kernel image ... at line 237 in file ...csrc/ops.cu`): that is its setup's."""
+WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu", "nvml", "hip", "code object", "gfx")
+"""Lowercase words one of the SETUP messages holds (`The NVIDIA driver on your system is too old` names no CUDA)."""
+
+_FOUND = re.compile(r"found version (\d{4,5})")
+_DRIVER = re.compile(r"driver on your system is too old|driver version is insufficient", re.I)
+_NO_DRIVER = re.compile(r"Found no NVIDIA driver|NVIDIA-SMI has failed|no (?:CUDA|HIP) GPUs are available|NVML|"
+                        r"driver initialization failed|"
+                        r"CUDA unknown error|cudaGetDeviceCount|CUDA initialization|failed lazily", re.I)
+_NO_KERNELS = re.compile(r"sm_\d+ is not compatible|no kernel image|NoBinaryForGpu|code object for all current devices|"
+                         r"invalid device function|TensileLibrary|GPU arch ?: ?gfx", re.I)
+_ROCM = re.compile(r"\bHIP\b|hipError|code object|gfx\d", re.I)
+_CPU_BUILD = re.compile(r"Torch not compiled with CUDA enabled", re.I)
+_BUSY = re.compile(r"busy or unavailable", re.I)
+_ORDINAL = re.compile(r"invalid device ordinal", re.I)
+_DUPLICATE = re.compile(r"Duplicate GPU detected", re.I)
+_FORKED = re.compile(r"Cannot re-initialize CUDA in forked subprocess", re.I)
+_SM = re.compile(r"sm_(\d+)")
+
+
+def driver_cuda(line: str) -> str:
+    """The CUDA version a driver supports from torch's `found version 11060` (CUDA 11.6), else ''."""
+    found = _FOUND.search(line)
+    if found is None:
+        return ""
+    number = int(found.group(1))
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def setup_advice(f: Finding, line: str) -> Advice | None:
+    """The advice for CUDA that cannot start, or None when the line is another CUDA error."""
+    found = _advice_text(line)
+    if found is None:
+        return None
+    title, evidence = found
+    return Advice("cuda_error", ERROR, title, [line] + evidence, {}, f.step)
+
+
+def _advice_text(line: str) -> tuple[str, list[str]] | None:
+    check = "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\" " \
+            "and nvidia-smi show the build and the driver"
+    if _DRIVER.search(line):
+        cuda = driver_cuda(line)
+        level = f" (it supports CUDA {cuda})" if cuda else ""
+        older = f"CUDA {cuda} or older" if cuda else "the CUDA the driver supports"
+        return (f"CUDA error: the NVIDIA driver is older than this torch's CUDA{level}: update the driver, or "
+                f"install a torch built for {older}",
+                ["torch was built for a newer CUDA than the driver can run; no training setting changes that", check])
+    if _NO_KERNELS.search(line) and _ROCM.search(line):
+        return ("CUDA error: this ROCm build has no kernels for this GPU's gfx architecture: install a torch/ROCm "
+                "build that supports it (for a close consumer card, HSA_OVERRIDE_GFX_VERSION, e.g. 10.3.0 or 11.0.0)",
+                ["rocminfo names the card's gfx target; the build lists the ones it was compiled for", check])
+    if _NO_KERNELS.search(line):
+        sm = _SM.search(line)
+        gpu = f" (sm_{sm.group(1)})" if sm else ""
+        return (f"CUDA error: this torch build has no kernels for this GPU{gpu}: install a torch built for its CUDA "
+                "capability", ["a newer GPU needs a torch wheel for a newer CUDA (the cu12x wheels for Blackwell), "
+                               "an old one a build that still lists its sm_ version", "a CUDA extension (apex, "
+                               "flash-attn, xformers, mamba) built for another GPU fails the same way: rebuild it "
+                               "here", check])
+    if _CPU_BUILD.search(line):
+        return ("CUDA error: this torch is a CPU-only build: install a CUDA build of torch (pytorch.org's pip "
+                "command for your CUDA)", [check])
+    if _BUSY.search(line):
+        return ("CUDA error: the GPU is busy or unavailable: another process holds it in exclusive compute mode, or "
+                "it is in a bad state", ["nvidia-smi shows the compute mode and the processes on it; "
+                                         "nvidia-smi -c DEFAULT (as root) allows sharing", check])
+    if _ORDINAL.search(line):
+        return ("CUDA error: a device index beyond the visible GPUs: check CUDA_VISIBLE_DEVICES and the device "
+                "numbers the script asks for (cuda:N, --gpus, local_rank)",
+                ["with CUDA_VISIBLE_DEVICES set, the visible GPUs are numbered from 0", check])
+    if _DUPLICATE.search(line):
+        return ("CUDA error: two ranks use the same GPU (NCCL: Duplicate GPU detected): give each rank its own "
+                "device (torch.cuda.set_device(local_rank) before init_process_group), launch no more processes than "
+                "GPUs", ["a device fixed in the script (cuda:0), or a CUDA_VISIBLE_DEVICES that lists fewer GPUs "
+                         "than --nproc_per_node, puts every rank on one card"])
+    if _FORKED.search(line):
+        return ("CUDA error: CUDA was used in a forked worker: keep CUDA out of the dataset and collate code, or "
+                "use the 'spawn' start method", ["CUDA cannot be initialised again in a process forked after "
+                                                 "the parent used it (DataLoader workers, multiprocessing)"])
+    if _NO_DRIVER.search(line):
+        return ("CUDA error: CUDA could not start (no usable driver or GPU seen): check nvidia-smi, the driver and "
+                "CUDA_VISIBLE_DEVICES", ["a driver updated without a reboot, a container started without GPU "
+                                         "access (--gpus all), or an empty CUDA_VISIBLE_DEVICES give the same", check])
+    return None

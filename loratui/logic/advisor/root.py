@@ -1,0 +1,138 @@
+"""Root cause before consequence: the first error any rank printed leads, not what it caused or a warning.
+
+When one rank fails (a KeyError in its collate, a device-side assert, bitsandbytes that cannot load), the others
+wait in their next collective until NCCL's watchdog times out, or learn that their peer is gone (`remote
+process exited`, `Connection reset by peer`, `NCCL communicator was aborted`), and torchrun ends the rest with
+SIGTERM and a ChildFailedError. Those later messages are consequences; a maintainer reads past them to the
+first error. A setup warning the run went on past (`flash-attention package not found, consider installing`,
+bitsandbytes `compiled without GPU support`) is no cause of a later exception that does not touch that
+library. The text's order decides: findings latch in the order their lines came, and each of these findings
+counts the exceptions seen before it. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from dataclasses import replace
+
+from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.tracebacks import WRAPPERS, Raised
+
+STORE_FAILED = re.compile(
+    r"retriev\w* ncclUniqueId from \[\d+\].{0,200}?got error|store->get\(.{0,40}?\) got error|"
+    r"RendezvousTimeoutError", re.I)
+"""A rank that could not fetch the NCCL id from rank 0 through the c10d store (cut before the reason, or with
+one other than a timeout), or torchrun's rendezvous that timed out: a rank never arrived, busy alone or dead."""
+PEER_GONE = re.compile(
+    r"remote process exit|ncclRemoteError|Connection (?:reset|closed) by peer|communicator was aborted|"
+    r"watchdog thread terminated|Watchdog caught collective operation timeout|Some NCCL operations have failed|"
+    r"\bTCPStore\b.{0,200}?(?:failed|error|broken pipe)|Broken pipe", re.I)
+"""What a rank says when another rank is gone or late: never the first cause when an error came before it."""
+_FAULT = re.compile(r"device-side assert|illegal memory access|CUDA error: |CUBLAS_STATUS|CUDNN_STATUS|misaligned", re.I)
+"""A CUDA fault of its own, even when the watchdog's words wrap it (`watchdog thread terminated with exception:
+CUDA error: device-side assert triggered`): a cause, not a consequence."""
+CONSEQUENCE_TYPES = WRAPPERS | frozenset({
+    "DistBackendError", "DistStoreError", "DistNetworkError", "SignalException", "KeyboardInterrupt", "SystemExit"})
+"""Exceptions raised because another process failed, or because the launcher ended this one."""
+ROOTS = ("cuda_error", "bnb_setup", "flash_attn_unavailable")
+"""Findings that are a cause in themselves, when their line is not a peer's failure."""
+ORDERED = ROOTS + ("nccl_timeout",)
+"""The findings that count the exceptions raised before them when they latch (`raised_before`)."""
+WARNED = re.compile(r"warn(?:ing|ings)?\b|consider install|fall(?:ing)? ?back|Either upgrade or use|"
+                    r"\bwill (?:be used|use)\b|\binstead\b|\bunavailable\b", re.I)
+"""A setup line that says the run goes on without the library (slower, or without 8-bit), not that it stopped."""
+_RAISED_LINE = re.compile(r"^\W*(?:\[[^\]]{0,40}\]:?\s*)*(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception)\b")
+_LIBRARY = {"flash_attn_unavailable": re.compile(r"flash|fa2|attn_implementation", re.I),
+            "bnb_setup": re.compile(r"bitsandbytes|\bbnb\b|cuda[ _]setup|[48][ -]?bit|32bit|quantiz|blockwise|nf4|fp4|libcudart", re.I)}
+"""Words by which an exception touches the library a setup finding is about."""
+
+
+def store_finding(line: str, step: int) -> Finding | None:
+    """The rendezvous failure in a store error whose reason is cut or is not a timeout (the nccl_timeout facts)."""
+    if ("got error" not in line and "Rendezvous" not in line) or STORE_FAILED.search(line) is None:
+        return None
+    return Finding("nccl_timeout", step, {"line": line.strip()[:400], "op": "rendezvous", "timeout_ms": 0,
+                                          "ran_ms": 0})
+
+
+def is_consequence(finding: Finding) -> bool:
+    """A finding that reports another rank's failure: any timeout, a cuda_error that is only a peer gone."""
+    if finding.id == "nccl_timeout":
+        return True
+    line = str(finding.facts.get("line", ""))
+    return finding.id == "cuda_error" and PEER_GONE.search(line) is not None and _FAULT.search(line) is None
+
+
+def root_exception(raised: Raised | None) -> bool:
+    """An exception that is a cause in itself: not a wrapper, a signal or a distributed failure."""
+    if raised is None or raised.short_type in CONSEQUENCE_TYPES:
+        return False
+    return PEER_GONE.search(raised.message) is None and STORE_FAILED.search(raised.message) is None and \
+        "timed out" not in raised.message.lower()
+
+
+def first_root(found: dict[str, Finding], raised: Raised | None, raised_count: int) -> str:
+    """The id of the root cause to lead with ('exception' for the chosen exception), or '' to keep the order:
+    the first root before the first consequence (else that consequence, before any later one it led to), or
+    the exception after a setup warning it does not touch."""
+    root = ""
+    for finding in found.values():
+        if is_consequence(finding):
+            if not root and finding.facts.get("raised_before", 0) > 0 and root_exception(raised):
+                root = "exception"
+            return root or finding.id  # no cause before it: the first consequence says most (a timeout)
+        if finding.id in ROOTS and not root and not _warning(finding):
+            root = finding.id
+    setup = next((f for f in found.values() if f.id in _LIBRARY), None)
+    return "exception" if setup is not None and _warned_past(setup, raised, raised_count) else ""
+
+
+def _warning(finding: Finding) -> bool:
+    """A setup finding whose line is a warning the run goes on past, not an error raised."""
+    line = str(finding.facts.get("line", ""))
+    return finding.id in _LIBRARY and WARNED.search(line) is not None and _RAISED_LINE.match(line) is None
+
+
+def _warned_past(finding: Finding, raised: Raised | None, raised_count: int) -> bool:
+    """A setup warning the run went on past, then an exception that does not touch its library."""
+    if raised is None or raised_count <= finding.facts.get("raised_before", raised_count) or \
+            not _warning(finding) or not root_exception(raised):
+        return False
+    words = _LIBRARY[finding.id]
+    touched = [raised.type, raised.message] + [f"{frame.path} {frame.func}" for frame in raised.frames]
+    return not any(words.search(text) for text in touched)
+
+
+TRAINED_ON = 2
+"""Logged steps after a setup warning that show the run trained on without the library."""
+_WENT_ON = {"flash_attn_unavailable": "flash-attention is not available, and the run trained on without it "
+                                      "(slower attention): install it only for speed",
+            "bnb_setup": "bitsandbytes cannot use the GPU, and the run trained on without it: 8-bit/4-bit "
+                         "loading and 8-bit optimizers need a CUDA build (pip install -U bitsandbytes)"}
+
+
+_SDPA_NOTE = re.compile(r"Torch was not compiled with flash attention", re.I)
+"""torch's own SDPA warning (Windows wheels): it runs its memory-efficient kernel instead, nothing failed."""
+
+
+def went_on(advice: Advice, finding: Finding | None, step: int, failed: bool) -> Advice:
+    """A setup warning's advice as a note when training logged steps after it (no failure came): the run
+    works without the library. torch's SDPA note that its build has no flash kernel is always a note."""
+    if finding is not None and advice.id == "flash_attn_unavailable" and _SDPA_NOTE.search(finding.facts["line"]):
+        return replace(advice, severity=INFO, change={},
+                       title="This torch build's scaled_dot_product_attention has no flash kernel (Windows wheels): "
+                             "it uses its memory-efficient kernel instead; nothing failed",
+                       evidence=[finding.facts["line"], "a build with it (Linux wheels) or flash-attn is faster, "
+                                 "not needed"])
+    if failed or finding is None or advice.id not in _WENT_ON or not _warning(finding) or \
+            step < finding.step + TRAINED_ON:
+        return advice
+    return replace(advice, severity=INFO, title=_WENT_ON[advice.id],
+                   evidence=advice.evidence + [f"training went on to step {step} after it"])
+
+
+def lead_with(items: list[Advice], root: str) -> list[Advice]:
+    """The advice with the root's item first (the rest keep their order)."""
+    lead = [a for a in items if a.id == root][:1]
+    return lead + [a for a in items if a not in lead]

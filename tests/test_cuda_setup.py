@@ -1,0 +1,145 @@
+"""Issue 23: CUDA that cannot start (driver, build, GPU that do not fit) is a CUDA error with its own fix.
+
+The doctor read `RuntimeError: The NVIDIA driver on your system is too old` as an ordinary exception and told
+the user to read the message. A maintainer reads every such message the same way, whatever wraps it (an
+exception, a UserWarning at import, a rank prefix): the driver, the torch build or the device set-up is wrong,
+and no training setting changes that.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+from loratui.logic.advisor import cuda
+
+
+def items_of(text: str) -> list:
+    return diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0]
+
+
+def first(text: str) -> tuple[str, str]:
+    found = items_of(text)
+    return (found[0].id, found[0].title) if found else ("", "")
+
+
+DRIVER_OLD = ("RuntimeError: The NVIDIA driver on your system is too old (found version 11060). Please update your GPU "
+              "driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index."
+              "aspx Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with "
+              "your version of the CUDA driver.")
+"""Quoted from a dev record (https://github.com/zai-org/ChatGLM3/issues/100)."""
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    (DRIVER_OLD, "CUDA 11.6"),
+    # the same check under torch's import-time warning, another driver, a rank prefix
+    ("/opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py:138: UserWarning: CUDA initialization: The "
+     "NVIDIA driver on your system is too old (found version 10020). Please update your GPU driver",
+     "CUDA 10.2"),
+    ("[rank1]: RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version", "driver"),
+    ("RuntimeError: The NVIDIA driver on your system is too old (found version 12020).", "CUDA 12.2 or older"),
+])
+def test_a_driver_older_than_the_build(text: str, words: str) -> None:
+    kind, title = first(text)
+    assert kind == "cuda_error"
+    assert "driver" in title and words in title
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+     "before calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was "
+     "attempted on non supported HW (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:109.)", "could not start"),
+    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
+     "driver from http://www.nvidia.com/Download/index.aspx", "could not start"),
+    ("RuntimeError: No CUDA GPUs are available", "could not start"),
+    ("UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, "
+     "e.g. changing env variable CUDA_VISIBLE_DEVICES after program start.", "could not start"),
+    ("AssertionError: Torch not compiled with CUDA enabled", "CPU-only build"),
+    ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
+     "sm_120"),
+    ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "no kernels"),
+    ("RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable", "busy"),
+    ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "busy"),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "could not start"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "could not start"),
+    ("RuntimeError: CUDA error: invalid device function", "no kernels"),
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError: Triton Error [CUDA]: invalid "
+     "device context", "CUDA error"),
+    # ROCm: the build lacks the card's gfx target
+    ("RuntimeError: No HIP GPUs are available", "could not start"),
+    ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "gfx"),
+    ("RuntimeError: HIP error: invalid device function", "gfx"),
+    ("rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory for GPU "
+     "arch : gfx1103", "gfx"),
+    ("RuntimeError: CUDA error: invalid device ordinal", "CUDA_VISIBLE_DEVICES"),
+    ("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && device < "
+     "num_gpus INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50", "could not start"),
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+     "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5 ncclInvalidUsage: This usually "
+     "reflects invalid usage of NCCL library. Last error: Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+     "device 1000", "same GPU"),
+    ("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
+     "the 'spawn' start method", "forked"),
+])
+def test_cuda_that_cannot_start(text: str, words: str) -> None:
+    kind, title = first(text)
+    assert kind == "cuda_error"
+    assert words in title
+
+
+def test_inside_a_traceback_the_cause_is_still_the_driver() -> None:
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/home/u/finetune.py", line 40, in <module>',
+        "    model = AutoModel.from_pretrained(path, trust_remote_code=True).half().cuda()",
+        '  File "/home/u/.venv/lib/python3.10/site-packages/torch/cuda/__init__.py", line 298, in _lazy_init',
+        "    torch._C._cuda_init()",
+        DRIVER_OLD,
+    ])
+    kind, title = first(text)
+    assert (kind, "CUDA 11.6" in title) == ("cuda_error", True)
+
+
+def test_the_driver_version_is_read_as_cuda() -> None:
+    assert cuda.driver_cuda("found version 11060") == "11.6"
+    assert cuda.driver_cuda("found version 9000") == "9.0"
+    assert cuda.driver_cuda("too old") == ""
+
+
+@pytest.mark.parametrize("text", [
+    # nvidia-smi's banner and a healthy start say the driver and the CUDA it supports
+    "| NVIDIA-SMI 535.54.03              Driver Version: 535.54.03    CUDA Version: 12.2     |",
+    "Using CUDA device 0: NVIDIA A100-SXM4-80GB (driver 550.54, CUDA 12.4)",
+    "torch 2.3.1+cu121, CUDA available: True, device count: 8",
+    "INFO: initializing CUDA, the NVIDIA driver is new enough",
+    # an ordinary exception with CUDA in its words is no CUDA error
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+])
+def test_healthy_lines_about_the_driver_are_no_error(text: str) -> None:
+    assert first(text)[0] != "cuda_error"
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    # bitsandbytes' int8 matmul on a GPU without int8 tensor cores, a version older than the code asks for
+    ("cuBLAS API failed with status 15", "bnb_setup"),
+    ("AttributeError: module 'bitsandbytes.nn' has no attribute 'Linear4bit'", "bnb_setup"),
+    # flash-attention kernels this GPU or dtype lacks
+    ("RuntimeError: FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800",
+     "flash_attn_unavailable"),
+    ("RuntimeError: FlashAttention only support fp16 and bf16 data type", "flash_attn_unavailable"),
+])
+def test_setup_failures_of_the_gpu_libraries(text: str, kind: str) -> None:
+    assert first(text)[0] == kind
+
+
+@pytest.mark.parametrize("text", [
+    "You are attempting to use Flash Attention 2.0 with a model not initialized on GPU. Make sure to move the model "
+    "to GPU after initializing it on CPU with `model.to('cuda')`.",
+    "WARNING: BNB_CUDA_VERSION=123 environment variable detected; loading libbitsandbytes_cuda123.so.",
+    "Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in "
+    "LlamaForCausalLM is torch.float32. You should run training or inference using Automatic Mixed-Precision",
+])
+def test_notes_of_a_working_setup_are_no_failure(text: str) -> None:
+    assert first(text)[0] == ""

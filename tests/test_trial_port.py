@@ -1,0 +1,122 @@
+"""Fixes from the unmerged `trial` branch (last session's tmux user trial) that main still lacked: the loss
+chart's labels (one point or a flat series, the lr / grad-norm axes), 'ep --' without epochs, the replay's
+help at 80x24, Ctrl-C on the headless progress printer."""
+
+from __future__ import annotations
+
+import msgspec
+
+from loratui import events
+from loratui.sources.runlog import ListSource
+from loratui.tui.app import LoratuiApp
+from loratui.tui.widgets.loss_plot import LossPlot
+from tests import scenarios
+from tests.test_app import FakeClock, _folded, _screen
+
+
+def _labels(app: LoratuiApp, side: str = "┤") -> list[str]:
+    """The y-axis labels the loss pane draws, top to bottom (left axis; `├` the right one)."""
+    plot = app.query_one(LossPlot)
+    rows = _screen(app)[plot.region.y:plot.region.bottom]
+    if side == "┤":
+        return [line.split("┤")[0].strip("│ ") for line in rows if "┤" in line]
+    return [line.split("├")[1].strip("│ ") for line in rows if "├" in line]
+
+
+def _flat(found: list[events.AnyEvent]) -> list[events.AnyEvent]:
+    return [msgspec.structs.replace(e, values={**e.values, "loss": 6.5, "learning_rate": 2e-4})
+            if isinstance(e, events.Log) and "loss" in e.values else e for e in found]
+
+
+async def test_one_point_or_a_flat_series_gets_one_clear_label() -> None:
+    """A tiny run's first steps: the loss axis read 6.5, 6.5, 6.5, 6.5 (plotext's own labels on a flat
+    range); a constant learning rate is the same case on the lr view."""
+    cases = ((scenarios.run(1), "loss", (80, 24)), (_flat(scenarios.run(3)), "loss", (80, 24)),
+             (_flat(scenarios.run(3)), "loss", (160, 48)), (_flat(scenarios.run(20)), "lr", (80, 24)))
+    for found, view, size in cases:
+        app = LoratuiApp(ListSource(found), clock=FakeClock())
+        async with app.run_test(size=size) as pilot:
+            await _folded(pilot, app)
+            if view == "lr":
+                await pilot.press("t")
+                await pilot.pause()
+            drawn = _labels(app)
+        assert drawn in (["3.078"], ["6.5"], ["0.0002"]), (view, size, drawn)  # each series' one value
+
+
+async def test_lr_and_grad_norm_axes_are_round_and_evenly_spaced() -> None:
+    """The trial's `t` view read 0.001000, 0.000950, 0.000850, 0.000800 (and 1.18, 1.08, 0.87 on the
+    right): plotext's labels where its rows fell."""
+    for size in ((80, 24), (160, 48)):
+        app = LoratuiApp(ListSource(scenarios.run(30)), clock=FakeClock())
+        async with app.run_test(size=size) as pilot:
+            await _folded(pilot, app)
+            await pilot.press("t")
+            await pilot.pause()
+            left, right = _labels(app), _labels(app, "├")
+        for labels in (left, right):
+            values = [float(v) for v in labels]
+            gaps = {round(a - b, 12) for a, b in zip(values, values[1:])}
+            assert len(values) >= 2 and len(gaps) == 1, (size, left, right)
+            assert len(set(labels)) == len(labels), (size, labels)
+
+
+async def test_a_run_without_epochs_shows_no_epoch_count() -> None:
+    """A watched plain loop's steps carry no epoch: the status bar said `ep 0.00` at every step."""
+    from loratui.tui.widgets.status import StatusBar
+
+    plain = [msgspec.structs.replace(e, epoch=0.0) if isinstance(e, events.Step) else e for e in scenarios.run(12)]
+    for found, shown in ((plain, " ep --  "), (scenarios.run(12), " ep 0.")):
+        app = LoratuiApp(ListSource(found), clock=FakeClock())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _folded(pilot, app)
+            text = str(app.query_one(StatusBar).render())
+        assert app.run_state.step == 12 and shown in text, text
+
+
+async def test_the_replay_help_fits_80x24_and_160x48() -> None:
+    """At 80x24 the replay's two-column help wrapped inside its columns ("(x1 … x1000)" and "event of note"
+    on lines of their own, under the other column)."""
+    from loratui.tui.replay_app import HELP, replay_app
+    from tests.test_replay_app import _until
+
+    for size in ((80, 24), (160, 48)):
+        app = replay_app(scenarios.nan_run(), None, "nan", speed=1)
+        async with app.run_test(size=size) as pilot:
+            await _until(pilot, lambda: "help" in _screen(app)[-1])
+            await pilot.press("question_mark")
+            await _until(pilot, lambda: "this help" in "\n".join(_screen(app)))
+            seen = "\n".join(_screen(app))
+            dialog = app.screen.query_one("#dialog")
+            assert dialog.region.right <= size[0] and dialog.region.bottom <= size[1]
+        for line in HELP.splitlines():
+            assert line.strip() in seen, (size, line)
+
+
+def test_ctrl_c_on_the_progress_printer_keeps_each_command_on_one_line(runs_dir) -> None:  # type: ignore[no-untyped-def]
+    """`loratui run --headless`, then Ctrl-C: the detach message was one long line that an 80-column
+    terminal broke inside `loratui attach RUN` (as the app's farewell was)."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, kinds, wait_for
+
+    proc = subprocess.Popen([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(runs_dir),
+                             "--", sys.executable, "-c", "import time; print('ready-7q', flush=True); time.sleep(120)"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def printed() -> bool:  # the command's own output, not its command line in the header
+            return any("ready-7q" in line for run in runs_dir.glob("*/") for e in kinds(run, "output")
+                       for line in e["lines"])  # type: ignore[attr-defined]
+
+        wait_for(printed, timeout=120)
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground command
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    run_id = next(runs_dir.glob("*/events.jsonl")).parent.name
+    lines = out.splitlines()
+    assert f"  loratui attach {run_id}" in lines and f"  loratui stop {run_id}" in lines, out + err
+    assert proc.returncode == 0, err
