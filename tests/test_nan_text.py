@@ -41,6 +41,8 @@ def first_id(text: str) -> str:
     "avg_loss=nan",
     "Epoch 5 train loss: nan val loss: nan",
     "[2025-01-03 10:22:01] rank0 step=88 | loss_mlm=NaN | lr=3e-4",
+    # ultralytics' epoch row: the columns are box_loss, cls_loss, dfl_loss
+    "      1/100      3.35G        nan        nan        nan         29        640: 100%|██████████| 8/8 [00:02<00:00]",
     "tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)",  # print(loss)
     "tensor([[nan, nan, nan],\n        [nan, nan, nan]], device='cuda:0', grad_fn=<AddmmBackward0>)",  # print(out)
 ])
@@ -76,6 +78,11 @@ def test_a_non_finite_value_in_any_log_layout(line: str) -> None:
     "grad norm is inf",
     "I got NaNs in the loss after epoch 2",
     "If I switch to fp16 the loss is inf within a few steps",
+    "Batch 312: Invalid loss, terminating training",  # Keras' TerminateOnNaN
+    "ValueError: Expected parameter loc (Tensor of shape (64, 2)) of distribution Normal(loc: torch.Size([64, 2]), "
+    "scale: torch.Size([64, 2])) to satisfy the constraint Real(), but found invalid values:",
+    "InvalidArgumentError: Tensor had NaN values [[node CheckNumerics]]",
+    "jax._src.dispatch.FloatingPointError: invalid value (nan) encountered in mul",
     # avalonstrel/GatedConvolution_pytorch#27
     "I tried many times,also made learning rate smaller,Nan of losses happened soon or later.",
     # wenet-e2e/wenet#2616: the Chinese clause runs straight into `nan`
@@ -140,6 +147,8 @@ def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     "TrainingArguments(logging_nan_inf_filter=True, max_grad_norm=1.0)",
     "tensor([0.1234, nan_mask], device='cuda:0')",
     "x = torch.tensor([float('nan'), 1.0])",
+    "      1/100      3.35G      1.234     0.8123      1.102         29        640: 100%|██████████| 8/8 [00:02<00:00]",
+    "| person | 120 | 300 | nan |",  # an eval table's class with no ground truth
     # a DPO run whose rewards are legitimately 0 at its start
     "{'loss': 0.6931, 'rewards/chosen': 0.0, 'rewards/rejected': 0.0, 'rewards/margins': 0.0, "
     "'learning_rate': 1e-6, 'epoch': 0.1}",
@@ -158,6 +167,7 @@ def test_no_nan_where_none_was_seen(text: str) -> None:
     "Epoch 3: loss 0.4213, infer time 12 ms, info: saved",
     "loss scale: 1.0 | number of skipped iterations: 0",  # Megatron under bf16 prints scale 1 on every line
     "[INFO] Infinity Fabric link is up",
+    "ValueError: Invalid loss function: 'focal_v2'",
 ])
 def test_other_text_is_not_read_as_non_finite(line: str) -> None:
     assert nan_text.read(line) is None

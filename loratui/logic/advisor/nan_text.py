@@ -56,9 +56,16 @@ _NEGATED = re.compile(rf"(?:\bnot|\bno|\bnever|\bwithout|n't|\bnor)\s+(?:\w+\s+)
 """A clause that says a NaN did not happen, or might: a negation, a hypothetical, a guard, code; or an inf that
 is only where a best-so-far started (Keras' `val_loss improved from inf to 0.45`, `Validation loss decreased (inf
 --> 0.69)`)."""
-_PROGRAM = re.compile(r"\bFloatingPointError\b|\bNaN/Inf\b|\bnan or inf\b|\binf or nan\b", re.I)
-"""Exceptions and checks that only name a non-finite value: fairseq's FloatingPointError, Lightning's `was NaN/Inf`,
-`Detected inf or nan values`."""
+_PROGRAM = re.compile(r"\bFloatingPointError\b|\bNaN/Inf\b|\bnan or inf\b|\binf or nan\b|"
+                      r"\bInvalid loss\b(?!\s*(?:function|type|name|fn|key|class))|"
+                      r"to satisfy the constraint \w+\(\), but found invalid values|\bhad (?:NaN|Inf) values\b", re.I)
+"""Exceptions and checks that only name a non-finite value: fairseq's and JAX's FloatingPointError, Lightning's
+`was NaN/Inf`, `Detected inf or nan values`, Keras' TerminateOnNaN (`Batch 312: Invalid loss, terminating
+training`), torch.distributions given NaN parameters (`Expected parameter loc ... to satisfy the constraint Real(),
+but found invalid values`), TensorFlow's check_numerics (`Tensor had NaN values`)."""
+_COUNTER_ROW = re.compile(rf"^\s*\d+/\d+\s+(?:[-+]?\d+(?:\.\d+)?[KMG]?\s+)*?{TOKEN}\s", re.I)
+"""A training row that starts at its epoch counter and holds a non-finite cell (ultralytics' `  1/100  3.35G  nan
+nan  nan  29  640: 100%|...`): its columns are the losses."""
 _PRINTED = re.compile(rf"\b(?:tensor|Tensor|array)\(\s*\[*\s*({TOKEN})", re.I)
 """A value printed non-finite, named by no key: `tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)`,
 `tensor([[nan, nan, ...`, TensorFlow's `tf.Tensor(nan, shape=(), dtype=float32)`."""
@@ -78,9 +85,15 @@ def read(line: str) -> NonFinite | None:
     keyed = _keyed(line)
     if keyed is not None:
         return keyed
+    if _COUNTER_ROW.search(line):
+        return NonFinite("loss", _value(_TOKEN.search(line).group(0)))  # type: ignore[union-attr]
     printed = _PRINTED.search(line)
     if printed is not None:
         return NonFinite("loss" if _LOSS_FN.search(line) else "outputs", _value(printed.group(1)))
+    program = _PROGRAM.search(line)
+    if program is not None and not _NEGATED.search(line):
+        token = _TOKEN.search(line)
+        return NonFinite(_what(line[:program.start()] + program.group(0)), _value(token.group(0)) if token else "nan")
     for clause in _clauses(line):
         found = _in_clause(clause)
         if found is not None:

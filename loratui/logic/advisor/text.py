@@ -131,7 +131,7 @@ class TextWatch:
                 any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
-                "floatingpoint" in lowered) and "{" not in line:
+                "floatingpoint" in lowered or "invalid" in lowered) and "{" not in line:
             found += self._nan_said(line, step)
         if "ata" in line and "ime" in line:
             found += self._meter(line, step)
