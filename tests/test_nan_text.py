@@ -69,6 +69,8 @@ def test_a_non_finite_value_in_any_log_layout(line: str) -> None:
     "I am getting nan loss when training with fp16",
     "After a few epochs the loss goes to NaN.",
     "NaN after a few iterations, any idea?",
+    "NaNs during training with DeepSpeed ZeRO-3",
+    "inf when using fp16 on a V100",
     "the training loss turned into nan at epoch 3",
     "the losses are all NaN",
     "the loss is always nan from the first step",
@@ -168,6 +170,7 @@ def test_no_nan_where_none_was_seen(text: str) -> None:
     "loss scale: 1.0 | number of skipped iterations: 0",  # Megatron under bf16 prints scale 1 on every line
     "[INFO] Infinity Fabric link is up",
     "ValueError: Invalid loss function: 'focal_v2'",
+    "Epoch 10: reducing the layer-wise lr scale to 0.5",
 ])
 def test_other_text_is_not_read_as_non_finite(line: str) -> None:
     assert nan_text.read(line) is None

@@ -43,7 +43,7 @@ _EVENT = re.compile(
     rf"出现了?|变成了?|变为|成了?)\s*(?:(?:a|all|only|some|the|just)\s+)?({TOKEN})|"
     rf"({TOKEN})\s*(?:(?:values?|loss(?:es)?)\s+)?(?:after|from the first|since|at (?:step|iter|epoch)|"
     rf"detected|encountered|occur(?:s|red|ring)?|appear(?:s|ed|ing)?|happen(?:s|ed|ing)?|shows? up|showed up|"
-    rf"values? in|again|出现)\b",
+    rf"values? in|again|during|while|when (?:training|using|I|we|the)|出现)\b",
     re.I)
 """A non-finite value that happened, with or without its signal's name: `getting nan`, `NaN after a few
 iterations`, `出现nan`, `Input contains NaN`, `nan values in`, `returned nan`."""
@@ -163,6 +163,8 @@ def hedged(line: str) -> bool:
 
 _SCALE_TO = re.compile(r"(?:reduc\w*|decreas\w*|lower\w*|sett?(?:ing)?|halv\w*)\b[^\n]{0,60}?\bto:?\s*"
                        r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)(?![\w.])", re.I)
+_LOSS_SCALE = re.compile(r"loss[ _]?scal|overflow|grad(?:ient)?[ _]scal", re.I)
+"""The scale is the loss scaler's (not a learning-rate or an augmentation scale)."""
 FLOOR_SCALE = 1.0
 """fp16's dynamic loss scale starts at 2^16 and halves at each overflow; down to 1 the gradients overflow even
 unscaled (every step is skipped): the scaler's own floor is there or near (DeepSpeed, apex; fairseq goes on to
@@ -172,7 +174,7 @@ unscaled (every step is skipped): the scaler's own floor is there or near (DeepS
 def scale_floor(line: str) -> bool:
     """fp16's loss scaler cut its scale to 1 or below (`Gradient overflow. Skipping step, loss scaler 0 reducing
     loss scale to 0.5`, `Attempted loss scale: 2, reducing to 1`), whatever the tool's wording."""
-    if "scale" not in line.lower():
+    if not _LOSS_SCALE.search(line):
         return False
     m = _SCALE_TO.search(line)
     return m is not None and float(m.group(1)) <= FLOOR_SCALE
