@@ -43,6 +43,9 @@ def first_id(text: str) -> str:
     "[2025-01-03 10:22:01] rank0 step=88 | loss_mlm=NaN | lr=3e-4",
     # ultralytics' epoch row: the columns are box_loss, cls_loss, dfl_loss
     "      1/100      3.35G        nan        nan        nan         29        640: 100%|██████████| 8/8 [00:02<00:00]",
+    '{"train/loss": NaN, "train/grad_norm": NaN, "_step": 120, "_runtime": 3600.2}',  # wandb's summary JSON
+    "{'train_runtime': 812.3, 'train_samples_per_second': 9.8, 'train_loss': nan, 'epoch': 3.0}",
+    "Epoch 4: {'val_loss': nan, 'val_acc': 0.1}",
     "tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)",  # print(loss)
     "tensor([[nan, nan, nan],\n        [nan, nan, nan]], device='cuda:0', grad_fn=<AddmmBackward0>)",  # print(out)
 ])

@@ -156,6 +156,19 @@ def _value(token: str) -> str:
     return "-inf" if lowered.startswith("-") else "inf"
 
 
+_LOGGED = re.compile(r"""['"](?:loss|grad_norm|eval_loss|learning_rate)['"]\s*:""")
+"""Keys of a printed dict the log reader takes as a training or eval log: the loss watch reads those (and knows
+fp16's first overflows, a NaN logged as 0.0)."""
+
+
+def unlogged(line: str) -> NonFinite | None:
+    """A non-finite value keyed in a printed dict (or JSON line) that is not a training log: wandb's
+    `{"train/loss": NaN, "_step": 120}`, a summary's `'train_loss': nan`, Lightning's `{'val_loss': nan}`."""
+    if len(line) > 2000 or _LOGGED.search(line):
+        return None
+    return _keyed(line)
+
+
 def hedged(line: str) -> bool:
     """The line says a NaN did not happen, or only might (a negation, a precaution, code)."""
     return _NEGATED.search(line) is not None

@@ -131,8 +131,8 @@ class TextWatch:
                 any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
-                "floatingpoint" in lowered or "invalid" in lowered) and "{" not in line:
-            found += self._nan_said(line, step)
+                "floatingpoint" in lowered or "invalid" in lowered):
+            found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
         if "ata" in line and "ime" in line:
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
@@ -172,6 +172,15 @@ class TextWatch:
             return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
                                                "lr": None})]
         return []
+
+    def _nan_unlogged(self, line: str, step: int) -> list[Finding]:
+        """A printed dict the log reader does not take as a training log (`{'train/loss': nan, ...}`, a summary's
+        `'train_loss': nan`): its NaN is read here, the others' by the loss watch."""
+        said = nan_text.unlogged(line)
+        if said is None:
+            return []
+        return [Finding("nan_loss", step, {"what": said.what, "value": said.value, "quote": line.strip()[:300],
+                                           "lr": None})]
 
     def _meter(self, line: str, step: int) -> list[Finding]:
         """Time spent waiting for data against wall time, over the timer lines seen (one 19 s stall among
