@@ -120,3 +120,31 @@ def test_ctrl_c_on_the_progress_printer_keeps_each_command_on_one_line(runs_dir)
     lines = out.splitlines()
     assert f"  loratui attach {run_id}" in lines and f"  loratui stop {run_id}" in lines, out + err
     assert proc.returncode == 0, err
+
+
+def test_doctor_on_an_80_column_terminal_breaks_no_line_mid_word(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`loratui doctor - < oom.txt` in an 80-column tmux: the advice's headline and the quoted error ran
+    past the edge and the terminal broke them mid-word ('... GP' / 'U 0 has a total capacity')."""
+    import shutil
+    import sys
+
+    import pytest
+
+    from tests.conftest import REPO, wait_for
+    from tests.test_tmux import Tmux
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    tmux = Tmux(tmp_path / "tmux.sock")
+    pasted = REPO / "tests" / "data" / "trial" / "oom_traceback.txt"
+    tmux("new-session", "-d", "-s", "doc", "-x", "80", "-y", "40",
+         f"cd {REPO} && {sys.executable} -m loratui doctor - < {pasted}; echo rc=$?; sleep 60")
+    try:
+        wait_for(lambda: "rc=" in tmux.screen("doc"), timeout=120)
+        as_drawn = tmux("capture-pane", "-p", "-t", "doc")
+        joined = tmux("capture-pane", "-p", "-J", "-t", "doc")  # lines the terminal wrapped, joined back
+    finally:
+        tmux("kill-server")
+    assert "rc=1" in as_drawn and "CUDA out of memory" in as_drawn, as_drawn
+    assert joined.splitlines() == as_drawn.splitlines(), as_drawn  # nothing wrapped by the terminal
+    assert "1.02 GiB free of 23.65 GiB total" in as_drawn and "gradient_checkpointing" in as_drawn, as_drawn
