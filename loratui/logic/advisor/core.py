@@ -37,7 +37,7 @@ from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_phase_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.phase_text import looks_like_code
-from loratui.logic.advisor.said import flat_said, rise_said
+from loratui.logic.advisor.said import SAID_WORDS, flat_said, rise_said
 from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advisor.watches import (
     _SETUP,
@@ -294,7 +294,7 @@ class Advisor:
             self._latch(finding)
         if any(word in line for word in root.WORDS):
             self._latch(root.store_finding(line, self.ctx.step))
-        if "oss" in line or "OSS" in line or "损失" in line:
+        if "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS):
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
         elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:

@@ -8,14 +8,21 @@ import re
 
 from loratui.logic.advisor.advice import Finding
 
+SAID_WORDS = ("earn", "iverg", "onverg", "收敛", "发散")
+"""Words that let a line without the word loss say the same (`the model is not learning`, `training diverged`)."""
+
 _SUBJECT = r"(?:(?<![A-Za-z_])(?:train(?:ing)?[ _])?loss(?:es)?(?![A-Za-z])(?!\s*[_ ]?scal)|损失)"
 """The training loss, also inside Chinese text (`出现了loss爆炸`: no word boundary there); not `val_loss`, not fp16's
 loss scale/scaler, whose rise is normal."""
 _RISE = (r"(?:explo(?:d\w*|sion)|blew up|blow(?:s|ing)? up|diverg\w*|increas\w*|went up|goes up|going up|climb\w*|"
          r"ris(?:es|ing|e)\b|rose\b|jump(?:s|ed|ing)?\b|spik(?:e|es|ed|ing)\b|skyrocket\w*|shot up|shoots up|"
          r"grow(?:s|ing)?\b|grew\b|(?:gets?|getting|got|becomes?|became|keeps? getting)\s+(?:bigger|larger|higher)\b|"
-         r"higher and higher|bigger and bigger|larger and larger)")
+         r"higher and higher|bigger and bigger|larger and larger|"
+         r"(?:gets?|getting|got|becomes?|became|becoming|goes|went|turns?|turned)\s+(?:\w+\s+)?"
+         r"(?:worse|huge|enormous|massive|astronomical)\b|worse and worse)")
 _SAID = re.compile(
+    r"\b(?:training|model|network|net|run|optimi[sz]ation|fine-?tuning)\s+(?:\w+\s+)?diverg(?:es|ed|ing)\b|"
+    r"(?:训练|模型)\s*(?:也|又|就|还|突然|开始)*\s*发散|" +
     _SUBJECT + r"(?P<gap>[^.!?\n,;:=]{0,30}?)\b" + _RISE +
     r"|\b(?:explod\w*|increasing|rising|diverging|growing)\s+(?:train(?:ing)?\s+)?loss\b(?!\s*[_ ]?scal)" +
     r"|\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+(?:of|in)\s+(?:the\s+)?(?:both\s+)?"
@@ -96,19 +103,28 @@ def _numbers_rise(line: str, step: int) -> Finding | None:
 
 # -- a loss said to stay flat, or to be zero --------------------------------------------------------------------
 
-_FLAT = (r"(?:(?:is |was |gets? |got |seems? (?:to be )?)?stuck\b|plateau(?:s|ed|ing)?\b|"
-         r"(?:stays?|stayed|staying|remains?|remained|keeps?|kept|sits?|sat|hovers?|hovered|is always|was always|"
+_FLAT = (r"(?:(?:is |was |gets? |got |seems? (?:to be )?)?stuck\b|plateau(?:s|ed|ing)?\b|stagnat\w*|"
+         r"stop(?:s|ped)?\s+(?:decreas\w*|dropping|going down|improving|falling|changing|moving)\b|"
+         r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)\s+~?\d|"
+         r"(?:stays?|stayed|staying|remains?|remained|keeps?|kept|sits?|sitting|sat|hover(?:s|ed|ing)?|is always|was always|"
          r"(?:is |was |are |always )*maintain(?:s|ed)?|"
          r"(?:is|was) still|fixe[sd]|locks?|locked)\s+(?:at|around|about|near|on|in|the same|constant|unchanged|"
          r"flat|~?\d)|"
          r"(?:(?:does|did|do|is|was|are|were|has|have)\s*(?:not|n't)|never|won't|can't|cannot|isn't|wasn't|"
-         r"doesn't|didn't|don't|hasn't|no longer)\s+(?:seem to\s+|even\s+|really\s+|at all\s+)?"
-         r"(?:decreas\w*|drop\w*|go(?:ing)? down|fall\w*|fell|chang\w*|mov\w*|converg\w*|improv\w*|go(?:ing)? lower|"
+         r"doesn't|didn't|don't|hasn't|no longer|not)\s+(?:seem to\s+|even\s+|really\s+|at all\s+)?"
+         r"(?:decreas\w*|drop\w*|go(?:es|ing)? down|fall\w*|fell|chang\w*|mov\w*|converg\w*|improv\w*|go(?:es|ing)? lower|"
+         r"(?:go(?:es|ing)?|get(?:s|ting)?|drop(?:s|ping)?|fall(?:s|ing)?)\s+(?:any\s+)?(?:below|under|lower)\b|"
          r"reduc\w*|learn\w*)|"
          r"unchang\w*|not chang\w*|constant\b|barely (?:chang|mov|decreas|drop|learn)\w*|(?:is|stays?|remains?) flat\b|"
-         r"(?:decreas|drop|fall)\w* (?:very |extremely |really |so |too )?slowly)")
+         r"(?:decreas|drop|fall)\w* (?:very |extremely |really |so |too )?slowly"
+         r"(?!\s*(?:at (?:the )?(?:first|start|beginning)|initially|in the beginning|early|for the first)))")
 _FLAT_SAID = re.compile(
     _SUBJECT + r"(?P<gap>(?:[^.!?\n,;:=]|\.(?=\d)){0,40}?)\b" + _FLAT +
+    r"|\bno (?:improvement|decrease|progress|change|drop|reduction|movement)s? (?:in|of|on) (?:the )?"
+    r"(?:train(?:ing)? )?loss\b"
+    r"|\b(?:model|network|net|nn|it)\b[^.!?\n,;]{0,20}?\b(?:is not|isn't|does not|doesn't|did not|didn't|not|never|"
+    r"fails? to|failed to|won't|can't|cannot|is n't)\s+(?:really\s+|even\s+)?(?:learn\w*|converg\w*)"
+    r"|模型\s*(?:也|又|就|还|始终|一直|总是|基本|几乎|都)*\s*(?:不收敛|没有?收敛|学不到|不学习|没有?学到)"
     r"|" + _SUBJECT + r",\s+(?:not|never)\s+(?:going down|decreasing|dropping|changing|moving|improving)\b" +
     r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|就|还|始终|一直|总是|基本|几乎|都)*\s*"
     r"(?:不下降|不降|不变|没有?(?:下降|变化|收敛|降)|降不下去|下不去|不收敛|卡在|停在|保持在|维持在|稳定在|一直是|一直为|"
@@ -139,6 +155,8 @@ def flat_said(line: str, step: int) -> Finding | None:
             if _NOT_TRAIN.search(before) or _HELD_FLAT.search(before[-14:]) or _OTHER_FLAT.search(gap):
                 continue
             if kind == "zero":
+                if _NOT_LM.search(line):
+                    continue  # a GRPO loss is 0 at its first steps by design (it is the KL to the reference)
                 return Finding("loss_zero", step, {"kind": "said", "quote": line.strip()[:300]})
             return Finding("loss_flat", step, {"kind": "said", "quote": line.strip()[:300]})
     return None
@@ -162,7 +180,8 @@ _HINTED = (
     (_FLAT_SAID, "flat", ("stuck", "plateau", "stay", "remain", "keep", "kept", "sit", "sat ", "hover", "always",
                           "maintain", "slowly", "下降", "barely",
                           "still", "fixe", "lock", "not", "n't", "never", "unchang", "constant", "barely", "flat",
-                          "cannot", "no longer", "不", "没", "一直", "始终", "总是", "卡在", "停在", "保持", "维持",
+                          "cannot", "no longer", "stagnat", "stop", "fluctuat", "oscillat", "bounc", "no ", "learn", "converg",
+                          "不", "没", "一直", "始终", "总是", "卡在", "停在", "保持", "维持",
                           "稳定", "都是", "定值")),
     (_ONE_CLASS, "flat", ("only", "always", "just", "the same", "acc", "准确率")),
 )
@@ -171,5 +190,5 @@ _HINTED = tuple((pattern, kind, re.compile("|".join(map(re.escape, hints)))) for
 _OTHER_FLAT = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|scale|lengths?|grad\w*|norm)\b", re.I)
 """Another quantity between the loss and the verb (`loss falls but the learning rate stays at 0`); an epoch or a
 step there only dates the loss (`loss since 2nd epoch becomes huge and unchanged`)."""
-_HELD_FLAT = re.compile(r"\b(?:if|whether|avoid\w*|prevent\w*|unless|when|in case)\b|如果|避免|防止", re.I)
+_HELD_FLAT = re.compile(r"\b(?:if|whether|how (?:to|do|can)|avoid\w*|prevent\w*|unless|when|in case)\b|如果|避免|防止", re.I)
 """Words that only suppose the loss stays put (`if the loss does not decrease`); a negation is the report here."""
