@@ -60,3 +60,29 @@ def test_a_watched_trainer_going_nan(model_dir: Path, watch_dir: Path, tmp_path:
     assert runstatus.read(RunDir(run)).loss == "NaN"
     listed = loratui("ls", "--runs-dir", str(watch_dir)).stdout
     assert "NaN" in listed.splitlines()[-1] or "nan" in listed.splitlines()[-1].lower(), listed
+
+
+def _pasted(text: str) -> list:
+    import io
+
+    from loratui.commands.doctor import diagnose_stream
+
+    return diagnose_stream(io.BytesIO(text.encode()), "-")[0]
+
+
+def test_a_nan_said_in_a_step_line_is_at_that_step() -> None:
+    """A tmux trial: `step 3 loss nan` after two good steps was "loss became nan at step 1 ... non-finite from
+    the first step": the line was read before the reader handed on its log."""
+    items = _pasted("step 1 loss 2.5\nstep 2 loss 2.4\nstep 3 loss nan\nstep 4 loss nan\n")
+    assert items[0].id == "nan_loss" and items[0].step == 3 and "first step" not in items[0].title, items[0]
+
+
+def test_a_filtered_nan_at_the_start_that_the_run_recovers_from_is_the_loss_scaler() -> None:
+    """fp16's loss scaler skips the first steps it overflows: the first log `'loss': 0.0` beside grad_norm nan,
+    then normal training, is no NaN run (a tmux trial called it one); three such logs in a row still are."""
+    good = "".join(f"{{'loss': {loss}, 'grad_norm': 1.0, 'learning_rate': 2e-05, 'epoch': 0.0{i + 2}}}\n"
+                   for i, loss in enumerate((2.31, 2.2, 2.05, 1.9)))
+    first = "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0, 'epoch': 0.01}\n"
+    assert not any(item.severity in ("error", "warning") for item in _pasted(first + good))
+    assert _pasted(first * 3)[0].id == "nan_loss"
+    assert _pasted(good + first)[0].id == "nan_loss"  # after training had scored: a NaN, not the scaler's start

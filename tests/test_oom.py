@@ -172,3 +172,9 @@ def test_fragmentation_by_the_request(requested: str, total: str, free: str, all
             f"{spare} is reserved by PyTorch but unallocated.")
     report = oom.parse_oom(line)
     assert report is not None and report.kind == kind
+
+
+def test_small_sizes_read_in_mib_as_pytorch_prints_them() -> None:
+    """A tmux trial: "tried to allocate 0.02 GiB" and "0.00 GiB free" for PyTorch's 20.00 MiB and 3.44 MiB."""
+    assert oom.gib(20 * MIB) == "20.00 MiB" and oom.gib(int(3.44 * MIB)) == "3.44 MiB"
+    assert oom.gib(int(1.5 * GIB)) == "1.50 GiB" and oom.gib(None) == "?"

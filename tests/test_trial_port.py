@@ -179,3 +179,17 @@ def test_the_headless_printers_first_lines_break_no_command_at_80_columns(runs_d
     for command in ("loratui attach", "loratui stop"):
         said = [line for line in lines if command in line]
         assert said and all(f"{command} {run_id}" in line for line in said), (command, as_drawn)
+
+
+async def test_an_exploded_grad_norm_gets_short_axis_labels() -> None:
+    """A diverging run's grad norm of 1e30 on the lr view: round labels in fixed point were 31 digits long."""
+    found = [msgspec.structs.replace(e, values={**e.values, "grad_norm": 1e30})
+             if isinstance(e, events.Log) and e.step == 20 else e for e in scenarios.run(30)]
+    app = LoratuiApp(ListSource(found), clock=FakeClock())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _folded(pilot, app)
+        await pilot.press("t")
+        await pilot.pause()
+        right = _labels(app, "├")
+    assert len(right) >= 2 and all(len(label) <= 6 for label in right), right
+    assert max(float(label) for label in right) == 1e30, right

@@ -397,5 +397,8 @@ def _processes(line: str) -> tuple[tuple[int, int], ...]:
 
 
 def gib(value: int | None) -> str:
-    """Bytes as "12.34 GiB" (or "?" when unknown)."""
-    return "?" if value is None else f"{value / GIB:.2f} GiB"
+    """Bytes as "12.34 GiB", under a GiB as "20.00 MiB" as PyTorch prints it (not "0.02 GiB", and not "0.00 GiB"
+    for a few MiB free), or "?" when unknown."""
+    if value is None:
+        return "?"
+    return f"{value / GIB:.2f} GiB" if abs(value) >= GIB else f"{value / MIB:.2f} MiB"

@@ -114,7 +114,12 @@ class LossWatch:
             if values.get(UNPRINTED):
                 facts["why"] = ("Megatron printed no loss with no skipped iterations: it prints a loss only when "
                                   "its average is above 0, so the average was NaN")
-            return [Finding("nan_loss", step, facts)]
+            found = Finding("nan_loss", step, facts)
+            if "filtered" in facts and not self.grad_seen and not self.scored:
+                # the run's first logs: fp16's loss scaler skips the steps it overflows (no update), so a 0.0
+                # beside grad_norm nan there is withdrawn when the next logs train with finite numbers
+                self.start_nan = found
+            return [found]
         if grad is None:
             return []
         self.bad_grad_streak = 0 if _finite(grad) else self.bad_grad_streak + 1

@@ -12,6 +12,7 @@ from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
+from loratui.logic.text_reader import progress, values
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
@@ -169,6 +170,7 @@ class TextWatch:
         said = nan_text.read(line)  # any dialect, in general; _NAN_SAID the phrasings it does not reach
         if said is not None or _NAN_SAID.search(line) and not nan_text.hedged(line):
             what, value = (said.what, said.value) if said else ("loss", "nan")
+            step = max(step, _own_step(line))  # `step 3 loss nan`: the reader hands its log on after later lines
             return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
                                                "lr": None})]
         return []
@@ -274,6 +276,15 @@ class TextWatch:
                  "timed_out": fields is not None or re.search(_TIMED_OUT, line, re.I) is not None,
                  "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
         return [Finding("nccl_timeout", step, facts)]
+
+
+def _own_step(line: str) -> int:
+    """The step a line with a NaN names itself (`step 3 | loss nan`, a bar's `3300/3300 [..., loss=nan]`), or 0."""
+    own = values.line_step(line)
+    if own is None and "|" in line:
+        bar = progress.find_bar(line)
+        own = bar.n if bar is not None else None
+    return own or 0
 
 
 def _seconds(clock: str) -> int:

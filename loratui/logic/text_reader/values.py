@@ -178,7 +178,7 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
                 values[name] = value
     if "loss" not in values:
         return None
-    return _line_step(fragment), values
+    return line_step(fragment), values
 
 
 _MEGATRON = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*iteration\s+(\d+)\s*/\s*\d+\s*\|")
@@ -211,7 +211,8 @@ def megatron_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     return int(head.group(1)), values
 
 
-def _line_step(fragment: str) -> int | None:
+def line_step(fragment: str) -> int | None:
+    """The step a printed line names (`step 3`, `Step 3/100`, `[3/100]`, a leading count), or None."""
     found = _STEP.search(fragment)
     if found:
         return int(found.group(1))

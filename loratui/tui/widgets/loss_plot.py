@@ -146,6 +146,9 @@ class LossPlot(PlotextPlot):
     def _round_axis(self, values: list[float], yside: str = "left") -> None:
         """Round, evenly spaced labels at least a row apart (plotext's own for the lr read 0.001000,
         0.000950, 0.000850, 0.000800: where its rows fell, in six decimals)."""
+        values = [v for v in values if math.isfinite(v)]  # a hostile log's "inf" lr has no round label
+        if not values:
+            return
         low, high = min(values), max(values)
         if high <= low:
             self._one_label(low, yside)
@@ -229,5 +232,7 @@ def value_ticks(low: float, high: float, most: int, least_spacing: float = 0.0) 
             if last - first + 1 <= most and spacing >= least_spacing * (1 - 1e-9):
                 decimals = max(0, -math.floor(math.log10(spacing) + 1e-9))
                 ticks = [k * spacing for k in range(first, last + 1)]
+                if decimals > 6 or spacing >= 1e5:  # an exploded grad norm (1e30): no 300-digit label
+                    return ticks, [f"{t:.3g}" for t in ticks]
                 return ticks, [f"{t:.{decimals}f}" for t in ticks]
         scale *= 10
