@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
+from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
@@ -129,8 +130,9 @@ class TextWatch:
         if ("time" in lowered or "store->get" in line or "stuck" in lowered) and \
                 any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
-        if ("nan" in lowered or "inf" in lowered or "scale" in lowered) and "{" not in line:
-            found += self._nan_said(line, step)
+        if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
+                "floatingpoint" in lowered or "invalid" in lowered):
+            found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
         if "ata" in line and "ime" in line:
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
@@ -159,13 +161,26 @@ class TextWatch:
         """A NaN in the program's own words, or fp16's loss scaler at its floor (every step overflows)."""
         if not self.scale_line and _SCALE_DOWN.search(line):
             self.scale_line = line.strip()[:300]
-        if _SCALE_FLOOR.search(line):
+        if _SCALE_FLOOR.search(line) or nan_text.scale_floor(line):
             return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
                                                "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
-        if _NAN_SAID.search(line) and not looks_like_code(line):
-            return [Finding("nan_loss", step, {"what": "loss", "value": "nan", "quote": line.strip()[:300],
+        if looks_like_code(line):
+            return []
+        said = nan_text.read(line)  # any dialect, in general; _NAN_SAID the phrasings it does not reach
+        if said is not None or _NAN_SAID.search(line) and not nan_text.hedged(line):
+            what, value = (said.what, said.value) if said else ("loss", "nan")
+            return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
                                                "lr": None})]
         return []
+
+    def _nan_unlogged(self, line: str, step: int) -> list[Finding]:
+        """A printed dict the log reader does not take as a training log (`{'train/loss': nan, ...}`, a summary's
+        `'train_loss': nan`): its NaN is read here, the others' by the loss watch."""
+        said = nan_text.unlogged(line)
+        if said is None:
+            return []
+        return [Finding("nan_loss", step, {"what": said.what, "value": said.value, "quote": line.strip()[:300],
+                                           "lr": None})]
 
     def _meter(self, line: str, step: int) -> list[Finding]:
         """Time spent waiting for data against wall time, over the timer lines seen (one 19 s stall among

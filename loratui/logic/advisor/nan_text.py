@@ -1,0 +1,193 @@
+"""A non-finite training signal read from a line of text in any dialect: a log line (`loss: nan - acc: 0.1`,
+`| loss nan |`, `train/loss: nan`, `eval_loss = inf`), the program's words (`Non-finite loss`, `Detected NaN in
+the gradients`, `FloatingPointError`, `Input contains NaN`) and the user's (`the losses are all NaN`, `NaN after a
+few iterations`, `loss变成nan`).
+
+Read the way a maintainer reads: a non-finite word (nan, inf, -inf, Infinity, non-finite) standing as a word of its
+own, tied to a training signal (a loss, gradients, outputs) by a separator or within one clause, or to a verb that
+says it happened. Not a NaN: `nan` inside a name or a path (`nan_to_num`, `isnan`, `/data/nan/`), a flag or a
+setting (`--detect_nan`, `max_grad_norm: inf`, `loss_scale`), a negation (`the loss is not nan`), a hypothetical or
+a precaution (`check whether the loss is nan`, `how to avoid nan?`). Pure: strings in, answers out."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_A = r"A-Za-z0-9_"
+"""Word characters in ASCII: Chinese beside a NaN (`loss为nan的情况`) is still a word boundary."""
+TOKEN = (rf"(?<![{_A}.\\/$-])(?:[-+]\s?)?(?:nan|inf(?:inity)?|non-?finite|not finite)s?"
+         rf"(?![{_A}(\\-]|\.[{_A}]|/(?!inf)[{_A}])")
+"""A non-finite word of its own: `NaN`, `nan`, `NaNs`, `inf`, `-inf`, `Infinity`, `non-finite`, `NaN/Inf`."""
+_TOKEN = re.compile(TOKEN, re.I)
+_SIGNAL = (r"(?:[{a}]*[_/. ])?(?:loss(?:es)?|gradients?|grads?|grad[ _]norm|gnorm|logits|outputs?|activations|"
+           r"hidden[ _]states|predictions|weights|nll|ppl|perplexity)(?:[_/][{a}]+)?|损失|梯度").format(a=_A)
+"""A training signal, with its prefix or suffix (`eval_loss`, `train/loss`, `loss_cls`, `lm loss`)."""
+_BARE_SIGNAL = re.compile(rf"(?<![{_A}])(?:loss(?:es)?|gradients?|grads?|grad[ _]norm|gnorm|logits|outputs?|"
+                          rf"activations|hidden[ _]states|predictions|weights|nll|ppl|perplexity)(?![{_A}])|损失|梯度",
+                          re.I)
+"""A signal named in prose (`the losses are all NaN`)."""
+_NOT_SIGNAL = re.compile(r"scal(?:e|er|ing)|max|min(?![a-z])|clip|thresh|patience|delta|limit|warmup|check|detect|skip|"
+                         r"weight[ _]decay|best|lowest|prev", re.I)
+"""Settings named after a signal (`loss_scale`, `max_grad_norm: inf`, `clip_grad_norm`) and the starting value of a
+best-so-far (`best_val_loss: inf`): their value is no reading."""
+_KEYED = re.compile(rf"(?<![{_A}])({_SIGNAL})['\"]?\s*(?:[:=|]\s*|\s)\s*(?:tensor\(\s*|\[\s*)?['\"]?({TOKEN})", re.I)
+"""A signal and its value: `loss: nan`, `eval_loss = inf`, `train/loss: nan`, `| loss nan |`, `lm loss: nan`."""
+_CLAUSE = re.compile(r"[.!?;。！？；，,\n]\s|[。！？；，]")
+_NEAR = 60
+"""A signal and a non-finite word this close in one clause are one statement (`the losses are all NaN`)."""
+_EVENT = re.compile(
+    rf"(?:\b(?:got|gets?|getting|bec[oa]me|becomes|becoming|turn(?:s|ed|ing)?(?: in)?to|go(?:es)? to|went to|going to|"
+    rf"produc(?:e|es|ed|ing)|returns?|returned|yield(?:s|ed)?|gives?|gave|giving|results? in|resulted in|"
+    rf"ends? up (?:with|as)|encounter(?:s|ed)?|detected|found|contains?|exploded? to)|"
+    rf"出现了?|变成了?|变为|成了?)\s*(?:(?:a|all|only|some|the|just)\s+)?({TOKEN})|"
+    rf"({TOKEN})\s*(?:(?:values?|loss(?:es)?)\s+)?(?:after|from the first|since|at (?:step|iter|epoch)|"
+    rf"detected|encountered|occur(?:s|red|ring)?|appear(?:s|ed|ing)?|happen(?:s|ed|ing)?|shows? up|showed up|"
+    rf"values? in|again|during|while|when (?:training|using|I|we|the)|出现)\b",
+    re.I)
+"""A non-finite value that happened, with or without its signal's name: `getting nan`, `NaN after a few
+iterations`, `出现nan`, `Input contains NaN`, `nan values in`, `returned nan`."""
+_NEGATED = re.compile(rf"(?:\bnot|\bno|\bnever|\bwithout|n't|\bnor)\s+(?:\w+\s+)?(?:a\s+|any\s+)?{TOKEN}|"
+                      rf"\b(?:whether|avoid\w*|prevent\w*|check(?:s|ed|ing)?|in case|to detect)\b|"
+                      rf"\bif\s+(?:the\s+|any\s+|not\s+)?(?:loss|grad\w*|torch|math|np)\b|"
+                      rf"\bfrom\s+{TOKEN}|{TOKEN}\s*(?:-+>|→|to\s+[-+]?\.?\d)|"
+                      rf"\bisnan\b|\bisinf\b|nan_to_num|float\(\s*['\"]|np\.(?:nan|inf)\b|math\.(?:nan|inf)\b",
+                      re.I)
+"""A clause that says a NaN did not happen, or might: a negation, a hypothetical, a guard, code; or an inf that
+is only where a best-so-far started (Keras' `val_loss improved from inf to 0.45`, `Validation loss decreased (inf
+--> 0.69)`)."""
+_PROGRAM = re.compile(r"\bFloatingPointError\b|\bNaN/Inf\b|\bnan or inf\b|\binf or nan\b|"
+                      r"\bInvalid loss\b(?!\s*(?:function|type|name|fn|key|class))|"
+                      r"to satisfy the constraint \w+\(\), but found invalid values|\bhad (?:NaN|Inf) values\b", re.I)
+"""Exceptions and checks that only name a non-finite value: fairseq's and JAX's FloatingPointError, Lightning's
+`was NaN/Inf`, `Detected inf or nan values`, Keras' TerminateOnNaN (`Batch 312: Invalid loss, terminating
+training`), torch.distributions given NaN parameters (`Expected parameter loc ... to satisfy the constraint Real(),
+but found invalid values`), TensorFlow's check_numerics (`Tensor had NaN values`)."""
+_COUNTER_ROW = re.compile(rf"^\s*\d+/\d+\s+(?:[-+]?\d+(?:\.\d+)?[KMG]?\s+)*?{TOKEN}\s", re.I)
+"""A training row that starts at its epoch counter and holds a non-finite cell (ultralytics' `  1/100  3.35G  nan
+nan  nan  29  640: 100%|...`): its columns are the losses."""
+_PRINTED = re.compile(rf"\b(?:tensor|Tensor|array)\(\s*\[*\s*({TOKEN})", re.I)
+"""A value printed non-finite, named by no key: `tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)`,
+`tensor([[nan, nan, ...`, TensorFlow's `tf.Tensor(nan, shape=(), dtype=float32)`."""
+_LOSS_FN = re.compile(r"grad_fn=<\w*Loss\w*>|Loss\w*Backward", re.I)
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    what: str  # the signal it was read on: loss, gradients, outputs (loss when unnamed)
+    value: str  # nan, inf, -inf, non-finite
+
+
+def read(line: str) -> NonFinite | None:
+    """The non-finite training signal the line states, or None."""
+    if len(line) > 2000 or not _TOKEN.search(line) and not _PROGRAM.search(line):
+        return None
+    keyed = _keyed(line)
+    if keyed is not None:
+        return keyed
+    if _COUNTER_ROW.search(line):
+        return NonFinite("loss", _value(_TOKEN.search(line).group(0)))  # type: ignore[union-attr]
+    printed = _PRINTED.search(line)
+    if printed is not None:
+        return NonFinite("loss" if _LOSS_FN.search(line) else "outputs", _value(printed.group(1)))
+    program = _PROGRAM.search(line)
+    if program is not None and not _NEGATED.search(line):
+        token = _TOKEN.search(line)
+        return NonFinite(_what(line[:program.start()] + program.group(0)), _value(token.group(0)) if token else "nan")
+    for clause in _clauses(line):
+        found = _in_clause(clause)
+        if found is not None:
+            return found
+    return None
+
+
+def _keyed(line: str) -> NonFinite | None:
+    for m in _KEYED.finditer(line):
+        if not _NOT_SIGNAL.search(m.group(1)):
+            return NonFinite(_what(m.group(1)), _value(m.group(2)))
+    return None
+
+
+def _clauses(line: str) -> list[str]:
+    return [c for c in _CLAUSE.split(line) if c.strip()]
+
+
+def _in_clause(clause: str) -> NonFinite | None:
+    if _NEGATED.search(clause):
+        return None
+    token = _TOKEN.search(clause)
+    if _PROGRAM.search(clause):
+        return NonFinite(_what(clause), _value(token.group(0)) if token else "nan")
+    if token is None:
+        return None
+    signal = _signal_near(clause, token)
+    if signal is not None:
+        return NonFinite(_what(signal), _value(token.group(0)))
+    event = _EVENT.search(clause)
+    if event is not None:
+        return NonFinite("loss", _value(event.group(1) or event.group(2)))
+    return None
+
+
+def _signal_near(clause: str, token: re.Match[str]) -> str | None:
+    for m in _BARE_SIGNAL.finditer(clause):
+        gap = token.start() - m.end() if m.end() <= token.start() else m.start() - token.end()
+        between = clause[min(m.end(), token.end()):max(m.start(), token.start())]
+        if 0 <= gap <= _NEAR and not _NOT_SIGNAL.search(m.group(0)) and not _NOT_SIGNAL.search(between):
+            return m.group(0)
+    return None
+
+
+def _what(signal: str) -> str:
+    lowered = signal.lower()
+    if "grad" in lowered or "梯度" in signal:
+        return "gradients"
+    if any(word in lowered for word in ("output", "logit", "activation", "hidden", "prediction", "weight")):
+        return "outputs"
+    return "loss"
+
+
+def _value(token: str) -> str:
+    lowered = token.lower().replace(" ", "").rstrip("s")
+    if lowered.startswith("nan"):
+        return "nan"
+    if "finite" in lowered:
+        return "non-finite"
+    return "-inf" if lowered.startswith("-") else "inf"
+
+
+_LOGGED = re.compile(r"""['"](?:loss|grad_norm|eval_loss|learning_rate)['"]\s*:""")
+"""Keys of a printed dict the log reader takes as a training or eval log: the loss watch reads those (and knows
+fp16's first overflows, a NaN logged as 0.0)."""
+
+
+def unlogged(line: str) -> NonFinite | None:
+    """A non-finite value keyed in a printed dict (or JSON line) that is not a training log: wandb's
+    `{"train/loss": NaN, "_step": 120}`, a summary's `'train_loss': nan`, Lightning's `{'val_loss': nan}`."""
+    if len(line) > 2000 or _LOGGED.search(line):
+        return None
+    return _keyed(line)
+
+
+def hedged(line: str) -> bool:
+    """The line says a NaN did not happen, or only might (a negation, a precaution, code)."""
+    return _NEGATED.search(line) is not None
+
+
+_SCALE_TO = re.compile(r"(?:reduc\w*|decreas\w*|lower\w*|sett?(?:ing)?|halv\w*)\b[^\n]{0,60}?\bto:?\s*"
+                       r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)(?![\w.])", re.I)
+_LOSS_SCALE = re.compile(r"loss[ _]?scal|overflow|grad(?:ient)?[ _]scal", re.I)
+"""The scale is the loss scaler's (not a learning-rate or an augmentation scale)."""
+FLOOR_SCALE = 1.0
+"""fp16's dynamic loss scale starts at 2^16 and halves at each overflow; down to 1 the gradients overflow even
+unscaled (every step is skipped): the scaler's own floor is there or near (DeepSpeed, apex; fairseq goes on to
+1e-4 before giving up)."""
+
+
+def scale_floor(line: str) -> bool:
+    """fp16's loss scaler cut its scale to 1 or below (`Gradient overflow. Skipping step, loss scaler 0 reducing
+    loss scale to 0.5`, `Attempted loss scale: 2, reducing to 1`), whatever the tool's wording."""
+    if not _LOSS_SCALE.search(line):
+        return False
+    m = _SCALE_TO.search(line)
+    return m is not None and float(m.group(1)) <= FLOOR_SCALE
