@@ -123,6 +123,11 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
                            r"preprocessing_num_workers|--workers)\b")
 """The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
 but it is still slow`)."""
+_SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据",
+               "num_workers", "delay", "pause", "stall", "lag", "gap", "freez", "hang", "hiccup", "wait", "停顿", "卡",
+               "crawl", "forever", " s ", "sec", "second", "min")
+"""Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
+_THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取")
@@ -140,11 +145,14 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     util = _util_said(line) if any(w in low for w in _UTIL_WORDS) else None
     if util is not None:
         return util
-    prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or _slowdown_said(line) or \
+    prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or \
+        (_slowdown_said(line) if any(w in low for w in _THEN_WORDS) else None) or \
         (_stall_said(line) if "before" in low else None) or \
         (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
     if prep is not None:
         return prep
+    if not any(word in low for word in _SAID_WORDS):
+        return None
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
@@ -299,14 +307,27 @@ class UtilSamples:
         return True
 
     def _reading(self, line: str) -> int | None:
+        if "MiB" in line:
+            return self._smi(line)
+        if "MB" in line and "%" in line:
+            gpustat = _GPUSTAT_ROW.search(line)
+            if gpustat:
+                return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
+        return self._table_reading(line) if self._tabled(line) else None
+
+    def _smi(self, line: str) -> int | None:
         smi = _SMI_ROW.search(line)
         if smi:
             used, total = int(smi.group(1)), int(smi.group(2))
             self.full += used >= FULL_SHARE * total
             return int(smi.group(3)) if used >= 1024 else None
-        gpustat = _GPUSTAT_ROW.search(line)
-        if gpustat:
-            return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
+        return self._table_reading(line) if self._tabled(line) else None
+
+    def _tabled(self, line: str) -> bool:
+        """Whether the line may be a dmon or CSV header, or a row of one already seen."""
+        return "#" in line or "utilization" in line or self._dmon is not None or self._csv is not None
+
+    def _table_reading(self, line: str) -> int | None:
         if _DMON_HEADER.search(line):
             names = line.replace("#", " ").split()
             self._dmon = names.index("sm") if "sm" in names else None
@@ -611,7 +632,8 @@ class StarveText:
             timed = self.table.line(line)
             if timed is not None:
                 found.append(Finding("data_starved", step, timed))
-        if "it/s" in line or "s/it" in line or self.rate.rates:
+        if ("it/s" in line or "s/it" in line or self.rate.rates) and not self.rate.done and \
+                len(self.rate.rates) < 4096:
             slowed = self.rate.line(line)
             if slowed is not None:
                 found.append(Finding("data_starved", step, slowed))
