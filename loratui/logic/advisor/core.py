@@ -55,6 +55,10 @@ from loratui.recipe import WATCHED, Recipe, RecipeError, load_recipe
 
 __all__ = ["ERROR", "IDS", "INFO", "WARNING", "Advice", "Advisor", "Finding", "warn_line_bytes"]
 
+_PRINTED_LOG = re.compile(r"\s*(?:\[[^\]]{0,40}\]\s*)?\{\s*['\"]")
+"""A printed Trainer dict or JSON record (maybe after a bracketed tag): the readers of a person's words skip it,
+as no one's words are in it (it is half the lines of a big log, and those readers cost most of their time)."""
+
 # -- the advisor ----------------------------------------------------------------------------------
 
 
@@ -294,7 +298,9 @@ class Advisor:
             self._latch(finding)
         if any(word in line for word in root.WORDS):
             self._latch(root.store_finding(line, self.ctx.step))
-        if "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS):
+        if _PRINTED_LOG.match(line):
+            pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
+        elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS):
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
         elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:
