@@ -4,6 +4,7 @@ a checkpoint folder named at the step the run died). Each finding keeps the line
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -12,6 +13,7 @@ from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
+from loratui.logic.text_reader import progress, values
 from loratui.recipe import Recipe
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
@@ -164,11 +166,13 @@ class TextWatch:
         if _SCALE_FLOOR.search(line) or nan_text.scale_floor(line):
             return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
                                                "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
-        if looks_like_code(line):
+        if looks_like_code(line) or _logged_non_finite(line):
             return []
         said = nan_text.read(line)  # any dialect, in general; _NAN_SAID the phrasings it does not reach
         if said is not None or _NAN_SAID.search(line) and not nan_text.hedged(line):
             what, value = (said.what, said.value) if said else ("loss", "nan")
+            logged = values.loss_line(line)  # the line's own step (`step 11 | ...`): the logs lag a line behind
+            step = logged[0] if logged is not None and logged[0] is not None else step
             return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
                                                "lr": None})]
         return []
@@ -274,6 +278,16 @@ class TextWatch:
                  "timed_out": fields is not None or re.search(_TIMED_OUT, line, re.I) is not None,
                  "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
         return [Finding("nccl_timeout", step, facts)]
+
+
+def _logged_non_finite(line: str) -> bool:
+    """A `step N | loss nan` line the text reader turns into a training log: the loss watch reads its NaN with the
+    log's step and learning rate (and knows fp16's first overflows); read here, it would come first, at the step
+    before (the reader holds a loss line until the next)."""
+    if progress.find_bar(line) is not None:
+        return False  # a bar's postfix is a log only on the training bar: the text reads it
+    logged = values.loss_line(line)
+    return logged is not None and any(x != x or x in (math.inf, -math.inf) for x in logged[1].values())
 
 
 def _seconds(clock: str) -> int:
