@@ -252,7 +252,7 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False) -> int:
     if headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         from loratui.tui import headless as hl
 
-        print(f"run {run.run_id} in {inert(str(run.path))}  (loratui attach {run.run_id}; loratui stop {run.run_id})")
+        print(hl.started(run))
         try:
             state = hl.follow(run)
         except KeyboardInterrupt:

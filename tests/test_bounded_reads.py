@@ -103,3 +103,17 @@ def test_the_data_check_stops_at_its_byte_bound_with_a_note(tmp_path: Path, monk
     note = capsys.readouterr().err
     assert f"note: checked the first {(64 << 10) // len(EXAMPLE) + 1} examples of {data}" in note
     assert "the trainer checks the rest" in note
+
+
+def test_long_lines_are_not_split_as_table_rows() -> None:
+    """The fuzz test's `import` of a log with 100 kB event lines hung past its 20 s on a loaded box: every
+    line was split as a possible loss-table row (0.1 s each). No table row is that long."""
+    import time
+
+    from loratui.logic.text_reader.table import TextTables, text_table
+
+    row = '{"kind": "sample", "gpu": 0, "used_max": 1  ' + "y y  | " * 15_000 + "}"
+    began = time.monotonic()
+    assert text_table(["Step  Training Loss", "1  2.5"] + [row] * 400) is not None
+    assert time.monotonic() - began < 2.0  # 400 such lines took 12 s on this box when each was split
+    assert len(row) > TextTables.MAX_LINE

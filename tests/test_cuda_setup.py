@@ -143,3 +143,44 @@ def test_setup_failures_of_the_gpu_libraries(text: str, kind: str) -> None:
 ])
 def test_notes_of_a_working_setup_are_no_failure(text: str) -> None:
     assert first(text)[0] == ""
+
+
+def test_a_config_or_code_with_no_run_in_it_gives_nothing() -> None:
+    """Keys that name timeouts, flash-attention, 4-bit loading or devices, and a comment that quotes an error,
+    are no evidence of a failure: the doctor says nothing rather than guess."""
+    text = "\n".join([
+        "python train.py --model llama --lr 2e-4 --batch_size 4 --flash_attn --ddp_timeout 180000000",
+        "ddp_timeout: 180000000", "flash_attn: fa2", "load_in_4bit: true", "bnb_4bit_quant_type: nf4",
+        "attn_implementation: flash_attention_2", "cuda_visible_devices: 0,1",
+        "# if you see CUDA error: device-side assert triggered, check your labels",
+        "  # flash_attn is not installed on the CI runner: the test uses sdpa",
+    ])
+    assert items_of(text) == []
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    # dev record https://github.com/opendatalab/MinerU/issues/1508 (Tesla M40), and the same refusal in another call
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, "
+     "opb, (int)m, (int)n, (int)k, (void*)&falpha, a, CUDA_R_16BF, (int)lda, stridea, b, CUDA_R_16BF, (int)ldb, "
+     "strideb, (void*)&fbeta, c, CUDA_R_16BF, (int)ldc, stridec, (int)num_batches, compute_type, "
+     "CUBLAS_GEMM_DEFAULT_TENSOR_OP)`", "bfloat16"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx( handle, opa, opb, m, n, k, "
+     "&falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, CUDA_R_32F, "
+     "CUBLAS_GEMM_DEFAULT_TENSOR_OP)`", "bfloat16"),
+    ("../aten/src/ATen/native/cuda/Loss.cu:94: operator(): block: [0,0,0], thread: [3,0,0] Assertion `input_val >= "
+     "zero && input_val <= one` failed.", "BCELoss"),
+    ("../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: [32,0,0] Assertion "
+     "`-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.", "beyond a tensor's size"),
+    # the kernel's name comes first on a long THC line whose assertion may be cut away
+    ("/pytorch/aten/src/THC/THCTensorIndex.cu:361: void indexSelectLargeIndex(TensorInfo<T, IndexType>, "
+     "TensorInfo<T, IndexType>, TensorInfo<long, IndexType>, int, int, IndexType, IndexType, long) [with T = float, "
+     "IndexType = unsigned int, DstDim = 2, SrcDim = 2, IdxDim = -2, IndexIsMajor = true]: block: [0,0,0], thread: "
+     "[0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.", "embedding table"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", "could not start"),
+    ("RuntimeError: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous input.",
+     "cuDNN has no algorithm"),
+    ("RuntimeError: CUDA error: device-side assert triggered", "an id out of range"),
+])
+def test_a_cuda_fault_names_what_its_words_say(text: str, words: str) -> None:
+    kind, title = first(text)
+    assert kind == "cuda_error" and words in title

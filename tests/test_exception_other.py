@@ -49,7 +49,7 @@ def test_an_ordinary_exception_is_named_with_its_frame(error: str) -> None:
     kind = error.split(":", 1)[0].rsplit(".", 1)[-1]
     assert item.id == "exception"
     assert item.title.startswith(f"The run failed on {kind}")
-    assert any("inside the transformers library" in line for line in item.evidence)
+    assert any("inside the transformers library in training_step()" in line for line in item.evidence)
 
 
 @pytest.mark.parametrize(("error", "words"), [
@@ -61,3 +61,34 @@ def test_an_ordinary_exception_is_named_with_its_frame(error: str) -> None:
 def test_a_dataloader_worker_that_died_gets_its_step(error: str, words: str) -> None:
     item = first(traceback_of(error, "torch/utils/data/dataloader.py", "_try_get_data"))
     assert item.id == "exception" and words in item.title
+
+
+def test_a_name_another_package_lacks_is_a_version_mismatch_not_flash_attention() -> None:
+    # remote model code written for another transformers (the name became is_flash_attn_2_available)
+    item = first("ImportError: cannot import name 'is_flash_attn_available' from 'transformers.utils' "
+                 "(/usr/local/lib/python3.10/dist-packages/transformers/utils/__init__.py)")
+    assert item.id == "exception"
+    assert "the installed transformers has no is_flash_attn_available" in item.title
+    assert "pip show transformers" in item.title
+    # the same words about flash-attention's own package: it is installed but not the version the code needs
+    assert first("ImportError: cannot import name 'flash_attn_func' from 'flash_attn' "
+                 "(/usr/local/lib/python3.10/dist-packages/flash_attn/__init__.py)").id == "flash_attn_unavailable"
+
+
+KEYBOARD = [
+    "---------------------------------------------------------------------------",
+    "KeyboardInterrupt                         Traceback (most recent call last)",
+    "Cell In[7], line 1",
+    "----> 1 ds = ds.map(tokenize, num_proc=4)",
+    "File /usr/local/lib/python3.10/dist-packages/datasets/arrow_dataset.py:602, in wrapper(*args, **kwargs)",
+    "KeyboardInterrupt: ",
+]
+
+
+def test_a_run_stopped_by_hand_is_no_failure_and_what_made_them_stop_it_leads() -> None:
+    crawl = "Map (num_proc=4):  12%|█▏        | 6000/50000 [25:00<3:03:20,  4.00 examples/s]"
+    items, _ = diagnose_stream(io.BytesIO("\n".join([crawl] + KEYBOARD).encode()), "pasted")
+    assert [(a.id, a.severity) for a in items] == [("data_starved", "info"), ("exception", "info")]
+    assert "stopped by hand" in items[1].title
+    alone, _ = diagnose_stream(io.BytesIO("\n".join(KEYBOARD).encode()), "pasted")
+    assert [(a.id, a.severity) for a in alone] == [("exception", "info")]

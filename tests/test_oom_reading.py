@@ -509,3 +509,127 @@ def test_a_projects_evaluation_package_is_evaluation() -> None:
 ])
 def test_paddle_and_old_xla_ooms_are_ooms(line: str) -> None:
     assert oom.is_oom_line(line)
+
+
+# -- status lines, scripts, and the host's memory in words ---------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # https://github.com/TheLastBen/fast-stable-diffusion/issues/1113: the status printed after the bar
+    ("Progress:|██████                   | 25% 1999/8000 [1:02:25<3:07:25,  1.87s/it, loss=0.296, lr=7.75e-7] "
+     "SAVING CHECKPOINT...\nConverting to CKPT ...\nKilled\nDone, resuming training ...", "oom_at_save"),
+    # https://github.com/LambdaLabsML/examples/issues/41: a checkpoint written in any verb
+    ("Epoch 0: 100%|█| 209/209 [06:12<00:00,  1.78s/it, loss=0.0685, v_num=0]\nSummoning checkpoint.\nKilled",
+     "oom_at_save"),
+    ("Writing the final checkpoint to /ckpt/last.pt\n" + _MESSAGE, "oom_at_save"),
+    # https://github.com/layumi/Person_reID_baseline_pytorch/issues/5: a banner that is the phase's name
+    ("-------test-----------\n64\nTHCudaCheck FAIL file=/opt/conda/conda-bld/pytorch/work/torch/lib/THC/generic/"
+     "THCStorage.cu line=58 error=2 : out of memory", "oom_at_eval"),
+    ("=== Validation ===\n" + _MESSAGE, "oom_at_eval"),
+    # https://github.com/zjpbinary/CSCBLI/issues/1 and https://github.com/wmcnally/golfdb/issues/10: the script run
+    ("CUDA_VISIBLE_DEVICES=0,1 python test.py  --model_path $model_path \\\n"
+     "it always tell me that \"RuntimeError: CUDA out of memory. Tried to allocate 2.82 GiB (GPU 0; 31.75 GiB total "
+     "capacity; 28.74 GiB already allocated; 1.84 GiB free; 28.75 GiB reserved in total by PyTorch)\"", "oom_at_eval"),
+    ("it works with train.py.. but the problem now is in running eval.py (is showing the same error) :\n"
+     "RuntimeError: CUDA out of memory. Tried to allocate 58.00 MiB (GPU 0; 4.00 GiB total capacity; 2.49 GiB already "
+     "allocated; 44.45 MiB free; 2.57 GiB reserved in total by PyTorch)", "oom_at_eval"),
+    # https://github.com/mhamilton723/STEGO/issues/1: the host's RAM, in a script named for the evaluation
+    ("Traceback (most recent call last):\n"
+     '  File "eval_segmentation.py", line 144, in my_app\n'
+     "    outputs = {k: torch.cat(v, dim=0) for k, v in outputs.items()}\n"
+     "RuntimeError: [enforce fail at CPUAllocator.cpp:68] . DefaultCPUAllocator: can't allocate memory: you tried to "
+     "allocate 24053760000 bytes. Error code 12 (Cannot allocate memory)", "oom_at_eval"),
+    # https://github.com/TheLastBen/fast-stable-diffusion/issues/1337 and PaddleDetection#3277: RAM in words
+    ("Can't even merge 4gb models because out of ram, should I use colab pro or any solutions?", "oom_at_save"),
+    ("训练完第一个epoch,保存模型的时候提示 memory error,查看了下保存路径", "oom_at_save"),
+])
+def test_where_the_text_says_the_run_was(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Loading checkpoint shards: 100%|██████████| 4/4 [00:10<00:00,  2.50s/it]\nResuming from checkpoint\n" + _MESSAGE,
+    "python train.py --config configs/test_config.yaml\n" + _MESSAGE,
+    "Test set: 10000 images\n{'loss': 1.2, 'grad_norm': 0.3, 'learning_rate': 1e-05, 'epoch': 0.2}\n" + _MESSAGE,
+    "Loading checkpoint shards: 100%|██████████| 4/4 [00:10<00:00,  2.50s/it]\nKilled",
+])
+def test_reading_a_checkpoint_and_training_scripts_are_no_phase(text: str) -> None:
+    assert first_id(text) not in ("oom_at_save", "oom_at_eval")
+
+
+def test_a_comment_in_a_notebooks_code_is_no_status() -> None:
+    # https://github.com/ROCm/legacy-rocm-build/issues/4468: bitsandbytes' forward, its comment `# 3. Save state`
+    text = ("--> 520 output = torch.nn.functional.linear(A, F.dequantize_4bit(B, quant_state).to(A.dtype).t(), bias)\n"
+            "    522 # 3. Save state\n"
+            "    523 ctx.state = quant_state\n\n"
+            "OutOfMemoryError: HIP out of memory. Tried to allocate 224.00 MiB. GPU ")
+    assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    # https://github.com/BaberMuyu/2020CCF-NER/issues/6 and sentence-transformers#57: PyTorch 1.0's "cached" slack
+    ("RuntimeError: CUDA out of memory. Tried to allocate 294.00 MiB (GPU 0; 7.79 GiB total capacity; 6.27 GiB already "
+     "allocated; 61.62 MiB free; 617.88 MiB cached)", oom.FULL),
+    ("RuntimeError: CUDA out of memory. Tried to allocate 34.00 MiB (GPU 0; 10.91 GiB total capacity; 9.52 GiB already "
+     "allocated; 17.56 MiB free; 776.30 MiB cached)", oom.FULL),
+    # a tenth of the card unused in that era's cache is still the cache's doing
+    ("RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 11.17 GiB total capacity; 8.90 GiB already "
+     "allocated; 40.00 MiB free; 1.80 GiB cached)", oom.FRAGMENTATION),
+])
+def test_the_cached_era_slack(line: str, kind: str) -> None:
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == kind
+
+
+# -- other processes, seen from outside the message ----------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # https://github.com/tensorflow/tensorflow/issues/8170: TensorFlow's device report at start
+    "I tensorflow/core/common_runtime/gpu/gpu_device.cc:885] Found device 0 with properties:\n"
+    "name: GeForce GTX 1080\nTotal memory: 7.92GiB\nFree memory: 190.31MiB\n"
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:1002] failed to allocate 190.31M (199557120 bytes) from device: "
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    # https://github.com/wencolani/CrossE/issues/2: the later wording, the driver's line cut short
+    "totalMemory: 15.90GiB freeMemory: 3.12GiB\ninitializing raw training data...\n"
+    "2019-07-31 12:26:59.036369: E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 7.63",
+    # https://github.com/donaldlab/OSPREY3/issues/67: the driver's stack below the exception names the context
+    "14 jpype._jexception.CudaExceptionPyRaisable: jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY\n15\n"
+    "16 jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY\n"
+    "17     at jcuda.driver.JCudaDriver.checkResult(JCudaDriver.java:337)\n"
+    "18     at jcuda.driver.JCudaDriver.cuCtxCreate(JCudaDriver.java:1514)",
+])
+def test_memory_held_before_the_program_allocated(text: str) -> None:
+    assert first_id(text) == "oom_other_process"
+
+
+@pytest.mark.parametrize("text", [
+    # most of the card free at start: the program filled it itself
+    "totalMemory: 15.90GiB freeMemory: 15.43GiB\n"
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 7.63G (8192000000 bytes) from device: "
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    # a context mentioned far from the OOM, after another exception, is not its cause
+    "RuntimeError: CUDA error: out of memory\nValueError: bad shape\nValueError: again\n"
+    "note: cuCtxCreate is called once per process",
+])
+def test_memory_free_at_start_is_no_neighbour(text: str) -> None:
+    assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("before", "expected"), [
+    # ultralytics' validation bar names its metrics, not its phase
+    ("                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95):  35%|███▌      | "
+     "7/20 [00:03<00:06,  2.01it/s]", "oom_at_eval"),
+    # mmcv's test loop and mmengine's validation log
+    ("[>>>>>>>>>>>>                  ] 2000/5000, 22.4 task/s, elapsed: 89s, ETA:   134s", "oom_at_eval"),
+    ("12/04 10:00:00 - mmengine - INFO - Epoch(val) [1][ 50/500]    eta: 0:01:10  time: 0.1530  data_time: 0.0100",
+     "oom_at_eval"),
+    ("12/04 10:00:00 - mmengine - INFO - Epoch(train) [1][ 50/500]  lr: 1.0e-02  eta: 0:11:10  loss: 1.2345",
+     "oom_full"),
+    # a conversion writes the model out
+    ("==((====))==  Unsloth: Conversion from QLoRA to GGUF information", "oom_at_save"),
+    ("Converting to CKPT ...", "oom_at_save"),
+    ("Converting the dataset to the chat format", "oom_full"),
+])
+def test_more_status_lines(before: str, expected: str) -> None:
+    assert first_id(before + "\n" + _MESSAGE) == expected

@@ -55,6 +55,9 @@ SHAPE = rank_traceback(3, [("/work/proj/model.py", "forward", "x = self.proj(x).
 def test_an_exception_on_one_rank_leads_the_timeout_it_caused(before: list[str]) -> None:
     found = ids("\n".join(before + [WATCHDOG] + TEARDOWN))
     assert found[:2] == ["exception", "nccl_timeout"]
+    items, _ = diagnose_stream(io.BytesIO("\n".join(before + [WATCHDOG]).encode()), "pasted")
+    assert "the distributed timeout printed after it is its consequence" in items[0].evidence[-1]
+    assert not any("consequence" in line for line in items[1].evidence)
 
 
 def test_an_exception_leads_a_peer_that_saw_the_rank_go() -> None:
@@ -220,3 +223,45 @@ def test_torchs_own_sdpa_note_is_never_a_failure(after: list[str]) -> None:
     note = next(a for a in items if a.id == "flash_attn_unavailable")
     assert note.severity == "info" and "nothing failed" in note.title and note.change == {}
     assert items[0].id == ("exception" if after is DATA_KEYERROR else "flash_attn_unavailable")
+
+
+@pytest.mark.parametrize(("line", "seconds"), [
+    # gloo's monitored barrier (TORCH_DISTRIBUTED_DEBUG=DETAIL) and its transport
+    ("RuntimeError: Rank 1 failed to pass monitoredBarrier in 1800000 ms", "1800 s"),
+    ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:84] Timed out waiting 1800000ms for "
+     "recv operation to complete", ""),
+    # torch 2.2+'s heartbeat monitor over a stuck watchdog
+    ("[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Heartbeat monitor timed out! Process will be terminated "
+     "after dumping debug info. workMetaList_.size()=1", ""),
+    # Horovod's stall inspector
+    ("[2024-01-01 10:00:00.000000: W /tmp/pip-install/horovod/common/stall_inspector.cc:107] One or more tensors "
+     "were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of "
+     "ranks for more than 60 seconds.", "60 s"),
+])
+def test_a_collective_some_rank_never_reached_in_other_layers(line: str, seconds: str) -> None:
+    items, _ = diagnose_stream(io.BytesIO(line.encode()), "pasted")
+    assert items[0].id == "nccl_timeout" and seconds in items[0].title
+
+
+@pytest.mark.parametrize("line", [
+    "[I ProcessGroupGloo.cpp] Rank 0 passed monitoredBarrier in 12 ms",
+    "Horovod stall check disabled: HOROVOD_STALL_CHECK_DISABLE=1",
+])
+def test_a_collective_all_ranks_reached_is_no_timeout(line: str) -> None:
+    assert "nccl_timeout" not in ids(line)
+
+
+def test_the_first_of_two_setup_errors_leads() -> None:
+    bnb_failed = "RuntimeError: CUDA Setup failed despite GPU being available. Please run the following command to " \
+                 "get more information: python -m bitsandbytes"
+    cuda_fault = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    # bitsandbytes could not set up, then its kernels failed: bitsandbytes is the cause
+    assert ids("\n".join([bnb_failed, cuda_fault]))[0] == "bnb_setup"
+    # CUDA itself could not start, and bitsandbytes' setup failed on it: CUDA is the cause
+    no_driver = "UserWarning: CUDA initialization: Found no NVIDIA driver on your system."
+    assert ids("\n".join([no_driver, bnb_failed]))[0] == "cuda_error"
+
+
+def test_an_oom_only_named_in_words_does_not_hide_the_root_exception() -> None:
+    text = ["I sometimes get OOM on this cluster, but now it fails like this:"] + KEYERROR + [WATCHDOG]
+    assert ids("\n".join(text))[:2] == ["exception", "nccl_timeout"]

@@ -611,3 +611,13 @@ def test_the_loaders_knobs_in_a_healthy_config_dump_are_not_starvation() -> None
 def test_utilisation_zero_without_a_percent_sign() -> None:
     assert said_starved("the Volatile GPU-Util is always 0 while the memory is full", after_iteration=False)
     assert said_starved("GPU usage 0.5 GB", after_iteration=False) is None
+
+
+@pytest.mark.parametrize("lines", [
+    ["# gpu sm, mem", "    0  12  3"],  # a dmon-like header whose `sm` is glued to a comma
+    ["# utilization.gpu [%], memory.used [MiB]", "3 %, 20000 MiB"],  # the name glued to a comment mark
+    ["name | utilization.gpu", "a, b, c"],
+    ["|  Action  | Percentage % |", "| enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ |"],
+])
+def test_odd_headers_are_read_without_a_traceback(lines: list[str]) -> None:
+    items_for("\n".join(lines) + "\n")  # no exception: odd input gets a reading or none, never a crash

@@ -120,3 +120,62 @@ def test_ctrl_c_on_the_progress_printer_keeps_each_command_on_one_line(runs_dir)
     lines = out.splitlines()
     assert f"  loratui attach {run_id}" in lines and f"  loratui stop {run_id}" in lines, out + err
     assert proc.returncode == 0, err
+
+
+def test_doctor_on_an_80_column_terminal_breaks_no_line_mid_word(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`loratui doctor - < oom.txt` in an 80-column tmux: the advice's headline and the quoted error ran
+    past the edge and the terminal broke them mid-word ('... GP' / 'U 0 has a total capacity')."""
+    import shutil
+    import sys
+
+    import pytest
+
+    from tests.conftest import REPO, wait_for
+    from tests.test_tmux import Tmux
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    tmux = Tmux(tmp_path / "tmux.sock")
+    pasted = REPO / "tests" / "data" / "trial" / "oom_traceback.txt"
+    tmux("new-session", "-d", "-s", "doc", "-x", "80", "-y", "40",
+         f"cd {REPO} && {sys.executable} -m loratui doctor - < {pasted}; echo rc=$?; sleep 60")
+    try:
+        wait_for(lambda: "rc=" in tmux.screen("doc"), timeout=120)
+        as_drawn = tmux("capture-pane", "-p", "-t", "doc")
+        joined = tmux("capture-pane", "-p", "-J", "-t", "doc")  # lines the terminal wrapped, joined back
+    finally:
+        tmux("kill-server")
+    assert "rc=1" in as_drawn and "CUDA out of memory" in as_drawn, as_drawn
+    assert joined.splitlines() == as_drawn.splitlines(), as_drawn  # nothing wrapped by the terminal
+    assert "1.02 GiB free of 23.65 GiB total" in as_drawn and "gradient_checkpointing" in as_drawn, as_drawn
+
+
+def test_the_headless_printers_first_lines_break_no_command_at_80_columns(runs_dir) -> None:  # type: ignore[no-untyped-def]
+    """`loratui run --headless -- python ...` in an 80-column tmux: its first line, 'run ID in runs/ID
+    (loratui attach ID; loratui stop ID)', was broken by the terminal inside the run id of `loratui attach`."""
+    import shutil
+    import sys
+
+    import pytest
+
+    from tests.conftest import REPO, wait_for
+    from tests.test_tmux import Tmux
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    runs_dir.mkdir(parents=True)
+    tmux = Tmux(runs_dir.parent / "tmux.sock")
+    command = f"{sys.executable} -m loratui run --headless --runs-dir runs -- {sys.executable} -c \"print('hi')\""
+    tmux("new-session", "-d", "-s", "hl", "-x", "80", "-y", "40",
+         f"cd {runs_dir.parent} && PYTHONPATH={REPO} TERM=xterm-256color {command}; echo rc=$?; sleep 60")
+    try:
+        wait_for(lambda: "rc=" in tmux.screen("hl"), timeout=180)
+        as_drawn = tmux("capture-pane", "-p", "-t", "hl")
+    finally:
+        tmux("kill-server")
+    run_id = next(runs_dir.glob("*/events.jsonl")).parent.name
+    assert "rc=0" in as_drawn, as_drawn
+    lines = as_drawn.splitlines()
+    for command in ("loratui attach", "loratui stop"):
+        said = [line for line in lines if command in line]
+        assert said and all(f"{command} {run_id}" in line for line in said), (command, as_drawn)

@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
 
         print(json.dumps([item.to_dict() for item in items], indent=2, default=str))
     else:
-        print(render(items, source, note))
+        print(render(items, source, note, _terminal_width()))
     return EXIT_NO if any(item.severity == "error" for item in items) else EXIT_OK
 
 
@@ -189,21 +189,48 @@ def _run_recipe(run_path: Path) -> Any:
     return RunDir(run_path).load_recipe()[0]
 
 
-def render(items: list[Any], source: Path | str, note: str) -> str:
-    """The advice as plain text, most important first; quoted input is made inert for the terminal."""
+def _terminal_width() -> int | None:
+    """The terminal's columns when standard output is one, else None: a pipe or a file gets whole lines."""
+    import os
+
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
+    except (OSError, ValueError):
+        return None
+
+
+def _fit(text: str, width: int | None) -> str:
+    """Each line wrapped to `width` under its own indent (an evidence line's under its text, past the "- "):
+    the terminal broke a long headline or quoted error mid-word at 80 columns."""
+    if not width:
+        return text
+    import textwrap
+
+    out = []
+    for line in text.split("\n"):
+        body = line.lstrip(" ")
+        indent = " " * (len(line) - len(body) + (2 if body.startswith("- ") else 0))
+        out.append(textwrap.fill(line, max(width - 1, 20), subsequent_indent=indent, break_long_words=False,
+                                 break_on_hyphens=False) if len(line) >= width else line)
+    return "\n".join(out)
+
+
+def render(items: list[Any], source: Path | str, note: str, width: int | None = None) -> str:
+    """The advice as plain text, most important first; quoted input is made inert for the terminal; lines
+    wrapped to `width` columns when given (a terminal's)."""
     from loratui.logic.advisor.render import change_line
     from loratui.text import inert
 
     source = inert(str(source), newlines=False)  # a path: a run directory's name is anyone's choice
     if not items:
-        return f"{source}: no problems found ({inert(note)})"
+        return _fit(f"{source}: no problems found ({inert(note)})", width)
     lines = [f"{source}: {len(items)} finding{'s' if len(items) > 1 else ''} ({note})"]
     for item in items:
         lines.append(f"\n{item.severity.upper():<8}{item.id}  (step {item.step})\n  {inert(item.title)}")
         lines += [f"    - {inert(line)}" for line in item.evidence]
         if item.change:
             lines.append("  change: " + change_line(item.change))
-    return "\n".join(lines)
+    return _fit("\n".join(lines), width)
 
 
 def _toml(value: Any) -> str:

@@ -45,11 +45,13 @@ _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
     r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED"
     r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b"
-    r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:? Out of memory|Out of memory error on GPU", re.I)
+    r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:? Out of memory|Out of memory error on GPU"
+    r"|cuda_driver\.cc:\d+\] failed to allocate", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
-`RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB`; Paddle's `Out of memory error on GPU 0.
+`RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB`, TensorFlow 1's driver `cuda_driver.cc:806]
+failed to allocate 7.63G`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`."""
 _NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
                        r"device:CPU|not a failure", re.I)
@@ -190,6 +192,31 @@ _CONTEXT = re.compile(r"cuDevicePrimaryCtxRetain|cuCtxCreate|failed initializing
 """The driver could not create the process's CUDA context (TensorFlow's `failed call to cuDevicePrimaryCtxRetain:
 CUDA_ERROR_OUT_OF_MEMORY`): the program held no memory yet, so what filled the card is outside it."""
 CONTEXT_NOTE = "the CUDA context could not be created: the card was full before this program held any memory"
+_AT_START = re.compile(r"\btotal ?memory:\s*" + _SIZE + r"|\bfree ?memory:\s*" + _SIZE, re.I)
+"""TensorFlow 1.x's device report at start, before it allocates anything: `Total memory: 7.92GiB` then `Free memory:
+190.31MiB`, or `totalMemory: 15.90GiB freeMemory: 3.12GiB` on one line."""
+
+
+def context_failed(line: str) -> bool:
+    """Whether a line says the CUDA context could not be created (a driver's stack frame `cuCtxCreate` counts)."""
+    return bool(_CONTEXT.search(line) or "cuCtxCreate" in line)
+
+
+def memory_at_start(line: str) -> tuple[int | None, int | None]:
+    """(total, free) bytes a framework's device report at start gives on this line (None where it gives none)."""
+    total = free = None
+    for match in _AT_START.finditer(line):
+        if match.group(1) is not None:
+            total = parse_size(match.group(1), match.group(2))
+        else:
+            free = parse_size(match.group(3), match.group(4))
+    return total, free
+
+
+def held_before(total: int, free: int) -> bool:
+    """Whether the card's memory held before this program allocated anything is others' real share (beyond a
+    display's few hundred MiB): the same floor as an old-format message's other use."""
+    return total - free >= max(2 * GIB, total // 10)
 
 
 _OPEN_OLD = re.compile(r"\(GPU \d{1,3};[^)]*$")
@@ -271,13 +298,17 @@ def _fragmented(report: OomReport) -> bool:
     if spare is None or total is None:
         return False
     requested, free, allocated = report.requested or 0, report.free or 0, report.allocated or 0
-    share = max(512 * MIB, total // 20)
+    share, small = max(512 * MIB, total // 20), max(512 * MIB, total // 40)
+    if report.cached is not None and report.reserved_unallocated == report.cached:
+        # PyTorch before 1.4 ("N cached"): no expandable segments nor max_split_size_mb existed, the only remedy
+        # was a smaller batch; a cache slack under a tenth of the card is read as the full card it was answered as.
+        share = small = max(GIB, total // 10)
     if spare >= requested and spare >= share:
         return True
     # A smaller unused cache (from 2.5% of the card) that held a request of at least a quarter of it: the failed
     # block was a big one the holes could have held, and holes that size are whole 2 MiB pages an expandable
     # segment reclaims; a tiny request failing beside a cache many times its size says the holes are tiny.
-    if spare >= requested >= spare // 4 and spare >= max(512 * MIB, total // 40):
+    if spare >= requested >= spare // 4 and spare >= small:
         return True
     # The card's free memory alone held the request with room to spare: not full, the memory was there but
     # no block of it could be had (under a memory-fraction cap, "allowed", the cap is what was hit).

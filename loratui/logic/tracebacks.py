@@ -85,6 +85,9 @@ _CONTEXT_LINE = re.compile(r"^\s{1,12}\d{1,6}\s(?P<code>.*)")
 _WRITES_OUT = re.compile(r"\bmerg(?:e|es|ed|ing)\b|merge_and_unload|merge_adapter|\bsave_\w+|\.save\(|\bexport\w*|"
                          r"push_to_hub|gguf", re.I)
 """Code or a comment that merges, saves or exports the model."""
+_EVAL_SCRIPT = re.compile(r"(?:eval|evaluate|evaluation|test|val|validate|validation)(?:[_-][\w-]+)?\.py$", re.I)
+"""A script named for evaluation (`eval.py`, `test.py`, `eval_segmentation.py`): weak evidence, taken only when no
+frame names a phase."""
 _WRITER_SCRIPT = re.compile(r"merg|export|convert|gguf", re.I)
 """A script named for writing a model out (`merge_lora.py`, `export_model.py`, `convert_to_hf.py`)."""
 MAX_FRAMES = 64
@@ -275,7 +278,12 @@ class TraceScanner:
         """The phase of the current traceback's frames so far. Loading a model to merge or export it (the script
         is named for it, or the cell's code says so) is part of writing it out: that phase is the save."""
         phase = phase_of(self.frames)
-        return "save" if phase == "load" and getattr(self, "writes_out", "") else phase
+        if phase == "load" and getattr(self, "writes_out", ""):
+            return "save"
+        if not phase and any(_EVAL_SCRIPT.match(f.path.replace("\\", "/").rsplit("/", 1)[-1]) for f in self.frames
+                             if origin(f.path).startswith("user:")):
+            return "eval"  # nothing more specific in the frames: the script is the evaluation's
+        return phase
 
     @property
     def cut(self) -> bool:

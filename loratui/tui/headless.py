@@ -115,8 +115,15 @@ class _RichBar:
 
 def output_note(run: RunDir) -> str:
     """Where a watched command's own output goes while this view prints progress only."""
-    return (f"the command's own output goes to {inert(str(run.stdout_log))} (stderr: "
-            f"{inert(run.stderr_log.name)} beside it); `loratui attach {run.run_id}` shows it live")
+    return (f"the command's own output goes to {inert(str(run.stdout_log))}\n"
+            f"(stderr: {inert(run.stderr_log.name)} beside it); the app (attach, above) shows it live")
+
+
+def started(run: RunDir) -> str:
+    """The progress printer's first lines: the run, and one command a line (in one long line an 80-column
+    terminal broke `loratui attach ID` inside the id)."""
+    return (f"run {run.run_id} in {inert(str(run.path))}\n"
+            f"  loratui attach {run.run_id}   (the app, from any directory)\n  loratui stop {run.run_id}")
 
 
 def detached(run: RunDir) -> str:

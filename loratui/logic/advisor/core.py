@@ -34,7 +34,7 @@ from loratui.logic.advisor import bnb_text, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
-from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_save_advice
+from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_phase_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.phase_text import looks_like_code
 from loratui.logic.advisor.said import flat_said, rise_said
@@ -85,6 +85,7 @@ class Advisor:
         self._stream = ""  # the output stream of the last Output event
         self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
         self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
+        self.card_at_start: tuple[int | None, int | None] = (None, None)  # (total, free) before any allocation
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
 
@@ -291,15 +292,18 @@ class Advisor:
                 self.oom.facts["merge"] = True
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
-        if "got error" in line or "Rendezvous" in line:
+        if any(word in line for word in root.WORDS):
             self._latch(root.store_finding(line, self.ctx.step))
         if "oss" in line or "OSS" in line or "损失" in line:
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
+        elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:
+            self._latch(flat_said(line, self.ctx.step))  # a classifier said to answer one class
         if line.strip():
             self.tail.append(line.strip()[:300])
             if "oss" in line:
                 self.loss_lines.append(line)
+        self._card_facts(line)
         if getattr(self, "_oom_open", ""):  # getattr: an advisor pickled in an older events.idx
             if self._oom_wrapped(line):
                 return
@@ -313,13 +317,18 @@ class Advisor:
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
+        host = getattr(self, "host_oom", None)
+        if host is not None and not host[1] and self.oom is None and self.trace.phase in ("save", "eval"):
+            self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
+            self._items = None
         lowered = line.lower()
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
-                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line:
+                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line and \
+                not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
-                    pattern.search(line):
+                    pattern.search(line) and not _COMMENT.match(line):
                 self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
         if (self.oom is None or self.oom.facts["report"].said) and "cuda_error" not in self.found and \
                 "asynchron" in line and \
@@ -347,6 +356,19 @@ class Advisor:
         self.text.where.frozen = not report.said
         self.oom_after = ""
         self._items = None
+
+    def _card_facts(self, line: str) -> None:
+        """What the text says of the card apart from the OOM's message: its memory at start (TensorFlow's device
+        report), and a context that could not be created in the lines after an OOM without numbers."""
+        if "emory:" in line:
+            total, free = oom.memory_at_start(line)
+            known = getattr(self, "card_at_start", (None, None))
+            self.card_at_start = (total or known[0], free if free is not None else known[1])
+        if self.oom is not None and self.oom.facts["report"].kind == oom.UNKNOWN and \
+                not self.oom.facts["report"].said and self.trace.count <= getattr(self, "_oom_count", 0) + 1 and \
+                oom.context_failed(line):
+            self.oom.facts["report"] = replace(self.oom.facts["report"], kind=oom.OTHER_PROCESS, note=oom.CONTEXT_NOTE)
+            self._items = None
 
     def _merging(self, line: str) -> bool:
         """Whether the OOM struck while an adapter was merged into its model: a frame's function or call, the
@@ -384,11 +406,19 @@ class Advisor:
 
 _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s+(?:with\s+)?(?:code|status)?\s*"
-                       r"[:=]?\s*(?:-9|137)\b|\boom-kill", re.I)
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
+                       r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
+                       r"内存不足|内存溢出", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
-shell's `Killed`, exit -9 or 137)."""
+shell's `Killed`, exit -9 or 137), or the person's words (`out of RAM`, `memory error`, 内存不足)."""
 _MERGE = re.compile(r"merg|dequantiz|unload", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
+_OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
+"""A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
+happened (an OOM it counted prints its own message)."""
+_COMMENT = re.compile(r"\s*#\s")
+"""A comment in pasted code or a config (`# if you see CUDA error: device-side assert, check the labels`): it
+quotes an error, it does not report one."""
 _SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
 _NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
 
@@ -454,8 +484,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
         built.append(_starve_advice(adv.starve.current, adv.recipe))
     host = getattr(adv, "host_oom", None)
-    if adv.oom is None and host is not None and host[1] == "save":
-        built.append(host_save_advice(host[0], host[2], host[3]))
+    if adv.oom is None and host is not None and host[1] in ("save", "eval"):
+        built.append(host_phase_advice(host[1], host[0], host[2], host[3]))
     if not any(a.severity == ERROR for a in built):
         built += _failure(adv)
     return built
@@ -469,10 +499,12 @@ def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
     noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
     if noted != built:
         built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
-    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if adv.oom is None else ""
+    built = root.interrupted(built, adv.trace.chosen)
+    oom_leads = adv.oom is not None and not _said_only(adv)  # an OOM only the person named yields
+    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if not oom_leads else ""
     if lead == "exception" and not any(a.id == "exception" for a in built):
         built += [a for a in _failure(adv) if a.id == "exception"]
-    return root.lead_with(built, lead) if lead else built
+    return root.lead_with(built, lead, adv.found) if lead else built
 
 
 def _said_only(adv: Advisor) -> bool:
@@ -491,6 +523,11 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     facts = dict(adv.oom.facts, phase=phase)
     if phase == "save" and not facts.get("merge"):
         facts["merge"] = any(_MERGE.search(line) for line in evidence)
+    total, free = getattr(adv, "card_at_start", (None, None))
+    if facts["report"].kind == oom.UNKNOWN and total and free is not None and oom.held_before(total, free):
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS,
+                                  note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
+                                       "allocated anything")
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])

@@ -114,3 +114,34 @@ def _advice_text(line: str) -> tuple[str, list[str]] | None:
                 "CUDA_VISIBLE_DEVICES", ["a driver updated without a reboot, a container started without GPU "
                                          "access (--gpus all), or an empty CUDA_VISIBLE_DEVICES give the same", check])
     return None
+
+
+FAULT_HINTS = (
+    (re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED.{0,400}CUDA_R_16BF|\bbf(?:loat)?16\b.{0,80}not supported", re.I),
+     "this GPU has no bfloat16 matmuls (bf16 needs Ampere or newer): train in fp16 or fp32 instead of bf16"),
+    (re.compile(r"input_val >= zero && input_val <= one"),
+     "a BCELoss input is outside [0, 1]: give logits to BCEWithLogitsLoss, or apply sigmoid first"),
+    (re.compile(r"index out of bounds|index >= -sizes\[i\]"),
+     "an index is beyond a tensor's size: token ids beyond the vocabulary (resize the embeddings after adding "
+     "tokens) or positions beyond max_position_embeddings (truncate to the model's max length)"),
+    # the embedding lookup's kernel, named before the assertion that a long line may lose
+    (re.compile(r"indexSelect(?:Large|Small)Index|srcIndex < srcSelectDimSize"),
+     "a token id is outside the embedding table: resize the embeddings after adding tokens, or use the model's own "
+     "tokenizer"),
+    (re.compile(r"CUBLAS_STATUS_NOT_INITIALIZED|CUDNN_STATUS_NOT_INITIALIZED"),
+     "cuBLAS/cuDNN could not start: most often the card had no memory left for their handles (another process, "
+     "or a batch at the edge), else a torch whose CUDA libraries do not match"),
+    (re.compile(r"CUDNN_STATUS_NOT_SUPPORTED"),
+     "cuDNN has no algorithm for this convolution's shape or dtype: try torch.backends.cudnn.benchmark = True and "
+     "a contiguous input, or update torch (2.3.0's cuDNN v8 plans failed this way)"),
+    (re.compile(r"device-side assert", re.I),
+     "a device-side assert, most often an id out of range (token ids beyond the embedding table, labels outside "
+     "the classes and not -100)"),
+)
+"""What a CUDA fault's own words say went wrong, beyond rerunning with CUDA_LAUNCH_BLOCKING=1 (most specific
+first)."""
+
+
+def fault_hint(line: str) -> str:
+    """The cause a CUDA fault's line names ('' when it names none)."""
+    return next((hint for pattern, hint in FAULT_HINTS if pattern.search(line)), "")

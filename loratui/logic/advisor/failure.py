@@ -27,6 +27,7 @@ PEFT_NAMES = frozenset({"LoraConfig", "PeftModel", "PeftConfig", "get_peft_model
 _NO_MODULE = re.compile(r"No module named ['\"]?([\w.]+)")
 _REQUIRES = re.compile(r"requires the (\w[\w-]*) library but it was not found")
 _PIP = re.compile(r"`?(pip3? install [\w\-.=<>\[\], ]+?)`?(?:[.`'\"]|\s*$)")
+_CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
 _NAME_ERROR = re.compile(r"name '(\w+)' is not defined")
 _PATH = re.compile(
     r"No such file or directory|is not a local folder|Invalid folder path|does not appear to have a file named|"
@@ -51,6 +52,11 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
         if "." in missing.group(1) and raised.short_type == "ModuleNotFoundError" and _installed(raised, top):
             return f"{top} is installed but broken or mixed versions: pip install --force-reinstall -U {package}"
         return f"pip install {package}"
+    lacks = _CANNOT_IMPORT.search(message)
+    if lacks:
+        top = lacks.group(2).split(".")[0]
+        return f"the installed {top} has no {lacks.group(1)}: the code was written for another {top} version " \
+               f"(pip show {PIP_NAMES.get(top, top)}; install the version its requirements name)"
     requires = _REQUIRES.search(message)
     if requires:
         return f"pip install {requires.group(1).lower()}"
@@ -129,8 +135,9 @@ def exception_advice(raised: Raised, r: Recipe | None, step: int) -> Advice:
     user = raised.user_frame
     if user is not None and user.line and raised.where != f"user:{user.path.rsplit('/', 1)[-1]}":
         evidence.append("called from your code: " + user.line)
-    evidence.append(" ".join(part for part in (f"raised {where}" if where else "", when) if part) or
-                    "no traceback frames in the input")
+    inner = raised.frames[-1].func if raised.frames and not raised.frames[-1].func.startswith("<") else ""
+    raised_at = f"raised {where}" + (f" in {inner}()" if inner else "") if where else ""
+    evidence.append(" ".join(part for part in (raised_at, when) if part) or "no traceback frames in the input")
     step_text = next_step(raised, r)
     message = clip(raised.message, 160)
     title = f"The run failed on {raised.short_type}" + (f": {message}" if message else "") + f" -> {step_text}"

@@ -54,6 +54,7 @@ class LossWatch:
         self.prior: deque[tuple[int, float]] = deque(maxlen=10)  # finite losses before this one, for spikes
         self.recent_grads: deque[float] = deque(maxlen=16)  # finite grad norms before this one
         self.creep: tuple[int, float, float, list[float]] | None = None  # (step, level before, grad, losses after)
+        self.creep_noise = 0.0  # the loss noise before that grad-norm spike
         self.block: list[float] = []  # the logs of the block being filled, for slow climbs
         self.best_block: tuple[float, int, float] | None = None  # (median, step, noise) of the lowest block
         self.blocks: list[float] = []  # block medians since the lowest, the last 8
@@ -357,7 +358,9 @@ class LossWatch:
     def _creep(self, step: int, loss: float, grad: float | None) -> Finding | None:
         """A grad-norm spike (5x the recent median) and the loss creeping up after it, 10% over its level before
         the spike within 8 logs: up in every log, or (from 4 logs on) a Mann-Kendall rise whose last 3 logs' median
-        stands 10% over too, so one log that dips is not the end of it."""
+        stands 10% over too, so one log that dips is not the end of it; and that median 3 noise-sigmas over the
+        level (the noise of the logs before the spike, when 4 or more were logged): grad-norm spikes come and go in
+        healthy runs, and a noisy loss is 10% up after one by chance."""
         found = None
         if self.creep is not None:
             at, before, spike, after = self.creep
@@ -368,7 +371,8 @@ class LossWatch:
             if len(after) > 8 or (not rising and trend <= (1.64 if len(after) >= 4 else 0.0)):
                 self.creep = None
             elif len(after) >= 3 and loss >= self.CREEP * before and \
-                    (rising or series.median(after[-3:]) >= self.CREEP * before):
+                    (rising or series.median(after[-3:]) >= self.CREEP * before) and \
+                    series.median(after[-3:]) - before >= 3 * self.creep_noise:
                 found = Finding("loss_diverging", step, {
                     "kind": "creep", "best": before, "best_step": at, "now": loss, "lr": self.lr,
                     "grad": spike, "window": len(after)})
@@ -377,6 +381,8 @@ class LossWatch:
             grads = list(self.recent_grads)
             if self.creep is None and found is None and len(grads) >= 3 and grad >= self.GRAD_SPIKE * max(series.median(grads), 1e-6) and len(self.prior) >= 2:
                 self.creep = (step, series.median([v for _, v in list(self.prior)[-4:-1]] or [loss]), grad, [loss])
+                earlier = [v for _, v in list(self.prior)[:-1]]
+                self.creep_noise = series.noise(earlier) if len(earlier) >= 4 else 0.0
             self.recent_grads.append(grad)
         return found
 
@@ -386,8 +392,8 @@ class LossWatch:
         and a permutation test on the change of level (`series.shift_p`) at `ALPHA`. The last 32 logs; not while
         the learning rate warms up, not a whole-multiple step (a loss summed over gradient accumulation)."""
         ys = [v for _, v in self.window][-32:]
-        if len(ys) < 6 or self.warming or min(ys) <= 0:
-            return None
+        if len(ys) < 6 or self.warming or min(ys) <= 0 or series.median(ys[-3:]) < self.RISE * min(ys):
+            return None  # the last test is cheap and necessary: the level before is at least the lowest log
         _, k = series.shift_score(ys)
         if k == 0:
             return None

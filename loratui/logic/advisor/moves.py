@@ -159,7 +159,8 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
         lines.append(f"this process may use only {gib(report.allowed)} (torch.cuda.set_per_process_memory_fraction): "
                      "that cap, not the card, was reached; raise the fraction or use less")
     if report.note:
-        lines.append(report.note if report.note == oom.CONTEXT_NOTE else f"numbers ignored: {report.note}")
+        lines.append(report.note if report.note == oom.CONTEXT_NOTE or report.note.startswith("only ") else
+                     f"numbers ignored: {report.note}")
     lines.append(clip(report.text, 240))
     return lines
 
@@ -174,6 +175,8 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
         title = "CUDA OOM before this program held any memory (its CUDA context could not be created): other " \
                 "processes hold the card"
+    elif not pids and report.other_used is None and report.note.startswith("only "):
+        title = f"CUDA OOM: {report.note}: other processes hold the card"
     extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
 
@@ -209,9 +212,17 @@ HOST_MERGE_MOVE = ("the host ran out of RAM (not the GPU): a merge or save holds
                    "'auto'), or write smaller shards (max_shard_size='2GB')")
 
 
-def host_save_advice(line: str, phase_evidence: list[str], step: int) -> Advice:
+HOST_EVAL_MOVE = ("the host ran out of RAM (not the GPU): the evaluation gathers every prediction in RAM before "
+                  "its metrics: set eval_accumulation_steps with a smaller eval set, or compute the metric per batch "
+                  "instead of concatenating all outputs")
+
+
+def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: int) -> Advice:
     """The host's RAM ran out while the model was merged or saved (`DefaultCPUAllocator: can't allocate memory`,
-    the kernel's `Killed`)."""
+    the kernel's `Killed`), or while an evaluation gathered its outputs."""
+    if phase == "eval":
+        return Advice("oom_at_eval", ERROR, f"Out of host memory during evaluation: {HOST_EVAL_MOVE}",
+                      [line] + phase_evidence, {}, step)
     return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
                   [line] + phase_evidence, {}, step)
 
@@ -582,7 +593,7 @@ def _cuda_error_advice(f: Finding, line: str) -> Advice:
         return setup
     if _NCCL.search(line):
         return _nccl_advice(f, line)
-    hint = next((text for key, text in _CUDA_HINTS if key in line), "")
+    hint = next((text for key, text in _CUDA_HINTS if key in line), "") or cuda.fault_hint(line)
     change: dict[str, Any] = {"env.CUDA_LAUNCH_BLOCKING": "1"}
     if "no kernel image" in line:
         change = {}

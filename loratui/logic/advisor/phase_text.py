@@ -28,9 +28,31 @@ _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\b
                              r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge)", re.I)
 """The command run is an export or a merge (`python src/export_model.py`, `llamafactory-cli export`, `swift export`,
 `python -m axolotl.cli.merge_lora`): it writes a model out, as a save does."""
-_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)", re.I)
+_EVAL_SCRIPT_RUN = re.compile(
+    r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|\bbash|\bsh|\brun(?:s|ning)?(?: the)?|\./)\s+"
+    r"(?:-m\s+)?(?:[^\s/]*/)*(?:eval|evaluate|evaluation|test|testing|val|validate|validation)(?:[_-][\w-]+)?\.(?:py|sh)\b",
+    re.I)
+"""The program run is an evaluation script (`python test.py --model_path ...`, `bash test.sh`, `running eval.py`)."""
+_CHECKPOINT_STATUS = re.compile(r"^\W*(?:\w+:\s*)?(?!load|resum|restor|read|fetch|download|find|found|search|look|"
+                                r"convert(?:ing)? from)\w+ing\s+(?:the\s+|a\s+|model\s+|final\s+|last\s+|best\s+)*"
+                                r"checkpoint\b", re.I)
+"""A status that writes a checkpoint in any verb (`Summoning checkpoint.`, `Writing checkpoint ...`), not one that
+reads one (`Loading checkpoint shards`, `Resuming from checkpoint`)."""
+_PHASE_BANNER = re.compile(r"^\W*(?:start(?:ing)?\s+|begin(?:ning)?\s+|running\s+)?(?:test|testing|eval|evaluation|"
+                           r"evaluating|validation|validating|val)\W*$", re.I)
+"""A banner that is only the phase's name: `-------test-----------`, `Testing...`, `=== Evaluation ===`."""
+_BAR_TAIL = re.compile(r"\]\s*(?P<tail>[A-Za-z][^|\]]{2,200})$")
+_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)|\bmAP(?:50|@|\b)", re.I)
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
-`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`)."""
+`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`) or names its metric (YOLO's
+`Class  Images  Instances  Box(P  R  mAP50  mAP50-95)`)."""
+_EVAL_LOG = re.compile(r"^\s*\[[>\s]{3,}\]\s*\d+/\d+,\s*[\d.]+\s*task/s|\bEpoch\((?:val|test)\)", re.I)
+"""An evaluation's own progress line: mmcv's test loop (`[>>>>>>   ] 500/5000, 22.4 task/s, elapsed: 22s`) and
+mmengine's (`Epoch(val) [1][ 50/500]`)."""
+_CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|safetensors|onnx|hf|huggingface|"
+                         r"diffusers)\b", re.I)
+"""Converting the model to another format writes it out (`Unsloth: Conversion from QLoRA to GGUF`, `Converting to
+CKPT ...`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
 _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card)\b|内存|显存|显卡", re.I)
@@ -70,7 +92,11 @@ def _prose_like(text: str) -> bool:
 
 
 def looks_like_code(line: str) -> bool:
-    return bool(re.match(r"\s*(?:def |class |import |from |#|\w+\s*=\s*\w+\()", line))
+    """A code line, plain or as IPython prints it around a frame (`    522 # 3. Save state`, `--> 520 out = f(x)`)."""
+    return bool(_CODE.match(line))
+
+
+_CODE = re.compile(r"\s*(?:-+>\s*\d{1,6}\s|\d{1,6}\s+#)|\s*(?:def |class |import |from |#|\w+\s*=\s*\w+\()")
 
 
 @dataclass
@@ -164,22 +190,38 @@ class PhaseText:
                     self.banner, self.banner_line = "eval", line.strip()[:300]
                 elif self.banner == "eval":
                     self.banner = ""
+                self._after_bar(line)
                 return
         if bar_at > 0 and "%" in line:
             plain = _PLAIN_BAR.match(line)
             if plain:
                 self._plain_bar(int(plain.group(1)), line)
+                self._after_bar(line)
                 return
         if "oss" in line and _trains(line):
             self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
             # Log event on only after the lines that follow it, so the line itself is read here); the bar drawn
             # meanwhile is the training loop's
             self.train_total = self._bar_total or self.train_total
+            self._after_bar(line)
             return
         if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
             self.banner, self.banner_line = "save", line.strip()[:300]
             return
+        if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
+            self.banner, self.banner_line = "eval", line.strip()[:300]
+            return
+        if "onver" in line and _CONVERSION.search(line) and not looks_like_code(line):
+            self.banner, self.banner_line = "save", line.strip()[:300]
+            return
+        if (".py" in line or ".sh" in line) and _EVAL_SCRIPT_RUN.search(line):
+            self.banner, self.banner_line = "eval", line.strip()[:300]
+            return
         if len(line) > 300 or "File " in line:
+            return
+        if "checkpoint" in line.lower() and _CHECKPOINT_STATUS.match(line) or _PHASE_BANNER.match(line):
+            self.banner = "save" if "checkpoint" in line.lower() else "eval"
+            self.banner_line = line.strip()[:300]
             return
         lowered = line.lower()
         if not any(stem in lowered for stem in _STATUS_STEMS):
@@ -190,6 +232,12 @@ class PhaseText:
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
         if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line):
             self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
+
+    def _after_bar(self, line: str) -> None:
+        """What a script printed after a bar on the same line (`... 1.87s/it, loss=0.296] SAVING CHECKPOINT...`)."""
+        tail = _BAR_TAIL.search(line)
+        if tail is not None:
+            self._status(tail.group("tail"))
 
     def _plain_bar(self, total: int, line: str) -> None:
         """A bar with no description: once a training log named the training loop's bar by its total, a bar of

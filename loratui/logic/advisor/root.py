@@ -48,12 +48,28 @@ _LIBRARY = {"flash_attn_unavailable": re.compile(r"flash|fa2|attn_implementation
 """Words by which an exception touches the library a setup finding is about."""
 
 
+STALLED = re.compile(
+    r"failed to pass monitoredBarrier|Timed out waiting \d+ ?ms for (?:send|recv) operation|"
+    r"watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|"
+    r"waiting for (?:the )?remainder of ranks for more than \d+ seconds|\bStalled ranks:", re.I)
+"""A collective the ranks did not all reach, in the words of layers beside NCCL's watchdog: gloo's monitored
+barrier and its transport, torch's heartbeat monitor over a stuck watchdog, Horovod's stall check."""
+WORDS = ("got error", "Rendezvous", "monitoredBarrier", "Timed out waiting", "watchdog got stuck", "Heartbeat monitor",
+         "remainder of ranks", "Stalled ranks")
+"""One of these is in every line STORE_FAILED or STALLED reads (a cheap test before the regexes)."""
+_MS = re.compile(r"(\d+) ?ms\b|(\d+) seconds")
+
+
 def store_finding(line: str, step: int) -> Finding | None:
-    """The rendezvous failure in a store error whose reason is cut or is not a timeout (the nccl_timeout facts)."""
-    if ("got error" not in line and "Rendezvous" not in line) or STORE_FAILED.search(line) is None:
+    """A rendezvous that failed (a store error whose reason is cut or is not a timeout, torchrun's rendezvous
+    timeout) or a collective some rank never reached, as nccl_timeout facts; None for any other line."""
+    store = STORE_FAILED.search(line) is not None
+    if not store and STALLED.search(line) is None:
         return None
-    return Finding("nccl_timeout", step, {"line": line.strip()[:400], "op": "rendezvous", "timeout_ms": 0,
-                                          "ran_ms": 0})
+    limit = _MS.search(line) if not store else None
+    timeout_ms = (int(limit.group(1)) if limit.group(1) else int(limit.group(2)) * 1000) if limit else 0
+    return Finding("nccl_timeout", step, {"line": line.strip()[:400], "op": "rendezvous" if store else "",
+                                          "timeout_ms": timeout_ms, "ran_ms": 0})
 
 
 def is_consequence(finding: Finding) -> bool:
@@ -68,14 +84,15 @@ def root_exception(raised: Raised | None) -> bool:
     """An exception that is a cause in itself: not a wrapper, a signal or a distributed failure."""
     if raised is None or raised.short_type in CONSEQUENCE_TYPES:
         return False
-    return PEER_GONE.search(raised.message) is None and STORE_FAILED.search(raised.message) is None and \
-        "timed out" not in raised.message.lower()
+    message = raised.message
+    return PEER_GONE.search(message) is None and STORE_FAILED.search(message) is None and \
+        STALLED.search(message) is None and "timed out" not in message.lower()
 
 
 def first_root(found: dict[str, Finding], raised: Raised | None, raised_count: int) -> str:
     """The id of the root cause to lead with ('exception' for the chosen exception), or '' to keep the order:
-    the first root before the first consequence (else that consequence, before any later one it led to), or
-    the exception after a setup warning it does not touch."""
+    the first root before the first consequence (else that consequence, before any later one it led to), the
+    first root when no consequence came, or the exception after a setup warning it does not touch."""
     root = ""
     for finding in found.values():
         if is_consequence(finding):
@@ -84,6 +101,8 @@ def first_root(found: dict[str, Finding], raised: Raised | None, raised_count: i
             return root or finding.id  # no cause before it: the first consequence says most (a timeout)
         if finding.id in ROOTS and not root and not _warning(finding):
             root = finding.id
+    if root:
+        return root  # the first error of its own (a CUDA setup failure before the bitsandbytes one it caused)
     setup = next((f for f in found.values() if f.id in _LIBRARY), None)
     return "exception" if setup is not None and _warned_past(setup, raised, raised_count) else ""
 
@@ -102,6 +121,19 @@ def _warned_past(finding: Finding, raised: Raised | None, raised_count: int) -> 
     words = _LIBRARY[finding.id]
     touched = [raised.type, raised.message] + [f"{frame.path} {frame.func}" for frame in raised.frames]
     return not any(words.search(text) for text in touched)
+
+
+def interrupted(items: list[Advice], raised: Raised | None) -> list[Advice]:
+    """A KeyboardInterrupt is someone stopping the run (Ctrl-C, a notebook's stop button), not a failure: its
+    item becomes a note after everything else the text shows (what made them stop it: a crawl, a hang)."""
+    if raised is None or raised.short_type != "KeyboardInterrupt":
+        return items
+    where = f" in {raised.frames[-1].func}()" if raised.frames and not raised.frames[-1].func.startswith("<") \
+        else ""
+    note = [replace(a, severity=INFO, change={}, title=f"The run was stopped by hand (KeyboardInterrupt{where}): "
+                    "nothing failed there; if it was stuck or slow, the lines before it say where")
+            for a in items if a.id == "exception"]
+    return [a for a in items if a.id != "exception"] + note
 
 
 TRAINED_ON = 2
@@ -132,7 +164,15 @@ def went_on(advice: Advice, finding: Finding | None, step: int, failed: bool) ->
                    evidence=advice.evidence + [f"training went on to step {step} after it"])
 
 
-def lead_with(items: list[Advice], root: str) -> list[Advice]:
-    """The advice with the root's item first (the rest keep their order)."""
+def lead_with(items: list[Advice], root: str, found: dict[str, Finding] | None = None) -> list[Advice]:
+    """The advice with the root's item first (the rest keep their order); when a distributed consequence came
+    after it, the root's evidence says so."""
     lead = [a for a in items if a.id == root][:1]
-    return lead + [a for a in items if a not in lead]
+    rest = [a for a in items if a not in lead]
+    found = found or {}
+    after = [f for f in found.values() if f.id != root and is_consequence(f)]
+    if lead and after and not (root in found and is_consequence(found[root])):
+        what = "timeout" if after[0].id == "nccl_timeout" else "failure"
+        lead = [replace(lead[0], evidence=lead[0].evidence + [
+            f"the distributed {what} printed after it is its consequence: the other ranks waited for this one"])]
+    return lead + rest

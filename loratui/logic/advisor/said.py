@@ -37,9 +37,14 @@ _CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|if |elif |f
                    r"[=(]\s*\w*loss\w*\s*[,)]")
 
 
+_NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward model)\b")
+"""An objective that is not a language-model loss: a GRPO loss grows with the KL to the reference while the
+reward is flat (theLMbook#6), a DPO loss may go anywhere; its rise in words is no divergence."""
+
+
 def rise_said(line: str, step: int) -> Finding | None:
     """The first clause of `line` that says the training loss rises, explodes or diverges, as a finding."""
-    if _CODE.search(line):
+    if _CODE.search(line) or _NOT_LM.search(line):
         return None
     for found in _SAID.finditer(line):
         before = line[max(0, found.start() - 24):found.start()]
@@ -93,17 +98,21 @@ def _numbers_rise(line: str, step: int) -> Finding | None:
 
 _FLAT = (r"(?:(?:is |was |gets? |got |seems? (?:to be )?)?stuck\b|plateau(?:s|ed|ing)?\b|"
          r"(?:stays?|stayed|staying|remains?|remained|keeps?|kept|sits?|sat|hovers?|hovered|is always|was always|"
+         r"(?:is |was |are |always )*maintain(?:s|ed)?|"
          r"(?:is|was) still|fixe[sd]|locks?|locked)\s+(?:at|around|about|near|on|in|the same|constant|unchanged|"
          r"flat|~?\d)|"
          r"(?:(?:does|did|do|is|was|are|were|has|have)\s*(?:not|n't)|never|won't|can't|cannot|isn't|wasn't|"
          r"doesn't|didn't|don't|hasn't|no longer)\s+(?:seem to\s+|even\s+|really\s+|at all\s+)?"
          r"(?:decreas\w*|drop\w*|go(?:ing)? down|fall\w*|fell|chang\w*|mov\w*|converg\w*|improv\w*|go(?:ing)? lower|"
          r"reduc\w*|learn\w*)|"
-         r"unchang\w*|not chang\w*|constant\b|barely (?:chang|mov|decreas|drop)\w*|(?:is|stays?|remains?) flat\b)")
+         r"unchang\w*|not chang\w*|constant\b|barely (?:chang|mov|decreas|drop|learn)\w*|(?:is|stays?|remains?) flat\b|"
+         r"(?:decreas|drop|fall)\w* (?:very |extremely |really |so |too )?slowly)")
 _FLAT_SAID = re.compile(
     _SUBJECT + r"(?P<gap>(?:[^.!?\n,;:=]|\.(?=\d)){0,40}?)\b" + _FLAT +
+    r"|" + _SUBJECT + r",\s+(?:not|never)\s+(?:going down|decreasing|dropping|changing|moving|improving)\b" +
     r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|就|还|始终|一直|总是|基本|几乎|都)*\s*"
     r"(?:不下降|不降|不变|没有?(?:下降|变化|收敛|降)|降不下去|下不去|不收敛|卡在|停在|保持在|维持在|稳定在|一直是|一直为|"
+    r"下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|"
     r"一直在|始终是|始终为|都是|是一个定值|为定值|不动)",
     re.I)
 _ZERO_SAID = re.compile(
@@ -119,9 +128,11 @@ def flat_said(line: str, step: int) -> Finding | None:
     """The first clause of `line` that says the training loss stays put (`loss stuck at 2.3`, `the loss does not
     decrease`, `plateaus at ~4.0`, `becomes huge and unchanged`, `loss一直是2.98`, `loss不下降`) or is zero (`got 0
     loss`), as a finding: the evidence of a report with few or no printed numbers."""
-    if _CODE.search(line):
-        return None
-    for pattern, kind in ((_ZERO_SAID, "zero"), (_FLAT_SAID, "flat")):
+    lowered = line.lower()
+    patterns = [(pattern, kind) for pattern, kind, hints in _HINTED if hints.search(lowered)]
+    if not patterns or _CODE.search(line):
+        return None  # the word tests first: this runs on every line that names a loss
+    for pattern, kind in patterns:
         for found in pattern.finditer(line):
             before = line[max(0, found.start() - 24):found.start()]
             gap = (found.groupdict().get("gap") or "") if kind == "flat" else ""
@@ -133,6 +144,30 @@ def flat_said(line: str, step: int) -> Finding | None:
     return None
 
 
+_ONE_CLASS = re.compile(
+    r"\b(?:only|always|just)\s+(?:predicts?|predicting|predicted|outputs?|outputting|classif(?:ies|y))\s+"
+    r"(?:a single|one|the same|just one)\s+(?:class|label|category|value|token)\b|"
+    r"\b(?:predicts?|predicting|predicted|outputs?|outputting)\s+the same\s+(?:class|label|category|value|token|"
+    r"prediction|output)s?\s+(?:for|on|to)\s+(?:every|all|each|any)\b|"
+    r"\b(?:accuracy|acc)\b[^.!?\n]{0,20}?\b(?:is stuck|stuck|fixe[sd]|stays?|stayed|remains?|remained|locks?|sits?)\s+"
+    r"(?:at|around|on)\s+(?:0?\.\d+|\d+(?:\.\d+)?\s*%)|"
+    r"(?:准确率|acc)\s*(?:一直|始终|总是)\s*(?:是|为|在)?\s*\d",
+    re.I)
+"""A classifier said to answer one class whatever the input, or its accuracy said to sit at one value (keras#4066:
+`it only predicts a single class and accuracy fixes at 0.1`): the loss is stuck at the class prior, nothing is
+learned."""
+_HINTED = (
+    (_ZERO_SAID, "zero", ("zero", "0 loss", "is 0", "was 0", "s 0", "e 0", "d 0", "to 0", "at 0", "t 0", "exactly 0",
+                          "为0", "是0", "成0", "于0")),
+    (_FLAT_SAID, "flat", ("stuck", "plateau", "stay", "remain", "keep", "kept", "sit", "sat ", "hover", "always",
+                          "maintain", "slowly", "下降", "barely",
+                          "still", "fixe", "lock", "not", "n't", "never", "unchang", "constant", "barely", "flat",
+                          "cannot", "no longer", "不", "没", "一直", "始终", "总是", "卡在", "停在", "保持", "维持",
+                          "稳定", "都是", "定值")),
+    (_ONE_CLASS, "flat", ("only", "always", "just", "the same", "acc", "准确率")),
+)
+_HINTED = tuple((pattern, kind, re.compile("|".join(map(re.escape, hints)))) for pattern, kind, hints in _HINTED)
+"""Each pattern with words one of which a line must hold for it to be tried: most lines naming a loss are logs."""
 _OTHER_FLAT = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|scale|lengths?|grad\w*|norm)\b", re.I)
 """Another quantity between the loss and the verb (`loss falls but the learning rate stays at 0`); an epoch or a
 step there only dates the loss (`loss since 2nd epoch becomes huge and unchanged`)."""

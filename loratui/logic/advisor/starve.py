@@ -308,13 +308,14 @@ class UtilSamples:
         if gpustat:
             return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
         if _DMON_HEADER.search(line):
-            self._dmon = line.replace("#", " ").split().index("sm")
+            names = line.replace("#", " ").split()
+            self._dmon = names.index("sm") if "sm" in names else None
             return None
         if _CSV_HEADER.search(line) and "," in line:
             cells = [c.strip().lower() for c in line.split(",")]
-            util = next(i for i, c in enumerate(cells) if c.startswith("utilization.gpu"))
+            util = next((i for i, c in enumerate(cells) if c.startswith("utilization.gpu")), None)
             used = next((i for i, c in enumerate(cells) if c.startswith("memory.used")), -1)
-            self._csv = (util, used)
+            self._csv = (util, used) if util is not None else None
             return None
         if self._dmon is not None and not line.lstrip().startswith("#"):
             cells = line.split()

@@ -269,12 +269,16 @@ _SETUP = (
     # flash attention by any spelling, beside a word that says it cannot be used (not installed, a DLL or
     # symbol that does not load, a model that does not support it, a function left undefined).
     # Not transformers' load-time note that the model is still float32 (the Trainer's autocast runs it in half).
+    # Not a name another package lacks (`cannot import name 'is_flash_attn_available' from 'transformers.utils'`:
+    # the model's code and transformers' version disagree, flash-attention is not involved).
     ("flash_attn_unavailable", re.compile(
+        r"^(?!.*cannot import name '[^']*' from '(?!flash))(?:"
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
-        r"(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|in _check_and_enable_flash_attn_2\b|"
-        r"FlashAttention only supports Ampere|"
+        r".*?(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|.*?in _check_and_enable_flash_attn_2\b|"
+        r".*?FlashAttention only supports Ampere|"
         # kernels this GPU or dtype lacks: `FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`
-        r"(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d)", re.I)),
+        r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d))",
+        re.I)),
     ("cuda_error", re.compile(
         r"CUDA (?:driver |runtime )?error: (?!out of memory)|device-side assert triggered|illegal memory access|"
         r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|HIP error: (?!out of memory)|"

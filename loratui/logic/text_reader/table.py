@@ -113,6 +113,8 @@ class TextTables:
     Training Loss, then rows of numbers (tab-, space- or pipe-separated); `found` is the last such table."""
 
     MAX_ROWS = 100_000
+    MAX_LINE = 2000
+    """Longer lines are no loss table's header or row (a row of a few numbers, a header of a few names)."""
 
     def __init__(self) -> None:
         self.found: Table | None = None
@@ -120,6 +122,10 @@ class TextTables:
         self._progress = ""
 
     def feed(self, line: str) -> None:
+        if len(line) > self.MAX_LINE:  # no table's header or row: not worth a split (a 100 kB line took 0.1 s)
+            if self._current is not None and self._current.rows:
+                self._current = None
+            return
         if "Epoch" in line and _PROGRESS.search(line):
             self._progress = line
         cells = [c for c in _SPLIT.split(line.strip()) if c]
