@@ -166,7 +166,7 @@ def test_a_dpo_loss_near_zero_is_normal() -> None:
     ('  File "train.py", line 283, in train\n    raise RuntimeError(\'loss became NaN\')\n'
      "RuntimeError: loss became NaN\n", "loss became nan"),
     ("step 10 | loss 2.6030 | grad_norm  9.9375\nstep 11 | loss 2.3224 | grad_norm     nan\n"
-     "step 12 | loss    nan | grad_norm     nan\n", "gradients became nan at step 11"),  # the first non-finite
+     "step 12 | loss    nan | grad_norm     nan\n", "grad_norm became nan at step 11"),
     ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1\n"
      "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n", "bf16"),
 ])

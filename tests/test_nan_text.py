@@ -102,8 +102,9 @@ def test_a_non_finite_signal_in_words(line: str) -> None:
 
 
 @pytest.mark.parametrize("line, what, value", [
-    ("eval_loss: nan", "loss", "nan"),
-    ("train/grad_norm: inf", "gradients", "inf"),
+    ("eval_loss: nan", "eval_loss", "nan"),
+    ("train/grad_norm: inf", "train/grad_norm", "inf"),
+    ("| lm loss: nan | grad norm: nan |", "lm loss", "nan"),
     ("loss: -inf", "loss", "-inf"),
     ("the outputs are NaN", "outputs", "nan"),
     ("WARNING: non-finite loss, ending training", "loss", "non-finite"),
@@ -178,3 +179,21 @@ def test_no_nan_where_none_was_seen(text: str) -> None:
 def test_other_text_is_not_read_as_non_finite(line: str) -> None:
     assert nan_text.read(line) is None
     assert not nan_text.scale_floor(line)
+
+
+# -- where it happened --------------------------------------------------------------------------------------------
+
+def test_a_nan_in_a_step_line_is_dated_at_that_step() -> None:
+    """The reader holds a loss line until the next, so the text read first used to date it at the step before
+    (0 here, and then blamed 'non-finite from the first step'). NVIDIA-NeMo/Automodel#1883's layout."""
+    text = ("step 10 | loss 2.6030 | grad_norm  9.9375\nstep 11 | loss 2.3224 | grad_norm     nan\n"
+            "step 12 | loss    nan | grad_norm     nan\n")
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    assert items[0].id == "nan_loss" and items[0].title.startswith("grad_norm became nan at step 11:"), items[0]
+    assert "first step" not in items[0].title
+
+
+def test_a_logged_nan_keeps_the_logs_step_and_learning_rate() -> None:
+    items, _ = diagnose_stream(io.BytesIO(b"step 100 loss=2.1 lr=3e-4\nstep 120 loss=nan lr=3e-4\n"), "pasted")
+    assert items[0].id == "nan_loss" and "at step 120" in items[0].title and "(now 0.0003)" in items[0].title, \
+        items[0]

@@ -74,7 +74,7 @@ _LOSS_FN = re.compile(r"grad_fn=<\w*Loss\w*>|Loss\w*Backward", re.I)
 
 @dataclass(frozen=True)
 class NonFinite:
-    what: str  # the signal it was read on: loss, gradients, outputs (loss when unnamed)
+    what: str  # the key it was printed under (`eval_loss`), else the signal: loss, gradients, outputs
     value: str  # nan, inf, -inf, non-finite
 
 
@@ -104,7 +104,7 @@ def read(line: str) -> NonFinite | None:
 def _keyed(line: str) -> NonFinite | None:
     for m in _KEYED.finditer(line):
         if not _NOT_SIGNAL.search(m.group(1)):
-            return NonFinite(_what(m.group(1)), _value(m.group(2)))
+            return NonFinite(m.group(1).strip(), _value(m.group(2)))  # the key as printed: `grad_norm`, `lm loss`
     return None
 
 

@@ -4,6 +4,7 @@ a checkpoint folder named at the step the run died). Each finding keeps the line
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -165,12 +166,14 @@ class TextWatch:
         if _SCALE_FLOOR.search(line) or nan_text.scale_floor(line):
             return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
                                                "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
-        if looks_like_code(line):
+        if looks_like_code(line) or _logged_non_finite(line):
             return []
         said = nan_text.read(line)  # any dialect, in general; _NAN_SAID the phrasings it does not reach
         if said is not None or _NAN_SAID.search(line) and not nan_text.hedged(line):
             what, value = (said.what, said.value) if said else ("loss", "nan")
-            step = max(step, _own_step(line))  # `step 3 loss nan`: the reader hands its log on after later lines
+            logged = values.loss_line(line)  # the line's own step (`step 11 | ...`): the logs lag a line behind
+            own = logged[0] if logged is not None and logged[0] is not None else _own_step(line)
+            step = own if own else step
             return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
                                                "lr": None})]
         return []
@@ -285,6 +288,16 @@ def _own_step(line: str) -> int:
         bar = progress.find_bar(line)
         own = bar.n if bar is not None else None
     return own or 0
+
+
+def _logged_non_finite(line: str) -> bool:
+    """A `step N | loss nan` line the text reader turns into a training log: the loss watch reads its NaN with the
+    log's step and learning rate (and knows fp16's first overflows); read here, it would come first, at the step
+    before (the reader holds a loss line until the next)."""
+    if progress.find_bar(line) is not None:
+        return False  # a bar's postfix is a log only on the training bar: the text reads it
+    logged = values.loss_line(line)
+    return logged is not None and any(x != x or x in (math.inf, -math.inf) for x in logged[1].values())
 
 
 def _seconds(clock: str) -> int:
