@@ -41,13 +41,13 @@ CATEGORIES = frozenset({
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.55, "dev": 0.80}
+FLOOR = {"sealed": 0.70, "dev": 0.91}
 """Regression floors for the share of first items right, per split, a little under what was measured with the
-316-excerpt corpus after the dialect and loss work of issue 23 (sealed 42/72, dev 222/244); issue 23's goal is
-0.90 on both, within 5 points of each other: the sealed split says the rules have not generalised that far."""
-PER_CATEGORY = {"sealed": 0.0, "dev": 0.50}
-"""Regression floors for every category's share right, per split (measured: dev oom_fragmentation 12/17, sealed
-oom_at_save 1/6); issue 23's goal is 0.75."""
+598-excerpt corpus at the end of issue 23's second session (sealed 131/183, dev 388/415); issue 23's goal is 0.90
+on both, within 5 points of each other: the sealed split says the rules have not generalised that far."""
+PER_CATEGORY = {"sealed": 0.25, "dev": 0.75}
+"""Regression floors for every category's share right, per split (measured: dev loss_flat_or_zero 27/35, sealed
+loss_flat_or_zero 3/10); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
