@@ -426,6 +426,8 @@ class LossWatch:
         ys = [v for _, v in self.window]
         if len(ys) < 4 or self.warming or min(ys) <= 0:
             return None
+        if min(ys[-3:]) < self.RISE * max(ys[:2]):
+            return None  # every split has these logs on its sides: no split can pass (the common, healthy case)
         highest = list(itertools.accumulate(ys, max))  # highest[k - 1]: the top of the k logs before
         lowest = ys[-1]
         for k in range(len(ys) - 2, 1, -1):  # after = ys[k:], before = ys[:k], at least two logs each
