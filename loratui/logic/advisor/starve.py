@@ -624,23 +624,15 @@ class StarveText:
             profiled = self.profile.line(line)
             if profiled is not None:
                 found.append(Finding("data_starved", step, profiled))
-        if "ime" in line or "IME" in line:
-            timed = self.loader.line(line)
-            if timed is not None:
-                found.append(Finding("data_starved", step, timed))
-        if "|" in line:
-            timed = self.table.line(line)
-            if timed is not None:
-                found.append(Finding("data_starved", step, timed))
-        if ("it/s" in line or "s/it" in line or self.rate.rates) and not self.rate.done and \
-                len(self.rate.rates) < 4096:
-            slowed = self.rate.line(line)
-            if slowed is not None:
-                found.append(Finding("data_starved", step, slowed))
-        if "batch-generator" in line or "forward-backward" in line:
-            timed = self.megatron.line(line)
-            if timed is not None:
-                found.append(Finding("data_starved", step, timed))
+        readers = (  # each reader with the cheap test that says the line may be for it
+            ("ime" in line or "IME" in line, self.loader), ("|" in line, self.table),
+            (("it/s" in line or "s/it" in line or bool(self.rate.rates)) and not self.rate.done and
+             len(self.rate.rates) < 4096, self.rate),
+            ("batch-generator" in line or "forward-backward" in line, self.megatron))
+        for wanted, reader in readers:
+            facts = reader.line(line) if wanted else None
+            if facts is not None:
+                found.append(Finding("data_starved", step, facts))
         if "input-bound" in line:
             bound = _INPUT_BOUND.search(line)
             if bound and float(bound.group(1)) >= PROFILE_SHARE:
