@@ -30,7 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text, root
+from loratui.logic.advisor import bnb_text, loss_words, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -300,7 +300,8 @@ class Advisor:
             self._latch(root.store_finding(line, self.ctx.step))
         if _PRINTED_LOG.match(line):
             pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
-        elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS):
+        elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS) or \
+                loss_words.mentions(line):
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
         elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:
