@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -133,6 +132,32 @@ FLAT = [
     "loss变成0了",
     "When I fine-tune with LoRA, the loss stays at 2.3 the whole time.",
     "if I train without bf16, the loss becomes 0 after a few steps",
+    # a second round, written before the reader was changed for it
+    "Loss is stuck at ~0.69 (i.e. ln 2), the model outputs 0.5 for everything",
+    "The loss curve looks like a straight horizontal line.",
+    "training loss doesn't budge from 2.302",
+    "the loss is not getting any lower",
+    "My LoRA adapter doesn't learn anything.",
+    "Loss is hovering between 0.68-0.70",
+    "loss keeps bouncing between 4 and 5",
+    "the loss decreases for the first 100 steps and then flattens out",
+    "training loss hardly changes",
+    "loss not converged after 100 epochs",
+    "training loss = 2.302 forever",
+    "the loss remains very high",
+    "the model generates the same text regardless of the input",
+    "all predictions are 0",
+    "It always predicts the majority class.",
+    "the gradients are None for the LoRA weights",
+    "the optimizer doesn't update the weights",
+    "learning rate stays at 0 for the whole run",
+    "loss一直在0.69左右徘徊",
+    "损失一直降不下来",
+    "训练了很久loss还是很高",
+    "acc一直上不去",
+    "模型不学习",
+    "loss曲线很平",
+    "loss 为 0",
     # Chinese
     "loss不变",
     "训练时loss一直不降",
@@ -200,6 +225,17 @@ RISE = [
     "loss先降后升",
     "loss突然飙升",
     "训练发散",
+    # a second round, written before the reader was changed for it
+    "Loss goes up and up",
+    "the loss gets higher every epoch",
+    "loss increases steadily from 1.1 to 1.9",
+    "after resuming from the checkpoint, the loss jumped back up",
+    "the loss is trending upward",
+    "Loss shoots to 20 after 300 iterations",
+    "Loss becomes larger and larger",
+    "loss蹭蹭往上涨",
+    "loss越训越大",
+    "loss不降反增",
     "If I set the learning rate to 1e-3, the loss explodes after 200 steps.",
     "the loss dropped to 70 by epoch 69, but it suddenly jumped to 800,000 in epoch 70",
     "loss回升",
@@ -256,6 +292,22 @@ QUIET = [
     "the loss converges nicely",
     "the reward keeps increasing",
     "the kl increases, as expected for GRPO",
+    # a second round, written before the reader was changed for it
+    "Expected behavior: the loss should go down.",
+    "I expect the loss to plateau around 1.0",
+    "the train loss goes down but the val loss goes up",
+    "The loss is decreasing but the accuracy is stuck at 50%.",
+    "validation accuracy doesn't improve while training accuracy reaches 99%",
+    "Accuracy increases to 90%",
+    "grad norm increases during the first steps",
+    "the model is training, loss is going down",
+    "loss: 2.3 -> 1.1 -> 0.6",
+    "if your loss is stuck, check the learning rate",
+    "Make sure the loss doesn't go to zero",
+    "the model learns quickly",
+    "we log the training loss every 10 steps",
+    "loss_scale: 65536.0",
+    "the loss function stays the same, only the data changed",
     HEALTHY,
 ]
 

@@ -22,7 +22,7 @@ _LOSS = (r"(?:(?<![A-Za-z])(?:(?:train(?:ing)?|total|lm|my|the|model|overall|ave
          r"(?!\s*(?:of|[_ ]?scal\w*|[_ ]?fn|[_ ]?weights?|[_ ]?mask|[_ ]?type|[_ ]?name|[_ ]?key)\b)|损失(?:值|函数)?)")
 _VAL = r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)(?:[ _/-]?(?:set|data))?[ _/-]?"
 _ACC = r"(?:(?<![A-Za-z])(?:accuracy|acc)(?![A-Za-z])|准确率|正确率)"
-_MODEL = r"(?:(?<![A-Za-z_])(?:model|network|net|nn)(?![A-Za-z_])|模型)"
+_MODEL = r"(?:(?<![A-Za-z_])(?:model|network|net|nn|lora|adapters?|classifier)(?![A-Za-z_])|模型)"
 _PROCESS = (r"(?:(?<![A-Za-z_])(?:training|fine-?tuning|run)(?![A-Za-z_])"
             r"(?!\s+(?:curves?|stages?|sets?|data\w*|loop|scripts?|code|process|time|speed|steps?|args|arguments|"
             r"config\w*|samples?|examples?|jobs?)\b)|训练(?!集|数据|脚本|代码|时间|速度))")
@@ -43,9 +43,11 @@ _SUBJECT = re.compile(
 
 # -- predicates -------------------------------------------------------------------------------------------------
 
-_STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|ed)?\b|降不下去|下不去|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
+_STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|ed)?\b|降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
           r"stop(?:s|ped|ping)?\s+(?:decreas|dropp|going down|improv|fall|chang|mov|learn|converg)\w*|"
-          r"(?:always|only|just)\s+(?:predict|output|classif|return)\w*|(?:predict|output|return)\w*\s+the same\b|"
+          r"(?:always|only|just)\s+(?:predict|output|classif|return)\w*|"
+          r"(?:predict|output|return|generat|produc|giv)\w*\s+(?:exactly\s+)?the same\b|"
+          r"horizontal|(?:a |straight )?flat line|straight line|flatten\w*|forever|"
           r"(?:is|are|was|were|stays?|stayed|remains?|remained|looks?)\s+(?:all\s+|always\s+|exactly\s+|almost\s+|"
           r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b|same value|"
           r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
@@ -54,7 +56,7 @@ _STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|
           r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|frozen|"
           r"(?:stay|stays|stayed|staying|remain|remains|remained|keeps?|kept|sits?|sat|sitting|hover\w*|is always|"
           r"always(?: is| was)?|was always|are always|is still|was still|stuck|fixe[sd]|locks?|locked|maintain\w*)"
-          r"\s+(?:at|around|about|near|on|in|the same|constant|unchanged|flat|high|~?\d|between|~)\b|"
+          r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?(?:at|around|about|near|on|in|the same|constant|unchanged|flat|high|~?\d|between|~)\b|"
           r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
           r"(?:is|are|was|were) around \d|all the time|"
           r"不变|没变|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
@@ -65,15 +67,15 @@ _FALL = (r"decreas\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
 _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not) recover\w*|spik\w* (?:up )?to \d|increas\w*|go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
          r"grow\w*|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg\w*|"
-         r"skyrocket\w*|shoots? up|shot up|rebound\w*|through the roof|"
+         r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
          r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+(?:very\s+|extremely\s+|really\s+|so\s+|"
          r"much\s+|even\s+|a lot\s+)?(?:worse|bigger|larger|higher|large|huge|enormous|massive|astronomical|crazy)\b|"
          r"up again|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
-         r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越来越大|越来越高|不降反升|先降后升")
+         r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays? at|all)\s+(?:exactly\s+|always\s+|just\s+)?"
-         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d])|"
+         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
 _PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))", re.I)
 _NEGATION = re.compile(
@@ -103,10 +105,13 @@ _CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|(?:if|elif|
 _NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)\b", re.I)
 """An objective that is not a language-model loss, or its metrics: a GRPO loss grows with the KL, a DPO loss
 starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss."""
-_WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network", "net", "train", "tun", "run", "模型", "训练",
-          "weight", "param", "grad", "梯度", "权重", "参数", "learning rate", "lr", "学习率", "predict", "output")
+_WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network", "net", "lora", "adapter", "classifier",
+          "train", "tun", "run", "模型", "训练", "weight", "param", "grad", "梯度", "权重", "参数", "learning rate", "lr",
+          "学习率", "predict", "output", "always", "only", "updat")
 
 
+_ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|was|of)\s+(?:over\s+|above\s+)?"
+                       r"(?:(?:9\d|100)(?:\.\d+)?\s*%|0\.9\d*)", re.I)
 _HEDGED = re.compile(r"\b(?:probably|possibly|maybe|perhaps|might|may|likely|unlikely)\b", re.I)
 """Between a subject and its predicate: only a guess (fairseq's `Your loss is probably exploding` beside its fp16
 floor)."""
@@ -153,8 +158,13 @@ def read(line: str) -> Said | None:
     values = [float(m.group(1).replace(",", "")) for scope in previous[1:] for m in _VALUE.finditer(scope)]
     if len(values) >= 2 and values[-1] >= SAID_RISE * min(values[:-1]) and values[-1] - min(values[:-1]) >= 0.05:
         return Said("rise", "loss")  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
-    if any(s.kind == "fall" and s.subject == "loss" for s in found):
-        found = [s for s in found if not s.subject.startswith("val")]  # train falls, val stays or rises: overfit
+    if any(s.kind == "fall" and not s.subject.startswith("val") for s in found):
+        # the training loss falls (or the training accuracy climbs, the model learns): a validation loss that
+        # stays or rises is overfitting, an accuracy that stays a metric to check, not a model that learns nothing
+        found = [s for s in found if not s.subject.startswith(("val", "acc"))]
+    if not found:
+        one = _STANDSTILL.search(line)
+        return Said("flat", "pred") if one and not _supposed(line[:one.start()]) else None
     for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
@@ -210,6 +220,8 @@ def _kind(m: re.Match[str]) -> str:
 def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
     """The last thing said of `subject` in `scope` (the text after it, up to the next subject or the clause's
     end), with the negation since the subject or the previous predicate."""
+    if subject == "acc" and _ACC_HIGH.match(scope):
+        return Said("fall", subject)  # `training accuracy reaches 99%`: the model learns
     if _NOTHING.search(scope):
         return Said("flat", subject)
     if subject == "lr":
@@ -258,6 +270,13 @@ _VALUE = re.compile(
     r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)
 """A value the training loss is said to be or to reach (`was about 100`, `dropped to 70`, `became 800,000`); not an
 ordinal, a percentage, a count of epochs or steps, a time."""
+_STANDSTILL = re.compile(
+    r"\b(?:always|only|just)\s+(?:predicts?|predicting|predicted|outputs?|outputting|classif(?:ies|y))\s+(?:the\s+)?"
+    r"(?:same|majority|one|a single|first|last|class|label|0|1|zeros?|ones?)\b|"
+    r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?updat\w*\s+(?:the\s+|any\s+|my\s+)?(?:weights|param\w*|model|adapter)",
+    re.I)
+"""With no subject read: a classifier said to answer one class (`it always predicts the majority class`), an
+update said not to happen (`the optimizer doesn't update the weights`)."""
 _LISTED = re.compile(r"\s*(?:[,;/|]|->|→|=>|\.\.\.)?\s*")
 _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbecomes\b|\bafter\b", re.I)
 
@@ -268,6 +287,10 @@ def _for(subject: str, kind: str) -> Said:
     training loss or a model rises (an accuracy or a learning rate going up is no divergence, a validation loss
     going up is overfitting)."""
     base = subject.removeprefix("val_")
+    if base == "acc" and kind == "rise":
+        return Said("fall", subject)  # an accuracy climbing: the model learns
+    if kind == "fall" and base in ("still", "lr", "pred"):
+        return Said("quiet", subject)  # the learning rate decays, the weights change: no news of learning
     if kind in ("quiet", "fall"):
         return Said(kind, subject)
     if base == "loss" and not (kind == "rise" and subject.startswith("val_")):
