@@ -328,3 +328,36 @@ def test_a_loss_that_rises_is_divergence(text: str, tmp_path: Path, capsys: pyte
 def test_what_is_neither_stays_quiet(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ids = doctor(text + "\n", tmp_path, capsys)
     assert not {"loss_flat", "loss_zero", "loss_diverging"} & set(ids), ids
+
+
+# -- the words against the printed losses ---------------------------------------------------------------------------
+
+
+def _logs(losses: list[float]) -> str:
+    return "".join(f"{{'loss': {v:.4f}, 'learning_rate': 0.0002, 'epoch': {i / 100:.2f}}}\n"
+                   for i, v in enumerate(losses))
+
+
+FALLING = [2.5 * 0.97 ** i + 0.02 * (i % 3) for i in range(60)]
+"""A loss that falls to the end of the paste, with some noise: 2.5 -> 0.4."""
+FELL_THEN_STOOD = [max(1.9, 2.5 * 0.97 ** i) + 0.01 * (i % 3) for i in range(60)]
+"""A loss that fell during its first logs and then stood at 1.9 for the second half."""
+
+
+@pytest.mark.parametrize("words", ["the loss is not decreasing\n", "Loss stuck at 1.9\n", "the loss increases\n"])
+def test_losses_printed_falling_to_the_end_outweigh_words(words: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A maintainer shown a loss falling from 2.5 to 0.4 to the last log answers "it is decreasing": the words
+    (about another run, another loss, or what the person expected) do not make it flat or rising."""
+    ids = doctor(words + _logs(FALLING), tmp_path, capsys)
+    assert not {"loss_flat", "loss_diverging"} & set(ids), ids
+
+
+@pytest.mark.parametrize("words, expected", [("the loss is not decreasing\n", "loss_flat"),
+                                             ("Loss stuck at 1.9\n", "loss_flat"),
+                                             ("the loss increases\n", "loss_diverging")])
+def test_words_stand_where_the_printed_losses_stopped_falling(words: str, expected: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A loss that fell during warm-up and then stood still: the words say what the numbers cannot yet."""
+    ids = doctor(words + _logs(FELL_THEN_STOOD), tmp_path, capsys)
+    assert ids and ids[0] == expected, ids

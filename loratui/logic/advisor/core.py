@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from loratui import events
-from loratui.logic import command_keys, oom
+from loratui.logic import command_keys, oom, series
 from loratui.logic.advisor.advice import (  # re-exported: callers import them from here
     _SEVERITY_RANK,
     ERROR,
@@ -470,9 +470,13 @@ def _build_all(adv: Advisor) -> list[Advice]:
         rose.facts.setdefault("nan_step", nan.step)
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
+    falling = series.falls_through([v for _, v in adv.loss.window])
     for finding in adv.found.values():
         if finding.facts.get("withdrawn"):
             continue  # a finding later evidence explained away (the loss scaler's first overflows)
+        if falling and finding.facts.get("kind") == "said" and finding.id in ("loss_flat", "loss_diverging") and \
+                finding.facts.get("nan_step") is None:
+            continue  # the words say flat or rising, the losses printed fall to their end: the numbers show it
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:

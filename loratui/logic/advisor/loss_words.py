@@ -44,6 +44,8 @@ _SUBJECT = re.compile(
 # -- predicates -------------------------------------------------------------------------------------------------
 
 _STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|ed)?\b|降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
+          r"(?:decreas|drop|fall|go(?:es)? down|learn|converg)\w*\s+(?:very|extremely|really|so|too|super|incredibly)\s+"
+          r"(?:very\s+)?slow(?:ly)?\b(?!\s*(?:at (?:the )?(?:first|start|beginning)|initially|in the beginning|early))|"
           r"stop(?:s|ped|ping)?\s+(?:decreas|dropp|going down|improv|fall|chang|mov|learn|converg)\w*|"
           r"(?:always|only|just)\s+(?:predict|output|classif|return)\w*|"
           r"(?:predict|output|return|generat|produc|giv)\w*\s+(?:exactly\s+)?the same\b|"
@@ -65,7 +67,8 @@ _FALL = (r"decreas\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
          r"go(?:es|ing)? (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
-_RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not) recover\w*|spik\w* (?:up )?to \d|increas\w*|go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
+_RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|"
+         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
          r"grow\w*|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg\w*|"
          r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
          r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+(?:very\s+|extremely\s+|really\s+|so\s+|"
@@ -112,6 +115,9 @@ _WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network",
 
 _ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|was|of)\s+(?:over\s+|above\s+)?"
                        r"(?:(?:9\d|100)(?:\.\d+)?\s*%|0\.9\d*)", re.I)
+_NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+"
+                        r"(?:of|in)\s+(?:the\s+|my\s+)?$", re.I)
+"""A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
 _HEDGED = re.compile(r"\b(?:probably|possibly|maybe|perhaps|might|may|likely|unlikely)\b", re.I)
 """Between a subject and its predicate: only a guess (fairseq's `Your loss is probably exploding` beside its fp16
 floor)."""
@@ -159,9 +165,10 @@ def read(line: str) -> Said | None:
     if len(values) >= 2 and values[-1] >= SAID_RISE * min(values[:-1]) and values[-1] - min(values[:-1]) >= 0.05:
         return Said("rise", "loss")  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
     if any(s.kind == "fall" and not s.subject.startswith("val") for s in found):
-        # the training loss falls (or the training accuracy climbs, the model learns): a validation loss that
-        # stays or rises is overfitting, an accuracy that stays a metric to check, not a model that learns nothing
-        found = [s for s in found if not s.subject.startswith(("val", "acc"))]
+        # the training loss falls (or the training accuracy climbs, the model learns): only the training loss
+        # itself can then be said to stand still or rise; a validation loss that stays or rises is overfitting,
+        # an accuracy that stays a metric to check, a learning rate at 0 a warm-up's first steps
+        found = [s for s in found if s.subject == "loss"]
     if not found:
         one = _STANDSTILL.search(line)
         return Said("flat", "pred") if one and not _supposed(line[:one.start()]) else None
@@ -187,6 +194,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
         if subject == "loss":
             previous.append(sentence[m.end():end][:80])  # what is said of the training loss, for its values
         said = _predicate(subject, sentence[m.end():end][:80], _PRE_NEGATED.search(sentence[:m.start()]) is not None)
+        if said is None and subject == "loss" and _NOUN_RISE.search(sentence[:m.start()]):
+            said = Said("rise", subject)  # `a sudden spike in the training loss`
         if said is None:
             continue
         supposed = _supposed(sentence[:m.start()]) or \
