@@ -16,7 +16,7 @@ from loratui.logic.runstate import RunState
 
 
 def is_of_note(event: Any) -> bool:
-    """Whether `]`/`[` should stop at this event (failure, NaN, pause, eval, save, checkpoint)."""
+    """Whether `]`/`[` should stop at this event (failure, NaN, pause, eval, a saved checkpoint)."""
     kind = type(event)
     if kind is events.Sample or kind is events.Step:  # nine events in ten: answer them first
         return False
@@ -27,7 +27,8 @@ def is_of_note(event: Any) -> bool:
     if isinstance(event, events.State):
         return event.state in (events.PAUSED, events.SUSPENDED)
     if isinstance(event, events.Phase):
-        return event.edge == "begin" and event.name in ("eval", "save")
+        # A save stops once, at its Checkpoint (which says where it went), not at its phase too.
+        return event.edge == "begin" and event.name == "eval"
     if isinstance(event, events.Notice):
         return event.level in ("warning", "error")
     return isinstance(event, events.Checkpoint)

@@ -41,7 +41,7 @@ loratui replay — keys (escape closes this page)
   + / -  faster / slower (x1 … x1000)
   → / ←  one step forward / back
   ] / [  next / previous event of note (failure, NaN,
-         pause, eval, save, checkpoint)
+         pause, eval, a saved checkpoint)
   g / G  start of training / end of the record
   l      show/hide the trainer's output
   t      loss ↔ learning rate / grad norm
