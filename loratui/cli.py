@@ -314,7 +314,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
           + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else "")
           + ("  WHERE" if len(places) > 1 else ""))
     for r in rows:
-        step = f"{r['step']}/{r['max_steps'] or '?'}"
+        # A finished run took all its steps: its total is known at the end (as the views' full bar says).
+        total = r["max_steps"] or (r["step"] if r["state"] == events.FINISHED else "?")
+        step = f"{r['step']}/{total}"
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
         place = f"  {inert(str(Path(r['path']).parent))}" if len(places) > 1 else ""  # runs from several places
         print(f"{inert(r['run']):<{width}} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"

@@ -4,13 +4,18 @@ otherwise, its total stays unknown ("?")."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from loratui import events
+from loratui.eventlog import EventWriter
 from loratui.logic.runstate import RunState
 from loratui.sources.runlog import ListSource
 from loratui.tui.app import LoratuiApp
 from loratui.tui.headless import progress_line
 from loratui.tui.widgets.status import StatusBar
 from tests import scenarios
+from tests.conftest import loratui
 
 
 def _no_total(end: str | None) -> list[events.AnyEvent]:
@@ -41,3 +46,16 @@ async def test_the_status_bar_of_a_finished_run_with_no_known_total_is_full() ->
                 break
         step_line = bar.text.splitlines()[1]
         assert " step 12/12 " in step_line and "█" in step_line and "·" not in step_line, step_line
+
+
+def test_ls_gives_a_finished_run_with_no_known_total_its_step_count(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for name, end in (("a-finished", events.FINISHED), ("b-stopped", events.STOPPED)):
+        (runs / name).mkdir(parents=True)
+        log = EventWriter(runs / name / "events.jsonl")
+        for event in _no_total(end):
+            log.write(event)
+        log.close()
+    listed = loratui("ls", "--runs-dir", str(runs)).stdout
+    assert re.search(r"a-finished +finished +12/12 ", listed) and re.search(r"b-stopped +stopped +12/\? ", listed), \
+        listed
