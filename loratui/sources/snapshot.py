@@ -34,6 +34,25 @@ def is_of_note(event: Any) -> bool:
     return isinstance(event, events.Checkpoint)
 
 
+def note_label(event: Any) -> str:
+    """What an event of note is, in a few words: `]`/`[` say where they stopped (a bare jump to step 120
+    left the user guessing why there)."""
+    if isinstance(event, events.End):
+        return f"the run {event.state}" + (f" at step {event.step}" if event.step else "")
+    if isinstance(event, events.Log):
+        bad = [k for k in ("loss", "grad_norm", "eval_loss") if _non_finite(event.values.get(k))]
+        return f"non-finite {', '.join(bad)} at step {event.step}"
+    if isinstance(event, events.State):
+        return event.state + (f": {event.reason}" if event.reason else "")
+    if isinstance(event, events.Phase):
+        return f"{event.name} at step {event.step}"
+    if isinstance(event, events.Notice):
+        return f"{event.level}: {event.message}"
+    if isinstance(event, events.Checkpoint):
+        return f"checkpoint saved at step {event.step}"
+    return type(event).__name__.lower()
+
+
 def _non_finite(value: events.Num) -> bool:
     number = events.num_in(value)
     return number is not None and not math.isfinite(number)

@@ -24,6 +24,7 @@ from loratui.recipe import Recipe
 from loratui.sources.logindex import IndexedLog
 from loratui.sources.replay import Replay
 from loratui.sources.runlog import ListSource
+from loratui.sources.snapshot import note_label
 from loratui.tui.app import LoratuiApp
 from loratui.tui.messages import EventsArrived, StateReplaced
 from loratui.tui.screens import TextScreen
@@ -171,6 +172,7 @@ class ReplayApp(LoratuiApp):
             return
         self.replay.clock.pause(time.monotonic())
         self._seek("index", index)
+        self.say(note_label(self.replay.read(index - 1, index)[0])[:200], timeout=3)
 
     def action_jump_start(self) -> None:
         self._seek("start", 0)
