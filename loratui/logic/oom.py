@@ -43,14 +43,18 @@ _PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use", re
 _RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
 _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
-    r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED"
-    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b"
-    r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:? Out of memory|Out of memory error on GPU"
+    r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|(?:CUBLAS|CUDNN|CUSPARSE|CUFFT|"
+    r"CUSOLVER)_STATUS_ALLOC_FAILED"
+    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU|HIP|hip\w*)\b.{0,300}?\bout of memory\b"
+    r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:?\s*(?:Out of memory|Failed to allocate)"
+    r"|Out of memory error on GPU"
     r"|cuda_driver\.cc:\d+\] failed to allocate", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
-`RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB`, TensorFlow 1's driver `cuda_driver.cc:806]
+`RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB` or `RESOURCE_EXHAUSTED: Failed to allocate request
+for 3.00GiB`, ROCm's `HIP out of memory` and `hipErrorOutOfMemory`, the CUDA libraries' `*_STATUS_ALLOC_FAILED` (a
+handle or workspace that could not be allocated), TensorFlow 1's driver `cuda_driver.cc:806]
 failed to allocate 7.63G`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`."""
 _NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
@@ -147,9 +151,23 @@ def said_oom(line: str) -> bool:
 _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expandable_segments[^.!?]{0,60}\b(?:fix|solv|resolv|help|work)|"
                                      r"reserved[- ]but[- ]unallocated", re.I)),
            (OTHER_PROCESS, re.compile(
-               r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous)\s+(?:\w+\s+){0,2}"
-               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?)\b|"
-               r"(?:其他|别的|其它)(?:进程|程序|用户)", re.I)))
+               r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
+               r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|"
+               r"containers?|instances?|notebooks?|experiments?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
+               r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
+               r"(?:GPU|card|device|cuda)\b|"
+               r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
+_PHANTOM = re.compile(
+    r"(?:even though|although|though|but|while|yet|despite|however)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
+    r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b|"
+    r"\bafter\s+(?:I\s+|we\s+)?(?:kill(?:ed)?|stopp?(?:ed)?|exit(?:ed)?|terminat\w+|interrupt\w*|clos\w+|ctrl\W?c)\b",
+    re.I)
+_HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holding|still|remains?|stays?)\b|占用|占着",
+                   re.I)
+"""Memory held with nothing of the person's running (`nvidia-smi shows 20 GB used even though nothing is running`,
+`the memory stays occupied after I killed the script`): a process the person does not see holds the card."""
 _CAUSE_HINT = re.compile(r"PYTORCH_CUDA_ALLOC_CONF|max_split_size_mb|See documentation", re.I)
 """PyTorch's own advice under its message names fragmentation as a possibility, not as what happened."""
 
@@ -159,6 +177,8 @@ def said_cause(line: str) -> str:
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
     if is_oom_line(line):
         return ""
+    if _PHANTOM.search(line) and _HELD.search(line):
+        return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
         if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \

@@ -15,10 +15,18 @@ from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
     r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
-    r"export(?:ing)?|push(?:ing)? to|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
+    r"export(?:ing)?|push(?:ing)?(?=[^.!?]{0,60}?\b(?:to|hub)\b)|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
     r"train(?:ing)?)\b", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
+_ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
+"""A status in Chinese: `开始验证` (start validating), `正在保存模型` (saving the model), not one that reports it done."""
+_ZH_PHASE = {"验证": "eval", "评估": "eval", "评测": "eval", "测试": "eval", "保存": "save", "合并": "save", "导出": "save",
+             "上传": "save"}
+_SETTING = re.compile(r"^\s*-{0,2}[\w.-]+\s*[:=]\s*(?:true|false|yes|no|null|none|[-+]?\d[\w.+-]*|\"[^\"]*\"|'[^']*')\s*,?\s*$",
+                      re.I)
+"""A setting and its value in a config dump (`evaluate: true`, `--validation_split=0.1`): no status."""
+_COUNTS = re.compile(r"(?<![\d.])(\d{1,12})/(\d{1,12})\s*\[")
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
                  "val": "eval", "pre": "eval", "tra": "train"}
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "evaluat", "validat", "predict", "train")
@@ -55,8 +63,13 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
 CKPT ...`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card)\b|内存|显存|显卡", re.I)
-"""A sentence about the GPU's memory, where the user's words about fragmentation or another process count."""
+_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster)\b|内存|显存|显卡", re.I)
+"""A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
+process count."""
+_CAUSE_HINTS = ("fragment", "segments", "unallocated", "process", "other", "else", "zombie", "orphan", "stale",
+                "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
+                "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
+"""The cheap test before the cause's words are read (every line of a log passes here)."""
 _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict(?:ion|ing|s)?)\b|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
@@ -162,8 +175,7 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and ("fragment" in lowered or "segments" in lowered or " process" in lowered or "unallocated" in lowered or
-                                   "其" in line or "别的" in line or "碎片" in line) and _CAUSE_CONTEXT.search(whole):
+        if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and _CAUSE_CONTEXT.search(whole):
             kind = oom.said_cause(text)
             self.cause = (kind, text[:300]) if kind else None
         if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
@@ -182,12 +194,14 @@ class PhaseText:
         says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
         if self.frozen:
             return
+        if "/" in line and "[" in line:
+            self._bar_moved(line)
         bar_at = line.find("|")
         if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
             bar = progress.find_bar(line)
             if bar is not None and bar.desc:
                 if _EVAL_BAR.search(bar.desc):
-                    self.banner, self.banner_line = "eval", line.strip()[:300]
+                    self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
                 elif self.banner == "eval":
                     self.banner = ""
                 self._after_bar(line)
@@ -206,32 +220,61 @@ class PhaseText:
             self._after_bar(line)
             return
         if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
-            self.banner, self.banner_line = "save", line.strip()[:300]
+            self._announce("save", line)
             return
         if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
-            self.banner, self.banner_line = "eval", line.strip()[:300]
+            self._announce("eval", line)
             return
         if "onver" in line and _CONVERSION.search(line) and not looks_like_code(line):
-            self.banner, self.banner_line = "save", line.strip()[:300]
+            self._announce("save", line)
             return
         if (".py" in line or ".sh" in line) and _EVAL_SCRIPT_RUN.search(line):
-            self.banner, self.banner_line = "eval", line.strip()[:300]
+            self._announce("eval", line)
             return
         if len(line) > 300 or "File " in line:
             return
         if "checkpoint" in line.lower() and _CHECKPOINT_STATUS.match(line) or _PHASE_BANNER.match(line):
-            self.banner = "save" if "checkpoint" in line.lower() else "eval"
-            self.banner_line = line.strip()[:300]
+            self._announce("save" if "checkpoint" in line.lower() else "eval", line)
             return
+        if ("开始" in line or "正在" in line or "进行" in line or "准备" in line) and not looks_like_code(line):
+            zh = _ZH_STATUS.search(line)
+            if zh is not None:
+                self._announce(_ZH_PHASE[zh.group("zh")], line)
+                return
         lowered = line.lower()
         if not any(stem in lowered for stem in _STATUS_STEMS):
             return  # the cheap test first: this runs on every line of a log
         text = line.strip()
+        if _SETTING.match(text):
+            return
         status = None
         for status in _STATUS.finditer(text):
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
         if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line):
-            self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
+            self._announce(_STATUS_PHASE[status.group("verb")[:3].lower()], line)
+
+    def _announce(self, phase: str, line: str) -> None:
+        """A status line names the phase the run enters; the bar drawn before it is kept, so that bar going on
+        later says the phase ended (a checkpoint saved, an evaluation done, training resumed)."""
+        self.banner, self.banner_line = phase, line.strip()[:300]
+        self._banner_bar = getattr(self, "_last_bar", None)  # getattr: a state pickled in an older events.idx
+
+    def _bar_moved(self, line: str) -> None:
+        """A progress counter: when the bar drawn before the last status goes on past where it was, the status's
+        phase is over (`Saving model checkpoint to ...` then ` 50%|█████ | 503/1000`: the save finished and
+        training went on)."""
+        counts = _COUNTS.search(line)
+        if counts is None:
+            return
+        bar = (int(counts.group(1)), int(counts.group(2)))
+        before = getattr(self, "_banner_bar", None)
+        if self.banner in ("save", "eval") and before is not None and bar[1] == before[1] and bar[0] > before[0]:
+            self.banner, self._banner_bar = "", None
+        elif self.banner == "save" and "checkpoint-" in self.banner_line:
+            saved = _CHECKPOINT.search(self.banner_line)  # the save of step N is over once a bar counts past N
+            if saved is not None and int(saved.group(1)) < bar[0] <= bar[1]:
+                self.banner = ""
+        self._last_bar = bar
 
     def _after_bar(self, line: str) -> None:
         """What a script printed after a bar on the same line (`... 1.87s/it, loss=0.296] SAVING CHECKPOINT...`)."""
@@ -243,8 +286,13 @@ class PhaseText:
         """A bar with no description: once a training log named the training loop's bar by its total, a bar of
         another total drawn during training is a second loop inside it, the evaluation (the Trainer's eval
         bar, a custom loop's validation bar); the training bar drawn again ends it."""
+        outer = getattr(self, "_plain_before", None)  # getattr: a state pickled in an older events.idx
+        if not self.train_total and outer is not None and outer[0] < outer[1] and total < outer[1]:
+            self.train_total = outer[1]  # a smaller loop drawn inside an unfinished one: that one is training's
+        counts = _COUNTS.search(line)
+        self._plain_before = (int(counts.group(1)), total) if counts else None
         self._bar_total = total
         if self.train_total and total != self.train_total:
-            self.banner, self.banner_line = "eval", line.strip()[:300]
+            self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
         elif self.banner == "eval" and total == self.train_total:
             self.banner = ""
