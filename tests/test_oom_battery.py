@@ -283,6 +283,9 @@ EVAL_BANNERS = {
     "start_eval": "[INFO] Start evaluating epoch 3 ...\n",
     "zh_banner": "开始评估...\n",
     "zh_validation": "第3轮训练结束，开始验证\n",
+    "running_eval": "[2025-01-02 03:04:05] Running eval on 1200 samples\n",
+    "start_testing": "Start testing with checkpoint epoch_12.pth\n",
+    "bar_desc_word": "Epoch 3 validation:  42%|████▏     | 21/50 [00:07<00:09,  3.10it/s]\n",
     # a bar of a smaller total drawn inside the unfinished training bar: the evaluation loop inside training
     "nested_bar": "  5%|▌         | 500/10000 [10:00<3:10:00,  1.20s/it]\n"
                   " 12%|█▏        | 30/250 [00:05<00:40,  5.40it/s]\n",
@@ -340,6 +343,10 @@ SAVE_BANNERS = {
     "export_gguf": "Exporting the model to GGUF (q4_k_m) ...\n",
     "zh_saving": "正在保存模型到 output/checkpoint-800 ...\n",
     "saving_final": "Training completed. Saving the final model to ./final\n",
+    "keras_checkpoint": "Epoch 3: val_loss improved from 0.51234 to 0.49876, saving model to ckpt/best.keras\n",
+    "deepspeed_about_to_save": "[2025-01-02 03:04:05,678] [INFO] [torch_checkpoint_engine.py:21:save] [Torch] "
+                               "Checkpoint global_step1200 is about to be saved!\n",
+    "writing_bar": "Writing model shards:  40%|████      | 2/5 [00:21<00:31, 10.52s/it]\n",
 }
 
 
@@ -382,6 +389,7 @@ AFTER_EVAL = {
     "tqdm_eval_done_then_train": "Evaluating: 100%|██████████| 250/250 [00:41<00:00,  6.01it/s]\n"
                                  "eval accuracy: 0.8123\n"
                                  "Training epoch 2:   3%|▎         | 40/1250 [00:15<07:40,  2.63it/s]\n",
+    "eval_metrics_printed": "eval accuracy: 0.8123\neval f1 = 0.77\n",
     "config_dump": "TrainingArguments(\n_n_gpu=1,\ndo_eval=True,\neval_steps=500,\neval_strategy=steps,\n"
                    "evaluation_strategy=steps,\nper_device_eval_batch_size=8,\nprediction_loss_only=False,\n)\n"
                    "val_size: 0.1\nevaluate: true\nvalidation_file: data/dev.json\n"
@@ -390,6 +398,7 @@ AFTER_EVAL = {
                             "Configuration saved in out/checkpoint-500/config.json\n"
                             "Model weights saved in out/checkpoint-500/model.safetensors\n"
                             " 50%|█████     | 503/1000 [41:10<40:12,  4.85s/it]\n",
+    "train_desc_bar": "Epoch 3 train (val every 500):  42%|████▏     | 210/500 [01:07<01:29,  3.10it/s]\n",
     # an outer epoch bar and the steps' bar inside it: the larger bar inside is training
     "epoch_then_steps": "  0%|          | 0/3 [00:00<?, ?it/s]\n"
                         "  5%|▌         | 50/1000 [00:40<12:40,  1.25it/s]\n",
@@ -416,3 +425,70 @@ def test_a_phase_that_ended_before_a_training_ooms(before: str, message: str) ->
 ])
 def test_healthy_phases_are_no_oom(text: str) -> None:
     assert not first_id(text).startswith("oom")
+
+
+# -- TensorFlow's and XLA's allocator report: its pool's numbers say full or fragmented ------------------
+
+def bfc(requested: str, limit: int, in_use: int, largest: int | None = None, xla: bool = False) -> str:
+    """The BFC allocator's failure: the request, its chunk summary, then its stats (one per line)."""
+    where = "external/local_xla/xla/tsl/framework/bfc_allocator.cc" if xla else \
+        "tensorflow/core/common_runtime/bfc_allocator.cc"
+    stats = f"Limit:        {limit:>14}\nInUse:        {in_use:>14}\nMaxInUse:     {in_use + 1024:>14}\n" \
+            f"NumAllocs:    {'9182':>14}\nMaxAllocSize: {'536870912':>14}\n"
+    if largest is not None:
+        stats += f"Reserved:     {'0':>14}\nPeakReserved: {'0':>14}\nLargestFreeBlock: {largest:>10}\n"
+    return (f"2024-02-03 04:05:06.789012: W {where}:485] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+            f"{requested} (rounded to 1)requested by op model/conv2d_7/Conv2D\n"
+            "If the cause is memory fragmentation maybe the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' "
+            "will improve the situation. \nCurrent allocation summary follows.\n"
+            f"2024-02-03 04:05:06.790000: I {where}:1107] Sum Total of in-use chunks: 1.00GiB\n"
+            f"2024-02-03 04:05:06.790010: I {where}:1114] Stats: \n{stats}\n"
+            "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+            "shape[64,256,56,56] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc")
+
+
+@pytest.mark.parametrize("text", [
+    # 2.7 GB free in a 3.5 GB pool, a 450 MiB request found no block
+    bfc("450.00MiB", 3502964736, 589212672),
+    bfc("1.50GiB", 15545312871, 11912008192, xla=True),
+    # newer TensorFlow prints the largest free block: smaller than the request, though the pool had room
+    bfc("2.00GiB", 40231108608, 33000000000, largest=1200000000),
+])
+def test_a_pool_with_room_but_no_block_is_fragmentation(text: str) -> None:
+    assert first_id(text) == "oom_fragmentation"
+
+
+@pytest.mark.parametrize("text", [
+    bfc("29.91MiB", 1490198528, 1477023232),
+    bfc("256.00MiB", 7365066752, 7151588096, xla=True),
+    bfc("3.00GiB", 15545312871, 13912008192),  # 1.5 GB free in the pool, short of a 3 GiB request
+])
+def test_a_pool_without_room_is_full(text: str) -> None:
+    assert first_id(text) == "oom_full"
+
+
+def test_the_allocators_warning_alone_is_an_oom() -> None:
+    line = ("2024-02-03 04:05:06.789012: W tensorflow/core/common_runtime/bfc_allocator.cc:485] Allocator (GPU_0_bfc) "
+            "ran out of memory trying to allocate 1.17GiB (rounded to 1258291200)requested by op Adam/update")
+    assert oom.is_oom_line(line)
+    not_failure = ("W tensorflow/core/common_runtime/bfc_allocator.cc:310] Allocator (GPU_0_bfc) ran out of memory "
+                   "trying to allocate 2.10GiB with freed_by_count=0. The caller indicates that this is not a failure, "
+                   "but this may mean that there could be performance gains if more memory were available.")
+    assert not oom.is_oom_line(not_failure)
+
+
+_TF_OOM = ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: Graph execution error:\n\n"
+           "Detected at node 'model/dense_3/MatMul' defined at (most recent call last):\n"
+           "Node: 'model/dense_3/MatMul'\n"
+           "OOM when allocating tensor with shape[512,50257] and type float on /job:localhost/replica:0/task:0/"
+           "device:GPU:0 by allocator GPU_0_bfc\n\t [[{{node model/dense_3/MatMul}}]]\n"
+           "Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom "
+           "to RunOptions for current allocation info.\n [Op:__inference_{}_function_18823]\n")
+
+
+@pytest.mark.parametrize(("function", "expected"), [
+    ("test", "oom_at_eval"), ("predict", "oom_at_eval"), ("train", "oom_full")])
+def test_tensorflow_names_the_function_the_op_ran_in(function: str, expected: str) -> None:
+    """Keras compiles its train, test and predict steps as functions; the OOM names the one it struck in."""
+    before = "Epoch 1/20\n812/812 [==============================] - 301s 370ms/step - loss: 0.4121\n"
+    assert first_id(before + _TF_OOM.replace("{}", function)) == expected

@@ -47,7 +47,8 @@ _OOM = re.compile(
     r"CUSOLVER)_STATUS_ALLOC_FAILED"
     r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU|HIP|hip\w*)\b.{0,300}?\bout of memory\b"
     r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:?\s*(?:Out of memory|Failed to allocate)"
-    r"|Out of memory error on GPU"
+    r"|Out of memory error on GPU|Allocator \(GPU\w*\) ran out of memory trying to allocate"
+    r"|bfc_allocator\.cc:\d+\] Ran out of memory trying to allocate"
     r"|cuda_driver\.cc:\d+\] failed to allocate", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
@@ -270,6 +271,41 @@ def continued(text: str, line: str) -> str | None:
 def _known(text: str) -> int:
     """How many of the message's numbers a text gives."""
     return sum(rx.search(text) is not None for rx in _FIELDS.values())
+
+
+BFC_REQUEST = re.compile(r"ran out of memory trying to allocate " + _SIZE, re.I)
+BFC_STAT = re.compile(r"^\s*(?:\[[^\]]{0,40}\]:?\s*)?(Limit|InUse|LargestFreeBlock):\s+(\d{1,15})\s*$")
+"""TensorFlow's and XLA's BFC allocator on failure: `Allocator (GPU_0_bfc) ran out of memory trying to allocate
+1.17GiB`, then its chunk summary and its stats, one per line: `Limit:  15545312871`, `InUse:  14912008192`, and in
+newer versions `LargestFreeBlock:  1200000000`."""
+
+
+def bfc_cause(stats: dict[str, int]) -> tuple[str, str]:
+    """(FRAGMENTATION, why) when the allocator's pool had room for the request but no block of it did: its limit
+    less what was in use held the request and a real share of the pool (or its largest free block, when printed,
+    was smaller than the request); ('', '') otherwise, a full pool being what the message says already."""
+    requested, limit, in_use = stats.get("requested"), stats.get("Limit"), stats.get("InUse")
+    if requested is None or limit is None or in_use is None or not 0 <= in_use <= limit:
+        return "", ""
+    spare, largest = limit - in_use, stats.get("LargestFreeBlock")
+    if spare < requested or spare < max(256 * MIB, limit // 20) or (largest is not None and largest >= requested):
+        return "", ""
+    return FRAGMENTATION, (f"the allocator's pool had {gib(spare)} free of its {gib(limit)} limit ({gib(in_use)} in "
+                           f"use), but no block of it held the {gib(requested)} asked for")
+
+
+_TF_TEXT = re.compile(r"bfc_allocator|GPU_\d+_bfc|ResourceExhausted|RESOURCE_EXHAUSTED|OOM when allocating", re.I)
+
+
+def allocator_setting(report: OomReport) -> tuple[str, str]:
+    """The environment setting that lets the allocator serve a request its fragmented cache could not: PyTorch's
+    expandable segments; TensorFlow's CUDA async allocator (TensorFlow names it in its own hint); JAX's
+    allocate-on-demand platform allocator."""
+    if not _TF_TEXT.search(report.text):
+        return "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"
+    if re.search(r"\bjax|xla_extension|XlaRuntimeError", report.text, re.I):
+        return "XLA_PYTHON_CLIENT_ALLOCATOR", "platform"
+    return "TF_GPU_ALLOCATOR", "cuda_malloc_async"
 
 
 def classify(report: OomReport) -> str:

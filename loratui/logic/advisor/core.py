@@ -540,7 +540,7 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
         evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
-        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") else a for a in built]
+        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None else a for a in built]
     return built
 
 

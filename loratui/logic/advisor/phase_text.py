@@ -14,9 +14,9 @@ from loratui.logic import oom
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
-    r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
-    r"export(?:ing)?|push(?:ing)?(?=[^.!?]{0,60}?\b(?:to|hub)\b)|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
-    r"train(?:ing)?)\b", re.I)
+    r"(?:^|[:,\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
+    r"export(?:ing)?|push(?:ing)?(?=[^.!?]{0,60}?\b(?:to|hub)\b)|upload(?:ing)?|eval(?:uat(?:e|ing|ion))?|validat(?:e|ing|ion)|"
+    r"predict(?:ing|ion)|testing|train(?:ing)?)\b", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
 _ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
@@ -28,9 +28,10 @@ _SETTING = re.compile(r"^\s*-{0,2}[\w.-]+\s*[:=]\s*(?:true|false|yes|no|null|non
 """A setting and its value in a config dump (`evaluate: true`, `--validation_split=0.1`): no status."""
 _COUNTS = re.compile(r"(?<![\d.])(\d{1,12})/(\d{1,12})\s*\[")
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
-                 "val": "eval", "pre": "eval", "tra": "train"}
-_STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "evaluat", "validat", "predict", "train")
-_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
+                 "val": "eval", "pre": "eval", "tes": "eval", "tra": "train"}
+_STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
+_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|acc(?:uracy)?|f1|"
+                         r"scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)\b", re.I)
 """A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
                              r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge)", re.I)
@@ -41,6 +42,8 @@ _EVAL_SCRIPT_RUN = re.compile(
     r"(?:-m\s+)?(?:[^\s/]*/)*(?:eval|evaluate|evaluation|test|testing|val|validate|validation)(?:[_-][\w-]+)?\.(?:py|sh)\b",
     re.I)
 """The program run is an evaluation script (`python test.py --model_path ...`, `bash test.sh`, `running eval.py`)."""
+_SAVING_NOW = re.compile(r"\bcheckpoint\b[^.!?]{0,60}\b(?:is|are)\s+(?:about to be|being)\s+saved\b", re.I)
+"""A checkpoint announced as being written (DeepSpeed's `Checkpoint global_step1200 is about to be saved!`)."""
 _CHECKPOINT_STATUS = re.compile(r"^\W*(?:\w+:\s*)?(?!load|resum|restor|read|fetch|download|find|found|search|look|"
                                 r"convert(?:ing)? from)\w+ing\s+(?:the\s+|a\s+|model\s+|final\s+|last\s+|best\s+)*"
                                 r"checkpoint\b", re.I)
@@ -54,6 +57,14 @@ _EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|infere
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
 `Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`) or names its metric (YOLO's
 `Class  Images  Instances  Box(P  R  mAP50  mAP50-95)`)."""
+_EVAL_WORD = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|evaluating|test|testing)\b", re.I)
+"""A bar's description that names evaluation anywhere (`Epoch 3 validation`), unless it names training too."""
+_SAVE_BAR = re.compile(r"^\W*(?:\w+:\s*)?(?:sav(?:e|ing)|writ(?:e|ing)|merg(?:e|ing)|export\w*|upload\w*|push\w*)\b", re.I)
+"""A bar whose description writes the model out (`Writing model shards`, `Unsloth: Saving model`); a dataset's own
+save (`Saving the dataset (1/1 shards)`) is no model's."""
+_TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
+"""TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
+(evaluation during fit or evaluate()) or predict step."""
 _EVAL_LOG = re.compile(r"^\s*\[[>\s]{3,}\]\s*\d+/\d+,\s*[\d.]+\s*task/s|\bEpoch\((?:val|test)\)", re.I)
 """An evaluation's own progress line: mmcv's test loop (`[>>>>>>   ] 500/5000, 22.4 task/s, elapsed: 22s`) and
 mmengine's (`Epoch(val) [1][ 50/500]`)."""
@@ -135,6 +146,10 @@ class PhaseText:
     def phase(self) -> tuple[str, list[str]]:
         """(phase, evidence) from the text alone: a Trainer banner, a checkpoint named at the step the run
         stopped, or the user's own words about memory in evaluation or saving."""
+        op_phase = getattr(self, "op_phase", "")  # getattr: a state pickled in an older events.idx
+        if op_phase:
+            return (op_phase, ["the failing op ran in TensorFlow's " + op_phase + " step"]) if op_phase == "eval" \
+                else ("", [])
         if self.banner and self.banner != "train":
             return self.banner, ["the last status before it: " + self.banner_line] if self.banner_line else []
         if self.progress is not None:
@@ -151,6 +166,12 @@ class PhaseText:
     def line(self, line: str) -> None:
         """Fold one output line in."""
         self._status(line)
+        if "__inference_" in line:
+            function = _TF_FUNCTION.search(line)
+            if function is not None:  # the OOM's own op: read after the OOM too
+                self.op_phase = "train" if function.group(1) == "train" else "eval"
+        if "llocate" in line or "Limit:" in line or "InUse:" in line or "FreeBlock:" in line:
+            self._allocator(line)
         if "checkpoint-" in line:
             for match in _CHECKPOINT.finditer(line):
                 self.checkpoints.append((int(match.group(1)), line.strip()[:300]))
@@ -159,6 +180,24 @@ class PhaseText:
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
         self._prose(line)
+
+    def _allocator(self, line: str) -> None:
+        """TensorFlow's or XLA's allocator report: the request it failed, then its pool's stats; a pool with room
+        but no block that held the request is fragmented (its numbers outweigh anyone's words)."""
+        if "trying to allocate" in line:
+            request = oom.BFC_REQUEST.search(line)
+            size = oom.parse_size(request.group(1), request.group(2)) if request else None
+            if size is not None and "not a failure" not in line:
+                self._bfc: dict[str, int] | None = {"requested": size}
+            return
+        stats = getattr(self, "_bfc", None)  # getattr: a state pickled in an older events.idx
+        stat = oom.BFC_STAT.match(line) if stats is not None else None
+        if stats is None or stat is None:
+            return
+        stats[stat.group(1)] = int(stat.group(2))
+        kind, why = oom.bfc_cause(stats)
+        if kind:
+            self.cause = (kind, why)
 
     def _prose(self, line: str) -> None:
         """The user's words: a sentence that names memory and a phase. A sentence may run over a few lines
@@ -200,8 +239,10 @@ class PhaseText:
         if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
             bar = progress.find_bar(line)
             if bar is not None and bar.desc:
-                if _EVAL_BAR.search(bar.desc):
+                if _EVAL_BAR.search(bar.desc) or _EVAL_WORD.search(bar.desc) and "train" not in bar.desc.lower():
                     self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
+                elif _SAVE_BAR.search(bar.desc) and not _NOT_STATUS.search(bar.desc):
+                    self.banner, self.banner_line, self._banner_bar = "save", line.strip()[:300], None
                 elif self.banner == "eval":
                     self.banner = ""
                 self._after_bar(line)
@@ -233,7 +274,8 @@ class PhaseText:
             return
         if len(line) > 300 or "File " in line:
             return
-        if "checkpoint" in line.lower() and _CHECKPOINT_STATUS.match(line) or _PHASE_BANNER.match(line):
+        if "checkpoint" in line.lower() and (_CHECKPOINT_STATUS.match(line) or _SAVING_NOW.search(line)) or \
+                _PHASE_BANNER.match(line):
             self._announce("save" if "checkpoint" in line.lower() else "eval", line)
             return
         if ("开始" in line or "正在" in line or "进行" in line or "准备" in line) and not looks_like_code(line):
