@@ -492,3 +492,50 @@ def test_tensorflow_names_the_function_the_op_ran_in(function: str, expected: st
     """Keras compiles its train, test and predict steps as functions; the OOM names the one it struck in."""
     before = "Epoch 1/20\n812/812 [==============================] - 301s 370ms/step - loss: 0.4121\n"
     assert first_id(before + _TF_OOM.replace("{}", function)) == expected
+
+
+# -- nvidia-smi pasted beside the OOM: the processes it lists on the card --------------------------------
+
+def smi(rows: list[tuple[int, int, str, int]], new: bool = True) -> str:
+    """nvidia-smi's process table: (gpu, pid, name, MiB) rows, in the layout of drivers since 450 or before."""
+    head = ("+---------------------------------------------------------------------------------------+\n"
+            "| Processes:                                                                            |\n")
+    if new:
+        head += ("|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |\n"
+                 "|        ID   ID                                                             Usage      |\n"
+                 "|=======================================================================================|\n")
+        body = "".join(f"|    {g}   N/A  N/A    {pid:>6}      C   {name:<38}{mib:>8}MiB |\n" for g, pid, name, mib in rows)
+    else:
+        head += ("|  GPU       PID   Type   Process name                             Usage      |\n"
+                 "|=============================================================================|\n")
+        body = "".join(f"|    {g}     {pid:>6}      C   {name:<38}{mib:>8}MiB |\n" for g, pid, name, mib in rows)
+    return head + body + "+---------------------------------------------------------------------------------------+\n"
+
+
+BARE_FULL = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+
+
+@pytest.mark.parametrize("table", [
+    smi([(0, 41234, "python train.py", 9800), (0, 51234, "/usr/bin/python3", 13800)]),
+    smi([(0, 1771, "python", 20100), (0, 2288, "ollama_llama_server", 3900), (1, 2290, "python", 400)], new=False),
+    # every rank on the first card (a launcher that did not set the device)
+    smi([(0, 301, "python", 6100), (0, 302, "python", 6100), (0, 303, "python", 6100), (0, 304, "python", 6100)]),
+])
+def test_nvidia_smi_lists_others_on_the_card(table: str) -> None:
+    assert first_id(BARE_FULL + "\nnvidia-smi:\n" + table) == "oom_other_process"
+    assert first_id(table + BARE_FULL) == "oom_other_process"
+
+
+@pytest.mark.parametrize("table", [
+    # one process per card (a DDP run), a desktop's small ones beside it
+    smi([(0, 4101, "python", 22900), (1, 4102, "python", 22900)]),
+    smi([(0, 1201, "/usr/lib/xorg/Xorg", 310), (0, 1402, "/usr/bin/gnome-shell", 120), (0, 5005, "python", 11200)]),
+])
+def test_nvidia_smi_with_this_run_alone_is_no_neighbour(table: str) -> None:
+    assert first_id(BARE_FULL + table) == "oom_full"
+
+
+def test_nvidia_smi_does_not_outweigh_the_messages_numbers() -> None:
+    """The message says the card had the memory free and the cache held it: fragmentation, whatever else runs."""
+    table = smi([(0, 41234, "python", 9800), (0, 51234, "python", 3800)])
+    assert first_id(FRAGMENTED_MESSAGES[0] + "\n" + table) == "oom_fragmentation"

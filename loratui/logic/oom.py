@@ -308,6 +308,35 @@ def allocator_setting(report: OomReport) -> tuple[str, str]:
     return "TF_GPU_ALLOCATOR", "cuda_malloc_async"
 
 
+SMI_PROCESS = re.compile(r"^\s*\|\s+(\d{1,2})\s+(?:N/A\s+N/A\s+|\d{1,3}\s+\d{1,3}\s+)?(\d{1,10})\s+(?:C|G|C\+G|M|M\+C)\s+"
+                         r"\S.*?\s(\d{1,7})\s*MiB\s*\|\s*$")
+"""A row of nvidia-smi's process table: `|    0   N/A  N/A     41234      C   python     9800MiB |` (drivers since
+450), `|    0     41234      C   python     9800MiB |` (before)."""
+
+
+def smi_row(line: str) -> tuple[int, int, int] | None:
+    """(gpu, pid, bytes) of an nvidia-smi process row, or None."""
+    row = SMI_PROCESS.match(line) if "MiB" in line else None
+    return (int(row.group(1)), int(row.group(2)), int(row.group(3)) * MIB) if row else None
+
+
+def smi_card(rows: list[tuple[int, int, int]], report: OomReport) -> tuple[int, list[tuple[int, int]]] | None:
+    """(gpu, [(pid, bytes)]) of the failing card when nvidia-smi lists two or more processes holding a real share
+    of it (1 GiB or more; a desktop's few hundred MiB do not count); None when it shows this run alone on each card."""
+    by_gpu: dict[int, list[tuple[int, int]]] = {}
+    for gpu, pid, size in rows:
+        if size >= GIB and (report.gpu is None or gpu == report.gpu):
+            by_gpu.setdefault(gpu, []).append((pid, size))
+    return next(((gpu, procs) for gpu, procs in by_gpu.items() if len(procs) >= 2), None)
+
+
+def smi_others(procs: list[tuple[int, int]], report: OomReport) -> list[tuple[int, int]]:
+    """The card's processes besides this one: the one whose use the message gives, else the largest."""
+    mine = report.process_used or report.reserved
+    own = min(procs, key=lambda p: abs(p[1] - mine)) if mine else max(procs, key=lambda p: p[1])
+    return [p for p in procs if p != own]
+
+
 def classify(report: OomReport) -> str:
     """The cause: another process holds the card, the cache is fragmented, or the card is full."""
     if report.total is None or (report.allocated is None and report.process_used is None):

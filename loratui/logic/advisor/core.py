@@ -527,6 +527,11 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
+    card = None if facts["others"] else oom.smi_card(getattr(adv.text.where, "smi", []), facts["report"])
+    if card is not None:  # no telemetry (a pasted log): the processes an nvidia-smi table in it lists
+        facts["others"] = oom.smi_others(card[1], facts["report"])
+        evidence = evidence + [f"nvidia-smi lists {len(card[1])} processes on GPU {card[0]}: " +
+                               ", ".join(f"PID {pid} ({oom.gib(size)})" for pid, size in card[1][:6])]
     if phase == "save" and not facts.get("merge"):
         facts["merge"] = any(_MERGE.search(line) for line in evidence)
     total, free = getattr(adv, "card_at_start", (None, None))
@@ -540,7 +545,8 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
         evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
-        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None else a for a in built]
+        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None or card is not None
+                 else a for a in built]
     return built
 
 

@@ -137,6 +137,7 @@ class PhaseText:
     checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
     _sentence: str = ""  # the user's sentence so far, when a line ended without ending it
     cause: tuple[str, str] | None = None  # (OOM kind, the line) the user's words give, for a message with no numbers
+    smi: list[tuple[int, int, int]] = field(default_factory=list)  # (gpu, pid, bytes) of nvidia-smi's process rows
 
     def train_log(self) -> None:
         """A training log arrived: the run is back in its training steps."""
@@ -170,6 +171,11 @@ class PhaseText:
             function = _TF_FUNCTION.search(line)
             if function is not None:  # the OOM's own op: read after the OOM too
                 self.op_phase = "train" if function.group(1) == "train" else "eval"
+        if "MiB |" in line or "MiB|" in line:
+            row = oom.smi_row(line)
+            rows = getattr(self, "smi", None)  # getattr: a state pickled in an older events.idx
+            if row is not None and (rows is None or len(rows) < 64):
+                self.smi = (rows or []) + [row]
         if "llocate" in line or "Limit:" in line or "InUse:" in line or "FreeBlock:" in line:
             self._allocator(line)
         if "checkpoint-" in line:
