@@ -539,3 +539,34 @@ def test_nvidia_smi_does_not_outweigh_the_messages_numbers() -> None:
     """The message says the card had the memory free and the cache held it: fragmentation, whatever else runs."""
     table = smi([(0, 41234, "python", 9800), (0, 51234, "python", 3800)])
     assert first_id(FRAGMENTED_MESSAGES[0] + "\n" + table) == "oom_fragmentation"
+
+
+# -- the step the run stopped at, against its eval and save intervals --------------------------------------
+
+def bar(step: int, total: int = 2000) -> str:
+    return f" {100 * step // total:>2}%|█         | {step}/{total} [12:00<1:48:00,  1.20s/it]\n"
+
+
+@pytest.mark.parametrize(("config", "step", "expected"), [
+    ("python train.py --eval_strategy steps --eval_steps 200 --save_steps 1000\n", 400, "oom_at_eval"),
+    ("TrainingArguments(\neval_steps=250,\neval_strategy=IntervalStrategy.STEPS,\nsave_steps=5000,\n)\n", 750,
+     "oom_at_eval"),
+    ("eval_steps: 300\nsave_steps: 700\nevaluation_strategy: steps\n", 1400, "oom_at_save"),
+    ("{'save_steps': 100, 'eval_steps': 1000, 'eval_strategy': 'steps'}\n", 300, "oom_at_save"),
+    # the Trainer evaluates first, then saves, at a step both divide: no eval results yet says the evaluation
+    ("--eval_steps 500 --save_steps 500\n", 1000, "oom_at_eval"),
+    # a step between the intervals, or evaluation switched off
+    ("--eval_steps 200 --save_steps 1000\n", 437, "oom_full"),
+    ("--eval_strategy no --eval_steps 200 --save_steps 1000\n", 400, "oom_full"),
+    ("--do_eval False --eval_steps 200 --save_steps 1000\n", 600, "oom_full"),
+])
+def test_the_step_it_stopped_at_against_the_intervals(config: str, step: int, expected: str) -> None:
+    message = PHASE_MESSAGES[1]
+    assert first_id(config + bar(step - 1) + bar(step) + message + "\n") == expected
+
+
+def test_eval_results_at_that_step_say_the_save_came_next() -> None:
+    text = ("--eval_steps 500 --save_steps 500\n" + bar(999) + bar(1000) +
+            "{'eval_loss': 1.0423, 'eval_runtime': 61.2, 'eval_samples_per_second': 16.3, 'epoch': 0.5}\n" +
+            PHASE_MESSAGES[1] + "\n")
+    assert first_id(text) == "oom_at_save"

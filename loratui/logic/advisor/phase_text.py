@@ -62,6 +62,14 @@ _EVAL_WORD = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|e
 _SAVE_BAR = re.compile(r"^\W*(?:\w+:\s*)?(?:sav(?:e|ing)|writ(?:e|ing)|merg(?:e|ing)|export\w*|upload\w*|push\w*)\b", re.I)
 """A bar whose description writes the model out (`Writing model shards`, `Unsloth: Saving model`); a dataset's own
 save (`Saving the dataset (1/1 shards)`) is no model's."""
+_INTERVAL = re.compile(r"\b(eval|save)_steps\b['\"]?\s*[:=]?\s*['\"]?(\d{1,7})\b")
+"""How often the run evaluates and saves, in any dump of its settings (`--eval_steps 200`, `eval_steps=250,`,
+`eval_steps: 300`, `'save_steps': 100`)."""
+_EVAL_OFF = re.compile(r"\beval(?:uation)?_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:IntervalStrategy\.)?no\b|"
+                       r"\bdo_eval\b['\"]?\s*[:=]?\s*['\"]?false\b", re.I)
+"""Evaluation switched off, whatever eval_steps says."""
+_EVAL_DONE = re.compile(r"['\"]eval_(?:loss|runtime)['\"]\s*:")
+"""The Trainer's evaluation results (`{'eval_loss': 1.04, 'eval_runtime': 61.2, ...}`): that evaluation finished."""
 _TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
 """TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
 (evaluation during fit or evaluate()) or predict step."""
@@ -159,6 +167,9 @@ class PhaseText:
             if named is not None:
                 return "save", [f"the run stopped at step {step} and checkpoint-{step} is named:",
                                 progress_line, named]
+        phase, evidence = self._interval_phase()
+        if phase:
+            return phase, evidence
         for phase in ("eval", "save"):
             if phase in self.prose:
                 return phase, ["as the text says: " + self.prose[phase]]
@@ -167,6 +178,10 @@ class PhaseText:
     def line(self, line: str) -> None:
         """Fold one output line in."""
         self._status(line)
+        if "_steps" in line or "_strategy" in line or "do_eval" in line:
+            self._settings(line)
+        if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
+            self._eval_done_at = self.progress[0]
         if "__inference_" in line:
             function = _TF_FUNCTION.search(line)
             if function is not None:  # the OOM's own op: read after the OOM too
@@ -186,6 +201,32 @@ class PhaseText:
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
         self._prose(line)
+
+    def _settings(self, line: str) -> None:
+        """The run's eval and save intervals from a dump of its settings; evaluation switched off drops the first."""
+        every = getattr(self, "every", None) or {}  # getattr: a state pickled in an older events.idx
+        for match in _INTERVAL.finditer(line):
+            if int(match.group(2)) > 0:
+                every[match.group(1)] = int(match.group(2))
+        if _EVAL_OFF.search(line):
+            every["eval_off"] = 1
+        self.every = every
+
+    def _interval_phase(self) -> tuple[str, list[str]]:
+        """Eval or save when the run stopped at a step its eval or save interval divides (the Trainer's bar shows
+        the step it finished, then evaluates, then saves): the evaluation, unless its results were printed at that
+        step (then the save came next)."""
+        every = getattr(self, "every", None)
+        if not every or self.progress is None or self.progress[0] <= 0:
+            return "", []
+        step, line = self.progress
+        due = [phase for phase in ("eval", "save") if every.get(phase) and step % every[phase] == 0]
+        if "eval" in due and (every.get("eval_off") or getattr(self, "_eval_done_at", None) == step):
+            due.remove("eval")
+        if not due:
+            return "", []
+        what = "evaluates" if due[0] == "eval" else "saves a checkpoint"
+        return due[0], [f"the run stopped at step {step}, where it {what} ({due[0]}_steps={every[due[0]]}):", line]
 
     def _allocator(self, line: str) -> None:
         """TensorFlow's or XLA's allocator report: the request it failed, then its pool's stats; a pool with room
