@@ -570,3 +570,18 @@ def test_eval_results_at_that_step_say_the_save_came_next() -> None:
             "{'eval_loss': 1.0423, 'eval_runtime': 61.2, 'eval_samples_per_second': 16.3, 'epoch': 0.5}\n" +
             PHASE_MESSAGES[1] + "\n")
     assert first_id(text) == "oom_at_save"
+
+
+# -- the message hard-wrapped by an issue's editor or a console, at any width -----------------------------
+
+_KINDS = [(m, "oom_full") for m in FULL_MESSAGES] + [(m, "oom_fragmentation") for m in FRAGMENTED_MESSAGES] + \
+    [(m, "oom_other_process") for m in OTHER_PROCESS_MESSAGES]
+
+
+@pytest.mark.parametrize("width", [72, 80, 100, 120])
+@pytest.mark.parametrize(("message", "expected"), _KINDS)
+def test_a_wrapped_message_keeps_its_kind(message: str, expected: str, width: int) -> None:
+    import textwrap
+
+    wrapped = "\n".join(textwrap.wrap(message, width, break_long_words=False))
+    assert first_id(wrapped + "\n") == expected

@@ -241,7 +241,12 @@ def held_before(total: int, free: int) -> bool:
 
 
 _OPEN_OLD = re.compile(r"\(GPU \d{1,3};[^)]*$")
-_OPEN_NEW = re.compile(r"total capaci?ty of ", re.I)
+_OPEN_NEW = re.compile(r"total capaci?ty(?: of |\s*$)|\bGPU \d{1,3} has a\b|Tried to allocate [^(]{0,40}\.\s*GPU\b",
+                       re.I)
+"""The new format's opening, wherever a wrap cut it (`... has a total capacity` at a line's end)."""
+_MESSAGE_WORDS = re.compile(r"\b(?:memory|PyTorch|process|allocat\w*|reserved|capaci?ty|free|in use|GiB|MiB|"
+                            r"unallocated|Including|which)\b", re.I)
+"""A wrapped line of the message that adds no whole number yet (`non-PyTorch memory, this process`)."""
 _MESSAGE_PARTS = 6
 """A message is wrapped over a few lines at most (issue text hard-wrapped at 80-120 columns)."""
 
@@ -255,7 +260,7 @@ def message_open(text: str) -> bool:
         return True
     if _OPEN_OLD.search(text):
         return True
-    return bool(_OPEN_NEW.search(text)) and "unallocated" not in text
+    return bool(_OPEN_NEW.search(text)) and "unallocated" not in text.lower()
 
 
 def continued(text: str, line: str) -> str | None:
@@ -265,12 +270,15 @@ def continued(text: str, line: str) -> str | None:
         return None
     spaced, glued = text.rstrip() + " " + line.strip(), text.rstrip() + line.strip()  # glued: a word cut in two
     joined = max((spaced, glued), key=_known)
-    return joined if _known(joined) > _known(text) else None
+    if _known(joined) > _known(text):
+        return joined
+    # a piece between two numbers (`Including` / `non-PyTorch memory, this process` / `has 19.80 GiB memory in use`)
+    return spaced if message_open(text) and len(line) < 200 and _MESSAGE_WORDS.search(line) else None
 
 
 def _known(text: str) -> int:
-    """How many of the message's numbers a text gives."""
-    return sum(rx.search(text) is not None for rx in _FIELDS.values())
+    """How many of the message's numbers a text gives (each listed process counts)."""
+    return sum(rx.search(text) is not None for rx in _FIELDS.values()) + len(_PROCESS.findall(text))
 
 
 BFC_REQUEST = re.compile(r"ran out of memory trying to allocate " + _SIZE, re.I)
