@@ -585,3 +585,39 @@ def test_a_wrapped_message_keeps_its_kind(message: str, expected: str, width: in
 
     wrapped = "\n".join(textwrap.wrap(message, width, break_long_words=False))
     assert first_id(wrapped + "\n") == expected
+
+
+# -- more status lines and the person's words with more than one phase ------------------------------------
+
+@pytest.mark.parametrize(("before", "expected"), [
+    ("***** Evaluating perplexity, Epoch 2/3 *****\n", "oom_at_eval"),
+    ("2025-01-02 03:04:05 INFO Checkpointing model at step 1500 ...\n", "oom_at_save"),
+    ("$ python convert_hf_to_gguf.py out/merged --outtype f16\n", "oom_at_save"),
+    ("python scripts/convert_lora_to_hf.py --base llama --lora out/adapter\n", "oom_at_save"),
+    # metrics printed as results, gradient checkpointing's notice, a dataset converted: no phase
+    ("eval perplexity: 8.31\nvalidation accuracy = 0.77\n", "oom_full"),
+    ("Gradient checkpointing enabled.\n", "oom_full"),
+    ("python convert_dataset.py --in raw.json --out data.jsonl\n", "oom_full"),
+])
+def test_status_lines_of_other_tools(before: str, expected: str) -> None:
+    assert first_id(before + PHASE_MESSAGES[1] + "\n") == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Training and evaluation work fine, but saving the merged model runs out of memory.", "oom_at_save"),
+    ("Saving checkpoints works, the OOM only happens during evaluation.", "oom_at_eval"),
+    ("Evaluation runs without any problem; training itself OOMs at step 30.", "oom_full"),
+    ("The merge works fine but the evaluation afterwards goes out of memory.", "oom_at_eval"),
+    ("训练和保存都正常，验证的时候显存不足", "oom_at_eval"),
+])
+def test_the_phase_nearest_the_oom_in_the_persons_words(words: str, expected: str) -> None:
+    assert first_id(words + "\n" + PHASE_MESSAGES[2] + "\n") == expected
+
+
+@pytest.mark.parametrize("words", [
+    "I am evaluating my fine-tuned model, but it runs out of memory.",
+    "Testing the fine-tuned checkpoint on the held-out set; then I hit an OOM after a few batches.",
+])
+def test_fine_tuning_is_no_fine(words: str) -> None:
+    """`fine-tuned` says nothing about a phase working."""
+    assert first_id(words + "\n" + PHASE_MESSAGES[2] + "\n") == "oom_at_eval"

@@ -30,12 +30,15 @@ _COUNTS = re.compile(r"(?<![\d.])(\d{1,12})/(\d{1,12})\s*\[")
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
                  "val": "eval", "pre": "eval", "tes": "eval", "tra": "train"}
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
-_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|acc(?:uracy)?|f1|"
-                         r"scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)\b", re.I)
+_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|"
+                         r"(?:acc(?:uracy)?|f1|scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)"
+                         r"\s*[:=]?\s*[-+]?\.?\d)", re.I)
 """A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
-                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge)", re.I)
-"""The command run is an export or a merge (`python src/export_model.py`, `llamafactory-cli export`, `swift export`,
+                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
+                             r"convert[\w-]*(?:gguf|ggml|hf|ckpt|safetensors|weights|checkpoint|lora|model))", re.I)
+"""The command run is an export, a merge or a model's conversion (`python src/export_model.py`, `llamafactory-cli
+export`, `swift export`, `python convert_hf_to_gguf.py`,
 `python -m axolotl.cli.merge_lora`): it writes a model out, as a save does."""
 _EVAL_SCRIPT_RUN = re.compile(
     r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|\bbash|\bsh|\brun(?:s|ning)?(?: the)?|\./)\s+"
@@ -44,6 +47,9 @@ _EVAL_SCRIPT_RUN = re.compile(
 """The program run is an evaluation script (`python test.py --model_path ...`, `bash test.sh`, `running eval.py`)."""
 _SAVING_NOW = re.compile(r"\bcheckpoint\b[^.!?]{0,60}\b(?:is|are)\s+(?:about to be|being)\s+saved\b", re.I)
 """A checkpoint announced as being written (DeepSpeed's `Checkpoint global_step1200 is about to be saved!`)."""
+_CHECKPOINTING = re.compile(r"(?:^|[\]:|>*-]\s*|\b(?:INFO|DEBUG)\s+)(?<!gradient )(?<!activation )checkpointing\b"
+                            r"(?!\s*(?:is\b|was\b|enabled|disabled|[:=]))", re.I)
+"""A status that writes a checkpoint (`INFO Checkpointing model at step 1500`), not gradient checkpointing's notice."""
 _CHECKPOINT_STATUS = re.compile(r"^\W*(?:\w+:\s*)?(?!load|resum|restor|read|fetch|download|find|found|search|look|"
                                 r"convert(?:ing)? from)\w+ing\s+(?:the\s+|a\s+|model\s+|final\s+|last\s+|best\s+)*"
                                 r"checkpoint\b", re.I)
@@ -121,6 +127,31 @@ _NOT_PROSE = re.compile(r"\||\d\s*(?:it/s|s/it)|^\W*(?:\d{4}-\d\d-\d\d|\[?(?:INF
 def _prose_like(text: str) -> bool:
     """A line of the person's own sentences: not a bar, a log record, or the program's exception."""
     return _NOT_PROSE.search(text) is None and not oom.is_oom_line(text)
+
+
+_CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
+_WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
+                    r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
+
+
+def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]] | None:
+    """Of the phases a sentence names, the one in the clause that names the memory error, else those whose clause
+    does not say they work (None when the sentence names no memory error)."""
+    memory = _MEMORY_WORDS.search(sentence)
+    if memory is None:
+        return None
+    bounds = [0] + [m.end() for m in _CLAUSE.finditer(sentence)] + [len(sentence) + 1]
+    clause = next(i for i in range(len(bounds) - 1) if bounds[i] <= memory.start() < bounds[i + 1])
+    same, working = [], []
+    for phase, words in named:
+        for found in words.finditer(sentence):
+            at = next(i for i in range(len(bounds) - 1) if bounds[i] <= found.start() < bounds[i + 1])
+            if at == clause:
+                same.append((phase, words))
+                break
+            if _WORKS.search(sentence, bounds[at], bounds[at + 1]):
+                working.append((phase, words))
+    return same[:1] or [p for p in named if p not in working and p not in same]
 
 
 def looks_like_code(line: str) -> bool:
@@ -271,8 +302,13 @@ class PhaseText:
             sentence = whole
         else:
             return
-        for phase, words in _PROSE_PHASE:
-            if phase not in self.prose and (words.search(sentence) or words.search(whole)):
+        named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
+        if len(named) > 1 or _WORKS.search(whole):
+            # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
+            chosen = _nearest(sentence, named)
+            named = chosen if chosen is not None else _nearest(whole, named) or named
+        for phase, words in named:
+            if phase not in self.prose:
                 self.prose[phase] = (text if words.search(text) else whole)[:300]
 
     def _status(self, line: str) -> None:
@@ -307,7 +343,7 @@ class PhaseText:
             self.train_total = self._bar_total or self.train_total
             self._after_bar(line)
             return
-        if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
+        if ("export" in line or "merge" in line or "convert" in line) and _EXPORT_COMMAND.search(line):
             self._announce("save", line)
             return
         if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
@@ -321,7 +357,8 @@ class PhaseText:
             return
         if len(line) > 300 or "File " in line:
             return
-        if "checkpoint" in line.lower() and (_CHECKPOINT_STATUS.match(line) or _SAVING_NOW.search(line)) or \
+        if "checkpoint" in line.lower() and (_CHECKPOINT_STATUS.match(line) or _SAVING_NOW.search(line) or
+                                             _CHECKPOINTING.search(line)) or \
                 _PHASE_BANNER.match(line):
             self._announce("save" if "checkpoint" in line.lower() else "eval", line)
             return
@@ -334,8 +371,8 @@ class PhaseText:
         if not any(stem in lowered for stem in _STATUS_STEMS):
             return  # the cheap test first: this runs on every line of a log
         text = line.strip()
-        if _SETTING.match(text):
-            return
+        if _SETTING.match(text) or _WORKS.search(text) or _MEMORY_WORDS.search(text) and _prose_like(text):
+            return  # a setting, or the person's sentence (`Saving works, the OOM is in evaluation`): no status
         status = None
         for status in _STATUS.finditer(text):
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
