@@ -621,3 +621,29 @@ def test_the_phase_nearest_the_oom_in_the_persons_words(words: str, expected: st
 def test_fine_tuning_is_no_fine(words: str) -> None:
     """`fine-tuned` says nothing about a phase working."""
     assert first_id(words + "\n" + PHASE_MESSAGES[2] + "\n") == "oom_at_eval"
+
+
+# -- an OOM while CUDA itself starts: the card was full before the program held anything ---------------------
+
+@pytest.mark.parametrize("text", [
+    plain(frame("/home/me/train.py", "<module>", "model = model.to('cuda')"),
+          frame(SITE + "torch/nn/modules/module.py", "to", "return self._apply(convert)"),
+          frame(SITE + "torch/cuda/__init__.py", "_lazy_init", "torch._C._cuda_init()"))
+    + "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported at some other "
+      "API call, so the stacktrace below might be incorrect.\n",
+    "---------------------------------------------------------------------------\n"
+    "RuntimeError                              Traceback (most recent call last)\n"
+    "Cell In[3], line 1\n----> 1 torch.cuda.set_device(0)\n\n"
+    "File /opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py:302, in _lazy_init()\n"
+    "--> 302     torch._C._cuda_init()\n\n"
+    "RuntimeError: CUDA error: out of memory\n",
+])
+def test_an_oom_while_cuda_starts_is_another_process(text: str) -> None:
+    assert first_id(text) == "oom_other_process"
+
+
+def test_an_oom_in_a_models_move_to_the_gpu_is_no_neighbour() -> None:
+    text = plain(frame("/home/me/train.py", "<module>", "model = model.to('cuda')"),
+                 frame(SITE + "torch/nn/modules/module.py", "convert", "return t.to(device)")) + \
+        "RuntimeError: CUDA error: out of memory\n"
+    assert first_id(text) == "oom_full"

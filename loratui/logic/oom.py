@@ -218,6 +218,17 @@ _AT_START = re.compile(r"\btotal ?memory:\s*" + _SIZE + r"|\bfree ?memory:\s*" +
 190.31MiB`, or `totalMemory: 15.90GiB freeMemory: 3.12GiB` on one line."""
 
 
+_CUDA_START = frozenset({"_lazy_init", "_cuda_init", "cudaSetDevice", "_cuda_setDevice"})
+"""torch.cuda's lazy initialisation (`torch._C._cuda_init()`, run by the first CUDA call or set_device): it creates
+the process's CUDA context and allocates nothing of the model's."""
+
+
+def cuda_starting(names: list[str]) -> bool:
+    """Whether the innermost frames' functions and calls (`_lazy_init`, `torch._C._cuda_init()`) say the OOM struck
+    while CUDA started: the context could not be created, the card was full before this program held anything."""
+    return any(name.rsplit(".", 1)[-1] in _CUDA_START for name in names)
+
+
 def context_failed(line: str) -> bool:
     """Whether a line says the CUDA context could not be created (a driver's stack frame `cuCtxCreate` counts)."""
     return bool(_CONTEXT.search(line) or "cuCtxCreate" in line)

@@ -344,6 +344,9 @@ class Advisor:
     def _on_oom(self, report: oom.OomReport, line: str) -> None:
         """Keep the first OOM; a later one with numbers replaces a first one without."""
         ctx = self.ctx
+        if report.kind == oom.UNKNOWN and not report.said and \
+                oom.cuda_starting([n for f in list(self.trace.frames)[-2:] for n in (f.func, f.call)]):
+            report = replace(report, kind=oom.OTHER_PROCESS, note=oom.CONTEXT_NOTE)
         hint = "save" if _SAVE_IN_LINE.search(line) else ""
         phase = ctx.phase or hint or self.trace.phase
         first = self.oom.facts["report"] if self.oom is not None else None
