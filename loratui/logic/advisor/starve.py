@@ -15,7 +15,9 @@ from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
 
-_UTIL = (r"(?:(?<![A-Za-z])GPUs?|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
+_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,3}|T4|RTX ?\d{4}(?: ?Ti)?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
+"""The GPU by name or by model (`GPU`, `A100`, `H100`, `T4`, `RTX 4090`, `MI250X`)."""
+_UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
          r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
 """The GPU's utilisation by name (`GPU util`, `GPU-utilization`, `GPU usage`, nvidia-smi's `Volatile GPU-Util`,
@@ -30,11 +32,12 @@ _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
     r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
-    r"(?<![A-Za-z])GPUs?\b[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    + _DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
-    r"|waits? for (?:the )?(?:data|input|loader|dataloader|next batch))", re.I)
+    r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 _PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
+                 r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
 _PREP_LONG = (r"(?:slow\w*|forever|ages|a long time|too long|very long|hours?|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
@@ -61,17 +64,27 @@ _GPU_FAST = re.compile(r"\bGPUs?\b[^.!?\n]{0,12}?\b(?:is |are )?(?:fast|quick|wa
                        r"\b(?:data ?loader|num_workers|workers?|preprocess\w*|augment\w*|decod\w*)\b", re.I)
 """`gpu is fast ,but the cpu is slow`: the CPU that prepares batches is the limit (a GPU word or a loader word beside
 it says the CPU is feeding training, not running it)."""
-_GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|waiting|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
+_GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|wait(?:s|ing)?|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
                        r"GPU[\w\s]{0,10}(?:空闲|闲置)", re.I)
+_SHARE = (r"(?:most|the (?:majority|bulk)|(?:over |more than |about |~)?(?:2[5-9]|[3-9]\d|100)\s*%|half|"
+          r"(?:two|three) (?:thirds|quarters))(?: of)?(?: the)?(?: \w+)? (?:time|step|iteration|run|wall[- ]?(?:clock|time))")
+"""A large share of the time (`most of the time`, `80% of the step`)."""
 _LOADER_SLOW = re.compile(
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*)\b"
     r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
     r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|__getitem__|collate\w*)\b[^.!?\n]{0,30}?"
     r"\b(?:takes?|taking|took|needs?)\s+(?:(?:a|very|so|too|really|extremely|quite)\s+)*(?:long|forever|ages)\b|"
-    r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:is |by |on |in )?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
+    r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:(?:is|was|by|on|in|lies in|(?:seems?|appears?|must|might|"
+    r"could|may) (?:to )?be)\s+)?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
     r"pipeline|input pipeline|data reading|disk)\b|"
     r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)|"
+    r"\b(?:data ?load\w*|(?:the |our |my )(?:data ?)?loader|input pipeline|data pipeline|__getitem__|collate\w*|"
+    r"fetching (?:the )?(?:next )?batch\w*|reading (?:the )?data)\b[^.!?\n]{0,30}?\b(?:takes?|took|taking|spends?|"
+    r"spent|eats?|accounts? for|dominates?)\s+(?:up\s+)?" + _SHARE + r"|"
+    + _SHARE + r"\s+(?:is |was |goes |went )?(?:spent |wasted )?(?:in|on|into|waiting (?:for|on))\s+[^.!?\n]{0,20}?"
+    r"\b(?:data ?load\w*|(?:data ?)?loader|I/?O|__getitem__|collate\w*|(?:the )?next batch|batch\w* loading|"
+    r"reading (?:the )?data)|"
     r"\bnum_workers\s*[=:]\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
     r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*[=:]\s*0\b", re.I)
 """The loader named slow or the bottleneck, in the user's words (`data loading is the bottleneck`)."""
@@ -80,7 +93,8 @@ _STORAGE_SLOW = re.compile(
     r"\b(?:NFS|network (?:file ?system|drive|storage|disk|share)|s3|GCS|blob storage|Google Drive|mounted drive|"
     r"HDD|hard (?:disk|drive)|spinning disk|lustre|sshfs|shared file ?system)\b|"
     r"\b(?:NFS|network (?:file ?system|drive|storage|disk|share)|s3|GCS|Google Drive|mounted drive|HDD|hard (?:disk|"
-    r"drive)|lustre|sshfs|shared file ?system)\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*|crawl\w*)\b", re.I)
+    r"drive)|lustre|sshfs|shared file ?system)\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|"
+    r"ages))\b", re.I)
 """Reading the data from slow storage (a network file system, a bucket, a spinning disk), in the user's words."""
 _DELAY = re.compile(
     r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait)s?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
@@ -128,9 +142,9 @@ _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottlen
                "crawl", "forever", " s ", "sec", "second", "min")
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
 _THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢")
-_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
+_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
-_LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取")
+_LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
 
 
 def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
@@ -216,14 +230,24 @@ _LOADER_TAKES = re.compile(
     r"(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
     r"(s|secs?|seconds?|min|mins|minutes?|秒|分钟)\b", re.I)
 """The loader timed in the user's words at a second or more (`loading one batch takes 2.3 s`, `数据加载耗时5秒`)."""
+_TAKES_N = (r"\btakes?\s+(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*"
+            r"(?:-\s*\d+(?:\.\d+)?\s*)?(s|secs?|seconds?|min|mins|minutes?)\s+to\s+")
+_BATCH_TAKES = re.compile(
+    r"\b(?:each|every|one|a|the next|a single) (?:mini-?)?batch\b[^.!?\n]{0,30}?" + _TAKES_N +
+    r"(?:load|fetch|prepare|read|arrive|come|be (?:loaded|fetched|prepared|read))|" +
+    _TAKES_N + r"(?:load|fetch|get|read|prepare|collate)\s+(?:the next |a |each |one |every |the |a single )?"
+    r"(?:mini-?)?batch", re.I)
+"""A batch timed in the user's words with the verb after it (`each batch takes 5 seconds to load`, `it takes 2 s to
+get the next batch`)."""
 LOADER_SAID_S = 1.0
 
 
 def _loader_takes(line: str) -> dict[str, object] | None:
-    found = _LOADER_TAKES.search(line)
+    found = _LOADER_TAKES.search(line) or _BATCH_TAKES.search(line)
     if found is None or _DENIED.search(found.group(0)):
         return None
-    seconds = float(found.group(1)) * (60 if found.group(2).lower().startswith("m") or found.group(2) == "分钟" else 1)
+    number, unit = [g for g in found.groups() if g is not None][:2]  # _BATCH_TAKES: the alternative that matched
+    seconds = float(number) * (60 if unit.lower().startswith("m") or unit == "分钟" else 1)
     return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
 
 
@@ -384,12 +408,17 @@ class UtilSamples:
 # -- profiler tables --------------------------------------------------------------------------------------
 
 _FETCH = re.compile(r"DataLoader\w*\.__next__|DataLoaderIter\w*\.__next__|_next_data|enumerate\(DataLoader\)|"
-                    r"dataloader_next|get_train_batch|\bcollate\w*|_MultiProcessingDataLoaderIter|fetch\b", re.I)
+                    r"dataloader_next|get_train_batch|\bcollate\w*|_MultiProcessingDataLoaderIter|fetch\b|"
+                    r"data_?loader\w*\.py:\d+\((?:__next__|__iter__)\)|\(__getitem__\)", re.I)
 """A profiler row that fetches the next batch: PyTorch's `enumerate(DataLoader)#_SingleProcessDataLoaderIter.
 __next__`, Lightning's `[_TrainingEpochLoop].train_dataloader_next`, a collate function."""
 _PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s*%")
-_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader", re.I)
+_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader|getitem|function calls", re.I)
 """The cheap test before a profiler row is read (it runs on every line)."""
+_CPROFILE_TOTAL = re.compile(r"function calls(?: \(\d+ primitive calls\))? in (\d+(?:\.\d+)?) seconds")
+_CPROFILE_ROW = re.compile(r"\s*\d+(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+\S")
+"""cProfile's row: ncalls tottime percall cumtime percall filename:lineno(function); the cumulative time is the
+batch fetch's whole cost, against the run's total in the header."""
 PROFILE_SHARE = 25.0
 """Fetching batches a quarter of the profiled time or more."""
 
@@ -399,8 +428,13 @@ class ProfileTable:
     """A profiler's table: the share of time the data-fetching rows take."""
 
     _share_col: int | None = None  # the `Percentage` column of Lightning's simple profiler
+    _total_s: float = 0.0  # cProfile's whole run (`48213921 function calls ... in 412.310 seconds`)
 
     def line(self, line: str) -> dict[str, object] | None:
+        calls = _CPROFILE_TOTAL.search(line)
+        if calls:
+            self._total_s = float(calls.group(1))
+            return None
         if "|" in line and re.search(r"Percentage", line):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             self._share_col = next(i for i, c in enumerate(cells) if "Percentage" in c)
@@ -412,6 +446,9 @@ class ProfileTable:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             value = cells[self._share_col] if len(cells) > self._share_col else ""
             shares = [float(value)] if re.fullmatch(r"\d{1,3}(?:\.\d+)?", value) else []
+        cumulative = _CPROFILE_ROW.match(line) if not shares and self._total_s > 0 else None
+        if cumulative:
+            shares = [round(100 * float(cumulative.group(1)) / self._total_s, 1)]
         share = max((s for s in shares if s <= 100), default=0.0)
         if share < PROFILE_SHARE:
             return None
