@@ -58,6 +58,11 @@ PROSE = [
     "The data is on a Google Drive mount in Colab and every epoch takes forever.",
     "GPU-Util goes up and down between 0% and 90%, the CPU is maxed out.",
     "Utilization of the GPU is really poor (under 20%) with the image pipeline.",
+    "Training is extremely slow, 25 s/it, and nvidia-smi shows 5% util.",
+    "One epoch takes 3 hours but the GPU is only used 10% of the time.",
+    "htop shows all 16 cores at 100% and nvidia-smi shows the GPU at 7%.",
+    "I only get 1.2 it/s on an A100 and the GPU utilization hovers around 30%.",
+    "The RTX 3090 sits at 4% while the script runs.",
 ]
 CHINESE = [
     "GPU利用率低，训练很慢",
@@ -218,6 +223,67 @@ def test_the_battery_is_large() -> None:
     assert len(PROSE + CHINESE + RATES + TIMERS + WARNINGS) + 6 + 1 + 3 >= 60
 
 
+# -- a stack caught waiting for data ---------------------------------------------------------------------------
+
+def frames(*where: tuple[str, int, str]) -> list[str]:
+    return [f'  File "{path}", line {n}, in {name}' for path, n, name in where]
+
+
+LOADER = "/usr/lib/python3.10/site-packages/torch/utils/data/dataloader.py"
+INTERRUPTED_IN_LOADER = "\n".join(["^CTraceback (most recent call last):", *frames(
+    ("train.py", 120, "<module>"), (LOADER, 630, "__next__"), (LOADER, 1328, "_next_data"), (LOADER, 1294, "_get_data"),
+    (LOADER, 1132, "_try_get_data"), ("/usr/lib/python3.10/queue.py", 180, "get"),
+    ("/usr/lib/python3.10/threading.py", 324, "wait")), "KeyboardInterrupt"])
+INTERRUPTED_IN_MAP = "\n".join(["Traceback (most recent call last):", *frames(
+    ("sft.py", 88, "<module>"), ("/opt/conda/lib/python3.11/site-packages/datasets/arrow_dataset.py", 3055, "map"),
+    ("/opt/conda/lib/python3.11/site-packages/datasets/arrow_dataset.py", 3458, "_map_single"),
+    ("/opt/conda/lib/python3.11/site-packages/transformers/tokenization_utils_base.py", 2858, "__call__")),
+    "KeyboardInterrupt"])
+PY_SPY = "\n".join([
+    "Process 4321: python train.py --config lora.yaml",
+    "Python v3.10.12 (/usr/bin/python3.10)",
+    "",
+    'Thread 4321 (idle): "MainThread"',
+    "    wait (threading.py:324)",
+    "    get (queue.py:180)",
+    "    _try_get_data (torch/utils/data/dataloader.py:1133)",
+    "    _get_data (torch/utils/data/dataloader.py:1295)",
+    "    _next_data (torch/utils/data/dataloader.py:1329)",
+    "    __next__ (torch/utils/data/dataloader.py:631)",
+    "    train_one_epoch (engine.py:54)",
+])
+FAULTHANDLER = "\n".join([
+    "Timeout (0:10:00)!",
+    "Thread 0x00007f3b2c9ff700 (most recent call first):",
+    '  File "/usr/lib/python3.8/threading.py", line 306 in wait',
+    '  File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1011 in _try_get_data',
+    '  File "/opt/venv/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1163 in _get_data',
+])
+
+
+@pytest.mark.parametrize("text", [INTERRUPTED_IN_LOADER, INTERRUPTED_IN_MAP, PY_SPY, FAULTHANDLER],
+                         ids=["ctrl_c_loader", "ctrl_c_map", "py_spy", "faulthandler"])
+def test_a_stack_caught_waiting_for_data(text: str) -> None:
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    assert items[0].id == "data_starved" and "caught" in items[0].title
+
+
+INTERRUPTED_IN_STEP = "\n".join(["Traceback (most recent call last):", *frames(
+    ("train.py", 131, "<module>"), ("/usr/lib/python3.10/site-packages/torch/_tensor.py", 522, "backward"),
+    ("/usr/lib/python3.10/site-packages/torch/autograd/__init__.py", 266, "backward")), "KeyboardInterrupt"])
+WORKER_ERROR = "\n".join(["Traceback (most recent call last):", *frames(
+    ("train.py", 120, "<module>"), (LOADER, 630, "__next__"), (LOADER, 1345, "_next_data"),
+    (LOADER, 1371, "_process_data"), ("/usr/lib/python3.10/site-packages/torch/_utils.py", 694, "reraise")),
+    "ValueError: Caught ValueError in DataLoader worker process 0.",
+    "Original Traceback (most recent call last):",
+    "ValueError: too many values to unpack (expected 2)"])
+
+
+@pytest.mark.parametrize("text", [INTERRUPTED_IN_STEP, WORKER_ERROR], ids=["ctrl_c_in_backward", "worker_error"])
+def test_a_stack_elsewhere_is_not_waiting_for_data(text: str) -> None:
+    assert first_id(text) != "data_starved"
+
+
 # -- negatives ----------------------------------------------------------------------------------------------
 
 TRAINING = "\n".join(f"{{'loss': {2.0 - i * 0.1:.4f}, 'grad_norm': 1.1, 'learning_rate': 2e-05, 'epoch': {i / 10}}}"
@@ -234,6 +300,10 @@ NOT_STARVED = [
     "\n".join(f"Epoch(train)  [1][{i}/1000]  lr: 1.0000e-04  eta: 1:00:00  time: 0.5200  data_time: 0.0100  "
               f"memory: 8000  loss: 2.3{i // 50}" for i in (50, 100, 150)),
     "GPU memory usage is low (2 GB of 24 GB) but the loss is fine.",
+    "The A100 only used 30% of its memory, can I raise the batch size?",
+    "GPU memory at 10%, utilization at 98%.",
+    "nvidia-smi shows 95% util on all 8 GPUs.",
+    "CPU at 15% usage, GPU at 99%.",
     "Training is slow because the model is big: 70B in 4-bit on one 24 GB card, 40 s per step, GPU at 100%.",
     "How can I make tokenization faster? It is fine now but I plan to use a larger dataset.",
     TRAINING,

@@ -56,7 +56,7 @@ _GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fa
                         r"显存|内存|但|而", re.I)
 """Another quantity named between the GPU's utilisation and the verdict (that quantity is low, not the GPU's), or a
 turn of the sentence (`GPU usage looks normal but the loss stays low`)."""
-_CPU_BUSY = re.compile(r"\bCPU[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
+_CPU_BUSY = re.compile(r"\b(?:CPU|cores\b|htop\b)[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
                        r"CPU[\w\s]{0,10}(?:占满|满载|瓶颈)", re.I)
 _CPU_SLOW = re.compile(r"\bCPU\b[^.!?\n]{0,20}?\b(?:is|are|seems?|being)?\s*(?:too |very |so |the )?(?:slow|bottleneck\w*|"
                        r"(?:fully |100% )?(?:busy|saturated|maxed))\b", re.I)
@@ -142,7 +142,7 @@ _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottlen
                "crawl", "forever", " s ", "sec", "second", "min")
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
 _THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢")
-_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage")
+_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi", "%")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
 
@@ -152,7 +152,7 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     if _code(line) or _PROGRAM.search(line):
         return None
     low = line.lower()  # the cheap tests first: this runs on every line of a log
-    if "cpu" in low and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
+    if ("cpu" in low or "core" in low or "htop" in low) and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
                          _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
         # before the GPU's words: the CPU is the cause named
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
@@ -201,6 +201,30 @@ def _util_said(line: str) -> dict[str, object] | None:
             return {"said": "util", "quote": line.strip()[:300]}
         if low is not None and low <= 50:
             return {"said": "util", "quote": line.strip()[:300], "util": low}
+    busy = _busy_at(line)
+    return {"said": "util", "quote": line.strip()[:300], "util": busy} if busy is not None and busy <= 50 else None
+
+
+_BUSY_AT = re.compile(
+    r"(?P<dev>" + _DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
+    r"utili[sz]ed|working|running at|hover(?:s|ing)? (?:at|around))\s+(?:at |around |about |only |just |~|for |less than |"
+    r"under |below )?(?P<n>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
+    r"(?<![\d.])(?P<n2>\d{1,3})\s*%\s*(?:(?:GPU|SM)[- ]?)?(?:util\w*|usage|load|busy)\b"
+    r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))", re.I)
+_GPU_NAMED = re.compile(_DEVICE + r"|nvidia-smi|nvtop|gpustat|\bcuda\b", re.I)
+
+
+def _busy_at(line: str) -> int | None:
+    """`nvidia-smi shows the GPU at 7%`, `the GPU is only used 10% of the time`, `nvidia-smi shows 5% util`: the GPU's
+    busy share as a number beside the GPU (not its memory's, not the CPU's)."""
+    for found in _BUSY_AT.finditer(line):
+        if found.group("dev"):
+            if _GAP_OTHER.search(found.group("gap")) or _HELD.search(found.group("gap")):
+                continue
+            return int(found.group("n"))
+        before = line[max(0, found.start() - 25):found.start()]
+        if _GPU_NAMED.search(line) and not re.search(r"\b(?:CPU|RAM|memory|mem|VRAM|disk|cores?)\b|显存|内存", before, re.I):
+            return int(found.group("n2"))
     return None
 
 
@@ -611,6 +635,54 @@ class MegatronTimers:
         return {"text": "profile", "share": round(share, 1), "line": line.strip()[:300]}
 
 
+# -- a stack caught waiting for data ------------------------------------------------------------------------
+
+_FETCH_FRAME = re.compile(
+    r"torch/utils/data/dataloader\.py\W.{0,40}?\b(?:__next__|_next_data|_get_data|_try_get_data)\b|"
+    r"\b(?:__next__|_next_data|_get_data|_try_get_data) \([^)]*torch/utils/data/dataloader\.py")
+"""The main process inside the DataLoader's fetch (`File ".../torch/utils/data/dataloader.py", line 1132, in
+_try_get_data`, py-spy's `_next_data (torch/utils/data/dataloader.py:1328)`): it waits for the next batch. The
+workers' own frames (`_utils/worker.py`, `fetch.py`) are not there: a Ctrl-C lands in them whatever the run did."""
+_PREP_FRAME = re.compile(r"datasets/arrow_dataset\.py\W.{0,40}?\b(?:map|_map_single|filter)\b|"
+                         r"\b(?:map|_map_single|filter) \([^)]*datasets/arrow_dataset\.py")
+"""The main process inside a dataset's map or filter (tokenising, packing)."""
+_DUMP = re.compile(r"\(most recent call first\)|^\s*Thread (?:0x[0-9a-f]+|\d+) \((?:idle|active|gil)\b|^\s*Process \d+: ",
+                   re.I)
+"""A stack dump of a live process: faulthandler's `Thread 0x... (most recent call first):`, py-spy dump's
+`Thread 12345 (idle): "MainThread"`."""
+
+
+@dataclass
+class StackWait:
+    """A stack of the run caught where it waits for data: a traceback a Ctrl-C ended (KeyboardInterrupt), or a
+    dump of the live process (py-spy, faulthandler), with the main process in the DataLoader's fetch or a dataset's
+    map. Someone stopped or sampled a run that crawled or sat idle, and it was waiting for its data."""
+
+    frame: str = ""  # the fetch or map frame of the stack being read
+    mode: str = ""  # "trace" inside a traceback, "dump" inside a stack dump
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        if self.done:
+            return None
+        if "Traceback (most recent call last)" in line:
+            self.mode, self.frame = "trace", ""
+        elif _DUMP.search(line):
+            self.mode, self.frame = "dump", ""
+        elif self.mode and not self.frame and (_FETCH_FRAME.search(line) or _PREP_FRAME.search(line)):
+            self.frame = line.strip()[:300]
+            return self._found() if self.mode == "dump" else None
+        elif self.mode == "trace" and re.match(r"\s*(?:\^C)?KeyboardInterrupt\b", line):
+            return self._found() if self.frame else None
+        return None
+
+    def _found(self) -> dict[str, object]:
+        self.done = True
+        stopped = "stopped by hand" if self.mode == "trace" else "sampled"
+        where = "preprocessing" if _PREP_FRAME.search(self.frame) else "loader"
+        return {"text": "said", "said": "stack_" + where, "quote": f"{self.frame} (the run {stopped} there)"}
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -624,6 +696,7 @@ class StarveText:
     table: TimingTable = field(default_factory=TimingTable)
     rate: RateWatch = field(default_factory=RateWatch)
     megatron: MegatronTimers = field(default_factory=MegatronTimers)
+    stack: StackWait = field(default_factory=StackWait)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _slow_said: str = ""  # the user's line that says the training is slow
     _blamed_line: str = ""  # the user's line that names the loader as the reason
@@ -665,7 +738,9 @@ class StarveText:
             ("ime" in line or "IME" in line, self.loader), ("|" in line, self.table),
             (("it/s" in line or "s/it" in line or bool(self.rate.rates)) and not self.rate.done and
              len(self.rate.rates) < 4096, self.rate),
-            ("batch-generator" in line or "forward-backward" in line, self.megatron))
+            ("batch-generator" in line or "forward-backward" in line, self.megatron),
+            ("Traceback" in line or "KeyboardInterrupt" in line or "Thread " in line or "Process " in line or
+             "most recent call first" in line or "dataloader.py" in line or "arrow_dataset.py" in line, self.stack))
         for wanted, reader in readers:
             facts = reader.line(line) if wanted else None
             if facts is not None:
@@ -699,6 +774,8 @@ _SAID_TITLE = {
     "cpu_busy": "the CPU is saturated while the GPU idles",
     "preprocessing": "preprocessing the dataset takes a long time before or between training",
     "slowdown": "the same training takes several times longer than it used to (check where the data is read from)",
+    "stack_loader": "the run was caught waiting in the DataLoader for its next batch",
+    "stack_preprocessing": "the run was caught in the dataset's map (preprocessing) before training",
 }
 
 
@@ -707,6 +784,8 @@ _NOT_WORKERS = {
                 "will not help",
     "preprocessing": "tokenise with map(batched=True) and num_proc, once, and reuse the saved set (save_to_disk, "
                      "LLaMA-Factory tokenized_path)",
+    "stack_preprocessing": "tokenise with map(batched=True) and num_proc, once, and reuse the saved set (save_to_disk, "
+                           "LLaMA-Factory tokenized_path)",
     "storage": "copy the data to fast local disk (or cache decoded samples) before training",
     "slowdown": "check where the data is read from (a network or Google Drive mount throttles): copy it to local "
                 "disk, then raise the loader's workers",
