@@ -63,6 +63,16 @@ PROSE = [
     "htop shows all 16 cores at 100% and nvidia-smi shows the GPU at 7%.",
     "I only get 1.2 it/s on an A100 and the GPU utilization hovers around 30%.",
     "The RTX 3090 sits at 4% while the script runs.",
+    "The first iteration of every epoch takes about 40 seconds, then it is fast.",
+    "Each epoch takes 2 hours, of which 1.5 hours is spent loading data.",
+    "Reading the parquet files is really slow and slows the whole training down.",
+    "Loading data from LMDB is the slowest part of the training loop.",
+    "Training speed dropped from 3 it/s to 0.5 it/s after switching to a streaming dataset.",
+    "The model trains at 0.3 it/s; with a synthetic in-memory dataset it does 4 it/s.",
+    "GPU util is 100% for a second then 0% for several seconds, periodically.",
+    "The GPU stays idle for ~10s between batches.",
+    "There's a long pause after every 8 batches (num_workers=8).",
+    "My training loop spends 70% of each step waiting on the dataloader.",
 ]
 CHINESE = [
     "GPU利用率低，训练很慢",
@@ -75,6 +85,12 @@ CHINESE = [
     "数据预处理太慢了，要跑一整天",
     "Running tokenizer on dataset 卡了两个小时",
     "GPU使用率很低，大部分时间都在等数据",
+    "数据加载成为瓶颈",
+    "GPU 大部分时间空闲",
+    "显卡占用率很低",
+    "GPU利用率为0，CPU占用100%",
+    "一直卡在 Running tokenizer on dataset",
+    "tokenizer 处理数据非常慢",
 ]
 
 
@@ -116,8 +132,12 @@ CSV = "\n".join(["timestamp, name, utilization.gpu [%], memory.used [MiB]"]
                    for s, u in ((1, 7), (2, 0), (3, 22), (4, 3), (5, 0), (6, 15))])
 
 
-@pytest.mark.parametrize("text", [smi([3]), smi([0, 2, 5, 1]), smi([12, 9], used=60000), GPUSTAT, DMON, CSV],
-                         ids=["smi_one", "smi_four", "smi_two", "gpustat", "dmon", "csv"])
+CSV_UTIL_ONLY = "utilization.gpu [%]\n3 %\n0 %\n12 %\n0 %\n5 %"  # `--query-gpu=utilization.gpu --format=csv -l 1`
+
+
+@pytest.mark.parametrize("text", [smi([3]), smi([0, 2, 5, 1]), smi([12, 9], used=60000), GPUSTAT, DMON, CSV,
+                                  CSV_UTIL_ONLY], ids=["smi_one", "smi_four", "smi_two", "gpustat", "dmon", "csv",
+                                                       "csv_util_only"])
 def test_low_utilisation_in_a_table(text: str) -> None:
     assert first_id(text) == "data_starved"
 
@@ -157,11 +177,13 @@ TIMERS = [
               f"max_mem: 5000M" for i in (19, 39, 59)),  # detectron2
     "\n".join(f"[iter {i}] data: 2.10s  step: 0.25s  loss: 3.{i}" for i in (1, 2, 3, 4)),
     "\n".join(f"it {i}: fetch_time=1.85 compute_time=0.31 loss=1.{i}" for i in (1, 2, 3)),
+    "\n".join(f"Iter {i}/5000 | data_load: 880ms | train: 240ms | loss {2.1 - i / 100:.3f}" for i in range(10, 60, 10)),
+    "\n".join(f"epoch 0 step {i}: throughput 12.1 samples/s, dataloader wait {78.2 - i:.1f}%" for i in range(3)),
 ]
 
 
 @pytest.mark.parametrize("text", TIMERS, ids=["imagenet", "mmengine", "batch_data", "detectron2", "data_step",
-                                               "fetch_compute"])
+                                               "fetch_compute", "data_load_ms", "wait_share"])
 def test_a_loader_timer_that_dominates(text: str) -> None:
     assert first_id(text) == "data_starved"
 
@@ -304,6 +326,15 @@ NOT_STARVED = [
     "GPU memory at 10%, utilization at 98%.",
     "nvidia-smi shows 95% util on all 8 GPUs.",
     "CPU at 15% usage, GPU at 99%.",
+    "Training runs at 8 it/s but evaluation at 1 it/s with 4 workers.",
+    "On dataset A I get 5 it/s, on dataset B with longer sequences 1 it/s.",
+    "Loading the checkpoint files is really slow from the network drive.",
+    "The first step takes 60 s (torch.compile), then 0.2 s/step.",
+    "Downloading data: 45%|████▌     | 4.5G/10.0G [30:00<36:40, 2.5MB/s]",
+    "WARNING:tensorflow:Callback method `on_train_batch_end` is slow compared to the batch time (batch time: 0.0100s "
+    "vs `on_train_batch_end` time: 0.2000s). Check your callbacks.",
+    "Saving the dataset (8/8 shards): 100%|██████████| 1000000/1000000 [00:40<00:00, 24837.26 examples/s]",
+    "\n".join(f"epoch 0 step {i}: throughput 812.1 samples/s, dataloader wait {2.2 - i / 10:.1f}%" for i in range(3)),
     "Training is slow because the model is big: 70B in 4-bit on one 24 GB card, 40 s per step, GPU at 100%.",
     "How can I make tokenization faster? It is fine now but I plan to use a larger dataset.",
     TRAINING,

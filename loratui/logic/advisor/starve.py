@@ -34,7 +34,8 @@ _UTIL_SAID = re.compile(
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
     + _DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
-    r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))", re.I)
+    r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))|"
+    r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?P<low4>空闲|闲置|在等|等待数据|等数据|跑不满|没有?跑满)", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 _PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
                  r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|"
@@ -70,7 +71,9 @@ _SHARE = (r"(?:most|the (?:majority|bulk)|(?:over |more than |about |~)?(?:2[5-9
           r"(?:two|three) (?:thirds|quarters))(?: of)?(?: the)?(?: \w+)? (?:time|step|iteration|run|wall[- ]?(?:clock|time))")
 """A large share of the time (`most of the time`, `80% of the step`)."""
 _LOADER_SLOW = re.compile(
-    r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*)\b"
+    r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*|"
+    r"(?:reading|loading|decoding|fetching) (?:the |my |our |each |every |all )?(?:[\w.-]+ ){0,2}?(?:files?|data|images?|"
+    r"samples|shards?|records|videos?|audio|batch(?:es)?)(?: from [\w./-]+)?)\b"
     r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
     r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|__getitem__|collate\w*)\b[^.!?\n]{0,30}?"
@@ -82,6 +85,10 @@ _LOADER_SLOW = re.compile(
     r"\b(?:data ?load\w*|(?:the |our |my )(?:data ?)?loader|input pipeline|data pipeline|__getitem__|collate\w*|"
     r"fetching (?:the )?(?:next )?batch\w*|reading (?:the )?data)\b[^.!?\n]{0,30}?\b(?:takes?|took|taking|spends?|"
     r"spent|eats?|accounts? for|dominates?)\s+(?:up\s+)?" + _SHARE + r"|"
+    r"(?:\b\d+(?:\.\d+)?\s*(?:h|hours?|hrs?|min\w*|s|sec\w*)|\bmost|\bthe (?:majority|bulk)|\bhalf|\d{2}\s*%)"
+    r"(?: of (?:it|them|that|the \w+))?\s+(?:is |are |was |were )?(?:spent|wasted|goes|go|went) (?:on |in |for |into )?"
+    r"(?:waiting (?:for|on) )?(?:the )?(?:data ?load\w*|loading|fetching|reading|(?:data ?)?loader|I/?O|__getitem__|"
+    r"collat\w*)|"
     + _SHARE + r"\s+(?:is |was |goes |went )?(?:spent |wasted )?(?:in|on|into|waiting (?:for|on))\s+[^.!?\n]{0,20}?"
     r"\b(?:data ?load\w*|(?:data ?)?loader|I/?O|__getitem__|collate\w*|(?:the )?next batch|batch\w* loading|"
     r"reading (?:the )?data)|"
@@ -100,7 +107,11 @@ _DELAY = re.compile(
     r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait)s?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
     r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
     r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
-    r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代))", re.I)
+    r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
+    r"\b(?:at the (?:start|beginning) of|before) (?:each|every) (?:new )?epoch)|"
+    r"\bfirst (?:batch|iteration|iter|step)e?s? (?:of|in) (?:each|every) (?:new )?epoch\b[^.!?\n]{0,40}?(?:\bslow\w*|"
+    r"\btakes? (?:about |around |~|over |almost )?\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|min\w*)\b|\blong\b|\bforever\b|"
+    r"\bages\b)", re.I)
 """A delay between batches in the user's words (the GPU step is quick; the wait is for the next batch)."""
 _DELAY_HERE = re.compile(
     r"\b(?:\d+(?:\.\d+)?(?:\s*[~\-]\s*\d+(?:\.\d+)?)?|a few|several|a couple of)\s*(?:s|secs?|seconds?|minutes?|"
@@ -110,6 +121,8 @@ _DELAY_HERE = re.compile(
 """A delay of some seconds: starvation when it is written between two logged iterations."""
 _DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
 """Inside the words themselves: `data loading is not the bottleneck`."""
+_NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
+"""What is read that is not the training data (`loading the checkpoint files is slow`): the model's load."""
 _ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
                         r"writ\w*)\b|保存|验证", re.I)
 """A pause at a save, an evaluation or a log line is that work, not the loader; slow storage written to (a
@@ -137,11 +150,12 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
                            r"preprocessing_num_workers|--workers)\b")
 """The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
 but it is still slow`)."""
-_SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据",
+_SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据", "epoch",
                "num_workers", "delay", "pause", "stall", "lag", "gap", "freez", "hang", "hiccup", "wait", "停顿", "卡",
                "crawl", "forever", " s ", "sec", "second", "min")
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
-_THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢")
+_THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
+               "/s", "/it")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi", "%")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
@@ -170,7 +184,8 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
-                not (what in ("delay", "storage") and _ELSEWHERE.search(line)):
+                not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
+                not (what == "loader" and _NOT_DATA.search(found.group(0))):
             return {"said": what, "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
         return {"said": "delay", "quote": line.strip()[:300]}
@@ -193,7 +208,7 @@ def _util_said(line: str) -> dict[str, object] | None:
             continue
         if _HELD.search(line[:found.start("low") if found.group("low") else found.start()][-20:]):
             continue
-        word = found.group("low") or found.group("low2") or found.group("low3")
+        word = found.group("low") or found.group("low2") or found.group("low3") or found.group("low4")
         low = _clause_low(line[found.start("util") if found.group("util") else found.start():])
         if word and _SWING.search(word) and low is not None and low > SWING_LOW:
             continue  # `fluctuates between 85% and 100%`: busy all the time
@@ -291,7 +306,33 @@ def _stall_said(line: str) -> dict[str, object] | None:
     return None
 
 
+_RATE_SAID = re.compile(r"(\d+(?:\.\d+)?)\s*(it/s|s/it|(?:samples|examples|images|imgs|tokens|seqs?)/s(?:ec)?|"
+                        r"(?:s|sec|seconds?)/(?:it|iter|step|batch))\b", re.I)
+_DATA_CAUSE = re.compile(r"\b(?:stream\w*|data ?loaders?|loaders?|num_workers|workers?|NFS|S3|GCS|disk|"
+                         r"storage|network|mount\w*|webdataset|tfrecords?|parquet|lmdb|images? from|reading|"
+                         r"synthetic|dummy|fake|random (?:data|inputs?|tensors?)|in[- ]memory|cached|pre-?loaded)\b", re.I)
+"""The data's source or loader named beside two speeds: the difference is the data's (`dropped from 3 it/s to 0.5
+it/s after switching to a streaming dataset`, `0.3 it/s; with a synthetic in-memory dataset it does 4 it/s`)."""
+
+
+def _rates_said(line: str) -> dict[str, object] | None:
+    """Two speeds of the same training in the user's words, 2.5 times apart, with the data named as what differs."""
+    rates = []
+    for number, unit in _RATE_SAID.findall(line):
+        value = float(number)
+        per_second = unit.lower().startswith(("s/", "sec", "second")) and not unit.lower().endswith("/s")
+        rates.append(1 / value if per_second and value > 0 else value)
+    if len(rates) < 2 or min(rates) <= 0 or max(rates) < SLOWER * min(rates) or not _DATA_CAUSE.search(line) or \
+            _ELSEWHERE.search(line):  # an evaluation's or a save's speed beside training's is that work's
+        return None
+    return {"said": "slowdown", "quote": line.strip()[:300]}
+
+
 def _slowdown_said(line: str) -> dict[str, object] | None:
+    if "/s" in line or "/it" in line or "s/" in line:
+        rated = _rates_said(line)
+        if rated is not None:
+            return rated
     if not _THEN.search(line) or not _WORK.search(line):
         return None
     durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]
@@ -300,7 +341,16 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
     return {"said": "slowdown", "quote": line.strip()[:300]}
 
 
+_PREP_STUCK = re.compile(r"(?:\b(?:stuck|hangs?|hanging|hung|frozen|freezes|sits?|sitting|stays?|waiting)\s+(?:for "
+                         r"(?:hours|ages) )?(?:at|on|in|during)|卡在|卡住在?|停在|一直在)\s*[^.!?\n。！？]{0,10}?" + _PREP_SUBJECT,
+                         re.I)
+"""A run stuck at its preprocessing (`stuck at "Running tokenizer on dataset"`, `一直卡在 tokenize`)."""
+
+
 def _prep_said(line: str) -> dict[str, object] | None:
+    stuck = _PREP_STUCK.search(line)
+    if stuck and not _DENIED.search(stuck.group(0)):
+        return {"said": "preprocessing", "quote": line.strip()[:300]}
     crawl = _MAP_CRAWLS.search(line)
     if crawl and not _DENIED.search(crawl.group(0)):
         return {"said": "preprocessing", "quote": line.strip()[:300]}
@@ -380,7 +430,7 @@ class UtilSamples:
             names = line.replace("#", " ").split()
             self._dmon = names.index("sm") if "sm" in names else None
             return None
-        if _CSV_HEADER.search(line) and "," in line:
+        if _CSV_HEADER.search(line) and ("," in line or line.strip().lower().startswith("utilization.gpu")):
             cells = [c.strip().lower() for c in line.split(",")]
             util = next((i for i, c in enumerate(cells) if c.startswith("utilization.gpu")), None)
             used = next((i for i, c in enumerate(cells) if c.startswith("memory.used")), -1)
@@ -390,7 +440,7 @@ class UtilSamples:
             cells = line.split()
             if len(cells) > self._dmon and cells[0].isdigit() and cells[self._dmon].isdigit():
                 return int(cells[self._dmon])
-        if self._csv is not None and "," in line:
+        if self._csv is not None and ("," in line or self._csv[1] < 0):
             return self._csv_reading(line)
         return None
 
@@ -635,6 +685,31 @@ class MegatronTimers:
         return {"text": "profile", "share": round(share, 1), "line": line.strip()[:300]}
 
 
+_WAIT_SHARE = re.compile(r"\b(?:data ?loader|data|loader|input|io|fetch)[ _-]?(?:wait(?:ing)?|stall(?:ed)?|bound)(?:[ _-]?"
+                         r"(?:time|share|frac\w*|ratio|pct))?\s*[:=]?\s*(\d+(?:\.\d+)?)\s*%", re.I)
+"""A program's printed share of the step spent waiting for input (`dataloader wait 78.2%`, `data_stall: 41%`)."""
+
+
+@dataclass
+class WaitShare:
+    """The printed share of time waiting for data, over the lines that print it: two or more lines, a quarter of
+    the time or more on average."""
+
+    shares: list[float] = field(default_factory=list)
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        found = _WAIT_SHARE.search(line)
+        if found is None or self.done or float(found.group(1)) > 100 or len(self.shares) >= 4096:
+            return None
+        self.shares.append(float(found.group(1)))
+        mean = sum(self.shares) / len(self.shares)
+        if len(self.shares) < 2 or mean < PROFILE_SHARE:
+            return None
+        self.done = True
+        return {"text": "profile", "share": round(mean, 1), "line": line.strip()[:300]}
+
+
 # -- a stack caught waiting for data ------------------------------------------------------------------------
 
 _FETCH_FRAME = re.compile(
@@ -697,6 +772,7 @@ class StarveText:
     rate: RateWatch = field(default_factory=RateWatch)
     megatron: MegatronTimers = field(default_factory=MegatronTimers)
     stack: StackWait = field(default_factory=StackWait)
+    wait: WaitShare = field(default_factory=WaitShare)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _slow_said: str = ""  # the user's line that says the training is slow
     _blamed_line: str = ""  # the user's line that names the loader as the reason
@@ -740,7 +816,8 @@ class StarveText:
              len(self.rate.rates) < 4096, self.rate),
             ("batch-generator" in line or "forward-backward" in line, self.megatron),
             ("Traceback" in line or "KeyboardInterrupt" in line or "Thread " in line or "Process " in line or
-             "most recent call first" in line or "dataloader.py" in line or "arrow_dataset.py" in line, self.stack))
+             "most recent call first" in line or "dataloader.py" in line or "arrow_dataset.py" in line, self.stack),
+            ("%" in line and ("wait" in line or "stall" in line or "bound" in line), self.wait))
         for wanted, reader in readers:
             facts = reader.line(line) if wanted else None
             if facts is not None:

@@ -69,8 +69,8 @@ _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 
                           r"Minimum loss scale reached", re.I)
 """fp16's loss scaler (DeepSpeed, Megatron, apex, fairseq's `FloatingPointError: Minimum loss scale reached`) gave
 up: every step overflows."""
-_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata|(?i:step|fwd|bwd|fwd/bwd|forward|backward|compute|load|fetch)(?=\s*[:=]?"
-                    r"\s*\d+(?:\.\d+)?\s*m?s\b))\b\s*[:=]?\s*(\d+(?:\.\d+)?)(?P<ms>\s*ms\b)?"
+_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata|[A-Za-z_]*(?i:data|load|fetch|step|fwd|bwd|forward|backward|compute|"
+                    r"train)(?:[A-Za-z_]*|/bwd)(?=\s*[:=]?\s*\d+(?:\.\d+)?\s*m?s\b))\b\s*[:=]?\s*(\d+(?:\.\d+)?)(?P<ms>\s*ms\b)?"
                     r"(?:\s*\((\d+(?:\.\d+)?)\))?")
 """Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
 brackets), MMEngine/LAVIS (`time: 0.4920  data: 0.0000`), `load_data_time: 19.6, train_step_time: 0.68`."""
