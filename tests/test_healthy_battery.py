@@ -317,3 +317,42 @@ WORRIES = {"epoch_drop": EPOCH_DROP, "spiky": SPIKY, "negative_nll": NEGATIVE_NL
 @pytest.mark.parametrize("name", sorted(WORRIES))
 def test_what_worries_people_in_a_healthy_run(name: str) -> None:
     assert judged(WORRIES[name]) == []
+
+
+# -- words and numbers near data starvation, in a run that is fed fine ---------------------------------------------
+
+FED = {
+    "busy_util": "GPU utilization ~98%, 2.1 it/s, everything looks good.\n" + "\n".join(hf_dicts(8)),
+    "config_dump": "\n".join(["dataloader_num_workers: 0", "preprocessing_num_workers: 16", "dataloader_pin_memory: true",
+                              "streaming: false", *hf_dicts(8)]),
+    "fast_tokenizer_bar": "Running tokenizer on dataset (num_proc=16): 100%|██████████| 52002/52002 [00:35<00:00, "
+                          "1480.11 examples/s]\n" + "\n".join(hf_dicts(8)),
+    "fast_maps": "\n".join([
+        "Generating train split: 100%|██████████| 9846/9846 [00:00<00:00, 41234.12 examples/s]",
+        "Map: 100%|██████████| 9846/9846 [00:03<00:00, 2910.55 examples/s]",
+        "Filter: 100%|██████████| 9846/9846 [00:01<00:00, 8120.10 examples/s]",
+        "Resolving data files: 100%|██████████| 18/18 [00:00<00:00, 512.33it/s]", *hf_dicts(8)]),
+    "small_loader_profile": "\n".join([
+        "| Action                                        | Mean duration (s) | Num calls | Total time (s) | "
+        "Percentage % |",
+        "| Total                                         | -                 | 3120      | 720.1          | 100 %        |",
+        "| run_training_batch                            | 0.61              | 1000      | 610.2          | 84.740       |",
+        "| [_TrainingEpochLoop].train_dataloader_next    | 0.03              | 1000      | 30.1           | 4.180        |"]),
+    "steady_bar_with_eval": "\n".join(
+        [bar(i * 50, 1000, "2.41it/s", f"0{i // 3}:{i * 20 % 60:02d}", "05:00") for i in range(1, 10)]
+        + ["{'eval_loss': 1.61, 'eval_runtime': 31.2, 'epoch': 1.0}"]
+        + [bar(i * 50, 1000, "2.39it/s", f"0{i // 3}:{i * 20 % 60:02d}", "03:00") for i in range(10, 19)]),
+    "quick_loader_words": "Data loading takes 0.01 s per batch, the GPU is at 99% the whole time.",
+    "question_streaming": "How do I use streaming=True with the SFTTrainer? My run is fine, I just want to save disk.",
+    "user_timers_quick": "\n".join(f"step {i}: data 0.004s, fwd 0.110s, bwd 0.205s" for i in range(1, 6)),
+    "dmon_busy": "\n".join(
+        ["# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec   mclk   pclk",
+         "# Idx      W      C      C      %      %      %      %    MHz    MHz"]
+        + [f"    0    {300 + sm}     61      -    {sm:3d}     {sm // 3:2d}      0      0   1593   1410"
+           for sm in (97, 99, 94, 100, 96, 98, 91, 99)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FED))
+def test_a_run_fed_fine_reads_healthy(name: str) -> None:
+    assert judged(FED[name]) == []

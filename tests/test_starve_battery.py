@@ -73,6 +73,8 @@ PROSE = [
     "The GPU stays idle for ~10s between batches.",
     "There's a long pause after every 8 batches (num_workers=8).",
     "My training loop spends 70% of each step waiting on the dataloader.",
+    "Epoch 0:   3%|▎         | 30/1000 [10:00<5:23:20, 20.00s/it, v_num=1, train_loss=2.31]\n"
+    "nvidia-smi shows 0% most of the time",
 ]
 CHINESE = [
     "GPU利用率低，训练很慢",
@@ -151,6 +153,12 @@ RATES = [
     "Filter:  40%|████      | 400000/1000000 [30:00<45:00, 222.22 examples/s]",
     "Generating train split: 2300000 examples [55:10, 694.71 examples/s]",
     "Grouping texts in chunks of 4096:  8%|▊         | 80/1000 [12:00<2:18:00,  9.00s/ba]",
+    "\r".join(f"Map:  {p}%|██▎       | {p * 10000}/1000000 [0:{p:02d}:00<2:00:00, 273.00 examples/s]" for p in range(1, 30)),
+    "Map: 100%|██████████| 1000000/1000000 [1:02:10<00:00, 268.1 examples/s]",  # it finished, after an hour
+    "#0:  12%|█▏        | 120/1000 [10:00<1:13:20,  5.00ba/s]",  # datasets' older multiprocess map
+    "Applying chat template to train dataset:   9%|▉         | 9000/100000 [03:00<30:20, 50.00 examples/s]",
+    "Filter (num_proc=4):  50%|█████     | 500000/1000000 [45:00<45:00, 185.19 examples/s]",
+    "Packing train dataset:  10%|█         | 10000/100000 [05:00<45:00, 33.33 examples/s]",
 ]
 
 
@@ -325,6 +333,8 @@ NOT_STARVED = [
     "The A100 only used 30% of its memory, can I raise the batch size?",
     "GPU memory at 10%, utilization at 98%.",
     "nvidia-smi shows 95% util on all 8 GPUs.",
+    "nvidia-smi shows 97% while training.",
+    "Map:   1%|          | 1000/100000 [00:05<08:15, 200.00 examples/s]",  # under ten minutes in all
     "CPU at 15% usage, GPU at 99%.",
     "Training runs at 8 it/s but evaluation at 1 it/s with 4 workers.",
     "On dataset A I get 5 it/s, on dataset B with longer sequences 1 it/s.",

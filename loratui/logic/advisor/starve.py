@@ -221,6 +221,8 @@ def _util_said(line: str) -> dict[str, object] | None:
 
 
 _BUSY_AT = re.compile(
+    r"(?:nvidia-smi|nvtop|gpustat)\s+(?:shows?|showed|says|reports?|gives|is at|at|stays at|reads)\s+(?:only |about |around |~|"
+    r"just )?(?P<n3>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
     r"(?P<dev>" + _DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
     r"utili[sz]ed|working|running at|hover(?:s|ing)? (?:at|around))\s+(?:at |around |about |only |just |~|for |less than |"
     r"under |below )?(?P<n>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
@@ -233,6 +235,8 @@ def _busy_at(line: str) -> int | None:
     """`nvidia-smi shows the GPU at 7%`, `the GPU is only used 10% of the time`, `nvidia-smi shows 5% util`: the GPU's
     busy share as a number beside the GPU (not its memory's, not the CPU's)."""
     for found in _BUSY_AT.finditer(line):
+        if found.group("n3"):
+            return int(found.group("n3"))
         if found.group("dev"):
             if _GAP_OTHER.search(found.group("gap")) or _HELD.search(found.group("gap")):
                 continue
