@@ -253,6 +253,74 @@ def test_the_battery_is_large() -> None:
     assert len(PROSE + CHINESE + RATES + TIMERS + WARNINGS) + 6 + 1 + 3 >= 60
 
 
+FEEDING = [
+    'The training seems to be CPU bound.',
+    "My pipeline is I/O-bound, the GPU can't be kept busy.",
+    'The bottleneck is the CPU, not the GPU.',
+    "I think it's a CPU bottleneck.",
+    'My GPU is not fully utilized.',
+    "The GPU isn't being used fully during training.",
+    'Task Manager shows GPU usage spiking up and down.',
+    'GPU utilization in the wandb system charts is around 25%.',
+    'The GPU Utilization panel in W&B shows a saw-tooth pattern dropping to 0 every few seconds.',
+    "Increasing num_workers doesn't help, training is still slow.",
+    'Data augmentation on the CPU is the bottleneck.',
+    'The tokenizer is the bottleneck.',
+    'Tokenization is the bottleneck of my training.',
+    'The DataLoader hangs at the start of each epoch for a minute.',
+    'Each step the GPU waits ~2 s for the loader.',
+    'Our throughput is limited by the data pipeline.',
+    'The training is IO bound because the images are on a HDD.',
+    'Decoding the JPEGs takes most of the time.',
+    'Image decoding on the CPU is too slow to keep up with the GPU.',
+    'The CPU cannot feed the GPU fast enough.',
+    "Data can't be loaded fast enough to keep the GPU busy.",
+    'The GPU is starved for data.',
+    "GPU starvation: the dataloader can't keep up.",
+    "The loader can't keep up with the GPU.",
+    'the dataloader is too slow to keep up',
+    'We are data-loading bound.',
+    'With 16 workers the CPU is pegged at 100% and the GPUs still wait.',
+    'Training step time is dominated by data loading.',
+    'The A100s are waiting on I/O most of the time.',
+    'DataLoader is slow when reading from a mounted Google Drive in Colab.',
+    'How can I speed up my dataloader? It takes longer than the forward pass.',
+    'The forward pass takes 0.1 s but each batch takes 1.5 s to arrive.',
+]
+"""The feeder and its verdict, or the GPU and its wait, in many wordings."""
+FEEDING_ZH = [
+    'GPU 利用率 很低 而且 CPU 占用很高',
+    '数据读取是瓶颈',
+    '读取数据太慢，GPU 经常处于等待状态',
+    'dataloader 很慢',
+    '数据集 map 太慢了',
+]
+
+
+@pytest.mark.parametrize("text", FEEDING + FEEDING_ZH)
+def test_the_feeding_said_too_slow(text: str) -> None:
+    assert first_id(text) == "data_starved", text
+
+
+NOT_FEEDING = [
+    "Is data loading the bottleneck?",
+    "The training is compute-bound, the GPU is at 100%.",
+    "The kernel is memory-bound.",
+    "My GPU is not used at all, everything runs on the CPU.",
+    "The GPU isn't used: torch.cuda.is_available() returns False.",
+    "We are limited by the CPU RAM when loading the model.",
+    "The GPUs wait for each other at the all-reduce.",
+    "Data can't be loaded: FileNotFoundError: data/train.jsonl",
+    "Training on the 3090 is slower than on the A100.",
+    "Loading the checkpoint files takes longer than the forward pass.",
+]
+
+
+@pytest.mark.parametrize("text", NOT_FEEDING)
+def test_words_near_feeding_that_are_not_starvation(text: str) -> None:
+    assert first_id(text) != "data_starved", text
+
+
 # -- a stack caught waiting for data ---------------------------------------------------------------------------
 
 def frames(*where: tuple[str, int, str]) -> list[str]:

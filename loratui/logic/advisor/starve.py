@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.advisor.starve_words import asked, fed_slowly
 from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
@@ -24,9 +25,9 @@ _UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?
 `GPU利用率`); not its memory (`GPU memory usage` has a word between)."""
 _LOW = (r"(?:very |quite |extremely |really |so |too |pretty )?(?:low|lower|poor|bad|idle|underutili[sz]ed|"
         r"under[- ]utili[sz]ed|not (?:fully )?(?:used|utili[sz]ed)|zero|spiky|spikes?|spiking|oscillat\w*|"
-        r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drops? (?:to|down)|"
+        r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drop(?:s|ping|ped)? (?:to|down)|"
         r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅|"
-        r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB)))")
+        r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB))|saw-?tooth)")
 """What a starved GPU's utilisation does: stays low, or swings between busy and idle."""
 _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
@@ -38,9 +39,9 @@ _UTIL_SAID = re.compile(
     r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?P<low4>空闲|闲置|在等|等待数据|等数据|跑不满|没有?跑满)", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 _PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
-                 r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|"
+                 r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
-_PREP_LONG = (r"(?:slow\w*|forever|ages|a long time|too long|very long|hours?|"
+_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|forever|ages|a long time|too long|very long|hours?|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
 _MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
@@ -140,7 +141,8 @@ def _code(line: str) -> bool:
 
 
 _SLOW_SAID = re.compile(r"\b(?:training|speed|it|throughput|epochs?|iterations?)\b[^.!?\n]{0,30}?\b(?:is|was|are|were|"
-                        r"becomes?|became|gets?|got)\s+(?:(?:very|so|too|really|extremely|quite|pretty)\s+)*slow\b",
+                        r"becomes?|became|gets?|got)\s+(?:(?:very|so|too|really|extremely|quite|pretty|still|even)\s+)*"
+                        r"slow\b",
                         re.I)
 _LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0,80}?(?:[Dd]ata ?[Ll]oad\w*|"
                             r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__)")
@@ -154,6 +156,10 @@ _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottlen
                "num_workers", "delay", "pause", "stall", "lag", "gap", "freez", "hang", "hiccup", "wait", "停顿", "卡",
                "crawl", "forever", " s ", "sec", "second", "min")
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
+_FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "dominat", "limited", "wait", "throttl",
+              "starved", "held back", "used", "utili", "busy", "saturat", "慢", "等", "空转", "闲着", "most", "half",
+              "majority", "bulk", "% of")
+"""Words one of starve_words' verdicts needs (lowercase)."""
 _THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi", "%")
@@ -179,20 +185,21 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
         (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
     if prep is not None:
         return prep
-    if not any(word in low for word in _SAID_WORDS):
+    if not any(word in low for word in _SAID_WORDS + _FED_WORDS):
         return None
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
-                not (what == "loader" and _NOT_DATA.search(found.group(0))):
+                not (what == "loader" and _NOT_DATA.search(found.group(0))) and not asked(line):
             return {"said": what, "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
         return {"said": "delay", "quote": line.strip()[:300]}
-    return None
+    fed = fed_slowly(line) if any(word in low for word in _FED_WORDS) else None
+    return {"said": fed, "quote": line.strip()[:300]} if fed else None
 
 
-_SWING = re.compile(r"spik|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
+_SWING = re.compile(r"spik|saw-?tooth|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
 SWING_LOW = 70
 """A swing whose low end the user gives above 70% is a busy GPU (`between 60% - 100%` starves, per MegEngine's
 maintainers; `between 85% and 100%` does not)."""
@@ -785,7 +792,8 @@ class StarveText:
 
     def _blamed(self, line: str, step: int) -> list[Finding]:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
-        if not self._slow_said and _SLOW_SAID.search(line) and not _DENIED.search(line) and not _PROGRAM.search(line):
+        slow = _SLOW_SAID.search(line) if not self._slow_said else None
+        if slow and not _DENIED.search(slow.group(0)) and not _PROGRAM.search(line):  # `doesn't help, still slow`
             self._slow_said = line.strip()[:300]
         if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
                 not _code(line) and not _PROGRAM.search(line):
