@@ -69,9 +69,13 @@ _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 
                           r"Minimum loss scale reached", re.I)
 """fp16's loss scaler (DeepSpeed, Megatron, apex, fairseq's `FloatingPointError: Minimum loss scale reached`) gave
 up: every step overflows."""
-_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata)\b:?\s+(\d+(?:\.\d+)?)(?:\s*\((\d+(?:\.\d+)?)\))?")
+_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata|[A-Za-z_]*(?i:data|load|fetch|step|fwd|bwd|forward|backward|compute|"
+                    r"train)(?:[A-Za-z_]*|/bwd)(?=\s*[:=]?\s*\d+(?:\.\d+)?\s*m?s\b))\b\s*[:=]?\s*(\d+(?:\.\d+)?)(?P<ms>\s*ms\b)?"
+                    r"(?:\s*\((\d+(?:\.\d+)?)\))?")
 """Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
 brackets), MMEngine/LAVIS (`time: 0.4920  data: 0.0000`), `load_data_time: 19.6, train_step_time: 0.68`."""
+_UNIT_TIMED = re.compile(r"\d\s*m?s\b")
+"""A duration with its unit (`data: 2.10s  step: 0.25s`): timers named with no `time` in them."""
 _EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
 """A step timer named for the compute alone: the data time comes on top of it, not inside it."""
 METER_SHARE = 0.25
@@ -135,7 +139,7 @@ class TextWatch:
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
             found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
-        if "ata" in line and "ime" in line:
+        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or _UNIT_TIMED.search(line)):
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
@@ -198,9 +202,9 @@ class TextWatch:
         data = time = None
         average = False
         exclusive = False
-        for name, value, mean in _METER.findall(line):
-            is_data = "data" in name.lower() or "load" in name.lower()
-            number = float(mean) if mean else float(value)
+        for name, value, ms, mean in _METER.findall(line):
+            is_data = any(word in name.lower() for word in ("data", "load", "fetch"))
+            number = (float(mean) if mean else float(value)) / (1000 if ms else 1)
             if is_data and data is None:
                 data, average = number, average or bool(mean)
             elif not is_data and time is None:
