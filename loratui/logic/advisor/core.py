@@ -345,6 +345,9 @@ class Advisor:
     def _on_oom(self, report: oom.OomReport, line: str) -> None:
         """Keep the first OOM; a later one with numbers replaces a first one without."""
         ctx = self.ctx
+        if report.kind == oom.UNKNOWN and not report.said and \
+                oom.cuda_starting([n for f in list(self.trace.frames)[-2:] for n in (f.func, f.call)]):
+            report = replace(report, kind=oom.OTHER_PROCESS, note=oom.CONTEXT_NOTE)
         hint = "save" if _SAVE_IN_LINE.search(line) else ""
         phase = ctx.phase or hint or self.trace.phase
         first = self.oom.facts["report"] if self.oom is not None else None
@@ -532,6 +535,11 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
+    card = None if facts["others"] else oom.smi_card(getattr(adv.text.where, "smi", []), facts["report"])
+    if card is not None:  # no telemetry (a pasted log): the processes an nvidia-smi table in it lists
+        facts["others"] = oom.smi_others(card[1], facts["report"])
+        evidence = evidence + [f"nvidia-smi lists {len(card[1])} processes on GPU {card[0]}: " +
+                               ", ".join(f"PID {pid} ({oom.gib(size)})" for pid, size in card[1][:6])]
     if phase == "save" and not facts.get("merge"):
         facts["merge"] = any(_MERGE.search(line) for line in evidence)
     total, free = getattr(adv, "card_at_start", (None, None))
@@ -545,7 +553,8 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
         evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
-        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") else a for a in built]
+        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None or card is not None
+                 else a for a in built]
     return built
 
 

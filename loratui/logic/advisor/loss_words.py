@@ -27,7 +27,8 @@ _PROCESS = (r"(?:(?<![A-Za-z_])(?:training|fine-?tuning|run)(?![A-Za-z_])"
             r"(?!\s+(?:curves?|stages?|sets?|data\w*|loop|scripts?|code|process|time|speed|steps?|args|arguments|"
             r"config\w*|samples?|examples?|jobs?)\b)|训练(?!集|数据|脚本|代码|时间|速度))")
 """The run as a subject (`training diverges`), not a part of it (`the training curve`, `training data`)."""
-_OTHER = (r"(?:\b(?:the\s+)?(?:number|count|amount) of \w+|"
+_OTHER = (r"(?:\b(?:the\s+)?(?:number|count|amount) of \w+|(?:GPU|CPU|显卡|显存)\s*(?:的)?(?:利用率|使用率|占用)|"
+          r"\b(?:GPU|CPU|gpu|cpu|device)[ _-]?(?:util\w*|usage|load|memory)\b|"
           r"\b(?:the|my|its|batch|sequence)\s+(?:memory|time|speed|size|length|reward|kl|throughput|temperature)\b)")
 """Another quantity as a subject: what is said after it is not said of the loss (`the loss change becomes small
 as the number of epochs increases`)."""
