@@ -171,6 +171,22 @@ FLAT = [
     "What should I change so that the model converges?",
     "应该如何修改，让loss可以下降呢",
     "怎样才能让模型收敛",
+    # a fourth round: joined subjects, a negation as a noun, perplexity, a subject Chinese leaves out
+    "the train loss and val loss didnot decrease",
+    "the loss and the accuracy do not change",
+    "Loss and accuracy stay the same for all epochs.",
+    "No convergence at all after 20 epochs.",
+    "there is no learning happening",
+    "the accuracy always stays zero",
+    "accuracy is 0 for every epoch",
+    "The loss converges quickly, but the accuracy stays at 0.",
+    "The loss is decreasing but the accuracy is stuck at 50%.",
+    "the perplexity stays at 1000",
+    "validation perplexity does not decrease",
+    "the ppl stays at a very high constant level",
+    "一开始loss下降，后来就不降了",
+    "loss前几个epoch还在降，之后就一直不动了",
+    "损失刚开始下降很快，然后就停在3.2不动了",
     # Chinese
     "loss不变",
     "训练时loss一直不降",
@@ -252,6 +268,15 @@ RISE = [
     "If I set the learning rate to 1e-3, the loss explodes after 200 steps.",
     "the loss dropped to 70 by epoch 69, but it suddenly jumped to 800,000 in epoch 70",
     "loss回升",
+    # a fourth round
+    "loss从0.5变成了3.2",
+    "loss从2.1涨到5.6",
+    "the perplexity explodes to 1e7",
+    "Perplexity 2.3e7 after epoch 1",
+    "train ppl goes up from 30 to 900",
+    "loss suddenly increased twice and the F1 dropped",
+    "the loss increases and the accuracy drops",
+    "loss went up a lot while mAP fell to 10%",
 ]
 
 HEALTHY = "".join(f"{{'loss': {2.5 * 0.97 ** i:.4f}, 'learning_rate': 0.0002, 'epoch': {i / 100:.2f}}}\n"
@@ -309,7 +334,6 @@ QUIET = [
     "Expected behavior: the loss should go down.",
     "I expect the loss to plateau around 1.0",
     "the train loss goes down but the val loss goes up",
-    "The loss is decreasing but the accuracy is stuck at 50%.",
     "validation accuracy doesn't improve while training accuracy reaches 99%",
     "Accuracy increases to 90%",
     "grad norm increases during the first steps",
@@ -327,6 +351,11 @@ QUIET = [
     "the loss only spikes at the first step, then decreases smoothly",
     "the loss decreases only after warmup, as expected",
     "How to make the loss converge faster with a larger batch?",
+    # a fourth round
+    "Perplexity 12.31",
+    "the loss decreases and the mAP increases",
+    "eval perplexity increases while train perplexity keeps falling",
+    "the loss is going down and so is the perplexity",
     HEALTHY,
 ]
 
