@@ -48,7 +48,8 @@ _SUBJECT = re.compile(
 
 # -- predicates -------------------------------------------------------------------------------------------------
 
-_STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|ed)?\b|降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
+_STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+to\s+)?(?:be\s+)?"
+          r"train(?:s|ing|ed)?\b|降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
           r"(?:decreas|drop|fall|go(?:es)? down|learn|converg)\w*\s+(?:very|extremely|really|so|too|super|incredibly)\s+"
           r"(?:very\s+)?slow(?:ly)?\b(?!\s*(?:at (?:the )?(?:first|start|beginning)|initially|in the beginning|early))|"
           r"stop(?:s|ped|ping)?\s+(?:decreas|dropp|going down|improv|fall|chang|mov|learn|converg)\w*|"
@@ -58,8 +59,9 @@ _STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|
           r"(?:is|are|was|were|stays?|stayed|remains?|remained|looks?)\s+(?:all\s+|always\s+|exactly\s+|almost\s+|"
           r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b|same value|"
           r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
-          r"(?:is|are|was|were|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|basically|"
-          r"completely|totally|pretty much|quite|still)\s+(?:\w+\s+){0,3}(?:constant|flat)\b|(?:constant|flat)\s*(?:at|around|$)|"
+          r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|basically|"
+          r"completely|totally|pretty much|quite|still|goes|went|gone|becomes?|became|becoming|turns?|turned|gets?|got|"
+          r"getting)\s+(?:\w+\s+){0,3}(?:constant|flat)\b|(?:constant|flat)\s*(?:at|around|$)|"
           r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|frozen|"
           r"(?:stay|stays|stayed|staying|remain|remains|remained|keeps?|kept|sits?|sat|sitting|hover\w*|is always|"
           r"always(?: is| was)?|was always|are always|is still|was still|stuck|fixe[sd]|locks?|locked|maintain\w*)"
@@ -68,7 +70,7 @@ _STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|
           r"(?:is|are|was|were) around \d|all the time|"
           r"不变|没变|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
           r"都是|一直为|始终为")
-_FALL = (r"decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
+_FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
          r"go(?:es|ing)? (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
@@ -126,8 +128,8 @@ _NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|sur
                         r"(?:of|in)\s+(?:the\s+|my\s+)?$", re.I)
 """A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
 _SMALL_BEFORE = re.compile(r"\b(?:only|just|merely)\s+(?:\w+\s+)?$", re.I)
-_SMALL_AFTER = re.compile(r"\s+(?:only\s+|very\s+)?(?:slightly|a (?:tiny |little )?bit|a little|marginally|by (?:only )?0\.0)",
-                          re.I)
+_SMALL_AFTER = re.compile(r"\s+(?:only\s+)?(?:very\s+)?(?:slightly|a tiny bit|a little bit|very little|marginally|"
+                          r"by (?:only )?0\.0)", re.I)
 """A fall said to be too small: `only decreased from 0.7 to 0.6`, `decreases only slightly`, `a tiny bit`."""
 _WISH = re.compile(
     r"\b(?:how|what)\b[^.?!]{0,40}?\b(?:make|get|help|let)\s+(?:the\s+|my\s+|this\s+|our\s+)?"
@@ -212,7 +214,7 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
     no subject goes on about (`一开始loss下降，后来就不降了`)."""
     subjects = [m for m in _SUBJECT.finditer(sentence)
                 if not m.group("proc") or _OPENS.search(sentence[:m.start()])]  # `is not training`: a verb
-    if not subjects and previous[0] in ("loss", "model") and _CJK.search(sentence):
+    if not subjects and previous[0] in ("loss", "model") and (_CJK.search(sentence) or _GOES_ON.match(sentence)):
         said = _predicate(previous[0], sentence[:80], False)
         return [said] if said is not None and not _supposed(sentence) else []
     found = []
@@ -241,6 +243,10 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
 
 _JOINED = re.compile(r"\s*(?:and|&|,|or|as well as|both|和|与|以及|跟)?\s*(?:the\s+|my\s+)?", re.I)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+_GOES_ON = re.compile(r"\s*(?:(?:then|and|still|just|only|even|later|soon|suddenly|quickly|it)\s+){0,2}(?=\S)"
+                      r"(?:(?:\w+ly|again|then)\s+)?(?:" + _RISE + "|" + _STILL + "|" + _FALL + ")", re.I)
+"""A clause that opens on its verb: it goes on about the subject before (`goes up and down, but trends
+downward`)."""
 
 
 def _supposed(before: str) -> bool:
