@@ -30,7 +30,8 @@ _PROCESS = (r"(?:(?<![A-Za-z_])(?:training|fine-?tuning|run)(?![A-Za-z_])"
 _OTHER = (r"(?:\b(?:the\s+)?(?:number|count|amount) of \w+|(?:GPU|CPU|显卡|显存)\s*(?:的)?(?:利用率|使用率|占用)|"
           r"\b(?:GPU|CPU|gpu|cpu|device)[ _-]?(?:util\w*|usage|load|memory)\b|"
           r"\b(?:the|my|its|batch|sequence)\s+(?:memory|time|speed|size|length|reward|kl|throughput|temperature)\b|"
-          r"(?<![A-Za-z_])(?:m?AP(?:50|@?\.5)?|f1|bleu|rouge\w*|wer|cer|m?iou|auc|precision|recall|rewards?)(?![A-Za-z_]))")
+          r"(?<![A-Za-z_])(?:m?AP(?:50|@?\.5)?|f1|bleu|rouge\w*|wer|cer|m?iou|auc|precision|recall|rewards?)"
+          r"(?![A-Za-z_]))")
 """Another quantity as a subject: what is said after it is not said of the loss (`the loss change becomes small
 as the number of epochs increases`)."""
 _STILL_THINGS = (r"(?:(?<![A-Za-z_])(?:weights?|param(?:eter)?s?|gradients?|grads?|grad[ _]norm)(?![A-Za-z_])|"
@@ -41,16 +42,20 @@ _EXPLETIVE = (r"\s+(?:seems?|seemed|looks?|looked|appears?|appeared|is|was)\s+"
               r"(?:that|like|as if|as though|\w+\s+(?:that|to|if|whether))\b")
 """`it seems that`, `it is weird that`: an `it` that stands for no subject."""
 _SUBJECT = re.compile(
-    rf"(?P<val>{_VAL}(?={_LOSS}|{_ACC}))?(?:(?P<loss>{_LOSS})|(?P<acc>{_ACC})|(?P<model>{_MODEL})|(?P<proc>{_PROCESS})|(?P<other>{_OTHER})|"
-    rf"(?P<still>{_STILL_THINGS})|(?P<lr>{_LR})|(?P<pred>{_PREDICTION})|(?P<it>(?<![A-Za-z])it(?![A-Za-z'])(?!{_EXPLETIVE})))",
+    rf"(?P<val>{_VAL}(?={_LOSS}|{_ACC}))?(?:(?P<loss>{_LOSS})|(?P<acc>{_ACC})|(?P<model>{_MODEL})|"
+    rf"(?P<proc>{_PROCESS})|(?P<other>{_OTHER})|(?P<still>{_STILL_THINGS})|(?P<lr>{_LR})|(?P<pred>{_PREDICTION})|"
+    rf"(?P<it>(?<![A-Za-z])it(?![A-Za-z'])(?!{_EXPLETIVE})))",
     re.I)
 """`it` stands for the subject named before it in the line (`the loss should go down but it stays at 2.3`)."""
 
 # -- predicates -------------------------------------------------------------------------------------------------
 
 _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+to\s+)?(?:be\s+)?"
-          r"train(?:s|ing|ed)?\b|降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
-          r"(?:decreas|drop|fall|go(?:es)? down|learn|converg)\w*\s+(?:very|extremely|really|so|too|super|incredibly)\s+"
+          r"train(?:s|ing|ed)?\b|"
+          r"降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|"
+          r"一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
+          r"(?:decreas|drop|fall|go(?:es)? down|learn|converg)\w*\s+"
+          r"(?:very|extremely|really|so|too|super|incredibly)\s+"
           r"(?:very\s+)?slow(?:ly)?\b(?!\s*(?:at (?:the )?(?:first|start|beginning)|initially|in the beginning|early))|"
           r"stop(?:s|ped|ping)?\s+(?:decreas|dropp|going down|improv|fall|chang|mov|learn|converg)\w*|"
           r"(?:always|only|just)\s+(?:predict|output|classif|return)\w*|"
@@ -59,35 +64,44 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"(?:is|are|was|were|stays?|stayed|remains?|remained|looks?)\s+(?:all\s+|always\s+|exactly\s+|almost\s+|"
           r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b|same value|"
           r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
-          r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|basically|"
+          r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|"
+          r"basically|"
           r"completely|totally|pretty much|quite|still|goes|went|gone|becomes?|became|becoming|turns?|turned|gets?|got|"
           r"getting)\s+(?:\w+\s+){0,3}(?:constant|flat)\b|(?:constant|flat)\s*(?:at|around|$)|"
           r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|frozen|"
           r"(?:stay|stays|stayed|staying|remain|remains|remained|keeps?|kept|sits?|sat|sitting|hover\w*|is always|"
           r"always(?: is| was)?|was always|are always|is still|was still|stuck|fixe[sd]|locks?|locked|maintain\w*)"
-          r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?(?:at|around|about|near|on|in|the same|constant|unchanged|flat|high|~?\d|between|~)\b|"
+          r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?"
+          r"(?:at|around|about|near|on|in|the same|constant|unchanged|flat|high|~?\d|between|~)\b|"
           r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
           r"(?:is|are|was|were) around \d|all the time|"
           r"不变|没变|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
           r"都是|一直为|始终为")
-_FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
+_FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
+         r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
          r"go(?:es|ing)? (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
 _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|"
-         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
+         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|"
+         r"go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
          r"grow\w*|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg\w*|"
          r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
-         r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+(?:very\s+|extremely\s+|really\s+|so\s+|"
+         r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+"
+         r"(?:very\s+|extremely\s+|really\s+|so\s+|"
          r"much\s+|even\s+|a lot\s+)?(?:worse|bigger|larger|higher|large|huge|enormous|massive|astronomical|crazy)\b|"
          r"up again|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
-         r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
+         r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
+         r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
-         r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+(?:exactly\s+|always\s+|just\s+)?"
+         r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
+         r"(?:exactly\s+|always\s+|just\s+)?"
          r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
-_PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))", re.I)
+_PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))",
+                        re.I)
+"""What is said of a subject, tried in this order at each place: a rise, a zero, a standstill, a fall."""
 _NEGATION = re.compile(
     r"\b(?:not|never|no|cannot|hardly|barely|scarcely|without|nothing)\b|n['’]t\b|'nt\b|"
     r"\b(?:does|did|do|ca|wo|is|was|are|were|has|have|had|could|would|dose|dos)nt\b|"
@@ -144,7 +158,8 @@ _FASTER = re.compile(r"\w*\s+(?:faster|quicker|more quickly|further|even lower|m
 _HEDGED = re.compile(r"\b(?:probably|possibly|maybe|perhaps|might|may|likely|unlikely)\b", re.I)
 """Between a subject and its predicate: only a guess (fairseq's `Your loss is probably exploding` beside its fp16
 floor)."""
-_INSTEAD = re.compile(r"(?:instead of|rather than|than|after|before|since|expected\s+(?:it|the loss)\s+to|should)\s*$", re.I)
+_INSTEAD = re.compile(r"(?:instead of|rather than|than|after|before|since|expected\s+(?:it|the loss)\s+to|should)\s*$",
+                      re.I)
 """A predicate only named as what did not happen (`increasing instead of decreasing`)."""
 _PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
 """A question's negation before its subject: `why doesn't the training loss decrease?`."""
@@ -205,7 +220,7 @@ def read(line: str) -> Said | None:
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
             return said
-    return QUIET if found else None
+    return QUIET
 
 
 def _sentence(sentence: str, previous: list[str]) -> list[Said]:
@@ -288,8 +303,7 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         negated = _NEGATION.search(scope[start:p.start()]) is not None or _negated_after(scope[p.end():]) or \
             (last is None and negated_before)
         last, start = (p.lastgroup, negated), p.end()
-    huge = _huge(scope) if subject == "loss" else False
-    if huge:
+    if subject == "loss" and _huge(scope):
         return Said("rise", subject)  # `Perplexity 16063139.21`: no run that learns prints it
     if last is None:
         kind = _numbers(scope) if subject == "loss" else ""
