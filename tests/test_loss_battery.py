@@ -397,6 +397,21 @@ QUIET = [
     "scheduler = ReduceLROnPlateau(optimizer, monitor='val_loss')",
     "Epoch 5/10 - loss: 0.2314 - accuracy: 0.9123",
     "GRPO reward stays flat at 0.5",
+    # the prose of training libraries' own docs and comments (transformers, trl, torch.optim): no report
+    "Each model flattens with its own hidden width.",
+    "The reference model is a frozen copy of the initial policy.",
+    "Aggregates token-level losses by normalizing with a global constant.",
+    "Higher values make the model more random and increase diversity.",
+    "If 0.0, the reference model is not loaded, reducing memory usage.",
+    "The beta of the CPO loss is typically something in the range of 0.1 to 0.5.",
+    "Coefficient for the auxiliary z-loss used to control logit growth during training.",
+    "The model has been loaded with accelerate and therefore cannot be moved to a specific device.",
+    "This was fixed in v5, so the model name stays as it was.",
+    "If True, outputs keep the same dictionary shape.",
+    "The OLMo2 model is identical to the OLMo model, except RMSNorm is used.",
+    "Their corresponding output values are zeroed out.",
+    "patience: the number of allowed epochs with no improvement after which training stops",
+    "Unscorable completions carry no learning signal.",
     HEALTHY,
 ]
 

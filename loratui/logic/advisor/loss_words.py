@@ -58,34 +58,37 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"(?:very|extremely|really|so|too|super|incredibly)\s+"
           r"(?:very\s+)?slow(?:ly)?\b(?!\s*(?:at (?:the )?(?:first|start|beginning)|initially|in the beginning|early))|"
           r"stop(?:s|ped|ping)?\s+(?:decreas|dropp|going down|improv|fall|chang|mov|learn|converg)\w*|"
-          r"(?:always|only|just)\s+(?:predict|output|classif|return)\w*|"
-          r"(?:predict|output|return|generat|produc|giv)\w*\s+(?:exactly\s+)?the same\b|"
-          r"horizontal|(?:a |straight )?flat line|straight line|flatten\w*|forever|"
+          r"(?:always|only|just)\s+(?:predict|classif)\w*|"
+          r"(?:predict|output|generat|produc|giv)\w*\s+(?:exactly\s+)?the same\b(?!\s+(?:size|shape|type|dtype))|"
+          r"horizontal|(?:a |straight )?flat line|straight line|flatten(?:s|ed|ing)? out|forever|"
           r"(?:is|are|was|were|stays?|stayed|remains?|remained|looks?)\s+(?:all\s+|always\s+|exactly\s+|almost\s+|"
-          r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b|same value|"
+          r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b"
+          r"(?!\s+(?:size|way|shape|type|kind|as|number|length|for|dtype|device|object|to|result|tensor|name|file|"
+          r"class|model|config))|"
           r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
           r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|"
           r"basically|"
           r"completely|totally|pretty much|quite|still|goes|went|gone|becomes?|became|becoming|turns?|turned|gets?|got|"
-          r"getting)\s+(?:\w+\s+){0,3}(?:constant|flat)\b|(?:constant|flat)\s*(?:at|around|$)|"
-          r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|frozen|"
+          r"getting)\s+(?:\w+\s+){0,3}(?:constant|flat)\b|(?:constant|flat)\s+(?:at|around)\b|"
+          r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|fixe[sd]\s+(?:at|around|on)\b|"
           r"(?:stay|stays|stayed|staying|remain|remains|remained|keeps?|kept|sits?|sat|sitting|hover\w*|is always|"
-          r"always(?: is| was)?|was always|are always|is still|was still|stuck|fixe[sd]|locks?|locked|maintain\w*)"
+          r"always(?: is| was)?|was always|are always|is still|was still|stuck|locks?|locked|maintain\w*)"
           r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?"
-          r"(?:at|around|about|near|on|in|the same|constant|unchanged|flat|high|~?\d|between|~)\b|"
+          r"(?:at|around|about|near|on|the same(?!\s+(?!(?:value|level|number|loss|throughout|for|every|no|"
+          r"after|across|during|the|at|all|forever|always)\b)[a-z]+)|constant|unchanged|flat|high|~?\d|between|~)\b|"
           r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
           r"(?:is|are|was|were) around \d|all the time|"
           r"不变|没变|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
           r"都是|一直为|始终为")
 _FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
-         r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
+         r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*(?!\s+back)|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
          r"go(?:es|ing)? (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
 _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|"
          r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|"
          r"go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
-         r"grow\w*|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg\w*|"
+         r"grow(?:s|ing|n)?\b|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg(?:e|es|ed|ing)\b|"
          r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
          r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+"
          r"(?:very\s+|extremely\s+|really\s+|so\s+|"
@@ -97,7 +100,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
          r"(?:exactly\s+|always\s+|just\s+)?"
-         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
+         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d]|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
 _PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))",
                         re.I)
@@ -124,7 +127,8 @@ _SENTENCE = re.compile(r"(?<!\d)[.!?](?!\d)|[。！？；;\n]|\b(?:but|while|whe
 _MESSAGE = re.compile(r"\bdid not improve (?:from|in the last)\b|\bimproved from\b", re.I)
 """A checkpoint or early-stopping callback's routine line (Keras' `val_loss did not improve from 0.45`,
 Lightning's `did not improve in the last 3 records`): one epoch without a new best, no report."""
-_CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|//|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
+_CODE = re.compile(r"\b\w+=[\w\[(.'\"]+.*\bif\b.*\belse\b|"
+                   r"^\s*(?:def |class |import |from \S+ import|//|[\w.]+\(.*\)[,:]?\s*$|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
                    r"return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|[=(]\s*\w*loss\w*\s*[,)]|\{\s*['\"]?\w+['\"]?\s*:")
 _NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)\b", re.I)
@@ -139,7 +143,7 @@ _WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network",
 _ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|was|of)\s+(?:over\s+|above\s+)?"
                        r"(?:(?:9\d|100)(?:\.\d+)?\s*%|0\.9\d*)", re.I)
 _NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+"
-                        r"(?:of|in)\s+(?:the\s+|my\s+)?$", re.I)
+                        r"(?:of|in)\s+(?:both\s+)?(?:the\s+|my\s+)?$", re.I)
 """A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
 _SMALL_BEFORE = re.compile(r"\b(?:only|just|merely)\s+(?:\w+\s+)?$", re.I)
 _SMALL_AFTER = re.compile(r"\s+(?:only\s+)?(?:very\s+)?(?:slightly|a tiny bit|a little bit|very little|marginally|"
@@ -161,6 +165,7 @@ floor)."""
 _INSTEAD = re.compile(r"(?:instead of|rather than|than|after|before|since|expected\s+(?:it|the loss)\s+to|should)\s*$",
                       re.I)
 """A predicate only named as what did not happen (`increasing instead of decreasing`)."""
+_PASSIVE = re.compile(r"\bbe\s+$", re.I)
 _PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
 """A question's negation before its subject: `why doesn't the training loss decrease?`."""
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w.%]|\.\d|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
@@ -202,7 +207,8 @@ def read(line: str) -> Said | None:
     previous = [""]
     found = [said for sentence in _SENTENCE.split(line) if sentence and sentence.strip()
              for said in _sentence(sentence, previous)]
-    values = [float(m.group(1).replace(",", "")) for scope in previous[1:] for m in _VALUE.finditer(scope)]
+    values = [float(m.group(1).replace(",", "")) for scope in previous[1:] if not _RANGE.search(scope)
+              for m in _VALUE.finditer(scope)]
     if len(values) >= 2 and values[-1] >= SAID_RISE * min(values[:-1]) and values[-1] - min(values[:-1]) >= 0.05:
         return Said("rise", "loss")  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
     if any(s.kind == "fall" and not s.subject.startswith("val") for s in found):
@@ -297,10 +303,10 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("flat", subject) if any(p.lastgroup == "zero" for p in _PREDICATE.finditer(scope)) else None
     last, start, at = None, 0, 0
     for p in _PREDICATE.finditer(scope):
-        if _INSTEAD.search(scope[:p.start()]):
-            continue
+        if _INSTEAD.search(scope[:p.start()]) or (p.group(0).endswith("ed") and _PASSIVE.search(scope[:p.start()])):
+            continue  # `increasing instead of decreasing`; `cannot be moved to a device`: a capability, no history
         at = p.start()
-        negated = _NEGATION.search(scope[start:p.start()]) is not None or _negated_after(scope[p.end():]) or \
+        negated = _negated(scope[start:p.start()]) or _negated_after(scope[p.end():]) or \
             (last is None and negated_before)
         last, start = (p.lastgroup, negated), p.end()
     if subject == "loss" and _huge(scope):
@@ -311,11 +317,11 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
     verb, negated = last
     if _HEDGED.search(scope[:start]):
         return Said("quiet", subject)
-    if verb == "fall" and not negated and (_SMALL_BEFORE.search(scope[:at]) or _SMALL_AFTER.match(scope[start:])):
+    if verb == "fall" and not negated and subject.endswith("loss") and (_SMALL_BEFORE.search(scope[:at]) or _SMALL_AFTER.match(scope[start:])):
         return _for(subject, "flat")  # `only decreased from 0.7 to 0.6`: a fall reported as too small
     kind = {("still", False): "flat", ("fall", True): "flat", ("rise", False): "rise",
             ("zero", False): "zero", ("fall", False): "fall"}.get((verb, negated), "quiet")
-    return _for(subject, kind)
+    return _for(subject, kind, scope[at:start])
 
 
 _KEYED_VALUE = re.compile(r"\w*\s*[:=]")
@@ -331,6 +337,18 @@ def _huge(scope: str) -> bool:
                if not _BEFORE_NUMBER.search(scope[:m.start()]))
 
 
+def _negated(gap: str) -> bool:
+    """A negation that binds the predicate after it: at most four words away, no comma between (`does not seem
+    to be decreasing`; not `is not loaded, reducing memory`)."""
+    found = None
+    for found in _NEGATION.finditer(gap):
+        pass
+    return found is not None and _CLOSE.fullmatch(gap[found.end():]) is not None
+
+
+_CLOSE = re.compile(r"(?:\s*[\w'’]+){0,4}\s*|[^,，;；]{0,6}")
+
+
 def _negated_after(rest: str) -> bool:
     """`not stuck anymore`: a negation may also close the clause."""
     return re.match(r"\s*(?:anymore|any more)\b", rest, re.I) is not None
@@ -340,6 +358,8 @@ def _numbers(scope: str) -> str:
     """The loss's values named one after another in prose: three or more the same in a row (`2.302 2.302 2.302`)
     is flat; joined by words of a sequence (`was 0.3, now it's 4.5`, `1.2 -> 3.4 -> 8.9`), the last a fifth above
     the lowest before it is a rise. Not a log line's cells (`Loss 6.9074 (6.9080)`, `loss: 10.37  time: 0.49`)."""
+    if _RANGE.search(scope):
+        return ""  # `in the range of 0.1 to 0.5`, `between 2 and 3`: bounds, not a history
     found = [m for m in _NUMBER.finditer(scope) if not _BEFORE_NUMBER.search(scope[:m.start()])]
     values = [float(m.group(1)) for m in found]
     joins = [scope[a.end():b.start()] for a, b in zip(found, found[1:])]
@@ -362,18 +382,23 @@ _STANDSTILL = re.compile(
     r"\b(?:always|only|just)\s+(?:predicts?|predicting|predicted|outputs?|outputting|classif(?:ies|y))\s+(?:the\s+)?"
     r"(?:same|majority|one|a single|first|last|class|label|0|1|zeros?|ones?)\b|"
     r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?updat\w*\s+(?:the\s+|any\s+|my\s+)?(?:weights|param\w*|model|adapter)|"
-    r"\b(?:no|without(?: any)?)\s+(?:sign of\s+|real\s+)?(?:convergence|learning|improvement|progress)\b",
+    r"(?<!with )\b(?:no|without(?: any)?)\s+(?:sign of\s+|real\s+)?(?:convergence|learning|improvement|progress)\b"
+    r"(?!\s+(?:signal|rate))",
     re.I)
 """With no subject read: a classifier said to answer one class (`it always predicts the majority class`), an
 update said not to happen (`the optimizer doesn't update the weights`)."""
 _NOT_A_VALUE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*[_ ]?(?:of|fn|scal\w*|weights?|mask|type)\b", re.I)
 """The word loss naming no training loss's value (`loss of accuracy`, `loss scale`, `loss_fn`): what is
 said after it is said of something else, and the narrower readers must not take it for the loss either."""
+_RANGE = re.compile(r"\b(?:range|between|typically|usually|default)\b", re.I)
 _LISTED = re.compile(r"\s*(?:[,;/|]|->|→|=>|\.\.\.)?\s*")
 _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbecomes\b|\bafter\b", re.I)
 
 
-def _for(subject: str, kind: str) -> Said:
+_BLEW = re.compile(r"diverg|explo|blow|blew|发散|爆炸", re.I)
+
+
+def _for(subject: str, kind: str, verb_text: str = "") -> Said:
     """What a predicate means for the training loss, by its subject: an accuracy or a model that does not improve,
     weights that do not update, gradients or a learning rate at zero all mean a loss that does not move; only a
     training loss or a model rises (an accuracy or a learning rate going up is no divergence, a validation loss
@@ -390,8 +415,10 @@ def _for(subject: str, kind: str) -> Said:
         return Said(kind, subject)
     if base == "loss" and not (kind == "rise" and subject.startswith("val_")):
         return Said(kind, subject)
-    if (base == "acc" and kind == "flat") or (base == "model" and kind in ("flat", "rise")):
+    if (base == "acc" and kind == "flat") or (base == "model" and kind == "flat"):
         return Said(kind, subject)
+    if base == "model" and kind == "rise" and verb_text and _BLEW.search(verb_text):
+        return Said(kind, subject)  # `training diverged`; a model that `increases diversity` is no divergence
     if (base in ("still", "pred") and kind in ("flat", "zero")) or (base == "lr" and kind == "zero"):
         return Said("flat", subject)
     return Said("quiet", subject)

@@ -80,6 +80,7 @@ _VALUE_WORD = re.compile(
     re.I)
 """A number the loss is said to be (`was about 100`, `dropped to 70`, `became 800,000`, `from 1.2 to 16 000`), or
 a bound it kept (`never dipped below 88`); not an ordinal, a percentage, a count of epochs or steps, a time."""
+_RANGE = re.compile(r"\b(?:range|between|typically|usually|default)\b", re.I)
 SAID_RISE = 1.2
 """A rise a person reports in numbers: a fifth above the lowest they name. Lower than the printed series' third,
 because here the numbers were chosen to show the rise, not sampled with their noise; a step from 2.31 to 2.35 is
@@ -90,6 +91,8 @@ def _numbers_rise(line: str, step: int) -> Finding | None:
     """A sentence about the training loss whose numbers end a third above the lowest before them: `the loss was
     about 100 in the first epoch and dropped to 70 ..., but it suddenly became 800,000`."""
     for sentence in _SENTENCE.split(line):
+        if _RANGE.search(sentence):
+            continue  # `typically in the range of 0.1 to 0.5`: bounds, not a history
         subject = re.search(_SUBJECT, sentence, re.I)
         if subject is None or _NOT_TRAIN.search(sentence[max(0, subject.start() - 24):subject.start()]):
             continue
@@ -121,7 +124,7 @@ _FLAT = (r"(?:(?:is |was |gets? |got |seems? (?:to be )?)?stuck\b|plateau(?:s|ed
          r"(?:decreas\w*|drop\w*|go(?:es|ing)? down|fall\w*|fell|chang\w*|mov\w*|converg\w*|improv\w*|go(?:es|ing)? lower|"
          r"(?:go(?:es|ing)?|get(?:s|ting)?|drop(?:s|ping)?|fall(?:s|ing)?)\s+(?:any\s+)?(?:below|under|lower)\b|"
          r"reduc\w*|learn\w*)|"
-         r"unchang\w*|not chang\w*|constant\b|barely (?:chang|mov|decreas|drop|learn)\w*|(?:is|stays?|remains?) flat\b|"
+         r"unchang\w*|not chang\w*|(?:is|are|was|were|stays?|stayed|remains?|remained|keeps?|kept)\s+(?:\w+\s+)?constant\b|barely (?:chang|mov|decreas|drop|learn)\w*|(?:is|stays?|remains?) flat\b|"
          r"(?:decreas|drop|fall)\w* (?:very |extremely |really |so |too )?slowly"
          r"(?!\s*(?:at (?:the )?(?:first|start|beginning)|initially|in the beginning|early|for the first)))")
 _FLAT_SAID = re.compile(
