@@ -647,3 +647,25 @@ def test_an_oom_in_a_models_move_to_the_gpu_is_no_neighbour() -> None:
                  frame(SITE + "torch/nn/modules/module.py", "convert", "return t.to(device)")) + \
         "RuntimeError: CUDA error: out of memory\n"
     assert first_id(text) == "oom_full"
+
+
+# -- the person names an OOM in a phase other than training: a training log pasted beside it is context ------
+
+_FLAT_LOGS = "\n".join("{'loss': %.4f, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': %.2f}"
+                       % (1.2 + 0.001 * (i % 3), 0.01 * i) for i in range(1, 30)) + "\n"
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Training goes well but when saving the model it goes OOM.", "oom_at_save"),
+    ("The merge after training OOMs on my T4.", "oom_at_save"),
+    ("It OOMs as soon as the validation starts.", "oom_at_eval"),
+])
+def test_a_phase_named_with_the_oom_outweighs_the_training_log(words: str, expected: str) -> None:
+    assert first_id(words + "\n" + _FLAT_LOGS) == expected
+    assert first_id(_FLAT_LOGS + words + "\n") == expected
+
+
+def test_an_oom_in_the_persons_history_still_yields_to_the_log() -> None:
+    """No phase named: `I got OOM, lowered the batch, now ...` tells the run's history; the log shows the problem."""
+    words = "At first I got OOM with batch 16, so I lowered it to 4. Now the loss does not move at all.\n"
+    assert first_id(words + _FLAT_LOGS) == "loss_flat"

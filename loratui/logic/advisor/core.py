@@ -523,7 +523,15 @@ def _said_only(adv: Advisor) -> bool:
     if not adv.oom.facts["report"].said:
         return False
     raised = adv.trace.chosen
-    return bool(adv.found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
+    found = set(adv.found)
+    if any(phase in getattr(adv.text.where, "prose", {}) for phase in ("eval", "save")):
+        found -= _TRAINING_CURVES  # an OOM said to strike in evaluation or a save: the training log beside it is context
+    return bool(found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
+
+
+_TRAINING_CURVES = frozenset({"loss_flat", "loss_zero", "loss_diverging", "data_starved", "vram_near_limit"})
+"""What a training log's curves show: beside an OOM the person places in evaluation or a save, the log they pasted
+is context, not the complaint."""
 
 
 def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
