@@ -669,3 +669,12 @@ def test_an_oom_in_the_persons_history_still_yields_to_the_log() -> None:
     """No phase named: `I got OOM, lowered the batch, now ...` tells the run's history; the log shows the problem."""
     words = "At first I got OOM with batch 16, so I lowered it to 4. Now the loss does not move at all.\n"
     assert first_id(words + _FLAT_LOGS) == "loss_flat"
+
+
+def test_the_other_ranks_timeouts_after_an_oom_said_in_evaluation() -> None:
+    text = ("One rank runs out of memory in validation, then the others time out:\n"
+            "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800083 "
+            "milliseconds before timing out.\n")
+    assert first_id(text) == "oom_at_eval"
+    assert first_id(text.replace("runs out of memory in validation", "crashes")) == "nccl_timeout"

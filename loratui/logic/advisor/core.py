@@ -529,9 +529,10 @@ def _said_only(adv: Advisor) -> bool:
     return bool(found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
 
 
-_TRAINING_CURVES = frozenset({"loss_flat", "loss_zero", "loss_diverging", "data_starved", "vram_near_limit"})
-"""What a training log's curves show: beside an OOM the person places in evaluation or a save, the log they pasted
-is context, not the complaint."""
+_TRAINING_CURVES = frozenset({"loss_flat", "loss_zero", "loss_diverging", "data_starved", "vram_near_limit",
+                              "nccl_timeout"})
+"""What a training log's curves show, and the timeouts the other ranks report when one of them dies: beside an OOM
+the person places in evaluation or a save, the log they pasted is context, not the complaint."""
 
 
 def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
