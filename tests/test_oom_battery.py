@@ -678,3 +678,34 @@ def test_the_other_ranks_timeouts_after_an_oom_said_in_evaluation() -> None:
             "milliseconds before timing out.\n")
     assert first_id(text) == "oom_at_eval"
     assert first_id(text.replace("runs out of memory in validation", "crashes")) == "nccl_timeout"
+
+
+# -- the host's memory running out while the model is written out or evaluated --------------------------------
+
+HOST_DEATHS = [
+    "Killed\n",
+    "Process finished with exit code 137 (interrupted by signal 9: SIGKILL)\n",
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 41234) of binary: "
+    "/usr/bin/python3\n",
+    "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'merge.py']' died with <Signals.SIGKILL: 9>.\n",
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:83] . DefaultCPUAllocator: can't allocate memory: you tried to "
+    "allocate 26843545600 bytes. Error code 12 (Cannot allocate memory)\n",
+    "OSError: [WinError 1455] The paging file is too small for this operation to complete\n",
+    "Your session crashed after using all available RAM.\n",
+]
+
+
+@pytest.mark.parametrize("death", HOST_DEATHS)
+@pytest.mark.parametrize(("before", "expected"), [
+    ("Unsloth: Merging 4bit and LoRA weights to 16bit...\nUnsloth: Will use up to 5.34 out of 12.67 RAM for saving.\n"
+     " 50%|█████     | 16/32 [00:10<00:10,  1.52it/s]\n", "oom_at_save"),
+    ("[INFO|trainer.py:3705] >> Saving model checkpoint to out/checkpoint-2000\n", "oom_at_save"),
+    ("***** Running Evaluation *****\n  Num examples = 40000\n  Batch size = 64\n", "oom_at_eval"),
+])
+def test_the_hosts_memory_in_a_phase(before: str, death: str, expected: str) -> None:
+    assert first_id(before + death) == expected
+
+
+def test_the_kernels_oom_killer_is_no_gpu_oom() -> None:
+    line = "[12345.678901] Out of memory: Killed process 41234 (python3) total-vm:98765432kB, anon-rss:65432100kB"
+    assert not oom.is_oom_line(line)

@@ -414,12 +414,13 @@ class Advisor:
 
 
 _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
-                       r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s+(?:with\s+)?(?:code|status)?\s*"
+                       r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
-                       r"内存不足|内存溢出", re.I)
+                       r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
-shell's `Killed`, exit -9 or 137), or the person's words (`out of RAM`, `memory error`, 内存不足)."""
+shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`), Windows' paging file, Colab's `Your session crashed after
+using all available RAM`, or the person's words (`out of RAM`, `memory error`, 内存不足)."""
 _MERGE = re.compile(r"merg|dequantiz|unload", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
 _OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
