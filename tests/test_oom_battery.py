@@ -709,3 +709,32 @@ def test_the_hosts_memory_in_a_phase(before: str, death: str, expected: str) -> 
 def test_the_kernels_oom_killer_is_no_gpu_oom() -> None:
     line = "[12345.678901] Out of memory: Killed process 41234 (python3) total-vm:98765432kB, anon-rss:65432100kB"
     assert not oom.is_oom_line(line)
+
+
+# -- a notebook's progress (transformers' NotebookProgressCallback, pasted as text) -----------------------------
+
+_NB_TRAIN = " [ 500/1000 10:00 < 10:00, 0.83 it/s, Epoch 0.50/1]\nStep\tTraining Loss\tValidation Loss\n" \
+            "100\t1.234500\t1.345600\n"
+
+
+@pytest.mark.parametrize(("after", "expected"), [
+    (" [ 23/125 00:05 < 00:24]\n", "oom_at_eval"),
+    (" [ 23/125 00:05 < 00:24, 4.20 it/s]\n", "oom_at_eval"),
+    # the training's own progress drawn again: back in training
+    (" [125/125 00:30]\n [ 501/1000 10:02 < 10:00, 0.83 it/s, Epoch 0.50/1]\n", "oom_full"),
+    ("", "oom_full"),
+])
+def test_a_notebooks_progress_without_an_epoch_is_the_evaluation(after: str, expected: str) -> None:
+    assert first_id(_NB_TRAIN + after + PHASE_MESSAGES[0] + "\n") == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("RuntimeError: CUDA error: out of memory\nSetting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True fixed it.",
+     "oom_fragmentation"),
+    ("RuntimeError: CUDA error: out of memory\nWith max_split_size_mb:128 the OOM is gone.", "oom_fragmentation"),
+    ("RuntimeError: CUDA error: out of memory\nexpandable_segments:True did not help, still OOM.", "oom_full"),
+    ("RuntimeError: CUDA error: out of memory\nI tried PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True but it doesn't "
+     "work.", "oom_full"),
+])
+def test_the_fragmentation_fix_that_worked_names_the_kind(words: str, expected: str) -> None:
+    assert first_id(words + "\n") == expected

@@ -149,7 +149,8 @@ def said_oom(line: str) -> bool:
     return _NOT_SAID.search(line, 0, found.start()) is None
 
 
-_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expandable_segments[^.!?]{0,60}\b(?:fix|solv|resolv|help|work)|"
+_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:expandable_segments|max_split_size_mb)"
+                                     r"[^.!?]{0,80}?\b(?:fix\w*|solv\w*|resolv\w*|help\w*|work\w*|gone|disappear\w*)|"
                                      r"reserved[- ]but[- ]unallocated", re.I)),
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
@@ -169,7 +170,10 @@ _HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holdin
                    re.I)
 """Memory held with nothing of the person's running (`nvidia-smi shows 20 GB used even though nothing is running`,
 `the memory stays occupied after I killed the script`): a process the person does not see holds the card."""
-_CAUSE_HINT = re.compile(r"PYTORCH_CUDA_ALLOC_CONF|max_split_size_mb|See documentation", re.I)
+_DID_NOT = re.compile(r"\b(?:not|never|no longer)\b|n't", re.I)
+"""A fix that did not work (`expandable_segments did not help`): no evidence for its cause."""
+_CAUSE_HINT = re.compile(r"try setting (?:max_split_size_mb|PYTORCH_CUDA_ALLOC_CONF)|See documentation for Memory|"
+                         r"If reserved (?:but unallocated )?memory is", re.I)
 """PyTorch's own advice under its message names fragmentation as a possibility, not as what happened."""
 
 
@@ -183,7 +187,7 @@ def said_cause(line: str) -> str:
     for kind, words in _CAUSES:
         found = words.search(line)
         if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \
-                _NOT_SAID.search(line, 0, found.start()) is None:
+                _NOT_SAID.search(line, 0, found.start()) is None and not _DID_NOT.search(found.group()):
             return kind
     return ""
 

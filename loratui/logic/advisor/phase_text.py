@@ -76,6 +76,10 @@ _EVAL_OFF = re.compile(r"\beval(?:uation)?_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:I
 """Evaluation switched off, whatever eval_steps says."""
 _EVAL_DONE = re.compile(r"['\"]eval_(?:loss|runtime)['\"]\s*:")
 """The Trainer's evaluation results (`{'eval_loss': 1.04, 'eval_runtime': 61.2, ...}`): that evaluation finished."""
+_NB_PROGRESS = re.compile(r"^\s*\[\s*\d{1,9}/\d{1,9}\s+[\d:]{4,12}(?:\s*<\s*[\d:]{4,12})?(?:,\s*[\d.]+\s*it/s)?"
+                          r"(?P<epoch>,\s*Epoch\s+[\d.]+/\d+)?\s*\]")
+"""transformers' notebook progress pasted as text: the training's shows its epoch (` [ 500/1000 10:00 < 10:00, 0.83
+it/s, Epoch 0.50/1]`), the evaluation's does not (` [ 23/125 00:05 < 00:24]`)."""
 _TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
 """TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
 (evaluation during fit or evaluate()) or predict step."""
@@ -88,10 +92,11 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
 CKPT ...`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster)\b|内存|显存|显卡", re.I)
+_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster)\b|内存|显存|显卡|"
+                            r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
-_CAUSE_HINTS = ("fragment", "segments", "unallocated", "process", "other", "else", "zombie", "orphan", "stale",
+_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
@@ -318,6 +323,8 @@ class PhaseText:
             return
         if "/" in line and "[" in line:
             self._bar_moved(line)
+            if "]" in line and self._notebook_bar(line):
+                return
         bar_at = line.find("|")
         if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
             bar = progress.find_bar(line)
@@ -378,6 +385,20 @@ class PhaseText:
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
         if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line):
             self._announce(_STATUS_PHASE[status.group("verb")[:3].lower()], line)
+
+    def _notebook_bar(self, line: str) -> bool:
+        """A notebook's progress: one without an epoch, drawn after the training's, is the evaluation's; the
+        training's drawn again ends it. True when the line was one."""
+        bar = _NB_PROGRESS.match(line)
+        if bar is None:
+            return False
+        if bar.group("epoch"):
+            self._notebook_training = True
+            if self.banner == "eval":
+                self.banner = ""
+        elif getattr(self, "_notebook_training", False) and "<" in line:  # a finished bar (`[125/125 00:30]`) is over
+            self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
+        return True
 
     def _announce(self, phase: str, line: str) -> None:
         """A status line names the phase the run enters; the bar drawn before it is kept, so that bar going on
