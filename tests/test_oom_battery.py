@@ -405,6 +405,12 @@ AFTER_EVAL = {
     # the tokenisation's bar finished before the training bar began
     "map_then_train": "100%|██████████| 52000/52000 [00:31<00:00, 1650.22ex/s]\n"
                       "  2%|▏         | 20/1000 [00:40<32:40,  2.00s/it]\n",
+    # Lightning saved at an epoch's end; the next epoch's bar (the same total, counting again) is training
+    "lightning_next_epoch": "Epoch 1: 100%|██████████| 812/812 [05:11<00:00,  2.61it/s, v_num=3]\n"
+                            "Saving latest checkpoint...\n"
+                            "Epoch 2:  10%|█         | 81/812 [00:30<04:31,  2.69it/s, v_num=3]\n",
+    "plain_next_epoch": "100%|██████████| 500/500 [03:00<00:00,  2.77it/s]\nsaving checkpoint to ckpt/epoch_1.pt\n"
+                        "  0%|          | 0/500 [00:00<?, ?it/s]\n",
     "save_done_then_log": "Saving model checkpoint to out/checkpoint-500\n"
                           "{'loss': 0.8812, 'grad_norm': 0.31, 'learning_rate': 5e-05, 'epoch': 1.5}\n",
 }

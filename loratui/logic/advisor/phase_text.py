@@ -407,15 +407,15 @@ class PhaseText:
         self._banner_bar = getattr(self, "_last_bar", None)  # getattr: a state pickled in an older events.idx
 
     def _bar_moved(self, line: str) -> None:
-        """A progress counter: when the bar drawn before the last status goes on past where it was, the status's
-        phase is over (`Saving model checkpoint to ...` then ` 50%|█████ | 503/1000`: the save finished and
-        training went on)."""
+        """A progress counter: when the bar drawn before the last status moves (goes on past where it was, or counts
+        again from the start of the next epoch), the status's phase is over (`Saving model checkpoint to ...` then
+        ` 50%|█████ | 503/1000`: the save finished and training went on)."""
         counts = _COUNTS.search(line)
         if counts is None:
             return
         bar = (int(counts.group(1)), int(counts.group(2)))
         before = getattr(self, "_banner_bar", None)
-        if self.banner in ("save", "eval") and before is not None and bar[1] == before[1] and bar[0] > before[0]:
+        if self.banner in ("save", "eval") and before is not None and bar[1] == before[1] and bar[0] != before[0]:
             self.banner, self._banner_bar = "", None
         elif self.banner == "save" and "checkpoint-" in self.banner_line:
             saved = _CHECKPOINT.search(self.banner_line)  # the save of step N is over once a bar counts past N
