@@ -10,33 +10,38 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.advisor.starve_words import asked, fed_slowly
 from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
 
-_UTIL = (r"(?:(?<![A-Za-z])GPUs?|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
+_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,3}|T4|RTX ?\d{4}(?: ?Ti)?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
+"""The GPU by name or by model (`GPU`, `A100`, `H100`, `T4`, `RTX 4090`, `MI250X`)."""
+_UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
          r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
 """The GPU's utilisation by name (`GPU util`, `GPU-utilization`, `GPU usage`, nvidia-smi's `Volatile GPU-Util`,
 `GPU利用率`); not its memory (`GPU memory usage` has a word between)."""
 _LOW = (r"(?:very |quite |extremely |really |so |too |pretty )?(?:low|lower|poor|bad|idle|underutili[sz]ed|"
         r"under[- ]utili[sz]ed|not (?:fully )?(?:used|utili[sz]ed)|zero|spiky|spikes?|spiking|oscillat\w*|"
-        r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drops? (?:to|down)|"
+        r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drop(?:s|ping|ped)? (?:to|down)|"
         r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅|"
-        r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB)))")
+        r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB))|saw-?tooth)")
 """What a starved GPU's utilisation does: stays low, or swings between busy and idle."""
 _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
     r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
-    r"(?<![A-Za-z])GPUs?\b[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    + _DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
-    r"|waits? for (?:the )?(?:data|input|loader|dataloader|next batch))", re.I)
+    r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))|"
+    r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?P<low4>空闲|闲置|在等|等待数据|等数据|跑不满|没有?跑满)", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 _PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
+                 r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
-_PREP_LONG = (r"(?:slow\w*|forever|ages|a long time|too long|very long|hours?|"
+_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|forever|ages|a long time|too long|very long|hours?|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
 _MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
@@ -53,7 +58,7 @@ _GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fa
                         r"显存|内存|但|而", re.I)
 """Another quantity named between the GPU's utilisation and the verdict (that quantity is low, not the GPU's), or a
 turn of the sentence (`GPU usage looks normal but the loss stays low`)."""
-_CPU_BUSY = re.compile(r"\bCPU[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
+_CPU_BUSY = re.compile(r"\b(?:CPU|cores\b|htop\b)[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
                        r"CPU[\w\s]{0,10}(?:占满|满载|瓶颈)", re.I)
 _CPU_SLOW = re.compile(r"\bCPU\b[^.!?\n]{0,20}?\b(?:is|are|seems?|being)?\s*(?:too |very |so |the )?(?:slow|bottleneck\w*|"
                        r"(?:fully |100% )?(?:busy|saturated|maxed))\b", re.I)
@@ -61,17 +66,33 @@ _GPU_FAST = re.compile(r"\bGPUs?\b[^.!?\n]{0,12}?\b(?:is |are )?(?:fast|quick|wa
                        r"\b(?:data ?loader|num_workers|workers?|preprocess\w*|augment\w*|decod\w*)\b", re.I)
 """`gpu is fast ,but the cpu is slow`: the CPU that prepares batches is the limit (a GPU word or a loader word beside
 it says the CPU is feeding training, not running it)."""
-_GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|waiting|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
+_GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|wait(?:s|ing)?|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
                        r"GPU[\w\s]{0,10}(?:空闲|闲置)", re.I)
+_SHARE = (r"(?:most|the (?:majority|bulk)|(?:over |more than |about |~)?(?:2[5-9]|[3-9]\d|100)\s*%|half|"
+          r"(?:two|three) (?:thirds|quarters))(?: of)?(?: the)?(?: \w+)? (?:time|step|iteration|run|wall[- ]?(?:clock|time))")
+"""A large share of the time (`most of the time`, `80% of the step`)."""
 _LOADER_SLOW = re.compile(
-    r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*)\b"
+    r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|data ?reading|I/?O|__getitem__|collate\w*|"
+    r"(?:reading|loading|decoding|fetching) (?:the |my |our |each |every |all )?(?:[\w.-]+ ){0,2}?(?:files?|data|images?|"
+    r"samples|shards?|records|videos?|audio|batch(?:es)?)(?: from [\w./-]+)?)\b"
     r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
     r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|__getitem__|collate\w*)\b[^.!?\n]{0,30}?"
     r"\b(?:takes?|taking|took|needs?)\s+(?:(?:a|very|so|too|really|extremely|quite)\s+)*(?:long|forever|ages)\b|"
-    r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:is |by |on |in )?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
+    r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:(?:is|was|by|on|in|lies in|(?:seems?|appears?|must|might|"
+    r"could|may) (?:to )?be)\s+)?(?:the )?(?:data ?load(?:ing|er)|I/?O|data "
     r"pipeline|input pipeline|data reading|disk)\b|"
     r"数据(?:加载|读取|预处理)[^。！？\n]{0,10}(?:慢|瓶颈)|"
+    r"\b(?:data ?load\w*|(?:the |our |my )(?:data ?)?loader|input pipeline|data pipeline|__getitem__|collate\w*|"
+    r"fetching (?:the )?(?:next )?batch\w*|reading (?:the )?data)\b[^.!?\n]{0,30}?\b(?:takes?|took|taking|spends?|"
+    r"spent|eats?|accounts? for|dominates?)\s+(?:up\s+)?" + _SHARE + r"|"
+    r"(?:\b\d+(?:\.\d+)?\s*(?:h|hours?|hrs?|min\w*|s|sec\w*)|\bmost|\bthe (?:majority|bulk)|\bhalf|\d{2}\s*%)"
+    r"(?: of (?:it|them|that|the \w+))?\s+(?:is |are |was |were )?(?:spent|wasted|goes|go|went) (?:on |in |for |into )?"
+    r"(?:waiting (?:for|on) )?(?:the )?(?:data ?load\w*|loading|fetching|reading|(?:data ?)?loader|I/?O|__getitem__|"
+    r"collat\w*)|"
+    + _SHARE + r"\s+(?:is |was |goes |went )?(?:spent |wasted )?(?:in|on|into|waiting (?:for|on))\s+[^.!?\n]{0,20}?"
+    r"\b(?:data ?load\w*|(?:data ?)?loader|I/?O|__getitem__|collate\w*|(?:the )?next batch|batch\w* loading|"
+    r"reading (?:the )?data)|"
     r"\bnum_workers\s*[=:]\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
     r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*[=:]\s*0\b", re.I)
 """The loader named slow or the bottleneck, in the user's words (`data loading is the bottleneck`)."""
@@ -80,13 +101,18 @@ _STORAGE_SLOW = re.compile(
     r"\b(?:NFS|network (?:file ?system|drive|storage|disk|share)|s3|GCS|blob storage|Google Drive|mounted drive|"
     r"HDD|hard (?:disk|drive)|spinning disk|lustre|sshfs|shared file ?system)\b|"
     r"\b(?:NFS|network (?:file ?system|drive|storage|disk|share)|s3|GCS|Google Drive|mounted drive|HDD|hard (?:disk|"
-    r"drive)|lustre|sshfs|shared file ?system)\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*|crawl\w*)\b", re.I)
+    r"drive)|lustre|sshfs|shared file ?system)\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|"
+    r"ages))\b", re.I)
 """Reading the data from slow storage (a network file system, a bucket, a spinning disk), in the user's words."""
 _DELAY = re.compile(
     r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait)s?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
     r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
     r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
-    r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代))", re.I)
+    r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
+    r"\b(?:at the (?:start|beginning) of|before) (?:each|every) (?:new )?epoch)|"
+    r"\bfirst (?:batch|iteration|iter|step)e?s? (?:of|in) (?:each|every) (?:new )?epoch\b[^.!?\n]{0,40}?(?:\bslow\w*|"
+    r"\btakes? (?:about |around |~|over |almost )?\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|min\w*)\b|\blong\b|\bforever\b|"
+    r"\bages\b)", re.I)
 """A delay between batches in the user's words (the GPU step is quick; the wait is for the next batch)."""
 _DELAY_HERE = re.compile(
     r"\b(?:\d+(?:\.\d+)?(?:\s*[~\-]\s*\d+(?:\.\d+)?)?|a few|several|a couple of)\s*(?:s|secs?|seconds?|minutes?|"
@@ -96,6 +122,8 @@ _DELAY_HERE = re.compile(
 """A delay of some seconds: starvation when it is written between two logged iterations."""
 _DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
 """Inside the words themselves: `data loading is not the bottleneck`."""
+_NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
+"""What is read that is not the training data (`loading the checkpoint files is slow`): the model's load."""
 _ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
                         r"writ\w*)\b|保存|验证", re.I)
 """A pause at a save, an evaluation or a log line is that work, not the loader; slow storage written to (a
@@ -113,7 +141,8 @@ def _code(line: str) -> bool:
 
 
 _SLOW_SAID = re.compile(r"\b(?:training|speed|it|throughput|epochs?|iterations?)\b[^.!?\n]{0,30}?\b(?:is|was|are|were|"
-                        r"becomes?|became|gets?|got)\s+(?:(?:very|so|too|really|extremely|quite|pretty)\s+)*slow\b",
+                        r"becomes?|became|gets?|got)\s+(?:(?:very|so|too|really|extremely|quite|pretty|still|even)\s+)*"
+                        r"slow\b",
                         re.I)
 _LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0,80}?(?:[Dd]ata ?[Ll]oad\w*|"
                             r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__)")
@@ -123,14 +152,19 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
                            r"preprocessing_num_workers|--workers)\b")
 """The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
 but it is still slow`)."""
-_SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据",
+_SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据", "epoch",
                "num_workers", "delay", "pause", "stall", "lag", "gap", "freez", "hang", "hiccup", "wait", "停顿", "卡",
                "crawl", "forever", " s ", "sec", "second", "min")
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
-_THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢")
-_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ")
+_FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "dominat", "limited", "wait", "throttl",
+              "starved", "held back", "used", "utili", "busy", "saturat", "慢", "等", "空转", "闲着", "most", "half",
+              "majority", "bulk", "% of")
+"""Words one of starve_words' verdicts needs (lowercase)."""
+_THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
+               "/s", "/it")
+_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi", "%")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
-_LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取")
+_LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
 
 
 def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
@@ -138,7 +172,7 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     if _code(line) or _PROGRAM.search(line):
         return None
     low = line.lower()  # the cheap tests first: this runs on every line of a log
-    if "cpu" in low and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
+    if ("cpu" in low or "core" in low or "htop" in low) and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
                          _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
         # before the GPU's words: the CPU is the cause named
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
@@ -151,19 +185,21 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
         (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
     if prep is not None:
         return prep
-    if not any(word in low for word in _SAID_WORDS):
+    if not any(word in low for word in _SAID_WORDS + _FED_WORDS):
         return None
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
-                not (what in ("delay", "storage") and _ELSEWHERE.search(line)):
+                not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
+                not (what == "loader" and _NOT_DATA.search(found.group(0))) and not asked(line):
             return {"said": what, "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
         return {"said": "delay", "quote": line.strip()[:300]}
-    return None
+    fed = fed_slowly(line) if any(word in low for word in _FED_WORDS) else None
+    return {"said": fed, "quote": line.strip()[:300]} if fed else None
 
 
-_SWING = re.compile(r"spik|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
+_SWING = re.compile(r"spik|saw-?tooth|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
 SWING_LOW = 70
 """A swing whose low end the user gives above 70% is a busy GPU (`between 60% - 100%` starves, per MegEngine's
 maintainers; `between 85% and 100%` does not)."""
@@ -179,7 +215,7 @@ def _util_said(line: str) -> dict[str, object] | None:
             continue
         if _HELD.search(line[:found.start("low") if found.group("low") else found.start()][-20:]):
             continue
-        word = found.group("low") or found.group("low2") or found.group("low3")
+        word = found.group("low") or found.group("low2") or found.group("low3") or found.group("low4")
         low = _clause_low(line[found.start("util") if found.group("util") else found.start():])
         if word and _SWING.search(word) and low is not None and low > SWING_LOW:
             continue  # `fluctuates between 85% and 100%`: busy all the time
@@ -187,6 +223,34 @@ def _util_said(line: str) -> dict[str, object] | None:
             return {"said": "util", "quote": line.strip()[:300]}
         if low is not None and low <= 50:
             return {"said": "util", "quote": line.strip()[:300], "util": low}
+    busy = _busy_at(line)
+    return {"said": "util", "quote": line.strip()[:300], "util": busy} if busy is not None and busy <= 50 else None
+
+
+_BUSY_AT = re.compile(
+    r"(?:nvidia-smi|nvtop|gpustat)\s+(?:shows?|showed|says|reports?|gives|is at|at|stays at|reads)\s+(?:only |about |around |~|"
+    r"just )?(?P<n3>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
+    r"(?P<dev>" + _DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
+    r"utili[sz]ed|working|running at|hover(?:s|ing)? (?:at|around))\s+(?:at |around |about |only |just |~|for |less than |"
+    r"under |below )?(?P<n>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
+    r"(?<![\d.])(?P<n2>\d{1,3})\s*%\s*(?:(?:GPU|SM)[- ]?)?(?:util\w*|usage|load|busy)\b"
+    r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))", re.I)
+_GPU_NAMED = re.compile(_DEVICE + r"|nvidia-smi|nvtop|gpustat|\bcuda\b", re.I)
+
+
+def _busy_at(line: str) -> int | None:
+    """`nvidia-smi shows the GPU at 7%`, `the GPU is only used 10% of the time`, `nvidia-smi shows 5% util`: the GPU's
+    busy share as a number beside the GPU (not its memory's, not the CPU's)."""
+    for found in _BUSY_AT.finditer(line):
+        if found.group("n3"):
+            return int(found.group("n3"))
+        if found.group("dev"):
+            if _GAP_OTHER.search(found.group("gap")) or _HELD.search(found.group("gap")):
+                continue
+            return int(found.group("n"))
+        before = line[max(0, found.start() - 25):found.start()]
+        if _GPU_NAMED.search(line) and not re.search(r"\b(?:CPU|RAM|memory|mem|VRAM|disk|cores?)\b|显存|内存", before, re.I):
+            return int(found.group("n2"))
     return None
 
 
@@ -216,14 +280,24 @@ _LOADER_TAKES = re.compile(
     r"(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
     r"(s|secs?|seconds?|min|mins|minutes?|秒|分钟)\b", re.I)
 """The loader timed in the user's words at a second or more (`loading one batch takes 2.3 s`, `数据加载耗时5秒`)."""
+_TAKES_N = (r"\btakes?\s+(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*"
+            r"(?:-\s*\d+(?:\.\d+)?\s*)?(s|secs?|seconds?|min|mins|minutes?)\s+to\s+")
+_BATCH_TAKES = re.compile(
+    r"\b(?:each|every|one|a|the next|a single) (?:mini-?)?batch\b[^.!?\n]{0,30}?" + _TAKES_N +
+    r"(?:load|fetch|prepare|read|arrive|come|be (?:loaded|fetched|prepared|read))|" +
+    _TAKES_N + r"(?:load|fetch|get|read|prepare|collate)\s+(?:the next |a |each |one |every |the |a single )?"
+    r"(?:mini-?)?batch", re.I)
+"""A batch timed in the user's words with the verb after it (`each batch takes 5 seconds to load`, `it takes 2 s to
+get the next batch`)."""
 LOADER_SAID_S = 1.0
 
 
 def _loader_takes(line: str) -> dict[str, object] | None:
-    found = _LOADER_TAKES.search(line)
+    found = _LOADER_TAKES.search(line) or _BATCH_TAKES.search(line)
     if found is None or _DENIED.search(found.group(0)):
         return None
-    seconds = float(found.group(1)) * (60 if found.group(2).lower().startswith("m") or found.group(2) == "分钟" else 1)
+    number, unit = [g for g in found.groups() if g is not None][:2]  # _BATCH_TAKES: the alternative that matched
+    seconds = float(number) * (60 if unit.lower().startswith("m") or unit == "分钟" else 1)
     return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
 
 
@@ -243,7 +317,33 @@ def _stall_said(line: str) -> dict[str, object] | None:
     return None
 
 
+_RATE_SAID = re.compile(r"(\d+(?:\.\d+)?)\s*(it/s|s/it|(?:samples|examples|images|imgs|tokens|seqs?)/s(?:ec)?|"
+                        r"(?:s|sec|seconds?)/(?:it|iter|step|batch))\b", re.I)
+_DATA_CAUSE = re.compile(r"\b(?:stream\w*|data ?loaders?|loaders?|num_workers|workers?|NFS|S3|GCS|disk|"
+                         r"storage|network|mount\w*|webdataset|tfrecords?|parquet|lmdb|images? from|reading|"
+                         r"synthetic|dummy|fake|random (?:data|inputs?|tensors?)|in[- ]memory|cached|pre-?loaded)\b", re.I)
+"""The data's source or loader named beside two speeds: the difference is the data's (`dropped from 3 it/s to 0.5
+it/s after switching to a streaming dataset`, `0.3 it/s; with a synthetic in-memory dataset it does 4 it/s`)."""
+
+
+def _rates_said(line: str) -> dict[str, object] | None:
+    """Two speeds of the same training in the user's words, 2.5 times apart, with the data named as what differs."""
+    rates = []
+    for number, unit in _RATE_SAID.findall(line):
+        value = float(number)
+        per_second = unit.lower().startswith(("s/", "sec", "second")) and not unit.lower().endswith("/s")
+        rates.append(1 / value if per_second and value > 0 else value)
+    if len(rates) < 2 or min(rates) <= 0 or max(rates) < SLOWER * min(rates) or not _DATA_CAUSE.search(line) or \
+            _ELSEWHERE.search(line):  # an evaluation's or a save's speed beside training's is that work's
+        return None
+    return {"said": "slowdown", "quote": line.strip()[:300]}
+
+
 def _slowdown_said(line: str) -> dict[str, object] | None:
+    if "/s" in line or "/it" in line or "s/" in line:
+        rated = _rates_said(line)
+        if rated is not None:
+            return rated
     if not _THEN.search(line) or not _WORK.search(line):
         return None
     durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]
@@ -252,7 +352,16 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
     return {"said": "slowdown", "quote": line.strip()[:300]}
 
 
+_PREP_STUCK = re.compile(r"(?:\b(?:stuck|hangs?|hanging|hung|frozen|freezes|sits?|sitting|stays?|waiting)\s+(?:for "
+                         r"(?:hours|ages) )?(?:at|on|in|during)|卡在|卡住在?|停在|一直在)\s*[^.!?\n。！？]{0,10}?" + _PREP_SUBJECT,
+                         re.I)
+"""A run stuck at its preprocessing (`stuck at "Running tokenizer on dataset"`, `一直卡在 tokenize`)."""
+
+
 def _prep_said(line: str) -> dict[str, object] | None:
+    stuck = _PREP_STUCK.search(line)
+    if stuck and not _DENIED.search(stuck.group(0)):
+        return {"said": "preprocessing", "quote": line.strip()[:300]}
     crawl = _MAP_CRAWLS.search(line)
     if crawl and not _DENIED.search(crawl.group(0)):
         return {"said": "preprocessing", "quote": line.strip()[:300]}
@@ -332,7 +441,7 @@ class UtilSamples:
             names = line.replace("#", " ").split()
             self._dmon = names.index("sm") if "sm" in names else None
             return None
-        if _CSV_HEADER.search(line) and "," in line:
+        if _CSV_HEADER.search(line) and ("," in line or line.strip().lower().startswith("utilization.gpu")):
             cells = [c.strip().lower() for c in line.split(",")]
             util = next((i for i, c in enumerate(cells) if c.startswith("utilization.gpu")), None)
             used = next((i for i, c in enumerate(cells) if c.startswith("memory.used")), -1)
@@ -342,7 +451,7 @@ class UtilSamples:
             cells = line.split()
             if len(cells) > self._dmon and cells[0].isdigit() and cells[self._dmon].isdigit():
                 return int(cells[self._dmon])
-        if self._csv is not None and "," in line:
+        if self._csv is not None and ("," in line or self._csv[1] < 0):
             return self._csv_reading(line)
         return None
 
@@ -384,12 +493,17 @@ class UtilSamples:
 # -- profiler tables --------------------------------------------------------------------------------------
 
 _FETCH = re.compile(r"DataLoader\w*\.__next__|DataLoaderIter\w*\.__next__|_next_data|enumerate\(DataLoader\)|"
-                    r"dataloader_next|get_train_batch|\bcollate\w*|_MultiProcessingDataLoaderIter|fetch\b", re.I)
+                    r"dataloader_next|get_train_batch|\bcollate\w*|_MultiProcessingDataLoaderIter|fetch\b|"
+                    r"data_?loader\w*\.py:\d+\((?:__next__|__iter__)\)|\(__getitem__\)", re.I)
 """A profiler row that fetches the next batch: PyTorch's `enumerate(DataLoader)#_SingleProcessDataLoaderIter.
 __next__`, Lightning's `[_TrainingEpochLoop].train_dataloader_next`, a collate function."""
 _PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s*%")
-_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader", re.I)
+_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader|getitem|function calls", re.I)
 """The cheap test before a profiler row is read (it runs on every line)."""
+_CPROFILE_TOTAL = re.compile(r"function calls(?: \(\d+ primitive calls\))? in (\d+(?:\.\d+)?) seconds")
+_CPROFILE_ROW = re.compile(r"\s*\d+(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+\S")
+"""cProfile's row: ncalls tottime percall cumtime percall filename:lineno(function); the cumulative time is the
+batch fetch's whole cost, against the run's total in the header."""
 PROFILE_SHARE = 25.0
 """Fetching batches a quarter of the profiled time or more."""
 
@@ -399,8 +513,13 @@ class ProfileTable:
     """A profiler's table: the share of time the data-fetching rows take."""
 
     _share_col: int | None = None  # the `Percentage` column of Lightning's simple profiler
+    _total_s: float = 0.0  # cProfile's whole run (`48213921 function calls ... in 412.310 seconds`)
 
     def line(self, line: str) -> dict[str, object] | None:
+        calls = _CPROFILE_TOTAL.search(line)
+        if calls:
+            self._total_s = float(calls.group(1))
+            return None
         if "|" in line and re.search(r"Percentage", line):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             self._share_col = next(i for i, c in enumerate(cells) if "Percentage" in c)
@@ -412,6 +531,9 @@ class ProfileTable:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             value = cells[self._share_col] if len(cells) > self._share_col else ""
             shares = [float(value)] if re.fullmatch(r"\d{1,3}(?:\.\d+)?", value) else []
+        cumulative = _CPROFILE_ROW.match(line) if not shares and self._total_s > 0 else None
+        if cumulative:
+            shares = [round(100 * float(cumulative.group(1)) / self._total_s, 1)]
         share = max((s for s in shares if s <= 100), default=0.0)
         if share < PROFILE_SHARE:
             return None
@@ -574,6 +696,79 @@ class MegatronTimers:
         return {"text": "profile", "share": round(share, 1), "line": line.strip()[:300]}
 
 
+_WAIT_SHARE = re.compile(r"\b(?:data ?loader|data|loader|input|io|fetch)[ _-]?(?:wait(?:ing)?|stall(?:ed)?|bound)(?:[ _-]?"
+                         r"(?:time|share|frac\w*|ratio|pct))?\s*[:=]?\s*(\d+(?:\.\d+)?)\s*%", re.I)
+"""A program's printed share of the step spent waiting for input (`dataloader wait 78.2%`, `data_stall: 41%`)."""
+
+
+@dataclass
+class WaitShare:
+    """The printed share of time waiting for data, over the lines that print it: two or more lines, a quarter of
+    the time or more on average."""
+
+    shares: list[float] = field(default_factory=list)
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        found = _WAIT_SHARE.search(line)
+        if found is None or self.done or float(found.group(1)) > 100 or len(self.shares) >= 4096:
+            return None
+        self.shares.append(float(found.group(1)))
+        mean = sum(self.shares) / len(self.shares)
+        if len(self.shares) < 2 or mean < PROFILE_SHARE:
+            return None
+        self.done = True
+        return {"text": "profile", "share": round(mean, 1), "line": line.strip()[:300]}
+
+
+# -- a stack caught waiting for data ------------------------------------------------------------------------
+
+_FETCH_FRAME = re.compile(
+    r"torch/utils/data/dataloader\.py\W.{0,40}?\b(?:__next__|_next_data|_get_data|_try_get_data)\b|"
+    r"\b(?:__next__|_next_data|_get_data|_try_get_data) \([^)]*torch/utils/data/dataloader\.py")
+"""The main process inside the DataLoader's fetch (`File ".../torch/utils/data/dataloader.py", line 1132, in
+_try_get_data`, py-spy's `_next_data (torch/utils/data/dataloader.py:1328)`): it waits for the next batch. The
+workers' own frames (`_utils/worker.py`, `fetch.py`) are not there: a Ctrl-C lands in them whatever the run did."""
+_PREP_FRAME = re.compile(r"datasets/arrow_dataset\.py\W.{0,40}?\b(?:map|_map_single|filter)\b|"
+                         r"\b(?:map|_map_single|filter) \([^)]*datasets/arrow_dataset\.py")
+"""The main process inside a dataset's map or filter (tokenising, packing)."""
+_DUMP = re.compile(r"\(most recent call first\)|^\s*Thread (?:0x[0-9a-f]+|\d+) \((?:idle|active|gil)\b|^\s*Process \d+: ",
+                   re.I)
+"""A stack dump of a live process: faulthandler's `Thread 0x... (most recent call first):`, py-spy dump's
+`Thread 12345 (idle): "MainThread"`."""
+
+
+@dataclass
+class StackWait:
+    """A stack of the run caught where it waits for data: a traceback a Ctrl-C ended (KeyboardInterrupt), or a
+    dump of the live process (py-spy, faulthandler), with the main process in the DataLoader's fetch or a dataset's
+    map. Someone stopped or sampled a run that crawled or sat idle, and it was waiting for its data."""
+
+    frame: str = ""  # the fetch or map frame of the stack being read
+    mode: str = ""  # "trace" inside a traceback, "dump" inside a stack dump
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        if self.done:
+            return None
+        if "Traceback (most recent call last)" in line:
+            self.mode, self.frame = "trace", ""
+        elif _DUMP.search(line):
+            self.mode, self.frame = "dump", ""
+        elif self.mode and not self.frame and (_FETCH_FRAME.search(line) or _PREP_FRAME.search(line)):
+            self.frame = line.strip()[:300]
+            return self._found() if self.mode == "dump" else None
+        elif self.mode == "trace" and re.match(r"\s*(?:\^C)?KeyboardInterrupt\b", line):
+            return self._found() if self.frame else None
+        return None
+
+    def _found(self) -> dict[str, object]:
+        self.done = True
+        stopped = "stopped by hand" if self.mode == "trace" else "sampled"
+        where = "preprocessing" if _PREP_FRAME.search(self.frame) else "loader"
+        return {"text": "said", "said": "stack_" + where, "quote": f"{self.frame} (the run {stopped} there)"}
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -587,6 +782,8 @@ class StarveText:
     table: TimingTable = field(default_factory=TimingTable)
     rate: RateWatch = field(default_factory=RateWatch)
     megatron: MegatronTimers = field(default_factory=MegatronTimers)
+    stack: StackWait = field(default_factory=StackWait)
+    wait: WaitShare = field(default_factory=WaitShare)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _slow_said: str = ""  # the user's line that says the training is slow
     _blamed_line: str = ""  # the user's line that names the loader as the reason
@@ -595,7 +792,8 @@ class StarveText:
 
     def _blamed(self, line: str, step: int) -> list[Finding]:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
-        if not self._slow_said and _SLOW_SAID.search(line) and not _DENIED.search(line) and not _PROGRAM.search(line):
+        slow = _SLOW_SAID.search(line) if not self._slow_said else None
+        if slow and not _DENIED.search(slow.group(0)) and not _PROGRAM.search(line):  # `doesn't help, still slow`
             self._slow_said = line.strip()[:300]
         if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
                 not _code(line) and not _PROGRAM.search(line):
@@ -628,7 +826,10 @@ class StarveText:
             ("ime" in line or "IME" in line, self.loader), ("|" in line, self.table),
             (("it/s" in line or "s/it" in line or bool(self.rate.rates)) and not self.rate.done and
              len(self.rate.rates) < 4096, self.rate),
-            ("batch-generator" in line or "forward-backward" in line, self.megatron))
+            ("batch-generator" in line or "forward-backward" in line, self.megatron),
+            ("Traceback" in line or "KeyboardInterrupt" in line or "Thread " in line or "Process " in line or
+             "most recent call first" in line or "dataloader.py" in line or "arrow_dataset.py" in line, self.stack),
+            ("%" in line and ("wait" in line or "stall" in line or "bound" in line), self.wait))
         for wanted, reader in readers:
             facts = reader.line(line) if wanted else None
             if facts is not None:
@@ -662,6 +863,8 @@ _SAID_TITLE = {
     "cpu_busy": "the CPU is saturated while the GPU idles",
     "preprocessing": "preprocessing the dataset takes a long time before or between training",
     "slowdown": "the same training takes several times longer than it used to (check where the data is read from)",
+    "stack_loader": "the run was caught waiting in the DataLoader for its next batch",
+    "stack_preprocessing": "the run was caught in the dataset's map (preprocessing) before training",
 }
 
 
@@ -670,6 +873,8 @@ _NOT_WORKERS = {
                 "will not help",
     "preprocessing": "tokenise with map(batched=True) and num_proc, once, and reuse the saved set (save_to_disk, "
                      "LLaMA-Factory tokenized_path)",
+    "stack_preprocessing": "tokenise with map(batched=True) and num_proc, once, and reuse the saved set (save_to_disk, "
+                           "LLaMA-Factory tokenized_path)",
     "storage": "copy the data to fast local disk (or cache decoded samples) before training",
     "slowdown": "check where the data is read from (a network or Google Drive mount throttles): copy it to local "
                 "disk, then raise the loader's workers",

@@ -69,9 +69,13 @@ _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 
                           r"Minimum loss scale reached", re.I)
 """fp16's loss scaler (DeepSpeed, Megatron, apex, fairseq's `FloatingPointError: Minimum loss scale reached`) gave
 up: every step overflows."""
-_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata)\b:?\s+(\d+(?:\.\d+)?)(?:\s*\((\d+(?:\.\d+)?)\))?")
+_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata|[A-Za-z_]*(?i:data|load|fetch|step|fwd|bwd|forward|backward|compute|"
+                    r"train)(?:[A-Za-z_]*|/bwd)(?=\s*[:=]?\s*\d+(?:\.\d+)?\s*m?s\b))\b\s*[:=]?\s*(\d+(?:\.\d+)?)(?P<ms>\s*ms\b)?"
+                    r"(?:\s*\((\d+(?:\.\d+)?)\))?")
 """Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
 brackets), MMEngine/LAVIS (`time: 0.4920  data: 0.0000`), `load_data_time: 19.6, train_step_time: 0.68`."""
+_UNIT_TIMED = re.compile(r"\d\s*m?s\b")
+"""A duration with its unit (`data: 2.10s  step: 0.25s`): timers named with no `time` in them."""
 _EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
 """A step timer named for the compute alone: the data time comes on top of it, not inside it."""
 METER_SHARE = 0.25
@@ -135,7 +139,7 @@ class TextWatch:
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
             found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
-        if "ata" in line and "ime" in line:
+        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or _UNIT_TIMED.search(line)):
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
@@ -166,13 +170,18 @@ class TextWatch:
         if _SCALE_FLOOR.search(line) or nan_text.scale_floor(line):
             return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
                                                "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
-        if looks_like_code(line) or _logged_non_finite(line):
+        if looks_like_code(line):
+            return []
+        bar = progress.find_bar(line)  # each read once: the line's loss and bar serve both questions below
+        logged = values.loss_line(line) if bar is None else None
+        if _logged_non_finite(logged):
             return []
         said = nan_text.read(line)  # any dialect, in general; _NAN_SAID the phrasings it does not reach
         if said is not None or _NAN_SAID.search(line) and not nan_text.hedged(line):
             what, value = (said.what, said.value) if said else ("loss", "nan")
-            logged = values.loss_line(line)  # the line's own step (`step 11 | ...`): the logs lag a line behind
-            own = logged[0] if logged is not None and logged[0] is not None else _own_step(line)
+            if bar is not None:
+                logged = values.loss_line(line)  # the line's own step (`step 11 | ...`): the logs lag a line behind
+            own = logged[0] if logged is not None and logged[0] is not None else _own_step(line, bar)
             step = own if own else step
             return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
                                                "lr": None})]
@@ -193,9 +202,9 @@ class TextWatch:
         data = time = None
         average = False
         exclusive = False
-        for name, value, mean in _METER.findall(line):
-            is_data = "data" in name.lower() or "load" in name.lower()
-            number = float(mean) if mean else float(value)
+        for name, value, ms, mean in _METER.findall(line):
+            is_data = any(word in name.lower() for word in ("data", "load", "fetch"))
+            number = (float(mean) if mean else float(value)) / (1000 if ms else 1)
             if is_data and data is None:
                 data, average = number, average or bool(mean)
             elif not is_data and time is None:
@@ -281,22 +290,20 @@ class TextWatch:
         return [Finding("nccl_timeout", step, facts)]
 
 
-def _own_step(line: str) -> int:
-    """The step a line with a NaN names itself (`step 3 | loss nan`, a bar's `3300/3300 [..., loss=nan]`), or 0."""
+def _own_step(line: str, bar: progress.Bar | None) -> int:
+    """The step a line with a NaN names itself (`step 3 | loss nan`, a bar's `3300/3300 [..., loss=nan]`), or 0;
+    `bar` is the line's bar (progress.find_bar), read once by the caller."""
     own = values.line_step(line)
     if own is None and "|" in line:
-        bar = progress.find_bar(line)
         own = bar.n if bar is not None else None
     return own or 0
 
 
-def _logged_non_finite(line: str) -> bool:
-    """A `step N | loss nan` line the text reader turns into a training log: the loss watch reads its NaN with the
-    log's step and learning rate (and knows fp16's first overflows); read here, it would come first, at the step
-    before (the reader holds a loss line until the next)."""
-    if progress.find_bar(line) is not None:
-        return False  # a bar's postfix is a log only on the training bar: the text reads it
-    logged = values.loss_line(line)
+def _logged_non_finite(logged: tuple[int | None, dict[str, float]] | None) -> bool:
+    """Whether a line's loss reading (values.loss_line of a line with no bar: a bar's postfix is a log only on
+    the training bar, and the text reads it) is a `step N | loss nan` line the text reader turns into a training
+    log: the loss watch reads its NaN with the log's step and learning rate (and knows fp16's first overflows);
+    read here, it would come first, at the step before (the reader holds a loss line until the next)."""
     return logged is not None and any(x != x or x in (math.inf, -math.inf) for x in logged[1].values())
 
 

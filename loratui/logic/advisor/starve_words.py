@@ -1,0 +1,90 @@
+"""Words that say the GPU is fed too slowly, read by their parts the way a maintainer reads them: a FEEDER (the
+loader, the data or input pipeline, reading or decoding files, augmentation, the disk, the CPU) and a VERDICT on it
+(I/O-bound, can't keep up, not fast enough, the step dominated by it, slower than the forward pass, the
+bottleneck); or the GPU as the subject with what it does meanwhile (waits ~2 s for the loader, isn't used fully);
+and the same in Chinese. Pure: a line in, the kind of statement out (None when it says nothing of it)."""
+
+from __future__ import annotations
+
+import re
+
+_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,3}s?|T4s?|RTX ?\d{4}(?: ?Ti)?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
+"""The GPU by name or by model (`GPU`, `the A100s`, `T4`, `RTX 4090`)."""
+_THINGS = (r"(?:files?|data|images?|JPE?Gs?|PNGs?|samples|shards?|records|videos?|audio|batch(?:es)?|"
+           r"tfrecords?|parquet|arrow)")
+_FEEDER = (r"(?:data[- ]?load(?:ing|ers?)|(?:data ?)?loaders?|data ?pipeline|input ?pipeline|data ?reading|I/?O|"
+           r"__getitem__|collate(?:_fn)?|(?:data |image |video )?augmentations?|(?:image |video |audio |JPE?G )?decoding|"
+           r"(?:reading|loading|decoding|fetching|augmenting) (?:the |my |our |each |every |all )?(?:[\w.-]+ ){0,2}?"
+           + _THINGS + r"|data|disk|storage|CPUs?|workers?)")
+"""What feeds the GPU: the loader and its parts, the files read, the disk, the CPU that prepares batches."""
+_NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
+"""Files read that are not the training data (`loading the checkpoint files`)."""
+
+_FEEDER_VERDICT = re.compile(
+    r"(?<![\w-])(?P<who>" + _FEEDER + r")(?:[- ](?:is |are |was |were |seems |looks )?(?:heavily |totally |completely )?"
+    r"(?:bound|limited)\b|"
+    r"[^.!?\n]{0,40}?\b(?:can(?:'|no)?t|cannot|could(?:n't| not)|(?:is|are)(?:n't| not) able to|unable to|fails? to|"
+    r"does(?:n't| not)|do(?:n't| not))\s+(?:\w+\s+){0,2}?(?:keep up|feed (?:the |my |our )?(?:GPUs?|model)|"
+    r"keep (?:the |my |our )?(?:\w+ )?(?:GPUs?|cards?) (?:busy|fed|saturated)|saturate|"
+    r"(?:be )?(?:loaded|read|fed|decoded|delivered|load|read|deliver) fast enough)|"
+    r"[^.!?\n]{0,30}?\b(?:is|are)(?:n't| not) fast enough|"
+    r"[^.!?\n]{0,20}?\btoo slow to keep up|"
+    r"[^.!?\n]{0,30}?\b(?:takes?|took|taking|eats?|spends?|accounts? for|dominates?)\s+(?:up\s+)?(?:most|the (?:majority|"
+    r"bulk)|(?:over |more than |about |~)?(?:2[5-9]|[3-9]\d|100)\s*%|half|(?:two|three) (?:thirds|quarters))(?: of)?"
+    r"(?: the| each| every)?(?: \w+)? (?:time|step|iteration|run)|"
+    r"[^.!?\n]{0,30}?\b(?:takes?|is|are|was) (?:much |way |far |a lot |\d+x )?(?:longer|slower) than (?:the )?"
+    r"(?:forward|backward|fwd|bwd|model|training step|compute|GPU|step|iteration))", re.I)
+"""A feeder and its verdict: `the training is I/O-bound`, `data can't be loaded fast enough`, `the CPU cannot feed
+the GPU`, `the loader can't keep up`, `the dataloader takes longer than the forward pass`."""
+_IT_LONGER = re.compile(r"\bit\s+(?:takes?|is)\s+(?:much |way |far |a lot |\d+x )?(?:longer|slower) than (?:the )?"
+                        r"(?:forward|backward|fwd|bwd|model|training step|compute|GPU)", re.I)
+"""`my dataloader? It takes longer than the forward pass`: `it` is the loader the line names."""
+_BOUND_RUN = re.compile(r"\b(?:training|the run|my run|the job|it|we|pipeline|loop|step|throughput|speed)\b[^.!?\n]{0,25}?"
+                        r"\b(?:is|are|was|were|seems|looks|being)?\s*(?:\w+\s+)?(?P<who>CPU|I/?O|IO|data|data[- ]?loading|"
+                        r"input|loader|disk)[- ]bound\b|"
+                        r"\b(?:dominated|limited|bound|gated|throttled|held back|bottlenecked|starved) by (?:the |our |my )?"
+                        r"(?P<who2>" + _FEEDER + r")(?!\s*(?:RAM|memory|mem)\b)", re.I)
+"""The run said bound by its feeding: `the training seems to be CPU bound`, `we are data-loading bound`, `step time
+is dominated by data loading`."""
+_CPU_NECK = re.compile(r"\bCPU[- ](?:is |was )?(?:the )?bottleneck|\bbottleneck\w*\s+(?:is|was|seems to be|appears to be|"
+                       r"lies in|must be|might be)\s+(?:the |my |our )?(?:CPU|data|input|I/?O|disk)\b", re.I)
+"""The CPU (or the input) named the bottleneck: `the bottleneck is the CPU, not the GPU`, `a CPU bottleneck`."""
+_GPU_WAITS = re.compile(
+    _DEVICE + r"[^.!?\n,;]{0,25}?\b(?:wait(?:s|ing|ed)?\s+(?:[~≈]?\s*\d+(?:\.\d+)?\s*(?:s|ms|secs?|seconds?)\s+)?"
+    r"(?:for|on)\s+(?:the |its )?(?:data|input|I/?O|IO|disk|storage|(?:data ?)?loader|next batch|batch(?:es)?|CPU|workers?)|"
+    r"(?:is|are)(?:n't| not)\s+(?:being\s+)?(?:(?:fully|completely)\s+(?:used|utili[sz]ed)|(?:used|utili[sz]ed)\s+"
+    r"(?:fully|completely|enough)|(?:kept\s+)?(?:busy|saturated|fed)))\b", re.I)
+"""The GPU waiting for its feed (`each step the GPU waits ~2 s for the loader`, `the A100s are waiting on I/O`) or
+not kept busy (`the GPU isn't being used fully`); not `the GPU is not used` (at all: the device is not found)."""
+_ZH = re.compile(r"(?:加载|读取|读)数据[^。！？\n]{0,10}(?:慢|瓶颈)|(?:data ?loader|数据加载器?)\s*(?:很|太|非常|特别|好|比较)?慢|"
+                 r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?:等待|空转|闲着)", re.I)
+"""`读取数据太慢`, `dataloader 很慢`, `GPU 经常处于等待状态`."""
+_QUESTION = re.compile(r"^\s*(?:is|are|could|can|would|does|do|should|how (?:do|can) (?:I|we) (?:know|tell|check))\b[^?]*\?",
+                       re.I)
+"""A question whether it is so (`Is data loading the bottleneck?`): asked, not said."""
+_DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|[不没]", re.I)
+
+
+def asked(line: str) -> bool:
+    """The line asks whether it is so (`Is data loading the bottleneck?`)."""
+    return _QUESTION.search(line) is not None
+
+
+def fed_slowly(line: str) -> str | None:
+    """`cpu_busy` when the CPU is the feeder named, `util` when the GPU is the subject, else `loader`."""
+    if len(line) > 2000 or _QUESTION.search(line):
+        return None
+    found = _FEEDER_VERDICT.search(line)
+    if found and not _NOT_DATA.search(found.group("who")):
+        return "cpu_busy" if found.group("who").upper().startswith("CPU") else "loader"
+    if _IT_LONGER.search(line) and re.search(r"load|__getitem__|collate", line, re.I):
+        return "loader"
+    bound = _BOUND_RUN.search(line)
+    if bound and not _DENIED.search(bound.group(0)) and not _NOT_DATA.search(bound.group(0)):
+        return "cpu_busy" if (bound.group("who") or bound.group("who2")).upper().startswith("CPU") else "loader"
+    neck = _CPU_NECK.search(line)
+    if neck and not _DENIED.search(neck.group(0)):
+        return "cpu_busy" if "CPU" in neck.group(0).upper() else "loader"
+    if _GPU_WAITS.search(line):
+        return "util"
+    return "loader" if _ZH.search(line) else None
