@@ -744,3 +744,31 @@ def test_a_notebooks_progress_without_an_epoch_is_the_evaluation(after: str, exp
 ])
 def test_the_fragmentation_fix_that_worked_names_the_kind(words: str, expected: str) -> None:
     assert first_id(words + "\n") == expected
+
+
+# -- the person's words: a failure placed in a phase, the host's memory in words ----------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The following error occurred when saving the checkpoint.\n"
+     "  5%|▍         | 200/4000 [1:11:27<22:23:04, 21.68s/it]\n"
+     "E0613 07:54:22.195000 1802 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
+     "(exitcode: -9) local_rank: 3 (pid: 18049) of binary: /usr/bin/python3\n", "oom_at_save"),
+    ("Training finishes, but the process got killed when it tries to save the model.\n", "oom_at_save"),
+    ("Full fine-tuning trains, but the script crashes when saving the first checkpoint due to insufficient CPU RAM.\n",
+     "oom_at_save"),
+    ("保存模型时内存一直涨，最后超出最大内存报错\n", "oom_at_save"),
+    ("The error happens during evaluation:\n" + "RuntimeError: CUDA error: out of memory\n", "oom_at_eval"),
+    ("It always crashes at the validation step with this:\n" + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n",
+     "oom_at_eval"),
+])
+def test_a_failure_the_person_places_in_a_phase(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "The job was killed by the scheduler when it hit the time limit while saving.\n",
+    "I killed the process while it was saving, by mistake.\n",
+    "Saving works, but training crashes with:\nRuntimeError: CUDA error: out of memory\n",
+])
+def test_failures_that_are_no_host_oom_in_a_phase(text: str) -> None:
+    assert first_id(text) not in ("oom_at_save", "oom_at_eval")

@@ -418,7 +418,11 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
-                       r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM", re.I)
+                       r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
+                       r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
+                       r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
+                       r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
+                       r"system\s+|host\s+)?RAM\b|超出.{0,6}内存|内存.{0,4}(?:不够|爆了|占满|超出)", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
 shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`), Windows' paging file, Colab's `Your session crashed after
 using all available RAM`, or the person's words (`out of RAM`, `memory error`, 内存不足)."""
@@ -499,6 +503,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
         built.append(_starve_advice(adv.starve.current, adv.recipe))
     host = getattr(adv, "host_oom", None)
+    if adv.oom is None and host is not None and not host[1]:
+        host = (host[0], *adv.text.where.phase(), host[3])  # the person's words about where, read after the death
     if adv.oom is None and host is not None and host[1] in ("save", "eval"):
         built.append(host_phase_advice(host[1], host[0], host[2], host[3]))
     if not any(a.severity == ERROR for a in built):

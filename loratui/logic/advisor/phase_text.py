@@ -134,15 +134,19 @@ def _prose_like(text: str) -> bool:
     return _NOT_PROSE.search(text) is None and not oom.is_oom_line(text)
 
 
+_FAILS = re.compile(r"\b(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
+                    r"exception)\b|报错|崩溃|失败|挂了", re.I)
+"""A failure in the person's words."""
 _CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
                     r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
 
 
-def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]] | None:
-    """Of the phases a sentence names, the one in the clause that names the memory error, else those whose clause
-    does not say they work (None when the sentence names no memory error)."""
-    memory = _MEMORY_WORDS.search(sentence)
+def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
+             anchor: re.Match[str] | None = None) -> list[tuple[str, re.Pattern[str]]] | None:
+    """Of the phases a sentence names, the one in the clause that names the memory error (or the failure `anchor`),
+    else those whose clause does not say they work (None when the sentence names no memory error)."""
+    memory = anchor or _MEMORY_WORDS.search(sentence)
     if memory is None:
         return None
     bounds = [0] + [m.end() for m in _CLAUSE.finditer(sentence)] + [len(sentence) + 1]
@@ -209,6 +213,10 @@ class PhaseText:
         for phase in ("eval", "save"):
             if phase in self.prose:
                 return phase, ["as the text says: " + self.prose[phase]]
+        failed = getattr(self, "failed_in", {})  # getattr: a state pickled in an older events.idx
+        for phase in ("eval", "save"):
+            if phase in failed:
+                return phase, ["as the text says: " + failed[phase]]
         return "", []
 
     def line(self, line: str) -> None:
@@ -300,6 +308,8 @@ class PhaseText:
         if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and _CAUSE_CONTEXT.search(whole):
             kind = oom.said_cause(text)
             self.cause = (kind, text[:300]) if kind else None
+        if _FAILS.search(whole) and not _MEMORY_WORDS.search(whole):
+            self._failure_words(text, whole)
         if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
                 _MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
@@ -315,6 +325,22 @@ class PhaseText:
         for phase, words in named:
             if phase not in self.prose:
                 self.prose[phase] = (text if words.search(text) else whole)[:300]
+
+    def _failure_words(self, text: str, whole: str) -> None:
+        """The person's sentence that places a failure in a phase (`the following error occurred when saving the
+        checkpoint`, `it crashes at the validation step`): weaker than one about memory, it counts when the text
+        shows the failure itself (an OOM message, the kernel's kill)."""
+        if not _prose_like(text) or looks_like_code(text):
+            return
+        named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)]
+        if len(named) > 1 or _WORKS.search(whole):
+            bounds = _FAILS.search(whole)
+            chosen = _nearest(whole, named, bounds) if bounds else None
+            named = chosen if chosen is not None else []
+        failed = getattr(self, "failed_in", None) or {}
+        for phase, words in named:
+            failed.setdefault(phase, (text if words.search(text) else whole)[:300])
+        self.failed_in = failed
 
     def _status(self, line: str) -> None:
         """The phase a status line or a progress bar's description announces: the last one before a failure
