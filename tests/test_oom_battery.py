@@ -772,3 +772,34 @@ def test_a_failure_the_person_places_in_a_phase(text: str, expected: str) -> Non
 ])
 def test_failures_that_are_no_host_oom_in_a_phase(text: str) -> None:
     assert first_id(text) not in ("oom_at_save", "oom_at_eval")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the person's sentence names the error inside it
+    ("When computing the BLEU score of the eval predictions I run into a CUDA OutOfMemoryError.\n", "oom_at_eval"),
+    ("While exporting the merged model we hit torch.cuda.OutOfMemoryError every time.\n", "oom_at_save"),
+    # the test script, the evaluation that went wrong
+    ("I just run the test script, but get this error:\n" + PHASE_MESSAGES[0] + "\n", "oom_at_eval"),
+    ("Training is done, but the evaluation step goes wrong with:\n" + NO_NUMBERS[6] + "\n", "oom_at_eval"),
+    # Apple's GPU (MLX on Metal)
+    ("Running the benchmark's evaluation fails with `[METAL] Command buffer execution failed: Insufficient Memory "
+     "(00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)`.\n", "oom_at_eval"),
+    # ROCm's TensorFlow driver
+    ("E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device: "
+     "hipError_t(1002)\n", "oom_full"),
+    # the person's words: holes, two jobs on one card
+    (NO_NUMBERS[0] + "\nThe allocator cannot find a large enough contiguous block although plenty is free.\n",
+     "oom_fragmentation"),
+    (NO_NUMBERS[0] + "\nBoth jobs were scheduled onto the same two GPUs.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe two servers share the same GPU.\n", "oom_other_process"),
+])
+def test_more_wordings_of_phase_and_kind(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    NO_NUMBERS[0] + "\nI run training and evaluation on the same GPU.\n",
+    NO_NUMBERS[0] + "\nThe tensors are contiguous, I checked.\n",
+])
+def test_same_gpu_and_contiguous_alone_say_no_kind(text: str) -> None:
+    assert first_id(text) == "oom_full"

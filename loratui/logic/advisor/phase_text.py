@@ -90,20 +90,21 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
                          r"diffusers)\b", re.I)
 """Converting the model to another format writes it out (`Unsloth: Conversion from QLoRA to GGUF`, `Converting to
 CKPT ...`)."""
-_MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
+_MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
 _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster)\b|内存|显存|显卡|"
-                            r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb", re.I)
+                            r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
-_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "process", "other", "else", "zombie", "orphan", "stale",
+_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
 _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict(?:ion|ing|s)?)\b|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
-                                    r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop)\b|"
+                                    r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
+                                    r"code)\b|"
                                     r"\.test\(", re.I)),
                 ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
                                     r"(?<!gradient )(?<!activation )checkpoint|merg(?:e|ing)|export\w*|gguf|"
@@ -129,13 +130,18 @@ _NOT_PROSE = re.compile(r"\||\d\s*(?:it/s|s/it)|^\W*(?:\d{4}-\d\d-\d\d|\[?(?:INF
                         r"^\s*(?:[\w.]+(?:Error|Exception|Warning)\b|Traceback)")
 
 
+_SENTENCE = re.compile(r"^\W{0,3}(?:[A-Z][a-z]+|I|[a-z]+)\b(?:[\s,]+[A-Za-z'’]+){3}")
+"""A sentence's opening: four words (`When computing the BLEU ...`), not an exception's type or a logger's prefix."""
+
+
 def _prose_like(text: str) -> bool:
-    """A line of the person's own sentences: not a bar, a log record, or the program's exception."""
-    return _NOT_PROSE.search(text) is None and not oom.is_oom_line(text)
+    """A line of the person's own sentences: not a bar, a log record, or the program's exception (a sentence
+    that names the error inside it is the person's: `While exporting we hit torch.cuda.OutOfMemoryError`)."""
+    return _NOT_PROSE.search(text) is None and (not oom.is_oom_line(text) or _SENTENCE.match(text) is not None)
 
 
 _FAILS = re.compile(r"\b(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
-                    r"exception)\b|报错|崩溃|失败|挂了", re.I)
+                    r"exception|go(?:es)? wrong|went wrong)\b|报错|崩溃|失败|挂了", re.I)
 """A failure in the person's words."""
 _CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
