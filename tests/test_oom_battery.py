@@ -803,3 +803,32 @@ def test_more_wordings_of_phase_and_kind(text: str, expected: str) -> None:
 ])
 def test_same_gpu_and_contiguous_alone_say_no_kind(text: str) -> None:
     assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a notebook's earlier attempt still holds the memory until the process restarts
+    ("After one OOM with a big batch, even the small batch that worked before runs out of memory, until I restart "
+     "the kernel.\n", "oom_other_process"),
+    # a server that died at start because another job filled the card
+    ("The second server came up on a card another job had already filled and died with `RuntimeError: Not enough "
+     "memory`.\n", "oom_other_process"),
+    # resuming from a checkpoint is no save
+    ("Resuming from the step-4000 checkpoint OOMs at once with a contiguous-allocation failure: heap fragmentation.\n",
+     "oom_fragmentation"),
+    # checkpointing (not gradient checkpointing) as the phase
+    ("With FSDP, model checkpointing gathers everything on rank 0; it causes OOM after the first epoch, and with "
+     "checkpointing disabled the memory error goes away.\n", "oom_at_save"),
+    ("Saving the checkpoint takes so much RAM that the notebook dies.\n", "oom_at_save"),
+])
+def test_still_more_wordings(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Restarting the kernel does not help, it still runs out of memory at the first step.\n",
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:83] DefaultCPUAllocator: not enough memory: you tried to allocate "
+    "8589934592 bytes.\n",
+    "With gradient checkpointing enabled it still goes OOM in the first step.\n",
+])
+def test_still_more_wordings_that_say_no_phase_nor_neighbour(text: str) -> None:
+    assert first_id(text) not in ("oom_other_process", "oom_at_save", "oom_at_eval")

@@ -421,7 +421,7 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
                        r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
                        r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
                        r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
-                       r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
+                       r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
                        r"system\s+|host\s+)?RAM\b|超出.{0,6}内存|内存.{0,4}(?:不够|爆了|占满|超出)", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
 shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`), Windows' paging file, Colab's `Your session crashed after

@@ -96,7 +96,7 @@ _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-sm
                             r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
-_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "process", "other", "else", "zombie", "orphan", "stale",
+_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
@@ -107,7 +107,7 @@ _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict
                                     r"code)\b|"
                                     r"\.test\(", re.I)),
                 ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
-                                    r"(?<!gradient )(?<!activation )checkpoint|merg(?:e|ing)|export\w*|gguf|"
+                                    r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|export\w*|gguf|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)\b|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
 (saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
@@ -140,6 +140,9 @@ def _prose_like(text: str) -> bool:
     return _NOT_PROSE.search(text) is None and (not oom.is_oom_line(text) or _SENTENCE.match(text) is not None)
 
 
+_READS_CHECKPOINT = re.compile(r"\b(?:resum\w*|load\w*|restor\w*|read\w*|from)\s+(?:[\w-]+\s+){0,3}checkpoints?\b",
+                               re.I)
+"""A checkpoint read back (`resuming from the step-4000 checkpoint`): no save."""
 _FAILS = re.compile(r"\b(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
                     r"exception|go(?:es)? wrong|went wrong)\b|报错|崩溃|失败|挂了", re.I)
 """A failure in the person's words."""
@@ -323,6 +326,7 @@ class PhaseText:
             sentence = whole
         else:
             return
+        sentence, whole = _READS_CHECKPOINT.sub(" ", sentence), _READS_CHECKPOINT.sub(" ", whole)
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
         if len(named) > 1 or _WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
