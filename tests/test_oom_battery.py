@@ -832,3 +832,15 @@ def test_still_more_wordings(text: str, expected: str) -> None:
 ])
 def test_still_more_wordings_that_say_no_phase_nor_neighbour(text: str) -> None:
     assert first_id(text) not in ("oom_other_process", "oom_at_save", "oom_at_eval")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The card OOMs even though plenty of memory is cached by the allocator.\n", "oom_fragmentation"),
+    ("It failed to allocate 1 GB although there was 2.3 GB free in the memory pool.\n", "oom_fragmentation"),
+    ("Resuming from a **mid-run** checkpoint OOMs; the root cause is fragmentation seeded by the checkpoint load.\n",
+     "oom_fragmentation"),
+    # free on the card is no cache: the request may simply be larger than it
+    ("It OOMs although nvidia-smi shows 6 GB free.\n", "oom_full"),
+])
+def test_memory_held_by_the_allocator_but_unusable(text: str, expected: str) -> None:
+    assert first_id(text) == expected

@@ -132,6 +132,7 @@ def is_oom_line(line: str) -> bool:
 _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ])?memory|"
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the )?GPU(?:'s)? (?:RAM|memory)|"
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
+                   r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?allocate\b|"
                    r"显存(?:不足|不够|溢出|爆)|爆显存", re.I)
 """An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`)."""
 _NOT_SAID = re.compile(
@@ -157,6 +158,9 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                                      r"[^.!?]{0,80}?\b(?:fix\w*|solv\w*|resolv\w*|help\w*|work\w*|gone|disappear\w*)|"
                                      r"\b(?:no|not (?:enough|a)|lack of|large enough|largest|big enough)\s+(?:\w+\s+){0,2}"
                                      r"contiguous\b|\bcontiguous[- ](?:\w+[- ])?(?:block|chunk|region|hole|allocation|space)s?\b|"
+                                     r"\b(?:although|though|even|despite|while|but|yet)\b[^.!?]{0,60}?\b(?:plenty|lots|ample|"
+                                     r"\d+(?:\.\d+)?\s*(?:GB|GiB|MB|MiB|G))\b[^.!?]{0,30}?\b(?:cached|in (?:the )?(?:memory )?pool|"
+                                     r"reserved but unallocated|unallocated)\b|"
                                      r"reserved[- ]but[- ]unallocated", re.I)),
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"

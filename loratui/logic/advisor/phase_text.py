@@ -140,8 +140,8 @@ def _prose_like(text: str) -> bool:
     return _NOT_PROSE.search(text) is None and (not oom.is_oom_line(text) or _SENTENCE.match(text) is not None)
 
 
-_READS_CHECKPOINT = re.compile(r"\b(?:resum\w*|load\w*|restor\w*|read\w*|from)\s+(?:[\w-]+\s+){0,3}checkpoints?\b",
-                               re.I)
+_READS_CHECKPOINT = re.compile(r"\b(?:resum\w*|load\w*|restor\w*|read\w*|from)\s+(?:[\w*_-]+\s+){0,3}checkpoints?\b|"
+                               r"\bcheckpoints?\s+(?:load\w*|restor\w*|resum\w*)", re.I)
 """A checkpoint read back (`resuming from the step-4000 checkpoint`): no save."""
 _FAILS = re.compile(r"\b(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
                     r"exception|go(?:es)? wrong|went wrong)\b|报错|崩溃|失败|挂了", re.I)
