@@ -49,14 +49,16 @@ _OOM = re.compile(
     r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:?\s*(?:Out of memory|Failed to allocate)"
     r"|Out of memory error on GPU|Allocator \(GPU\w*\) ran out of memory trying to allocate"
     r"|bfc_allocator\.cc:\d+\] Ran out of memory trying to allocate"
-    r"|cuda_driver\.cc:\d+\] failed to allocate", re.I)
+    r"|(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate"
+    r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[METAL\][^\n]{0,80}Insufficient Memory", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
 `RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB` or `RESOURCE_EXHAUSTED: Failed to allocate request
 for 3.00GiB`, ROCm's `HIP out of memory` and `hipErrorOutOfMemory`, the CUDA libraries' `*_STATUS_ALLOC_FAILED` (a
 handle or workspace that could not be allocated), TensorFlow 1's driver `cuda_driver.cc:806]
-failed to allocate 7.63G`; Paddle's `Out of memory error on GPU 0.
+failed to allocate 7.63G` (ROCm's `rocm_driver.cc`); Apple's Metal (MLX) `[METAL] Command buffer execution failed:
+Insufficient Memory`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`."""
 _NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
                        r"device:CPU|not a failure", re.I)
@@ -129,6 +131,8 @@ def is_oom_line(line: str) -> bool:
 
 _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ])?memory|"
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the )?GPU(?:'s)? (?:RAM|memory)|"
+                   r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
+                   r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?allocate\b|"
                    r"显存(?:不足|不够|溢出|爆)|爆显存", re.I)
 """An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`)."""
 _NOT_SAID = re.compile(
@@ -136,7 +140,8 @@ _NOT_SAID = re.compile(
     r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
 OOMs`); `did not help: still OOM` says it did."""
-_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存", re.I)
+_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存|CPUAllocator|"
+                   r"alloc_cpu", re.I)
 
 
 def said_oom(line: str) -> bool:
@@ -149,7 +154,13 @@ def said_oom(line: str) -> bool:
     return _NOT_SAID.search(line, 0, found.start()) is None
 
 
-_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expandable_segments[^.!?]{0,60}\b(?:fix|solv|resolv|help|work)|"
+_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:expandable_segments|max_split_size_mb)"
+                                     r"[^.!?]{0,80}?\b(?:fix\w*|solv\w*|resolv\w*|help\w*|work\w*|gone|disappear\w*)|"
+                                     r"\b(?:no|not (?:enough|a)|lack of|large enough|largest|big enough)\s+(?:\w+\s+){0,2}"
+                                     r"contiguous\b|\bcontiguous[- ](?:\w+[- ])?(?:block|chunk|region|hole|allocation|space)s?\b|"
+                                     r"\b(?:although|though|even|despite|while|but|yet)\b[^.!?]{0,60}?\b(?:plenty|lots|ample|"
+                                     r"\d+(?:\.\d+)?\s*(?:GB|GiB|MB|MiB|G))\b[^.!?]{0,30}?\b(?:cached|in (?:the )?(?:memory )?pool|"
+                                     r"reserved but unallocated|unallocated)\b|"
                                      r"reserved[- ]but[- ]unallocated", re.I)),
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
@@ -159,6 +170,11 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expan
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
                r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
                r"(?:GPU|card|device|cuda)\b|"
+               r"\b(?:both|two|three|four|multiple|several|all)\s+(?:\w+\s+){0,2}(?:jobs|processes|servers|runs|"
+               r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?:\w+\s+){0,2}"
+               r"(?:GPUs?|cards?|devices?)\b|"
+               r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
+               r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
                r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
 _PHANTOM = re.compile(
     r"(?:even though|although|though|but|while|yet|despite|however)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
@@ -169,7 +185,10 @@ _HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holdin
                    re.I)
 """Memory held with nothing of the person's running (`nvidia-smi shows 20 GB used even though nothing is running`,
 `the memory stays occupied after I killed the script`): a process the person does not see holds the card."""
-_CAUSE_HINT = re.compile(r"PYTORCH_CUDA_ALLOC_CONF|max_split_size_mb|See documentation", re.I)
+_DID_NOT = re.compile(r"\b(?:not|never|no longer)\b|n't", re.I)
+"""A fix that did not work (`expandable_segments did not help`): no evidence for its cause."""
+_CAUSE_HINT = re.compile(r"try setting (?:max_split_size_mb|PYTORCH_CUDA_ALLOC_CONF)|See documentation for Memory|"
+                         r"If reserved (?:but unallocated )?memory is", re.I)
 """PyTorch's own advice under its message names fragmentation as a possibility, not as what happened."""
 
 
@@ -183,7 +202,7 @@ def said_cause(line: str) -> str:
     for kind, words in _CAUSES:
         found = words.search(line)
         if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \
-                _NOT_SAID.search(line, 0, found.start()) is None:
+                _NOT_SAID.search(line, 0, found.start()) is None and not _DID_NOT.search(found.group()):
             return kind
     return ""
 
