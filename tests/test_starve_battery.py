@@ -314,6 +314,31 @@ NOT_FEEDING = [
     "Training on the 3090 is slower than on the A100.",
     "Loading the checkpoint files takes longer than the forward pass.",
 ]
+IDLE_FOR_ANOTHER_REASON = [
+    "My GPU is not utilized at all, everything runs on the CPU.",
+    "GPU utilization is 0% because torch.cuda.is_available() returns False.",
+    "Training runs on the CPU instead of the GPU, GPU usage is 0%.",
+    "GPU usage 0%, the model is on device cpu.",
+    "The GPU is not being used, nvidia-smi shows no processes and 0% util.",
+    "GPU utilization is 0% after the process crashed.",
+    "The training hangs at the first step, GPU util 0%, NCCL INFO lines then nothing.",
+    "torch.cuda.is_available() returns False on my laptop.\nGPU usage is 0% and the CPU is at 100% while training.",
+]
+"""An idle GPU with its reason given: nothing runs on it (no CUDA, the CPU trains), the run crashed or hangs."""
+
+
+@pytest.mark.parametrize("text", IDLE_FOR_ANOTHER_REASON)
+def test_an_idle_gpu_with_another_reason_is_not_starvation(text: str) -> None:
+    assert first_id(text) != "data_starved", text
+
+
+def test_deepspeeds_cpu_offload_or_a_containers_empty_process_list_is_no_reason() -> None:
+    text = "offload_optimizer:\n  device: cpu\nNo running processes found\nGPU utilization is only 10-20% during training."
+    assert first_id(text) == "data_starved"
+
+
+def test_a_pause_between_batches_still_counts_beside_a_hang_word() -> None:
+    assert first_id("GPU util drops to 0% and the training hangs for 2 s every 10 steps.") == "data_starved"
 
 
 @pytest.mark.parametrize("text", NOT_FEEDING)
