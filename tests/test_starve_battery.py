@@ -134,12 +134,21 @@ CSV = "\n".join(["timestamp, name, utilization.gpu [%], memory.used [MiB]"]
                    for s, u in ((1, 7), (2, 0), (3, 22), (4, 3), (5, 0), (6, 15))])
 
 
+WANDB = "\n".join(f"system/gpu.0.gpu: {u}" for u in (12.5, 0.0, 3.1, 40.2, 0.0, 7.7))
+LIGHTNING_STATS = "\n".join(f"{{'cuda:0/utilization.gpu (%)': {u}.0, 'cuda:0/memory.used (MB)': 20112.0}}"
+                             for u in (4, 0, 31, 2, 0))
+DCGM = "\n".join(f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-1a2b",Hostname="node7"}} {u}' for u in (0, 5, 61, 0, 3))
+ROCM = "\n".join(f"GPU[{i}]\t\t: GPU use (%): {u}" for i, u in enumerate((2, 0, 9, 1)))
+SMI_Q = "\n".join(["    Utilization", "        Gpu                               : 3 %",
+                    "        Memory                            : 1 %"])
+NOHEADER = "\n".join(f"0, {u} %, 21344 MiB" for u in (3, 0, 48, 1, 0, 6))
 CSV_UTIL_ONLY = "utilization.gpu [%]\n3 %\n0 %\n12 %\n0 %\n5 %"  # `--query-gpu=utilization.gpu --format=csv -l 1`
 
 
 @pytest.mark.parametrize("text", [smi([3]), smi([0, 2, 5, 1]), smi([12, 9], used=60000), GPUSTAT, DMON, CSV,
-                                  CSV_UTIL_ONLY], ids=["smi_one", "smi_four", "smi_two", "gpustat", "dmon", "csv",
-                                                       "csv_util_only"])
+                                  CSV_UTIL_ONLY, WANDB, LIGHTNING_STATS, DCGM, ROCM, SMI_Q, NOHEADER],
+                         ids=["smi_one", "smi_four", "smi_two", "gpustat", "dmon", "csv", "csv_util_only", "wandb",
+                              "lightning_stats", "dcgm", "rocm", "smi_q", "csv_noheader"])
 def test_low_utilisation_in_a_table(text: str) -> None:
     assert first_id(text) == "data_starved"
 
@@ -429,6 +438,9 @@ NOT_STARVED = [
     "nvidia-smi shows 97% while training.",
     "Map:   1%|          | 1000/100000 [00:05<08:15, 200.00 examples/s]",  # under ten minutes in all
     "CPU at 15% usage, GPU at 99%.",
+    "\n".join(f"system/gpu.0.gpu: {u}" for u in (97.5, 99.0, 93.1, 100.0, 98.2)),
+    "\n".join(f"0, {u} %, 21344 MiB" for u in (97, 99, 94, 100, 98)),
+    "\n".join(f"system/gpu.0.memory: {u}" for u in (2.0, 1.0, 3.0, 0.0, 1.0)),  # memory's, not the GPU's
     "Training runs at 8 it/s but evaluation at 1 it/s with 4 workers.",
     "On dataset A I get 5 it/s, on dataset B with longer sequences 1 it/s.",
     "Loading the checkpoint files is really slow from the network drive.",

@@ -412,6 +412,15 @@ def _prep_said(line: str) -> dict[str, object] | None:
 _SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
 _GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
 _CSV_HEADER = re.compile(r"utilization\.gpu", re.I)
+_KEYED_UTIL = re.compile(
+    r"\bgpu\.\d+\.gpu\b['\"]?\s*[:=,]?\s*(\d+(?:\.\d+)?)(?![\d.]*\s*(?:MiB|GB|MB))|"  # wandb's system metrics
+    r"utilization\.gpu \(%\)['\"]?\s*[:=]\s*(\d+(?:\.\d+)?)|"  # Lightning's DeviceStatsMonitor
+    r"\bDCGM_FI_DEV_GPU_UTIL\{[^}]*\}\s+(\d+(?:\.\d+)?)|"  # DCGM's exporter
+    r"GPU\[\d+\]\s*:\s*GPU use \(%\)\s*:\s*(\d+)|"  # rocm-smi
+    r"^\s*Gpu\s*:\s*(\d+)\s*%\s*$")  # nvidia-smi -q -d UTILIZATION
+"""The GPU's utilisation under its own key in a monitor's output (memory utilisation has keys of its own)."""
+_NOHEADER_CSV = re.compile(r"^[^%]*?(\d{1,3})\s*%\s*,\s*(\d+)\s*MiB\b")
+"""`--query-gpu=index,utilization.gpu,memory.used --format=csv,noheader`: `0, 5 %, 20000 MiB`."""
 _DMON_HEADER = re.compile(r"^\s*#\s*gpu\s+.*\bsm\b", re.I)
 READINGS = 4
 """Utilisation readings enough to judge a GPU's average (one snapshot can fall between two busy steps)."""
@@ -446,7 +455,15 @@ class UtilSamples:
         return True
 
     def _reading(self, line: str) -> int | None:
+        if ("gpu" in line or "GPU" in line or "Gpu" in line) and ("%" in line or "gpu." in line or "UTIL" in line):
+            keyed = _KEYED_UTIL.search(line)
+            if keyed:
+                value = float(next(g for g in keyed.groups() if g is not None))
+                return round(value) if value <= 100 else None
         if "MiB" in line:
+            noheader = _NOHEADER_CSV.match(line) if self._csv is None and "," in line else None
+            if noheader and line.count("%") == 1:
+                return int(noheader.group(1)) if int(noheader.group(2)) >= 1024 else None
             return self._smi(line)
         if "MB" in line and "%" in line:
             gpustat = _GPUSTAT_ROW.search(line)
