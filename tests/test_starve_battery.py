@@ -450,6 +450,9 @@ NOT_STARVED = [
     "vs `on_train_batch_end` time: 0.2000s). Check your callbacks.",
     "Saving the dataset (8/8 shards): 100%|██████████| 1000000/1000000 [00:40<00:00, 24837.26 examples/s]",
     "\n".join(f"epoch 0 step {i}: throughput 812.1 samples/s, dataloader wait {2.2 - i / 10:.1f}%" for i in range(3)),
+    "\n".join(f"Epoch(train)  [1][{(i + 1) * 50:4d}/7330]  lr: 2.0000e-02  time: {t:.4f}  data_time: {d:.4f}  loss: "
+              f"{2.3 - 0.05 * i:.4f}" for i, (t, d) in enumerate([(2.9, 2.5), (0.512, 0.0101), (0.509, 0.0098),
+                                                                    (0.5102, 0.0093)])),  # the workers' start-up
     "Training is slow because the model is big: 70B in 4-bit on one 24 GB card, 40 s per step, GPU at 100%.",
     "How can I make tokenization faster? It is fine now but I plan to use a larger dataset.",
     TRAINING,
