@@ -14,7 +14,7 @@ from loratui.commands import (doctor, estimate, importer, init, mcp_server, noti
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.bounds import NotAFile, clip
 from loratui.recipe import RecipeError, find_recipe
-from loratui.text import inert
+from loratui.text import for_terminal, inert
 from loratui.units import to_gib
 
 
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except (RecipeError, UsageError, rundir.RunNotFound) as exc:
-        print(f"loratui: {one_line(inert(clip(str(exc))))}", file=sys.stderr)  # a huge argument quoted: cut
+        say_error(f"loratui: {one_line(inert(clip(str(exc))))}")  # a huge argument quoted: cut
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # `loratui ... | head -1`: the reader left; say nothing more (and let Python's exit flush nowhere).
@@ -105,16 +105,21 @@ def main(argv: list[str] | None = None) -> int:
         # An unwritable or odd --runs-dir, a full disk, a file where a folder should be: one line.
         where = f"{exc.filename}: " if exc.filename else ""
         elsewhere = getattr(args, "runs_dir", None) and not isinstance(exc, NotAFile)  # a FIFO: not the dir's
-        print(f"loratui: {one_line(inert(clip(where)))}{exc.strerror or exc}"
-              f"{'; pass another --runs-dir' if elsewhere else ''}", file=sys.stderr)
+        say_error(f"loratui: {one_line(inert(clip(where)))}{exc.strerror or exc}"
+                  f"{'; pass another --runs-dir' if elsewhere else ''}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a bug of ours: one line for the user, the traceback kept for the report
         report = _crash_report()
-        print(f"loratui: internal error: {type(exc).__name__}: {inert(str(exc))[:300]}"
-              f"{f' (traceback in {report}; please report it)' if report else ''}", file=sys.stderr)
+        say_error(f"loratui: internal error: {type(exc).__name__}: {inert(str(exc))[:300]}"
+                  f"{f' (traceback in {report}; please report it)' if report else ''}")
         return EXIT_NO
+
+
+def say_error(message: str) -> None:
+    """A message on standard error, wrapped at the terminal's width (whole when piped)."""
+    print(for_terminal(message, sys.stderr), file=sys.stderr)
 
 
 def one_line(message: str) -> str:
@@ -223,7 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
                         alert_url=url, slurm_limit=limit)
     for other, status in busy:
-        print(sharing_note(other.run_id, status), file=sys.stderr)
+        say_error(sharing_note(other.run_id, status))
     return _view(run, headless=args.headless)
 
 
@@ -309,7 +314,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
           + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else "")
           + ("  WHERE" if len(places) > 1 else ""))
     for r in rows:
-        step = f"{r['step']}/{r['max_steps'] or '?'}"
+        # A finished run took all its steps: its total is known at the end (as the views' full bar says).
+        total = r["max_steps"] or (r["step"] if r["state"] == events.FINISHED else "?")
+        step = f"{r['step']}/{total}"
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
         place = f"  {inert(str(Path(r['path']).parent))}" if len(places) > 1 else ""  # runs from several places
         print(f"{inert(r['run']):<{width}} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"

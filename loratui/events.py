@@ -239,6 +239,22 @@ class End(Event, frozen=True, tag="end"):
     """Who ended it when the run did not: Slurm's job state (TIMEOUT, CANCELLED, OUT_OF_MEMORY, ...)."""
 
 
+class Exit(Event, frozen=True, tag="exit"):
+    """The trainer (rank 0), or a watched command's keeper, is about to exit, and how, as it knows it. The
+    supervisor's End follows within milliseconds; a reader that finds no End and nobody alive takes this as
+    the run's outcome (the supervisor was killed in between) instead of calling the run lost."""
+
+    state: str
+    exit_code: Int = 0
+    step: Int = 0
+
+    def as_end(self) -> "End":
+        """The End the supervisor would have written (its stderr tail is not known here)."""
+        error = (f"exit code {self.exit_code}; the supervisor died before it recorded the end (its error "
+                 "text is in trainer.stderr.log)") if self.state == FAILED else ""
+        return End(t=self.t, state=self.state, exit_code=self.exit_code, step=self.step, error=error)
+
+
 class Unknown(msgspec.Struct, frozen=True, kw_only=True):
     """An event of a kind this version does not know (a newer schema); kept, not interpreted."""
 
@@ -249,7 +265,7 @@ class Unknown(msgspec.Struct, frozen=True, kw_only=True):
 
 AnyEvent = Union[
     Header, State, TrainBegin, Step, Log, Phase, GpuInfo, Sample, SamplerStats, Output, Control,
-    Notice, Estimate, Checkpoint, Stacks, End, Settings,
+    Notice, Estimate, Checkpoint, Stacks, End, Settings, Exit,
 ]
 
 _encoder = msgspec.json.Encoder()

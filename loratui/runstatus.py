@@ -2,7 +2,8 @@
 
 The supervisor keeps `status.json` current (a fold of the log it tails); a reader takes that file, folds
 the log's last few hundred KiB over it (events newer than the file), and asks whether the supervisor or
-the trainer still lives. A run with no end event and no live process is `lost`. A trainer whose
+the trainer still lives. A run with no end event and no live process ends as its trainer's last `exit` event
+said (its supervisor was killed after the trainer exited), or is `lost` without one. A trainer whose
 supervisor died trains on, obeys `control.cmds`, and writes its own end (see trainer/orphan.py), so every
 view tells the truth within a poll.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +22,7 @@ import msgspec
 
 from loratui import bounds, events, slurm
 from loratui.eventlog import EventWriter
-from loratui.rundir import RunDir, file_size, node_name, pid_host, replace_file
+from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, node_name, pid_host, replace_file
 
 TAIL_BYTES = 256 << 10
 LOST = "lost"
@@ -49,6 +51,11 @@ class Status(msgspec.Struct, kw_only=True):
     """The Slurm job the run started in ('' outside Slurm)."""
     node: str = ""
     """The host that owns the run (its supervisor's)."""
+    exited: events.Exit | None = None
+    """The trainer's (or keeper's) own word on its exit, since the last (re)start: the outcome when the
+    supervisor died before writing the End."""
+    stop_asked: bool = False
+    """A stop was accepted since the last (re)start (a watched command stopped by signal exits -15)."""
 
 
 def fold(status: Status, found: Iterable[events.AnyEvent], since: float = 0.0) -> Status:
@@ -60,6 +67,12 @@ def fold(status: Status, found: Iterable[events.AnyEvent], since: float = 0.0) -
         if isinstance(e, events.State) and status.end is None:
             status.state = e.state
             status.step = e.step if e.step is not None else status.step
+            if e.state == events.STARTING:  # a new life (a guard restart, a resume): its exit is to come
+                status.exited, status.stop_asked = None, False
+        elif isinstance(e, events.Exit):
+            status.exited = e
+        elif isinstance(e, events.Control) and e.command == "stop":
+            status.stop_asked = True
         elif isinstance(e, events.End):
             status.end, status.state = e, e.state
             status.step = max(status.step, e.step)
@@ -146,10 +159,27 @@ def _liveness(run: RunDir, status: Status) -> Status:
         status.alive = ""
     # A suspended run needs nobody alive: its checkpoint waits for `loratui resume`.
     if status.end is None and not status.alive and status.state not in (*events.FINAL_STATES, events.SUSPENDED):
+        if status.exited is not None and status.exited.state in events.FINAL_STATES:
+            # The supervisor died between its trainer's exit and the End: the trainer said how it ended.
+            status.end = _exit_end(status.exited, status.stop_asked)
+            status.state, status.step = status.end.state, max(status.step, status.end.step)
+            return status
         status.state = LOST
         if status.job_id:
             return _scheduler_end(run, status)
     return status
+
+
+STOPPED_CODES = (0, SUSPEND_EXIT, -signal.SIGTERM, -signal.SIGKILL)
+"""Exit codes of a stopped trainer (a stop that had to terminate one stuck before its next step is a stop)."""
+
+
+def _exit_end(exited: events.Exit, stop_asked: bool) -> events.End:
+    """The End the supervisor would have written after this exit (it knows of a stop the command did not)."""
+    end = exited.as_end()
+    if stop_asked and exited.exit_code in STOPPED_CODES:
+        return msgspec.structs.replace(end, state=events.STOPPED, error="")
+    return end
 
 
 HEARTBEAT_S = 30.0

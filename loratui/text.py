@@ -12,7 +12,10 @@ name: they are shown as <U+202E>. Pure: no Textual, no Rich.
 
 from __future__ import annotations
 
+import os
 import re
+import textwrap
+from typing import TextIO
 
 _SEQUENCE = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI (7- or 8-bit): cursor moves, erase, SGR colours
@@ -52,3 +55,23 @@ def inert(text: str, newlines: bool = True) -> str:
 def inert_lines(lines: list[str] | tuple[str, ...]) -> list[str]:
     """Each line made inert, one line each (an embedded newline is shown, not obeyed)."""
     return [inert(line, newlines=False) for line in lines]
+
+
+def for_terminal(message: str, stream: TextIO) -> str:
+    """`message` wrapped at the width of the terminal `stream` is (piped or in a file it stays whole, one line
+    to grep): a terminal broke a long error mid-word, a path or `file:line:key` in two. Words are never cut
+    and none changes; continuation lines are indented, so each message still reads as one."""
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns if stream.isatty() else 0
+    except (AttributeError, OSError, ValueError):  # no real file behind it (a test's capture), or closed
+        width = 0
+    if width < 20:
+        return message
+    return "\n".join(line if len(line) < width else _wrap(line, width - 1) for line in message.split("\n"))
+
+
+def _wrap(line: str, width: int) -> str:
+    # The first word ("loratui:") stays with the second (a path too long for a line): never alone above it.
+    glued = line.replace(" ", "\0", 1) if "\0" not in line else line
+    return textwrap.fill(glued, width, subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False).replace("\0", " ")

@@ -21,7 +21,10 @@ def test_monitor_cost_quick() -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     result = dict(re.findall(r"(\w+)=([\d.]+)", out.stdout.splitlines()[-1]))
     assert float(result["callback_us"]) < 1000  # the bar: well under 1 ms a step
-    assert float(result["sampler_cpu"]) < 3.0  # % of one core at 100 Hz, NVML cost aside
+    # The sampler's loop against a bare thread waking at the same 100 Hz, in turn: 0.8-1.8x here. An absolute
+    # bound alone failed CI once (4.1 % on a box where the wake-ups themselves cost that much).
+    assert float(result["sampler_vs_wakeup"]) < 3.0
+    assert float(result["sampler_cpu"]) < 10.0  # % of one core at 100 Hz, NVML cost aside
     # Generous bounds for a shared 2-core CI box; BENCHMARKS.md has the measured figures.
     assert float(result["viewer_cpu_80x24"]) < 15.0
     assert float(result["bytes_80x24"]) < 64 * 1024

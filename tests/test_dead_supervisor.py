@@ -87,3 +87,26 @@ def test_a_pause_sent_while_the_trainer_imports_is_obeyed(runs_dir: Path) -> Non
     loratui("stop", "--runs-dir", str(runs_dir))
     wait_for(lambda: kinds(run, "end"), timeout=120)
     viewer.kill()
+
+
+def test_a_supervisor_killed_after_its_trainer_exited_leaves_the_runs_true_outcome(runs_dir: Path) -> None:
+    """The window between the trainer's exit and the supervisor's End, held open: the supervisor is frozen
+    (SIGSTOP) while the trainer finishes and exits, then killed. Nobody writes the End, yet `ls`, the status
+    and a viewer say `finished` (from the trainer's `exit` event), not `lost`."""
+    viewer, run = start_and_reach(runs_dir, max_steps=6, step=1)
+    supervisor = rundir.RunDir(run).supervisor_pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGSTOP)
+    try:
+        wait_for(lambda: rundir.RunDir(run).trainer_pid() is None, timeout=300)
+    finally:
+        os.kill(supervisor, signal.SIGKILL)
+    wait_for(lambda: rundir.RunDir(run).supervisor_pid() is None, timeout=10)
+    assert not kinds(run, "end")
+    assert " finished " in loratui("ls", "--runs-dir", str(runs_dir)).stdout
+    status = runstatus.read(rundir.RunDir(run))
+    assert (status.state, status.step) == (events.FINISHED, 6)
+    source = LiveSource(rundir.RunDir(run))
+    found = [e for _ in range(3) for e in source.poll().events]
+    assert isinstance(found[-1], events.End) and found[-1].state == events.FINISHED
+    viewer.kill()

@@ -521,8 +521,10 @@ TRAIN_LOG = "{'loss': 1.52, 'grad_norm': 0.61, 'learning_rate': 2e-05, 'epoch': 
     ([TRAIN_BAR.format(n=99), TRAIN_BAR.format(n=100), TRAIN_LOG, TRAIN_BAR.format(n=100), EVAL_BAR], "oom_at_eval"),
     # the training bar drawn again: back in training
     ([TRAIN_BAR.format(n=100), TRAIN_LOG, EVAL_BAR, TRAIN_BAR.format(n=101)], "oom_full"),
-    # no training log named the training bar: a bar alone says nothing
-    ([TRAIN_BAR.format(n=100), EVAL_BAR], "oom_full"),
+    # no training log named the training bar: a smaller loop drawn inside the unfinished bar is still a loop inside
+    # training (issue 23, tests/test_oom_battery.py); a larger one inside it (an epoch bar, then the steps' bar) is not
+    ([TRAIN_BAR.format(n=100), EVAL_BAR], "oom_at_eval"),
+    (["  0%|          | 0/3 [00:00<?, ?it/s]", TRAIN_BAR.format(n=100)], "oom_full"),
 ])
 def test_a_second_bar_inside_training_is_the_evaluation(lines: list[str], expected: str) -> None:
     assert first_id("\n".join(lines + [BARE_OOM])) == expected

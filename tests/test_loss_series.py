@@ -425,3 +425,13 @@ def test_a_grpo_loss_said_to_rise_is_no_divergence(tmp_path: Path, capsys: pytes
     assert [i["id"] for i in doctor(text, tmp_path, capsys)] == []
     assert doctor("In the notebook the loss curve rapidly increases after 400 steps.\n", tmp_path,
                   capsys)[0]["id"] == "loss_diverging"
+
+
+def test_falls_through_wants_a_fall_that_goes_on_to_the_end() -> None:
+    from loratui.logic.series import falls_through
+    falling = [2.5 * 0.97 ** i + 0.02 * (i % 3) for i in range(60)]
+    assert falls_through(falling)
+    assert not falls_through(falling[:9])  # too few logs to tell
+    assert not falls_through([max(1.9, v) for v in falling])  # fell, then stood still
+    assert not falls_through(falling[:30] + falling[:30][::-1])  # fell, then rose back
+    assert not falls_through([2.0 + 0.05 * (i % 4) for i in range(60)])  # flat and noisy

@@ -140,3 +140,15 @@ async def test_a_slow_seek_that_finishes_after_a_later_one_is_dropped() -> None:
         release.set()  # G's fold ends now, after g's
         await pilot.pause(0.5)
         assert app.run_state.step == 0 and app.replay.cursor < app.replay.n_events
+
+
+async def test_the_next_event_of_note_says_what_it_is() -> None:
+    """`]` on a run that saved at step 30: one stop, at the checkpoint, and it says so (it jumped in silence)."""
+    app = replay_app(scenarios.with_save(), None, "save", speed=1)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("space")
+        await pilot.press("right_square_bracket")
+        await _until(pilot, lambda: app.run_state.step == 30)
+        await pilot.pause()
+        assert app.run_state.step == 30
+        assert [n.message for n in app._notifications] == ["checkpoint saved at step 30"]

@@ -125,10 +125,18 @@ def test_events_of_note_in_order_both_ways() -> None:
     while (index := replay.next_note(index)) is not None:
         event = replay.read(index - 1, index)[0]
         kinds.append((type(event).__name__, getattr(event, "state", getattr(event, "name", ""))))
-    assert kinds == [("State", "paused"), ("Phase", "eval"), ("Phase", "save"), ("Checkpoint", ""),
-                     ("Log", ""), ("End", "failed")]
+    assert kinds == [("State", "paused"), ("Phase", "eval"), ("Checkpoint", ""), ("Log", ""), ("End", "failed")]
     last = replay.notes[-1] + 1
     assert replay.prev_note(last) == replay.notes[-2] + 1 and replay.prev_note(replay.notes[0] + 1) is None
+
+
+def test_one_save_is_one_stop() -> None:
+    """A save is its phase and its checkpoint, as the trainer writes them: `]` stops once, at the checkpoint."""
+    found = _run(steps=30, nan_at=0)[:-1]
+    replay = Replay(found)
+    saves = [i for i in replay.notes if isinstance(found[i], (events.Phase, events.Checkpoint))
+             and getattr(found[i], "name", "save") == "save"]
+    assert [type(found[i]).__name__ for i in saves] == ["Checkpoint"]
 
 
 def test_a_finished_end_is_not_of_note() -> None:

@@ -30,6 +30,8 @@ def main(args: argparse.Namespace) -> int:
     from loratui.errors import EXIT_NO, EXIT_OK, UsageError
 
     if args.path == "-":
+        if sys.stdin.isatty():  # typed `loratui doctor -`: say what it waits for, where the paste goes
+            print("paste the log or traceback, then Ctrl-D on a line of its own (Ctrl-C cancels)", file=sys.stderr)
         items, note = diagnose_stream(sys.stdin.buffer, "standard input")
         source: Path | str = "-"
     else:

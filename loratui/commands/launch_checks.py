@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from loratui.text import inert
+from loratui.text import for_terminal, inert
 
 
 def preflight(args: argparse.Namespace) -> bool:
@@ -24,10 +24,14 @@ def preflight(args: argparse.Namespace) -> bool:
     if verdict.fits:
         return True
     if args.force:
-        print(f"loratui: {inert(verdict.message.splitlines()[0])}; starting anyway (--force)", file=sys.stderr)
+        _say(f"loratui: {inert(verdict.message.splitlines()[0])}; starting anyway (--force)")
         return True
-    print(f"loratui: {inert(verdict.message)}", file=sys.stderr)
+    _say(f"loratui: {inert(verdict.message)}")
     return False
+
+
+def _say(message: str) -> None:
+    print(for_terminal(message, sys.stderr), file=sys.stderr)
 
 
 def notify_url(args: argparse.Namespace) -> str | None:

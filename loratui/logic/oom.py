@@ -43,14 +43,19 @@ _PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use", re
 _RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
 _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
-    r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|CUBLAS_STATUS_ALLOC_FAILED"
-    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU)\b.{0,300}?\bout of memory\b"
-    r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:? Out of memory|Out of memory error on GPU"
+    r"|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|hipErrorOutOfMemory|(?:CUBLAS|CUDNN|CUSPARSE|CUFFT|"
+    r"CUSOLVER)_STATUS_ALLOC_FAILED"
+    r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU|HIP|hip\w*)\b.{0,300}?\bout of memory\b"
+    r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:?\s*(?:Out of memory|Failed to allocate)"
+    r"|Out of memory error on GPU|Allocator \(GPU\w*\) ran out of memory trying to allocate"
+    r"|bfc_allocator\.cc:\d+\] Ran out of memory trying to allocate"
     r"|cuda_driver\.cc:\d+\] failed to allocate", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
-`RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB`, TensorFlow 1's driver `cuda_driver.cc:806]
+`RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB` or `RESOURCE_EXHAUSTED: Failed to allocate request
+for 3.00GiB`, ROCm's `HIP out of memory` and `hipErrorOutOfMemory`, the CUDA libraries' `*_STATUS_ALLOC_FAILED` (a
+handle or workspace that could not be allocated), TensorFlow 1's driver `cuda_driver.cc:806]
 failed to allocate 7.63G`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`."""
 _NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
@@ -147,9 +152,23 @@ def said_oom(line: str) -> bool:
 _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expandable_segments[^.!?]{0,60}\b(?:fix|solv|resolv|help|work)|"
                                      r"reserved[- ]but[- ]unallocated", re.I)),
            (OTHER_PROCESS, re.compile(
-               r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous)\s+(?:\w+\s+){0,2}"
-               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?)\b|"
-               r"(?:其他|别的|其它)(?:进程|程序|用户)", re.I)))
+               r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
+               r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|"
+               r"containers?|instances?|notebooks?|experiments?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
+               r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
+               r"(?:GPU|card|device|cuda)\b|"
+               r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
+_PHANTOM = re.compile(
+    r"(?:even though|although|though|but|while|yet|despite|however)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
+    r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b|"
+    r"\bafter\s+(?:I\s+|we\s+)?(?:kill(?:ed)?|stopp?(?:ed)?|exit(?:ed)?|terminat\w+|interrupt\w*|clos\w+|ctrl\W?c)\b",
+    re.I)
+_HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holding|still|remains?|stays?)\b|占用|占着",
+                   re.I)
+"""Memory held with nothing of the person's running (`nvidia-smi shows 20 GB used even though nothing is running`,
+`the memory stays occupied after I killed the script`): a process the person does not see holds the card."""
 _CAUSE_HINT = re.compile(r"PYTORCH_CUDA_ALLOC_CONF|max_split_size_mb|See documentation", re.I)
 """PyTorch's own advice under its message names fragmentation as a possibility, not as what happened."""
 
@@ -159,6 +178,8 @@ def said_cause(line: str) -> str:
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
     if is_oom_line(line):
         return ""
+    if _PHANTOM.search(line) and _HELD.search(line):
+        return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
         if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \
@@ -197,6 +218,17 @@ _AT_START = re.compile(r"\btotal ?memory:\s*" + _SIZE + r"|\bfree ?memory:\s*" +
 190.31MiB`, or `totalMemory: 15.90GiB freeMemory: 3.12GiB` on one line."""
 
 
+_CUDA_START = frozenset({"_lazy_init", "_cuda_init", "cudaSetDevice", "_cuda_setDevice"})
+"""torch.cuda's lazy initialisation (`torch._C._cuda_init()`, run by the first CUDA call or set_device): it creates
+the process's CUDA context and allocates nothing of the model's."""
+
+
+def cuda_starting(names: list[str]) -> bool:
+    """Whether the innermost frames' functions and calls (`_lazy_init`, `torch._C._cuda_init()`) say the OOM struck
+    while CUDA started: the context could not be created, the card was full before this program held anything."""
+    return any(name.rsplit(".", 1)[-1] in _CUDA_START for name in names)
+
+
 def context_failed(line: str) -> bool:
     """Whether a line says the CUDA context could not be created (a driver's stack frame `cuCtxCreate` counts)."""
     return bool(_CONTEXT.search(line) or "cuCtxCreate" in line)
@@ -220,7 +252,12 @@ def held_before(total: int, free: int) -> bool:
 
 
 _OPEN_OLD = re.compile(r"\(GPU \d{1,3};[^)]*$")
-_OPEN_NEW = re.compile(r"total capaci?ty of ", re.I)
+_OPEN_NEW = re.compile(r"total capaci?ty(?: of |\s*$)|\bGPU \d{1,3} has a\b|Tried to allocate [^(]{0,40}\.\s*GPU\b",
+                       re.I)
+"""The new format's opening, wherever a wrap cut it (`... has a total capacity` at a line's end)."""
+_MESSAGE_WORDS = re.compile(r"\b(?:memory|PyTorch|process|allocat\w*|reserved|capaci?ty|free|in use|GiB|MiB|"
+                            r"unallocated|Including|which)\b", re.I)
+"""A wrapped line of the message that adds no whole number yet (`non-PyTorch memory, this process`)."""
 _MESSAGE_PARTS = 6
 """A message is wrapped over a few lines at most (issue text hard-wrapped at 80-120 columns)."""
 
@@ -234,7 +271,7 @@ def message_open(text: str) -> bool:
         return True
     if _OPEN_OLD.search(text):
         return True
-    return bool(_OPEN_NEW.search(text)) and "unallocated" not in text
+    return bool(_OPEN_NEW.search(text)) and "unallocated" not in text.lower()
 
 
 def continued(text: str, line: str) -> str | None:
@@ -244,12 +281,79 @@ def continued(text: str, line: str) -> str | None:
         return None
     spaced, glued = text.rstrip() + " " + line.strip(), text.rstrip() + line.strip()  # glued: a word cut in two
     joined = max((spaced, glued), key=_known)
-    return joined if _known(joined) > _known(text) else None
+    if _known(joined) > _known(text):
+        return joined
+    # a piece between two numbers (`Including` / `non-PyTorch memory, this process` / `has 19.80 GiB memory in use`)
+    return spaced if message_open(text) and len(line) < 200 and _MESSAGE_WORDS.search(line) else None
 
 
 def _known(text: str) -> int:
-    """How many of the message's numbers a text gives."""
-    return sum(rx.search(text) is not None for rx in _FIELDS.values())
+    """How many of the message's numbers a text gives (each listed process counts)."""
+    return sum(rx.search(text) is not None for rx in _FIELDS.values()) + len(_PROCESS.findall(text))
+
+
+BFC_REQUEST = re.compile(r"ran out of memory trying to allocate " + _SIZE, re.I)
+BFC_STAT = re.compile(r"^\s*(?:\[[^\]]{0,40}\]:?\s*)?(Limit|InUse|LargestFreeBlock):\s+(\d{1,15})\s*$")
+"""TensorFlow's and XLA's BFC allocator on failure: `Allocator (GPU_0_bfc) ran out of memory trying to allocate
+1.17GiB`, then its chunk summary and its stats, one per line: `Limit:  15545312871`, `InUse:  14912008192`, and in
+newer versions `LargestFreeBlock:  1200000000`."""
+
+
+def bfc_cause(stats: dict[str, int]) -> tuple[str, str]:
+    """(FRAGMENTATION, why) when the allocator's pool had room for the request but no block of it did: its limit
+    less what was in use held the request and a real share of the pool (or its largest free block, when printed,
+    was smaller than the request); ('', '') otherwise, a full pool being what the message says already."""
+    requested, limit, in_use = stats.get("requested"), stats.get("Limit"), stats.get("InUse")
+    if requested is None or limit is None or in_use is None or not 0 <= in_use <= limit:
+        return "", ""
+    spare, largest = limit - in_use, stats.get("LargestFreeBlock")
+    if spare < requested or spare < max(256 * MIB, limit // 20) or (largest is not None and largest >= requested):
+        return "", ""
+    return FRAGMENTATION, (f"the allocator's pool had {gib(spare)} free of its {gib(limit)} limit ({gib(in_use)} in "
+                           f"use), but no block of it held the {gib(requested)} asked for")
+
+
+_TF_TEXT = re.compile(r"bfc_allocator|GPU_\d+_bfc|ResourceExhausted|RESOURCE_EXHAUSTED|OOM when allocating", re.I)
+
+
+def allocator_setting(report: OomReport) -> tuple[str, str]:
+    """The environment setting that lets the allocator serve a request its fragmented cache could not: PyTorch's
+    expandable segments; TensorFlow's CUDA async allocator (TensorFlow names it in its own hint); JAX's
+    allocate-on-demand platform allocator."""
+    if not _TF_TEXT.search(report.text):
+        return "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"
+    if re.search(r"\bjax|xla_extension|XlaRuntimeError", report.text, re.I):
+        return "XLA_PYTHON_CLIENT_ALLOCATOR", "platform"
+    return "TF_GPU_ALLOCATOR", "cuda_malloc_async"
+
+
+SMI_PROCESS = re.compile(r"^\s*\|\s+(\d{1,2})\s+(?:N/A\s+N/A\s+|\d{1,3}\s+\d{1,3}\s+)?(\d{1,10})\s+(?:C|G|C\+G|M|M\+C)\s+"
+                         r"\S.*?\s(\d{1,7})\s*MiB\s*\|\s*$")
+"""A row of nvidia-smi's process table: `|    0   N/A  N/A     41234      C   python     9800MiB |` (drivers since
+450), `|    0     41234      C   python     9800MiB |` (before)."""
+
+
+def smi_row(line: str) -> tuple[int, int, int] | None:
+    """(gpu, pid, bytes) of an nvidia-smi process row, or None."""
+    row = SMI_PROCESS.match(line) if "MiB" in line else None
+    return (int(row.group(1)), int(row.group(2)), int(row.group(3)) * MIB) if row else None
+
+
+def smi_card(rows: list[tuple[int, int, int]], report: OomReport) -> tuple[int, list[tuple[int, int]]] | None:
+    """(gpu, [(pid, bytes)]) of the failing card when nvidia-smi lists two or more processes holding a real share
+    of it (1 GiB or more; a desktop's few hundred MiB do not count); None when it shows this run alone on each card."""
+    by_gpu: dict[int, list[tuple[int, int]]] = {}
+    for gpu, pid, size in rows:
+        if size >= GIB and (report.gpu is None or gpu == report.gpu):
+            by_gpu.setdefault(gpu, []).append((pid, size))
+    return next(((gpu, procs) for gpu, procs in by_gpu.items() if len(procs) >= 2), None)
+
+
+def smi_others(procs: list[tuple[int, int]], report: OomReport) -> list[tuple[int, int]]:
+    """The card's processes besides this one: the one whose use the message gives, else the largest."""
+    mine = report.process_used or report.reserved
+    own = min(procs, key=lambda p: abs(p[1] - mine)) if mine else max(procs, key=lambda p: p[1])
+    return [p for p in procs if p != own]
 
 
 def classify(report: OomReport) -> str:

@@ -125,6 +125,14 @@ class RunState:
         return self.state_reason if self.state == events.PAUSED else ""
 
     @property
+    def total_steps(self) -> int:
+        """The run's steps in all, 0 while unknown (a watched loop printing no total). A finished run took
+        all its steps, so its total is known at the end: its bar is full rather than empty."""
+        if self.max_steps <= 0 and self.state == events.FINISHED:
+            return self.step
+        return self.max_steps
+
+    @property
     def tokens_per_s(self) -> float | None:
         """Tokens per second over the recent steps."""
         total_time = sum(self.step_times)

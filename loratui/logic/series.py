@@ -146,6 +146,21 @@ def mann_kendall(ys: Sequence[float]) -> float:
     return (s - (s > 0) + (s < 0)) / math.sqrt(var)
 
 
+FALLS_N, FALLS_BY = 10, 0.8
+"""`falls_through`: at least this many logs, the last third's median at most this share of the first third's."""
+
+
+def falls_through(ys: Sequence[float]) -> bool:
+    """Whether a loss series falls clearly and is still falling at its end: 10 logs or more, the last third's
+    median a fifth or more below the first third's, and a Mann-Kendall fall over the second half (z < -1.64):
+    not a loss that fell during warm-up and then stood still, nor one that rose back."""
+    n = len(ys)
+    if n < FALLS_N:
+        return False
+    third = n // 3
+    return median(ys[-third:]) <= FALLS_BY * median(ys[:third]) and mann_kendall(ys[n // 2:]) < -1.64
+
+
 def rise_score(ys: Sequence[float]) -> float:
     """How far a series rose from its lowest level: the Theil-Sen line's end over the logs since the lowest 3-log
     median (the last 3 logs excluded from where it may start), minus that median, in units of the series' noise (`noise`: second

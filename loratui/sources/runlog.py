@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from loratui import events
+from loratui import events, runstatus
 from loratui.nodelogs import MergedTail
 from loratui.rundir import RunDir
 
@@ -54,6 +54,8 @@ class LiveSource:
         elif not found and not self._ended and self._writer_gone():
             found = self._tail.finish()
             self._ended = True
+            if not any(isinstance(e, events.End) for e in found):
+                found += self._end_without_writer()
         return Batch(found, note=self._note(), ended=self._ended)
 
     def _disk_checked(self) -> bool:
@@ -62,6 +64,12 @@ class LiveSource:
         if now - self._disk_at >= 1.0:
             self._disk_at, self._disk_note = now, disk_full_note(self.run.path)
         return bool(self._disk_note)
+
+    def _end_without_writer(self) -> list[events.AnyEvent]:
+        """The end a supervisor killed after its trainer's exit did not write, as the trainer's own `exit`
+        event (or Slurm) tells it: what `ls` says of the run ([] when nothing does: the run is lost)."""
+        end = runstatus.read(self.run).end
+        return [end] if end is not None else []
 
     def _writer_gone(self) -> bool:
         """Nobody will write again: no supervisor and no (orphaned) trainer lives. Checked only when a poll

@@ -16,7 +16,7 @@ from loratui.logic.runstate import RunState
 
 
 def is_of_note(event: Any) -> bool:
-    """Whether `]`/`[` should stop at this event (failure, NaN, pause, eval, save, checkpoint)."""
+    """Whether `]`/`[` should stop at this event (failure, NaN, pause, eval, a saved checkpoint)."""
     kind = type(event)
     if kind is events.Sample or kind is events.Step:  # nine events in ten: answer them first
         return False
@@ -27,10 +27,30 @@ def is_of_note(event: Any) -> bool:
     if isinstance(event, events.State):
         return event.state in (events.PAUSED, events.SUSPENDED)
     if isinstance(event, events.Phase):
-        return event.edge == "begin" and event.name in ("eval", "save")
+        # A save stops once, at its Checkpoint (which says where it went), not at its phase too.
+        return event.edge == "begin" and event.name == "eval"
     if isinstance(event, events.Notice):
         return event.level in ("warning", "error")
     return isinstance(event, events.Checkpoint)
+
+
+def note_label(event: Any) -> str:
+    """What an event of note is, in a few words: `]`/`[` say where they stopped (a bare jump to step 120
+    left the user guessing why there)."""
+    if isinstance(event, events.End):
+        return f"the run {event.state}" + (f" at step {event.step}" if event.step else "")
+    if isinstance(event, events.Log):
+        bad = [k for k in ("loss", "grad_norm", "eval_loss") if _non_finite(event.values.get(k))]
+        return f"non-finite {', '.join(bad)} at step {event.step}"
+    if isinstance(event, events.State):
+        return event.state + (f": {event.reason}" if event.reason else "")
+    if isinstance(event, events.Phase):
+        return f"{event.name} at step {event.step}"
+    if isinstance(event, events.Notice):
+        return f"{event.level}: {event.message}"
+    if isinstance(event, events.Checkpoint):
+        return f"checkpoint saved at step {event.step}"
+    return type(event).__name__.lower()
 
 
 def _non_finite(value: events.Num) -> bool:

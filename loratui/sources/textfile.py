@@ -25,6 +25,8 @@ def lines(handle: IO[bytes]) -> Iterator[str]:
     if not hasattr(handle, "peek"):
         handle = io.BufferedReader(handle)  # type: ignore[arg-type]
     head = handle.peek(PROBE)[:PROBE]  # type: ignore[attr-defined]
+    if not head:  # at its end already: on a terminal, reading on would wait for a second Ctrl-D
+        return iter(())
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return _utf16(handle)
     if b"\0" in head:

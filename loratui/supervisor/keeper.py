@@ -118,7 +118,18 @@ class Keeper:
                 signal_group(pid, signal.SIGTERM)
 
     def _finish(self, code: int) -> None:
-        """The command exited: when orphaned, record the rest of its output and the run's end."""
+        """The command exited: say how in the log (a supervisor killed before its End leaves the outcome
+        known); when orphaned, record the rest of its output and the run's end."""
+        stopped = self.stop_requested and code in (0, -signal.SIGTERM, -signal.SIGKILL)
+        state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
+        suspended = code == SUSPEND_EXIT and self.run.hooked.exists()
+        log = self.log or EventWriter(self.run.events)
+        log.write(events.Exit(t=time.time(), state=events.SUSPENDED if suspended else state, exit_code=code,
+                              step=runstatus.read(self.run).step))
+        if log is not self.log:
+            log.close()
+        if not self.orphaned and self.run.supervisor_pid() is None:
+            self._adopt()  # it died since the last poll (up to `poll_s` ago): nobody else will write the end
         self._done.set()
         for thread in self._threads:
             thread.join(timeout=2)
@@ -128,12 +139,10 @@ class Keeper:
             for event in self._watcher.close():
                 self.log.write(event)
         step = runstatus.read(self.run).step
-        if code == SUSPEND_EXIT and self.run.hooked.exists():
+        if suspended:
             self.log.write(events.State(t=time.time(), state=events.SUSPENDED, step=step,
                                         reason="checkpoint written; `loratui resume` re-adopts the run"))
             return
-        stopped = self.stop_requested and code in (0, -signal.SIGTERM, -signal.SIGKILL)
-        state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
         signame = signal.Signals(-code).name if code < 0 else ""
         error = _tail(self.run.stderr_log) if state == events.FAILED else ""
         if signame and state == events.FAILED:

@@ -30,10 +30,13 @@ class OwnerWatch:
         self.orphaned = threading.Event()
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._owned = False
+        self._adopting = threading.Lock()
 
     def start(self) -> None:
         if self.run.supervisor_pid() is None:
             return  # started by hand (a test, a debugger): there is no owner to lose
+        self._owned = True
         threading.Thread(target=self._watch, daemon=True, name="loratui-owner-watch").start()
 
     def _watch(self) -> None:
@@ -43,20 +46,25 @@ class OwnerWatch:
                 return
 
     def _adopt(self) -> None:
-        self.orphaned.set()
-        self.log.write(events.Notice(
-            t=time.time(), level="warning", key="supervisor_lost",
-            message="the supervisor died; the trainer goes on, obeys loratui pause/resume/stop, "
-                    "and records its own output and end"))
-        for path, stream in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr")):
-            follower = OutputFollower(path, lambda lines, s=stream: self.log.write(
-                events.Output(t=time.time(), stream=s, lines=lines)))
-            thread = threading.Thread(target=follower.run, args=(self._done,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        with self._adopting:  # the watch thread and finish() may both find the supervisor gone
+            if self.orphaned.is_set():
+                return
+            self.orphaned.set()
+            self.log.write(events.Notice(
+                t=time.time(), level="warning", key="supervisor_lost",
+                message="the supervisor died; the trainer goes on, obeys loratui pause/resume/stop, "
+                        "and records its own output and end"))
+            for path, stream in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr")):
+                follower = OutputFollower(path, lambda lines, s=stream: self.log.write(
+                    events.Output(t=time.time(), stream=s, lines=lines)))
+                thread = threading.Thread(target=follower.run, args=(self._done,), daemon=True)
+                thread.start()
+                self._threads.append(thread)
 
     def finish(self, state: str, code: int, step: int, error: BaseException | None = None) -> None:
         """The trainer is exiting: when orphaned, flush its output and write the run's end."""
+        if self._owned and self.run.supervisor_pid() is None:
+            self._adopt()  # it died since the last poll (up to `poll_s` ago): nobody else will write the end
         self._done.set()
         for thread in self._threads:
             thread.join(timeout=2)

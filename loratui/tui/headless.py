@@ -20,7 +20,8 @@ from loratui.tui import failure
 
 def progress_line(s: RunState, width: int = 24) -> str:
     """One line: state, bar, step, loss, tokens/s, VRAM, ETA."""
-    done = (s.step / s.max_steps) if s.max_steps else 0.0
+    total = s.total_steps
+    done = min(1.0, s.step / total) if total else 0.0
     filled = int(done * width)
     bar = "#" * filled + "-" * (width - filled)
     vram = "N/A"
@@ -28,7 +29,7 @@ def progress_line(s: RunState, width: int = 24) -> str:
         vram = f"{units.gib(s.device_used_now)}/{units.gib(s.device_used_peak)} GiB peak"
     elif s.gpu_available is False:
         vram = "no GPU"
-    return (f"{s.state:<9} [{bar}] step {s.step}/{s.max_steps or '?'}  loss {fmt.number(s.last_loss)}  "
+    return (f"{s.state:<9} [{bar}] step {s.step}/{total or '?'}  loss {fmt.number(s.last_loss)}  "
             f"tok/s {fmt.rate(s.tokens_per_s)}  VRAM {vram}  ETA {fmt.duration(s.eta_s)}")
 
 
@@ -105,7 +106,7 @@ class _RichBar:
             vram = "no GPU"
         text = (f"loss {fmt.number(s.last_loss)}  tok/s {fmt.rate(s.tokens_per_s)}  VRAM {vram}  "
                 f"ETA {fmt.duration(s.eta_s)}")
-        self.progress.update(self.task, completed=s.step, total=s.max_steps or None, description=text,
+        self.progress.update(self.task, completed=s.step, total=s.total_steps or None, description=text,
                              state=s.state)
         self.progress.refresh()
 

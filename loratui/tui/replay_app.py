@@ -24,6 +24,7 @@ from loratui.recipe import Recipe
 from loratui.sources.logindex import IndexedLog
 from loratui.sources.replay import Replay
 from loratui.sources.runlog import ListSource
+from loratui.sources.snapshot import note_label
 from loratui.tui.app import LoratuiApp
 from loratui.tui.messages import EventsArrived, StateReplaced
 from loratui.tui.screens import TextScreen
@@ -41,7 +42,7 @@ loratui replay — keys (escape closes this page)
   + / -  faster / slower (x1 … x1000)
   → / ←  one step forward / back
   ] / [  next / previous event of note (failure, NaN,
-         pause, eval, save, checkpoint)
+         pause, eval, a saved checkpoint)
   g / G  start of training / end of the record
   l      show/hide the trainer's output
   t      loss ↔ learning rate / grad norm
@@ -171,6 +172,7 @@ class ReplayApp(LoratuiApp):
             return
         self.replay.clock.pause(time.monotonic())
         self._seek("index", index)
+        self.say(note_label(self.replay.read(index - 1, index)[0])[:200], timeout=3)
 
     def action_jump_start(self) -> None:
         self._seek("start", 0)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from loratui import events
-from loratui.logic import command_keys, oom
+from loratui.logic import command_keys, oom, series
 from loratui.logic.advisor.advice import (  # re-exported: callers import them from here
     _SEVERITY_RANK,
     ERROR,
@@ -30,7 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text, root
+from loratui.logic.advisor import bnb_text, loss_words, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -300,7 +300,8 @@ class Advisor:
             self._latch(root.store_finding(line, self.ctx.step))
         if _PRINTED_LOG.match(line):
             pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
-        elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS):
+        elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS) or \
+                loss_words.mentions(line):
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
         elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:
@@ -344,6 +345,9 @@ class Advisor:
     def _on_oom(self, report: oom.OomReport, line: str) -> None:
         """Keep the first OOM; a later one with numbers replaces a first one without."""
         ctx = self.ctx
+        if report.kind == oom.UNKNOWN and not report.said and \
+                oom.cuda_starting([n for f in list(self.trace.frames)[-2:] for n in (f.func, f.call)]):
+            report = replace(report, kind=oom.OTHER_PROCESS, note=oom.CONTEXT_NOTE)
         hint = "save" if _SAVE_IN_LINE.search(line) else ""
         phase = ctx.phase or hint or self.trace.phase
         first = self.oom.facts["report"] if self.oom is not None else None
@@ -469,9 +473,13 @@ def _build_all(adv: Advisor) -> list[Advice]:
         rose.facts.setdefault("nan_step", nan.step)
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
+    falling = series.falls_through([v for _, v in adv.loss.window])
     for finding in adv.found.values():
         if finding.facts.get("withdrawn"):
             continue  # a finding later evidence explained away (the loss scaler's first overflows)
+        if falling and finding.facts.get("kind") == "said" and finding.id in ("loss_flat", "loss_diverging") and \
+                finding.facts.get("nan_step") is None:
+            continue  # the words say flat or rising, the losses printed fall to their end: the numbers show it
         if finding.id == "nan_loss" and ran_away:
             continue  # the NaN the text printed is where the rise ran to: the divergence explains it
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
@@ -527,6 +535,11 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
+    card = None if facts["others"] else oom.smi_card(getattr(adv.text.where, "smi", []), facts["report"])
+    if card is not None:  # no telemetry (a pasted log): the processes an nvidia-smi table in it lists
+        facts["others"] = oom.smi_others(card[1], facts["report"])
+        evidence = evidence + [f"nvidia-smi lists {len(card[1])} processes on GPU {card[0]}: " +
+                               ", ".join(f"PID {pid} ({oom.gib(size)})" for pid, size in card[1][:6])]
     if phase == "save" and not facts.get("merge"):
         facts["merge"] = any(_MERGE.search(line) for line in evidence)
     total, free = getattr(adv, "card_at_start", (None, None))
@@ -540,7 +553,8 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
         evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
-        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") else a for a in built]
+        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None or card is not None
+                 else a for a in built]
     return built
 
 

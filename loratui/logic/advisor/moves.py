@@ -109,9 +109,10 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     elif kind == oom.FRAGMENTATION:
         spare = f"{gib(report.reserved_unallocated)} reserved but unallocated; " \
             if report.reserved_unallocated is not None else ""
+        name, value = oom.allocator_setting(report)
         built.append(Advice("oom_fragmentation", ERROR,
-                            f"CUDA OOM from fragmentation: {spare}set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-                            evidence, {"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, f.step))
+                            f"CUDA OOM from fragmentation: {spare}set {name}={value}",
+                            evidence, {f"env.{name}": value}, f.step))
     elif long_sample is not None and phase not in ("eval", "save", "load"):
         built.append(_long_sample_advice(long_sample, r, evidence, f.step))
     elif phase not in ("eval", "save"):

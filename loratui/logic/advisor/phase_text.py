@@ -14,25 +14,42 @@ from loratui.logic import oom
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
-    r"(?:^|[:\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
-    r"export(?:ing)?|push(?:ing)? to|upload(?:ing)?|evaluat(?:e|ing|ion)|validat(?:e|ing|ion)|predict(?:ing|ion)|"
-    r"train(?:ing)?)\b", re.I)
+    r"(?:^|[:,\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
+    r"export(?:ing)?|push(?:ing)?(?=[^.!?]{0,60}?\b(?:to|hub)\b)|upload(?:ing)?|eval(?:uat(?:e|ing|ion))?|validat(?:e|ing|ion)|"
+    r"predict(?:ing|ion)|testing|train(?:ing)?)\b", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
+_ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
+"""A status in Chinese: `开始验证` (start validating), `正在保存模型` (saving the model), not one that reports it done."""
+_ZH_PHASE = {"验证": "eval", "评估": "eval", "评测": "eval", "测试": "eval", "保存": "save", "合并": "save", "导出": "save",
+             "上传": "save"}
+_SETTING = re.compile(r"^\s*-{0,2}[\w.-]+\s*[:=]\s*(?:true|false|yes|no|null|none|[-+]?\d[\w.+-]*|\"[^\"]*\"|'[^']*')\s*,?\s*$",
+                      re.I)
+"""A setting and its value in a config dump (`evaluate: true`, `--validation_split=0.1`): no status."""
+_COUNTS = re.compile(r"(?<![\d.])(\d{1,12})/(\d{1,12})\s*\[")
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
-                 "val": "eval", "pre": "eval", "tra": "train"}
-_STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "evaluat", "validat", "predict", "train")
-_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss)\b", re.I)
+                 "val": "eval", "pre": "eval", "tes": "eval", "tra": "train"}
+_STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
+_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|"
+                         r"(?:acc(?:uracy)?|f1|scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)"
+                         r"\s*[:=]?\s*[-+]?\.?\d)", re.I)
 """A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
-                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge)", re.I)
-"""The command run is an export or a merge (`python src/export_model.py`, `llamafactory-cli export`, `swift export`,
+                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
+                             r"convert[\w-]*(?:gguf|ggml|hf|ckpt|safetensors|weights|checkpoint|lora|model))", re.I)
+"""The command run is an export, a merge or a model's conversion (`python src/export_model.py`, `llamafactory-cli
+export`, `swift export`, `python convert_hf_to_gguf.py`,
 `python -m axolotl.cli.merge_lora`): it writes a model out, as a save does."""
 _EVAL_SCRIPT_RUN = re.compile(
     r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|\bbash|\bsh|\brun(?:s|ning)?(?: the)?|\./)\s+"
     r"(?:-m\s+)?(?:[^\s/]*/)*(?:eval|evaluate|evaluation|test|testing|val|validate|validation)(?:[_-][\w-]+)?\.(?:py|sh)\b",
     re.I)
 """The program run is an evaluation script (`python test.py --model_path ...`, `bash test.sh`, `running eval.py`)."""
+_SAVING_NOW = re.compile(r"\bcheckpoint\b[^.!?]{0,60}\b(?:is|are)\s+(?:about to be|being)\s+saved\b", re.I)
+"""A checkpoint announced as being written (DeepSpeed's `Checkpoint global_step1200 is about to be saved!`)."""
+_CHECKPOINTING = re.compile(r"(?:^|[\]:|>*-]\s*|\b(?:INFO|DEBUG)\s+)(?<!gradient )(?<!activation )checkpointing\b"
+                            r"(?!\s*(?:is\b|was\b|enabled|disabled|[:=]))", re.I)
+"""A status that writes a checkpoint (`INFO Checkpointing model at step 1500`), not gradient checkpointing's notice."""
 _CHECKPOINT_STATUS = re.compile(r"^\W*(?:\w+:\s*)?(?!load|resum|restor|read|fetch|download|find|found|search|look|"
                                 r"convert(?:ing)? from)\w+ing\s+(?:the\s+|a\s+|model\s+|final\s+|last\s+|best\s+)*"
                                 r"checkpoint\b", re.I)
@@ -46,6 +63,22 @@ _EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|infere
 """A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
 `Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`) or names its metric (YOLO's
 `Class  Images  Instances  Box(P  R  mAP50  mAP50-95)`)."""
+_EVAL_WORD = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|evaluating|test|testing)\b", re.I)
+"""A bar's description that names evaluation anywhere (`Epoch 3 validation`), unless it names training too."""
+_SAVE_BAR = re.compile(r"^\W*(?:\w+:\s*)?(?:sav(?:e|ing)|writ(?:e|ing)|merg(?:e|ing)|export\w*|upload\w*|push\w*)\b", re.I)
+"""A bar whose description writes the model out (`Writing model shards`, `Unsloth: Saving model`); a dataset's own
+save (`Saving the dataset (1/1 shards)`) is no model's."""
+_INTERVAL = re.compile(r"\b(eval|save)_steps\b['\"]?\s*[:=]?\s*['\"]?(\d{1,7})\b")
+"""How often the run evaluates and saves, in any dump of its settings (`--eval_steps 200`, `eval_steps=250,`,
+`eval_steps: 300`, `'save_steps': 100`)."""
+_EVAL_OFF = re.compile(r"\beval(?:uation)?_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:IntervalStrategy\.)?no\b|"
+                       r"\bdo_eval\b['\"]?\s*[:=]?\s*['\"]?false\b", re.I)
+"""Evaluation switched off, whatever eval_steps says."""
+_EVAL_DONE = re.compile(r"['\"]eval_(?:loss|runtime)['\"]\s*:")
+"""The Trainer's evaluation results (`{'eval_loss': 1.04, 'eval_runtime': 61.2, ...}`): that evaluation finished."""
+_TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
+"""TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
+(evaluation during fit or evaluate()) or predict step."""
 _EVAL_LOG = re.compile(r"^\s*\[[>\s]{3,}\]\s*\d+/\d+,\s*[\d.]+\s*task/s|\bEpoch\((?:val|test)\)", re.I)
 """An evaluation's own progress line: mmcv's test loop (`[>>>>>>   ] 500/5000, 22.4 task/s, elapsed: 22s`) and
 mmengine's (`Epoch(val) [1][ 50/500]`)."""
@@ -55,8 +88,13 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
 CKPT ...`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card)\b|内存|显存|显卡", re.I)
-"""A sentence about the GPU's memory, where the user's words about fragmentation or another process count."""
+_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster)\b|内存|显存|显卡", re.I)
+"""A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
+process count."""
+_CAUSE_HINTS = ("fragment", "segments", "unallocated", "process", "other", "else", "zombie", "orphan", "stale",
+                "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
+                "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
+"""The cheap test before the cause's words are read (every line of a log passes here)."""
 _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict(?:ion|ing|s)?)\b|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
@@ -91,6 +129,31 @@ def _prose_like(text: str) -> bool:
     return _NOT_PROSE.search(text) is None and not oom.is_oom_line(text)
 
 
+_CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
+_WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
+                    r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
+
+
+def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]] | None:
+    """Of the phases a sentence names, the one in the clause that names the memory error, else those whose clause
+    does not say they work (None when the sentence names no memory error)."""
+    memory = _MEMORY_WORDS.search(sentence)
+    if memory is None:
+        return None
+    bounds = [0] + [m.end() for m in _CLAUSE.finditer(sentence)] + [len(sentence) + 1]
+    clause = next(i for i in range(len(bounds) - 1) if bounds[i] <= memory.start() < bounds[i + 1])
+    same, working = [], []
+    for phase, words in named:
+        for found in words.finditer(sentence):
+            at = next(i for i in range(len(bounds) - 1) if bounds[i] <= found.start() < bounds[i + 1])
+            if at == clause:
+                same.append((phase, words))
+                break
+            if _WORKS.search(sentence, bounds[at], bounds[at + 1]):
+                working.append((phase, words))
+    return same[:1] or [p for p in named if p not in working and p not in same]
+
+
 def looks_like_code(line: str) -> bool:
     """A code line, plain or as IPython prints it around a frame (`    522 # 3. Save state`, `--> 520 out = f(x)`)."""
     return bool(_CODE.match(line))
@@ -113,6 +176,7 @@ class PhaseText:
     checkpoints: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=16))
     _sentence: str = ""  # the user's sentence so far, when a line ended without ending it
     cause: tuple[str, str] | None = None  # (OOM kind, the line) the user's words give, for a message with no numbers
+    smi: list[tuple[int, int, int]] = field(default_factory=list)  # (gpu, pid, bytes) of nvidia-smi's process rows
 
     def train_log(self) -> None:
         """A training log arrived: the run is back in its training steps."""
@@ -122,6 +186,10 @@ class PhaseText:
     def phase(self) -> tuple[str, list[str]]:
         """(phase, evidence) from the text alone: a Trainer banner, a checkpoint named at the step the run
         stopped, or the user's own words about memory in evaluation or saving."""
+        op_phase = getattr(self, "op_phase", "")  # getattr: a state pickled in an older events.idx
+        if op_phase:
+            return (op_phase, ["the failing op ran in TensorFlow's " + op_phase + " step"]) if op_phase == "eval" \
+                else ("", [])
         if self.banner and self.banner != "train":
             return self.banner, ["the last status before it: " + self.banner_line] if self.banner_line else []
         if self.progress is not None:
@@ -130,6 +198,9 @@ class PhaseText:
             if named is not None:
                 return "save", [f"the run stopped at step {step} and checkpoint-{step} is named:",
                                 progress_line, named]
+        phase, evidence = self._interval_phase()
+        if phase:
+            return phase, evidence
         for phase in ("eval", "save"):
             if phase in self.prose:
                 return phase, ["as the text says: " + self.prose[phase]]
@@ -138,6 +209,21 @@ class PhaseText:
     def line(self, line: str) -> None:
         """Fold one output line in."""
         self._status(line)
+        if "_steps" in line or "_strategy" in line or "do_eval" in line:
+            self._settings(line)
+        if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
+            self._eval_done_at = self.progress[0]
+        if "__inference_" in line:
+            function = _TF_FUNCTION.search(line)
+            if function is not None:  # the OOM's own op: read after the OOM too
+                self.op_phase = "train" if function.group(1) == "train" else "eval"
+        if "MiB |" in line or "MiB|" in line:
+            row = oom.smi_row(line)
+            rows = getattr(self, "smi", None)  # getattr: a state pickled in an older events.idx
+            if row is not None and (rows is None or len(rows) < 64):
+                self.smi = (rows or []) + [row]
+        if "llocate" in line or "Limit:" in line or "InUse:" in line or "FreeBlock:" in line:
+            self._allocator(line)
         if "checkpoint-" in line:
             for match in _CHECKPOINT.finditer(line):
                 self.checkpoints.append((int(match.group(1)), line.strip()[:300]))
@@ -146,6 +232,50 @@ class PhaseText:
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
         self._prose(line)
+
+    def _settings(self, line: str) -> None:
+        """The run's eval and save intervals from a dump of its settings; evaluation switched off drops the first."""
+        every = getattr(self, "every", None) or {}  # getattr: a state pickled in an older events.idx
+        for match in _INTERVAL.finditer(line):
+            if int(match.group(2)) > 0:
+                every[match.group(1)] = int(match.group(2))
+        if _EVAL_OFF.search(line):
+            every["eval_off"] = 1
+        self.every = every
+
+    def _interval_phase(self) -> tuple[str, list[str]]:
+        """Eval or save when the run stopped at a step its eval or save interval divides (the Trainer's bar shows
+        the step it finished, then evaluates, then saves): the evaluation, unless its results were printed at that
+        step (then the save came next)."""
+        every = getattr(self, "every", None)
+        if not every or self.progress is None or self.progress[0] <= 0:
+            return "", []
+        step, line = self.progress
+        due = [phase for phase in ("eval", "save") if every.get(phase) and step % every[phase] == 0]
+        if "eval" in due and (every.get("eval_off") or getattr(self, "_eval_done_at", None) == step):
+            due.remove("eval")
+        if not due:
+            return "", []
+        what = "evaluates" if due[0] == "eval" else "saves a checkpoint"
+        return due[0], [f"the run stopped at step {step}, where it {what} ({due[0]}_steps={every[due[0]]}):", line]
+
+    def _allocator(self, line: str) -> None:
+        """TensorFlow's or XLA's allocator report: the request it failed, then its pool's stats; a pool with room
+        but no block that held the request is fragmented (its numbers outweigh anyone's words)."""
+        if "trying to allocate" in line:
+            request = oom.BFC_REQUEST.search(line)
+            size = oom.parse_size(request.group(1), request.group(2)) if request else None
+            if size is not None and "not a failure" not in line:
+                self._bfc: dict[str, int] | None = {"requested": size}
+            return
+        stats = getattr(self, "_bfc", None)  # getattr: a state pickled in an older events.idx
+        stat = oom.BFC_STAT.match(line) if stats is not None else None
+        if stats is None or stat is None:
+            return
+        stats[stat.group(1)] = int(stat.group(2))
+        kind, why = oom.bfc_cause(stats)
+        if kind:
+            self.cause = (kind, why)
 
     def _prose(self, line: str) -> None:
         """The user's words: a sentence that names memory and a phase. A sentence may run over a few lines
@@ -162,8 +292,7 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and ("fragment" in lowered or "segments" in lowered or " process" in lowered or "unallocated" in lowered or
-                                   "其" in line or "别的" in line or "碎片" in line) and _CAUSE_CONTEXT.search(whole):
+        if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and _CAUSE_CONTEXT.search(whole):
             kind = oom.said_cause(text)
             self.cause = (kind, text[:300]) if kind else None
         if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
@@ -173,8 +302,13 @@ class PhaseText:
             sentence = whole
         else:
             return
-        for phase, words in _PROSE_PHASE:
-            if phase not in self.prose and (words.search(sentence) or words.search(whole)):
+        named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
+        if len(named) > 1 or _WORKS.search(whole):
+            # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
+            chosen = _nearest(sentence, named)
+            named = chosen if chosen is not None else _nearest(whole, named) or named
+        for phase, words in named:
+            if phase not in self.prose:
                 self.prose[phase] = (text if words.search(text) else whole)[:300]
 
     def _status(self, line: str) -> None:
@@ -182,12 +316,16 @@ class PhaseText:
         says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
         if self.frozen:
             return
+        if "/" in line and "[" in line:
+            self._bar_moved(line)
         bar_at = line.find("|")
         if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
             bar = progress.find_bar(line)
             if bar is not None and bar.desc:
-                if _EVAL_BAR.search(bar.desc):
-                    self.banner, self.banner_line = "eval", line.strip()[:300]
+                if _EVAL_BAR.search(bar.desc) or _EVAL_WORD.search(bar.desc) and "train" not in bar.desc.lower():
+                    self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
+                elif _SAVE_BAR.search(bar.desc) and not _NOT_STATUS.search(bar.desc):
+                    self.banner, self.banner_line, self._banner_bar = "save", line.strip()[:300], None
                 elif self.banner == "eval":
                     self.banner = ""
                 self._after_bar(line)
@@ -205,33 +343,64 @@ class PhaseText:
             self.train_total = self._bar_total or self.train_total
             self._after_bar(line)
             return
-        if ("export" in line or "merge" in line) and _EXPORT_COMMAND.search(line):
-            self.banner, self.banner_line = "save", line.strip()[:300]
+        if ("export" in line or "merge" in line or "convert" in line) and _EXPORT_COMMAND.search(line):
+            self._announce("save", line)
             return
         if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
-            self.banner, self.banner_line = "eval", line.strip()[:300]
+            self._announce("eval", line)
             return
         if "onver" in line and _CONVERSION.search(line) and not looks_like_code(line):
-            self.banner, self.banner_line = "save", line.strip()[:300]
+            self._announce("save", line)
             return
         if (".py" in line or ".sh" in line) and _EVAL_SCRIPT_RUN.search(line):
-            self.banner, self.banner_line = "eval", line.strip()[:300]
+            self._announce("eval", line)
             return
         if len(line) > 300 or "File " in line:
             return
-        if "checkpoint" in line.lower() and _CHECKPOINT_STATUS.match(line) or _PHASE_BANNER.match(line):
-            self.banner = "save" if "checkpoint" in line.lower() else "eval"
-            self.banner_line = line.strip()[:300]
+        if "checkpoint" in line.lower() and (_CHECKPOINT_STATUS.match(line) or _SAVING_NOW.search(line) or
+                                             _CHECKPOINTING.search(line)) or \
+                _PHASE_BANNER.match(line):
+            self._announce("save" if "checkpoint" in line.lower() else "eval", line)
             return
+        if ("开始" in line or "正在" in line or "进行" in line or "准备" in line) and not looks_like_code(line):
+            zh = _ZH_STATUS.search(line)
+            if zh is not None:
+                self._announce(_ZH_PHASE[zh.group("zh")], line)
+                return
         lowered = line.lower()
         if not any(stem in lowered for stem in _STATUS_STEMS):
             return  # the cheap test first: this runs on every line of a log
         text = line.strip()
+        if _SETTING.match(text) or _WORKS.search(text) or _MEMORY_WORDS.search(text) and _prose_like(text):
+            return  # a setting, or the person's sentence (`Saving works, the OOM is in evaluation`): no status
         status = None
         for status in _STATUS.finditer(text):
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
         if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line):
-            self.banner, self.banner_line = _STATUS_PHASE[status.group("verb")[:3].lower()], line.strip()[:300]
+            self._announce(_STATUS_PHASE[status.group("verb")[:3].lower()], line)
+
+    def _announce(self, phase: str, line: str) -> None:
+        """A status line names the phase the run enters; the bar drawn before it is kept, so that bar going on
+        later says the phase ended (a checkpoint saved, an evaluation done, training resumed)."""
+        self.banner, self.banner_line = phase, line.strip()[:300]
+        self._banner_bar = getattr(self, "_last_bar", None)  # getattr: a state pickled in an older events.idx
+
+    def _bar_moved(self, line: str) -> None:
+        """A progress counter: when the bar drawn before the last status goes on past where it was, the status's
+        phase is over (`Saving model checkpoint to ...` then ` 50%|█████ | 503/1000`: the save finished and
+        training went on)."""
+        counts = _COUNTS.search(line)
+        if counts is None:
+            return
+        bar = (int(counts.group(1)), int(counts.group(2)))
+        before = getattr(self, "_banner_bar", None)
+        if self.banner in ("save", "eval") and before is not None and bar[1] == before[1] and bar[0] > before[0]:
+            self.banner, self._banner_bar = "", None
+        elif self.banner == "save" and "checkpoint-" in self.banner_line:
+            saved = _CHECKPOINT.search(self.banner_line)  # the save of step N is over once a bar counts past N
+            if saved is not None and int(saved.group(1)) < bar[0] <= bar[1]:
+                self.banner = ""
+        self._last_bar = bar
 
     def _after_bar(self, line: str) -> None:
         """What a script printed after a bar on the same line (`... 1.87s/it, loss=0.296] SAVING CHECKPOINT...`)."""
@@ -243,8 +412,13 @@ class PhaseText:
         """A bar with no description: once a training log named the training loop's bar by its total, a bar of
         another total drawn during training is a second loop inside it, the evaluation (the Trainer's eval
         bar, a custom loop's validation bar); the training bar drawn again ends it."""
+        outer = getattr(self, "_plain_before", None)  # getattr: a state pickled in an older events.idx
+        if not self.train_total and outer is not None and outer[0] < outer[1] and total < outer[1]:
+            self.train_total = outer[1]  # a smaller loop drawn inside an unfinished one: that one is training's
+        counts = _COUNTS.search(line)
+        self._plain_before = (int(counts.group(1)), total) if counts else None
         self._bar_total = total
         if self.train_total and total != self.train_total:
-            self.banner, self.banner_line = "eval", line.strip()[:300]
+            self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
         elif self.banner == "eval" and total == self.train_total:
             self.banner = ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from loratui.logic.advisor import loss_words
 from loratui.logic.advisor.advice import Finding
 
 SAID_WORDS = ("earn", "iverg", "onverg", "收敛", "发散")
@@ -50,7 +51,12 @@ reward is flat (theLMbook#6), a DPO loss may go anywhere; its rise in words is n
 
 
 def rise_said(line: str, step: int) -> Finding | None:
-    """The first clause of `line` that says the training loss rises, explodes or diverges, as a finding."""
+    """The first clause of `line` that says the training loss rises, explodes or diverges, as a finding: the
+    general reader's (`loss_words`) when it reads the line, else these narrower patterns'."""
+    said = loss_words.read(line)
+    if said is not None:
+        return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None}) \
+            if said.kind == "rise" else None
     if _CODE.search(line) or _NOT_LM.search(line):
         return None
     for found in _SAID.finditer(line):
@@ -144,6 +150,12 @@ def flat_said(line: str, step: int) -> Finding | None:
     """The first clause of `line` that says the training loss stays put (`loss stuck at 2.3`, `the loss does not
     decrease`, `plateaus at ~4.0`, `becomes huge and unchanged`, `loss一直是2.98`, `loss不下降`) or is zero (`got 0
     loss`), as a finding: the evidence of a report with few or no printed numbers."""
+    said = loss_words.read(line)
+    if said is not None:
+        if said.kind == "zero":
+            return Finding("loss_zero", step, {"kind": "said", "quote": line.strip()[:300]})
+        return Finding("loss_flat", step, {"kind": "said", "quote": line.strip()[:300]}) if said.kind == "flat" \
+            else None
     lowered = line.lower()
     patterns = [(pattern, kind) for pattern, kind, hints in _HINTED if hints.search(lowered)]
     if not patterns or _CODE.search(line):

@@ -172,13 +172,18 @@ class TextWatch:
         if _SCALE_FLOOR.search(line) or nan_text.scale_floor(line):
             return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
                                                "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
-        if looks_like_code(line) or _logged_non_finite(line):
+        if looks_like_code(line):
+            return []
+        bar = progress.find_bar(line)  # each read once: the line's loss and bar serve both questions below
+        logged = values.loss_line(line) if bar is None else None
+        if _logged_non_finite(logged):
             return []
         said = nan_text.read(line)  # any dialect, in general; _NAN_SAID the phrasings it does not reach
         if said is not None or _NAN_SAID.search(line) and not nan_text.hedged(line):
             what, value = (said.what, said.value) if said else ("loss", "nan")
-            logged = values.loss_line(line)  # the line's own step (`step 11 | ...`): the logs lag a line behind
-            own = logged[0] if logged is not None and logged[0] is not None else _own_step(line)
+            if bar is not None:
+                logged = values.loss_line(line)  # the line's own step (`step 11 | ...`): the logs lag a line behind
+            own = logged[0] if logged is not None and logged[0] is not None else _own_step(line, bar)
             step = own if own else step
             return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
                                                "lr": None})]
@@ -295,22 +300,20 @@ class TextWatch:
         return [Finding("nccl_timeout", step, facts)]
 
 
-def _own_step(line: str) -> int:
-    """The step a line with a NaN names itself (`step 3 | loss nan`, a bar's `3300/3300 [..., loss=nan]`), or 0."""
+def _own_step(line: str, bar: progress.Bar | None) -> int:
+    """The step a line with a NaN names itself (`step 3 | loss nan`, a bar's `3300/3300 [..., loss=nan]`), or 0;
+    `bar` is the line's bar (progress.find_bar), read once by the caller."""
     own = values.line_step(line)
     if own is None and "|" in line:
-        bar = progress.find_bar(line)
         own = bar.n if bar is not None else None
     return own or 0
 
 
-def _logged_non_finite(line: str) -> bool:
-    """A `step N | loss nan` line the text reader turns into a training log: the loss watch reads its NaN with the
-    log's step and learning rate (and knows fp16's first overflows); read here, it would come first, at the step
-    before (the reader holds a loss line until the next)."""
-    if progress.find_bar(line) is not None:
-        return False  # a bar's postfix is a log only on the training bar: the text reads it
-    logged = values.loss_line(line)
+def _logged_non_finite(logged: tuple[int | None, dict[str, float]] | None) -> bool:
+    """Whether a line's loss reading (values.loss_line of a line with no bar: a bar's postfix is a log only on
+    the training bar, and the text reads it) is a `step N | loss nan` line the text reader turns into a training
+    log: the loss watch reads its NaN with the log's step and learning rate (and knows fp16's first overflows);
+    read here, it would come first, at the step before (the reader holds a loss line until the next)."""
     return logged is not None and any(x != x or x in (math.inf, -math.inf) for x in logged[1].values())
 
 

@@ -45,7 +45,7 @@ class StatusBar(Static):
         if extra:
             head.append(f"  {inert(extra, newlines=False)}", style="italic yellow")
         line = Text()
-        total = state.max_steps
+        total = state.total_steps
         bar_width = max(8, min(40, width - 62))
         line.append(f" step {state.step}/{total or '?'} ")
         line.append(bar(state.step / total if total else 0.0, bar_width), style="green")

@@ -1,0 +1,312 @@
+"""What a person says the loss does, read the way a maintainer reads a report: a SUBJECT (the loss, the model,
+the accuracy, the weights or gradients, the learning rate) and what is said of it after it in the same clause (a
+PREDICATE: it stays put, it falls, it rises, it is zero), with the negation between them turning a fall into a
+loss that does not move (`the loss does not decrease`) and a rise or a standstill into nothing (`the loss no
+longer explodes`, `not stuck anymore`); the last predicate said of a subject is where it went (`decreases at
+first, then goes up`). A supposition (`what if`, `how to avoid`, `in case`) reports nothing; a validation loss
+that rises is overfitting, not divergence; an RL or preference objective is judged by its own metrics.
+
+Pure: a line in, a `Said` or None. None when the line says nothing this reader can tell: the older, narrower
+readers in `said.py` get their turn then."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+# -- subjects ---------------------------------------------------------------------------------------------------
+
+_LOSS = (r"(?:(?<![A-Za-z])(?:(?:train(?:ing)?|total|lm|my|the|model|overall|average|avg|mean|running)[ _/])?"
+         r"loss(?:es)?(?:[ _](?:values?|curves?|function))?(?![A-Za-z(])"
+         r"(?!\s*(?:of|[_ ]?scal\w*|[_ ]?fn|[_ ]?weights?|[_ ]?mask|[_ ]?type|[_ ]?name|[_ ]?key)\b)|损失(?:值|函数)?)")
+_VAL = r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)(?:[ _/-]?(?:set|data))?[ _/-]?"
+_ACC = r"(?:(?<![A-Za-z])(?:accuracy|acc)(?![A-Za-z])|准确率|正确率)"
+_MODEL = r"(?:(?<![A-Za-z_])(?:model|network|net|nn|lora|adapters?|classifier)(?![A-Za-z_])|模型)"
+_PROCESS = (r"(?:(?<![A-Za-z_])(?:training|fine-?tuning|run)(?![A-Za-z_])"
+            r"(?!\s+(?:curves?|stages?|sets?|data\w*|loop|scripts?|code|process|time|speed|steps?|args|arguments|"
+            r"config\w*|samples?|examples?|jobs?)\b)|训练(?!集|数据|脚本|代码|时间|速度))")
+"""The run as a subject (`training diverges`), not a part of it (`the training curve`, `training data`)."""
+_OTHER = (r"(?:\b(?:the\s+)?(?:number|count|amount) of \w+|(?:GPU|CPU|显卡|显存)\s*(?:的)?(?:利用率|使用率|占用)|"
+          r"\b(?:GPU|CPU|gpu|cpu|device)[ _-]?(?:util\w*|usage|load|memory)\b|"
+          r"\b(?:the|my|its|batch|sequence)\s+(?:memory|time|speed|size|length|reward|kl|throughput|temperature)\b)")
+"""Another quantity as a subject: what is said after it is not said of the loss (`the loss change becomes small
+as the number of epochs increases`)."""
+_STILL_THINGS = (r"(?:(?<![A-Za-z_])(?:weights?|param(?:eter)?s?|gradients?|grads?|grad[ _]norm)(?![A-Za-z_])|"
+                 r"梯度|权重|参数)")
+_LR = r"(?:(?<![A-Za-z_])(?:learning[ _]rate|lr)(?![A-Za-z_])|学习率)"
+_PREDICTION = r"(?:(?<![A-Za-z_])(?:predictions?|outputs?)(?![A-Za-z_]))"
+_SUBJECT = re.compile(
+    rf"(?P<val>{_VAL}(?={_LOSS}|{_ACC}))?(?:(?P<loss>{_LOSS})|(?P<acc>{_ACC})|(?P<model>{_MODEL})|(?P<proc>{_PROCESS})|(?P<other>{_OTHER})|"
+    rf"(?P<still>{_STILL_THINGS})|(?P<lr>{_LR})|(?P<pred>{_PREDICTION})|(?P<it>(?<![A-Za-z])it(?![A-Za-z'])))",
+    re.I)
+"""`it` stands for the subject named before it in the line (`the loss should go down but it stays at 2.3`)."""
+
+# -- predicates -------------------------------------------------------------------------------------------------
+
+_STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|ed)?\b|降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
+          r"(?:decreas|drop|fall|go(?:es)? down|learn|converg)\w*\s+(?:very|extremely|really|so|too|super|incredibly)\s+"
+          r"(?:very\s+)?slow(?:ly)?\b(?!\s*(?:at (?:the )?(?:first|start|beginning)|initially|in the beginning|early))|"
+          r"stop(?:s|ped|ping)?\s+(?:decreas|dropp|going down|improv|fall|chang|mov|learn|converg)\w*|"
+          r"(?:always|only|just)\s+(?:predict|output|classif|return)\w*|"
+          r"(?:predict|output|return|generat|produc|giv)\w*\s+(?:exactly\s+)?the same\b|"
+          r"horizontal|(?:a |straight )?flat line|straight line|flatten\w*|forever|"
+          r"(?:is|are|was|were|stays?|stayed|remains?|remained|looks?)\s+(?:all\s+|always\s+|exactly\s+|almost\s+|"
+          r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b|same value|"
+          r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
+          r"(?:is|are|was|were|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|basically|"
+          r"completely|totally|pretty much|quite|still)\s+(?:\w+\s+)?(?:constant|flat)\b|(?:constant|flat)\s*(?:at|around|$)|"
+          r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|frozen|"
+          r"(?:stay|stays|stayed|staying|remain|remains|remained|keeps?|kept|sits?|sat|sitting|hover\w*|is always|"
+          r"always(?: is| was)?|was always|are always|is still|was still|stuck|fixe[sd]|locks?|locked|maintain\w*)"
+          r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?(?:at|around|about|near|on|in|the same|constant|unchanged|flat|high|~?\d|between|~)\b|"
+          r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
+          r"(?:is|are|was|were) around \d|all the time|"
+          r"不变|没变|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
+          r"都是|一直为|始终为")
+_FALL = (r"decreas\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
+         r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
+         r"go(?:es|ing)? (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
+         r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
+_RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|"
+         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
+         r"grow\w*|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg\w*|"
+         r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
+         r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+(?:very\s+|extremely\s+|really\s+|so\s+|"
+         r"much\s+|even\s+|a lot\s+)?(?:worse|bigger|larger|higher|large|huge|enormous|massive|astronomical|crazy)\b|"
+         r"up again|"
+         r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
+         r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨")
+_ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
+         r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays? at|all)\s+(?:exactly\s+|always\s+|just\s+)?"
+         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
+         r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
+_PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))", re.I)
+_NEGATION = re.compile(
+    r"\b(?:not|never|no|cannot|hardly|barely|scarcely|without|nothing)\b|n['’]t\b|'nt\b|"
+    r"\b(?:does|did|do|ca|wo|is|was|are|were|has|have|had|could|would|dose|dos)nt\b|"
+    r"\b(?:fail\w*|refus\w*) to\b|\bno longer\b|不(?![断停时住少同过仅久])|[没未]", re.I)
+"""Between a subject and its predicate: `does not`, `won't`, `dosen't`, `fails to`, `refuses to`, `barely`, 不, 没."""
+_NOTHING = re.compile(r"\b(?:learns?|learned|learnt|learning|trains?)\s+nothing\b|"
+                      r"\bnothing (?:is |was |gets? )?(?:learn|train|chang|updat)",
+                      re.I)
+_SUPPOSED = re.compile(
+    r"\b(?:if|whether|unless|in case|lest|to (?:avoid|prevent)|avoid\w*|prevent\w*|make sure|ensure|expect\w*|"
+    r"should|how (?:to|do|can|should)|so (?:that )?(?=[^.!?]*\b(?:won't|will not|doesn't|does not|can't|never)\b))\b|"
+    r"如果|若|假如|万一|避免|防止|是否|会不会", re.I)
+"""Before the subject: the sentence only supposes or wards off what follows (`what if the loss doesn't decrease?`,
+`how to avoid the loss exploding`, `so the loss won't blow up`)."""
+_SENTENCE = re.compile(r"(?<!\d)[.!?](?!\d)|[。！？；;\n]|\b(?:but|while|whereas|although|though|however|when|"
+                       r"whenever|because|unless|especially|as soon as)\b|但是?|而且?|"
+                       r"可是|不过", re.I)
+"""Where what is said of a subject ends: a sentence, or a contrast (`val loss rises while train loss falls`)."""
+_MESSAGE = re.compile(r"\bdid not improve (?:from|in the last)\b|\bimproved from\b", re.I)
+"""A checkpoint or early-stopping callback's routine line (Keras' `val_loss did not improve from 0.45`,
+Lightning's `did not improve in the last 3 records`): one epoch without a new best, no report."""
+_CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
+                   r"return |raise |assert |"
+                   r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|[=(]\s*\w*loss\w*\s*[,)]|\{\s*['\"]?\w+['\"]?\s*:")
+_NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)\b", re.I)
+"""An objective that is not a language-model loss, or its metrics: a GRPO loss grows with the KL, a DPO loss
+starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss."""
+_WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network", "net", "lora", "adapter", "classifier",
+          "train", "tun", "run", "模型", "训练", "weight", "param", "grad", "梯度", "权重", "参数", "learning rate", "lr",
+          "学习率", "predict", "output", "always", "only", "updat")
+
+
+_ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|was|of)\s+(?:over\s+|above\s+)?"
+                       r"(?:(?:9\d|100)(?:\.\d+)?\s*%|0\.9\d*)", re.I)
+_NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+"
+                        r"(?:of|in)\s+(?:the\s+|my\s+)?$", re.I)
+"""A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
+_HEDGED = re.compile(r"\b(?:probably|possibly|maybe|perhaps|might|may|likely|unlikely)\b", re.I)
+"""Between a subject and its predicate: only a guess (fairseq's `Your loss is probably exploding` beside its fp16
+floor)."""
+_INSTEAD = re.compile(r"(?:instead of|rather than|than|after|before|since|expected\s+(?:it|the loss)\s+to|should)\s*$", re.I)
+"""A predicate only named as what did not happen (`increasing instead of decreasing`)."""
+_PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
+"""A question's negation before its subject: `why doesn't the training loss decrease?`."""
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w.%]|\.\d|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
+                     r"k\b|hours?|h\b|min\w*|s\b|sec\w*|days?|[GM]i?B|samples|examples|tokens|classes|GPUs?)\b)",
+                     re.I)
+"""A value in prose, not a count of epochs, steps or time, not a percentage."""
+_BEFORE_NUMBER = re.compile(r"(?:epoch|step|iter\w*|batch|lr|size|rank|gpu|after|for|every|#|of)\s*$", re.I)
+SAID_RISE = 1.2
+"""A rise a person reports in numbers: a fifth above the lowest they name (they chose them to show it)."""
+
+
+@dataclass(frozen=True)
+class Said:
+    kind: str  # flat, zero, rise; or quiet: a predicate read that reports no such thing (a fall, a denial)
+    subject: str  # loss, val_loss, acc, model, still, lr, pred
+
+
+QUIET = Said("quiet", "")
+
+
+def mentions(line: str) -> bool:
+    """Whether a line names a subject this reader reads (a cheap test before the regular expressions)."""
+    lowered = line.lower()
+    return any(word in lowered for word in _WORDS)
+
+
+@functools.lru_cache(maxsize=8)
+def read(line: str) -> Said | None:
+    """What the line says the training loss does: flat, zero or rise; QUIET when it reads a subject and a
+    predicate that report none of these (a fall, a denial, a supposition, a validation loss rising while the
+    training loss falls, a callback's routine line); None when it reads nothing."""
+    if len(line) > 1000 or not mentions(line):
+        return None
+    if _CODE.search(line) or _MESSAGE.search(line):
+        return QUIET
+    previous = [""]
+    found = [said for sentence in _SENTENCE.split(line) if sentence and sentence.strip()
+             for said in _sentence(sentence, previous)]
+    values = [float(m.group(1).replace(",", "")) for scope in previous[1:] for m in _VALUE.finditer(scope)]
+    if len(values) >= 2 and values[-1] >= SAID_RISE * min(values[:-1]) and values[-1] - min(values[:-1]) >= 0.05:
+        return Said("rise", "loss")  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
+    if any(s.kind == "fall" and not s.subject.startswith("val") for s in found):
+        # the training loss falls (or the training accuracy climbs, the model learns): only the training loss
+        # itself can then be said to stand still or rise; a validation loss that stays or rises is overfitting,
+        # an accuracy that stays a metric to check, a learning rate at 0 a warm-up's first steps
+        found = [s for s in found if s.subject == "loss"]
+    if not found:
+        one = _STANDSTILL.search(line)
+        return Said("flat", "pred") if one and not _supposed(line[:one.start()]) else None
+    for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
+        said = next((s for s in found if s.kind == kind), None)
+        if said is not None:
+            return said
+    return QUIET if found else None
+
+
+def _sentence(sentence: str, previous: list[str]) -> list[Said]:
+    """What each subject of one clause is said to do, in order; `previous` holds the subject named last in the
+    line, which `it` stands for (`dropped to 70, but it suddenly became 800,000`)."""
+    subjects = [m for m in _SUBJECT.finditer(sentence)
+                if not m.group("proc") or _OPENS.search(sentence[:m.start()])]  # `is not training`: a verb
+    found = []
+    for i, m in enumerate(subjects):
+        subject = _kind(m) if not m.group("it") else previous[0]
+        if not subject:
+            continue
+        previous[0] = subject
+        end = next((n.start() for n in subjects[i + 1:] if not n.group("it")), len(sentence))
+        if subject == "loss":
+            previous.append(sentence[m.end():end][:80])  # what is said of the training loss, for its values
+        said = _predicate(subject, sentence[m.end():end][:80], _PRE_NEGATED.search(sentence[:m.start()]) is not None)
+        if said is None and subject == "loss" and _NOUN_RISE.search(sentence[:m.start()]):
+            said = Said("rise", subject)  # `a sudden spike in the training loss`
+        if said is None:
+            continue
+        supposed = _supposed(sentence[:m.start()]) or \
+            (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still"))
+        found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
+    return found
+
+
+def _supposed(before: str) -> bool:
+    """Whether the subject sits in a clause that only supposes (`if the loss explodes, ...`); after that clause's
+    comma it is the main clause, a report of what happens in that case (`if I train LoRA, the loss becomes 0`)."""
+    found = None
+    for found in _SUPPOSED.finditer(before):
+        pass
+    return found is not None and not re.search(r"[,，]", before[found.end():])
+
+
+_OPENS = re.compile(r"(?:^|\b(?:the|my|our|this|whole|and|so|then)|[,:(])\s*$", re.I)
+"""Before `training` or `run` as a subject (`Training diverges`, `the run diverged`), not as a verb (`the network is
+not training`) or a time (`during training`)."""
+
+
+def _kind(m: re.Match[str]) -> str:
+    if m.group("other"):
+        return ""
+    name = next(k for k in ("loss", "acc", "model", "still", "lr", "pred") if m.group(k)) if not m.group("proc") \
+        else "model"
+    return "val_" + name if m.group("val") else name
+
+
+def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
+    """The last thing said of `subject` in `scope` (the text after it, up to the next subject or the clause's
+    end), with the negation since the subject or the previous predicate."""
+    if subject == "acc" and _ACC_HIGH.match(scope):
+        return Said("fall", subject)  # `training accuracy reaches 99%`: the model learns
+    if _NOTHING.search(scope):
+        return Said("flat", subject)
+    if subject == "lr":
+        return Said("flat", subject) if any(p.lastgroup == "zero" for p in _PREDICATE.finditer(scope)) else None
+    last, start = None, 0
+    for p in _PREDICATE.finditer(scope):
+        if _INSTEAD.search(scope[:p.start()]):
+            continue
+        negated = _NEGATION.search(scope[start:p.start()]) is not None or _negated_after(scope[p.end():]) or \
+            (last is None and negated_before)
+        last, start = (p.lastgroup, negated), p.end()
+    if last is None:
+        kind = _numbers(scope) if subject == "loss" else ""
+        return Said(kind, subject) if kind else None
+    verb, negated = last
+    if _HEDGED.search(scope[:start]):
+        return Said("quiet", subject)
+    kind = {("still", False): "flat", ("fall", True): "flat", ("rise", False): "rise",
+            ("zero", False): "zero", ("fall", False): "fall"}.get((verb, negated), "quiet")
+    return _for(subject, kind)
+
+
+def _negated_after(rest: str) -> bool:
+    """`not stuck anymore`: a negation may also close the clause."""
+    return re.match(r"\s*(?:anymore|any more)\b", rest, re.I) is not None
+
+
+def _numbers(scope: str) -> str:
+    """The loss's values named one after another in prose: three or more the same in a row (`2.302 2.302 2.302`)
+    is flat; joined by words of a sequence (`was 0.3, now it's 4.5`, `1.2 -> 3.4 -> 8.9`), the last a fifth above
+    the lowest before it is a rise. Not a log line's cells (`Loss 6.9074 (6.9080)`, `loss: 10.37  time: 0.49`)."""
+    found = [m for m in _NUMBER.finditer(scope) if not _BEFORE_NUMBER.search(scope[:m.start()])]
+    values = [float(m.group(1)) for m in found]
+    joins = [scope[a.end():b.start()] for a, b in zip(found, found[1:])]
+    if len(values) >= 3 and len(set(values)) == 1 and all(_LISTED.fullmatch(j) for j in joins):
+        return "flat"
+    if len(values) >= 2 and all(_THEN.search(j) for j in joins) and values[-1] >= SAID_RISE * min(values[:-1]) \
+            and values[-1] - min(values[:-1]) >= 0.05:
+        return "rise"
+    return ""
+
+
+_VALUE = re.compile(
+    r"\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit)\s+(?:about\s+|around\s+|~\s*)?"
+    r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![.,]?\d)"
+    r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)
+"""A value the training loss is said to be or to reach (`was about 100`, `dropped to 70`, `became 800,000`); not an
+ordinal, a percentage, a count of epochs or steps, a time."""
+_STANDSTILL = re.compile(
+    r"\b(?:always|only|just)\s+(?:predicts?|predicting|predicted|outputs?|outputting|classif(?:ies|y))\s+(?:the\s+)?"
+    r"(?:same|majority|one|a single|first|last|class|label|0|1|zeros?|ones?)\b|"
+    r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?updat\w*\s+(?:the\s+|any\s+|my\s+)?(?:weights|param\w*|model|adapter)",
+    re.I)
+"""With no subject read: a classifier said to answer one class (`it always predicts the majority class`), an
+update said not to happen (`the optimizer doesn't update the weights`)."""
+_LISTED = re.compile(r"\s*(?:[,;/|]|->|→|=>|\.\.\.)?\s*")
+_THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbecomes\b|\bafter\b", re.I)
+
+
+def _for(subject: str, kind: str) -> Said:
+    """What a predicate means for the training loss, by its subject: an accuracy or a model that does not improve,
+    weights that do not update, gradients or a learning rate at zero all mean a loss that does not move; only a
+    training loss or a model rises (an accuracy or a learning rate going up is no divergence, a validation loss
+    going up is overfitting)."""
+    base = subject.removeprefix("val_")
+    if base == "acc" and kind == "rise":
+        return Said("fall", subject)  # an accuracy climbing: the model learns
+    if kind == "fall" and base in ("still", "lr", "pred"):
+        return Said("quiet", subject)  # the learning rate decays, the weights change: no news of learning
+    if kind in ("quiet", "fall"):
+        return Said(kind, subject)
+    if base == "loss" and not (kind == "rise" and subject.startswith("val_")):
+        return Said(kind, subject)
+    if (base == "acc" and kind == "flat") or (base == "model" and kind in ("flat", "rise")):
+        return Said(kind, subject)
+    if (base in ("still", "pred") and kind in ("flat", "zero")) or (base == "lr" and kind == "zero"):
+        return Said("flat", subject)
+    return Said("quiet", subject)

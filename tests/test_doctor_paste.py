@@ -1,0 +1,62 @@
+"""`loratui doctor -` typed on a terminal: it says what it waits for, and one Ctrl-D ends the paste (an empty
+one took two: the format probe's read saw the end, the first line's read waited for another)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+
+from tests.conftest import REPO
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.32 GiB. GPU 0 has a total capacity of "
+       "31.36 GiB of which 1.18 GiB is free.\n")
+
+
+def _read_until(leader: int, proc: subprocess.Popen[bytes], needle: bytes, timeout: float = 120) -> bytes:
+    """The terminal's output until `needle` shows (or the process ends, or the time is up)."""
+    seen, deadline = b"", time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        if select.select([leader], [], [], 0.2)[0]:
+            try:
+                seen += os.read(leader, 4096)
+            except OSError:
+                break
+        elif proc.poll() is not None:
+            break
+    return seen
+
+
+def _doctor_on_a_terminal(*typed: bytes) -> tuple[bytes, int | None]:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "loratui", "doctor", "-"], stdin=follower, stdout=follower,
+                            stderr=follower, env={**os.environ, "PYTHONPATH": str(REPO)})
+    os.close(follower)
+    try:
+        seen = _read_until(leader, proc, b"Ctrl-D")  # the prompt first: what is typed next goes to the paste
+        for text in typed:
+            os.write(leader, text)
+        seen += _read_until(leader, proc, b"read as training text", timeout=60)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        return seen, proc.poll()
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(leader)
+
+
+def test_one_ctrl_d_ends_an_empty_paste() -> None:
+    seen, code = _doctor_on_a_terminal(b"\x04")
+    assert b"paste the log or traceback, then Ctrl-D" in seen
+    assert code == 0 and b"no problems found" in seen, seen
+
+
+def test_a_pasted_oom_then_ctrl_d_is_diagnosed() -> None:
+    seen, code = _doctor_on_a_terminal(OOM.encode(), b"\x04")
+    assert code == 1 and b"ERROR" in seen, seen

@@ -1,0 +1,73 @@
+"""A CLI error on a terminal is wrapped at its width, at spaces (a path or `file:line:key` stays whole), with
+its words unchanged; piped, it stays one line to grep."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+from tests.conftest import REPO
+
+BAD = '[model]\npath = "x"\n[training]\nlearnin_rate = 1\n'
+
+
+def _on_terminal(args: list[str], columns: int, cwd: Path) -> str:
+    """What `loratui ARGS` writes to a terminal `columns` wide (standard error and output both)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "loratui", *args], stdin=subprocess.DEVNULL, stdout=follower,
+                            stderr=follower, cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)})
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=120)
+    os.close(leader)
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def _piped(args: list[str], cwd: Path) -> str:
+    return subprocess.run([sys.executable, "-m", "loratui", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120).stderr
+
+
+def test_a_recipe_error_fits_an_80_column_terminal_word_for_word(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text(BAD)
+    args = ["estimate", "bad.toml"]
+    whole = _piped(args, tmp_path).rstrip("\n")
+    assert whole.count("\n") == 0 and len(whole) > 80  # one long line: the case at hand
+    shown = _on_terminal(args, 80, tmp_path).rstrip("\n")
+    lines = shown.split("\n")
+    assert len(lines) > 1 and all(len(line) < 80 for line in lines), shown
+    assert lines[0].startswith("loratui: bad.toml:4: unknown key `training.learnin_rate`")  # where: whole, first
+    assert all(line.startswith("  ") for line in lines[1:])  # continuation lines read as one message
+    assert " ".join(line.strip() for line in lines) == whole  # not a word changed, none cut
+
+
+def test_a_path_longer_than_the_line_stays_whole_after_its_prefix(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    (deep / "bad.toml").write_text(BAD)
+    args = ["estimate", str(deep / "bad.toml")]
+    lines = _on_terminal(args, 80, tmp_path).rstrip("\n").split("\n")
+    assert lines[0] == f"loratui: {deep / 'bad.toml'}:4:"  # too long for any line: kept whole, with its prefix
+    assert " ".join(line.strip() for line in lines) == _piped(args, tmp_path).rstrip("\n")
+
+
+def test_a_wide_terminal_keeps_a_short_error_on_one_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text(BAD)
+    args = ["estimate", str(tmp_path / "bad.toml")]
+    whole = _piped(args, tmp_path).rstrip("\n")
+    assert _on_terminal(args, 400, tmp_path).rstrip("\n") == whole

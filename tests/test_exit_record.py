@@ -1,0 +1,126 @@
+"""A supervisor killed between its trainer's exit and its own End: the run keeps its true outcome.
+
+The trainer (or a watched command's keeper) writes an `exit` event before it exits, and checks once more
+that its supervisor lives: a supervisor that died since the last poll leaves the End to it. Readers (`ls`,
+a viewer) take the last `exit` as the outcome of a run with no End and nobody alive; a run without one is
+still `lost`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loratui import events, runstatus
+from loratui.eventlog import EventWriter
+from loratui.rundir import RunDir, write_pidfile
+from loratui.sources.runlog import LiveSource
+from loratui.supervisor.keeper import Keeper
+from loratui.trainer.orphan import OwnerWatch
+from tests.conftest import kinds
+
+
+def _run(tmp_path: Path, *found: events.AnyEvent) -> RunDir:
+    run = RunDir(tmp_path / "run")
+    run.path.mkdir()
+    for output in (run.stdout_log, run.stderr_log):  # the supervisor's files for the trainer's output
+        output.touch()
+    log = EventWriter(run.events)
+    log.write(events.Header(t=time.time(), schema=events.SCHEMA_VERSION, run_id="run", recipe_hash="h"))
+    for event in found:
+        log.write(event)
+    log.close()
+    return run
+
+
+def _supervisor(run: RunDir) -> subprocess.Popen[bytes]:
+    """A live process recorded as the run's supervisor (the test kills it as SIGKILL would)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    write_pidfile(run.pidfile, proc.pid)
+    return proc
+
+
+def _viewed(run: RunDir) -> list[events.AnyEvent]:
+    """Everything a viewer opened on the run is shown, to the end (the writers are gone: two polls)."""
+    source, seen = LiveSource(run), []
+    for _ in range(3):
+        batch = source.poll()
+        seen += batch.events
+        if batch.ended:
+            return seen
+    raise AssertionError("the viewer never ended")
+
+
+def _training(step: int = 3) -> list[events.AnyEvent]:
+    now = time.time()
+    return [events.State(t=now, state=events.STARTING), events.TrainBegin(t=now, max_steps=step, num_epochs=1.0),
+            events.State(t=now, state=events.TRAINING), events.Step(t=now, step=step, epoch=1.0, step_time=0.1)]
+
+
+def test_a_run_whose_supervisor_died_after_the_trainers_exit_is_not_lost(tmp_path: Path) -> None:
+    run = _run(tmp_path, *_training(), events.Exit(t=time.time(), state=events.FINISHED, exit_code=0, step=3))
+    status = runstatus.read(run)
+    assert (status.state, status.step, status.alive) == (events.FINISHED, 3, "")
+    assert status.end is not None and status.end.exit_code == 0 and runstatus.is_over(status)
+    last = _viewed(run)[-1]  # a viewer opened on it ends with the same outcome
+    assert isinstance(last, events.End) and last.state == events.FINISHED
+
+
+def test_a_stopped_watched_command_killed_by_sigterm_is_stopped_not_failed(tmp_path: Path) -> None:
+    run = _run(tmp_path, *_training(), events.Control(t=time.time(), command="stop"),
+               events.Exit(t=time.time(), state=events.FAILED, exit_code=-15, step=3))
+    assert runstatus.read(run).state == events.STOPPED
+
+
+@pytest.mark.parametrize("tail", [
+    [],  # the trainer never said how it ended (killed with the supervisor): truly unknown
+    [events.Exit(t=time.time(), state=events.FAILED, exit_code=1, step=3),
+     events.State(t=time.time(), state=events.STARTING, reason="guard: restarting")],  # a new life began
+])
+def test_without_the_last_lifes_exit_the_run_is_still_lost(tmp_path: Path, tail: list[events.AnyEvent]) -> None:
+    run = _run(tmp_path, *_training(), *tail)
+    assert runstatus.read(run).state == runstatus.LOST
+    assert not any(isinstance(e, events.End) for e in _viewed(run))
+
+
+def test_a_trainer_whose_supervisor_died_since_its_last_poll_writes_the_end(tmp_path: Path) -> None:
+    run = _run(tmp_path, *_training())
+    supervisor = _supervisor(run)
+    log = EventWriter(run.events)
+    watch = OwnerWatch(run, log, poll_s=3600)  # its poll never comes: only the check at exit can see it
+    watch.start()
+    supervisor.kill()
+    supervisor.wait()
+    watch.finish(events.FINISHED, 0, 3)
+    log.close()
+    (end,) = kinds(run.path, "end")
+    assert end["state"] == events.FINISHED and end["step"] == 3
+
+
+def test_a_keeper_whose_supervisor_died_since_its_last_poll_writes_the_end(tmp_path: Path) -> None:
+    run = _run(tmp_path, *_training())
+    supervisor = _supervisor(run)
+    # The command itself kills the supervisor and exits at once: the keeper's poll (an hour) never runs.
+    code = Keeper(run, ["sh", "-c", f"kill -9 {supervisor.pid}"], poll_s=3600).run_command()
+    supervisor.wait()
+    assert code == 0
+    exits, ends = kinds(run.path, "exit"), kinds(run.path, "end")
+    assert [e["state"] for e in exits] == [events.FINISHED] and [e["state"] for e in ends] == [events.FINISHED]
+
+
+def test_a_keeper_records_the_commands_exit_while_its_supervisor_lives(tmp_path: Path) -> None:
+    run = _run(tmp_path, *_training())
+    supervisor = _supervisor(run)
+    try:
+        code = Keeper(run, ["sh", "-c", "exit 3"], poll_s=3600).run_command()
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+    assert code == 3 and not kinds(run.path, "end")  # the End is the supervisor's to write
+    (exit_,) = kinds(run.path, "exit")
+    assert exit_["state"] == events.FAILED and exit_["exit_code"] == 3
+    assert runstatus.read(run).state == events.FAILED  # ... and if it dies now, readers still know
