@@ -68,8 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if rank0:
             state = events.SUSPENDED if code == SUSPEND_EXIT else outcome(code, control.stop_requested, error)
-            # On record before the supervisor's End: a supervisor killed in between leaves the outcome known.
-            log.write(events.Exit(t=time.time(), state=state, exit_code=code, step=progress["step"]))
+            if int(os.environ.get("WORLD_SIZE", "1")) == 1:  # under torchrun, rank 0's exit is not the run's
+                # On record before the supervisor's End: a supervisor killed in between leaves the outcome known.
+                log.write(events.Exit(t=time.time(), state=state, exit_code=code, step=progress["step"]))
             watch.finish(state, code, progress["step"], error)
             run.trainer_pidfile.unlink(missing_ok=True)
         log.close()
