@@ -844,3 +844,25 @@ def test_still_more_wordings_that_say_no_phase_nor_neighbour(text: str) -> None:
 ])
 def test_memory_held_by_the_allocator_but_unusable(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (NO_NUMBERS[0] + "\nIt turned out GPU 0 was already occupied by a colleague's notebook.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe card is busy with an inference server.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe GPU is in use by another container.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe GPU is not used by anything else.\n", "oom_full"),
+])
+def test_a_card_said_to_be_taken(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    # the paste lost the card's total; the cache alone held the request
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. Of the allocated memory 30.10 GiB is "
+     "allocated by PyTorch, and 3.50 GiB is reserved by PyTorch but unallocated.", oom.FRAGMENTATION),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. Of the allocated memory 30.10 GiB is "
+     "allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.", oom.UNKNOWN),
+])
+def test_a_cache_that_held_the_request_without_the_cards_total(line: str, kind: str) -> None:
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == kind

@@ -173,6 +173,8 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"\b(?:both|two|three|four|multiple|several|all)\s+(?:\w+\s+){0,2}(?:jobs|processes|servers|runs|"
                r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?:\w+\s+){0,2}"
                r"(?:GPUs?|cards?|devices?)\b|"
+               r"\b(?:GPU|card|device|cuda)\s*:?\d{0,2}\s+(?:is|was|were|are)\s+(?:already\s+|still\s+)?(?:busy|occupied|"
+               r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
                r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
                r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
@@ -377,6 +379,9 @@ def smi_others(procs: list[tuple[int, int]], report: OomReport) -> list[tuple[in
 
 def classify(report: OomReport) -> str:
     """The cause: another process holds the card, the cache is fragmented, or the card is full."""
+    if report.total is None and report.allocated is not None and report.reserved_unallocated is not None and \
+            report.requested is not None and report.reserved_unallocated >= max(report.requested, GIB):
+        return FRAGMENTATION  # the card's total lost from the paste: the cache alone held the request, in no block
     if report.total is None or (report.allocated is None and report.process_used is None):
         return UNKNOWN
     if _other_process(report):

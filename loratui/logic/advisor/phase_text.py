@@ -96,7 +96,8 @@ _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-sm
                             r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
-_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart", "process", "other", "else", "zombie", "orphan", "stale",
+_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart",
+                "busy", "occupied", "taken", "in use", "used by", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
