@@ -866,3 +866,12 @@ def test_a_card_said_to_be_taken(text: str, expected: str) -> None:
 def test_a_cache_that_held_the_request_without_the_cards_total(line: str, kind: str) -> None:
     report = oom.parse_oom(line)
     assert report is not None and report.kind == kind
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I get CUDA out of memory because another process is using the GPU.\n", "oom_other_process"),
+    ("We hit CUDA error: out of memory, caused by memory fragmentation after long sequences.\n", "oom_fragmentation"),
+    ("RuntimeError: CUDA error: out of memory (another process?)\n", "oom_full"),
+])
+def test_the_cause_in_the_sentence_that_names_the_oom(text: str, expected: str) -> None:
+    assert first_id(text) == expected

@@ -187,6 +187,9 @@ _HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holdin
                    re.I)
 """Memory held with nothing of the person's running (`nvidia-smi shows 20 GB used even though nothing is running`,
 `the memory stays occupied after I killed the script`): a process the person does not see holds the card."""
+_PROGRAMS = re.compile(r"^\W*(?:\[[^\]]{0,40}\]:?\s*)*(?:[\w.]*(?:Error|Exception)\b|[A-Z]\s+[\w/]+\.cc:)|Tried to allocate|"
+                       r"(?:^|\s)\d{4}-\d\d-\d\d[ T]|\b(?:ERROR|WARNING|INFO)\b")
+"""An OOM line that is the program's (an exception, a log record) rather than a person's sentence naming it."""
 _DID_NOT = re.compile(r"\b(?:not|never|no longer)\b|n't", re.I)
 """A fix that did not work (`expandable_segments did not help`): no evidence for its cause."""
 _CAUSE_HINT = re.compile(r"try setting (?:max_split_size_mb|PYTORCH_CUDA_ALLOC_CONF)|See documentation for Memory|"
@@ -197,8 +200,8 @@ _CAUSE_HINT = re.compile(r"try setting (?:max_split_size_mb|PYTORCH_CUDA_ALLOC_C
 def said_cause(line: str) -> str:
     """The OOM's cause in the person's words (`the backend ooms because of memory fragmentation`, `another
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
-    if is_oom_line(line):
-        return ""
+    if is_oom_line(line) and _PROGRAMS.search(line):
+        return ""  # the program's message (its own hints name causes it does not know of)
     if _PHANTOM.search(line) and _HELD.search(line):
         return OTHER_PROCESS
     for kind, words in _CAUSES:
