@@ -875,3 +875,20 @@ def test_a_cache_that_held_the_request_without_the_cards_total(line: str, kind: 
 ])
 def test_the_cause_in_the_sentence_that_names_the_oom(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # sample images generated during training: the run's evaluation
+    ("\ngenerating sample images at step / サンプル画像生成 ステップ: 500\n" + PHASE_MESSAGES[1] + "\n", "oom_at_eval"),
+    (plain(frame("/home/me/sd-scripts/train_network.py", "train", "self.sample_images(accelerator, args, epoch)"),
+           frame("/home/me/sd-scripts/library/train_util.py", "sample_images_common", "image = pipeline(prompt)"))
+     + PHASE_MESSAGES[3] + "\n", "oom_at_eval"),
+    (plain(frame("/home/me/train_dreambooth_lora.py", "main", "images = log_validation(pipeline, args, accelerator)"),
+           frame(SITE + "diffusers/pipelines/pipeline_utils.py", "__call__", "latents = self.vae.decode(latents)"))
+     + PHASE_MESSAGES[3] + "\n", "oom_at_eval"),
+    # vLLM could not fit its KV cache: the card was short of memory
+    ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+     "the engine.\n", "oom_full"),
+])
+def test_samples_during_training_and_a_kv_cache_that_does_not_fit(text: str, expected: str) -> None:
+    assert first_id(text) == expected

@@ -50,7 +50,8 @@ _OOM = re.compile(
     r"|Out of memory error on GPU|Allocator \(GPU\w*\) ran out of memory trying to allocate"
     r"|bfc_allocator\.cc:\d+\] Ran out of memory trying to allocate"
     r"|(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate"
-    r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[METAL\][^\n]{0,80}Insufficient Memory", re.I)
+    r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[METAL\][^\n]{0,80}Insufficient Memory"
+    r"|No available memory for the cache blocks", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
@@ -58,7 +59,7 @@ _OOM = re.compile(
 for 3.00GiB`, ROCm's `HIP out of memory` and `hipErrorOutOfMemory`, the CUDA libraries' `*_STATUS_ALLOC_FAILED` (a
 handle or workspace that could not be allocated), TensorFlow 1's driver `cuda_driver.cc:806]
 failed to allocate 7.63G` (ROCm's `rocm_driver.cc`); Apple's Metal (MLX) `[METAL] Command buffer execution failed:
-Insufficient Memory`; Paddle's `Out of memory error on GPU 0.
+Insufficient Memory`; vLLM's `No available memory for the cache blocks`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`."""
 _NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
                        r"device:CPU|not a failure", re.I)

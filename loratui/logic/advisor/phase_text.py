@@ -80,6 +80,10 @@ _NB_PROGRESS = re.compile(r"^\s*\[\s*\d{1,9}/\d{1,9}\s+[\d:]{4,12}(?:\s*<\s*[\d:
                           r"(?P<epoch>,\s*Epoch\s+[\d.]+/\d+)?\s*\]")
 """transformers' notebook progress pasted as text: the training's shows its epoch (` [ 500/1000 10:00 < 10:00, 0.83
 it/s, Epoch 0.50/1]`), the evaluation's does not (` [ 23/125 00:05 < 00:24]`)."""
+_SAMPLING = re.compile(r"^\W*(?:generating|sampling|creating)\s+(?:\d+\s+)?(?:sample|validation|eval)\s*(?:images?|"
+                       r"videos?|audio|outputs?)?\b", re.I)
+"""A trainer drawing samples to judge the model during training (sd-scripts' `generating sample images at step`,
+diffusers' `Generating 4 validation images`): its evaluation."""
 _TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
 """TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
 (evaluation during fit or evaluate()) or predict step."""
@@ -389,6 +393,9 @@ class PhaseText:
             return
         if ("export" in line or "merge" in line or "convert" in line) and _EXPORT_COMMAND.search(line):
             self._announce("save", line)
+            return
+        if ("ampl" in line or "alidation" in line) and _SAMPLING.match(line):
+            self._announce("eval", line)
             return
         if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
             self._announce("eval", line)
