@@ -892,3 +892,13 @@ def test_the_cause_in_the_sentence_that_names_the_oom(text: str, expected: str) 
 ])
 def test_samples_during_training_and_a_kv_cache_that_does_not_fit(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Before I even start the script, nvidia-smi shows 10 GB used on GPU 0.", "oom_other_process"),
+    ("nvidia-smi says 23 GB is in use and nothing is running.", "oom_other_process"),
+    ("Before training I checked the batch size twice.", "oom_full"),
+    ("Nothing else is running and my script uses all 24 GB by itself.", "oom_full"),
+])
+def test_memory_held_before_the_run_starts(words: str, expected: str) -> None:
+    assert first_id(_BARE + words + "\n") == expected

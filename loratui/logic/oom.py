@@ -180,8 +180,10 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
                r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
 _PHANTOM = re.compile(
-    r"(?:even though|although|though|but|while|yet|despite|however)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
-    r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b|"
+    r"(?:even though|although|though|but|while|yet|despite|however|and)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
+    r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b(?!\s+else\b[^.!?]{0,40}\bmy\b)|"
+    r"\bbefore\s+(?:I\s+|we\s+)?(?:even\s+)?(?:start\w*|run\w*|launch\w*|load\w*)\b[^.!?]{0,60}\b(?:shows?|"
+    r"says?|lists?|reports?)\b|"
     r"\bafter\s+(?:I\s+|we\s+)?(?:kill(?:ed)?|stopp?(?:ed)?|exit(?:ed)?|terminat\w+|interrupt\w*|clos\w+|ctrl\W?c)\b",
     re.I)
 _HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holding|still|remains?|stays?)\b|占用|占着",

@@ -101,7 +101,7 @@ _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-sm
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
 _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart",
-                "busy", "occupied", "taken", "in use", "used by", "process", "other", "else", "zombie", "orphan", "stale",
+                "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
