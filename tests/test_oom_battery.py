@@ -902,3 +902,20 @@ def test_samples_during_training_and_a_kv_cache_that_does_not_fit(text: str, exp
 ])
 def test_memory_held_before_the_run_starts(words: str, expected: str) -> None:
     assert first_id(_BARE + words + "\n") == expected
+
+
+_KERAS = ("Epoch 1/10\n1875/1875 [==============================] - 41s 21ms/step - loss: 0.4121 - accuracy: 0.8712 - "
+          "val_loss: 0.3012 - val_accuracy: 0.9011\nEpoch 2/10\n")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the epoch's steps all done, its closing line not printed yet: Keras is validating
+    (_KERAS + "1875/1875 [==============================] - ETA: 0s - loss: 0.2817 - accuracy: 0.9120\n", "oom_at_eval"),
+    # mid-epoch
+    (_KERAS + " 912/1875 [=============>................] - ETA: 19s - loss: 0.2817 - accuracy: 0.9120\n", "oom_full"),
+    # no validation configured: the epoch's end is no evaluation
+    ("Epoch 1/10\n1875/1875 [==============================] - ETA: 0s - loss: 0.2817 - accuracy: 0.9120\n",
+     "oom_full"),
+])
+def test_keras_validating_at_the_epochs_end(text: str, expected: str) -> None:
+    assert first_id(text + NO_NUMBERS[6] + "\n") == expected

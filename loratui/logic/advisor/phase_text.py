@@ -84,6 +84,10 @@ _SAMPLING = re.compile(r"^\W*(?:generating|sampling|creating)\s+(?:\d+\s+)?(?:sa
                        r"videos?|audio|outputs?)?\b", re.I)
 """A trainer drawing samples to judge the model during training (sd-scripts' `generating sample images at step`,
 diffusers' `Generating 4 validation images`): its evaluation."""
+_KERAS_BAR = re.compile(r"^\s*(\d{1,9})/(\d{1,9}) \[[=>.]+\] - ETA: 0s\b")
+"""Keras' progress bar with all of an epoch's steps done but its closing line (`- 41s 21ms/step - ... - val_loss`)
+not printed yet: what runs now is the epoch's end, its validation when the run validates."""
+_KERAS_VALIDATES = re.compile(r"\s- val_\w+: |validation_data\s*=|validation_split\s*=")
 _TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
 """TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
 (evaluation during fit or evaluate()) or predict step."""
@@ -202,7 +206,11 @@ class PhaseText:
     smi: list[tuple[int, int, int]] = field(default_factory=list)  # (gpu, pid, bytes) of nvidia-smi's process rows
 
     def train_log(self) -> None:
-        """A training log arrived: the run is back in its training steps."""
+        """A training log arrived: the run is back in its training steps (unless it is the log the banner's own line
+        carries: Keras' bar at an epoch's end prints the epoch's loss)."""
+        if getattr(self, "_log_on_banner", False):
+            self._log_on_banner = False
+            return
         if not self.frozen:
             self.banner = ""
 
@@ -362,8 +370,15 @@ class PhaseText:
         says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
         if self.frozen:
             return
+        if "val" in line and _KERAS_VALIDATES.search(line):
+            self._keras_validates = True
         if "/" in line and "[" in line:
             self._bar_moved(line)
+            keras = _KERAS_BAR.match(line) if "ETA: 0s" in line else None
+            if keras and keras.group(1) == keras.group(2) and getattr(self, "_keras_validates", False):
+                self._announce("eval", line)
+                self._log_on_banner = True
+                return
             if "]" in line and self._notebook_bar(line):
                 return
         bar_at = line.find("|")
