@@ -919,3 +919,13 @@ _KERAS = ("Epoch 1/10\n1875/1875 [==============================] - 41s 21ms/ste
 ])
 def test_keras_validating_at_the_epochs_end(text: str, expected: str) -> None:
     assert first_id(text + NO_NUMBERS[6] + "\n") == expected
+
+
+@pytest.mark.parametrize(("config", "step", "expected"), [
+    ("--eval_strategy epoch --save_strategy no --num_train_epochs 4\n", 500, "oom_at_eval"),
+    ("evaluation_strategy: epoch\nsave_strategy: epoch\nnum_train_epochs: 4\n", 1000, "oom_at_eval"),
+    ("save_strategy=epoch,\neval_strategy=no,\nnum_train_epochs=4,\n", 1500, "oom_at_save"),
+    ("--eval_strategy epoch --num_train_epochs 4\n", 730, "oom_full"),
+])
+def test_the_step_it_stopped_at_against_an_epochs_length(config: str, step: int, expected: str) -> None:
+    assert first_id(config + bar(step - 1) + bar(step) + PHASE_MESSAGES[1] + "\n") == expected

@@ -74,6 +74,10 @@ _INTERVAL = re.compile(r"\b(eval|save)_steps\b['\"]?\s*[:=]?\s*['\"]?(\d{1,7})\b
 _EVAL_OFF = re.compile(r"\beval(?:uation)?_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:IntervalStrategy\.)?no\b|"
                        r"\bdo_eval\b['\"]?\s*[:=]?\s*['\"]?false\b", re.I)
 """Evaluation switched off, whatever eval_steps says."""
+_PER_EPOCH = re.compile(r"\b(eval|evaluation|save)_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:IntervalStrategy\.|"
+                        r"SaveStrategy\.)?epoch\b", re.I)
+_EPOCHS = re.compile(r"\bnum_train_epochs\b['\"]?\s*[:=]?\s*['\"]?(\d{1,4})(?:\.0)?\b")
+"""Evaluating or saving once an epoch, and how many epochs: with the training bar's total, an epoch's length."""
 _EVAL_DONE = re.compile(r"['\"]eval_(?:loss|runtime)['\"]\s*:")
 """The Trainer's evaluation results (`{'eval_loss': 1.04, 'eval_runtime': 61.2, ...}`): that evaluation finished."""
 _NB_PROGRESS = re.compile(r"^\s*\[\s*\d{1,9}/\d{1,9}\s+[\d:]{4,12}(?:\s*<\s*[\d:]{4,12})?(?:,\s*[\d.]+\s*it/s)?"
@@ -244,7 +248,7 @@ class PhaseText:
     def line(self, line: str) -> None:
         """Fold one output line in."""
         self._status(line)
-        if "_steps" in line or "_strategy" in line or "do_eval" in line:
+        if "_steps" in line or "_strategy" in line or "do_eval" in line or "_epochs" in line:
             self._settings(line)
         if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
             self._eval_done_at = self.progress[0]
@@ -276,6 +280,11 @@ class PhaseText:
                 every[match.group(1)] = int(match.group(2))
         if _EVAL_OFF.search(line):
             every["eval_off"] = 1
+        for match in _PER_EPOCH.finditer(line):
+            every["save_epoch" if match.group(1).lower() == "save" else "eval_epoch"] = 1
+        epochs = _EPOCHS.search(line)
+        if epochs and int(epochs.group(1)) > 0:
+            every["epochs"] = int(epochs.group(1))
         self.every = every
 
     def _interval_phase(self) -> tuple[str, list[str]]:
@@ -286,6 +295,13 @@ class PhaseText:
         if not every or self.progress is None or self.progress[0] <= 0:
             return "", []
         step, line = self.progress
+        every = dict(every)
+        bar = _PROGRESS.search(line)
+        total, epochs = (int(bar.group(2)) if bar else 0), every.get("epochs", 0)
+        if total and epochs and total % epochs == 0:  # an epoch's length in steps, for once-an-epoch intervals
+            for phase in ("eval", "save"):
+                if every.get(phase + "_epoch"):
+                    every[phase] = total // epochs
         due = [phase for phase in ("eval", "save") if every.get(phase) and step % every[phase] == 0]
         if "eval" in due and (every.get("eval_off") or getattr(self, "_eval_done_at", None) == step):
             due.remove("eval")
