@@ -929,3 +929,11 @@ def test_keras_validating_at_the_epochs_end(text: str, expected: str) -> None:
 ])
 def test_the_step_it_stopped_at_against_an_epochs_length(config: str, step: int, expected: str) -> None:
     assert first_id(config + bar(step - 1) + bar(step) + PHASE_MESSAGES[1] + "\n") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Saving model checkpoint to out/checkpoint-500\nOSError: [Errno 12] Cannot allocate memory\n", "oom_at_save"),
+    ("OSError: [Errno 12] Cannot allocate memory\n", "exception"),
+])
+def test_the_hosts_cannot_allocate_is_no_gpu_oom(text: str, expected: str) -> None:
+    assert first_id(text) == expected
