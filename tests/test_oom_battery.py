@@ -937,3 +937,26 @@ def test_the_step_it_stopped_at_against_an_epochs_length(config: str, step: int,
 ])
 def test_the_hosts_cannot_allocate_is_no_gpu_oom(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+def summary(allocated: int, reserved: int, non_releasable: int) -> str:
+    """torch.cuda.memory_summary()'s table, its current usage column in MiB."""
+    return ("|===========================================================================|\n"
+            "|                  PyTorch CUDA memory summary, device ID 0                 |\n"
+            "|---------------------------------------------------------------------------|\n"
+            "|            CUDA OOMs: 1            |        cudaMalloc retries: 4         |\n"
+            "|===========================================================================|\n"
+            "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n"
+            "|---------------------------------------------------------------------------|\n"
+            f"| Allocated memory      | {allocated:>6} MiB | {allocated + 900:>6} MiB |  12345 GiB |  12330 GiB |\n"
+            f"| Active memory         | {allocated:>6} MiB | {allocated + 900:>6} MiB |  12345 GiB |  12330 GiB |\n"
+            f"| GPU reserved memory   | {reserved:>6} MiB | {reserved:>6} MiB |  40960 MiB |      0 B   |\n"
+            f"| Non-releasable memory | {non_releasable:>6} MiB | {non_releasable + 100:>6} MiB |   9999 GiB |   9990 GiB |\n")
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    (summary(14100, 22800, 7900), "oom_fragmentation"),
+    (summary(21900, 22800, 600), "oom_full"),
+])
+def test_pytorchs_memory_summary_names_the_kind(table: str, expected: str) -> None:
+    assert first_id("torch.cuda.OutOfMemoryError: CUDA out of memory.\n" + table) == expected

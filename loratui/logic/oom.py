@@ -326,6 +326,19 @@ BFC_STAT = re.compile(r"^\s*(?:\[[^\]]{0,40}\]:?\s*)?(Limit|InUse|LargestFreeBlo
 newer versions `LargestFreeBlock:  1200000000`."""
 
 
+SUMMARY_ROW = re.compile(r"^\s*\|\s*(Allocated memory|GPU reserved memory|Non-releasable memory)\s*\|\s*" + _SIZE)
+"""A row of torch.cuda.memory_summary(): its current usage (`| Non-releasable memory |   7900 MiB | ...`)."""
+
+
+def summary_cause(rows: dict[str, int]) -> tuple[str, str]:
+    """(FRAGMENTATION, why) when memory_summary()'s non-releasable memory (cached blocks split and partly in use,
+    which the allocator can neither use for a larger request nor give back) is a real share of what it reserved."""
+    spare, reserved = rows.get("Non-releasable memory"), rows.get("GPU reserved memory")
+    if spare is None or reserved is None or spare < max(GIB, reserved // 5):
+        return "", ""
+    return FRAGMENTATION, f"memory_summary(): {gib(spare)} non-releasable of {gib(reserved)} reserved"
+
+
 def bfc_cause(stats: dict[str, int]) -> tuple[str, str]:
     """(FRAGMENTATION, why) when the allocator's pool had room for the request but no block of it did: its limit
     less what was in use held the request and a real share of the pool (or its largest free block, when printed,

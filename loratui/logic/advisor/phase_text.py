@@ -261,6 +261,8 @@ class PhaseText:
             rows = getattr(self, "smi", None)  # getattr: a state pickled in an older events.idx
             if row is not None and (rows is None or len(rows) < 64):
                 self.smi = (rows or []) + [row]
+        if "memory " in line and line.lstrip().startswith("|"):
+            self._summary(line)
         if "llocate" in line or "Limit:" in line or "InUse:" in line or "FreeBlock:" in line:
             self._allocator(line)
         if "checkpoint-" in line:
@@ -309,6 +311,19 @@ class PhaseText:
             return "", []
         what = "evaluates" if due[0] == "eval" else "saves a checkpoint"
         return due[0], [f"the run stopped at step {step}, where it {what} ({due[0]}_steps={every[due[0]]}):", line]
+
+    def _summary(self, line: str) -> None:
+        """A row of torch.cuda.memory_summary(): a large non-releasable share is fragmentation."""
+        row = oom.SUMMARY_ROW.match(line)
+        size = oom.parse_size(row.group(2), row.group(3)) if row else None
+        if row is None or size is None:
+            return
+        rows = getattr(self, "_summary_rows", None) or {}  # getattr: a state pickled in an older events.idx
+        rows[row.group(1)] = size
+        self._summary_rows = rows
+        kind, why = oom.summary_cause(rows)
+        if kind:
+            self.cause = (kind, why)
 
     def _allocator(self, line: str) -> None:
         """TensorFlow's or XLA's allocator report: the request it failed, then its pool's stats; a pool with room
