@@ -960,3 +960,8 @@ def summary(allocated: int, reserved: int, non_releasable: int) -> str:
 ])
 def test_pytorchs_memory_summary_names_the_kind(table: str, expected: str) -> None:
     assert first_id("torch.cuda.OutOfMemoryError: CUDA out of memory.\n" + table) == expected
+
+
+def test_a_metrics_path_is_no_status() -> None:
+    text = "wandb: eval/runtime 20.1\nwandb: eval/samples_per_second 24.9\n" + bar(400) + PHASE_MESSAGES[1] + "\n"
+    assert first_id(text) == "oom_full"

@@ -32,8 +32,9 @@ _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "up
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
 _NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|"
                          r"(?:acc(?:uracy)?|f1|scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)"
-                         r"\s*[:=]?\s*[-+]?\.?\d)", re.I)
-"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
+                         r"\s*[:=]?\s*[-+]?\.?\d)|\b(?:eval|train|test|val|validation)/\w", re.I)
+"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save; a metric's path
+(`wandb: eval/runtime 20.1`) is no status either."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
                              r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
                              r"convert[\w-]*(?:gguf|ggml|hf|ckpt|safetensors|weights|checkpoint|lora|model))", re.I)
