@@ -158,6 +158,19 @@ FLAT = [
     "模型不学习",
     "loss曲线很平",
     "loss 为 0",
+    # a third round: a fall said to be too small, verbs of shrinking, a request to make it fall
+    "the loss only went down from 2.3 to 2.2 in 10 epochs",
+    "Training loss decreases only slightly after many epochs.",
+    "the loss just goes down a tiny bit",
+    "the val loss and train loss only decrease by 0.01 per epoch",
+    "the loss doesn't diminish",
+    "loss is not declining",
+    "loss won't shrink below 3",
+    "How can I make the loss converge?",
+    "how do I get the loss to go down?",
+    "What should I change so that the model converges?",
+    "应该如何修改，让loss可以下降呢",
+    "怎样才能让模型收敛",
     # Chinese
     "loss不变",
     "训练时loss一直不降",
@@ -307,7 +320,13 @@ QUIET = [
     "the model learns quickly",
     "we log the training loss every 10 steps",
     "loss_scale: 65536.0",
-    "the loss function stays the same, only the data changed",
+    "we use the same loss function as the paper",
+    "a loss of precision in fp16 stays small",
+    # a third round
+    "how do I make the loss go down faster?",
+    "the loss only spikes at the first step, then decreases smoothly",
+    "the loss decreases only after warmup, as expected",
+    "How to make the loss converge faster with a larger batch?",
     HEALTHY,
 ]
 

@@ -134,12 +134,21 @@ CSV = "\n".join(["timestamp, name, utilization.gpu [%], memory.used [MiB]"]
                    for s, u in ((1, 7), (2, 0), (3, 22), (4, 3), (5, 0), (6, 15))])
 
 
+WANDB = "\n".join(f"system/gpu.0.gpu: {u}" for u in (12.5, 0.0, 3.1, 40.2, 0.0, 7.7))
+LIGHTNING_STATS = "\n".join(f"{{'cuda:0/utilization.gpu (%)': {u}.0, 'cuda:0/memory.used (MB)': 20112.0}}"
+                             for u in (4, 0, 31, 2, 0))
+DCGM = "\n".join(f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-1a2b",Hostname="node7"}} {u}' for u in (0, 5, 61, 0, 3))
+ROCM = "\n".join(f"GPU[{i}]\t\t: GPU use (%): {u}" for i, u in enumerate((2, 0, 9, 1)))
+SMI_Q = "\n".join(["    Utilization", "        Gpu                               : 3 %",
+                    "        Memory                            : 1 %"])
+NOHEADER = "\n".join(f"0, {u} %, 21344 MiB" for u in (3, 0, 48, 1, 0, 6))
 CSV_UTIL_ONLY = "utilization.gpu [%]\n3 %\n0 %\n12 %\n0 %\n5 %"  # `--query-gpu=utilization.gpu --format=csv -l 1`
 
 
 @pytest.mark.parametrize("text", [smi([3]), smi([0, 2, 5, 1]), smi([12, 9], used=60000), GPUSTAT, DMON, CSV,
-                                  CSV_UTIL_ONLY], ids=["smi_one", "smi_four", "smi_two", "gpustat", "dmon", "csv",
-                                                       "csv_util_only"])
+                                  CSV_UTIL_ONLY, WANDB, LIGHTNING_STATS, DCGM, ROCM, SMI_Q, NOHEADER],
+                         ids=["smi_one", "smi_four", "smi_two", "gpustat", "dmon", "csv", "csv_util_only", "wandb",
+                              "lightning_stats", "dcgm", "rocm", "smi_q", "csv_noheader"])
 def test_low_utilisation_in_a_table(text: str) -> None:
     assert first_id(text) == "data_starved"
 
@@ -314,6 +323,31 @@ NOT_FEEDING = [
     "Training on the 3090 is slower than on the A100.",
     "Loading the checkpoint files takes longer than the forward pass.",
 ]
+IDLE_FOR_ANOTHER_REASON = [
+    "My GPU is not utilized at all, everything runs on the CPU.",
+    "GPU utilization is 0% because torch.cuda.is_available() returns False.",
+    "Training runs on the CPU instead of the GPU, GPU usage is 0%.",
+    "GPU usage 0%, the model is on device cpu.",
+    "The GPU is not being used, nvidia-smi shows no processes and 0% util.",
+    "GPU utilization is 0% after the process crashed.",
+    "The training hangs at the first step, GPU util 0%, NCCL INFO lines then nothing.",
+    "torch.cuda.is_available() returns False on my laptop.\nGPU usage is 0% and the CPU is at 100% while training.",
+]
+"""An idle GPU with its reason given: nothing runs on it (no CUDA, the CPU trains), the run crashed or hangs."""
+
+
+@pytest.mark.parametrize("text", IDLE_FOR_ANOTHER_REASON)
+def test_an_idle_gpu_with_another_reason_is_not_starvation(text: str) -> None:
+    assert first_id(text) != "data_starved", text
+
+
+def test_deepspeeds_cpu_offload_or_a_containers_empty_process_list_is_no_reason() -> None:
+    text = "offload_optimizer:\n  device: cpu\nNo running processes found\nGPU utilization is only 10-20% during training."
+    assert first_id(text) == "data_starved"
+
+
+def test_a_pause_between_batches_still_counts_beside_a_hang_word() -> None:
+    assert first_id("GPU util drops to 0% and the training hangs for 2 s every 10 steps.") == "data_starved"
 
 
 @pytest.mark.parametrize("text", NOT_FEEDING)
@@ -404,6 +438,9 @@ NOT_STARVED = [
     "nvidia-smi shows 97% while training.",
     "Map:   1%|          | 1000/100000 [00:05<08:15, 200.00 examples/s]",  # under ten minutes in all
     "CPU at 15% usage, GPU at 99%.",
+    "\n".join(f"system/gpu.0.gpu: {u}" for u in (97.5, 99.0, 93.1, 100.0, 98.2)),
+    "\n".join(f"0, {u} %, 21344 MiB" for u in (97, 99, 94, 100, 98)),
+    "\n".join(f"system/gpu.0.memory: {u}" for u in (2.0, 1.0, 3.0, 0.0, 1.0)),  # memory's, not the GPU's
     "Training runs at 8 it/s but evaluation at 1 it/s with 4 workers.",
     "On dataset A I get 5 it/s, on dataset B with longer sequences 1 it/s.",
     "Loading the checkpoint files is really slow from the network drive.",
@@ -413,6 +450,9 @@ NOT_STARVED = [
     "vs `on_train_batch_end` time: 0.2000s). Check your callbacks.",
     "Saving the dataset (8/8 shards): 100%|██████████| 1000000/1000000 [00:40<00:00, 24837.26 examples/s]",
     "\n".join(f"epoch 0 step {i}: throughput 812.1 samples/s, dataloader wait {2.2 - i / 10:.1f}%" for i in range(3)),
+    "\n".join(f"Epoch(train)  [1][{(i + 1) * 50:4d}/7330]  lr: 2.0000e-02  time: {t:.4f}  data_time: {d:.4f}  loss: "
+              f"{2.3 - 0.05 * i:.4f}" for i, (t, d) in enumerate([(2.9, 2.5), (0.512, 0.0101), (0.509, 0.0098),
+                                                                    (0.5102, 0.0093)])),  # the workers' start-up
     "Training is slow because the model is big: 70B in 4-bit on one 24 GB card, 40 s per step, GPU at 100%.",
     "How can I make tokenization faster? It is fine now but I plan to use a larger dataset.",
     TRAINING,

@@ -64,7 +64,7 @@ _STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|
           r"(?:is|are|was|were) around \d|all the time|"
           r"不变|没变|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
           r"都是|一直为|始终为")
-_FALL = (r"decreas\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
+_FALL = (r"decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
          r"go(?:es|ing)? (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
@@ -119,6 +119,20 @@ _ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|wa
 _NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+"
                         r"(?:of|in)\s+(?:the\s+|my\s+)?$", re.I)
 """A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
+_SMALL_BEFORE = re.compile(r"\b(?:only|just|merely)\s+(?:\w+\s+)?$", re.I)
+_SMALL_AFTER = re.compile(r"\s+(?:only\s+|very\s+)?(?:slightly|a (?:tiny |little )?bit|a little|marginally|by (?:only )?0\.0)",
+                          re.I)
+"""A fall said to be too small: `only decreased from 0.7 to 0.6`, `decreases only slightly`, `a tiny bit`."""
+_WISH = re.compile(
+    r"\b(?:how|what)\b[^.?!]{0,40}?\b(?:make|get|help|let)\s+(?:the\s+|my\s+|this\s+|our\s+)?"
+    r"(?:train(?:ing)?\s+)?(?:loss|model|network|training)\s+(?:to\s+)?(?:converge|decrease|go down|drop|fall|learn)|"
+    r"\b(?:how|what)\b[^.?!]{0,40}?\bso (?:that )?(?:the |my )?(?:loss|model|network|training)\s+(?:will |can |would )?"
+    r"(?:converge|decrease|go down|drop|learn)|"
+    r"(?:如何|怎么|怎样)[^。？！?!]{0,20}(?:让|使)[^。？！?!]{0,6}(?:loss|损失|模型)[^。？！?!]{0,6}(?:收敛|下降|降下来)",
+    re.I)
+"""A request to make the loss fall or the model converge: asked because it does not (`how can I make the loss
+converge?`, `让损失可以收敛`); not a wish for a faster fall."""
+_FASTER = re.compile(r"\w*\s+(?:faster|quicker|more quickly|further|even lower|more)\b|\w*\s*(?:更快|更低)", re.I)
 _HEDGED = re.compile(r"\b(?:probably|possibly|maybe|perhaps|might|may|likely|unlikely)\b", re.I)
 """Between a subject and its predicate: only a guess (fairseq's `Your loss is probably exploding` beside its fp16
 floor)."""
@@ -159,6 +173,9 @@ def read(line: str) -> Said | None:
         return None
     if _CODE.search(line) or _MESSAGE.search(line):
         return QUIET
+    wish = _WISH.search(line)
+    if wish is not None and not _FASTER.match(line, wish.end()):
+        return Said("flat", "loss")
     previous = [""]
     found = [said for sentence in _SENTENCE.split(line) if sentence and sentence.strip()
              for said in _sentence(sentence, previous)]
@@ -172,7 +189,9 @@ def read(line: str) -> Said | None:
         found = [s for s in found if s.subject == "loss"]
     if not found:
         one = _STANDSTILL.search(line)
-        return Said("flat", "pred") if one and not _supposed(line[:one.start()]) else None
+        if one and not _supposed(line[:one.start()]):
+            return Said("flat", "pred")
+        return QUIET if _NOT_A_VALUE.search(line) else None
     for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
@@ -236,10 +255,11 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("flat", subject)
     if subject == "lr":
         return Said("flat", subject) if any(p.lastgroup == "zero" for p in _PREDICATE.finditer(scope)) else None
-    last, start = None, 0
+    last, start, at = None, 0, 0
     for p in _PREDICATE.finditer(scope):
         if _INSTEAD.search(scope[:p.start()]):
             continue
+        at = p.start()
         negated = _NEGATION.search(scope[start:p.start()]) is not None or _negated_after(scope[p.end():]) or \
             (last is None and negated_before)
         last, start = (p.lastgroup, negated), p.end()
@@ -249,6 +269,8 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
     verb, negated = last
     if _HEDGED.search(scope[:start]):
         return Said("quiet", subject)
+    if verb == "fall" and not negated and (_SMALL_BEFORE.search(scope[:at]) or _SMALL_AFTER.match(scope[start:])):
+        return _for(subject, "flat")  # `only decreased from 0.7 to 0.6`: a fall reported as too small
     kind = {("still", False): "flat", ("fall", True): "flat", ("rise", False): "rise",
             ("zero", False): "zero", ("fall", False): "fall"}.get((verb, negated), "quiet")
     return _for(subject, kind)
@@ -287,6 +309,9 @@ _STANDSTILL = re.compile(
     re.I)
 """With no subject read: a classifier said to answer one class (`it always predicts the majority class`), an
 update said not to happen (`the optimizer doesn't update the weights`)."""
+_NOT_A_VALUE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*[_ ]?(?:of|fn|scal\w*|weights?|mask|type)\b", re.I)
+"""The word loss naming no training loss's value (`loss of accuracy`, `loss scale`, `loss_fn`): what is
+said after it is said of something else, and the narrower readers must not take it for the loss either."""
 _LISTED = re.compile(r"\s*(?:[,;/|]|->|→|=>|\.\.\.)?\s*")
 _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbecomes\b|\bafter\b", re.I)
 

@@ -167,18 +167,48 @@ _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "groupin
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
 
 
+_ON_CPU = re.compile(
+    r"\b(?:runs?|running|ran|trains?|training|is|are|was|were)\s+(?:\w+\s+)?on\s+(?:the\s+)?CPU\b(?!\s*(?:side|workers?|"
+    r"threads?|cores?))|\bCPU instead of (?:the )?GPU|\bnot (?:even )?(?:being )?(?:used|utili[sz]ed) at all|"
+    r"\b(?:does ?n[o']t|is ?n[o']t|not) (?:even )?(?:use|using) (?:the |my |any )?GPU|"
+    r"cuda\.is_available\(\)\W{0,3}\s*(?:returns?|returned|is|gives|gave|=+|->|prints?)\s*False", re.I)
+"""The run is on the CPU (no CUDA, the CPU trains): the GPU idles because nothing runs on it, not because it waits
+for data."""
+_NOTHING_ON_IT = re.compile(r"(?<![\w])device\s*(?:is\s*)?[=:]?\s*['\"]?cpu\b|\bno (?:running )?processes\b", re.I)
+"""In the same words as the idle GPU only (`GPU usage 0%, the model is on device cpu`, `nvidia-smi shows no processes
+and 0% util`): a config's `device: cpu` (DeepSpeed's offload) or a container's nvidia-smi that lists no process
+says nothing of where training runs."""
+_STOPPED = re.compile(r"\b(?:crash\w*|died|killed|OOM|out of memory|hang\w*|hung|stuck|frozen|freez\w*|deadlock\w*|"
+                      r"no progress|never (?:starts?|progress\w*)|after the (?:error|exception))\b", re.I)
+"""The run stopped or hangs: an idle GPU then says so, not that it is fed too slowly."""
+
+
+def idle_elsewhere(line: str) -> bool:
+    """The line gives another reason for an idle GPU: the run is on the CPU, crashed or hangs."""
+    return bool(_ON_CPU.search(line) or _NOTHING_ON_IT.search(line) or _STOPPED.search(line))
+
+
 def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     """The user's words that say the GPU waits for data, as facts (None when the line says nothing of it)."""
     if _code(line) or _PROGRAM.search(line):
         return None
+    said = _said(line, after_iteration)
+    if said is not None and said["said"] in ("util", "cpu_busy") and idle_elsewhere(line):
+        # `GPU usage is 0%, torch.cuda.is_available() returns False`: idle, not waiting; the line's other words
+        # still count (`the GPU drops to 0% and training hangs for 2 s every 10 steps`: a pause between batches)
+        said = _said(line, after_iteration, util=False)
+    return said
+
+
+def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, object] | None:
     low = line.lower()  # the cheap tests first: this runs on every line of a log
-    if ("cpu" in low or "core" in low or "htop" in low) and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
+    if util and ("cpu" in low or "core" in low or "htop" in low) and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
                          _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
         # before the GPU's words: the CPU is the cause named
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
-    util = _util_said(line) if any(w in low for w in _UTIL_WORDS) else None
-    if util is not None:
-        return util
+    said_util = _util_said(line) if util and any(w in low for w in _UTIL_WORDS) else None
+    if said_util is not None:
+        return said_util
     prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or \
         (_slowdown_said(line) if any(w in low for w in _THEN_WORDS) else None) or \
         (_stall_said(line) if "before" in low else None) or \
@@ -196,7 +226,7 @@ def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
     if after_iteration and _DELAY_HERE.search(line):
         return {"said": "delay", "quote": line.strip()[:300]}
     fed = fed_slowly(line) if any(word in low for word in _FED_WORDS) else None
-    return {"said": fed, "quote": line.strip()[:300]} if fed else None
+    return {"said": fed, "quote": line.strip()[:300]} if fed and (util or fed == "loader") else None
 
 
 _SWING = re.compile(r"spik|saw-?tooth|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
@@ -382,6 +412,15 @@ def _prep_said(line: str) -> dict[str, object] | None:
 _SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
 _GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
 _CSV_HEADER = re.compile(r"utilization\.gpu", re.I)
+_KEYED_UTIL = re.compile(
+    r"\bgpu\.\d+\.gpu\b['\"]?\s*[:=,]?\s*(\d+(?:\.\d+)?)(?![\d.]*\s*(?:MiB|GB|MB))|"  # wandb's system metrics
+    r"utilization\.gpu \(%\)['\"]?\s*[:=]\s*(\d+(?:\.\d+)?)|"  # Lightning's DeviceStatsMonitor
+    r"\bDCGM_FI_DEV_GPU_UTIL\{[^}]*\}\s+(\d+(?:\.\d+)?)|"  # DCGM's exporter
+    r"GPU\[\d+\]\s*:\s*GPU use \(%\)\s*:\s*(\d+)|"  # rocm-smi
+    r"^\s*Gpu\s*:\s*(\d+)\s*%\s*$")  # nvidia-smi -q -d UTILIZATION
+"""The GPU's utilisation under its own key in a monitor's output (memory utilisation has keys of its own)."""
+_NOHEADER_CSV = re.compile(r"^[^%]*?(\d{1,3})\s*%\s*,\s*(\d+)\s*MiB\b")
+"""`--query-gpu=index,utilization.gpu,memory.used --format=csv,noheader`: `0, 5 %, 20000 MiB`."""
 _DMON_HEADER = re.compile(r"^\s*#\s*gpu\s+.*\bsm\b", re.I)
 READINGS = 4
 """Utilisation readings enough to judge a GPU's average (one snapshot can fall between two busy steps)."""
@@ -416,7 +455,15 @@ class UtilSamples:
         return True
 
     def _reading(self, line: str) -> int | None:
+        if ("gpu" in line or "GPU" in line or "Gpu" in line) and ("%" in line or "gpu." in line or "UTIL" in line):
+            keyed = _KEYED_UTIL.search(line)
+            if keyed:
+                value = float(next(g for g in keyed.groups() if g is not None))
+                return round(value) if value <= 100 else None
         if "MiB" in line:
+            noheader = _NOHEADER_CSV.match(line) if self._csv is None and "," in line else None
+            if noheader and line.count("%") == 1:
+                return int(noheader.group(1)) if int(noheader.group(2)) >= 1024 else None
             return self._smi(line)
         if "MB" in line and "%" in line:
             gpustat = _GPUSTAT_ROW.search(line)
@@ -789,6 +836,7 @@ class StarveText:
     _blamed_line: str = ""  # the user's line that names the loader as the reason
     _blame_done: bool = False
     _util_done: bool = False
+    _on_cpu: str = ""  # a line that says the run is on the CPU: an idle GPU in words later is no starvation
 
     def _blamed(self, line: str, step: int) -> list[Finding]:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
@@ -847,7 +895,10 @@ class StarveText:
                                  "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
             found += self._blamed(line, step)
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
-        if said is not None:
+        if not self._on_cpu and ("cpu" in line.lower() or "process" in line or "available" in line) and \
+                _ON_CPU.search(line):
+            self._on_cpu = line.strip()[:300]
+        if said is not None and not (said["said"] in ("util", "cpu_busy") and self._on_cpu):
             found.append(Finding("data_starved", step, dict(said, text="said")))
         self._after_iteration = bool(_ITERATION.search(line))
         return found

@@ -119,6 +119,8 @@ class TextWatch:
     _meter_data: float = 0.0  # seconds waited for data over the timer lines seen
     _meter_total: float = 0.0  # and their wall time
     _meter_lines: int = 0
+    _meter_first_data: float = 0.0  # the first timed line's wait for data (the workers' start-up) and its time
+    _meter_first_total: float = 0.0
 
     def line(self, line: str, step: int) -> list[Finding]:
         """Fold one output line in; the findings it completes."""
@@ -217,15 +219,23 @@ class TextWatch:
         if average:
             self._meter_data, self._meter_total, self._meter_lines = data, total, max(self._meter_lines + 1, 3)
         else:
+            if self._meter_lines == 0:
+                self._meter_first_data, self._meter_first_total = data, total
             self._meter_data += data
             self._meter_total += total
             self._meter_lines += 1
         if self._meter_lines < 3 and not average or self._meter_total < 0.05 or \
-                self._meter_data < METER_SHARE * self._meter_total:
+                self._meter_data < METER_SHARE * self._meter_total or not average and self._steady_fed():
             return []
         return [Finding("data_starved", step, {"text": "data_time", "line": line.strip()[:300],
                                                "time": self._meter_total, "data": self._meter_data,
                                                "average": average, "lines": self._meter_lines})]
+
+    def _steady_fed(self) -> bool:
+        """The lines after the first wait for data less than a quarter of their time: the first interval's wait was
+        the loader's start (workers spawning, caches filling), a warm-up, not a loader that cannot keep up."""
+        data, total = self._meter_data - self._meter_first_data, self._meter_total - self._meter_first_total
+        return total > 0 and data < METER_SHARE * total
 
     def _preprocessing(self, line: str, step: int) -> list[Finding]:
         """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
