@@ -965,3 +965,43 @@ def test_pytorchs_memory_summary_names_the_kind(table: str, expected: str) -> No
 def test_a_metrics_path_is_no_status() -> None:
     text = "wandb: eval/runtime 20.1\nwandb: eval/samples_per_second 24.9\n" + bar(400) + PHASE_MESSAGES[1] + "\n"
     assert first_id(text) == "oom_full"
+
+
+_COLAB_TOP = (
+    "OutOfMemoryError                          Traceback (most recent call last)\n"
+    "<ipython-input-14-3435b262f1ae> in <cell line: 1>()\n----> 1 trainer.train()\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in train(self, resume_from_checkpoint, trial, "
+    "ignore_keys_for_eval, **kwargs)\n"
+    "   1553             hf_hub_utils.enable_progress_bars()\n   1554         else:\n"
+    "-> 1555             return inner_training_loop(\n   1556                 args=args,\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in _inner_training_loop(self, batch_size, args, "
+    "resume_from_checkpoint, trial, ignore_keys_for_eval)\n"
+    "   1928 \n-> 1929                 self._maybe_log_save_evaluate(tr_loss, model, trial, epoch, ignore_keys_for_eval)\n"
+    "   1930             else:\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in _maybe_log_save_evaluate(self, tr_loss, model, "
+    "trial, epoch, ignore_keys_for_eval)\n")
+
+
+@pytest.mark.parametrize(("inner", "expected"), [
+    ("   2290         if self.control.should_save:\n-> 2291             self._save_checkpoint(model, trial, "
+     "metrics=metrics)\n   2292             self.control = self.callback_handler.on_save(self.args, self.state)\n\n"
+     "11 frames\n", "oom_at_save"),
+    ("   2252         if self.control.should_evaluate:\n-> 2253             metrics = self.evaluate(ignore_keys="
+     "ignore_keys_for_eval)\n\n9 frames\n", "oom_at_eval"),
+])
+def test_colabs_collapsed_frames(inner: str, expected: str) -> None:
+    """Colab folds the inner frames (`11 frames`): the last frame shown calls into the phase."""
+    assert first_id(_COLAB_TOP + inner + "/usr/local/lib/python3.10/dist-packages/torch/serialization.py in "
+                    "_save(obj, zip_file, pickle_module, pickle_protocol)\n\nOutOfMemoryError: CUDA out of memory. "
+                    "Tried to allocate 64.00 MiB (GPU 0; 14.75 GiB total capacity; 13.62 GiB already allocated; "
+                    "10.81 MiB free; 13.86 GiB reserved in total by PyTorch)\n"
+                    if expected == "oom_at_save" else
+                    _COLAB_TOP + inner + "OutOfMemoryError: CUDA out of memory.\n") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("在验证阶段报错 CUDA out of memory\n", "oom_at_eval"),
+    ("保存模型的时候出现 torch.cuda.OutOfMemoryError\n", "oom_at_save"),
+])
+def test_a_chinese_sentence_that_names_the_error(text: str, expected: str) -> None:
+    assert first_id(text) == expected
