@@ -844,3 +844,164 @@ def test_still_more_wordings_that_say_no_phase_nor_neighbour(text: str) -> None:
 ])
 def test_memory_held_by_the_allocator_but_unusable(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (NO_NUMBERS[0] + "\nIt turned out GPU 0 was already occupied by a colleague's notebook.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe card is busy with an inference server.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe GPU is in use by another container.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe GPU is not used by anything else.\n", "oom_full"),
+])
+def test_a_card_said_to_be_taken(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    # the paste lost the card's total; the cache alone held the request
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. Of the allocated memory 30.10 GiB is "
+     "allocated by PyTorch, and 3.50 GiB is reserved by PyTorch but unallocated.", oom.FRAGMENTATION),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. Of the allocated memory 30.10 GiB is "
+     "allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.", oom.UNKNOWN),
+])
+def test_a_cache_that_held_the_request_without_the_cards_total(line: str, kind: str) -> None:
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == kind
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I get CUDA out of memory because another process is using the GPU.\n", "oom_other_process"),
+    ("We hit CUDA error: out of memory, caused by memory fragmentation after long sequences.\n", "oom_fragmentation"),
+    ("RuntimeError: CUDA error: out of memory (another process?)\n", "oom_full"),
+])
+def test_the_cause_in_the_sentence_that_names_the_oom(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # sample images generated during training: the run's evaluation
+    ("\ngenerating sample images at step / サンプル画像生成 ステップ: 500\n" + PHASE_MESSAGES[1] + "\n", "oom_at_eval"),
+    (plain(frame("/home/me/sd-scripts/train_network.py", "train", "self.sample_images(accelerator, args, epoch)"),
+           frame("/home/me/sd-scripts/library/train_util.py", "sample_images_common", "image = pipeline(prompt)"))
+     + PHASE_MESSAGES[3] + "\n", "oom_at_eval"),
+    (plain(frame("/home/me/train_dreambooth_lora.py", "main", "images = log_validation(pipeline, args, accelerator)"),
+           frame(SITE + "diffusers/pipelines/pipeline_utils.py", "__call__", "latents = self.vae.decode(latents)"))
+     + PHASE_MESSAGES[3] + "\n", "oom_at_eval"),
+    # vLLM could not fit its KV cache: the card was short of memory
+    ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+     "the engine.\n", "oom_full"),
+])
+def test_samples_during_training_and_a_kv_cache_that_does_not_fit(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Before I even start the script, nvidia-smi shows 10 GB used on GPU 0.", "oom_other_process"),
+    ("nvidia-smi says 23 GB is in use and nothing is running.", "oom_other_process"),
+    ("Before training I checked the batch size twice.", "oom_full"),
+    ("Nothing else is running and my script uses all 24 GB by itself.", "oom_full"),
+])
+def test_memory_held_before_the_run_starts(words: str, expected: str) -> None:
+    assert first_id(_BARE + words + "\n") == expected
+
+
+_KERAS = ("Epoch 1/10\n1875/1875 [==============================] - 41s 21ms/step - loss: 0.4121 - accuracy: 0.8712 - "
+          "val_loss: 0.3012 - val_accuracy: 0.9011\nEpoch 2/10\n")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the epoch's steps all done, its closing line not printed yet: Keras is validating
+    (_KERAS + "1875/1875 [==============================] - ETA: 0s - loss: 0.2817 - accuracy: 0.9120\n", "oom_at_eval"),
+    # mid-epoch
+    (_KERAS + " 912/1875 [=============>................] - ETA: 19s - loss: 0.2817 - accuracy: 0.9120\n", "oom_full"),
+    # no validation configured: the epoch's end is no evaluation
+    ("Epoch 1/10\n1875/1875 [==============================] - ETA: 0s - loss: 0.2817 - accuracy: 0.9120\n",
+     "oom_full"),
+])
+def test_keras_validating_at_the_epochs_end(text: str, expected: str) -> None:
+    assert first_id(text + NO_NUMBERS[6] + "\n") == expected
+
+
+@pytest.mark.parametrize(("config", "step", "expected"), [
+    ("--eval_strategy epoch --save_strategy no --num_train_epochs 4\n", 500, "oom_at_eval"),
+    ("evaluation_strategy: epoch\nsave_strategy: epoch\nnum_train_epochs: 4\n", 1000, "oom_at_eval"),
+    ("save_strategy=epoch,\neval_strategy=no,\nnum_train_epochs=4,\n", 1500, "oom_at_save"),
+    ("--eval_strategy epoch --num_train_epochs 4\n", 730, "oom_full"),
+])
+def test_the_step_it_stopped_at_against_an_epochs_length(config: str, step: int, expected: str) -> None:
+    assert first_id(config + bar(step - 1) + bar(step) + PHASE_MESSAGES[1] + "\n") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Saving model checkpoint to out/checkpoint-500\nOSError: [Errno 12] Cannot allocate memory\n", "oom_at_save"),
+    ("OSError: [Errno 12] Cannot allocate memory\n", "exception"),
+])
+def test_the_hosts_cannot_allocate_is_no_gpu_oom(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def summary(allocated: int, reserved: int, non_releasable: int) -> str:
+    """torch.cuda.memory_summary()'s table, its current usage column in MiB."""
+    return ("|===========================================================================|\n"
+            "|                  PyTorch CUDA memory summary, device ID 0                 |\n"
+            "|---------------------------------------------------------------------------|\n"
+            "|            CUDA OOMs: 1            |        cudaMalloc retries: 4         |\n"
+            "|===========================================================================|\n"
+            "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n"
+            "|---------------------------------------------------------------------------|\n"
+            f"| Allocated memory      | {allocated:>6} MiB | {allocated + 900:>6} MiB |  12345 GiB |  12330 GiB |\n"
+            f"| Active memory         | {allocated:>6} MiB | {allocated + 900:>6} MiB |  12345 GiB |  12330 GiB |\n"
+            f"| GPU reserved memory   | {reserved:>6} MiB | {reserved:>6} MiB |  40960 MiB |      0 B   |\n"
+            f"| Non-releasable memory | {non_releasable:>6} MiB | {non_releasable + 100:>6} MiB |   9999 GiB |   9990 GiB |\n")
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    (summary(14100, 22800, 7900), "oom_fragmentation"),
+    (summary(21900, 22800, 600), "oom_full"),
+])
+def test_pytorchs_memory_summary_names_the_kind(table: str, expected: str) -> None:
+    assert first_id("torch.cuda.OutOfMemoryError: CUDA out of memory.\n" + table) == expected
+
+
+def test_a_metrics_path_is_no_status() -> None:
+    text = "wandb: eval/runtime 20.1\nwandb: eval/samples_per_second 24.9\n" + bar(400) + PHASE_MESSAGES[1] + "\n"
+    assert first_id(text) == "oom_full"
+
+
+_COLAB_TOP = (
+    "OutOfMemoryError                          Traceback (most recent call last)\n"
+    "<ipython-input-14-3435b262f1ae> in <cell line: 1>()\n----> 1 trainer.train()\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in train(self, resume_from_checkpoint, trial, "
+    "ignore_keys_for_eval, **kwargs)\n"
+    "   1553             hf_hub_utils.enable_progress_bars()\n   1554         else:\n"
+    "-> 1555             return inner_training_loop(\n   1556                 args=args,\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in _inner_training_loop(self, batch_size, args, "
+    "resume_from_checkpoint, trial, ignore_keys_for_eval)\n"
+    "   1928 \n-> 1929                 self._maybe_log_save_evaluate(tr_loss, model, trial, epoch, ignore_keys_for_eval)\n"
+    "   1930             else:\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in _maybe_log_save_evaluate(self, tr_loss, model, "
+    "trial, epoch, ignore_keys_for_eval)\n")
+
+
+@pytest.mark.parametrize(("inner", "expected"), [
+    ("   2290         if self.control.should_save:\n-> 2291             self._save_checkpoint(model, trial, "
+     "metrics=metrics)\n   2292             self.control = self.callback_handler.on_save(self.args, self.state)\n\n"
+     "11 frames\n", "oom_at_save"),
+    ("   2252         if self.control.should_evaluate:\n-> 2253             metrics = self.evaluate(ignore_keys="
+     "ignore_keys_for_eval)\n\n9 frames\n", "oom_at_eval"),
+])
+def test_colabs_collapsed_frames(inner: str, expected: str) -> None:
+    """Colab folds the inner frames (`11 frames`): the last frame shown calls into the phase."""
+    assert first_id(_COLAB_TOP + inner + "/usr/local/lib/python3.10/dist-packages/torch/serialization.py in "
+                    "_save(obj, zip_file, pickle_module, pickle_protocol)\n\nOutOfMemoryError: CUDA out of memory. "
+                    "Tried to allocate 64.00 MiB (GPU 0; 14.75 GiB total capacity; 13.62 GiB already allocated; "
+                    "10.81 MiB free; 13.86 GiB reserved in total by PyTorch)\n"
+                    if expected == "oom_at_save" else
+                    _COLAB_TOP + inner + "OutOfMemoryError: CUDA out of memory.\n") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("在验证阶段报错 CUDA out of memory\n", "oom_at_eval"),
+    ("保存模型的时候出现 torch.cuda.OutOfMemoryError\n", "oom_at_save"),
+])
+def test_a_chinese_sentence_that_names_the_error(text: str, expected: str) -> None:
+    assert first_id(text) == expected

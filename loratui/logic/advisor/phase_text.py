@@ -32,8 +32,9 @@ _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "up
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
 _NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|"
                          r"(?:acc(?:uracy)?|f1|scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)"
-                         r"\s*[:=]?\s*[-+]?\.?\d)", re.I)
-"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
+                         r"\s*[:=]?\s*[-+]?\.?\d)|\b(?:eval|train|test|val|validation)/\w", re.I)
+"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save; a metric's path
+(`wandb: eval/runtime 20.1`) is no status either."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
                              r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
                              r"convert[\w-]*(?:gguf|ggml|hf|ckpt|safetensors|weights|checkpoint|lora|model))", re.I)
@@ -74,12 +75,24 @@ _INTERVAL = re.compile(r"\b(eval|save)_steps\b['\"]?\s*[:=]?\s*['\"]?(\d{1,7})\b
 _EVAL_OFF = re.compile(r"\beval(?:uation)?_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:IntervalStrategy\.)?no\b|"
                        r"\bdo_eval\b['\"]?\s*[:=]?\s*['\"]?false\b", re.I)
 """Evaluation switched off, whatever eval_steps says."""
+_PER_EPOCH = re.compile(r"\b(eval|evaluation|save)_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:IntervalStrategy\.|"
+                        r"SaveStrategy\.)?epoch\b", re.I)
+_EPOCHS = re.compile(r"\bnum_train_epochs\b['\"]?\s*[:=]?\s*['\"]?(\d{1,4})(?:\.0)?\b")
+"""Evaluating or saving once an epoch, and how many epochs: with the training bar's total, an epoch's length."""
 _EVAL_DONE = re.compile(r"['\"]eval_(?:loss|runtime)['\"]\s*:")
 """The Trainer's evaluation results (`{'eval_loss': 1.04, 'eval_runtime': 61.2, ...}`): that evaluation finished."""
 _NB_PROGRESS = re.compile(r"^\s*\[\s*\d{1,9}/\d{1,9}\s+[\d:]{4,12}(?:\s*<\s*[\d:]{4,12})?(?:,\s*[\d.]+\s*it/s)?"
                           r"(?P<epoch>,\s*Epoch\s+[\d.]+/\d+)?\s*\]")
 """transformers' notebook progress pasted as text: the training's shows its epoch (` [ 500/1000 10:00 < 10:00, 0.83
 it/s, Epoch 0.50/1]`), the evaluation's does not (` [ 23/125 00:05 < 00:24]`)."""
+_SAMPLING = re.compile(r"^\W*(?:generating|sampling|creating)\s+(?:\d+\s+)?(?:sample|validation|eval)\s*(?:images?|"
+                       r"videos?|audio|outputs?)?\b", re.I)
+"""A trainer drawing samples to judge the model during training (sd-scripts' `generating sample images at step`,
+diffusers' `Generating 4 validation images`): its evaluation."""
+_KERAS_BAR = re.compile(r"^\s*(\d{1,9})/(\d{1,9}) \[[=>.]+\] - ETA: 0s\b")
+"""Keras' progress bar with all of an epoch's steps done but its closing line (`- 41s 21ms/step - ... - val_loss`)
+not printed yet: what runs now is the epoch's end, its validation when the run validates."""
+_KERAS_VALIDATES = re.compile(r"\s- val_\w+: |validation_data\s*=|validation_split\s*=")
 _TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
 """TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
 (evaluation during fit or evaluate()) or predict step."""
@@ -96,7 +109,8 @@ _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-sm
                             r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
-_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart", "process", "other", "else", "zombie", "orphan", "stale",
+_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart",
+                "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
@@ -197,7 +211,11 @@ class PhaseText:
     smi: list[tuple[int, int, int]] = field(default_factory=list)  # (gpu, pid, bytes) of nvidia-smi's process rows
 
     def train_log(self) -> None:
-        """A training log arrived: the run is back in its training steps."""
+        """A training log arrived: the run is back in its training steps (unless it is the log the banner's own line
+        carries: Keras' bar at an epoch's end prints the epoch's loss)."""
+        if getattr(self, "_log_on_banner", False):
+            self._log_on_banner = False
+            return
         if not self.frozen:
             self.banner = ""
 
@@ -231,7 +249,7 @@ class PhaseText:
     def line(self, line: str) -> None:
         """Fold one output line in."""
         self._status(line)
-        if "_steps" in line or "_strategy" in line or "do_eval" in line:
+        if "_steps" in line or "_strategy" in line or "do_eval" in line or "_epochs" in line:
             self._settings(line)
         if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
             self._eval_done_at = self.progress[0]
@@ -244,6 +262,8 @@ class PhaseText:
             rows = getattr(self, "smi", None)  # getattr: a state pickled in an older events.idx
             if row is not None and (rows is None or len(rows) < 64):
                 self.smi = (rows or []) + [row]
+        if "memory " in line and line.lstrip().startswith("|"):
+            self._summary(line)
         if "llocate" in line or "Limit:" in line or "InUse:" in line or "FreeBlock:" in line:
             self._allocator(line)
         if "checkpoint-" in line:
@@ -263,6 +283,11 @@ class PhaseText:
                 every[match.group(1)] = int(match.group(2))
         if _EVAL_OFF.search(line):
             every["eval_off"] = 1
+        for match in _PER_EPOCH.finditer(line):
+            every["save_epoch" if match.group(1).lower() == "save" else "eval_epoch"] = 1
+        epochs = _EPOCHS.search(line)
+        if epochs and int(epochs.group(1)) > 0:
+            every["epochs"] = int(epochs.group(1))
         self.every = every
 
     def _interval_phase(self) -> tuple[str, list[str]]:
@@ -273,6 +298,13 @@ class PhaseText:
         if not every or self.progress is None or self.progress[0] <= 0:
             return "", []
         step, line = self.progress
+        every = dict(every)
+        bar = _PROGRESS.search(line)
+        total, epochs = (int(bar.group(2)) if bar else 0), every.get("epochs", 0)
+        if total and epochs and total % epochs == 0:  # an epoch's length in steps, for once-an-epoch intervals
+            for phase in ("eval", "save"):
+                if every.get(phase + "_epoch"):
+                    every[phase] = total // epochs
         due = [phase for phase in ("eval", "save") if every.get(phase) and step % every[phase] == 0]
         if "eval" in due and (every.get("eval_off") or getattr(self, "_eval_done_at", None) == step):
             due.remove("eval")
@@ -280,6 +312,19 @@ class PhaseText:
             return "", []
         what = "evaluates" if due[0] == "eval" else "saves a checkpoint"
         return due[0], [f"the run stopped at step {step}, where it {what} ({due[0]}_steps={every[due[0]]}):", line]
+
+    def _summary(self, line: str) -> None:
+        """A row of torch.cuda.memory_summary(): a large non-releasable share is fragmentation."""
+        row = oom.SUMMARY_ROW.match(line)
+        size = oom.parse_size(row.group(2), row.group(3)) if row else None
+        if row is None or size is None:
+            return
+        rows = getattr(self, "_summary_rows", None) or {}  # getattr: a state pickled in an older events.idx
+        rows[row.group(1)] = size
+        self._summary_rows = rows
+        kind, why = oom.summary_cause(rows)
+        if kind:
+            self.cause = (kind, why)
 
     def _allocator(self, line: str) -> None:
         """TensorFlow's or XLA's allocator report: the request it failed, then its pool's stats; a pool with room
@@ -357,8 +402,15 @@ class PhaseText:
         says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
         if self.frozen:
             return
+        if "val" in line and _KERAS_VALIDATES.search(line):
+            self._keras_validates = True
         if "/" in line and "[" in line:
             self._bar_moved(line)
+            keras = _KERAS_BAR.match(line) if "ETA: 0s" in line else None
+            if keras and keras.group(1) == keras.group(2) and getattr(self, "_keras_validates", False):
+                self._announce("eval", line)
+                self._log_on_banner = True
+                return
             if "]" in line and self._notebook_bar(line):
                 return
         bar_at = line.find("|")
@@ -388,6 +440,9 @@ class PhaseText:
             return
         if ("export" in line or "merge" in line or "convert" in line) and _EXPORT_COMMAND.search(line):
             self._announce("save", line)
+            return
+        if ("ampl" in line or "alidation" in line) and _SAMPLING.match(line):
+            self._announce("eval", line)
             return
         if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
             self._announce("eval", line)
