@@ -196,11 +196,16 @@ TIMERS = [
     "\n".join(f"it {i}: fetch_time=1.85 compute_time=0.31 loss=1.{i}" for i in (1, 2, 3)),
     "\n".join(f"Iter {i}/5000 | data_load: 880ms | train: 240ms | loss {2.1 - i / 100:.3f}" for i in range(10, 60, 10)),
     "\n".join(f"epoch 0 step {i}: throughput 12.1 samples/s, dataloader wait {78.2 - i:.1f}%" for i in range(3)),
+    "Training is very slow, it needs weeks to finish:\n2024-01-05 10:00:00 - INFO - Epoch [1][40/5000]  lr: 0.01, "
+    "eta: 40 days, 1:00:00, time: 18.120, data_time: 7.503, memory: 6100, loss: 5.9",  # one line, and the words
+    "\n".join(f"Train: [1/50][{i}/800] Data {d:.3f} (0.412) Batch {b:.3f} (0.903) Remain 20:11:00 loss: 0.71"
+              for i, (d, b) in enumerate([(0.01, 0.4), (0.9, 1.3), (0.01, 0.4)], 30)),  # running averages
 ]
 
 
 @pytest.mark.parametrize("text", TIMERS, ids=["imagenet", "mmengine", "batch_data", "detectron2", "data_step",
-                                               "fetch_compute", "data_load_ms", "wait_share"])
+                                               "fetch_compute", "data_load_ms", "wait_share", "one_line_said_slow",
+                                               "batch_data_averages"])
 def test_a_loader_timer_that_dominates(text: str) -> None:
     assert first_id(text) == "data_starved"
 
@@ -295,6 +300,17 @@ FEEDING = [
     'DataLoader is slow when reading from a mounted Google Drive in Colab.',
     'How can I speed up my dataloader? It takes longer than the forward pass.',
     'The forward pass takes 0.1 s but each batch takes 1.5 s to arrive.',
+    "After every 10 iterations the training stalls for about 2 seconds.",
+    "Every few batches there is a short freeze, which adds up over an epoch.",
+    "On every 8th step I see a hiccup of ~3 s, the rest runs smoothly.",
+    "The GPU has to wait a long time for the CPU in every iteration.",
+    "The GPUs wait quite a while for data between steps.",
+    "There is a big bottleneck while the images are being decoded.",
+    "The bottleneck shows up when the batches are being loaded from disk.",
+    "It gets slower and slower towards the end of the tokenization.",
+    "Extremely slow during the preprocessing of the dataset.",
+    "Training sometimes freezes for a few seconds and GPU util drops to 0% meanwhile.",
+    "The code occasionally hangs at a step, all workers at 100% CPU and GPU utilization 0%.",
 ]
 """The feeder and its verdict, or the GPU and its wait, in many wordings."""
 FEEDING_ZH = [
@@ -302,6 +318,10 @@ FEEDING_ZH = [
     '数据读取是瓶颈',
     '读取数据太慢，GPU 经常处于等待状态',
     'dataloader 很慢',
+    "从 dataloader 取数据时快时慢",
+    "每 20 个 batch 卡 10 秒左右",
+    "数据放在 NAS 上，训练很慢",
+    "GPU利用率基本是0",
     '数据集 map 太慢了',
 ]
 
@@ -445,6 +465,9 @@ NOT_STARVED = [
     "On dataset A I get 5 it/s, on dataset B with longer sequences 1 it/s.",
     "Loading the checkpoint files is really slow from the network drive.",
     "The first step takes 60 s (torch.compile), then 0.2 s/step.",
+    "2024-01-05 10:00:00 - INFO - Epoch [1][40/5000]  lr: 0.01, eta: 4:00:00, time: 1.120, data_time: 0.503, "
+    "memory: 6100, loss: 5.9",  # one line, nobody says it is slow
+    "Every 500 steps the training pauses to save a checkpoint.",
     "Downloading data: 45%|████▌     | 4.5G/10.0G [30:00<36:40, 2.5MB/s]",
     "WARNING:tensorflow:Callback method `on_train_batch_end` is slow compared to the batch time (batch time: 0.0100s "
     "vs `on_train_batch_end` time: 0.2000s). Check your callbacks.",

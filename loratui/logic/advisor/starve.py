@@ -26,7 +26,7 @@ _UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?
 _LOW = (r"(?:very |quite |extremely |really |so |too |pretty )?(?:low|lower|poor|bad|idle|underutili[sz]ed|"
         r"under[- ]utili[sz]ed|not (?:fully )?(?:used|utili[sz]ed)|zero|spiky|spikes?|spiking|oscillat\w*|"
         r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drop(?:s|ping|ped)? (?:to|down)|"
-        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅|"
+        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|(?:都|总|基本|几乎)?是\s*0(?![\d.])|只有|仅|"
         r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB))|saw-?tooth)")
 """What a starved GPU's utilisation does: stays low, or swings between busy and idle."""
 _PCT = r"(\d{1,3})\s*%"
@@ -41,13 +41,15 @@ _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 _PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
                  r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
-_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|forever|ages|a long time|too long|very long|hours?|"
+_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|unusabl\w*|forever|ages|a long time|too long|very long|hours?|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
 _MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
                          r"takes? forever|never finish\w*|hangs?\b|stuck)", re.I)
 """`map slows down to a crawl at around 80% done`: the lowercase word (not mAP, the detection metric) and a crawl."""
-_PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG, re.I)
+_PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG + r"|"
+                        r"\b(?:slow(?:er|est|s|ly)?|crawl\w*|takes? forever)\b[^.!?\n]{0,40}?\b(?:of|in|during|for|at) (?:the |my |our )?"
+                        + _PREP_SUBJECT, re.I)
 """Preprocessing said to take long: `the tokenization process is taking forever`, `“Running tokenizer on dataset”就要等
 半小时以上`, `tokenizing 7.5K rows ... instead of 17 minutes`."""
 PREP_SAID_MIN = 10
@@ -102,10 +104,15 @@ _STORAGE_SLOW = re.compile(
     r"HDD|hard (?:disk|drive)|spinning disk|lustre|sshfs|shared file ?system)\b|"
     r"\b(?:NFS|network (?:file ?system|drive|storage|disk|share)|s3|GCS|Google Drive|mounted drive|HDD|hard (?:disk|"
     r"drive)|lustre|sshfs|shared file ?system)\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|"
-    r"ages))\b", re.I)
+    r"ages))\b|"
+    r"(?:机械硬盘|网络存储|网盘|NAS|NFS|挂载|共享存储)[^。！？\n]{0,30}(?:慢|瓶颈)|(?:慢|瓶颈)[^。！？\n]{0,30}(?:机械硬盘|网络存储|网盘|NAS|NFS)",
+    re.I)
 """Reading the data from slow storage (a network file system, a bucket, a spinning disk), in the user's words."""
 _DELAY = re.compile(
-    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait)s?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
+    r"\b(?:after|at|before|on|in|for)? ?(?:every|each) (?:few |\d+(?:st|nd|rd|th)? |other )?(?:training )?(?:batch|iteration|iter|"
+    r"step)e?s?\b"
+    r"[^.!?\n]{0,40}?\b(?:delay\w*|paus\w*|stall\w*|lag\w*|gap|freez\w*|hang\w*|hiccup\w*|wait\w*|stutter\w*)\b|"
+    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait|stutter)(?:s|ing|ed)?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
     r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
     r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
     r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
@@ -153,12 +160,13 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
 """The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
 but it is still slow`)."""
 _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据", "epoch",
+               "every", "each", "硬盘", "存储", "nas", "nfs",
                "num_workers", "delay", "pause", "stall", "lag", "gap", "freez", "hang", "hiccup", "wait", "停顿", "卡",
                "crawl", "forever", " s ", "sec", "second", "min")
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
 _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "dominat", "limited", "wait", "throttl",
               "starved", "held back", "used", "utili", "busy", "saturat", "慢", "等", "空转", "闲着", "most", "half",
-              "majority", "bulk", "% of")
+              "majority", "bulk", "% of", "卡")
 """Words one of starve_words' verdicts needs (lowercase)."""
 _THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it")
@@ -183,9 +191,16 @@ _STOPPED = re.compile(r"\b(?:crash\w*|died|killed|OOM|out of memory|hang\w*|hung
 """The run stopped or hangs: an idle GPU then says so, not that it is fed too slowly."""
 
 
+_NOW_AND_THEN = re.compile(r"\b(?:sometimes|occasionally|periodically|intermittent\w*|from time to time|every|each|"
+                           r"for (?:a (?:few|couple of) |several |\d+ |~\d+ )?(?:seconds?|secs?|s|minutes?|mins?|a while)|"
+                           r"then (?:continues|resumes|goes on))\b", re.I)
+"""A hang now and then is a stall (`the code sometimes just hangs at a single step ... GPU 0%`), not a stopped run."""
+
+
 def idle_elsewhere(line: str) -> bool:
-    """The line gives another reason for an idle GPU: the run is on the CPU, crashed or hangs."""
-    return bool(_ON_CPU.search(line) or _NOTHING_ON_IT.search(line) or _STOPPED.search(line))
+    """The line gives another reason for an idle GPU: the run is on the CPU, crashed or hangs for good."""
+    stopped = _STOPPED.search(line) is not None and _NOW_AND_THEN.search(line) is None
+    return bool(_ON_CPU.search(line) or _NOTHING_ON_IT.search(line) or stopped)
 
 
 def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
@@ -851,6 +866,11 @@ class StarveText:
             quote = self._slow_said + (" / " + self._blamed_line if self._blamed_line != self._slow_said else "")
             return [Finding("data_starved", step, {"text": "said", "said": "loader", "quote": quote[:400]})]
         return []
+
+    def slow_said(self) -> str:
+        """The user's line that says the training is slow (empty when none did yet): a timer line or two then
+        shows where the time goes."""
+        return self._slow_said
 
     def at_end(self, step: int) -> Finding | None:
         """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
