@@ -375,6 +375,40 @@ def test_words_near_feeding_that_are_not_starvation(text: str) -> None:
     assert first_id(text) != "data_starved", text
 
 
+# -- a feeder and slowness in one clause, in any order ------------------------------------------------------------
+
+CLAUSES = [
+    "We see stalls in the dataloader.",
+    "Lag spikes that come from data loading.",
+    "Our input pipeline gets stuck for seconds at a time.",
+    "Things freeze while loading the next batch.",
+    "数据加载这块经常卡住",
+    "Decoding is painfully slow on this machine.",
+    "num_workers=16 and it's still laggy.",
+    "The HDD-based loading is painfully slow.",
+    "With augmentations on, everything crawls.",
+]
+NOT_CLAUSES = [
+    "The dataloader is fine, the model is slow.",
+    "Data loading is fast but training is slow.",
+    "Saving checkpoints to NFS is slow.",
+    "Generation with the tokenizer is slow.",
+    "Loading the model weights is slow.",
+    "I/O errors on the disk, training stuck.",
+    "The NCCL workers hang at the barrier.",
+]
+
+
+@pytest.mark.parametrize("text", CLAUSES)
+def test_a_feeder_and_slowness_in_one_clause(text: str) -> None:
+    assert first_id(text) == "data_starved", text
+
+
+@pytest.mark.parametrize("text", NOT_CLAUSES)
+def test_a_clause_that_is_fine_or_about_something_else(text: str) -> None:
+    assert first_id(text) != "data_starved", text
+
+
 # -- a stack caught waiting for data ---------------------------------------------------------------------------
 
 def frames(*where: tuple[str, int, str]) -> list[str]:

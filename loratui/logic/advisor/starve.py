@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
-from loratui.logic.advisor.starve_words import asked, fed_slowly
+from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly
 from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
@@ -129,6 +129,8 @@ _DELAY_HERE = re.compile(
 """A delay of some seconds: starvation when it is written between two logged iterations."""
 _DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
 """Inside the words themselves: `data loading is not the bottleneck`."""
+_TURN = re.compile(r"\b(?:but|whereas|although|though|however|fine|fast|quick)\b", re.I)
+"""A turn inside the words (`data loading is fast but training is slow`): the verdict is another subject's."""
 _NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
 """What is read that is not the training data (`loading the checkpoint files is slow`): the model's load."""
 _ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
@@ -236,11 +238,14 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
-                not (what == "loader" and _NOT_DATA.search(found.group(0))) and not asked(line):
+                not (what == "loader" and _NOT_DATA.search(found.group(0))) and not asked(line) and \
+                not _TURN.search(found.group(0)):
             return {"said": what, "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
         return {"said": "delay", "quote": line.strip()[:300]}
     fed = fed_slowly(line) if any(word in low for word in _FED_WORDS) else None
+    if fed is None and any(word in low for word in _SAID_WORDS) and clause_said(line):
+        fed = "loader"
     return {"said": fed, "quote": line.strip()[:300]} if fed and (util or fed == "loader") else None
 
 
@@ -403,7 +408,13 @@ _PREP_STUCK = re.compile(r"(?:\b(?:stuck|hangs?|hanging|hung|frozen|freezes|sits
 """A run stuck at its preprocessing (`stuck at "Running tokenizer on dataset"`, `一直卡在 tokenize`)."""
 
 
+_NOT_PREP = re.compile(r"\b(?:generat\w*|inference|predict\w*|serving|decod(?:e|ing) (?:the )?(?:output|tokens))\b", re.I)
+"""Tokenising at generation or serving time: not a dataset prepared for training."""
+
+
 def _prep_said(line: str) -> dict[str, object] | None:
+    if _NOT_PREP.search(line):
+        return None
     stuck = _PREP_STUCK.search(line)
     if stuck and not _DENIED.search(stuck.group(0)):
         return {"said": "preprocessing", "quote": line.strip()[:300]}

@@ -99,3 +99,34 @@ def fed_slowly(line: str) -> str | None:
     if _GPU_WAITS.search(line):
         return "util"
     return "loader" if _ZH.search(line) else None
+
+
+# -- the fallback: a feeder and slowness in one clause, in any order --------------------------------------------
+
+_CLAUSES = re.compile(r"[.!?;。！？；]\s*|,\s*(?:but|while|whereas|though|although|and then)\b|\s+(?:but|whereas|although)\s+|，|但是?|而")
+_CLAUSE_FEEDER = re.compile(
+    r"\b(?:data ?loaders?|data[- ]?loading|loading (?:the |my |a |each |the next )?(?:data|dataset|batch(?:es)?|images?|"
+    r"samples)|"
+    r"input pipeline|data pipeline|__getitem__|collate\w*|num_workers|dataloader workers?|I/?O\b|NFS|HDD|S3\b|"
+    r"network (?:drive|storage|disk)|reading (?:the )?(?:data|files?|images?)|decoding|augmentations?)|"
+    r"数据加载|读取数据|数据读取|加载数据|取数据|读数据", re.I)
+_CLAUSE_SLOW = re.compile(r"\b(?:slow\w*|bottleneck\w*|stall\w*|lag(?:s|gy|ging)?|freez\w*|stuck|crawl\w*|forever|"
+                          r"takes? (?:ages|hours)|idl(?:e|ing))\b|慢|瓶颈|卡住|卡顿", re.I)
+_CLAUSE_WELL = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|n't|fine|fast|quick\w*|ok|okay|normal|solved|fixed|"
+                          r"NCCL|rank|barrier|all-?reduce|process group|generat\w*|inference|checkpoint\w*|models?|weights?|"
+                          r"upload\w*|sav(?:e|es|ed|ing)|push\w*|writ\w*|eval\w*|validat\w*|errors?|fail\w*|exception|"
+                          r"crash\w*)\b|"
+                          r"不|没|正常|很快", re.I)
+"""A clause that says it is not so, or fine, or names another wait (a collective, generation, the model's load)."""
+
+
+def clause_said(line: str) -> bool:
+    """A feeder and slowness in one clause (`the HDD-based loading is painfully slow`, `stalls in the dataloader`,
+    `数据加载这块卡住`), when no clause of its own says it is not so or fine."""
+    if len(line) > 2000 or _QUESTION.search(line):
+        return False
+    for clause in _CLAUSES.split(line):
+        if clause and _CLAUSE_FEEDER.search(clause) and _CLAUSE_SLOW.search(clause) and \
+                not _CLAUSE_WELL.search(clause):
+            return True
+    return False
