@@ -238,9 +238,40 @@ C_PROFILE = "\n".join([
 ])
 
 
-@pytest.mark.parametrize("text", [TORCH_PROFILE, LIGHTNING_PROFILE, C_PROFILE], ids=["torch", "lightning", "cprofile"])
+PY_SPY_TOP = "\n".join([
+    "  %Own   %Total  OwnTime  TotalTime  Function (filename)",
+    " 41.00%  41.00%   49.20s    49.20s   decode_jpeg (PIL/JpegImagePlugin.py)",
+    "  2.00%  71.00%    2.40s    85.20s   __getitem__ (dataset.py)",
+    "  0.50%  20.00%    0.60s    24.00s   forward (model.py)",
+])
+KEY_AVERAGES = "\n".join([
+    "                         Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg    # of Calls",
+    "      Dataset.__getitem__          55.10%       11.020s        55.10%       11.020s      11.020ms          1000",
+    "          aten::convolution         0.20%      40.000ms        18.00%        3.600s       3.600ms          1000",
+])
+
+
+def line_profile(share: float) -> str:
+    return "\n".join([
+        "Total time: 120.5 s",
+        "Line #      Hits         Time  Per Hit   % Time  Line Contents",
+        "==============================================================",
+        f"    40      1001   90412000.0  90321.7     {share:4.1f}      for batch in train_loader:",
+        f"    41      1000   24100000.0  24100.0     {95 - share:4.1f}          loss = model(batch)",
+    ])
+
+
+@pytest.mark.parametrize("text", [TORCH_PROFILE, LIGHTNING_PROFILE, C_PROFILE, PY_SPY_TOP, KEY_AVERAGES, line_profile(75)],
+                         ids=["torch", "lightning", "cprofile", "py_spy_top", "key_averages", "line_profiler"])
 def test_a_profile_dominated_by_fetching_batches(text: str) -> None:
     assert first_id(text) == "data_starved"
+
+
+@pytest.mark.parametrize("text", [line_profile(4), KEY_AVERAGES.replace("55.10%", " 3.10%"),
+                                  'Traceback (most recent call last):\n  File "dataset.py", line 40, in __getitem__\n'
+                                  "KeyError: 'label'"], ids=["line_profiler", "key_averages", "traceback"])
+def test_a_profile_where_fetching_is_small(text: str) -> None:
+    assert first_id(text) != "data_starved"
 
 
 # -- the loaders' own warnings ------------------------------------------------------------------------------

@@ -567,11 +567,11 @@ class UtilSamples:
 
 _FETCH = re.compile(r"DataLoader\w*\.__next__|DataLoaderIter\w*\.__next__|_next_data|enumerate\(DataLoader\)|"
                     r"dataloader_next|get_train_batch|\bcollate\w*|_MultiProcessingDataLoaderIter|fetch\b|"
-                    r"data_?loader\w*\.py:\d+\((?:__next__|__iter__)\)|\(__getitem__\)", re.I)
+                    r"data_?loader\w*\.py:\d+\((?:__next__|__iter__)\)|\b__getitem__\b", re.I)
 """A profiler row that fetches the next batch: PyTorch's `enumerate(DataLoader)#_SingleProcessDataLoaderIter.
 __next__`, Lightning's `[_TrainingEpochLoop].train_dataloader_next`, a collate function."""
 _PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s*%")
-_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader|getitem|function calls", re.I)
+_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader|getitem|function calls|% Time|loader", re.I)
 """The cheap test before a profiler row is read (it runs on every line)."""
 _CPROFILE_TOTAL = re.compile(r"function calls(?: \(\d+ primitive calls\))? in (\d+(?:\.\d+)?) seconds")
 _CPROFILE_ROW = re.compile(r"\s*\d+(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+\S")
@@ -581,14 +581,32 @@ PROFILE_SHARE = 25.0
 """Fetching batches a quarter of the profiled time or more."""
 
 
+_LINE_ROW = re.compile(r"^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d{1,3}(?:\.\d+)?)\s+(.*)$")
+_LOOP_OVER_LOADER = re.compile(r"\bfor\b.+\bin\b.*(?:loader|data)\w*|next\(\s*\w*(?:loader|iter|data)\w*", re.I)
+"""line_profiler's row of the training loop's `for batch in loader:` (its time is the wait for the next batch)."""
+
+
+def _line_profile_row(line: str) -> dict[str, object] | None:
+    row = _LINE_ROW.match(line)
+    if row is None or not _LOOP_OVER_LOADER.search(row.group(2)) or float(row.group(1)) < PROFILE_SHARE:
+        return None
+    return {"text": "profile", "share": float(row.group(1)), "line": line.strip()[:300]}
+
+
 @dataclass
 class ProfileTable:
     """A profiler's table: the share of time the data-fetching rows take."""
 
     _share_col: int | None = None  # the `Percentage` column of Lightning's simple profiler
     _total_s: float = 0.0  # cProfile's whole run (`48213921 function calls ... in 412.310 seconds`)
+    _line_profile: bool = False  # line_profiler's table (`Line #  Hits  Time  Per Hit  % Time  Line Contents`)
 
     def line(self, line: str) -> dict[str, object] | None:
+        if "% Time" in line and "Line Contents" in line:
+            self._line_profile = True
+            return None
+        if self._line_profile:
+            return _line_profile_row(line)
         calls = _CPROFILE_TOTAL.search(line)
         if calls:
             self._total_s = float(calls.group(1))
