@@ -342,6 +342,8 @@ FEEDING = [
     "Extremely slow during the preprocessing of the dataset.",
     "Training sometimes freezes for a few seconds and GPU util drops to 0% meanwhile.",
     "The code occasionally hangs at a step, all workers at 100% CPU and GPU utilization 0%.",
+    "The first epoch takes 2 hours, later epochs only 10 minutes each.",
+    "I have num_workers set to 0 because of Windows and the training is very slow.",
 ]
 """The feeder and its verdict, or the GPU and its wait, in many wordings."""
 FEEDING_ZH = [
@@ -533,6 +535,8 @@ NOT_STARVED = [
     "2024-01-05 10:00:00 - INFO - Epoch [1][40/5000]  lr: 0.01, eta: 4:00:00, time: 1.120, data_time: 0.503, "
     "memory: 6100, loss: 5.9",  # one line, nobody says it is slow
     "Every 500 steps the training pauses to save a checkpoint.",
+    "The first epoch took 41 minutes and the second epoch 39 minutes.",
+    "The first epoch takes 10 minutes, later epochs take 60 minutes as the sequences grow.",
     "Downloading data: 45%|████▌     | 4.5G/10.0G [30:00<36:40, 2.5MB/s]",
     "WARNING:tensorflow:Callback method `on_train_batch_end` is slow compared to the batch time (batch time: 0.0100s "
     "vs `on_train_batch_end` time: 0.2000s). Check your callbacks.",

@@ -95,8 +95,8 @@ _LOADER_SLOW = re.compile(
     + _SHARE + r"\s+(?:is |was |goes |went )?(?:spent |wasted )?(?:in|on|into|waiting (?:for|on))\s+[^.!?\n]{0,20}?"
     r"\b(?:data ?load\w*|(?:data ?)?loader|I/?O|__getitem__|collate\w*|(?:the )?next batch|batch\w* loading|"
     r"reading (?:the )?data)|"
-    r"\bnum_workers\s*[=:]\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
-    r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*[=:]\s*0\b", re.I)
+    r"\bnum_workers\s*(?:[=:]|to|of|is|as|at)?\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
+    r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*(?:[=:]|to|of|is|as|at)?\s*0\b", re.I)
 """The loader named slow or the bottleneck, in the user's words (`data loading is the bottleneck`)."""
 _STORAGE_SLOW = re.compile(
     r"\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|ages)|very long)\b[^.!?\n]{0,60}?"
@@ -170,7 +170,7 @@ _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "domin
               "starved", "held back", "used", "utili", "busy", "saturat", "慢", "等", "空转", "闲着", "most", "half",
               "majority", "bulk", "% of", "卡")
 """Words one of starve_words' verdicts needs (lowercase)."""
-_THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
+_THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi", "%")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
@@ -389,7 +389,28 @@ def _rates_said(line: str) -> dict[str, object] | None:
     return {"said": "slowdown", "quote": line.strip()[:300]}
 
 
+_FIRST_EPOCH = re.compile(r"\bfirst epoch\b", re.I)
+_LATER_EPOCHS = re.compile(r"\b(?:later|subsequent|second|following|other|next|remaining|rest of the) epochs?\b", re.I)
+
+
+def _first_epoch_said(line: str) -> dict[str, object] | None:
+    """`the first epoch takes 2 hours, later epochs 10 minutes`: the first pass reads every sample from storage, the
+    later ones from the page cache or the dataset's cache: the reading is what is slow."""
+    first, later = _FIRST_EPOCH.search(line), _LATER_EPOCHS.search(line)
+    if first is None or later is None or first.start() > later.start():
+        return None
+    before = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line[:later.start()])]
+    after = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line[later.start():])]
+    if not before or not after or min(after) <= 0 or before[-1] < SLOWER * after[0]:
+        return None
+    return {"said": "storage", "quote": line.strip()[:300]}
+
+
 def _slowdown_said(line: str) -> dict[str, object] | None:
+    if "epoch" in line.lower():
+        first = _first_epoch_said(line)
+        if first is not None:
+            return first
     if "/s" in line or "/it" in line or "s/" in line:
         rated = _rates_said(line)
         if rated is not None:
