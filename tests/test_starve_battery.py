@@ -153,6 +153,12 @@ def test_low_utilisation_in_a_table(text: str) -> None:
     assert first_id(text) == "data_starved"
 
 
+def test_a_snapshot_pasted_for_its_memory_is_not_read_for_speed() -> None:
+    assert first_id("Why does my LoRA run hold 38 GB? Here is nvidia-smi:\n" + smi([0])) != "data_starved"
+    assert first_id("Training is slow. Here is nvidia-smi:\n" + smi([0])) == "data_starved"
+    assert first_id("It holds 38 GB and it is slow. Here is nvidia-smi:\n" + smi([0])) == "data_starved"
+
+
 # -- rates --------------------------------------------------------------------------------------------------
 
 RATES = [

@@ -881,6 +881,11 @@ class StackWait:
         return {"text": "said", "said": "stack_" + where, "quote": f"{self.frame} (the run {stopped} there)"}
 
 
+_MEMORY_WORDS = re.compile(r"\b(?:memory|VRAM|GiB|GB|OOM|leak\w*)\b|显存|内存", re.I)
+_SPEED_WORDS = re.compile(r"\b(?:slow\w*|speed\w*|fast\w*|util\w*|usage|idle|wait\w*|throughput|it/s|s/it|bottleneck\w*|"
+                          r"stall\w*|hang\w*|stuck)\b|慢|利用率|使用率|卡", re.I)
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -902,6 +907,8 @@ class StarveText:
     _blame_done: bool = False
     _util_done: bool = False
     _on_cpu: str = ""  # a line that says the run is on the CPU: an idle GPU in words later is no starvation
+    _memory_asked: bool = False  # the person's words are about memory
+    _speed_asked: bool = False  # the person's words are about speed or utilisation
 
     def _blamed(self, line: str, step: int) -> list[Finding]:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
@@ -924,8 +931,21 @@ class StarveText:
 
     def at_end(self, step: int) -> Finding | None:
         """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
-        few = self.util.few() if not self._util_done else None
+        few = self.util.few() if not self._util_done and not self.memory_only() else None
         return Finding("data_starved", step, few) if few is not None else None
+
+    def memory_only(self) -> bool:
+        """The person's words so far ask about memory, never about speed: a snapshot's low utilisation was taken
+        to show what is held, at any moment (between steps, after training), and says nothing of the feed."""
+        return self._memory_asked and not self._speed_asked
+
+    def _asked(self, line: str) -> None:
+        """What the person's own words are about: memory (a snapshot then shows how much is held, taken at any
+        moment) or speed (a snapshot then shows the GPU idle while it should work)."""
+        if _code(line) or _PROGRAM.search(line) or "|" in line:
+            return
+        self._memory_asked = self._memory_asked or bool(_MEMORY_WORDS.search(line))
+        self._speed_asked = self._speed_asked or bool(_SPEED_WORDS.search(line))
 
     def line(self, line: str, step: int) -> list[Finding]:
         found: list[Finding] = []
@@ -964,6 +984,8 @@ class StarveText:
         if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
                                  "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
             found += self._blamed(line, step)
+        if len(line) < 2000:
+            self._asked(line)
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if not self._on_cpu and ("cpu" in line.lower() or "process" in line or "available" in line) and \
                 _ON_CPU.search(line):

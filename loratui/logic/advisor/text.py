@@ -161,7 +161,7 @@ class TextWatch:
         if smi is None:
             gpustat = _GPUSTAT_ROW.search(line)
             used, util = (int(gpustat.group(2)), int(gpustat.group(1))) if gpustat else (0, 100)
-        if util <= 10 and used >= 1024:
+        if util <= 10 and used >= 1024 and not self.starve.memory_only():
             return [Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(), "util": util,
                                                    "used_mib": used})]
         return []
