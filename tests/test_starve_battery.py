@@ -134,14 +134,29 @@ CSV = "\n".join(["timestamp, name, utilization.gpu [%], memory.used [MiB]"]
                    for s, u in ((1, 7), (2, 0), (3, 22), (4, 3), (5, 0), (6, 15))])
 
 
+WANDB = "\n".join(f"system/gpu.0.gpu: {u}" for u in (12.5, 0.0, 3.1, 40.2, 0.0, 7.7))
+LIGHTNING_STATS = "\n".join(f"{{'cuda:0/utilization.gpu (%)': {u}.0, 'cuda:0/memory.used (MB)': 20112.0}}"
+                             for u in (4, 0, 31, 2, 0))
+DCGM = "\n".join(f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-1a2b",Hostname="node7"}} {u}' for u in (0, 5, 61, 0, 3))
+ROCM = "\n".join(f"GPU[{i}]\t\t: GPU use (%): {u}" for i, u in enumerate((2, 0, 9, 1)))
+SMI_Q = "\n".join(["    Utilization", "        Gpu                               : 3 %",
+                    "        Memory                            : 1 %"])
+NOHEADER = "\n".join(f"0, {u} %, 21344 MiB" for u in (3, 0, 48, 1, 0, 6))
 CSV_UTIL_ONLY = "utilization.gpu [%]\n3 %\n0 %\n12 %\n0 %\n5 %"  # `--query-gpu=utilization.gpu --format=csv -l 1`
 
 
 @pytest.mark.parametrize("text", [smi([3]), smi([0, 2, 5, 1]), smi([12, 9], used=60000), GPUSTAT, DMON, CSV,
-                                  CSV_UTIL_ONLY], ids=["smi_one", "smi_four", "smi_two", "gpustat", "dmon", "csv",
-                                                       "csv_util_only"])
+                                  CSV_UTIL_ONLY, WANDB, LIGHTNING_STATS, DCGM, ROCM, SMI_Q, NOHEADER],
+                         ids=["smi_one", "smi_four", "smi_two", "gpustat", "dmon", "csv", "csv_util_only", "wandb",
+                              "lightning_stats", "dcgm", "rocm", "smi_q", "csv_noheader"])
 def test_low_utilisation_in_a_table(text: str) -> None:
     assert first_id(text) == "data_starved"
+
+
+def test_a_snapshot_pasted_for_its_memory_is_not_read_for_speed() -> None:
+    assert first_id("Why does my LoRA run hold 38 GB? Here is nvidia-smi:\n" + smi([0])) != "data_starved"
+    assert first_id("Training is slow. Here is nvidia-smi:\n" + smi([0])) == "data_starved"
+    assert first_id("It holds 38 GB and it is slow. Here is nvidia-smi:\n" + smi([0])) == "data_starved"
 
 
 # -- rates --------------------------------------------------------------------------------------------------
@@ -187,11 +202,16 @@ TIMERS = [
     "\n".join(f"it {i}: fetch_time=1.85 compute_time=0.31 loss=1.{i}" for i in (1, 2, 3)),
     "\n".join(f"Iter {i}/5000 | data_load: 880ms | train: 240ms | loss {2.1 - i / 100:.3f}" for i in range(10, 60, 10)),
     "\n".join(f"epoch 0 step {i}: throughput 12.1 samples/s, dataloader wait {78.2 - i:.1f}%" for i in range(3)),
+    "Training is very slow, it needs weeks to finish:\n2024-01-05 10:00:00 - INFO - Epoch [1][40/5000]  lr: 0.01, "
+    "eta: 40 days, 1:00:00, time: 18.120, data_time: 7.503, memory: 6100, loss: 5.9",  # one line, and the words
+    "\n".join(f"Train: [1/50][{i}/800] Data {d:.3f} (0.412) Batch {b:.3f} (0.903) Remain 20:11:00 loss: 0.71"
+              for i, (d, b) in enumerate([(0.01, 0.4), (0.9, 1.3), (0.01, 0.4)], 30)),  # running averages
 ]
 
 
 @pytest.mark.parametrize("text", TIMERS, ids=["imagenet", "mmengine", "batch_data", "detectron2", "data_step",
-                                               "fetch_compute", "data_load_ms", "wait_share"])
+                                               "fetch_compute", "data_load_ms", "wait_share", "one_line_said_slow",
+                                               "batch_data_averages"])
 def test_a_loader_timer_that_dominates(text: str) -> None:
     assert first_id(text) == "data_starved"
 
@@ -224,9 +244,40 @@ C_PROFILE = "\n".join([
 ])
 
 
-@pytest.mark.parametrize("text", [TORCH_PROFILE, LIGHTNING_PROFILE, C_PROFILE], ids=["torch", "lightning", "cprofile"])
+PY_SPY_TOP = "\n".join([
+    "  %Own   %Total  OwnTime  TotalTime  Function (filename)",
+    " 41.00%  41.00%   49.20s    49.20s   decode_jpeg (PIL/JpegImagePlugin.py)",
+    "  2.00%  71.00%    2.40s    85.20s   __getitem__ (dataset.py)",
+    "  0.50%  20.00%    0.60s    24.00s   forward (model.py)",
+])
+KEY_AVERAGES = "\n".join([
+    "                         Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg    # of Calls",
+    "      Dataset.__getitem__          55.10%       11.020s        55.10%       11.020s      11.020ms          1000",
+    "          aten::convolution         0.20%      40.000ms        18.00%        3.600s       3.600ms          1000",
+])
+
+
+def line_profile(share: float) -> str:
+    return "\n".join([
+        "Total time: 120.5 s",
+        "Line #      Hits         Time  Per Hit   % Time  Line Contents",
+        "==============================================================",
+        f"    40      1001   90412000.0  90321.7     {share:4.1f}      for batch in train_loader:",
+        f"    41      1000   24100000.0  24100.0     {95 - share:4.1f}          loss = model(batch)",
+    ])
+
+
+@pytest.mark.parametrize("text", [TORCH_PROFILE, LIGHTNING_PROFILE, C_PROFILE, PY_SPY_TOP, KEY_AVERAGES, line_profile(75)],
+                         ids=["torch", "lightning", "cprofile", "py_spy_top", "key_averages", "line_profiler"])
 def test_a_profile_dominated_by_fetching_batches(text: str) -> None:
     assert first_id(text) == "data_starved"
+
+
+@pytest.mark.parametrize("text", [line_profile(4), KEY_AVERAGES.replace("55.10%", " 3.10%"),
+                                  'Traceback (most recent call last):\n  File "dataset.py", line 40, in __getitem__\n'
+                                  "KeyError: 'label'"], ids=["line_profiler", "key_averages", "traceback"])
+def test_a_profile_where_fetching_is_small(text: str) -> None:
+    assert first_id(text) != "data_starved"
 
 
 # -- the loaders' own warnings ------------------------------------------------------------------------------
@@ -286,6 +337,19 @@ FEEDING = [
     'DataLoader is slow when reading from a mounted Google Drive in Colab.',
     'How can I speed up my dataloader? It takes longer than the forward pass.',
     'The forward pass takes 0.1 s but each batch takes 1.5 s to arrive.',
+    "After every 10 iterations the training stalls for about 2 seconds.",
+    "Every few batches there is a short freeze, which adds up over an epoch.",
+    "On every 8th step I see a hiccup of ~3 s, the rest runs smoothly.",
+    "The GPU has to wait a long time for the CPU in every iteration.",
+    "The GPUs wait quite a while for data between steps.",
+    "There is a big bottleneck while the images are being decoded.",
+    "The bottleneck shows up when the batches are being loaded from disk.",
+    "It gets slower and slower towards the end of the tokenization.",
+    "Extremely slow during the preprocessing of the dataset.",
+    "Training sometimes freezes for a few seconds and GPU util drops to 0% meanwhile.",
+    "The code occasionally hangs at a step, all workers at 100% CPU and GPU utilization 0%.",
+    "The first epoch takes 2 hours, later epochs only 10 minutes each.",
+    "I have num_workers set to 0 because of Windows and the training is very slow.",
 ]
 """The feeder and its verdict, or the GPU and its wait, in many wordings."""
 FEEDING_ZH = [
@@ -293,6 +357,10 @@ FEEDING_ZH = [
     '数据读取是瓶颈',
     '读取数据太慢，GPU 经常处于等待状态',
     'dataloader 很慢',
+    "从 dataloader 取数据时快时慢",
+    "每 20 个 batch 卡 10 秒左右",
+    "数据放在 NAS 上，训练很慢",
+    "GPU利用率基本是0",
     '数据集 map 太慢了',
 ]
 
@@ -314,10 +382,69 @@ NOT_FEEDING = [
     "Training on the 3090 is slower than on the A100.",
     "Loading the checkpoint files takes longer than the forward pass.",
 ]
+IDLE_FOR_ANOTHER_REASON = [
+    "My GPU is not utilized at all, everything runs on the CPU.",
+    "GPU utilization is 0% because torch.cuda.is_available() returns False.",
+    "Training runs on the CPU instead of the GPU, GPU usage is 0%.",
+    "GPU usage 0%, the model is on device cpu.",
+    "The GPU is not being used, nvidia-smi shows no processes and 0% util.",
+    "GPU utilization is 0% after the process crashed.",
+    "The training hangs at the first step, GPU util 0%, NCCL INFO lines then nothing.",
+    "torch.cuda.is_available() returns False on my laptop.\nGPU usage is 0% and the CPU is at 100% while training.",
+]
+"""An idle GPU with its reason given: nothing runs on it (no CUDA, the CPU trains), the run crashed or hangs."""
+
+
+@pytest.mark.parametrize("text", IDLE_FOR_ANOTHER_REASON)
+def test_an_idle_gpu_with_another_reason_is_not_starvation(text: str) -> None:
+    assert first_id(text) != "data_starved", text
+
+
+def test_deepspeeds_cpu_offload_or_a_containers_empty_process_list_is_no_reason() -> None:
+    text = "offload_optimizer:\n  device: cpu\nNo running processes found\nGPU utilization is only 10-20% during training."
+    assert first_id(text) == "data_starved"
+
+
+def test_a_pause_between_batches_still_counts_beside_a_hang_word() -> None:
+    assert first_id("GPU util drops to 0% and the training hangs for 2 s every 10 steps.") == "data_starved"
 
 
 @pytest.mark.parametrize("text", NOT_FEEDING)
 def test_words_near_feeding_that_are_not_starvation(text: str) -> None:
+    assert first_id(text) != "data_starved", text
+
+
+# -- a feeder and slowness in one clause, in any order ------------------------------------------------------------
+
+CLAUSES = [
+    "We see stalls in the dataloader.",
+    "Lag spikes that come from data loading.",
+    "Our input pipeline gets stuck for seconds at a time.",
+    "Things freeze while loading the next batch.",
+    "数据加载这块经常卡住",
+    "Decoding is painfully slow on this machine.",
+    "num_workers=16 and it's still laggy.",
+    "The HDD-based loading is painfully slow.",
+    "With augmentations on, everything crawls.",
+]
+NOT_CLAUSES = [
+    "The dataloader is fine, the model is slow.",
+    "Data loading is fast but training is slow.",
+    "Saving checkpoints to NFS is slow.",
+    "Generation with the tokenizer is slow.",
+    "Loading the model weights is slow.",
+    "I/O errors on the disk, training stuck.",
+    "The NCCL workers hang at the barrier.",
+]
+
+
+@pytest.mark.parametrize("text", CLAUSES)
+def test_a_feeder_and_slowness_in_one_clause(text: str) -> None:
+    assert first_id(text) == "data_starved", text
+
+
+@pytest.mark.parametrize("text", NOT_CLAUSES)
+def test_a_clause_that_is_fine_or_about_something_else(text: str) -> None:
     assert first_id(text) != "data_starved", text
 
 
@@ -404,15 +531,26 @@ NOT_STARVED = [
     "nvidia-smi shows 97% while training.",
     "Map:   1%|          | 1000/100000 [00:05<08:15, 200.00 examples/s]",  # under ten minutes in all
     "CPU at 15% usage, GPU at 99%.",
+    "\n".join(f"system/gpu.0.gpu: {u}" for u in (97.5, 99.0, 93.1, 100.0, 98.2)),
+    "\n".join(f"0, {u} %, 21344 MiB" for u in (97, 99, 94, 100, 98)),
+    "\n".join(f"system/gpu.0.memory: {u}" for u in (2.0, 1.0, 3.0, 0.0, 1.0)),  # memory's, not the GPU's
     "Training runs at 8 it/s but evaluation at 1 it/s with 4 workers.",
     "On dataset A I get 5 it/s, on dataset B with longer sequences 1 it/s.",
     "Loading the checkpoint files is really slow from the network drive.",
     "The first step takes 60 s (torch.compile), then 0.2 s/step.",
+    "2024-01-05 10:00:00 - INFO - Epoch [1][40/5000]  lr: 0.01, eta: 4:00:00, time: 1.120, data_time: 0.503, "
+    "memory: 6100, loss: 5.9",  # one line, nobody says it is slow
+    "Every 500 steps the training pauses to save a checkpoint.",
+    "The first epoch took 41 minutes and the second epoch 39 minutes.",
+    "The first epoch takes 10 minutes, later epochs take 60 minutes as the sequences grow.",
     "Downloading data: 45%|████▌     | 4.5G/10.0G [30:00<36:40, 2.5MB/s]",
     "WARNING:tensorflow:Callback method `on_train_batch_end` is slow compared to the batch time (batch time: 0.0100s "
     "vs `on_train_batch_end` time: 0.2000s). Check your callbacks.",
     "Saving the dataset (8/8 shards): 100%|██████████| 1000000/1000000 [00:40<00:00, 24837.26 examples/s]",
     "\n".join(f"epoch 0 step {i}: throughput 812.1 samples/s, dataloader wait {2.2 - i / 10:.1f}%" for i in range(3)),
+    "\n".join(f"Epoch(train)  [1][{(i + 1) * 50:4d}/7330]  lr: 2.0000e-02  time: {t:.4f}  data_time: {d:.4f}  loss: "
+              f"{2.3 - 0.05 * i:.4f}" for i, (t, d) in enumerate([(2.9, 2.5), (0.512, 0.0101), (0.509, 0.0098),
+                                                                    (0.5102, 0.0093)])),  # the workers' start-up
     "Training is slow because the model is big: 70B in 4-bit on one 24 GB card, 40 s per step, GPU at 100%.",
     "How can I make tokenization faster? It is fine now but I plan to use a larger dataset.",
     TRAINING,

@@ -69,7 +69,7 @@ _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 
                           r"Minimum loss scale reached", re.I)
 """fp16's loss scaler (DeepSpeed, Megatron, apex, fairseq's `FloatingPointError: Minimum loss scale reached`) gave
 up: every step overflows."""
-_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata|[A-Za-z_]*(?i:data|load|fetch|step|fwd|bwd|forward|backward|compute|"
+_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata|[Bb]atch(?=:?\s+\d+\.\d+\s*\()|[A-Za-z_]*(?i:data|load|fetch|step|fwd|bwd|forward|backward|compute|"
                     r"train)(?:[A-Za-z_]*|/bwd)(?=\s*[:=]?\s*\d+(?:\.\d+)?\s*m?s\b))\b\s*[:=]?\s*(\d+(?:\.\d+)?)(?P<ms>\s*ms\b)?"
                     r"(?:\s*\((\d+(?:\.\d+)?)\))?")
 """Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
@@ -119,6 +119,8 @@ class TextWatch:
     _meter_data: float = 0.0  # seconds waited for data over the timer lines seen
     _meter_total: float = 0.0  # and their wall time
     _meter_lines: int = 0
+    _meter_first_data: float = 0.0  # the first timed line's wait for data (the workers' start-up) and its time
+    _meter_first_total: float = 0.0
 
     def line(self, line: str, step: int) -> list[Finding]:
         """Fold one output line in; the findings it completes."""
@@ -139,7 +141,8 @@ class TextWatch:
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
             found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
-        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or _UNIT_TIMED.search(line)):
+        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or "atch" in line or
+                                                                  _UNIT_TIMED.search(line)):
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
@@ -158,7 +161,7 @@ class TextWatch:
         if smi is None:
             gpustat = _GPUSTAT_ROW.search(line)
             used, util = (int(gpustat.group(2)), int(gpustat.group(1))) if gpustat else (0, 100)
-        if util <= 10 and used >= 1024:
+        if util <= 10 and used >= 1024 and not self.starve.memory_only():
             return [Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(), "util": util,
                                                    "used_mib": used})]
         return []
@@ -217,15 +220,23 @@ class TextWatch:
         if average:
             self._meter_data, self._meter_total, self._meter_lines = data, total, max(self._meter_lines + 1, 3)
         else:
+            if self._meter_lines == 0:
+                self._meter_first_data, self._meter_first_total = data, total
             self._meter_data += data
             self._meter_total += total
             self._meter_lines += 1
-        if self._meter_lines < 3 and not average or self._meter_total < 0.05 or \
-                self._meter_data < METER_SHARE * self._meter_total:
+        if self._meter_lines < 3 and not average and not self.starve.slow_said() or self._meter_total < 0.05 or \
+                self._meter_data < METER_SHARE * self._meter_total or not average and self._steady_fed():
             return []
         return [Finding("data_starved", step, {"text": "data_time", "line": line.strip()[:300],
                                                "time": self._meter_total, "data": self._meter_data,
                                                "average": average, "lines": self._meter_lines})]
+
+    def _steady_fed(self) -> bool:
+        """The lines after the first wait for data less than a quarter of their time: the first interval's wait was
+        the loader's start (workers spawning, caches filling), a warm-up, not a loader that cannot keep up."""
+        data, total = self._meter_data - self._meter_first_data, self._meter_total - self._meter_first_total
+        return total > 0 and data < METER_SHARE * total
 
     def _preprocessing(self, line: str, step: int) -> list[Finding]:
         """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
