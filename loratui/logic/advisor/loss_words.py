@@ -78,12 +78,12 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"after|across|during|the|at|all|forever|always)\b)[a-z]+)|constant|unchanged|flat|high|~?\d|between|~)\b|"
           r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
           r"(?:is|are|was|were) around \d|all the time|"
-          r"不变|没变|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
+          r"不变|没变|没怎么(?:变|动|降|下降)|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
           r"都是|一直为|始终为")
 _FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
          r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*(?!\s+back)|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
-         r"go(?:es|ing)? (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
+         r"(?:go(?:es|ing)?|went|gone|dip(?:s|ped)?) (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
 _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|"
          r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|"
@@ -372,7 +372,7 @@ def _numbers(scope: str) -> str:
 
 
 _VALUE = re.compile(
-    r"(?:\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit)\s+|(?:从|到|变成了?|变为|升到|涨到|达到|为)\s*)"
+    r"(?:^\s*|\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)\s+|(?:从|到|变成了?|变为|升到|涨到|达到|为)\s*)"
     r"(?:about\s+|around\s+|~\s*)?"
     r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![.,]?\d)"
     r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)
@@ -395,6 +395,8 @@ _LISTED = re.compile(r"\s*(?:[,;/|]|->|→|=>|\.\.\.)?\s*")
 _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbecomes\b|\bafter\b", re.I)
 
 
+_UNMOVED = re.compile(r"same|chang|updat|identical|mov|budge|train|learn|变|动|更新", re.I)
+"""What weights or gradients must be said to do to mean a loss that does not move: not change, not update."""
 _BLEW = re.compile(r"diverg|explo|blow|blew|发散|爆炸", re.I)
 
 
@@ -419,6 +421,8 @@ def _for(subject: str, kind: str, verb_text: str = "") -> Said:
         return Said(kind, subject)
     if base == "model" and kind == "rise" and verb_text and _BLEW.search(verb_text):
         return Said(kind, subject)  # `training diverged`; a model that `increases diversity` is no divergence
+    if base == "still" and kind == "flat" and not _UNMOVED.search(verb_text):
+        return Said("quiet", subject)  # a gradient norm that stays around 1.0 is healthy; weights that never change
     if (base in ("still", "pred") and kind in ("flat", "zero")) or (base == "lr" and kind == "zero"):
         return Said("flat", subject)
     return Said("quiet", subject)
