@@ -433,6 +433,18 @@ QUIET = [
     "Model weights are stored in bf16",
     "loss: 0.4521, accuracy: 0.89",
     "GRPO loss stays near 0, that's normal",
+    # healthy runs, in the words of the people who ran them
+    "Training went fine, loss decreased to 0.3",
+    "I fine-tuned llama with lora; the loss curve looks good",
+    "the model trains and the loss goes down, but inference outputs are empty",
+    "loss is 1.2 after 3 epochs, is that good?",
+    "how long should I train until the loss is stable?",
+    "the eval loss is higher than train loss, is that normal?",
+    "The loss is around 1.5 at the end of epoch 1, which matches the paper",
+    "Loss reached 0.8 at step 1000 as expected",
+    "the loss is stable now after lowering the lr",
+    "The training loss is higher than the validation loss because of dropout",
+    "the loss stays low and the eval accuracy is 95%",
     # the prose of training libraries' own docs and comments (transformers, trl, torch.optim): no report
     "Each model flattens with its own hidden width.",
     "The reference model is a frozen copy of the initial policy.",
