@@ -445,6 +445,8 @@ QUIET = [
     "the loss is stable now after lowering the lr",
     "The training loss is higher than the validation loss because of dropout",
     "the loss stays low and the eval accuracy is 95%",
+    "| epoch 001 | loss 7.312 | ppl 158.9 | wps 11235 | lr 0.0005 |",
+    "epoch 2: loss=2.31, aux_loss=4.80, ppl=10.1",
     # the prose of training libraries' own docs and comments (transformers, trl, torch.optim): no report
     "Each model flattens with its own hidden width.",
     "The reference model is a frozen copy of the initial policy.",

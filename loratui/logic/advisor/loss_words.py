@@ -208,8 +208,9 @@ def read(line: str) -> Said | None:
     previous = [""]
     found = [said for sentence in _SENTENCE.split(line) if sentence and sentence.strip()
              for said in _sentence(sentence, previous)]
-    values = [float(m.group(1).replace(",", "")) for scope in previous[1:] if not _RANGE.search(scope)
-              for m in _VALUE.finditer(scope)]
+    values = [] if len(_RECORD.findall(line)) >= 2 else \
+        [float(m.group(1).replace(",", "")) for scope in previous[1:] if not _RANGE.search(scope)
+         for m in _VALUE.finditer(scope)]
     if len(values) >= 2 and values[-1] >= SAID_RISE * min(values[:-1]) and values[-1] - min(values[:-1]) >= 0.05:
         return Said("rise", "loss")  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
     if any(s.kind == "fall" and not s.subject.startswith("val") for s in found):
@@ -250,7 +251,7 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
         scope = sentence[m.end():end]
         if later and _JOINED.fullmatch(scope):  # `the train loss and val loss didnot decrease`: one predicate
             scope = sentence[later[0].end():later[1].start() if len(later) > 1 else len(sentence)]
-        if subject == "loss":
+        if subject == "loss" and not _PPL.match(m.group(0)):
             previous.append(scope[:80])  # what is said of the training loss, for its values
         said = _predicate(subject, scope[:80], _PRE_NEGATED.search(sentence[:m.start()]) is not None)
         if said is None and subject == "loss" and _NOUN_RISE.search(sentence[:m.start()]):
@@ -263,6 +264,10 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
     return found
 
 
+_PPL = re.compile(r".*(?:ppl|perplexity|困惑度)", re.I)
+_RECORD = re.compile(r"[:=|]\s*-?\d|\w\s+-?\d[\d.eE+-]*\s*\|")
+"""A log record's cells (`loss=9.512, ppl=730.1`, `| loss 7.312 | ppl 158.9 |`): their numbers are no history a
+person tells; the loss watch reads them."""
 _JOINED = re.compile(r"\s*(?:and|&|,|or|as well as|both|和|与|以及|跟)?\s*(?:the\s+|my\s+)?", re.I)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _GOES_ON = re.compile(r"\s*(?:(?:then|and|still|just|only|even|later|soon|suddenly|quickly|it)\s+){0,2}(?=\S)"
