@@ -328,6 +328,11 @@ RISE = [
     "loss突然从0.3变成了8",
     "训练loss越来越高",
     "loss在warmup之后开始爆炸",
+    # a seventh round: instability
+    "the training becomes unstable after 2k steps",
+    "loss is very unstable with fp16 and then explodes",
+    "the loss gets unstable when I raise the learning rate",
+    "训练不稳定，loss忽高忽低",
     # a fourth round
     "loss从0.5变成了3.2",
     "loss从2.1涨到5.6",
@@ -447,6 +452,8 @@ QUIET = [
     "the loss stays low and the eval accuracy is 95%",
     "| epoch 001 | loss 7.312 | ppl 158.9 | wps 11235 | lr 0.0005 |",
     "epoch 2: loss=2.31, aux_loss=4.80, ppl=10.1",
+    "stable training, no issues so far",
+    "bf16 makes the training more stable than fp16",
     # the prose of training libraries' own docs and comments (transformers, trl, torch.optim): no report
     "Each model flattens with its own hidden width.",
     "The reference model is a frozen copy of the initial policy.",

@@ -94,7 +94,8 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+"
          r"(?:very\s+|extremely\s+|really\s+|so\s+|"
          r"much\s+|even\s+|a lot\s+)?(?:worse|bigger|larger|higher|large|huge|enormous|massive|astronomical|crazy)\b|"
-         r"up again|"
+         r"up again|(?:becomes?|became|becoming|is|are|was|were|gets?|got|getting|turns?|turned)\s+"
+         r"(?:very\s+|extremely\s+|quite\s+|really\s+|so\s+|more\s+)?unstable\b|不稳定|忽高忽低|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
          r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
          r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
@@ -403,7 +404,7 @@ _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbe
 
 _UNMOVED = re.compile(r"same|chang|updat|identical|mov|budge|train|learn|变|动|更新", re.I)
 """What weights or gradients must be said to do to mean a loss that does not move: not change, not update."""
-_BLEW = re.compile(r"diverg|explo|blow|blew|发散|爆炸", re.I)
+_BLEW = re.compile(r"diverg|explo|blow|blew|unstable|发散|爆炸|不稳定", re.I)
 
 
 def _for(subject: str, kind: str, verb_text: str = "") -> Said:
