@@ -522,3 +522,27 @@ def test_words_stand_where_the_printed_losses_stopped_falling(words: str, expect
     """A loss that fell during warm-up and then stood still: the words say what the numbers cannot yet."""
     ids = doctor(words + _logs(FELL_THEN_STOOD), tmp_path, capsys)
     assert ids and ids[0] == expected, ids
+
+
+# -- the reader's rules, one by one ---------------------------------------------------------------------------------
+
+from loratui.logic.advisor import loss_words  # noqa: E402
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("the loss does not seem to be decreasing", "flat"),  # a negation binds the verb up to four words after it
+    ("the reference model is not loaded, reducing memory", "quiet"),  # not past a comma: a fall, no report
+    ("if the loss explodes, lower the learning rate", "quiet"),  # the subject inside the supposing clause
+    ("if I train without bf16, the loss becomes 0", "zero"),  # the main clause after it: a report
+    ("the train loss and val loss didnot decrease", "flat"),  # joined subjects share one predicate
+    ("一开始loss下降，后来就不降了", "flat"),  # a Chinese clause with no subject goes on about the last one
+    ("the loss decreases at first, then goes up", "rise"),  # the last thing said of a subject is where it went
+    ("val loss goes up while train loss goes down", "quiet"),  # overfitting
+    ("the loss converges quickly but the accuracy stays at 0", "flat"),  # a falling loss leaves the accuracy
+    ("the loss only went down from 0.7 to 0.6", "flat"),  # a fall said to be too small
+    ("the loss was about 100, dropped to 70, but it suddenly became 800,000", "rise"),  # values across clauses
+    ("Your loss is probably exploding", "quiet"),  # a hedge
+])
+def test_the_readers_rules(line: str, kind: str | None) -> None:
+    said = loss_words.read(line)
+    assert (said.kind if said is not None else None) == kind, said
