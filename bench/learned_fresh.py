@@ -22,7 +22,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from learned_cv import P_GRID, dev_rows, proba  # noqa: E402
+from learned_cv import P_GRID, dev_rows, features, proba  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 MERGES = ("08c0864", "cb2bfcb", "c105095", "061819e", "8ca4bec")
 """main's merges of the colI, colG, colH, colJ and colK batches (issue 23's third session)."""
@@ -76,6 +77,7 @@ def main() -> None:
     everything = dev_rows()
     texts, labels = [r["text"] for r in everything], [r["category"] for r in everything]
     fresh: list[tuple[str, str, list[float], object]] = []  # (label, old rules' answer, probs, classes)
+    two_stage: list[tuple[str, str, float, str]] = []  # (label, old rules' answer, P(sick), top sick class)
     with tempfile.TemporaryDirectory() as tmp:
         for merge in MERGES:
             parent = git("rev-parse", f"{merge}^1").strip()
@@ -89,7 +91,9 @@ def main() -> None:
             print(f"{merge}: {len(rows)} fresh dev records, old rules right on "
                   f"{sum(a == r['category'] for a, r in zip(answers, rows))}")
             fresh += [(row["category"], answer, probs[k], classes) for k, (row, answer) in enumerate(zip(rows, answers))]
+            two_stage += binary_gate(texts, labels, train, rows, answers)
     report(fresh)
+    report_two_stage(two_stage, len(fresh), sum(label == answer for label, answer, _, _ in fresh))
 
 
 def proba_on(kind, texts, labels, train, test_texts):
@@ -113,6 +117,26 @@ def report(fresh) -> None:
         fixed = sum(l == g for l, g in spoke)
         lost = sum(l == "healthy" for l, _ in spoke)
         print(f"{p_min:>6.2f}{len(spoke):>7}{fixed:>7}{lost:>14}{rules + fixed - lost:>7} / {n}")
+
+
+def binary_gate(texts, labels, train, rows, answers):
+    """Variant: a balanced sick-vs-healthy model decides whether to speak, the 15-way model's best sick class what."""
+    xtr, xte = features([texts[i] for i in train], [row["text"] for row in rows])
+    sick = LogisticRegression(C=10.0, max_iter=2000, class_weight="balanced", random_state=0)
+    sick.fit(xtr, [labels[i] != "healthy" for i in train])
+    which = LogisticRegression(C=10.0, max_iter=2000, random_state=0).fit(xtr, [labels[i] for i in train])
+    p_sick, p_class = sick.predict_proba(xte)[:, 1], which.predict_proba(xte)
+    p_class[:, list(which.classes_).index("healthy")] = -1
+    return [(row["category"], answer, p_sick[k], which.classes_[int(np.argmax(p_class[k]))])
+            for k, (row, answer) in enumerate(zip(rows, answers))]
+
+
+def report_two_stage(found, n, rules) -> None:
+    print(f"two-stage variant{'':>3}{'spoke':>7}{'fixed':>7}{'healthy lost':>14}{'right':>7}")
+    for t in (0.5, 0.7, 0.8, 0.9, 0.95):
+        spoke = [(label, guess) for label, answer, p, guess in found if answer == "healthy" and p >= t]
+        fixed, lost = sum(label == guess for label, guess in spoke), sum(label == "healthy" for label, _ in spoke)
+        print(f"P(sick) >= {t:<8.2f}{len(spoke):>7}{fixed:>7}{lost:>14}{rules + fixed - lost:>7} / {n}")
 
 
 if __name__ == "__main__":
