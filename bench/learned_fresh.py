@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +110,8 @@ def report(fresh) -> None:
     sick = [p for p in pool if p[0] != "healthy"]
     print(f"fresh dev records: {n}; old rules right on {rules}; old rules say healthy on {len(pool)} "
           f"({len(pool) - len(sick)} truly healthy, {len(sick)} sick)")
+    print("  the sick ones by category: " + ", ".join(f"{name} {count}" for name, count in
+                                                      sorted(Counter(label for label, _, _ in sick).items())))
     print(f"learned (top class) right on {sum(c[int(np.argmax(p))] == l for l, p, c in sick)} of the sick ones")
     print(f"{'p_min':>6}{'spoke':>7}{'fixed':>7}{'healthy lost':>14}{'right':>7}  (right = old rules + fixed - lost)")
     for p_min in P_GRID:
