@@ -1005,3 +1005,25 @@ def test_colabs_collapsed_frames(inner: str, expected: str) -> None:
 ])
 def test_a_chinese_sentence_that_names_the_error(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("INFO:tensorflow:Saving checkpoints for 22000 into /tmp/model/model.ckpt.\n"
+     "but the evaluation that follows goes wrong with this:\n" + NO_NUMBERS[6] + "\n", "oom_at_eval"),
+    ("***** Running Evaluation *****\n  Num examples = 500\n"
+     "The eval finishes; it is the checkpoint save right after it that runs out of memory:\n" + PHASE_MESSAGES[2] + "\n",
+     "oom_at_save"),
+    # words before the log do not overrule the log's last status
+    ("It fails during evaluation, I think.\nSaving model checkpoint to out/checkpoint-500\n" + PHASE_MESSAGES[2] + "\n",
+     "oom_at_save"),
+])
+def test_the_persons_words_after_the_logs_status(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def test_a_phase_named_in_a_path_is_no_phase() -> None:
+    text = ("When I run the evaluation script:\nmodel_path=../checkpoints/ar-en_last\n"
+            "python test.py --model_path $model_path\n"
+            "it always says \"RuntimeError: CUDA out of memory. Tried to allocate 2.10 GiB (GPU 0; 31.75 GiB total "
+            "capacity; 28.10 GiB already allocated; 1.20 GiB free; 28.20 GiB reserved in total by PyTorch)\"\n")
+    assert first_id(text) == "oom_at_eval"

@@ -165,6 +165,15 @@ _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succe
                     r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
 
 
+_PATHLIKE = re.compile(r"\S*[/=\\]\S*")
+
+
+def _no_paths(text: str) -> str:
+    """The sentence without paths and settings (`model_path=../checkpoints/x.pkl`): a phase's name in a path is no
+    phase."""
+    return _PATHLIKE.sub(" ", text) if "/" in text or "=" in text or "\\" in text else text
+
+
 def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
              anchor: re.Match[str] | None = None) -> list[tuple[str, re.Pattern[str]]] | None:
     """Of the phases a sentence names, the one in the clause that names the memory error (or the failure `anchor`),
@@ -226,6 +235,9 @@ class PhaseText:
         if op_phase:
             return (op_phase, ["the failing op ran in TensorFlow's " + op_phase + " step"]) if op_phase == "eval" \
                 else ("", [])
+        later = self._words_after_banner()
+        if later:
+            return later
         if self.banner and self.banner != "train":
             return self.banner, ["the last status before it: " + self.banner_line] if self.banner_line else []
         if self.progress is not None:
@@ -248,7 +260,11 @@ class PhaseText:
 
     def line(self, line: str) -> None:
         """Fold one output line in."""
+        self._n = getattr(self, "_n", 0) + 1  # getattr: a state pickled in an older events.idx
+        before = self.banner
         self._status(line)
+        if self.banner != before:
+            self._banner_n = self._n
         if "_steps" in line or "_strategy" in line or "do_eval" in line or "_epochs" in line:
             self._settings(line)
         if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
@@ -371,7 +387,7 @@ class PhaseText:
             sentence = whole
         else:
             return
-        sentence, whole = _READS_CHECKPOINT.sub(" ", sentence), _READS_CHECKPOINT.sub(" ", whole)
+        sentence, whole = _no_paths(_READS_CHECKPOINT.sub(" ", sentence)), _no_paths(_READS_CHECKPOINT.sub(" ", whole))
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
         if len(named) > 1 or _WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
@@ -380,6 +396,8 @@ class PhaseText:
         for phase, words in named:
             if phase not in self.prose:
                 self.prose[phase] = (text if words.search(text) else whole)[:300]
+                if words.search(_no_paths(text)):
+                    self._words_at(phase)
 
     def _failure_words(self, text: str, whole: str) -> None:
         """The person's sentence that places a failure in a phase (`the following error occurred when saving the
@@ -387,6 +405,7 @@ class PhaseText:
         shows the failure itself (an OOM message, the kernel's kill)."""
         if not _prose_like(text) or looks_like_code(text):
             return
+        whole = _no_paths(whole)
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)]
         if len(named) > 1 or _WORKS.search(whole):
             bounds = _FAILS.search(whole)
@@ -394,8 +413,29 @@ class PhaseText:
             named = chosen if chosen is not None else []
         failed = getattr(self, "failed_in", None) or {}
         for phase, words in named:
-            failed.setdefault(phase, (text if words.search(text) else whole)[:300])
+            if phase not in failed:
+                failed[phase] = (text if words.search(text) else whole)[:300]
+                if words.search(_no_paths(text)):
+                    self._words_at(phase)
         self.failed_in = failed
+
+    def _words_after_banner(self) -> tuple[str, list[str]] | None:
+        """The person's words naming another phase, written after the log's last status (`Saving checkpoints ...`
+        then `but the evaluation that follows goes wrong`): they know which step failed."""
+        if self.banner not in ("eval", "save"):
+            return None
+        said, since = getattr(self, "_said_n", None) or {}, getattr(self, "_banner_n", 0)
+        for phase in ("eval", "save"):
+            if phase != self.banner and said.get(phase, 0) > since:
+                words = self.prose.get(phase) or (getattr(self, "failed_in", None) or {}).get(phase, "")
+                return phase, ["as the text says: " + words]
+        return None
+
+    def _words_at(self, phase: str) -> None:
+        """Where the person's words first named a phase (a line count), to weigh them against the log's status."""
+        said = getattr(self, "_said_n", None) or {}
+        said.setdefault(phase, getattr(self, "_n", 0))
+        self._said_n = said
 
     def _status(self, line: str) -> None:
         """The phase a status line or a progress bar's description announces: the last one before a failure
