@@ -1024,6 +1024,7 @@ def test_the_persons_words_after_the_logs_status(text: str, expected: str) -> No
 def test_a_phase_named_in_a_path_is_no_phase() -> None:
     text = ("When I run the evaluation script:\nmodel_path=../checkpoints/ar-en_last\n"
             "python test.py --model_path $model_path\n"
-            "it always says \"RuntimeError: CUDA out of memory. Tried to allocate 2.10 GiB (GPU 0; 31.75 GiB total "
-            "capacity; 28.10 GiB already allocated; 1.20 GiB free; 28.20 GiB reserved in total by PyTorch)\"\n")
+            "with model_path=../checkpoints/ar-en_last it always says \"RuntimeError: CUDA out of memory. Tried to "
+            "allocate 2.10 GiB (GPU 0; 31.75 GiB total capacity; 28.10 GiB already allocated; 1.20 GiB free; 28.20 GiB "
+            "reserved in total by PyTorch)\"\n")
     assert first_id(text) == "oom_at_eval"
