@@ -356,3 +356,31 @@ FED = {
 @pytest.mark.parametrize("name", sorted(FED))
 def test_a_run_fed_fine_reads_healthy(name: str) -> None:
     assert judged(FED[name]) == []
+
+
+# -- words the starvation readers look for, in healthy output ------------------------------------------------------
+
+STARVE_WORDS = {
+    "deepspeed_timers": "\n".join(
+        f"[2024-04-01 10:{i:02d}:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd: 120.3{i} | "
+        f"bwd: 240.1{i} | bwd_inner: 230.2 | bwd_allreduce: 9.8 | step: 30.2{i}" for i in range(1, 6)),
+    "store_barrier": "[INFO] Waiting in store based barrier to initialize process group for rank: 0, key: "
+                     "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)\n" + "\n".join(hf_dicts(6)),
+    "persistent_workers": "The dataloader workers are reused across epochs with persistent_workers=True.\n"
+                          + "\n".join(hf_dicts(6)),
+    "lightning_limits": "`Trainer(limit_train_batches=1.0)` was configured so 100% of the batches per epoch will be "
+                        "used..\n" + "\n".join(hf_dicts(6)),
+    "eval_every_n": "Every 500 steps the run pauses for evaluation, which takes about 2 minutes.\n" + "\n".join(hf_dicts(6)),
+    "save_every_n": "After every epoch training stalls for a minute while the checkpoint is written.\n"
+                    + "\n".join(hf_dicts(6)),
+    "dataset_shards": "Loading dataset shards: 100%|██████████| 18/18 [00:12<00:00,  1.46it/s]\n" + "\n".join(hf_dicts(6)),
+    "keras_eta": "\n".join(["Epoch 1/10"] + [f" {i * 50}/391 [===>..........................] - ETA: 1:0{i} - loss: "
+                                              f"{1.9 - 0.1 * i:.4f}" for i in range(1, 6)]),
+    "cpu_offload_busy_gpu": "offload_optimizer:\n  device: cpu\nGPU utilization 95-100% throughout, CPU at 100% "
+                            "during the optimizer step.\n" + "\n".join(hf_dicts(6)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STARVE_WORDS))
+def test_starvation_words_in_a_healthy_run(name: str) -> None:
+    assert judged(STARVE_WORDS[name]) == []

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
-from loratui.logic.advisor.starve_words import asked, fed_slowly
+from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly
 from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
@@ -26,7 +26,7 @@ _UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?
 _LOW = (r"(?:very |quite |extremely |really |so |too |pretty )?(?:low|lower|poor|bad|idle|underutili[sz]ed|"
         r"under[- ]utili[sz]ed|not (?:fully )?(?:used|utili[sz]ed)|zero|spiky|spikes?|spiking|oscillat\w*|"
         r"fluctuat\w*|jump\w*|jitter\w*|unstable|up and down|intermittent\w*|drop(?:s|ping|ped)? (?:to|down)|"
-        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|只有|仅|"
+        r"很低|较低|偏低|低|不高|上不去|波动|忽高忽低|时高时低|一直是?0|为0|(?:都|总|基本|几乎)?是\s*0(?![\d.])|只有|仅|"
         r"(?<=\s)0(?![\d.,]|\s*(?:GB|GiB|MB|MiB))|saw-?tooth)")
 """What a starved GPU's utilisation does: stays low, or swings between busy and idle."""
 _PCT = r"(\d{1,3})\s*%"
@@ -41,13 +41,15 @@ _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 _PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
                  r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
-_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|forever|ages|a long time|too long|very long|hours?|"
+_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|unusabl\w*|forever|ages|a long time|too long|very long|hours?|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
 _MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
                          r"takes? forever|never finish\w*|hangs?\b|stuck)", re.I)
 """`map slows down to a crawl at around 80% done`: the lowercase word (not mAP, the detection metric) and a crawl."""
-_PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG, re.I)
+_PREP_SAID = re.compile(_PREP_SUBJECT + r"(?:[^.!?\n。！？]|(?<=\w)\.(?=\w)){0,80}?" + _PREP_LONG + r"|"
+                        r"\b(?:slow(?:er|est|s|ly)?|crawl\w*|takes? forever)\b[^.!?\n]{0,40}?\b(?:of|in|during|for|at) (?:the |my |our )?"
+                        + _PREP_SUBJECT, re.I)
 """Preprocessing said to take long: `the tokenization process is taking forever`, `“Running tokenizer on dataset”就要等
 半小时以上`, `tokenizing 7.5K rows ... instead of 17 minutes`."""
 PREP_SAID_MIN = 10
@@ -93,8 +95,8 @@ _LOADER_SLOW = re.compile(
     + _SHARE + r"\s+(?:is |was |goes |went )?(?:spent |wasted )?(?:in|on|into|waiting (?:for|on))\s+[^.!?\n]{0,20}?"
     r"\b(?:data ?load\w*|(?:data ?)?loader|I/?O|__getitem__|collate\w*|(?:the )?next batch|batch\w* loading|"
     r"reading (?:the )?data)|"
-    r"\bnum_workers\s*[=:]\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
-    r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*[=:]\s*0\b", re.I)
+    r"\bnum_workers\s*(?:[=:]|to|of|is|as|at)?\s*0\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*)\b|"
+    r"\b(?:slow\w*|bottleneck\w*)\b[^.!?\n]{0,60}?\bnum_workers\s*(?:[=:]|to|of|is|as|at)?\s*0\b", re.I)
 """The loader named slow or the bottleneck, in the user's words (`data loading is the bottleneck`)."""
 _STORAGE_SLOW = re.compile(
     r"\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|ages)|very long)\b[^.!?\n]{0,60}?"
@@ -102,10 +104,15 @@ _STORAGE_SLOW = re.compile(
     r"HDD|hard (?:disk|drive)|spinning disk|lustre|sshfs|shared file ?system)\b|"
     r"\b(?:NFS|network (?:file ?system|drive|storage|disk|share)|s3|GCS|Google Drive|mounted drive|HDD|hard (?:disk|"
     r"drive)|lustre|sshfs|shared file ?system)\b[^.!?\n]{0,60}?\b(?:slow\w*|bottleneck\w*|crawl\w*|takes? (?:forever|"
-    r"ages))\b", re.I)
+    r"ages))\b|"
+    r"(?:机械硬盘|网络存储|网盘|NAS|NFS|挂载|共享存储)[^。！？\n]{0,30}(?:慢|瓶颈)|(?:慢|瓶颈)[^。！？\n]{0,30}(?:机械硬盘|网络存储|网盘|NAS|NFS)",
+    re.I)
 """Reading the data from slow storage (a network file system, a bucket, a spinning disk), in the user's words."""
 _DELAY = re.compile(
-    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait)s?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
+    r"\b(?:after|at|before|on|in|for)? ?(?:every|each) (?:few |\d+(?:st|nd|rd|th)? |other )?(?:training )?(?:batch|iteration|iter|"
+    r"step)e?s?\b"
+    r"[^.!?\n]{0,40}?\b(?:delay\w*|paus\w*|stall\w*|lag\w*|gap|freez\w*|hang\w*|hiccup\w*|wait\w*|stutter\w*)\b|"
+    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait|stutter)(?:s|ing|ed)?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
     r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
     r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
     r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
@@ -122,6 +129,8 @@ _DELAY_HERE = re.compile(
 """A delay of some seconds: starvation when it is written between two logged iterations."""
 _DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
 """Inside the words themselves: `data loading is not the bottleneck`."""
+_TURN = re.compile(r"\b(?:but|whereas|although|though|however|fine|fast|quick)\b", re.I)
+"""A turn inside the words (`data loading is fast but training is slow`): the verdict is another subject's."""
 _NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
 """What is read that is not the training data (`loading the checkpoint files is slow`): the model's load."""
 _ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
@@ -153,14 +162,15 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
 """The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
 but it is still slow`)."""
 _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据", "epoch",
+               "every", "each", "硬盘", "存储", "nas", "nfs",
                "num_workers", "delay", "pause", "stall", "lag", "gap", "freez", "hang", "hiccup", "wait", "停顿", "卡",
                "crawl", "forever", " s ", "sec", "second", "min")
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
 _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "dominat", "limited", "wait", "throttl",
               "starved", "held back", "used", "utili", "busy", "saturat", "慢", "等", "空转", "闲着", "most", "half",
-              "majority", "bulk", "% of")
+              "majority", "bulk", "% of", "卡")
 """Words one of starve_words' verdicts needs (lowercase)."""
-_THEN_WORDS = ("used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
+_THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi", "%")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
@@ -183,9 +193,16 @@ _STOPPED = re.compile(r"\b(?:crash\w*|died|killed|OOM|out of memory|hang\w*|hung
 """The run stopped or hangs: an idle GPU then says so, not that it is fed too slowly."""
 
 
+_NOW_AND_THEN = re.compile(r"\b(?:sometimes|occasionally|periodically|intermittent\w*|from time to time|every|each|"
+                           r"for (?:a (?:few|couple of) |several |\d+ |~\d+ )?(?:seconds?|secs?|s|minutes?|mins?|a while)|"
+                           r"then (?:continues|resumes|goes on))\b", re.I)
+"""A hang now and then is a stall (`the code sometimes just hangs at a single step ... GPU 0%`), not a stopped run."""
+
+
 def idle_elsewhere(line: str) -> bool:
-    """The line gives another reason for an idle GPU: the run is on the CPU, crashed or hangs."""
-    return bool(_ON_CPU.search(line) or _NOTHING_ON_IT.search(line) or _STOPPED.search(line))
+    """The line gives another reason for an idle GPU: the run is on the CPU, crashed or hangs for good."""
+    stopped = _STOPPED.search(line) is not None and _NOW_AND_THEN.search(line) is None
+    return bool(_ON_CPU.search(line) or _NOTHING_ON_IT.search(line) or stopped)
 
 
 def said_starved(line: str, after_iteration: bool) -> dict[str, object] | None:
@@ -221,11 +238,14 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
-                not (what == "loader" and _NOT_DATA.search(found.group(0))) and not asked(line):
+                not (what == "loader" and _NOT_DATA.search(found.group(0))) and not asked(line) and \
+                not _TURN.search(found.group(0)):
             return {"said": what, "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
         return {"said": "delay", "quote": line.strip()[:300]}
     fed = fed_slowly(line) if any(word in low for word in _FED_WORDS) else None
+    if fed is None and any(word in low for word in _SAID_WORDS) and clause_said(line):
+        fed = "loader"
     return {"said": fed, "quote": line.strip()[:300]} if fed and (util or fed == "loader") else None
 
 
@@ -369,7 +389,28 @@ def _rates_said(line: str) -> dict[str, object] | None:
     return {"said": "slowdown", "quote": line.strip()[:300]}
 
 
+_FIRST_EPOCH = re.compile(r"\bfirst epoch\b", re.I)
+_LATER_EPOCHS = re.compile(r"\b(?:later|subsequent|second|following|other|next|remaining|rest of the) epochs?\b", re.I)
+
+
+def _first_epoch_said(line: str) -> dict[str, object] | None:
+    """`the first epoch takes 2 hours, later epochs 10 minutes`: the first pass reads every sample from storage, the
+    later ones from the page cache or the dataset's cache: the reading is what is slow."""
+    first, later = _FIRST_EPOCH.search(line), _LATER_EPOCHS.search(line)
+    if first is None or later is None or first.start() > later.start():
+        return None
+    before = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line[:later.start()])]
+    after = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line[later.start():])]
+    if not before or not after or min(after) <= 0 or before[-1] < SLOWER * after[0]:
+        return None
+    return {"said": "storage", "quote": line.strip()[:300]}
+
+
 def _slowdown_said(line: str) -> dict[str, object] | None:
+    if "epoch" in line.lower():
+        first = _first_epoch_said(line)
+        if first is not None:
+            return first
     if "/s" in line or "/it" in line or "s/" in line:
         rated = _rates_said(line)
         if rated is not None:
@@ -388,7 +429,13 @@ _PREP_STUCK = re.compile(r"(?:\b(?:stuck|hangs?|hanging|hung|frozen|freezes|sits
 """A run stuck at its preprocessing (`stuck at "Running tokenizer on dataset"`, `一直卡在 tokenize`)."""
 
 
+_NOT_PREP = re.compile(r"\b(?:generat\w*|inference|predict\w*|serving|decod(?:e|ing) (?:the )?(?:output|tokens))\b", re.I)
+"""Tokenising at generation or serving time: not a dataset prepared for training."""
+
+
 def _prep_said(line: str) -> dict[str, object] | None:
+    if _NOT_PREP.search(line):
+        return None
     stuck = _PREP_STUCK.search(line)
     if stuck and not _DENIED.search(stuck.group(0)):
         return {"said": "preprocessing", "quote": line.strip()[:300]}
@@ -541,11 +588,11 @@ class UtilSamples:
 
 _FETCH = re.compile(r"DataLoader\w*\.__next__|DataLoaderIter\w*\.__next__|_next_data|enumerate\(DataLoader\)|"
                     r"dataloader_next|get_train_batch|\bcollate\w*|_MultiProcessingDataLoaderIter|fetch\b|"
-                    r"data_?loader\w*\.py:\d+\((?:__next__|__iter__)\)|\(__getitem__\)", re.I)
+                    r"data_?loader\w*\.py:\d+\((?:__next__|__iter__)\)|\b__getitem__\b", re.I)
 """A profiler row that fetches the next batch: PyTorch's `enumerate(DataLoader)#_SingleProcessDataLoaderIter.
 __next__`, Lightning's `[_TrainingEpochLoop].train_dataloader_next`, a collate function."""
 _PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s*%")
-_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader|getitem|function calls", re.I)
+_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader|getitem|function calls|% Time|loader", re.I)
 """The cheap test before a profiler row is read (it runs on every line)."""
 _CPROFILE_TOTAL = re.compile(r"function calls(?: \(\d+ primitive calls\))? in (\d+(?:\.\d+)?) seconds")
 _CPROFILE_ROW = re.compile(r"\s*\d+(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+\S")
@@ -555,14 +602,32 @@ PROFILE_SHARE = 25.0
 """Fetching batches a quarter of the profiled time or more."""
 
 
+_LINE_ROW = re.compile(r"^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d{1,3}(?:\.\d+)?)\s+(.*)$")
+_LOOP_OVER_LOADER = re.compile(r"\bfor\b.+\bin\b.*(?:loader|data)\w*|next\(\s*\w*(?:loader|iter|data)\w*", re.I)
+"""line_profiler's row of the training loop's `for batch in loader:` (its time is the wait for the next batch)."""
+
+
+def _line_profile_row(line: str) -> dict[str, object] | None:
+    row = _LINE_ROW.match(line)
+    if row is None or not _LOOP_OVER_LOADER.search(row.group(2)) or float(row.group(1)) < PROFILE_SHARE:
+        return None
+    return {"text": "profile", "share": float(row.group(1)), "line": line.strip()[:300]}
+
+
 @dataclass
 class ProfileTable:
     """A profiler's table: the share of time the data-fetching rows take."""
 
     _share_col: int | None = None  # the `Percentage` column of Lightning's simple profiler
     _total_s: float = 0.0  # cProfile's whole run (`48213921 function calls ... in 412.310 seconds`)
+    _line_profile: bool = False  # line_profiler's table (`Line #  Hits  Time  Per Hit  % Time  Line Contents`)
 
     def line(self, line: str) -> dict[str, object] | None:
+        if "% Time" in line and "Line Contents" in line:
+            self._line_profile = True
+            return None
+        if self._line_profile:
+            return _line_profile_row(line)
         calls = _CPROFILE_TOTAL.search(line)
         if calls:
             self._total_s = float(calls.group(1))
@@ -816,6 +881,11 @@ class StackWait:
         return {"text": "said", "said": "stack_" + where, "quote": f"{self.frame} (the run {stopped} there)"}
 
 
+_MEMORY_WORDS = re.compile(r"\b(?:memory|VRAM|GiB|GB|OOM|leak\w*)\b|显存|内存", re.I)
+_SPEED_WORDS = re.compile(r"\b(?:slow\w*|speed\w*|fast\w*|util\w*|usage|idle|wait\w*|throughput|it/s|s/it|bottleneck\w*|"
+                          r"stall\w*|hang\w*|stuck)\b|慢|利用率|使用率|卡", re.I)
+
+
 # -- the watch ---------------------------------------------------------------------------------------------
 
 
@@ -837,6 +907,8 @@ class StarveText:
     _blame_done: bool = False
     _util_done: bool = False
     _on_cpu: str = ""  # a line that says the run is on the CPU: an idle GPU in words later is no starvation
+    _memory_asked: bool = False  # the person's words are about memory
+    _speed_asked: bool = False  # the person's words are about speed or utilisation
 
     def _blamed(self, line: str, step: int) -> list[Finding]:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
@@ -852,10 +924,28 @@ class StarveText:
             return [Finding("data_starved", step, {"text": "said", "said": "loader", "quote": quote[:400]})]
         return []
 
+    def slow_said(self) -> str:
+        """The user's line that says the training is slow (empty when none did yet): a timer line or two then
+        shows where the time goes."""
+        return self._slow_said
+
     def at_end(self, step: int) -> Finding | None:
         """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
-        few = self.util.few() if not self._util_done else None
+        few = self.util.few() if not self._util_done and not self.memory_only() else None
         return Finding("data_starved", step, few) if few is not None else None
+
+    def memory_only(self) -> bool:
+        """The person's words so far ask about memory, never about speed: a snapshot's low utilisation was taken
+        to show what is held, at any moment (between steps, after training), and says nothing of the feed."""
+        return self._memory_asked and not self._speed_asked
+
+    def _asked(self, line: str) -> None:
+        """What the person's own words are about: memory (a snapshot then shows how much is held, taken at any
+        moment) or speed (a snapshot then shows the GPU idle while it should work)."""
+        if _code(line) or _PROGRAM.search(line) or "|" in line:
+            return
+        self._memory_asked = self._memory_asked or bool(_MEMORY_WORDS.search(line))
+        self._speed_asked = self._speed_asked or bool(_SPEED_WORDS.search(line))
 
     def line(self, line: str, step: int) -> list[Finding]:
         found: list[Finding] = []
@@ -894,6 +984,8 @@ class StarveText:
         if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
                                  "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
             found += self._blamed(line, step)
+        if len(line) < 2000:
+            self._asked(line)
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if not self._on_cpu and ("cpu" in line.lower() or "process" in line or "available" in line) and \
                 _ON_CPU.search(line):

@@ -46,17 +46,25 @@ _BOUND_RUN = re.compile(r"\b(?:training|the run|my run|the job|it|we|pipeline|lo
                         r"(?P<who2>" + _FEEDER + r")(?!\s*(?:RAM|memory|mem)\b)", re.I)
 """The run said bound by its feeding: `the training seems to be CPU bound`, `we are data-loading bound`, `step time
 is dominated by data loading`."""
+_FED_PASSIVE = (r"(?:batch(?:es)?|data|images?|samples|files?|videos?|clips?|frames)\s+(?:are |is |were |was )?(?:getting |being )?"
+                r"(?:loaded|read|fetched|decoded|transferred|prepared|preprocessed|augmented)")
+_NECK_NEAR = re.compile(r"\bbottleneck\w*\b[^.!?\n]{0,60}?\b(?:when|while|as|because|during|in|at|from)\b[^.!?\n]{0,30}?(?:"
+                        + _FED_PASSIVE + r"|" + _FEEDER + r")|" + _FED_PASSIVE + r"[^.!?\n]{0,40}?\bbottleneck", re.I)
+"""A bottleneck beside the feeding (`a bottleneck in training time as the batches are getting loaded`)."""
 _CPU_NECK = re.compile(r"\bCPU[- ](?:is |was )?(?:the )?bottleneck|\bbottleneck\w*\s+(?:is|was|seems to be|appears to be|"
                        r"lies in|must be|might be)\s+(?:the |my |our )?(?:CPU|data|input|I/?O|disk)\b", re.I)
 """The CPU (or the input) named the bottleneck: `the bottleneck is the CPU, not the GPU`, `a CPU bottleneck`."""
 _GPU_WAITS = re.compile(
-    _DEVICE + r"[^.!?\n,;]{0,25}?\b(?:wait(?:s|ing|ed)?\s+(?:[~≈]?\s*\d+(?:\.\d+)?\s*(?:s|ms|secs?|seconds?)\s+)?"
+    _DEVICE + r"[^.!?\n,;]{0,25}?\b(?:wait(?:s|ing|ed)?\s+(?:[~≈]?\s*\d+(?:\.\d+)?\s*(?:s|ms|secs?|seconds?)\s+|"
+    r"(?:a |an )?(?:\w+ ){0,2}?(?:time|while)\s+)?"
     r"(?:for|on)\s+(?:the |its )?(?:data|input|I/?O|IO|disk|storage|(?:data ?)?loader|next batch|batch(?:es)?|CPU|workers?)|"
     r"(?:is|are)(?:n't| not)\s+(?:being\s+)?(?:(?:fully|completely)\s+(?:used|utili[sz]ed)|(?:used|utili[sz]ed)\s+"
     r"(?:fully|completely|enough)|(?:kept\s+)?(?:busy|saturated|fed)))\b", re.I)
 """The GPU waiting for its feed (`each step the GPU waits ~2 s for the loader`, `the A100s are waiting on I/O`) or
 not kept busy (`the GPU isn't being used fully`); not `the GPU is not used` (at all: the device is not found)."""
-_ZH = re.compile(r"(?:加载|读取|读)数据[^。！？\n]{0,10}(?:慢|瓶颈)|(?:data ?loader|数据加载器?)\s*(?:很|太|非常|特别|好|比较)?慢|"
+_ZH = re.compile(r"(?:加载|读取|读|取)数据[^。！？\n]{0,10}(?:慢|瓶颈)|"
+                 r"(?:data ?loader|dataloader|数据加载器?|取数据|读数据|加载数据)[^。！？\n]{0,15}?(?:时快时慢|忽快忽慢|卡)|"
+                 r"(?:batch|迭代|step)[^。！？\n，,]{0,10}?卡\s*(?:了|住)?\s*\d+(?:\.\d+)?\s*(?:秒|s)|(?:data ?loader|数据加载器?)\s*(?:很|太|非常|特别|好|比较)?慢|"
                  r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?:等待|空转|闲着)", re.I)
 """`读取数据太慢`, `dataloader 很慢`, `GPU 经常处于等待状态`."""
 _QUESTION = re.compile(r"^\s*(?:is|are|could|can|would|does|do|should|how (?:do|can) (?:I|we) (?:know|tell|check))\b[^?]*\?",
@@ -82,9 +90,43 @@ def fed_slowly(line: str) -> str | None:
     bound = _BOUND_RUN.search(line)
     if bound and not _DENIED.search(bound.group(0)) and not _NOT_DATA.search(bound.group(0)):
         return "cpu_busy" if (bound.group("who") or bound.group("who2")).upper().startswith("CPU") else "loader"
+    near = _NECK_NEAR.search(line)
+    if near and not _DENIED.search(near.group(0)) and not _NOT_DATA.search(near.group(0)):
+        return "loader"
     neck = _CPU_NECK.search(line)
     if neck and not _DENIED.search(neck.group(0)):
         return "cpu_busy" if "CPU" in neck.group(0).upper() else "loader"
     if _GPU_WAITS.search(line):
         return "util"
     return "loader" if _ZH.search(line) else None
+
+
+# -- the fallback: a feeder and slowness in one clause, in any order --------------------------------------------
+
+_CLAUSES = re.compile(r"[.!?;。！？；]\s*|,\s*(?:but|while|whereas|though|although|and then)\b|\s+(?:but|whereas|although)\s+|，|但是?|而")
+_CLAUSE_FEEDER = re.compile(
+    r"\b(?:data ?loaders?|data[- ]?loading|loading (?:the |my |a |each |the next )?(?:data|dataset|batch(?:es)?|images?|"
+    r"samples)|"
+    r"input pipeline|data pipeline|__getitem__|collate\w*|num_workers|dataloader workers?|I/?O\b|NFS|HDD|S3\b|"
+    r"network (?:drive|storage|disk)|reading (?:the )?(?:data|files?|images?)|decoding|augmentations?)|"
+    r"数据加载|读取数据|数据读取|加载数据|取数据|读数据", re.I)
+_CLAUSE_SLOW = re.compile(r"\b(?:slow\w*|bottleneck\w*|stall\w*|lag(?:s|gy|ging)?|freez\w*|stuck|crawl\w*|forever|"
+                          r"takes? (?:ages|hours)|idl(?:e|ing))\b|慢|瓶颈|卡住|卡顿", re.I)
+_CLAUSE_WELL = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|n't|fine|fast|quick\w*|ok|okay|normal|solved|fixed|"
+                          r"NCCL|rank|barrier|all-?reduce|process group|generat\w*|inference|checkpoint\w*|models?|weights?|"
+                          r"upload\w*|sav(?:e|es|ed|ing)|push\w*|writ\w*|eval\w*|validat\w*|errors?|fail\w*|exception|"
+                          r"crash\w*)\b|"
+                          r"不|没|正常|很快", re.I)
+"""A clause that says it is not so, or fine, or names another wait (a collective, generation, the model's load)."""
+
+
+def clause_said(line: str) -> bool:
+    """A feeder and slowness in one clause (`the HDD-based loading is painfully slow`, `stalls in the dataloader`,
+    `数据加载这块卡住`), when no clause of its own says it is not so or fine."""
+    if len(line) > 2000 or _QUESTION.search(line):
+        return False
+    for clause in _CLAUSES.split(line):
+        if clause and _CLAUSE_FEEDER.search(clause) and _CLAUSE_SLOW.search(clause) and \
+                not _CLAUSE_WELL.search(clause):
+            return True
+    return False

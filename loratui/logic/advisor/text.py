@@ -69,7 +69,7 @@ _SCALE_FLOOR = re.compile(r"loss scale already at minimum|Attempted loss scale: 
                           r"Minimum loss scale reached", re.I)
 """fp16's loss scaler (DeepSpeed, Megatron, apex, fairseq's `FloatingPointError: Minimum loss scale reached`) gave
 up: every step overflows."""
-_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata|[A-Za-z_]*(?i:data|load|fetch|step|fwd|bwd|forward|backward|compute|"
+_METER = re.compile(r"\b([A-Za-z_]*[Tt]ime|[Dd]ata|[Bb]atch(?=:?\s+\d+\.\d+\s*\()|[A-Za-z_]*(?i:data|load|fetch|step|fwd|bwd|forward|backward|compute|"
                     r"train)(?:[A-Za-z_]*|/bwd)(?=\s*[:=]?\s*\d+(?:\.\d+)?\s*m?s\b))\b\s*[:=]?\s*(\d+(?:\.\d+)?)(?P<ms>\s*ms\b)?"
                     r"(?:\s*\((\d+(?:\.\d+)?)\))?")
 """Per-iteration timers: PyTorch's examples (`Time 8.01 (7.52)  Data 7.72 (7.24)`, running averages in
@@ -141,7 +141,8 @@ class TextWatch:
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
             found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
-        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or _UNIT_TIMED.search(line)):
+        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or "atch" in line or
+                                                                  _UNIT_TIMED.search(line)):
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
@@ -160,7 +161,7 @@ class TextWatch:
         if smi is None:
             gpustat = _GPUSTAT_ROW.search(line)
             used, util = (int(gpustat.group(2)), int(gpustat.group(1))) if gpustat else (0, 100)
-        if util <= 10 and used >= 1024:
+        if util <= 10 and used >= 1024 and not self.starve.memory_only():
             return [Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(), "util": util,
                                                    "used_mib": used})]
         return []
@@ -224,7 +225,7 @@ class TextWatch:
             self._meter_data += data
             self._meter_total += total
             self._meter_lines += 1
-        if self._meter_lines < 3 and not average or self._meter_total < 0.05 or \
+        if self._meter_lines < 3 and not average and not self.starve.slow_said() or self._meter_total < 0.05 or \
                 self._meter_data < METER_SHARE * self._meter_total or not average and self._steady_fed():
             return []
         return [Finding("data_starved", step, {"text": "data_time", "line": line.strip()[:300],
