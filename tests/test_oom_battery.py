@@ -1028,3 +1028,17 @@ def test_a_phase_named_in_a_path_is_no_phase() -> None:
             "allocate 2.10 GiB (GPU 0; 31.75 GiB total capacity; 28.10 GiB already allocated; 1.20 GiB free; 28.20 GiB "
             "reserved in total by PyTorch)\"\n")
     assert first_id(text) == "oom_at_eval"
+
+
+@pytest.mark.parametrize("text", [
+    "E local_client.cc:672] Execution of replica 0 failed: Resource exhausted: Out\nof memory while trying to allocate "
+    "5520758552 bytes.\n",
+    "RuntimeError: CUDA out\nof memory. Tried to allocate 20.00 MiB\n",
+    "torch.cuda.OutOfMemory\nError: CUDA out of memory.\n",
+])
+def test_an_oom_phrase_cut_by_a_wrap_is_read(text: str) -> None:
+    assert first_id(text) == "oom_full"
+
+
+def test_two_unrelated_lines_make_no_oom() -> None:
+    assert not first_id("We ran out\nof patience with the slow loader.\n").startswith("oom")
