@@ -1042,3 +1042,11 @@ def test_an_oom_phrase_cut_by_a_wrap_is_read(text: str) -> None:
 
 def test_two_unrelated_lines_make_no_oom() -> None:
     assert not first_id("We ran out\nof patience with the slow loader.\n").startswith("oom")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (_BARE + "Setting per_device_eval_batch_size=1 and eval_accumulation_steps=4 fixed the OOM.\n", "oom_at_eval"),
+    (_BARE + "save_only_model=True made the OOM go away.\n", "oom_at_save"),
+])
+def test_the_phases_own_setting_named_in_the_fix(text: str, expected: str) -> None:
+    assert first_id(text) == expected

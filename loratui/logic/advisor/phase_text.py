@@ -122,6 +122,7 @@ _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict
                                     r"\.test\(", re.I)),
                 ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
                                     r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|export\w*|gguf|"
+                                    r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node)|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)\b|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
 (saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
@@ -165,13 +166,13 @@ _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succe
                     r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
 
 
-_PATHLIKE = re.compile(r"\S*[/=\\]\S*")
+_PATHLIKE = re.compile(r"\S*[/\\]\S*")
 
 
 def _no_paths(text: str) -> str:
-    """The sentence without paths and settings (`model_path=../checkpoints/x.pkl`): a phase's name in a path is no
-    phase."""
-    return _PATHLIKE.sub(" ", text) if "/" in text or "=" in text or "\\" in text else text
+    """The sentence without paths (`model_path=../checkpoints/x.pkl`): a phase's name in a path is no phase; a
+    setting's name stays (`per_device_eval_batch_size=1 fixed the OOM` names the evaluation)."""
+    return _PATHLIKE.sub(" ", text) if "/" in text or "\\" in text else text
 
 
 def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
