@@ -1050,3 +1050,14 @@ def test_two_unrelated_lines_make_no_oom() -> None:
 ])
 def test_the_phases_own_setting_named_in_the_fix(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+def test_an_oom_while_the_process_group_starts_is_another_process() -> None:
+    """Every rank makes its CUDA context on the first card when none set its device: the siblings fill it."""
+    text = plain(frame("/home/me/train.py", "main", "dist.init_process_group(backend='nccl')"),
+                 frame(SITE + "torch/distributed/distributed_c10d.py", "init_process_group",
+                       "default_pg, _ = _new_process_group_helper("),
+                 frame(SITE + "torch/distributed/distributed_c10d.py", "_new_process_group_helper",
+                       "backend_class = ProcessGroupNCCL(backend_prefix_store, group_rank, group_size, pg_options)")) + \
+        "RuntimeError: CUDA error: out of memory\n"
+    assert first_id(text) == "oom_other_process"

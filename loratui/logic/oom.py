@@ -260,9 +260,11 @@ _AT_START = re.compile(r"\btotal ?memory:\s*" + _SIZE + r"|\bfree ?memory:\s*" +
 190.31MiB`, or `totalMemory: 15.90GiB freeMemory: 3.12GiB` on one line."""
 
 
-_CUDA_START = frozenset({"_lazy_init", "_cuda_init", "cudaSetDevice", "_cuda_setDevice"})
-"""torch.cuda's lazy initialisation (`torch._C._cuda_init()`, run by the first CUDA call or set_device): it creates
-the process's CUDA context and allocates nothing of the model's."""
+_CUDA_START = frozenset({"_lazy_init", "_cuda_init", "cudaSetDevice", "_cuda_setDevice", "init_process_group",
+                         "_new_process_group_helper"})
+"""torch.cuda's lazy initialisation (`torch._C._cuda_init()`, run by the first CUDA call or set_device) and the
+process group's start (each rank's NCCL context, on the first card when no rank set its device): they create
+contexts and allocate nothing of the model's."""
 
 
 def cuda_starting(names: list[str]) -> bool:
