@@ -172,7 +172,7 @@ _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "domin
 """Words one of starve_words' verdicts needs (lowercase)."""
 _THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it")
-_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi", "%")
+_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
 
@@ -223,7 +223,8 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
                          _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
         # before the GPU's words: the CPU is the cause named
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
-    said_util = _util_said(line) if util and any(w in low for w in _UTIL_WORDS) else None
+    said_util = _util_said(line) if util and (any(w in low for w in _UTIL_WORDS) or
+                                              "%" in line and _GPU_NAMED.search(line)) else None
     if said_util is not None:
         return said_util
     prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or \
@@ -942,8 +943,8 @@ class StarveText:
     def _asked(self, line: str) -> None:
         """What the person's own words are about: memory (a snapshot then shows how much is held, taken at any
         moment) or speed (a snapshot then shows the GPU idle while it should work)."""
-        if _code(line) or _PROGRAM.search(line) or "|" in line:
-            return
+        if self._speed_asked or "{" in line or "|" in line or _code(line) or _PROGRAM.search(line):
+            return  # once speed is asked, memory is never asked alone
         self._memory_asked = self._memory_asked or bool(_MEMORY_WORDS.search(line))
         self._speed_asked = self._speed_asked or bool(_SPEED_WORDS.search(line))
 
