@@ -116,12 +116,14 @@ def read(run: RunDir) -> Status:
     return _liveness(run, status)
 
 
-def _scheduler_end(run: RunDir, status: Status) -> Status:
+def _scheduler_end(run: RunDir, status: Status, but_failed: bool = False) -> Status:
     """A Slurm run that nobody runs and that has no end: record Slurm's verdict as its end (whoever looks
     first; a marker file makes it once per job start), and send the end's alert the dead supervisor could
-    not. Every process of a job killed at its limit or with its node may die without writing a line."""
+    not. Every process of a job killed at its limit or with its node may die without writing a line.
+    `but_failed`: not Slurm's FAILED (its batch script's exit, after the supervisor's death, tells less than
+    the trainer's own exit)."""
     job = slurm.job(status.job_id)
-    if job is None or job.state not in slurm.SCHEDULER_ENDS:
+    if job is None or job.state not in slurm.SCHEDULER_ENDS or but_failed and job.state == "FAILED":
         return status
     marker = run.path / f"scheduler-end.{job.job_id}.{job.restarts}"
     try:
@@ -159,14 +161,14 @@ def _liveness(run: RunDir, status: Status) -> Status:
         status.alive = ""
     # A suspended run needs nobody alive: its checkpoint waits for `loratui resume`.
     if status.end is None and not status.alive and status.state not in (*events.FINAL_STATES, events.SUSPENDED):
-        if status.exited is not None and status.exited.state in events.FINAL_STATES:
-            # The supervisor died between its trainer's exit and the End: the trainer said how it ended.
-            status.end = _exit_end(status.exited, status.stop_asked)
-            status.state, status.step = status.end.state, max(status.step, status.end.step)
-            return status
+        exited = status.exited if status.exited is not None and status.exited.state in events.FINAL_STATES else None
         status.state = LOST
-        if status.job_id:
-            return _scheduler_end(run, status)
+        if status.job_id:  # Slurm's word first (a time limit's SIGTERM made the trainer's own exit a "stop")
+            _scheduler_end(run, status, but_failed=exited is not None)
+        if status.end is None and exited is not None:
+            # The supervisor died between its trainer's exit and the End: the trainer said how it ended.
+            status.end = _exit_end(exited, status.stop_asked)
+            status.state, status.step = status.end.state, max(status.step, status.end.step)
     return status
 
 

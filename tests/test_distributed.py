@@ -54,6 +54,7 @@ def test_ddp_run_records_both_ranks(tmp_path: Path, runs_dir: Path) -> None:
     assert _rank_steps(run, 0) == list(range(1, 9)) and _rank_steps(run, 1) == list(range(1, 9))
     assert kinds(run, "train_begin")[0]["world_size"] == 2 and len(kinds(run, "train_begin")) == 1
     assert kinds(run, "end")[0]["state"] == "finished"
+    assert not kinds(run, "exit")  # rank 0's exit is not torchrun's: only the supervisor says how the run ended
 
 
 def test_pause_holds_every_rank_and_a_killed_rank_stops_all(tmp_path: Path, runs_dir: Path) -> None:

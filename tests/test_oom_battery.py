@@ -405,6 +405,12 @@ AFTER_EVAL = {
     # the tokenisation's bar finished before the training bar began
     "map_then_train": "100%|██████████| 52000/52000 [00:31<00:00, 1650.22ex/s]\n"
                       "  2%|▏         | 20/1000 [00:40<32:40,  2.00s/it]\n",
+    # Lightning saved at an epoch's end; the next epoch's bar (the same total, counting again) is training
+    "lightning_next_epoch": "Epoch 1: 100%|██████████| 812/812 [05:11<00:00,  2.61it/s, v_num=3]\n"
+                            "Saving latest checkpoint...\n"
+                            "Epoch 2:  10%|█         | 81/812 [00:30<04:31,  2.69it/s, v_num=3]\n",
+    "plain_next_epoch": "100%|██████████| 500/500 [03:00<00:00,  2.77it/s]\nsaving checkpoint to ckpt/epoch_1.pt\n"
+                        "  0%|          | 0/500 [00:00<?, ?it/s]\n",
     "save_done_then_log": "Saving model checkpoint to out/checkpoint-500\n"
                           "{'loss': 0.8812, 'grad_norm': 0.31, 'learning_rate': 5e-05, 'epoch': 1.5}\n",
 }
@@ -647,3 +653,355 @@ def test_an_oom_in_a_models_move_to_the_gpu_is_no_neighbour() -> None:
                  frame(SITE + "torch/nn/modules/module.py", "convert", "return t.to(device)")) + \
         "RuntimeError: CUDA error: out of memory\n"
     assert first_id(text) == "oom_full"
+
+
+# -- the person names an OOM in a phase other than training: a training log pasted beside it is context ------
+
+_FLAT_LOGS = "\n".join("{'loss': %.4f, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': %.2f}"
+                       % (1.2 + 0.001 * (i % 3), 0.01 * i) for i in range(1, 30)) + "\n"
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Training goes well but when saving the model it goes OOM.", "oom_at_save"),
+    ("The merge after training OOMs on my T4.", "oom_at_save"),
+    ("It OOMs as soon as the validation starts.", "oom_at_eval"),
+])
+def test_a_phase_named_with_the_oom_outweighs_the_training_log(words: str, expected: str) -> None:
+    assert first_id(words + "\n" + _FLAT_LOGS) == expected
+    assert first_id(_FLAT_LOGS + words + "\n") == expected
+
+
+def test_an_oom_in_the_persons_history_still_yields_to_the_log() -> None:
+    """No phase named: `I got OOM, lowered the batch, now ...` tells the run's history; the log shows the problem."""
+    words = "At first I got OOM with batch 16, so I lowered it to 4. Now the loss does not move at all.\n"
+    assert first_id(words + _FLAT_LOGS) == "loss_flat"
+
+
+def test_the_other_ranks_timeouts_after_an_oom_said_in_evaluation() -> None:
+    text = ("One rank runs out of memory in validation, then the others time out:\n"
+            "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800083 "
+            "milliseconds before timing out.\n")
+    assert first_id(text) == "oom_at_eval"
+    assert first_id(text.replace("runs out of memory in validation", "crashes")) == "nccl_timeout"
+
+
+# -- the host's memory running out while the model is written out or evaluated --------------------------------
+
+HOST_DEATHS = [
+    "Killed\n",
+    "Process finished with exit code 137 (interrupted by signal 9: SIGKILL)\n",
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 41234) of binary: "
+    "/usr/bin/python3\n",
+    "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'merge.py']' died with <Signals.SIGKILL: 9>.\n",
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:83] . DefaultCPUAllocator: can't allocate memory: you tried to "
+    "allocate 26843545600 bytes. Error code 12 (Cannot allocate memory)\n",
+    "OSError: [WinError 1455] The paging file is too small for this operation to complete\n",
+    "Your session crashed after using all available RAM.\n",
+]
+
+
+@pytest.mark.parametrize("death", HOST_DEATHS)
+@pytest.mark.parametrize(("before", "expected"), [
+    ("Unsloth: Merging 4bit and LoRA weights to 16bit...\nUnsloth: Will use up to 5.34 out of 12.67 RAM for saving.\n"
+     " 50%|█████     | 16/32 [00:10<00:10,  1.52it/s]\n", "oom_at_save"),
+    ("[INFO|trainer.py:3705] >> Saving model checkpoint to out/checkpoint-2000\n", "oom_at_save"),
+    ("***** Running Evaluation *****\n  Num examples = 40000\n  Batch size = 64\n", "oom_at_eval"),
+])
+def test_the_hosts_memory_in_a_phase(before: str, death: str, expected: str) -> None:
+    assert first_id(before + death) == expected
+
+
+def test_the_kernels_oom_killer_is_no_gpu_oom() -> None:
+    line = "[12345.678901] Out of memory: Killed process 41234 (python3) total-vm:98765432kB, anon-rss:65432100kB"
+    assert not oom.is_oom_line(line)
+
+
+# -- a notebook's progress (transformers' NotebookProgressCallback, pasted as text) -----------------------------
+
+_NB_TRAIN = " [ 500/1000 10:00 < 10:00, 0.83 it/s, Epoch 0.50/1]\nStep\tTraining Loss\tValidation Loss\n" \
+            "100\t1.234500\t1.345600\n"
+
+
+@pytest.mark.parametrize(("after", "expected"), [
+    (" [ 23/125 00:05 < 00:24]\n", "oom_at_eval"),
+    (" [ 23/125 00:05 < 00:24, 4.20 it/s]\n", "oom_at_eval"),
+    # the training's own progress drawn again: back in training
+    (" [125/125 00:30]\n [ 501/1000 10:02 < 10:00, 0.83 it/s, Epoch 0.50/1]\n", "oom_full"),
+    ("", "oom_full"),
+])
+def test_a_notebooks_progress_without_an_epoch_is_the_evaluation(after: str, expected: str) -> None:
+    assert first_id(_NB_TRAIN + after + PHASE_MESSAGES[0] + "\n") == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("RuntimeError: CUDA error: out of memory\nSetting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True fixed it.",
+     "oom_fragmentation"),
+    ("RuntimeError: CUDA error: out of memory\nWith max_split_size_mb:128 the OOM is gone.", "oom_fragmentation"),
+    ("RuntimeError: CUDA error: out of memory\nexpandable_segments:True did not help, still OOM.", "oom_full"),
+    ("RuntimeError: CUDA error: out of memory\nI tried PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True but it doesn't "
+     "work.", "oom_full"),
+])
+def test_the_fragmentation_fix_that_worked_names_the_kind(words: str, expected: str) -> None:
+    assert first_id(words + "\n") == expected
+
+
+# -- the person's words: a failure placed in a phase, the host's memory in words ----------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The following error occurred when saving the checkpoint.\n"
+     "  5%|▍         | 200/4000 [1:11:27<22:23:04, 21.68s/it]\n"
+     "E0613 07:54:22.195000 1802 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] failed "
+     "(exitcode: -9) local_rank: 3 (pid: 18049) of binary: /usr/bin/python3\n", "oom_at_save"),
+    ("Training finishes, but the process got killed when it tries to save the model.\n", "oom_at_save"),
+    ("Full fine-tuning trains, but the script crashes when saving the first checkpoint due to insufficient CPU RAM.\n",
+     "oom_at_save"),
+    ("保存模型时内存一直涨，最后超出最大内存报错\n", "oom_at_save"),
+    ("The error happens during evaluation:\n" + "RuntimeError: CUDA error: out of memory\n", "oom_at_eval"),
+    ("It always crashes at the validation step with this:\n" + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n",
+     "oom_at_eval"),
+])
+def test_a_failure_the_person_places_in_a_phase(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "The job was killed by the scheduler when it hit the time limit while saving.\n",
+    "I killed the process while it was saving, by mistake.\n",
+    "Saving works, but training crashes with:\nRuntimeError: CUDA error: out of memory\n",
+])
+def test_failures_that_are_no_host_oom_in_a_phase(text: str) -> None:
+    assert first_id(text) not in ("oom_at_save", "oom_at_eval")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the person's sentence names the error inside it
+    ("When computing the BLEU score of the eval predictions I run into a CUDA OutOfMemoryError.\n", "oom_at_eval"),
+    ("While exporting the merged model we hit torch.cuda.OutOfMemoryError every time.\n", "oom_at_save"),
+    # the test script, the evaluation that went wrong
+    ("I just run the test script, but get this error:\n" + PHASE_MESSAGES[0] + "\n", "oom_at_eval"),
+    ("Training is done, but the evaluation step goes wrong with:\n" + NO_NUMBERS[6] + "\n", "oom_at_eval"),
+    # Apple's GPU (MLX on Metal)
+    ("Running the benchmark's evaluation fails with `[METAL] Command buffer execution failed: Insufficient Memory "
+     "(00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)`.\n", "oom_at_eval"),
+    # ROCm's TensorFlow driver
+    ("E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device: "
+     "hipError_t(1002)\n", "oom_full"),
+    # the person's words: holes, two jobs on one card
+    (NO_NUMBERS[0] + "\nThe allocator cannot find a large enough contiguous block although plenty is free.\n",
+     "oom_fragmentation"),
+    (NO_NUMBERS[0] + "\nBoth jobs were scheduled onto the same two GPUs.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe two servers share the same GPU.\n", "oom_other_process"),
+])
+def test_more_wordings_of_phase_and_kind(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    NO_NUMBERS[0] + "\nI run training and evaluation on the same GPU.\n",
+    NO_NUMBERS[0] + "\nThe tensors are contiguous, I checked.\n",
+])
+def test_same_gpu_and_contiguous_alone_say_no_kind(text: str) -> None:
+    assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a notebook's earlier attempt still holds the memory until the process restarts
+    ("After one OOM with a big batch, even the small batch that worked before runs out of memory, until I restart "
+     "the kernel.\n", "oom_other_process"),
+    # a server that died at start because another job filled the card
+    ("The second server came up on a card another job had already filled and died with `RuntimeError: Not enough "
+     "memory`.\n", "oom_other_process"),
+    # resuming from a checkpoint is no save
+    ("Resuming from the step-4000 checkpoint OOMs at once with a contiguous-allocation failure: heap fragmentation.\n",
+     "oom_fragmentation"),
+    # checkpointing (not gradient checkpointing) as the phase
+    ("With FSDP, model checkpointing gathers everything on rank 0; it causes OOM after the first epoch, and with "
+     "checkpointing disabled the memory error goes away.\n", "oom_at_save"),
+    ("Saving the checkpoint takes so much RAM that the notebook dies.\n", "oom_at_save"),
+])
+def test_still_more_wordings(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Restarting the kernel does not help, it still runs out of memory at the first step.\n",
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:83] DefaultCPUAllocator: not enough memory: you tried to allocate "
+    "8589934592 bytes.\n",
+    "With gradient checkpointing enabled it still goes OOM in the first step.\n",
+])
+def test_still_more_wordings_that_say_no_phase_nor_neighbour(text: str) -> None:
+    assert first_id(text) not in ("oom_other_process", "oom_at_save", "oom_at_eval")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The card OOMs even though plenty of memory is cached by the allocator.\n", "oom_fragmentation"),
+    ("It failed to allocate 1 GB although there was 2.3 GB free in the memory pool.\n", "oom_fragmentation"),
+    ("Resuming from a **mid-run** checkpoint OOMs; the root cause is fragmentation seeded by the checkpoint load.\n",
+     "oom_fragmentation"),
+    # free on the card is no cache: the request may simply be larger than it
+    ("It OOMs although nvidia-smi shows 6 GB free.\n", "oom_full"),
+])
+def test_memory_held_by_the_allocator_but_unusable(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (NO_NUMBERS[0] + "\nIt turned out GPU 0 was already occupied by a colleague's notebook.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe card is busy with an inference server.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe GPU is in use by another container.\n", "oom_other_process"),
+    (NO_NUMBERS[0] + "\nThe GPU is not used by anything else.\n", "oom_full"),
+])
+def test_a_card_said_to_be_taken(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    # the paste lost the card's total; the cache alone held the request
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. Of the allocated memory 30.10 GiB is "
+     "allocated by PyTorch, and 3.50 GiB is reserved by PyTorch but unallocated.", oom.FRAGMENTATION),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. Of the allocated memory 30.10 GiB is "
+     "allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated.", oom.UNKNOWN),
+])
+def test_a_cache_that_held_the_request_without_the_cards_total(line: str, kind: str) -> None:
+    report = oom.parse_oom(line)
+    assert report is not None and report.kind == kind
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I get CUDA out of memory because another process is using the GPU.\n", "oom_other_process"),
+    ("We hit CUDA error: out of memory, caused by memory fragmentation after long sequences.\n", "oom_fragmentation"),
+    ("RuntimeError: CUDA error: out of memory (another process?)\n", "oom_full"),
+])
+def test_the_cause_in_the_sentence_that_names_the_oom(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # sample images generated during training: the run's evaluation
+    ("\ngenerating sample images at step / サンプル画像生成 ステップ: 500\n" + PHASE_MESSAGES[1] + "\n", "oom_at_eval"),
+    (plain(frame("/home/me/sd-scripts/train_network.py", "train", "self.sample_images(accelerator, args, epoch)"),
+           frame("/home/me/sd-scripts/library/train_util.py", "sample_images_common", "image = pipeline(prompt)"))
+     + PHASE_MESSAGES[3] + "\n", "oom_at_eval"),
+    (plain(frame("/home/me/train_dreambooth_lora.py", "main", "images = log_validation(pipeline, args, accelerator)"),
+           frame(SITE + "diffusers/pipelines/pipeline_utils.py", "__call__", "latents = self.vae.decode(latents)"))
+     + PHASE_MESSAGES[3] + "\n", "oom_at_eval"),
+    # vLLM could not fit its KV cache: the card was short of memory
+    ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing "
+     "the engine.\n", "oom_full"),
+])
+def test_samples_during_training_and_a_kv_cache_that_does_not_fit(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Before I even start the script, nvidia-smi shows 10 GB used on GPU 0.", "oom_other_process"),
+    ("nvidia-smi says 23 GB is in use and nothing is running.", "oom_other_process"),
+    ("Before training I checked the batch size twice.", "oom_full"),
+    ("Nothing else is running and my script uses all 24 GB by itself.", "oom_full"),
+])
+def test_memory_held_before_the_run_starts(words: str, expected: str) -> None:
+    assert first_id(_BARE + words + "\n") == expected
+
+
+_KERAS = ("Epoch 1/10\n1875/1875 [==============================] - 41s 21ms/step - loss: 0.4121 - accuracy: 0.8712 - "
+          "val_loss: 0.3012 - val_accuracy: 0.9011\nEpoch 2/10\n")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the epoch's steps all done, its closing line not printed yet: Keras is validating
+    (_KERAS + "1875/1875 [==============================] - ETA: 0s - loss: 0.2817 - accuracy: 0.9120\n", "oom_at_eval"),
+    # mid-epoch
+    (_KERAS + " 912/1875 [=============>................] - ETA: 19s - loss: 0.2817 - accuracy: 0.9120\n", "oom_full"),
+    # no validation configured: the epoch's end is no evaluation
+    ("Epoch 1/10\n1875/1875 [==============================] - ETA: 0s - loss: 0.2817 - accuracy: 0.9120\n",
+     "oom_full"),
+])
+def test_keras_validating_at_the_epochs_end(text: str, expected: str) -> None:
+    assert first_id(text + NO_NUMBERS[6] + "\n") == expected
+
+
+@pytest.mark.parametrize(("config", "step", "expected"), [
+    ("--eval_strategy epoch --save_strategy no --num_train_epochs 4\n", 500, "oom_at_eval"),
+    ("evaluation_strategy: epoch\nsave_strategy: epoch\nnum_train_epochs: 4\n", 1000, "oom_at_eval"),
+    ("save_strategy=epoch,\neval_strategy=no,\nnum_train_epochs=4,\n", 1500, "oom_at_save"),
+    ("--eval_strategy epoch --num_train_epochs 4\n", 730, "oom_full"),
+])
+def test_the_step_it_stopped_at_against_an_epochs_length(config: str, step: int, expected: str) -> None:
+    assert first_id(config + bar(step - 1) + bar(step) + PHASE_MESSAGES[1] + "\n") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Saving model checkpoint to out/checkpoint-500\nOSError: [Errno 12] Cannot allocate memory\n", "oom_at_save"),
+    ("OSError: [Errno 12] Cannot allocate memory\n", "exception"),
+])
+def test_the_hosts_cannot_allocate_is_no_gpu_oom(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def summary(allocated: int, reserved: int, non_releasable: int) -> str:
+    """torch.cuda.memory_summary()'s table, its current usage column in MiB."""
+    return ("|===========================================================================|\n"
+            "|                  PyTorch CUDA memory summary, device ID 0                 |\n"
+            "|---------------------------------------------------------------------------|\n"
+            "|            CUDA OOMs: 1            |        cudaMalloc retries: 4         |\n"
+            "|===========================================================================|\n"
+            "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n"
+            "|---------------------------------------------------------------------------|\n"
+            f"| Allocated memory      | {allocated:>6} MiB | {allocated + 900:>6} MiB |  12345 GiB |  12330 GiB |\n"
+            f"| Active memory         | {allocated:>6} MiB | {allocated + 900:>6} MiB |  12345 GiB |  12330 GiB |\n"
+            f"| GPU reserved memory   | {reserved:>6} MiB | {reserved:>6} MiB |  40960 MiB |      0 B   |\n"
+            f"| Non-releasable memory | {non_releasable:>6} MiB | {non_releasable + 100:>6} MiB |   9999 GiB |   9990 GiB |\n")
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    (summary(14100, 22800, 7900), "oom_fragmentation"),
+    (summary(21900, 22800, 600), "oom_full"),
+])
+def test_pytorchs_memory_summary_names_the_kind(table: str, expected: str) -> None:
+    assert first_id("torch.cuda.OutOfMemoryError: CUDA out of memory.\n" + table) == expected
+
+
+def test_a_metrics_path_is_no_status() -> None:
+    text = "wandb: eval/runtime 20.1\nwandb: eval/samples_per_second 24.9\n" + bar(400) + PHASE_MESSAGES[1] + "\n"
+    assert first_id(text) == "oom_full"
+
+
+_COLAB_TOP = (
+    "OutOfMemoryError                          Traceback (most recent call last)\n"
+    "<ipython-input-14-3435b262f1ae> in <cell line: 1>()\n----> 1 trainer.train()\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in train(self, resume_from_checkpoint, trial, "
+    "ignore_keys_for_eval, **kwargs)\n"
+    "   1553             hf_hub_utils.enable_progress_bars()\n   1554         else:\n"
+    "-> 1555             return inner_training_loop(\n   1556                 args=args,\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in _inner_training_loop(self, batch_size, args, "
+    "resume_from_checkpoint, trial, ignore_keys_for_eval)\n"
+    "   1928 \n-> 1929                 self._maybe_log_save_evaluate(tr_loss, model, trial, epoch, ignore_keys_for_eval)\n"
+    "   1930             else:\n\n"
+    "/usr/local/lib/python3.10/dist-packages/transformers/trainer.py in _maybe_log_save_evaluate(self, tr_loss, model, "
+    "trial, epoch, ignore_keys_for_eval)\n")
+
+
+@pytest.mark.parametrize(("inner", "expected"), [
+    ("   2290         if self.control.should_save:\n-> 2291             self._save_checkpoint(model, trial, "
+     "metrics=metrics)\n   2292             self.control = self.callback_handler.on_save(self.args, self.state)\n\n"
+     "11 frames\n", "oom_at_save"),
+    ("   2252         if self.control.should_evaluate:\n-> 2253             metrics = self.evaluate(ignore_keys="
+     "ignore_keys_for_eval)\n\n9 frames\n", "oom_at_eval"),
+])
+def test_colabs_collapsed_frames(inner: str, expected: str) -> None:
+    """Colab folds the inner frames (`11 frames`): the last frame shown calls into the phase."""
+    assert first_id(_COLAB_TOP + inner + "/usr/local/lib/python3.10/dist-packages/torch/serialization.py in "
+                    "_save(obj, zip_file, pickle_module, pickle_protocol)\n\nOutOfMemoryError: CUDA out of memory. "
+                    "Tried to allocate 64.00 MiB (GPU 0; 14.75 GiB total capacity; 13.62 GiB already allocated; "
+                    "10.81 MiB free; 13.86 GiB reserved in total by PyTorch)\n"
+                    if expected == "oom_at_save" else
+                    _COLAB_TOP + inner + "OutOfMemoryError: CUDA out of memory.\n") == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("在验证阶段报错 CUDA out of memory\n", "oom_at_eval"),
+    ("保存模型的时候出现 torch.cuda.OutOfMemoryError\n", "oom_at_save"),
+])
+def test_a_chinese_sentence_that_names_the_error(text: str, expected: str) -> None:
+    assert first_id(text) == expected

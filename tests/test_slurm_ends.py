@@ -38,6 +38,20 @@ def _run_with_steps(runs: Path, n: int = 2) -> Path:
     return run
 
 
+def _keepers(run: Path) -> list[int]:
+    """The watched command's keeper (`supervisor/keeper.py`), which watched_pids leaves out."""
+    marker = f"LORATUI_RUN_DIR={run.resolve()}".encode()
+    found = []
+    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
+        try:
+            if b"loratui.supervisor.keeper" in Path(f"/proc/{entry}/cmdline").read_bytes() \
+                    and marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
 def _alerts(endpoint: Endpoint) -> list[dict[str, object]]:
     return [json.loads(r["body"]) for r in endpoint.requests]
 
@@ -81,8 +95,9 @@ def test_a_job_whose_processes_all_died_silently_gets_slurm_s_word_from_whoever_
     command = _watched(runs, endpoint.url, sys.executable, str(SCRIPTS / "plain_loop.py"), "5000")
     job = jobs.submit(["bash", "-c", f"{' '.join(command)}; sleep 600"])
     run = _run_with_steps(runs)
-    # Every writer of the run dies at once without a word (as on a node that loses power).
-    writers = watched_pids(run) + [int((run / "supervisor.pid").read_text().split()[0])]
+    # Every writer of the run dies at once without a word (as on a node that loses power): the command's keeper
+    # first, which would otherwise see the command and the supervisor die and write the end itself.
+    writers = _keepers(run) + watched_pids(run) + [int((run / "supervisor.pid").read_text().split()[0])]
     for pid in writers:
         os.kill(pid, signal.SIGKILL)
     wait_for(lambda: json.loads(loratui_cli("ls", "--json", "--runs-dir", str(runs)).stdout)[0]["state"] == "lost",

@@ -49,14 +49,17 @@ _OOM = re.compile(
     r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:?\s*(?:Out of memory|Failed to allocate)"
     r"|Out of memory error on GPU|Allocator \(GPU\w*\) ran out of memory trying to allocate"
     r"|bfc_allocator\.cc:\d+\] Ran out of memory trying to allocate"
-    r"|cuda_driver\.cc:\d+\] failed to allocate", re.I)
+    r"|(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate"
+    r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[METAL\][^\n]{0,80}Insufficient Memory"
+    r"|No available memory for the cache blocks", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
 `RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB` or `RESOURCE_EXHAUSTED: Failed to allocate request
 for 3.00GiB`, ROCm's `HIP out of memory` and `hipErrorOutOfMemory`, the CUDA libraries' `*_STATUS_ALLOC_FAILED` (a
 handle or workspace that could not be allocated), TensorFlow 1's driver `cuda_driver.cc:806]
-failed to allocate 7.63G`; Paddle's `Out of memory error on GPU 0.
+failed to allocate 7.63G` (ROCm's `rocm_driver.cc`); Apple's Metal (MLX) `[METAL] Command buffer execution failed:
+Insufficient Memory`; vLLM's `No available memory for the cache blocks`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`."""
 _NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
                        r"device:CPU|not a failure", re.I)
@@ -129,6 +132,8 @@ def is_oom_line(line: str) -> bool:
 
 _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ])?memory|"
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the )?GPU(?:'s)? (?:RAM|memory)|"
+                   r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
+                   r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?allocate\b|"
                    r"显存(?:不足|不够|溢出|爆)|爆显存", re.I)
 """An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`)."""
 _NOT_SAID = re.compile(
@@ -136,7 +141,8 @@ _NOT_SAID = re.compile(
     r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
 OOMs`); `did not help: still OOM` says it did."""
-_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存", re.I)
+_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存|CPUAllocator|"
+                   r"alloc_cpu|Errno 12|Cannot allocate memory|\bmmap\b|shared memory", re.I)
 
 
 def said_oom(line: str) -> bool:
@@ -149,7 +155,13 @@ def said_oom(line: str) -> bool:
     return _NOT_SAID.search(line, 0, found.start()) is None
 
 
-_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expandable_segments[^.!?]{0,60}\b(?:fix|solv|resolv|help|work)|"
+_CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:expandable_segments|max_split_size_mb)"
+                                     r"[^.!?]{0,80}?\b(?:fix\w*|solv\w*|resolv\w*|help\w*|work\w*|gone|disappear\w*)|"
+                                     r"\b(?:no|not (?:enough|a)|lack of|large enough|largest|big enough)\s+(?:\w+\s+){0,2}"
+                                     r"contiguous\b|\bcontiguous[- ](?:\w+[- ])?(?:block|chunk|region|hole|allocation|space)s?\b|"
+                                     r"\b(?:although|though|even|despite|while|but|yet)\b[^.!?]{0,60}?\b(?:plenty|lots|ample|"
+                                     r"\d+(?:\.\d+)?\s*(?:GB|GiB|MB|MiB|G))\b[^.!?]{0,30}?\b(?:cached|in (?:the )?(?:memory )?pool|"
+                                     r"reserved but unallocated|unallocated)\b|"
                                      r"reserved[- ]but[- ]unallocated", re.I)),
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
@@ -159,31 +171,46 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|expan
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
                r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
                r"(?:GPU|card|device|cuda)\b|"
+               r"\b(?:both|two|three|four|multiple|several|all)\s+(?:\w+\s+){0,2}(?:jobs|processes|servers|runs|"
+               r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?:\w+\s+){0,2}"
+               r"(?:GPUs?|cards?|devices?)\b|"
+               r"\b(?:GPU|card|device|cuda)\s*:?\d{0,2}\s+(?:is|was|were|are)\s+(?:already\s+|still\s+)?(?:busy|occupied|"
+               r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
+               r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
+               r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
                r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
 _PHANTOM = re.compile(
-    r"(?:even though|although|though|but|while|yet|despite|however)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
-    r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b|"
+    r"(?:even though|although|though|but|while|yet|despite|however|and)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
+    r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b(?!\s+else\b[^.!?]{0,40}\bmy\b)|"
+    r"\bbefore\s+(?:I\s+|we\s+)?(?:even\s+)?(?:start\w*|run\w*|launch\w*|load\w*)\b[^.!?]{0,60}\b(?:shows?|"
+    r"says?|lists?|reports?)\b|"
     r"\bafter\s+(?:I\s+|we\s+)?(?:kill(?:ed)?|stopp?(?:ed)?|exit(?:ed)?|terminat\w+|interrupt\w*|clos\w+|ctrl\W?c)\b",
     re.I)
 _HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holding|still|remains?|stays?)\b|占用|占着",
                    re.I)
 """Memory held with nothing of the person's running (`nvidia-smi shows 20 GB used even though nothing is running`,
 `the memory stays occupied after I killed the script`): a process the person does not see holds the card."""
-_CAUSE_HINT = re.compile(r"PYTORCH_CUDA_ALLOC_CONF|max_split_size_mb|See documentation", re.I)
+_PROGRAMS = re.compile(r"^\W*(?:\[[^\]]{0,40}\]:?\s*)*(?:[\w.]*(?:Error|Exception)\b|[A-Z]\s+[\w/]+\.cc:)|Tried to allocate|"
+                       r"(?:^|\s)\d{4}-\d\d-\d\d[ T]|\b(?:ERROR|WARNING|INFO)\b")
+"""An OOM line that is the program's (an exception, a log record) rather than a person's sentence naming it."""
+_DID_NOT = re.compile(r"\b(?:not|never|no longer)\b|n't", re.I)
+"""A fix that did not work (`expandable_segments did not help`): no evidence for its cause."""
+_CAUSE_HINT = re.compile(r"try setting (?:max_split_size_mb|PYTORCH_CUDA_ALLOC_CONF)|See documentation for Memory|"
+                         r"If reserved (?:but unallocated )?memory is", re.I)
 """PyTorch's own advice under its message names fragmentation as a possibility, not as what happened."""
 
 
 def said_cause(line: str) -> str:
     """The OOM's cause in the person's words (`the backend ooms because of memory fragmentation`, `another
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
-    if is_oom_line(line):
-        return ""
+    if is_oom_line(line) and _PROGRAMS.search(line):
+        return ""  # the program's message (its own hints name causes it does not know of)
     if _PHANTOM.search(line) and _HELD.search(line):
         return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
         if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \
-                _NOT_SAID.search(line, 0, found.start()) is None:
+                _NOT_SAID.search(line, 0, found.start()) is None and not _DID_NOT.search(found.group()):
             return kind
     return ""
 
@@ -299,6 +326,19 @@ BFC_STAT = re.compile(r"^\s*(?:\[[^\]]{0,40}\]:?\s*)?(Limit|InUse|LargestFreeBlo
 newer versions `LargestFreeBlock:  1200000000`."""
 
 
+SUMMARY_ROW = re.compile(r"^\s*\|\s*(Allocated memory|GPU reserved memory|Non-releasable memory)\s*\|\s*" + _SIZE)
+"""A row of torch.cuda.memory_summary(): its current usage (`| Non-releasable memory |   7900 MiB | ...`)."""
+
+
+def summary_cause(rows: dict[str, int]) -> tuple[str, str]:
+    """(FRAGMENTATION, why) when memory_summary()'s non-releasable memory (cached blocks split and partly in use,
+    which the allocator can neither use for a larger request nor give back) is a real share of what it reserved."""
+    spare, reserved = rows.get("Non-releasable memory"), rows.get("GPU reserved memory")
+    if spare is None or reserved is None or spare < max(GIB, reserved // 5):
+        return "", ""
+    return FRAGMENTATION, f"memory_summary(): {gib(spare)} non-releasable of {gib(reserved)} reserved"
+
+
 def bfc_cause(stats: dict[str, int]) -> tuple[str, str]:
     """(FRAGMENTATION, why) when the allocator's pool had room for the request but no block of it did: its limit
     less what was in use held the request and a real share of the pool (or its largest free block, when printed,
@@ -358,6 +398,9 @@ def smi_others(procs: list[tuple[int, int]], report: OomReport) -> list[tuple[in
 
 def classify(report: OomReport) -> str:
     """The cause: another process holds the card, the cache is fragmented, or the card is full."""
+    if report.total is None and report.allocated is not None and report.reserved_unallocated is not None and \
+            report.requested is not None and report.reserved_unallocated >= max(report.requested, GIB):
+        return FRAGMENTATION  # the card's total lost from the paste: the cache alone held the request, in no block
     if report.total is None or (report.allocated is None and report.process_used is None):
         return UNKNOWN
     if _other_process(report):

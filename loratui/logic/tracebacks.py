@@ -62,10 +62,12 @@ WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedEx
 # (FSDP's unsharding hooks, peft's adapter weights) is what a save does first.
 _SAVE_NAMES = re.compile(r"save|state_dict|consolidate|push_to_hub|merge_and_unload|unload_and_optimi|"
                          r"merge_(?:lora|adapter|peft|weights|model)|lora_merge|^export|_export|gguf", re.I)
+# sample_images / generate_samples / log_images: the samples a diffusion or GAN trainer draws during training to judge it.
 # (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions; the metrics
 # (compute_metrics, preprocess_logits_for_metrics) run on them at the evaluation's end.
 _EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$|"
-                         r"metric|perplexity|bleu|rouge|inference_on_dataset", re.I)
+                         r"metric|perplexity|bleu|rouge|inference_on_dataset|^sample_images|^generate_samples?$|"
+                         r"^log_images$", re.I)
 _EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "evaluator"})
 """Words of a function name that say evaluation (`val_epoch`, `run_test`, `_run_sanity_check`, `valid_step`),
 beside the stems `_EVAL_NAMES` finds anywhere in a name."""

@@ -391,7 +391,9 @@ class Supervisor:
         """Append the command to control.cmds, which the trainer (rank 0) reads at step boundaries."""
         trainer = self.trainer
         if trainer is not None and trainer.poll() is not None:
-            return "the trainer is not running"
+            # A stop's SIGTERM (sent at once, beside this) may end a loading trainer before it gets here: the
+            # stop was done, not refused.
+            return None if command == "stop" else "the trainer is not running"
         # No trainer yet (still starting): the command waits in the file for the trainer's first step.
         self.run.append_command(command)
         return None

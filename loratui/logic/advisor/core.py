@@ -415,12 +415,17 @@ class Advisor:
 
 
 _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
-                       r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s+(?:with\s+)?(?:code|status)?\s*"
+                       r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
-                       r"内存不足|内存溢出", re.I)
+                       r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
+                       r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
+                       r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
+                       r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
+                       r"system\s+|host\s+)?RAM\b|超出.{0,6}内存|内存.{0,4}(?:不够|爆了|占满|超出)", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
-shell's `Killed`, exit -9 or 137), or the person's words (`out of RAM`, `memory error`, 内存不足)."""
+shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`), Windows' paging file, Colab's `Your session crashed after
+using all available RAM`, or the person's words (`out of RAM`, `memory error`, 内存不足)."""
 _MERGE = re.compile(r"merg|dequantiz|unload", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
 _OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
@@ -498,6 +503,8 @@ def _build_all(adv: Advisor) -> list[Advice]:
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
         built.append(_starve_advice(adv.starve.current, adv.recipe))
     host = getattr(adv, "host_oom", None)
+    if adv.oom is None and host is not None and not host[1]:
+        host = (host[0], *adv.text.where.phase(), host[3])  # the person's words about where, read after the death
     if adv.oom is None and host is not None and host[1] in ("save", "eval"):
         built.append(host_phase_advice(host[1], host[0], host[2], host[3]))
     if not any(a.severity == ERROR for a in built):
@@ -528,7 +535,16 @@ def _said_only(adv: Advisor) -> bool:
     if not adv.oom.facts["report"].said:
         return False
     raised = adv.trace.chosen
-    return bool(adv.found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
+    found = set(adv.found)
+    if any(phase in getattr(adv.text.where, "prose", {}) for phase in ("eval", "save")):
+        found -= _TRAINING_CURVES  # an OOM said to strike in evaluation or a save: the training log beside it is context
+    return bool(found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
+
+
+_TRAINING_CURVES = frozenset({"loss_flat", "loss_zero", "loss_diverging", "data_starved", "vram_near_limit",
+                              "nccl_timeout"})
+"""What a training log's curves show, and the timeouts the other ranks report when one of them dies: beside an OOM
+the person places in evaluation or a save, the log they pasted is context, not the complaint."""
 
 
 def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 # -- subjects ---------------------------------------------------------------------------------------------------
 
 _LOSS = (r"(?:(?<![A-Za-z])(?:(?:train(?:ing)?|total|lm|my|the|model|overall|average|avg|mean|running)[ _/])?"
-         r"loss(?:es)?(?:[ _](?:values?|curves?|function))?(?![A-Za-z(])"
+         r"(?:loss(?:es)?(?:[ _](?:values?|curves?|function))?|ppl|perplexity|困惑度)(?![A-Za-z(])"
          r"(?!\s*(?:of|[_ ]?scal\w*|[_ ]?fn|[_ ]?weights?|[_ ]?mask|[_ ]?type|[_ ]?name|[_ ]?key)\b)|损失(?:值|函数)?)")
 _VAL = r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)(?:[ _/-]?(?:set|data))?[ _/-]?"
 _ACC = r"(?:(?<![A-Za-z])(?:accuracy|acc)(?![A-Za-z])|准确率|正确率)"
@@ -29,23 +29,33 @@ _PROCESS = (r"(?:(?<![A-Za-z_])(?:training|fine-?tuning|run)(?![A-Za-z_])"
 """The run as a subject (`training diverges`), not a part of it (`the training curve`, `training data`)."""
 _OTHER = (r"(?:\b(?:the\s+)?(?:number|count|amount) of \w+|(?:GPU|CPU|显卡|显存)\s*(?:的)?(?:利用率|使用率|占用)|"
           r"\b(?:GPU|CPU|gpu|cpu|device)[ _-]?(?:util\w*|usage|load|memory)\b|"
-          r"\b(?:the|my|its|batch|sequence)\s+(?:memory|time|speed|size|length|reward|kl|throughput|temperature)\b)")
+          r"\b(?:the|my|its|batch|sequence)\s+(?:memory|time|speed|size|length|reward|kl|throughput|temperature)\b|"
+          r"(?<![A-Za-z_])(?:m?AP(?:50|@?\.5)?|f1|bleu|rouge\w*|wer|cer|m?iou|auc|precision|recall|rewards?)"
+          r"(?![A-Za-z_]))")
 """Another quantity as a subject: what is said after it is not said of the loss (`the loss change becomes small
 as the number of epochs increases`)."""
 _STILL_THINGS = (r"(?:(?<![A-Za-z_])(?:weights?|param(?:eter)?s?|gradients?|grads?|grad[ _]norm)(?![A-Za-z_])|"
                  r"梯度|权重|参数)")
 _LR = r"(?:(?<![A-Za-z_])(?:learning[ _]rate|lr)(?![A-Za-z_])|学习率)"
 _PREDICTION = r"(?:(?<![A-Za-z_])(?:predictions?|outputs?)(?![A-Za-z_]))"
+_EXPLETIVE = (r"\s+(?:seems?|seemed|looks?|looked|appears?|appeared|is|was)\s+"
+              r"(?:that|like|as if|as though|\w+\s+(?:that|to|if|whether))\b")
+"""`it seems that`, `it is weird that`: an `it` that stands for no subject."""
 _SUBJECT = re.compile(
-    rf"(?P<val>{_VAL}(?={_LOSS}|{_ACC}))?(?:(?P<loss>{_LOSS})|(?P<acc>{_ACC})|(?P<model>{_MODEL})|(?P<proc>{_PROCESS})|(?P<other>{_OTHER})|"
-    rf"(?P<still>{_STILL_THINGS})|(?P<lr>{_LR})|(?P<pred>{_PREDICTION})|(?P<it>(?<![A-Za-z])it(?![A-Za-z'])))",
+    rf"(?P<val>{_VAL}(?={_LOSS}|{_ACC}))?(?:(?P<loss>{_LOSS})|(?P<acc>{_ACC})|(?P<model>{_MODEL})|"
+    rf"(?P<proc>{_PROCESS})|(?P<other>{_OTHER})|(?P<still>{_STILL_THINGS})|(?P<lr>{_LR})|(?P<pred>{_PREDICTION})|"
+    rf"(?P<it>(?<![A-Za-z])it(?![A-Za-z'])(?!{_EXPLETIVE})))",
     re.I)
 """`it` stands for the subject named before it in the line (`the loss should go down but it stays at 2.3`)."""
 
 # -- predicates -------------------------------------------------------------------------------------------------
 
-_STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|ed)?\b|降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
-          r"(?:decreas|drop|fall|go(?:es)? down|learn|converg)\w*\s+(?:very|extremely|really|so|too|super|incredibly)\s+"
+_STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+to\s+)?(?:be\s+)?"
+          r"train(?:s|ing|ed)?\b|"
+          r"降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|"
+          r"一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
+          r"(?:decreas|drop|fall|go(?:es)? down|learn|converg)\w*\s+"
+          r"(?:very|extremely|really|so|too|super|incredibly)\s+"
           r"(?:very\s+)?slow(?:ly)?\b(?!\s*(?:at (?:the )?(?:first|start|beginning)|initially|in the beginning|early))|"
           r"stop(?:s|ped|ping)?\s+(?:decreas|dropp|going down|improv|fall|chang|mov|learn|converg)\w*|"
           r"(?:always|only|just)\s+(?:predict|output|classif|return)\w*|"
@@ -54,37 +64,48 @@ _STILL = (r"(?:\bnot|n't|never)\s+(?:even\s+|really\s+)?(?:be\s+)?train(?:s|ing|
           r"(?:is|are|was|were|stays?|stayed|remains?|remained|looks?)\s+(?:all\s+|always\s+|exactly\s+|almost\s+|"
           r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b|same value|"
           r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
-          r"(?:is|are|was|were|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|basically|"
-          r"completely|totally|pretty much|quite|still)\s+(?:\w+\s+)?(?:constant|flat)\b|(?:constant|flat)\s*(?:at|around|$)|"
+          r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|"
+          r"basically|"
+          r"completely|totally|pretty much|quite|still|goes|went|gone|becomes?|became|becoming|turns?|turned|gets?|got|"
+          r"getting)\s+(?:\w+\s+){0,3}(?:constant|flat)\b|(?:constant|flat)\s*(?:at|around|$)|"
           r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|frozen|"
           r"(?:stay|stays|stayed|staying|remain|remains|remained|keeps?|kept|sits?|sat|sitting|hover\w*|is always|"
           r"always(?: is| was)?|was always|are always|is still|was still|stuck|fixe[sd]|locks?|locked|maintain\w*)"
-          r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?(?:at|around|about|near|on|in|the same|constant|unchanged|flat|high|~?\d|between|~)\b|"
+          r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?"
+          r"(?:at|around|about|near|on|in|the same|constant|unchanged|flat|high|~?\d|between|~)\b|"
           r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
           r"(?:is|are|was|were) around \d|all the time|"
           r"不变|没变|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
           r"都是|一直为|始终为")
-_FALL = (r"decreas\w*|drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
+_FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
+         r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
          r"go(?:es|ing)? (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
 _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|"
-         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
+         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|"
+         r"go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
          r"grow\w*|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg\w*|"
          r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
-         r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+(?:very\s+|extremely\s+|really\s+|so\s+|"
+         r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+"
+         r"(?:very\s+|extremely\s+|really\s+|so\s+|"
          r"much\s+|even\s+|a lot\s+)?(?:worse|bigger|larger|higher|large|huge|enormous|massive|astronomical|crazy)\b|"
          r"up again|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
-         r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨")
+         r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
+         r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
-         r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays? at|all)\s+(?:exactly\s+|always\s+|just\s+)?"
+         r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
+         r"(?:exactly\s+|always\s+|just\s+)?"
          r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
-_PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))", re.I)
+_PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))",
+                        re.I)
+"""What is said of a subject, tried in this order at each place: a rise, a zero, a standstill, a fall."""
 _NEGATION = re.compile(
     r"\b(?:not|never|no|cannot|hardly|barely|scarcely|without|nothing)\b|n['’]t\b|'nt\b|"
     r"\b(?:does|did|do|ca|wo|is|was|are|were|has|have|had|could|would|dose|dos)nt\b|"
+    r"\b(?:does|did|do|is|was|are|were|has|have|could|can|would|will|should)not\b|"
     r"\b(?:fail\w*|refus\w*) to\b|\bno longer\b|不(?![断停时住少同过仅久])|[没未]", re.I)
 """Between a subject and its predicate: `does not`, `won't`, `dosen't`, `fails to`, `refuses to`, `barely`, 不, 没."""
 _NOTHING = re.compile(r"\b(?:learns?|learned|learnt|learning|trains?)\s+nothing\b|"
@@ -103,7 +124,7 @@ _SENTENCE = re.compile(r"(?<!\d)[.!?](?!\d)|[。！？；;\n]|\b(?:but|while|whe
 _MESSAGE = re.compile(r"\bdid not improve (?:from|in the last)\b|\bimproved from\b", re.I)
 """A checkpoint or early-stopping callback's routine line (Keras' `val_loss did not improve from 0.45`,
 Lightning's `did not improve in the last 3 records`): one epoch without a new best, no report."""
-_CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
+_CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|//|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
                    r"return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|[=(]\s*\w*loss\w*\s*[,)]|\{\s*['\"]?\w+['\"]?\s*:")
 _NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)\b", re.I)
@@ -111,7 +132,8 @@ _NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards
 starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss."""
 _WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network", "net", "lora", "adapter", "classifier",
           "train", "tun", "run", "模型", "训练", "weight", "param", "grad", "梯度", "权重", "参数", "learning rate", "lr",
-          "学习率", "predict", "output", "always", "only", "updat")
+          "学习率", "predict", "output", "always", "only", "updat", "ppl", "perplex", "困惑度", "converg", "learning",
+          "progress", "improvement")
 
 
 _ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|was|of)\s+(?:over\s+|above\s+)?"
@@ -119,10 +141,25 @@ _ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|wa
 _NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+"
                         r"(?:of|in)\s+(?:the\s+|my\s+)?$", re.I)
 """A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
+_SMALL_BEFORE = re.compile(r"\b(?:only|just|merely)\s+(?:\w+\s+)?$", re.I)
+_SMALL_AFTER = re.compile(r"\s+(?:only\s+)?(?:very\s+)?(?:slightly|a tiny bit|a little bit|very little|marginally|"
+                          r"by (?:only )?0\.0)", re.I)
+"""A fall said to be too small: `only decreased from 0.7 to 0.6`, `decreases only slightly`, `a tiny bit`."""
+_WISH = re.compile(
+    r"\b(?:how|what)\b[^.?!]{0,40}?\b(?:make|get|help|let)\s+(?:the\s+|my\s+|this\s+|our\s+)?"
+    r"(?:train(?:ing)?\s+)?(?:loss|model|network|training)\s+(?:to\s+)?(?:converge|decrease|go down|drop|fall|learn)|"
+    r"\b(?:how|what)\b[^.?!]{0,40}?\bso (?:that )?(?:the |my )?(?:loss|model|network|training)\s+(?:will |can |would )?"
+    r"(?:converge|decrease|go down|drop|learn)|"
+    r"(?:如何|怎么|怎样)[^。？！?!]{0,20}(?:让|使)[^。？！?!]{0,6}(?:loss|损失|模型)[^。？！?!]{0,6}(?:收敛|下降|降下来)",
+    re.I)
+"""A request to make the loss fall or the model converge: asked because it does not (`how can I make the loss
+converge?`, `让损失可以收敛`); not a wish for a faster fall."""
+_FASTER = re.compile(r"\w*\s+(?:faster|quicker|more quickly|further|even lower|more)\b|\w*\s*(?:更快|更低)", re.I)
 _HEDGED = re.compile(r"\b(?:probably|possibly|maybe|perhaps|might|may|likely|unlikely)\b", re.I)
 """Between a subject and its predicate: only a guess (fairseq's `Your loss is probably exploding` beside its fp16
 floor)."""
-_INSTEAD = re.compile(r"(?:instead of|rather than|than|after|before|since|expected\s+(?:it|the loss)\s+to|should)\s*$", re.I)
+_INSTEAD = re.compile(r"(?:instead of|rather than|than|after|before|since|expected\s+(?:it|the loss)\s+to|should)\s*$",
+                      re.I)
 """A predicate only named as what did not happen (`increasing instead of decreasing`)."""
 _PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
 """A question's negation before its subject: `why doesn't the training loss decrease?`."""
@@ -159,6 +196,9 @@ def read(line: str) -> Said | None:
         return None
     if _CODE.search(line) or _MESSAGE.search(line):
         return QUIET
+    wish = _WISH.search(line)
+    if wish is not None and not _FASTER.match(line, wish.end()):
+        return Said("flat", "loss")
     previous = [""]
     found = [said for sentence in _SENTENCE.split(line) if sentence and sentence.strip()
              for said in _sentence(sentence, previous)]
@@ -167,34 +207,45 @@ def read(line: str) -> Said | None:
         return Said("rise", "loss")  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
     if any(s.kind == "fall" and not s.subject.startswith("val") for s in found):
         # the training loss falls (or the training accuracy climbs, the model learns): only the training loss
-        # itself can then be said to stand still or rise; a validation loss that stays or rises is overfitting,
-        # an accuracy that stays a metric to check, a learning rate at 0 a warm-up's first steps
-        found = [s for s in found if s.subject == "loss"]
+        # itself, its accuracy or the model can then be said to stand still or rise (`the loss converges quickly
+        # but the accuracy stays at 0`); a validation loss that stays or rises is overfitting, a learning rate at
+        # 0 a warm-up's first steps
+        found = [s for s in found if s.subject in ("loss", "acc", "model")]
     if not found:
         one = _STANDSTILL.search(line)
-        return Said("flat", "pred") if one and not _supposed(line[:one.start()]) else None
+        if one and not _supposed(line[:one.start()]):
+            return Said("flat", "pred")
+        return QUIET if _NOT_A_VALUE.search(line) else None
     for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
             return said
-    return QUIET if found else None
+    return QUIET
 
 
 def _sentence(sentence: str, previous: list[str]) -> list[Said]:
     """What each subject of one clause is said to do, in order; `previous` holds the subject named last in the
-    line, which `it` stands for (`dropped to 70, but it suddenly became 800,000`)."""
+    line, which `it` stands for (`dropped to 70, but it suddenly became 800,000`), and which a Chinese clause with
+    no subject goes on about (`一开始loss下降，后来就不降了`)."""
     subjects = [m for m in _SUBJECT.finditer(sentence)
                 if not m.group("proc") or _OPENS.search(sentence[:m.start()])]  # `is not training`: a verb
+    if not subjects and previous[0] in ("loss", "model") and (_CJK.search(sentence) or _GOES_ON.match(sentence)):
+        said = _predicate(previous[0], sentence[:80], False)
+        return [said] if said is not None and not _supposed(sentence) else []
     found = []
     for i, m in enumerate(subjects):
         subject = _kind(m) if not m.group("it") else previous[0]
         if not subject:
             continue
         previous[0] = subject
-        end = next((n.start() for n in subjects[i + 1:] if not n.group("it")), len(sentence))
+        later = [n for n in subjects[i + 1:] if not n.group("it")]
+        end = later[0].start() if later else len(sentence)
+        scope = sentence[m.end():end]
+        if later and _JOINED.fullmatch(scope):  # `the train loss and val loss didnot decrease`: one predicate
+            scope = sentence[later[0].end():later[1].start() if len(later) > 1 else len(sentence)]
         if subject == "loss":
-            previous.append(sentence[m.end():end][:80])  # what is said of the training loss, for its values
-        said = _predicate(subject, sentence[m.end():end][:80], _PRE_NEGATED.search(sentence[:m.start()]) is not None)
+            previous.append(scope[:80])  # what is said of the training loss, for its values
+        said = _predicate(subject, scope[:80], _PRE_NEGATED.search(sentence[:m.start()]) is not None)
         if said is None and subject == "loss" and _NOUN_RISE.search(sentence[:m.start()]):
             said = Said("rise", subject)  # `a sudden spike in the training loss`
         if said is None:
@@ -203,6 +254,14 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
             (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still"))
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
+
+
+_JOINED = re.compile(r"\s*(?:and|&|,|or|as well as|both|和|与|以及|跟)?\s*(?:the\s+|my\s+)?", re.I)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_GOES_ON = re.compile(r"\s*(?:(?:then|and|still|just|only|even|later|soon|suddenly|quickly|it)\s+){0,2}(?=\S)"
+                      r"(?:(?:\w+ly|again|then)\s+)?(?:" + _RISE + "|" + _STILL + "|" + _FALL + ")", re.I)
+"""A clause that opens on its verb: it goes on about the subject before (`goes up and down, but trends
+downward`)."""
 
 
 def _supposed(before: str) -> bool:
@@ -236,22 +295,40 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("flat", subject)
     if subject == "lr":
         return Said("flat", subject) if any(p.lastgroup == "zero" for p in _PREDICATE.finditer(scope)) else None
-    last, start = None, 0
+    last, start, at = None, 0, 0
     for p in _PREDICATE.finditer(scope):
         if _INSTEAD.search(scope[:p.start()]):
             continue
+        at = p.start()
         negated = _NEGATION.search(scope[start:p.start()]) is not None or _negated_after(scope[p.end():]) or \
             (last is None and negated_before)
         last, start = (p.lastgroup, negated), p.end()
+    if subject == "loss" and _huge(scope):
+        return Said("rise", subject)  # `Perplexity 16063139.21`: no run that learns prints it
     if last is None:
         kind = _numbers(scope) if subject == "loss" else ""
         return Said(kind, subject) if kind else None
     verb, negated = last
     if _HEDGED.search(scope[:start]):
         return Said("quiet", subject)
+    if verb == "fall" and not negated and (_SMALL_BEFORE.search(scope[:at]) or _SMALL_AFTER.match(scope[start:])):
+        return _for(subject, "flat")  # `only decreased from 0.7 to 0.6`: a fall reported as too small
     kind = {("still", False): "flat", ("fall", True): "flat", ("rise", False): "rise",
             ("zero", False): "zero", ("fall", False): "fall"}.get((verb, negated), "quiet")
     return _for(subject, kind)
+
+
+_KEYED_VALUE = re.compile(r"\w*\s*[:=]")
+HUGE = 1e6
+"""A loss or perplexity said or printed at a million or more: a perplexity past any vocabulary's uniform guess
+(ln 250k = 12.4), a loss no real data gives; the updates blew up."""
+
+
+def _huge(scope: str) -> bool:
+    if _KEYED_VALUE.match(scope):
+        return False  # `loss: 2461733416.9`, `loss_cls=...`: a log record's key, whose numbers the loss watch reads
+    return any(float(m.group(1)) >= HUGE for m in _NUMBER.finditer(scope[:40])
+               if not _BEFORE_NUMBER.search(scope[:m.start()]))
 
 
 def _negated_after(rest: str) -> bool:
@@ -275,7 +352,8 @@ def _numbers(scope: str) -> str:
 
 
 _VALUE = re.compile(
-    r"\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit)\s+(?:about\s+|around\s+|~\s*)?"
+    r"(?:\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit)\s+|(?:从|到|变成了?|变为|升到|涨到|达到|为)\s*)"
+    r"(?:about\s+|around\s+|~\s*)?"
     r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![.,]?\d)"
     r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)
 """A value the training loss is said to be or to reach (`was about 100`, `dropped to 70`, `became 800,000`); not an
@@ -283,10 +361,14 @@ ordinal, a percentage, a count of epochs or steps, a time."""
 _STANDSTILL = re.compile(
     r"\b(?:always|only|just)\s+(?:predicts?|predicting|predicted|outputs?|outputting|classif(?:ies|y))\s+(?:the\s+)?"
     r"(?:same|majority|one|a single|first|last|class|label|0|1|zeros?|ones?)\b|"
-    r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?updat\w*\s+(?:the\s+|any\s+|my\s+)?(?:weights|param\w*|model|adapter)",
+    r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?updat\w*\s+(?:the\s+|any\s+|my\s+)?(?:weights|param\w*|model|adapter)|"
+    r"\b(?:no|without(?: any)?)\s+(?:sign of\s+|real\s+)?(?:convergence|learning|improvement|progress)\b",
     re.I)
 """With no subject read: a classifier said to answer one class (`it always predicts the majority class`), an
 update said not to happen (`the optimizer doesn't update the weights`)."""
+_NOT_A_VALUE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*[_ ]?(?:of|fn|scal\w*|weights?|mask|type)\b", re.I)
+"""The word loss naming no training loss's value (`loss of accuracy`, `loss scale`, `loss_fn`): what is
+said after it is said of something else, and the narrower readers must not take it for the loss either."""
 _LISTED = re.compile(r"\s*(?:[,;/|]|->|→|=>|\.\.\.)?\s*")
 _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbecomes\b|\bafter\b", re.I)
 
@@ -297,8 +379,11 @@ def _for(subject: str, kind: str) -> Said:
     training loss or a model rises (an accuracy or a learning rate going up is no divergence, a validation loss
     going up is overfitting)."""
     base = subject.removeprefix("val_")
-    if base == "acc" and kind == "rise":
-        return Said("fall", subject)  # an accuracy climbing: the model learns
+    if base == "acc" and kind in ("rise", "fall"):
+        # an accuracy climbing: the model learns; an accuracy falling is no news of the loss
+        return Said("fall" if kind == "rise" else "quiet", subject)
+    if base == "acc" and kind == "zero":
+        return Said("flat", subject)
     if kind == "fall" and base in ("still", "lr", "pred"):
         return Said("quiet", subject)  # the learning rate decays, the weights change: no news of learning
     if kind in ("quiet", "fall"):

@@ -32,8 +32,9 @@ _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "up
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
 _NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|"
                          r"(?:acc(?:uracy)?|f1|scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)"
-                         r"\s*[:=]?\s*[-+]?\.?\d)", re.I)
-"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save."""
+                         r"\s*[:=]?\s*[-+]?\.?\d)|\b(?:eval|train|test|val|validation)/\w", re.I)
+"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save; a metric's path
+(`wandb: eval/runtime 20.1`) is no status either."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
                              r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
                              r"convert[\w-]*(?:gguf|ggml|hf|ckpt|safetensors|weights|checkpoint|lora|model))", re.I)
@@ -74,8 +75,24 @@ _INTERVAL = re.compile(r"\b(eval|save)_steps\b['\"]?\s*[:=]?\s*['\"]?(\d{1,7})\b
 _EVAL_OFF = re.compile(r"\beval(?:uation)?_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:IntervalStrategy\.)?no\b|"
                        r"\bdo_eval\b['\"]?\s*[:=]?\s*['\"]?false\b", re.I)
 """Evaluation switched off, whatever eval_steps says."""
+_PER_EPOCH = re.compile(r"\b(eval|evaluation|save)_strategy\b['\"]?\s*[:=]?\s*['\"]?(?:IntervalStrategy\.|"
+                        r"SaveStrategy\.)?epoch\b", re.I)
+_EPOCHS = re.compile(r"\bnum_train_epochs\b['\"]?\s*[:=]?\s*['\"]?(\d{1,4})(?:\.0)?\b")
+"""Evaluating or saving once an epoch, and how many epochs: with the training bar's total, an epoch's length."""
 _EVAL_DONE = re.compile(r"['\"]eval_(?:loss|runtime)['\"]\s*:")
 """The Trainer's evaluation results (`{'eval_loss': 1.04, 'eval_runtime': 61.2, ...}`): that evaluation finished."""
+_NB_PROGRESS = re.compile(r"^\s*\[\s*\d{1,9}/\d{1,9}\s+[\d:]{4,12}(?:\s*<\s*[\d:]{4,12})?(?:,\s*[\d.]+\s*it/s)?"
+                          r"(?P<epoch>,\s*Epoch\s+[\d.]+/\d+)?\s*\]")
+"""transformers' notebook progress pasted as text: the training's shows its epoch (` [ 500/1000 10:00 < 10:00, 0.83
+it/s, Epoch 0.50/1]`), the evaluation's does not (` [ 23/125 00:05 < 00:24]`)."""
+_SAMPLING = re.compile(r"^\W*(?:generating|sampling|creating)\s+(?:\d+\s+)?(?:sample|validation|eval)\s*(?:images?|"
+                       r"videos?|audio|outputs?)?\b", re.I)
+"""A trainer drawing samples to judge the model during training (sd-scripts' `generating sample images at step`,
+diffusers' `Generating 4 validation images`): its evaluation."""
+_KERAS_BAR = re.compile(r"^\s*(\d{1,9})/(\d{1,9}) \[[=>.]+\] - ETA: 0s\b")
+"""Keras' progress bar with all of an epoch's steps done but its closing line (`- 41s 21ms/step - ... - val_loss`)
+not printed yet: what runs now is the epoch's end, its validation when the run validates."""
+_KERAS_VALIDATES = re.compile(r"\s- val_\w+: |validation_data\s*=|validation_split\s*=")
 _TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
 """TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
 (evaluation during fit or evaluate()) or predict step."""
@@ -86,22 +103,25 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
                          r"diffusers)\b", re.I)
 """Converting the model to another format writes it out (`Unsloth: Conversion from QLoRA to GGUF`, `Converting to
 CKPT ...`)."""
-_MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
+_MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster)\b|内存|显存|显卡", re.I)
+_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster)\b|内存|显存|显卡|"
+                            r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
-_CAUSE_HINTS = ("fragment", "segments", "unallocated", "process", "other", "else", "zombie", "orphan", "stale",
+_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart",
+                "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
 _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict(?:ion|ing|s)?)\b|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
-                                    r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop)\b|"
+                                    r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
+                                    r"code)\b|"
                                     r"\.test\(", re.I)),
                 ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
-                                    r"(?<!gradient )(?<!activation )checkpoint|merg(?:e|ing)|export\w*|gguf|"
+                                    r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|export\w*|gguf|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)\b|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
 (saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
@@ -124,20 +144,32 @@ _NOT_PROSE = re.compile(r"\||\d\s*(?:it/s|s/it)|^\W*(?:\d{4}-\d\d-\d\d|\[?(?:INF
                         r"^\s*(?:[\w.]+(?:Error|Exception|Warning)\b|Traceback)")
 
 
+_SENTENCE = re.compile(r"^\W{0,3}(?:[A-Z][a-z]+|I|[a-z]+)\b(?:[\s,]+[A-Za-z'’]+){3}")
+"""A sentence's opening: four words (`When computing the BLEU ...`), not an exception's type or a logger's prefix."""
+
+
 def _prose_like(text: str) -> bool:
-    """A line of the person's own sentences: not a bar, a log record, or the program's exception."""
-    return _NOT_PROSE.search(text) is None and not oom.is_oom_line(text)
+    """A line of the person's own sentences: not a bar, a log record, or the program's exception (a sentence
+    that names the error inside it is the person's: `While exporting we hit torch.cuda.OutOfMemoryError`)."""
+    return _NOT_PROSE.search(text) is None and (not oom.is_oom_line(text) or _SENTENCE.match(text) is not None)
 
 
+_READS_CHECKPOINT = re.compile(r"\b(?:resum\w*|load\w*|restor\w*|read\w*|from)\s+(?:[\w*_-]+\s+){0,3}checkpoints?\b|"
+                               r"\bcheckpoints?\s+(?:load\w*|restor\w*|resum\w*)", re.I)
+"""A checkpoint read back (`resuming from the step-4000 checkpoint`): no save."""
+_FAILS = re.compile(r"\b(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
+                    r"exception|go(?:es)? wrong|went wrong)\b|报错|崩溃|失败|挂了", re.I)
+"""A failure in the person's words."""
 _CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
                     r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
 
 
-def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]] | None:
-    """Of the phases a sentence names, the one in the clause that names the memory error, else those whose clause
-    does not say they work (None when the sentence names no memory error)."""
-    memory = _MEMORY_WORDS.search(sentence)
+def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
+             anchor: re.Match[str] | None = None) -> list[tuple[str, re.Pattern[str]]] | None:
+    """Of the phases a sentence names, the one in the clause that names the memory error (or the failure `anchor`),
+    else those whose clause does not say they work (None when the sentence names no memory error)."""
+    memory = anchor or _MEMORY_WORDS.search(sentence)
     if memory is None:
         return None
     bounds = [0] + [m.end() for m in _CLAUSE.finditer(sentence)] + [len(sentence) + 1]
@@ -179,7 +211,11 @@ class PhaseText:
     smi: list[tuple[int, int, int]] = field(default_factory=list)  # (gpu, pid, bytes) of nvidia-smi's process rows
 
     def train_log(self) -> None:
-        """A training log arrived: the run is back in its training steps."""
+        """A training log arrived: the run is back in its training steps (unless it is the log the banner's own line
+        carries: Keras' bar at an epoch's end prints the epoch's loss)."""
+        if getattr(self, "_log_on_banner", False):
+            self._log_on_banner = False
+            return
         if not self.frozen:
             self.banner = ""
 
@@ -204,12 +240,16 @@ class PhaseText:
         for phase in ("eval", "save"):
             if phase in self.prose:
                 return phase, ["as the text says: " + self.prose[phase]]
+        failed = getattr(self, "failed_in", {})  # getattr: a state pickled in an older events.idx
+        for phase in ("eval", "save"):
+            if phase in failed:
+                return phase, ["as the text says: " + failed[phase]]
         return "", []
 
     def line(self, line: str) -> None:
         """Fold one output line in."""
         self._status(line)
-        if "_steps" in line or "_strategy" in line or "do_eval" in line:
+        if "_steps" in line or "_strategy" in line or "do_eval" in line or "_epochs" in line:
             self._settings(line)
         if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
             self._eval_done_at = self.progress[0]
@@ -222,6 +262,8 @@ class PhaseText:
             rows = getattr(self, "smi", None)  # getattr: a state pickled in an older events.idx
             if row is not None and (rows is None or len(rows) < 64):
                 self.smi = (rows or []) + [row]
+        if "memory " in line and line.lstrip().startswith("|"):
+            self._summary(line)
         if "llocate" in line or "Limit:" in line or "InUse:" in line or "FreeBlock:" in line:
             self._allocator(line)
         if "checkpoint-" in line:
@@ -241,6 +283,11 @@ class PhaseText:
                 every[match.group(1)] = int(match.group(2))
         if _EVAL_OFF.search(line):
             every["eval_off"] = 1
+        for match in _PER_EPOCH.finditer(line):
+            every["save_epoch" if match.group(1).lower() == "save" else "eval_epoch"] = 1
+        epochs = _EPOCHS.search(line)
+        if epochs and int(epochs.group(1)) > 0:
+            every["epochs"] = int(epochs.group(1))
         self.every = every
 
     def _interval_phase(self) -> tuple[str, list[str]]:
@@ -251,6 +298,13 @@ class PhaseText:
         if not every or self.progress is None or self.progress[0] <= 0:
             return "", []
         step, line = self.progress
+        every = dict(every)
+        bar = _PROGRESS.search(line)
+        total, epochs = (int(bar.group(2)) if bar else 0), every.get("epochs", 0)
+        if total and epochs and total % epochs == 0:  # an epoch's length in steps, for once-an-epoch intervals
+            for phase in ("eval", "save"):
+                if every.get(phase + "_epoch"):
+                    every[phase] = total // epochs
         due = [phase for phase in ("eval", "save") if every.get(phase) and step % every[phase] == 0]
         if "eval" in due and (every.get("eval_off") or getattr(self, "_eval_done_at", None) == step):
             due.remove("eval")
@@ -258,6 +312,19 @@ class PhaseText:
             return "", []
         what = "evaluates" if due[0] == "eval" else "saves a checkpoint"
         return due[0], [f"the run stopped at step {step}, where it {what} ({due[0]}_steps={every[due[0]]}):", line]
+
+    def _summary(self, line: str) -> None:
+        """A row of torch.cuda.memory_summary(): a large non-releasable share is fragmentation."""
+        row = oom.SUMMARY_ROW.match(line)
+        size = oom.parse_size(row.group(2), row.group(3)) if row else None
+        if row is None or size is None:
+            return
+        rows = getattr(self, "_summary_rows", None) or {}  # getattr: a state pickled in an older events.idx
+        rows[row.group(1)] = size
+        self._summary_rows = rows
+        kind, why = oom.summary_cause(rows)
+        if kind:
+            self.cause = (kind, why)
 
     def _allocator(self, line: str) -> None:
         """TensorFlow's or XLA's allocator report: the request it failed, then its pool's stats; a pool with room
@@ -295,6 +362,8 @@ class PhaseText:
         if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and _CAUSE_CONTEXT.search(whole):
             kind = oom.said_cause(text)
             self.cause = (kind, text[:300]) if kind else None
+        if _FAILS.search(whole) and not _MEMORY_WORDS.search(whole):
+            self._failure_words(text, whole)
         if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
                 _MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
@@ -302,6 +371,7 @@ class PhaseText:
             sentence = whole
         else:
             return
+        sentence, whole = _READS_CHECKPOINT.sub(" ", sentence), _READS_CHECKPOINT.sub(" ", whole)
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
         if len(named) > 1 or _WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
@@ -311,13 +381,38 @@ class PhaseText:
             if phase not in self.prose:
                 self.prose[phase] = (text if words.search(text) else whole)[:300]
 
+    def _failure_words(self, text: str, whole: str) -> None:
+        """The person's sentence that places a failure in a phase (`the following error occurred when saving the
+        checkpoint`, `it crashes at the validation step`): weaker than one about memory, it counts when the text
+        shows the failure itself (an OOM message, the kernel's kill)."""
+        if not _prose_like(text) or looks_like_code(text):
+            return
+        named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)]
+        if len(named) > 1 or _WORKS.search(whole):
+            bounds = _FAILS.search(whole)
+            chosen = _nearest(whole, named, bounds) if bounds else None
+            named = chosen if chosen is not None else []
+        failed = getattr(self, "failed_in", None) or {}
+        for phase, words in named:
+            failed.setdefault(phase, (text if words.search(text) else whole)[:300])
+        self.failed_in = failed
+
     def _status(self, line: str) -> None:
         """The phase a status line or a progress bar's description announces: the last one before a failure
         says where the run was (an evaluation bar ends when a bar of another phase is drawn)."""
         if self.frozen:
             return
+        if "val" in line and _KERAS_VALIDATES.search(line):
+            self._keras_validates = True
         if "/" in line and "[" in line:
             self._bar_moved(line)
+            keras = _KERAS_BAR.match(line) if "ETA: 0s" in line else None
+            if keras and keras.group(1) == keras.group(2) and getattr(self, "_keras_validates", False):
+                self._announce("eval", line)
+                self._log_on_banner = True
+                return
+            if "]" in line and self._notebook_bar(line):
+                return
         bar_at = line.find("|")
         if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
             bar = progress.find_bar(line)
@@ -345,6 +440,9 @@ class PhaseText:
             return
         if ("export" in line or "merge" in line or "convert" in line) and _EXPORT_COMMAND.search(line):
             self._announce("save", line)
+            return
+        if ("ampl" in line or "alidation" in line) and _SAMPLING.match(line):
+            self._announce("eval", line)
             return
         if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
             self._announce("eval", line)
@@ -379,6 +477,20 @@ class PhaseText:
         if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line):
             self._announce(_STATUS_PHASE[status.group("verb")[:3].lower()], line)
 
+    def _notebook_bar(self, line: str) -> bool:
+        """A notebook's progress: one without an epoch, drawn after the training's, is the evaluation's; the
+        training's drawn again ends it. True when the line was one."""
+        bar = _NB_PROGRESS.match(line)
+        if bar is None:
+            return False
+        if bar.group("epoch"):
+            self._notebook_training = True
+            if self.banner == "eval":
+                self.banner = ""
+        elif getattr(self, "_notebook_training", False) and "<" in line:  # a finished bar (`[125/125 00:30]`) is over
+            self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
+        return True
+
     def _announce(self, phase: str, line: str) -> None:
         """A status line names the phase the run enters; the bar drawn before it is kept, so that bar going on
         later says the phase ended (a checkpoint saved, an evaluation done, training resumed)."""
@@ -386,15 +498,15 @@ class PhaseText:
         self._banner_bar = getattr(self, "_last_bar", None)  # getattr: a state pickled in an older events.idx
 
     def _bar_moved(self, line: str) -> None:
-        """A progress counter: when the bar drawn before the last status goes on past where it was, the status's
-        phase is over (`Saving model checkpoint to ...` then ` 50%|█████ | 503/1000`: the save finished and
-        training went on)."""
+        """A progress counter: when the bar drawn before the last status moves (goes on past where it was, or counts
+        again from the start of the next epoch), the status's phase is over (`Saving model checkpoint to ...` then
+        ` 50%|█████ | 503/1000`: the save finished and training went on)."""
         counts = _COUNTS.search(line)
         if counts is None:
             return
         bar = (int(counts.group(1)), int(counts.group(2)))
         before = getattr(self, "_banner_bar", None)
-        if self.banner in ("save", "eval") and before is not None and bar[1] == before[1] and bar[0] > before[0]:
+        if self.banner in ("save", "eval") and before is not None and bar[1] == before[1] and bar[0] != before[0]:
             self.banner, self._banner_bar = "", None
         elif self.banner == "save" and "checkpoint-" in self.banner_line:
             saved = _CHECKPOINT.search(self.banner_line)  # the save of step N is over once a bar counts past N
