@@ -295,6 +295,25 @@ WARNINGS = [
 ]
 
 
+SHUFFLE = "\n".join(f"2024-02-01 10:00:{s:02d}.000000: I tensorflow/core/kernels/data/shuffle_dataset_op.cc:392] "
+                    f"Filling up shuffle buffer (this may take a while): {n} of 10000" for s, n in ((10, 812), (20, 1630),
+                                                                                                   (30, 2441)))
+MEGATRON_INDEX = (" > elapsed time to build and save doc-idx mapping (seconds): 12.402\n"
+                  " > elapsed time to build and save sample-idx mapping (seconds): 4012.311")
+
+
+@pytest.mark.parametrize("text", [SHUFFLE, MEGATRON_INDEX], ids=["tf_shuffle_buffer", "megatron_index"])
+def test_a_pipelines_own_report_of_its_wait(text: str) -> None:
+    assert first_id(text) == "data_starved"
+
+
+@pytest.mark.parametrize("text", ["\n".join(SHUFFLE.splitlines()[:1] + ["Shuffle buffer filled."]),
+                                  " > elapsed time to build and save sample-idx mapping (seconds): 3.102"],
+                         ids=["one_fill", "quick_index"])
+def test_a_pipelines_short_wait_is_not_starvation(text: str) -> None:
+    assert first_id(text) != "data_starved"
+
+
 @pytest.mark.parametrize("line", WARNINGS, ids=["too_many", "few_old", "few_new"])
 def test_the_loaders_own_warning(line: str) -> None:
     assert first_id(line) == "data_starved"

@@ -834,6 +834,39 @@ class WaitShare:
         return {"text": "profile", "share": round(mean, 1), "line": line.strip()[:300]}
 
 
+_SHUFFLE_FILL = re.compile(r"Filling up shuffle buffer \(this may take a while\)")
+SHUFFLE_LINES = 3
+"""TensorFlow's input pipeline printing its shuffle buffer's filling again and again (every 10 s): the pipeline
+cannot produce elements as fast as training asks for them."""
+_INDEX_BUILT = re.compile(r"elapsed time to build (?:and save )?\S+ mapping \(seconds\):\s*(\d+(?:\.\d+)?)")
+"""Megatron's (and NeMo's) dataset index building (`> elapsed time to build and save sample-idx mapping (seconds):
+4012.3`): preprocessing before training starts."""
+
+
+@dataclass
+class InputWaits:
+    """A pipeline's own reports of its waits: TensorFlow's shuffle buffer filling, Megatron's index building."""
+
+    fills: int = 0
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        if self.done:
+            return None
+        if _SHUFFLE_FILL.search(line):
+            self.fills += 1
+            if self.fills >= SHUFFLE_LINES:
+                self.done = True
+                return {"text": "said", "said": "loader", "quote": f"{line.strip()[:240]} (printed {self.fills} times: "
+                                                                    "the input pipeline fills its buffer slowly)"}
+            return None
+        built = _INDEX_BUILT.search(line)
+        if built and float(built.group(1)) >= OPEN_SLOW_S:
+            self.done = True
+            return {"text": "said", "said": "preprocessing", "quote": line.strip()[:300]}
+        return None
+
+
 # -- a stack caught waiting for data ------------------------------------------------------------------------
 
 _FETCH_FRAME = re.compile(
@@ -902,6 +935,7 @@ class StarveText:
     megatron: MegatronTimers = field(default_factory=MegatronTimers)
     stack: StackWait = field(default_factory=StackWait)
     wait: WaitShare = field(default_factory=WaitShare)
+    inputs: InputWaits = field(default_factory=InputWaits)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _slow_said: str = ""  # the user's line that says the training is slow
     _blamed_line: str = ""  # the user's line that names the loader as the reason
@@ -968,7 +1002,8 @@ class StarveText:
             ("batch-generator" in line or "forward-backward" in line, self.megatron),
             ("Traceback" in line or "KeyboardInterrupt" in line or "Thread " in line or "Process " in line or
              "most recent call first" in line or "dataloader.py" in line or "arrow_dataset.py" in line, self.stack),
-            ("%" in line and ("wait" in line or "stall" in line or "bound" in line), self.wait))
+            ("%" in line and ("wait" in line or "stall" in line or "bound" in line), self.wait),
+            ("shuffle buffer" in line or "mapping (seconds)" in line, self.inputs))
         for wanted, reader in readers:
             facts = reader.line(line) if wanted else None
             if facts is not None:
