@@ -206,12 +206,14 @@ TIMERS = [
     "eta: 40 days, 1:00:00, time: 18.120, data_time: 7.503, memory: 6100, loss: 5.9",  # one line, and the words
     "\n".join(f"Train: [1/50][{i}/800] Data {d:.3f} (0.412) Batch {b:.3f} (0.903) Remain 20:11:00 loss: 0.71"
               for i, (d, b) in enumerate([(0.01, 0.4), (0.9, 1.3), (0.01, 0.4)], 30)),  # running averages
+    "\n".join(f"Loaded: {6.5 + i / 10:.6f} seconds\n {i}: 2.31, 2.40 avg loss, 0.001000 rate, 8.21 seconds, 64 images"
+              for i in range(1, 5)),  # darknet
 ]
 
 
 @pytest.mark.parametrize("text", TIMERS, ids=["imagenet", "mmengine", "batch_data", "detectron2", "data_step",
                                                "fetch_compute", "data_load_ms", "wait_share", "one_line_said_slow",
-                                               "batch_data_averages"])
+                                               "batch_data_averages", "darknet_loaded"])
 def test_a_loader_timer_that_dominates(text: str) -> None:
     assert first_id(text) == "data_starved"
 
@@ -567,6 +569,8 @@ NOT_STARVED = [
     "vs `on_train_batch_end` time: 0.2000s). Check your callbacks.",
     "Saving the dataset (8/8 shards): 100%|██████████| 1000000/1000000 [00:40<00:00, 24837.26 examples/s]",
     "\n".join(f"epoch 0 step {i}: throughput 812.1 samples/s, dataloader wait {2.2 - i / 10:.1f}%" for i in range(3)),
+    "\n".join(f"Loaded: {0.000041 + i / 1e6:.6f} seconds\n {i}: 2.31, 2.40 avg loss, 0.001000 rate, 1.21 seconds, 64 images"
+              for i in range(1, 5)),  # darknet, fed
     "\n".join(f"Epoch(train)  [1][{(i + 1) * 50:4d}/7330]  lr: 2.0000e-02  time: {t:.4f}  data_time: {d:.4f}  loss: "
               f"{2.3 - 0.05 * i:.4f}" for i, (t, d) in enumerate([(2.9, 2.5), (0.512, 0.0101), (0.509, 0.0098),
                                                                     (0.5102, 0.0093)])),  # the workers' start-up

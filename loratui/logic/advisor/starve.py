@@ -679,8 +679,9 @@ def open_bar(line: str) -> dict[str, object] | None:
             "rate": float(found.group("rate")), "unit": found.group("unit"), "minutes": spent / 60}
 
 
-_LOADER_TIMER = re.compile(r"\b(\w*(?:load|data|fetch)\w*?time|data[_ ]?time|load[_ ]?time)\s*[:=]?\s*(\d+(?:\.\d+)?)",
+_LOADER_TIMER = re.compile(r"\b(\w*(?:load|data|fetch)\w*?time|data[_ ]?time|load[_ ]?time|Loaded:)\s*[:=]?\s*(\d+(?:\.\d+)?)",
                            re.I)
+"""A loader's time per step (`LoaderTime:120.21`, darknet's `Loaded: 6.516221 seconds`)."""
 _OTHER_TIMER = re.compile(r"\b(?!\w*(?:load|data|fetch))\w*time\b\s*[:=]?\s*\d", re.I)
 LOADER_ALONE_S = 5.0
 """A loader timer printed with no step timer beside it (`Step:5 [...] LoaderTime:120.21`): 5 s or more per step on
@@ -996,7 +997,7 @@ class StarveText:
             if profiled is not None:
                 found.append(Finding("data_starved", step, profiled))
         readers = (  # each reader with the cheap test that says the line may be for it
-            ("ime" in line or "IME" in line, self.loader), ("|" in line, self.table),
+            ("ime" in line or "IME" in line or "Loaded:" in line, self.loader), ("|" in line, self.table),
             (("it/s" in line or "s/it" in line or bool(self.rate.rates)) and not self.rate.done and
              len(self.rate.rates) < 4096, self.rate),
             ("batch-generator" in line or "forward-backward" in line, self.megatron),
