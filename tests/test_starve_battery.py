@@ -174,6 +174,8 @@ RATES = [
     "Applying chat template to train dataset:   9%|▉         | 9000/100000 [03:00<30:20, 50.00 examples/s]",
     "Filter (num_proc=4):  50%|█████     | 500000/1000000 [45:00<45:00, 185.19 examples/s]",
     "Packing train dataset:  10%|█         | 10000/100000 [05:00<45:00, 33.33 examples/s]",
+    "Map: 100% 1000000/1000000 [1:02:10<00:00, 268.10 examples/s]",  # a notebook's widget copied as text
+    "Tokenizing train dataset: 23% 230000/1000000 [14:02<47:00, 273.00 examples/s]",
 ]
 
 
@@ -551,6 +553,7 @@ NOT_STARVED = [
     "nvidia-smi shows 95% util on all 8 GPUs.",
     "nvidia-smi shows 97% while training.",
     "Map:   1%|          | 1000/100000 [00:05<08:15, 200.00 examples/s]",  # under ten minutes in all
+    "Map: 100% 52002/52002 [00:21<00:00, 2431.07 examples/s]",  # a notebook's widget, quick
     "CPU at 15% usage, GPU at 99%.",
     "\n".join(f"system/gpu.0.gpu: {u}" for u in (97.5, 99.0, 93.1, 100.0, 98.2)),
     "\n".join(f"0, {u} %, 21344 MiB" for u in (97, 99, 94, 100, 98)),
