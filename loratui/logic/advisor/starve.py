@@ -168,7 +168,7 @@ _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottlen
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
 _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "dominat", "limited", "wait", "throttl",
               "starved", "held back", "used", "utili", "busy", "saturat", "慢", "等", "空转", "闲着", "most", "half",
-              "majority", "bulk", "% of", "卡")
+              "majority", "bulk", "% of", "卡", "瓶颈", "跟不上", "喂不饱")
 """Words one of starve_words' verdicts needs (lowercase)."""
 _THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it")
