@@ -1005,3 +1005,59 @@ def test_colabs_collapsed_frames(inner: str, expected: str) -> None:
 ])
 def test_a_chinese_sentence_that_names_the_error(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("INFO:tensorflow:Saving checkpoints for 22000 into /tmp/model/model.ckpt.\n"
+     "but the evaluation that follows goes wrong with this:\n" + NO_NUMBERS[6] + "\n", "oom_at_eval"),
+    ("***** Running Evaluation *****\n  Num examples = 500\n"
+     "The eval finishes; it is the checkpoint save right after it that runs out of memory:\n" + PHASE_MESSAGES[2] + "\n",
+     "oom_at_save"),
+    # words before the log do not overrule the log's last status
+    ("It fails during evaluation, I think.\nSaving model checkpoint to out/checkpoint-500\n" + PHASE_MESSAGES[2] + "\n",
+     "oom_at_save"),
+])
+def test_the_persons_words_after_the_logs_status(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def test_a_phase_named_in_a_path_is_no_phase() -> None:
+    text = ("When I run the evaluation script:\nmodel_path=../checkpoints/ar-en_last\n"
+            "python test.py --model_path $model_path\n"
+            "with model_path=../checkpoints/ar-en_last it always says \"RuntimeError: CUDA out of memory. Tried to "
+            "allocate 2.10 GiB (GPU 0; 31.75 GiB total capacity; 28.10 GiB already allocated; 1.20 GiB free; 28.20 GiB "
+            "reserved in total by PyTorch)\"\n")
+    assert first_id(text) == "oom_at_eval"
+
+
+@pytest.mark.parametrize("text", [
+    "E local_client.cc:672] Execution of replica 0 failed: Resource exhausted: Out\nof memory while trying to allocate "
+    "5520758552 bytes.\n",
+    "RuntimeError: CUDA out\nof memory. Tried to allocate 20.00 MiB\n",
+    "torch.cuda.OutOfMemory\nError: CUDA out of memory.\n",
+])
+def test_an_oom_phrase_cut_by_a_wrap_is_read(text: str) -> None:
+    assert first_id(text) == "oom_full"
+
+
+def test_two_unrelated_lines_make_no_oom() -> None:
+    assert not first_id("We ran out\nof patience with the slow loader.\n").startswith("oom")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (_BARE + "Setting per_device_eval_batch_size=1 and eval_accumulation_steps=4 fixed the OOM.\n", "oom_at_eval"),
+    (_BARE + "save_only_model=True made the OOM go away.\n", "oom_at_save"),
+])
+def test_the_phases_own_setting_named_in_the_fix(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def test_an_oom_while_the_process_group_starts_is_another_process() -> None:
+    """Every rank makes its CUDA context on the first card when none set its device: the siblings fill it."""
+    text = plain(frame("/home/me/train.py", "main", "dist.init_process_group(backend='nccl')"),
+                 frame(SITE + "torch/distributed/distributed_c10d.py", "init_process_group",
+                       "default_pg, _ = _new_process_group_helper("),
+                 frame(SITE + "torch/distributed/distributed_c10d.py", "_new_process_group_helper",
+                       "backend_class = ProcessGroupNCCL(backend_prefix_store, group_rank, group_size, pg_options)")) + \
+        "RuntimeError: CUDA error: out of memory\n"
+    assert first_id(text) == "oom_other_process"

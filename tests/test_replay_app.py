@@ -152,3 +152,17 @@ async def test_the_next_event_of_note_says_what_it_is() -> None:
         await pilot.pause()
         assert app.run_state.step == 30
         assert [n.message for n in app._notifications] == ["checkpoint saved at step 30"]
+
+
+async def test_the_next_event_of_note_counts_from_a_seek_still_on_its_way() -> None:
+    """`g` then `]` typed at once (the seek folds in a worker): `]` went from the old cursor, the end, and found
+    nothing; it goes from the start, to the first NaN."""
+    app = replay_app(scenarios.nan_run(), None, "nan", speed=1)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("space")
+        await pilot.press("G")
+        await _until(pilot, lambda: app.run_state.step == 50)
+        app.action_jump_start()  # both before the event loop can apply the first seek's result
+        app.action_note(1)
+        await _until(pilot, lambda: app.run_state.step == 35)
+        assert app.run_state.step == 35 and app.run_state.nan_steps[:1] == [35]

@@ -122,6 +122,21 @@ def parse_size(number: str, unit: str) -> int | None:
     return value if value <= MAX_BYTES else None
 
 
+def cut_phrase(prev: str, line: str) -> str:
+    """The two lines joined, when a wrap cut an OOM's wording between them (`Resource exhausted: Out` / `of memory
+    while trying to allocate`): neither names it alone, the joined text does across the cut; '' otherwise."""
+    head = line.lstrip()[:40].lower()
+    if not any(word in head for word in ("mem", "alloc", "oom", "exhaust", "error", "of ")) or len(prev) > 2000 or \
+            is_oom_line(prev):
+        return ""  # the cheap test first: the second line opens with the rest of the wording
+    joined = prev.rstrip() + " " + line.strip()
+    cut = len(prev.rstrip())
+    for found in _OOM.finditer(joined):
+        if found.start() < cut < found.end() and found.end() - found.start() <= 80 and not _NOT_CUDA.search(joined):
+            return joined
+    return ""
+
+
 def is_oom_line(line: str) -> bool:
     """Whether a line reports a CUDA out-of-memory error (not a CPU or MPS one)."""
     lowered = line.lower()
@@ -245,9 +260,11 @@ _AT_START = re.compile(r"\btotal ?memory:\s*" + _SIZE + r"|\bfree ?memory:\s*" +
 190.31MiB`, or `totalMemory: 15.90GiB freeMemory: 3.12GiB` on one line."""
 
 
-_CUDA_START = frozenset({"_lazy_init", "_cuda_init", "cudaSetDevice", "_cuda_setDevice"})
-"""torch.cuda's lazy initialisation (`torch._C._cuda_init()`, run by the first CUDA call or set_device): it creates
-the process's CUDA context and allocates nothing of the model's."""
+_CUDA_START = frozenset({"_lazy_init", "_cuda_init", "cudaSetDevice", "_cuda_setDevice", "init_process_group",
+                         "_new_process_group_helper"})
+"""torch.cuda's lazy initialisation (`torch._C._cuda_init()`, run by the first CUDA call or set_device) and the
+process group's start (each rank's NCCL context, on the first card when no rank set its device): they create
+contexts and allocate nothing of the model's."""
 
 
 def cuda_starting(names: list[str]) -> bool:

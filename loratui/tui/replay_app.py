@@ -93,6 +93,8 @@ class ReplayApp(LoratuiApp):
         self.compare = compare
         self.start_step = start_step
         self._seeks = 0
+        self._aim: int | None = None
+        """Where the seek still on its way goes, when known at once: `]` typed right after `g` steps from there."""
         """How many seeks were asked for: a `Moved` from an earlier one is dropped."""
         self.note = self.import_note = note
 
@@ -165,7 +167,7 @@ class ReplayApp(LoratuiApp):
         self._seek("step", max(0, self.run_state.step + delta))
 
     def action_note(self, direction: int) -> None:
-        index = self.replay.next_note() if direction > 0 else self.replay.prev_note()
+        index = self.replay.next_note(self._aim) if direction > 0 else self.replay.prev_note(self._aim)
         if index is None:
             self.notify("no more events of note that way" + ("" if self.replay.log.complete else
                                                                " yet (still indexing)"), timeout=2)
@@ -188,7 +190,19 @@ class ReplayApp(LoratuiApp):
         """Seek to a target: numbered here, on the event loop, so only the latest seek's result lands (an
         exclusive worker cannot stop a thread already folding: a slow `G` could land after a quick `g`)."""
         self._seeks += 1
+        self._aim = self._target_now(kind, value)
         self._fold_target(kind, value, play, self._seeks)
+
+    def _target_now(self, kind: str, value: int) -> int | None:
+        """The seek's target where the index already gives it (None: only the worker, waiting, can tell)."""
+        replay, log = self.replay, self.replay.log
+        if kind == "index":
+            return value
+        if kind == "step" and replay.step_indexed(value):
+            return replay.index_of_step(value)
+        if kind == "start" and log.n_events:
+            return replay.start_of_training()
+        return log.n_events if kind == "end" and log.complete else None
 
     @work(thread=True, exclusive=True, group="seek")
     def _fold_target(self, kind: str, value: int, play: bool, seek: int) -> None:
@@ -220,6 +234,7 @@ class ReplayApp(LoratuiApp):
         if self._stop_polling.is_set() or message.seek != self._seeks:
             return  # the app closed (its panes are gone), or a later seek was asked for
         wall = time.monotonic()
+        self._aim = None  # the cursor is there now
         self.replay.move_to(message.index, wall)
         if message.play:
             self.replay.clock.play(wall)

@@ -314,7 +314,11 @@ class Advisor:
         if getattr(self, "_oom_open", ""):  # getattr: an advisor pickled in an older events.idx
             if self._oom_wrapped(line):
                 return
+        prev, self._prev_text = getattr(self, "_prev_text", ""), line  # getattr: an advisor pickled in an older index
         report = oom.parse_oom(line)
+        if report is None and self.oom is None and prev:
+            line = oom.cut_phrase(prev, line) or line  # `Resource exhausted: Out` / `of memory while ...`
+            report = oom.parse_oom(line)
         if report is not None:
             self._on_oom(report, line)
             self._oom_open = line if oom.message_open(line) and self.oom is not None and \

@@ -122,6 +122,7 @@ _PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict
                                     r"\.test\(", re.I)),
                 ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
                                     r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|export\w*|gguf|"
+                                    r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node)|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)\b|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
 (saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
@@ -163,6 +164,15 @@ _FAILS = re.compile(r"\b(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|kil
 _CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
                     r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
+
+
+_PATHLIKE = re.compile(r"\S*[/\\]\S*")
+
+
+def _no_paths(text: str) -> str:
+    """The sentence without paths (`model_path=../checkpoints/x.pkl`): a phase's name in a path is no phase; a
+    setting's name stays (`per_device_eval_batch_size=1 fixed the OOM` names the evaluation)."""
+    return _PATHLIKE.sub(" ", text) if "/" in text or "\\" in text else text
 
 
 def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
@@ -226,6 +236,9 @@ class PhaseText:
         if op_phase:
             return (op_phase, ["the failing op ran in TensorFlow's " + op_phase + " step"]) if op_phase == "eval" \
                 else ("", [])
+        later = self._words_after_banner()
+        if later:
+            return later
         if self.banner and self.banner != "train":
             return self.banner, ["the last status before it: " + self.banner_line] if self.banner_line else []
         if self.progress is not None:
@@ -248,7 +261,11 @@ class PhaseText:
 
     def line(self, line: str) -> None:
         """Fold one output line in."""
+        self._n = getattr(self, "_n", 0) + 1  # getattr: a state pickled in an older events.idx
+        before = self.banner
         self._status(line)
+        if self.banner != before:
+            self._banner_n = self._n
         if "_steps" in line or "_strategy" in line or "do_eval" in line or "_epochs" in line:
             self._settings(line)
         if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
@@ -371,7 +388,7 @@ class PhaseText:
             sentence = whole
         else:
             return
-        sentence, whole = _READS_CHECKPOINT.sub(" ", sentence), _READS_CHECKPOINT.sub(" ", whole)
+        sentence, whole = _no_paths(_READS_CHECKPOINT.sub(" ", sentence)), _no_paths(_READS_CHECKPOINT.sub(" ", whole))
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
         if len(named) > 1 or _WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
@@ -380,6 +397,8 @@ class PhaseText:
         for phase, words in named:
             if phase not in self.prose:
                 self.prose[phase] = (text if words.search(text) else whole)[:300]
+                if words.search(_no_paths(text)):
+                    self._words_at(phase)
 
     def _failure_words(self, text: str, whole: str) -> None:
         """The person's sentence that places a failure in a phase (`the following error occurred when saving the
@@ -387,6 +406,7 @@ class PhaseText:
         shows the failure itself (an OOM message, the kernel's kill)."""
         if not _prose_like(text) or looks_like_code(text):
             return
+        whole = _no_paths(whole)
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)]
         if len(named) > 1 or _WORKS.search(whole):
             bounds = _FAILS.search(whole)
@@ -394,8 +414,29 @@ class PhaseText:
             named = chosen if chosen is not None else []
         failed = getattr(self, "failed_in", None) or {}
         for phase, words in named:
-            failed.setdefault(phase, (text if words.search(text) else whole)[:300])
+            if phase not in failed:
+                failed[phase] = (text if words.search(text) else whole)[:300]
+                if words.search(_no_paths(text)):
+                    self._words_at(phase)
         self.failed_in = failed
+
+    def _words_after_banner(self) -> tuple[str, list[str]] | None:
+        """The person's words naming another phase, written after the log's last status (`Saving checkpoints ...`
+        then `but the evaluation that follows goes wrong`): they know which step failed."""
+        if self.banner not in ("eval", "save"):
+            return None
+        said, since = getattr(self, "_said_n", None) or {}, getattr(self, "_banner_n", 0)
+        for phase in ("eval", "save"):
+            if phase != self.banner and said.get(phase, 0) > since:
+                words = self.prose.get(phase) or (getattr(self, "failed_in", None) or {}).get(phase, "")
+                return phase, ["as the text says: " + words]
+        return None
+
+    def _words_at(self, phase: str) -> None:
+        """Where the person's words first named a phase (a line count), to weigh them against the log's status."""
+        said = getattr(self, "_said_n", None) or {}
+        said.setdefault(phase, getattr(self, "_n", 0))
+        self._said_n = said
 
     def _status(self, line: str) -> None:
         """The phase a status line or a progress bar's description announces: the last one before a failure
