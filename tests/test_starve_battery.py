@@ -174,6 +174,8 @@ RATES = [
     "Applying chat template to train dataset:   9%|▉         | 9000/100000 [03:00<30:20, 50.00 examples/s]",
     "Filter (num_proc=4):  50%|█████     | 500000/1000000 [45:00<45:00, 185.19 examples/s]",
     "Packing train dataset:  10%|█         | 10000/100000 [05:00<45:00, 33.33 examples/s]",
+    "Map: 100% 1000000/1000000 [1:02:10<00:00, 268.10 examples/s]",  # a notebook's widget copied as text
+    "Tokenizing train dataset: 23% 230000/1000000 [14:02<47:00, 273.00 examples/s]",
 ]
 
 
@@ -206,12 +208,14 @@ TIMERS = [
     "eta: 40 days, 1:00:00, time: 18.120, data_time: 7.503, memory: 6100, loss: 5.9",  # one line, and the words
     "\n".join(f"Train: [1/50][{i}/800] Data {d:.3f} (0.412) Batch {b:.3f} (0.903) Remain 20:11:00 loss: 0.71"
               for i, (d, b) in enumerate([(0.01, 0.4), (0.9, 1.3), (0.01, 0.4)], 30)),  # running averages
+    "\n".join(f"Loaded: {6.5 + i / 10:.6f} seconds\n {i}: 2.31, 2.40 avg loss, 0.001000 rate, 8.21 seconds, 64 images"
+              for i in range(1, 5)),  # darknet
 ]
 
 
 @pytest.mark.parametrize("text", TIMERS, ids=["imagenet", "mmengine", "batch_data", "detectron2", "data_step",
                                                "fetch_compute", "data_load_ms", "wait_share", "one_line_said_slow",
-                                               "batch_data_averages"])
+                                               "batch_data_averages", "darknet_loaded"])
 def test_a_loader_timer_that_dominates(text: str) -> None:
     assert first_id(text) == "data_starved"
 
@@ -295,6 +299,25 @@ WARNINGS = [
 ]
 
 
+SHUFFLE = "\n".join(f"2024-02-01 10:00:{s:02d}.000000: I tensorflow/core/kernels/data/shuffle_dataset_op.cc:392] "
+                    f"Filling up shuffle buffer (this may take a while): {n} of 10000" for s, n in ((10, 812), (20, 1630),
+                                                                                                   (30, 2441)))
+MEGATRON_INDEX = (" > elapsed time to build and save doc-idx mapping (seconds): 12.402\n"
+                  " > elapsed time to build and save sample-idx mapping (seconds): 4012.311")
+
+
+@pytest.mark.parametrize("text", [SHUFFLE, MEGATRON_INDEX], ids=["tf_shuffle_buffer", "megatron_index"])
+def test_a_pipelines_own_report_of_its_wait(text: str) -> None:
+    assert first_id(text) == "data_starved"
+
+
+@pytest.mark.parametrize("text", ["\n".join(SHUFFLE.splitlines()[:1] + ["Shuffle buffer filled."]),
+                                  " > elapsed time to build and save sample-idx mapping (seconds): 3.102"],
+                         ids=["one_fill", "quick_index"])
+def test_a_pipelines_short_wait_is_not_starvation(text: str) -> None:
+    assert first_id(text) != "data_starved"
+
+
 @pytest.mark.parametrize("line", WARNINGS, ids=["too_many", "few_old", "few_new"])
 def test_the_loaders_own_warning(line: str) -> None:
     assert first_id(line) == "data_starved"
@@ -361,6 +384,9 @@ FEEDING_ZH = [
     "每 20 个 batch 卡 10 秒左右",
     "数据放在 NAS 上，训练很慢",
     "GPU利用率基本是0",
+    "数据 IO 是瓶颈",
+    "训练的时候 CPU 成为瓶颈",
+    "CPU 跟不上，显卡经常空转",
     '数据集 map 太慢了',
 ]
 
@@ -530,6 +556,7 @@ NOT_STARVED = [
     "nvidia-smi shows 95% util on all 8 GPUs.",
     "nvidia-smi shows 97% while training.",
     "Map:   1%|          | 1000/100000 [00:05<08:15, 200.00 examples/s]",  # under ten minutes in all
+    "Map: 100% 52002/52002 [00:21<00:00, 2431.07 examples/s]",  # a notebook's widget, quick
     "CPU at 15% usage, GPU at 99%.",
     "\n".join(f"system/gpu.0.gpu: {u}" for u in (97.5, 99.0, 93.1, 100.0, 98.2)),
     "\n".join(f"0, {u} %, 21344 MiB" for u in (97, 99, 94, 100, 98)),
@@ -548,6 +575,8 @@ NOT_STARVED = [
     "vs `on_train_batch_end` time: 0.2000s). Check your callbacks.",
     "Saving the dataset (8/8 shards): 100%|██████████| 1000000/1000000 [00:40<00:00, 24837.26 examples/s]",
     "\n".join(f"epoch 0 step {i}: throughput 812.1 samples/s, dataloader wait {2.2 - i / 10:.1f}%" for i in range(3)),
+    "\n".join(f"Loaded: {0.000041 + i / 1e6:.6f} seconds\n {i}: 2.31, 2.40 avg loss, 0.001000 rate, 1.21 seconds, 64 images"
+              for i in range(1, 5)),  # darknet, fed
     "\n".join(f"Epoch(train)  [1][{(i + 1) * 50:4d}/7330]  lr: 2.0000e-02  time: {t:.4f}  data_time: {d:.4f}  loss: "
               f"{2.3 - 0.05 * i:.4f}" for i, (t, d) in enumerate([(2.9, 2.5), (0.512, 0.0101), (0.509, 0.0098),
                                                                     (0.5102, 0.0093)])),  # the workers' start-up

@@ -168,11 +168,11 @@ _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottlen
 """Words one of the loader, storage and delay patterns needs (lowercase): those patterns run only on such lines."""
 _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "dominat", "limited", "wait", "throttl",
               "starved", "held back", "used", "utili", "busy", "saturat", "慢", "等", "空转", "闲着", "most", "half",
-              "majority", "bulk", "% of", "卡")
+              "majority", "bulk", "% of", "卡", "瓶颈", "跟不上", "喂不饱")
 """Words one of starve_words' verdicts needs (lowercase)."""
 _THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it")
-_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi", "%")
+_UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
 
@@ -223,7 +223,8 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
                          _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
         # before the GPU's words: the CPU is the cause named
         return {"said": "cpu_busy", "quote": line.strip()[:300]}
-    said_util = _util_said(line) if util and any(w in low for w in _UTIL_WORDS) else None
+    said_util = _util_said(line) if util and (any(w in low for w in _UTIL_WORDS) or
+                                              "%" in line and _GPU_NAMED.search(line)) else None
     if said_util is not None:
         return said_util
     prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or \
@@ -678,8 +679,9 @@ def open_bar(line: str) -> dict[str, object] | None:
             "rate": float(found.group("rate")), "unit": found.group("unit"), "minutes": spent / 60}
 
 
-_LOADER_TIMER = re.compile(r"\b(\w*(?:load|data|fetch)\w*?time|data[_ ]?time|load[_ ]?time)\s*[:=]?\s*(\d+(?:\.\d+)?)",
+_LOADER_TIMER = re.compile(r"\b(\w*(?:load|data|fetch)\w*?time|data[_ ]?time|load[_ ]?time|Loaded:)\s*[:=]?\s*(\d+(?:\.\d+)?)",
                            re.I)
+"""A loader's time per step (`LoaderTime:120.21`, darknet's `Loaded: 6.516221 seconds`)."""
 _OTHER_TIMER = re.compile(r"\b(?!\w*(?:load|data|fetch))\w*time\b\s*[:=]?\s*\d", re.I)
 LOADER_ALONE_S = 5.0
 """A loader timer printed with no step timer beside it (`Step:5 [...] LoaderTime:120.21`): 5 s or more per step on
@@ -833,6 +835,39 @@ class WaitShare:
         return {"text": "profile", "share": round(mean, 1), "line": line.strip()[:300]}
 
 
+_SHUFFLE_FILL = re.compile(r"Filling up shuffle buffer \(this may take a while\)")
+SHUFFLE_LINES = 3
+"""TensorFlow's input pipeline printing its shuffle buffer's filling again and again (every 10 s): the pipeline
+cannot produce elements as fast as training asks for them."""
+_INDEX_BUILT = re.compile(r"elapsed time to build (?:and save )?\S+ mapping \(seconds\):\s*(\d+(?:\.\d+)?)")
+"""Megatron's (and NeMo's) dataset index building (`> elapsed time to build and save sample-idx mapping (seconds):
+4012.3`): preprocessing before training starts."""
+
+
+@dataclass
+class InputWaits:
+    """A pipeline's own reports of its waits: TensorFlow's shuffle buffer filling, Megatron's index building."""
+
+    fills: int = 0
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        if self.done:
+            return None
+        if _SHUFFLE_FILL.search(line):
+            self.fills += 1
+            if self.fills >= SHUFFLE_LINES:
+                self.done = True
+                return {"text": "said", "said": "loader", "quote": f"{line.strip()[:240]} (printed {self.fills} times: "
+                                                                    "the input pipeline fills its buffer slowly)"}
+            return None
+        built = _INDEX_BUILT.search(line)
+        if built and float(built.group(1)) >= OPEN_SLOW_S:
+            self.done = True
+            return {"text": "said", "said": "preprocessing", "quote": line.strip()[:300]}
+        return None
+
+
 # -- a stack caught waiting for data ------------------------------------------------------------------------
 
 _FETCH_FRAME = re.compile(
@@ -901,6 +936,7 @@ class StarveText:
     megatron: MegatronTimers = field(default_factory=MegatronTimers)
     stack: StackWait = field(default_factory=StackWait)
     wait: WaitShare = field(default_factory=WaitShare)
+    inputs: InputWaits = field(default_factory=InputWaits)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _slow_said: str = ""  # the user's line that says the training is slow
     _blamed_line: str = ""  # the user's line that names the loader as the reason
@@ -942,8 +978,8 @@ class StarveText:
     def _asked(self, line: str) -> None:
         """What the person's own words are about: memory (a snapshot then shows how much is held, taken at any
         moment) or speed (a snapshot then shows the GPU idle while it should work)."""
-        if _code(line) or _PROGRAM.search(line) or "|" in line:
-            return
+        if self._speed_asked or "{" in line or "|" in line or _code(line) or _PROGRAM.search(line):
+            return  # once speed is asked, memory is never asked alone
         self._memory_asked = self._memory_asked or bool(_MEMORY_WORDS.search(line))
         self._speed_asked = self._speed_asked or bool(_SPEED_WORDS.search(line))
 
@@ -961,13 +997,14 @@ class StarveText:
             if profiled is not None:
                 found.append(Finding("data_starved", step, profiled))
         readers = (  # each reader with the cheap test that says the line may be for it
-            ("ime" in line or "IME" in line, self.loader), ("|" in line, self.table),
+            ("ime" in line or "IME" in line or "Loaded:" in line, self.loader), ("|" in line, self.table),
             (("it/s" in line or "s/it" in line or bool(self.rate.rates)) and not self.rate.done and
              len(self.rate.rates) < 4096, self.rate),
             ("batch-generator" in line or "forward-backward" in line, self.megatron),
             ("Traceback" in line or "KeyboardInterrupt" in line or "Thread " in line or "Process " in line or
              "most recent call first" in line or "dataloader.py" in line or "arrow_dataset.py" in line, self.stack),
-            ("%" in line and ("wait" in line or "stall" in line or "bound" in line), self.wait))
+            ("%" in line and ("wait" in line or "stall" in line or "bound" in line), self.wait),
+            ("shuffle buffer" in line or "mapping (seconds)" in line, self.inputs))
         for wanted, reader in readers:
             facts = reader.line(line) if wanted else None
             if facts is not None:

@@ -64,9 +64,12 @@ _GPU_WAITS = re.compile(
 not kept busy (`the GPU isn't being used fully`); not `the GPU is not used` (at all: the device is not found)."""
 _ZH = re.compile(r"(?:加载|读取|读|取)数据[^。！？\n]{0,10}(?:慢|瓶颈)|"
                  r"(?:data ?loader|dataloader|数据加载器?|取数据|读数据|加载数据)[^。！？\n]{0,15}?(?:时快时慢|忽快忽慢|卡)|"
-                 r"(?:batch|迭代|step)[^。！？\n，,]{0,10}?卡\s*(?:了|住)?\s*\d+(?:\.\d+)?\s*(?:秒|s)|(?:data ?loader|数据加载器?)\s*(?:很|太|非常|特别|好|比较)?慢|"
+                 r"(?:batch|迭代|step)[^。！？\n，,]{0,10}?卡\s*(?:了|住)?\s*\d+(?:\.\d+)?\s*(?:秒|s)|"
+                 r"(?:IO|I/O|磁盘|硬盘|读盘)\s*(?:是|成为|成了|有)?\s*瓶颈|(?:data ?loader|数据加载器?)\s*(?:很|太|非常|特别|好|比较)?慢|"
                  r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?:等待|空转|闲着)", re.I)
 """`读取数据太慢`, `dataloader 很慢`, `GPU 经常处于等待状态`."""
+_ZH_CPU = re.compile(r"CPU\s*(?:是|成为|成了)\s*瓶颈|CPU\s*瓶颈|CPU\s*(?:跟不上|喂不饱)", re.I)
+"""`CPU 成为瓶颈`, `CPU跟不上` (the CPU cannot keep up)."""
 _QUESTION = re.compile(r"^\s*(?:is|are|could|can|would|does|do|should|how (?:do|can) (?:I|we) (?:know|tell|check))\b[^?]*\?",
                        re.I)
 """A question whether it is so (`Is data loading the bottleneck?`): asked, not said."""
@@ -98,6 +101,8 @@ def fed_slowly(line: str) -> str | None:
         return "cpu_busy" if "CPU" in neck.group(0).upper() else "loader"
     if _GPU_WAITS.search(line):
         return "util"
+    if _ZH_CPU.search(line):
+        return "cpu_busy"
     return "loader" if _ZH.search(line) else None
 
 

@@ -80,10 +80,11 @@ _EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
 """A step timer named for the compute alone: the data time comes on top of it, not inside it."""
 METER_SHARE = 0.25
 """Waiting for data a quarter of the wall time or more: a starved loader."""
-_PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*\|[^|\n]{0,200}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+_PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*(?:\|[^|\n]{0,200}\|)?\s*(?P<n>\d+)/(?P<total>\d+)\s*"
                        r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*"
                        r"(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
-"""tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`)."""
+"""tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`); a notebook's widget copied as
+text has no bar drawn (`Map: 100% 1000000/1000000 [1:02:10<00:00, 268.10 examples/s]`)."""
 _PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
 _PREP_STATUS = re.compile(
     r"Running tokenizer on dataset|Tokeniz(?:ing|e)\b[^|\n]{0,40}?\b(?:dataset|prompts?|data|examples|samples)\b|"
