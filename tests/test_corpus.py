@@ -41,16 +41,15 @@ CATEGORIES = frozenset({
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.70, "dev": 0.85}
-"""Regression floors for the share of first items right, per split, a little under what was measured with the
-598-excerpt corpus at the end of issue 23's second session (sealed 131/183, dev 388/415); issue 23's goal is 0.90
-on both, within 5 points of each other: the sealed split says the rules have not generalised that far. The third
-session's first fresh batch (colI, 52 excerpts) read 16/31 dev and 17/21 sealed before any rule saw it, taking dev
-to 404/446; the second (colG, 38) read 16/26 dev and 6/12 sealed, taking dev to 420/472 (89 %); colH, colJ and colK
-(104) read 39/68 dev and 23/36 sealed, taking dev to 459/540 (85 %): the dev floor went down with them, honestly, rather than the batches being left out."""
-PER_CATEGORY = {"sealed": 0.25, "dev": 0.65}
-"""Regression floors for every category's share right, per split (measured: dev loss_flat_or_zero 27/35, sealed
-loss_flat_or_zero 3/10; after the colI batch dev oom_at_save 23/32); issue 23's goal is 0.75."""
+FLOOR = {"sealed": 0.72, "dev": 0.90}
+"""Regression floors for the share of first items right, per split, a little under what the merged rules measure
+at the end of issue 23's third session on 792 excerpts (sealed 185/252, dev 495/540). That session's five fresh
+batches (194 excerpts) were first read by the rules as they stood before any rule saw them: 46/69 sealed and 71/125
+dev (57 %), so the dev floor went down with each merge and back up as rules were written. Issue 23's goal is 0.90
+on both, within 5 points of each other: the sealed split says the rules have not generalised that far."""
+PER_CATEGORY = {"sealed": 0.30, "dev": 0.70}
+"""Regression floors for every category's share right, per split (measured: sealed oom_other_process 4/13, dev
+oom_other_process 23/31); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
