@@ -60,3 +60,16 @@ def test_one_ctrl_d_ends_an_empty_paste() -> None:
 def test_a_pasted_oom_then_ctrl_d_is_diagnosed() -> None:
     seen, code = _doctor_on_a_terminal(OOM.encode(), b"\x04")
     assert code == 1 and b"ERROR" in seen, seen
+
+
+def test_a_thread_without_steps_is_not_dated_step_0(tmp_path) -> None:
+    """A pasted report with no step numbers read '(step 0)' beside its finding: no step is named at all."""
+    from loratui.commands.doctor import diagnose, render
+
+    text = tmp_path / "flat.txt"
+    text.write_text("I fine-tune llama-2-7b with LoRA. The training loss stays at 2.3 for 2000 steps and never "
+                    "goes down.\n")
+    items, note = diagnose(text)
+    assert [i.id for i in items] == ["loss_flat"]
+    shown = render(items, text, note)
+    assert "loss_flat" in shown and "(step" not in shown

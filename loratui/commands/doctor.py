@@ -228,7 +228,10 @@ def render(items: list[Any], source: Path | str, note: str, width: int | None = 
         return _fit(f"{source}: no problems found ({inert(note)})", width)
     lines = [f"{source}: {len(items)} finding{'s' if len(items) > 1 else ''} ({note})"]
     for item in items:
-        lines.append(f"\n{item.severity.upper():<8}{item.id}  (step {item.step})\n  {inert(item.title)}")
+        # Step 0 is no step: a pasted thread or a log without step numbers (a finding before the first step
+        # of a recorded run says so in its own title).
+        at = f"  (step {item.step})" if item.step else ""
+        lines.append(f"\n{item.severity.upper():<8}{item.id}{at}\n  {inert(item.title)}")
         lines += [f"    - {inert(line)}" for line in item.evidence]
         if item.change:
             lines.append("  change: " + change_line(item.change))
