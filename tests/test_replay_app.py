@@ -166,3 +166,17 @@ async def test_the_next_event_of_note_counts_from_a_seek_still_on_its_way() -> N
         app.action_note(1)
         await _until(pilot, lambda: app.run_state.step == 35)
         assert app.run_state.step == 35 and app.run_state.nan_steps[:1] == [35]
+
+
+async def test_a_step_key_pressed_again_counts_from_the_step_still_on_its_way() -> None:
+    """`←` twice at once (a held key: the first seek still folds in a worker) went back one step, not two: the
+    second counted from the old cursor."""
+    app = replay_app(scenarios.nan_run(), None, "nan", speed=1)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("space")
+        await pilot.press("G")
+        await _until(pilot, lambda: app.run_state.step == 50)
+        app.action_step(-1)  # both before the event loop can apply the first seek's result
+        app.action_step(-1)
+        await _until(pilot, lambda: app.run_state.step == 48)
+        assert app.run_state.step == 48

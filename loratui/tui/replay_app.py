@@ -93,9 +93,11 @@ class ReplayApp(LoratuiApp):
         self.compare = compare
         self.start_step = start_step
         self._seeks = 0
+        """How many seeks were asked for: a `Moved` from an earlier one is dropped."""
         self._aim: int | None = None
         """Where the seek still on its way goes, when known at once: `]` typed right after `g` steps from there."""
-        """How many seeks were asked for: a `Moved` from an earlier one is dropped."""
+        self._aim_step: int | None = None
+        """The step a step seek still on its way goes to: `→` pressed again before it lands steps on from there."""
         self.note = self.import_note = note
 
     def start_source(self) -> None:
@@ -164,7 +166,8 @@ class ReplayApp(LoratuiApp):
 
     def action_step(self, delta: int) -> None:
         self.replay.clock.pause(time.monotonic())
-        self._seek("step", max(0, self.run_state.step + delta))
+        base = self._aim_step if self._aim_step is not None else self.run_state.step
+        self._seek("step", max(0, base + delta))
 
     def action_note(self, direction: int) -> None:
         index = self.replay.next_note(self._aim) if direction > 0 else self.replay.prev_note(self._aim)
@@ -191,6 +194,7 @@ class ReplayApp(LoratuiApp):
         exclusive worker cannot stop a thread already folding: a slow `G` could land after a quick `g`)."""
         self._seeks += 1
         self._aim = self._target_now(kind, value)
+        self._aim_step = value if kind == "step" else None
         self._fold_target(kind, value, play, self._seeks)
 
     def _target_now(self, kind: str, value: int) -> int | None:
@@ -234,7 +238,7 @@ class ReplayApp(LoratuiApp):
         if self._stop_polling.is_set() or message.seek != self._seeks:
             return  # the app closed (its panes are gone), or a later seek was asked for
         wall = time.monotonic()
-        self._aim = None  # the cursor is there now
+        self._aim = self._aim_step = None  # the cursor is there now
         self.replay.move_to(message.index, wall)
         if message.play:
             self.replay.clock.play(wall)
