@@ -61,17 +61,28 @@ def for_terminal(message: str, stream: TextIO) -> str:
     """`message` wrapped at the width of the terminal `stream` is (piped or in a file it stays whole, one line
     to grep): a terminal broke a long error mid-word, a path or `file:line:key` in two. Words are never cut
     and none changes; continuation lines are indented, so each message still reads as one."""
-    try:
-        width = os.get_terminal_size(stream.fileno()).columns if stream.isatty() else 0
-    except (AttributeError, OSError, ValueError):  # no real file behind it (a test's capture), or closed
-        width = 0
+    width = terminal_width(stream)
     if width < 20:
         return message
     return "\n".join(line if len(line) < width else _wrap(line, width - 1) for line in message.split("\n"))
 
 
+def terminal_width(stream: TextIO) -> int:
+    """The columns of the terminal `stream` writes to; 0 when it is piped, a file, or no real file (a test's
+    capture) or closed."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else 0
+    except (AttributeError, OSError, ValueError):
+        return 0
+
+
+def wrap_line(line: str, width: int, indent: str) -> str:
+    """One line folded at `width` columns between words, continuation lines under `indent`: no word is cut at a
+    hyphen or anywhere else (a path, a `file:line:key` or a number stays whole on its line)."""
+    return textwrap.fill(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+
 def _wrap(line: str, width: int) -> str:
     # The first word ("loratui:") stays with the second (a path too long for a line): never alone above it.
     glued = line.replace(" ", "\0", 1) if "\0" not in line else line
-    return textwrap.fill(glued, width, subsequent_indent="  ", break_long_words=False,
-                         break_on_hyphens=False).replace("\0", " ")
+    return wrap_line(glued, width, "  ").replace("\0", " ")

@@ -193,12 +193,9 @@ def _run_recipe(run_path: Path) -> Any:
 
 def _terminal_width() -> int | None:
     """The terminal's columns when standard output is one, else None: a pipe or a file gets whole lines."""
-    import os
+    from loratui.text import terminal_width
 
-    try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
-    except (OSError, ValueError):
-        return None
+    return terminal_width(sys.stdout) or None
 
 
 def _fit(text: str, width: int | None) -> str:
@@ -206,14 +203,13 @@ def _fit(text: str, width: int | None) -> str:
     the terminal broke a long headline or quoted error mid-word at 80 columns."""
     if not width:
         return text
-    import textwrap
+    from loratui.text import wrap_line
 
     out = []
     for line in text.split("\n"):
         body = line.lstrip(" ")
         indent = " " * (len(line) - len(body) + (2 if body.startswith("- ") else 0))
-        out.append(textwrap.fill(line, max(width - 1, 20), subsequent_indent=indent, break_long_words=False,
-                                 break_on_hyphens=False) if len(line) >= width else line)
+        out.append(wrap_line(line, max(width - 1, 20), indent) if len(line) >= width else line)
     return "\n".join(out)
 
 
