@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import socket
 import threading
 import time
@@ -47,6 +48,9 @@ from loratui.userstate import remember_run, remembered_runs, sign, signed, state
 
 SUSPEND_EXIT = 75
 """The trainer's exit code after a suspend: checkpoint written, GPU freed, resumable (trainer → supervisor)."""
+STOPPED_CODES = (0, SUSPEND_EXIT, -signal.SIGTERM, -signal.SIGKILL)
+"""A trainer's exit codes that end a run someone asked to stop as `stopped`: a stop that had to terminate a
+trainer stuck before its next step is still a stop."""
 
 
 class RunSettings(msgspec.Struct, frozen=True, kw_only=True):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import msgspec
 
 from loratui import bounds, events, slurm
 from loratui.eventlog import EventWriter
-from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, node_name, pid_host, replace_file
+from loratui.rundir import STOPPED_CODES, RunDir, file_size, node_name, pid_host, replace_file
 
 TAIL_BYTES = 256 << 10
 LOST = "lost"
@@ -170,10 +169,6 @@ def _liveness(run: RunDir, status: Status) -> Status:
             status.end = _exit_end(exited, status.stop_asked)
             status.state, status.step = status.end.state, max(status.step, status.end.step)
     return status
-
-
-STOPPED_CODES = (0, SUSPEND_EXIT, -signal.SIGTERM, -signal.SIGKILL)
-"""Exit codes of a stopped trainer (a stop that had to terminate one stuck before its next step is a stop)."""
 
 
 def _exit_end(exited: events.Exit, stop_asked: bool) -> events.End:

@@ -24,7 +24,15 @@ from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
 from loratui.outputtail import OutputFollower
 from loratui.recipe import Recipe, RecipeError, recipe_hash
-from loratui.rundir import SUSPEND_EXIT, RunDir, file_size, latest_checkpoint, node_name, write_pidfile
+from loratui.rundir import (
+    STOPPED_CODES,
+    SUSPEND_EXIT,
+    RunDir,
+    file_size,
+    latest_checkpoint,
+    node_name,
+    write_pidfile,
+)
 from loratui.safeio import append_file
 from loratui.supervisor import command as watched
 from loratui.supervisor import control
@@ -149,9 +157,7 @@ class Supervisor:
                                else latest_checkpoint(self.run.checkpoints))
                 self._set_state(events.STARTING, f"resuming from {resume_from}")
                 continue
-            # A stop that had to terminate a trainer stuck before its next step is still a stop.
-            stopped_ok = (0, SUSPEND_EXIT, -signal.SIGTERM, -signal.SIGKILL)
-            if code == 0 or (self.stop_requested and code in stopped_ok):
+            if code == 0 or (self.stop_requested and code in STOPPED_CODES):
                 return self._end(events.STOPPED if self.stop_requested else events.FINISHED, code)
             return self._end(events.FAILED, code)
 
