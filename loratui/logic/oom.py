@@ -295,6 +295,35 @@ def held_before(total: int, free: int) -> bool:
     return total - free >= max(2 * GIB, total // 10)
 
 
+_TF_POOL = re.compile(r"Created TensorFlow device \([^)]{0,200}?with (\d{1,9}) MB memory\)")
+"""TensorFlow's device at start: the pool it sized from the memory the card reported free (`Created TensorFlow device
+(/job:localhost/replica:0/task:0/device:GPU:0 with 7524 MB memory)`; its MB are MiB, 7524 MB the 7889485824 bytes it
+then asks the driver for)."""
+_DRIVER_REFUSED = re.compile(r"(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate [\d.]{1,12}\s*[KMGT]?i?B?\s*"
+                             r"\((\d{1,15}) bytes\)")
+"""The driver refusing an allocation (`rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device:
+hipError_t(1002)`), with its exact size."""
+
+
+def tf_pool(line: str) -> int | None:
+    """Bytes of the pool TensorFlow's device report at start gives, or None."""
+    found = _TF_POOL.search(line) if "TensorFlow device" in line else None
+    return int(found.group(1)) * MIB if found else None
+
+
+def pool_refused(text: str, pool: int) -> bool:
+    """Whether the driver refused the pool itself (the first allocation of a preallocating TensorFlow, its size to
+    within a tenth): TensorFlow had just read that much free, so between that reading and the allocation something
+    outside the program took it. A later, smaller allocation refused is the program's own growth (allow_growth)."""
+    found = _DRIVER_REFUSED.search(text)
+    return found is not None and abs(int(found.group(1)) - pool) * 10 <= pool
+
+
+def pool_note(pool: int) -> str:
+    """Why the memory is another's, for the advice (`... held the card` follows it)."""
+    return f"the driver refused the {gib(pool)} pool TensorFlow sized from the memory the card reported free at start"
+
+
 _OPEN_OLD = re.compile(r"\(GPU \d{1,3};[^)]*$")
 _OPEN_NEW = re.compile(r"total capaci?ty(?: of |\s*$)|\bGPU \d{1,3} has a\b|Tried to allocate [^(]{0,40}\.\s*GPU\b",
                        re.I)

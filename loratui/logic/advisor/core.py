@@ -90,6 +90,7 @@ class Advisor:
         self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
         self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
         self.card_at_start: tuple[int | None, int | None] = (None, None)  # (total, free) before any allocation
+        self.tf_pool: int | None = None  # the pool TensorFlow sized at start from the memory the card reported free
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
 
@@ -378,6 +379,8 @@ class Advisor:
             total, free = oom.memory_at_start(line)
             known = getattr(self, "card_at_start", (None, None))
             self.card_at_start = (total or known[0], free if free is not None else known[1])
+        if "TensorFlow device" in line and self.oom is None:
+            self.tf_pool = oom.tf_pool(line) or getattr(self, "tf_pool", None)
         if self.oom is not None and self.oom.facts["report"].kind == oom.UNKNOWN and \
                 not self.oom.facts["report"].said and self.trace.count <= getattr(self, "_oom_count", 0) + 1 and \
                 oom.context_failed(line):
@@ -567,6 +570,9 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
         facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS,
                                   note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
                                        "allocated anything")
+    pool = getattr(adv, "tf_pool", None)  # getattr: an advisor pickled in an older events.idx
+    if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool))
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])

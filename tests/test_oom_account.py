@@ -1,0 +1,72 @@
+"""Issue 23: an OOM's kind from the text's memory account, numbers outside the OOM's own message: what the
+framework could get at start, and what the card's tables say is held and by whom.
+
+Quoted lines come from dev-learn records of tests/data/real (source in a comment); the others are built from the
+same pattern with other cards, sizes and frameworks' wordings, to show the reading is general; the negatives are
+the program's own growth and healthy logs.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+
+
+def first_id(text: str) -> str:
+    """The id of the doctor's first item for a pasted text ('' when it finds nothing)."""
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+def tf_device(mib: int, name: str = "GeForce RTX 2080 Ti") -> str:
+    return ("2021-03-02 10:00:00.000000: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1418] Created TensorFlow "
+            f"device (/job:localhost/replica:0/task:0/device:GPU:0 with {mib} MB memory) -> physical GPU (device: 0, "
+            f"name: {name}, pci bus id: 0000:01:00.0, compute capability: 7.5)\n")
+
+
+def refused(size: str, count: int, driver: str = "cuda", error: str = "CUDA_ERROR_OUT_OF_MEMORY: out of memory") -> str:
+    return (f"2021-03-02 10:00:01.000000: E tensorflow/stream_executor/{driver}/{driver}_driver.cc:806] failed to "
+            f"allocate {size} ({count} bytes) from device: {error}\n")
+
+
+# -- the pool TensorFlow sized at start, refused ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # https://github.com/ROCm/tensorflow-upstream/issues/82: ROCm, the pool and its shrinking retries refused
+    "2019-01-08 19:06:10.822532: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1189] Created TensorFlow device "
+    "(/job:localhost/replica:0/task:0/device:GPU:0 with 7524 MB memory) -> physical GPU (device: 0, name: Vega 10 "
+    "XL/XT [Radeon RX Vega 56/64], pci bus id: 0000:03:00.0)\n"
+    "2019-01-08 19:06:11.303639: E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G "
+    "(7889485824 bytes) from device: hipError_t(1002)\n"
+    "2019-01-08 19:06:11.303736: E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 6.61G "
+    "(7100536832 bytes) from device: hipError_t(1002)\n",
+    # CUDA, another card: the first allocation is the whole pool
+    tf_device(10413) + refused("10.17G", 10918821888),
+    # a pool a little smaller than the device's figure (TensorFlow rounds it), then training never starts
+    tf_device(30512, "Tesla V100-SXM2-32GB") + refused("29.50G", 31675383808) + refused("26.55G", 28507845427) +
+    "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n    model.fit(x, y)\n"
+    "tensorflow.python.framework.errors_impl.InternalError: Failed copying input tensor to GPU",
+])
+def test_the_pool_sized_at_start_refused_is_another_process(text: str) -> None:
+    assert first_id(text) == "oom_other_process"
+
+
+@pytest.mark.parametrize("text", [
+    # allow_growth: a later, smaller allocation refused is the program's own growth filling the card
+    tf_device(10413) + "Epoch 1/10\n 12/500 [..............................] - ETA: 2:01 - loss: 2.3012\n" +
+    refused("256.00M", 268435456),
+    # the driver's line with no pool report before it
+    refused("7.35G", 7889485824),
+])
+def test_a_refused_allocation_that_is_not_the_pool_is_no_neighbour(text: str) -> None:
+    assert first_id(text) == "oom_full"
+
+
+def test_a_device_report_alone_is_healthy() -> None:
+    text = tf_device(10413) + "Epoch 1/2\n500/500 [==============================] - 41s 82ms/step - loss: 0.4120\n" \
+        "Epoch 2/2\n500/500 [==============================] - 40s 80ms/step - loss: 0.3011\n"
+    assert first_id(text) != "oom_other_process" and not first_id(text).startswith("oom")
