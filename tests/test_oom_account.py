@@ -70,3 +70,49 @@ def test_a_device_report_alone_is_healthy() -> None:
     text = tf_device(10413) + "Epoch 1/2\n500/500 [==============================] - 41s 82ms/step - loss: 0.4120\n" \
         "Epoch 2/2\n500/500 [==============================] - 40s 80ms/step - loss: 0.3011\n"
     assert first_id(text) != "oom_other_process" and not first_id(text).startswith("oom")
+
+
+# -- the phase the person's words name, read as they mean it -----------------------------------------------
+
+_MESSAGE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.20 GiB. GPU 0 has a total capacity of "
+            "23.65 GiB of which 800.00 MiB is free. Including non-PyTorch memory, this process has 22.85 GiB memory in "
+            "use. Of the allocated memory 22.10 GiB is allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but "
+            "unallocated.")
+
+
+@pytest.mark.parametrize("words", [
+    "Training crashes after 200 steps. I don't run any evaluation.",
+    "The run crashes at step 3000, without evaluation or saving in between.",
+    "It fails in the first epoch; evaluation is disabled (eval_strategy=no).",
+    "Training errors out, it never even gets to the evaluation.",
+    "I load the checkpoint to resume training and it fails:",
+    "The job crashed while resuming from checkpoint-1500.",
+    "OOM in the training loop, we do not save checkpoints at all.",
+])
+def test_a_phase_named_as_not_reached_is_not_the_phase(words: str) -> None:
+    assert first_id(words + "\n" + _MESSAGE) == "oom_full"
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    # the sentence that introduces the pasted error names where it struck
+    ("Running the evaluation script gives me:", "oom_at_eval"),
+    ("Training runs fine but as soon as the first evaluation starts I get:", "oom_at_eval"),
+    ("When trainer.predict() runs on the test split, this is what I see:", "oom_at_eval"),
+    ("After the last epoch, while it writes the final checkpoint, I get:", "oom_at_save"),
+    ("训练没问题，但是开始验证的时候出现:", "oom_at_eval"),
+    # a failure and a phase in one sentence still count, a negated one beside them does not
+    ("It crashes during the validation step of epoch 1.", "oom_at_eval"),
+    ("Saving works fine, but it crashes in evaluation.", "oom_at_eval"),
+])
+def test_the_sentence_before_the_error_names_its_phase(words: str, expected: str) -> None:
+    assert first_id(words + "\n" + _MESSAGE) == expected
+
+
+@pytest.mark.parametrize("words", [
+    # a colon that introduces something other than the error: a config, a command, the training script
+    "My evaluation config:\neval_steps: 500\nper_device_eval_batch_size: 8",
+    "Here is how I save the model:\nmodel.save_pretrained('out')",
+    "Evaluation settings:\n\nThe training then crashes after 300 steps with",
+])
+def test_a_colon_that_introduces_something_else_names_no_phase(words: str) -> None:
+    assert first_id(words + "\n" + _MESSAGE) == "oom_full"

@@ -30,10 +30,12 @@ _COUNTS = re.compile(r"(?<![\d.])(\d{1,12})/(\d{1,12})\s*\[")
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
                  "val": "eval", "pre": "eval", "tes": "eval", "tra": "train"}
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
-_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|"
+_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|settings?|config\w*|"
+                         r"param\w*|arguments|args|options|"
                          r"(?:acc(?:uracy)?|f1|scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)"
                          r"\s*[:=]?\s*[-+]?\.?\d)|\b(?:eval|train|test|val|validation)/\w", re.I)
-"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save; a metric's path
+"""A status line that reports a phase over (its results, `Training completed`), its settings (`Evaluation settings:`)
+or a dataset's save; a metric's path
 (`wandb: eval/runtime 20.1`) is no status either."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
                              r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
@@ -196,6 +198,35 @@ def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
     return same[:1] or [p for p in named if p not in working and p not in same]
 
 
+_NEGATION = re.compile(r"\b(?:no|not|never|without|w/o|(?:do|does|did|is|was|are|were)(?:n't| not)|disabl\w*|skipp?\w*|"
+                       r"(?:turn|switch)\w*\s+off)\b(?:\s+\w+){0,4}\s*$", re.I)
+"""Words just before a phase's name, in its clause, that say the run did not go there (`I don't run any evaluation`,
+`without evaluation`, `it never gets to saving`); `can't evaluate` stays a failure there."""
+_NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
+                            r"enabled|on))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
+"""Words just after a phase's name that say it did not run (`evaluation is disabled`, `eval_strategy=no`)."""
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def _affirmed(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]]:
+    """The phases a sentence names other than under a negation in their clause."""
+    bounds = [0] + [m.end() for m in _CLAUSE.finditer(text)]
+    kept = []
+    for phase, words in named:
+        for found in words.finditer(text):
+            start = max(b for b in bounds if b <= found.start())
+            if not _NEGATION.search(text, start, found.start()) and not _NEGATED_AFTER.match(text, found.end()):
+                kept.append((phase, words))
+                break
+    return kept
+
+
+def _failing_sentences(text: str) -> str:
+    """The sentences of a line that name a failure (`Training crashes after 200 steps. I don't run any evaluation.`:
+    the first): a phase named in another sentence is context, not where it failed."""
+    return " ".join(part for part in _SENTENCE_END.split(text) if _FAILS.search(part))
+
+
 def looks_like_code(line: str) -> bool:
     """A code line, plain or as IPython prints it around a frame (`    522 # 3. Save state`, `--> 520 out = f(x)`)."""
     return bool(_CODE.match(line))
@@ -262,6 +293,8 @@ class PhaseText:
     def line(self, line: str) -> None:
         """Fold one output line in."""
         self._n = getattr(self, "_n", 0) + 1  # getattr: a state pickled in an older events.idx
+        if getattr(self, "_intro", None) is not None and line.strip() and not line.lstrip().startswith("```"):
+            self._introduced(line)
         before = self.banner
         self._status(line)
         if self.banner != before:
@@ -381,6 +414,8 @@ class PhaseText:
             self.cause = (kind, text[:300]) if kind else None
         if _FAILS.search(whole) and not _MEMORY_WORDS.search(whole):
             self._failure_words(text, whole)
+        elif prose and not _MEMORY_WORDS.search(whole):
+            self._intro_words(whole)
         if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
                 _MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
@@ -390,6 +425,8 @@ class PhaseText:
             return
         sentence, whole = _no_paths(_READS_CHECKPOINT.sub(" ", sentence)), _no_paths(_READS_CHECKPOINT.sub(" ", whole))
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
+        said = _affirmed(sentence, named) + _affirmed(whole, named)
+        named = [pair for pair in named if pair in said]
         if len(named) > 1 or _WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
             chosen = _nearest(sentence, named)
@@ -400,14 +437,39 @@ class PhaseText:
                 if words.search(_no_paths(text)):
                     self._words_at(phase)
 
+    def _introduced(self, line: str) -> None:
+        """The line after the person's sentence that introduces a paste (`as soon as the first evaluation starts I
+        get:`): when it is the error itself, the phase that sentence names is where it failed."""
+        phase, text = self._intro  # type: ignore[misc]
+        self._intro = None
+        if oom.is_oom_line(line) or line.lstrip().startswith("Traceback"):
+            failed = getattr(self, "failed_in", None) or {}
+            failed.setdefault(phase, text)
+            self.failed_in = failed
+            self._words_at(phase)
+
+    def _intro_words(self, text: str) -> None:
+        """A sentence of the person's that ends with a colon and names one phase: it may introduce the error."""
+        if not text.endswith((":", "：")) or len(text) > 300:
+            return
+        clean = _no_paths(_READS_CHECKPOINT.sub(" ", text))
+        named = _affirmed(clean, [(phase, words) for phase, words in _PROSE_PHASE if words.search(clean)])
+        if len(named) != 1:
+            return
+        found = named[0][1].search(clean)
+        bounds = [0] + [m.end() for m in _CLAUSE.finditer(clean)] + [len(clean) + 1]
+        at = max(i for i, b in enumerate(bounds) if b <= found.start())  # type: ignore[union-attr]
+        if not _WORKS.search(clean, bounds[at], bounds[at + 1]):  # `training runs fine, but when evaluation starts I get:`
+            self._intro = (named[0][0], text[:300])
+
     def _failure_words(self, text: str, whole: str) -> None:
         """The person's sentence that places a failure in a phase (`the following error occurred when saving the
         checkpoint`, `it crashes at the validation step`): weaker than one about memory, it counts when the text
         shows the failure itself (an OOM message, the kernel's kill)."""
         if not _prose_like(text) or looks_like_code(text):
             return
-        whole = _no_paths(whole)
-        named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)]
+        whole = _failing_sentences(_no_paths(_READS_CHECKPOINT.sub(" ", whole)))
+        named = _affirmed(whole, [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)])
         if len(named) > 1 or _WORKS.search(whole):
             bounds = _FAILS.search(whole)
             chosen = _nearest(whole, named, bounds) if bounds else None
