@@ -116,3 +116,34 @@ def test_the_sentence_before_the_error_names_its_phase(words: str, expected: str
 ])
 def test_a_colon_that_introduces_something_else_names_no_phase(words: str) -> None:
     assert first_id(words + "\n" + _MESSAGE) == "oom_full"
+
+
+# -- who else holds the card, in the person's words ---------------------------------------------------------
+
+_BARE = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB\n"
+
+
+@pytest.mark.parametrize("words", [
+    "Turns out my jupyter notebook was still holding the memory.",
+    "The Colab runtime still holds 14 GB from the previous cell that failed.",
+    "It was Xorg and chrome taking 3GB of my 8GB card.",
+    "Firefox with hardware acceleration was hogging 2 GB of VRAM.",
+    "There's another training running on the same GPU.",
+])
+def test_a_holder_outside_the_run_is_another_process(words: str) -> None:
+    assert first_id(_BARE + words) == "oom_other_process"
+    assert first_id(words + "\n" + _BARE) == "oom_other_process"
+
+
+@pytest.mark.parametrize("words", [
+    "My desktop uses a 3090 with 24GB of memory.",
+    "My notebook uses 20GB of GPU memory during training.",
+    "The kernel still crashes with the same error when I lower the batch.",
+    "I closed chrome but it still runs out of memory.",
+    "No browser or other program is using the GPU.",
+    "The session still uses gradient checkpointing and the memory is full.",
+    "It's not chrome taking the memory, I checked.",
+    "No other training is running on this GPU.",
+])
+def test_the_run_itself_or_a_holder_ruled_out_is_no_neighbour(words: str) -> None:
+    assert first_id(_BARE + words) == "oom_full"

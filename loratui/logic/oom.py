@@ -181,7 +181,7 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
                r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
-               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|trainings?|"
                r"containers?|instances?|notebooks?|experiments?|tasks?)\b|\bsome(?:one|body) else\b|"
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
                r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
@@ -194,6 +194,16 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
                r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
                r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
+_HELD_WHAT = r"(?:\s+(?:\w+|\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)|of|the|my|all))??\s+(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|(?:\w+\s+)?(?:memory|VRAM|GPU|card)\b)"
+_HOLDER = re.compile(
+    r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
+    r"keep\w*|allocat\w*|reserv\w*)" + _HELD_WHAT + "|"
+    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|chrome|chromium|firefox|(?:web )?browsers?|steam|discord)\b"
+    r"[^.!?]{0,40}?\b(?:hold\w*|held|occup\w*|us(?:e|es|ed|ing)|tak(?:e|es|ing)|took|eat\w*|hog\w*|grab\w*|consum\w*)" +
+    _HELD_WHAT, re.I)
+"""Who else holds the card's memory, in the person's words: a notebook or its kernel still holding it after the
+attempt that failed (`my jupyter notebook was still holding the memory`), the desktop's programs (`Xorg and chrome
+taking 3GB of my 8GB card`); what they hold follows the verb (`still uses gradient checkpointing` holds nothing)."""
 _PHANTOM = re.compile(
     r"(?:even though|although|though|but|while|yet|despite|however|and)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
     r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b(?!\s+else\b[^.!?]{0,40}\bmy\b)|"
@@ -221,6 +231,10 @@ def said_cause(line: str) -> str:
     if is_oom_line(line) and _PROGRAMS.search(line):
         return ""  # the program's message (its own hints name causes it does not know of)
     if _PHANTOM.search(line) and _HELD.search(line):
+        return OTHER_PROCESS
+    holder = _HOLDER.search(line)
+    if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
+            not _DID_NOT.search(holder.group()):
         return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
