@@ -147,3 +147,65 @@ def test_a_holder_outside_the_run_is_another_process(words: str) -> None:
 ])
 def test_the_run_itself_or_a_holder_ruled_out_is_no_neighbour(words: str) -> None:
     assert first_id(_BARE + words) == "oom_full"
+
+
+# -- the phase from where the failing call is ----------------------------------------------------------------
+
+
+def frames(*calls: tuple[str, str, str]) -> str:
+    """A traceback with frames (path, function, the line's code), the OOM message after them."""
+    lines = ["Traceback (most recent call last):"]
+    for path, func, code in calls:
+        lines += [f'  File "{path}", line 10, in {func}', f"    {code}"]
+    return "\n".join(lines) + "\n" + _MESSAGE
+
+
+_HF = "/opt/conda/lib/python3.10/site-packages/transformers/trainer.py"
+_TORCH = "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py"
+
+
+@pytest.mark.parametrize("text", [
+    # a model's input check inside the Trainer's training step
+    frames(("train.py", "<module>", "trainer.train()"),
+           (_HF, "_inner_training_loop", "tr_loss_step = self.training_step(model, inputs)"),
+           (_HF, "training_step", "loss = self.compute_loss(model, inputs)"),
+           ("/opt/conda/lib/python3.10/site-packages/mymodel/modeling.py", "forward", "self._validate_inputs(ids)"),
+           ("/opt/conda/lib/python3.10/site-packages/mymodel/modeling.py", "_validate_inputs", "mask = ids.ne(0)")),
+    # a diffusion step's noise prediction
+    frames(("train.py", "<module>", "loss = train_step(model, batch)"),
+           ("train.py", "train_step", "pred = model.predict_noise(x_t, t)"),
+           ("model.py", "predict_noise", "return self.unet(x_t, t)")),
+    # an autograd function keeping its inputs for the backward pass
+    frames(("train.py", "<module>", "loss = train_step(model, batch)"),
+           ("train.py", "train_step", "out = Fn.apply(x)"),
+           ("ops.py", "forward", "ctx.save_for_backward(x, y)")),
+])
+def test_a_helper_inside_a_training_step_is_the_training(text: str) -> None:
+    assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the training loop runs the evaluation beside its steps
+    (frames(("train.py", "<module>", "trainer.train()"),
+            (_HF, "_inner_training_loop", "self._maybe_log_save_evaluate(tr_loss, grad_norm, model, trial, epoch)"),
+            (_HF, "_maybe_log_save_evaluate", "metrics = self.evaluate(ignore_keys=ignore_keys_for_eval)"),
+            (_HF, "evaluate", "output = eval_loop(eval_dataloader)"),
+            (_TORCH, "_call_impl", "return forward_call(*args, **kwargs)")), "oom_at_eval"),
+    # and its saves
+    (frames(("train.py", "<module>", "trainer.train()"),
+            (_HF, "_inner_training_loop", "self._maybe_log_save_evaluate(tr_loss, grad_norm, model, trial, epoch)"),
+            (_HF, "_maybe_log_save_evaluate", "self._save_checkpoint(model, trial)"),
+            (_HF, "_save_checkpoint", "self.save_model(output_dir, _internal_call=True)")), "oom_at_save"),
+])
+def test_the_loops_evaluation_and_save_stay_theirs(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+def test_an_evaluation_that_printed_its_results_is_over() -> None:
+    text = ("***** Running Evaluation *****\n  Num examples = 500\n  Batch size = 8\n"
+            "100%|██████████| 63/63 [00:20<00:00,  3.1it/s]\n"
+            "{'eval_loss': 1.2, 'eval_runtime': 20.1, 'eval_samples_per_second': 24.8, 'epoch': 1.0}\n"
+            " 51%|█████     | 510/1000 [10:00<09:00,  1.1s/it]\n" + _MESSAGE)
+    assert first_id(text) == "oom_full"
+    running = text.split("{'eval_loss'")[0] + " 40%|████      | 25/63 [00:08<00:12,  3.1it/s]\n" + _MESSAGE
+    assert first_id(running) == "oom_at_eval"

@@ -302,8 +302,11 @@ class PhaseText:
             self._banner_n = self._n
         if "_steps" in line or "_strategy" in line or "do_eval" in line or "_epochs" in line:
             self._settings(line)
-        if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
-            self._eval_done_at = self.progress[0]
+        if "eval_" in line and _EVAL_DONE.search(line):
+            if self.progress is not None:
+                self._eval_done_at = self.progress[0]
+            if self.banner == "eval" and not self.frozen:
+                self.banner = ""  # the evaluation printed its results: it is over, what fails next is not it
         if "__inference_" in line:
             function = _TF_FUNCTION.search(line)
             if function is not None:  # the OOM's own op: read after the OOM too
