@@ -209,3 +209,35 @@ def test_an_evaluation_that_printed_its_results_is_over() -> None:
     assert first_id(text) == "oom_full"
     running = text.split("{'eval_loss'")[0] + " 40%|████      | 25/63 [00:08<00:12,  3.1it/s]\n" + _MESSAGE
     assert first_id(running) == "oom_at_eval"
+
+
+# -- the phase's words inside Chinese text; the shell's export --------------------------------------------------
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    # https://github.com/SAI990323/TALLRec/issues/51: an English word inside Chinese, no space around it
+    ("作者你好，我运行你的evaluate，使用的是你提供的book test的数据，我发现会出现显存爆掉的问题", "oom_at_eval"),
+    ("用do_predict跑测试集的时候显存不足", "oom_at_eval"),
+    ("模型merge的时候显存不够", "oom_at_save"),
+    ("跑validation时爆显存", "oom_at_eval"),
+    # the same words with spaces, as before
+    ("I run evaluate on the test data and the GPU runs out of memory", "oom_at_eval"),
+])
+def test_english_phase_words_inside_chinese(words: str, expected: str) -> None:
+    assert first_id(words) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    # https://github.com/PeterGriffinJin/Search-R1/issues/112: the shell's export sets the allocator, it writes no model
+    ("After a few training steps, specifically at step 4 during `loss.backward()` for the actor, I encounter a CUDA "
+     "out-of-memory error. When I enable expandable segments by setting `export PYTORCH_CUDA_ALLOC_CONF="
+     "\"expandable_segments:True\"`, the code runs fine without errors.\nIt seems that something in the code is "
+     "causing memory fragmentation, but I'm not sure where this happens.", "oom_fragmentation"),
+    ("I run `export CUDA_VISIBLE_DEVICES=1` first and it still goes out of memory in the first step.", "oom_full"),
+    ("export HF_HOME=/data/hf and then training runs out of memory", "oom_full"),
+    # a model's export stays a save
+    ("Exporting the merged model runs out of GPU memory.", "oom_at_save"),
+    ("When I export to GGUF the card goes OOM.", "oom_at_save"),
+])
+def test_the_shells_export_is_no_save(words: str, expected: str) -> None:
+    assert first_id(words) == expected

@@ -117,17 +117,20 @@ _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous"
                 "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
                 "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
-_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict(?:ion|ing|s)?)\b|"
+_PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
+                                    r"(?![A-Za-z0-9_])|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
                                     r"code)\b|"
                                     r"\.test\(", re.I)),
-                ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
-                                    r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|export\w*|gguf|"
+                ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
+                                    r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|"
+                                    r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
                                     r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node)|"
-                                    r"push(?:ing)? (?:it )?to (?:the )?hub)\b|保存|合并|导出", re.I)))
+                                    r"push(?:ing)? (?:it )?to (?:the )?hub)(?![A-Za-z0-9_])|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
+(not the shell's `export PYTORCH_CUDA_ALLOC_CONF=...`); English words count inside Chinese text (`我运行你的evaluate`)
 (saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
 _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
@@ -172,9 +175,14 @@ _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succe
 _PATHLIKE = re.compile(r"\S*[/\\]\S*")
 
 
+_SHELL_EXPORT = re.compile(r"\bexport\s+[A-Za-z_][A-Za-z0-9_]*=")
+"""The shell setting a variable (`export HF_HOME=/data/hf`): no model is exported."""
+
+
 def _no_paths(text: str) -> str:
     """The sentence without paths (`model_path=../checkpoints/x.pkl`): a phase's name in a path is no phase; a
     setting's name stays (`per_device_eval_batch_size=1 fixed the OOM` names the evaluation)."""
+    text = _SHELL_EXPORT.sub(" ", text) if "export" in text else text
     return _PATHLIKE.sub(" ", text) if "/" in text or "\\" in text else text
 
 
