@@ -241,3 +241,38 @@ def test_english_phase_words_inside_chinese(words: str, expected: str) -> None:
 ])
 def test_the_shells_export_is_no_save(words: str, expected: str) -> None:
     assert first_id(words) == expected
+
+
+# -- a request beyond all the memory the allocator could reach ---------------------------------------------------
+
+
+def old_message(requested: str, total: str, allocated: str, free: str, reserved: str) -> str:
+    return (f"RuntimeError: CUDA out of memory. Tried to allocate {requested} (GPU 0; {total} total capacity; "
+            f"{allocated} already allocated; {free} free; {reserved} reserved in total by PyTorch) If reserved memory "
+            "is >> allocated memory try setting max_split_size_mb to avoid fragmentation.")
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/hpcaitech/FastFold/issues/37: 77 GiB asked of a 39 GiB card, 13.7 GiB of the cache unused
+    old_message("77.40 GiB", "38.61 GiB", "13.21 GiB", "8.81 GiB", "26.90 GiB"),
+    old_message("30.00 GiB", "23.69 GiB", "10.00 GiB", "5.00 GiB", "17.00 GiB"),
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 120.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+    "of which 20.00 GiB is free. Including non-PyTorch memory, this process has 59.10 GiB memory in use. Of the "
+    "allocated memory 30.00 GiB is allocated by PyTorch, and 28.50 GiB is reserved by PyTorch but unallocated.",
+])
+def test_a_request_beyond_the_cache_and_the_free_memory_is_full(line: str) -> None:
+    assert first_id(line) == "oom_full"
+
+
+@pytest.mark.parametrize("line", [
+    # the unused cache held the request (a dev record: 40.69 GiB unused, 35.60 GiB asked)
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 35.60 GiB. GPU 0 has a total capacity of 79.33 GiB "
+    "of which 26.16 GiB is free. Of the allocated memory 11.97 GiB is allocated by PyTorch, and 40.69 GiB is reserved "
+    "by PyTorch but unallocated.",
+    # the unused cache and the free memory together nearly held it
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total capacity of 31.47 GiB "
+    "of which 12.73 GiB is free. Including non-PyTorch memory, this process has 18.73 GiB memory in use. Of the "
+    "allocated memory 9.08 GiB is allocated by PyTorch, and 9.35 GiB is reserved by PyTorch but unallocated.",
+])
+def test_a_request_the_cache_could_nearly_serve_stays_fragmentation(line: str) -> None:
+    assert first_id(line) == "oom_fragmentation"

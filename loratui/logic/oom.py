@@ -506,6 +506,9 @@ def _fragmented(report: OomReport) -> bool:
         return False
     requested, free, allocated = report.requested or 0, report.free or 0, report.allocated or 0
     share, small = max(512 * MIB, total // 20), max(512 * MIB, total // 40)
+    if requested >= spare + free + max(GIB, total // 20):
+        return False  # the cache's unused blocks and the card's free memory together fall well short of the request
+        # (77 GiB asked of a 39 GiB card): no allocator setting serves it, the work itself is too large
     if report.cached is not None and report.reserved_unallocated == report.cached:
         # PyTorch before 1.4 ("N cached"): no expandable segments nor max_split_size_mb existed, the only remedy
         # was a smaller batch; a cache slack under a tenth of the card is read as the full card it was answered as.
