@@ -276,3 +276,38 @@ def test_a_request_beyond_the_cache_and_the_free_memory_is_full(line: str) -> No
 ])
 def test_a_request_the_cache_could_nearly_serve_stays_fragmentation(line: str) -> None:
     assert first_id(line) == "oom_fragmentation"
+
+
+# -- the person's own numbers, and every naming of the OOM in a line ----------------------------------------------
+
+
+@pytest.mark.parametrize("words", [
+    # https://github.com/nvidia-cosmos/cosmos-rl/pull/562: the fix's title is negated, the OOM it fixes is not; the
+    # cache's numbers in words
+    "**Fix CUDA memory fragmentation OOM after checkpoint resume**: `optimizer.load_state_dict()` creates temporary GPU "
+    "tensors during loading, causing CUDA's caching allocator to reserve significantly more memory than actually needed "
+    "(~83 GB reserved vs ~49 GB allocated). This left insufficient free memory for the first training step, causing OOM "
+    "during FSDP all-gather.",
+    "When it goes OOM, torch.cuda.memory_reserved() says 22 GB reserved but only 10.5 GB allocated.",
+    "The profiler shows reserved: 31.2G and allocated: 18.0G right before the out of memory error.",
+])
+def test_the_persons_numbers_for_an_unused_cache_are_fragmentation(words: str) -> None:
+    assert first_id(words) == "oom_fragmentation"
+
+
+@pytest.mark.parametrize("words", [
+    "It runs out of memory with 20 GB reserved and 19 GB allocated on the card.",
+    "I reserved 2 GPUs with 80 GB each and it still runs out of memory.",
+])
+def test_the_persons_numbers_for_a_used_cache_say_no_fragmentation(words: str) -> None:
+    assert first_id(words) == "oom_full"
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("To avoid OOM I lowered the batch size to 1, but it still goes OOM at the first step.", "oom_full"),
+    ("To avoid OOM I use gradient checkpointing.", ""),
+    # loading a state dict is no save
+    ("optimizer.load_state_dict() runs out of GPU memory when I resume training.", "oom_full"),
+])
+def test_every_naming_of_the_oom_counts(words: str, expected: str) -> None:
+    assert first_id(words) == expected

@@ -24,7 +24,7 @@ FULL, FRAGMENTATION, OTHER_PROCESS, UNKNOWN = "full", "fragmentation", "other_pr
 
 _UNITS = {
     "b": 1, "byte": 1, "bytes": 1, "kib": KIB, "mib": MIB, "gib": GIB, "tib": 1 << 40,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "g": GIB, "m": MIB,
 }
 _SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"
 _FIELDS = {
@@ -164,10 +164,11 @@ def said_oom(line: str) -> bool:
     """Whether a line of prose says an out-of-memory error happened on the GPU (`It need to be dequantized so
     immediately gives OOM`, `i also met the OOM error in validation`, `训练时显存不足`): not a negation or a
     condition (`to avoid OOM`), not the host's memory (RAM, the OOM killer)."""
-    found = _SAID.search(line)
-    if found is None or _HOST.search(line):
+    if _HOST.search(line):
         return False
-    return _NOT_SAID.search(line, 0, found.start()) is None
+    # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
+    # the all-gather`: the fix is negated, the OOM it fixes is not)
+    return any(_NOT_SAID.search(line, 0, found.start()) is None for found in _SAID.finditer(line))
 
 
 _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:expandable_segments|max_split_size_mb)"
@@ -225,6 +226,27 @@ _CAUSE_HINT = re.compile(r"try setting (?:max_split_size_mb|PYTORCH_CUDA_ALLOC_C
 """PyTorch's own advice under its message names fragmentation as a possibility, not as what happened."""
 
 
+_SAID_SIZE = r"~?\s*(\d{1,6}(?:\.\d{1,3})?)\s*(GiB|GB|G|MiB|MB|M)\b"
+_SAID_RESERVED = re.compile(_SAID_SIZE + r"\s+(?:(?:of|is|are|was|were|being)\s+)?reserved\b|\breserved\s*(?:memory\s+)?"
+                            r"(?:of|is|was|at|:|=)?\s*" + _SAID_SIZE, re.I)
+_SAID_ALLOCATED = re.compile(_SAID_SIZE + r"\s+(?:(?:of|is|are|was|were|being|actually)\s+)?(?:allocated|in use by tensors)\b|"
+                             r"\ballocated\s*(?:memory\s+)?(?:of|is|was|at|:|=)?\s*" + _SAID_SIZE, re.I)
+"""Sizes the person gives for the cache and for the tensors in it (`~83 GB reserved vs ~49 GB allocated`)."""
+
+
+def said_account(line: str) -> str:
+    """FRAGMENTATION when the person's own numbers show the cache holding far more than its tensors use (a GiB and a
+    quarter of the cache unused): the memory was there, in blocks the next request could not use; '' otherwise."""
+    reserved, allocated = _SAID_RESERVED.search(line), _SAID_ALLOCATED.search(line)
+    if reserved is None or allocated is None:
+        return ""
+    held = parse_size(*[g for g in reserved.groups() if g is not None][:2])
+    used = parse_size(*[g for g in allocated.groups() if g is not None][:2])
+    if held is None or used is None or held < used + max(GIB, held // 4):
+        return ""
+    return FRAGMENTATION
+
+
 def said_cause(line: str) -> str:
     """The OOM's cause in the person's words (`the backend ooms because of memory fragmentation`, `another
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
@@ -232,6 +254,8 @@ def said_cause(line: str) -> str:
         return ""  # the program's message (its own hints name causes it does not know of)
     if _PHANTOM.search(line) and _HELD.search(line):
         return OTHER_PROCESS
+    if "reserved" in line.lower() and "allocated" in line.lower() and said_account(line):
+        return FRAGMENTATION
     holder = _HOLDER.search(line)
     if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
             not _DID_NOT.search(holder.group()):

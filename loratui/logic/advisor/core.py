@@ -441,7 +441,8 @@ happened (an OOM it counted prints its own message)."""
 _COMMENT = re.compile(r"\s*#\s")
 """A comment in pasted code or a config (`# if you see CUDA error: device-side assert, check the labels`): it
 quotes an error, it does not report one."""
-_SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
+_SAVE_IN_LINE = re.compile(r"(?<!load_)state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
+"""The OOM's own line names a save (`model.state_dict()` gathered, `save_pretrained`), not a load (`load_state_dict`)."""
 _NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
 
 

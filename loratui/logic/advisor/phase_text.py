@@ -111,7 +111,7 @@ _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-sm
                             r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
-_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart",
+_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", "contiguous", "same", "both", "restart",
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
