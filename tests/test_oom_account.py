@@ -311,3 +311,26 @@ def test_the_persons_numbers_for_a_used_cache_say_no_fragmentation(words: str) -
 ])
 def test_every_naming_of_the_oom_counts(words: str, expected: str) -> None:
     assert first_id(words) == expected
+
+
+# -- the host's OOM killer in Chinese, and a step the person tried --------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # https://github.com/hiyouga/LlamaFactory/issues/1631
+    ("1. 下载ChatGLM3 6B模型，运行模型，确保模型文件无问题。\n2. 使用这个项目对上述模型做QLora微调（4bit）, 微调成功完成\n"
+     "3. 使用export_model.py尝试导出模型。\n在模型载入进度条100%后不久，程序OOM被系统kill", "oom_at_save"),
+    ("训练完成后尝试合并权重，进程OOM被系统杀掉了", "oom_at_save"),
+    ("尝试验证模型的时候，程序OOM被系统kill", "oom_at_eval"),
+    ("Training went fine; when I tried to merge the adapter the process was OOM, killed by the system.", "oom_at_save"),
+])
+def test_the_systems_oom_killer_in_a_phase(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "尝试了很多方法，训练时显存不足",
+    "我尝试了调小batch size，还是显存不足",
+])
+def test_tried_fixes_name_no_phase(text: str) -> None:
+    assert first_id(text) == "oom_full"

@@ -157,6 +157,7 @@ _NOT_SAID = re.compile(
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
 OOMs`); `did not help: still OOM` says it did."""
 _HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存|CPUAllocator|"
+                   r"被系统\s*(?:kill|杀)|\bkill(?:ed)?\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                    r"alloc_cpu|Errno 12|Cannot allocate memory|\bmmap\b|shared memory", re.I)
 
 

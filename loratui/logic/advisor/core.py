@@ -426,6 +426,7 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
                        r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
+                       r"(?:OOM|内存)\S{0,4}被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                        r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
                        r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
                        r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"

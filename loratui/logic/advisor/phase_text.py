@@ -19,7 +19,7 @@ _STATUS = re.compile(
     r"predict(?:ing|ion)|testing|train(?:ing)?)\b", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
-_ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
+_ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备|尝试)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
 """A status in Chinese: `开始验证` (start validating), `正在保存模型` (saving the model), not one that reports it done."""
 _ZH_PHASE = {"验证": "eval", "评估": "eval", "评测": "eval", "测试": "eval", "保存": "save", "合并": "save", "导出": "save",
              "上传": "save"}
@@ -575,7 +575,8 @@ class PhaseText:
                 _PHASE_BANNER.match(line):
             self._announce("save" if "checkpoint" in line.lower() else "eval", line)
             return
-        if ("开始" in line or "正在" in line or "进行" in line or "准备" in line) and not looks_like_code(line):
+        if ("开始" in line or "正在" in line or "进行" in line or "准备" in line or "尝试" in line) and \
+                not looks_like_code(line):
             zh = _ZH_STATUS.search(line)
             if zh is not None:
                 self._announce(_ZH_PHASE[zh.group("zh")], line)
