@@ -334,3 +334,34 @@ def test_the_systems_oom_killer_in_a_phase(text: str, expected: str) -> None:
 ])
 def test_tried_fixes_name_no_phase(text: str) -> None:
     assert first_id(text) == "oom_full"
+
+
+# -- the remedy that worked names the kind ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (_BARE + "I fixed it by setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.", "oom_fragmentation"),
+    (_BARE + "Solved by adding max_split_size_mb:512 to PYTORCH_CUDA_ALLOC_CONF.", "oom_fragmentation"),
+    (_BARE + "With expandable_segments:True there is no OOM anymore.", "oom_fragmentation"),
+    (_BARE + "After setting expandable_segments the training succeeded.", "oom_fragmentation"),
+    ("W tensorflow/core/common_runtime/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+     "34.10MiB (rounded to 35758080)\nPassing TF_GPU_ALLOCATOR=cuda_malloc_async made the error go away.",
+     "oom_fragmentation"),
+    (_BARE + "Rebooting the machine fixed it.", "oom_other_process"),
+    (_BARE + "After a reboot it runs fine.", "oom_other_process"),
+    (_BARE + "I killed the old process and now it works.", "oom_other_process"),
+    (_BARE + "Adding torch.cuda.set_device(local_rank) before creating the model fixed it.", "oom_other_process"),
+])
+def test_the_remedy_that_worked_names_the_kind(text: str, expected: str) -> None:
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("words", [
+    "I tried expandable_segments:True but it still fails.",
+    "expandable_segments didn't fix it.",
+    "Rebooting did not help.",
+    "Reducing the batch size to 4 fixed it.",
+    "I killed the old process, it still runs out of memory.",
+])
+def test_a_remedy_that_failed_or_a_plain_one_names_no_kind(words: str) -> None:
+    assert first_id(_BARE + words) == "oom_full"

@@ -248,6 +248,39 @@ def said_account(line: str) -> str:
     return FRAGMENTATION
 
 
+_REMEDIES = (
+    (FRAGMENTATION, re.compile(r"expandable[_ ]segments|max_split_size_mb|cuda_malloc_async|garbage_collection_threshold|"
+                               r"XLA_PYTHON_CLIENT_ALLOCATOR", re.I)),
+    (OTHER_PROCESS, re.compile(r"\breboot\w*|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
+                               r"instance|vm)\b|\b(?:kill\w*|pkill|terminat\w*)\s+(?:-9\s+)?(?:the\s+|a\s+|an\s+|all\s+)?"
+                               r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)))
+"""What the person did about the OOM, and the kind it tells when it worked: an allocator setting (PyTorch's expandable
+segments or split size, TensorFlow's async allocator, XLA's platform allocator) mends fragmentation; rebooting the
+machine, killing a process, or setting each rank's device frees memory someone else held."""
+_WORKED = re.compile(r"\b(?:fix\w*|solv\w*|resolv\w*|help(?:s|ed)?|work(?:s|ed)?|gone|go(?:es)? away|went away|"
+                     r"disappear\w*|runs?\s+(?:fine|ok|through|smoothly)|ran\s+(?:fine|ok|through|smoothly)|no\s+(?:more\s+)?"
+                     r"(?:OOMs?|errors?)|no longer|succe\w+|without\s+(?:any\s+)?(?:errors?|OOMs?|problems?|issues?)|anymore)\b|"
+                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*", re.I)
+_FIX_FAILED = re.compile(r"\b(?:not|never|still|tried)\b|n't\b", re.I)
+"""A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
+
+
+def remedy_cause(line: str) -> str:
+    """The kind a remedy that worked tells (`I fixed it by setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`,
+    `rebooting the machine fixed it`), or ''; a sentence that says it failed, or names none that worked, tells none."""
+    for sentence in re.split(r"(?<=[.!?。！？])\s+", line):
+        worked = _WORKED.search(sentence)
+        if worked is None:
+            continue
+        rest = sentence if "anymore" in sentence or "no longer" in sentence else _WORKED.sub(" ", sentence)
+        if _FIX_FAILED.search(rest) and not re.search(r"anymore|no longer", sentence, re.I):
+            continue
+        for kind, remedy in _REMEDIES:
+            if remedy.search(sentence):
+                return kind
+    return ""
+
+
 def said_cause(line: str) -> str:
     """The OOM's cause in the person's words (`the backend ooms because of memory fragmentation`, `another
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
@@ -257,6 +290,9 @@ def said_cause(line: str) -> str:
         return OTHER_PROCESS
     if "reserved" in line.lower() and "allocated" in line.lower() and said_account(line):
         return FRAGMENTATION
+    remedy = remedy_cause(line)
+    if remedy:
+        return remedy
     holder = _HOLDER.search(line)
     if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
             not _DID_NOT.search(holder.group()):
