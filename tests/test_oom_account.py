@@ -365,3 +365,27 @@ def test_the_remedy_that_worked_names_the_kind(text: str, expected: str) -> None
 ])
 def test_a_remedy_that_failed_or_a_plain_one_names_no_kind(words: str) -> None:
     assert first_id(_BARE + words) == "oom_full"
+
+
+# -- an inference server's memory check at start ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # vLLM's check before it allocates: 19.8 GiB of the card held by others
+    "ValueError: Free memory on device (59.32/79.15 GiB) on startup is less than desired GPU memory utilization (0.9, "
+    "71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+    "(EngineCore_DP0 pid=6940) ValueError: Free memory on device cuda:0 (12.10/22.05 GiB) on startup is less than "
+    "desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+    "processes.",
+    # SGLang's
+    "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+    "min_per_gpu_memory=10.5, local_gpu_memory=70.2, local_gpu_memory * 0.9 = 63.2",
+])
+def test_a_servers_start_check_that_found_memory_held_is_another_process(text: str) -> None:
+    assert first_id(text) == "oom_other_process"
+
+
+def test_a_servers_start_check_on_a_free_card_is_no_neighbour() -> None:
+    text = ("ValueError: Free memory on device (78.90/79.15 GiB) on startup is less than desired GPU memory utilization "
+            "(0.999, 79.07 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+    assert first_id(text) == "oom_full"

@@ -51,7 +51,8 @@ _OOM = re.compile(
     r"|bfc_allocator\.cc:\d+\] Ran out of memory trying to allocate"
     r"|(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate"
     r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[METAL\][^\n]{0,80}Insufficient Memory"
-    r"|No available memory for the cache blocks", re.I)
+    r"|No available memory for the cache blocks|Free memory on device\b[^\n]{0,40}on startup is less than desired"
+    r"|memory capacity is unbalanced", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
@@ -305,10 +306,38 @@ def said_cause(line: str) -> str:
     return ""
 
 
+_SERVER_START = re.compile(r"Free memory on device\b[^(\n]{0,30}\((\d{1,6}(?:\.\d{1,3})?)/(\d{1,6}(?:\.\d{1,3})?) GiB\) "
+                           r"on startup", re.I)
+"""vLLM's check before it allocates anything: `ValueError: Free memory on device (59.32/79.15 GiB) on startup is less
+than desired GPU memory utilization (0.9, 71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by
+other processes.`: the card's free and total memory before the server held any."""
+_UNBALANCED = re.compile(r"memory capacity is unbalanced", re.I)
+"""SGLang's check at start: `The memory capacity is unbalanced. Some GPUs may be occupied by other processes.`"""
+
+
+def _server_start(line: str) -> OomReport | None:
+    """The report of an inference server's memory check at start: memory held before it allocated anything is
+    another process's; None when the line is no such check."""
+    found = _SERVER_START.search(line)
+    if found is not None:
+        free, total = parse_size(found.group(1), "GiB"), parse_size(found.group(2), "GiB")
+        if free is not None and total is not None and free <= total:
+            held = held_before(total, free)
+            return OomReport(kind=OTHER_PROCESS if held else UNKNOWN, text=line.strip()[:600], total=total, free=free,
+                             note=f"only {gib(free)} of {gib(total)} was free when the server started" if held else "")
+    if _UNBALANCED.search(line):
+        return OomReport(kind=OTHER_PROCESS, text=line.strip()[:600], note="the server found the cards' free memory "
+                         "unbalanced at start")
+    return None
+
+
 def parse_oom(line: str) -> OomReport | None:
     """The OOM report in one line of output, or None when the line is not a CUDA OOM."""
     if not is_oom_line(line):
         return None
+    started = _server_start(line) if "startup" in line or "unbalanced" in line else None
+    if started is not None:
+        return started
     sizes = {name: _first_size(rx, line) for name, rx in _FIELDS.items()}
     junk = any(value == _JUNK for value in sizes.values())
     clean = {name: (None if value == _JUNK else value) for name, value in sizes.items()}
