@@ -389,3 +389,23 @@ def test_a_servers_start_check_on_a_free_card_is_no_neighbour() -> None:
     text = ("ValueError: Free memory on device (78.90/79.15 GiB) on startup is less than desired GPU memory utilization "
             "(0.999, 79.07 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
     assert first_id(text) == "oom_full"
+
+
+# -- the cause in Chinese, and English words inside it ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("感觉是显存fragmentation的问题", "oom_fragmentation"),
+    ("设置PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True之后就解决了", "oom_fragmentation"),
+    ("加了max_split_size_mb:128后正常运行", "oom_fragmentation"),
+    ("重启服务器后就好了", "oom_other_process"),
+    ("原来是显卡被another process占用了", "oom_other_process"),
+    ("把之前的僵尸进程kill掉之后就正常了", "oom_other_process"),
+    ("GPU0上有其他人在跑程序", "oom_other_process"),
+    # a remedy that failed, or a plain one
+    ("重启之后还是报错", "oom_full"),
+    ("设置expandable_segments也没有解决", "oom_full"),
+    ("把batch size调小之后就解决了", "oom_full"),
+])
+def test_the_cause_in_chinese(words: str, expected: str) -> None:
+    assert first_id(_BARE + words) == expected

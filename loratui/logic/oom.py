@@ -196,7 +196,7 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
                r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
-               r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
+               r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户|人|任务)|僵尸进程|被[^，。,.!?！？]{0,20}占用", re.I)))
 _HELD_WHAT = r"(?:\s+(?:\w+|\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)|of|the|my|all))??\s+(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|(?:\w+\s+)?(?:memory|VRAM|GPU|card)\b)"
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
@@ -252,7 +252,7 @@ def said_account(line: str) -> str:
 _REMEDIES = (
     (FRAGMENTATION, re.compile(r"expandable[_ ]segments|max_split_size_mb|cuda_malloc_async|garbage_collection_threshold|"
                                r"XLA_PYTHON_CLIENT_ALLOCATOR", re.I)),
-    (OTHER_PROCESS, re.compile(r"\breboot\w*|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
+    (OTHER_PROCESS, re.compile(r"\breboot\w*|重启|(?:杀掉|kill\s*掉|结束)(?:了)?\S{0,6}(?:进程|程序)|(?:进程|程序)\s*(?:杀掉|kill\s*掉)|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
                                r"instance|vm)\b|\b(?:kill\w*|pkill|terminat\w*)\s+(?:-9\s+)?(?:the\s+|a\s+|an\s+|all\s+)?"
                                r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)))
 """What the person did about the OOM, and the kind it tells when it worked: an allocator setting (PyTorch's expandable
@@ -261,8 +261,9 @@ machine, killing a process, or setting each rank's device frees memory someone e
 _WORKED = re.compile(r"\b(?:fix\w*|solv\w*|resolv\w*|help(?:s|ed)?|work(?:s|ed)?|gone|go(?:es)? away|went away|"
                      r"disappear\w*|runs?\s+(?:fine|ok|through|smoothly)|ran\s+(?:fine|ok|through|smoothly)|no\s+(?:more\s+)?"
                      r"(?:OOMs?|errors?)|no longer|succe\w+|without\s+(?:any\s+)?(?:errors?|OOMs?|problems?|issues?)|anymore)\b|"
-                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*", re.I)
+                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再", re.I)
 _FIX_FAILED = re.compile(r"\b(?:not|never|still|tried)\b|n't\b", re.I)
+_ZH_FAILED = re.compile(r"还是|仍然|依然|没有?(?:解决|用|效果|改善)|不行|无效")
 """A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
 
 
@@ -274,7 +275,7 @@ def remedy_cause(line: str) -> str:
         if worked is None:
             continue
         rest = sentence if "anymore" in sentence or "no longer" in sentence else _WORKED.sub(" ", sentence)
-        if _FIX_FAILED.search(rest) and not re.search(r"anymore|no longer", sentence, re.I):
+        if _FIX_FAILED.search(rest) and not re.search(r"anymore|no longer", sentence, re.I) or _ZH_FAILED.search(sentence):
             continue
         for kind, remedy in _REMEDIES:
             if remedy.search(sentence):
@@ -282,11 +283,22 @@ def remedy_cause(line: str) -> str:
     return ""
 
 
+_CJK_EDGE = re.compile(r"(?<=[\u3400-\u9fff])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[\u3400-\u9fff])")
+"""Where a Chinese character touches a Latin letter or digit (`显存fragmentation的问题`): both are word characters, so
+no word boundary falls there until a space is put in."""
+
+
+def cjk_spaced(text: str) -> str:
+    """The text with a space wherever Chinese touches Latin letters or digits, so word boundaries fall there."""
+    return _CJK_EDGE.sub(" ", text)
+
+
 def said_cause(line: str) -> str:
     """The OOM's cause in the person's words (`the backend ooms because of memory fragmentation`, `another
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
     if is_oom_line(line) and _PROGRAMS.search(line):
         return ""  # the program's message (its own hints name causes it does not know of)
+    line = cjk_spaced(line)
     if _PHANTOM.search(line) and _HELD.search(line):
         return OTHER_PROCESS
     if "reserved" in line.lower() and "allocated" in line.lower() and said_account(line):

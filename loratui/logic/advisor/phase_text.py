@@ -107,13 +107,13 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
 CKPT ...`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster|\d+\s*(?:GB|GiB)|reboot\w*|"
-                            r"machine|set_device|kill\w*|\w*_ALLOCATOR|cuda_malloc_async)\b|内存|显存|显卡|"
+_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?\d{0,2}|VRAM|card|nvidia-smi|server|cluster|\d+\s*(?:GB|GiB)|reboot\w*|"
+                            r"machine|set_device|kill\w*|\w*_ALLOCATOR|cuda_malloc_async)\b|内存|显存|显卡|服务器|机器|进程|重启|"
                             r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
 _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", "contiguous", "same", "both", "restart",
-                "reboot", "malloc_async", "garbage_collection", "XLA_PYTHON", "set_device",
+                "reboot", "malloc_async", "garbage_collection", "XLA_PYTHON", "set_device", "重启", "杀",
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
@@ -423,7 +423,8 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and _CAUSE_CONTEXT.search(whole):
+        if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and \
+                _CAUSE_CONTEXT.search(oom.cjk_spaced(whole)):
             kind = oom.said_cause(text)
             self.cause = (kind, text[:300]) if kind else None
         if _FAILS.search(whole) and not _MEMORY_WORDS.search(whole):
