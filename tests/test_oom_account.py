@@ -409,3 +409,13 @@ def test_a_servers_start_check_on_a_free_card_is_no_neighbour() -> None:
 ])
 def test_the_cause_in_chinese(words: str, expected: str) -> None:
     assert first_id(_BARE + words) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("跑eval的时候memory不够了", "oom_at_eval"),
+    ("训练正常，但是做evaluation的时候GPU memory不够", "oom_at_eval"),
+    ("save checkpoint的时候OOM了", "oom_at_save"),
+    ("训练的时候GPU memory不足", "oom_full"),
+])
+def test_memory_in_english_inside_chinese(words: str, expected: str) -> None:
+    assert first_id(words) == expected

@@ -150,7 +150,7 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the )?GPU(?:'s)? (?:RAM|memory)|"
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
                    r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?allocate\b|"
-                   r"显存(?:不足|不够|溢出|爆)|爆显存", re.I)
+                   r"显存(?:不足|不够|溢出|爆)|爆显存|(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)", re.I)
 """An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`)."""
 _NOT_SAID = re.compile(
     r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|fix\w*|solv\w*|resolv\w*|instead of|rather than|"
