@@ -419,3 +419,12 @@ def test_the_cause_in_chinese(words: str, expected: str) -> None:
 ])
 def test_memory_in_english_inside_chinese(words: str, expected: str) -> None:
     assert first_id(words) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("做evaluation时报error，日志如下", "oom_at_eval"),
+    ("保存checkpoint的时候crash了", "oom_at_save"),
+    ("训练到第200步crash了", "oom_full"),
+])
+def test_a_failure_in_english_inside_chinese(words: str, expected: str) -> None:
+    assert first_id(words + "\n" + _MESSAGE) == expected

@@ -166,8 +166,8 @@ def _prose_like(text: str) -> bool:
 _READS_CHECKPOINT = re.compile(r"\b(?:resum\w*|load\w*|restor\w*|read\w*|from)\s+(?:[\w*_-]+\s+){0,3}checkpoints?\b|"
                                r"\bcheckpoints?\s+(?:load\w*|restor\w*|resum\w*)", re.I)
 """A checkpoint read back (`resuming from the step-4000 checkpoint`): no save."""
-_FAILS = re.compile(r"\b(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
-                    r"exception|go(?:es)? wrong|went wrong)\b|报错|崩溃|失败|挂了", re.I)
+_FAILS = re.compile(r"(?<![A-Za-z0-9_])(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
+                    r"exception|go(?:es)? wrong|went wrong)(?![A-Za-z0-9_])|报错|崩溃|失败|挂了", re.I)
 """A failure in the person's words."""
 _CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
