@@ -428,3 +428,19 @@ def test_memory_in_english_inside_chinese(words: str, expected: str) -> None:
 ])
 def test_a_failure_in_english_inside_chinese(words: str, expected: str) -> None:
     assert first_id(words + "\n" + _MESSAGE) == expected
+
+
+@pytest.mark.parametrize("words", [
+    # not knowing why, a change before 'and', 'not only': no negation of the phase
+    "I have no idea why the evaluation runs out of memory.",
+    "I disabled gradient checkpointing and the evaluation runs out of memory.",
+    "I have not changed anything and evaluation still runs out of memory.",
+    "Not only training, the evaluation runs out of memory too.",
+    "I don't know why the validation step goes OOM.",
+])
+def test_words_near_a_phase_that_do_not_negate_it(words: str) -> None:
+    assert first_id(words + "\n" + _MESSAGE) == "oom_at_eval"
+
+
+def test_a_skipped_evaluation_is_no_phase() -> None:
+    assert first_id("I skip the evaluation and it still goes out of memory in training.\n" + _MESSAGE) == "oom_full"

@@ -209,8 +209,11 @@ def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
     return same[:1] or [p for p in named if p not in working and p not in same]
 
 
-_NEGATION = re.compile(r"\b(?:no|not|never|without|w/o|(?:do|does|did|is|was|are|were)(?:n't| not)|disabl\w*|skipp?\w*|"
-                       r"(?:turn|switch)\w*\s+off)\b(?:\s+\w+){0,4}\s*$", re.I)
+_NEGATION = re.compile(
+    r"(?:\b(?:no|not|never|without|w/o|(?:do|does|did|is|was|are|were)(?:n't| not))\b"
+    r"(?!\s+(?:idea|clue|sure|know\w*|understand\w*|matter|only|just|clear|why)\b)"
+    r"(?:\s+(?!(?:and|but|so|then|because|when|while|as)\b)\w+){0,4}|"
+    r"\b(?:disabl\w*|skipp?\w*|(?:turn|switch)\w*\s+off)(?:\s+(?:the|my|all|any))?)\s*$", re.I)
 """Words just before a phase's name, in its clause, that say the run did not go there (`I don't run any evaluation`,
 `without evaluation`, `it never gets to saving`); `can't evaluate` stays a failure there."""
 _NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
