@@ -444,3 +444,16 @@ def test_words_near_a_phase_that_do_not_negate_it(words: str) -> None:
 
 def test_a_skipped_evaluation_is_no_phase() -> None:
     assert first_id("I skip the evaluation and it still goes out of memory in training.\n" + _MESSAGE) == "oom_full"
+
+
+def test_a_phase_said_never_reached_is_no_status() -> None:
+    text = "During training I get this error, evaluation is never reached:\n" + _MESSAGE
+    assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Chrome uses 300MB of VRAM, not much.", "oom_full"),
+    ("Chrome was using 3.5 GB of VRAM.", "oom_other_process"),
+])
+def test_a_holder_of_little_is_no_neighbour(words: str, expected: str) -> None:
+    assert first_id(_BARE + words) == expected

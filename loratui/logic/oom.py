@@ -236,6 +236,14 @@ _SAID_ALLOCATED = re.compile(_SAID_SIZE + r"\s+(?:(?:of|is|are|was|were|being|ac
 """Sizes the person gives for the cache and for the tensors in it (`~83 GB reserved vs ~49 GB allocated`)."""
 
 
+def _held_little(words: str) -> bool:
+    """Whether the size a holder is said to take is under a GiB (`Chrome uses 300MB of VRAM`): a desktop's share,
+    not what filled the card."""
+    found = re.search(_SAID_SIZE, words, re.I)
+    size = parse_size(found.group(1), found.group(2)) if found else None
+    return size is not None and size < GIB
+
+
 def said_account(line: str) -> str:
     """FRAGMENTATION when the person's own numbers show the cache holding far more than its tensors use (a GiB and a
     quarter of the cache unused): the memory was there, in blocks the next request could not use; '' otherwise."""
@@ -308,7 +316,7 @@ def said_cause(line: str) -> str:
         return remedy
     holder = _HOLDER.search(line)
     if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
-            not _DID_NOT.search(holder.group()):
+            not _DID_NOT.search(holder.group()) and not _held_little(holder.group()):
         return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)

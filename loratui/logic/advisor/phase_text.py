@@ -217,7 +217,7 @@ _NEGATION = re.compile(
 """Words just before a phase's name, in its clause, that say the run did not go there (`I don't run any evaluation`,
 `without evaluation`, `it never gets to saving`); `can't evaluate` stays a failure there."""
 _NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
-                            r"enabled|on))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
+                            r"enabled|on|reached|started)|never (?:reached|run|started|called))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
 """Words just after a phase's name that say it did not run (`evaluation is disabled`, `eval_strategy=no`)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
@@ -596,7 +596,8 @@ class PhaseText:
         status = None
         for status in _STATUS.finditer(text):
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
-        if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line):
+        if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line) and \
+                not _NEGATED_AFTER.match(text, status.end()):  # `..., evaluation is never reached:` is no status
             self._announce(_STATUS_PHASE[status.group("verb")[:3].lower()], line)
 
     def _notebook_bar(self, line: str) -> bool:
