@@ -457,3 +457,12 @@ def test_a_phase_said_never_reached_is_no_status() -> None:
 ])
 def test_a_holder_of_little_is_no_neighbour(words: str, expected: str) -> None:
     assert first_id(_BARE + words) == expected
+
+
+@pytest.mark.parametrize("words", [
+    "Rebooting fixed the driver issue but now I get OOM.",
+    "I call torch.cuda.set_device(rank) which works, but it goes OOM at step 5.",
+    "重启之后驱动好了，但是还是显存不足",
+])
+def test_a_remedy_that_fixed_something_else_names_no_kind(words: str) -> None:
+    assert first_id(_BARE + words) == "oom_full"
