@@ -170,8 +170,8 @@ def flat_said(line: str, step: int) -> Finding | None:
             if _NOT_TRAIN.search(before) or _HELD_FLAT.search(before[-14:]) or _OTHER_FLAT.search(gap):
                 continue
             if kind == "zero":
-                if _NOT_LM.search(line):
-                    continue  # a GRPO loss is 0 at its first steps by design (it is the KL to the reference)
+                if _NOT_LM.search(line) or _COUNTER_BEFORE.search(line[:found.start()]):
+                    continue  # a GRPO loss is 0 at its first steps by design; `step 0 loss 3.68` is step 0's loss
                 return Finding("loss_zero", step, {"kind": "said", "quote": line.strip()[:300]})
             return Finding("loss_flat", step, {"kind": "said", "quote": line.strip()[:300]})
     return None
@@ -205,5 +205,9 @@ _HINTED = tuple((pattern, kind, re.compile("|".join(map(re.escape, hints)))) for
 _OTHER_FLAT = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|scale|lengths?|grad\w*|norm)\b", re.I)
 """Another quantity between the loss and the verb (`loss falls but the learning rate stays at 0`); an epoch or a
 step there only dates the loss (`loss since 2nd epoch becomes huge and unchanged`)."""
+_COUNTER_BEFORE = re.compile(r"\b(?:step|epoch|iter(?:ation)?|it|batch|round|rank|gpu|device|cuda|worker|"
+                             r"layer|head|fold|stage|task)s?\s*[:=#]?\s*$", re.I)
+"""A zero that is a counter's value, right before a loss (`step 0 loss 3.6815`, `Epoch 0 loss: 2.31`, `rank 0 loss
+2.1`): the first step's loss or one rank's, not a loss of zero."""
 _HELD_FLAT = re.compile(r"\b(?:if|whether|how (?:to|do|can)|avoid\w*|prevent\w*|unless|when|in case)\b|如果|避免|防止", re.I)
 """Words that only suppose the loss stays put (`if the loss does not decrease`); a negation is the report here."""
