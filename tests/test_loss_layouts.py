@@ -58,3 +58,50 @@ def test_a_counter_at_0_before_a_loss_is_not_said_zero(line: str) -> None:
 ])
 def test_a_loss_said_to_be_zero_still_is(text: str) -> None:
     assert first(text) == "loss_zero"
+
+
+# -- a few logs that fell, then climbed back past their start ------------------------------------------------------
+
+def keras(losses: list[float]) -> str:
+    return "".join(f"Epoch {i + 1}/{len(losses)}\n500/500 [==============================] - 12s 24ms/step - "
+                   f"loss: {v:.4f} - accuracy: 0.5\n" for i, v in enumerate(losses))
+
+
+def dicts(losses: list[float]) -> str:
+    return "".join(f"{{'loss': {v:.4f}, 'grad_norm': 1.1, 'learning_rate': 0.0002, 'epoch': {(i + 1) / 10:.2f}}}\n"
+                   for i, v in enumerate(losses))
+
+
+CLIMBS = [
+    [2.3, 1.8, 1.5, 1.4, 1.6, 2.1, 2.9],  # back past its start in three logs
+    [0.9, 0.7, 0.6, 0.65, 0.75, 0.9],  # back to its start
+    [4.12, 3.05, 2.61, 2.49, 2.88, 3.51, 4.4, 5.73],
+]
+
+
+@pytest.mark.parametrize("layout", [keras, plain, dicts])
+@pytest.mark.parametrize("losses", CLIMBS)
+def test_a_loss_that_fell_then_climbed_back_past_its_start_is_divergence(layout, losses: list[float]) -> None:
+    """Too few logs for a trend test to pass at p <= 0.01, but a climb in every log since the lowest, back past
+    the first log: a maintainer reads it as a learning rate too high once the easy part was learned."""
+    items, _ = diagnose_stream(io.BytesIO(layout(losses).encode("utf-8")), "pasted")
+    assert items[0].id == "loss_diverging", items
+    assert "back past where it started" in " ".join(items[0].evidence), items[0]
+
+
+@pytest.mark.parametrize("losses", [
+    [2.3, 1.8, 1.5, 1.4, 1.6, 2.1],  # rising, but not yet back to its start
+    [2.3, 1.8, 1.5, 1.4, 2.0, 2.6],  # only two logs up since the lowest
+    [2.3, 1.8, 1.5, 1.4, 1.6, 2.5, 2.4],  # the climb broke
+    [2.3, 2.2, 1.9, 1.7, 1.6, 1.52, 1.5, 1.49],  # a healthy descent
+    [1.5, 1.49, 1.48, 1.52, 1.55, 1.58],  # no fall before it, and a rise of 7%: not half again the lowest
+    [0.31, 0.22, 0.30, 0.21, 0.26, 0.28, 0.33],  # a zigzag whose scatter is as large as the climb
+])
+def test_no_climb_without_a_fall_a_steady_climb_and_a_return_past_the_start(losses: list[float]) -> None:
+    assert first(dicts(losses)) == "healthy"
+
+
+def test_a_climb_while_the_learning_rate_warms_up_is_not_divergence() -> None:
+    text = "".join(f"{{'loss': {v}, 'learning_rate': {2e-5 * (i + 1):.1e}, 'epoch': {(i + 1) / 10:.1f}}}\n"
+                   for i, v in enumerate(CLIMBS[0]))
+    assert first(text) == "healthy"

@@ -33,6 +33,9 @@ class LossWatch:
     ZERO_LR = 5
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
     CHANCE_N = 4
+    CLIMB, CLIMB_FALL, CLIMB_RISE, CLIMB_NOISE = 3, 1.1, 1.5, 6.0
+    """A climb back: logs rising in a row since the lowest, the fall before it (first log over the lowest), the
+    last log over the lowest, as a ratio and in noise-sigmas (second differences)."""
     ALPHA, DOUBLE = 0.01, 2.0
     HUGE_LOSS, HUGE_GRAD = 1e8, 1e6
     """The permutation p-value a rise must reach (`series.rise_p`): the share of noisy windows read as a rise."""
@@ -99,7 +102,7 @@ class LossWatch:
         found += self._chance(e.step, loss)
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
             self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or self._level_up(e.step) or \
-            self._short_rise(e.step)
+            self._short_rise(e.step) or self._climb_back(e.step)
         if rise is not None and not spike:
             self.rose = self.rose or rise  # the first is the one the advisor keeps
             found.append(rise)
@@ -467,6 +470,28 @@ class LossWatch:
         return Finding("loss_diverging", step, {
             "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
             "window": len(segment), "p": p})
+
+    def _climb_back(self, step: int) -> Finding | None:
+        """A few logs that fell and then climbed back past where they started: from the lowest log, every log
+        higher than the one before for at least `CLIMB` logs, the last at or above the first log and half again
+        the lowest. Too few logs for a trend test to reach significance, but a healthy loss, however noisy, does
+        not climb step after step back to its starting value once it has fallen (`2.3, 1.8, 1.5, 1.4, 1.6, 2.1,
+        2.9`: a learning rate too high once the easy part is learned). Short pastes only; longer ones have the
+        trend tests."""
+        ys = [v for _, v in self.window]
+        if len(ys) >= 16 or self.warming or min(ys) <= 0:
+            return None
+        low = min(range(len(ys)), key=lambda i: (ys[i], -i))
+        after = ys[low:]
+        if low == 0 or len(after) <= self.CLIMB or ys[0] < self.CLIMB_FALL * ys[low]:
+            return None  # it must have fallen first: a rise from the first log is the trend tests' to judge
+        climbing = all(b > a for a, b in zip(after, after[1:]))
+        if not climbing or after[-1] < ys[0] or after[-1] < self.CLIMB_RISE * ys[low] or \
+                after[-1] - ys[low] < max(0.05, self.CLIMB_NOISE * series.noise(ys)):
+            return None  # and clear of the logs' own scatter: a noisy plateau's lowest log is followed by higher ones
+        return Finding("loss_diverging", step, {
+            "kind": "climb", "best": ys[low], "best_step": self.window[low - len(ys)][0], "now": after[-1],
+            "first": ys[0], "lr": self.lr, "window": len(after) - 1})
 
     def _chance(self, step: int, loss: float) -> list[Finding]:
         """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a
