@@ -105,3 +105,24 @@ def test_a_climb_while_the_learning_rate_warms_up_is_not_divergence() -> None:
     text = "".join(f"{{'loss': {v}, 'learning_rate': {2e-5 * (i + 1):.1e}, 'epoch': {(i + 1) / 10:.1f}}}\n"
                    for i, v in enumerate(CLIMBS[0]))
     assert first(text) == "healthy"
+
+
+# -- a loss at chance level, printed as a logger prints it -----------------------------------------------------------
+
+@pytest.mark.parametrize("layout", [keras, plain, dicts])
+@pytest.mark.parametrize("losses", [
+    [0.6932, 0.6931, 0.6933, 0.6930, 0.6931],  # ln 2 = 0.69315: `0.6930` is read back as 0.693
+    [1.6098, 1.6091, 1.6101, 1.6090, 1.6096],  # ln 5 = 1.60944, scattering in the 4th digit
+])
+def test_a_loss_scattering_in_its_last_digit_around_ln_k_is_chance_level(layout, losses: list[float]) -> None:
+    items, _ = diagnose_stream(io.BytesIO(layout(losses).encode("utf-8")), "pasted")
+    assert items[0].id == "loss_flat" and "ln " in items[0].title, items
+
+
+@pytest.mark.parametrize("losses", [
+    [0.6981, 0.6962, 0.6940, 0.6921, 0.6899, 0.6880],  # falling through ln 2, 0.3% a log
+    [1.62, 1.59, 1.63, 1.60, 1.58, 1.61],  # near ln 5, scattering 1%
+    [2.3, 2.3, 2.3, 2.3, 2.3],  # two digits cannot tell ln 10 = 2.3026 from 2.30
+])
+def test_a_loss_passing_near_ln_k_is_not_chance_level(losses: list[float]) -> None:
+    assert first(dicts(losses)) != "loss_flat"

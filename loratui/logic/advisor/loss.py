@@ -495,13 +495,14 @@ class LossWatch:
 
     def _chance(self, step: int, loss: float) -> list[Finding]:
         """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a
-        binary task, ln 4 = 1.3863 over four answers), for 4 logs in a row to 4 printed digits: the model
+        binary task, ln 4 = 1.3863 over four answers), for 4 logs in a row to 3 decimals or more: the model
         outputs chance and learns nothing. k up to 100, where neighbouring ln k still lie 1% apart."""
         # While the learning rate warms up a fresh head may still sit at chance: that is where it starts.
         k = round(math.exp(loss)) if 0.6 < loss < 4.7 and not self.warming else 0
-        # Off by at most half the last printed digit (1.386 stands for ln 4 = 1.38629), or 0.02% when printed long.
-        tolerance = max(2e-4 * math.log(k), 0.5 * 10 ** -_decimals(loss)) if k >= 2 else 0.0
-        near = k >= 2 and _digits(loss) >= 4 and abs(loss - math.log(k)) <= tolerance
+        # Off by at most half the last printed digit (1.386 stands for ln 4 = 1.38629; 0.6930, read back as 0.693,
+        # for ln 2), or 0.05% when printed long: a stuck output scatters in its 4th digit (0.6930-0.6934).
+        tolerance = max(5e-4 * math.log(k), 0.5 * 10 ** -_decimals(loss)) if k >= 2 else 0.0
+        near = k >= 2 and _decimals(loss) >= 3 and abs(loss - math.log(k)) <= tolerance
         same = bool(self.at_chance) and round(math.exp(self.at_chance[-1][1])) == k
         self.at_chance = (self.at_chance if same else []) + [(step, loss)] if near else []
         if len(self.at_chance) != self.CHANCE_N:
