@@ -126,3 +126,30 @@ def test_a_loss_scattering_in_its_last_digit_around_ln_k_is_chance_level(layout,
 ])
 def test_a_loss_passing_near_ln_k_is_not_chance_level(losses: list[float]) -> None:
     assert first(dicts(losses)) != "loss_flat"
+
+
+# -- a worried question beside a short series that falls ----------------------------------------------------------
+
+FALLING6 = [2.31, 1.98, 1.72, 1.55, 1.41, 1.33]
+
+
+@pytest.mark.parametrize("layout", [plain, dicts, keras])
+@pytest.mark.parametrize("words", [
+    "Why is my loss not decreasing?",
+    "The loss is stuck, is this normal?",
+    "my loss keeps increasing, what is wrong?",
+    "训练的时候loss不下降",
+])
+def test_words_that_say_flat_or_rising_yield_to_a_short_series_that_falls(layout, words: str) -> None:
+    """Six logs falling 42% and still falling at the end: the numbers show the loss moving, whatever the worry."""
+    assert first(words + "\n" + layout(FALLING6)) == "healthy"
+
+
+@pytest.mark.parametrize("losses", [
+    [2.3, 1.6, 1.52, 1.50, 1.51, 1.50, 1.51],  # fell, then stood still: what the words may be about
+    [1.52, 1.49, 1.51, 1.50, 1.48, 1.50],  # never fell
+    [2.31, 1.98, 1.72, 1.55, 1.60],  # fell, then turned up
+    [2.31, 2.2, 2.1, 2.05, 2.0],  # fell by 13%: not a fifth
+])
+def test_words_that_say_flat_stand_beside_a_short_series_that_does_not_fall_through(losses: list[float]) -> None:
+    assert first("Why is my loss not decreasing?\n" + dicts(losses)) == "loss_flat"
