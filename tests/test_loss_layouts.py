@@ -153,3 +153,22 @@ def test_words_that_say_flat_or_rising_yield_to_a_short_series_that_falls(layout
 ])
 def test_words_that_say_flat_stand_beside_a_short_series_that_does_not_fall_through(losses: list[float]) -> None:
     assert first("Why is my loss not decreasing?\n" + dicts(losses)) == "loss_flat"
+
+
+# -- a GAN's two losses are adversaries, not a training loss ----------------------------------------------------------
+
+def gan(d_losses: list[float], g_losses: list[float]) -> str:
+    """The layout of eriklindernoren/PyTorch-GAN's scripts."""
+    return "".join(f"[Epoch 0/200] [Batch {i * 50}/938] [D loss: {d:.6f}] [G loss: {g:.6f}]\n"
+                   for i, (d, g) in enumerate(zip(d_losses, g_losses)))
+
+
+def test_a_discriminator_at_ln_2_is_no_chance_level_and_a_rising_generator_no_divergence() -> None:
+    assert first(gan([0.693147, 0.693101, 0.693192, 0.693120, 0.693150], [0.69, 0.71, 0.74, 0.8, 0.9])) == "healthy"
+    assert first(gan([0.69, 0.5, 0.4, 0.3, 0.25, 0.2], [0.7, 1.2, 1.9, 2.5, 3.1, 3.8])) == "healthy"
+    assert first("epoch 3 d_loss=0.52 g_loss=1.9\nepoch 4 d_loss=0.52 g_loss=2.9\n" * 3) == "healthy"
+
+
+def test_a_gan_whose_losses_go_nan_is_still_nan() -> None:
+    assert first(gan([0.69, 0.52], [0.7, 1.1]) + "[Epoch 0/200] [Batch 100/938] [D loss: nan] [G loss: nan]\n") == \
+        "nan_loss"

@@ -162,7 +162,7 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
         megatron = megatron_line(fragment)
         if megatron is not None:
             return megatron
-    if not ("oss" in fragment or "OSS" in fragment or "损失" in fragment):
+    if not ("oss" in fragment or "OSS" in fragment or "损失" in fragment) or _ADVERSARIAL.search(fragment):
         return None
     values: dict[str, float] = {}
     for key, raw, cn_key, cn_raw in _PAIRS.findall(fragment):
@@ -186,6 +186,10 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     return line_step(fragment), values
 
 
+_ADVERSARIAL = re.compile(r"(?<![\w/])(?:[DG]|[dg](?=_)|disc(?:riminator)?|gen(?:erator)?)[ _]loss\b|"
+                          r"\bloss[ _]?[DG]\b", re.I)
+"""A GAN's pair of losses (`[D loss: 0.6931] [G loss: 0.7015]`, `d_loss=`, `Loss_D:`): adversaries whose losses
+trade places by design (a discriminator at ln 2 is at equilibrium), not a training loss to judge by its shape."""
 _MEGATRON = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*iteration\s+(\d+)\s*/\s*\d+\s*\|")
 _MEGATRON_FIELD = re.compile(rf"\|\s*([A-Za-z][\w ()/-]*?)\s*:\s*({_NUMBER})\s*(?=\||$)")
 UNPRINTED = "loss_unprinted"
