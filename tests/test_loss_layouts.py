@@ -172,3 +172,31 @@ def test_a_discriminator_at_ln_2_is_no_chance_level_and_a_rising_generator_no_di
 def test_a_gan_whose_losses_go_nan_is_still_nan() -> None:
     assert first(gan([0.69, 0.52], [0.7, 1.1]) + "[Epoch 0/200] [Batch 100/938] [D loss: nan] [G loss: nan]\n") == \
         "nan_loss"
+
+
+# -- a progress bar's postfix redrawn unchanged is one reading --------------------------------------------------------
+
+def staircase_bar(every: int = 10, steps: int = 60) -> str:
+    """A bar redrawn each step whose loss postfix a script refreshes every `every` steps
+    (`if step % every == 0: bar.set_postfix(loss=...)`)."""
+    lines, loss = [], 2.5
+    for i in range(1, steps + 1):
+        if i % every == 1:
+            loss = round(loss * 0.95, 4)
+        lines.append(f"Training:  {i * 100 // steps}%|███       | {i}/{steps} [00:{i:02d}<00:10,  2.00it/s, "
+                     f"loss={loss:.4f}, lr=2e-4]")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r"])
+def test_a_postfix_refreshed_every_few_steps_is_no_repeating_loss(sep: str) -> None:
+    """The same `loss=2.3750` over ten redraws read as ten logs: `Loss stays at 2.375: the weights are not
+    changing`, for a loss falling 2.5 -> 1.84."""
+    assert first(staircase_bar().replace("\n", sep)) == "healthy"
+
+
+def test_each_epochs_bar_still_counts_its_own_postfix() -> None:
+    """Epoch after epoch the same `loss=0.693` (ln 2): each epoch's bar is a reading of its own."""
+    text = "".join(f"Epoch {e}: 100%|██████████| 50/50 [00:10<00:00,  4.9it/s, loss=0.693, v_num=1]\n"
+                   for e in range(6))
+    assert first(text) == "loss_flat"
