@@ -200,3 +200,30 @@ def test_each_epochs_bar_still_counts_its_own_postfix() -> None:
     text = "".join(f"Epoch {e}: 100%|██████████| 50/50 [00:10<00:00,  4.9it/s, loss=0.693, v_num=1]\n"
                    for e in range(6))
     assert first(text) == "loss_flat"
+
+
+# -- a rise said to pass is no divergence -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "The loss spikes occasionally but recovers quickly.",
+    "The loss jumps up at the beginning of each epoch.",
+    "There is a jump in the training loss at the start of every epoch.",
+    "The loss increases sharply around step 300, then comes back down after a few hundred steps.",
+    "Loss spiked to 5.2 at step 1200 and then settled back to 1.3.",
+    "loss突然上升，然后又恢复了",
+    "每个epoch开始的时候loss会上升一下",
+])
+def test_a_rise_said_to_recover_or_to_recur_at_each_epochs_start_is_no_divergence(text: str) -> None:
+    assert first(text) == "healthy"
+
+
+@pytest.mark.parametrize("text", [
+    "The loss increases every epoch.",  # a steady climb, epoch after epoch
+    "The loss spikes and never recovers.",
+    "The loss exploded and does not come back down.",
+    "The loss jumps to 8.0 at step 500 and stays there.",
+    "The loss decreases first and then increases.",
+    "The loss went up and didn't go back down.",
+])
+def test_a_rise_that_does_not_pass_is_still_divergence(text: str) -> None:
+    assert first(text) == "loss_diverging"

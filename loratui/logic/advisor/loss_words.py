@@ -228,7 +228,7 @@ def read(line: str) -> Said | None:
     for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
-            return said
+            return QUIET if kind == "rise" and TRANSIENT.search(line) else said
     return QUIET
 
 
@@ -265,6 +265,17 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
     return found
 
 
+TRANSIENT = re.compile(
+    r"\b(?:but|then|and|before|quickly|soon|immediately)\b[^.!?。！？]{0,40}?(?<!not )(?<!n't )(?<!never )(?<!no )"
+    r"\b(?:recover\w*|(?:comes?|came|goes|went|gets?|got|drops?|dropped|falls?|fell)\s+back\b|returns?\s+to\b|"
+    r"(?:drops?|dropped|falls?|fell|decreas\w*|goes down|went down|comes down|came down)\s+again\b|"
+    r"settl(?:e|es|ed|ing)\b|stabili[sz]\w*)|"
+    r"\b(?:at|in|near|around)\s+the\s+(?:start|beginning|end|first steps?)\s+of\s+(?:each|every)\b|"
+    r"\bevery time (?:a |the )?(?:new )?epoch\b|\bperiodic\w*|每(?:个|一)?\s*(?:epoch|轮)\s*(?:开始|结束)|"
+    r"(?:然后|之后|随后|又|再)\s*(?:恢复|回落|降回|下降回)",
+    re.I)
+"""A rise said to pass: a spike that recovers, comes back down or settles, or a jump that recurs at each epoch's
+start (data order, an epoch boundary): a transient, not divergence (`the loss spikes occasionally but recovers`)."""
 _PPL = re.compile(r".*(?:ppl|perplexity|困惑度)", re.I)
 _RECORD = re.compile(r"[:=|]\s*-?\d|\w\s+-?\d[\d.eE+-]*\s*\|")
 """A log record's cells (`loss=9.512, ppl=730.1`, `| loss 7.312 | ppl 158.9 |`): their numbers are no history a

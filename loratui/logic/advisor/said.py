@@ -57,8 +57,8 @@ def rise_said(line: str, step: int) -> Finding | None:
     if said is not None:
         return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None}) \
             if said.kind == "rise" else None
-    if _CODE.search(line) or _NOT_LM.search(line):
-        return None
+    if _CODE.search(line) or _NOT_LM.search(line) or loss_words.TRANSIENT.search(line):
+        return None  # TRANSIENT: a spike said to recover, a jump at each epoch's start
     for found in _SAID.finditer(line):
         before = line[max(0, found.start() - 24):found.start()]
         gap = found.group("gap") or ""
