@@ -227,3 +227,14 @@ def test_a_rise_said_to_recover_or_to_recur_at_each_epochs_start_is_no_divergenc
 ])
 def test_a_rise_that_does_not_pass_is_still_divergence(text: str) -> None:
     assert first(text) == "loss_diverging"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("训练loss在波动，这正常吗？", "healthy"),  # fluctuating, with no level: noise, as `the loss fluctuates` in English
+    ("loss波动很大", "healthy"),
+    ("loss一直在2.3左右波动", "loss_flat"),  # fluctuating around a level: a plateau
+    ("loss在0.5附近震荡", "loss_flat"),
+    ("loss一直在1.2到1.5之间波动", "loss_flat"),
+])
+def test_a_chinese_loss_that_fluctuates_is_flat_only_around_a_level(text: str, says: str) -> None:
+    assert first(text) == says

@@ -79,7 +79,7 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"after|across|during|the|at|all|forever|always)\b)[a-z]+)|constant|unchanged|flat|high|~?\d|between|~)\b|"
           r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
           r"all the time|"
-          r"不变|没变|没怎么(?:变|动|降|下降)|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
+          r"不变|没变|没怎么(?:变|动|降|下降)|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|(?:附近|左右|上下|之间|一带)\s*(?:来回)?(?:波动|震荡)|一直是|始终是|"
           r"都是|一直为|始终为")
 _FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
          r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*(?!\s+back)|fell|reduc\w*|lower\w*|"
