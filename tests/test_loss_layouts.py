@@ -238,3 +238,26 @@ def test_a_rise_that_does_not_pass_is_still_divergence(text: str) -> None:
 ])
 def test_a_chinese_loss_that_fluctuates_is_flat_only_around_a_level(text: str, says: str) -> None:
     assert first(text) == says
+
+
+# -- a standstill that a later clause ends ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "The loss did not decrease for the first 50 steps (warmup) but then started dropping.",
+    "The loss is fluctuating between 0.8 and 1.2 but trending down.",
+    "The loss stayed at 2.3 for a while, then it decreased steadily to 1.1.",
+    "For the first epoch the loss was stuck around 4.6, but after that it began to go down.",
+])
+def test_a_standstill_that_ends_in_a_fall_is_no_flat_loss(text: str) -> None:
+    """Where the loss went last counts: a plateau the same line says it left is a run that learns."""
+    assert first(text) == "healthy"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("The loss decreased at first, but then it stopped decreasing.", "loss_flat"),  # the standstill comes last
+    ("The loss went down a bit, then stayed at 2.3 for the rest of training.", "loss_flat"),
+    ("The loss decreases but the accuracy stays at 0.1.", "loss_flat"),  # another subject's standstill
+    ("The loss stopped decreasing, then it started to increase.", "loss_diverging"),
+])
+def test_a_standstill_after_a_fall_or_of_another_subject_still_counts(text: str, says: str) -> None:
+    assert first(text) == says

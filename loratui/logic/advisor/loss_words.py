@@ -81,7 +81,7 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"all the time|"
           r"不变|没变|没怎么(?:变|动|降|下降)|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|(?:附近|左右|上下|之间|一带)\s*(?:来回)?(?:波动|震荡)|一直是|始终是|"
           r"都是|一直为|始终为")
-_FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
+_FALL = (r"downward\w*|trend(?:s|ed|ing)? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
          r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*(?!\s+back)|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
          r"(?:go(?:es|ing)?|went|gone|dip(?:s|ped)?) (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
@@ -225,6 +225,11 @@ def read(line: str) -> Said | None:
         if one and not _supposed(line[:one.start()]):
             return Said("flat", "pred")
         return QUIET if _NOT_A_VALUE.search(line) else None
+    if any(s.kind == "fall" and s.subject == "loss" for s in found[1:]):
+        # a standstill of the loss that a later clause ends (`did not decrease for the first 50 steps but then
+        # started dropping`, `fluctuating between 0.8 and 1.2 but trending down`): where it went last counts
+        last_fall = max(i for i, s in enumerate(found) if s.kind == "fall" and s.subject == "loss")
+        found = [s for i, s in enumerate(found) if not (s.kind == "flat" and s.subject == "loss" and i < last_fall)]
     for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
@@ -283,7 +288,8 @@ person tells; the loss watch reads them."""
 _JOINED = re.compile(r"\s*(?:and|&|,|or|as well as|both|和|与|以及|跟)?\s*(?:the\s+|my\s+)?", re.I)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _GOES_ON = re.compile(r"\s*(?:(?:then|and|still|just|only|even|later|soon|suddenly|quickly|it)\s+){0,2}(?=\S)"
-                      r"(?:(?:\w+ly|again|then)\s+)?(?:" + _RISE + "|" + _STILL + "|" + _FALL + ")", re.I)
+                      r"(?:(?:\w+ly|again|then)\s+)?(?:(?:start(?:s|ed)?|began|begins?)\s+(?:to\s+)?)?"
+                      r"(?:" + _RISE + "|" + _STILL + "|" + _FALL + ")", re.I)
 """A clause that opens on its verb: it goes on about the subject before (`goes up and down, but trends
 downward`)."""
 
