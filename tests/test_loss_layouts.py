@@ -261,3 +261,22 @@ def test_a_standstill_that_ends_in_a_fall_is_no_flat_loss(text: str) -> None:
 ])
 def test_a_standstill_after_a_fall_or_of_another_subject_still_counts(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text", [
+    "The loss increased a bit after I resumed, then kept going down.",
+    "The training loss went up slightly in the last epoch.",
+    "The loss does not decrease as fast as with the old version.",
+    "My loss isn't going down as quickly as in the paper's curve.",
+])
+def test_a_small_rise_or_a_slower_fall_is_no_divergence_or_flat_loss(text: str) -> None:
+    assert first(text) == "healthy"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("The training loss went up a lot in the last epoch.", "loss_diverging"),
+    ("The loss does not decrease at all.", "loss_flat"),
+    ("The loss only decreased a bit, from 2.31 to 2.29.", "loss_flat"),  # a fall said to be too small
+])
+def test_a_large_rise_or_a_fall_that_does_not_happen_still_counts(text: str, says: str) -> None:
+    assert first(text) == says

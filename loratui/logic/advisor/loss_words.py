@@ -148,8 +148,8 @@ _NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|sur
                         r"(?:of|in)\s+(?:both\s+)?(?:the\s+|my\s+)?$", re.I)
 """A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
 _SMALL_BEFORE = re.compile(r"\b(?:only|just|merely)\s+(?:\w+\s+)?$", re.I)
-_SMALL_AFTER = re.compile(r"\s+(?:only\s+)?(?:very\s+)?(?:slightly|a tiny bit|a little bit|very little|marginally|"
-                          r"by (?:only )?0\.0)", re.I)
+_SMALL_AFTER = re.compile(r"\s+(?:only\s+)?(?:very\s+)?(?:slightly|a tiny bit|a little bit|a bit|a little|very little|"
+                          r"marginally|by (?:only )?0\.0)", re.I)
 """A fall said to be too small: `only decreased from 0.7 to 0.6`, `decreases only slightly`, `a tiny bit`."""
 _WISH = re.compile(
     r"\b(?:how|what)\b[^.?!]{0,40}?\b(?:make|get|help|let)\s+(?:the\s+|my\s+|this\s+|our\s+)?"
@@ -161,6 +161,8 @@ _WISH = re.compile(
 """A request to make the loss fall or the model converge: asked because it does not (`how can I make the loss
 converge?`, `让损失可以收敛`); not a wish for a faster fall."""
 _FASTER = re.compile(r"\w*\s+(?:faster|quicker|more quickly|further|even lower|more)\b|\w*\s*(?:更快|更低)", re.I)
+_AS_FAST = re.compile(r"\s+(?:as|so)\s+(?:fast|quickly|rapidly|much|steeply|smoothly)\s+as\b", re.I)
+"""A fall compared with another's pace (`not decreasing as fast as with the old version`)."""
 _HEDGED = re.compile(r"\b(?:probably|possibly|maybe|perhaps|might|may|likely|unlikely)\b", re.I)
 """Between a subject and its predicate: only a guess (fairseq's `Your loss is probably exploding` beside its fp16
 floor)."""
@@ -343,6 +345,10 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("quiet", subject)
     if verb == "fall" and not negated and subject.endswith("loss") and (_SMALL_BEFORE.search(scope[:at]) or _SMALL_AFTER.match(scope[start:])):
         return _for(subject, "flat")  # `only decreased from 0.7 to 0.6`: a fall reported as too small
+    if verb == "rise" and not negated and subject.endswith("loss") and _SMALL_AFTER.match(scope[start:]):
+        return Said("quiet", subject)  # `increased a bit at the end`: a rise reported as small is no divergence
+    if verb == "fall" and negated and _AS_FAST.match(scope[start:]):
+        return Said("quiet", subject)  # `does not decrease as fast as before`: a slower fall, still a fall
     kind = {("still", False): "flat", ("fall", True): "flat", ("rise", False): "rise",
             ("zero", False): "zero", ("fall", False): "fall"}.get((verb, negated), "quiet")
     return _for(subject, kind, scope[at:start])
