@@ -280,3 +280,15 @@ def test_a_small_rise_or_a_slower_fall_is_no_divergence_or_flat_loss(text: str) 
 ])
 def test_a_large_rise_or_a_fall_that_does_not_happen_still_counts(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    ("grad_norm is always 0.", "loss_flat"),  # the sentence's full stop is no decimal point
+    ("The learning rate is 0.", "loss_flat"),
+    ("The loss is identical for all epochs.", "loss_flat"),
+    ("The loss is the same for every epoch.", "loss_flat"),
+    ("The loss is 0.5 now.", "healthy"),
+    ("The loss is the same for both models.", "healthy"),  # a comparison, no history
+])
+def test_a_value_or_a_sameness_at_a_sentences_end(text: str, says: str) -> None:
+    assert first(text) == says

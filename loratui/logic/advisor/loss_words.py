@@ -64,7 +64,8 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"horizontal|(?:a |straight )?flat line|straight line|flatten(?:s|ed|ing)? out|forever|"
           r"(?:is|are|was|were|stays?|stayed|remains?|remained|looks?)\s+(?:all\s+|always\s+|exactly\s+|almost\s+|"
           r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b"
-          r"(?!\s+(?:size|way|shape|type|kind|as|number|length|for|dtype|device|object|to|result|tensor|name|file|"
+          r"(?!\s+(?:size|way|shape|type|kind|as|number|length|for(?!\s+(?:all|every|each|the whole|the entire)\b)|"
+          r"dtype|device|object|to|result|tensor|name|file|"
           r"class|model|config))|"
           r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
           r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|"
@@ -102,7 +103,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
          r"(?:exactly\s+|always\s+|just\s+)?"
-         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d]|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
+         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?!\.?\d|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
 _PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))",
                         re.I)
