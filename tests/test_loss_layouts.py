@@ -292,3 +292,13 @@ def test_a_large_rise_or_a_fall_that_does_not_happen_still_counts(text: str, say
 ])
 def test_a_value_or_a_sameness_at_a_sentences_end(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    ("loss突然变得很大", "loss_diverging"),  # `becomes very large`, the adverb between 变得 and 大
+    ("loss变得越来越大", "loss_diverging"),
+    ("loss变得很小", "healthy"),
+    ("val loss变得很大", "healthy"),  # a validation loss rising: overfitting
+])
+def test_a_chinese_loss_said_to_become_large(text: str, says: str) -> None:
+    assert first(text) == says
