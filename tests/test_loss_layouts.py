@@ -302,3 +302,13 @@ def test_a_value_or_a_sameness_at_a_sentences_end(text: str, says: str) -> None:
 ])
 def test_a_chinese_loss_said_to_become_large(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    ("My loss went to NaN when I increased the learning rate.", "nan_loss"),  # the person raised the setting
+    ("The loss became nan after we increased the batch size to 64.", "nan_loss"),
+    ("The loss increased when I raised the learning rate.", "loss_diverging"),  # the loss itself rose
+    ("The loss went up after the warmup.", "loss_diverging"),
+])
+def test_a_setting_the_person_raised_is_no_rising_loss(text: str, says: str) -> None:
+    assert first(text) == says

@@ -171,6 +171,8 @@ _INSTEAD = re.compile(r"(?:instead of|rather than|than|after|before|since|expect
                       re.I)
 """A predicate only named as what did not happen (`increasing instead of decreasing`)."""
 _PASSIVE = re.compile(r"\bbe\s+$", re.I)
+_PERSON = re.compile(r"\b(?:i|we|you|they)\s+(?:\w+\s+)?$", re.I)
+"""A person is the verb's subject (`the loss became nan after we increased the batch size`)."""
 _PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
 """A question's negation before its subject: `why doesn't the training loss decrease?`."""
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w.%]|\.\d|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
@@ -330,8 +332,10 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("flat", subject) if any(p.lastgroup == "zero" for p in _PREDICATE.finditer(scope)) else None
     last, start, at = None, 0, 0
     for p in _PREDICATE.finditer(scope):
-        if _INSTEAD.search(scope[:p.start()]) or (p.group(0).endswith("ed") and _PASSIVE.search(scope[:p.start()])):
-            continue  # `increasing instead of decreasing`; `cannot be moved to a device`: a capability, no history
+        if _INSTEAD.search(scope[:p.start()]) or (p.group(0).endswith("ed") and _PASSIVE.search(scope[:p.start()])) \
+                or _PERSON.search(scope[:p.start()]):
+            continue  # `increasing instead of decreasing`; `cannot be moved to a device`: a capability, no history;
+            # `after we increased the batch size`: the person's doing, to a setting
         at = p.start()
         negated = _negated(scope[start:p.start()]) or _negated_after(scope[p.end():]) or \
             (last is None and negated_before)

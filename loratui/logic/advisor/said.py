@@ -62,10 +62,19 @@ def rise_said(line: str, step: int) -> Finding | None:
     for found in _SAID.finditer(line):
         before = line[max(0, found.start() - 24):found.start()]
         gap = found.group("gap") or ""
-        if _NOT_TRAIN.search(before) or _HELD.search(before[-12:] + gap) or _OTHER.search(gap):
+        if _NOT_TRAIN.search(before) or _HELD.search(before[-12:] + gap) or _OTHER.search(gap) or \
+                _PERSON.search(gap) or _OBJECT.match(line, found.end()):
             continue
         return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None})
     return _numbers_rise(line, step)
+
+
+_PERSON = re.compile(r"(?:I|we|you|they)\s+(?:\w+\s+)?$")
+"""The verb's subject is a person (`the loss went to NaN when I increased the learning rate`): what they raised
+is a setting, not the loss."""
+_OBJECT = re.compile(r"\s+(?:the\s+|my\s+|our\s+)?(?:learning[ _]rate|lr|batch|epochs?|steps?|warm-?up|"
+                     r"lora[ _]?(?:r|rank|alpha)|rank|alpha|dataset|data|model size)\b", re.I)
+"""A rise verb with a setting for its object (`increased the learning rate`)."""
 
 
 _QUANTITY = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|size|lengths?|scale|grad\w*|norm|"
