@@ -312,3 +312,14 @@ def test_a_chinese_loss_said_to_become_large(text: str, says: str) -> None:
 ])
 def test_a_setting_the_person_raised_is_no_rising_loss(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    ("Both training and validation loss increase after epoch 5.", "loss_diverging"),  # the training loss rises too
+    ("The train and val losses both go up.", "loss_diverging"),
+    ("The training and validation loss do not decrease.", "loss_flat"),
+    ("the train/val loss are decreasing", "healthy"),
+    ("The validation loss increases after epoch 5.", "healthy"),  # the validation loss alone: overfitting
+])
+def test_training_and_validation_loss_named_together_include_the_training_loss(text: str, says: str) -> None:
+    assert first(text) == says

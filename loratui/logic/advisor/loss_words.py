@@ -208,6 +208,7 @@ def read(line: str) -> Said | None:
         return None
     if _CODE.search(line) or _MESSAGE.search(line):
         return QUIET
+    line = _BOTH.sub(r"\g<a> \g<loss> and \g<b> \g<loss>", line)
     wish = _WISH.search(line)
     if wish is not None and not _FASTER.match(line, wish.end()):
         return Said("flat", "loss")
@@ -286,6 +287,10 @@ TRANSIENT = re.compile(
     re.I)
 """A rise said to pass: a spike that recovers, comes back down or settles, or a jump that recurs at each epoch's
 start (data order, an epoch boundary): a transient, not divergence (`the loss spikes occasionally but recovers`)."""
+_BOTH = re.compile(r"\b(?P<a>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test)\s*(?:and|&|/|as well as)\s*"
+                   r"(?P<b>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test)\s+(?P<loss>loss(?:es)?)\b", re.I)
+"""`training and validation loss`: two losses, the training loss one of them (read as `training loss and validation
+loss`, so that what is said of both is said of the training loss too)."""
 _PPL = re.compile(r".*(?:ppl|perplexity|困惑度)", re.I)
 _RECORD = re.compile(r"[:=|]\s*-?\d|\w\s+-?\d[\d.eE+-]*\s*\|")
 """A log record's cells (`loss=9.512, ppl=730.1`, `| loss 7.312 | ppl 158.9 |`): their numbers are no history a
