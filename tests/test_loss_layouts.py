@@ -323,3 +323,14 @@ def test_a_setting_the_person_raised_is_no_rising_loss(text: str, says: str) -> 
 ])
 def test_training_and_validation_loss_named_together_include_the_training_loss(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    # Qihoo360/Light-R1#22: a preference loss named beside Chinese, where `\b` finds no word boundary
+    ("做dpo训练时，loss没有下降反上升，请问这是正常的吗？", "healthy"),
+    ("用grpo训练，loss一直为0", "healthy"),
+    ("做sft训练时，loss没有下降反上升", "loss_diverging"),  # a language model's loss
+    ("my happo loss increases", "loss_diverging"),  # `ppo` inside a name is no PPO
+])
+def test_a_preference_or_rl_objective_named_beside_chinese_is_no_lm_loss(text: str, says: str) -> None:
+    assert first(text) == says

@@ -134,9 +134,11 @@ _CODE = re.compile(r"\b\w+=[\w\[(.'\"]+.*\bif\b.*\belse\b|"
                    r"^\s*(?:def |class |import |from \S+ import|//|[\w.]+\(.*\)[,:]?\s*$|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
                    r"return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|[=(]\s*\w*loss\w*\s*[,)]|\{\s*['\"]?\w+['\"]?\s*:")
-_NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)\b", re.I)
+_NOT_LM = re.compile(r"(?<![A-Za-z0-9_])(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)(?![A-Za-z0-9_])",
+                     re.I)
 """An objective that is not a language-model loss, or its metrics: a GRPO loss grows with the KL, a DPO loss
-starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss."""
+starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss. Bounded by ASCII word
+characters: Chinese beside it is no word of its own (`做dpo训练时，loss没有下降反上升`)."""
 _WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network", "net", "lora", "adapter", "classifier",
           "train", "tun", "run", "模型", "训练", "weight", "param", "grad", "梯度", "权重", "参数", "learning rate", "lr",
           "学习率", "predict", "output", "always", "only", "updat", "ppl", "perplex", "困惑度", "converg", "learning",
