@@ -139,12 +139,13 @@ _SPACED = re.compile(r"(?<![\w/])(train(?:ing)?[ _]loss|loss)\s+([-+]?\d+\.\d+(?
                      r"(?=[\s,;|)]|$)")
 """`loss 10.8259,` (LitGPT, fairseq-style `| loss 2.31 |`): a loss with only a space before its value, which
 then needs a decimal point (or nan/inf) so that prose (`loss 2 times`) is not read as a value."""
-_STEP = re.compile(r"(?<![\w/])(?:(?:global[ _])?step|iter(?:ation)?)(?:\s*[=:]\s*|\s+)(\d{1,9})\b(?!\s*/)",
-                   re.I)
-"""`step 5`, `step=5`, TensorFlow's `step = 100`, detectron2's `iter: 19`, nanoGPT's `iter 100:`, `Iteration 200`."""
+_STEP = re.compile(r"(?<![\w/])(?:global[ _])?step(?:\s*[=:]\s*|\s+)(\d{1,9})\b(?!\s*/)", re.I)
+"""`step 5`, `step=5`, TensorFlow's `step = 100`."""
 # `Step 5/100 | loss ...`: the step of a step-of-total counter.
-_STEP_SLASH = re.compile(r"(?<![\w/])(?:(?:global[ _])?step|iter(?:ation)?)(?:\s*[=:]\s*|\s+)(\d{1,9})\s*/\s*\d{1,9}\b",
-                         re.I)
+_STEP_SLASH = re.compile(r"(?<![\w/])(?:global[ _])?step(?:\s*[=:]\s*|\s+)(\d{1,9})\s*/\s*\d{1,9}\b", re.I)
+_ITER = re.compile(r"(?<![\w/])iter(?:ation)?(?:\s*[=:]\s*|\s+)(\d{1,9})\b", re.I)
+"""detectron2's `iter: 19`, nanoGPT's `iter 100:`, `Iteration 200`, `Iter: 7/900`: the step where no `step` is named
+(LitGPT's `iter 77 step 39` counts micro-batches in `iter`, optimizer steps in `step`)."""
 _BRACKET = re.compile(r"\[\s*(\d{1,9})\s*/\s*(\d{1,9})\s*\]")
 _LEADING = re.compile(r"^\s{0,8}(\d{1,9})\s+\S")
 
@@ -225,7 +226,7 @@ def line_step(fragment: str) -> int | None:
     found = _STEP.search(fragment)
     if found:
         return int(found.group(1))
-    found = _STEP_SLASH.search(fragment) or _BRACKET.search(fragment)
+    found = _STEP_SLASH.search(fragment) or _BRACKET.search(fragment) or _ITER.search(fragment)
     if found:
         return int(found.group(1))
     leading = _LEADING.match(fragment)
