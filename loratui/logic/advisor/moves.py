@@ -457,6 +457,10 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         evidence = quote + [f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
                             f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
                             f"and the same logs shuffled show as large a change of level {chance}"] + lr
+    elif facts.get("kind") == "climb":
+        evidence = quote + [f"the loss fell from {facts['first']:.4g} to {facts['best']:.4g} at step "
+                            f"{facts['best_step']}, then rose in each of the {window} logs since, back past where it "
+                            f"started: a climb, not one noisy log"] + lr
     elif facts.get("kind") == "step":
         evidence = quote + [f"every one of the {window} logs since step {facts['best_step']} (lowest "
                             f"{facts['floor']:.4g}) is a third above every log before it (highest "
