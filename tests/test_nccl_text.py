@@ -79,3 +79,23 @@ def test_nccl_lines_of_a_run_that_trains_are_no_hang() -> None:
 
 def test_a_hang_without_nccl_lines_is_not_a_collective() -> None:
     assert first_id("the training hangs at the first batch with num_workers=8\n") != "nccl_timeout"
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/Peterande/D-FINE/issues/316 (dev-learn)
+    "训练到第26个epoch卡死，10分钟后报NCCL超时错误，这是什么原因啊，我就是把输入尺寸改成了[416, 768]",
+    # the pattern, other words: another collective layer, another run
+    "多卡训练跑了两个小时以后 barrier 超时，进程直接退出了",
+    "用 deepspeed 训练 Qwen 的时候 all_reduce 一直卡着，最后 NCCL 通信超时",
+])
+def test_a_distributed_timeout_said_in_chinese(line: str) -> None:
+    assert first_id(line + "\n") == "nccl_timeout"
+
+
+@pytest.mark.parametrize("line", [
+    "我把 NCCL 超时时间设置为 3600 秒，训练正常",
+    "ddp_timeout 超时参数改成了 180000000",
+    "请求 API 超时了，换了个镜像就好了",
+])
+def test_a_chinese_timeout_setting_or_another_timeout_is_no_collective(line: str) -> None:
+    assert first_id(line + "\n") != "nccl_timeout"
