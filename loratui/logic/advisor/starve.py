@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.advisor.starve_timed import timed_parts
 from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly
 from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
@@ -143,6 +144,12 @@ _ITERATION = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]|\b(?:iter(?:ation)?|step|batch
 _PROGRAM = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[A-Z]+:|\w+(?:Warning|Error)\b)|\{|"
                       r"\bwarnings\.warn|File \"")
 """A line the program printed (a logger prefix, a warning, a dict, a traceback frame), not the user's prose."""
+
+
+_COUNTER = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]|\b(?:iter(?:ation)?|step|batch|epoch)\b\s*[:#=]?\s*\d+(?![.\d])|"
+                      r"\d+/\d+\s*\[[\d:]+<", re.I)
+"""A program's iteration counter (`[2/10000]`, `iter 120`, a tqdm bar): its timers are read over many lines (text.py's
+meter), not from the first, which may be the loader's warm-up."""
 
 
 def _code(line: str) -> bool:
@@ -942,6 +949,7 @@ class StarveText:
     _blamed_line: str = ""  # the user's line that names the loader as the reason
     _blame_done: bool = False
     _util_done: bool = False
+    _timed_done: bool = False  # a line timed the data's part against the model's (starve_timed)
     _on_cpu: str = ""  # a line that says the run is on the CPU: an idle GPU in words later is no starvation
     _memory_asked: bool = False  # the person's words are about memory
     _speed_asked: bool = False  # the person's words are about speed or utilisation
@@ -1023,6 +1031,12 @@ class StarveText:
             found += self._blamed(line, step)
         if len(line) < 2000:
             self._asked(line)
+        if not self._timed_done and ("s" in line or "秒" in line) and not _PROGRAM.search(line) and \
+                not _COUNTER.search(line):
+            timed = timed_parts(line)
+            if timed is not None:
+                self._timed_done = True
+                found.append(Finding("data_starved", step, timed))
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if not self._on_cpu and ("cpu" in line.lower() or "process" in line or "available" in line) and \
                 _ON_CPU.search(line):
@@ -1095,6 +1109,9 @@ def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:
                 f"stayed there over {facts['n']} readings"), \
             [str(facts["line"]), "the same steps got slower while nothing else in the log changed: check the GPU's "
              "utilisation (nvidia-smi) to confirm it waits"]
+    if kind == "timed_parts":
+        return f"the data takes {facts['data']:.3g} s of every {facts['whole']:.3g} s step, as timed", \
+            [str(facts["line"])]
     if kind == "profile":
         return f"fetching the next batch takes {facts['share']:g}% of the profiled time", [str(facts["line"])]
     return "as the text says, " + _SAID_TITLE[str(facts["said"])], [str(facts["quote"])]

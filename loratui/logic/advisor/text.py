@@ -396,7 +396,7 @@ def _prep_timeout_advice(f: Finding, what: str, evidence: list[str], prep_s: int
 def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
     """A DataLoader warning or an idle GPU in nvidia-smi: the change is the worker count."""
     facts = f.facts
-    if facts["text"] in ("said", "util_samples", "profile", "loader_time", "rate_drop"):
+    if facts["text"] in ("said", "util_samples", "profile", "loader_time", "rate_drop", "timed_parts"):
         return starve_text_advice(f, r)
     key = "dataloader_num_workers" if r is not None else "dataloader_num_workers (TrainingArguments) or " \
         "num_workers (DataLoader)"
