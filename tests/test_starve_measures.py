@@ -71,3 +71,44 @@ def test_healthy_prose_with_timings_is_no_starvation() -> None:
             "{'loss': 1.61, 'learning_rate': 0.00019, 'epoch': 0.2}\n")
     item = first(text)
     assert item is None or item.id != "data_starved"
+
+
+# -- a data-preparation bar of any pipeline, by its elapsed and remaining time --------------------------------
+
+PREPARING = [
+    "train: Scanning '/data/coco/labels/train2017' images and labels... 118287 found, 0 missing: 12%|█▏ | "
+    "14200/118287 [04:12<30:51, 56.2it/s]",
+    "Caching images (18.3GB ram):  35%|███▌      | 41400/118287 [09:10<17:02, 75.2it/s]",
+    "Extracting features: 5%|▌ | 500/10000 [10:00<3:10:00, 0.83it/s]",
+    "Decoding audio clips: 20%|██ | 2000/10000 [06:00<24:00, 5.55it/s]",
+    "Building index: 60%|██████ | 600/1000 [15:00<10:00, 0.67it/s]",
+    "Tokenizing eval dataset: 40%|████ | 40000/100000 [08:00<12:00, 83.3it/s]",
+]
+
+
+@pytest.mark.parametrize("line", PREPARING)
+def test_a_long_data_preparation_bar_of_any_pipeline_is_starved(line: str) -> None:
+    item = first(line + "\n")
+    assert item is not None and item.id == "data_starved" and "preprocessing takes about" in item.title
+
+
+def test_an_image_pipelines_bar_is_told_to_cache_not_to_tokenise() -> None:
+    item = first(PREPARING[1] + "\n")
+    assert "tokenise" not in item.title and "prepare the data once" in item.title
+
+
+OTHER_BARS = [
+    "Loading checkpoint shards: 100%|██████████| 4/4 [12:00<00:00, 180.00s/it]",
+    "Downloading data: 100%|██████████| 50/50 [30:00<00:00, 36.00s/it]",
+    "Evaluating: 100%|██████████| 5000/5000 [25:00<00:00, 3.33it/s]",
+    "Resolving data files: 100%|██████████| 50000/50000 [10:24<00:00, 80.1it/s]",
+    "Saving model checkpoint: 100%|██████████| 3/3 [11:00<00:00, 220.0s/it]",
+    "train: Scanning '/data/labels/train' images and labels... 5000 found, 0 missing: 100%|██████████| "
+    "5000/5000 [00:04<00:00, 1203.5it/s]",
+]
+
+
+@pytest.mark.parametrize("line", OTHER_BARS)
+def test_a_models_download_evaluation_or_quick_scan_bar_is_no_preparation(line: str) -> None:
+    item = first(line + "\n")
+    assert item is None or item.id != "data_starved"
