@@ -112,3 +112,36 @@ OTHER_BARS = [
 def test_a_models_download_evaluation_or_quick_scan_bar_is_no_preparation(line: str) -> None:
     item = first(line + "\n")
     assert item is None or item.id != "data_starved"
+
+
+# -- a program's timers under keys of any naming ------------------------------------------------------------
+
+KEYED = {
+    "slash": "step {i} | loss {l:.3f} | time/data {d:.3f} | time/batch {b:.3f}",
+    "dict": "{{'train/loss': {l:.3f}, 'time/data': {d:.3f}, 'time/step': {b:.3f}}}",
+    "t_prefix": "Epoch 1 [{i}/500] t_data: {d:.3f} t_iter: {b:.3f} loss {l:.3f}",
+    "ms_keys": "step={i} loss={l:.3f} fetch_ms={dm:.0f} step_ms={bm:.0f}",
+}
+
+
+def timed_log(layout: str, data: float, step: float) -> str:
+    return "".join(layout.format(i=10 * i, l=2.0 - i / 100, d=data, b=step, dm=1000 * data, bm=1000 * step) + "\n"
+                   for i in range(1, 9))
+
+
+@pytest.mark.parametrize("layout", KEYED.values(), ids=KEYED.keys())
+def test_a_programs_data_timer_under_any_key_is_read(layout: str) -> None:
+    item = first(timed_log(layout, 0.9, 1.2))
+    assert item is not None and item.id == "data_starved" and "waits for data" in item.title
+
+
+@pytest.mark.parametrize("layout", KEYED.values(), ids=KEYED.keys())
+def test_a_fed_loader_under_any_key_is_no_starvation(layout: str) -> None:
+    item = first(timed_log(layout, 0.004, 1.2))
+    assert item is None or item.id != "data_starved"
+
+
+def test_an_evaluations_timer_is_no_step() -> None:
+    text = "".join(f"epoch {i} eval_time: 30.0 data_time: 0.2 loss {1.5 - i / 10:.2f}\n" for i in range(1, 6))
+    item = first(text)
+    assert item is None or item.id != "data_starved"

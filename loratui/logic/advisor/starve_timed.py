@@ -82,3 +82,40 @@ def timed_parts(line: str) -> dict[str, object] | None:
     if data < MIN_DATA_S or whole <= 0 or data > whole or data < SHARE * whole:
         return None
     return {"text": "timed_parts", "data": data, "whole": whole, "line": line.strip()[:300]}
+
+
+# -- a program's timers under keys of any naming -------------------------------------------------------------
+
+_KEY = re.compile(r"(?<![\w./-])['\"]?(?P<key>[A-Za-z][\w./-]{0,40}?)['\"]?\s*[:=]?\s*(?P<num>\d+(?:\.\d+)?)"
+                  r"(?P<unit>\s*(?:ms|s)\b)?(?![\w.%/])")
+_TIME_PARTS = frozenset({"time", "timing", "timings", "t", "ms", "sec", "secs", "s", "duration", "latency", "dt",
+                         "elapsed", "timer"})
+_DATA_PARTS = frozenset({"data", "load", "loading", "loader", "dataloader", "fetch", "io", "input", "wait", "read",
+                         "reading", "batchgen"})
+_WORK_PARTS = frozenset({"forward", "backward", "fwd", "bwd", "compute", "model", "train", "optim", "optimizer", "gpu",
+                         "step", "fb", "fwdbwd"})
+_WHOLE_PARTS = frozenset({"iter", "iteration", "batch", "total", "wall", "it", "time"})
+
+
+def _parts(key: str) -> list[str]:
+    return [p for p in re.split(r"[/_.\-]+", key.lower()) if p]
+
+
+def timer_keys(line: str) -> tuple[float, float, bool] | None:
+    """A program's wait for data and its step time under keys of any naming (`time/data 0.9 | time/batch 1.2`,
+    `t_data: 0.9 t_iter: 1.2`, `fetch_ms=900 step_ms=1200`, `{'time/data': 0.9, 'time/step': 1.2}`): (data seconds,
+    step seconds, whether the step's timer leaves the data out: forward, backward, the train step)."""
+    data = step = None
+    exclusive = False
+    for found in _KEY.finditer(line):
+        parts = _parts(found.group("key"))
+        if not parts or _TIME_PARTS.isdisjoint(parts) and not any(p.endswith("time") for p in parts):
+            continue
+        ms = (found.group("unit") or "").strip() == "ms" or "ms" in parts
+        value = float(found.group("num")) / (1000 if ms else 1)
+        named = set(parts) - _TIME_PARTS
+        if not _DATA_PARTS.isdisjoint(parts) or any(p.startswith("data") for p in parts):
+            data = value if data is None else data
+        elif step is None and (named <= _WHOLE_PARTS or not _WORK_PARTS.isdisjoint(named)):
+            step, exclusive = value, not _WORK_PARTS.isdisjoint(named)
+    return (data, step, exclusive) if data is not None and step is not None else None

@@ -13,6 +13,7 @@ from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
+from loratui.logic.advisor.starve_timed import timer_keys
 from loratui.logic.text_reader import progress, values
 from loratui.recipe import Recipe
 
@@ -153,8 +154,8 @@ class TextWatch:
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
             found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
-        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or "atch" in line or
-                                                                  _UNIT_TIMED.search(line)):
+        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or "atch" in line or "_ms" in line or
+                                                                  "t_" in line or _UNIT_TIMED.search(line)):
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
@@ -225,7 +226,10 @@ class TextWatch:
             elif not is_data and time is None:
                 time, exclusive = number, bool(_EXCLUSIVE.search(name))
         if data is None or time is None:
-            return []
+            keyed = timer_keys(line)  # keys of other namings: `time/data`, `t_data`, `fetch_ms`
+            if keyed is None:
+                return []
+            data, time, exclusive = keyed
         total = data + time if exclusive else time
         if total <= 0 or data > total:
             return []
