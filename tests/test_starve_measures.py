@@ -145,3 +145,39 @@ def test_an_evaluations_timer_is_no_step() -> None:
     text = "".join(f"epoch {i} eval_time: 30.0 data_time: 0.2 loss {1.5 - i / 10:.2f}\n" for i in range(1, 6))
     item = first(text)
     assert item is None or item.id != "data_starved"
+
+
+# -- the words, when there is no measure: general vocabulary ------------------------------------------------
+
+WORDS = [
+    "It seems that the data loading is very time-consuming.",
+    "Why is training so slow? It takes 1 hour per epoch with 100k images, the GPU is barely used.",
+    "My two A6000s are hardly utilized while the script runs.",
+    "每个epoch的开始都要等很久才开始训练",
+    "The first few iterations are fast, then every ~16 iterations it stalls for several seconds (num_workers=16).",
+    "Using lazy loading of the h5 files made each epoch take 3x longer.",
+    "Decoding the JPEGs on the fly makes every epoch 4 times slower than with the cached tensors.",
+]
+
+
+@pytest.mark.parametrize("line", WORDS)
+def test_general_words_of_a_starved_gpu(line: str) -> None:
+    item = first(line + "\n")
+    assert item is not None and item.id == "data_starved"
+
+
+OTHER_WORDS = [
+    "Training became 3x slower after I upgraded transformers to 4.40.",
+    "With gradient checkpointing each epoch takes 3x longer, which is expected.",
+    "Loading the model takes 5x longer from the network drive.",
+    "The evaluation on the test images is 4x slower than training.",
+    "The GPU is barely warm, temps fine. Training loss goes down nicely.",
+    "每个epoch结束后保存模型要等很久",
+    "It seems that the checkpoint loading is very time-consuming.",
+]
+
+
+@pytest.mark.parametrize("line", OTHER_WORDS)
+def test_other_slowness_is_no_starvation(line: str) -> None:
+    item = first(line + "\n")
+    assert item is None or item.id != "data_starved"

@@ -17,8 +17,8 @@ from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
 
-_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,3}|T4|RTX ?\d{4}(?: ?Ti)?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
-"""The GPU by name or by model (`GPU`, `A100`, `H100`, `T4`, `RTX 4090`, `MI250X`)."""
+_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,4}s?|T4s?|RTX ?\d{4}(?: ?Ti)?s?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
+"""The GPU by name or by model (`GPU`, `A100`, `the H100s`, `A6000`, `T4`, `RTX 4090`, `MI250X`)."""
 _UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
          r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
@@ -35,6 +35,7 @@ _UTIL_SAID = re.compile(
     r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
     + _DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    r"(?:barely|hardly|rarely|scarcely) (?:being )?(?:used|utili[sz]ed|busy|working)|"
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
     r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))|"
     r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?P<low4>空闲|闲置|在等|等待数据|等数据|跑不满|没有?跑满)", re.I)
@@ -42,7 +43,7 @@ _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 _PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
                  r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
-_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|unusabl\w*|forever|ages|a long time|too long|very long|hours?|"
+_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|unusabl\w*|forever|ages|a long time|too long|very long|hours?|time[- ]consuming|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
 _MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
@@ -79,7 +80,7 @@ _LOADER_SLOW = re.compile(
     r"(?:reading|loading|decoding|fetching) (?:the |my |our |each |every |all )?(?:[\w.-]+ ){0,2}?(?:files?|data|images?|"
     r"samples|shards?|records|videos?|audio|batch(?:es)?)(?: from [\w./-]+)?)\b"
     r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
-    r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
+    r"(?:bottleneck\w*|slow\w*|time[- ]consuming|(?:CPU|IO|I/O)[- ]bound)\b|"
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|__getitem__|collate\w*)\b[^.!?\n]{0,30}?"
     r"\b(?:takes?|taking|took|needs?)\s+(?:(?:a|very|so|too|really|extremely|quite)\s+)*(?:long|forever|ages)\b|"
     r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:(?:is|was|by|on|in|lies in|(?:seems?|appears?|must|might|"
@@ -110,14 +111,16 @@ _STORAGE_SLOW = re.compile(
     re.I)
 """Reading the data from slow storage (a network file system, a bucket, a spinning disk), in the user's words."""
 _DELAY = re.compile(
-    r"\b(?:after|at|before|on|in|for)? ?(?:every|each) (?:few |\d+(?:st|nd|rd|th)? |other )?(?:training )?(?:batch|iteration|iter|"
+    r"\b(?:after|at|before|on|in|for)? ?(?:every|each) (?:few |(?:~\s*|about |around )?\d+(?:st|nd|rd|th)? |other )?(?:training )?"
+    r"(?:batch|iteration|iter|"
     r"step)e?s?\b"
     r"[^.!?\n]{0,40}?\b(?:delay\w*|paus\w*|stall\w*|lag\w*|gap|freez\w*|hang\w*|hiccup\w*|wait\w*|stutter\w*)\b|"
     r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait|stutter)(?:s|ing|ed)?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
     r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
     r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
-    r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
+    r"\bevery (?:few |(?:~\s*|about |around )?\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
     r"\b(?:at the (?:start|beginning) of|before) (?:each|every) (?:new )?epoch)|"
+    r"每个?\s*epoch[^。！？\n]{0,10}?(?:开始|开头|之前|前)[^。！？\n]{0,15}?(?:等|卡|慢|停)|"
     r"\bfirst (?:batch|iteration|iter|step)e?s? (?:of|in) (?:each|every) (?:new )?epoch\b[^.!?\n]{0,40}?(?:\bslow\w*|"
     r"\btakes? (?:about |around |~|over |almost )?\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|min\w*)\b|\blong\b|\bforever\b|"
     r"\bages\b)", re.I)
@@ -178,7 +181,7 @@ _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "domin
               "majority", "bulk", "% of", "卡", "瓶颈", "跟不上", "喂不饱")
 """Words one of starve_words' verdicts needs (lowercase)."""
 _THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
-               "/s", "/it")
+               "/s", "/it", "longer")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
@@ -397,6 +400,9 @@ def _rates_said(line: str) -> dict[str, object] | None:
     return {"said": "slowdown", "quote": line.strip()[:300]}
 
 
+_TIMES = re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:x|×|times)\s+(?:slower|longer)\b", re.I)
+"""`made each epoch take 3x longer`: the same work several times slower, with the data named as what changed."""
+_DATA_READ = re.compile(r"\b(?:loading|h5|hdf5|files?|images?|decod\w*|augment\w*|dataset)\b", re.I)
 _FIRST_EPOCH = re.compile(r"\bfirst epoch\b", re.I)
 _LATER_EPOCHS = re.compile(r"\b(?:later|subsequent|second|following|other|next|remaining|rest of the) epochs?\b", re.I)
 
@@ -423,6 +429,11 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
         rated = _rates_said(line)
         if rated is not None:
             return rated
+    times = _TIMES.search(line)
+    if times and float(times.group(1)) >= SLOWER and (_DATA_CAUSE.search(line) or _DATA_READ.search(line)) and \
+            _WORK.search(line) and not _ELSEWHERE.search(line) and not _DENIED.search(line) and \
+            not _NOT_DATA.search(line):
+        return {"said": "slowdown", "quote": line.strip()[:300]}
     if not _THEN.search(line) or not _WORK.search(line):
         return None
     durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]

@@ -115,7 +115,7 @@ _CLAUSE_FEEDER = re.compile(
     r"input pipeline|data pipeline|__getitem__|collate\w*|num_workers|dataloader workers?|I/?O\b|NFS|HDD|S3\b|"
     r"network (?:drive|storage|disk)|reading (?:the )?(?:data|files?|images?)|decoding|augmentations?)|"
     r"数据加载|读取数据|数据读取|加载数据|取数据|读数据", re.I)
-_CLAUSE_SLOW = re.compile(r"\b(?:slow\w*|bottleneck\w*|stall\w*|lag(?:s|gy|ging)?|freez\w*|stuck|crawl\w*|forever|"
+_CLAUSE_SLOW = re.compile(r"\b(?:slow\w*|bottleneck\w*|stall\w*|lag(?:s|gy|ging)?|freez\w*|stuck|crawl\w*|forever|time[- ]consuming|"
                           r"takes? (?:ages|hours)|idl(?:e|ing))\b|慢|瓶颈|卡住|卡顿", re.I)
 _CLAUSE_WELL = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|n't|fine|fast|quick\w*|ok|okay|normal|solved|fixed|"
                           r"NCCL|rank|barrier|all-?reduce|process group|generat\w*|inference|checkpoint\w*|models?|weights?|"
