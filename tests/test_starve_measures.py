@@ -181,3 +181,31 @@ OTHER_WORDS = [
 def test_other_slowness_is_no_starvation(line: str) -> None:
     item = first(line + "\n")
     assert item is None or item.id != "data_starved"
+
+
+# -- a training bar that slows for good, from a few pasted redraws ------------------------------------------------
+
+def bar_lines(rates: list[float], desc: str = "") -> str:
+    return "".join(f"{desc}{10 * (i + 1) // 10}%|█         | {10 * (i + 1)}/1000 [01:{i:02d}<20:00, {r:.2f}it/s]\n"
+                   for i, r in enumerate(rates))
+
+
+def test_a_few_redraws_of_a_bar_that_slowed_for_good() -> None:
+    item = first(bar_lines([3.1, 3.0, 2.9, 1.0, 0.9, 0.8]))
+    assert item is not None and item.id == "data_starved" and "slowed from" in item.title
+
+
+@pytest.mark.parametrize("rates", [
+    [0.5, 1.0, 2.0, 3.0, 3.0, 3.1],  # the warm-up: it speeds up
+    [3.0, 2.6, 3.1, 2.8, 2.9, 3.0],  # steady, with noise
+    [3.1, 3.0, 2.9, 1.0, 0.9],  # too few after the first to tell
+])
+def test_a_bar_that_speeds_up_or_holds_is_no_slowdown(rates: list[float]) -> None:
+    item = first(bar_lines(rates))
+    assert item is None or item.id != "data_starved"
+
+
+def test_a_slowdown_just_after_an_evaluation_is_the_evaluations() -> None:
+    text = bar_lines([3.1, 3.0, 2.9]) + "***** Running Evaluation *****\n" + bar_lines([1.0, 0.9, 0.8])
+    item = first(text)
+    assert item is None or item.id != "data_starved"

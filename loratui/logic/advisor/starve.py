@@ -754,11 +754,13 @@ class TimingTable:
 
 
 RATE_READINGS = 8
+RATE_FEW = 5
 RATE_SETTLE = 10
 RATE_SLOWER = 2.5
 """A training bar slowed for good: the fastest of its last 3 readings 2.5 times slower than the median of its first
 half, 8 readings or more, none of the last 3 within 10 redraws after an evaluation or another bar (tqdm smooths the
-rate, so a pause for evaluation shows as a slow reading for a few redraws after it)."""
+rate, so a pause for evaluation shows as a slow reading for a few redraws after it); 5 readings are enough where the
+text shows no evaluation, save or other bar at all (a few bar lines pasted to show the slowdown)."""
 
 
 @dataclass
@@ -768,16 +770,17 @@ class RateWatch:
     total: int = 0
     rates: list[float] = field(default_factory=list)
     since_break: int = 0  # readings since the last evaluation, save or other bar
+    broke: bool = False  # an evaluation, save or other bar was seen
     done: bool = False
 
     def line(self, line: str) -> dict[str, object] | None:
         bar = find_bar(line)
         if bar is None:
             if _BREAK.search(line):
-                self.since_break = 0
+                self.since_break, self.broke = 0, True
             return None
         if not bar.maybe_training or bar.total != self.total and self.rates:
-            self.since_break = 0
+            self.since_break, self.broke = 0, True
             if bar.maybe_training and bar.total > self.total:  # the training loop is the longest bar
                 self.total, self.rates = bar.total, []
             return None
@@ -790,9 +793,9 @@ class RateWatch:
 
     def _verdict(self, line: str) -> dict[str, object] | None:
         n = len(self.rates)
-        if n < RATE_READINGS or self.since_break < RATE_SETTLE + 3:
+        if (n < RATE_READINGS or self.since_break < RATE_SETTLE + 3) and (self.broke or n < RATE_FEW):
             return None
-        early = sorted(self.rates[1:n // 2])
+        early = sorted(self.rates[1:n // 2 + (n < RATE_READINGS)])  # a few: two early readings at least
         before = early[len(early) // 2]
         now = min(self.rates[-3:])
         if before <= 0 or now < RATE_SLOWER * before:
