@@ -239,3 +239,22 @@ def test_an_attribute_error_in_the_users_code_beside_bitsandbytes_is_no_setup() 
 AttributeError: 'Tensor' object has no attribute 'half_precision'
 """
     assert first_id(text) == "exception"
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: Error building extension 'bitsandbytes'\n",
+    "  ERROR: Failed building wheel for bitsandbytes\nERROR: Could not build wheels for bitsandbytes, which is required "
+    "to install pyproject.toml-based projects\n",
+    "error: command '/usr/local/cuda/bin/nvcc' failed with exit status 1 while compiling bitsandbytes/csrc/kernels.cu\n",
+])
+def test_building_bitsandbytes_fails(text: str) -> None:
+    item = first(text)
+    assert item is not None and item.id == "bnb_setup" and "building it failed" in item.title
+
+
+@pytest.mark.parametrize("text", [
+    "  Building wheel for bitsandbytes (setup.py) ... done\nSuccessfully installed bitsandbytes-0.43.1\n",
+    "  ERROR: Failed building wheel for flash-attn\n",
+])
+def test_a_build_that_succeeds_or_another_packages_is_no_bitsandbytes_setup(text: str) -> None:
+    assert first_id(text) != "bnb_setup"

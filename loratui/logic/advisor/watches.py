@@ -257,6 +257,9 @@ _SETUP = (
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
         r"version of `?bitsandbytes`? that is not compatible|"
+        # its build from source failing (no wheel for this platform, its CUDA kernels not compiling)
+        r"(?:Error building extension|Failed building wheel for|Could not build wheels for|failed\b.{0,120}?\bcompiling)"
+        r" '?\S*bitsandbytes|"
         # its native functions missing: the library loaded without its CUDA binary
         r"'NoneType' object has no attribute 'c\w*(?:blockwise|adam|nf4|fp4|8bit|32bit|managed)\w*'|"
         r"bitsandbytes\b.{0,200}?(?:compiled without GPU|without GPU support|not compiled with (?:CUDA|GPU))|"
