@@ -99,3 +99,36 @@ def test_a_distributed_timeout_said_in_chinese(line: str) -> None:
 ])
 def test_a_chinese_timeout_setting_or_another_timeout_is_no_collective(line: str) -> None:
     assert first_id(line + "\n") != "nccl_timeout"
+
+
+# -- the timeout told in words while a rank prepares the data ----------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    # https://github.com/JIA-Lab-research/LongLoRA/issues/45 (dev-learn)
+    "While rank 0 process is working  on prepping the dataset, and it takes longer than 30 minutes, an exception is "
+    "thrown.\n",
+    # https://github.com/shibing624/MedicalGPT/issues/129 (dev-learn)
+    "我想问个问题就是每次多卡运行的时候因为分词得花很多时间，所以到30分钟的时候总会报错，后来查看 pytorch的ddp运行参数里有：\n",
+    # the pattern, other words
+    "Tokenizing the dataset on rank 0 takes over half an hour and then the other ranks die with a timeout error.\n",
+    "多卡训练时数据预处理太慢，半小时后就超时退出了\n",
+    "On 4 GPUs, preprocessing the dataset takes about 40 min, and every time at the 30 minute mark torchrun crashes.\n",
+    "Training on 8 GPUs with DeepSpeed: the map over the corpus (tokenization) never finishes, the job times out and "
+    "fails.\n",
+])
+def test_a_rank_preparing_data_past_the_timeout_in_words(text: str) -> None:
+    item = first(text)
+    assert item.id == "nccl_timeout" and "still preprocessing the dataset" in item.title and "ddp_timeout" in item.title
+
+
+@pytest.mark.parametrize("text", [
+    "Tokenizing the dataset takes 30 minutes on 8 GPUs, then training runs fine.\n",
+    "I set ddp_timeout to 1800 and the tokenizer raised an error: KeyError 'input_ids'\n",
+    "--ddp_timeout 1800 \\\nRunning tokenizer on dataset: 100%|██| 1000/1000 [00:05<00:00]\n"
+    "ValueError: Asking to pad but the tokenizer does not have a padding token.\n",
+    "How can I make preprocessing faster on multi-GPU so it does not hit the 30 minutes timeout?\n",
+    "torchrun --nproc_per_node 4 train.py\nthe tokenizer is slow, it took 35 minutes, but no error\n",
+    "Tokenizing takes a while on one GPU, after 30 minutes the notebook crashed with an out of memory error.\n",
+])
+def test_a_long_preparation_without_a_distributed_timeout_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
 from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
+from loratui.logic.advisor.prep_timeout import PrepTimeout
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
 from loratui.logic.advisor.starve_timed import timer_keys
@@ -120,6 +121,7 @@ class TextWatch:
     where: PhaseText = field(default_factory=PhaseText)  # where the run was: its status lines, bars, words
     starve: StarveText = field(default_factory=StarveText)  # utilisation readings, profiler rows, the user's words
     bnb: BnbSetup = field(default_factory=BnbSetup)  # bitsandbytes' CUDA runtime warning, until a CUDA binary loads
+    prep_timeout: PrepTimeout = field(default_factory=PrepTimeout)  # a rank preparing data past the timeout, in words
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
@@ -163,6 +165,11 @@ class TextWatch:
                 _PREP_STATUS.search(line):
             self.prep_line = line.strip()[:300]
         found += self.starve.line(line, step)
+        said = self.prep_timeout.line(line) if not self.nccl_lines else None
+        if said is not None:  # the run died at the distributed timeout while a rank prepared the data, in words
+            self.nccl_lines = 1
+            self.prep_line = self.prep_line or str(said.pop("prep"))
+            found.append(Finding("nccl_timeout", step, said))
         if "libcudart" in line or "libbitsandbytes" in line or "SETUP" in line:
             self.bnb.line(line, step)
         return found
