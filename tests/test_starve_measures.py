@@ -209,3 +209,27 @@ def test_a_slowdown_just_after_an_evaluation_is_the_evaluations() -> None:
     text = bar_lines([3.1, 3.0, 2.9]) + "***** Running Evaluation *****\n" + bar_lines([1.0, 0.9, 0.8])
     item = first(text)
     assert item is None or item.id != "data_starved"
+
+
+# -- time lost to the feed, the workers started again every epoch --------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/boreshkinai/delta-interpolator/pull/3 (dev-learn)
+    "You lose around 10 seconds because of the worker reset at the start of each epoch.",
+    "The DataLoader workers are re-created at the beginning of every epoch, which takes ~20 s with 16 workers.",
+    "Every epoch the workers get respawned and the GPU sits idle meanwhile.",
+    "We waste about 5 s per batch waiting for the loader.",
+])
+def test_time_lost_to_the_feed(line: str) -> None:
+    item = first(line + "\n")
+    assert item is not None and item.id == "data_starved"
+
+
+@pytest.mark.parametrize("line", [
+    "I lost 3 hours of training because the job crashed at epoch 4.",
+    "We lose 2 minutes every epoch to evaluation.",
+    "The learning rate scheduler resets every epoch.",
+])
+def test_time_lost_to_other_work_is_no_starvation(line: str) -> None:
+    item = first(line + "\n")
+    assert item is None or item.id != "data_starved"

@@ -125,6 +125,18 @@ _DELAY = re.compile(
     r"\btakes? (?:about |around |~|over |almost )?\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|min\w*)\b|\blong\b|\bforever\b|"
     r"\bages\b)", re.I)
 """A delay between batches in the user's words (the GPU step is quick; the wait is for the next batch)."""
+_LOST_TIME = re.compile(
+    r"\b(?:lose|loses|losing|lost|waste[sd]?|wasting)\s+(?:about |around |roughly |~|nearly |almost |over |up to )?"
+    r"\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|min(?:ute)?s?)\b[^.!?\n]{0,60}?\b(?:workers?|(?:data ?)?loader|data ?load\w*|"
+    r"(?:each|every|per) (?:epoch|batch|step|iteration)|between (?:epochs|batches|steps))\b", re.I)
+"""Time lost to the feed (`you lose around 10 seconds because of the worker reset at the start of each epoch`)."""
+_RESPAWN = re.compile(
+    r"\bworkers?\b[^.!?\n]{0,40}?\b(?:re-?spawn\w*|re-?start\w*|re-?creat\w*|re-?initiali[sz]\w*|torn down|"
+    r"tear(?:s|ing)? down|reset\w*|re-?launch\w*|shut ?down and (?:re)?start\w*)\b[^.!?\n]{0,40}?"
+    r"\b(?:each|every|per|new) epoch|"
+    r"\b(?:each|every|per|new) epoch\b[^.!?\n]{0,40}?\bworkers?\b[^.!?\n]{0,30}?\b(?:re-?spawn\w*|re-?start\w*|"
+    r"re-?creat\w*|re-?initiali[sz]\w*|torn down|reset\w*|re-?launch\w*)", re.I)
+"""The loader's workers started again every epoch (no persistent_workers): a pause at each epoch's start."""
 _DELAY_HERE = re.compile(
     r"\b(?:\d+(?:\.\d+)?(?:\s*[~\-]\s*\d+(?:\.\d+)?)?|a few|several|a couple of)\s*(?:s|secs?|seconds?|minutes?|"
     r"mins?)\s+(?:of\s+)?(?:delay|pause|stall|lag|gap|wait|freeze)\b|"
@@ -245,7 +257,8 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
         return prep
     if not any(word in low for word in _SAID_WORDS + _FED_WORDS):
         return None
-    for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
+    for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay"),
+                          (_LOST_TIME, "delay"), (_RESPAWN, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
