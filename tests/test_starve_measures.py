@@ -233,3 +233,30 @@ def test_time_lost_to_the_feed(line: str) -> None:
 def test_time_lost_to_other_work_is_no_starvation(line: str) -> None:
     item = first(line + "\n")
     assert item is None or item.id != "data_starved"
+
+
+# -- measured in prose: the idle share, a speed-up from the feed ----------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "It trains at 425 sample/s with the GPU idle 63% of the time.",
+    "The GPU spends 70% of its time idle.",
+    "I got a 10X performance increase by setting `dataloader_num_workers` to 16.",
+    "Setting pin_memory=True and persistent_workers=True made it 3x faster.",
+    "After moving the dataset from NFS to local NVMe the epoch time went from 50 min to 12 min.",
+    "Pre-tokenizing the corpus gave a 4x speedup of the training loop.",
+])
+def test_a_measured_idle_share_or_feed_speedup_is_starved(line: str) -> None:
+    item = first(line + "\n")
+    assert item is not None and item.id == "data_starved"
+
+
+@pytest.mark.parametrize("line", [
+    "The GPU is idle 5% of the time, which is fine.",
+    "Flash attention made it 3x faster.",
+    "Switching to bf16 gave a 2x speedup with 8 workers on the node.",
+    "Loading the model from local NVMe took from 10 min to 2 min.",
+    "More workers made no 2x difference at all, it is not faster.",
+])
+def test_a_small_idle_share_or_another_speedup_is_no_starvation(line: str) -> None:
+    item = first(line + "\n")
+    assert item is None or item.id != "data_starved"

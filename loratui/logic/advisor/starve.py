@@ -193,7 +193,7 @@ _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "domin
               "majority", "bulk", "% of", "卡", "瓶颈", "跟不上", "喂不饱")
 """Words one of starve_words' verdicts needs (lowercase)."""
 _THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
-               "/s", "/it", "longer")
+               "/s", "/it", "longer", "faster", "speed", "increase", "improve", "boost", "gain", "from ")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
@@ -273,6 +273,13 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
     return {"said": fed, "quote": line.strip()[:300]} if fed and (util or fed == "loader") else None
 
 
+_IDLE_SHARE = re.compile(
+    _DEVICE + r"[^.!?\n]{0,30}?\b(?:idle|idling|waiting|stalled|doing nothing)\s+(?:for\s+)?(?:about |around |~|over |"
+    r"nearly |almost )?(?P<n>\d{1,3})\s*%\s+of\s+(?:the|its)\s+(?:\w+\s+)?time|"
+    + _DEVICE + r"[^.!?\n]{0,30}?\b(?:spends?|spent|is|was|sits?)\s+(?:about |around |~|over |nearly |almost )?"
+    r"(?P<n2>\d{1,3})\s*%\s+of\s+(?:the|its)\s+(?:\w+\s+)?time\s+(?:idle|idling|waiting|stalled|doing nothing)", re.I)
+"""The GPU's idle share as measured (`the GPU idle 63% of the time`, `the GPU spends 70% of its time idle`)."""
+IDLE_SHARE = 25
 _SWING = re.compile(r"spik|saw-?tooth|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
 SWING_LOW = 70
 """A swing whose low end the user gives above 70% is a busy GPU (`between 60% - 100%` starves, per MegEngine's
@@ -283,6 +290,10 @@ def _util_said(line: str) -> dict[str, object] | None:
     """`GPU utilization is low`, `GPU util 0-30%`, `spiky GPU utilization`, `GPU利用率很低`: the utilisation low or
     swinging in the user's words; a percentage counts when it is at most half (`oscillates between 60% - 100%`
     counts by its word, `GPU utilization is 100%` does not)."""
+    idle = _IDLE_SHARE.search(line)
+    if idle:  # the idle share measured: a quarter of the time or more is a GPU waiting
+        share = int(idle.group("n") or idle.group("n2"))
+        return {"said": "util", "quote": line.strip()[:300], "util": 100 - share} if share >= IDLE_SHARE else None
     for found in _UTIL_SAID.finditer(line):
         gap = found.group("gap") or ""
         if found.group("util") and _GAP_OTHER.search(gap):
@@ -416,6 +427,23 @@ def _rates_said(line: str) -> dict[str, object] | None:
 _TIMES = re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:x|×|times)\s+(?:slower|longer)\b", re.I)
 """`made each epoch take 3x longer`: the same work several times slower, with the data named as what changed."""
 _DATA_READ = re.compile(r"\b(?:loading|h5|hdf5|files?|images?|decod\w*|augment\w*|dataset)\b", re.I)
+_FASTER = re.compile(r"\b(?P<n>\d+(?:\.\d+)?)\s*[x×]\s*(?:faster|speed-?up|(?:more )?(?:performance|throughput|speed)|"
+                     r"(?:performance |speed |throughput )?(?:increase|improvement|boost|gain))\b|"
+                     r"\b(?P<n2>\d+(?:\.\d+)?)\s*times (?:faster|the (?:speed|throughput))\b", re.I)
+FASTER = 2.0
+"""A loader or storage change that made training twice as fast or more: the run waited for its data before."""
+_FED_BETTER = re.compile(r"\b(?:num_workers|dataloader_num_workers|workers?|pin_memory|persistent_workers|"
+                         r"prefetch\w*|data ?loaders?|NFS|local (?:disk|SSD|NVMe|storage)|SSD|NVMe|ramdisk|/dev/shm|"
+                         r"cach(?:e|ed|ing) the (?:data|images|dataset)|pre-?(?:decod|tokeni[sz]|process)\w*)\b", re.I)
+"""What feeds the GPU, changed: the loader's knobs, the data moved to fast storage or prepared ahead."""
+_OTHER_CHANGE = re.compile(r"\b(?:bf16|fp16|fp8|tf32|amp|mixed precision|precision|flash|sdpa|attention|compile\w*|"
+                           r"batch[ _-]?size|gradient checkpointing|checkpointing|quantiz\w*|deepspeed|fsdp|liger|"
+                           r"unsloth|kernels?|cudnn|driver|upgrad\w*)\b", re.I)
+"""Another change named beside the speed-up: the compute got faster, not the feed."""
+_MOVED = re.compile(r"\bfrom\s+(?:about |~)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|h|min|s)\b"
+                    r"[^.!?\n]{0,20}?\bto\s+(?:about |~)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|h|"
+                    r"min|s)\b", re.I)
+"""`the epoch time went from 50 min to 12 min`: a time before and after a change."""
 _FIRST_EPOCH = re.compile(r"\bfirst epoch\b", re.I)
 _LATER_EPOCHS = re.compile(r"\b(?:later|subsequent|second|following|other|next|remaining|rest of the) epochs?\b", re.I)
 
@@ -447,6 +475,16 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
             _WORK.search(line) and not _ELSEWHERE.search(line) and not _DENIED.search(line) and \
             not _NOT_DATA.search(line):
         return {"said": "slowdown", "quote": line.strip()[:300]}
+    faster = _FASTER.search(line)
+    if faster and float(faster.group("n") or faster.group("n2")) >= FASTER and _FED_BETTER.search(line) and \
+            not _DENIED.search(line) and not _ELSEWHERE.search(line) and not _NOT_DATA.search(line) and \
+            not _OTHER_CHANGE.search(line):
+        return {"said": "loader", "quote": line.strip()[:300]}
+    moved = _MOVED.search(line)
+    if moved and _FED_BETTER.search(line) and not _ELSEWHERE.search(line) and not _NOT_DATA.search(line):
+        spans = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(moved.group(0))]
+        if len(spans) == 2 and min(spans) > 0 and max(spans) >= SLOWER * min(spans):
+            return {"said": "slowdown", "quote": line.strip()[:300]}
     if not _THEN.search(line) or not _WORK.search(line):
         return None
     durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]
