@@ -260,3 +260,14 @@ def test_a_measured_idle_share_or_feed_speedup_is_starved(line: str) -> None:
 def test_a_small_idle_share_or_another_speedup_is_no_starvation(line: str) -> None:
     item = first(line + "\n")
     assert item is None or item.id != "data_starved"
+
+
+def test_a_stop_kept_away_is_no_reason_for_the_idle_gpu() -> None:
+    item = first("I reduced the batch size to 4 to avoid OOM, and now the GPU utilization is only 20% and training "
+                 "is very slow.\n")
+    assert item is not None and item.id == "data_starved"
+
+
+def test_a_crash_is_still_the_idle_gpus_reason() -> None:
+    item = first("After the OOM crash the GPU utilization is 0% and nothing runs.\n")
+    assert item is None or item.id != "data_starved"

@@ -221,9 +221,15 @@ _NOW_AND_THEN = re.compile(r"\b(?:sometimes|occasionally|periodically|intermitte
 """A hang now and then is a stall (`the code sometimes just hangs at a single step ... GPU 0%`), not a stopped run."""
 
 
+_AVOIDED = re.compile(r"\b(?:avoid\w*|prevent\w*|without|no more|no longer|not|never|fix\w*|solv\w*)\s+(?:an?\s+|the\s+|"
+                      r"getting\s+|hitting\s+|any\s+)?(?:OOM|out of memory|crash\w*|errors?)\b", re.I)
+"""A stop the change kept away (`reduced the batch size to avoid OOM, and now the GPU sits at 20%`): the run goes on."""
+
+
 def idle_elsewhere(line: str) -> bool:
     """The line gives another reason for an idle GPU: the run is on the CPU, crashed or hangs for good."""
-    stopped = _STOPPED.search(line) is not None and _NOW_AND_THEN.search(line) is None
+    kept = _AVOIDED.sub(" ", line)
+    stopped = _STOPPED.search(kept) is not None and _NOW_AND_THEN.search(line) is None
     return bool(_ON_CPU.search(line) or _NOTHING_ON_IT.search(line) or stopped)
 
 
