@@ -236,7 +236,10 @@ def _used(ctx: Context) -> int:
 _UNAVAILABLE = (r"not installed|not available|unavailable|not (?:be )?supported|does not support|doesn't support|"
                 r"cannot be used|can't be used|failed|could not|couldn't|cannot (?:find|load|import|open)|unable to|"
                 r"no module|undefined symbol|dll load|is not defined|not found|no such file|only supports?\b|"
-                r"incompatible|not compatible|not compiled|without GPU|no kernel image")
+                r"incompatible|not compatible|not compiled|without GPU|no kernel image|"
+                r"(?:does ?n[o']t|do ?n[o']t|won'?t|will not|is ?n[o']t|not|never) work(?:s|ing)?\b|"
+                r"不支持|装不上|安装失败|无法(?:安装|使用|导入|加载)|用不了|不能用|版本不(?:对|匹配|兼容)|"
+                r"(?<!没有)(?<!没)(?<!不)(?:报错|出错)")
 """What a library says when it cannot be used: not installed, not importable, not built for this GPU or OS."""
 _FLASH = r"flash[_\- ]?attn|flash[_\- ]?attention"
 _SETUP = (
@@ -279,6 +282,9 @@ _SETUP = (
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r".*?(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|.*?in _check_and_enable_flash_attn_2\b|"
         r".*?FlashAttention only supports Ampere|"
+        # its build failing: `Building wheel for flash-attn (setup.py) ... error`, `Failed building wheel for flash-attn`
+        r".*?Building wheel for\s+(?:" + _FLASH + r").{0,40}?\.\.\.\s*error\b|"
+        r".*?(?:Failed building wheel for|Could not build wheels for|Failed to build)\s+(?:" + _FLASH + r")|"
         # kernels this GPU or dtype lacks: `FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`
         r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d))",
         re.I)),
