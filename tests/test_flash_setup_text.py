@@ -45,6 +45,10 @@ def test_flash_attention_that_cannot_be_used(text: str) -> None:
     "  Building wheel for flash-attn (setup.py) ... done\nSuccessfully installed flash-attn-2.5.8\n",
     "Flash attention works great now, thanks!\n",
     "We use flash attention 2 and the loss goes down nicely; attn_implementation=\"flash_attention_2\".\n",
+    # `does not work` said of other attempts, flash-attention named after it as the fix (the pattern of a dev-learn
+    # LLaMA-Factory thread whose loss is 0 with grad_norm nan)
+    "I tried bf16 false, fp16 true and a newer deepspeed, but that does not work. Setting flash_attn: disabled "
+    "works for me.\n",
     # a value error inside it is the caller's input, not its install
     """Traceback (most recent call last):
   File "/work/train.py", line 40, in <module>

@@ -132,3 +132,26 @@ def test_a_rank_preparing_data_past_the_timeout_in_words(text: str) -> None:
 ])
 def test_a_long_preparation_without_a_distributed_timeout_is_no_collective(text: str) -> None:
     assert first_id(text) != "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "Training on two nodes hangs forever at \"Initializing distributed\" and never starts.\n",
+    "It hangs in the barrier after saving the checkpoint on rank 0.\n",
+    "多机训练的时候卡住了，不报错也不动\n",
+])
+def test_a_hang_in_a_collective_or_across_nodes_in_words(text: str) -> None:
+    item = first(text)
+    assert item.id == "nccl_timeout" and "as the text says" in item.title
+
+
+def test_a_watchdog_that_kills_the_job_is_a_distributed_timeout() -> None:
+    assert first_id("Our 8-GPU job freezes after ~1000 steps and then the watchdog kills it.\n") == "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "With DDP on 4 GPUs the dataloader hangs at the start of epoch 2.\n",
+    "The watchdog is a nice feature of our cluster; training finished fine.\n",
+    "Two nodes train fine at 3 it/s; a single node is faster.\n",
+])
+def test_a_loader_hang_or_a_healthy_multi_node_run_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"

@@ -35,6 +35,7 @@ _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
     r"store->get\('?\w*'?\) got error|retrieving ncclUniqueId from \[\d+\] via c10d key-value store|"
     r"RendezvousTimeoutError|watchdog got stuck for \d+ seconds|"
+    r"\bwatchdog\b.{0,80}?\b(?:kill\w*|abort\w*|terminat\w*|tim(?:ed|es) ?out|timeout)\b|"
     r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
     re.I)
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
@@ -45,6 +46,11 @@ _NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo",
 _HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stuck|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动",
                         re.I)
 """The user's words that the run stopped moving."""
+_HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:first\s+)?[\"'`]?(?:Initiali[sz]ing distributed|"
+                         r"init_process_group|rendezvous|barrier|all[_-]?reduce|all[_-]?gather|broadcast|NCCL|"
+                         r"communicat\w*|dist\.\w+)|\b(?:multi-?node|(?:two|three|four|\d+) nodes|across nodes)\b|"
+                         r"多机|跨节点|多节点", re.I)
+"""Where the person says it hangs: in a collective or the distributed setup, or on several nodes (NCCL's domain)."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
 _AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
@@ -152,7 +158,7 @@ class TextWatch:
             found += self._idle_gpu(line, step)
         if "NCCL INFO" in line or "hang" in lowered or "stuck" in lowered or "freez" in lowered or "卡" in line:
             found += self._nccl_hang(line, step)
-        if ("time" in lowered or "store->get" in line or "stuck" in lowered or "超时" in line) and \
+        if ("time" in lowered or "store->get" in line or "stuck" in lowered or "超时" in line or "watchdog" in lowered) and \
                 any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
@@ -303,6 +309,9 @@ class TextWatch:
             self.nccl_info = line.strip()[:300]
         elif not self.hang_said and _HANG_SAID.search(line) and not looks_like_code(line) and "NCCL INFO" not in line:
             self.hang_said = line.strip()[:300]
+            if not self.nccl_info and _HANG_WHERE.search(line) and not _NCCL_TIMEOUT.search(line):
+                # it hangs in a collective or across nodes, in words (a timeout said on the line is read as one)
+                self.nccl_info = line.strip()[:300]
         else:
             return []
         if not (self.nccl_info and self.hang_said) or self.nccl_lines:
@@ -369,7 +378,9 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
     verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
     if facts.get("hang"):
-        return Advice("nccl_timeout", ERROR, "The run hangs after NCCL set up its communicators: a collective never "
+        where = "in a collective or across nodes, as the text says" if facts["hang"] == facts["line"] else \
+            "after NCCL set up its communicators"
+        return Advice("nccl_timeout", ERROR, f"The run hangs {where}: a collective never "
                       "completes; try NCCL_P2P_DISABLE=1 (GPUs whose peer-to-peer path fails), then NCCL_IB_DISABLE=1",
                       [facts["line"], "the last NCCL line: " + str(facts["hang"]),
                        "NCCL_DEBUG=INFO shows the transport each channel uses (P2P/IPC, SHM, NET/IB); a hang at the "

@@ -236,10 +236,7 @@ def _used(ctx: Context) -> int:
 _UNAVAILABLE = (r"not installed|not available|unavailable|not (?:be )?supported|does not support|doesn't support|"
                 r"cannot be used|can't be used|failed|could not|couldn't|cannot (?:find|load|import|open)|unable to|"
                 r"no module|undefined symbol|dll load|is not defined|not found|no such file|only supports?\b|"
-                r"incompatible|not compatible|not compiled|without GPU|no kernel image|"
-                r"(?:does ?n[o']t|do ?n[o']t|won'?t|will not|is ?n[o']t|not|never) work(?:s|ing)?\b|"
-                r"不支持|装不上|安装失败|无法(?:安装|使用|导入|加载)|用不了|不能用|版本不(?:对|匹配|兼容)|"
-                r"(?<!没有)(?<!没)(?<!不)(?:报错|出错)")
+                r"incompatible|not compatible|not compiled|without GPU|no kernel image")
 """What a library says when it cannot be used: not installed, not importable, not built for this GPU or OS."""
 _FLASH = r"flash[_\- ]?attn|flash[_\- ]?attention"
 _SETUP = (
@@ -282,6 +279,11 @@ _SETUP = (
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r".*?(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|.*?in _check_and_enable_flash_attn_2\b|"
         r".*?FlashAttention only supports Ampere|"
+        # the person's words, in the same clause as its name: `Flash attention 2 doesn't work on Windows`,
+        # `flash_attn版本不对`, `flash-attn 装不上`
+        r".*?(?:" + _FLASH + r")[^.,;。，；\n]{0,40}?(?:(?:does ?n[o']t|do ?n[o']t|won'?t|will not|is ?n[o']t|never) "
+        r"work(?:s|ing)?\b|不支持|装不上|安装失败|编译失败|无法(?:安装|使用|导入|加载)|用不了|不能用|版本不(?:对|匹配|兼容)|"
+        r"(?<!没有)(?<!没)(?<!不)(?:报错|出错))|"
         # its build failing: `Building wheel for flash-attn (setup.py) ... error`, `Failed building wheel for flash-attn`
         r".*?Building wheel for\s+(?:" + _FLASH + r").{0,40}?\.\.\.\s*error\b|"
         r".*?(?:Failed building wheel for|Could not build wheels for|Failed to build)\s+(?:" + _FLASH + r")|"
