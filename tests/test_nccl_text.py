@@ -155,3 +155,9 @@ def test_a_watchdog_that_kills_the_job_is_a_distributed_timeout() -> None:
 ])
 def test_a_loader_hang_or_a_healthy_multi_node_run_is_no_collective(text: str) -> None:
     assert first_id(text) != "nccl_timeout"
+
+
+def test_a_watchdog_ended_by_a_cuda_error_is_that_error() -> None:
+    assert first_id("terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  [Rank 0] "
+                    "Process group watchdog thread terminated with exception: CUDA error: an illegal memory access "
+                    "was encountered\n") == "cuda_error"

@@ -35,7 +35,8 @@ _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
     r"store->get\('?\w*'?\) got error|retrieving ncclUniqueId from \[\d+\] via c10d key-value store|"
     r"RendezvousTimeoutError|watchdog got stuck for \d+ seconds|"
-    r"\bwatchdog\b.{0,80}?\b(?:kill\w*|abort\w*|terminat\w*|tim(?:ed|es) ?out|timeout)\b|"
+    r"\bwatchdog\b(?!.*?(?:CUDA error|device-side assert|illegal memory|with exception))"
+    r".{0,80}?\b(?:kill\w*|abort\w*|terminat\w*|tim(?:ed|es) ?out|timeout)\b|"
     r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
     re.I)
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
