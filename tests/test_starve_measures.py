@@ -271,3 +271,29 @@ def test_a_stop_kept_away_is_no_reason_for_the_idle_gpu() -> None:
 def test_a_crash_is_still_the_idle_gpus_reason() -> None:
     item = first("After the OOM crash the GPU utilization is 0% and nothing runs.\n")
     assert item is None or item.id != "data_starved"
+
+
+# -- the feed asked to be faster, or a streamed or lazily read source called slow --------------------------------
+
+@pytest.mark.parametrize("line", [
+    "How can I speed up data loading? My epochs take forever.",
+    "Is there a way to make the dataloader faster?",
+    "Slow training with IterableDataset and streaming=True",
+    "Training speed is slow when using a streaming dataset from the hub.",
+    "Training is slow due to the heavy transforms in my dataset class.",
+    "请问怎么加速数据加载？",
+])
+def test_the_feed_said_slow_or_asked_faster(line: str) -> None:
+    item = first(line + "\n")
+    assert item is not None and item.id == "data_starved"
+
+
+@pytest.mark.parametrize("line", [
+    "How do I speed up the model's forward pass?",
+    "How can I speed up training? I use 4 GPUs with deepspeed zero3.",
+    "Loading the dataset with streaming is fast, training is fine too.",
+    "Slow inference with the streaming API.",
+])
+def test_other_speed_questions_are_no_starvation(line: str) -> None:
+    item = first(line + "\n")
+    assert item is None or item.id != "data_starved"

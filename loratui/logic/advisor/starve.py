@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
 from loratui.logic.advisor.starve_timed import timed_parts
-from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly
+from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly, speed_up_asked
 from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
@@ -176,7 +176,9 @@ _SLOW_SAID = re.compile(r"\b(?:training|speed|it|throughput|epochs?|iterations?)
                         r"slow\b",
                         re.I)
 _LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0,80}?(?:[Dd]ata ?[Ll]oad\w*|"
-                            r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__)")
+                            r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__|"
+                            r"(?:heavy |expensive |costly |on-the-fly |online )?(?:transforms?|augmentations?)\b|"
+                            r"(?:image |video |audio )?decoding)")
 """The loader named as the reason (`the reason was because HuggingFace Trainer used DispatchDataloader to read
 Iterable DataSet`)."""
 _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persistent_workers|dataloader_num_workers|"
@@ -184,6 +186,7 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
 """The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
 but it is still slow`)."""
 _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据", "epoch",
+               "stream", "iterabledataset", "h5", "hdf5", "lmdb", "zarr", "tfrecord", "transform", "speed", "faster",
                "every", "each", "硬盘", "存储", "nas", "nfs",
                "num_workers", "delay", "pause", "stall", "lag", "gap", "freez", "hang", "hiccup", "wait", "停顿", "卡",
                "crawl", "forever", " s ", "sec", "second", "min")
@@ -275,6 +278,9 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
         return {"said": "delay", "quote": line.strip()[:300]}
     fed = fed_slowly(line) if any(word in low for word in _FED_WORDS) else None
     if fed is None and any(word in low for word in _SAID_WORDS) and clause_said(line):
+        fed = "loader"
+    if fed is None and ("speed" in low or "faster" in low or "acceler" in low or "加" in line or "提速" in line) and \
+            speed_up_asked(line):
         fed = "loader"
     return {"said": fed, "quote": line.strip()[:300]} if fed and (util or fed == "loader") else None
 
