@@ -30,7 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text, loss_words, root
+from loratui.logic.advisor import bnb_text, error_said, flash_raised, loss_words, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -615,10 +615,16 @@ def _failure(adv: Advisor) -> list[Advice]:
         return [scheduler_advice(adv.end)]
     if raised is not None and bnb_text.raised_in_setup(raised):
         return [bnb_text.raised_advice(raised, step)]
+    if raised is not None and flash_raised.raised_in_flash(raised):
+        return [_BUILDERS["flash_attn_unavailable"](Finding("flash_attn_unavailable", step, {"line": raised.line}),
+                                                    adv.recipe)]
     if raised is not None:
         return [exception_advice(raised, adv.recipe, step)]
     if adv.trace.cut:
         return [cut_traceback_advice(tuple(adv.trace.frames), adv.trace.phase, step)]
+    said = getattr(adv.text, "error_said", None)  # getattr: a text watch pickled in an older events.idx
+    if said is not None and adv.pasted:
+        return [error_said.said_advice(*said, step)]
     if adv.end is not None:
         return [ended_advice(adv.end, list(adv.tail))]
     return []
