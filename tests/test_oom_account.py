@@ -466,3 +466,36 @@ def test_a_holder_of_little_is_no_neighbour(words: str, expected: str) -> None:
 ])
 def test_a_remedy_that_fixed_something_else_names_no_kind(words: str) -> None:
     assert first_id(_BARE + words) == "oom_full"
+
+
+# -- nvidia-smi: stray contexts of the other ranks on the first card -------------------------------------------------
+
+
+def smi(*rows: tuple[int, int, str, int]) -> str:
+    head = ("+-----------------------------------------------------------------------------+\n"
+            "| Processes:                                                                  |\n"
+            "|  GPU   GI   CI        PID   Type   Process name                  GPU Memory |\n"
+            "|=============================================================================|\n")
+    body = "".join(f"|    {gpu}   N/A  N/A     {pid:5d}      C   {name:<30}{mib:>6d}MiB |\n" for gpu, pid, name, mib in rows)
+    return head + body + "+-----------------------------------------------------------------------------+\n"
+
+
+_SHORT = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB"
+
+
+def test_the_other_ranks_stray_contexts_on_the_first_card_are_other_processes() -> None:
+    table = smi((0, 4101, "python", 30211), (0, 4102, "python", 517), (0, 4103, "python", 517), (0, 4104, "python", 517),
+                (1, 4102, "python", 29800), (2, 4103, "python", 29800), (3, 4104, "python", 29800))
+    assert first_id(table + _SHORT) == "oom_other_process"
+
+
+@pytest.mark.parametrize("table", [
+    # a desktop's few hundred MiB beside the run
+    smi((0, 1201, "/usr/lib/xorg/Xorg", 310), (0, 1377, "/usr/bin/gnome-shell", 52), (0, 4101, "python", 22211)),
+    # one process a card
+    smi((0, 4101, "python", 30211), (1, 4102, "python", 29800)),
+    # one stray context only
+    smi((0, 4101, "python", 30211), (0, 4102, "python", 517), (1, 4102, "python", 29800)),
+])
+def test_the_run_beside_little_is_no_neighbour(table: str) -> None:
+    assert first_id(table + _SHORT) == "oom_full"

@@ -552,13 +552,16 @@ def smi_row(line: str) -> tuple[int, int, int] | None:
 
 
 def smi_card(rows: list[tuple[int, int, int]], report: OomReport) -> tuple[int, list[tuple[int, int]]] | None:
-    """(gpu, [(pid, bytes)]) of the failing card when nvidia-smi lists two or more processes holding a real share
-    of it (1 GiB or more; a desktop's few hundred MiB do not count); None when it shows this run alone on each card."""
+    """(gpu, [(pid, bytes)]) of the failing card when nvidia-smi lists processes besides this one that together hold
+    a GiB or more of it: another job, or the stray CUDA contexts (a few hundred MiB each) that ranks without their
+    own device open on the first card; None when it shows this run alone on each card, or beside a desktop's few
+    hundred MiB."""
     by_gpu: dict[int, list[tuple[int, int]]] = {}
     for gpu, pid, size in rows:
-        if size >= GIB and (report.gpu is None or gpu == report.gpu):
+        if size >= 256 * MIB and (report.gpu is None or gpu == report.gpu):
             by_gpu.setdefault(gpu, []).append((pid, size))
-    return next(((gpu, procs) for gpu, procs in by_gpu.items() if len(procs) >= 2), None)
+    return next(((gpu, procs) for gpu, procs in by_gpu.items()
+                 if len(procs) >= 2 and sum(b for _, b in smi_others(procs, report)) >= GIB), None)
 
 
 def smi_others(procs: list[tuple[int, int]], report: OomReport) -> list[tuple[int, int]]:
