@@ -499,3 +499,16 @@ def test_the_other_ranks_stray_contexts_on_the_first_card_are_other_processes() 
 ])
 def test_the_run_beside_little_is_no_neighbour(table: str) -> None:
     assert first_id(table + _SHORT) == "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a custom step that runs a whole evaluation or save by name: that phase, inside the step too
+    (frames(("train.py", "<module>", "train_step(model, batch, step)"),
+            ("train.py", "train_step", "evaluate(model, val_loader)"),
+            ("train.py", "evaluate", "out = model(x)")), "oom_at_eval"),
+    (frames(("train.py", "<module>", "train_step(model, batch, step)"),
+            ("train.py", "train_step", "save_checkpoint(model, path)"),
+            ("train.py", "save_checkpoint", "torch.save(model.state_dict(), path)")), "oom_at_save"),
+])
+def test_a_whole_phase_called_inside_a_step_stays_that_phase(text: str, expected: str) -> None:
+    assert first_id(text) == expected
