@@ -512,3 +512,12 @@ def test_the_run_beside_little_is_no_neighbour(table: str) -> None:
 ])
 def test_a_whole_phase_called_inside_a_step_stays_that_phase(text: str, expected: str) -> None:
     assert first_id(text) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("When I compute the metrics at the end of each epoch the GPU runs out of memory.", "oom_at_eval"),
+    ("The OOM happens in compute_metrics, the logits are huge.", "oom_at_eval"),
+    ("I log the training metrics every step and it runs out of memory at step 30.", "oom_full"),
+])
+def test_computing_the_metrics_is_the_evaluation(words: str, expected: str) -> None:
+    assert first_id(words + "\n" + _MESSAGE) == expected
