@@ -521,3 +521,45 @@ def test_a_whole_phase_called_inside_a_step_stays_that_phase(text: str, expected
 ])
 def test_computing_the_metrics_is_the_evaluation(words: str, expected: str) -> None:
     assert first_id(words + "\n" + _MESSAGE) == expected
+
+
+# -- fixing an OOM presupposes one ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    # https://github.com/tensorflow/tensorflow/pull/43850: a change that fixes OOMs the clients reported
+    ("This change provide the capability to XLA to generate multiple heaps\n(i.e., temp buffers) with a size "
+     "constraint on each heap to avoid Out-of-Memory\ndue to memory fragmentation. Note that larger allocations are "
+     "more subject to\nthe effect of fragmentation.\n\nThis fixes some TF/XLA OOM issue our clients constantly "
+     "reported without significant memory use size increase.", "oom_fragmentation"),
+    ("How do I fix the OOM in the first training step?", "oom_full"),
+    ("To avoid OOM I use gradient checkpointing.", ""),
+])
+def test_fixing_an_oom_says_it_happened(words: str, expected: str) -> None:
+    assert first_id(words) == expected
+
+
+# -- the person's account of the memory stands for the OOM no sentence names -------------------------------------------
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("After killing the training script, nvidia-smi still shows 15 GB used on GPU 0 even though nothing is running.",
+     "oom_other_process"),
+    ("torch.cuda.memory_reserved() reports 70 GB reserved while only 30 GB are allocated; memory fragmentation makes it "
+     "grow every step.", "oom_fragmentation"),
+    ("I fixed it by setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.", "oom_fragmentation"),
+])
+def test_an_account_of_the_memory_is_the_ooms_story(words: str, expected: str) -> None:
+    assert first_id(words) == expected
+
+
+_HEALTHY_LOG = ("{'loss': 1.2, 'learning_rate': 2e-05, 'epoch': 0.1}\n{'loss': 1.0, 'learning_rate': 2e-05, 'epoch': 0.2}\n"
+                "{'loss': 0.8, 'learning_rate': 2e-05, 'epoch': 0.3}\n")
+
+
+@pytest.mark.parametrize("words", [
+    "Training runs on a shared cluster with other users.",
+    "I set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+])
+def test_words_beside_a_healthy_log_are_no_oom(words: str) -> None:
+    assert not first_id(words + "\n" + _HEALTHY_LOG).startswith("oom")

@@ -153,7 +153,7 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"显存(?:不足|不够|溢出|爆)|爆显存|(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)", re.I)
 """An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`)."""
 _NOT_SAID = re.compile(
-    r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|fix\w*|solv\w*|resolv\w*|instead of|rather than|"
+    r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|instead of|rather than|"
     r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
 OOMs`); `did not help: still OOM` says it did."""

@@ -338,6 +338,12 @@ class Advisor:
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line and \
                 not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
+        cause = getattr(self.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
+        if self.oom is None and self.pasted and cause is not None and cause[1] == line.strip()[:300] and \
+                _ABOUT_MEMORY.search(line):
+            # the person's account of what held the memory (`nvidia-smi still shows 15 GB used after I killed the
+            # script`, `83 GB reserved vs 49 GB allocated`) is the OOM's story even where no sentence names the OOM
+            self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
                     pattern.search(line) and not _COMMENT.match(line):
@@ -421,6 +427,10 @@ class Advisor:
         return (phase, evidence) if phase else (facts["load"], [])
 
 
+_ABOUT_MEMORY = re.compile(r"memory|VRAM|\d\s*(?:[GM]i?B|G|M)\b|显存|内存|(?<![A-Za-z])OOM|PYTORCH_CUDA_ALLOC_CONF|"
+                           r"expandable_segments|max_split_size_mb|cuda_malloc_async", re.I)
+"""A sentence about the card's memory: only such a cause stands for an OOM no sentence names (`a shared cluster with
+other users` is no account of memory)."""
 _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
