@@ -563,3 +563,17 @@ _HEALTHY_LOG = ("{'loss': 1.2, 'learning_rate': 2e-05, 'epoch': 0.1}\n{'loss': 1
 ])
 def test_words_beside_a_healthy_log_are_no_oom(words: str) -> None:
     assert not first_id(words + "\n" + _HEALTHY_LOG).startswith("oom")
+
+
+@pytest.mark.parametrize("words", [
+    "The GPU memory stays occupied after the process exits.",
+    "After the crash the memory is never freed until I reboot.",
+    "GPU memory is not released after I stop the training with Ctrl+C; nvidia-smi shows 20GB still in use.",
+])
+def test_memory_held_after_the_run_ended_is_another_process(words: str) -> None:
+    assert first_id(words) == "oom_other_process"
+
+
+def test_memory_used_after_a_restart_is_no_neighbour() -> None:
+    text = _BARE + "After the crash the training restarted and the memory used is 20GB."
+    assert first_id(text) == "oom_full"

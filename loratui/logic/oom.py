@@ -212,10 +212,13 @@ _PHANTOM = re.compile(
     r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b(?!\s+else\b[^.!?]{0,40}\bmy\b)|"
     r"\bbefore\s+(?:I\s+|we\s+)?(?:even\s+)?(?:start\w*|run\w*|launch\w*|load\w*)\b[^.!?]{0,60}\b(?:shows?|"
     r"says?|lists?|reports?)\b|"
-    r"\bafter\s+(?:I\s+|we\s+)?(?:kill(?:ed)?|stopp?(?:ed)?|exit(?:ed)?|terminat\w+|interrupt\w*|clos\w+|ctrl\W?c)\b",
+    r"\bafter\s+(?:I\s+|we\s+)?(?:kill(?:ed)?|stopp?(?:ed)?|exit(?:ed)?|terminat\w+|interrupt\w*|clos\w+|ctrl\W?c)\b|"
+    r"\bafter\s+(?:the|my|a|its)\s+(?:\w+\s+)?(?:process|script|program|job|run|training|kernel)\s+(?:exits?|exited|"
+    r"ends?|ended|finish\w*|crash\w*|dies|died|stops?|stopped|(?:is|was|gets|got)\s+killed)\b|"
+    r"\buntil\s+(?:I\s+|we\s+)?(?:a\s+|the\s+)?reboot\w*\b",
     re.I)
-_HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holding|still|remains?|stays?)\b|占用|占着",
-                   re.I)
+_HELD = re.compile(r"\b(?:used|occupied|in use|taken|allocated|held|holds|holding|still|remains?|stays?)\b|占用|占着|"
+                   r"\b(?:not|never)\s+(?:be(?:ing)?\s+)?(?:freed|released|returned|cleared)\b", re.I)
 """Memory held with nothing of the person's running (`nvidia-smi shows 20 GB used even though nothing is running`,
 `the memory stays occupied after I killed the script`): a process the person does not see holds the card."""
 _PROGRAMS = re.compile(r"^\W*(?:\[[^\]]{0,40}\]:?\s*)*(?:[\w.]*(?:Error|Exception)\b|[A-Z]\s+[\w/]+\.cc:)|Tried to allocate|"
