@@ -577,3 +577,15 @@ def test_memory_held_after_the_run_ended_is_another_process(words: str) -> None:
 def test_memory_used_after_a_restart_is_no_neighbour() -> None:
     text = _BARE + "After the crash the training restarted and the memory used is 20GB."
     assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize("text", [
+    _BARE + "nvidia-smi shows 15 GB used even though\nnothing is running on the GPU.",
+    "nvidia-smi shows 15 GB used on GPU 0 even though\nnothing is running.",
+])
+def test_a_cause_hard_wrapped_over_lines_is_read_whole(text: str) -> None:
+    assert first_id(text) == "oom_other_process"
+
+
+def test_a_wrapped_sentence_that_is_no_account_of_memory_is_no_oom() -> None:
+    assert first_id("Training runs on a cluster and\nwe share it with other users.") == ""

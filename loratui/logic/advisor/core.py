@@ -340,7 +340,7 @@ class Advisor:
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         cause = getattr(self.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
         if self.oom is None and self.pasted and cause is not None and cause[1] == line.strip()[:300] and \
-                _ABOUT_MEMORY.search(line):
+                _ABOUT_MEMORY.search(getattr(self.text.where, "_cause_words", "") or line):
             # the person's account of what held the memory (`nvidia-smi still shows 15 GB used after I killed the
             # script`, `83 GB reserved vs 49 GB allocated`) is the OOM's story even where no sentence names the OOM
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)

@@ -426,10 +426,13 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and \
+        if self.cause is None and any(hint in whole.lower() for hint in _CAUSE_HINTS) and \
                 _CAUSE_CONTEXT.search(oom.cjk_spaced(whole)):
-            kind = oom.said_cause(text)
+            # the line alone first; then the sentence it ends, hard-wrapped over lines (`nvidia-smi shows 15 GB used
+            # even though` / `nothing is running`)
+            kind = oom.said_cause(text) or (oom.said_cause(whole) if whole != text else "")
             self.cause = (kind, text[:300]) if kind else None
+            self._cause_words = whole[:600] if kind else ""
         if _FAILS.search(whole) and not _MEMORY_WORDS.search(whole):
             self._failure_words(text, whole)
         elif prose and not _MEMORY_WORDS.search(whole):
