@@ -589,3 +589,25 @@ def test_a_cause_hard_wrapped_over_lines_is_read_whole(text: str) -> None:
 
 def test_a_wrapped_sentence_that_is_no_account_of_memory_is_no_oom() -> None:
     assert first_id("Training runs on a cluster and\nwe share it with other users.") == ""
+
+
+# -- memory running out in plain words -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Saving the model after training crashes the Colab session (RAM fills up).", "oom_at_save"),
+    ("merge_and_unload() eats all my RAM and the kernel dies.", "oom_at_save"),
+    ("When I call model.save_pretrained the GPU memory spikes to 80GB and it crashes.", "oom_at_save"),
+    ("Exporting to GGUF needs more memory than my machine has.", "oom_at_save"),
+    ("Evaluation uses far more memory than training and the job dies at the first eval step.", "oom_at_eval"),
+])
+def test_memory_running_out_in_plain_words(words: str, expected: str) -> None:
+    assert first_id(words) == expected
+
+
+@pytest.mark.parametrize("words", [
+    "The model uses more memory than I expected but training runs fine.",
+    "GPU memory spikes at the start of each epoch and then settles.",
+])
+def test_memory_use_that_ends_in_no_failure_is_no_oom(words: str) -> None:
+    assert not first_id(words + "\n" + _HEALTHY_LOG).startswith("oom")
