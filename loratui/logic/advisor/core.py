@@ -20,7 +20,6 @@ from typing import Any
 from loratui import events
 from loratui.logic import command_keys, oom, series
 from loratui.logic.advisor.advice import (  # re-exported: callers import them from here
-    _SEVERITY_RANK,
     ERROR,
     GIB,
     IDS,
@@ -30,7 +29,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text, loss_words, root
+from loratui.logic.advisor import bnb_text, loss_words, rank, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -108,9 +107,7 @@ class Advisor:
     def items(self) -> list[Advice]:
         """The advice now, most important first (built lazily, cached until a finding changes)."""
         if self._items is None:
-            built = _build_all(self)
-            built.sort(key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
-            built = _root_first(self, built)
+            built = rank.order(_build_all(self), self.found, _seen(self), lambda: _failure(self))
             built = [self._in_own_words(a) for a in built]
             self._items = built
         return list(self._items)
@@ -516,20 +513,12 @@ def _build_all(adv: Advisor) -> list[Advice]:
     return built
 
 
-def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
-    """The earliest root cause on any rank first: before the timeouts and peer failures it caused, and an
-    exception before a setup warning the run went on past (an OOM leads already). A setup warning the run
-    trained on past, with no failure after it, is a note."""
+def _seen(adv: Advisor) -> rank.Seen:
+    """What the ranking reads beside the findings (see `rank.order`)."""
     failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
-    noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
-    if noted != built:
-        built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
-    built = root.interrupted(built, adv.trace.chosen)
     oom_leads = adv.oom is not None and not _said_only(adv)  # an OOM only the person named yields
-    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if not oom_leads else ""
-    if lead == "exception" and not any(a.id == "exception" for a in built):
-        built += [a for a in _failure(adv) if a.id == "exception"]
-    return root.lead_with(built, lead, adv.found) if lead else built
+    return rank.Seen(step=adv.ctx.step, failed=bool(failed), raised=adv.trace.chosen, raised_count=adv.trace.count,
+                     oom_leads=oom_leads)
 
 
 def _said_only(adv: Advisor) -> bool:

@@ -1,0 +1,77 @@
+"""Which finding leads: the one rule that orders the advisor's items, as a maintainer ranks evidence.
+
+A maintainer reading a pasted log names first what is most DIRECT: what stopped the run over what happened on the
+way, a number the program measured over the person's words, the person's stated symptom over an incidental line.
+The ladder, from the top (each rung says why it outranks the next):
+
+1. `stopped`: what ended the run. The scheduler's kill, the last traceback's own error (an OOM with its account,
+   a CUDA fault, a setup error raised), the earliest root cause on any rank before the timeouts and peer failures
+   it caused (`root.first_root`). It is what the person must fix before anything else can be seen.
+2. `measured`: numbers the program printed: a loss series (NaN, a rise, flat or zero), memory samples, rates. They
+   say what happened whatever anyone believes happened.
+3. `said`: the person's own words about a symptom (`the loss is nan`, `I get OOM`, `loss stuck at 2.3`): the
+   complaint itself when the text prints no numbers, but their words may tell the run's history (`I got OOM,
+   lowered the batch, now ...`) or only a worry, so they yield to rungs 1 and 2 (`words_yield`).
+4. `incidental`: warnings the run went on past (flash-attention missing, bitsandbytes without GPU, then training
+   logged steps), a KeyboardInterrupt (someone stopped it): notes after everything else (`root.went_on`,
+   `root.interrupted`).
+
+Within a rung the order is severity (error, warning, info), then the fixed vocabulary's order (`IDS`: the more
+specific cause first), then the step. `order` applies the ladder to built advice; `words_yield` decides whether
+a finding from the person's words is dropped because stronger evidence in the same text contradicts or outranks
+it. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from loratui.logic.advisor import root
+from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, Advice, Finding
+from loratui.logic.tracebacks import Raised
+
+TIERS = (
+    ("stopped", ("what ended the run: the scheduler's kill, the last traceback's error, the first root cause "
+                 "before its consequences")),
+    ("measured", "numbers the program printed: a loss series, memory samples, rates"),
+    ("said", "the person's words about a symptom: the complaint when no numbers show it"),
+    ("incidental", "warnings the run went on past and a run stopped by hand: notes"),
+)
+"""The ladder `order` applies, with the reason each rung outranks the next (see the module's docstring)."""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the whole text showed beside the findings: the inputs of the ladder."""
+
+    step: int
+    """The last step seen (a setup warning the run trained past by some steps is a note)."""
+    failed: bool
+    """A traceback, a cut traceback or a failed end: the run stopped."""
+    raised: Raised | None
+    """The exception the traceback reader chose as the run's (the last one's own error)."""
+    raised_count: int
+    """Exceptions seen in all (a setup finding counts those raised before it)."""
+    oom_leads: bool
+    """An OOM the program printed (not only the person's word for one): it leads by severity and id already."""
+
+
+def key(advice: Advice) -> tuple[int, int, int]:
+    """Within a rung: severity, then the vocabulary's order (the more specific cause first), then the step."""
+    return _SEVERITY_RANK[advice.severity], IDS.index(advice.id), advice.step
+
+
+def order(built: list[Advice], found: dict[str, Finding], seen: Seen,
+          failure: Callable[[], list[Advice]]) -> list[Advice]:
+    """The advice most direct first (the ladder above). `failure` builds the run's exception item, asked for only
+    when the ladder puts an exception first that was not built (a specific error hid it)."""
+    built = sorted(built, key=key)
+    noted = [root.went_on(a, found.get(a.id), seen.step, seen.failed) for a in built]  # rung 4: went on past it
+    if noted != built:
+        built = sorted(noted, key=key)
+    built = root.interrupted(built, seen.raised)  # rung 4: someone stopped it by hand
+    lead = root.first_root(found, seen.raised, seen.raised_count) if not seen.oom_leads else ""  # rung 1
+    if lead == "exception" and not any(a.id == "exception" for a in built):
+        built += [a for a in failure() if a.id == "exception"]
+    return root.lead_with(built, lead, found) if lead else built

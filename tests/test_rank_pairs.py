@@ -1,0 +1,125 @@
+"""Issue 23: which finding leads when two kinds of evidence share one text (`advisor/rank.py`'s ladder).
+
+Each pair is built from a PATTERN, not from one thread: two kinds of evidence in one text, the one that must
+lead, and why (the rung of the ladder that decides). The pasted text goes through `doctor`'s own reader.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+from loratui.logic.advisor import rank
+
+
+def judged(lines: list[str]) -> list[tuple[str, str]]:
+    """(severity, id) of each item doctor prints for the pasted lines, in its order."""
+    items, _ = diagnose_stream(io.BytesIO("\n".join(lines).encode("utf-8")), "pasted")
+    return [(item.severity, item.id) for item in items]
+
+
+def alarms(lines: list[str]) -> list[str]:
+    """The ids of the errors and warnings, in order (notes left out)."""
+    return [advice_id for severity, advice_id in judged(lines) if severity in ("error", "warning")]
+
+
+def dicts(losses: list[float], grad: str = "1.1", lr: str = "2e-05") -> list[str]:
+    """A transformers Trainer's printed logs, one per loss."""
+    return [f"{{'loss': {loss}, 'grad_norm': {grad}, 'learning_rate': {lr}, 'epoch': {i / 20:.2f}}}"
+            for i, loss in enumerate(losses, 1)]
+
+
+def falling(n: int = 14, start: float = 2.6, ratio: float = 0.93) -> list[float]:
+    return [round(start * ratio ** i, 4) for i in range(n)]
+
+
+def traceback(frames: list[tuple[str, str, str]], error: str) -> list[str]:
+    lines = ["Traceback (most recent call last):"]
+    for path, func, code in frames:
+        lines += [f'  File "{path}", line 212, in {func}', f"    {code}"]
+    return lines + [error]
+
+
+TRAIN_FRAMES = [("/home/me/sft.py", "main", "trainer.train()"),
+                ("/opt/venv/lib/python3.11/site-packages/transformers/trainer.py", "training_step",
+                 "self.accelerator.backward(loss)")]
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 39.39 "
+       "GiB of which 812.00 MiB is free. Including non-PyTorch memory, this process has 38.59 GiB memory in use. Of "
+       "the allocated memory 37.90 GiB is allocated by PyTorch, and 220.00 MiB is reserved by PyTorch but "
+       "unallocated.")
+SHAPE = traceback([("/srv/proj/train.py", "main", "out = model(**batch)"),
+                   ("/srv/proj/model.py", "forward", "h = self.proj(h).view(b, t, heads, -1)")],
+                  "RuntimeError: shape '[8, 1024, 16, -1]' is invalid for input of size 3000")
+FLASH_WARNING = ("flash-attention package not found, consider installing for better performance: No module named "
+                 "'flash_attn'.")
+BNB_WARNING = ("The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit "
+               "multiplication, and GPU quantization are unavailable.")
+WATCHDOG = ("[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=77, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600042 "
+            "milliseconds before timing out.")
+NAN_STEPS = dicts([1.92, 1.85, 1.80]) + dicts([float("nan")] * 2, grad="nan")
+
+
+def test_the_ladder_is_written_down_once() -> None:
+    """The four rungs, top first, each with its reason (the module's docstring explains them)."""
+    assert [name for name, _ in rank.TIERS] == ["stopped", "measured", "said", "incidental"]
+    assert all(reason for _, reason in rank.TIERS)
+
+
+# -- rung 1 over rung 4: what stopped the run over a warning printed earlier --------------------------------------
+
+@pytest.mark.parametrize("warning", [FLASH_WARNING, BNB_WARNING])
+def test_the_oom_that_stopped_the_run_leads_a_setup_warning_before_it(warning: str) -> None:
+    found = alarms([warning, *dicts(falling(3)), *traceback(TRAIN_FRAMES, OOM)])
+    assert found[0] == "oom_full"
+
+
+@pytest.mark.parametrize("warning", [FLASH_WARNING, BNB_WARNING])
+def test_the_final_exception_leads_a_setup_warning_it_does_not_touch(warning: str) -> None:
+    assert alarms([warning, *SHAPE])[0] == "exception"
+
+
+def test_a_setup_error_raised_on_one_rank_leads_the_timeout_it_caused() -> None:
+    """Rung 1 within itself: the root before its consequence (the other ranks waited for this one)."""
+    found = alarms(["[rank1]: RuntimeError: CUDA Setup failed despite GPU being available. Please run the following "
+                    "command to get more information: python -m bitsandbytes", WATCHDOG])
+    assert found[:2] == ["bnb_setup", "nccl_timeout"]
+
+
+# -- rung 2 over rung 3: a measured number over the person's words ------------------------------------------------
+
+def test_a_nan_the_log_prints_leads_an_oom_the_person_had_earlier() -> None:
+    """Their words tell the run's history (`I got OOM, lowered the batch`): the log shows what is wrong now."""
+    found = alarms(["I got OOM at first, so I lowered the batch size to 2. Now this happens:", *NAN_STEPS])
+    assert found == ["nan_loss"]
+
+
+@pytest.mark.parametrize("words", ["The loss is not decreasing, what am I doing wrong?",
+                                   "my training loss keeps going up:"])
+def test_a_loss_series_that_falls_to_its_end_outranks_words_that_it_does_not(words: str) -> None:
+    assert alarms([words, *dicts(falling(14))]) == []
+
+
+# -- rung 3 over rung 4: the stated symptom over incidental lines -------------------------------------------------
+
+def test_the_stated_nan_leads_a_config_dump_and_a_deprecation_warning() -> None:
+    found = alarms(["fp16: true", "learning_rate: 2e-4", "gradient_checkpointing: true",
+                    "FutureWarning: `evaluation_strategy` is deprecated, use `eval_strategy` instead",
+                    "After about 200 steps the loss becomes nan and stays nan."])
+    assert found == ["nan_loss"]
+
+
+# -- rung 4: stopped by hand, or trained past the warning ---------------------------------------------------------
+
+def test_a_run_stopped_by_hand_is_a_note_after_what_made_them_stop_it() -> None:
+    found = judged(["Running tokenizer on dataset (num_proc=1):   3%|▎         | 30000/1000000 [1:00:00<32:20:00, "
+                    "8.33 examples/s]",
+                    *traceback([("/opt/venv/lib/python3.11/site-packages/datasets/arrow_dataset.py", "map",
+                                 "for i, example in enumerate(shard):")], "KeyboardInterrupt")])
+    assert found[0][1] == "data_starved" and found[-1] == ("info", "exception")
+
+
+def test_a_setup_warning_the_run_trained_past_is_a_note_not_an_alarm() -> None:
+    assert alarms([BNB_WARNING, *dicts(falling(8))]) == []
