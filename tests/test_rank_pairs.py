@@ -83,8 +83,8 @@ def test_the_final_exception_leads_a_setup_warning_it_does_not_touch(warning: st
 
 def test_a_setup_error_raised_on_one_rank_leads_the_timeout_it_caused() -> None:
     """Rung 1 within itself: the root before its consequence (the other ranks waited for this one)."""
-    found = alarms(["[rank1]: RuntimeError: CUDA Setup failed despite GPU being available. Please run the following "
-                    "command to get more information: python -m bitsandbytes", WATCHDOG])
+    found = alarms([("[rank1]: RuntimeError: CUDA Setup failed despite GPU being available. Please run the following "
+                    "command to get more information: python -m bitsandbytes"), WATCHDOG])
     assert found[:2] == ["bnb_setup", "nccl_timeout"]
 
 
@@ -114,8 +114,8 @@ def test_the_stated_nan_leads_a_config_dump_and_a_deprecation_warning() -> None:
 # -- rung 4: stopped by hand, or trained past the warning ---------------------------------------------------------
 
 def test_a_run_stopped_by_hand_is_a_note_after_what_made_them_stop_it() -> None:
-    found = judged(["Running tokenizer on dataset (num_proc=1):   3%|▎         | 30000/1000000 [1:00:00<32:20:00, "
-                    "8.33 examples/s]",
+    found = judged([("Running tokenizer on dataset (num_proc=1):   3%|▎         | 30000/1000000 [1:00:00<32:20:00, "
+                    "8.33 examples/s]"),
                     *traceback([("/opt/venv/lib/python3.11/site-packages/datasets/arrow_dataset.py", "map",
                                  "for i, example in enumerate(shard):")], "KeyboardInterrupt")])
     assert found[0][1] == "data_starved" and found[-1] == ("info", "exception")
@@ -123,3 +123,50 @@ def test_a_run_stopped_by_hand_is_a_note_after_what_made_them_stop_it() -> None:
 
 def test_a_setup_warning_the_run_trained_past_is_a_note_not_an_alarm() -> None:
     assert alarms([BNB_WARNING, *dicts(falling(8))]) == []
+
+
+# -- a worried question is no report: no alarm without evidence ----------------------------------------------------
+
+CALM = dicts(falling(8))
+
+
+@pytest.mark.parametrize("question", [
+    "Will this run out of memory if I increase max_length to 4096?",  # a condition: whatever the log shows
+    "Could the loss go to nan once I switch to fp16? Just asking before I start.",
+    "What if the loss becomes inf halfway through, does the Trainer stop?",
+    "Would the loss stay flat if I freeze the embeddings?",
+])
+def test_a_question_about_what_might_happen_raises_no_alarm(question: str) -> None:
+    assert alarms([question]) == []
+    assert alarms([question, *CALM]) == []
+
+
+@pytest.mark.parametrize("question", [
+    "Why would the loss become nan? Mine looks fine so far, but I'm worried:",
+    "My run is fine for now. Would it OOM later on when the long samples come?",
+    "could the loss explode later with this learning rate? so far:",
+])
+def test_a_worried_question_over_a_calm_log_raises_no_alarm(question: str) -> None:
+    """Beside a printed loss series that is finite to its end, a question about what might happen is a worry."""
+    assert alarms([question, *CALM]) == []
+
+
+@pytest.mark.parametrize(("report", "expected"), [
+    ("Why does my loss become nan after 200 steps?", "nan_loss"),  # asked about what happened
+    ("Why would my loss become nan after 200 steps?", "nan_loss"),  # no log shows it calm: the words are all there is
+    ("Why do I keep getting CUDA out of memory on a 24GB card?", "oom_full"),
+    ("I get CUDA out of memory, what should I do?", "oom_full"),
+    ("Can anyone help? loss nan after epoch 2", "nan_loss"),
+    ("Is it normal that the loss is stuck at 2.3 for 3000 steps?", "loss_flat"),
+])
+def test_a_report_phrased_as_a_question_still_counts(report: str, expected: str) -> None:
+    assert alarms([report])[:1] == [expected]
+
+
+def test_a_nan_logged_after_a_worried_question_is_the_finding() -> None:
+    """The question latched first must not hide the NaN the log prints after it (the log is not calm)."""
+    found = alarms(["Why would the loss become nan? It trains fine for a while:", *CALM,
+                    *dicts([float("nan")] * 2, grad="nan")])
+    assert found == ["nan_loss"]
+    found = alarms(["Why would the loss become nan? It trains fine for a while:", *CALM, *dicts([1.2], grad="nan")])
+    assert found == ["nan_loss"]

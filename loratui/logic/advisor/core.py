@@ -480,14 +480,10 @@ def _build_all(adv: Advisor) -> list[Advice]:
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
     falling = series.falls_through([v for _, v in adv.loss.window])
+    calm = _calm(adv)
     for finding in adv.found.values():
-        if finding.facts.get("withdrawn"):
-            continue  # a finding later evidence explained away (the loss scaler's first overflows)
-        if falling and finding.facts.get("kind") == "said" and finding.id in ("loss_flat", "loss_diverging") and \
-                finding.facts.get("nan_step") is None:
-            continue  # the words say flat or rising, the losses printed fall to their end: the numbers show it
-        if finding.id == "nan_loss" and ran_away:
-            continue  # the NaN the text printed is where the rise ran to: the divergence explains it
+        if rank.words_yield(finding, falling, ran_away, calm):
+            continue
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
             continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built):
@@ -513,6 +509,14 @@ def _build_all(adv: Advisor) -> list[Advice]:
     return built
 
 
+def _calm(adv: Advisor) -> bool:
+    """The text prints a loss series, finite to its last log (loss and grad norm), and the loss watch found nothing in
+    it: a worried question beside it is no report (a NaN logged after the question would find its id taken by it)."""
+    window, watch = adv.loss.window, adv.loss
+    return len(window) >= rank.CALM_LOGS and window[-1][0] >= adv.ctx.step and not watch.bad_grad_streak and \
+        not any(f.id in _LOSS_ALARMS and not rank.from_words(f) for f in adv.found.values())
+
+
 def _seen(adv: Advisor) -> rank.Seen:
     """What the ranking reads beside the findings (see `rank.order`)."""
     failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
@@ -525,8 +529,11 @@ def _said_only(adv: Advisor) -> bool:
     """An OOM only the person named yields to anything the text shows (an exception, a CUDA error, a loss
     curve): their words may tell the run's history (`I got OOM, lowered the batch, now ...`)."""
     assert adv.oom is not None
-    if not adv.oom.facts["report"].said:
+    report = adv.oom.facts["report"]
+    if not report.said:
         return False
+    if rank.supposed(report.text, oom.said_oom, _calm(adv)):
+        return True  # only asked whether it might run out of memory: a worry, not a report
     raised = adv.trace.chosen
     found = set(adv.found)
     if any(phase in getattr(adv.text.where, "prose", {}) for phase in ("eval", "save")):
@@ -534,6 +541,7 @@ def _said_only(adv: Advisor) -> bool:
     return bool(found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
 
 
+_LOSS_ALARMS = frozenset({"nan_loss", "loss_diverging", "loss_zero", "loss_flat"})
 _TRAINING_CURVES = frozenset({"loss_flat", "loss_zero", "loss_diverging", "data_starved", "vram_near_limit",
                               "nccl_timeout"})
 """What a training log's curves show, and the timeouts the other ranks report when one of them dies: beside an OOM

@@ -24,10 +24,11 @@ it. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loratui.logic.advisor import root
+from loratui.logic.advisor import root, said
 from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, Advice, Finding
 from loratui.logic.tracebacks import Raised
 
@@ -75,3 +76,67 @@ def order(built: list[Advice], found: dict[str, Finding], seen: Seen,
     if lead == "exception" and not any(a.id == "exception" for a in built):
         built += [a for a in failure() if a.id == "exception"]
     return root.lead_with(built, lead, found) if lead else built
+
+
+# -- rung 3: when the person's words yield ------------------------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[?!。？！])\s*|(?<=\.)\s+")
+CALM_LOGS = 5
+"""Printed losses enough to call a log calm (all finite) beside a worried question."""
+_MODAL = re.compile(r"\b(?:would|will|could|might|may|shall|going to)\b|会不会|可能会|是否会", re.IGNORECASE)
+"""A question about what might happen (`why would the loss become nan?`): a worry when the log beside it is calm."""
+_CONDITION = re.compile(r"\bwhat if\b|\b(?:would|will|could|might)\b[^?]{0,80}?\b(?:if|once|when)\b|"
+                        r"\b(?:if|once|when)\b[^?]{0,80}?\b(?:would|will|could|might)\b|如果[^？?]{0,40}?会", re.IGNORECASE)
+"""A question about what would happen under a condition (`will this run out of memory if I double the length?`,
+`what if the loss goes nan?`): a worry whatever the log beside it shows."""
+_REPORTING = re.compile(
+    r"\b(?:I|we|it|this|i'm|i am|we're|we are|keeps?|kept)\s+(?:\w+\s+)?(?:get|got|getting|gets|see|saw|seeing|hit|"
+    r"hits|met|meet|encounter\w*|run into|ran into|runs into)\b|\bhappen(?:s|ed|ing)\b|"
+    r"\b(?:already|now|again|still|always|every time|each time)\b|出现了?|遇到", re.IGNORECASE)
+"""Words that say the symptom was seen (`why does it keep getting OOM?`, `why would it still be nan?`): a report
+phrased as a question."""
+
+
+def supposed(line: str, carries: Callable[[str], bool], calm: bool = False) -> bool:
+    """Whether every sentence of `line` that names the symptom (`carries`: the reader of that symptom, sentence by
+    sentence) only asks whether it might happen: under a condition (`will it OOM if ...?`), or at all when the log
+    beside it is `calm` (its losses are printed and finite). A worried question raises no alarm without evidence."""
+    named = [part for part in _SENTENCE.split(line) if part.strip() and carries(part)]
+    return bool(named) and all(
+        part.rstrip().endswith(("?", "？")) and _REPORTING.search(part) is None and
+        (_CONDITION.search(part) is not None or calm and _MODAL.search(part) is not None) for part in named)
+
+
+_NAN_WORD = re.compile(r"\b(?:nan|inf|non-?finite)\b", re.IGNORECASE)
+_READERS: dict[str, Callable[[str], bool]] = {
+    "nan_loss": lambda part: _NAN_WORD.search(part) is not None,
+    "loss_flat": lambda part: said.flat_said(part, 0) is not None,
+    "loss_zero": lambda part: said.flat_said(part, 0) is not None,
+    "loss_diverging": lambda part: said.rise_said(part, 0) is not None,
+}
+"""Each symptom's reader of a sentence, for `supposed` (the OOM's is `oom.said_oom`)."""
+
+
+def from_words(finding: Finding) -> bool:
+    """A finding read from someone's words, not from a number the program printed: a loss said to stay put, rise or
+    be zero, a NaN named in a sentence (the loss watch's NaN names the cards it ran on; the text reader's does not)."""
+    facts = finding.facts
+    return facts.get("kind") == "said" or finding.id == "nan_loss" and "names" not in facts and \
+        not facts.get("fp16_floor")
+
+
+def words_yield(finding: Finding, falling: bool, ran_away: bool, calm: bool = False) -> str:
+    """Why a finding gives way to stronger evidence in the same text (it is not shown), or '' when it stands."""
+    facts = finding.facts
+    if facts.get("withdrawn"):
+        return "later evidence explained it away (the loss scaler's first overflows)"
+    if falling and facts.get("kind") == "said" and finding.id in ("loss_flat", "loss_diverging") and \
+            facts.get("nan_step") is None:
+        return "the words say flat or rising, the losses printed fall to their end: the numbers show it"
+    if finding.id == "nan_loss" and ran_away:
+        return "the NaN the text printed is where the rise ran to: the divergence explains it"
+    quote = facts.get("quote")
+    if from_words(finding) and isinstance(quote, str) and finding.id in _READERS and \
+            supposed(quote, _READERS[finding.id], calm):
+        return "the words only ask whether it might happen"
+    return ""
