@@ -111,6 +111,28 @@ def test_the_stated_nan_leads_a_config_dump_and_a_deprecation_warning() -> None:
     assert found == ["nan_loss"]
 
 
+WANDB_RETRIED = traceback([("/opt/venv/lib/python3.11/site-packages/wandb/sdk/internal/internal_api.py", "upload",
+                            "response.raise_for_status()")],
+                          "requests.exceptions.HTTPError: 502 Server Error: Bad Gateway for url: https://api.wandb.ai/")
+
+
+@pytest.mark.parametrize("symptom", [["After about 200 steps the loss becomes nan and stays nan."],
+                                     [*dicts(falling(4)), *dicts([float("nan")] * 2, grad="nan")]])
+def test_the_nan_leads_an_earlier_error_the_run_went_on_past(symptom: list[str]) -> None:
+    """A logger's upload error the run retried and went on past is incidental beside the stated or logged NaN."""
+    assert alarms([*WANDB_RETRIED, *symptom]) == ["nan_loss"]
+
+
+@pytest.mark.parametrize(("noise", "symptom", "expected"), [
+    ("UserWarning: `use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`.",
+     "The training loss stays at 2.30 from the first step and never goes down.", "loss_flat"),
+    (("Some weights of LlamaForCausalLM were not initialized from the model checkpoint and are newly initialized: "
+     "['score.weight']"), "loss is 0.0 from step 1", "loss_zero"),
+])
+def test_the_stated_loss_symptom_leads_a_library_warning(noise: str, symptom: str, expected: str) -> None:
+    assert alarms([noise, symptom]) == [expected]
+
+
 # -- rung 4: stopped by hand, or trained past the warning ---------------------------------------------------------
 
 def test_a_run_stopped_by_hand_is_a_note_after_what_made_them_stop_it() -> None:

@@ -526,19 +526,15 @@ def _seen(adv: Advisor) -> rank.Seen:
 
 
 def _said_only(adv: Advisor) -> bool:
-    """An OOM only the person named yields to anything the text shows (an exception, a CUDA error, a loss
-    curve): their words may tell the run's history (`I got OOM, lowered the batch, now ...`)."""
+    """Whether the OOM is only the person's word for one and yields (`rank.said_oom_yields`)."""
     assert adv.oom is not None
     report = adv.oom.facts["report"]
     if not report.said:
         return False
-    if rank.supposed(report.text, oom.said_oom, _calm(adv)):
-        return True  # only asked whether it might run out of memory: a worry, not a report
-    raised = adv.trace.chosen
     found = set(adv.found)
     if any(phase in getattr(adv.text.where, "prose", {}) for phase in ("eval", "save")):
         found -= _TRAINING_CURVES  # an OOM said to strike in evaluation or a save: the training log beside it is context
-    return bool(found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
+    return bool(rank.said_oom_yields(report.text, found, adv.trace.chosen, _calm(adv)))
 
 
 _LOSS_ALARMS = frozenset({"nan_loss", "loss_diverging", "loss_zero", "loss_flat"})

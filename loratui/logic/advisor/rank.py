@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from loratui.logic import oom
 from loratui.logic.advisor import root, said
 from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, Advice, Finding
 from loratui.logic.tracebacks import Raised
@@ -139,4 +140,17 @@ def words_yield(finding: Finding, falling: bool, ran_away: bool, calm: bool = Fa
     if from_words(finding) and isinstance(quote, str) and finding.id in _READERS and \
             supposed(quote, _READERS[finding.id], calm):
         return "the words only ask whether it might happen"
+    return ""
+
+
+def said_oom_yields(text: str, found: set[str], raised: Raised | None, calm: bool = False) -> str:
+    """Why an OOM only the person named gives way ('' when it stands): a worried question; anything the text shows
+    (another finding, an exception that is no OOM), as their words may tell the run's history (`I got OOM, lowered
+    the batch, now ...`)."""
+    if supposed(text, oom.said_oom, calm):
+        return "the words only ask whether it might run out of memory"
+    if found:
+        return "the text shows " + ", ".join(sorted(found)) + ": the OOM in words is the run's history"
+    if raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}"):
+        return f"the traceback's own error is {raised.short_type}, not an OOM"
     return ""
