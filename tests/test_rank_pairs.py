@@ -192,3 +192,19 @@ def test_a_nan_logged_after_a_worried_question_is_the_finding() -> None:
     assert found == ["nan_loss"]
     found = alarms(["Why would the loss become nan? It trains fine for a while:", *CALM, *dicts([1.2], grad="nan")])
     assert found == ["nan_loss"]
+
+
+# -- words about the run stopping are no loss that stays put ---------------------------------------------------------
+
+@pytest.mark.parametrize("words", ["Training hangs at epoch 26 and never moves on.",
+                                   "the training freezes after the first eval and gets no further",
+                                   "训练到第10个epoch就卡住了，一直不动"])
+def test_a_hang_in_words_is_no_flat_loss(words: str) -> None:
+    assert "loss_flat" not in alarms([*dicts(falling(6)), words])
+
+
+@pytest.mark.parametrize("words", ["the loss is stuck at 2.30 and never moves",
+                                   "training loss hangs around 1.9 from the first step, it never goes down",
+                                   "loss一直卡在2.3不动"])
+def test_a_loss_said_to_stay_put_is_still_flat(words: str) -> None:
+    assert alarms([words]) == ["loss_flat"]

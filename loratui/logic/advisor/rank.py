@@ -108,6 +108,9 @@ def supposed(line: str, carries: Callable[[str], bool], calm: bool = False) -> b
         (_CONDITION.search(part) is not None or calm and _MODAL.search(part) is not None) for part in named)
 
 
+_STALL = re.compile(r"\b(?:hangs?|hanging|hung|freez\w*|froze|frozen|deadlock\w*)\b|卡住|卡死|死锁", re.IGNORECASE)
+"""The run said to stop moving: a hang, whatever its cause, not a loss that stays put (`stuck` may be either)."""
+_LOSS_NAMED = re.compile(r"\b(?:\w+[_ ])?loss(?:es)?\b|\bppl\b|perplexity|accuracy|\bacc\b|损失|准确率", re.IGNORECASE)
 _NAN_WORD = re.compile(r"\b(?:nan|inf|non-?finite)\b", re.IGNORECASE)
 _READERS: dict[str, Callable[[str], bool]] = {
     "nan_loss": lambda part: _NAN_WORD.search(part) is not None,
@@ -137,6 +140,9 @@ def words_yield(finding: Finding, falling: bool, ran_away: bool, calm: bool = Fa
     if finding.id == "nan_loss" and ran_away:
         return "the NaN the text printed is where the rise ran to: the divergence explains it"
     quote = facts.get("quote")
+    if finding.id == "loss_flat" and facts.get("kind") == "said" and isinstance(quote, str) and \
+            _STALL.search(quote) and not _LOSS_NAMED.search(quote):
+        return "the words say the run stopped moving (a hang), not that its loss stays put"
     if from_words(finding) and isinstance(quote, str) and finding.id in _READERS and \
             supposed(quote, _READERS[finding.id], calm):
         return "the words only ask whether it might happen"
