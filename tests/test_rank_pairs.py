@@ -175,7 +175,7 @@ def test_a_worried_question_over_a_calm_log_raises_no_alarm(question: str) -> No
 
 @pytest.mark.parametrize(("report", "expected"), [
     ("Why does my loss become nan after 200 steps?", "nan_loss"),  # asked about what happened
-    ("Why would my loss become nan after 200 steps?", "nan_loss"),  # no log shows it calm: the words are all there is
+    ("Why would my loss become nan after 200 steps?", "nan_loss"),  # `why would`: asked about what was seen
     ("Why do I keep getting CUDA out of memory on a 24GB card?", "oom_full"),
     ("I get CUDA out of memory, what should I do?", "oom_full"),
     ("Can anyone help? loss nan after epoch 2", "nan_loss"),
@@ -183,6 +183,11 @@ def test_a_worried_question_over_a_calm_log_raises_no_alarm(question: str) -> No
 ])
 def test_a_report_phrased_as_a_question_still_counts(report: str, expected: str) -> None:
     assert alarms([report])[:1] == [expected]
+
+
+def test_why_would_over_the_first_logs_asks_about_what_was_seen() -> None:
+    """People paste the first logs of a run whose NaN came later: `why would ...` asks about the NaN they saw."""
+    assert alarms(["Why would my loss become NaN after 300 steps? Here are the first logs:", *CALM]) == ["nan_loss"]
 
 
 def test_a_nan_logged_after_a_worried_question_is_the_finding() -> None:

@@ -90,6 +90,11 @@ _CONDITION = re.compile(r"\bwhat if\b|\b(?:would|will|could|might)\b[^?]{0,80}?\
                         r"\b(?:if|once|when)\b[^?]{0,80}?\b(?:would|will|could|might)\b|如果[^？?]{0,40}?会", re.IGNORECASE)
 """A question about what would happen under a condition (`will this run out of memory if I double the length?`,
 `what if the loss goes nan?`): a worry whatever the log beside it shows."""
+_WHY_MODAL = re.compile(r"\bwhy\s+(?:would|could|might|may)\b", re.IGNORECASE)
+"""`why would my loss become nan after 300 steps?`: a question about what was seen, in a modal's words."""
+_NOT_YET = re.compile(r"\bso far\b|\b(?:not|n't|never)\b[^.?!]{0,40}\byet\b|\bfor now\b|\bat the moment\b|目前|暂时|还没",
+                      re.IGNORECASE)
+"""Words that say the symptom has not happened (yet): `mine looks fine so far`, `it hasn't happened yet`."""
 _REPORTING = re.compile(
     r"\b(?:I|we|it|this|i'm|i am|we're|we are|keeps?|kept)\s+(?:\w+\s+)?(?:get|got|getting|gets|see|saw|seeing|hit|"
     r"hits|met|meet|encounter\w*|run into|ran into|runs into)\b|\bhappen(?:s|ed|ing)\b|"
@@ -100,12 +105,21 @@ phrased as a question."""
 
 def supposed(line: str, carries: Callable[[str], bool], calm: bool = False) -> bool:
     """Whether every sentence of `line` that names the symptom (`carries`: the reader of that symptom, sentence by
-    sentence) only asks whether it might happen: under a condition (`will it OOM if ...?`), or at all when the log
-    beside it is `calm` (its losses are printed and finite). A worried question raises no alarm without evidence."""
+    sentence) only asks whether it might happen: under a condition (`will it OOM if ...?`), or beside a `calm` log
+    (its losses printed and finite) when it asks what may come (`could it explode later?`) or says nothing happened
+    yet (`why would the loss become nan? mine looks fine so far`). `why would X happen?` alone asks about an X seen.
+    A worried question raises no alarm without evidence."""
     named = [part for part in _SENTENCE.split(line) if part.strip() and carries(part)]
-    return bool(named) and all(
-        part.rstrip().endswith(("?", "？")) and _REPORTING.search(part) is None and
-        (_CONDITION.search(part) is not None or calm and _MODAL.search(part) is not None) for part in named)
+    not_yet = _NOT_YET.search(line) is not None
+    return bool(named) and all(_asks(part, calm, not_yet) for part in named)
+
+
+def _asks(sentence: str, calm: bool, not_yet: bool) -> bool:
+    if not sentence.rstrip().endswith(("?", "？")) or _REPORTING.search(sentence):
+        return False
+    if _CONDITION.search(sentence):
+        return True
+    return calm and (not_yet or _MODAL.search(sentence) is not None and _WHY_MODAL.search(sentence) is None)
 
 
 _STALL = re.compile(r"\b(?:hangs?|hanging|hung|freez\w*|froze|frozen|deadlock\w*)\b|卡住|卡死|死锁", re.IGNORECASE)
