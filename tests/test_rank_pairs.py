@@ -102,6 +102,28 @@ def test_a_loss_series_that_falls_to_its_end_outranks_words_that_it_does_not(wor
     assert alarms([words, *dicts(falling(14))]) == []
 
 
+def oom_account(free: str, others: str, ours: str, allocated: str, spare: str) -> str:
+    """A torch 2.x OOM message with its numbers (a 23.64 GiB card)."""
+    held = f" Process 4411 has {others} memory in use." if others else ""
+    return (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            f"23.64 GiB of which {free} is free.{held} Including non-PyTorch memory, this process has {ours} memory in "
+            f"use. Of the allocated memory {allocated} is allocated by PyTorch, and {spare} is reserved by PyTorch but "
+            "unallocated.")
+
+
+@pytest.mark.parametrize(("words", "account", "expected"), [
+    ("I think this is memory fragmentation, there should be plenty of memory.",
+     oom_account("1.12 GiB", "", "22.50 GiB", "21.80 GiB", "310.00 MiB"), "oom_full"),
+    ("I think this is memory fragmentation.",
+     oom_account("120.00 MiB", "19.20 GiB", "4.30 GiB", "3.80 GiB", "210.00 MiB"), "oom_other_process"),
+    ("Maybe another process is using the GPU?",
+     oom_account("1.12 GiB", "", "22.50 GiB", "14.80 GiB", "7.30 GiB"), "oom_fragmentation"),
+])
+def test_the_oom_account_outranks_the_persons_guess_at_its_kind(words: str, account: str, expected: str) -> None:
+    """The message's numbers say who holds the card; the person's guess is a guess."""
+    assert alarms([words, *traceback(TRAIN_FRAMES, account)])[:1] == [expected]
+
+
 # -- rung 3 over rung 4: the stated symptom over incidental lines -------------------------------------------------
 
 def test_the_stated_nan_leads_a_config_dump_and_a_deprecation_warning() -> None:
