@@ -169,6 +169,25 @@ def test_a_setup_warning_the_run_trained_past_is_a_note_not_an_alarm() -> None:
     assert alarms([BNB_WARNING, *dicts(falling(8))]) == []
 
 
+SDPA_NOTE = ("UserWarning: 1Torch was not compiled with flash attention. (Triggered internally at "
+             "..\\aten\\src\\ATen\\native\\transformers\\cuda\\sdp_utils.cpp:455.)")
+IDLE_GPU = ["GPU utilization is only 5% and each step takes 20 seconds, the dataloader seems to be the bottleneck.",
+            "| N/A   34C    P0    62W / 400W |  38500MiB / 81920MiB |      3%      Default |"]
+
+
+@pytest.mark.parametrize("note", [BNB_WARNING, FLASH_WARNING, SDPA_NOTE])
+def test_a_gpu_waiting_for_data_leads_a_setup_note_the_run_went_past(note: str) -> None:
+    """Both are notes (info), but one is a problem the numbers show and the other says nothing failed there."""
+    assert judged([note, *dicts(falling(8)), *IDLE_GPU])[0] == ("info", "data_starved")
+
+
+@pytest.mark.parametrize("note", [BNB_WARNING, FLASH_WARNING])
+def test_a_run_stopped_by_hand_after_training_past_a_setup_warning_did_not_fail(note: str) -> None:
+    """Ctrl-C is no failure: the warning the run trained past stays a note."""
+    stopped = traceback([("/home/me/sft.py", "main", "trainer.train()")], "KeyboardInterrupt")
+    assert alarms([note, *dicts(falling(8)), *stopped]) == []
+
+
 # -- a worried question is no report: no alarm without evidence ----------------------------------------------------
 
 CALM = dicts(falling(8))

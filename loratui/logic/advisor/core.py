@@ -519,7 +519,8 @@ def _calm(adv: Advisor) -> bool:
 
 def _seen(adv: Advisor) -> rank.Seen:
     """What the ranking reads beside the findings (see `rank.order`)."""
-    failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
+    failed = rank.run_failed(adv.trace.chosen, adv.trace.count, adv.trace.cut,
+                             adv.end is not None and adv.end.state == events.FAILED)
     oom_leads = adv.oom is not None and not _said_only(adv)  # an OOM only the person named yields
     return rank.Seen(step=adv.ctx.step, failed=bool(failed), raised=adv.trace.chosen, raised_count=adv.trace.count,
                      oom_leads=oom_leads)

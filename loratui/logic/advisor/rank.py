@@ -13,8 +13,8 @@ The ladder, from the top (each rung says why it outranks the next):
    complaint itself when the text prints no numbers, but their words may tell the run's history (`I got OOM,
    lowered the batch, now ...`) or only a worry, so they yield to rungs 1 and 2 (`words_yield`).
 4. `incidental`: warnings the run went on past (flash-attention missing, bitsandbytes without GPU, then training
-   logged steps), a KeyboardInterrupt (someone stopped it): notes after everything else (`root.went_on`,
-   `root.interrupted`).
+   logged steps), a KeyboardInterrupt (someone stopped it: no failure), torch's SDPA build note: notes after every
+   finding, a GPU that waits for data included (`root.went_on`, `root.interrupted`); a note never leads as a root.
 
 Within a rung the order is severity (error, warning, info), then the fixed vocabulary's order (`IDS`: the more
 specific cause first), then the step. `order` applies the ladder to built advice; `words_yield` decides whether
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from loratui.logic import oom
 from loratui.logic.advisor import root, said
-from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, Advice, Finding
+from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, INFO, Advice, Finding
 from loratui.logic.tracebacks import Raised
 
 TIERS = (
@@ -59,6 +59,13 @@ class Seen:
     """An OOM the program printed (not only the person's word for one): it leads by severity and id already."""
 
 
+def run_failed(raised: Raised | None, raised_count: int, cut: bool, ended_failed: bool) -> bool:
+    """Whether the run stopped on a failure: a traceback (not only someone's Ctrl-C: a KeyboardInterrupt alone is
+    rung 4), a traceback cut before its exception, or an end recorded as failed."""
+    by_hand = raised is not None and raised.short_type == "KeyboardInterrupt" and raised_count == 1
+    return raised_count > 0 and not by_hand or cut or ended_failed
+
+
 def key(advice: Advice) -> tuple[int, int, int]:
     """Within a rung: severity, then the vocabulary's order (the more specific cause first), then the step."""
     return _SEVERITY_RANK[advice.severity], IDS.index(advice.id), advice.step
@@ -68,12 +75,14 @@ def order(built: list[Advice], found: dict[str, Finding], seen: Seen,
           failure: Callable[[], list[Advice]]) -> list[Advice]:
     """The advice most direct first (the ladder above). `failure` builds the run's exception item, asked for only
     when the ladder puts an exception first that was not built (a specific error hid it)."""
-    built = sorted(built, key=key)
     noted = [root.went_on(a, found.get(a.id), seen.step, seen.failed) for a in built]  # rung 4: went on past it
-    if noted != built:
-        built = sorted(noted, key=key)
+    went_past = {a.id for a, was in zip(noted, built) if a is not was}
+    # a note that nothing failed there comes after every finding of its severity (a GPU that waits for data)
+    built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], a.id in went_past, *key(a)[1:]))
     built = root.interrupted(built, seen.raised)  # rung 4: someone stopped it by hand
     lead = root.first_root(found, seen.raised, seen.raised_count) if not seen.oom_leads else ""  # rung 1
+    if any(a.id == lead and a.severity == INFO for a in built):
+        lead = ""  # a note (torch's SDPA build, a warning trained past) is no root cause to lead with
     if lead == "exception" and not any(a.id == "exception" for a in built):
         built += [a for a in failure() if a.id == "exception"]
     return root.lead_with(built, lead, found) if lead else built
