@@ -254,3 +254,43 @@ def test_a_hang_in_words_is_no_flat_loss(words: str) -> None:
                                    "loss一直卡在2.3不动"])
 def test_a_loss_said_to_stay_put_is_still_flat(words: str) -> None:
     assert alarms([words]) == ["loss_flat"]
+
+
+# -- an exception Python says it ignored is no failure of the run ---------------------------------------------------
+
+IGNORED_DEL = [  # the DataLoader's workers shut down from a __del__ at exit: seen in many threads, always harmless
+    "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f3b2c1d1ee0>",
+    *traceback([("/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", "__del__",
+                 "self._shutdown_workers()"),
+                ("/opt/conda/lib/python3.10/multiprocessing/process.py", "is_alive",
+                 "assert self._parent_pid == os.getpid(), 'can only test a child process'")],
+               "AssertionError: can only test a child process")]
+ATEXIT = ["Error in atexit._run_exitfuncs:",
+          *traceback([("/opt/venv/lib/python3.11/site-packages/wandb/sdk/wandb_run.py", "_atexit_cleanup",
+                       "self._on_finish()")], "wandb.errors.errors.Error: An unexpected error occurred")]
+
+
+@pytest.mark.parametrize("ignored", [IGNORED_DEL, ATEXIT])
+def test_an_ignored_exception_after_a_healthy_run_is_no_failure(ignored: list[str]) -> None:
+    assert alarms([*dicts(falling(10)), *ignored]) == []
+
+
+@pytest.mark.parametrize("ignored", [IGNORED_DEL, ATEXIT])
+def test_the_stated_symptom_leads_an_ignored_exception(ignored: list[str]) -> None:
+    assert alarms(["The loss is stuck at 2.30 and never goes down.", *ignored]) == ["loss_flat"]
+
+
+def test_the_traceback_after_an_ignored_one_is_the_runs_own() -> None:
+    items, _ = diagnose_stream(io.BytesIO("\n".join([*IGNORED_DEL, *SHAPE]).encode()), "pasted")
+    assert items[0].id == "exception" and "shape '[8, 1024, 16, -1]'" in items[0].title
+
+
+def test_a_cuda_fault_inside_an_ignored_exception_is_still_evidence() -> None:
+    """CUDA's errors are sticky: the fault a destructor reports (pytorch-pwc#55, a dev record) is the run's."""
+    found = alarms(["Exception ignored in: 'cupy.cuda.function.Module.__dealloc__'",
+                    "Traceback (most recent call last):",
+                    ('  File "cupy_backends\\\\cuda\\\\api\\\\driver.pyx", line 125, in '
+                    "cupy_backends.cuda.api.driver.check_status"),
+                    ("cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
+                    "was encountered")])
+    assert found == ["cuda_error"]
