@@ -36,6 +36,9 @@ def test_a_timeout_said_in_words_is_a_distributed_timeout(text: str) -> None:
     "The download of the dataset times out, so I use a local copy.",  # no distributed word
     "init_process_group(backend='nccl', timeout=timedelta(seconds=1800))",
     "请求超时，换了镜像源就好了",  # a request that timed out: nothing distributed
+    "Setting ddp_timeout to 18000 to avoid NCCL timeout while tokenizing",  # a precaution
+    "You may need to increase the NCCL timeout for large datasets.",
+    "为了防止NCCL超时，我把ddp_timeout调大了",
 ])
 def test_a_timeout_setting_or_another_timeout_is_not_one(text: str) -> None:
     assert first(text) == "healthy"

@@ -37,6 +37,10 @@ _NCCL_TIMEOUT = re.compile(
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
 socket wait (`waitForInput: socket ... timed out after 1800000ms`), the store (`store->get('0') got error: Socket
 Timeout`, `DistStoreError: Timed out after 1801 seconds waiting for clients`), a store-based barrier."""
+_WARDED = re.compile(r"\b(?:avoid\w*|prevent\w*|in case of|against|increas\w*|rais(?:e|es|ed|ing)|extend\w*|"
+                     r"longer|if|whether)\b[^.!?;]{0,40}$|避免|防止|如果", re.I)
+"""Words before the timeout that ward it off or suppose it (`setting ddp_timeout to 18000 to avoid NCCL timeout`,
+`increase the NCCL timeout`): a precaution, not a timeout that happened."""
 _NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
                "collective", "watchdog")
 _HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stuck|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动",
@@ -286,7 +290,8 @@ class TextWatch:
                                                "timed_out": False, "hang": self.nccl_info})]
 
     def _nccl(self, line: str, step: int) -> list[Finding]:
-        if not _NCCL_TIMEOUT.search(line):
+        found = _NCCL_TIMEOUT.search(line)
+        if not found or _WARDED.search(line, 0, found.start()):
             return []
         self.nccl_lines += 1
         rank = _NCCL_RANK.search(line)
