@@ -294,3 +294,26 @@ def test_a_cuda_fault_inside_an_ignored_exception_is_still_evidence() -> None:
                     ("cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access "
                     "was encountered")])
     assert found == ["cuda_error"]
+
+
+# -- an exception the program retries is no failure of the run --------------------------------------------------------
+
+@pytest.mark.parametrize("retried", [
+    [("huggingface_hub.utils._errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
+     "https://huggingface.co/api/models/org/model (retrying in 10s)")],
+    traceback([("/opt/venv/lib/python3.11/site-packages/wandb/sdk/internal/internal_api.py", "execute",
+                "return self.client.execute(*args, **kwargs)")],
+              "wandb.errors.CommError: Network error (ConnectionError), entering retry loop."),
+])
+def test_an_exception_the_program_retries_is_no_failure(retried: list[str]) -> None:
+    assert alarms([*retried, *dicts(falling(10))]) == []
+    assert alarms([*retried, *SHAPE])[:1] == ["exception"]  # the error after it is the run's own
+    items, _ = diagnose_stream(io.BytesIO("\n".join([*retried, *SHAPE]).encode()), "pasted")
+    assert "shape '[8, 1024, 16, -1]'" in items[0].title
+
+
+def test_retries_given_up_are_the_failure() -> None:
+    found = alarms([("requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): Max "
+                    "retries exceeded with url: /api/models/org/model (Caused by NewConnectionError('Failed to "
+                    "establish a new connection: [Errno 101] Network is unreachable'))")])
+    assert found == ["exception"]

@@ -57,6 +57,9 @@ print, or when a run's stderr tail is read again)."""
 _IGNORED = re.compile(r"^\W*(?:Exception ignored (?:in|on)\b|Error in atexit\._run_exitfuncs:)")
 """Python's own words that it ignored the exception printed next (a `__del__`, a weakref callback, an atexit hook at
 interpreter exit: the DataLoader's `AssertionError: can only test a child process`): never what stopped a run."""
+_RETRIED = re.compile(r"\bretry(?:ing)?\b(?! ?(?:limit|count)s? (?:reached|exceeded))|\bwill (?:be )?retr|重试", re.I)
+"""An exception the program says it tries again after (`... 429 Too Many Requests (retrying in 10s)`, wandb's
+`entering retry loop`): not what stopped the run. `Max retries exceeded` is the giving up: it stays."""
 _CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
@@ -282,7 +285,10 @@ class TraceScanner:
         if not _MAYBE_RAISED.search(text) or indent > margin or _CHAINED.search(text):
             return  # indented past the traceback's margin: a code line, not the exception
         found = _EXCEPTION.search(text)
-        if found and (self.frames or found.group("msg") is not None):
+        if found and found.group("msg") and _RETRIED.search(found.group("msg")):
+            self.frames.clear()  # the program tries again: not what stopped the run, and no cut traceback
+            self._since_exception = 0
+        elif found and (self.frames or found.group("msg") is not None):
             self._raised(found.group("type"), (found.group("msg") or "").strip(), raw.strip())
 
     def _ignored(self, text: str) -> None:
