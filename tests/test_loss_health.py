@@ -121,7 +121,9 @@ def test_flat_at_a_non_zero_value_for_hundreds_of_steps(tmp_path: Path, capsys: 
                    f"  {i + 1}%|          | {(i + 1) * 10}/1000 [00:{i + 10:02d}<16:30,  1.00it/s]\n"
                    for i, v in enumerate(losses))
     items = doctor(text, tmp_path, capsys)
-    assert items[0]["id"] == "loss_flat" and "flat from the start" in items[0]["title"]
+    # the chance reading (ln 2 within 0.05% for 4 logs) names it first now: the same finding, said more precisely
+    assert items[0]["id"] == "loss_flat" and ("flat from the start" in items[0]["title"] or
+                                              "ln 2 = 0.6931" in items[0]["title"]), items[0]
 
 
 def test_a_healthy_descent_that_levels_off_is_not_flat() -> None:

@@ -96,6 +96,14 @@ def test_a_non_finite_value_in_any_log_layout(line: str) -> None:
     "loss变成nan了",
     "训练几百步之后损失变为inf",
     "梯度全是nan",
+    # facebookresearch/maskrcnn-benchmark#841: the value quoted as Markdown code
+    "when trained using 4 `gpus` the model is quite easy get `nan`. How to solve this problem?",
+    "after a few hundred iterations I get **NaN** with the larger batch",
+    "the loss becomes `inf` once I switch to fp16",
+    # roytseng-tw/Detectron.pytorch#29: a loss named by its head, as detection models print them
+    "Yet in my own script, after the first step, the loss_rcnn_bbox values are Nan, which will then crash the program.",
+    "my rpn_loss is NaN after 300 iters",
+    "the `loss_cls` becomes nan while loss_bbox stays finite",
 ])
 def test_a_non_finite_signal_in_words(line: str) -> None:
     assert first_id(line) == "nan_loss"
@@ -152,6 +160,12 @@ def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     "best_val_loss: inf",
     "TrainingArguments(logging_nan_inf_filter=True, max_grad_norm=1.0)",
     "tensor([0.1234, nan_mask], device='cuda:0')",
+    # Markdown's marks around names, settings and negations change nothing
+    "I call `torch.nan_to_num` on the loss before backward",
+    "set `max_grad_norm` to inf and the `loss_scale` to 1024",
+    "the loss is not `nan` anymore after lowering the lr",
+    "how to avoid `nan` in the `loss_cls`?",
+    "the `nan_loss` counter stays 0",
     "x = torch.tensor([float('nan'), 1.0])",
     "      1/100      3.35G      1.234     0.8123      1.102         29        640: 100%|██████████| 8/8 [00:02<00:00]",
     "| person | 120 | 300 | nan |",  # an eval table's class with no ground truth

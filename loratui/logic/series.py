@@ -146,8 +146,9 @@ def mann_kendall(ys: Sequence[float]) -> float:
     return (s - (s > 0) + (s < 0)) / math.sqrt(var)
 
 
-FALLS_N, FALLS_BY = 10, 0.8
-"""`falls_through`: at least this many logs, the last third's median at most this share of the first third's."""
+FALLS_N, FALLS_BY, FALLS_SHORT = 10, 0.8, 5
+"""`falls_through`: at least this many logs, the last third's median at most this share of the first third's; from
+`FALLS_SHORT` logs on, `falls_short`."""
 
 
 def falls_through(ys: Sequence[float]) -> bool:
@@ -156,9 +157,21 @@ def falls_through(ys: Sequence[float]) -> bool:
     not a loss that fell during warm-up and then stood still, nor one that rose back."""
     n = len(ys)
     if n < FALLS_N:
-        return False
+        return falls_short(ys)
     third = n // 3
     return median(ys[-third:]) <= FALLS_BY * median(ys[:third]) and mann_kendall(ys[n // 2:]) < -1.64
+
+
+def falls_short(ys: Sequence[float]) -> bool:
+    """`falls_through` for 5 to 9 logs, too few for a trend test over half of them: a Mann-Kendall fall over all
+    of them (z < -1.64: at most one pair out of order in 5), the last two a fifth below the first two, and every log
+    of the second half below the one before it (still falling at its end, not a fall that then stood still)."""
+    n = len(ys)
+    if not FALLS_SHORT <= n < FALLS_N:
+        return False
+    second = ys[n // 2:]
+    return mann_kendall(ys) < -1.64 and median(ys[-2:]) <= FALLS_BY * median(ys[:2]) and \
+        all(b < a for a, b in zip(second, second[1:]))
 
 
 def rise_score(ys: Sequence[float]) -> float:

@@ -90,6 +90,7 @@ class Advisor:
         self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
         self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
         self.card_at_start: tuple[int | None, int | None] = (None, None)  # (total, free) before any allocation
+        self.tf_pool: int | None = None  # the pool TensorFlow sized at start from the memory the card reported free
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
 
@@ -378,6 +379,8 @@ class Advisor:
             total, free = oom.memory_at_start(line)
             known = getattr(self, "card_at_start", (None, None))
             self.card_at_start = (total or known[0], free if free is not None else known[1])
+        if "TensorFlow device" in line and self.oom is None:
+            self.tf_pool = oom.tf_pool(line) or getattr(self, "tf_pool", None)
         if self.oom is not None and self.oom.facts["report"].kind == oom.UNKNOWN and \
                 not self.oom.facts["report"].said and self.trace.count <= getattr(self, "_oom_count", 0) + 1 and \
                 oom.context_failed(line):
@@ -423,6 +426,7 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
                        r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
+                       r"(?:OOM|内存)\S{0,4}被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                        r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
                        r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
                        r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
@@ -438,7 +442,8 @@ happened (an OOM it counted prints its own message)."""
 _COMMENT = re.compile(r"\s*#\s")
 """A comment in pasted code or a config (`# if you see CUDA error: device-side assert, check the labels`): it
 quotes an error, it does not report one."""
-_SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
+_SAVE_IN_LINE = re.compile(r"(?<!load_)state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
+"""The OOM's own line names a save (`model.state_dict()` gathered, `save_pretrained`), not a load (`load_state_dict`)."""
 _NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
 
 
@@ -567,6 +572,9 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
         facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS,
                                   note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
                                        "allocated anything")
+    pool = getattr(adv, "tf_pool", None)  # getattr: an advisor pickled in an older events.idx
+    if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool))
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])

@@ -33,6 +33,9 @@ class LossWatch:
     ZERO_LR = 5
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
     CHANCE_N = 4
+    CLIMB, CLIMB_FALL, CLIMB_RISE, CLIMB_NOISE = 3, 1.1, 1.5, 6.0
+    """A climb back: logs rising in a row since the lowest, the fall before it (first log over the lowest), the
+    last log over the lowest, as a ratio and in noise-sigmas (second differences)."""
     ALPHA, DOUBLE = 0.01, 2.0
     HUGE_LOSS, HUGE_GRAD = 1e8, 1e6
     """The permutation p-value a rise must reach (`series.rise_p`): the share of noisy windows read as a rise."""
@@ -99,7 +102,7 @@ class LossWatch:
         found += self._chance(e.step, loss)
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
             self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or self._level_up(e.step) or \
-            self._short_rise(e.step)
+            self._short_rise(e.step) or self._climb_back(e.step)
         if rise is not None and not spike:
             self.rose = self.rose or rise  # the first is the one the advisor keeps
             found.append(rise)
@@ -468,15 +471,38 @@ class LossWatch:
             "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
             "window": len(segment), "p": p})
 
+    def _climb_back(self, step: int) -> Finding | None:
+        """A few logs that fell and then climbed back past where they started: from the lowest log, every log
+        higher than the one before for at least `CLIMB` logs, the last at or above the first log and half again
+        the lowest. Too few logs for a trend test to reach significance, but a healthy loss, however noisy, does
+        not climb step after step back to its starting value once it has fallen (`2.3, 1.8, 1.5, 1.4, 1.6, 2.1,
+        2.9`: a learning rate too high once the easy part is learned). Short pastes only; longer ones have the
+        trend tests."""
+        ys = [v for _, v in self.window]
+        if len(ys) >= 16 or self.warming or min(ys) <= 0:
+            return None
+        low = min(range(len(ys)), key=lambda i: (ys[i], -i))
+        after = ys[low:]
+        if low == 0 or len(after) <= self.CLIMB or ys[0] < self.CLIMB_FALL * ys[low]:
+            return None  # it must have fallen first: a rise from the first log is the trend tests' to judge
+        climbing = all(b > a for a, b in zip(after, after[1:]))
+        if not climbing or after[-1] < ys[0] or after[-1] < self.CLIMB_RISE * ys[low] or \
+                after[-1] - ys[low] < max(0.05, self.CLIMB_NOISE * series.noise(ys)):
+            return None  # and clear of the logs' own scatter: a noisy plateau's lowest log is followed by higher ones
+        return Finding("loss_diverging", step, {
+            "kind": "climb", "best": ys[low], "best_step": self.window[low - len(ys)][0], "now": after[-1],
+            "first": ys[0], "lr": self.lr, "window": len(after) - 1})
+
     def _chance(self, step: int, loss: float) -> list[Finding]:
         """The loss sitting at ln k, the cross-entropy of a uniform guess over k classes (ln 2 = 0.6931 for a
-        binary task, ln 4 = 1.3863 over four answers), for 4 logs in a row to 4 printed digits: the model
+        binary task, ln 4 = 1.3863 over four answers), for 4 logs in a row to 3 decimals or more: the model
         outputs chance and learns nothing. k up to 100, where neighbouring ln k still lie 1% apart."""
         # While the learning rate warms up a fresh head may still sit at chance: that is where it starts.
         k = round(math.exp(loss)) if 0.6 < loss < 4.7 and not self.warming else 0
-        # Off by at most half the last printed digit (1.386 stands for ln 4 = 1.38629), or 0.02% when printed long.
-        tolerance = max(2e-4 * math.log(k), 0.5 * 10 ** -_decimals(loss)) if k >= 2 else 0.0
-        near = k >= 2 and _digits(loss) >= 4 and abs(loss - math.log(k)) <= tolerance
+        # Off by at most half the last printed digit (1.386 stands for ln 4 = 1.38629; 0.6930, read back as 0.693,
+        # for ln 2), or 0.05% when printed long: a stuck output scatters in its 4th digit (0.6930-0.6934).
+        tolerance = max(5e-4 * math.log(k), 0.5 * 10 ** -_decimals(loss)) if k >= 2 else 0.0
+        near = k >= 2 and _decimals(loss) >= 3 and abs(loss - math.log(k)) <= tolerance
         same = bool(self.at_chance) and round(math.exp(self.at_chance[-1][1])) == k
         self.at_chance = (self.at_chance if same else []) + [(step, loss)] if near else []
         if len(self.at_chance) != self.CHANCE_N:

@@ -64,7 +64,8 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"horizontal|(?:a |straight )?flat line|straight line|flatten(?:s|ed|ing)? out|forever|"
           r"(?:is|are|was|were|stays?|stayed|remains?|remained|looks?)\s+(?:all\s+|always\s+|exactly\s+|almost\s+|"
           r"nearly\s+|basically\s+|still\s+)?(?:the same|identical)\b"
-          r"(?!\s+(?:size|way|shape|type|kind|as|number|length|for|dtype|device|object|to|result|tensor|name|file|"
+          r"(?!\s+(?:size|way|shape|type|kind|as|number|length|for(?!\s+(?:all|every|each|the whole|the entire)\b)|"
+          r"dtype|device|object|to|result|tensor|name|file|"
           r"class|model|config))|"
           r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
           r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|"
@@ -79,9 +80,9 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"after|across|during|the|at|all|forever|always)\b)[a-z]+)|constant|unchanged|flat|high|~?\d|between|~)\b|"
           r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
           r"all the time|"
-          r"不变|没变|没怎么(?:变|动|降|下降)|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|波动|震荡|一直是|始终是|"
+          r"不变|没变|没怎么(?:变|动|降|下降)|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|(?:附近|左右|上下|之间|一带)\s*(?:来回)?(?:波动|震荡)|一直是|始终是|"
           r"都是|一直为|始终为")
-_FALL = (r"downward\w*|trends? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
+_FALL = (r"downward\w*|trend(?:s|ed|ing)? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
          r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*(?!\s+back)|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
          r"(?:go(?:es|ing)?|went|gone|dip(?:s|ped)?) (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
@@ -97,12 +98,12 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"up again|(?:becomes?|became|becoming|is|are|was|were|gets?|got|getting|turns?|turned)\s+"
          r"(?:very\s+|extremely\s+|quite\s+|really\s+|so\s+|more\s+)?unstable\b|不稳定|忽高忽低|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
-         r"上升|变大|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
+         r"上升|变大|变得(?:很|非常|特别|极其|越来越|巨)?(?:大|高)|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
          r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
          r"(?:exactly\s+|always\s+|just\s+)?"
-         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?![.\d]|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
+         r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?!\.?\d|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
 _PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))",
                         re.I)
@@ -133,9 +134,11 @@ _CODE = re.compile(r"\b\w+=[\w\[(.'\"]+.*\bif\b.*\belse\b|"
                    r"^\s*(?:def |class |import |from \S+ import|//|[\w.]+\(.*\)[,:]?\s*$|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
                    r"return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|[=(]\s*\w*loss\w*\s*[,)]|\{\s*['\"]?\w+['\"]?\s*:")
-_NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)\b", re.I)
+_NOT_LM = re.compile(r"(?<![A-Za-z0-9_])(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)(?![A-Za-z0-9_])",
+                     re.I)
 """An objective that is not a language-model loss, or its metrics: a GRPO loss grows with the KL, a DPO loss
-starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss."""
+starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss. Bounded by ASCII word
+characters: Chinese beside it is no word of its own (`做dpo训练时，loss没有下降反上升`)."""
 _WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network", "net", "lora", "adapter", "classifier",
           "train", "tun", "run", "模型", "训练", "weight", "param", "grad", "梯度", "权重", "参数", "learning rate", "lr",
           "学习率", "predict", "output", "always", "only", "updat", "ppl", "perplex", "困惑度", "converg", "learning",
@@ -148,8 +151,8 @@ _NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|sur
                         r"(?:of|in)\s+(?:both\s+)?(?:the\s+|my\s+)?$", re.I)
 """A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
 _SMALL_BEFORE = re.compile(r"\b(?:only|just|merely)\s+(?:\w+\s+)?$", re.I)
-_SMALL_AFTER = re.compile(r"\s+(?:only\s+)?(?:very\s+)?(?:slightly|a tiny bit|a little bit|very little|marginally|"
-                          r"by (?:only )?0\.0)", re.I)
+_SMALL_AFTER = re.compile(r"\s+(?:only\s+)?(?:very\s+)?(?:slightly|a tiny bit|a little bit|a bit|a little|very little|"
+                          r"marginally|by (?:only )?0\.0)", re.I)
 """A fall said to be too small: `only decreased from 0.7 to 0.6`, `decreases only slightly`, `a tiny bit`."""
 _WISH = re.compile(
     r"\b(?:how|what)\b[^.?!]{0,40}?\b(?:make|get|help|let)\s+(?:the\s+|my\s+|this\s+|our\s+)?"
@@ -161,6 +164,8 @@ _WISH = re.compile(
 """A request to make the loss fall or the model converge: asked because it does not (`how can I make the loss
 converge?`, `让损失可以收敛`); not a wish for a faster fall."""
 _FASTER = re.compile(r"\w*\s+(?:faster|quicker|more quickly|further|even lower|more)\b|\w*\s*(?:更快|更低)", re.I)
+_AS_FAST = re.compile(r"\s+(?:as|so)\s+(?:fast|quickly|rapidly|much|steeply|smoothly)\s+as\b", re.I)
+"""A fall compared with another's pace (`not decreasing as fast as with the old version`)."""
 _HEDGED = re.compile(r"\b(?:probably|possibly|maybe|perhaps|might|may|likely|unlikely)\b", re.I)
 """Between a subject and its predicate: only a guess (fairseq's `Your loss is probably exploding` beside its fp16
 floor)."""
@@ -168,6 +173,8 @@ _INSTEAD = re.compile(r"(?:instead of|rather than|than|after|before|since|expect
                       re.I)
 """A predicate only named as what did not happen (`increasing instead of decreasing`)."""
 _PASSIVE = re.compile(r"\bbe\s+$", re.I)
+_PERSON = re.compile(r"\b(?:i|we|you|they)\s+(?:\w+\s+)?$", re.I)
+"""A person is the verb's subject (`the loss became nan after we increased the batch size`)."""
 _PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
 """A question's negation before its subject: `why doesn't the training loss decrease?`."""
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w.%]|\.\d|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
@@ -203,6 +210,7 @@ def read(line: str) -> Said | None:
         return None
     if _CODE.search(line) or _MESSAGE.search(line):
         return QUIET
+    line = _BOTH.sub(r"\g<a> \g<loss> and \g<b> \g<loss>", line)
     wish = _WISH.search(line)
     if wish is not None and not _FASTER.match(line, wish.end()):
         return Said("flat", "loss")
@@ -225,10 +233,15 @@ def read(line: str) -> Said | None:
         if one and not _supposed(line[:one.start()]):
             return Said("flat", "pred")
         return QUIET if _NOT_A_VALUE.search(line) else None
+    if any(s.kind == "fall" and s.subject == "loss" for s in found[1:]):
+        # a standstill of the loss that a later clause ends (`did not decrease for the first 50 steps but then
+        # started dropping`, `fluctuating between 0.8 and 1.2 but trending down`): where it went last counts
+        last_fall = max(i for i, s in enumerate(found) if s.kind == "fall" and s.subject == "loss")
+        found = [s for i, s in enumerate(found) if not (s.kind == "flat" and s.subject == "loss" and i < last_fall)]
     for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
-            return said
+            return QUIET if kind == "rise" and TRANSIENT.search(line) else said
     return QUIET
 
 
@@ -265,6 +278,21 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
     return found
 
 
+TRANSIENT = re.compile(
+    r"\b(?:but|then|and|before|quickly|soon|immediately)\b[^.!?。！？]{0,40}?(?<!not )(?<!n't )(?<!never )(?<!no )"
+    r"\b(?:recover\w*|(?:comes?|came|goes|went|gets?|got|drops?|dropped|falls?|fell)\s+back\b|returns?\s+to\b|"
+    r"(?:drops?|dropped|falls?|fell|decreas\w*|goes down|went down|comes down|came down)\s+again\b|"
+    r"settl(?:e|es|ed|ing)\b|stabili[sz]\w*)|"
+    r"\b(?:at|in|near|around)\s+the\s+(?:start|beginning|end|first steps?)\s+of\s+(?:each|every)\b|"
+    r"\bevery time (?:a |the )?(?:new )?epoch\b|\bperiodic\w*|每(?:个|一)?\s*(?:epoch|轮)\s*(?:开始|结束)|"
+    r"(?:然后|之后|随后|又|再)\s*(?:恢复|回落|降回|下降回)",
+    re.I)
+"""A rise said to pass: a spike that recovers, comes back down or settles, or a jump that recurs at each epoch's
+start (data order, an epoch boundary): a transient, not divergence (`the loss spikes occasionally but recovers`)."""
+_BOTH = re.compile(r"\b(?P<a>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test)\s*(?:and|&|/|as well as)\s*"
+                   r"(?P<b>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test)\s+(?P<loss>loss(?:es)?)\b", re.I)
+"""`training and validation loss`: two losses, the training loss one of them (read as `training loss and validation
+loss`, so that what is said of both is said of the training loss too)."""
 _PPL = re.compile(r".*(?:ppl|perplexity|困惑度)", re.I)
 _RECORD = re.compile(r"[:=|]\s*-?\d|\w\s+-?\d[\d.eE+-]*\s*\|")
 """A log record's cells (`loss=9.512, ppl=730.1`, `| loss 7.312 | ppl 158.9 |`): their numbers are no history a
@@ -272,7 +300,8 @@ person tells; the loss watch reads them."""
 _JOINED = re.compile(r"\s*(?:and|&|,|or|as well as|both|和|与|以及|跟)?\s*(?:the\s+|my\s+)?", re.I)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _GOES_ON = re.compile(r"\s*(?:(?:then|and|still|just|only|even|later|soon|suddenly|quickly|it)\s+){0,2}(?=\S)"
-                      r"(?:(?:\w+ly|again|then)\s+)?(?:" + _RISE + "|" + _STILL + "|" + _FALL + ")", re.I)
+                      r"(?:(?:\w+ly|again|then)\s+)?(?:(?:start(?:s|ed)?|began|begins?)\s+(?:to\s+)?)?"
+                      r"(?:" + _RISE + "|" + _STILL + "|" + _FALL + ")", re.I)
 """A clause that opens on its verb: it goes on about the subject before (`goes up and down, but trends
 downward`)."""
 
@@ -310,8 +339,10 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("flat", subject) if any(p.lastgroup == "zero" for p in _PREDICATE.finditer(scope)) else None
     last, start, at = None, 0, 0
     for p in _PREDICATE.finditer(scope):
-        if _INSTEAD.search(scope[:p.start()]) or (p.group(0).endswith("ed") and _PASSIVE.search(scope[:p.start()])):
-            continue  # `increasing instead of decreasing`; `cannot be moved to a device`: a capability, no history
+        if _INSTEAD.search(scope[:p.start()]) or (p.group(0).endswith("ed") and _PASSIVE.search(scope[:p.start()])) \
+                or _PERSON.search(scope[:p.start()]):
+            continue  # `increasing instead of decreasing`; `cannot be moved to a device`: a capability, no history;
+            # `after we increased the batch size`: the person's doing, to a setting
         at = p.start()
         negated = _negated(scope[start:p.start()]) or _negated_after(scope[p.end():]) or \
             (last is None and negated_before)
@@ -326,6 +357,10 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("quiet", subject)
     if verb == "fall" and not negated and subject.endswith("loss") and (_SMALL_BEFORE.search(scope[:at]) or _SMALL_AFTER.match(scope[start:])):
         return _for(subject, "flat")  # `only decreased from 0.7 to 0.6`: a fall reported as too small
+    if verb == "rise" and not negated and subject.endswith("loss") and _SMALL_AFTER.match(scope[start:]):
+        return Said("quiet", subject)  # `increased a bit at the end`: a rise reported as small is no divergence
+    if verb == "fall" and negated and _AS_FAST.match(scope[start:]):
+        return Said("quiet", subject)  # `does not decrease as fast as before`: a slower fall, still a fall
     kind = {("still", False): "flat", ("fall", True): "flat", ("rise", False): "rise",
             ("zero", False): "zero", ("fall", False): "fall"}.get((verb, negated), "quiet")
     return _for(subject, kind, scope[at:start])

@@ -160,10 +160,15 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
         lines.append(f"this process may use only {gib(report.allowed)} (torch.cuda.set_per_process_memory_fraction): "
                      "that cap, not the card, was reached; raise the fraction or use less")
     if report.note:
-        lines.append(report.note if report.note == oom.CONTEXT_NOTE or report.note.startswith("only ") else
+        lines.append(report.note if report.note == oom.CONTEXT_NOTE or report.note.startswith(_HELD_NOTES) else
                      f"numbers ignored: {report.note}")
     lines.append(clip(report.text, 240))
     return lines
+
+
+_HELD_NOTES = ("only ", "the driver refused")
+"""Notes that say, from numbers outside the OOM's message, that memory was held outside the program: the card's free
+memory at start, the pool TensorFlow sized from it refused."""
 
 
 def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], step: int,
@@ -176,7 +181,7 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
         title = "CUDA OOM before this program held any memory (its CUDA context could not be created): other " \
                 "processes hold the card"
-    elif not pids and report.other_used is None and report.note.startswith("only "):
+    elif not pids and report.other_used is None and report.note.startswith(_HELD_NOTES):
         title = f"CUDA OOM: {report.note}: other processes hold the card"
     extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
@@ -452,6 +457,10 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         evidence = quote + [f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
                             f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
                             f"and the same logs shuffled show as large a change of level {chance}"] + lr
+    elif facts.get("kind") == "climb":
+        evidence = quote + [f"the loss fell from {facts['first']:.4g} to {facts['best']:.4g} at step "
+                            f"{facts['best_step']}, then rose in each of the {window} logs since, back past where it "
+                            f"started: a climb, not one noisy log"] + lr
     elif facts.get("kind") == "step":
         evidence = quote + [f"every one of the {window} logs since step {facts['best_step']} (lowest "
                             f"{facts['floor']:.4g}) is a third above every log before it (highest "

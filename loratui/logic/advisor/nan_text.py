@@ -23,10 +23,11 @@ _TOKEN = re.compile(TOKEN, re.I)
 _SIGNAL = (r"(?:[{a}]*[_/. ])?(?:loss(?:es)?|gradients?|grads?|grad[ _]norm|gnorm|logits|outputs?|activations|"
            r"hidden[ _]states|predictions|weights|nll|ppl|perplexity)(?:[_/][{a}]+)?|损失|梯度").format(a=_A)
 """A training signal, with its prefix or suffix (`eval_loss`, `train/loss`, `loss_cls`, `lm loss`)."""
-_BARE_SIGNAL = re.compile(rf"(?<![{_A}])(?:loss(?:es)?|gradients?|grads?|grad[ _]norm|gnorm|logits|outputs?|"
-                          rf"activations|hidden[ _]states|predictions|weights|nll|ppl|perplexity)(?![{_A}])|损失|梯度",
-                          re.I)
-"""A signal named in prose (`the losses are all NaN`)."""
+_BARE_SIGNAL = re.compile(rf"(?<![{_A}])(?:(?:[A-Za-z0-9]+_)*loss(?:es)?(?:_[A-Za-z0-9]+)*|gradients?|grads?|"
+                          rf"grad[ _]norm|gnorm|logits|outputs?|activations|hidden[ _]states|predictions|weights|nll|ppl|"
+                          rf"perplexity)(?![{_A}])|损失|梯度", re.I)
+"""A signal named in prose (`the losses are all NaN`), a loss by its own name too (`the loss_rcnn_bbox values are
+Nan`, `rpn_loss is nan`: detection models print one loss per head)."""
 _NOT_SIGNAL = re.compile(r"scal(?:e|er|ing)|max|min(?![a-z])|clip|thresh|patience|delta|limit|warmup|check|detect|skip|"
                          r"weight[ _]decay|best|lowest|prev", re.I)
 """Settings named after a signal (`loss_scale`, `max_grad_norm: inf`, `clip_grad_norm`) and the starting value of a
@@ -78,10 +79,16 @@ class NonFinite:
     value: str  # nan, inf, -inf, non-finite
 
 
+_MARKUP = re.compile(r"`+|\*\*")
+"""Markdown's code and bold marks: an issue's prose quotes a value as `nan` or **NaN**, and the words around it are
+read the same without them (`the model is quite easy get `nan``)."""
+
+
 def read(line: str) -> NonFinite | None:
     """The non-finite training signal the line states, or None."""
     if len(line) > 2000 or not _TOKEN.search(line) and not _PROGRAM.search(line):
         return None
+    line = _MARKUP.sub("", line)
     keyed = _keyed(line)
     if keyed is not None:
         return keyed

@@ -45,7 +45,7 @@ _CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|if |elif |f
                    r"[=(]\s*\w*loss\w*\s*[,)]")
 
 
-_NOT_LM = re.compile(r"\b(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward model)\b")
+_NOT_LM = re.compile(r"(?<![A-Za-z0-9_])(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward model)(?![A-Za-z0-9_])", re.I)
 """An objective that is not a language-model loss: a GRPO loss grows with the KL to the reference while the
 reward is flat (theLMbook#6), a DPO loss may go anywhere; its rise in words is no divergence."""
 
@@ -57,15 +57,24 @@ def rise_said(line: str, step: int) -> Finding | None:
     if said is not None:
         return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None}) \
             if said.kind == "rise" else None
-    if _CODE.search(line) or _NOT_LM.search(line):
-        return None
+    if _CODE.search(line) or _NOT_LM.search(line) or loss_words.TRANSIENT.search(line):
+        return None  # TRANSIENT: a spike said to recover, a jump at each epoch's start
     for found in _SAID.finditer(line):
         before = line[max(0, found.start() - 24):found.start()]
         gap = found.group("gap") or ""
-        if _NOT_TRAIN.search(before) or _HELD.search(before[-12:] + gap) or _OTHER.search(gap):
+        if _NOT_TRAIN.search(before) or _HELD.search(before[-12:] + gap) or _OTHER.search(gap) or \
+                _PERSON.search(gap) or _OBJECT.match(line, found.end()):
             continue
         return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None})
     return _numbers_rise(line, step)
+
+
+_PERSON = re.compile(r"(?:I|we|you|they)\s+(?:\w+\s+)?$")
+"""The verb's subject is a person (`the loss went to NaN when I increased the learning rate`): what they raised
+is a setting, not the loss."""
+_OBJECT = re.compile(r"\s+(?:the\s+|my\s+|our\s+)?(?:learning[ _]rate|lr|batch|epochs?|steps?|warm-?up|"
+                     r"lora[ _]?(?:r|rank|alpha)|rank|alpha|dataset|data|model size)\b", re.I)
+"""A rise verb with a setting for its object (`increased the learning rate`)."""
 
 
 _QUANTITY = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|size|lengths?|scale|grad\w*|norm|"
@@ -170,8 +179,8 @@ def flat_said(line: str, step: int) -> Finding | None:
             if _NOT_TRAIN.search(before) or _HELD_FLAT.search(before[-14:]) or _OTHER_FLAT.search(gap):
                 continue
             if kind == "zero":
-                if _NOT_LM.search(line):
-                    continue  # a GRPO loss is 0 at its first steps by design (it is the KL to the reference)
+                if _NOT_LM.search(line) or _COUNTER_BEFORE.search(line[:found.start()]):
+                    continue  # a GRPO loss is 0 at its first steps by design; `step 0 loss 3.68` is step 0's loss
                 return Finding("loss_zero", step, {"kind": "said", "quote": line.strip()[:300]})
             return Finding("loss_flat", step, {"kind": "said", "quote": line.strip()[:300]})
     return None
@@ -205,5 +214,9 @@ _HINTED = tuple((pattern, kind, re.compile("|".join(map(re.escape, hints)))) for
 _OTHER_FLAT = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|scale|lengths?|grad\w*|norm)\b", re.I)
 """Another quantity between the loss and the verb (`loss falls but the learning rate stays at 0`); an epoch or a
 step there only dates the loss (`loss since 2nd epoch becomes huge and unchanged`)."""
+_COUNTER_BEFORE = re.compile(r"\b(?:step|epoch|iter(?:ation)?|it|batch|round|rank|gpu|device|cuda|worker|"
+                             r"layer|head|fold|stage|task)s?\s*[:=#]?\s*$", re.I)
+"""A zero that is a counter's value, right before a loss (`step 0 loss 3.6815`, `Epoch 0 loss: 2.31`, `rank 0 loss
+2.1`): the first step's loss or one rank's, not a loss of zero."""
 _HELD_FLAT = re.compile(r"\b(?:if|whether|how (?:to|do|can)|avoid\w*|prevent\w*|unless|when|in case)\b|如果|避免|防止", re.I)
 """Words that only suppose the loss stays put (`if the loss does not decrease`); a negation is the report here."""

@@ -52,6 +52,7 @@ class TextReader:
     _last_total: int = 0
     _waiting: list[_Waiting] = field(default_factory=list)
     _bar_loss: tuple[int, dict[str, float]] | None = None
+    _bar_shown: tuple[int, dict[str, float]] | None = None  # (bar offset, values) of the last postfix read
     _held: tuple[int, dict[str, float], bool] | None = None  # (step, values, explicit) of the last loss line
     _last_dict: tuple[int, dict[str, float], bool] | None = None
     _pairs: list[tuple[int, float]] = field(default_factory=list)  # bare `step value` lines not yet confirmed
@@ -188,6 +189,10 @@ class TextReader:
         if bar.total != self.bar_total or self._bar_n is None:
             return
         found = v.loss_line(bar.desc + " " + bar.tail)
+        shown = (self._bar_offset, found[1]) if found is not None else None
+        if shown is not None and shown == self._bar_shown:
+            return  # the same postfix redrawn as the bar moves (refreshed every N steps): one reading, not N
+        self._bar_shown = shown
         pending = self._bar_loss
         if pending is not None and pending[0] != self._bar_n:
             self._bar_loss = None

@@ -123,14 +123,15 @@ def _int(value: object) -> int | None:
 _KEY_ALIASES = {
     "loss": "loss", "train loss": "loss", "training loss": "loss", "avr loss": "loss", "avg loss": "loss",
     "ave loss": "loss", "average loss": "loss", "mean loss": "loss", "running loss": "loss", "lr": "learning_rate",
-    "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm",
+    "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm", "total loss": "loss",
+    "损失": "loss", "损失值": "loss",
 }
 # `loss: X`, `loss=X`, `loss = X`, also as a printed tensor (`loss: tensor(2.3456, device='cuda:0')`); a bare
 # space (`step 5 loss 22.4671`) is `_SPACED`'s, which wants a decimal point so prose ("loss 2 times") is no value.
 _SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*)(?:tensor\(\s*)?({_NUMBER})(?![\w.]|\s*[*/+])"
 _PAIRS = re.compile(
-    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running)[ _]loss|loss|lr|learning[ _]rate|"
-    r"grad[ _]norm|gnorm)" + _SEP_NUM, re.I)
+    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running|total)[ _]loss|loss|lr|learning[ _]rate|"
+    r"grad[ _]norm|gnorm)" + _SEP_NUM + r"|(损失值?)\s*[:：=]\s*(" + _NUMBER + r")", re.I)
 """Also kohya/musubi's `avr_loss=` and the `avg_loss` / `running_loss` of hand-written loops: a training loss
 averaged over the last steps, the one number those loops print."""
 _BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
@@ -138,9 +139,13 @@ _SPACED = re.compile(r"(?<![\w/])(train(?:ing)?[ _]loss|loss)\s+([-+]?\d+\.\d+(?
                      r"(?=[\s,;|)]|$)")
 """`loss 10.8259,` (LitGPT, fairseq-style `| loss 2.31 |`): a loss with only a space before its value, which
 then needs a decimal point (or nan/inf) so that prose (`loss 2 times`) is not read as a value."""
-_STEP = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\b(?!\s*/)", re.I)
+_STEP = re.compile(r"(?<![\w/])(?:global[ _])?step(?:\s*[=:]\s*|\s+)(\d{1,9})\b(?!\s*/)", re.I)
+"""`step 5`, `step=5`, TensorFlow's `step = 100`."""
 # `Step 5/100 | loss ...`: the step of a step-of-total counter.
-_STEP_SLASH = re.compile(r"(?<![\w/])(?:global[ _])?step[ =:]\s*(\d{1,9})\s*/\s*\d{1,9}\b", re.I)
+_STEP_SLASH = re.compile(r"(?<![\w/])(?:global[ _])?step(?:\s*[=:]\s*|\s+)(\d{1,9})\s*/\s*\d{1,9}\b", re.I)
+_ITER = re.compile(r"(?<![\w/])iter(?:ation)?(?:\s*[=:]\s*|\s+)(\d{1,9})\b", re.I)
+"""detectron2's `iter: 19`, nanoGPT's `iter 100:`, `Iteration 200`, `Iter: 7/900`: the step where no `step` is named
+(LitGPT's `iter 77 step 39` counts micro-batches in `iter`, optimizer steps in `step`)."""
 _BRACKET = re.compile(r"\[\s*(\d{1,9})\s*/\s*(\d{1,9})\s*\]")
 _LEADING = re.compile(r"^\s{0,8}(\d{1,9})\s+\S")
 
@@ -158,10 +163,11 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
         megatron = megatron_line(fragment)
         if megatron is not None:
             return megatron
-    if not ("oss" in fragment or "OSS" in fragment):
+    if not ("oss" in fragment or "OSS" in fragment or "损失" in fragment) or _ADVERSARIAL.search(fragment):
         return None
     values: dict[str, float] = {}
-    for key, raw in _PAIRS.findall(fragment):
+    for key, raw, cn_key, cn_raw in _PAIRS.findall(fragment):
+        key, raw = (key, raw) if key else (cn_key, cn_raw)
         name = _KEY_ALIASES.get(key.lower().replace("_", " "))
         value = number(raw)
         if name and value is not None and name not in values:
@@ -181,6 +187,10 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     return line_step(fragment), values
 
 
+_ADVERSARIAL = re.compile(r"(?<![\w/])(?:[DG]|[dg](?=_)|disc(?:riminator)?|gen(?:erator)?)[ _]loss\b|"
+                          r"\bloss[ _]?[DG]\b", re.I)
+"""A GAN's pair of losses (`[D loss: 0.6931] [G loss: 0.7015]`, `d_loss=`, `Loss_D:`): adversaries whose losses
+trade places by design (a discriminator at ln 2 is at equilibrium), not a training loss to judge by its shape."""
 _MEGATRON = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*iteration\s+(\d+)\s*/\s*\d+\s*\|")
 _MEGATRON_FIELD = re.compile(rf"\|\s*([A-Za-z][\w ()/-]*?)\s*:\s*({_NUMBER})\s*(?=\||$)")
 UNPRINTED = "loss_unprinted"
@@ -216,7 +226,7 @@ def line_step(fragment: str) -> int | None:
     found = _STEP.search(fragment)
     if found:
         return int(found.group(1))
-    found = _STEP_SLASH.search(fragment) or _BRACKET.search(fragment)
+    found = _STEP_SLASH.search(fragment) or _BRACKET.search(fragment) or _ITER.search(fragment)
     if found:
         return int(found.group(1))
     leading = _LEADING.match(fragment)
