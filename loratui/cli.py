@@ -192,7 +192,7 @@ def _by_job_id(name: str, runs_dir: Path, everywhere: bool = False) -> rundir.Ru
 
 def cmd_run(args: argparse.Namespace) -> int:
     from loratui.commands import launch_checks
-    from loratui.supervisor.launch import start_command, start_run
+    from loratui.supervisor.launch import passed_stdin, start_command, start_run
 
     watching = bool(args.watch) or args.recipe is None  # `loratui run [options] -- COMMAND [ARGS...]`
     if watching and not args.watch:
@@ -223,7 +223,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     limit = launch_checks.slurm_limit(args)
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
     if watching:
-        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url, slurm_limit=limit)
+        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url, slurm_limit=limit,
+                            stdin=passed_stdin())
     else:
         run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
                         alert_url=url, slurm_limit=limit)
