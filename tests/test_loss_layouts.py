@@ -334,3 +334,16 @@ def test_training_and_validation_loss_named_together_include_the_training_loss(t
 ])
 def test_a_preference_or_rl_objective_named_beside_chinese_is_no_lm_loss(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    # THUDM/GLM#88: the staircase of a multi-epoch run on a small dataset
+    ("the training loss barely decrease within each epoch, but there is a large decrease when starting a new epoch.",
+     "healthy"),
+    ("The loss stays flat within each epoch and drops at each new epoch.", "healthy"),
+    ("loss每个epoch内基本不变，新的epoch开始时突然下降", "healthy"),
+    ("The loss does not decrease at all, even after 10 epochs.", "loss_flat"),
+    ("The loss is stuck at 2.3 for every epoch.", "loss_flat"),
+])
+def test_a_standstill_within_each_epoch_that_drops_at_the_next_is_a_staircase(text: str, says: str) -> None:
+    assert first(text) == says

@@ -241,7 +241,9 @@ def read(line: str) -> Said | None:
     for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
-            return QUIET if kind == "rise" and TRANSIENT.search(line) else said
+            if (kind == "rise" and TRANSIENT.search(line)) or (kind == "flat" and _WITHIN_EPOCH.search(line)):
+                return QUIET
+            return said
     return QUIET
 
 
@@ -293,6 +295,11 @@ _BOTH = re.compile(r"\b(?P<a>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|
                    r"(?P<b>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test)\s+(?P<loss>loss(?:es)?)\b", re.I)
 """`training and validation loss`: two losses, the training loss one of them (read as `training loss and validation
 loss`, so that what is said of both is said of the training loss too)."""
+_WITHIN_EPOCH = re.compile(r"\bwithin (?:each|every|an?|one|the same|a single) epoch\b|"
+                           r"\b(?:when|as|once) (?:starting |it starts |we start )?a new epoch\b|"
+                           r"\bat (?:the start of )?(?:each|every) new epoch\b|每个\s*epoch\s*(?:内|之内|里)", re.I)
+"""A standstill said to hold within each epoch, the loss dropping as a new one starts: the staircase of a multi-epoch
+run on a small dataset (each epoch revisits what the model has seen), not a loss that does not move (THUDM/GLM#88)."""
 _PPL = re.compile(r".*(?:ppl|perplexity|困惑度)", re.I)
 _RECORD = re.compile(r"[:=|]\s*-?\d|\w\s+-?\d[\d.eE+-]*\s*\|")
 """A log record's cells (`loss=9.512, ppl=730.1`, `| loss 7.312 | ppl 158.9 |`): their numbers are no history a
