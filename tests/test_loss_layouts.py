@@ -347,3 +347,26 @@ def test_a_preference_or_rl_objective_named_beside_chinese_is_no_lm_loss(text: s
 ])
 def test_a_standstill_within_each_epoch_that_drops_at_the_next_is_a_staircase(text: str, says: str) -> None:
     assert first(text) == says
+
+
+# -- a diffusion model's loss looks flat while it learns ---------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    # huggingface/diffusers#3604
+    "I am using train_text_to_image.py to fine-tune the text-to-image stable diffusion model on my own dataset.\n"
+    "However, **the train loss does not decrease** but rather stays the same with some fluctuations for 15K steps.",
+    "Training a DreamBooth LoRA on SDXL, the loss is stuck around 0.1 the whole time, is that normal?",
+    "kohya LoRA training: avr_loss stays at 0.09 and does not go down.",
+    "我用diffusers训练stable diffusion，loss一直不下降",
+])
+def test_a_diffusion_models_loss_said_to_stay_flat_is_no_flat_loss(text: str) -> None:
+    assert first(text) == "healthy"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("Fine-tuning Llama-2 with LoRA, the loss is stuck around 2.3 the whole time.", "loss_flat"),
+    ("With diffusers the loss suddenly explodes to 1e4 after 2k steps.", "loss_diverging"),  # only flat words yield
+    ("Training stable diffusion, the loss becomes NaN after 100 steps.", "nan_loss"),
+])
+def test_other_models_flat_words_and_a_diffusion_models_other_trouble_still_count(text: str, says: str) -> None:
+    assert first(text) == says
