@@ -370,3 +370,16 @@ def test_a_diffusion_models_loss_said_to_stay_flat_is_no_flat_loss(text: str) ->
 ])
 def test_other_models_flat_words_and_a_diffusion_models_other_trouble_still_count(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    # TencentARC/LLaMA-Pro#29: 无法 (cannot) negates, and the run compared against is another run
+    ("目前看上去到20k step左右 loss就无法继续下降了。对比直接在qwen上面增量预训练依然在下降。", "loss_flat"),
+    ("loss难以下降", "loss_flat"),
+    ("loss无法收敛", "loss_flat"),
+    ("With LoRA the loss stops decreasing at 1.5. Compared with full fine-tuning, it keeps going down.", "loss_flat"),
+    ("The loss stopped decreasing at step 500. Then it started dropping again.", "healthy"),  # this run, not another
+    ("loss下降了，无法理解为什么效果不好", "healthy"),
+])
+def test_cannot_negates_and_a_run_told_as_the_reference_is_another_run(text: str, says: str) -> None:
+    assert first(text) == says

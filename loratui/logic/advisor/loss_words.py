@@ -112,8 +112,9 @@ _NEGATION = re.compile(
     r"\b(?:not|never|no|cannot|hardly|barely|scarcely|without|nothing)\b|n['’]t\b|'nt\b|"
     r"\b(?:does|did|do|ca|wo|is|was|are|were|has|have|had|could|would|dose|dos)nt\b|"
     r"\b(?:does|did|do|is|was|are|were|has|have|could|can|would|will|should)not\b|"
-    r"\b(?:fail\w*|refus\w*) to\b|\bno longer\b|不(?![断停时住少同过仅久])|[没未]", re.I)
-"""Between a subject and its predicate: `does not`, `won't`, `dosen't`, `fails to`, `refuses to`, `barely`, 不, 没."""
+    r"\b(?:fail\w*|refus\w*) to\b|\bno longer\b|不(?![断停时住少同过仅久])|[没未]|无法|难以", re.I)
+"""Between a subject and its predicate: `does not`, `won't`, `dosen't`, `fails to`, `refuses to`, `barely`, 不, 没,
+无法 (cannot), 难以 (hardly can)."""
 _NOTHING = re.compile(r"\b(?:learns?|learned|learnt|learning|trains?)\s+nothing\b|"
                       r"\bnothing (?:is |was |gets? )?(?:learn|train|chang|updat)",
                       re.I)
@@ -123,7 +124,7 @@ _SUPPOSED = re.compile(
     r"如果|若|假如|万一|避免|防止|是否|会不会", re.I)
 """Before the subject: the sentence only supposes or wards off what follows (`what if the loss doesn't decrease?`,
 `how to avoid the loss exploding`, `so the loss won't blow up`)."""
-_SENTENCE = re.compile(r"(?<!\d)[.!?](?!\d)|[。！？；;\n]|\b(?:but|while|whereas|although|though|however|when|"
+_SENTENCE = re.compile(r"(?<!\d)[.!?](?!\d)|(?<=\d)\.(?=\s+[A-Z])|[。！？；;\n]|\b(?:but|while|whereas|although|though|however|when|"
                        r"whenever|because|unless|especially|as soon as)\b|但是?|而且?|"
                        r"可是|不过", re.I)
 """Where what is said of a subject ends: a sentence, or a contrast (`val loss rises while train loss falls`)."""
@@ -251,6 +252,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
     """What each subject of one clause is said to do, in order; `previous` holds the subject named last in the
     line, which `it` stands for (`dropped to 70, but it suddenly became 800,000`), and which a Chinese clause with
     no subject goes on about (`一开始loss下降，后来就不降了`)."""
+    if _COMPARED.match(sentence):
+        return []  # `对比直接在qwen上面增量预训练依然在下降`: another run, told as the reference
     subjects = [m for m in _SUBJECT.finditer(sentence)
                 if not m.group("proc") or _OPENS.search(sentence[:m.start()])]  # `is not training`: a verb
     if not subjects and previous[0] in ("loss", "model") and (_CJK.search(sentence) or _GOES_ON.match(sentence)):
@@ -295,6 +298,10 @@ _BOTH = re.compile(r"\b(?P<a>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|
                    r"(?P<b>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test)\s+(?P<loss>loss(?:es)?)\b", re.I)
 """`training and validation loss`: two losses, the training loss one of them (read as `training loss and validation
 loss`, so that what is said of both is said of the training loss too)."""
+_COMPARED = re.compile(r"\s*(?:对比|相比|比较|而|in comparison|by comparison|compared (?:to|with)|in contrast|unlike|"
+                       r"(?:while|whereas) (?:with|using|on|in|for) )", re.I)
+"""A clause that opens on a comparison tells of another run (`对比直接在qwen上面增量预训练依然在下降`, `compared with
+full fine-tuning, it keeps falling`): what it says is no report of this run's loss."""
 _WITHIN_EPOCH = re.compile(r"\bwithin (?:each|every|an?|one|the same|a single) epoch\b|"
                            r"\b(?:when|as|once) (?:starting |it starts |we start )?a new epoch\b|"
                            r"\bat (?:the start of )?(?:each|every) new epoch\b|每个\s*epoch\s*(?:内|之内|里)", re.I)
