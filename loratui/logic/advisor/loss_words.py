@@ -428,7 +428,7 @@ def _numbers(scope: str) -> str:
 
 
 _VALUE = re.compile(
-    r"(?:^\s*|\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)\s+|(?:从|到|变成了?|变为|升到|涨到|达到|为)\s*)"
+    r"(?:^\s*|\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)\s+|(?:从|到|至|在|变成了?|变为|升到|涨到|达到|为)\s*)"
     r"(?:about\s+|around\s+|~\s*)?"
     r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![.,]?\d)"
     r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)
