@@ -446,7 +446,7 @@ update said not to happen (`the optimizer doesn't update the weights`)."""
 _NOT_A_VALUE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*[_ ]?(?:of|fn|scal\w*|weights?|mask|type)\b", re.I)
 """The word loss naming no training loss's value (`loss of accuracy`, `loss scale`, `loss_fn`): what is
 said after it is said of something else, and the narrower readers must not take it for the loss either."""
-_RANGE = re.compile(r"\b(?:range|between|typically|usually|default)\b", re.I)
+_RANGE = re.compile(r"\b(?:range|between|typically|usually|default)\b|之间|范围|区间|上下", re.I)
 _LISTED = re.compile(r"\s*(?:[,;/|]|->|→|=>|\.\.\.)?\s*")
 _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbecomes\b|\bafter\b", re.I)
 
