@@ -393,3 +393,15 @@ def test_cannot_negates_and_a_run_told_as_the_reference_is_another_run(text: str
 ])
 def test_a_chinese_loss_history_told_in_numbers(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    # TensorFlow's NanTensorHook names the NaN with the word `diverged`
+    ("INFO:tensorflow:loss = 2.31, step = 100\nERROR:tensorflow:Model diverged with loss = NaN.", "nan_loss"),
+    ("tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.",
+     "nan_loss"),
+    ("The model diverged after 3 epochs.", "loss_diverging"),
+    ("training diverged, loss became nan at step 300", "loss_diverging"),  # a divergence told, then its NaN
+])
+def test_tensorflows_nan_check_is_a_nan_not_a_rise(text: str, says: str) -> None:
+    assert first(text) == says
