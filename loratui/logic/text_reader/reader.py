@@ -102,6 +102,7 @@ class TextReader:
             self._bar(bar, t, out)
         if start >= 0:
             numbers, texts = v.printed_dict(fragment[start:])
+            numbers = v.epoch_train_loss(numbers)
             if v.is_record(numbers):
                 self._dict(numbers, texts, bool(_PREFIXED.match(fragment[:start + 1])), t, out)
                 return
