@@ -405,3 +405,21 @@ def test_a_chinese_loss_history_told_in_numbers(text: str, says: str) -> None:
 ])
 def test_tensorflows_nan_check_is_a_nan_not_a_rise(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text", [
+    "loss在第5个epoch突然变成了很大的值",  # became a very large value
+    "loss从0.3一下子跳到了5",  # jumped to 5
+    "at epoch 12 loss is 0.8, at epoch 13 it's 4.5",  # `it's` gives the loss's value too
+    "I see a huge loss spike at 5k steps that the model never recovers from.",  # `loss spike`: the noun
+])
+def test_a_rise_told_as_a_jump_a_large_value_or_a_spike(text: str) -> None:
+    assert first(text) == "loss_diverging"
+
+
+@pytest.mark.parametrize("text", [
+    "Occasional loss spikes, but it recovers quickly.",
+    "loss先跳到5然后又恢复了",
+])
+def test_a_spike_or_jump_that_recovers_is_still_no_divergence(text: str) -> None:
+    assert first(text) == "healthy"

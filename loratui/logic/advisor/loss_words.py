@@ -88,7 +88,7 @@ _FALL = (r"downward\w*|trend(?:s|ed|ing)? down|decreas\w*|diminish\w*|declin\w*|
          r"(?:go(?:es|ing)?|went|gone|dip(?:s|ped)?) (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
 _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|"
-         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|"
+         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|spik(?:e|es|ed|ing)\b|increas\w*|"
          r"go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
          r"grow(?:s|ing|n)?\b|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg(?:e|es|ed|ing)\b|"
          r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
@@ -98,7 +98,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"up again|(?:becomes?|became|becoming|is|are|was|were|gets?|got|getting|turns?|turned)\s+"
          r"(?:very\s+|extremely\s+|quite\s+|really\s+|so\s+|more\s+)?unstable\b|不稳定|忽高忽低|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
-         r"上升|变大|变得(?:很|非常|特别|极其|越来越|巨)?(?:大|高)|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
+         r"上升|变大|变得(?:很|非常|特别|极其|越来越|巨)?(?:大|高)|变(?:成|为)了?(?:一个)?(?:很|非常|特别|极其|巨)?大的|跳到|跳变|突增|猛增|蹿升|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
          r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
@@ -428,7 +428,8 @@ def _numbers(scope: str) -> str:
 
 
 _VALUE = re.compile(
-    r"(?:^\s*|\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)\s+|(?:从|到|至|在|变成了?|变为|升到|涨到|达到|为)\s*)"
+    r"(?:^\s*|(?:\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)|['’]s)\s+|"
+    r"(?:从|到|至|在|变成了?|变为|升到|涨到|达到|跳到|为)\s*)"
     r"(?:about\s+|around\s+|~\s*)?"
     r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![.,]?\d)"
     r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)
