@@ -423,3 +423,13 @@ def test_a_rise_told_as_a_jump_a_large_value_or_a_spike(text: str) -> None:
 ])
 def test_a_spike_or_jump_that_recovers_is_still_no_divergence(text: str) -> None:
     assert first(text) == "healthy"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("The loss is 2.302 at every epoch.", "loss_flat"),  # one value, said of each epoch
+    ("The loss decreases at every epoch.", "healthy"),
+    ("The loss is 0.5 after each epoch of fine-tuning, then 0.4.", "healthy"),  # two values: a history
+    ("loss was 0.3, now it is 4.5.", "loss_diverging"),  # a value that ends its sentence is a value
+])
+def test_one_value_said_of_every_epoch_is_a_standstill(text: str, says: str) -> None:
+    assert first(text) == says

@@ -178,7 +178,7 @@ _PERSON = re.compile(r"\b(?:i|we|you|they)\s+(?:\w+\s+)?$", re.I)
 """A person is the verb's subject (`the loss became nan after we increased the batch size`)."""
 _PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
 """A question's negation before its subject: `why doesn't the training loss decrease?`."""
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w.%]|\.\d|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![A-Za-z0-9_%]|\.\w|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
                      r"k\b|hours?|h\b|min\w*|s\b|sec\w*|days?|[GM]i?B|samples|examples|tokens|classes|GPUs?)\b)",
                      re.I)
 """A value in prose, not a count of epochs, steps or time, not a percentage."""
@@ -421,12 +421,17 @@ def _numbers(scope: str) -> str:
     joins = [scope[a.end():b.start()] for a, b in zip(found, found[1:])]
     if len(values) >= 3 and len(set(values)) == 1 and all(_LISTED.fullmatch(j) for j in joins):
         return "flat"
+    if len(values) == 1 and _EVERY.match(scope, found[0].end()):
+        return "flat"  # `is 2.302 at every epoch`: one value, said of each epoch
     if len(values) >= 2 and all(_THEN.search(j) for j in joins) and values[-1] >= SAID_RISE * min(values[:-1]) \
             and values[-1] - min(values[:-1]) >= 0.05:
         return "rise"
     return ""
 
 
+_EVERY = re.compile(r"\s*(?:at|in|for|after|on)\s+(?:every|each|all)\s+(?:the\s+)?(?:epochs?|steps?|iter\w*|batch\w*|"
+                    r"runs?|evaluations?)\b|\s*(?:in\s+)?每(?:个|一)?\s*(?:epoch|轮|步|step)", re.I)
+"""After a value: said of every epoch or step (`the loss is 2.302 at every epoch`)."""
 _VALUE = re.compile(
     r"(?:^\s*|(?:\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)|['’]s)\s+|"
     r"(?:从|到|至|在|变成了?|变为|升到|涨到|达到|跳到|为)\s*)"
