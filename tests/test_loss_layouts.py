@@ -433,3 +433,32 @@ def test_a_spike_or_jump_that_recovers_is_still_no_divergence(text: str) -> None
 ])
 def test_one_value_said_of_every_epoch_is_a_standstill(text: str, says: str) -> None:
     assert first(text) == says
+
+
+# -- Keras epoch summaries lie an epoch's steps apart ---------------------------------------------------------------
+
+@pytest.mark.parametrize("losses", [
+    [1.4482, 1.4472, 1.4485, 1.4467, 1.4445, 1.4519],  # six epochs within 0.5% from the first
+    [10.37, 10.38, 10.36, 10.37, 10.38, 10.37],
+])
+def test_keras_epoch_summaries_that_never_fell_from_the_first_are_flat(losses: list[float]) -> None:
+    """Each line closes an epoch of 500 batches: numbered 1, 2, 3 they spanned 6 steps, too few to judge; as the run
+    counted them they span 2,500."""
+    assert first(keras(losses)) == "loss_flat"
+
+
+@pytest.mark.parametrize("losses", [
+    [0.2531, 0.1012, 0.0711, 0.0534, 0.0431, 0.0398],  # MNIST-like: fast, then slow
+    [0.5123, 0.5101, 0.5089, 0.5072, 0.5060, 0.5049],  # slow but steady: a trend
+])
+def test_keras_epoch_summaries_that_fall_are_healthy(losses: list[float]) -> None:
+    assert first(keras(losses)) == "healthy"
+
+
+def test_keras_batches_count_on_across_epochs() -> None:
+    from loratui.logic.text_reader import TextReader
+
+    reader = TextReader()
+    text = keras([2.3, 2.1, 1.9]).splitlines()
+    found = [e for line in text for e in reader.feed(line)] + reader.close()
+    assert [e.step for e in found if type(e).__name__ == "Log"] == [500, 1000, 1500]

@@ -126,7 +126,8 @@ class Advisor:
 
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
-        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
+        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn") or
+                                    _sharper(self.found[finding.id], finding)):
             if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
                 finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
@@ -427,6 +428,11 @@ _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|latent diffus
                         r"\bSDXL\b|\bSD ?(?:1\.[45]|2\.1|3(?:\.5)?)\b")
 """Text about a diffusion model: its training loss (the error of the predicted noise, dominated by the sampled
 timestep) is known to stay level and noisy while the samples improve (huggingface/diffusers#3604)."""
+def _sharper(kept: Finding, new: Finding) -> bool:
+    """A flat loss named more exactly a log later: at ln k (chance level) rather than only unchanged."""
+    return kept.id == "loss_flat" and kept.facts.get("kind") == "unchanged" and new.facts.get("kind") == "chance"
+
+
 _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
