@@ -173,3 +173,88 @@ ModuleNotFoundError: No module named 'scipy'
 """
     item = first(text)
     assert item is not None and item.id == "exception" and "pip install scipy" in item.title
+
+
+# -- a mismatch raised inside any of bitsandbytes' code -----------------------------------------------------------
+
+NAME_LIB = """Traceback (most recent call last):
+  File "/home/u/train.py", line 88, in <module>
+    trainer.train()
+  File "/opt/conda/lib/python3.10/site-packages/bitsandbytes/functional.py", line 1320, in dequantize_4bit
+    lib.cdequantize_blockwise_fp16_nf4(get_ptr(None), get_ptr(A), get_ptr(absmax), get_ptr(out))
+NameError: name 'lib' is not defined
+"""
+NO_SCB = """Traceback (most recent call last):
+  File "/home/u/finetune.py", line 41, in <module>
+    model.save_pretrained("out")
+  File "/usr/local/lib/python3.10/dist-packages/transformers/modeling_utils.py", line 2510, in save_pretrained
+    state_dict = model_to_save.state_dict()
+  File "/usr/local/lib/python3.10/dist-packages/bitsandbytes/nn/modules.py", line 312, in _save_to_state_dict
+    self.weight.SCB
+AttributeError: 'Int8Params' object has no attribute 'SCB'
+"""
+# The pattern of https://github.com/eosphoros-ai/DB-GPT-Hub/issues/193 (dev-learn), with a real traceback's frame:
+# an old bitsandbytes loading a state dict it was not written for; fixed by upgrading bitsandbytes.
+NONE_BIAS = """Traceback (most recent call last):
+  File "C:\\\\Users\\\\me\\\\proj\\\\train.py", line 20, in <module>
+    model.load_state_dict(torch.load("adapter.bin"), strict=False)
+  File "C:\\\\Users\\\\me\\\\venv\\\\lib\\\\site-packages\\\\bitsandbytes\\\\nn\\\\modules.py", line 254, in _load_from_state_dict
+    self.bias.data = bias_data.to(self.bias.data.device)
+AttributeError: 'NoneType' object has no attribute 'to'
+"""
+SIGNATURE = """Traceback (most recent call last):
+  File "/app/qlora.py", line 300, in <module>
+    model = get_peft_model(model, config)
+  File "/app/venv/lib/python3.11/site-packages/bitsandbytes/nn/modules.py", line 180, in __new__
+    return Params4bit._make(data, requires_grad, quant_state, **kwargs)
+TypeError: Params4bit._make() got an unexpected keyword argument 'quant_storage'
+"""
+
+
+@pytest.mark.parametrize("text", [NAME_LIB, NO_SCB, NONE_BIAS, SIGNATURE], ids=["name_lib", "no_scb", "none_bias",
+                                                                               "signature"])
+def test_a_mismatch_raised_inside_bitsandbytes_is_its_version(text: str) -> None:
+    item = first(text)
+    assert item is not None and item.id == "bnb_setup" and "pip install -U bitsandbytes" in item.title
+
+
+def test_a_value_error_inside_bitsandbytes_stays_the_exception() -> None:
+    """A bad input reaches bitsandbytes (tensors on two devices, a shape): the caller's, not the installed version."""
+    text = """Traceback (most recent call last):
+  File "/work/train.py", line 40, in <module>
+    out = model(**batch)
+  File "/venv/lib/python3.10/site-packages/bitsandbytes/functional.py", line 426, in is_on_gpu
+    raise TypeError(f'Input tensors need to be on the same GPU, but found the following tensor and device combinations')
+TypeError: Input tensors need to be on the same GPU, but found the following tensor and device combinations
+"""
+    assert first_id(text) == "exception"
+
+
+def test_an_attribute_error_in_the_users_code_beside_bitsandbytes_is_no_setup() -> None:
+    text = """Traceback (most recent call last):
+  File "/venv/lib/python3.10/site-packages/bitsandbytes/nn/modules.py", line 300, in forward
+    out = self.hook(x)
+  File "/work/mymodel.py", line 12, in hook
+    return x.half_precision()
+AttributeError: 'Tensor' object has no attribute 'half_precision'
+"""
+    assert first_id(text) == "exception"
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: Error building extension 'bitsandbytes'\n",
+    "  ERROR: Failed building wheel for bitsandbytes\nERROR: Could not build wheels for bitsandbytes, which is required "
+    "to install pyproject.toml-based projects\n",
+    "error: command '/usr/local/cuda/bin/nvcc' failed with exit status 1 while compiling bitsandbytes/csrc/kernels.cu\n",
+])
+def test_building_bitsandbytes_fails(text: str) -> None:
+    item = first(text)
+    assert item is not None and item.id == "bnb_setup" and "building it failed" in item.title
+
+
+@pytest.mark.parametrize("text", [
+    "  Building wheel for bitsandbytes (setup.py) ... done\nSuccessfully installed bitsandbytes-0.43.1\n",
+    "  ERROR: Failed building wheel for flash-attn\n",
+])
+def test_a_build_that_succeeds_or_another_packages_is_no_bitsandbytes_setup(text: str) -> None:
+    assert first_id(text) != "bnb_setup"

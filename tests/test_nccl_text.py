@@ -79,3 +79,85 @@ def test_nccl_lines_of_a_run_that_trains_are_no_hang() -> None:
 
 def test_a_hang_without_nccl_lines_is_not_a_collective() -> None:
     assert first_id("the training hangs at the first batch with num_workers=8\n") != "nccl_timeout"
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/Peterande/D-FINE/issues/316 (dev-learn)
+    "训练到第26个epoch卡死，10分钟后报NCCL超时错误，这是什么原因啊，我就是把输入尺寸改成了[416, 768]",
+    # the pattern, other words: another collective layer, another run
+    "多卡训练跑了两个小时以后 barrier 超时，进程直接退出了",
+    "用 deepspeed 训练 Qwen 的时候 all_reduce 一直卡着，最后 NCCL 通信超时",
+])
+def test_a_distributed_timeout_said_in_chinese(line: str) -> None:
+    assert first_id(line + "\n") == "nccl_timeout"
+
+
+@pytest.mark.parametrize("line", [
+    "我把 NCCL 超时时间设置为 3600 秒，训练正常",
+    "ddp_timeout 超时参数改成了 180000000",
+    "请求 API 超时了，换了个镜像就好了",
+])
+def test_a_chinese_timeout_setting_or_another_timeout_is_no_collective(line: str) -> None:
+    assert first_id(line + "\n") != "nccl_timeout"
+
+
+# -- the timeout told in words while a rank prepares the data ----------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    # https://github.com/JIA-Lab-research/LongLoRA/issues/45 (dev-learn)
+    "While rank 0 process is working  on prepping the dataset, and it takes longer than 30 minutes, an exception is "
+    "thrown.\n",
+    # https://github.com/shibing624/MedicalGPT/issues/129 (dev-learn)
+    "我想问个问题就是每次多卡运行的时候因为分词得花很多时间，所以到30分钟的时候总会报错，后来查看 pytorch的ddp运行参数里有：\n",
+    # the pattern, other words
+    "Tokenizing the dataset on rank 0 takes over half an hour and then the other ranks die with a timeout error.\n",
+    "多卡训练时数据预处理太慢，半小时后就超时退出了\n",
+    "On 4 GPUs, preprocessing the dataset takes about 40 min, and every time at the 30 minute mark torchrun crashes.\n",
+    "Training on 8 GPUs with DeepSpeed: the map over the corpus (tokenization) never finishes, the job times out and "
+    "fails.\n",
+])
+def test_a_rank_preparing_data_past_the_timeout_in_words(text: str) -> None:
+    item = first(text)
+    assert item.id == "nccl_timeout" and "still preprocessing the dataset" in item.title and "ddp_timeout" in item.title
+
+
+@pytest.mark.parametrize("text", [
+    "Tokenizing the dataset takes 30 minutes on 8 GPUs, then training runs fine.\n",
+    "I set ddp_timeout to 1800 and the tokenizer raised an error: KeyError 'input_ids'\n",
+    "--ddp_timeout 1800 \\\nRunning tokenizer on dataset: 100%|██| 1000/1000 [00:05<00:00]\n"
+    "ValueError: Asking to pad but the tokenizer does not have a padding token.\n",
+    "How can I make preprocessing faster on multi-GPU so it does not hit the 30 minutes timeout?\n",
+    "torchrun --nproc_per_node 4 train.py\nthe tokenizer is slow, it took 35 minutes, but no error\n",
+    "Tokenizing takes a while on one GPU, after 30 minutes the notebook crashed with an out of memory error.\n",
+])
+def test_a_long_preparation_without_a_distributed_timeout_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "Training on two nodes hangs forever at \"Initializing distributed\" and never starts.\n",
+    "It hangs in the barrier after saving the checkpoint on rank 0.\n",
+    "多机训练的时候卡住了，不报错也不动\n",
+])
+def test_a_hang_in_a_collective_or_across_nodes_in_words(text: str) -> None:
+    item = first(text)
+    assert item.id == "nccl_timeout" and "as the text says" in item.title
+
+
+def test_a_watchdog_that_kills_the_job_is_a_distributed_timeout() -> None:
+    assert first_id("Our 8-GPU job freezes after ~1000 steps and then the watchdog kills it.\n") == "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "With DDP on 4 GPUs the dataloader hangs at the start of epoch 2.\n",
+    "The watchdog is a nice feature of our cluster; training finished fine.\n",
+    "Two nodes train fine at 3 it/s; a single node is faster.\n",
+])
+def test_a_loader_hang_or_a_healthy_multi_node_run_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"
+
+
+def test_a_watchdog_ended_by_a_cuda_error_is_that_error() -> None:
+    assert first_id("terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  [Rank 0] "
+                    "Process group watchdog thread terminated with exception: CUDA error: an illegal memory access "
+                    "was encountered\n") == "cuda_error"

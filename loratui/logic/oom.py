@@ -24,7 +24,7 @@ FULL, FRAGMENTATION, OTHER_PROCESS, UNKNOWN = "full", "fragmentation", "other_pr
 
 _UNITS = {
     "b": 1, "byte": 1, "bytes": 1, "kib": KIB, "mib": MIB, "gib": GIB, "tib": 1 << 40,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "g": GIB, "m": MIB,
 }
 _SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"
 _FIELDS = {
@@ -157,6 +157,7 @@ _NOT_SAID = re.compile(
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
 OOMs`); `did not help: still OOM` says it did."""
 _HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存|CPUAllocator|"
+                   r"被系统\s*(?:kill|杀)|\bkill(?:ed)?\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                    r"alloc_cpu|Errno 12|Cannot allocate memory|\bmmap\b|shared memory", re.I)
 
 
@@ -164,10 +165,11 @@ def said_oom(line: str) -> bool:
     """Whether a line of prose says an out-of-memory error happened on the GPU (`It need to be dequantized so
     immediately gives OOM`, `i also met the OOM error in validation`, `训练时显存不足`): not a negation or a
     condition (`to avoid OOM`), not the host's memory (RAM, the OOM killer)."""
-    found = _SAID.search(line)
-    if found is None or _HOST.search(line):
+    if _HOST.search(line):
         return False
-    return _NOT_SAID.search(line, 0, found.start()) is None
+    # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
+    # the all-gather`: the fix is negated, the OOM it fixes is not)
+    return any(_NOT_SAID.search(line, 0, found.start()) is None for found in _SAID.finditer(line))
 
 
 _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:expandable_segments|max_split_size_mb)"
@@ -181,7 +183,7 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
                r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
-               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|trainings?|"
                r"containers?|instances?|notebooks?|experiments?|tasks?)\b|\bsome(?:one|body) else\b|"
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
                r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
@@ -194,6 +196,16 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
                r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
                r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
+_HELD_WHAT = r"(?:\s+(?:\w+|\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)|of|the|my|all))??\s+(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|(?:\w+\s+)?(?:memory|VRAM|GPU|card)\b)"
+_HOLDER = re.compile(
+    r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
+    r"keep\w*|allocat\w*|reserv\w*)" + _HELD_WHAT + "|"
+    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|chrome|chromium|firefox|(?:web )?browsers?|steam|discord)\b"
+    r"[^.!?]{0,40}?\b(?:hold\w*|held|occup\w*|us(?:e|es|ed|ing)|tak(?:e|es|ing)|took|eat\w*|hog\w*|grab\w*|consum\w*)" +
+    _HELD_WHAT, re.I)
+"""Who else holds the card's memory, in the person's words: a notebook or its kernel still holding it after the
+attempt that failed (`my jupyter notebook was still holding the memory`), the desktop's programs (`Xorg and chrome
+taking 3GB of my 8GB card`); what they hold follows the verb (`still uses gradient checkpointing` holds nothing)."""
 _PHANTOM = re.compile(
     r"(?:even though|although|though|but|while|yet|despite|however|and)\s*,?\s*(?:there\s+(?:is|are)\s+)?"
     r"(?:nothing|no\s+(?:\w+\s+)?(?:process(?:es)?|programs?|jobs?|one))\b(?!\s+else\b[^.!?]{0,40}\bmy\b)|"
@@ -215,12 +227,75 @@ _CAUSE_HINT = re.compile(r"try setting (?:max_split_size_mb|PYTORCH_CUDA_ALLOC_C
 """PyTorch's own advice under its message names fragmentation as a possibility, not as what happened."""
 
 
+_SAID_SIZE = r"~?\s*(\d{1,6}(?:\.\d{1,3})?)\s*(GiB|GB|G|MiB|MB|M)\b"
+_SAID_RESERVED = re.compile(_SAID_SIZE + r"\s+(?:(?:of|is|are|was|were|being)\s+)?reserved\b|\breserved\s*(?:memory\s+)?"
+                            r"(?:of|is|was|at|:|=)?\s*" + _SAID_SIZE, re.I)
+_SAID_ALLOCATED = re.compile(_SAID_SIZE + r"\s+(?:(?:of|is|are|was|were|being|actually)\s+)?(?:allocated|in use by tensors)\b|"
+                             r"\ballocated\s*(?:memory\s+)?(?:of|is|was|at|:|=)?\s*" + _SAID_SIZE, re.I)
+"""Sizes the person gives for the cache and for the tensors in it (`~83 GB reserved vs ~49 GB allocated`)."""
+
+
+def said_account(line: str) -> str:
+    """FRAGMENTATION when the person's own numbers show the cache holding far more than its tensors use (a GiB and a
+    quarter of the cache unused): the memory was there, in blocks the next request could not use; '' otherwise."""
+    reserved, allocated = _SAID_RESERVED.search(line), _SAID_ALLOCATED.search(line)
+    if reserved is None or allocated is None:
+        return ""
+    held = parse_size(*[g for g in reserved.groups() if g is not None][:2])
+    used = parse_size(*[g for g in allocated.groups() if g is not None][:2])
+    if held is None or used is None or held < used + max(GIB, held // 4):
+        return ""
+    return FRAGMENTATION
+
+
+_REMEDIES = (
+    (FRAGMENTATION, re.compile(r"expandable[_ ]segments|max_split_size_mb|cuda_malloc_async|garbage_collection_threshold|"
+                               r"XLA_PYTHON_CLIENT_ALLOCATOR", re.I)),
+    (OTHER_PROCESS, re.compile(r"\breboot\w*|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
+                               r"instance|vm)\b|\b(?:kill\w*|pkill|terminat\w*)\s+(?:-9\s+)?(?:the\s+|a\s+|an\s+|all\s+)?"
+                               r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)))
+"""What the person did about the OOM, and the kind it tells when it worked: an allocator setting (PyTorch's expandable
+segments or split size, TensorFlow's async allocator, XLA's platform allocator) mends fragmentation; rebooting the
+machine, killing a process, or setting each rank's device frees memory someone else held."""
+_WORKED = re.compile(r"\b(?:fix\w*|solv\w*|resolv\w*|help(?:s|ed)?|work(?:s|ed)?|gone|go(?:es)? away|went away|"
+                     r"disappear\w*|runs?\s+(?:fine|ok|through|smoothly)|ran\s+(?:fine|ok|through|smoothly)|no\s+(?:more\s+)?"
+                     r"(?:OOMs?|errors?)|no longer|succe\w+|without\s+(?:any\s+)?(?:errors?|OOMs?|problems?|issues?)|anymore)\b|"
+                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*", re.I)
+_FIX_FAILED = re.compile(r"\b(?:not|never|still|tried)\b|n't\b", re.I)
+"""A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
+
+
+def remedy_cause(line: str) -> str:
+    """The kind a remedy that worked tells (`I fixed it by setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`,
+    `rebooting the machine fixed it`), or ''; a sentence that says it failed, or names none that worked, tells none."""
+    for sentence in re.split(r"(?<=[.!?。！？])\s+", line):
+        worked = _WORKED.search(sentence)
+        if worked is None:
+            continue
+        rest = sentence if "anymore" in sentence or "no longer" in sentence else _WORKED.sub(" ", sentence)
+        if _FIX_FAILED.search(rest) and not re.search(r"anymore|no longer", sentence, re.I):
+            continue
+        for kind, remedy in _REMEDIES:
+            if remedy.search(sentence):
+                return kind
+    return ""
+
+
 def said_cause(line: str) -> str:
     """The OOM's cause in the person's words (`the backend ooms because of memory fragmentation`, `another
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
     if is_oom_line(line) and _PROGRAMS.search(line):
         return ""  # the program's message (its own hints name causes it does not know of)
     if _PHANTOM.search(line) and _HELD.search(line):
+        return OTHER_PROCESS
+    if "reserved" in line.lower() and "allocated" in line.lower() and said_account(line):
+        return FRAGMENTATION
+    remedy = remedy_cause(line)
+    if remedy:
+        return remedy
+    holder = _HOLDER.search(line)
+    if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
+            not _DID_NOT.search(holder.group()):
         return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
@@ -293,6 +368,35 @@ def held_before(total: int, free: int) -> bool:
     """Whether the card's memory held before this program allocated anything is others' real share (beyond a
     display's few hundred MiB): the same floor as an old-format message's other use."""
     return total - free >= max(2 * GIB, total // 10)
+
+
+_TF_POOL = re.compile(r"Created TensorFlow device \([^)]{0,200}?with (\d{1,9}) MB memory\)")
+"""TensorFlow's device at start: the pool it sized from the memory the card reported free (`Created TensorFlow device
+(/job:localhost/replica:0/task:0/device:GPU:0 with 7524 MB memory)`; its MB are MiB, 7524 MB the 7889485824 bytes it
+then asks the driver for)."""
+_DRIVER_REFUSED = re.compile(r"(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate [\d.]{1,12}\s*[KMGT]?i?B?\s*"
+                             r"\((\d{1,15}) bytes\)")
+"""The driver refusing an allocation (`rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device:
+hipError_t(1002)`), with its exact size."""
+
+
+def tf_pool(line: str) -> int | None:
+    """Bytes of the pool TensorFlow's device report at start gives, or None."""
+    found = _TF_POOL.search(line) if "TensorFlow device" in line else None
+    return int(found.group(1)) * MIB if found else None
+
+
+def pool_refused(text: str, pool: int) -> bool:
+    """Whether the driver refused the pool itself (the first allocation of a preallocating TensorFlow, its size to
+    within a tenth): TensorFlow had just read that much free, so between that reading and the allocation something
+    outside the program took it. A later, smaller allocation refused is the program's own growth (allow_growth)."""
+    found = _DRIVER_REFUSED.search(text)
+    return found is not None and abs(int(found.group(1)) - pool) * 10 <= pool
+
+
+def pool_note(pool: int) -> str:
+    """Why the memory is another's, for the advice (`... held the card` follows it)."""
+    return f"the driver refused the {gib(pool)} pool TensorFlow sized from the memory the card reported free at start"
 
 
 _OPEN_OLD = re.compile(r"\(GPU \d{1,3};[^)]*$")
@@ -463,6 +567,9 @@ def _fragmented(report: OomReport) -> bool:
         return False
     requested, free, allocated = report.requested or 0, report.free or 0, report.allocated or 0
     share, small = max(512 * MIB, total // 20), max(512 * MIB, total // 40)
+    if requested >= spare + free + max(GIB, total // 20):
+        return False  # the cache's unused blocks and the card's free memory together fall well short of the request
+        # (77 GiB asked of a 39 GiB card): no allocator setting serves it, the work itself is too large
     if report.cached is not None and report.reserved_unallocated == report.cached:
         # PyTorch before 1.4 ("N cached"): no expandable segments nor max_split_size_mb existed, the only remedy
         # was a smaller batch; a cache slack under a tenth of the card is read as the full card it was answered as.

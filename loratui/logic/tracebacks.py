@@ -189,15 +189,31 @@ def name_phase(name: str, path: str) -> str:
     return "train" if _TRAIN_NAMES.search(name) else ""
 
 
+_STEP_NAMES = re.compile(r"^(?:training_step|train_step|train_batch|run_training_batch|backward|_exec_backward_pass|"
+                         r"_do_backward|optimizer_step)$")
+"""One training step's own frames: what runs inside them is that step's work, whatever its helpers are called
+(`_validate_inputs`, `predict_noise`, `ctx.save_for_backward`); the training loop (`_inner_training_loop`) runs
+evaluations and saves beside its steps, so it is no such frame."""
+
+
 def phase_of(frames: "deque[Frame] | tuple[Frame, ...]") -> str:
-    """The innermost specific phase (save, eval, data, load) of a traceback, else train, else ''."""
-    fallback = ""
+    """The innermost specific phase (save, eval, data, load) of a traceback, else train, else ''; a specific name
+    inside a training step's frame is the step's helper: train."""
+    fallback, inner = "", ""
     for frame in reversed(frames):
         phase = frame_phase(frame)
-        if phase and phase != "train":
-            return phase
+        if inner and _in_step(frame):
+            return "train"
+        if phase and phase != "train" and not inner:
+            inner = phase
         fallback = fallback or phase
-    return fallback
+    return inner or fallback
+
+
+def _in_step(frame: Frame) -> bool:
+    """Whether a frame is one training step's (its function, or the call on its line)."""
+    return bool(_STEP_NAMES.match(frame.func.rsplit(".", 1)[-1]) or
+                frame.call and _STEP_NAMES.match(frame.call.rsplit(".", 1)[-1]))
 
 
 def prefix_shape(prefix: str) -> str:

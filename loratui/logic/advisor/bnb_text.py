@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from loratui.logic.advisor.advice import ERROR, WARNING, Advice, Finding
-from loratui.logic.tracebacks import Raised
+from loratui.logic.tracebacks import Raised, origin
 
 _RUNTIME_MISSING = re.compile(
     r"libcudart\.so not found in any environmental path|No libcudart\.so found|"
@@ -51,8 +51,22 @@ class BnbSetup:
         return Finding("bnb_setup", self.step, {"line": self.warned, "runtime": True})
 
 
+_MISMATCH_TYPES = frozenset({"AttributeError", "NameError", "ImportError"})
+_ARGUMENTS = re.compile(r"unexpected keyword argument|positional arguments? but|missing \d+ required|"
+                        r"takes \d+ positional", re.I)
+"""A call that does not fit the function's signature: the caller was written for another version."""
+
+
+def _users(path: str) -> bool:
+    """The user's own file (not Python's: Windows' `C:/Python310/lib/ctypes` reads as no library's)."""
+    return origin(path).startswith("user:") and "/lib/" not in path.lower()
+
+
 def raised_in_setup(raised: Raised | None) -> bool:
-    """Whether the exception was raised inside bitsandbytes' setup code (its innermost library frame)."""
+    """Whether the exception was raised inside bitsandbytes' setup code (its innermost library frame), or inside
+    any of its code with an error of a mismatch (an attribute, a name or an import missing, a signature that does
+    not fit: `'Int8Params' object has no attribute 'SCB'`, `name 'lib' is not defined`): the installed bitsandbytes
+    is not the one its callers were written for, or its library never loaded."""
     if raised is None or not raised.frames:
         return False
     if "No module named" in raised.message and "bitsandbytes" not in raised.message:
@@ -60,9 +74,10 @@ def raised_in_setup(raised: Raised | None) -> bool:
     for frame in reversed(raised.frames):
         path = frame.path.replace("\\", "/")
         if "bitsandbytes/" in path:
-            return bool(_SETUP_FILE.search(path))
-        if "site-packages/" in path or "dist-packages/" in path:
-            return False  # another library raised it, with bitsandbytes further out
+            return bool(_SETUP_FILE.search(path)) or raised.short_type in _MISMATCH_TYPES or \
+                raised.short_type == "TypeError" and _ARGUMENTS.search(raised.message) is not None
+        if "site-packages/" in path or "dist-packages/" in path or _users(path):
+            return False  # another library or the user's code raised it, with bitsandbytes further out
     return False
 
 
@@ -78,7 +93,9 @@ def runtime_advice(f: Finding) -> Advice:
 def raised_advice(raised: Raised, step: int) -> Advice:
     """An exception raised by bitsandbytes' own setup code."""
     where = next((f.path for f in reversed(raised.frames) if "bitsandbytes" in f.path), "")
-    return Advice("bnb_setup", ERROR, f"bitsandbytes' setup failed ({raised.short_type}: {raised.message[:120]}): "
+    what = "bitsandbytes' setup failed" if _SETUP_FILE.search(where.replace("\\", "/")) else \
+        "bitsandbytes failed inside its own code, a sign of a version its callers were not written for"
+    return Advice("bnb_setup", ERROR, f"{what} ({raised.short_type}: {raised.message[:120]}): "
                   "pip install -U bitsandbytes (a build for this OS and torch's CUDA)",
                   [raised.line, f"raised in {where}" if where else "raised in bitsandbytes",
                    "python -m bitsandbytes prints why it cannot set up CUDA"], {}, step)

@@ -30,7 +30,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text, loss_words, root
+from loratui.logic.advisor import bnb_text, error_said, flash_raised, loss_words, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -90,6 +90,7 @@ class Advisor:
         self._oom_open = ""  # the OOM message so far while its numbers go on in the next lines (a wrapped paste)
         self._oom_count = 0  # the exceptions seen when the OOM struck: frames after it, until the next, are its
         self.card_at_start: tuple[int | None, int | None] = (None, None)  # (total, free) before any allocation
+        self.tf_pool: int | None = None  # the pool TensorFlow sized at start from the memory the card reported free
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
         self.diffusion = False  # the text is about a diffusion model (its loss looks flat when it trains)
@@ -383,6 +384,8 @@ class Advisor:
             total, free = oom.memory_at_start(line)
             known = getattr(self, "card_at_start", (None, None))
             self.card_at_start = (total or known[0], free if free is not None else known[1])
+        if "TensorFlow device" in line and self.oom is None:
+            self.tf_pool = oom.tf_pool(line) or getattr(self, "tf_pool", None)
         if self.oom is not None and self.oom.facts["report"].kind == oom.UNKNOWN and \
                 not self.oom.facts["report"].said and self.trace.count <= getattr(self, "_oom_count", 0) + 1 and \
                 oom.context_failed(line):
@@ -438,6 +441,7 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
                        r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
+                       r"(?:OOM|内存)\S{0,4}被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                        r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
                        r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
                        r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
@@ -453,7 +457,8 @@ happened (an OOM it counted prints its own message)."""
 _COMMENT = re.compile(r"\s*#\s")
 """A comment in pasted code or a config (`# if you see CUDA error: device-side assert, check the labels`): it
 quotes an error, it does not report one."""
-_SAVE_IN_LINE = re.compile(r"state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
+_SAVE_IN_LINE = re.compile(r"(?<!load_)state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
+"""The OOM's own line names a save (`model.state_dict()` gathered, `save_pretrained`), not a load (`load_state_dict`)."""
 _NUMBERS = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.I)
 
 
@@ -585,6 +590,9 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
         facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS,
                                   note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
                                        "allocated anything")
+    pool = getattr(adv, "tf_pool", None)  # getattr: an advisor pickled in an older events.idx
+    if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool))
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])
@@ -625,10 +633,16 @@ def _failure(adv: Advisor) -> list[Advice]:
         return [scheduler_advice(adv.end)]
     if raised is not None and bnb_text.raised_in_setup(raised):
         return [bnb_text.raised_advice(raised, step)]
+    if raised is not None and flash_raised.raised_in_flash(raised):
+        return [_BUILDERS["flash_attn_unavailable"](Finding("flash_attn_unavailable", step, {"line": raised.line}),
+                                                    adv.recipe)]
     if raised is not None:
         return [exception_advice(raised, adv.recipe, step)]
     if adv.trace.cut:
         return [cut_traceback_advice(tuple(adv.trace.frames), adv.trace.phase, step)]
+    said = getattr(adv.text, "error_said", None)  # getattr: a text watch pickled in an older events.idx
+    if said is not None and adv.pasted:
+        return [error_said.said_advice(*said, step)]
     if adv.end is not None:
         return [ended_advice(adv.end, list(adv.tail))]
     return []

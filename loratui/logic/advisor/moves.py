@@ -160,10 +160,15 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
         lines.append(f"this process may use only {gib(report.allowed)} (torch.cuda.set_per_process_memory_fraction): "
                      "that cap, not the card, was reached; raise the fraction or use less")
     if report.note:
-        lines.append(report.note if report.note == oom.CONTEXT_NOTE or report.note.startswith("only ") else
+        lines.append(report.note if report.note == oom.CONTEXT_NOTE or report.note.startswith(_HELD_NOTES) else
                      f"numbers ignored: {report.note}")
     lines.append(clip(report.text, 240))
     return lines
+
+
+_HELD_NOTES = ("only ", "the driver refused")
+"""Notes that say, from numbers outside the OOM's message, that memory was held outside the program: the card's free
+memory at start, the pool TensorFlow sized from it refused."""
 
 
 def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], step: int,
@@ -176,7 +181,7 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
         title = "CUDA OOM before this program held any memory (its CUDA context could not be created): other " \
                 "processes hold the card"
-    elif not pids and report.other_used is None and report.note.startswith("only "):
+    elif not pids and report.other_used is None and report.note.startswith(_HELD_NOTES):
         title = f"CUDA OOM: {report.note}: other processes hold the card"
     extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
@@ -540,7 +545,9 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
 
 _BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|bitsandbytes is not installed", re.I)
 _BNB_NO_BUILD = re.compile(r"is not a supported wheel|satisfies the requirement bitsandbytes|"
-                           r"No matching distribution found for bitsandbytes", re.I)
+                           r"No matching distribution found for bitsandbytes|Error building extension '?bitsandbytes|"
+                           r"(?:Failed building wheel|Could not build wheels) for bitsandbytes|compiling \S*bitsandbytes",
+                           re.I)
 _BNB_OLD = re.compile(r"(?:requires|and) the latest version of bitsandbytes|bitsandbytes\s*>=\s*\d|version of `?bitsandbytes`? "
                       r"that is not compatible|bitsandbytes.{0,40}(?:too old|upgrade)|"
                       r"module '?bitsandbytes[\w.]*'? has no attribute", re.I)
@@ -555,8 +562,9 @@ def _bnb_advice(f: Finding, line: str) -> Advice:
         return Advice("bnb_setup", ERROR, "bitsandbytes is installed but broken (a file is missing): "
                       "pip install --force-reinstall -U bitsandbytes", [line], {}, f.step)
     if _BNB_NO_BUILD.search(line):
-        return Advice("bnb_setup", ERROR, "pip has no bitsandbytes build for this platform or Python: check the "
-                      "Python version and OS (python -VV) against the wheels on PyPI, or build it from source",
+        return Advice("bnb_setup", ERROR, "pip has no bitsandbytes build for this platform or Python (or building "
+                      "it failed): check the Python version and OS (python -VV) against the wheels on PyPI, install "
+                      "a prebuilt wheel (pip install -U bitsandbytes), or build it with a CUDA toolkit that matches torch",
                       [line], {}, f.step)
     if _BNB_MISSING.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is not installed (4-bit/8-bit loading and 8-bit optimizers "

@@ -19,7 +19,7 @@ _STATUS = re.compile(
     r"predict(?:ing|ion)|testing|train(?:ing)?)\b", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
-_ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
+_ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备|尝试)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
 """A status in Chinese: `开始验证` (start validating), `正在保存模型` (saving the model), not one that reports it done."""
 _ZH_PHASE = {"验证": "eval", "评估": "eval", "评测": "eval", "测试": "eval", "保存": "save", "合并": "save", "导出": "save",
              "上传": "save"}
@@ -30,10 +30,12 @@ _COUNTS = re.compile(r"(?<![\d.])(\d{1,12})/(\d{1,12})\s*\[")
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
                  "val": "eval", "pre": "eval", "tes": "eval", "tra": "train"}
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
-_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|"
+_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|settings?|config\w*|"
+                         r"param\w*|arguments|args|options|"
                          r"(?:acc(?:uracy)?|f1|scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)"
                          r"\s*[:=]?\s*[-+]?\.?\d)|\b(?:eval|train|test|val|validation)/\w", re.I)
-"""A status line that reports a phase over (its results, `Training completed`) or a dataset's save; a metric's path
+"""A status line that reports a phase over (its results, `Training completed`), its settings (`Evaluation settings:`)
+or a dataset's save; a metric's path
 (`wandb: eval/runtime 20.1`) is no status either."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
                              r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
@@ -105,26 +107,32 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
 CKPT ...`)."""
 _MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster)\b|内存|显存|显卡|"
+_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster|\d+\s*(?:GB|GiB)|reboot\w*|"
+                            r"machine|set_device|kill\w*|\w*_ALLOCATOR|cuda_malloc_async)\b|内存|显存|显卡|"
                             r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
-_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "contiguous", "same", "both", "restart",
+_CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", "contiguous", "same", "both", "restart",
+                "reboot", "malloc_async", "garbage_collection", "XLA_PYTHON", "set_device",
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
-                "workers", "kill", "stop", "though", "but", "while", "其", "别", "碎片", "占")
+                "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
+                "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
-_PROSE_PHASE = (("eval", re.compile(r"\b(?:evaluat\w*|validat(?!ed\b)\w*|predict(?:ion|ing|s)?)\b|"
+_PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
+                                    r"(?![A-Za-z0-9_])|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
                                     r"code)\b|"
                                     r"\.test\(", re.I)),
-                ("save", re.compile(r"\b(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
-                                    r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|export\w*|gguf|"
+                ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
+                                    r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|"
+                                    r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
                                     r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node)|"
-                                    r"push(?:ing)? (?:it )?to (?:the )?hub)\b|保存|合并|导出", re.I)))
+                                    r"push(?:ing)? (?:it )?to (?:the )?hub)(?![A-Za-z0-9_])|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
+(not the shell's `export PYTORCH_CUDA_ALLOC_CONF=...`); English words count inside Chinese text (`我运行你的evaluate`)
 (saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
 _CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
@@ -169,9 +177,14 @@ _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succe
 _PATHLIKE = re.compile(r"\S*[/\\]\S*")
 
 
+_SHELL_EXPORT = re.compile(r"\bexport\s+[A-Za-z_][A-Za-z0-9_]*=")
+"""The shell setting a variable (`export HF_HOME=/data/hf`): no model is exported."""
+
+
 def _no_paths(text: str) -> str:
     """The sentence without paths (`model_path=../checkpoints/x.pkl`): a phase's name in a path is no phase; a
     setting's name stays (`per_device_eval_batch_size=1 fixed the OOM` names the evaluation)."""
+    text = _SHELL_EXPORT.sub(" ", text) if "export" in text else text
     return _PATHLIKE.sub(" ", text) if "/" in text or "\\" in text else text
 
 
@@ -194,6 +207,35 @@ def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
             if _WORKS.search(sentence, bounds[at], bounds[at + 1]):
                 working.append((phase, words))
     return same[:1] or [p for p in named if p not in working and p not in same]
+
+
+_NEGATION = re.compile(r"\b(?:no|not|never|without|w/o|(?:do|does|did|is|was|are|were)(?:n't| not)|disabl\w*|skipp?\w*|"
+                       r"(?:turn|switch)\w*\s+off)\b(?:\s+\w+){0,4}\s*$", re.I)
+"""Words just before a phase's name, in its clause, that say the run did not go there (`I don't run any evaluation`,
+`without evaluation`, `it never gets to saving`); `can't evaluate` stays a failure there."""
+_NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
+                            r"enabled|on))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
+"""Words just after a phase's name that say it did not run (`evaluation is disabled`, `eval_strategy=no`)."""
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def _affirmed(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]]:
+    """The phases a sentence names other than under a negation in their clause."""
+    bounds = [0] + [m.end() for m in _CLAUSE.finditer(text)]
+    kept = []
+    for phase, words in named:
+        for found in words.finditer(text):
+            start = max(b for b in bounds if b <= found.start())
+            if not _NEGATION.search(text, start, found.start()) and not _NEGATED_AFTER.match(text, found.end()):
+                kept.append((phase, words))
+                break
+    return kept
+
+
+def _failing_sentences(text: str) -> str:
+    """The sentences of a line that name a failure (`Training crashes after 200 steps. I don't run any evaluation.`:
+    the first): a phase named in another sentence is context, not where it failed."""
+    return " ".join(part for part in _SENTENCE_END.split(text) if _FAILS.search(part))
 
 
 def looks_like_code(line: str) -> bool:
@@ -262,14 +304,19 @@ class PhaseText:
     def line(self, line: str) -> None:
         """Fold one output line in."""
         self._n = getattr(self, "_n", 0) + 1  # getattr: a state pickled in an older events.idx
+        if getattr(self, "_intro", None) is not None and line.strip() and not line.lstrip().startswith("```"):
+            self._introduced(line)
         before = self.banner
         self._status(line)
         if self.banner != before:
             self._banner_n = self._n
         if "_steps" in line or "_strategy" in line or "do_eval" in line or "_epochs" in line:
             self._settings(line)
-        if "eval_" in line and self.progress is not None and _EVAL_DONE.search(line):
-            self._eval_done_at = self.progress[0]
+        if "eval_" in line and _EVAL_DONE.search(line):
+            if self.progress is not None:
+                self._eval_done_at = self.progress[0]
+            if self.banner == "eval" and not self.frozen:
+                self.banner = ""  # the evaluation printed its results: it is over, what fails next is not it
         if "__inference_" in line:
             function = _TF_FUNCTION.search(line)
             if function is not None:  # the OOM's own op: read after the OOM too
@@ -381,6 +428,8 @@ class PhaseText:
             self.cause = (kind, text[:300]) if kind else None
         if _FAILS.search(whole) and not _MEMORY_WORDS.search(whole):
             self._failure_words(text, whole)
+        elif prose and not _MEMORY_WORDS.search(whole):
+            self._intro_words(whole)
         if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
                 _MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
@@ -390,6 +439,8 @@ class PhaseText:
             return
         sentence, whole = _no_paths(_READS_CHECKPOINT.sub(" ", sentence)), _no_paths(_READS_CHECKPOINT.sub(" ", whole))
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
+        said = _affirmed(sentence, named) + _affirmed(whole, named)
+        named = [pair for pair in named if pair in said]
         if len(named) > 1 or _WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
             chosen = _nearest(sentence, named)
@@ -400,14 +451,39 @@ class PhaseText:
                 if words.search(_no_paths(text)):
                     self._words_at(phase)
 
+    def _introduced(self, line: str) -> None:
+        """The line after the person's sentence that introduces a paste (`as soon as the first evaluation starts I
+        get:`): when it is the error itself, the phase that sentence names is where it failed."""
+        phase, text = self._intro  # type: ignore[misc]
+        self._intro = None
+        if oom.is_oom_line(line) or line.lstrip().startswith("Traceback"):
+            failed = getattr(self, "failed_in", None) or {}
+            failed.setdefault(phase, text)
+            self.failed_in = failed
+            self._words_at(phase)
+
+    def _intro_words(self, text: str) -> None:
+        """A sentence of the person's that ends with a colon and names one phase: it may introduce the error."""
+        if not text.endswith((":", "：")) or len(text) > 300:
+            return
+        clean = _no_paths(_READS_CHECKPOINT.sub(" ", text))
+        named = _affirmed(clean, [(phase, words) for phase, words in _PROSE_PHASE if words.search(clean)])
+        if len(named) != 1:
+            return
+        found = named[0][1].search(clean)
+        bounds = [0] + [m.end() for m in _CLAUSE.finditer(clean)] + [len(clean) + 1]
+        at = max(i for i, b in enumerate(bounds) if b <= found.start())  # type: ignore[union-attr]
+        if not _WORKS.search(clean, bounds[at], bounds[at + 1]):  # `training runs fine, but when evaluation starts I get:`
+            self._intro = (named[0][0], text[:300])
+
     def _failure_words(self, text: str, whole: str) -> None:
         """The person's sentence that places a failure in a phase (`the following error occurred when saving the
         checkpoint`, `it crashes at the validation step`): weaker than one about memory, it counts when the text
         shows the failure itself (an OOM message, the kernel's kill)."""
         if not _prose_like(text) or looks_like_code(text):
             return
-        whole = _no_paths(whole)
-        named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)]
+        whole = _failing_sentences(_no_paths(_READS_CHECKPOINT.sub(" ", whole)))
+        named = _affirmed(whole, [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)])
         if len(named) > 1 or _WORKS.search(whole):
             bounds = _FAILS.search(whole)
             chosen = _nearest(whole, named, bounds) if bounds else None
@@ -501,7 +577,8 @@ class PhaseText:
                 _PHASE_BANNER.match(line):
             self._announce("save" if "checkpoint" in line.lower() else "eval", line)
             return
-        if ("开始" in line or "正在" in line or "进行" in line or "准备" in line) and not looks_like_code(line):
+        if ("开始" in line or "正在" in line or "进行" in line or "准备" in line or "尝试" in line) and \
+                not looks_like_code(line):
             zh = _ZH_STATUS.search(line)
             if zh is not None:
                 self._announce(_ZH_PHASE[zh.group("zh")], line)

@@ -10,14 +10,15 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
-from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly
+from loratui.logic.advisor.starve_timed import timed_parts
+from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly, speed_up_asked
 from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
 
-_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,3}|T4|RTX ?\d{4}(?: ?Ti)?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
-"""The GPU by name or by model (`GPU`, `A100`, `H100`, `T4`, `RTX 4090`, `MI250X`)."""
+_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,4}s?|T4s?|RTX ?\d{4}(?: ?Ti)?s?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
+"""The GPU by name or by model (`GPU`, `A100`, `the H100s`, `A6000`, `T4`, `RTX 4090`, `MI250X`)."""
 _UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
          r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
@@ -34,6 +35,7 @@ _UTIL_SAID = re.compile(
     r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
     + _DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    r"(?:barely|hardly|rarely|scarcely) (?:being )?(?:used|utili[sz]ed|busy|working)|"
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
     r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))|"
     r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?P<low4>空闲|闲置|在等|等待数据|等数据|跑不满|没有?跑满)", re.I)
@@ -41,7 +43,7 @@ _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 _PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
                  r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
                  r"Grouping texts|packing|数据预处理|预处理|分词)")
-_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|unusabl\w*|forever|ages|a long time|too long|very long|hours?|"
+_PREP_LONG = (r"(?:slow\w*|bottleneck\w*|unusabl\w*|forever|ages|a long time|too long|very long|hours?|time[- ]consuming|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
 _MAP_CRAWLS = re.compile(r"(?:(?-i:\bmap\b)|\.map\b|\bmap\(\))[^.!?\n]{0,40}?\b(?:slow\w*(?! (?:GPU|model))|crawl\w*|"
@@ -78,7 +80,7 @@ _LOADER_SLOW = re.compile(
     r"(?:reading|loading|decoding|fetching) (?:the |my |our |each |every |all )?(?:[\w.-]+ ){0,2}?(?:files?|data|images?|"
     r"samples|shards?|records|videos?|audio|batch(?:es)?)(?: from [\w./-]+)?)\b"
     r"[^.!?\n]{0,40}?\b(?:is|are|was|were|seems?|becomes?|looks?|being)?\s*(?:the |a |very |so |too |really )*"
-    r"(?:bottleneck\w*|slow\w*|(?:CPU|IO|I/O)[- ]bound)\b|"
+    r"(?:bottleneck\w*|slow\w*|time[- ]consuming|(?:CPU|IO|I/O)[- ]bound)\b|"
     r"\b(?:data ?load(?:ing|er)s?|data pipeline|input pipeline|__getitem__|collate\w*)\b[^.!?\n]{0,30}?"
     r"\b(?:takes?|taking|took|needs?)\s+(?:(?:a|very|so|too|really|extremely|quite)\s+)*(?:long|forever|ages)\b|"
     r"\b(?:bottleneck(?:ed)?|slowed down|limited)\s+(?:(?:is|was|by|on|in|lies in|(?:seems?|appears?|must|might|"
@@ -109,18 +111,32 @@ _STORAGE_SLOW = re.compile(
     re.I)
 """Reading the data from slow storage (a network file system, a bucket, a spinning disk), in the user's words."""
 _DELAY = re.compile(
-    r"\b(?:after|at|before|on|in|for)? ?(?:every|each) (?:few |\d+(?:st|nd|rd|th)? |other )?(?:training )?(?:batch|iteration|iter|"
+    r"\b(?:after|at|before|on|in|for)? ?(?:every|each) (?:few |(?:~\s*|about |around )?\d+(?:st|nd|rd|th)? |other )?(?:training )?"
+    r"(?:batch|iteration|iter|"
     r"step)e?s?\b"
     r"[^.!?\n]{0,40}?\b(?:delay\w*|paus\w*|stall\w*|lag\w*|gap|freez\w*|hang\w*|hiccup\w*|wait\w*|stutter\w*)\b|"
     r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait|stutter)(?:s|ing|ed)?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
     r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
     r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
-    r"\bevery (?:few |\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
+    r"\bevery (?:few |(?:~\s*|about |around )?\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
     r"\b(?:at the (?:start|beginning) of|before) (?:each|every) (?:new )?epoch)|"
+    r"每个?\s*epoch[^。！？\n]{0,10}?(?:开始|开头|之前|前)[^。！？\n]{0,15}?(?:等|卡|慢|停)|"
     r"\bfirst (?:batch|iteration|iter|step)e?s? (?:of|in) (?:each|every) (?:new )?epoch\b[^.!?\n]{0,40}?(?:\bslow\w*|"
     r"\btakes? (?:about |around |~|over |almost )?\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|min\w*)\b|\blong\b|\bforever\b|"
     r"\bages\b)", re.I)
 """A delay between batches in the user's words (the GPU step is quick; the wait is for the next batch)."""
+_LOST_TIME = re.compile(
+    r"\b(?:lose|loses|losing|lost|waste[sd]?|wasting)\s+(?:about |around |roughly |~|nearly |almost |over |up to )?"
+    r"\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|min(?:ute)?s?)\b[^.!?\n]{0,60}?\b(?:workers?|(?:data ?)?loader|data ?load\w*|"
+    r"(?:each|every|per) (?:epoch|batch|step|iteration)|between (?:epochs|batches|steps))\b", re.I)
+"""Time lost to the feed (`you lose around 10 seconds because of the worker reset at the start of each epoch`)."""
+_RESPAWN = re.compile(
+    r"\bworkers?\b[^.!?\n]{0,40}?\b(?:re-?spawn\w*|re-?start\w*|re-?creat\w*|re-?initiali[sz]\w*|torn down|"
+    r"tear(?:s|ing)? down|reset\w*|re-?launch\w*|shut ?down and (?:re)?start\w*)\b[^.!?\n]{0,40}?"
+    r"\b(?:each|every|per|new) epoch|"
+    r"\b(?:each|every|per|new) epoch\b[^.!?\n]{0,40}?\bworkers?\b[^.!?\n]{0,30}?\b(?:re-?spawn\w*|re-?start\w*|"
+    r"re-?creat\w*|re-?initiali[sz]\w*|torn down|reset\w*|re-?launch\w*)", re.I)
+"""The loader's workers started again every epoch (no persistent_workers): a pause at each epoch's start."""
 _DELAY_HERE = re.compile(
     r"\b(?:\d+(?:\.\d+)?(?:\s*[~\-]\s*\d+(?:\.\d+)?)?|a few|several|a couple of)\s*(?:s|secs?|seconds?|minutes?|"
     r"mins?)\s+(?:of\s+)?(?:delay|pause|stall|lag|gap|wait|freeze)\b|"
@@ -145,6 +161,12 @@ _PROGRAM = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[A-Z]+:|\w+(?:W
 """A line the program printed (a logger prefix, a warning, a dict, a traceback frame), not the user's prose."""
 
 
+_COUNTER = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]|\b(?:iter(?:ation)?|step|batch|epoch)\b\s*[:#=]?\s*\d+(?![.\d])|"
+                      r"\d+/\d+\s*\[[\d:]+<", re.I)
+"""A program's iteration counter (`[2/10000]`, `iter 120`, a tqdm bar): its timers are read over many lines (text.py's
+meter), not from the first, which may be the loader's warm-up."""
+
+
 def _code(line: str) -> bool:
     return bool(re.match(r"\s*(?:def |class |import |from |#|>>>|\$ |[\w.\[\]'\"]+\s*[-+*/]?=\s)", line))
 
@@ -154,7 +176,9 @@ _SLOW_SAID = re.compile(r"\b(?:training|speed|it|throughput|epochs?|iterations?)
                         r"slow\b",
                         re.I)
 _LOADER_BLAMED = re.compile(r"\b(?:reason|cause[ds]?|because|due to)\b[^.!?\n]{0,80}?(?:[Dd]ata ?[Ll]oad\w*|"
-                            r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__)")
+                            r"Iterable ?Data[Ss]et|streaming|data pipeline|input pipeline|__getitem__|"
+                            r"(?:heavy |expensive |costly |on-the-fly |online )?(?:transforms?|augmentations?)\b|"
+                            r"(?:image |video |audio )?decoding)")
 """The loader named as the reason (`the reason was because HuggingFace Trainer used DispatchDataloader to read
 Iterable DataSet`)."""
 _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persistent_workers|dataloader_num_workers|"
@@ -162,6 +186,7 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
 """The loader's knobs named by a user whose training is slow: the thread is about the loader (`I set num_workers=8
 but it is still slow`)."""
 _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据", "epoch",
+               "stream", "iterabledataset", "h5", "hdf5", "lmdb", "zarr", "tfrecord", "transform", "speed", "faster",
                "every", "each", "硬盘", "存储", "nas", "nfs",
                "num_workers", "delay", "pause", "stall", "lag", "gap", "freez", "hang", "hiccup", "wait", "停顿", "卡",
                "crawl", "forever", " s ", "sec", "second", "min")
@@ -171,7 +196,7 @@ _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "domin
               "majority", "bulk", "% of", "卡", "瓶颈", "跟不上", "喂不饱")
 """Words one of starve_words' verdicts needs (lowercase)."""
 _THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
-               "/s", "/it")
+               "/s", "/it", "longer", "faster", "speed", "increase", "improve", "boost", "gain", "from ")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi")
 _PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
@@ -199,9 +224,15 @@ _NOW_AND_THEN = re.compile(r"\b(?:sometimes|occasionally|periodically|intermitte
 """A hang now and then is a stall (`the code sometimes just hangs at a single step ... GPU 0%`), not a stopped run."""
 
 
+_AVOIDED = re.compile(r"\b(?:avoid\w*|prevent\w*|without|no more|no longer|not|never|fix\w*|solv\w*)\s+(?:an?\s+|the\s+|"
+                      r"getting\s+|hitting\s+|any\s+)?(?:OOM|out of memory|crash\w*|errors?)\b", re.I)
+"""A stop the change kept away (`reduced the batch size to avoid OOM, and now the GPU sits at 20%`): the run goes on."""
+
+
 def idle_elsewhere(line: str) -> bool:
     """The line gives another reason for an idle GPU: the run is on the CPU, crashed or hangs for good."""
-    stopped = _STOPPED.search(line) is not None and _NOW_AND_THEN.search(line) is None
+    kept = _AVOIDED.sub(" ", line)
+    stopped = _STOPPED.search(kept) is not None and _NOW_AND_THEN.search(line) is None
     return bool(_ON_CPU.search(line) or _NOTHING_ON_IT.search(line) or stopped)
 
 
@@ -235,7 +266,8 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
         return prep
     if not any(word in low for word in _SAID_WORDS + _FED_WORDS):
         return None
-    for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay")):
+    for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay"),
+                          (_LOST_TIME, "delay"), (_RESPAWN, "delay")):
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
@@ -247,9 +279,19 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
     fed = fed_slowly(line) if any(word in low for word in _FED_WORDS) else None
     if fed is None and any(word in low for word in _SAID_WORDS) and clause_said(line):
         fed = "loader"
+    if fed is None and ("speed" in low or "faster" in low or "acceler" in low or "加" in line or "提速" in line) and \
+            speed_up_asked(line):
+        fed = "loader"
     return {"said": fed, "quote": line.strip()[:300]} if fed and (util or fed == "loader") else None
 
 
+_IDLE_SHARE = re.compile(
+    _DEVICE + r"[^.!?\n]{0,30}?\b(?:idle|idling|waiting|stalled|doing nothing)\s+(?:for\s+)?(?:about |around |~|over |"
+    r"nearly |almost )?(?P<n>\d{1,3})\s*%\s+of\s+(?:the|its)\s+(?:\w+\s+)?time|"
+    + _DEVICE + r"[^.!?\n]{0,30}?\b(?:spends?|spent|is|was|sits?)\s+(?:about |around |~|over |nearly |almost )?"
+    r"(?P<n2>\d{1,3})\s*%\s+of\s+(?:the|its)\s+(?:\w+\s+)?time\s+(?:idle|idling|waiting|stalled|doing nothing)", re.I)
+"""The GPU's idle share as measured (`the GPU idle 63% of the time`, `the GPU spends 70% of its time idle`)."""
+IDLE_SHARE = 25
 _SWING = re.compile(r"spik|saw-?tooth|oscillat|fluctuat|jump|jitter|unstable|up and down|intermittent|波动|忽高忽低|时高时低", re.I)
 SWING_LOW = 70
 """A swing whose low end the user gives above 70% is a busy GPU (`between 60% - 100%` starves, per MegEngine's
@@ -260,6 +302,10 @@ def _util_said(line: str) -> dict[str, object] | None:
     """`GPU utilization is low`, `GPU util 0-30%`, `spiky GPU utilization`, `GPU利用率很低`: the utilisation low or
     swinging in the user's words; a percentage counts when it is at most half (`oscillates between 60% - 100%`
     counts by its word, `GPU utilization is 100%` does not)."""
+    idle = _IDLE_SHARE.search(line)
+    if idle:  # the idle share measured: a quarter of the time or more is a GPU waiting
+        share = int(idle.group("n") or idle.group("n2"))
+        return {"said": "util", "quote": line.strip()[:300], "util": 100 - share} if share >= IDLE_SHARE else None
     for found in _UTIL_SAID.finditer(line):
         gap = found.group("gap") or ""
         if found.group("util") and _GAP_OTHER.search(gap):
@@ -390,6 +436,26 @@ def _rates_said(line: str) -> dict[str, object] | None:
     return {"said": "slowdown", "quote": line.strip()[:300]}
 
 
+_TIMES = re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:x|×|times)\s+(?:slower|longer)\b", re.I)
+"""`made each epoch take 3x longer`: the same work several times slower, with the data named as what changed."""
+_DATA_READ = re.compile(r"\b(?:loading|h5|hdf5|files?|images?|decod\w*|augment\w*|dataset)\b", re.I)
+_FASTER = re.compile(r"\b(?P<n>\d+(?:\.\d+)?)\s*[x×]\s*(?:faster|speed-?up|(?:more )?(?:performance|throughput|speed)|"
+                     r"(?:performance |speed |throughput )?(?:increase|improvement|boost|gain))\b|"
+                     r"\b(?P<n2>\d+(?:\.\d+)?)\s*times (?:faster|the (?:speed|throughput))\b", re.I)
+FASTER = 2.0
+"""A loader or storage change that made training twice as fast or more: the run waited for its data before."""
+_FED_BETTER = re.compile(r"\b(?:num_workers|dataloader_num_workers|workers?|pin_memory|persistent_workers|"
+                         r"prefetch\w*|data ?loaders?|NFS|local (?:disk|SSD|NVMe|storage)|SSD|NVMe|ramdisk|/dev/shm|"
+                         r"cach(?:e|ed|ing) the (?:data|images|dataset)|pre-?(?:decod|tokeni[sz]|process)\w*)\b", re.I)
+"""What feeds the GPU, changed: the loader's knobs, the data moved to fast storage or prepared ahead."""
+_OTHER_CHANGE = re.compile(r"\b(?:bf16|fp16|fp8|tf32|amp|mixed precision|precision|flash|sdpa|attention|compile\w*|"
+                           r"batch[ _-]?size|gradient checkpointing|checkpointing|quantiz\w*|deepspeed|fsdp|liger|"
+                           r"unsloth|kernels?|cudnn|driver|upgrad\w*)\b", re.I)
+"""Another change named beside the speed-up: the compute got faster, not the feed."""
+_MOVED = re.compile(r"\bfrom\s+(?:about |~)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|h|min|s)\b"
+                    r"[^.!?\n]{0,20}?\bto\s+(?:about |~)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|h|"
+                    r"min|s)\b", re.I)
+"""`the epoch time went from 50 min to 12 min`: a time before and after a change."""
 _FIRST_EPOCH = re.compile(r"\bfirst epoch\b", re.I)
 _LATER_EPOCHS = re.compile(r"\b(?:later|subsequent|second|following|other|next|remaining|rest of the) epochs?\b", re.I)
 
@@ -416,6 +482,21 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
         rated = _rates_said(line)
         if rated is not None:
             return rated
+    times = _TIMES.search(line)
+    if times and float(times.group(1)) >= SLOWER and (_DATA_CAUSE.search(line) or _DATA_READ.search(line)) and \
+            _WORK.search(line) and not _ELSEWHERE.search(line) and not _DENIED.search(line) and \
+            not _NOT_DATA.search(line):
+        return {"said": "slowdown", "quote": line.strip()[:300]}
+    faster = _FASTER.search(line)
+    if faster and float(faster.group("n") or faster.group("n2")) >= FASTER and _FED_BETTER.search(line) and \
+            not _DENIED.search(line) and not _ELSEWHERE.search(line) and not _NOT_DATA.search(line) and \
+            not _OTHER_CHANGE.search(line):
+        return {"said": "loader", "quote": line.strip()[:300]}
+    moved = _MOVED.search(line)
+    if moved and _FED_BETTER.search(line) and not _ELSEWHERE.search(line) and not _NOT_DATA.search(line):
+        spans = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(moved.group(0))]
+        if len(spans) == 2 and min(spans) > 0 and max(spans) >= SLOWER * min(spans):
+            return {"said": "slowdown", "quote": line.strip()[:300]}
     if not _THEN.search(line) or not _WORK.search(line):
         return None
     durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]
@@ -736,11 +817,13 @@ class TimingTable:
 
 
 RATE_READINGS = 8
+RATE_FEW = 5
 RATE_SETTLE = 10
 RATE_SLOWER = 2.5
 """A training bar slowed for good: the fastest of its last 3 readings 2.5 times slower than the median of its first
 half, 8 readings or more, none of the last 3 within 10 redraws after an evaluation or another bar (tqdm smooths the
-rate, so a pause for evaluation shows as a slow reading for a few redraws after it)."""
+rate, so a pause for evaluation shows as a slow reading for a few redraws after it); 5 readings are enough where the
+text shows no evaluation, save or other bar at all (a few bar lines pasted to show the slowdown)."""
 
 
 @dataclass
@@ -750,16 +833,17 @@ class RateWatch:
     total: int = 0
     rates: list[float] = field(default_factory=list)
     since_break: int = 0  # readings since the last evaluation, save or other bar
+    broke: bool = False  # an evaluation, save or other bar was seen
     done: bool = False
 
     def line(self, line: str) -> dict[str, object] | None:
         bar = find_bar(line)
         if bar is None:
             if _BREAK.search(line):
-                self.since_break = 0
+                self.since_break, self.broke = 0, True
             return None
         if not bar.maybe_training or bar.total != self.total and self.rates:
-            self.since_break = 0
+            self.since_break, self.broke = 0, True
             if bar.maybe_training and bar.total > self.total:  # the training loop is the longest bar
                 self.total, self.rates = bar.total, []
             return None
@@ -772,9 +856,9 @@ class RateWatch:
 
     def _verdict(self, line: str) -> dict[str, object] | None:
         n = len(self.rates)
-        if n < RATE_READINGS or self.since_break < RATE_SETTLE + 3:
+        if (n < RATE_READINGS or self.since_break < RATE_SETTLE + 3) and (self.broke or n < RATE_FEW):
             return None
-        early = sorted(self.rates[1:n // 2])
+        early = sorted(self.rates[1:n // 2 + (n < RATE_READINGS)])  # a few: two early readings at least
         before = early[len(early) // 2]
         now = min(self.rates[-3:])
         if before <= 0 or now < RATE_SLOWER * before:
@@ -942,6 +1026,7 @@ class StarveText:
     _blamed_line: str = ""  # the user's line that names the loader as the reason
     _blame_done: bool = False
     _util_done: bool = False
+    _timed_done: bool = False  # a line timed the data's part against the model's (starve_timed)
     _on_cpu: str = ""  # a line that says the run is on the CPU: an idle GPU in words later is no starvation
     _memory_asked: bool = False  # the person's words are about memory
     _speed_asked: bool = False  # the person's words are about speed or utilisation
@@ -1023,6 +1108,12 @@ class StarveText:
             found += self._blamed(line, step)
         if len(line) < 2000:
             self._asked(line)
+        if not self._timed_done and ("s" in line or "秒" in line) and not _PROGRAM.search(line) and \
+                not _COUNTER.search(line):
+            timed = timed_parts(line)
+            if timed is not None:
+                self._timed_done = True
+                found.append(Finding("data_starved", step, timed))
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if not self._on_cpu and ("cpu" in line.lower() or "process" in line or "available" in line) and \
                 _ON_CPU.search(line):
@@ -1095,6 +1186,9 @@ def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:
                 f"stayed there over {facts['n']} readings"), \
             [str(facts["line"]), "the same steps got slower while nothing else in the log changed: check the GPU's "
              "utilisation (nvidia-smi) to confirm it waits"]
+    if kind == "timed_parts":
+        return f"the data takes {facts['data']:.3g} s of every {facts['whole']:.3g} s step, as timed", \
+            [str(facts["line"])]
     if kind == "profile":
         return f"fetching the next batch takes {facts['share']:g}% of the profiled time", [str(facts["line"])]
     return "as the text says, " + _SAID_TITLE[str(facts["said"])], [str(facts["quote"])]

@@ -113,9 +113,12 @@ _CLAUSE_FEEDER = re.compile(
     r"\b(?:data ?loaders?|data[- ]?loading|loading (?:the |my |a |each |the next )?(?:data|dataset|batch(?:es)?|images?|"
     r"samples)|"
     r"input pipeline|data pipeline|__getitem__|collate\w*|num_workers|dataloader workers?|I/?O\b|NFS|HDD|S3\b|"
-    r"network (?:drive|storage|disk)|reading (?:the )?(?:data|files?|images?)|decoding|augmentations?)|"
+    r"network (?:drive|storage|disk)|reading (?:the )?(?:data|files?|images?)|decoding|augmentations?|"
+    r"IterableDataset|streaming(?:=True| datasets?| mode| data)?|webdataset|h5py|hdf5|LMDB|zarr|tfrecords?|"
+    r"(?:data ?set|image|data) transforms?|transforms? in (?:my |the )?(?:data ?set|__getitem__))|"
     r"数据加载|读取数据|数据读取|加载数据|取数据|读数据", re.I)
-_CLAUSE_SLOW = re.compile(r"\b(?:slow\w*|bottleneck\w*|stall\w*|lag(?:s|gy|ging)?|freez\w*|stuck|crawl\w*|forever|"
+"""What feeds the GPU, in a clause that calls it slow: the loader and its parts, streamed or lazily read sources."""
+_CLAUSE_SLOW = re.compile(r"\b(?:slow\w*|bottleneck\w*|stall\w*|lag(?:s|gy|ging)?|freez\w*|stuck|crawl\w*|forever|time[- ]consuming|"
                           r"takes? (?:ages|hours)|idl(?:e|ing))\b|慢|瓶颈|卡住|卡顿", re.I)
 _CLAUSE_WELL = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|n't|fine|fast|quick\w*|ok|okay|normal|solved|fixed|"
                           r"NCCL|rank|barrier|all-?reduce|process group|generat\w*|inference|checkpoint\w*|models?|weights?|"
@@ -123,6 +126,24 @@ _CLAUSE_WELL = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|n't|fine|fast|
                           r"crash\w*)\b|"
                           r"不|没|正常|很快", re.I)
 """A clause that says it is not so, or fine, or names another wait (a collective, generation, the model's load)."""
+
+
+_SPEED_UP_FEED = re.compile(
+    r"\b(?:speed(?:ing)? up|accelerat\w*|make|making|get)\s+(?:the |my |our )?(?:data ?load\w*|dataloaders?|data "
+    r"pipeline|input pipeline|pre-?processing|tokeni[sz]ation|dataset\.map|map\(\)|__getitem__|collate\w*)"
+    r"(?:\s+(?:faster|quicker|more efficient))?|\bfaster\s+(?:data ?load\w*|dataloaders?|pre-?processing|"
+    r"tokeni[sz]ation)\b|(?:加速|加快|提速)\s*(?:数据加载|数据读取|数据预处理|dataloader|分词)", re.I)
+"""Asked to make the feed faster (`How can I speed up data loading?`): the person found the loader slow."""
+
+
+_CONTENT = re.compile(r"\b(?:fine|ok|okay|not (?:too |that )?slow|fast enough|plan(?:ning)? to|in the future|later on)\b|"
+                      r"还行|还可以|不慢", re.I)
+"""It is fast enough now (`It is fine now but I plan to use a larger dataset`): a question ahead of need."""
+
+
+def speed_up_asked(line: str) -> bool:
+    """The person asks how to make the loader or the preprocessing faster, not ahead of need."""
+    return len(line) <= 2000 and _SPEED_UP_FEED.search(line) is not None and _CONTENT.search(line) is None
 
 
 def clause_said(line: str) -> bool:

@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
 from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
+from loratui.logic.advisor.error_said import said_raised
+from loratui.logic.advisor.prep_timeout import PrepTimeout
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
+from loratui.logic.advisor.starve_timed import timer_keys
 from loratui.logic.text_reader import progress, values
 from loratui.recipe import Recipe
 
@@ -24,12 +27,16 @@ _SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
 _GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
 """gpustat: `[0] NVIDIA A100-SXM4-80GB | 34°C,   2 % | 30563 / 81920 MB | user(30560M)`."""
 _DISTRIBUTED = r"NCCL|c10d|store->|TCPStore|DistStore|ProcessGroup|process group|gloo|rendezvous|barrier|collective"
-_TIMED_OUT = r"(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))"
-"""A timeout that happened, not a setting (`TIMEOUT(ms): 1800000`, `timeout=1800`, `NCCL_IB_TIMEOUT set by`)."""
+_TIMED_OUT = (r"(?:(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))|"
+              r"超时(?!\s*(?:时间|设置|参数|阈值|[:=：]|改|调)))")
+"""A timeout that happened, not a setting (`TIMEOUT(ms): 1800000`, `timeout=1800`, `NCCL_IB_TIMEOUT set by`), in
+English or Chinese (`10分钟后报NCCL超时错误`; not `NCCL超时时间设为3600`, the setting)."""
 _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
     r"store->get\('?\w*'?\) got error|retrieving ncclUniqueId from \[\d+\] via c10d key-value store|"
     r"RendezvousTimeoutError|watchdog got stuck for \d+ seconds|"
+    r"\bwatchdog\b(?!.*?(?:CUDA error|device-side assert|illegal memory|with exception))"
+    r".{0,80}?\b(?:kill\w*|abort\w*|terminat\w*|tim(?:ed|es) ?out|timeout)\b|"
     r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
     re.I)
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
@@ -40,6 +47,11 @@ _NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo",
 _HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stuck|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动",
                         re.I)
 """The user's words that the run stopped moving."""
+_HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:first\s+)?[\"'`]?(?:Initiali[sz]ing distributed|"
+                         r"init_process_group|rendezvous|barrier|all[_-]?reduce|all[_-]?gather|broadcast|NCCL|"
+                         r"communicat\w*|dist\.\w+)|\b(?:multi-?node|(?:two|three|four|\d+) nodes|across nodes)\b|"
+                         r"多机|跨节点|多节点", re.I)
+"""Where the person says it hangs: in a collective or the distributed setup, or on several nodes (NCCL's domain)."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
 _AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
@@ -85,7 +97,16 @@ _PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*(?:\|[^|\n]{0
                        r"(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
 """tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`); a notebook's widget copied as
 text has no bar drawn (`Map: 100% 1000000/1000000 [1:02:10<00:00, 268.10 examples/s]`)."""
-_PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example", re.I)
+_PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example|scann|"
+                         r"cach(?:e|ing)|index|extract|decod|\b(?:images?|labels?|samples|records|shards|features?|"
+                         r"audio|videos?|clips|frames)\b", re.I)
+"""A bar that prepares the training data: tokenising, packing, and the image and video pipelines' own (YOLO's
+`Scanning ... images and labels`, `Caching images`, `Extracting features`, Megatron's index)."""
+_NOT_PREP = re.compile(r"checkpoint|\bmodel|weight|download|upload|\bsav(?:e|ing)|eval|valid|predict|\btest|infer|"
+                       r"resolv|fetch|push|export", re.I)
+"""Bars of other waits: the model's shards loading, a download, a save, an evaluation (unless the bar tokenises:
+`Tokenizing eval dataset`)."""
+_TOKENISING = re.compile(r"token|\bmap\b|pack|chat template|format|example|dataset", re.I)
 _PREP_STATUS = re.compile(
     r"Running tokenizer on dataset|Tokeniz(?:ing|e)\b[^|\n]{0,40}?\b(?:dataset|prompts?|data|examples|samples)\b|"
     r"Grouping texts in chunks|Packing (?:the )?dataset|Converting format of dataset|Preprocessing (?:the )?dataset",
@@ -108,6 +129,8 @@ class TextWatch:
     where: PhaseText = field(default_factory=PhaseText)  # where the run was: its status lines, bars, words
     starve: StarveText = field(default_factory=StarveText)  # utilisation readings, profiler rows, the user's words
     bnb: BnbSetup = field(default_factory=BnbSetup)  # bitsandbytes' CUDA runtime warning, until a CUDA binary loads
+    prep_timeout: PrepTimeout = field(default_factory=PrepTimeout)  # a rank preparing data past the timeout, in words
+    error_said: tuple[str, str] | None = None  # an exception the person named in words (its type, the line)
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
@@ -136,14 +159,14 @@ class TextWatch:
             found += self._idle_gpu(line, step)
         if "NCCL INFO" in line or "hang" in lowered or "stuck" in lowered or "freez" in lowered or "卡" in line:
             found += self._nccl_hang(line, step)
-        if ("time" in lowered or "store->get" in line or "stuck" in lowered) and \
+        if ("time" in lowered or "store->get" in line or "stuck" in lowered or "超时" in line or "watchdog" in lowered) and \
                 any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
             found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
-        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or "atch" in line or
-                                                                  _UNIT_TIMED.search(line)):
+        if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or "atch" in line or "_ms" in line or
+                                                                  "t_" in line or _UNIT_TIMED.search(line)):
             found += self._meter(line, step)
         if ("/s" in line or "s/" in line) and "<" in line:
             found += self._preprocessing(line, step)
@@ -151,6 +174,13 @@ class TextWatch:
                 _PREP_STATUS.search(line):
             self.prep_line = line.strip()[:300]
         found += self.starve.line(line, step)
+        if self.error_said is None and ("rror" in line or "xception" in line) and not looks_like_code(line):
+            self.error_said = said_raised(line)
+        said = self.prep_timeout.line(line) if not self.nccl_lines else None
+        if said is not None:  # the run died at the distributed timeout while a rank prepared the data, in words
+            self.nccl_lines = 1
+            self.prep_line = self.prep_line or str(said.pop("prep"))
+            found.append(Finding("nccl_timeout", step, said))
         if "libcudart" in line or "libbitsandbytes" in line or "SETUP" in line:
             self.bnb.line(line, step)
         return found
@@ -214,7 +244,10 @@ class TextWatch:
             elif not is_data and time is None:
                 time, exclusive = number, bool(_EXCLUSIVE.search(name))
         if data is None or time is None:
-            return []
+            keyed = timer_keys(line)  # keys of other namings: `time/data`, `t_data`, `fetch_ms`
+            if keyed is None:
+                return []
+            data, time, exclusive = keyed
         total = data + time if exclusive else time
         if total <= 0 or data > total:
             return []
@@ -242,7 +275,9 @@ class TextWatch:
     def _preprocessing(self, line: str, step: int) -> list[Finding]:
         """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
         m = _PREP_BAR.search(line)
-        if m is None or not (m.group("unit") not in ("it/s", "s/it") or _PREP_WORDS.search(m.group("desc"))):
+        if m is None or not _TOKENISING.search(m.group("desc")) and (
+                _NOT_PREP.search(m.group("desc")) or
+                m.group("unit") in ("it/s", "s/it") and not _PREP_WORDS.search(m.group("desc"))):
             return []
         spent, left = _seconds(m.group("spent")), _seconds(m.group("left"))
         if spent + left > self.prep_s:
@@ -275,6 +310,9 @@ class TextWatch:
             self.nccl_info = line.strip()[:300]
         elif not self.hang_said and _HANG_SAID.search(line) and not looks_like_code(line) and "NCCL INFO" not in line:
             self.hang_said = line.strip()[:300]
+            if not self.nccl_info and _HANG_WHERE.search(line) and not _NCCL_TIMEOUT.search(line):
+                # it hangs in a collective or across nodes, in words (a timeout said on the line is read as one)
+                self.nccl_info = line.strip()[:300]
         else:
             return []
         if not (self.nccl_info and self.hang_said) or self.nccl_lines:
@@ -341,7 +379,9 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
     verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
     if facts.get("hang"):
-        return Advice("nccl_timeout", ERROR, "The run hangs after NCCL set up its communicators: a collective never "
+        where = "in a collective or across nodes, as the text says" if facts["hang"] == facts["line"] else \
+            "after NCCL set up its communicators"
+        return Advice("nccl_timeout", ERROR, f"The run hangs {where}: a collective never "
                       "completes; try NCCL_P2P_DISABLE=1 (GPUs whose peer-to-peer path fails), then NCCL_IB_DISABLE=1",
                       [facts["line"], "the last NCCL line: " + str(facts["hang"]),
                        "NCCL_DEBUG=INFO shows the transport each channel uses (P2P/IPC, SHM, NET/IB); a hang at the "
@@ -394,7 +434,7 @@ def _prep_timeout_advice(f: Finding, what: str, evidence: list[str], prep_s: int
 def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
     """A DataLoader warning or an idle GPU in nvidia-smi: the change is the worker count."""
     facts = f.facts
-    if facts["text"] in ("said", "util_samples", "profile", "loader_time", "rate_drop"):
+    if facts["text"] in ("said", "util_samples", "profile", "loader_time", "rate_drop", "timed_parts"):
         return starve_text_advice(f, r)
     key = "dataloader_num_workers" if r is not None else "dataloader_num_workers (TrainingArguments) or " \
         "num_workers (DataLoader)"
@@ -418,7 +458,9 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
         return Advice("data_starved", INFO, title, evidence, change, f.step)
     if facts["text"] == "preprocessing":
         title = (f"Dataset preprocessing takes about {facts['minutes']:.0f} min ({facts['rate']:g} {facts['unit']}) "
-                 "while the GPUs wait: tokenise once and reuse it")
+                 "while the GPUs wait: " + ("tokenise once and reuse it" if _TOKENISING.search(str(facts["desc"])) or
+                                            not _PREP_WORDS.search(str(facts["desc"])) else
+                                            "prepare the data once (cached, on fast local disk) and reuse it"))
         evidence = [facts["line"],
                     "save the processed set (datasets save_to_disk, LLaMA-Factory tokenized_path) and load it on "
                     "the next run; raise num_proc / preprocessing_num_workers where CPUs are free",

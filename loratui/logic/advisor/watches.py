@@ -257,6 +257,9 @@ _SETUP = (
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
         r"version of `?bitsandbytes`? that is not compatible|"
+        # its build from source failing (no wheel for this platform, its CUDA kernels not compiling)
+        r"(?:Error building extension|Failed building wheel for|Could not build wheels for|failed\b.{0,120}?\bcompiling)"
+        r" '?\S*bitsandbytes|"
         # its native functions missing: the library loaded without its CUDA binary
         r"'NoneType' object has no attribute 'c\w*(?:blockwise|adam|nf4|fp4|8bit|32bit|managed)\w*'|"
         r"bitsandbytes\b.{0,200}?(?:compiled without GPU|without GPU support|not compiled with (?:CUDA|GPU))|"
@@ -276,6 +279,14 @@ _SETUP = (
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r".*?(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|.*?in _check_and_enable_flash_attn_2\b|"
         r".*?FlashAttention only supports Ampere|"
+        # the person's words, in the same clause as its name: `Flash attention 2 doesn't work on Windows`,
+        # `flash_attn版本不对`, `flash-attn 装不上`
+        r".*?(?:" + _FLASH + r")[^.,;。，；\n]{0,40}?(?:(?:does ?n[o']t|do ?n[o']t|won'?t|will not|is ?n[o']t|never) "
+        r"work(?:s|ing)?\b|不支持|装不上|安装失败|编译失败|无法(?:安装|使用|导入|加载)|用不了|不能用|版本不(?:对|匹配|兼容)|"
+        r"(?<!没有)(?<!没)(?<!不)(?:报错|出错))|"
+        # its build failing: `Building wheel for flash-attn (setup.py) ... error`, `Failed building wheel for flash-attn`
+        r".*?Building wheel for\s+(?:" + _FLASH + r").{0,40}?\.\.\.\s*error\b|"
+        r".*?(?:Failed building wheel for|Could not build wheels for|Failed to build)\s+(?:" + _FLASH + r")|"
         # kernels this GPU or dtype lacks: `FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`
         r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d))",
         re.I)),

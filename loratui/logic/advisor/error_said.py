@@ -1,0 +1,58 @@
+"""An exception named in the person's words when the text holds no traceback (`when I reach trainer.train() I get a
+key error from the data collator`, `it throws an AttributeError in the collator`): the run failed on it, as a
+maintainer reads the thread. Not a memory, CUDA or NCCL error (their readers own those), not one that is gone
+(`I no longer get the KeyError`), not a condition (`if you get a ValueError, ...`). Pure: a line in, the exception
+(its type and the line) out."""
+
+from __future__ import annotations
+
+import re
+
+from loratui.logic.advisor.advice import ERROR, Advice
+
+_VERB = (r"(?:get|gets|got|getting|throws?|threw|thrown|throwing|raises?|raised|raising|hits?|hitting|"
+         r"encounter(?:s|ed|ing)?|receiv(?:e|es|ed|ing)|run into|ran into|running into|(?:fails?|failed|failing|"
+         r"crash(?:es|ed|ing)?|dies|died|stops?|stopped) with|end(?:s|ed)? (?:up )?with|gives?|gave|giving)")
+_KIND = (r"(?P<type>[A-Z][a-z]\w*(?:Error|Exception)|(?P<words>(?:key|type|value|attribute|index|import|name|assertion|"
+         r"recursion|file ?not ?found|module ?not ?found|not ?implemented|permission|unicode ?(?:decode|encode)?|"
+         r"json ?decode|pickling|zero ?division)[ _-]?error))\b(?!\s*\()")
+"""The exception's type, in Python's spelling or in words (`a key error`); not a call (`raise ValueError(...)`: code)."""
+_SAID = re.compile(r"\b" + _VERB + r"\s+(?:an?|the|this|that|a weird|a strange|an unexpected|the following|the same)?\s*"
+                   + _KIND, re.I)
+_CANONICAL = {name.lower(): name for name in (
+    "KeyError", "TypeError", "ValueError", "AttributeError", "IndexError", "ImportError", "NameError", "AssertionError",
+    "RecursionError", "FileNotFoundError", "ModuleNotFoundError", "NotImplementedError", "PermissionError",
+    "UnicodeError", "UnicodeDecodeError", "UnicodeEncodeError", "JSONDecodeError", "PicklingError",
+    "ZeroDivisionError")}
+"""`key error`, `keyerror`, `file not found error` as Python spells them."""
+_OWNED = re.compile(r"memory|cuda|cudnn|cublas|nccl|timeout|oom|nan\b", re.I)
+"""Types other readers own: the memory's, CUDA's, the collectives'."""
+_GONE = re.compile(r"\b(?:no longer|not anymore|anymore|don'?t|doesn'?t|didn'?t|did not|do not|does not|never|"
+                   r"used to|fixed|solved|resolved|went away|goes away|avoid\w*|prevent\w*|instead of)\b|"
+                   r"\b(?:if|whether|unless|in case)\b[^.!?]{0,30}$", re.I)
+"""Words before the verb that say the error is gone, avoided or only supposed."""
+
+
+def said_raised(line: str) -> tuple[str, str] | None:
+    """(the exception's type, the line) when the line says the run raised it, else None."""
+    if len(line) > 2000 or "rror" not in line and "xception" not in line:
+        return None
+    for found in _SAID.finditer(line):
+        kind = found.group("type") or found.group("words")
+        if _OWNED.search(kind):
+            continue
+        sentence = re.split(r"[.!?;]\s", line[:found.start()])[-1]
+        if _GONE.search(sentence):
+            continue
+        if found.group("words"):
+            kind = _CANONICAL.get(re.sub(r"[ _-]", "", kind.lower()), kind)
+        return kind, line.strip()[:300]
+    return None
+
+
+def said_advice(kind: str, line: str, step: int) -> Advice:
+    """The exception the person named, with no traceback to read: name it, and ask for what says where."""
+    return Advice("exception", ERROR, f"The run failed on {kind} (named in the text, no traceback in it): the "
+                  "traceback's last frames say where it was raised and with what key, attribute or value",
+                  [line, "next: paste the whole traceback (python's output from 'Traceback (most recent call "
+                   "last)' to the error line)"], {}, step)

@@ -1,0 +1,24 @@
+"""flash-attention failing inside its own package, read from the stack: its CUDA extension that does not load
+(`import flash_attn_2_cuda` -> `ImportError: libcudart.so.12: cannot open shared object file`, an undefined
+symbol), a name or attribute its caller expects and this version lacks. The message need not name flash-attention:
+the innermost library frame does. Pure: a parsed exception in, a yes or no out."""
+
+from __future__ import annotations
+
+from loratui.logic.tracebacks import Raised, origin
+
+_BROKEN_TYPES = frozenset({"ImportError", "ModuleNotFoundError", "OSError", "AttributeError", "NameError"})
+
+
+def raised_in_flash(raised: Raised | None) -> bool:
+    """Whether a load or mismatch error was raised inside flash-attention's package (its innermost library frame)."""
+    if raised is None or not raised.frames or raised.short_type not in _BROKEN_TYPES:
+        return False
+    for frame in reversed(raised.frames):
+        path = frame.path.replace("\\", "/")
+        if "/flash_attn/" in path or "flash_attn_2_cuda" in path or "/flash_attn_interface" in path:
+            return True
+        where = origin(path)
+        if where.startswith("library:") or where.startswith("user:") and "/lib/" not in path.lower():
+            return False  # another library or the user's code raised it, with flash-attention further out
+    return False

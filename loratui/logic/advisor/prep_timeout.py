@@ -1,0 +1,70 @@
+"""A distributed run that dies at its timeout while one rank still prepares the data, told in words: the
+preprocessing (tokenising, `prepping the dataset`, 分词), the ranks (rank 0, multi-GPU, DDP, 多卡, ddp_timeout), and
+the failure at the timeout's mark (`takes longer than 30 minutes, an exception is thrown`, `到30分钟的时候总会报错`).
+The text's last error is the timeout, so the finding is nccl_timeout, with the preprocessing as its cause; a long
+tokenisation with no failure said stays data starvation. Pure: lines in, at most one finding's facts out."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PREP = re.compile(r"\btokeni[sz]\w*|\b(?:prep(?:ping|aring)?|pre-?process\w*|process\w*|build\w*|load\w*|cach\w*)\s+"
+                   r"(?:the |a |my |our )?(?:\w+ )?(?:data ?set|data|corpus)\b|\bdata ?set (?:prep\w*|pre-?process\w*|"
+                   r"tokeni[sz]\w*)|\bpre-?process\w*|\.map\(|分词|预处理|处理数据|数据处理|tokenize", re.I)
+"""The data being prepared (not the model's load: `loading the dataset` counts, `loading the model` does not)."""
+_RANKS = re.compile(r"\brank ?\d|\branks?\b|\bmulti-?(?:GPU|node|card)s?\b|\bDDP\b|\bdistributed\b|\btorchrun\b|"
+                    r"\bddp_timeout\b|init_process_group|process.group|\bbarrier\b|\bNCCL\b|\bdeepspeed\b|"
+                    r"(?:\d|several|multiple|many) GPUs|多卡|多机|分布式", re.I)
+_HALF_HOUR = r"(?:(?:30|thirty)[\s-]*min(?:ute)?s?\b|1800\s*(?:s|sec\w*)\b|half an hour\b)"
+_MARK = re.compile(r"\b(?:after|at|when|once|(?:longer|more) than|over|beyond|exceed\w*|past|reach\w*|hits?)\s+"
+                   r"(?:the\s+)?(?:~|about\s+|around\s+)?" + _HALF_HOUR + r"|\b(?:30|thirty)[\s-]*minutes? mark\b|"
+                   r"\b(?:timed out|times out|time out(?!\s*[=:(]))|"
+                   r"(?:到|超过|过了?)\s*(?:30\s*分钟|半小时)|(?:30\s*分钟|半小时)(?:后|以后|之后|的时候|左右)|"
+                   r"超时(?!\s*(?:时间|设置|参数|[=:：]))",
+                   re.I)
+"""The run reaching the distributed timeout's mark (its default 30 minutes: `takes longer than 30 minutes`, `到30分钟的
+时候`), or a timeout that happened (`times out`, `超时`); not a setting (`ddp_timeout=1800`, `超时时间设置`)."""
+_FAILS = re.compile(r"\b(?:errors?|exceptions?|thrown|fail\w*|crash\w*|die[sd]?|killed|abort\w*|times? ?out|"
+                    r"timed ?out)\b|报错|错误|失败|挂掉|超时|中断", re.I)
+_QUESTION_ONLY = re.compile(r"^\s*(?:how|what|is|can|could|should)\b[^.!?]*\?\s*$", re.I)
+"""A question and nothing more (`how do I raise the ddp timeout?`): no failure said."""
+
+
+_PREP_WORDS = ("token", "prep", "process", "build", "load", "cach", ".map(", "分词", "预处理", "处理数据", "数据处理")
+_RANK_WORDS = ("rank", "multi", "ddp", "distributed", "torchrun", "process", "barrier", "nccl", "deepspeed", "gpus",
+               "多卡", "多机", "分布式")
+_MARK_WORDS = ("30", "thirty", "1800", "half an hour", "timeout", "time out", "timed out", "times out", "minute",
+               "超时", "半小时", "分钟")
+
+
+def _ranked(line: str) -> bool:
+    return _RANKS.search(line) is not None
+
+
+@dataclass
+class PrepTimeout:
+    """The three parts, each from the first line that says it; done once they all stand."""
+
+    prep: str = ""  # the line that says the data is being prepared
+    ranks: bool = False
+    failed: str = ""  # the line that says the run failed at the timeout's mark
+    done: bool = False
+
+    def line(self, line: str) -> dict[str, object] | None:
+        if self.done or len(line) > 2000:
+            return None
+        low = line.lower()  # the cheap tests first: this runs on every line of a log
+        if not self.prep and any(w in low for w in _PREP_WORDS) and _PREP.search(line):
+            self.prep = line.strip()[:300]
+        self.ranks = self.ranks or any(w in low for w in _RANK_WORDS) and _ranked(line)
+        marked = any(w in low for w in _MARK_WORDS) and not _QUESTION_ONLY.match(line)
+        mark = _MARK.search(line) if marked and not self.failed else None
+        if mark and _FAILS.search(line[:mark.start()] + line[mark.end():]):
+            self.failed = line.strip()[:300]
+        if not (self.prep and self.ranks and self.failed):
+            return None
+        self.done = True
+        thirty = re.search(r"\b(?:30|thirty)\s*min|\b1800\b|half an hour|30\s*分钟|半小时", self.failed, re.I)
+        return {"line": self.failed, "op": "", "timeout_ms": 1800000 if thirty else 0, "ran_ms": 0,
+                "timed_out": True, "prep": self.prep}

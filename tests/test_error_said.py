@@ -1,0 +1,63 @@
+"""Issue 23: an exception named in the person's words, with no traceback in the text, is the run's failure (the
+way a maintainer reads `I get a key error from the data collator`), not a healthy run. Not a memory, CUDA or NCCL
+error (their readers own them), not one that is gone or only supposed, not a bare `an error`, and never over a
+traceback the text holds."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+from loratui.logic.advisor.error_said import said_raised
+
+
+def first(text: str):
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0] if items else None
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    # https://github.com/huggingface/transformers/issues/19802 (dev-learn)
+    ("When I reach the trainer.train() step I get a key error from the data collator function - is the script "
+     "perhaps outdated, or am I doing something wrong?", "KeyError"),
+    ("It throws an AttributeError in the collator.", "AttributeError"),
+    ("The training crashed with a ValueError after 200 steps.", "ValueError"),
+    ("Running the notebook on Kaggle, I keep getting a type error in the tokenizer call.", "TypeError"),
+    ("训练到一半 it failed with an IndexError in the sampler", "IndexError"),
+])
+def test_an_exception_named_in_words_is_the_failure(line: str, kind: str) -> None:
+    item = first(line + "\n")
+    assert item is not None and item.id == "exception" and kind in item.title and "no traceback" in item.title
+
+
+@pytest.mark.parametrize("line", [
+    "I got a CUDA error when running on two GPUs.",
+    "I no longer get the KeyError after upgrading datasets.",
+    "If you get a ValueError, set remove_unused_columns=False.",
+    "I get a MemoryError while tokenizing.",
+    "I got an error.",
+    "We used to get a TypeError here, fixed in 4.31.",
+    "        raise ValueError(\"Target size must be the same as input size\")",
+])
+def test_no_exception_said(line: str) -> None:
+    assert said_raised(line) is None
+
+
+def test_a_traceback_in_the_text_is_read_over_the_words() -> None:
+    text = ("I get a key error from the collator:\n"
+            "Traceback (most recent call last):\n"
+            '  File "/work/train.py", line 9, in <module>\n'
+            "    batch = collate(rows)\n"
+            "KeyError: 'pixel_values'\n")
+    item = first(text)
+    assert item.id == "exception" and "pixel_values" in item.title and "no traceback" not in item.title
+
+
+def test_healthy_training_that_mentions_a_fixed_error_stays_healthy() -> None:
+    text = ("I used to get a KeyError in the collator; after remove_unused_columns=False it trains fine.\n"
+            + "".join(f"{{'loss': {2.0 - i / 20:.3f}, 'learning_rate': 5e-05, 'epoch': {i / 10:.1f}}}\n"
+                      for i in range(1, 12)))
+    item = first(text)
+    assert item is None or item.id != "exception"

@@ -1,0 +1,70 @@
+"""Issue 23: flash-attention that cannot be used, read beyond its own messages: its build failing (`Building wheel
+for flash-attn (setup.py) ... error`, `Failed building wheel for flash-attn`), the person's words that it does not
+work (English or Chinese), and a load or mismatch error raised inside its package whose message does not name it
+(`import flash_attn_2_cuda` -> `libcudart.so.12: cannot open shared object file`). A build that succeeds, a run that
+uses it happily, another package's error raised under it stay what they are."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+
+
+def first_id(text: str) -> str:
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+IMPORT_INSIDE = """Traceback (most recent call last):
+  File "/work/train.py", line 5, in <module>
+    from flash_attn import flash_attn_func
+  File "/usr/local/lib/python3.10/site-packages/flash_attn/__init__.py", line 3, in <module>
+    from flash_attn.flash_attn_interface import (
+  File "/usr/local/lib/python3.10/site-packages/flash_attn/flash_attn_interface.py", line 10, in <module>
+    import flash_attn_2_cuda as flash_attn_cuda
+ImportError: libcudart.so.12: cannot open shared object file: No such file or directory
+"""
+
+
+@pytest.mark.parametrize("text", [
+    "  Building wheel for flash-attn (setup.py) ... error\n  error: subprocess-exited-with-error\n",
+    "  ERROR: Failed building wheel for flash-attn\n",
+    "Flash attention 2 doesn't work on Windows, is there a workaround?\n",
+    "训练时报错说flash_attn版本不对，装了2.5.8还是不行\n",
+    "flash-attn 装不上，一直编译失败\n",
+    IMPORT_INSIDE,
+])
+def test_flash_attention_that_cannot_be_used(text: str) -> None:
+    assert first_id(text) == "flash_attn_unavailable"
+
+
+@pytest.mark.parametrize("text", [
+    "  Building wheel for flash-attn (setup.py) ... done\nSuccessfully installed flash-attn-2.5.8\n",
+    "Flash attention works great now, thanks!\n",
+    "We use flash attention 2 and the loss goes down nicely; attn_implementation=\"flash_attention_2\".\n",
+    # `does not work` said of other attempts, flash-attention named after it as the fix (the pattern of a dev-learn
+    # LLaMA-Factory thread whose loss is 0 with grad_norm nan)
+    "I tried bf16 false, fp16 true and a newer deepspeed, but that does not work. Setting flash_attn: disabled "
+    "works for me.\n",
+    # a value error inside it is the caller's input, not its install
+    """Traceback (most recent call last):
+  File "/work/train.py", line 40, in <module>
+    out = model(**batch)
+  File "/usr/local/lib/python3.10/site-packages/flash_attn/flash_attn_interface.py", line 51, in _flash_attn_forward
+    q, k, v = [maybe_contiguous(x) for x in (q, k, v)]
+ValueError: too many values to unpack (expected 3)
+""",
+    # another library raised it, with flash-attention further out
+    """Traceback (most recent call last):
+  File "/usr/local/lib/python3.10/site-packages/flash_attn/bert_padding.py", line 20, in forward
+    return torch.gather(x, 0, idx)
+  File "/usr/local/lib/python3.10/site-packages/einops/einops.py", line 400, in rearrange
+    return reduce(tensor, pattern, reduction='rearrange', **axes_lengths)
+ImportError: cannot import name 'EinopsError' from partially initialized module 'einops'
+""",
+])
+def test_flash_attention_in_use_or_others_errors_are_not_its_setup(text: str) -> None:
+    assert first_id(text) != "flash_attn_unavailable"
