@@ -431,6 +431,8 @@ _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|latent diffus
                         r"\bSDXL\b|\bSD ?(?:1\.[45]|2\.1|3(?:\.5)?)\b")
 """Text about a diffusion model: its training loss (the error of the predicted noise, dominated by the sampled
 timestep) is known to stay level and noisy while the samples improve (huggingface/diffusers#3604)."""
+
+
 def _sharper(kept: Finding, new: Finding) -> bool:
     """A flat loss named more exactly a log later: at ln k (chance level) rather than only unchanged."""
     return kept.id == "loss_flat" and kept.facts.get("kind") == "unchanged" and new.facts.get("kind") == "chance"

@@ -74,7 +74,7 @@ def rise_said(line: str, step: int) -> Finding | None:
 _NAN_CHECK = re.compile(r"diverged with loss\s*=\s*(?:nan|[-+]?inf)|NanLossDuringTrainingError", re.I)
 """TensorFlow's NaN check (`ERROR:tensorflow:Model diverged with loss = NaN.`, NanLossDuringTrainingError): it names a
 NaN loss, whatever the loss did before; the NaN is the finding."""
-_PERSON = re.compile(r"(?:I|we|you|they)\s+(?:\w+\s+)?$")
+_PERSON = re.compile(r"\b(?:I|we|you|they)\s+(?:\w+\s+)?$")
 """The verb's subject is a person (`the loss went to NaN when I increased the learning rate`): what they raised
 is a setting, not the loss."""
 _OBJECT = re.compile(r"\s+(?:the\s+|my\s+|our\s+)?(?:learning[ _]rate|lr|batch|epochs?|steps?|warm-?up|"
