@@ -353,8 +353,8 @@ def test_a_standstill_within_each_epoch_that_drops_at_the_next_is_a_staircase(te
 
 @pytest.mark.parametrize("text", [
     # huggingface/diffusers#3604
-    "I am using train_text_to_image.py to fine-tune the text-to-image stable diffusion model on my own dataset.\n"
-    "However, **the train loss does not decrease** but rather stays the same with some fluctuations for 15K steps.",
+    ("I am using train_text_to_image.py to fine-tune the text-to-image stable diffusion model on my own dataset.\n"
+     "However, **the train loss does not decrease** but rather stays the same with some fluctuations for 15K steps."),
     "Training a DreamBooth LoRA on SDXL, the loss is stuck around 0.1 the whole time, is that normal?",
     "kohya LoRA training: avr_loss stays at 0.09 and does not go down.",
     "我用diffusers训练stable diffusion，loss一直不下降",
