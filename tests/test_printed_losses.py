@@ -34,8 +34,8 @@ each epoch, so its lines are numbered in order; a bar's postfix shows the step b
     # Keras 3 in a file: one line an epoch, its bar drawn with box characters; val_loss is not the loss.
     ("100/100 ━━━━━━━━━━━━━━━━━━━━ 0s 2ms/step - accuracy: 0.95 - loss: 22.4671 - val_loss: 30.0", 1, 22.4671),
     # detectron2's event writer: `iter` is its step, `total_loss` its loss (the heads' losses follow)
-    ("[03/02 10:21:07 d2.utils.events]:  eta: 2:01:13  iter: 19  total_loss: 22.4671  loss_cls: 0.7  "
-     "loss_box_reg: 0.5  time: 0.51  data_time: 0.01  lr: 0.0002  max_mem: 3012M", 19, 22.4671),
+    (("[03/02 10:21:07 d2.utils.events]:  eta: 2:01:13  iter: 19  total_loss: 22.4671  loss_cls: 0.7  "
+      "loss_box_reg: 0.5  time: 0.51  data_time: 0.01  lr: 0.0002  max_mem: 3012M"), 19, 22.4671),
     ("iter 300: loss 22.4671, time 212.40ms, mfu 31.20%", 300, 22.4671),  # nanoGPT
     ("INFO:tensorflow:loss = 22.4671, step = 1200 (10.213 sec)", 1200, 22.4671),  # TF Estimator's `step = N`
     ("Iteration 40 | Total Loss: 22.4671 | lr 1e-4", 40, 22.4671),
