@@ -266,7 +266,7 @@ def test_resume_notify_stores_the_new_target_and_a_refusal_keeps_the_old(
     writer.write(events.State(t=2.0, state=events.SUSPENDED))  # suspended, its supervisor gone
     writer.close()
     adopted: list[str] = []
-    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, adopt=False: adopted.append(alerts.saved_target(r)))
+    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, **_: adopted.append(alerts.saved_target(r)))
     new = "https://ntfy.sh/tk_newer-topic"
     args = ["resume", run.run_id, "--runs-dir", str(run.path.parent)]
     assert cli.main(args + ["--notify", "not-a-url"]) == 2 and alerts.saved_target(run) == TARGET
