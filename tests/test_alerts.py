@@ -266,7 +266,7 @@ def test_resume_notify_stores_the_new_target_and_a_refusal_keeps_the_old(
     writer.write(events.State(t=2.0, state=events.SUSPENDED))  # suspended, its supervisor gone
     writer.close()
     adopted: list[str] = []
-    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, **_: adopted.append(alerts.saved_target(r)))
+    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, adopt=False: adopted.append(alerts.saved_target(r)))
     new = "https://ntfy.sh/tk_newer-topic"
     args = ["resume", run.run_id, "--runs-dir", str(run.path.parent)]
     assert cli.main(args + ["--notify", "not-a-url"]) == 2 and alerts.saved_target(run) == TARGET
@@ -285,7 +285,7 @@ def test_a_watched_command_keeps_its_notify_target(tmp_path: Any, monkeypatch: p
     """`loratui run --notify URL -- COMMAND` was silently without alerts; now its run stores the target."""
     from loratui.supervisor import launch
 
-    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, adopt=False: 0)
+    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, **_: 0)
     monkeypatch.delenv(alerts.NOTIFY_ENV, raising=False)
     run = launch.start_command(["python", "-c", "pass"], tmp_path / "runs", alert_url=TARGET)
     assert alerts.saved_target(run) == TARGET
