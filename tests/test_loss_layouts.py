@@ -462,3 +462,15 @@ def test_keras_batches_count_on_across_epochs() -> None:
     text = keras([2.3, 2.1, 1.9]).splitlines()
     found = [e for line in text for e in reader.feed(line)] + reader.close()
     assert [e.step for e in found if type(e).__name__ == "Log"] == [500, 1000, 1500]
+
+
+@pytest.mark.parametrize("text, says", [
+    ("训练了10个epoch，loss还是2.3", "loss_flat"),  # still 2.3
+    ("loss基本持平", "loss_flat"),
+    ("loss收敛不了", "loss_flat"),
+    ("训练loss不降，验证loss上升", "loss_flat"),  # 验证 (validation): its rise is overfitting, the flat training loss counts
+    ("验证集loss一直上升，训练loss下降", "healthy"),
+    ("测试集上的loss变大了", "healthy"),
+])
+def test_chinese_standstills_and_a_validation_loss_named_in_chinese(text: str, says: str) -> None:
+    assert first(text) == says
