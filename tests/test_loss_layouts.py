@@ -474,3 +474,14 @@ def test_keras_batches_count_on_across_epochs() -> None:
 ])
 def test_chinese_standstills_and_a_validation_loss_named_in_chinese(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    ("Why is the training loss zero?", "loss_zero"),  # a question puts the verb before its subject
+    ("Why is my loss 0?", "loss_zero"),
+    ("Why is my loss 0.5?", "healthy"),
+    ("Is the loss 0.05 normal?", "healthy"),
+    ("Why is the val loss 0?", "healthy"),  # a validation loss
+])
+def test_a_loss_asked_about_as_zero(text: str, says: str) -> None:
+    assert first(text) == says

@@ -149,6 +149,8 @@ _WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network",
 
 _ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|was|of)\s+(?:over\s+|above\s+)?"
                        r"(?:(?:9\d|100)(?:\.\d+)?\s*%|0\.9\d*)", re.I)
+_ASKED_IS = re.compile(r"\b(?:is|was|are|were)\s+(?:my|the|our|this)?\s*(?:train(?:ing)?\s+)?$", re.I)
+_ZERO_AFTER = re.compile(r"\s*(?:always\s+|still\s+|exactly\s+)?(?:0(?:\.0+)?|zero)(?![.\d]|[A-Za-z])", re.I)
 _NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+"
                         r"(?:of|in)\s+(?:both\s+)?(?:the\s+|my\s+)?$", re.I)
 """A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
@@ -276,6 +278,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
         said = _predicate(subject, scope[:80], _PRE_NEGATED.search(sentence[:m.start()]) is not None)
         if said is None and subject == "loss" and _NOUN_RISE.search(sentence[:m.start()]):
             said = Said("rise", subject)  # `a sudden spike in the training loss`
+        if said is None and subject == "loss" and _ASKED_IS.search(sentence[:m.start()]) and _ZERO_AFTER.match(scope):
+            said = Said("zero", subject)  # `why is my loss 0?`: the verb before its subject, as a question puts it
         if said is None:
             continue
         supposed = _supposed(sentence[:m.start()]) or \
