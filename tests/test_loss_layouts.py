@@ -462,3 +462,48 @@ def test_keras_batches_count_on_across_epochs() -> None:
     text = keras([2.3, 2.1, 1.9]).splitlines()
     found = [e for line in text for e in reader.feed(line)] + reader.close()
     assert [e.step for e in found if type(e).__name__ == "Log"] == [500, 1000, 1500]
+
+
+@pytest.mark.parametrize("text, says", [
+    ("训练了10个epoch，loss还是2.3", "loss_flat"),  # still 2.3
+    ("loss基本持平", "loss_flat"),
+    ("loss收敛不了", "loss_flat"),
+    ("训练loss不降，验证loss上升", "loss_flat"),  # 验证 (validation): its rise is overfitting, the flat training loss counts
+    ("验证集loss一直上升，训练loss下降", "healthy"),
+    ("测试集上的loss变大了", "healthy"),
+])
+def test_chinese_standstills_and_a_validation_loss_named_in_chinese(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    ("Why is the training loss zero?", "loss_zero"),  # a question puts the verb before its subject
+    ("Why is my loss 0?", "loss_zero"),
+    ("Why is my loss 0.5?", "healthy"),
+    ("Is the loss 0.05 normal?", "healthy"),
+    ("Why is the val loss 0?", "healthy"),  # a validation loss
+])
+def test_a_loss_asked_about_as_zero(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+# -- a series listed in one line ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, says", [
+    ("loss per epoch: 0.51 0.48 0.62 0.95 1.7", "loss_diverging"),
+    ("loss history: [0.9, 0.7, 0.6, 0.8, 1.3, 2.2]", "loss_diverging"),
+    ("losses by epoch: 3.2, 2.1, 1.5, 1.2, 1.0", "healthy"),
+    # nickgreenquist/cu2rec#3: a test's losses falling every iteration
+    ("Losses: 161.9 160.99 160.988 160.076 160.072 159.159 159.153 158.238 158.23 157.314", "healthy"),
+    ("loss weights: 1.0, 0.5, 0.5, 0.1", "healthy"),  # a setting's values, not a history
+])
+def test_losses_listed_in_one_line_are_a_series(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+def test_a_listed_series_is_read_in_order() -> None:
+    from loratui.logic.text_reader import values
+
+    assert values.loss_list("loss history: [0.9, 0.7, 1.3, 2.2]") == [0.9, 0.7, 1.3, 2.2]
+    assert values.loss_list("the losses of the 4 heads are 0.3 0.2 0.5 0.1") == []  # not right after the name
+    assert values.loss_list("loss: 2.3 lr: 0.1 step 5 10") == []

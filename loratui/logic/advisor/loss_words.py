@@ -20,7 +20,7 @@ from dataclasses import dataclass
 _LOSS = (r"(?:(?<![A-Za-z])(?:(?:train(?:ing)?|total|lm|my|the|model|overall|average|avg|mean|running)[ _/])?"
          r"(?:loss(?:es)?(?:[ _](?:values?|curves?|function))?|ppl|perplexity|困惑度)(?![A-Za-z(])"
          r"(?!\s*(?:of|[_ ]?scal\w*|[_ ]?fn|[_ ]?weights?|[_ ]?mask|[_ ]?type|[_ ]?name|[_ ]?key)\b)|损失(?:值|函数)?)")
-_VAL = r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)(?:[ _/-]?(?:set|data))?[ _/-]?"
+_VAL = r"(?:(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)(?:[ _/-]?(?:set|data))?[ _/-]?|(?:验证|测试)(?:集)?(?:上的?)?\s*)"
 _ACC = r"(?:(?<![A-Za-z])(?:accuracy|acc)(?![A-Za-z])|准确率|正确率)"
 _MODEL = r"(?:(?<![A-Za-z_])(?:model|network|net|nn|lora|adapters?|classifier)(?![A-Za-z_])|模型)"
 _PROCESS = (r"(?:(?<![A-Za-z_])(?:training|fine-?tuning|run)(?![A-Za-z_])"
@@ -54,6 +54,7 @@ _SUBJECT = re.compile(
 _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+to\s+)?(?:be\s+)?"
           r"train(?:s|ing|ed)?\b|"
           r"降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|"
+          r"(?:还是|依然是?|仍然是?|仍是|依旧是?)\s*~?\d|持平|收敛不了|降不了|下降不了|"
           r"一条直线|下降不明显|下降(?:得)?(?:很|非常|特别|极其)?(?:缓慢|慢)|不怎么(?:下)?降|学不到|学不会|不收敛|"
           r"(?:decreas|drop|fall|go(?:es)? down|learn|converg)\w*\s+"
           r"(?:very|extremely|really|so|too|super|incredibly)\s+"
@@ -148,6 +149,8 @@ _WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network",
 
 _ACC_HIGH = re.compile(r"\s*(?:\w+\s+)?(?:reach\w*|hits?|gets? to|goes? to|is|was|of)\s+(?:over\s+|above\s+)?"
                        r"(?:(?:9\d|100)(?:\.\d+)?\s*%|0\.9\d*)", re.I)
+_ASKED_IS = re.compile(r"\b(?:is|was|are|were)\s+(?:my|the|our|this)?\s*(?:train(?:ing)?\s+)?$", re.I)
+_ZERO_AFTER = re.compile(r"\s*(?:always\s+|still\s+|exactly\s+)?(?:0(?:\.0+)?|zero)(?![.\d]|[A-Za-z])", re.I)
 _NOUN_RISE = re.compile(r"(?<!\bno )(?<!\bany )\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+"
                         r"(?:of|in)\s+(?:both\s+)?(?:the\s+|my\s+)?$", re.I)
 """A rise named as a noun before the loss it happened to (`a sudden spike in the training loss`)."""
@@ -275,6 +278,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
         said = _predicate(subject, scope[:80], _PRE_NEGATED.search(sentence[:m.start()]) is not None)
         if said is None and subject == "loss" and _NOUN_RISE.search(sentence[:m.start()]):
             said = Said("rise", subject)  # `a sudden spike in the training loss`
+        if said is None and subject == "loss" and _ASKED_IS.search(sentence[:m.start()]) and _ZERO_AFTER.match(scope):
+            said = Said("zero", subject)  # `why is my loss 0?`: the verb before its subject, as a question puts it
         if said is None:
             continue
         supposed = _supposed(sentence[:m.start()]) or \

@@ -119,6 +119,13 @@ class TextReader:
         found = v.loss_line(fragment)
         if found is not None:
             self._loss_line(found[0] if found[0] is not None else self._keras_step(fragment), found[1], t, out)
+            return
+        listed = v.loss_list(fragment)
+        if listed:
+            self._release(t, out)
+            self.inferred = True
+            for value in listed:  # a series the person lists in one line: one log each, in order
+                self._emit(self.step + 1, {"loss": value}, t, out)
 
     def _keras_step(self, fragment: str) -> int | None:
         """Keras' `500/500 [====] - loss: 2.30` under `Epoch 3/10`: the batch counts from 1 again each epoch, so the

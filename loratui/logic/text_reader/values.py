@@ -205,6 +205,23 @@ _ADVERSARIAL = re.compile(r"(?<![\w/])(?:[DG]|[dg](?=_)|disc(?:riminator)?|gen(?
                           r"\bloss[ _]?[DG]\b", re.I)
 """A GAN's pair of losses (`[D loss: 0.6931] [G loss: 0.7015]`, `d_loss=`, `Loss_D:`): adversaries whose losses
 trade places by design (a discriminator at ln 2 is at equilibrium), not a training loss to judge by its shape."""
+_LISTED = re.compile(
+    r"(?<![\w/])(?:train(?:ing)?[ _])?(?:loss(?:es)?|损失)(?:[ _](?:values?|history|curve|per epoch|by epoch|"
+    r"over (?:the )?epochs))?\s*(?:[:=]|\b(?:are|were|is|was)\b)?\s*\[?\s*"
+    rf"((?:{_NUMBER})(?:\s*[,;]?\s+|\s*[,;]\s*)(?:(?:{_NUMBER})(?:\s*[,;]?\s+|\s*[,;]\s*)){{2,}}(?:{_NUMBER}))"
+    r"\s*\]?\s*[.]?\s*$", re.I)
+"""The losses a person lists in one line (`Losses: 161.9 160.99 160.988 160.076`, `loss history: [0.9, 0.7, 1.3,
+2.2]`): four or more numbers right after the loss's name, to the line's end."""
+
+
+def loss_list(fragment: str) -> list[float]:
+    """The losses of a listed series (see `_LISTED`), in order; empty when the line lists none."""
+    found = _LISTED.search(fragment) if len(fragment) < 2000 and ("oss" in fragment or "损失" in fragment) else None
+    if found is None:
+        return []
+    return [x for x in (number(t) for t in re.split(r"[\s,;]+", found.group(1)) if t) if x is not None]
+
+
 _MEGATRON = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*iteration\s+(\d+)\s*/\s*\d+\s*\|")
 _MEGATRON_FIELD = re.compile(rf"\|\s*([A-Za-z][\w ()/-]*?)\s*:\s*({_NUMBER})\s*(?=\||$)")
 UNPRINTED = "loss_unprinted"
