@@ -54,6 +54,12 @@ _NOT_MESSAGE = re.compile(
 """Output that never continues an exception's message: a tqdm bar, a printed log dict, a warning, a
 logging line (they follow a traceback when stdout's buffer is flushed after stderr's, as other ranks
 print, or when a run's stderr tail is read again)."""
+_IGNORED = re.compile(r"^\W*(?:Exception ignored (?:in|on)\b|Error in atexit\._run_exitfuncs:)")
+"""Python's own words that it ignored the exception printed next (a `__del__`, a weakref callback, an atexit hook at
+interpreter exit: the DataLoader's `AssertionError: can only test a child process`): never what stopped a run."""
+_RETRIED = re.compile(r"\bretry(?:ing)?\b(?! ?(?:limit|count)s? (?:reached|exceeded))|\bwill (?:be )?retr|重试", re.I)
+"""An exception the program says it tries again after (`... 429 Too Many Requests (retrying in 10s)`, wandb's
+`entering retry loop`): not what stopped the run. `Max retries exceeded` is the giving up: it stays."""
 _CHAINED = re.compile(r"During handling of the above exception|The above exception was the direct cause")
 WRAPPERS = frozenset({"CalledProcessError", "ChildFailedError", "ProcessRaisedException", "ProcessExitedException"})
 """Exceptions that only report another process's failure: a real one seen elsewhere wins."""
@@ -252,6 +258,7 @@ class TraceScanner:
     _since_exception: int = 0  # frames seen since the last exception (a cut-off traceback when > 0 at the end)
     writes_out: str = ""  # the words in the traceback's own code that merge, save or export the model (a script's
     # name, a cell's code or comment), '' when none
+    ignoring: int = 0  # 1: Python said it ignored the exception printed next; 2: inside that traceback
 
     def line(self, raw: str) -> None:
         """Fold one line in."""
@@ -265,8 +272,19 @@ class TraceScanner:
         if self._continuing and self.last is not None:
             if self._continue(text):
                 return
+        if "xception ignored" in text or "atexit" in text:
+            if _IGNORED.search(text):
+                self.ignoring = 1
+                return
         if "Traceback" in text and _HEADER.search(text):
+            ignoring = getattr(self, "ignoring", 0)  # getattr: a scanner pickled in an older events.idx
+            self.ignoring = 2 if ignoring == 1 else 0  # a later traceback is the program's own again
+            if self.ignoring:
+                return
             self._header(text)
+            return
+        if getattr(self, "ignoring", 0):
+            self._ignored(text)
             return
         frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else (
             (_RICH_FRAME.match(text) if "py:" in text else None) or
@@ -290,8 +308,18 @@ class TraceScanner:
         if not _MAYBE_RAISED.search(text) or indent > margin or _CHAINED.search(text):
             return  # indented past the traceback's margin: a code line, not the exception
         found = _EXCEPTION.search(text)
-        if found and (self.frames or found.group("msg") is not None):
+        if found and found.group("msg") and _RETRIED.search(found.group("msg")):
+            self.frames.clear()  # the program tries again: not what stopped the run, and no cut traceback
+            self._since_exception = 0
+        elif found and (self.frames or found.group("msg") is not None):
             self._raised(found.group("type"), (found.group("msg") or "").strip(), raw.strip())
+
+    def _ignored(self, text: str) -> None:
+        """A line of a traceback Python said it ignored: its frames are no run's, its exception line ends it."""
+        if _FRAME.search(text) or not text.strip() or text[:1].isspace():
+            return
+        self.ignoring = 0  # the first line at the margin is its exception (`AssertionError: can only test a child
+        # process`, wandb's `Error: An unexpected error occurred`)
 
     def end_message(self) -> None:
         """What comes next does not continue the last exception's message (another stream's lines, or the

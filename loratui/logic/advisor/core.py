@@ -20,7 +20,6 @@ from typing import Any
 from loratui import events
 from loratui.logic import command_keys, oom, series
 from loratui.logic.advisor.advice import (  # re-exported: callers import them from here
-    _SEVERITY_RANK,
     ERROR,
     GIB,
     IDS,
@@ -30,7 +29,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text, error_said, flash_raised, loss_words, root
+from loratui.logic.advisor import bnb_text, error_said, flash_raised, loss_words, rank, root
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
@@ -93,6 +92,7 @@ class Advisor:
         self.tf_pool: int | None = None  # the pool TensorFlow sized at start from the memory the card reported free
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
+        self.diffusion = False  # the text is about a diffusion model (its loss looks flat when it trains)
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -109,9 +109,7 @@ class Advisor:
     def items(self) -> list[Advice]:
         """The advice now, most important first (built lazily, cached until a finding changes)."""
         if self._items is None:
-            built = _build_all(self)
-            built.sort(key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
-            built = _root_first(self, built)
+            built = rank.order(_build_all(self), self.found, _seen(self), lambda: _failure(self))
             built = [self._in_own_words(a) for a in built]
             self._items = built
         return list(self._items)
@@ -126,7 +124,8 @@ class Advisor:
 
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
-        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
+        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn") or
+                                    _sharper(self.found[finding.id], finding)):
             if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
                 finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
@@ -299,6 +298,9 @@ class Advisor:
             self._latch(finding)
         if any(word in line for word in root.WORDS):
             self._latch(root.store_finding(line, self.ctx.step))
+        if not getattr(self, "diffusion", False) and _DIFFUSION.search(line):  # getattr: an older events.idx
+            self.diffusion = True
+            self._items = None
         if _PRINTED_LOG.match(line):
             pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
         elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS) or \
@@ -431,6 +433,20 @@ _ABOUT_MEMORY = re.compile(r"memory|VRAM|\d\s*(?:[GM]i?B|G|M)\b|显存|内存|(?
                            r"expandable_segments|max_split_size_mb|cuda_malloc_async", re.I)
 """A sentence about the card's memory: only such a cause stands for an OOM no sentence names (`a shared cluster with
 other users` is no account of memory)."""
+
+
+_DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|latent diffusion|diffusers|text[-_ ]to[-_ ]image|"
+                        r"dreambooth|textual[ _]inversion|\bDDPM\b|\bDDIM\b|noise_pred|\bsd-scripts\b|\bkohya)|"
+                        r"\bSDXL\b|\bSD ?(?:1\.[45]|2\.1|3(?:\.5)?)\b")
+"""Text about a diffusion model: its training loss (the error of the predicted noise, dominated by the sampled
+timestep) is known to stay level and noisy while the samples improve (huggingface/diffusers#3604)."""
+
+
+def _sharper(kept: Finding, new: Finding) -> bool:
+    """A flat loss named more exactly a log later: at ln k (chance level) rather than only unchanged."""
+    return kept.id == "loss_flat" and kept.facts.get("kind") == "unchanged" and new.facts.get("kind") == "chance"
+
+
 _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
@@ -502,14 +518,13 @@ def _build_all(adv: Advisor) -> list[Advice]:
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
     falling = series.falls_through([v for _, v in adv.loss.window])
+    calm = _calm(adv)
     for finding in adv.found.values():
-        if finding.facts.get("withdrawn"):
-            continue  # a finding later evidence explained away (the loss scaler's first overflows)
-        if falling and finding.facts.get("kind") == "said" and finding.id in ("loss_flat", "loss_diverging") and \
-                finding.facts.get("nan_step") is None:
-            continue  # the words say flat or rising, the losses printed fall to their end: the numbers show it
-        if finding.id == "nan_loss" and ran_away:
-            continue  # the NaN the text printed is where the rise ran to: the divergence explains it
+        if rank.words_yield(finding, falling, ran_away, calm):
+            continue
+        if getattr(adv, "diffusion", False) and finding.id == "loss_flat" and finding.facts.get("kind") == "said":
+            continue  # a diffusion model's loss is its noise prediction's error, led by the sampled timestep's noise:
+            # it looks flat while the model learns (judge by samples); a loss the log prints at a level still counts
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
             continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built):
@@ -535,35 +550,36 @@ def _build_all(adv: Advisor) -> list[Advice]:
     return built
 
 
-def _root_first(adv: Advisor, built: list[Advice]) -> list[Advice]:
-    """The earliest root cause on any rank first: before the timeouts and peer failures it caused, and an
-    exception before a setup warning the run went on past (an OOM leads already). A setup warning the run
-    trained on past, with no failure after it, is a note."""
-    failed = adv.trace.count > 0 or adv.trace.cut or (adv.end is not None and adv.end.state == events.FAILED)
-    noted = [root.went_on(a, adv.found.get(a.id), adv.ctx.step, failed) for a in built]
-    if noted != built:
-        built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], IDS.index(a.id), a.step))
-    built = root.interrupted(built, adv.trace.chosen)
+def _calm(adv: Advisor) -> bool:
+    """The text prints a loss series, finite to its last log (loss and grad norm), and the loss watch found nothing in
+    it: a worried question beside it is no report (a NaN logged after the question would find its id taken by it)."""
+    window, watch = adv.loss.window, adv.loss
+    return len(window) >= rank.CALM_LOGS and window[-1][0] >= adv.ctx.step and not watch.bad_grad_streak and \
+        not any(f.id in _LOSS_ALARMS and not rank.from_words(f) for f in adv.found.values())
+
+
+def _seen(adv: Advisor) -> rank.Seen:
+    """What the ranking reads beside the findings (see `rank.order`)."""
+    failed = rank.run_failed(adv.trace.chosen, adv.trace.count, adv.trace.cut,
+                             adv.end is not None and adv.end.state == events.FAILED)
     oom_leads = adv.oom is not None and not _said_only(adv)  # an OOM only the person named yields
-    lead = root.first_root(adv.found, adv.trace.chosen, adv.trace.count) if not oom_leads else ""
-    if lead == "exception" and not any(a.id == "exception" for a in built):
-        built += [a for a in _failure(adv) if a.id == "exception"]
-    return root.lead_with(built, lead, adv.found) if lead else built
+    return rank.Seen(step=adv.ctx.step, failed=bool(failed), raised=adv.trace.chosen, raised_count=adv.trace.count,
+                     oom_leads=oom_leads)
 
 
 def _said_only(adv: Advisor) -> bool:
-    """An OOM only the person named yields to anything the text shows (an exception, a CUDA error, a loss
-    curve): their words may tell the run's history (`I got OOM, lowered the batch, now ...`)."""
+    """Whether the OOM is only the person's word for one and yields (`rank.said_oom_yields`)."""
     assert adv.oom is not None
-    if not adv.oom.facts["report"].said:
+    report = adv.oom.facts["report"]
+    if not report.said:
         return False
-    raised = adv.trace.chosen
     found = set(adv.found)
     if any(phase in getattr(adv.text.where, "prose", {}) for phase in ("eval", "save")):
         found -= _TRAINING_CURVES  # an OOM said to strike in evaluation or a save: the training log beside it is context
-    return bool(found) or raised is not None and not oom.is_oom_line(f"{raised.type}: {raised.message}")
+    return bool(rank.said_oom_yields(report.text, found, adv.trace.chosen, _calm(adv)))
 
 
+_LOSS_ALARMS = frozenset({"nan_loss", "loss_diverging", "loss_zero", "loss_flat"})
 _TRAINING_CURVES = frozenset({"loss_flat", "loss_zero", "loss_diverging", "data_starved", "vram_near_limit",
                               "nccl_timeout"})
 """What a training log's curves show, and the timeouts the other ranks report when one of them dies: beside an OOM

@@ -27,10 +27,11 @@ _SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
 _GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
 """gpustat: `[0] NVIDIA A100-SXM4-80GB | 34°C,   2 % | 30563 / 81920 MB | user(30560M)`."""
 _DISTRIBUTED = r"NCCL|c10d|store->|TCPStore|DistStore|ProcessGroup|process group|gloo|rendezvous|barrier|collective"
-_TIMED_OUT = (r"(?:(?<![\w])(?:timed out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))|"
-              r"超时(?!\s*(?:时间|设置|参数|阈值|[:=：]|改|调)))")
+_TIMED_OUT = (r"(?:(?<![\w])(?:timed out|times out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))|"
+              r"超时(?!\s*(?:时间|设置|参数|阈值|值|[:=：]|改|调)))")
 """A timeout that happened, not a setting (`TIMEOUT(ms): 1800000`, `timeout=1800`, `NCCL_IB_TIMEOUT set by`), in
-English or Chinese (`10分钟后报NCCL超时错误`; not `NCCL超时时间设为3600`, the setting)."""
+English or Chinese, the program's words or the person's (`NCCL times out after 30 minutes`, `10分钟后报NCCL超时错误`;
+not `NCCL超时时间设为3600`, the setting)."""
 _NCCL_TIMEOUT = re.compile(
     r"Watchdog caught collective operation timeout|WorkNCCL::checkTimeout|"
     r"store->get\('?\w*'?\) got error|retrieving ncclUniqueId from \[\d+\] via c10d key-value store|"
@@ -42,6 +43,10 @@ _NCCL_TIMEOUT = re.compile(
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
 socket wait (`waitForInput: socket ... timed out after 1800000ms`), the store (`store->get('0') got error: Socket
 Timeout`, `DistStoreError: Timed out after 1801 seconds waiting for clients`), a store-based barrier."""
+_WARDED = re.compile(r"\b(?:avoid\w*|prevent\w*|in case of|against|increas\w*|rais(?:e|es|ed|ing)|extend\w*|"
+                     r"longer|if|whether)\b[^.!?;]{0,40}$|避免|防止|如果", re.I)
+"""Words before the timeout that ward it off or suppose it (`setting ddp_timeout to 18000 to avoid NCCL timeout`,
+`increase the NCCL timeout`): a precaution, not a timeout that happened."""
 _NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
                "collective", "watchdog")
 _HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stuck|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动",
@@ -322,7 +327,8 @@ class TextWatch:
                                                "timed_out": False, "hang": self.nccl_info})]
 
     def _nccl(self, line: str, step: int) -> list[Finding]:
-        if not _NCCL_TIMEOUT.search(line):
+        found = _NCCL_TIMEOUT.search(line)
+        if not found or _WARDED.search(line, 0, found.start()):
             return []
         self.nccl_lines += 1
         rank = _NCCL_RANK.search(line)
