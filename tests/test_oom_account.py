@@ -611,3 +611,23 @@ def test_memory_running_out_in_plain_words(words: str, expected: str) -> None:
 ])
 def test_memory_use_that_ends_in_no_failure_is_no_oom(words: str) -> None:
     assert not first_id(words + "\n" + _HEALTHY_LOG).startswith("oom")
+
+
+# -- ranks and servers on the same card, in words ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("words", [
+    "Every rank creates a CUDA context on cuda:0 and the first GPU goes OOM.",
+    "GPU 0 has extra processes from the other ranks, each taking about 500MB, so it runs out of memory first.",
+    "vLLM takes 90% of the GPU memory so the trainer on the same GPU runs out of memory.",
+])
+def test_ranks_and_servers_on_the_card_are_other_processes(words: str) -> None:
+    assert first_id(words) == "oom_other_process"
+
+
+@pytest.mark.parametrize("words", [
+    "Each rank loads the model on its own GPU and every GPU runs out of memory.",
+    "The two models share the same GPU in my script and it runs out of memory.",
+])
+def test_ranks_on_their_own_cards_or_one_scripts_models_are_no_neighbours(words: str) -> None:
+    assert first_id(words) == "oom_full"

@@ -147,7 +147,7 @@ def is_oom_line(line: str) -> bool:
 
 
 _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ])?memory|"
-                   r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the )?GPU(?:'s)? (?:RAM|memory)|"
+                   r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the |its |the card's |the GPU's )?(?:GPU(?:'s)? )?(?:RAM|memory|VRAM)|"
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
                    r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?allocate\b|"
                    r"显存(?:不足|不够|溢出|爆)|爆显存|(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)|"
@@ -190,7 +190,7 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
                r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
-               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|trainings?|"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|trainings?|ranks?|"
                r"containers?|instances?|notebooks?|experiments?|tasks?)\b|\bsome(?:one|body) else\b|"
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
                r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
@@ -202,12 +202,17 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
                r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
+               r"\b(?:every|each|all)\s+(?:\w+\s+)?(?:ranks?|process(?:es)?|workers?)\b[^.!?]{0,60}?\b(?:contexts?|memory|"
+               r"allocat\w*)\b[^.!?]{0,30}?\b(?:on|to)\s+(?:the\s+first\s+GPU|(?:GPU|cuda|device)\s*:?\s*0)\b|"
+               r"\b(?:process(?:es)?|jobs?|servers?|instances?|containers?)\b[^.!?]{0,40}?\bshar\w*\s+(?:the\s+|one\s+|a\s+)?"
+               r"(?:same\s+|single\s+)?(?:GPU|card|device)\b|"
                r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户|人|任务)|僵尸进程|被[^，。,.!?！？]{0,20}占用", re.I)))
-_HELD_WHAT = r"(?:\s+(?:\w+|\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)|of|the|my|all))??\s+(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|(?:\w+\s+)?(?:memory|VRAM|GPU|card)\b)"
+_HELD_WHAT = r"(?:\s+(?:\d+(?:\.\d+)?\s*%|of|the|my|all|its|\w+(?=\s+(?:of|the|my)\b)|\w+(?=\s+\d))){0,3}?\s+(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|(?:\w+\s+)?(?:memory|VRAM|GPU|card)\b)"
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
     r"keep\w*|allocat\w*|reserv\w*)" + _HELD_WHAT + "|"
-    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|chrome|chromium|firefox|(?:web )?browsers?|steam|discord)\b"
+    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|chrome|chromium|firefox|(?:web )?browsers?|steam|discord|"
+    r"vllm|sglang|ollama|(?:inference|model|serving)\s+server)\b"
     r"[^.!?]{0,40}?\b(?:hold\w*|held|occup\w*|us(?:e|es|ed|ing)|tak(?:e|es|ing)|took|eat\w*|hog\w*|grab\w*|consum\w*)" +
     _HELD_WHAT, re.I)
 """Who else holds the card's memory, in the person's words: a notebook or its kernel still holding it after the
