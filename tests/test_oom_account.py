@@ -37,13 +37,13 @@ def refused(size: str, count: int, driver: str = "cuda", error: str = "CUDA_ERRO
 
 @pytest.mark.parametrize("text", [
     # https://github.com/ROCm/tensorflow-upstream/issues/82: ROCm, the pool and its shrinking retries refused
-    "2019-01-08 19:06:10.822532: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1189] Created TensorFlow device "
+    ("2019-01-08 19:06:10.822532: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1189] Created TensorFlow device "
     "(/job:localhost/replica:0/task:0/device:GPU:0 with 7524 MB memory) -> physical GPU (device: 0, name: Vega 10 "
     "XL/XT [Radeon RX Vega 56/64], pci bus id: 0000:03:00.0)\n"
     "2019-01-08 19:06:11.303639: E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G "
     "(7889485824 bytes) from device: hipError_t(1002)\n"
     "2019-01-08 19:06:11.303736: E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 6.61G "
-    "(7100536832 bytes) from device: hipError_t(1002)\n",
+    "(7100536832 bytes) from device: hipError_t(1002)\n"),
     # CUDA, another card: the first allocation is the whole pool
     tf_device(10413) + refused("10.17G", 10918821888),
     # a pool a little smaller than the device's figure (TensorFlow rounds it), then training never starts
@@ -229,10 +229,10 @@ def test_english_phase_words_inside_chinese(words: str, expected: str) -> None:
 
 @pytest.mark.parametrize(("words", "expected"), [
     # https://github.com/PeterGriffinJin/Search-R1/issues/112: the shell's export sets the allocator, it writes no model
-    ("After a few training steps, specifically at step 4 during `loss.backward()` for the actor, I encounter a CUDA "
+    (("After a few training steps, specifically at step 4 during `loss.backward()` for the actor, I encounter a CUDA "
      "out-of-memory error. When I enable expandable segments by setting `export PYTORCH_CUDA_ALLOC_CONF="
      "\"expandable_segments:True\"`, the code runs fine without errors.\nIt seems that something in the code is "
-     "causing memory fragmentation, but I'm not sure where this happens.", "oom_fragmentation"),
+     "causing memory fragmentation, but I'm not sure where this happens."), "oom_fragmentation"),
     ("I run `export CUDA_VISIBLE_DEVICES=1` first and it still goes out of memory in the first step.", "oom_full"),
     ("export HF_HOME=/data/hf and then training runs out of memory", "oom_full"),
     # a model's export stays a save
@@ -256,9 +256,9 @@ def old_message(requested: str, total: str, allocated: str, free: str, reserved:
     # https://github.com/hpcaitech/FastFold/issues/37: 77 GiB asked of a 39 GiB card, 13.7 GiB of the cache unused
     old_message("77.40 GiB", "38.61 GiB", "13.21 GiB", "8.81 GiB", "26.90 GiB"),
     old_message("30.00 GiB", "23.69 GiB", "10.00 GiB", "5.00 GiB", "17.00 GiB"),
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 120.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 120.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
     "of which 20.00 GiB is free. Including non-PyTorch memory, this process has 59.10 GiB memory in use. Of the "
-    "allocated memory 30.00 GiB is allocated by PyTorch, and 28.50 GiB is reserved by PyTorch but unallocated.",
+    "allocated memory 30.00 GiB is allocated by PyTorch, and 28.50 GiB is reserved by PyTorch but unallocated."),
 ])
 def test_a_request_beyond_the_cache_and_the_free_memory_is_full(line: str) -> None:
     assert first_id(line) == "oom_full"
@@ -266,13 +266,13 @@ def test_a_request_beyond_the_cache_and_the_free_memory_is_full(line: str) -> No
 
 @pytest.mark.parametrize("line", [
     # the unused cache held the request (a dev record: 40.69 GiB unused, 35.60 GiB asked)
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 35.60 GiB. GPU 0 has a total capacity of 79.33 GiB "
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 35.60 GiB. GPU 0 has a total capacity of 79.33 GiB "
     "of which 26.16 GiB is free. Of the allocated memory 11.97 GiB is allocated by PyTorch, and 40.69 GiB is reserved "
-    "by PyTorch but unallocated.",
+    "by PyTorch but unallocated."),
     # the unused cache and the free memory together nearly held it
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total capacity of 31.47 GiB "
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total capacity of 31.47 GiB "
     "of which 12.73 GiB is free. Including non-PyTorch memory, this process has 18.73 GiB memory in use. Of the "
-    "allocated memory 9.08 GiB is allocated by PyTorch, and 9.35 GiB is reserved by PyTorch but unallocated.",
+    "allocated memory 9.08 GiB is allocated by PyTorch, and 9.35 GiB is reserved by PyTorch but unallocated."),
 ])
 def test_a_request_the_cache_could_nearly_serve_stays_fragmentation(line: str) -> None:
     assert first_id(line) == "oom_fragmentation"
@@ -284,10 +284,10 @@ def test_a_request_the_cache_could_nearly_serve_stays_fragmentation(line: str) -
 @pytest.mark.parametrize("words", [
     # https://github.com/nvidia-cosmos/cosmos-rl/pull/562: the fix's title is negated, the OOM it fixes is not; the
     # cache's numbers in words
-    "**Fix CUDA memory fragmentation OOM after checkpoint resume**: `optimizer.load_state_dict()` creates temporary GPU "
+    ("**Fix CUDA memory fragmentation OOM after checkpoint resume**: `optimizer.load_state_dict()` creates temporary GPU "
     "tensors during loading, causing CUDA's caching allocator to reserve significantly more memory than actually needed "
     "(~83 GB reserved vs ~49 GB allocated). This left insufficient free memory for the first training step, causing OOM "
-    "during FSDP all-gather.",
+    "during FSDP all-gather."),
     "When it goes OOM, torch.cuda.memory_reserved() says 22 GB reserved but only 10.5 GB allocated.",
     "The profiler shows reserved: 31.2G and allocated: 18.0G right before the out of memory error.",
 ])
@@ -318,8 +318,8 @@ def test_every_naming_of_the_oom_counts(words: str, expected: str) -> None:
 
 @pytest.mark.parametrize(("text", "expected"), [
     # https://github.com/hiyouga/LlamaFactory/issues/1631
-    ("1. 下载ChatGLM3 6B模型，运行模型，确保模型文件无问题。\n2. 使用这个项目对上述模型做QLora微调（4bit）, 微调成功完成\n"
-     "3. 使用export_model.py尝试导出模型。\n在模型载入进度条100%后不久，程序OOM被系统kill", "oom_at_save"),
+    (("1. 下载ChatGLM3 6B模型，运行模型，确保模型文件无问题。\n2. 使用这个项目对上述模型做QLora微调（4bit）, 微调成功完成\n"
+     "3. 使用export_model.py尝试导出模型。\n在模型载入进度条100%后不久，程序OOM被系统kill"), "oom_at_save"),
     ("训练完成后尝试合并权重，进程OOM被系统杀掉了", "oom_at_save"),
     ("尝试验证模型的时候，程序OOM被系统kill", "oom_at_eval"),
     ("Training went fine; when I tried to merge the adapter the process was OOM, killed by the system.", "oom_at_save"),
@@ -344,8 +344,8 @@ def test_tried_fixes_name_no_phase(text: str) -> None:
     (_BARE + "Solved by adding max_split_size_mb:512 to PYTORCH_CUDA_ALLOC_CONF.", "oom_fragmentation"),
     (_BARE + "With expandable_segments:True there is no OOM anymore.", "oom_fragmentation"),
     (_BARE + "After setting expandable_segments the training succeeded.", "oom_fragmentation"),
-    ("W tensorflow/core/common_runtime/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
-     "34.10MiB (rounded to 35758080)\nPassing TF_GPU_ALLOCATOR=cuda_malloc_async made the error go away.",
+    (("W tensorflow/core/common_runtime/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+     "34.10MiB (rounded to 35758080)\nPassing TF_GPU_ALLOCATOR=cuda_malloc_async made the error go away."),
      "oom_fragmentation"),
     (_BARE + "Rebooting the machine fixed it.", "oom_other_process"),
     (_BARE + "After a reboot it runs fine.", "oom_other_process"),
@@ -372,14 +372,14 @@ def test_a_remedy_that_failed_or_a_plain_one_names_no_kind(words: str) -> None:
 
 @pytest.mark.parametrize("text", [
     # vLLM's check before it allocates: 19.8 GiB of the card held by others
-    "ValueError: Free memory on device (59.32/79.15 GiB) on startup is less than desired GPU memory utilization (0.9, "
-    "71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
-    "(EngineCore_DP0 pid=6940) ValueError: Free memory on device cuda:0 (12.10/22.05 GiB) on startup is less than "
+    ("ValueError: Free memory on device (59.32/79.15 GiB) on startup is less than desired GPU memory utilization (0.9, "
+    "71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."),
+    ("(EngineCore_DP0 pid=6940) ValueError: Free memory on device cuda:0 (12.10/22.05 GiB) on startup is less than "
     "desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
-    "processes.",
+    "processes."),
     # SGLang's
-    "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
-    "min_per_gpu_memory=10.5, local_gpu_memory=70.2, local_gpu_memory * 0.9 = 63.2",
+    ("RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+    "min_per_gpu_memory=10.5, local_gpu_memory=70.2, local_gpu_memory * 0.9 = 63.2"),
 ])
 def test_a_servers_start_check_that_found_memory_held_is_another_process(text: str) -> None:
     assert first_id(text) == "oom_other_process"
@@ -528,10 +528,10 @@ def test_computing_the_metrics_is_the_evaluation(words: str, expected: str) -> N
 
 @pytest.mark.parametrize(("words", "expected"), [
     # https://github.com/tensorflow/tensorflow/pull/43850: a change that fixes OOMs the clients reported
-    ("This change provide the capability to XLA to generate multiple heaps\n(i.e., temp buffers) with a size "
+    (("This change provide the capability to XLA to generate multiple heaps\n(i.e., temp buffers) with a size "
      "constraint on each heap to avoid Out-of-Memory\ndue to memory fragmentation. Note that larger allocations are "
      "more subject to\nthe effect of fragmentation.\n\nThis fixes some TF/XLA OOM issue our clients constantly "
-     "reported without significant memory use size increase.", "oom_fragmentation"),
+     "reported without significant memory use size increase."), "oom_fragmentation"),
     ("How do I fix the OOM in the first training step?", "oom_full"),
     ("To avoid OOM I use gradient checkpointing.", ""),
 ])
@@ -545,8 +545,8 @@ def test_fixing_an_oom_says_it_happened(words: str, expected: str) -> None:
 @pytest.mark.parametrize(("words", "expected"), [
     ("After killing the training script, nvidia-smi still shows 15 GB used on GPU 0 even though nothing is running.",
      "oom_other_process"),
-    ("torch.cuda.memory_reserved() reports 70 GB reserved while only 30 GB are allocated; memory fragmentation makes it "
-     "grow every step.", "oom_fragmentation"),
+    (("torch.cuda.memory_reserved() reports 70 GB reserved while only 30 GB are allocated; memory fragmentation makes it "
+     "grow every step."), "oom_fragmentation"),
     ("I fixed it by setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.", "oom_fragmentation"),
 ])
 def test_an_account_of_the_memory_is_the_ooms_story(words: str, expected: str) -> None:
