@@ -99,7 +99,7 @@ _CONDITION = re.compile(r"\bwhat if\b|\b(?:would|will|could|might)\b[^?]{0,80}?\
                         r"\b(?:if|once|when)\b[^?]{0,80}?\b(?:would|will|could|might)\b|如果[^？?]{0,40}?会", re.IGNORECASE)
 """A question about what would happen under a condition (`will this run out of memory if I double the length?`,
 `what if the loss goes nan?`): a worry whatever the log beside it shows."""
-_WHY_MODAL = re.compile(r"\bwhy\s+(?:would|could|might|may)\b", re.IGNORECASE)
+_WHY_MODAL = re.compile(r"\b(?:why|how come)\s+(?:\w+\s+){0,3}?(?:would|will|could|might|may)\b|为什么会", re.IGNORECASE)
 """`why would my loss become nan after 300 steps?`: a question about what was seen, in a modal's words."""
 _NOT_YET = re.compile(r"\bso far\b|\b(?:not|n't|never)\b[^.?!]{0,40}\byet\b|\bfor now\b|\bat the moment\b|目前|暂时|还没",
                       re.IGNORECASE)
@@ -126,9 +126,9 @@ def supposed(line: str, carries: Callable[[str], bool], calm: bool = False) -> b
 def _asks(sentence: str, calm: bool, not_yet: bool) -> bool:
     if not sentence.rstrip().endswith(("?", "？")) or _REPORTING.search(sentence):
         return False
-    if _CONDITION.search(sentence):
-        return True
-    return calm and (not_yet or _MODAL.search(sentence) is not None and _WHY_MODAL.search(sentence) is None)
+    if _WHY_MODAL.search(sentence):  # `why would it OOM if the model is only 7B?`: asks about an OOM seen
+        return calm and not_yet
+    return _CONDITION.search(sentence) is not None or calm and (not_yet or _MODAL.search(sentence) is not None)
 
 
 _STALL = re.compile(r"\b(?:hangs?|hanging|hung|freez\w*|froze|frozen|deadlock\w*)\b|卡住|卡死|死锁", re.IGNORECASE)
