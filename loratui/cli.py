@@ -14,7 +14,7 @@ from loratui.commands import (doctor, estimate, importer, init, mcp_server, noti
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.bounds import NotAFile, clip
 from loratui.recipe import RecipeError, find_recipe
-from loratui.text import for_terminal, inert
+from loratui.text import for_terminal, inert, terminal_width
 from loratui.units import to_gib
 
 
@@ -192,7 +192,7 @@ def _by_job_id(name: str, runs_dir: Path, everywhere: bool = False) -> rundir.Ru
 
 def cmd_run(args: argparse.Namespace) -> int:
     from loratui.commands import launch_checks
-    from loratui.supervisor.launch import start_command, start_run
+    from loratui.supervisor.launch import passed_stdin, start_command, start_run
 
     watching = bool(args.watch) or args.recipe is None  # `loratui run [options] -- COMMAND [ARGS...]`
     if watching and not args.watch:
@@ -223,7 +223,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     limit = launch_checks.slurm_limit(args)
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
     if watching:
-        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url, slurm_limit=limit)
+        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url, slurm_limit=limit,
+                            stdin=passed_stdin())
     else:
         run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
                         alert_url=url, slurm_limit=limit)
@@ -310,17 +311,24 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return EXIT_OK
     jobs = any("slurm" in r for r in rows)
     width = max([3] + [len(inert(r["run"])) for r in rows])  # as wide as the longest id: 80 columns hold a row
-    print(f"{'RUN':<{width}} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
-          + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else "")
-          + ("  WHERE" if len(places) > 1 else ""))
+    lines = []
     for r in rows:
         # A finished run took all its steps: its total is known at the end (as the views' full bar says).
         total = r["max_steps"] or (r["step"] if r["state"] == events.FINISHED else "?")
         step = f"{r['step']}/{total}"
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
-        place = f"  {inert(str(Path(r['path']).parent))}" if len(places) > 1 else ""  # runs from several places
-        print(f"{inert(r['run']):<{width}} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"
-              + (_job_columns(r.get("slurm")) if jobs else "") + place)
+        lines.append((f"{inert(r['run']):<{width}} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} "
+                      f"{peak:>10}" + (_job_columns(r.get("slurm")) if jobs else ""),
+                      inert(str(Path(r["path"]).parent)) if len(places) > 1 else ""))  # runs from several places
+    # On a terminal too narrow for the WHERE column, each place goes on a line of its own under its run: the
+    # terminal's wrap cut the path in two, back at column 0.
+    columns = terminal_width(sys.stdout)
+    below = bool(columns) and any(len(f"{row}  {place}") >= columns for row, place in lines if place)
+    print(f"{'RUN':<{width}} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
+          + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else "")
+          + ("  WHERE" if len(places) > 1 and not below else ""))
+    for row, place in lines:
+        print(f"{row}\n  in {place}" if below else f"{row}  {place}" if place else row)
     if any(r["state"].endswith("*") for r in rows):
         print("* its supervisor died; the trainer goes on and obeys loratui pause/resume/stop")
     return EXIT_OK

@@ -285,7 +285,7 @@ def test_a_watched_command_keeps_its_notify_target(tmp_path: Any, monkeypatch: p
     """`loratui run --notify URL -- COMMAND` was silently without alerts; now its run stores the target."""
     from loratui.supervisor import launch
 
-    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, adopt=False: 0)
+    monkeypatch.setattr(launch, "spawn_supervisor", lambda r, **_: 0)
     monkeypatch.delenv(alerts.NOTIFY_ENV, raising=False)
     run = launch.start_command(["python", "-c", "pass"], tmp_path / "runs", alert_url=TARGET)
     assert alerts.saved_target(run) == TARGET

@@ -258,3 +258,24 @@ def test_building_bitsandbytes_fails(text: str) -> None:
 ])
 def test_a_build_that_succeeds_or_another_packages_is_no_bitsandbytes_setup(text: str) -> None:
     assert first_id(text) != "bnb_setup"
+
+
+@pytest.mark.parametrize("text", [
+    "bitsandbytes doesn't work on my Windows machine, 4-bit loading fails.\n",
+    "I can't get bitsandbytes to use the GPU on my AMD card.\n",
+    "load_in_4bit=True fails because bitsandbytes is too old.\n",
+    "bitsandbytes 报错，装了最新版还是不行\n",
+    "Installing bitsandbytes on Jetson fails.\n",
+])
+def test_bitsandbytes_failing_in_the_persons_words(text: str) -> None:
+    assert first_id(text) == "bnb_setup"
+
+
+@pytest.mark.parametrize("text", [
+    "The 8-bit optimizer from bitsandbytes works fine, the loss goes down.\n",
+    "After upgrading bitsandbytes the problem was solved.\n",
+    "bitsandbytes is installed, but training fails with a NaN loss at step 30.\n",
+    "I use bitsandbytes 8-bit Adam; the run failed later with CUDA out of memory.\n",
+])
+def test_bitsandbytes_named_beside_another_failure_is_not_its_setup(text: str) -> None:
+    assert first_id(text) != "bnb_setup"

@@ -184,3 +184,35 @@ def test_a_config_or_code_with_no_run_in_it_gives_nothing() -> None:
 def test_a_cuda_fault_names_what_its_words_say(text: str, words: str) -> None:
     kind, title = first(text)
     assert kind == "cuda_error" and words in title
+
+
+# -- the same in the person's words, and the GPU itself failing ------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "torch.cuda.is_available() returns False even though nvidia-smi shows my RTX 3090.",
+    "The GPU is not detected by PyTorch after updating the driver.",
+    "显卡驱动版本太低，torch用不了cuda",
+    "服务器上检测不到GPU，训练只能跑在CPU上",
+])
+def test_cuda_that_cannot_start_in_words(line: str) -> None:
+    found, title = first(line + "\n")
+    assert found == "cuda_error" and "could not start" in title
+
+
+@pytest.mark.parametrize("line", [
+    "Xid 79: GPU has fallen off the bus.",
+    "[ 8231.112] NVRM: Xid (PCI:0000:3b:00): 48, pid=2211, An uncorrectable double bit error (DBE) has been detected",
+])
+def test_the_gpu_itself_failing_is_named_as_hardware(line: str) -> None:
+    found, title = first(line + "\n")
+    assert found == "cuda_error" and "the GPU itself failed" in title
+
+
+@pytest.mark.parametrize("line", [
+    "The GPU is not detected error was fixed by reinstalling the driver; now training runs fine at 3 it/s.",
+    "torch.cuda.is_available() returns True and training runs.",
+    "GPU memory is not released after training.",
+    "My model is not found on the hub.",
+])
+def test_cuda_words_that_say_nothing_wrong(line: str) -> None:
+    assert first(line + "\n")[0] != "cuda_error"

@@ -52,9 +52,22 @@ def _doctor_on_a_terminal(*typed: bytes) -> tuple[bytes, int | None]:
 
 
 def test_one_ctrl_d_ends_an_empty_paste() -> None:
+    """An empty paste is bad input, said as such: it read "no problems found" in nothing, exit 0."""
     seen, code = _doctor_on_a_terminal(b"\x04")
     assert b"paste the log or traceback, then Ctrl-D" in seen
-    assert code == 0 and b"no problems found" in seen, seen
+    assert code == 2 and b"standard input: empty, no text to diagnose" in seen, seen
+    assert b"no problems found" not in seen and b"Traceback" not in seen
+
+
+def test_an_empty_or_blank_file_or_pipe_is_bad_input(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "empty.log").write_text("")
+    (tmp_path / "blank.log").write_text("\n  \n\n")
+    for args, given in ((["empty.log"], b""), (["blank.log"], b""), (["-"], b""), (["-"], b"\n\n")):
+        result = subprocess.run([sys.executable, "-m", "loratui", "doctor", *args], input=given, cwd=tmp_path,
+                                capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120,
+                                check=False)
+        assert result.returncode == 2 and result.stdout == b"", (args, result)
+        assert result.stderr.count(b"\n") == 1 and b"empty, no text to diagnose" in result.stderr, result.stderr
 
 
 def test_a_pasted_oom_then_ctrl_d_is_diagnosed() -> None:

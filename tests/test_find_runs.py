@@ -133,3 +133,25 @@ def test_the_detach_message_keeps_each_command_on_one_80_column_line(tmp_path) -
     stop = next(line for line in lines if f"loratui stop {run.run_id}" in line)
     assert len(attach) <= 80 and len(stop) <= 80, lines
     assert lines[0].endswith(str(run.path.resolve()))
+
+
+def test_ls_in_several_places_fits_an_80_column_terminal(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The trial at 80x24: the WHERE column pushed rows past 80 and the terminal cut each path in two, back at
+    column 0. On a terminal each place now goes whole on a line of its own under its run (a path longer than
+    the line itself is the terminal's to wrap)."""
+    from tests.test_error_wrap import _on_terminal
+
+    first = _start_one(home, capsys)
+    deep = home / "x"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    (deep / "t.log").write_text(LOG)
+    assert main(["import", str(deep / "t.log"), "--name", "second"]) == 0
+    capsys.readouterr()
+    shown = _on_terminal(["ls"], 80, home).splitlines()
+    assert all(len(line) < 80 for line in shown if not line.startswith("  in ")), shown
+    where = {str((home / "proj" / "runs").resolve()), str((deep / "runs").resolve())}
+    assert {line.removeprefix("  in ") for line in shown if line.startswith("  in ")} == where, shown
+    ids = {shown[1].split()[0], shown[3].split()[0]}
+    assert first in ids and any(run.endswith("-second") for run in ids), shown

@@ -334,3 +334,131 @@ def test_training_and_validation_loss_named_together_include_the_training_loss(t
 ])
 def test_a_preference_or_rl_objective_named_beside_chinese_is_no_lm_loss(text: str, says: str) -> None:
     assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    # THUDM/GLM#88: the staircase of a multi-epoch run on a small dataset
+    ("the training loss barely decrease within each epoch, but there is a large decrease when starting a new epoch.",
+     "healthy"),
+    ("The loss stays flat within each epoch and drops at each new epoch.", "healthy"),
+    ("loss每个epoch内基本不变，新的epoch开始时突然下降", "healthy"),
+    ("The loss does not decrease at all, even after 10 epochs.", "loss_flat"),
+    ("The loss is stuck at 2.3 for every epoch.", "loss_flat"),
+])
+def test_a_standstill_within_each_epoch_that_drops_at_the_next_is_a_staircase(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+# -- a diffusion model's loss looks flat while it learns ---------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    # huggingface/diffusers#3604
+    ("I am using train_text_to_image.py to fine-tune the text-to-image stable diffusion model on my own dataset.\n"
+     "However, **the train loss does not decrease** but rather stays the same with some fluctuations for 15K steps."),
+    "Training a DreamBooth LoRA on SDXL, the loss is stuck around 0.1 the whole time, is that normal?",
+    "kohya LoRA training: avr_loss stays at 0.09 and does not go down.",
+    "我用diffusers训练stable diffusion，loss一直不下降",
+])
+def test_a_diffusion_models_loss_said_to_stay_flat_is_no_flat_loss(text: str) -> None:
+    assert first(text) == "healthy"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("Fine-tuning Llama-2 with LoRA, the loss is stuck around 2.3 the whole time.", "loss_flat"),
+    ("With diffusers the loss suddenly explodes to 1e4 after 2k steps.", "loss_diverging"),  # only flat words yield
+    ("Training stable diffusion, the loss becomes NaN after 100 steps.", "nan_loss"),
+])
+def test_other_models_flat_words_and_a_diffusion_models_other_trouble_still_count(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    # TencentARC/LLaMA-Pro#29: 无法 (cannot) negates, and the run compared against is another run
+    ("目前看上去到20k step左右 loss就无法继续下降了。对比直接在qwen上面增量预训练依然在下降。", "loss_flat"),
+    ("loss难以下降", "loss_flat"),
+    ("loss无法收敛", "loss_flat"),
+    ("With LoRA the loss stops decreasing at 1.5. Compared with full fine-tuning, it keeps going down.", "loss_flat"),
+    ("The loss stopped decreasing at step 500. Then it started dropping again.", "healthy"),  # this run, not another
+    ("loss下降了，无法理解为什么效果不好", "healthy"),
+])
+def test_cannot_negates_and_a_run_told_as_the_reference_is_another_run(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    # zai-org/ChatGLM3#738: 5 -> 4 -> 7, told with 至 (to) and 在 (at)
+    ("loss一开始从5缓慢往下降，降至4后就不再降低，从step1700开始逐渐上升，最后一直保持在7左右。", "loss_diverging"),
+    ("loss从2.3降到1.5，在1.5附近波动", "loss_flat"),  # fell, then held its level
+    ("loss从3.2降至1.1", "healthy"),
+])
+def test_a_chinese_loss_history_told_in_numbers(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+@pytest.mark.parametrize("text, says", [
+    # TensorFlow's NanTensorHook names the NaN with the word `diverged`
+    ("INFO:tensorflow:loss = 2.31, step = 100\nERROR:tensorflow:Model diverged with loss = NaN.", "nan_loss"),
+    ("tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.",
+     "nan_loss"),
+    ("The model diverged after 3 epochs.", "loss_diverging"),
+    ("training diverged, loss became nan at step 300", "loss_diverging"),  # a divergence told, then its NaN
+])
+def test_tensorflows_nan_check_is_a_nan_not_a_rise(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+@pytest.mark.parametrize("text", [
+    "loss在第5个epoch突然变成了很大的值",  # became a very large value
+    "loss从0.3一下子跳到了5",  # jumped to 5
+    "at epoch 12 loss is 0.8, at epoch 13 it's 4.5",  # `it's` gives the loss's value too
+    "I see a huge loss spike at 5k steps that the model never recovers from.",  # `loss spike`: the noun
+])
+def test_a_rise_told_as_a_jump_a_large_value_or_a_spike(text: str) -> None:
+    assert first(text) == "loss_diverging"
+
+
+@pytest.mark.parametrize("text", [
+    "Occasional loss spikes, but it recovers quickly.",
+    "loss先跳到5然后又恢复了",
+])
+def test_a_spike_or_jump_that_recovers_is_still_no_divergence(text: str) -> None:
+    assert first(text) == "healthy"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("The loss is 2.302 at every epoch.", "loss_flat"),  # one value, said of each epoch
+    ("The loss decreases at every epoch.", "healthy"),
+    ("The loss is 0.5 after each epoch of fine-tuning, then 0.4.", "healthy"),  # two values: a history
+    ("loss was 0.3, now it is 4.5.", "loss_diverging"),  # a value that ends its sentence is a value
+])
+def test_one_value_said_of_every_epoch_is_a_standstill(text: str, says: str) -> None:
+    assert first(text) == says
+
+
+# -- Keras epoch summaries lie an epoch's steps apart ---------------------------------------------------------------
+
+@pytest.mark.parametrize("losses", [
+    [1.4482, 1.4472, 1.4485, 1.4467, 1.4445, 1.4519],  # six epochs within 0.5% from the first
+    [10.37, 10.38, 10.36, 10.37, 10.38, 10.37],
+])
+def test_keras_epoch_summaries_that_never_fell_from_the_first_are_flat(losses: list[float]) -> None:
+    """Each line closes an epoch of 500 batches: numbered 1, 2, 3 they spanned 6 steps, too few to judge; as the run
+    counted them they span 2,500."""
+    assert first(keras(losses)) == "loss_flat"
+
+
+@pytest.mark.parametrize("losses", [
+    [0.2531, 0.1012, 0.0711, 0.0534, 0.0431, 0.0398],  # MNIST-like: fast, then slow
+    [0.5123, 0.5101, 0.5089, 0.5072, 0.5060, 0.5049],  # slow but steady: a trend
+])
+def test_keras_epoch_summaries_that_fall_are_healthy(losses: list[float]) -> None:
+    assert first(keras(losses)) == "healthy"
+
+
+def test_keras_batches_count_on_across_epochs() -> None:
+    from loratui.logic.text_reader import TextReader
+
+    reader = TextReader()
+    text = keras([2.3, 2.1, 1.9]).splitlines()
+    found = [e for line in text for e in reader.feed(line)] + reader.close()
+    assert [e.step for e in found if type(e).__name__ == "Log"] == [500, 1000, 1500]

@@ -104,6 +104,11 @@ def test_a_non_finite_value_in_any_log_layout(line: str) -> None:
     "Yet in my own script, after the first step, the loss_rcnn_bbox values are Nan, which will then crash the program.",
     "my rpn_loss is NaN after 300 iters",
     "the `loss_cls` becomes nan while loss_bbox stays finite",
+    # Chinese: 了 after the NaN marks the change, 就/又/容易 before it the happening
+    "跑了几个step就nan了",
+    "训练到第3个epoch就nan了",
+    "fp16下很容易nan",
+    "loss不下降还出现nan",  # a negation of something else in the clause
 ])
 def test_a_non_finite_signal_in_words(line: str) -> None:
     assert first_id(line) == "nan_loss"
@@ -166,6 +171,12 @@ def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     "the loss is not `nan` anymore after lowering the lr",
     "how to avoid `nan` in the `loss_cls`?",
     "the `nan_loss` counter stays 0",
+    # Chinese negations: none appeared, no longer NaN
+    "没有出现nan",
+    "降低学习率之后就不会出现nan了",
+    "现在没有nan了",
+    "loss不再是nan了",
+    "加了梯度裁剪后不再nan",
     "x = torch.tensor([float('nan'), 1.0])",
     "      1/100      3.35G      1.234     0.8123      1.102         29        640: 100%|██████████| 8/8 [00:02<00:00]",
     "| person | 120 | 300 | nan |",  # an eval table's class with no ground truth

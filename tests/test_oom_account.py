@@ -365,3 +365,150 @@ def test_the_remedy_that_worked_names_the_kind(text: str, expected: str) -> None
 ])
 def test_a_remedy_that_failed_or_a_plain_one_names_no_kind(words: str) -> None:
     assert first_id(_BARE + words) == "oom_full"
+
+
+# -- an inference server's memory check at start ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    # vLLM's check before it allocates: 19.8 GiB of the card held by others
+    "ValueError: Free memory on device (59.32/79.15 GiB) on startup is less than desired GPU memory utilization (0.9, "
+    "71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+    "(EngineCore_DP0 pid=6940) ValueError: Free memory on device cuda:0 (12.10/22.05 GiB) on startup is less than "
+    "desired GPU memory utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+    "processes.",
+    # SGLang's
+    "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+    "min_per_gpu_memory=10.5, local_gpu_memory=70.2, local_gpu_memory * 0.9 = 63.2",
+])
+def test_a_servers_start_check_that_found_memory_held_is_another_process(text: str) -> None:
+    assert first_id(text) == "oom_other_process"
+
+
+def test_a_servers_start_check_on_a_free_card_is_no_neighbour() -> None:
+    text = ("ValueError: Free memory on device (78.90/79.15 GiB) on startup is less than desired GPU memory utilization "
+            "(0.999, 79.07 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+    assert first_id(text) == "oom_full"
+
+
+# -- the cause in Chinese, and English words inside it ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("感觉是显存fragmentation的问题", "oom_fragmentation"),
+    ("设置PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True之后就解决了", "oom_fragmentation"),
+    ("加了max_split_size_mb:128后正常运行", "oom_fragmentation"),
+    ("重启服务器后就好了", "oom_other_process"),
+    ("原来是显卡被another process占用了", "oom_other_process"),
+    ("把之前的僵尸进程kill掉之后就正常了", "oom_other_process"),
+    ("GPU0上有其他人在跑程序", "oom_other_process"),
+    # a remedy that failed, or a plain one
+    ("重启之后还是报错", "oom_full"),
+    ("设置expandable_segments也没有解决", "oom_full"),
+    ("把batch size调小之后就解决了", "oom_full"),
+])
+def test_the_cause_in_chinese(words: str, expected: str) -> None:
+    assert first_id(_BARE + words) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("跑eval的时候memory不够了", "oom_at_eval"),
+    ("训练正常，但是做evaluation的时候GPU memory不够", "oom_at_eval"),
+    ("save checkpoint的时候OOM了", "oom_at_save"),
+    ("训练的时候GPU memory不足", "oom_full"),
+])
+def test_memory_in_english_inside_chinese(words: str, expected: str) -> None:
+    assert first_id(words) == expected
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("做evaluation时报error，日志如下", "oom_at_eval"),
+    ("保存checkpoint的时候crash了", "oom_at_save"),
+    ("训练到第200步crash了", "oom_full"),
+])
+def test_a_failure_in_english_inside_chinese(words: str, expected: str) -> None:
+    assert first_id(words + "\n" + _MESSAGE) == expected
+
+
+@pytest.mark.parametrize("words", [
+    # not knowing why, a change before 'and', 'not only': no negation of the phase
+    "I have no idea why the evaluation runs out of memory.",
+    "I disabled gradient checkpointing and the evaluation runs out of memory.",
+    "I have not changed anything and evaluation still runs out of memory.",
+    "Not only training, the evaluation runs out of memory too.",
+    "I don't know why the validation step goes OOM.",
+])
+def test_words_near_a_phase_that_do_not_negate_it(words: str) -> None:
+    assert first_id(words + "\n" + _MESSAGE) == "oom_at_eval"
+
+
+def test_a_skipped_evaluation_is_no_phase() -> None:
+    assert first_id("I skip the evaluation and it still goes out of memory in training.\n" + _MESSAGE) == "oom_full"
+
+
+def test_a_phase_said_never_reached_is_no_status() -> None:
+    text = "During training I get this error, evaluation is never reached:\n" + _MESSAGE
+    assert first_id(text) == "oom_full"
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("Chrome uses 300MB of VRAM, not much.", "oom_full"),
+    ("Chrome was using 3.5 GB of VRAM.", "oom_other_process"),
+])
+def test_a_holder_of_little_is_no_neighbour(words: str, expected: str) -> None:
+    assert first_id(_BARE + words) == expected
+
+
+@pytest.mark.parametrize("words", [
+    "Rebooting fixed the driver issue but now I get OOM.",
+    "I call torch.cuda.set_device(rank) which works, but it goes OOM at step 5.",
+    "重启之后驱动好了，但是还是显存不足",
+])
+def test_a_remedy_that_fixed_something_else_names_no_kind(words: str) -> None:
+    assert first_id(_BARE + words) == "oom_full"
+
+
+# -- nvidia-smi: stray contexts of the other ranks on the first card -------------------------------------------------
+
+
+def smi(*rows: tuple[int, int, str, int]) -> str:
+    head = ("+-----------------------------------------------------------------------------+\n"
+            "| Processes:                                                                  |\n"
+            "|  GPU   GI   CI        PID   Type   Process name                  GPU Memory |\n"
+            "|=============================================================================|\n")
+    body = "".join(f"|    {gpu}   N/A  N/A     {pid:5d}      C   {name:<30}{mib:>6d}MiB |\n" for gpu, pid, name, mib in rows)
+    return head + body + "+-----------------------------------------------------------------------------+\n"
+
+
+_SHORT = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB"
+
+
+def test_the_other_ranks_stray_contexts_on_the_first_card_are_other_processes() -> None:
+    table = smi((0, 4101, "python", 30211), (0, 4102, "python", 517), (0, 4103, "python", 517), (0, 4104, "python", 517),
+                (1, 4102, "python", 29800), (2, 4103, "python", 29800), (3, 4104, "python", 29800))
+    assert first_id(table + _SHORT) == "oom_other_process"
+
+
+@pytest.mark.parametrize("table", [
+    # a desktop's few hundred MiB beside the run
+    smi((0, 1201, "/usr/lib/xorg/Xorg", 310), (0, 1377, "/usr/bin/gnome-shell", 52), (0, 4101, "python", 22211)),
+    # one process a card
+    smi((0, 4101, "python", 30211), (1, 4102, "python", 29800)),
+    # one stray context only
+    smi((0, 4101, "python", 30211), (0, 4102, "python", 517), (1, 4102, "python", 29800)),
+])
+def test_the_run_beside_little_is_no_neighbour(table: str) -> None:
+    assert first_id(table + _SHORT) == "oom_full"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a custom step that runs a whole evaluation or save by name: that phase, inside the step too
+    (frames(("train.py", "<module>", "train_step(model, batch, step)"),
+            ("train.py", "train_step", "evaluate(model, val_loader)"),
+            ("train.py", "evaluate", "out = model(x)")), "oom_at_eval"),
+    (frames(("train.py", "<module>", "train_step(model, batch, step)"),
+            ("train.py", "train_step", "save_checkpoint(model, path)"),
+            ("train.py", "save_checkpoint", "torch.save(model.state_dict(), path)")), "oom_at_save"),
+])
+def test_a_whole_phase_called_inside_a_step_stays_that_phase(text: str, expected: str) -> None:
+    assert first_id(text) == expected

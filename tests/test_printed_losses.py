@@ -34,14 +34,18 @@ each epoch, so its lines are numbered in order; a bar's postfix shows the step b
     # Keras 3 in a file: one line an epoch, its bar drawn with box characters; val_loss is not the loss.
     ("100/100 ━━━━━━━━━━━━━━━━━━━━ 0s 2ms/step - accuracy: 0.95 - loss: 22.4671 - val_loss: 30.0", 1, 22.4671),
     # detectron2's event writer: `iter` is its step, `total_loss` its loss (the heads' losses follow)
-    ("[03/02 10:21:07 d2.utils.events]:  eta: 2:01:13  iter: 19  total_loss: 22.4671  loss_cls: 0.7  "
-     "loss_box_reg: 0.5  time: 0.51  data_time: 0.01  lr: 0.0002  max_mem: 3012M", 19, 22.4671),
+    (("[03/02 10:21:07 d2.utils.events]:  eta: 2:01:13  iter: 19  total_loss: 22.4671  loss_cls: 0.7  "
+      "loss_box_reg: 0.5  time: 0.51  data_time: 0.01  lr: 0.0002  max_mem: 3012M"), 19, 22.4671),
     ("iter 300: loss 22.4671, time 212.40ms, mfu 31.20%", 300, 22.4671),  # nanoGPT
     ("INFO:tensorflow:loss = 22.4671, step = 1200 (10.213 sec)", 1200, 22.4671),  # TF Estimator's `step = N`
     ("Iteration 40 | Total Loss: 22.4671 | lr 1e-4", 40, 22.4671),
     ("[train] Iter: 7/900, loss=22.4671", 7, 22.4671),
     ("训练第 3 轮，损失：22.4671", 1, 22.4671),  # a Chinese log: 损失 is the loss (numbered in order)
     ("step: 12, 损失值: 22.4671, 学习率: 0.001", 12, 22.4671),
+    # OpenNMT-py: its loss is the cross-entropy it calls xent
+    ("[2023-01-01 10:00:00,000 INFO] Step 100/10000; acc:  10.50; ppl: 1000.20; xent: 22.4671; lr: 0.00100;", 100,
+     22.4671),
+    ("{'train_loss': 22.4671, 'val_loss': 30.1, 'epoch': 1}", 1, 22.4671),  # a hand-written loop's epoch dict
 ])
 def test_each_spelling_of_a_step_and_its_loss(line: str, step: int, loss: float) -> None:
     reader = TextReader()
@@ -58,6 +62,15 @@ def test_each_spelling_of_a_step_and_its_loss(line: str, step: int, loss: float)
 def test_no_loss_where_a_line_prints_none(line: str) -> None:
     reader = TextReader()
     assert [e for e in reader.feed(line) + reader.close() if isinstance(e, events.Log)] == []
+
+
+def test_the_trainers_summary_keeps_its_train_loss() -> None:
+    """The end-of-training summary's train_loss is the run's mean, not a step's loss: only a hand-written loop's
+    epoch dict (no runtime beside it) has its train_loss read as the loss."""
+    reader = TextReader()
+    line = "{'train_runtime': 812.3, 'train_samples_per_second': 9.8, 'train_loss': 22.4671, 'epoch': 3.0}"
+    found = [e for e in reader.feed(line) + reader.close() if isinstance(e, events.Log)]
+    assert [sorted(e.values) for e in found] == [["epoch", "train_loss", "train_runtime", "train_samples_per_second"]]
 
 
 @pytest.mark.slow

@@ -112,9 +112,10 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
     from loratui.logic.text_reader.table import TextTables
 
     advisor, reader, tables = Advisor(None, pasted=True), TextReader(stream="stderr"), TextTables()
-    logged = False
+    logged, blank = False, True
     try:
         for line in textfile.lines(handle):
+            blank = blank and not line.strip()
             tables.feed(line)
             for event in reader.feed(line):
                 logged = logged or type(event).__name__ == "Log"
@@ -122,6 +123,11 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
     except textfile.BinaryFile:
         raise UsageError(f"{name}: a binary file (NUL bytes), not a log; pass a text log, a traceback, "
                          "an events.jsonl or a run directory") from None
+    if blank:  # "no problems found" in nothing: an empty paste (Ctrl-D too soon) or the wrong file
+        raise UsageError(f"{name}: empty, no text to diagnose; " + {
+            "standard input": "paste the log or traceback, then Ctrl-D, or pipe it in: loratui doctor - < train.log",
+            "pasted text": "paste the log or traceback"}.get(name, "pass the log or traceback's file, or a run "
+                                                                   "directory"))
     for event in reader.close():
         logged = logged or type(event).__name__ == "Log"
         advisor.feed(event)

@@ -7,8 +7,11 @@ lives next to the settings it depends on, and a copy made with `loratui init` ke
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from loratui.text import terminal_width, wrap_line
 
 
 def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -23,11 +26,32 @@ def main(args: argparse.Namespace) -> int:
     from loratui.recipe import builtin_recipes
 
     rows = [describe(path) for path in builtin_recipes().values()]
-    widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER) - 1)]
-    for row in [HEADER, *rows]:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    for line in table([HEADER, *rows], terminal_width(sys.stdout)):
+        print(line)
     print("\nrun one: loratui run NAME    copy one out to edit: loratui init NAME [PATH]")
     return 0
+
+
+def table(rows: list[tuple[str, ...]], width: int) -> list[str]:
+    """The rows in aligned columns, the card last. On a terminal (`width` > 0) too narrow for a row, the card
+    folds between words in its own column or, where that column would be too narrow to read, on lines of its
+    own under the model: the terminal's own wrap cut it mid-word back at column 0, under NAME."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    heads = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " for row in rows]
+    if not width or all(len(head + row[-1]) < width for head, row in zip(heads, rows)):
+        return [head + row[-1] for head, row in zip(heads, rows)]
+    if width - len(heads[0]) > 20:
+        return [line for head, row in zip(heads, rows) for line in _folded(head, row[-1], width)]
+    under = " " * (widths[0] + 2)
+    lines = [heads[0].rstrip()]
+    for head, row in zip(heads[1:], rows[1:]):
+        lines += [head.rstrip(), *_folded(under, f"fits {row[-1]}", width)]
+    return lines
+
+
+def _folded(head: str, text: str, width: int) -> list[str]:
+    folded = wrap_line(text, width - 1 - len(head), "").split("\n")
+    return [head + folded[0], *(" " * len(head) + rest for rest in folded[1:])]
 
 
 HEADER = ("NAME", "MODEL", "METHOD", "FITS")

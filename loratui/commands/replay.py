@@ -200,16 +200,20 @@ def _print_headless(opened: _Opened, from_step: int | None) -> int:
     import io
 
     from loratui.sources.replay import Replay
-    from loratui.tui.headless import print_end, progress_line
+    from loratui.text import terminal_width
+    from loratui.tui.headless import bar_width, print_end, progress_line
 
+    columns = terminal_width(sys.stdout)
     replay = Replay(opened.complete())
     last = replay.log.index.step_values[-1] if len(replay.log.index.step_values) else 0
     first = from_step if from_step is not None else 0
     out = io.StringIO()
     start = replay.index_of_step(first) if from_step is not None else replay.start_of_training()
     shown = [start] + [replay.index_of_step(first + (last - first) * k // 10) for k in range(1, 10)]
-    for index in sorted(set(shown)) + [replay.n_events]:
-        print(progress_line(replay.state_at(index)), file=out)
+    states = [replay.state_at(index) for index in sorted(set(shown)) + [replay.n_events]]
+    width = bar_width(states, columns)  # one for all: the bars line up
+    for state in states:
+        print(progress_line(state, width, columns), file=out)
     state, advisor = replay.log.fold_at(replay.n_events)
     print_end(state, out, advisor.items())
     if opened.notes_text():

@@ -51,7 +51,8 @@ _OOM = re.compile(
     r"|bfc_allocator\.cc:\d+\] Ran out of memory trying to allocate"
     r"|(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate"
     r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[METAL\][^\n]{0,80}Insufficient Memory"
-    r"|No available memory for the cache blocks", re.I)
+    r"|No available memory for the cache blocks|Free memory on device\b[^\n]{0,40}on startup is less than desired"
+    r"|memory capacity is unbalanced", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
@@ -149,7 +150,7 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the )?GPU(?:'s)? (?:RAM|memory)|"
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
                    r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?allocate\b|"
-                   r"显存(?:不足|不够|溢出|爆)|爆显存", re.I)
+                   r"显存(?:不足|不够|溢出|爆)|爆显存|(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)", re.I)
 """An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`)."""
 _NOT_SAID = re.compile(
     r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|fix\w*|solv\w*|resolv\w*|instead of|rather than|"
@@ -195,7 +196,7 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
                r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
-               r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户)|被\S{0,8}占用", re.I)))
+               r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户|人|任务)|僵尸进程|被[^，。,.!?！？]{0,20}占用", re.I)))
 _HELD_WHAT = r"(?:\s+(?:\w+|\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)|of|the|my|all))??\s+(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|(?:\w+\s+)?(?:memory|VRAM|GPU|card)\b)"
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
@@ -235,6 +236,14 @@ _SAID_ALLOCATED = re.compile(_SAID_SIZE + r"\s+(?:(?:of|is|are|was|were|being|ac
 """Sizes the person gives for the cache and for the tensors in it (`~83 GB reserved vs ~49 GB allocated`)."""
 
 
+def _held_little(words: str) -> bool:
+    """Whether the size a holder is said to take is under a GiB (`Chrome uses 300MB of VRAM`): a desktop's share,
+    not what filled the card."""
+    found = re.search(_SAID_SIZE, words, re.I)
+    size = parse_size(found.group(1), found.group(2)) if found else None
+    return size is not None and size < GIB
+
+
 def said_account(line: str) -> str:
     """FRAGMENTATION when the person's own numbers show the cache holding far more than its tensors use (a GiB and a
     quarter of the cache unused): the memory was there, in blocks the next request could not use; '' otherwise."""
@@ -251,7 +260,7 @@ def said_account(line: str) -> str:
 _REMEDIES = (
     (FRAGMENTATION, re.compile(r"expandable[_ ]segments|max_split_size_mb|cuda_malloc_async|garbage_collection_threshold|"
                                r"XLA_PYTHON_CLIENT_ALLOCATOR", re.I)),
-    (OTHER_PROCESS, re.compile(r"\breboot\w*|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
+    (OTHER_PROCESS, re.compile(r"\breboot\w*|重启|(?:杀掉|kill\s*掉|结束)(?:了)?\S{0,6}(?:进程|程序)|(?:进程|程序)\s*(?:杀掉|kill\s*掉)|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
                                r"instance|vm)\b|\b(?:kill\w*|pkill|terminat\w*)\s+(?:-9\s+)?(?:the\s+|a\s+|an\s+|all\s+)?"
                                r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)))
 """What the person did about the OOM, and the kind it tells when it worked: an allocator setting (PyTorch's expandable
@@ -260,8 +269,11 @@ machine, killing a process, or setting each rank's device frees memory someone e
 _WORKED = re.compile(r"\b(?:fix\w*|solv\w*|resolv\w*|help(?:s|ed)?|work(?:s|ed)?|gone|go(?:es)? away|went away|"
                      r"disappear\w*|runs?\s+(?:fine|ok|through|smoothly)|ran\s+(?:fine|ok|through|smoothly)|no\s+(?:more\s+)?"
                      r"(?:OOMs?|errors?)|no longer|succe\w+|without\s+(?:any\s+)?(?:errors?|OOMs?|problems?|issues?)|anymore)\b|"
-                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*", re.I)
+                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再", re.I)
 _FIX_FAILED = re.compile(r"\b(?:not|never|still|tried)\b|n't\b", re.I)
+_ZH_FAILED = re.compile(r"还是|仍然|依然|没有?(?:解决|用|效果|改善)|不行|无效|但是?[^。！？]*(?:OOM|报错|溢出|不足)|"
+                        r"\bbut\b[^.!?]*(?:\bOOM|out of memory|\berror|\bfail|\bcrash)", re.I)
+"""The remedy did not work, or what worked was something else (`set_device(rank) works, but it OOMs at step 5`)."""
 """A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
 
 
@@ -273,7 +285,7 @@ def remedy_cause(line: str) -> str:
         if worked is None:
             continue
         rest = sentence if "anymore" in sentence or "no longer" in sentence else _WORKED.sub(" ", sentence)
-        if _FIX_FAILED.search(rest) and not re.search(r"anymore|no longer", sentence, re.I):
+        if _FIX_FAILED.search(rest) and not re.search(r"anymore|no longer", sentence, re.I) or _ZH_FAILED.search(sentence):
             continue
         for kind, remedy in _REMEDIES:
             if remedy.search(sentence):
@@ -281,11 +293,22 @@ def remedy_cause(line: str) -> str:
     return ""
 
 
+_CJK_EDGE = re.compile(r"(?<=[\u3400-\u9fff])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[\u3400-\u9fff])")
+"""Where a Chinese character touches a Latin letter or digit (`显存fragmentation的问题`): both are word characters, so
+no word boundary falls there until a space is put in."""
+
+
+def cjk_spaced(text: str) -> str:
+    """The text with a space wherever Chinese touches Latin letters or digits, so word boundaries fall there."""
+    return _CJK_EDGE.sub(" ", text)
+
+
 def said_cause(line: str) -> str:
     """The OOM's cause in the person's words (`the backend ooms because of memory fragmentation`, `another
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
     if is_oom_line(line) and _PROGRAMS.search(line):
         return ""  # the program's message (its own hints name causes it does not know of)
+    line = cjk_spaced(line)
     if _PHANTOM.search(line) and _HELD.search(line):
         return OTHER_PROCESS
     if "reserved" in line.lower() and "allocated" in line.lower() and said_account(line):
@@ -295,7 +318,7 @@ def said_cause(line: str) -> str:
         return remedy
     holder = _HOLDER.search(line)
     if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
-            not _DID_NOT.search(holder.group()):
+            not _DID_NOT.search(holder.group()) and not _held_little(holder.group()):
         return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
@@ -305,10 +328,38 @@ def said_cause(line: str) -> str:
     return ""
 
 
+_SERVER_START = re.compile(r"Free memory on device\b[^(\n]{0,30}\((\d{1,6}(?:\.\d{1,3})?)/(\d{1,6}(?:\.\d{1,3})?) GiB\) "
+                           r"on startup", re.I)
+"""vLLM's check before it allocates anything: `ValueError: Free memory on device (59.32/79.15 GiB) on startup is less
+than desired GPU memory utilization (0.9, 71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by
+other processes.`: the card's free and total memory before the server held any."""
+_UNBALANCED = re.compile(r"memory capacity is unbalanced", re.I)
+"""SGLang's check at start: `The memory capacity is unbalanced. Some GPUs may be occupied by other processes.`"""
+
+
+def _server_start(line: str) -> OomReport | None:
+    """The report of an inference server's memory check at start: memory held before it allocated anything is
+    another process's; None when the line is no such check."""
+    found = _SERVER_START.search(line)
+    if found is not None:
+        free, total = parse_size(found.group(1), "GiB"), parse_size(found.group(2), "GiB")
+        if free is not None and total is not None and free <= total:
+            held = held_before(total, free)
+            return OomReport(kind=OTHER_PROCESS if held else UNKNOWN, text=line.strip()[:600], total=total, free=free,
+                             note=f"only {gib(free)} of {gib(total)} was free when the server started" if held else "")
+    if _UNBALANCED.search(line):
+        return OomReport(kind=OTHER_PROCESS, text=line.strip()[:600], note="the server found the cards' free memory "
+                         "unbalanced at start")
+    return None
+
+
 def parse_oom(line: str) -> OomReport | None:
     """The OOM report in one line of output, or None when the line is not a CUDA OOM."""
     if not is_oom_line(line):
         return None
+    started = _server_start(line) if "startup" in line or "unbalanced" in line else None
+    if started is not None:
+        return started
     sizes = {name: _first_size(rx, line) for name, rx in _FIELDS.items()}
     junk = any(value == _JUNK for value in sizes.values())
     clean = {name: (None if value == _JUNK else value) for name, value in sizes.items()}
@@ -501,13 +552,16 @@ def smi_row(line: str) -> tuple[int, int, int] | None:
 
 
 def smi_card(rows: list[tuple[int, int, int]], report: OomReport) -> tuple[int, list[tuple[int, int]]] | None:
-    """(gpu, [(pid, bytes)]) of the failing card when nvidia-smi lists two or more processes holding a real share
-    of it (1 GiB or more; a desktop's few hundred MiB do not count); None when it shows this run alone on each card."""
+    """(gpu, [(pid, bytes)]) of the failing card when nvidia-smi lists processes besides this one that together hold
+    a GiB or more of it: another job, or the stray CUDA contexts (a few hundred MiB each) that ranks without their
+    own device open on the first card; None when it shows this run alone on each card, or beside a desktop's few
+    hundred MiB."""
     by_gpu: dict[int, list[tuple[int, int]]] = {}
     for gpu, pid, size in rows:
-        if size >= GIB and (report.gpu is None or gpu == report.gpu):
+        if size >= 256 * MIB and (report.gpu is None or gpu == report.gpu):
             by_gpu.setdefault(gpu, []).append((pid, size))
-    return next(((gpu, procs) for gpu, procs in by_gpu.items() if len(procs) >= 2), None)
+    return next(((gpu, procs) for gpu, procs in by_gpu.items()
+                 if len(procs) >= 2 and sum(b for _, b in smi_others(procs, report)) >= GIB), None)
 
 
 def smi_others(procs: list[tuple[int, int]], report: OomReport) -> list[tuple[int, int]]:

@@ -7,6 +7,7 @@ never averaged away, and memory stays bounded however long the run.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
@@ -171,7 +172,7 @@ def falls_short(ys: Sequence[float]) -> bool:
         return False
     second = ys[n // 2:]
     return mann_kendall(ys) < -1.64 and median(ys[-2:]) <= FALLS_BY * median(ys[:2]) and \
-        all(b < a for a, b in zip(second, second[1:]))
+        all(b < a for a, b in itertools.pairwise(second))
 
 
 def rise_score(ys: Sequence[float]) -> float:

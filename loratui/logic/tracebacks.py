@@ -205,15 +205,22 @@ evaluations and saves beside its steps, so it is no such frame."""
 def phase_of(frames: "deque[Frame] | tuple[Frame, ...]") -> str:
     """The innermost specific phase (save, eval, data, load) of a traceback, else train, else ''; a specific name
     inside a training step's frame is the step's helper: train."""
-    fallback, inner = "", ""
+    fallback, inner, loop = "", "", False
     for frame in reversed(frames):
         phase = frame_phase(frame)
-        if inner and _in_step(frame):
+        if inner and not loop and _in_step(frame):
             return "train"
         if phase and phase != "train" and not inner:
             inner = phase
+            loop = any(_PHASE_LOOP.match(name.rsplit(".", 1)[-1]) for name in (frame.func, frame.call) if name)
         fallback = fallback or phase
     return inner or fallback
+
+
+_PHASE_LOOP = re.compile(r"(?i)^(?:evaluat\w*|eval(?:_\w+)?|run_eval\w*|do_eval\w*|validation(?:_\w+)?|validate|val_epoch|"
+                         r"valid_epoch|test(?:_epoch)?|save_(?:checkpoint|model|pretrained)\w*|_save_checkpoint)$")
+"""A whole evaluation or save, called by name (`evaluate(model, val_loader)`, `save_checkpoint(...)`): inside a training
+step too it is that phase, unlike a helper named after one (`_validate_inputs`, `predict_noise`)."""
 
 
 def _in_step(frame: Frame) -> bool:

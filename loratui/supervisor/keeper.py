@@ -50,7 +50,9 @@ class Keeper:
         env.pop(KEEPER_ENV, None)
         env[PARENT_ENV] = str(os.getpid())  # the command's parent is this process (suspend reads it)
         try:
-            child = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, env=env, process_group=0)
+            # Its standard input is the keeper's: what the supervisor passed on (the user's pipe or file), or
+            # /dev/null.
+            child = subprocess.Popen(self.command, env=env, process_group=0)
         except OSError as exc:  # as a shell says it: the run then ends failed with this line
             print(f"loratui: cannot run {self.command[0]}: {exc.strerror or exc}", file=sys.stderr)
             return 127

@@ -210,10 +210,12 @@ SOCKET_PATH_MAX = 107
 """Bytes in a Unix socket's path (sun_path holds 108 with its NUL on Linux)."""
 
 
-def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
+def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None = None) -> int:
     """Start `python -m loratui.supervisor` in its own session, detached from this terminal.
 
     `adopt`: take over a suspended run whose supervisor died, resuming from its last checkpoint.
+    `stdin`: a file descriptor the supervisor hands to a watched command's first launch (`passed_stdin`);
+    otherwise /dev/null.
     """
     if len(os.fsencode(run.control)) > SOCKET_PATH_MAX:
         # The supervisor could not open its control socket and would die before its first event.
@@ -230,7 +232,8 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
     with append_file(run.supervisor_log) as err, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else []),
-            stdin=devnull, stdout=err, stderr=err, start_new_session=True, close_fds=True,
+            stdin=devnull if stdin is None else stdin, stdout=err, stderr=err, start_new_session=True,
+            close_fds=True,
         )
     # The log exists once the supervisor has written its header; wait briefly so readers find it.
     deadline = time.monotonic() + 10
@@ -246,11 +249,11 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False) -> int:
 def start_command(command: list[str], runs_dir: Path, name: str | None = None, warn_gb: float | None = None,
                   cwd: Path | None = None, resume_from: str | None = None,
                   env: dict[str, str] | None = None, alert_url: str | None = None,
-                  slurm_limit: tuple[str, bool] = ("", False)) -> rundir.RunDir:
+                  slurm_limit: tuple[str, bool] = ("", False), stdin: int | None = None) -> rundir.RunDir:
     """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer.
 
     `resume_from` and `env` serve a restart with a fixed config (its Trainer resumes from that checkpoint;
-    `env` holds only the variables advice may set)."""
+    `env` holds only the variables advice may set). `stdin`: the command's standard input (`passed_stdin`)."""
     import shlex
     import shutil
 
@@ -283,8 +286,18 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                                   requeue=slurm_limit[1])
     run = create_for_job(runs_dir, settings, placeholder)
     alerts.save_target(run, alert_url or alerts.url_from_env(AlertsSection()))
-    spawn_supervisor(run)
+    spawn_supervisor(run, stdin=stdin)
     return run
+
+
+def passed_stdin() -> int | None:
+    """The standard input a watched command gets, as `nohup` decides it: a pipe or a file is the command's
+    (`producer | loratui run -- python x.py` reads what it would alone), a terminal is not (the command
+    outlives it, and the app reads its keys): None, /dev/null."""
+    try:
+        return None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.fileno()
+    except (OSError, ValueError):  # closed, or no real file
+        return None
 
 
 NODE_WAIT_S = 300.0

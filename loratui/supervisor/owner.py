@@ -281,10 +281,15 @@ class Supervisor:
         else:
             env = recipe_trainer_env(env, self.settings.env)
         env = self.unattended.trainer_env(env)
+        # A watched command's first launch reads what `loratui run` was given on its standard input (a pipe or a
+        # file, as nohup passes it; else /dev/null): the supervisor's own, handed on once, then let go of.
+        stdin = None if self.command else subprocess.DEVNULL
         with append_file(self.run.stdout_log) as out, append_file(self.run.stderr_log) as err:
             # A watched command leads its own process group: pause and stop reach its every process.
-            self.trainer = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+            self.trainer = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=err, env=env,
                                             start_new_session=False, cwd=self.settings.cwd or None)
+        if stdin is None:
+            _let_go_of_stdin()  # a restart gets /dev/null; the producer of a pipe sees its one reader end
         done = threading.Event()
         redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
         followers = [OutputFollower(path, functools.partial(self._emit_output, name), redraw=redraw)
@@ -564,6 +569,15 @@ def main(argv: list[str] | None = None) -> int:
     supervisor = Supervisor(run, probe, reason, adopt=adopt)
     signal.signal(signal.SIGTERM, supervisor.on_sigterm)
     return supervisor.main()
+
+
+def _let_go_of_stdin() -> None:
+    """Point this process's standard input at /dev/null (the command has the real one now)."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(devnull, 0)
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -18,19 +18,46 @@ from loratui.text import inert
 from loratui.tui import failure
 
 
-def progress_line(s: RunState, width: int = 24) -> str:
-    """One line: state, bar, step, loss, tokens/s, VRAM, ETA."""
+def progress_line(s: RunState, width: int = 24, columns: int = 0) -> str:
+    """One line: state, bar (none where `width` is 0), step, loss, tokens/s, VRAM, ETA. On a terminal `columns`
+    wide, figures that do not fit fold (each whole, "ETA 57s" never split): at 80 columns the terminal broke
+    "VRAM 19.1/21.3" in two. Piped (`columns` 0) it stays one line, to grep."""
+    state, figures = f"{s.state:<9} ", _figures(s)
+    if width <= 0:
+        return _fold([state.rstrip(), *figures], columns - 1) if columns else state + "  ".join(figures)
     total = s.total_steps
-    done = min(1.0, s.step / total) if total else 0.0
-    filled = int(done * width)
-    bar = "#" * filled + "-" * (width - filled)
+    filled = int((min(1.0, s.step / total) if total else 0.0) * width)
+    return f"{state}[{'#' * filled}{'-' * (width - filled)}] {'  '.join(figures)}"
+
+
+def bar_width(states: Sequence[RunState], columns: int, most: int = 24) -> int:
+    """One bar width for every line of a printout on a terminal `columns` wide (0 when piped: the full bar):
+    the widest that lets each line fit, or 0 (no bar) where it would be under 8."""
+    if not columns:
+        return most
+    width = min([most] + [columns - 1 - len(f"{s.state:<9} ") - len("  ".join(_figures(s))) - 3 for s in states])
+    return width if width >= 8 else 0
+
+
+def _figures(s: RunState) -> list[str]:
     vram = "N/A"
     if s.gpus:
         vram = f"{units.gib(s.device_used_now)}/{units.gib(s.device_used_peak)} GiB peak"
     elif s.gpu_available is False:
         vram = "no GPU"
-    return (f"{s.state:<9} [{bar}] step {s.step}/{total or '?'}  loss {fmt.number(s.last_loss)}  "
-            f"tok/s {fmt.rate(s.tokens_per_s)}  VRAM {vram}  ETA {fmt.duration(s.eta_s)}")
+    return [f"step {s.step}/{s.total_steps or '?'}", f"loss {fmt.number(s.last_loss)}",
+            f"tok/s {fmt.rate(s.tokens_per_s)}", f"VRAM {vram}", f"ETA {fmt.duration(s.eta_s)}"]
+
+
+def _fold(fields: list[str], columns: int) -> str:
+    """`fields` two spaces apart, on as few lines of `columns` as they fit; continuation lines indented."""
+    lines = [fields[0]]
+    for field in fields[1:]:
+        if len(lines[-1]) + 2 + len(field) > columns:
+            lines.append("  " + field)
+        else:
+            lines[-1] += "  " + field
+    return "\n".join(lines)
 
 
 def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunState:

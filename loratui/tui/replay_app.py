@@ -104,6 +104,7 @@ class ReplayApp(LoratuiApp):
         """Drive the replay from a timer instead of polling a file."""
         if self.compare is not None:
             self.query_one(LossPlot).compare = self.compare
+            self.query_one(LossPlot).names = self.source.title  # "A name (ID) · B name (ID)"
             self.query_one(VramPane).compare = self.compare
         head = self.replay.head()
         if head:  # the header at the first frame (name, GPUs); the index loads or builds behind it

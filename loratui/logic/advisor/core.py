@@ -92,6 +92,7 @@ class Advisor:
         self.tf_pool: int | None = None  # the pool TensorFlow sized at start from the memory the card reported free
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
+        self.diffusion = False  # the text is about a diffusion model (its loss looks flat when it trains)
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -123,7 +124,8 @@ class Advisor:
 
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
-        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn")):
+        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn") or
+                                    _sharper(self.found[finding.id], finding)):
             if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
                 finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
@@ -296,6 +298,9 @@ class Advisor:
             self._latch(finding)
         if any(word in line for word in root.WORDS):
             self._latch(root.store_finding(line, self.ctx.step))
+        if not getattr(self, "diffusion", False) and _DIFFUSION.search(line):  # getattr: an older events.idx
+            self.diffusion = True
+            self._items = None
         if _PRINTED_LOG.match(line):
             pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
         elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS) or \
@@ -418,6 +423,18 @@ class Advisor:
         return (phase, evidence) if phase else (facts["load"], [])
 
 
+_DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|latent diffusion|diffusers|text[-_ ]to[-_ ]image|"
+                        r"dreambooth|textual[ _]inversion|\bDDPM\b|\bDDIM\b|noise_pred|\bsd-scripts\b|\bkohya)|"
+                        r"\bSDXL\b|\bSD ?(?:1\.[45]|2\.1|3(?:\.5)?)\b")
+"""Text about a diffusion model: its training loss (the error of the predicted noise, dominated by the sampled
+timestep) is known to stay level and noisy while the samples improve (huggingface/diffusers#3604)."""
+
+
+def _sharper(kept: Finding, new: Finding) -> bool:
+    """A flat loss named more exactly a log later: at ln k (chance level) rather than only unchanged."""
+    return kept.id == "loss_flat" and kept.facts.get("kind") == "unchanged" and new.facts.get("kind") == "chance"
+
+
 _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
@@ -489,6 +506,9 @@ def _build_all(adv: Advisor) -> list[Advice]:
     for finding in adv.found.values():
         if rank.words_yield(finding, falling, ran_away, calm):
             continue
+        if getattr(adv, "diffusion", False) and finding.id == "loss_flat" and finding.facts.get("kind") == "said":
+            continue  # a diffusion model's loss is its noise prediction's error, led by the sampled timestep's noise:
+            # it looks flat while the model learns (judge by samples); a loss the log prints at a level still counts
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
             continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built):

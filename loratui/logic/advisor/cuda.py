@@ -26,17 +26,26 @@ SETUP = (
     r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|"
     r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
     r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected|"
-    r"Triton Error \[(?:CUDA|HIP)\]: (?!out of memory)"
+    r"Triton Error \[(?:CUDA|HIP)\]: (?!out of memory)|"
+    # the same in the person's words: CUDA not available, the GPU not seen, the driver too old (English, Chinese)
+    r"cuda\.is_available\(\)\W{0,3}\s*(?:returns?|returned|is|gives|gave|=+|->|prints?|still|always)\s*(?:still |always )?"
+    r"False|\b(?:GPUs?|CUDA|the (?:graphics )?card)\b[^.!?\n]{0,20}?\b(?:is |are )?not (?:being )?(?:detected|found|"
+    r"recogni[sz]ed|visible|available)\b(?! (?:error|warning))|"
+    r"\bXid\b(?: \(PCI:[\w:.]+\))?:? ?\d+\b|fallen off the bus|uncorrectable (?:ECC|double bit)|"
+    r"(?:显卡)?驱动(?:版本)?(?:太低|太旧|过低|过旧|不匹配|不兼容)|(?:用不了|无法使用|不能用|检测不到|找不到|识别不到|识别不了)\s*"
+    r"(?:cuda|CUDA|GPU|gpu|显卡)|(?:cuda|CUDA)\s*不可用"
 )
 """CUDA that cannot start, in torch's and the driver's words (a regex alternation, no groups). Not bitsandbytes'
 own kernels missing (`Error no kernel image ... at line 237 in file ...csrc/ops.cu`): that is its setup's."""
-WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu", "nvml", "hip", "code object", "gfx")
+WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu", "nvml", "hip", "code object", "gfx",
+         "gpu", "card", "xid", "fallen off", "ecc", "驱动", "显卡")
 """Lowercase words one of the SETUP messages holds (`The NVIDIA driver on your system is too old` names no CUDA)."""
 
 _FOUND = re.compile(r"found version (\d{4,5})")
 _DRIVER = re.compile(r"driver on your system is too old|driver version is insufficient", re.I)
 _NO_DRIVER = re.compile(r"Found no NVIDIA driver|NVIDIA-SMI has failed|no (?:CUDA|HIP) GPUs are available|NVML|"
-                        r"driver initialization failed|"
+                        r"driver initialization failed|is_available\(\)|not (?:being )?(?:detected|found|recogni[sz]ed|"
+                        r"visible|available)|驱动|用不了|无法使用|不能用|检测不到|找不到|识别不|不可用|"
                         r"CUDA unknown error|cudaGetDeviceCount|CUDA initialization|failed lazily", re.I)
 _NO_KERNELS = re.compile(r"sm_\d+ is not compatible|no kernel image|NoBinaryForGpu|code object for all current devices|"
                          r"invalid device function|TensileLibrary|GPU arch ?: ?gfx", re.I)
@@ -117,6 +126,9 @@ def _advice_text(line: str) -> tuple[str, list[str]] | None:
 
 
 FAULT_HINTS = (
+    (re.compile(r"\bXid\b(?: \(PCI:[\w:.]+\))?:? ?\d+|fallen off the bus|uncorrectable (?:ECC|double bit)", re.I),
+     "the GPU itself failed (the driver's Xid report: off the PCIe bus, an ECC fault): check dmesg, power and "
+     "cooling, reset the GPU (nvidia-smi -r) or have the card replaced; no setting in the run fixes it"),
     (re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED.{0,400}CUDA_R_16BF|\bbf(?:loat)?16\b.{0,80}not supported", re.I),
      "this GPU has no bfloat16 matmuls (bf16 needs Ampere or newer): train in fp16 or fp32 instead of bf16"),
     (re.compile(r"input_val >= zero && input_val <= one"),

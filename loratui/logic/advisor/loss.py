@@ -485,7 +485,7 @@ class LossWatch:
         after = ys[low:]
         if low == 0 or len(after) <= self.CLIMB or ys[0] < self.CLIMB_FALL * ys[low]:
             return None  # it must have fallen first: a rise from the first log is the trend tests' to judge
-        climbing = all(b > a for a, b in zip(after, after[1:]))
+        climbing = all(b > a for a, b in itertools.pairwise(after))
         if not climbing or after[-1] < ys[0] or after[-1] < self.CLIMB_RISE * ys[low] or \
                 after[-1] - ys[low] < max(0.05, self.CLIMB_NOISE * series.noise(ys)):
             return None  # and clear of the logs' own scatter: a noisy plateau's lowest log is followed by higher ones

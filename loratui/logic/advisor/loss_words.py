@@ -88,7 +88,7 @@ _FALL = (r"downward\w*|trend(?:s|ed|ing)? down|decreas\w*|diminish\w*|declin\w*|
          r"(?:go(?:es|ing)?|went|gone|dip(?:s|ped)?) (?:below|under|lower)|get(?:s|ting)? (?:lower|better|below)|down\b|"
          r"下降|降|收敛|学到|学习|提升|提高|变化|更新")
 _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|"
-         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|increas\w*|"
+         r"(?:came|come|comes|went|go|goes|got|get|gets) back(?: down)?)|spik\w* (?:up )?to \d|spik(?:e|es|ed|ing)\b|increas\w*|"
          r"go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
          r"grow(?:s|ing|n)?\b|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg(?:e|es|ed|ing)\b|"
          r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
@@ -98,7 +98,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"up again|(?:becomes?|became|becoming|is|are|was|were|gets?|got|getting|turns?|turned)\s+"
          r"(?:very\s+|extremely\s+|quite\s+|really\s+|so\s+|more\s+)?unstable\b|不稳定|忽高忽低|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
-         r"上升|变大|变得(?:很|非常|特别|极其|越来越|巨)?(?:大|高)|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
+         r"上升|变大|变得(?:很|非常|特别|极其|越来越|巨)?(?:大|高)|变(?:成|为)了?(?:一个)?(?:很|非常|特别|极其|巨)?大的|跳到|跳变|突增|猛增|蹿升|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
          r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
@@ -112,8 +112,9 @@ _NEGATION = re.compile(
     r"\b(?:not|never|no|cannot|hardly|barely|scarcely|without|nothing)\b|n['’]t\b|'nt\b|"
     r"\b(?:does|did|do|ca|wo|is|was|are|were|has|have|had|could|would|dose|dos)nt\b|"
     r"\b(?:does|did|do|is|was|are|were|has|have|could|can|would|will|should)not\b|"
-    r"\b(?:fail\w*|refus\w*) to\b|\bno longer\b|不(?![断停时住少同过仅久])|[没未]", re.I)
-"""Between a subject and its predicate: `does not`, `won't`, `dosen't`, `fails to`, `refuses to`, `barely`, 不, 没."""
+    r"\b(?:fail\w*|refus\w*) to\b|\bno longer\b|不(?![断停时住少同过仅久])|[没未]|无法|难以", re.I)
+"""Between a subject and its predicate: `does not`, `won't`, `dosen't`, `fails to`, `refuses to`, `barely`, 不, 没,
+无法 (cannot), 难以 (hardly can)."""
 _NOTHING = re.compile(r"\b(?:learns?|learned|learnt|learning|trains?)\s+nothing\b|"
                       r"\bnothing (?:is |was |gets? )?(?:learn|train|chang|updat)",
                       re.I)
@@ -123,7 +124,7 @@ _SUPPOSED = re.compile(
     r"如果|若|假如|万一|避免|防止|是否|会不会", re.I)
 """Before the subject: the sentence only supposes or wards off what follows (`what if the loss doesn't decrease?`,
 `how to avoid the loss exploding`, `so the loss won't blow up`)."""
-_SENTENCE = re.compile(r"(?<!\d)[.!?](?!\d)|[。！？；;\n]|\b(?:but|while|whereas|although|though|however|when|"
+_SENTENCE = re.compile(r"(?<!\d)[.!?](?!\d)|(?<=\d)\.(?=\s+[A-Z])|[。！？；;\n]|\b(?:but|while|whereas|although|though|however|when|"
                        r"whenever|because|unless|especially|as soon as)\b|但是?|而且?|"
                        r"可是|不过", re.I)
 """Where what is said of a subject ends: a sentence, or a contrast (`val loss rises while train loss falls`)."""
@@ -177,7 +178,7 @@ _PERSON = re.compile(r"\b(?:i|we|you|they)\s+(?:\w+\s+)?$", re.I)
 """A person is the verb's subject (`the loss became nan after we increased the batch size`)."""
 _PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
 """A question's negation before its subject: `why doesn't the training loss decrease?`."""
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![\w.%]|\.\d|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![A-Za-z0-9_%]|\.\w|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
                      r"k\b|hours?|h\b|min\w*|s\b|sec\w*|days?|[GM]i?B|samples|examples|tokens|classes|GPUs?)\b)",
                      re.I)
 """A value in prose, not a count of epochs, steps or time, not a percentage."""
@@ -241,7 +242,9 @@ def read(line: str) -> Said | None:
     for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
-            return QUIET if kind == "rise" and TRANSIENT.search(line) else said
+            if (kind == "rise" and TRANSIENT.search(line)) or (kind == "flat" and _WITHIN_EPOCH.search(line)):
+                return QUIET
+            return said
     return QUIET
 
 
@@ -249,6 +252,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
     """What each subject of one clause is said to do, in order; `previous` holds the subject named last in the
     line, which `it` stands for (`dropped to 70, but it suddenly became 800,000`), and which a Chinese clause with
     no subject goes on about (`一开始loss下降，后来就不降了`)."""
+    if _COMPARED.match(sentence):
+        return []  # `对比直接在qwen上面增量预训练依然在下降`: another run, told as the reference
     subjects = [m for m in _SUBJECT.finditer(sentence)
                 if not m.group("proc") or _OPENS.search(sentence[:m.start()])]  # `is not training`: a verb
     if not subjects and previous[0] in ("loss", "model") and (_CJK.search(sentence) or _GOES_ON.match(sentence)):
@@ -293,6 +298,15 @@ _BOTH = re.compile(r"\b(?P<a>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|
                    r"(?P<b>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test)\s+(?P<loss>loss(?:es)?)\b", re.I)
 """`training and validation loss`: two losses, the training loss one of them (read as `training loss and validation
 loss`, so that what is said of both is said of the training loss too)."""
+_COMPARED = re.compile(r"\s*(?:对比|相比|比较|而|in comparison|by comparison|compared (?:to|with)|in contrast|unlike|"
+                       r"(?:while|whereas) (?:with|using|on|in|for) )", re.I)
+"""A clause that opens on a comparison tells of another run (`对比直接在qwen上面增量预训练依然在下降`, `compared with
+full fine-tuning, it keeps falling`): what it says is no report of this run's loss."""
+_WITHIN_EPOCH = re.compile(r"\bwithin (?:each|every|an?|one|the same|a single) epoch\b|"
+                           r"\b(?:when|as|once) (?:starting |it starts |we start )?a new epoch\b|"
+                           r"\bat (?:the start of )?(?:each|every) new epoch\b|每个\s*epoch\s*(?:内|之内|里)", re.I)
+"""A standstill said to hold within each epoch, the loss dropping as a new one starts: the staircase of a multi-epoch
+run on a small dataset (each epoch revisits what the model has seen), not a loss that does not move (THUDM/GLM#88)."""
 _PPL = re.compile(r".*(?:ppl|perplexity|困惑度)", re.I)
 _RECORD = re.compile(r"[:=|]\s*-?\d|\w\s+-?\d[\d.eE+-]*\s*\|")
 """A log record's cells (`loss=9.512, ppl=730.1`, `| loss 7.312 | ppl 158.9 |`): their numbers are no history a
@@ -407,14 +421,20 @@ def _numbers(scope: str) -> str:
     joins = [scope[a.end():b.start()] for a, b in zip(found, found[1:])]
     if len(values) >= 3 and len(set(values)) == 1 and all(_LISTED.fullmatch(j) for j in joins):
         return "flat"
+    if len(values) == 1 and _EVERY.match(scope, found[0].end()):
+        return "flat"  # `is 2.302 at every epoch`: one value, said of each epoch
     if len(values) >= 2 and all(_THEN.search(j) for j in joins) and values[-1] >= SAID_RISE * min(values[:-1]) \
             and values[-1] - min(values[:-1]) >= 0.05:
         return "rise"
     return ""
 
 
+_EVERY = re.compile(r"\s*(?:at|in|for|after|on)\s+(?:every|each|all)\s+(?:the\s+)?(?:epochs?|steps?|iter\w*|batch\w*|"
+                    r"runs?|evaluations?)\b|\s*(?:in\s+)?每(?:个|一)?\s*(?:epoch|轮|步|step)", re.I)
+"""After a value: said of every epoch or step (`the loss is 2.302 at every epoch`)."""
 _VALUE = re.compile(
-    r"(?:^\s*|\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)\s+|(?:从|到|变成了?|变为|升到|涨到|达到|为)\s*)"
+    r"(?:^\s*|(?:\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)|['’]s)\s+|"
+    r"(?:从|到|至|在|变成了?|变为|升到|涨到|达到|跳到|为)\s*)"
     r"(?:about\s+|around\s+|~\s*)?"
     r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![.,]?\d)"
     r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)
@@ -432,7 +452,7 @@ update said not to happen (`the optimizer doesn't update the weights`)."""
 _NOT_A_VALUE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*[_ ]?(?:of|fn|scal\w*|weights?|mask|type)\b", re.I)
 """The word loss naming no training loss's value (`loss of accuracy`, `loss scale`, `loss_fn`): what is
 said after it is said of something else, and the narrower readers must not take it for the loss either."""
-_RANGE = re.compile(r"\b(?:range|between|typically|usually|default)\b", re.I)
+_RANGE = re.compile(r"\b(?:range|between|typically|usually|default)\b|之间|范围|区间|上下", re.I)
 _LISTED = re.compile(r"\s*(?:[,;/|]|->|→|=>|\.\.\.)?\s*")
 _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbecomes\b|\bafter\b", re.I)
 

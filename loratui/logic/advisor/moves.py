@@ -166,7 +166,7 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
     return lines
 
 
-_HELD_NOTES = ("only ", "the driver refused")
+_HELD_NOTES = ("only ", "the driver refused", "the server found")
 """Notes that say, from numbers outside the OOM's message, that memory was held outside the program: the card's free
 memory at start, the pool TensorFlow sized from it refused."""
 

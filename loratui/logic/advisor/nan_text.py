@@ -41,22 +41,23 @@ _EVENT = re.compile(
     rf"(?:\b(?:got|gets?|getting|bec[oa]me|becomes|becoming|turn(?:s|ed|ing)?(?: in)?to|go(?:es)? to|went to|going to|"
     rf"produc(?:e|es|ed|ing)|returns?|returned|yield(?:s|ed)?|gives?|gave|giving|results? in|resulted in|"
     rf"ends? up (?:with|as)|encounter(?:s|ed)?|detected|found|contains?|exploded? to)|"
-    rf"出现了?|变成了?|变为|成了?)\s*(?:(?:a|all|only|some|the|just)\s+)?({TOKEN})|"
+    rf"出现了?|变成了?|变为|成了?|就|又|容易|经常|总是|直接)\s*(?:(?:a|all|only|some|the|just)\s+)?({TOKEN})|"
     rf"({TOKEN})\s*(?:(?:values?|loss(?:es)?)\s+)?(?:after|from the first|since|at (?:step|iter|epoch)|"
     rf"detected|encountered|occur(?:s|red|ring)?|appear(?:s|ed|ing)?|happen(?:s|ed|ing)?|shows? up|showed up|"
-    rf"values? in|again|during|while|when (?:training|using|I|we|the)|出现)\b",
+    rf"values? in|again|during|while|when (?:training|using|I|we|the)|出现|了)\b",
     re.I)
 """A non-finite value that happened, with or without its signal's name: `getting nan`, `NaN after a few
 iterations`, `出现nan`, `Input contains NaN`, `nan values in`, `returned nan`."""
 _NEGATED = re.compile(rf"(?:\bnot|\bno|\bnever|\bwithout|n't|\bnor)\s+(?:\w+\s+)?(?:a\s+|any\s+)?{TOKEN}|"
+                      rf"(?:没有?|不会|不再|不是|未|无)\s*(?:再\s*)?(?:会\s*)?(?:出现|变成|变为|是|有)?\s*(?:过\s*)?{TOKEN}|"
                       rf"\b(?:whether|avoid\w*|prevent\w*|check(?:s|ed|ing)?|in case|to detect)\b|"
                       rf"\bif\s+(?:the\s+|any\s+|not\s+)?(?:loss|grad\w*|torch|math|np)\b|"
                       rf"\bfrom\s+{TOKEN}|{TOKEN}\s*(?:-+>|→|to\s+[-+]?\.?\d)|"
                       rf"\bisnan\b|\bisinf\b|nan_to_num|float\(\s*['\"]|np\.(?:nan|inf)\b|math\.(?:nan|inf)\b",
                       re.I)
-"""A clause that says a NaN did not happen, or might: a negation, a hypothetical, a guard, code; or an inf that
-is only where a best-so-far started (Keras' `val_loss improved from inf to 0.45`, `Validation loss decreased (inf
---> 0.69)`)."""
+"""A clause that says a NaN did not happen, or might: a negation (没有出现nan, 不再是nan too), a hypothetical, a
+guard, code; or an inf that is only where a best-so-far started (Keras' `val_loss improved from inf to 0.45`,
+`Validation loss decreased (inf --> 0.69)`)."""
 _PROGRAM = re.compile(r"\bFloatingPointError\b|\bNaN/Inf\b|\bnan or inf\b|\binf or nan\b|"
                       r"\bInvalid loss\b(?!\s*(?:function|type|name|fn|key|class))|"
                       r"to satisfy the constraint \w+\(\), but found invalid values|\bhad (?:NaN|Inf) values\b", re.I)

@@ -105,15 +105,15 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
                          r"diffusers)\b", re.I)
 """Converting the model to another format writes it out (`Unsloth: Conversion from QLoRA to GGUF`, `Converting to
 CKPT ...`)."""
-_MEMORY_WORDS = re.compile(r"\b(?:memory|out of memory|RAM|VRAM)\b|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
+_MEMORY_WORDS = re.compile(r"(?<![A-Za-z0-9_])(?:memory|out of memory|RAM|VRAM)(?![A-Za-z0-9_])|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
-_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?|VRAM|card|nvidia-smi|server|cluster|\d+\s*(?:GB|GiB)|reboot\w*|"
-                            r"machine|set_device|kill\w*|\w*_ALLOCATOR|cuda_malloc_async)\b|内存|显存|显卡|"
+_CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?\d{0,2}|VRAM|card|nvidia-smi|server|cluster|\d+\s*(?:GB|GiB)|reboot\w*|"
+                            r"machine|set_device|kill\w*|\w*_ALLOCATOR|cuda_malloc_async)\b|内存|显存|显卡|服务器|机器|进程|重启|"
                             r"PYTORCH_CUDA_ALLOC_CONF|expandable_segments|max_split_size_mb|\ballocat\w*|\bheap\b", re.I)
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
 _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", "contiguous", "same", "both", "restart",
-                "reboot", "malloc_async", "garbage_collection", "XLA_PYTHON", "set_device",
+                "reboot", "malloc_async", "garbage_collection", "XLA_PYTHON", "set_device", "重启", "杀",
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
@@ -166,8 +166,8 @@ def _prose_like(text: str) -> bool:
 _READS_CHECKPOINT = re.compile(r"\b(?:resum\w*|load\w*|restor\w*|read\w*|from)\s+(?:[\w*_-]+\s+){0,3}checkpoints?\b|"
                                r"\bcheckpoints?\s+(?:load\w*|restor\w*|resum\w*)", re.I)
 """A checkpoint read back (`resuming from the step-4000 checkpoint`): no save."""
-_FAILS = re.compile(r"\b(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
-                    r"exception|go(?:es)? wrong|went wrong)\b|报错|崩溃|失败|挂了", re.I)
+_FAILS = re.compile(r"(?<![A-Za-z0-9_])(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
+                    r"exception|go(?:es)? wrong|went wrong)(?![A-Za-z0-9_])|报错|崩溃|失败|挂了", re.I)
 """A failure in the person's words."""
 _CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
@@ -209,12 +209,15 @@ def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
     return same[:1] or [p for p in named if p not in working and p not in same]
 
 
-_NEGATION = re.compile(r"\b(?:no|not|never|without|w/o|(?:do|does|did|is|was|are|were)(?:n't| not)|disabl\w*|skipp?\w*|"
-                       r"(?:turn|switch)\w*\s+off)\b(?:\s+\w+){0,4}\s*$", re.I)
+_NEGATION = re.compile(
+    r"(?:\b(?:no|not|never|without|w/o|(?:do|does|did|is|was|are|were)(?:n't| not))\b"
+    r"(?!\s+(?:idea|clue|sure|know\w*|understand\w*|matter|only|just|clear|why)\b)"
+    r"(?:\s+(?!(?:and|but|so|then|because|when|while|as)\b)\w+){0,4}|"
+    r"\b(?:disabl\w*|skipp?\w*|(?:turn|switch)\w*\s+off)(?:\s+(?:the|my|all|any))?)\s*$", re.I)
 """Words just before a phase's name, in its clause, that say the run did not go there (`I don't run any evaluation`,
 `without evaluation`, `it never gets to saving`); `can't evaluate` stays a failure there."""
 _NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
-                            r"enabled|on))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
+                            r"enabled|on|reached|started)|never (?:reached|run|started|called))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
 """Words just after a phase's name that say it did not run (`evaluation is disabled`, `eval_strategy=no`)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
@@ -423,7 +426,8 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and _CAUSE_CONTEXT.search(whole):
+        if self.cause is None and any(hint in lowered for hint in _CAUSE_HINTS) and \
+                _CAUSE_CONTEXT.search(oom.cjk_spaced(whole)):
             kind = oom.said_cause(text)
             self.cause = (kind, text[:300]) if kind else None
         if _FAILS.search(whole) and not _MEMORY_WORDS.search(whole):
@@ -592,7 +596,8 @@ class PhaseText:
         status = None
         for status in _STATUS.finditer(text):
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
-        if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line):
+        if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line) and \
+                not _NEGATED_AFTER.match(text, status.end()):  # `..., evaluation is never reached:` is no status
             self._announce(_STATUS_PHASE[status.group("verb")[:3].lower()], line)
 
     def _notebook_bar(self, line: str) -> bool:

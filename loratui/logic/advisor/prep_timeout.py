@@ -34,8 +34,8 @@ _QUESTION_ONLY = re.compile(r"^\s*(?:how|what|is|can|could|should)\b[^.!?]*\?\s*
 _PREP_WORDS = ("token", "prep", "process", "build", "load", "cach", ".map(", "分词", "预处理", "处理数据", "数据处理")
 _RANK_WORDS = ("rank", "multi", "ddp", "distributed", "torchrun", "process", "barrier", "nccl", "deepspeed", "gpus",
                "多卡", "多机", "分布式")
-_MARK_WORDS = ("30", "thirty", "1800", "half an hour", "timeout", "time out", "timed out", "times out", "minute",
-               "超时", "半小时", "分钟")
+_MARK_WORDS = ("30 min", "30min", "30-min", "thirty", "1800", "half an hour", "timeout", "time out", "timed out",
+               "times out", "minute mark", "超时", "半小时", "30分", "30 分")
 
 
 def _ranked(line: str) -> bool:
@@ -52,9 +52,9 @@ class PrepTimeout:
     done: bool = False
 
     def line(self, line: str) -> dict[str, object] | None:
-        if self.done or len(line) > 2000:
-            return None
-        low = line.lower()  # the cheap tests first: this runs on every line of a log
+        if self.done or len(line) > 2000 or line.lstrip()[:1] == "{" or "it/s" in line or "s/it" in line:
+            return None  # a printed log dict or a progress bar says none of it; this runs on every line of a log
+        low = line.lower()
         if not self.prep and any(w in low for w in _PREP_WORDS) and _PREP.search(line):
             self.prep = line.strip()[:300]
         self.ranks = self.ranks or any(w in low for w in _RANK_WORDS) and _ranked(line)

@@ -53,6 +53,8 @@ reward is flat (theLMbook#6), a DPO loss may go anywhere; its rise in words is n
 def rise_said(line: str, step: int) -> Finding | None:
     """The first clause of `line` that says the training loss rises, explodes or diverges, as a finding: the
     general reader's (`loss_words`) when it reads the line, else these narrower patterns'."""
+    if _NAN_CHECK.search(line):
+        return None
     said = loss_words.read(line)
     if said is not None:
         return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None}) \
@@ -69,7 +71,10 @@ def rise_said(line: str, step: int) -> Finding | None:
     return _numbers_rise(line, step)
 
 
-_PERSON = re.compile(r"(?:I|we|you|they)\s+(?:\w+\s+)?$")
+_NAN_CHECK = re.compile(r"diverged with loss\s*=\s*(?:nan|[-+]?inf)|NanLossDuringTrainingError", re.I)
+"""TensorFlow's NaN check (`ERROR:tensorflow:Model diverged with loss = NaN.`, NanLossDuringTrainingError): it names a
+NaN loss, whatever the loss did before; the NaN is the finding."""
+_PERSON = re.compile(r"\b(?:I|we|you|they)\s+(?:\w+\s+)?$")
 """The verb's subject is a person (`the loss went to NaN when I increased the learning rate`): what they raised
 is a setting, not the loss."""
 _OBJECT = re.compile(r"\s+(?:the\s+|my\s+|our\s+)?(?:learning[ _]rate|lr|batch|epochs?|steps?|warm-?up|"

@@ -1108,8 +1108,8 @@ class StarveText:
             found += self._blamed(line, step)
         if len(line) < 2000:
             self._asked(line)
-        if not self._timed_done and ("s" in line or "秒" in line) and not _PROGRAM.search(line) and \
-                not _COUNTER.search(line):
+        if not self._timed_done and ("s" in line or "秒" in line) and "{" not in line and "it/s" not in line and \
+                "s/it" not in line and not _PROGRAM.search(line) and not _COUNTER.search(line):
             timed = timed_parts(line)
             if timed is not None:
                 self._timed_done = True

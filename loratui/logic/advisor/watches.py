@@ -257,6 +257,12 @@ _SETUP = (
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
         r"version of `?bitsandbytes`? that is not compatible|"
+        # the person's words, in the clause that names it: `bitsandbytes doesn't work on Windows`, `bitsandbytes 报错`
+        r"\bbitsandbytes\b[^.,;。，；\n]{0,40}?(?:(?:does ?n[o']t|do ?n[o']t|won'?t|will not|is ?n[o']t|never) work(?:s|ing)?\b|"
+        r"\bfail(?:s|ed|ing|ure)?\b|\b(?:is |was )?too old\b|不支持|装不上|安装失败|编译失败|用不了|不能用|"
+        r"版本不(?:对|匹配|兼容)|(?<!没有)(?<!没)(?<!不)(?:报错|出错))|"
+        r"\b(?:can'?t|cannot|unable to|could ?n'?t|fail(?:s|ed)? to) (?:get |make )?bitsandbytes\b[^.,;\n]{0,30}?"
+        r"\b(?:work|use the GPU|run|install|load|find)|"
         # its build from source failing (no wheel for this platform, its CUDA kernels not compiling)
         r"(?:Error building extension|Failed building wheel for|Could not build wheels for|failed\b.{0,120}?\bcompiling)"
         r" '?\S*bitsandbytes|"

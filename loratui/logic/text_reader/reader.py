@@ -24,6 +24,8 @@ from loratui.text import inert
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _PREFIXED = re.compile(r"\S.*\{")
+_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d{1,6})/(\d{1,6})\s*$")
+_KERAS_COUNTER = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+(?:\[[=>.]*\]|━+)")
 MAX_LINE = 1 << 16
 """A longer physical line is cut: no training record is that long."""
 
@@ -57,6 +59,7 @@ class TextReader:
     _last_dict: tuple[int, dict[str, float], bool] | None = None
     _pairs: list[tuple[int, float]] = field(default_factory=list)  # bare `step value` lines not yet confirmed
     _pairs_on: bool = False  # 3 such lines in a row, steps rising, were seen: they are the loss column
+    _keras_epoch: int = 0  # the epoch of Keras' last `Epoch 3/10` line
 
     PAIRS_N = 3
 
@@ -102,15 +105,30 @@ class TextReader:
             self._bar(bar, t, out)
         if start >= 0:
             numbers, texts = v.printed_dict(fragment[start:])
+            numbers = v.epoch_train_loss(numbers)
             if v.is_record(numbers):
                 self._dict(numbers, texts, bool(_PREFIXED.match(fragment[:start + 1])), t, out)
                 return
         if bar is not None:
             self._bar_postfix(bar, fragment, t, out)
             return
+        epoch = _KERAS_EPOCH.match(fragment)
+        if epoch is not None:
+            self._keras_epoch = int(epoch.group(1))
+            return
         found = v.loss_line(fragment)
         if found is not None:
-            self._loss_line(found[0], found[1], t, out)
+            self._loss_line(found[0] if found[0] is not None else self._keras_step(fragment), found[1], t, out)
+
+    def _keras_step(self, fragment: str) -> int | None:
+        """Keras' `500/500 [====] - loss: 2.30` under `Epoch 3/10`: the batch counts from 1 again each epoch, so the
+        run's step is the epochs before times the batches of one, plus this batch (epoch summaries then lie an
+        epoch's steps apart, as they did in the run)."""
+        counter = _KERAS_COUNTER.match(fragment) if self._keras_epoch else None
+        if counter is None:
+            return None
+        n, total = int(counter.group(1)), int(counter.group(2))
+        return (self._keras_epoch - 1) * total + n if 0 < n <= total else None
 
     def _json(self, record: dict[str, object], t: float, out: list[events.AnyEvent]) -> None:
         step, total, numbers = v.json_values(record)

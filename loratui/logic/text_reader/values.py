@@ -98,6 +98,18 @@ def step_of(texts: dict[str, str]) -> tuple[int | None, int | None]:
     return None, None
 
 
+_SUMMARY_KEYS = ("train_runtime", "total_flos", "train_samples_per_second", "train_steps_per_second")
+
+
+def epoch_train_loss(values: dict[str, float]) -> dict[str, float]:
+    """A hand-written loop's per-epoch dict (`{'train_loss': 2.31, 'val_loss': 2.4, 'epoch': 1}`) with its training
+    loss as `loss`; the Trainer's end-of-training summary (`train_loss` beside `train_runtime`) stays as it is."""
+    if "train_loss" not in values or "loss" in values or any(k in values for k in _SUMMARY_KEYS):
+        return values
+    renamed = {("loss" if k == "train_loss" else k): x for k, x in values.items()}
+    return renamed
+
+
 def is_record(values: dict[str, float]) -> bool:
     """Whether parsed values are a Trainer log: training keys, eval metrics or the end-of-training summary."""
     return bool(TRAIN_KEYS & values.keys()) or "train_runtime" in values or is_eval(values)
@@ -124,13 +136,14 @@ _KEY_ALIASES = {
     "loss": "loss", "train loss": "loss", "training loss": "loss", "avr loss": "loss", "avg loss": "loss",
     "ave loss": "loss", "average loss": "loss", "mean loss": "loss", "running loss": "loss", "lr": "learning_rate",
     "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm", "total loss": "loss",
+    "xent": "loss",
     "损失": "loss", "损失值": "loss",
 }
 # `loss: X`, `loss=X`, `loss = X`, also as a printed tensor (`loss: tensor(2.3456, device='cuda:0')`); a bare
 # space (`step 5 loss 22.4671`) is `_SPACED`'s, which wants a decimal point so prose ("loss 2 times") is no value.
 _SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*)(?:tensor\(\s*)?({_NUMBER})(?![\w.]|\s*[*/+])"
 _PAIRS = re.compile(
-    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running|total)[ _]loss|loss|lr|learning[ _]rate|"
+    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running|total)[ _]loss|loss|xent|lr|learning[ _]rate|"
     r"grad[ _]norm|gnorm)" + _SEP_NUM + r"|(损失值?)\s*[:：=]\s*(" + _NUMBER + r")", re.I)
 """Also kohya/musubi's `avr_loss=` and the `avg_loss` / `running_loss` of hand-written loops: a training loss
 averaged over the last steps, the one number those loops print."""
@@ -163,7 +176,8 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
         megatron = megatron_line(fragment)
         if megatron is not None:
             return megatron
-    if not ("oss" in fragment or "OSS" in fragment or "损失" in fragment) or _ADVERSARIAL.search(fragment):
+    if not ("oss" in fragment or "OSS" in fragment or "损失" in fragment or "xent:" in fragment) or \
+            _ADVERSARIAL.search(fragment):
         return None
     values: dict[str, float] = {}
     for key, raw, cn_key, cn_raw in _PAIRS.findall(fragment):

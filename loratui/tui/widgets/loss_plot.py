@@ -32,6 +32,9 @@ class LossPlot(PlotextPlot):
         self.view = "loss"  # or "lr"
         self.compare: RunState | None = None
         """A second run whose loss is overlaid (replay A B)."""
+        self.names = ""
+        """Beside a compared run, who A and B are ("A tiny (ID) · B tiny (ID)"), under the chart: two runs may
+        share a name, and the legend (A loss, B smoothed...) must fit 80 columns."""
         self._key: tuple[object, ...] = ()
         self._shown: RunState | None = None
         """The state last shown (replotted on a resize)."""
@@ -60,6 +63,7 @@ class LossPlot(PlotextPlot):
         self.last_step = state.loss[-1][0] if state.loss else None
         self.plt.clear_data()
         self.plt.clear_figure()
+        self.border_subtitle = ""  # a NaN said at a later step is not at the one sought back to
         if self.view == "loss":
             self._plot_loss(state)
         else:
@@ -67,8 +71,10 @@ class LossPlot(PlotextPlot):
         self.refresh()
 
     def _plot_loss(self, state: RunState) -> None:
-        # beside a compared run, A's curve is named as B's is (two runs may share a name)
-        legend = [("loss", "grey62"), ("A smoothed" if self.compare is not None else "smoothed", "cyan")]
+        # beside a compared run, A's curves are named as B's are (who each is: `names`, under the chart)
+        legend = [("A loss", "grey62"), ("A smoothed", "cyan")] if self.compare is not None else [
+            ("loss", "grey62"), ("smoothed", "cyan")]
+        steps = [s for s, _ in state.loss]
         points = _thin(state.loss, max(50, self.size.width * 2))
         finite = [(s, v) for s, v in points if math.isfinite(v)]
         shown: list[float] = []
@@ -84,8 +90,8 @@ class LossPlot(PlotextPlot):
                 self.plt.plot(xs, ys, marker="hd", color=B_RAW)
                 self.plt.plot(xs, ema_steps(xs, ys, 0.1), marker="hd", color="orange")
                 shown += ys
-                legend += [("B loss", B_RAW_LEGEND),
-                           (inert(self.compare.name or "B", newlines=False) + " smoothed", "orange1")]
+                steps += xs
+                legend += [("B loss", B_RAW_LEGEND), ("B smoothed", "orange1")]
         if state.eval_loss:
             xs, ys = zip(*state.eval_loss)
             self.plt.scatter(xs, ys, marker="dot", color="magenta")
@@ -94,10 +100,13 @@ class LossPlot(PlotextPlot):
         self.border_title = _legend(legend, "t: lr / grad norm")
         for step in state.nan_steps[:20]:
             self.plt.vline(step, "red")
-        if state.nan_steps:
-            self.border_subtitle = f"NaN at step {state.nan_steps[0]}" + (
-                f" (+{len(state.nan_steps) - 1})" if len(state.nan_steps) > 1 else "")
-        self._x_axis(state.loss)
+        said = [f"NaN at step {state.nan_steps[0]}" + (
+            f" (+{len(state.nan_steps) - 1})" if len(state.nan_steps) > 1 else "")] if state.nan_steps else []
+        if self.compare is not None and self.names:
+            said.append(inert(self.names, newlines=False))
+        self.border_subtitle = " · ".join(said)
+        # over both runs' steps: ticks over A's alone stopped at A's step while B's curve went on
+        self._x_axis([(min(steps), 0.0), (max(steps), 0.0)] if steps else [])
         self._y_axis(shown)
 
     def _y_axis(self, values: list[float]) -> None:
