@@ -4,9 +4,10 @@ A maintainer reading a pasted log names first what is most DIRECT: what stopped 
 way, a number the program measured over the person's words, the person's stated symptom over an incidental line.
 The ladder, from the top (each rung says why it outranks the next):
 
-1. `stopped`: what ended the run. The scheduler's kill, the last traceback's own error (an OOM with its account,
-   a CUDA fault, a setup error raised), the earliest root cause on any rank before the timeouts and peer failures
-   it caused (`root.first_root`). It is what the person must fix before anything else can be seen.
+1. `stopped`: what ended the run. The scheduler's kill, the traceback's own error (an OOM with its account, a
+   CUDA fault, a setup error raised; the first exception, unless it only wraps another process's failure; one Python
+   says it ignored or the program retries is none), the earliest root cause on any rank before the timeouts and
+   peer failures it caused (`root.first_root`). It is what the person must fix before anything else can be seen.
 2. `measured`: numbers the program printed: a loss series (NaN, a rise, flat or zero), memory samples, rates. They
    say what happened whatever anyone believes happened.
 3. `said`: the person's own words about a symptom (`the loss is nan`, `I get OOM`, `loss stuck at 2.3`): the
@@ -34,7 +35,7 @@ from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, INFO, Advice, Find
 from loratui.logic.tracebacks import Raised
 
 TIERS = (
-    ("stopped", ("what ended the run: the scheduler's kill, the last traceback's error, the first root cause "
+    ("stopped", ("what ended the run: the scheduler's kill, the traceback's own error, the first root cause "
                  "before its consequences")),
     ("measured", "numbers the program printed: a loss series, memory samples, rates"),
     ("said", "the person's words about a symptom: the complaint when no numbers show it"),
@@ -52,7 +53,7 @@ class Seen:
     failed: bool
     """A traceback, a cut traceback or a failed end: the run stopped."""
     raised: Raised | None
-    """The exception the traceback reader chose as the run's (the last one's own error)."""
+    """The exception the traceback reader chose as the run's (`TraceScanner.chosen`)."""
     raised_count: int
     """Exceptions seen in all (a setup finding counts those raised before it)."""
     oom_leads: bool
