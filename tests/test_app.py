@@ -170,6 +170,23 @@ async def test_vram_pane_without_gpu_keeps_torch_and_estimate_apart() -> None:
         assert "device memory: N/A (NVML cannot start)" in text and "GiB · estimate 22.0 GiB" in text, (size, text)
 
 
+async def test_a_small_estimate_is_said_in_mib_not_as_zero_gib() -> None:
+    """The trial's tiny CPU run: its 36 MiB estimate read "estimate 0.0 GiB device · 0.0 reserved"."""
+    from loratui.tui.widgets.vram import VramPane
+
+    small = 36 / 1024
+    cpu_run = [events.Estimate(t=e.t, peak_device_gib=small, peak_reserved_gib=small)
+               if isinstance(e, events.Estimate) else
+               events.GpuInfo(t=e.t, available=False, reason="NVML cannot start") if isinstance(e, events.GpuInfo)
+               else e for e in scenarios.run(5) if not isinstance(e, events.Sample)]
+    assert any(isinstance(e, events.Estimate) for e in cpu_run)
+    app = LoratuiApp(ListSource(cpu_run))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot, app, 5)
+        text = app.query_one(VramPane).render().plain
+    assert "estimate 36 MiB device · 36 MiB reserved" in text and "0.0" not in text, text
+
+
 # -- what reaches the screen (issues 14, 15, 16) ------------------------------------------------------------
 
 ESC = "\x1b"

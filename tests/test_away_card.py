@@ -76,3 +76,34 @@ def events_t(run: RunDir) -> float:
     from loratui.eventlog import read_log
 
     return read_log(run.events).events[-1].t
+
+
+async def test_a_paused_run_that_writes_nothing_more_still_opens_on_its_card(tmp_path: Path) -> None:
+    """The trial: detached from a CPU run, `loratui resume` then `loratui pause` from the shell, then attach: no
+    card. A paused run with no GPU samples writes nothing more, and the card waited for an event newer than the
+    attach; it now shows once the reader has read the whole log."""
+    from loratui.rundir import write_pidfile
+
+    run = RunDir(tmp_path / "20270115-230000-cpu")
+    run.path.mkdir()
+    t0 = time.time() - 600
+    found = [
+        events.Header(t=t0, schema=1, run_id=run.run_id, recipe_hash="h", name="cpu"),
+        events.State(t=t0 + 1, state=events.TRAINING, step=0),
+        events.Control(t=t0 + 60, command="pause", source="cli"),
+        events.State(t=t0 + 61, state=events.PAUSED, step=4),
+        events.Control(t=t0 + 120, command="resume", source="cli"),
+        events.State(t=t0 + 121, state=events.TRAINING, step=4),
+        events.Control(t=t0 + 300, command="pause", source="cli"),
+        events.State(t=t0 + 301, state=events.PAUSED, step=20),
+    ]
+    writer = EventWriter(run.events)
+    for event in found:
+        writer.write(event)
+    writer.close()
+    write_pidfile(run.pidfile)  # its supervisor lives (this process stands in): the run is paused, not over
+    userstate.mark_viewed(run.path, t0 + 61)  # detached while it was paused at step 4
+    card = await _card(run)
+    assert card is not None and card.startswith("While you were away"), card
+    assert "resume asked by cli" in card and "pause asked by cli" in card, card
+    assert card.count("paused") == 1 and "step 20" in card  # the pause at step 4 was seen before

@@ -221,6 +221,8 @@ def test_a_worried_question_over_a_calm_log_raises_no_alarm(question: str) -> No
     ("I get CUDA out of memory, what should I do?", "oom_full"),
     ("Can anyone help? loss nan after epoch 2", "nan_loss"),
     ("Is it normal that the loss is stuck at 2.3 for 3000 steps?", "loss_flat"),
+    ("Why would it run out of memory if the model is only 7B?", "oom_full"),  # `why would`: an OOM seen
+    ("How come the loss would become nan when I use bf16?", "nan_loss"),
 ])
 def test_a_report_phrased_as_a_question_still_counts(report: str, expected: str) -> None:
     assert alarms([report])[:1] == [expected]

@@ -178,10 +178,14 @@ class LoratuiApp(App[str]):
     @work(thread=True, exclusive=True, group="source")
     def _poll_source(self) -> None:
         """Poll the source off the event loop and post what it finds."""
+        told_caught_up = False
         while not self._stop_polling.is_set():
             batch: Batch = self.source.poll()
             if batch.events or batch.note != self.note:
                 self.post_message(EventsArrived(batch.events, batch.note))
+            elif not told_caught_up:  # said once: the away card waits for the whole history, then shows
+                told_caught_up = True
+                self.post_message(EventsArrived([], batch.note, caught_up=True))
             if batch.ended:
                 return
             self._stop_polling.wait(self.poll_s)
@@ -196,17 +200,20 @@ class LoratuiApp(App[str]):
                     and event.t >= self._opened:  # live alerts only: not those of the history on attach
                 self.bell()
                 self.say(event.message[:300], severity="warning", timeout=15)
-        if self._story is not None and message.events:
+        if self._story is not None and (message.events or message.caught_up):
             self._story.feed_all(message.events)
-            self._last_event_t = max(self._last_event_t, message.events[-1].t)
-            self._show_away_card()
+            if message.events:
+                self._last_event_t = max(self._last_event_t, message.events[-1].t)
+            self._show_away_card(message.caught_up)
         self.note = message.note
         self._dirty = True
 
-    def _show_away_card(self) -> None:
-        """Once, on attach: what happened since this user last looked (from the history just read)."""
+    def _show_away_card(self, at_end: bool = False) -> None:
+        """Once, on attach: what happened since this user last looked (from the history just read). `at_end`:
+        the reader found nothing more to read (a paused or suspended run with no GPU samples writes nothing:
+        waiting for an event newer than the attach, the card never came)."""
         assert self.away is not None and self._story is not None
-        caught_up = self.run_state.end is not None or self._last_event_t >= self._opened - 2.0
+        caught_up = at_end or self.run_state.end is not None or self._last_event_t >= self._opened - 2.0
         if self.away.shown or not caught_up:  # a long history arrives in several batches: wait for its end
             return
         self.away.shown = True

@@ -119,9 +119,13 @@ class _RichBar:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+        console = Console(file=out)
+        # Three columns short of the terminal: the terminal's echo of Ctrl-C ("^C") then fits on the bar's line.
+        # On a full-width bar it wrapped to a new line, and the bar's last redraw left a copy of it above.
+        console.width = max(20, console.width - 3)
         self.progress = Progress(TextColumn("{task.fields[state]:<9}"), BarColumn(bar_width=24),
                                  MofNCompleteColumn(), TextColumn("{task.description}", markup=False),
-                                 console=Console(file=out), transient=False, auto_refresh=False)
+                                 console=console, transient=False, auto_refresh=False)
         self.task = self.progress.add_task("", total=None, state="starting")
         self.progress.start()
 

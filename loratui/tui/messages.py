@@ -13,12 +13,14 @@ from loratui.logic.runstate import RunState
 class EventsArrived(Message):
     """New events were read from the run's log (live, attach) or reached by the replay clock."""
 
-    def __init__(self, found: list[events.AnyEvent], note: str = "") -> None:
+    def __init__(self, found: list[events.AnyEvent], note: str = "", caught_up: bool = False) -> None:
         super().__init__()
         self.events = found
         """The events, in log order."""
         self.note = note
         """What the reader skipped, or ''."""
+        self.caught_up = caught_up
+        """The reader is at the log's end: the whole history is in (a paused CPU run writes nothing more)."""
 
 
 class StateReplaced(Message):

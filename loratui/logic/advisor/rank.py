@@ -4,9 +4,10 @@ A maintainer reading a pasted log names first what is most DIRECT: what stopped 
 way, a number the program measured over the person's words, the person's stated symptom over an incidental line.
 The ladder, from the top (each rung says why it outranks the next):
 
-1. `stopped`: what ended the run. The scheduler's kill, the last traceback's own error (an OOM with its account,
-   a CUDA fault, a setup error raised), the earliest root cause on any rank before the timeouts and peer failures
-   it caused (`root.first_root`). It is what the person must fix before anything else can be seen.
+1. `stopped`: what ended the run. The scheduler's kill, the traceback's own error (an OOM with its account, a
+   CUDA fault, a setup error raised; the first exception, unless it only wraps another process's failure; one Python
+   says it ignored or the program retries is none), the earliest root cause on any rank before the timeouts and
+   peer failures it caused (`root.first_root`). It is what the person must fix before anything else can be seen.
 2. `measured`: numbers the program printed: a loss series (NaN, a rise, flat or zero), memory samples, rates. They
    say what happened whatever anyone believes happened.
 3. `said`: the person's own words about a symptom (`the loss is nan`, `I get OOM`, `loss stuck at 2.3`): the
@@ -34,7 +35,7 @@ from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, INFO, Advice, Find
 from loratui.logic.tracebacks import Raised
 
 TIERS = (
-    ("stopped", ("what ended the run: the scheduler's kill, the last traceback's error, the first root cause "
+    ("stopped", ("what ended the run: the scheduler's kill, the traceback's own error, the first root cause "
                  "before its consequences")),
     ("measured", "numbers the program printed: a loss series, memory samples, rates"),
     ("said", "the person's words about a symptom: the complaint when no numbers show it"),
@@ -52,7 +53,7 @@ class Seen:
     failed: bool
     """A traceback, a cut traceback or a failed end: the run stopped."""
     raised: Raised | None
-    """The exception the traceback reader chose as the run's (the last one's own error)."""
+    """The exception the traceback reader chose as the run's (`TraceScanner.chosen`)."""
     raised_count: int
     """Exceptions seen in all (a setup finding counts those raised before it)."""
     oom_leads: bool
@@ -99,7 +100,7 @@ _CONDITION = re.compile(r"\bwhat if\b|\b(?:would|will|could|might)\b[^?]{0,80}?\
                         r"\b(?:if|once|when)\b[^?]{0,80}?\b(?:would|will|could|might)\b|如果[^？?]{0,40}?会", re.IGNORECASE)
 """A question about what would happen under a condition (`will this run out of memory if I double the length?`,
 `what if the loss goes nan?`): a worry whatever the log beside it shows."""
-_WHY_MODAL = re.compile(r"\bwhy\s+(?:would|could|might|may)\b", re.IGNORECASE)
+_WHY_MODAL = re.compile(r"\b(?:why|how come)\s+(?:\w+\s+){0,3}?(?:would|will|could|might|may)\b|为什么会", re.IGNORECASE)
 """`why would my loss become nan after 300 steps?`: a question about what was seen, in a modal's words."""
 _NOT_YET = re.compile(r"\bso far\b|\b(?:not|n't|never)\b[^.?!]{0,40}\byet\b|\bfor now\b|\bat the moment\b|目前|暂时|还没",
                       re.IGNORECASE)
@@ -126,9 +127,9 @@ def supposed(line: str, carries: Callable[[str], bool], calm: bool = False) -> b
 def _asks(sentence: str, calm: bool, not_yet: bool) -> bool:
     if not sentence.rstrip().endswith(("?", "？")) or _REPORTING.search(sentence):
         return False
-    if _CONDITION.search(sentence):
-        return True
-    return calm and (not_yet or _MODAL.search(sentence) is not None and _WHY_MODAL.search(sentence) is None)
+    if _WHY_MODAL.search(sentence):  # `why would it OOM if the model is only 7B?`: asks about an OOM seen
+        return calm and not_yet
+    return _CONDITION.search(sentence) is not None or calm and (not_yet or _MODAL.search(sentence) is not None)
 
 
 _STALL = re.compile(r"\b(?:hangs?|hanging|hung|freez\w*|froze|frozen|deadlock\w*)\b|卡住|卡死|死锁", re.IGNORECASE)
