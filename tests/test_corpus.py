@@ -41,15 +41,15 @@ CATEGORIES = frozenset({
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.70, "dev": 0.85}
+FLOOR = {"sealed": 0.72, "dev": 0.88}
 """Regression floors for the share of first items right, per split, a little under what the merged rules measure
-at the end of issue 23's third session on 792 excerpts (sealed 185/252, dev 495/540). That session's five fresh
-batches (194 excerpts) were first read by the rules as they stood before any rule saw them: 46/69 sealed and 71/125
-dev (57 %), so the dev floor went down with each merge and back up as rules were written. Issue 23's goal is 0.90
+at the end of issue 23's fourth session on 992 excerpts (sealed 231/313, dev 610/679). That session's 77 holdout
+excerpts (batch-colP..colR), collected while the rules were written and read only after, scored 55/77 with the
+session's starting code and 56/77 with its end: the rules gained dev text, not the world's. Issue 23's goal is 0.90
 on both, within 5 points of each other: the sealed split says the rules have not generalised that far."""
-PER_CATEGORY = {"sealed": 0.25, "dev": 0.65}
-"""Regression floors for every category's share right, per split (measured: sealed oom_other_process 4/13, dev
-oom_other_process 23/31); issue 23's goal is 0.75."""
+PER_CATEGORY = {"sealed": 0.20, "dev": 0.65}
+"""Regression floors for every category's share right, per split (measured: sealed oom_other_process 5/21, dev
+oom_other_process 30/44); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
