@@ -79,6 +79,26 @@ def test_steps_from_loss_lines_without_a_bar() -> None:
     assert [e.values["loss"] for e in found if isinstance(e, events.Log)] == [3.0, 2.5, 2.0]
 
 
+@pytest.mark.parametrize("lines", [
+    ("step 1/30 loss=3.0", "step 2/30 loss=2.5"), ("Step 1/30 | loss: 3.0", "Step 2/30 | loss: 2.5"),
+    ("[1/30] loss=3.0", "[2/30] loss=2.5"), ("iter 1/30 loss 3.01", "iter 2/30 loss 2.51"),
+    ("epoch 1/3 step 1/30 loss=3.0", "epoch 1/3 step 2/30 loss=2.5"),
+    ("Epoch [1/3], Step [1/30], Loss: 3.0", "Epoch [1/3], Step [2/30], Loss: 2.5"),
+])
+def test_a_plain_scripts_step_counter_gives_the_total(lines: tuple[str, ...]) -> None:
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert [e.max_steps for e in found if isinstance(e, events.TrainBegin)] == [30]
+
+
+@pytest.mark.parametrize("lines", [
+    ("epoch 1/3 loss=3.0", "epoch 2/3 loss=2.5"), ("Epoch [1/3] loss=3.0", "Epoch [2/3] loss=2.5"),
+    ("epoch 1/3 step 1 loss=3.0", "epoch 1/3 step 2 loss=2.5"),
+])
+def test_an_epoch_counter_is_no_step_total(lines: tuple[str, ...]) -> None:
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert [e.max_steps for e in found if isinstance(e, events.TrainBegin)] == [0]
+
+
 def test_one_bar_per_epoch_counts_on() -> None:
     watcher = OutputWatcher(clock=lambda: 1.0)
     found = _feed(watcher, BAR.format(pct=90, n=9, total=10, loss="1"),

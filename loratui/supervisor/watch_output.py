@@ -62,7 +62,8 @@ class OutputWatcher:
         if self.began:
             return []
         self.began = True
-        return [events.TrainBegin(t=now, max_steps=self.reader.bar_total, num_epochs=0.0,
+        total = self.reader.bar_total or self.reader.counted_total  # a tqdm bar's, else `step 25/30`'s
+        return [events.TrainBegin(t=now, max_steps=total, num_epochs=0.0,
                                   controls=SIGNAL_CONTROLS, pause_mode="signal"),
                 events.State(t=now, state=events.TRAINING, reason="steps read from the command's output")]
 

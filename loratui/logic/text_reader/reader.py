@@ -43,6 +43,8 @@ class TextReader:
     stream: str = "stdout"
     bar_total: int = 0
     """The training bar's total (its max steps), once known."""
+    counted_total: int = 0
+    """The total of a loss line's step counter (`step 25/30 loss=...`): the max steps of a script with no bar."""
     inferred: bool = False
     """Some steps were numbered by line order (no bar, no explicit step)."""
     lines: int = 0
@@ -118,6 +120,7 @@ class TextReader:
             return
         found = v.loss_line(fragment)
         if found is not None:
+            self.counted_total = self.counted_total or (v.line_total(fragment) or 0)
             self._loss_line(found[0] if found[0] is not None else self._keras_step(fragment), found[1], t, out)
             return
         listed = v.loss_list(fragment)

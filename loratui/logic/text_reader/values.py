@@ -264,6 +264,23 @@ def line_step(fragment: str) -> int | None:
     return int(leading.group(1)) if leading else None
 
 
+_COUNTER = re.compile(r"(?<![\w/])(?:(?:global[ _])?step|iter(?:ation)?)?(?:\s*[=:]\s*|\s+|\s*\[\s*)?"
+                      r"(\d{1,9})\s*/\s*(\d{1,9})\b", re.I)
+_EPOCH_BEFORE = re.compile(r"epoch\s*[=:]?\s*\[?\s*$", re.I)
+
+
+def line_total(fragment: str) -> int | None:
+    """The total of a loss line's step counter (`step 25/30`, `Iter: 7/900`, `[25/30]`), or None; an epoch's
+    (`epoch 2/3`, `Epoch [2/3]`) is no step total, and a bare `N/T` counts only in brackets (`[25/30]`)."""
+    for found in _COUNTER.finditer(fragment):
+        named = found.group(0).lstrip()[:1].isalpha()
+        bracketed = fragment[:found.start(1)].rstrip().endswith("[")
+        if (named or bracketed) and not _EPOCH_BEFORE.search(fragment[:found.start(1)]):
+            total = int(found.group(2))
+            return total if 0 < int(found.group(1)) <= total else None
+    return None
+
+
 # -- `step value` columns ------------------------------------------------------------------------------------
 
 _PAIR = re.compile(r"^\s*(\d{1,9})\s+([-+]?(?:\d+\.\d+|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Inf))\s*$")
