@@ -315,7 +315,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for r in rows:
         # A finished run took all its steps: its total is known at the end (as the views' full bar says).
         total = r["max_steps"] or (r["step"] if r["state"] == events.FINISHED else "?")
-        step = f"{r['step']}/{total}"
+        step = f"{r['step']}/{total}" if total != 0 else "0 steps"  # finished with none: "0/0" reads as nothing
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
         lines.append((f"{inert(r['run']):<{width}} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} "
                       f"{peak:>10}" + (_job_columns(r.get("slurm")) if jobs else ""),

@@ -59,3 +59,15 @@ def test_ls_gives_a_finished_run_with_no_known_total_its_step_count(tmp_path: Pa
     listed = loratui("ls", "--runs-dir", str(runs)).stdout
     assert re.search(r"a-finished +finished +12/12 ", listed) and re.search(r"b-stopped +stopped +12/\? ", listed), \
         listed
+
+
+def test_ls_says_a_finished_run_that_took_no_steps_took_0_steps(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "empty"
+    run.mkdir(parents=True)
+    log = EventWriter(run / "events.jsonl")
+    begun = [e for e in _no_total(None) if not isinstance(e, (events.Step, events.Log, events.Sample))]
+    for event in [*begun, events.End(t=begun[-1].t + 1, state=events.FINISHED, exit_code=0)]:
+        log.write(event)
+    log.close()
+    listed = loratui("ls", "--runs-dir", str(tmp_path / "runs")).stdout
+    assert re.search(r"empty +finished +0 steps ", listed) and "0/0" not in listed, listed
