@@ -40,7 +40,29 @@ def test_a_watched_scripts_estimate_notice_gives_its_figure() -> None:
     (estimate,) = [e for e in written if isinstance(e, events.Estimate)]
     notices = [e.message for e in written if isinstance(e, events.Notice) and e.key == "estimate"]
     assert notices == [f"estimate at {recipe.data.max_length} tokens (the longest example): "
-                       f"{estimate.peak_device_gib:.1f} GiB"], notices
+                       f"{estimate.peak_device_gib * 1024:.0f} MiB"], notices  # under a GiB: MiB
+
+
+def test_a_cpu_runs_estimate_under_a_gib_is_said_in_mib() -> None:
+    """A CPU tiny run printed "estimate at the longest example (40 tokens): 0.0 GiB; at max_length 64 it would
+    be 0.0 GiB": one decimal of a GiB says nothing of 40-60 MiB."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from loratui.recipe import load_recipe
+    from loratui.trainer.preflight import record_estimate
+    from tests.conftest import SMALL_QWEN2, TINY
+
+    written: list[Any] = []
+    model = SimpleNamespace(config=SimpleNamespace(to_dict=lambda: {**SMALL_QWEN2, "tie_word_embeddings": True}))
+    recipe = load_recipe(TINY)
+    record_estimate(written.append, recipe, model, False, 0, 40)
+    (estimate,) = [e for e in written if isinstance(e, events.Estimate)]
+    (notice,) = [e.message for e in written if isinstance(e, events.Notice) and e.key == "estimate"]
+    assert 0 < estimate.peak_device_gib < 1 and "0.0 GiB" not in notice, notice
+    assert notice.startswith(f"estimate at the longest example (40 tokens): {estimate.peak_device_gib * 1024:.0f} "
+                             f"MiB; at max_length {recipe.data.max_length} it would be "), notice
+    assert notice.endswith(" MiB"), notice
 
 
 def test_a_stop_that_was_asked_for_is_not_an_error_in_the_story() -> None:

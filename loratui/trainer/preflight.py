@@ -23,7 +23,7 @@ from loratui.recipe import (
     TrainingSection,
     load_recipe,
 )
-from loratui.units import GIB
+from loratui.units import GIB, size
 
 SCAN_EXAMPLES = 20000
 """How many examples of a watched script's dataset are measured for the longest one (the peak batch)."""
@@ -63,11 +63,11 @@ def record_estimate(emit: Callable[[events.AnyEvent], None], recipe: Any, model:
                          config=shape_facts(config), seq=seq_len, runtime=dict(runtime or {})))
     if worst is not found:
         emit(events.Notice(t=time.time(), level="info", key="estimate", message=(
-            f"estimate at the longest example ({seq_len} tokens): {found.peak_device_gib:.1f} GiB; at "
-            f"max_length {recipe.data.max_length} it would be {worst.peak_device_gib:.1f} GiB")))
+            f"estimate at the longest example ({seq_len} tokens): {size(found.peak_device_gib)}; at "
+            f"max_length {recipe.data.max_length} it would be {size(worst.peak_device_gib)}")))
     elif how:  # a watched script: the notice said the length without the figure ("estimate at 32 tokens")
         emit(events.Notice(t=time.time(), level="info", key="estimate",
-                           message=f"estimate at {seq_len} tokens ({how}): {found.peak_device_gib:.1f} GiB"))
+                           message=f"estimate at {seq_len} tokens ({how}): {size(found.peak_device_gib)}"))
 
 
 # -- a watched script's live settings -------------------------------------------------------------------
