@@ -155,3 +155,20 @@ def test_ls_in_several_places_fits_an_80_column_terminal(home: Path, monkeypatch
     assert {line.removeprefix("  in ") for line in shown if line.startswith("  in ")} == where, shown
     ids = {shown[1].split()[0], shown[3].split()[0]}
     assert first in ids and any(run.endswith("-second") for run in ids), shown
+
+
+def test_import_says_the_next_step_and_the_commands_it_names_work(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`loratui import FILE` printed only the run id: it now names the commands that open the run (on stderr, so
+    `id=$(loratui import FILE)` still gets the id alone), and they work from another directory."""
+    log = home / "proj" / "train.log"
+    log.write_text(LOG)
+    assert main(["import", str(log)]) == 0
+    printed = capsys.readouterr()
+    run_id = printed.out.strip()
+    assert f"loratui replay {run_id}" in printed.err and f"loratui doctor {run_id}" in printed.err, printed.err
+    (home / "elsewhere").mkdir()
+    monkeypatch.chdir(home / "elsewhere")
+    assert main(["replay", run_id, "--summary"]) == 0
+    assert json.loads(capsys.readouterr().out)["last_loss"] == pytest.approx(1.1)
+    assert main(["doctor", run_id]) == 0

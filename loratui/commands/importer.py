@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 
 
 def main(args: argparse.Namespace) -> int:
-    """Write the imported events as a new run directory and print its id."""
+    """Write the imported events as a new run directory; print its id, and the commands that open it."""
     from loratui.errors import UsageError
     from loratui.sources import importers
 
@@ -28,7 +29,9 @@ def main(args: argparse.Namespace) -> int:
     except importers.ImportFailed as exc:
         raise UsageError(str(exc)) from None
     run_id = write_run(found, args.path, args.runs_dir, args.name)
-    print(run_id)
+    print(run_id)  # alone on stdout, for `id=$(loratui import ...)`; what to do with it goes to stderr
+    print(f"next: loratui replay {run_id}   (the app; --summary for JSON)\n"
+          f"      loratui doctor {run_id}   (the advice)", file=sys.stderr)
     return 0
 
 
