@@ -265,8 +265,8 @@ def line_step(fragment: str) -> int | None:
 
 
 _COUNTER = re.compile(r"(?<![\w/])(?:(?:global[ _])?step|iter(?:ation)?)?(?:\s*[=:]\s*|\s+|\s*\[\s*)?"
-                      r"(\d{1,9})\s*/\s*(\d{1,9})\b", re.I)
-_EPOCH_BEFORE = re.compile(r"epoch\s*[=:]?\s*\[?\s*$", re.I)
+                      r"(\d{1,9})\s*/\s*(\d{1,9})\b", re.IGNORECASE)
+_EPOCH_BEFORE = re.compile(r"epoch\s*[=:]?\s*\[?\s*$", re.IGNORECASE)
 
 
 def line_total(fragment: str) -> int | None:
