@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
 from loratui.logic.advisor.starve_timed import timed_parts
-from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly, speed_up_asked
+from loratui.logic.advisor.starve_words import NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
 from loratui.logic.text_reader.progress import find_bar
 from loratui.recipe import Recipe
 
@@ -147,8 +147,6 @@ _DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[�
 """Inside the words themselves: `data loading is not the bottleneck`."""
 _TURN = re.compile(r"\b(?:but|whereas|although|though|however|fine|fast|quick)\b", re.I)
 """A turn inside the words (`data loading is fast but training is slow`): the verdict is another subject's."""
-_NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
-"""What is read that is not the training data (`loading the checkpoint files is slow`): the model's load."""
 _ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
                         r"writ\w*)\b|保存|验证", re.I)
 """A pause at a save, an evaluation or a log line is that work, not the loader; slow storage written to (a
@@ -271,7 +269,7 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
-                not (what == "loader" and _NOT_DATA.search(found.group(0))) and not asked(line) and \
+                not (what == "loader" and NOT_DATA.search(found.group(0))) and not asked(line) and \
                 not _TURN.search(found.group(0)):
             return {"said": what, "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
@@ -485,15 +483,15 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
     times = _TIMES.search(line)
     if times and float(times.group(1)) >= SLOWER and (_DATA_CAUSE.search(line) or _DATA_READ.search(line)) and \
             _WORK.search(line) and not _ELSEWHERE.search(line) and not _DENIED.search(line) and \
-            not _NOT_DATA.search(line):
+            not NOT_DATA.search(line):
         return {"said": "slowdown", "quote": line.strip()[:300]}
     faster = _FASTER.search(line)
     if faster and float(faster.group("n") or faster.group("n2")) >= FASTER and _FED_BETTER.search(line) and \
-            not _DENIED.search(line) and not _ELSEWHERE.search(line) and not _NOT_DATA.search(line) and \
+            not _DENIED.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line) and \
             not _OTHER_CHANGE.search(line):
         return {"said": "loader", "quote": line.strip()[:300]}
     moved = _MOVED.search(line)
-    if moved and _FED_BETTER.search(line) and not _ELSEWHERE.search(line) and not _NOT_DATA.search(line):
+    if moved and _FED_BETTER.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line):
         spans = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(moved.group(0))]
         if len(spans) == 2 and min(spans) > 0 and max(spans) >= SLOWER * min(spans):
             return {"said": "slowdown", "quote": line.strip()[:300]}
