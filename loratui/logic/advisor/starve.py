@@ -998,6 +998,14 @@ class StackWait:
         return {"text": "said", "said": "stack_" + where, "quote": f"{self.frame} (the run {stopped} there)"}
 
 
+def _input_bound(line: str) -> dict[str, object] | None:
+    """A profiler's input-bound share of the step, at or over PROFILE_SHARE."""
+    bound = _INPUT_BOUND.search(line) if "input-bound" in line else None
+    if bound is None or float(bound.group(1)) < PROFILE_SHARE:
+        return None
+    return {"text": "profile", "share": float(bound.group(1)), "line": line.strip()[:300]}
+
+
 _MEMORY_WORDS = re.compile(r"\b(?:memory|VRAM|GiB|GB|OOM|leak\w*)\b|显存|内存", re.I)
 _SPEED_WORDS = re.compile(r"\b(?:slow\w*|speed\w*|fast\w*|util\w*|usage|idle|wait\w*|throughput|it/s|s/it|bottleneck\w*|"
                           r"stall\w*|hang\w*|stuck)\b|慢|利用率|使用率|卡", re.I)
@@ -1067,19 +1075,32 @@ class StarveText:
         self._speed_asked = self._speed_asked or bool(_SPEED_WORDS.search(line))
 
     def line(self, line: str, step: int) -> list[Finding]:
-        found: list[Finding] = []
         if not line.strip():
-            return found
+            return []
+        opened = open_bar(line) if "/s]" in line and "<" not in line else None  # preparing data for long, no total
+        facts = [self._sampled(line), *self._read(line), _input_bound(line), opened]
+        found = [Finding("data_starved", step, f) for f in facts if f is not None]
+        if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
+                                 "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
+            found += self._blamed(line, step)
+        if len(line) < 2000:
+            self._asked(line)
+        found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line)) if f is not None]
+        self._after_iteration = bool(_ITERATION.search(line))
+        return found
+
+    def _sampled(self, line: str) -> dict[str, object] | None:
+        """The GPU's utilisation sampled (its verdict once), else a profiler's table row."""
         if self.util.line(line):
             verdict = self.util.verdict() if not self._util_done else None
-            if verdict is not None:
-                self._util_done = True
-                found.append(Finding("data_starved", step, verdict))
-        elif _PROFILE_WORDS.search(line):
-            profiled = self.profile.line(line)
-            if profiled is not None:
-                found.append(Finding("data_starved", step, profiled))
-        readers = (  # each reader with the cheap test that says the line may be for it
+            self._util_done = self._util_done or verdict is not None
+            return verdict
+        return self.profile.line(line) if _PROFILE_WORDS.search(line) else None
+
+    def _read(self, line: str) -> list[dict[str, object] | None]:
+        """What each program-output reader finds in the line, each asked only when a cheap test says the line may
+        be for it (this runs on every line of a log)."""
+        readers = (
             ("ime" in line or "IME" in line or "Loaded:" in line, self.loader), ("|" in line, self.table),
             (("it/s" in line or "s/it" in line or bool(self.rate.rates)) and not self.rate.done and
              len(self.rate.rates) < 4096, self.rate),
@@ -1088,38 +1109,27 @@ class StarveText:
              "most recent call first" in line or "dataloader.py" in line or "arrow_dataset.py" in line, self.stack),
             ("%" in line and ("wait" in line or "stall" in line or "bound" in line), self.wait),
             ("shuffle buffer" in line or "mapping (seconds)" in line, self.inputs))
-        for wanted, reader in readers:
-            facts = reader.line(line) if wanted else None
-            if facts is not None:
-                found.append(Finding("data_starved", step, facts))
-        if "input-bound" in line:
-            bound = _INPUT_BOUND.search(line)
-            if bound and float(bound.group(1)) >= PROFILE_SHARE:
-                found.append(Finding("data_starved", step, {"text": "profile", "share": float(bound.group(1)),
-                                                            "line": line.strip()[:300]}))
-        if "/s]" in line and "<" not in line:
-            opened = open_bar(line)
-            if opened is not None:
-                found.append(Finding("data_starved", step, opened))
-        if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
-                                 "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
-            found += self._blamed(line, step)
-        if len(line) < 2000:
-            self._asked(line)
-        if not self._timed_done and ("s" in line or "秒" in line) and "{" not in line and "it/s" not in line and \
-                "s/it" not in line and not _PROGRAM.search(line) and not _COUNTER.search(line):
-            timed = timed_parts(line)
-            if timed is not None:
-                self._timed_done = True
-                found.append(Finding("data_starved", step, timed))
+        return [reader.line(line) if wanted else None for wanted, reader in readers]
+
+    def _timed(self, line: str) -> dict[str, object] | None:
+        """The person's own timing of the data's part against the model's (starve_timed), once; a program's
+        timers (a dict, a rate, a logger's line, an iteration counter) are read over many lines instead."""
+        if self._timed_done or not ("s" in line or "秒" in line) or "{" in line or "it/s" in line or \
+                "s/it" in line or _PROGRAM.search(line) or _COUNTER.search(line):
+            return None
+        timed = timed_parts(line)
+        self._timed_done = timed is not None
+        return timed
+
+    def _said(self, line: str) -> dict[str, object] | None:
+        """Starvation in the person's words; an idle GPU or a busy CPU said of a run on the CPU is none."""
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if not self._on_cpu and ("cpu" in line.lower() or "process" in line or "available" in line) and \
                 _ON_CPU.search(line):
             self._on_cpu = line.strip()[:300]
-        if said is not None and not (said["said"] in ("util", "cpu_busy") and self._on_cpu):
-            found.append(Finding("data_starved", step, dict(said, text="said")))
-        self._after_iteration = bool(_ITERATION.search(line))
-        return found
+        if said is None or said["said"] in ("util", "cpu_busy") and self._on_cpu:
+            return None
+        return dict(said, text="said")
 
 
 # -- the advice --------------------------------------------------------------------------------------------
