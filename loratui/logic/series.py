@@ -68,17 +68,6 @@ def bucket_max(values: Sequence[float], buckets: int) -> list[float]:
     return out
 
 
-def ema(values: Iterable[float], alpha: float = 0.1) -> list[float]:
-    """Exponential moving average; a NaN does not poison the rest (it is skipped)."""
-    out: list[float] = []
-    current: float | None = None
-    for v in values:
-        if math.isfinite(v):
-            current = v if current is None else alpha * v + (1 - alpha) * current
-        out.append(current if current is not None else math.nan)
-    return out
-
-
 def ema_steps(steps: Sequence[int], values: Sequence[float], alpha: float = 0.1) -> list[float]:
     """An EMA whose weight is per step, not per point: `alpha` for a point one step after the last,
     1 - (1 - alpha)^gap for one `gap` steps after it. A run logged every 10 steps (or a thinned series)

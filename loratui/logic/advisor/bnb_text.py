@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 
 from loratui.logic.advisor.advice import ERROR, WARNING, Advice, Finding
-from loratui.logic.tracebacks import Raised, origin
+from loratui.logic.advisor.raised_where import raised_inside, users_file
+from loratui.logic.tracebacks import Raised
 
 _RUNTIME_MISSING = re.compile(
     r"libcudart\.so not found in any environmental path|No libcudart\.so found|"
@@ -57,9 +58,8 @@ _ARGUMENTS = re.compile(r"unexpected keyword argument|positional arguments? but|
 """A call that does not fit the function's signature: the caller was written for another version."""
 
 
-def _users(path: str) -> bool:
-    """The user's own file (not Python's: Windows' `C:/Python310/lib/ctypes` reads as no library's)."""
-    return origin(path).startswith("user:") and "/lib/" not in path.lower()
+def _elsewhere(path: str) -> bool:
+    return "site-packages/" in path or "dist-packages/" in path or users_file(path)
 
 
 def raised_in_setup(raised: Raised | None) -> bool:
@@ -71,14 +71,11 @@ def raised_in_setup(raised: Raised | None) -> bool:
         return False
     if "No module named" in raised.message and "bitsandbytes" not in raised.message:
         return False  # a dependency it imports is missing: its own pip install is the step
-    for frame in reversed(raised.frames):
-        path = frame.path.replace("\\", "/")
-        if "bitsandbytes/" in path:
-            return bool(_SETUP_FILE.search(path)) or raised.short_type in _MISMATCH_TYPES or \
-                raised.short_type == "TypeError" and _ARGUMENTS.search(raised.message) is not None
-        if "site-packages/" in path or "dist-packages/" in path or _users(path):
-            return False  # another library or the user's code raised it, with bitsandbytes further out
-    return False
+    path = raised_inside(raised, lambda p: "bitsandbytes/" in p, _elsewhere)
+    if path is None:
+        return False
+    return bool(_SETUP_FILE.search(path)) or raised.short_type in _MISMATCH_TYPES or \
+        raised.short_type == "TypeError" and _ARGUMENTS.search(raised.message) is not None
 
 
 def runtime_advice(f: Finding) -> Advice:

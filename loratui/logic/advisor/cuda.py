@@ -76,53 +76,65 @@ def setup_advice(f: Finding, line: str) -> Advice | None:
     return Advice("cuda_error", ERROR, title, [line] + evidence, {}, f.step)
 
 
+_CHECK = "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\" " \
+         "and nvidia-smi show the build and the driver"
+_STATED = (
+    (_CPU_BUILD, "CUDA error: this torch is a CPU-only build: install a CUDA build of torch (pytorch.org's pip "
+                 "command for your CUDA)", (_CHECK,)),
+    (_BUSY, "CUDA error: the GPU is busy or unavailable: another process holds it in exclusive compute mode, or it "
+            "is in a bad state", ("nvidia-smi shows the compute mode and the processes on it; nvidia-smi -c DEFAULT "
+                                  "(as root) allows sharing", _CHECK)),
+    (_ORDINAL, "CUDA error: a device index beyond the visible GPUs: check CUDA_VISIBLE_DEVICES and the device "
+               "numbers the script asks for (cuda:N, --gpus, local_rank)",
+     ("with CUDA_VISIBLE_DEVICES set, the visible GPUs are numbered from 0", _CHECK)),
+    (_DUPLICATE, "CUDA error: two ranks use the same GPU (NCCL: Duplicate GPU detected): give each rank its own "
+                 "device (torch.cuda.set_device(local_rank) before init_process_group), launch no more processes "
+                 "than GPUs", ("a device fixed in the script (cuda:0), or a CUDA_VISIBLE_DEVICES that lists fewer "
+                               "GPUs than --nproc_per_node, puts every rank on one card",)),
+    (_FORKED, "CUDA error: CUDA was used in a forked worker: keep CUDA out of the dataset and collate code, or use "
+              "the 'spawn' start method", ("CUDA cannot be initialised again in a process forked after the parent "
+                                           "used it (DataLoader workers, multiprocessing)",)),
+    (_NO_DRIVER, "CUDA error: CUDA could not start (no usable driver or GPU seen): check nvidia-smi, the driver and "
+                 "CUDA_VISIBLE_DEVICES", ("a driver updated without a reboot, a container started without GPU "
+                                          "access (--gpus all), or an empty CUDA_VISIBLE_DEVICES give the same",
+                                          _CHECK)),
+)
+"""The failures whose message alone names the fix: (the message, the title, the evidence), checked in order (a
+missing driver's words are the widest, so last)."""
+
+
 def _advice_text(line: str) -> tuple[str, list[str]] | None:
-    check = "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\" " \
-            "and nvidia-smi show the build and the driver"
+    """The title and the evidence for CUDA that cannot start, or None when the line is another CUDA error."""
     if _DRIVER.search(line):
-        cuda = driver_cuda(line)
-        level = f" (it supports CUDA {cuda})" if cuda else ""
-        older = f"CUDA {cuda} or older" if cuda else "the CUDA the driver supports"
-        return (f"CUDA error: the NVIDIA driver is older than this torch's CUDA{level}: update the driver, or "
-                f"install a torch built for {older}",
-                ["torch was built for a newer CUDA than the driver can run; no training setting changes that", check])
-    if _NO_KERNELS.search(line) and _ROCM.search(line):
+        return _old_driver(line)
+    if _NO_KERNELS.search(line):
+        return _no_kernels(line)
+    return next(((title, list(evidence)) for pattern, title, evidence in _STATED if pattern.search(line)), None)
+
+
+def _old_driver(line: str) -> tuple[str, list[str]]:
+    """The driver older than torch's CUDA, with the CUDA it supports when the message says its version."""
+    cuda = driver_cuda(line)
+    level = f" (it supports CUDA {cuda})" if cuda else ""
+    older = f"CUDA {cuda} or older" if cuda else "the CUDA the driver supports"
+    return (f"CUDA error: the NVIDIA driver is older than this torch's CUDA{level}: update the driver, or "
+            f"install a torch built for {older}",
+            ["torch was built for a newer CUDA than the driver can run; no training setting changes that", _CHECK])
+
+
+def _no_kernels(line: str) -> tuple[str, list[str]]:
+    """No kernels for this GPU in the build: a ROCm build's gfx target, else a CUDA build's sm_ version."""
+    if _ROCM.search(line):
         return ("CUDA error: this ROCm build has no kernels for this GPU's gfx architecture: install a torch/ROCm "
                 "build that supports it (for a close consumer card, HSA_OVERRIDE_GFX_VERSION, e.g. 10.3.0 or 11.0.0)",
-                ["rocminfo names the card's gfx target; the build lists the ones it was compiled for", check])
-    if _NO_KERNELS.search(line):
-        sm = _SM.search(line)
-        gpu = f" (sm_{sm.group(1)})" if sm else ""
-        return (f"CUDA error: this torch build has no kernels for this GPU{gpu}: install a torch built for its CUDA "
-                "capability", ["a newer GPU needs a torch wheel for a newer CUDA (the cu12x wheels for Blackwell), "
-                               "an old one a build that still lists its sm_ version", "a CUDA extension (apex, "
-                               "flash-attn, xformers, mamba) built for another GPU fails the same way: rebuild it "
-                               "here", check])
-    if _CPU_BUILD.search(line):
-        return ("CUDA error: this torch is a CPU-only build: install a CUDA build of torch (pytorch.org's pip "
-                "command for your CUDA)", [check])
-    if _BUSY.search(line):
-        return ("CUDA error: the GPU is busy or unavailable: another process holds it in exclusive compute mode, or "
-                "it is in a bad state", ["nvidia-smi shows the compute mode and the processes on it; "
-                                         "nvidia-smi -c DEFAULT (as root) allows sharing", check])
-    if _ORDINAL.search(line):
-        return ("CUDA error: a device index beyond the visible GPUs: check CUDA_VISIBLE_DEVICES and the device "
-                "numbers the script asks for (cuda:N, --gpus, local_rank)",
-                ["with CUDA_VISIBLE_DEVICES set, the visible GPUs are numbered from 0", check])
-    if _DUPLICATE.search(line):
-        return ("CUDA error: two ranks use the same GPU (NCCL: Duplicate GPU detected): give each rank its own "
-                "device (torch.cuda.set_device(local_rank) before init_process_group), launch no more processes than "
-                "GPUs", ["a device fixed in the script (cuda:0), or a CUDA_VISIBLE_DEVICES that lists fewer GPUs "
-                         "than --nproc_per_node, puts every rank on one card"])
-    if _FORKED.search(line):
-        return ("CUDA error: CUDA was used in a forked worker: keep CUDA out of the dataset and collate code, or "
-                "use the 'spawn' start method", ["CUDA cannot be initialised again in a process forked after "
-                                                 "the parent used it (DataLoader workers, multiprocessing)"])
-    if _NO_DRIVER.search(line):
-        return ("CUDA error: CUDA could not start (no usable driver or GPU seen): check nvidia-smi, the driver and "
-                "CUDA_VISIBLE_DEVICES", ["a driver updated without a reboot, a container started without GPU "
-                                         "access (--gpus all), or an empty CUDA_VISIBLE_DEVICES give the same", check])
-    return None
+                ["rocminfo names the card's gfx target; the build lists the ones it was compiled for", _CHECK])
+    sm = _SM.search(line)
+    gpu = f" (sm_{sm.group(1)})" if sm else ""
+    return (f"CUDA error: this torch build has no kernels for this GPU{gpu}: install a torch built for its CUDA "
+            "capability", ["a newer GPU needs a torch wheel for a newer CUDA (the cu12x wheels for Blackwell), "
+                           "an old one a build that still lists its sm_ version", "a CUDA extension (apex, "
+                           "flash-attn, xformers, mamba) built for another GPU fails the same way: rebuild it "
+                           "here", _CHECK])
 
 
 FAULT_HINTS = (

@@ -5,20 +5,22 @@ the innermost library frame does. Pure: a parsed exception in, a yes or no out."
 
 from __future__ import annotations
 
+from loratui.logic.advisor.raised_where import raised_inside, users_file
 from loratui.logic.tracebacks import Raised, origin
 
 _BROKEN_TYPES = frozenset({"ImportError", "ModuleNotFoundError", "OSError", "AttributeError", "NameError"})
+
+
+def _flash(path: str) -> bool:
+    return "/flash_attn/" in path or "flash_attn_2_cuda" in path or "/flash_attn_interface" in path
+
+
+def _elsewhere(path: str) -> bool:
+    return origin(path).startswith("library:") or users_file(path)
 
 
 def raised_in_flash(raised: Raised | None) -> bool:
     """Whether a load or mismatch error was raised inside flash-attention's package (its innermost library frame)."""
     if raised is None or not raised.frames or raised.short_type not in _BROKEN_TYPES:
         return False
-    for frame in reversed(raised.frames):
-        path = frame.path.replace("\\", "/")
-        if "/flash_attn/" in path or "flash_attn_2_cuda" in path or "/flash_attn_interface" in path:
-            return True
-        where = origin(path)
-        if where.startswith("library:") or where.startswith("user:") and "/lib/" not in path.lower():
-            return False  # another library or the user's code raised it, with flash-attention further out
-    return False
+    return raised_inside(raised, _flash, _elsewhere) is not None

@@ -221,10 +221,7 @@ def read(line: str) -> Said | None:
     previous = [""]
     found = [said for sentence in _SENTENCE.split(line) if sentence and sentence.strip()
              for said in _sentence(sentence, previous)]
-    values = [] if len(_RECORD.findall(line)) >= 2 else \
-        [float(m.group(1).replace(",", "")) for scope in previous[1:] if not _RANGE.search(scope)
-         for m in _VALUE.finditer(scope)]
-    if len(values) >= 2 and values[-1] >= SAID_RISE * min(values[:-1]) and values[-1] - min(values[:-1]) >= 0.05:
+    if _values_rose(line, previous[1:]):
         return Said("rise", "loss")  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
     if any(s.kind == "fall" and not s.subject.startswith("val") for s in found):
         # the training loss falls (or the training accuracy climbs, the model learns): only the training loss
@@ -237,6 +234,22 @@ def read(line: str) -> Said | None:
         if one and not _supposed(line[:one.start()]):
             return Said("flat", "pred")
         return QUIET if _NOT_A_VALUE.search(line) else None
+    return _gravest(found, line)
+
+
+def _values_rose(line: str, scopes: list[str]) -> bool:
+    """The values told of the loss's clauses (not a range, not a line of logged records) end far above the lowest
+    before them."""
+    if len(_RECORD.findall(line)) >= 2:
+        return False
+    values = [float(m.group(1).replace(",", "")) for scope in scopes if not _RANGE.search(scope)
+              for m in _VALUE.finditer(scope)]
+    return len(values) >= 2 and values[-1] >= SAID_RISE * min(values[:-1]) and values[-1] - min(values[:-1]) >= 0.05
+
+
+def _gravest(found: list[Said], line: str) -> Said:
+    """The gravest of what the clauses say, once a later fall has ended an earlier standstill; QUIET when that is
+    a passing rise or a standstill within an epoch."""
     if any(s.kind == "fall" and s.subject == "loss" for s in found[1:]):
         # a standstill of the loss that a later clause ends (`did not decrease for the first 50 steps but then
         # started dropping`, `fluctuating between 0.8 and 1.2 but trending down`): where it went last counts

@@ -29,17 +29,15 @@ _FAILS = re.compile(r"\b(?:errors?|exceptions?|thrown|fail\w*|crash\w*|die[sd]?|
                     r"timed ?out)\b|报错|错误|失败|挂掉|超时|中断", re.I)
 _QUESTION_ONLY = re.compile(r"^\s*(?:how|what|is|can|could|should)\b[^.!?]*\?\s*$", re.I)
 """A question and nothing more (`how do I raise the ddp timeout?`): no failure said."""
+_THIRTY = re.compile(r"\b(?:30|thirty)\s*min|\b1800\b|half an hour|30\s*分钟|半小时", re.I)
+"""The failure line names the default timeout's 30 minutes: the timeout that ran out is then known (1800 s)."""
 
-
+# Words the regexes' matches hold, tested first (cheap) because this reads every line of a log.
 _PREP_WORDS = ("token", "prep", "process", "build", "load", "cach", ".map(", "分词", "预处理", "处理数据", "数据处理")
 _RANK_WORDS = ("rank", "multi", "ddp", "distributed", "torchrun", "process", "barrier", "nccl", "deepspeed", "gpus",
                "多卡", "多机", "分布式")
 _MARK_WORDS = ("30 min", "30min", "30-min", "thirty", "1800", "half an hour", "timeout", "time out", "timed out",
                "times out", "minute mark", "超时", "半小时", "30分", "30 分")
-
-
-def _ranked(line: str) -> bool:
-    return _RANKS.search(line) is not None
 
 
 @dataclass
@@ -57,7 +55,7 @@ class PrepTimeout:
         low = line.lower()
         if not self.prep and any(w in low for w in _PREP_WORDS) and _PREP.search(line):
             self.prep = line.strip()[:300]
-        self.ranks = self.ranks or any(w in low for w in _RANK_WORDS) and _ranked(line)
+        self.ranks = self.ranks or any(w in low for w in _RANK_WORDS) and _RANKS.search(line) is not None
         marked = any(w in low for w in _MARK_WORDS) and not _QUESTION_ONLY.match(line)
         mark = _MARK.search(line) if marked and not self.failed else None
         if mark and _FAILS.search(line[:mark.start()] + line[mark.end():]):
@@ -65,6 +63,6 @@ class PrepTimeout:
         if not (self.prep and self.ranks and self.failed):
             return None
         self.done = True
-        thirty = re.search(r"\b(?:30|thirty)\s*min|\b1800\b|half an hour|30\s*分钟|半小时", self.failed, re.I)
+        thirty = _THIRTY.search(self.failed) is not None
         return {"line": self.failed, "op": "", "timeout_ms": 1800000 if thirty else 0, "ran_ms": 0,
                 "timed_out": True, "prep": self.prep}

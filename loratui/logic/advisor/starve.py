@@ -1,8 +1,8 @@
 """Data starvation read the way a maintainer reads it, from text with no telemetry: the user's own words about
 the GPU's utilisation (low, idle, oscillating; English or Chinese), about delays between batches, a CPU at
-100% while the GPU idles, a slow loader or slow storage; GPU utilisation sampled several times (nvidia-smi
-tables, gpustat, `nvidia-smi dmon`, `--query-gpu` CSV); a profiler table where fetching the next batch takes
-a large share of the time. Pure: lines in, findings out, bounded state."""
+100% while the GPU idles, a slow loader or slow storage; and the watch (StarveText) that joins these with the
+readers of GPU utilisation sampled in the text (starve_gpu_util.py) and of what programs and profilers printed
+(starve_output.py) into at most one finding, and its advice. Pure: lines in, findings out, bounded state."""
 
 from __future__ import annotations
 
@@ -10,9 +10,22 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.advisor.starve_gpu_util import DIP, UtilSamples
+from loratui.logic.advisor.starve_output import (
+    PROFILE_WORDS,
+    InputWaits,
+    LoaderTimer,
+    MegatronTimers,
+    ProfileTable,
+    RateWatch,
+    StackWait,
+    TimingTable,
+    WaitShare,
+    input_bound,
+    open_bar,
+)
 from loratui.logic.advisor.starve_timed import timed_parts
-from loratui.logic.advisor.starve_words import asked, clause_said, fed_slowly, speed_up_asked
-from loratui.logic.text_reader.progress import find_bar
+from loratui.logic.advisor.starve_words import NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
 from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
@@ -147,8 +160,6 @@ _DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[�
 """Inside the words themselves: `data loading is not the bottleneck`."""
 _TURN = re.compile(r"\b(?:but|whereas|although|though|however|fine|fast|quick)\b", re.I)
 """A turn inside the words (`data loading is fast but training is slow`): the verdict is another subject's."""
-_NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
-"""What is read that is not the training data (`loading the checkpoint files is slow`): the model's load."""
 _ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
                         r"writ\w*)\b|保存|验证", re.I)
 """A pause at a save, an evaluation or a log line is that work, not the loader; slow storage written to (a
@@ -271,7 +282,7 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
         found = pattern.search(line)
         if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
-                not (what == "loader" and _NOT_DATA.search(found.group(0))) and not asked(line) and \
+                not (what == "loader" and NOT_DATA.search(found.group(0))) and not asked(line) and \
                 not _TURN.search(found.group(0)):
             return {"said": what, "quote": line.strip()[:300]}
     if after_iteration and _DELAY_HERE.search(line):
@@ -485,15 +496,15 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
     times = _TIMES.search(line)
     if times and float(times.group(1)) >= SLOWER and (_DATA_CAUSE.search(line) or _DATA_READ.search(line)) and \
             _WORK.search(line) and not _ELSEWHERE.search(line) and not _DENIED.search(line) and \
-            not _NOT_DATA.search(line):
+            not NOT_DATA.search(line):
         return {"said": "slowdown", "quote": line.strip()[:300]}
     faster = _FASTER.search(line)
     if faster and float(faster.group("n") or faster.group("n2")) >= FASTER and _FED_BETTER.search(line) and \
-            not _DENIED.search(line) and not _ELSEWHERE.search(line) and not _NOT_DATA.search(line) and \
+            not _DENIED.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line) and \
             not _OTHER_CHANGE.search(line):
         return {"said": "loader", "quote": line.strip()[:300]}
     moved = _MOVED.search(line)
-    if moved and _FED_BETTER.search(line) and not _ELSEWHERE.search(line) and not _NOT_DATA.search(line):
+    if moved and _FED_BETTER.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line):
         spans = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(moved.group(0))]
         if len(spans) == 2 and min(spans) > 0 and max(spans) >= SLOWER * min(spans):
             return {"said": "slowdown", "quote": line.strip()[:300]}
@@ -534,470 +545,6 @@ def _prep_said(line: str) -> dict[str, object] | None:
                 continue
         return {"said": "preprocessing", "quote": line.strip()[:300]}
     return None
-
-
-# -- GPU utilisation sampled in the text -----------------------------------------------------------------
-
-_SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
-_GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
-_CSV_HEADER = re.compile(r"utilization\.gpu", re.I)
-_KEYED_UTIL = re.compile(
-    r"\bgpu\.\d+\.gpu\b['\"]?\s*[:=,]?\s*(\d+(?:\.\d+)?)(?![\d.]*\s*(?:MiB|GB|MB))|"  # wandb's system metrics
-    r"utilization\.gpu \(%\)['\"]?\s*[:=]\s*(\d+(?:\.\d+)?)|"  # Lightning's DeviceStatsMonitor
-    r"\bDCGM_FI_DEV_GPU_UTIL\{[^}]*\}\s+(\d+(?:\.\d+)?)|"  # DCGM's exporter
-    r"GPU\[\d+\]\s*:\s*GPU use \(%\)\s*:\s*(\d+)|"  # rocm-smi
-    r"^\s*Gpu\s*:\s*(\d+)\s*%\s*$")  # nvidia-smi -q -d UTILIZATION
-"""The GPU's utilisation under its own key in a monitor's output (memory utilisation has keys of its own)."""
-_NOHEADER_CSV = re.compile(r"^[^%]*?(\d{1,3})\s*%\s*,\s*(\d+)\s*MiB\b")
-"""`--query-gpu=index,utilization.gpu,memory.used --format=csv,noheader`: `0, 5 %, 20000 MiB`."""
-_DMON_HEADER = re.compile(r"^\s*#\s*gpu\s+.*\bsm\b", re.I)
-READINGS = 4
-"""Utilisation readings enough to judge a GPU's average (one snapshot can fall between two busy steps)."""
-LOW_MEAN = 50
-DIP = 20
-DIP_SHARE = 0.25
-"""Starved: busy half the time or less on average, or a quarter of the readings in a dip (the loader stalls)."""
-FEW_HIGH = 30
-"""A snapshot or two (a table pasted to show it): every GPU holding a model at 30% or less."""
-FULL_SHARE = 0.95
-"""A snapshot whose every card is all but full says memory (held by this run or others), not data: no verdict."""
-
-
-@dataclass
-class UtilSamples:
-    """GPU utilisation readings from nvidia-smi/gpustat snapshots, `nvidia-smi dmon` and `--query-gpu` CSV."""
-
-    readings: list[int] = field(default_factory=list)  # utilisation of GPUs holding memory (a model loaded)
-    lines: list[str] = field(default_factory=list)  # the first rows read, to quote
-    full: int = 0  # nvidia-smi rows whose memory is all but full
-    _csv: tuple[int, int] | None = None  # (utilization column, memory.used column) of a CSV header
-    _dmon: int | None = None  # the `sm` column of a dmon header
-
-    def line(self, line: str) -> bool:
-        """Fold one line in; True when it held a reading."""
-        util = self._reading(line)
-        if util is None or len(self.readings) >= 4096:
-            return False
-        self.readings.append(util)
-        if len(self.lines) < 3:
-            self.lines.append(line.strip()[:200])
-        return True
-
-    def _reading(self, line: str) -> int | None:
-        if ("gpu" in line or "GPU" in line or "Gpu" in line) and ("%" in line or "gpu." in line or "UTIL" in line):
-            keyed = _KEYED_UTIL.search(line)
-            if keyed:
-                value = float(next(g for g in keyed.groups() if g is not None))
-                return round(value) if value <= 100 else None
-        if "MiB" in line:
-            noheader = _NOHEADER_CSV.match(line) if self._csv is None and "," in line else None
-            if noheader and line.count("%") == 1:
-                return int(noheader.group(1)) if int(noheader.group(2)) >= 1024 else None
-            return self._smi(line)
-        if "MB" in line and "%" in line:
-            gpustat = _GPUSTAT_ROW.search(line)
-            if gpustat:
-                return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
-        return self._table_reading(line) if self._tabled(line) else None
-
-    def _smi(self, line: str) -> int | None:
-        smi = _SMI_ROW.search(line)
-        if smi:
-            used, total = int(smi.group(1)), int(smi.group(2))
-            self.full += used >= FULL_SHARE * total
-            return int(smi.group(3)) if used >= 1024 else None
-        return self._table_reading(line) if self._tabled(line) else None
-
-    def _tabled(self, line: str) -> bool:
-        """Whether the line may be a dmon or CSV header, or a row of one already seen."""
-        return "#" in line or "utilization" in line or self._dmon is not None or self._csv is not None
-
-    def _table_reading(self, line: str) -> int | None:
-        if _DMON_HEADER.search(line):
-            names = line.replace("#", " ").split()
-            self._dmon = names.index("sm") if "sm" in names else None
-            return None
-        if _CSV_HEADER.search(line) and ("," in line or line.strip().lower().startswith("utilization.gpu")):
-            cells = [c.strip().lower() for c in line.split(",")]
-            util = next((i for i, c in enumerate(cells) if c.startswith("utilization.gpu")), None)
-            used = next((i for i, c in enumerate(cells) if c.startswith("memory.used")), -1)
-            self._csv = (util, used) if util is not None else None
-            return None
-        if self._dmon is not None and not line.lstrip().startswith("#"):
-            cells = line.split()
-            if len(cells) > self._dmon and cells[0].isdigit() and cells[self._dmon].isdigit():
-                return int(cells[self._dmon])
-        if self._csv is not None and ("," in line or self._csv[1] < 0):
-            return self._csv_reading(line)
-        return None
-
-    def _csv_reading(self, line: str) -> int | None:
-        assert self._csv is not None
-        cells = [c.strip() for c in line.split(",")]
-        util, used = self._csv
-        if len(cells) <= max(util, used):
-            return None
-        number = re.match(r"(\d{1,3})\s*%?$", cells[util])
-        memory = re.match(r"(\d+)\s*(?:MiB)?$", cells[used]) if used >= 0 else None
-        if number is None or used >= 0 and (memory is None or int(memory.group(1)) < 1024):
-            return None
-        return int(number.group(1))
-
-    def verdict(self) -> dict[str, object] | None:
-        """Facts when the readings say the GPU waits: low on average, or often in a dip."""
-        n = len(self.readings)
-        if n < READINGS:
-            return None
-        return self._judged()
-
-    def few(self) -> dict[str, object] | None:
-        """At the text's end, one to three readings (a pasted nvidia-smi table): every GPU at most 30% busy."""
-        if not 0 < len(self.readings) < READINGS or max(self.readings) > FEW_HIGH or self.full >= len(self.readings):
-            return None
-        return self._judged()
-
-    def _judged(self) -> dict[str, object] | None:
-        n = len(self.readings)
-        mean = sum(self.readings) / n
-        dips = sum(1 for u in self.readings if u <= DIP)
-        if mean > LOW_MEAN and dips < DIP_SHARE * n:
-            return None
-        return {"text": "util_samples", "n": n, "mean": mean, "low": min(self.readings),
-                "high": max(self.readings), "dips": dips, "line": " / ".join(self.lines)}
-
-
-# -- profiler tables --------------------------------------------------------------------------------------
-
-_FETCH = re.compile(r"DataLoader\w*\.__next__|DataLoaderIter\w*\.__next__|_next_data|enumerate\(DataLoader\)|"
-                    r"dataloader_next|get_train_batch|\bcollate\w*|_MultiProcessingDataLoaderIter|fetch\b|"
-                    r"data_?loader\w*\.py:\d+\((?:__next__|__iter__)\)|\b__getitem__\b", re.I)
-"""A profiler row that fetches the next batch: PyTorch's `enumerate(DataLoader)#_SingleProcessDataLoaderIter.
-__next__`, Lightning's `[_TrainingEpochLoop].train_dataloader_next`, a collate function."""
-_PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s*%")
-_PROFILE_WORDS = re.compile(r"Percentage|next|collate|fetch|DataLoader|getitem|function calls|% Time|loader", re.I)
-"""The cheap test before a profiler row is read (it runs on every line)."""
-_CPROFILE_TOTAL = re.compile(r"function calls(?: \(\d+ primitive calls\))? in (\d+(?:\.\d+)?) seconds")
-_CPROFILE_ROW = re.compile(r"\s*\d+(?:/\d+)?\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+\S")
-"""cProfile's row: ncalls tottime percall cumtime percall filename:lineno(function); the cumulative time is the
-batch fetch's whole cost, against the run's total in the header."""
-PROFILE_SHARE = 25.0
-"""Fetching batches a quarter of the profiled time or more."""
-
-
-_LINE_ROW = re.compile(r"^\s*\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+(\d{1,3}(?:\.\d+)?)\s+(.*)$")
-_LOOP_OVER_LOADER = re.compile(r"\bfor\b.+\bin\b.*(?:loader|data)\w*|next\(\s*\w*(?:loader|iter|data)\w*", re.I)
-"""line_profiler's row of the training loop's `for batch in loader:` (its time is the wait for the next batch)."""
-
-
-def _line_profile_row(line: str) -> dict[str, object] | None:
-    row = _LINE_ROW.match(line)
-    if row is None or not _LOOP_OVER_LOADER.search(row.group(2)) or float(row.group(1)) < PROFILE_SHARE:
-        return None
-    return {"text": "profile", "share": float(row.group(1)), "line": line.strip()[:300]}
-
-
-@dataclass
-class ProfileTable:
-    """A profiler's table: the share of time the data-fetching rows take."""
-
-    _share_col: int | None = None  # the `Percentage` column of Lightning's simple profiler
-    _total_s: float = 0.0  # cProfile's whole run (`48213921 function calls ... in 412.310 seconds`)
-    _line_profile: bool = False  # line_profiler's table (`Line #  Hits  Time  Per Hit  % Time  Line Contents`)
-
-    def line(self, line: str) -> dict[str, object] | None:
-        if "% Time" in line and "Line Contents" in line:
-            self._line_profile = True
-            return None
-        if self._line_profile:
-            return _line_profile_row(line)
-        calls = _CPROFILE_TOTAL.search(line)
-        if calls:
-            self._total_s = float(calls.group(1))
-            return None
-        if "|" in line and re.search(r"Percentage", line):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            self._share_col = next(i for i, c in enumerate(cells) if "Percentage" in c)
-            return None
-        if not _FETCH.search(line):
-            return None
-        shares = [float(p) for p in _PERCENT.findall(line)]
-        if not shares and self._share_col is not None and "|" in line:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            value = cells[self._share_col] if len(cells) > self._share_col else ""
-            shares = [float(value)] if re.fullmatch(r"\d{1,3}(?:\.\d+)?", value) else []
-        cumulative = _CPROFILE_ROW.match(line) if not shares and self._total_s > 0 else None
-        if cumulative:
-            shares = [round(100 * float(cumulative.group(1)) / self._total_s, 1)]
-        share = max((s for s in shares if s <= 100), default=0.0)
-        if share < PROFILE_SHARE:
-            return None
-        return {"text": "profile", "share": share, "line": line.strip()[:300]}
-
-
-_INPUT_BOUND = re.compile(r"input-bound because (\d+(?:\.\d+)?)\s*% of the total step time sampled is waiting for "
-                          r"input", re.I)
-"""TensorFlow's profiler (input pipeline analysis): `Your program is HIGHLY input-bound because 78.3% of the total
-step time sampled is waiting for input`."""
-_OPEN_BAR = re.compile(r"(?P<desc>[A-Za-z][^|\r\n:\[]{2,80}?)(?:\s*\(num_proc=\d+\))?:\s*(?P<n>\d+)\s*(?:examples|ex|it|ba|"
-                       r"samples|rows)?\s*\[(?P<spent>[\d:]+),\s*(?P<rate>[\d.]+)\s*"
-                       r"(?P<unit>examples/s|ex/s|it/s|ba/s|s/it|s/ex|s/examples?|samples/s|rows/s)\]")
-"""A dataset step's bar with no total (`Generating train split: 1843200 examples [41:07, 747.08 examples/s]`)."""
-_OPEN_WORDS = re.compile(r"generat\w* \w+ split|\bmap\b|token|filter|preprocess|pack|convert|format|dataset", re.I)
-OPEN_SLOW_S = 600
-
-
-def open_bar(line: str) -> dict[str, object] | None:
-    """A dataset preparation bar without a total that has run for more than 10 minutes already."""
-    found = _OPEN_BAR.search(line)
-    if found is None or not _OPEN_WORDS.search(found.group("desc")):
-        return None
-    spent = 0
-    for part in found.group("spent").split(":"):
-        spent = spent * 60 + int(part or 0)
-    if spent < OPEN_SLOW_S:
-        return None
-    return {"text": "preprocessing", "line": line.strip()[:300], "desc": found.group("desc").strip(),
-            "rate": float(found.group("rate")), "unit": found.group("unit"), "minutes": spent / 60}
-
-
-_LOADER_TIMER = re.compile(r"\b(\w*(?:load|data|fetch)\w*?time|data[_ ]?time|load[_ ]?time|Loaded:)\s*[:=]?\s*(\d+(?:\.\d+)?)",
-                           re.I)
-"""A loader's time per step (`LoaderTime:120.21`, darknet's `Loaded: 6.516221 seconds`)."""
-_OTHER_TIMER = re.compile(r"\b(?!\w*(?:load|data|fetch))\w*time\b\s*[:=]?\s*\d", re.I)
-LOADER_ALONE_S = 5.0
-"""A loader timer printed with no step timer beside it (`Step:5 [...] LoaderTime:120.21`): 5 s or more per step on
-average over 3 lines is a wait no model step explains."""
-
-
-@dataclass
-class LoaderTimer:
-    """Loader times printed without a step time (the step timer's lines are judged against it in text.py)."""
-
-    total: float = 0.0
-    lines: int = 0
-
-    def line(self, line: str) -> dict[str, object] | None:
-        found = _LOADER_TIMER.search(line)
-        if found is None or _OTHER_TIMER.search(line):
-            return None
-        self.total += float(found.group(2))
-        self.lines += 1
-        mean = self.total / self.lines
-        if self.lines < 3 or mean < LOADER_ALONE_S:
-            return None
-        return {"text": "loader_time", "mean": mean, "lines": self.lines, "line": line.strip()[:300]}
-
-
-_TIMING_ROW = re.compile(r"^\s*\|?\s*(?P<name>[A-Za-z][^|]{1,60}?)\s*\|\s*(?P<value>\d+(?:\.\d+)?)\s*(?:s|sec|ms)?\s*\|?\s*$")
-_DATA_ROW = re.compile(r"\b(?:load\w*|data\w*|fetch\w*|read\w*|augment\w*|collate\w*|batch loading)\b", re.I)
-_TOTAL_ROW = re.compile(r"\b(?:total|iteration|whole step|per step)\b", re.I)
-
-
-@dataclass
-class TimingTable:
-    """A two-column table of where a step's time goes (`Load batch (n=24)|0.744230`, `Training iteration
-    total|0.912715`): the data rows' share of the total row (else of all rows)."""
-
-    rows: list[tuple[str, float]] = field(default_factory=list)
-    done: bool = False
-
-    def line(self, line: str) -> dict[str, object] | None:
-        row = _TIMING_ROW.match(line)
-        if row is None or self.done or len(self.rows) >= 64:
-            return None
-        self.rows.append((row.group("name"), float(row.group("value"))))
-        data = sum(v for n, v in self.rows if _DATA_ROW.search(n) and not _TOTAL_ROW.search(n))
-        totals = [v for n, v in self.rows if _TOTAL_ROW.search(n)]
-        total = max(totals) if totals else sum(v for _, v in self.rows)
-        if len(self.rows) < 3 or not totals or total <= 0 or data > total or data < PROFILE_SHARE / 100 * total:
-            return None
-        self.done = True
-        quoted = " / ".join(f"{n}: {v:g}" for n, v in self.rows[:6])
-        return {"text": "profile", "share": round(100 * data / total, 1), "line": quoted[:300]}
-
-
-RATE_READINGS = 8
-RATE_FEW = 5
-RATE_SETTLE = 10
-RATE_SLOWER = 2.5
-"""A training bar slowed for good: the fastest of its last 3 readings 2.5 times slower than the median of its first
-half, 8 readings or more, none of the last 3 within 10 redraws after an evaluation or another bar (tqdm smooths the
-rate, so a pause for evaluation shows as a slow reading for a few redraws after it); 5 readings are enough where the
-text shows no evaluation, save or other bar at all (a few bar lines pasted to show the slowdown)."""
-
-
-@dataclass
-class RateWatch:
-    """The training loop's bar (its total) and the seconds per step it showed, to see a lasting slowdown."""
-
-    total: int = 0
-    rates: list[float] = field(default_factory=list)
-    since_break: int = 0  # readings since the last evaluation, save or other bar
-    broke: bool = False  # an evaluation, save or other bar was seen
-    done: bool = False
-
-    def line(self, line: str) -> dict[str, object] | None:
-        bar = find_bar(line)
-        if bar is None:
-            if _BREAK.search(line):
-                self.since_break, self.broke = 0, True
-            return None
-        if not bar.maybe_training or bar.total != self.total and self.rates:
-            self.since_break, self.broke = 0, True
-            if bar.maybe_training and bar.total > self.total:  # the training loop is the longest bar
-                self.total, self.rates = bar.total, []
-            return None
-        self.total = bar.total
-        if bar.seconds_per_it is None or self.done or len(self.rates) >= 4096:
-            return None
-        self.rates.append(bar.seconds_per_it)
-        self.since_break += 1
-        return self._verdict(line)
-
-    def _verdict(self, line: str) -> dict[str, object] | None:
-        n = len(self.rates)
-        if (n < RATE_READINGS or self.since_break < RATE_SETTLE + 3) and (self.broke or n < RATE_FEW):
-            return None
-        early = sorted(self.rates[1:n // 2 + (n < RATE_READINGS)])  # a few: two early readings at least
-        before = early[len(early) // 2]
-        now = min(self.rates[-3:])
-        if before <= 0 or now < RATE_SLOWER * before:
-            return None
-        self.done = True
-        return {"text": "rate_drop", "before": before, "now": now, "n": n, "line": line.strip()[:300]}
-
-
-_BREAK = re.compile(r"\b(?:eval\w*|validat\w*|sav(?:e|ing)|checkpoint)\b", re.I)
-
-
-_MEGATRON = re.compile(r"(batch-generator|forward-backward)\s*\.*\s*[:|]?\s*\(?\s*(\d+(?:\.\d+)?)")
-"""Megatron's timers (`forward-backward: 4412.28 | ... | batch-generator: 98.17`, or one per line with dots and the
-(min, max) across ranks)."""
-
-
-@dataclass
-class MegatronTimers:
-    """The batch generator's time against forward-backward's, from Megatron's timer lines."""
-
-    last: dict[str, float] = field(default_factory=dict)
-
-    def line(self, line: str) -> dict[str, object] | None:
-        for name, value in _MEGATRON.findall(line):
-            self.last[name] = float(value)
-        fetch, step = self.last.get("batch-generator"), self.last.get("forward-backward")
-        if fetch is None or step is None or step <= 0:
-            return None
-        self.last = {}
-        share = 100 * fetch / (fetch + step)
-        if share < PROFILE_SHARE:
-            return None
-        return {"text": "profile", "share": round(share, 1), "line": line.strip()[:300]}
-
-
-_WAIT_SHARE = re.compile(r"\b(?:data ?loader|data|loader|input|io|fetch)[ _-]?(?:wait(?:ing)?|stall(?:ed)?|bound)(?:[ _-]?"
-                         r"(?:time|share|frac\w*|ratio|pct))?\s*[:=]?\s*(\d+(?:\.\d+)?)\s*%", re.I)
-"""A program's printed share of the step spent waiting for input (`dataloader wait 78.2%`, `data_stall: 41%`)."""
-
-
-@dataclass
-class WaitShare:
-    """The printed share of time waiting for data, over the lines that print it: two or more lines, a quarter of
-    the time or more on average."""
-
-    shares: list[float] = field(default_factory=list)
-    done: bool = False
-
-    def line(self, line: str) -> dict[str, object] | None:
-        found = _WAIT_SHARE.search(line)
-        if found is None or self.done or float(found.group(1)) > 100 or len(self.shares) >= 4096:
-            return None
-        self.shares.append(float(found.group(1)))
-        mean = sum(self.shares) / len(self.shares)
-        if len(self.shares) < 2 or mean < PROFILE_SHARE:
-            return None
-        self.done = True
-        return {"text": "profile", "share": round(mean, 1), "line": line.strip()[:300]}
-
-
-_SHUFFLE_FILL = re.compile(r"Filling up shuffle buffer \(this may take a while\)")
-SHUFFLE_LINES = 3
-"""TensorFlow's input pipeline printing its shuffle buffer's filling again and again (every 10 s): the pipeline
-cannot produce elements as fast as training asks for them."""
-_INDEX_BUILT = re.compile(r"elapsed time to build (?:and save )?\S+ mapping \(seconds\):\s*(\d+(?:\.\d+)?)")
-"""Megatron's (and NeMo's) dataset index building (`> elapsed time to build and save sample-idx mapping (seconds):
-4012.3`): preprocessing before training starts."""
-
-
-@dataclass
-class InputWaits:
-    """A pipeline's own reports of its waits: TensorFlow's shuffle buffer filling, Megatron's index building."""
-
-    fills: int = 0
-    done: bool = False
-
-    def line(self, line: str) -> dict[str, object] | None:
-        if self.done:
-            return None
-        if _SHUFFLE_FILL.search(line):
-            self.fills += 1
-            if self.fills >= SHUFFLE_LINES:
-                self.done = True
-                return {"text": "said", "said": "loader", "quote": f"{line.strip()[:240]} (printed {self.fills} times: "
-                                                                    "the input pipeline fills its buffer slowly)"}
-            return None
-        built = _INDEX_BUILT.search(line)
-        if built and float(built.group(1)) >= OPEN_SLOW_S:
-            self.done = True
-            return {"text": "said", "said": "preprocessing", "quote": line.strip()[:300]}
-        return None
-
-
-# -- a stack caught waiting for data ------------------------------------------------------------------------
-
-_FETCH_FRAME = re.compile(
-    r"torch/utils/data/dataloader\.py\W.{0,40}?\b(?:__next__|_next_data|_get_data|_try_get_data)\b|"
-    r"\b(?:__next__|_next_data|_get_data|_try_get_data) \([^)]*torch/utils/data/dataloader\.py")
-"""The main process inside the DataLoader's fetch (`File ".../torch/utils/data/dataloader.py", line 1132, in
-_try_get_data`, py-spy's `_next_data (torch/utils/data/dataloader.py:1328)`): it waits for the next batch. The
-workers' own frames (`_utils/worker.py`, `fetch.py`) are not there: a Ctrl-C lands in them whatever the run did."""
-_PREP_FRAME = re.compile(r"datasets/arrow_dataset\.py\W.{0,40}?\b(?:map|_map_single|filter)\b|"
-                         r"\b(?:map|_map_single|filter) \([^)]*datasets/arrow_dataset\.py")
-"""The main process inside a dataset's map or filter (tokenising, packing)."""
-_DUMP = re.compile(r"\(most recent call first\)|^\s*Thread (?:0x[0-9a-f]+|\d+) \((?:idle|active|gil)\b|^\s*Process \d+: ",
-                   re.I)
-"""A stack dump of a live process: faulthandler's `Thread 0x... (most recent call first):`, py-spy dump's
-`Thread 12345 (idle): "MainThread"`."""
-
-
-@dataclass
-class StackWait:
-    """A stack of the run caught where it waits for data: a traceback a Ctrl-C ended (KeyboardInterrupt), or a
-    dump of the live process (py-spy, faulthandler), with the main process in the DataLoader's fetch or a dataset's
-    map. Someone stopped or sampled a run that crawled or sat idle, and it was waiting for its data."""
-
-    frame: str = ""  # the fetch or map frame of the stack being read
-    mode: str = ""  # "trace" inside a traceback, "dump" inside a stack dump
-    done: bool = False
-
-    def line(self, line: str) -> dict[str, object] | None:
-        if self.done:
-            return None
-        if "Traceback (most recent call last)" in line:
-            self.mode, self.frame = "trace", ""
-        elif _DUMP.search(line):
-            self.mode, self.frame = "dump", ""
-        elif self.mode and not self.frame and (_FETCH_FRAME.search(line) or _PREP_FRAME.search(line)):
-            self.frame = line.strip()[:300]
-            return self._found() if self.mode == "dump" else None
-        elif self.mode == "trace" and re.match(r"\s*(?:\^C)?KeyboardInterrupt\b", line):
-            return self._found() if self.frame else None
-        return None
-
-    def _found(self) -> dict[str, object]:
-        self.done = True
-        stopped = "stopped by hand" if self.mode == "trace" else "sampled"
-        where = "preprocessing" if _PREP_FRAME.search(self.frame) else "loader"
-        return {"text": "said", "said": "stack_" + where, "quote": f"{self.frame} (the run {stopped} there)"}
 
 
 _MEMORY_WORDS = re.compile(r"\b(?:memory|VRAM|GiB|GB|OOM|leak\w*)\b|显存|内存", re.I)
@@ -1069,19 +616,32 @@ class StarveText:
         self._speed_asked = self._speed_asked or bool(_SPEED_WORDS.search(line))
 
     def line(self, line: str, step: int) -> list[Finding]:
-        found: list[Finding] = []
         if not line.strip():
-            return found
+            return []
+        opened = open_bar(line) if "/s]" in line and "<" not in line else None  # preparing data for long, no total
+        facts = [self._sampled(line), *self._read(line), input_bound(line), opened]
+        found = [Finding("data_starved", step, f) for f in facts if f is not None]
+        if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
+                                 "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
+            found += self._blamed(line, step)
+        if len(line) < 2000:
+            self._asked(line)
+        found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line)) if f is not None]
+        self._after_iteration = bool(_ITERATION.search(line))
+        return found
+
+    def _sampled(self, line: str) -> dict[str, object] | None:
+        """The GPU's utilisation sampled (its verdict once), else a profiler's table row."""
         if self.util.line(line):
             verdict = self.util.verdict() if not self._util_done else None
-            if verdict is not None:
-                self._util_done = True
-                found.append(Finding("data_starved", step, verdict))
-        elif _PROFILE_WORDS.search(line):
-            profiled = self.profile.line(line)
-            if profiled is not None:
-                found.append(Finding("data_starved", step, profiled))
-        readers = (  # each reader with the cheap test that says the line may be for it
+            self._util_done = self._util_done or verdict is not None
+            return verdict
+        return self.profile.line(line) if PROFILE_WORDS.search(line) else None
+
+    def _read(self, line: str) -> list[dict[str, object] | None]:
+        """What each program-output reader finds in the line, each asked only when a cheap test says the line may
+        be for it (this runs on every line of a log)."""
+        readers = (
             ("ime" in line or "IME" in line or "Loaded:" in line, self.loader), ("|" in line, self.table),
             (("it/s" in line or "s/it" in line or bool(self.rate.rates)) and not self.rate.done and
              len(self.rate.rates) < 4096, self.rate),
@@ -1090,38 +650,27 @@ class StarveText:
              "most recent call first" in line or "dataloader.py" in line or "arrow_dataset.py" in line, self.stack),
             ("%" in line and ("wait" in line or "stall" in line or "bound" in line), self.wait),
             ("shuffle buffer" in line or "mapping (seconds)" in line, self.inputs))
-        for wanted, reader in readers:
-            facts = reader.line(line) if wanted else None
-            if facts is not None:
-                found.append(Finding("data_starved", step, facts))
-        if "input-bound" in line:
-            bound = _INPUT_BOUND.search(line)
-            if bound and float(bound.group(1)) >= PROFILE_SHARE:
-                found.append(Finding("data_starved", step, {"text": "profile", "share": float(bound.group(1)),
-                                                            "line": line.strip()[:300]}))
-        if "/s]" in line and "<" not in line:
-            opened = open_bar(line)
-            if opened is not None:
-                found.append(Finding("data_starved", step, opened))
-        if len(line) < 2000 and ("slow" in line or "reason" in line or "because" in line or "due to" in line or
-                                 "cause" in line or "work" in line or "pin_memory" in line or "prefetch" in line):
-            found += self._blamed(line, step)
-        if len(line) < 2000:
-            self._asked(line)
-        if not self._timed_done and ("s" in line or "秒" in line) and "{" not in line and "it/s" not in line and \
-                "s/it" not in line and not _PROGRAM.search(line) and not _COUNTER.search(line):
-            timed = timed_parts(line)
-            if timed is not None:
-                self._timed_done = True
-                found.append(Finding("data_starved", step, timed))
+        return [reader.line(line) if wanted else None for wanted, reader in readers]
+
+    def _timed(self, line: str) -> dict[str, object] | None:
+        """The person's own timing of the data's part against the model's (starve_timed), once; a program's
+        timers (a dict, a rate, a logger's line, an iteration counter) are read over many lines instead."""
+        if self._timed_done or not ("s" in line or "秒" in line) or "{" in line or "it/s" in line or \
+                "s/it" in line or _PROGRAM.search(line) or _COUNTER.search(line):
+            return None
+        timed = timed_parts(line)
+        self._timed_done = timed is not None
+        return timed
+
+    def _said(self, line: str) -> dict[str, object] | None:
+        """Starvation in the person's words; an idle GPU or a busy CPU said of a run on the CPU is none."""
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if not self._on_cpu and ("cpu" in line.lower() or "process" in line or "available" in line) and \
                 _ON_CPU.search(line):
             self._on_cpu = line.strip()[:300]
-        if said is not None and not (said["said"] in ("util", "cpu_busy") and self._on_cpu):
-            found.append(Finding("data_starved", step, dict(said, text="said")))
-        self._after_iteration = bool(_ITERATION.search(line))
-        return found
+        if said is None or said["said"] in ("util", "cpu_busy") and self._on_cpu:
+            return None
+        return dict(said, text="said")
 
 
 # -- the advice --------------------------------------------------------------------------------------------

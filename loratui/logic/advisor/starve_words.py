@@ -17,8 +17,8 @@ _FEEDER = (r"(?:data[- ]?load(?:ing|ers?)|(?:data ?)?loaders?|data ?pipeline|inp
            r"(?:reading|loading|decoding|fetching|augmenting) (?:the |my |our |each |every |all )?(?:[\w.-]+ ){0,2}?"
            + _THINGS + r"|data|disk|storage|CPUs?|workers?)")
 """What feeds the GPU: the loader and its parts, the files read, the disk, the CPU that prepares batches."""
-_NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
-"""Files read that are not the training data (`loading the checkpoint files`)."""
+NOT_DATA = re.compile(r"model|checkpoint|weight|config|tokenizer|adapter|safetensors|ckpt|pretrained", re.I)
+"""Files read that are not the training data (`loading the checkpoint files`): the model's load."""
 
 _FEEDER_VERDICT = re.compile(
     r"(?<![\w-])(?P<who>" + _FEEDER + r")(?:[- ](?:is |are |was |were |seems |looks )?(?:heavily |totally |completely )?"
@@ -86,15 +86,15 @@ def fed_slowly(line: str) -> str | None:
     if len(line) > 2000 or _QUESTION.search(line):
         return None
     found = _FEEDER_VERDICT.search(line)
-    if found and not _NOT_DATA.search(found.group("who")):
+    if found and not NOT_DATA.search(found.group("who")):
         return "cpu_busy" if found.group("who").upper().startswith("CPU") else "loader"
     if _IT_LONGER.search(line) and re.search(r"load|__getitem__|collate", line, re.I):
         return "loader"
     bound = _BOUND_RUN.search(line)
-    if bound and not _DENIED.search(bound.group(0)) and not _NOT_DATA.search(bound.group(0)):
+    if bound and not _DENIED.search(bound.group(0)) and not NOT_DATA.search(bound.group(0)):
         return "cpu_busy" if (bound.group("who") or bound.group("who2")).upper().startswith("CPU") else "loader"
     near = _NECK_NEAR.search(line)
-    if near and not _DENIED.search(near.group(0)) and not _NOT_DATA.search(near.group(0)):
+    if near and not _DENIED.search(near.group(0)) and not NOT_DATA.search(near.group(0)):
         return "loader"
     neck = _CPU_NECK.search(line)
     if neck and not _DENIED.search(neck.group(0)):

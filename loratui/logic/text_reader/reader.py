@@ -91,6 +91,8 @@ class TextReader:
     # -- one fragment ------------------------------------------------------------------------------------
 
     def _fragment(self, fragment: str, t: float, out: list[events.AnyEvent]) -> None:
+        """One fragment, read by the first reader it fits: a step/value pair of a column, a JSON record, a printed
+        dict (after the bar it may follow), a bar's postfix, else the loss in text."""
         pair = v.step_value(fragment)
         if pair is not None:
             self._pair(pair, t, out)
@@ -114,6 +116,11 @@ class TextReader:
         if bar is not None:
             self._bar_postfix(bar, fragment, t, out)
             return
+        self._loss_text(fragment, t, out)
+
+    def _loss_text(self, fragment: str, t: float, out: list[events.AnyEvent]) -> None:
+        """A fragment that is no record, dict or bar: a Keras epoch header, a `step N ... loss X` line in any
+        framework's spelling, or the losses a person lists in one line."""
         epoch = _KERAS_EPOCH.match(fragment)
         if epoch is not None:
             self._keras_epoch = int(epoch.group(1))

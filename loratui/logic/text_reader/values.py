@@ -179,26 +179,31 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     if not ("oss" in fragment or "OSS" in fragment or "损失" in fragment or "xent:" in fragment) or \
             _ADVERSARIAL.search(fragment):
         return None
+    values = _line_values(fragment)
+    return (line_step(fragment), values) if "loss" in values else None
+
+
+def _line_values(fragment: str) -> dict[str, float]:
+    """The named values of a line: `key: value` pairs first; then, for a loss still not found, a loss with only a
+    space before its value (`loss 10.8259,`), then values named after the number (`11.8750 loss`)."""
     values: dict[str, float] = {}
     for key, raw, cn_key, cn_raw in _PAIRS.findall(fragment):
-        key, raw = (key, raw) if key else (cn_key, cn_raw)
-        name = _KEY_ALIASES.get(key.lower().replace("_", " "))
-        value = number(raw)
-        if name and value is not None and name not in values:
-            values[name] = value
-    if "loss" not in values:
-        spaced = _SPACED.search(fragment)
-        if spaced:
-            values["loss"] = float(spaced.group(2))
+        _put(values, key or cn_key, raw if key else cn_raw)  # the English key's groups, else the Chinese
+    spaced = _SPACED.search(fragment) if "loss" not in values else None
+    if spaced:
+        values["loss"] = float(spaced.group(2))
     if "loss" not in values:
         for raw, key in _BEFORE.findall(fragment):
-            name = _KEY_ALIASES.get(key.lower())
-            value = number(raw)
-            if name and value is not None and name not in values:
-                values[name] = value
-    if "loss" not in values:
-        return None
-    return line_step(fragment), values
+            _put(values, key, raw)
+    return values
+
+
+def _put(values: dict[str, float], key: str, raw: str) -> None:
+    """The value under its key's one name (`avg_loss`, `Train Loss` are `loss`); the first of each name stands."""
+    name = _KEY_ALIASES.get(key.lower().replace("_", " "))
+    value = number(raw)
+    if name and value is not None and name not in values:
+        values[name] = value
 
 
 _ADVERSARIAL = re.compile(r"(?<![\w/])(?:[DG]|[dg](?=_)|disc(?:riminator)?|gen(?:erator)?)[ _]loss\b|"
