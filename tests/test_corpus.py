@@ -12,6 +12,8 @@ The sealed split (issue 23): a third of the batch records, chosen by a hash of t
 sealed; no rule is written against a sealed excerpt, so its table measures text the reader has not learned.
 The split is computed, never chosen: `test_split_follows_the_source_hash` checks every record against it.
 Only the dev split's misses are printed; the sealed table gives counts alone.
+`bench/corpus_halves.py` cuts the dev split again in two (learn, whose misses it prints, and check, counts only) to
+see whether a rule written from one half carries to text its writer did not read.
 """
 
 from __future__ import annotations
