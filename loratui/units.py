@@ -15,10 +15,15 @@ def gib(value: float | None, digits: int = 1) -> str:
     return "N/A" if value is None else f"{value / GIB:.{digits}f}"
 
 
+def mib(value_gib: float) -> str:
+    """A size given in GiB as whole MiB ('36 MiB')."""
+    return f"{value_gib * 1024:.0f} MiB"
+
+
 def size(value_gib: float) -> str:
     """A size given in GiB as text a person reads: '1.9 GiB', or in MiB under a GiB ('36 MiB': one decimal
     of a GiB is '0.0' for anything under 50 MiB, as a tiny CPU run's estimate is)."""
-    return f"{value_gib * 1024:.0f} MiB" if value_gib < 1 else f"{value_gib:.1f} GiB"
+    return mib(value_gib) if value_gib < 1 else f"{value_gib:.1f} GiB"
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600}

@@ -138,16 +138,11 @@ def _estimate_line(state: RunState) -> str:
     if est is None:
         return ""
     if est.peak_device_gib < 1:  # the tiny demo's 36 MiB read "estimate 0.0 GiB device · 0.0 reserved"
-        line = f"estimate {_mib(est.peak_device_gib)} device · {_mib(est.peak_reserved_gib)} reserved"
+        line = f"estimate {units.mib(est.peak_device_gib)} device · {units.mib(est.peak_reserved_gib)} reserved"
     else:
         line = f"estimate {est.peak_device_gib:.1f} GiB device · {est.peak_reserved_gib:.1f} reserved"
     if state.step >= state.start_step + 3 and state.device_used_peak and est.peak_device_gib > 0:
-        error = (state.device_used_peak / GIB - est.peak_device_gib) / est.peak_device_gib
         measured = state.device_used_peak / GIB
-        line += f" · measured {_mib(measured) if measured < 1 else f'{measured:.1f}'} ({error:+.0%})"
+        error = (measured - est.peak_device_gib) / est.peak_device_gib
+        line += f" · measured {units.mib(measured) if measured < 1 else f'{measured:.1f}'} ({error:+.0%})"
     return line
-
-
-def _mib(gib: float) -> str:
-    """Under a GiB, in MiB: one decimal of a GiB is 0.0 for anything under 50 MiB."""
-    return f"{gib * 1024:.0f} MiB"
