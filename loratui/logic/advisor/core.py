@@ -319,9 +319,9 @@ class Advisor:
                 return
         prev, self._prev_text = getattr(self, "_prev_text", ""), line  # getattr: an advisor pickled in an older index
         report = oom.parse_oom(line)
-        if report is None and self.oom is None and prev:
-            line = oom.cut_phrase(prev, line) or line  # `Resource exhausted: Out` / `of memory while ...`
-            report = oom.parse_oom(line)
+        joined = oom.cut_phrase(prev, line) if report is None and self.oom is None and prev else ""
+        if joined:  # `Resource exhausted: Out` / `of memory while ...`: parsed again only when the wrap joined them
+            line, report = joined, oom.parse_oom(joined)
         if report is not None:
             self._on_oom(report, line)
             self._oom_open = line if oom.message_open(line) and self.oom is not None and \
