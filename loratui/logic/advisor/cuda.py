@@ -14,6 +14,11 @@ from __future__ import annotations
 import re
 from loratui.logic.advisor.advice import ERROR, Advice, Finding
 
+_XID = r"\bXid\b(?: \(PCI:[\w:.]+\))?:? ?\d+"
+_GPU_LOST = r"fallen off the bus|uncorrectable (?:ECC|double bit)"
+"""The GPU itself failed, in the driver's words (its Xid report, off the PCIe bus, an ECC fault): CUDA cannot start
+on it (SETUP) and a run on it faults (FAULT_HINTS)."""
+
 SETUP = (
     r"driver on your system is too old|driver version is insufficient for CUDA runtime|"
     r"CUDA initialization: (?!.{0,40}\bsucce)|cudaGetDeviceCount\(\)|Found no NVIDIA driver|no (?:CUDA|HIP) GPUs are available|"
@@ -31,7 +36,7 @@ SETUP = (
     r"cuda\.is_available\(\)\W{0,3}\s*(?:returns?|returned|is|gives|gave|=+|->|prints?|still|always)\s*(?:still |always )?"
     r"False|\b(?:GPUs?|CUDA|the (?:graphics )?card)\b[^.!?\n]{0,20}?\b(?:is |are )?not (?:being )?(?:detected|found|"
     r"recogni[sz]ed|visible|available)\b(?! (?:error|warning))|"
-    r"\bXid\b(?: \(PCI:[\w:.]+\))?:? ?\d+\b|fallen off the bus|uncorrectable (?:ECC|double bit)|"
+    + _XID + r"\b|" + _GPU_LOST + r"|"
     r"(?:显卡)?驱动(?:版本)?(?:太低|太旧|过低|过旧|不匹配|不兼容)|(?:用不了|无法使用|不能用|检测不到|找不到|识别不到|识别不了)\s*"
     r"(?:cuda|CUDA|GPU|gpu|显卡)|(?:cuda|CUDA)\s*不可用"
 )
@@ -138,7 +143,7 @@ def _no_kernels(line: str) -> tuple[str, list[str]]:
 
 
 FAULT_HINTS = (
-    (re.compile(r"\bXid\b(?: \(PCI:[\w:.]+\))?:? ?\d+|fallen off the bus|uncorrectable (?:ECC|double bit)", re.I),
+    (re.compile(_XID + r"|" + _GPU_LOST, re.I),
      "the GPU itself failed (the driver's Xid report: off the PCIe bus, an ECC fault): check dmesg, power and "
      "cooling, reset the GPU (nvidia-smi -r) or have the card replaced; no setting in the run fixes it"),
     (re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED.{0,400}CUDA_R_16BF|\bbf(?:loat)?16\b.{0,80}not supported", re.I),

@@ -373,6 +373,13 @@ def _clause_low(clause: str) -> int | None:
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|(h|s|min)\b)", re.I)
 _SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
+def _seconds(text: str) -> list[float]:
+    """Each duration the text gives, in seconds, in order."""
+    return [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(text)]
+
+
 _WORK = re.compile(r"\b(?:epochs?|steps?|iterations?|iters?|batch(?:es)?|training|train)\b", re.I)
 _THEN = re.compile(r"\b(?:used to|previously|earlier|yesterday|last (?:week|time)|instead of|"
                    r"(?:is|are|got|became|has become) (?:much |way |\d+x )?slower|suddenly|slowed)\b|以前|之前|变慢", re.I)
@@ -477,8 +484,8 @@ def _first_epoch_said(line: str) -> dict[str, object] | None:
     first, later = _FIRST_EPOCH.search(line), _LATER_EPOCHS.search(line)
     if first is None or later is None or first.start() > later.start():
         return None
-    before = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line[:later.start()])]
-    after = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line[later.start():])]
+    before = _seconds(line[:later.start()])
+    after = _seconds(line[later.start():])
     if not before or not after or min(after) <= 0 or before[-1] < SLOWER * after[0]:
         return None
     return {"said": "storage", "quote": line.strip()[:300]}
@@ -505,12 +512,12 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
         return {"said": "loader", "quote": line.strip()[:300]}
     moved = _MOVED.search(line)
     if moved and _FED_BETTER.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line):
-        spans = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(moved.group(0))]
+        spans = _seconds(moved.group(0))
         if len(spans) == 2 and min(spans) > 0 and max(spans) >= SLOWER * min(spans):
             return {"said": "slowdown", "quote": line.strip()[:300]}
     if not _THEN.search(line) or not _WORK.search(line):
         return None
-    durations = [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(line)]
+    durations = _seconds(line)
     if len(durations) < 2 or min(durations) <= 0 or max(durations) < SLOWER * min(durations):
         return None
     return {"said": "slowdown", "quote": line.strip()[:300]}
