@@ -285,10 +285,12 @@ _WORKED = re.compile(r"\b(?:fix\w*|solv\w*|resolv\w*|help(?:s|ed)?|work(?:s|ed)?
                      r"(?:OOMs?|errors?)|no longer|succe\w+|without\s+(?:any\s+)?(?:errors?|OOMs?|problems?|issues?)|anymore)\b|"
                      r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再", re.I)
 _FIX_FAILED = re.compile(r"\b(?:not|never|still|tried)\b|n't\b", re.I)
+"""A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
+_NO_MORE = re.compile(r"anymore|no longer", re.IGNORECASE)
+"""The failure is over (`it doesn't OOM anymore`): its `not` tells no failed remedy."""
 _ZH_FAILED = re.compile(r"还是|仍然|依然|没有?(?:解决|用|效果|改善)|不行|无效|但是?[^。！？]*(?:OOM|报错|溢出|不足)|"
                         r"\bbut\b[^.!?]*(?:\bOOM|out of memory|\berror|\bfail|\bcrash)", re.I)
 """The remedy did not work, or what worked was something else (`set_device(rank) works, but it OOMs at step 5`)."""
-"""A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
 
 
 def remedy_cause(line: str) -> str:
@@ -298,8 +300,9 @@ def remedy_cause(line: str) -> str:
         worked = _WORKED.search(sentence)
         if worked is None:
             continue
-        rest = sentence if "anymore" in sentence or "no longer" in sentence else _WORKED.sub(" ", sentence)
-        if _FIX_FAILED.search(rest) and not re.search(r"anymore|no longer", sentence, re.I) or _ZH_FAILED.search(sentence):
+        # the words that say it worked carry their own negation (`doesn't OOM`): the failure is read without them
+        if not _NO_MORE.search(sentence) and _FIX_FAILED.search(_WORKED.sub(" ", sentence)) or \
+                _ZH_FAILED.search(sentence):
             continue
         for kind, remedy in _REMEDIES:
             if remedy.search(sentence):

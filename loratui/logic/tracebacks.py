@@ -208,11 +208,11 @@ def phase_of(frames: "deque[Frame] | tuple[Frame, ...]") -> str:
     fallback, inner, loop = "", "", False
     for frame in reversed(frames):
         phase = frame_phase(frame)
-        if inner and not loop and _in_step(frame):
+        if inner and not loop and _named(frame, _STEP_NAMES):
             return "train"
         if phase and phase != "train" and not inner:
             inner = phase
-            loop = any(_PHASE_LOOP.match(name.rsplit(".", 1)[-1]) for name in (frame.func, frame.call) if name)
+            loop = _named(frame, _PHASE_LOOP)
         fallback = fallback or phase
     return inner or fallback
 
@@ -223,10 +223,10 @@ _PHASE_LOOP = re.compile(r"(?i)^(?:evaluat\w*|eval(?:_\w+)?|run_eval\w*|do_eval\
 step too it is that phase, unlike a helper named after one (`_validate_inputs`, `predict_noise`)."""
 
 
-def _in_step(frame: Frame) -> bool:
-    """Whether a frame is one training step's (its function, or the call on its line)."""
-    return bool(_STEP_NAMES.match(frame.func.rsplit(".", 1)[-1]) or
-                frame.call and _STEP_NAMES.match(frame.call.rsplit(".", 1)[-1]))
+def _named(frame: Frame, names: re.Pattern[str]) -> bool:
+    """Whether a frame's function, or the call on its line, has one of these names (`_STEP_NAMES`: a training
+    step's frame)."""
+    return any(names.match(name.rsplit(".", 1)[-1]) for name in (frame.func, frame.call) if name)
 
 
 def prefix_shape(prefix: str) -> str:

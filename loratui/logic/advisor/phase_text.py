@@ -190,6 +190,11 @@ def _no_paths(text: str) -> str:
     return _PATHLIKE.sub(" ", text) if "/" in text or "\\" in text else text
 
 
+def _phase_words(text: str) -> str:
+    """The sentence less what names no phase the run is in: a checkpoint read back, paths, the shell's export."""
+    return _no_paths(_READS_CHECKPOINT.sub(" ", text))
+
+
 def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
              anchor: re.Match[str] | None = None) -> list[tuple[str, re.Pattern[str]]] | None:
     """Of the phases a sentence names, the one in the clause that names the memory error (or the failure `anchor`),
@@ -446,7 +451,7 @@ class PhaseText:
             sentence = whole
         else:
             return
-        sentence, whole = _no_paths(_READS_CHECKPOINT.sub(" ", sentence)), _no_paths(_READS_CHECKPOINT.sub(" ", whole))
+        sentence, whole = _phase_words(sentence), _phase_words(whole)
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
         said = _affirmed(sentence, named) + _affirmed(whole, named)
         named = [pair for pair in named if pair in said]
@@ -475,8 +480,8 @@ class PhaseText:
         """A sentence of the person's that ends with a colon and names one phase: it may introduce the error."""
         if not text.endswith((":", "：")) or len(text) > 300:
             return
-        clean = _no_paths(_READS_CHECKPOINT.sub(" ", text))
-        named = _affirmed(clean, [(phase, words) for phase, words in _PROSE_PHASE if words.search(clean)])
+        clean = _phase_words(text)
+        named = _affirmed(clean, list(_PROSE_PHASE))
         if len(named) != 1:
             return
         found = named[0][1].search(clean)
@@ -491,8 +496,8 @@ class PhaseText:
         shows the failure itself (an OOM message, the kernel's kill)."""
         if not _prose_like(text) or looks_like_code(text):
             return
-        whole = _failing_sentences(_no_paths(_READS_CHECKPOINT.sub(" ", whole)))
-        named = _affirmed(whole, [(phase, words) for phase, words in _PROSE_PHASE if words.search(whole)])
+        whole = _failing_sentences(_phase_words(whole))
+        named = _affirmed(whole, list(_PROSE_PHASE))
         if len(named) > 1 or _WORKS.search(whole):
             bounds = _FAILS.search(whole)
             chosen = _nearest(whole, named, bounds) if bounds else None
