@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from loratui.logic.oom_holders import someone_else
 from loratui.units import GIB, KIB, MIB
 
 MAX_BYTES = 1 << 42
@@ -337,12 +338,26 @@ def said_cause(line: str) -> str:
     if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
             not _DID_NOT.search(holder.group()) and not _held_little(holder.group()):
         return OTHER_PROCESS
+    if someone_else(line):
+        return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
         if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \
-                _NOT_SAID.search(line, 0, found.start()) is None and not _DID_NOT.search(found.group()):
+                _hypothetical(line, found.start()) is False and not _DID_NOT.search(found.group()):
             return kind
     return ""
+
+
+_OBSERVED_IF = re.compile(r"\b(?:found|find|noticed?|observed?|realized?|discovered|learned|saw|see)\s+(?:out\s+)?"
+                          r"(?:that\s+)?(?:if|whenever|when)\s+[^.!?:;,]{0,30}$", re.I)
+"""A condition the person observed (`I found that if two mxnet programs run on the same GPU ...`): what they saw
+happen, not a maybe."""
+
+
+def _hypothetical(line: str, at: int) -> bool:
+    """Whether the words before `at`, in its clause, deny or only suppose what follows (`to avoid`, `if`), unless
+    the condition is one the person observed."""
+    return _NOT_SAID.search(line, 0, at) is not None and _OBSERVED_IF.search(line, 0, at) is None
 
 
 _SERVER_START = re.compile(r"Free memory on device\b[^(\n]{0,30}\((\d{1,6}(?:\.\d{1,3})?)/(\d{1,6}(?:\.\d{1,3})?) GiB\) "

@@ -118,7 +118,9 @@ _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", 
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
-                "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占")
+                "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占",
+                "releas", "freed", "remain", "dedicat", "running", "serving", "hosting", "found", "there",
+                "ctrl", "释放", "泄", "在跑", "跑着", "进程")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
 _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
                                     r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?metrics?\b|"

@@ -1,0 +1,103 @@
+"""Someone else holds the card: the person's account of memory that is not this run's, read by its structure.
+
+A maintainer reads "another process" from a few shapes of account, whatever the words: a run that ended (stopped,
+killed, crashed, Ctrl-C) whose memory was not given back, so the next run starts on a card already taken; a card
+given to, or running, another program (an inference server, another framework's job, someone else's code); a
+process the person found holding the memory (in nvidia-smi, in `fuser`), not the one they started. Each reader
+names the two parts of its shape separately (the ended run and the memory kept; the card and the program on it;
+the process found and the memory it holds), so another person's verbs and tools read the same. Pure logic:
+`oom.said_cause` asks these after its own readers.
+"""
+
+from __future__ import annotations
+
+import re
+
+_RUNS = (r"(?:process(?:es)?|script|program|job|run|training|trainer|kernel|task|worker|session|experiment|launcher|"
+         r"container|notebook|server)s?")
+_ENDED = re.compile(
+    r"\b" + _RUNS + r"\b[^.!?]{0,30}?\b(?:ended|ends|finish(?:ed|es)|exit(?:ed|s)|stopp?(?:ed|s)|kill(?:ed|s)|"
+    r"crash(?:ed|es)|died|dies|terminat(?:ed|es)|interrupt(?:ed|s)|abort(?:ed|s)|completed?|(?:is|was) (?:over|done))\b|"
+    r"\b(?:stop(?:ped|ping)?|kill(?:ed|ing)?|interrupt\w*|terminat\w*|abort\w*|exit(?:ed|ing)?|quit(?:ting)?|"
+    r"clos(?:e|ed|ing)|cancel\w*|finish(?:ed|ing)?|end(?:ed|ing)?)\s+(?:the\s+|my\s+|a\s+|an\s+|that\s+|our\s+)?"
+    r"(?:\w+\s+){0,2}?" + _RUNS + r"\b|"
+    r"\b(?:previous|prior|earlier|first|old|older|former|killed|stopped|crashed|dead|finished)\s+(?:\w+\s+)?" + _RUNS +
+    r"\b|\bctrl\s*[-+]?\s*c\b|\^C|KeyboardInterrupt|"
+    r"(?:结束|停止|中断|终止|退出|杀掉|杀死|kill\s*掉|崩溃|挂掉|失败|报错)", re.I)
+"""A run that ended, however: its own verb (`the process has ended`, `训练中断后`), the person's act (`I forcibly
+stop the training process`, `Ctrl-C`), a run named as past (`the memory of the previous run`)."""
+_NOT_YET = re.compile(r"(?:\b(?:until|till|unless|before|once|when)\s+(?:\w+\s+){0,3}|直到\S{0,6})$", re.I)
+"""The end is a condition of release, not an event (`PyTorch keeps the cache until the process exits`): PyTorch's
+caching allocator is described so in every fragmentation thread."""
+_KEPT = re.compile(
+    r"\b(?:memory|VRAM)\b[^.!?]{0,60}?(?:\b(?:not|never|no longer)\b|n't)\s+(?:\w+\s+){0,2}?(?:released|freed|"
+    r"returned|cleared|reclaimed|cleaned|deallocated|given back)\b|"
+    r"\b(?:memory|VRAM)\b[^.!?]{0,20}?\b(?:remains?|remained|stays?|stayed|still|kept|keeps? being)\s+(?:\w+\s+)?"
+    r"(?:occupied|used|in use|held|allocated|reserved|taken|full|busy)\b|"
+    r"\b\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b[^.!?]{0,20}?\b(?:still|remains?|stays?)\s+(?:in use|used|occupied|held|"
+    r"allocated|reserved|taken)\b|"
+    r"\b(?:still|keeps?|kept|continues? to|continued to)\s+(?:hold\w*|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
+    r"reserv\w*)\s+(?:up\s+)?(?:\w+\s+){0,3}?(?:memory|VRAM|\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b)|"
+    r"(?:显存|内存|GPU|卡)[^，。！？,]{0,12}(?:没有?|未|不|无法)(?:被)?(?:释放|清空|回收|清理)|"
+    r"(?:显存|内存)[^。！？]{0,6}(?:泄漏|泄露)|(?:仍然|依然|还是?|一直|仍)\s*(?:被)?(?:占用|占着|在占|占据)", re.I)
+"""The memory kept (`the GPU memory remains occupied`, `was not released`, `显存没有释放`): said of it, not of a
+release that happens (`the memory is released`)."""
+
+
+def left_held(line: str) -> bool:
+    """Whether the line says a run that ended kept its memory (`even though the process has ended, the GPU memory
+    remains occupied`, `the memory is not released if I stop the training with Ctrl-C`, `训练中断后显存没有释放`):
+    the next run starts on a card someone else's process holds."""
+    if not _KEPT.search(line):
+        return False
+    return any(_NOT_YET.search(line, 0, ended.start()) is None for ended in _ENDED.finditer(line))
+
+
+_OTHER_PROGRAM = (r"(?:vllm|sglang|ollama|tgi|triton|tensorflow|tf|keras|jax|paddle\w*|mxnet|caffe|"
+                  r"(?:inference|serving|model|rollout|generation|api)\s+(?:server|engine|service)s?|"
+                  r"(?:an?other|other|someone(?:'s| else's)?|somebody(?:'s| else's)?|a colleague's|different|separate)"
+                  r"\s+(?:\w+\s+){0,2}?(?:jobs?|process(?:es)?|programs?|trainings?|models?|servers?|code|tasks?|"
+                  r"experiments?|users?))")
+_GIVEN_CARD = re.compile(
+    r"\b(?:GPU|card|device|cuda)s?\s*:?\s*#?\d{0,2}\b[^.!?]{0,20}?\b(?:(?:is|was|are|were)\s+)?(?:already\s+|still\s+|"
+    r"currently\s+)?(?:runs|running|serves|serving|hosts|hosting|busy with|dedicated\s+(?:solely\s+|only\s+|"
+    r"entirely\s+|exclusively\s+)?to|reserved\s+(?:solely\s+|only\s+)?for|set aside for|assigned to)\s+"
+    r"(?:the\s+|an?\s+)?" + _OTHER_PROGRAM + r"\b|"
+    r"\bthe\s+(?:vllm|sglang|ollama|inference|serving|rollout|generation|tensorflow|tf)(?:'s)?\s+(?:GPU|card|device)s?\b|"
+    r"(?:GPU|显卡|卡)\s*\d{1,2}\s*(?:号卡?)?\s*(?:上)?\s*(?:是|有|被)\s*(?!我|自己)[\w ]{1,16}?\s*(?:在跑|正在跑|跑着|在用|占着)",
+    re.I)
+"""A card given to another program (`GPU 1 dedicated solely to vLLM`, `the OOM is on the vLLM GPU`, `GPU 0 is
+running someone else's job`, `gpu 0 是tf 在跑的代码`): what fills it is not this run."""
+_MEMORY = re.compile(r"memory|VRAM|(?<![A-Za-z])OOM|显存|内存|爆", re.I)
+
+
+def given_card(line: str) -> bool:
+    """Whether the line places the memory on a card another program runs on: a card named for the program
+    beside words about its memory, or a numbered card said to run another program's code."""
+    found = _GIVEN_CARD.search(line)
+    return found is not None and (bool(_MEMORY.search(line)) or bool(re.search(r"\d", found.group())))
+
+
+_FOUND_PROCESS = re.compile(
+    r"\b(?:there\s+(?:is|are|was|were)\s+|(?:found|find|see|saw|seeing|notic\w+|discover\w*|spott\w+)\s+(?:that\s+|out\s+"
+    r"that\s+)?(?:there\s+(?:is|are|was|were)\s+)?|(?:nvidia-smi|it|top|htop|fuser)\s+(?:shows?|showed|lists?|listed)\s+)"
+    r"(?:an?|some|\d+|several|many|multiple|more\s+and\s+more|lots\s+of|a\s+lot\s+of|other|another|strange|unknown|extra|"
+    r"mysterious|two|three|a\s+few|zombie|orphan\w*|leftover|stray)\s+(?:\w+\s+){0,2}?process(?:es)?\b"
+    r"(?:\s+(?:called|named)\s+\S+)?[^.!?]{0,40}?\b(?:hold\w*|occup\w*|tak(?:e|es|ing)\s+up|took\s+up|eat\w*|hog\w*|"
+    r"consum\w*|us(?:e|es|ing)|grab\w*)\s+(?:up\s+)?(?:\w+\s+){0,3}?(?:memory|VRAM|GPU|card|"
+    r"\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b)", re.I)
+"""A process the person found holding the card (`nvidia-smi shows a process called X using 9 GB`, `more and more
+processes are taking up the GPU`): found, so not the one they started."""
+_FOUND_PROCESS_ZH = re.compile(r"(?:发现|看到|有)\s*(?:个|一个|几个|很多|多个|\d+\s*个)[^，。！？]{0,30}?进程[^。！？]{0,30}?"
+                               r"(?:(?:显存|内存|GPU|所有|全部)[^。！？]{0,8}(?:占|吃)|(?:占|吃)[^。！？]{0,4}(?:显存|内存|GPU))")
+"""The same in Chinese (`发现有个X进程，把所有内存基本全吃了`): 内存 is said of the card's memory beside nvidia-smi."""
+
+
+def found_holder(line: str) -> bool:
+    """Whether the line tells of a process the person found holding the card's memory."""
+    return bool(_FOUND_PROCESS.search(line) or _FOUND_PROCESS_ZH.search(line))
+
+
+def someone_else(line: str) -> bool:
+    """Whether the person's line gives any of the accounts of another holder above."""
+    return left_held(line) or given_card(line) or found_holder(line)

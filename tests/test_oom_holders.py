@@ -1,0 +1,166 @@
+"""Issue 23: someone else holds the card, read from the shape of the person's account (logic/oom_holders.py):
+a run that ended and kept its memory, a card given to another program, a process found holding the memory.
+
+Each reader is shown with the dev line it was written from (source in a comment), then with wordings of my own
+that another person would write (other verbs, tools, numbers, Chinese), then with negatives: the same words
+about a release that happens, a condition of release, the run's own card or process.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+from loratui.logic import oom, oom_holders
+
+BARE_OOM = "RuntimeError: CUDA error: out of memory"
+"""An OOM message with no numbers: the kind is the person's words' to tell."""
+
+
+def first_id(text: str) -> str:
+    """The id of the doctor's first item for a pasted text ('' when it finds nothing)."""
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+# -- a run that ended kept its memory ------------------------------------------------------------------
+
+ENDED_KEPT = [
+    # https://github.com/kijai/ComfyUI-FluxTrainer/issues/122
+    "When I finish training LoRA, even though the process has ended, the GPU memory remains occupied. This causes my "
+    "workflow to run perfectly fine on the first attempt, but subsequent runs result in an out-of-memory (OOM) issue.",
+    # https://github.com/OpenDriveLab/UniAD/issues/180
+    "### The GPU memory is not released if I forcibly stop the training process (by using Ctrl-C in the terminal)",
+    # https://github.com/PaddlePaddle/PaddleSpeech/issues/178
+    "fuser -v /dev/nvidia* 查了一下应该是 运行 run_trian.sh 报上面的失败之后的内存泄漏",
+    "After I hit Ctrl+C the VRAM was never freed, so the second launch dies immediately.",
+    "My job crashed an hour ago but nvidia-smi says its 21GB are still in use.",
+    "Killing the deepspeed launcher leaves the workers alive: they keep holding 30 GB on every card.",
+    "训练中断后显存没有释放，再次运行就报错",
+    "程序崩溃以后显存一直被占用，只能重启机器",
+]
+
+
+@pytest.mark.parametrize("line", ENDED_KEPT)
+def test_a_run_that_ended_and_kept_its_memory(line: str) -> None:
+    assert oom_holders.left_held(line)
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "PyTorch's caching allocator: the cached memory is not released until the process exits.",
+    "The memory is released as soon as the process ends, nvidia-smi shows 0 MiB.",
+    "Memory is not released after each evaluation, so training OOMs at step 500.",
+    "显存不足，训练中断了",
+    "训练结束后显存释放了",
+])
+def test_a_release_that_happens_or_a_condition_of_it_is_no_holder(line: str) -> None:
+    assert not oom_holders.left_held(line)
+
+
+def test_the_rerun_after_a_stopped_run_is_another_process() -> None:
+    text = ("I stopped the previous training with ctrl-c and started it again.\n"
+            "The memory of the first run was not released (nvidia-smi: 17323MiB / 24259MiB).\n" + BARE_OOM + "\n")
+    assert first_id(text) == "oom_other_process"
+
+
+# -- a card given to another program ---------------------------------------------------------------------
+
+GIVEN_CARD = [
+    # https://github.com/huggingface/trl/issues/3088
+    "**Question:**  During TRL training with a separate GPU for vLLM inference, I'm seeing unexpected GPU memory "
+    "increases on the vLLM GPU, leading to OOM errors.",
+    # https://github.com/yangjianxin1/GPT2-chitchat/issues/19
+    "gpu 0 是tf 在跑的代码，",
+    "GPU 2 is already running someone else's job, and my script picked it by default.",
+    "Card 1 is reserved for the inference server; the OOM is on that card.",
+    "the trainer ran out of memory on the SGLang GPU even though it should only use cuda:0",
+    "卡1上是别人在跑的模型，我的程序也用了卡1",
+]
+
+
+@pytest.mark.parametrize("line", GIVEN_CARD)
+def test_a_card_given_to_another_program(line: str) -> None:
+    assert oom_holders.given_card(line)
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "GPU 0 is running my training job at 100% utilisation.",
+    "GPU 0 runs the training and GPU 1 runs the evaluation.",
+    "卡0上是我在跑的训练",
+    "The GPU is running out of memory at step 30.",
+])
+def test_the_runs_own_card_is_no_other_program(line: str) -> None:
+    assert not oom_holders.given_card(line)
+
+
+def test_the_card_busy_with_another_frameworks_job() -> None:
+    text = "GPU 0 is busy with a tensorflow job, the others are empty.\n" + BARE_OOM + "\n"
+    assert first_id(text) == "oom_other_process"
+
+
+# -- a process found holding the memory ------------------------------------------------------------------
+
+FOUND = [
+    # https://github.com/RangiLyu/nanodet/issues/147
+    "我运行nvidia-smi，发现有个VeCarRecoServer进程，把所有内存基本全吃了，杀掉再运行训练的命令，又会出现这个进程",
+    "nvidia-smi shows a process called Xwayland-helper using 6GB of the card.",
+    "I noticed several python processes taking up the GPU memory, none of them mine.",
+    "There is a zombie process holding 11 GB on GPU 3.",
+    "用nvidia-smi看到有几个python进程占着显存",
+]
+
+
+@pytest.mark.parametrize("line", FOUND)
+def test_a_process_found_holding_the_memory(line: str) -> None:
+    assert oom_holders.found_holder(line)
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "I see the process is using 23GB right before the OOM.",
+    "The python process uses all the GPU memory at step 10.",
+    "这个进程是训练进程",
+])
+def test_the_runs_own_process_is_not_found(line: str) -> None:
+    assert not oom_holders.found_holder(line)
+
+
+def test_a_found_process_alone_makes_the_oom_story() -> None:
+    """No OOM message: the person's account of who holds the memory is the story (nanodet, above)."""
+    assert first_id(FOUND[0] + "\n") == "oom_other_process"
+
+
+# -- a condition the person observed --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/apache/mxnet/issues/2778
+    "I found that if two mxnet programs run on the same GPU and one of them cause out of memory error, I will never "
+    "run any mxnet programs anymore.",
+    "We noticed that when two jobs share one card, the second one always OOMs.",
+    "I realized that if two users train on the same GPU, one of them gets CUDA out of memory.",
+])
+def test_an_observed_condition_names_the_cause(line: str) -> None:
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "Please check whether there is any other process using GPU 0.",
+    "If another process is using the GPU, stop it.",
+])
+def test_a_supposed_neighbour_is_no_cause(line: str) -> None:
+    assert oom.said_cause(line) == ""
+
+
+def test_the_messages_numbers_outweigh_the_words() -> None:
+    """A full card by the message's numbers (this process holds it all) stays full beside words of a stopped run."""
+    text = ("I stopped the old run with ctrl-c but its memory was not released, so I rebooted.\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "23.65 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 22.61 GiB memory in "
+            "use. Of the allocated memory 22.10 GiB is allocated by PyTorch, and 120.00 MiB is reserved by PyTorch but "
+            "unallocated.\n")
+    assert first_id(text) == "oom_full"
