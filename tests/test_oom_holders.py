@@ -164,3 +164,79 @@ def test_the_messages_numbers_outweigh_the_words() -> None:
             "use. Of the allocated memory 22.10 GiB is allocated by PyTorch, and 120.00 MiB is reserved by PyTorch but "
             "unallocated.\n")
     assert first_id(text) == "oom_full"
+
+
+# -- memory held before the run began; another person or program beside it; an old run still alive ---------
+# No dev record reads these shapes; they are the other accounts a maintainer takes for "someone else holds the card"
+# (the brief's list: memory in use before the run starts, two people or programs on one card, a previous run that
+# did not exit, a fix that chose another card), each in wordings of my own.
+
+
+@pytest.mark.parametrize("line", [
+    "Before launching, nvidia-smi already reported 30GB used on GPU 0.",
+    "The card had only 2 GB free when I launched the script.",
+    "When I start the notebook, already 60% of the memory is in use.",
+    "还没开始训练显存就占了10G",
+    "训练之前显存就已经被占了一半",
+])
+def test_memory_held_before_the_run_began(line: str) -> None:
+    assert oom_holders.started_on_held(line)
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "Only 2 GB free at step 300, then it crashes.",
+    "When I start training, memory grows to 23GB and it OOMs.",
+    "The model already uses 20GB after loading.",
+])
+def test_the_runs_own_growth_is_not_held_before(line: str) -> None:
+    assert not oom_holders.started_on_held(line)
+
+
+@pytest.mark.parametrize("line", [
+    "Someone on my team was training on the same GPU.",
+    "Turns out a colleague had started a job on that card an hour earlier.",
+    "I forgot that a profiler process was also using the GPU.",
+    "同事也在用这张卡跑模型",
+    "It turns out I had an old python process hanging around that held 20GB.",
+    "ps aux showed an old training still running in the background.",
+    "之前的训练进程还在，没有退出",
+])
+def test_another_person_or_an_old_run_on_the_card(line: str) -> None:
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "With the previous run, batch size 8 worked fine, now it OOMs.",
+    "In my previous runs the memory stayed at 20GB; this run goes up to 40GB and OOMs.",
+    "The second run with batch size 16 runs out of memory.",
+    "The old version of the script ran fine on the same data.",
+])
+def test_a_run_compared_is_no_holder(line: str) -> None:
+    """`previous run`, `second run` name a run the person compares, not one beside this one on the card."""
+    assert oom.said_cause(line) == ""
+
+
+@pytest.mark.parametrize("line", [
+    "Switching to GPU 1 fixed it.",
+    "It works fine with CUDA_VISIBLE_DEVICES=2 instead of 0.",
+    "I moved the job to an idle card and the OOM went away.",
+    "换了一张卡就好了",
+    "换成空闲的显卡后就不报错了",
+])
+def test_another_card_that_worked(line: str) -> None:
+    assert oom.remedy_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "Switching to an A100 80GB fixed it.",
+    "Moving to a bigger card solved it.",
+    "I tried another GPU but it still OOMs.",
+])
+def test_a_bigger_card_or_a_swap_that_failed_is_no_neighbour(line: str) -> None:
+    assert oom.remedy_cause(line) != oom.OTHER_PROCESS
+
+
+def test_a_card_swap_that_worked_reads_a_bare_oom_as_another_process() -> None:
+    text = BARE_OOM + "\nI had the same error on GPU 0; switching to GPU 3 fixed it.\n"
+    assert first_id(text) == "oom_other_process"

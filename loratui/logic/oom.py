@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from loratui.logic.oom_holders import someone_else
+from loratui.logic.oom_holders import CARD_SWAP, someone_else
 from loratui.units import GIB, KIB, MIB
 
 MAX_BYTES = 1 << 42
@@ -191,8 +191,14 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
                r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
-               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|trainings?|ranks?|"
-               r"containers?|instances?|notebooks?|experiments?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|sessions?|kernels?|people|ranks?|"
+               r"containers?|instances?|notebooks?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"\b(?:zombie|stale|orphan\w*|leftover|dead|defunct|ghost|background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
+               r"(?:runs?|trainings?|experiments?)\b|"
+               # a run compared (`with the previous run batch 8 worked`) is no holder: only one still there or beside
+               r"\b(?:other|another|different|second|previous)\s+(?:\w+\s+){0,2}(?:runs?|trainings?|experiments?)\b"
+               r"[^.!?]{0,40}?\b(?:still|running|alive|hold\w*|held|occup\w*|same\s+(?:GPU|card|device)|on\s+(?:the\s+)?"
+               r"(?:GPU|card|device)|in\s+(?:the\s+)?background|at\s+the\s+same\s+time|simultaneous\w*)\b|"
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
                r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
                r"(?:GPU|card|device|cuda)\b|"
@@ -212,7 +218,8 @@ _HELD_WHAT = r"(?:\s+(?:\d+(?:\.\d+)?\s*%|of|the|my|all|its|\w+(?=\s+(?:of|the|m
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
     r"keep\w*|allocat\w*|reserv\w*)" + _HELD_WHAT + "|"
-    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|chrome|chromium|firefox|(?:web )?browsers?|steam|discord|"
+    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|(?:the\s+|my\s+)desktop|(?:the\s+|my\s+)display|"
+    r"window\s+manager|chrome|chromium|firefox|(?:web )?browsers?|steam|discord|"
     r"vllm|sglang|ollama|(?:inference|model|serving)\s+server)\b"
     r"[^.!?]{0,40}?\b(?:hold\w*|held|occup\w*|us(?:e|es|ed|ing)|tak(?:e|es|ing)|took|eat\w*|hog\w*|grab\w*|consum\w*)" +
     _HELD_WHAT, re.I)
@@ -277,14 +284,15 @@ _REMEDIES = (
                                r"XLA_PYTHON_CLIENT_ALLOCATOR", re.I)),
     (OTHER_PROCESS, re.compile(r"\breboot\w*|重启|(?:杀掉|kill\s*掉|结束)(?:了)?\S{0,6}(?:进程|程序)|(?:进程|程序)\s*(?:杀掉|kill\s*掉)|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
                                r"instance|vm)\b|\b(?:kill\w*|pkill|terminat\w*)\s+(?:-9\s+)?(?:the\s+|a\s+|an\s+|all\s+)?"
-                               r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)))
+                               r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)),
+    (OTHER_PROCESS, CARD_SWAP))
 """What the person did about the OOM, and the kind it tells when it worked: an allocator setting (PyTorch's expandable
 segments or split size, TensorFlow's async allocator, XLA's platform allocator) mends fragmentation; rebooting the
 machine, killing a process, or setting each rank's device frees memory someone else held."""
 _WORKED = re.compile(r"\b(?:fix\w*|solv\w*|resolv\w*|help(?:s|ed)?|work(?:s|ed)?|gone|go(?:es)? away|went away|"
                      r"disappear\w*|runs?\s+(?:fine|ok|through|smoothly)|ran\s+(?:fine|ok|through|smoothly)|no\s+(?:more\s+)?"
                      r"(?:OOMs?|errors?)|no longer|succe\w+|without\s+(?:any\s+)?(?:errors?|OOMs?|problems?|issues?)|anymore)\b|"
-                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再", re.I)
+                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再|不(?:会)?报错|没(?:有)?(?:再)?报错", re.I)
 _FIX_FAILED = re.compile(r"\b(?:not|never|still|tried)\b|n't\b", re.I)
 """A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
 _NO_MORE = re.compile(r"anymore|no longer", re.IGNORECASE)

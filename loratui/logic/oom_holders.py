@@ -98,6 +98,65 @@ def found_holder(line: str) -> bool:
     return bool(_FOUND_PROCESS.search(line) or _FOUND_PROCESS_ZH.search(line))
 
 
+_AT_START = (r"\b(?:before|when)\s+(?:I\s+|we\s+)?(?:even\s+)?(?:start\w*|launch\w*|run(?:ning)?|load\w*|began|begin\w*)\b|"
+             r"\bat\s+(?:the\s+)?start\b|\bbefore\s+(?:the\s+|my\s+)?(?:training|script|run|job)\s+(?:even\s+)?"
+             r"(?:start\w*|began|begins)\b")
+_STARTED_ON_HELD = re.compile(
+    r"(?=[^.!?]*(?:" + _AT_START + r"))[^.!?]*?(?:\balready\s+(?:\w+\s+){0,3}?(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|"
+    r"most\s+of|half\s+of|\d+\s*%)[^.!?]{0,30}?\b(?:used|in use|occupied|allocated|taken|reserved|full)\b|"
+    r"\bonly\s+(?:about\s+|~\s*)?\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b[^.!?]{0,20}?\b(?:free|available|left)\b)|"
+    r"(?:还没|未|没有?)(?:开始|启动|运行|跑)[^。！？]{0,16}?(?:就|已经)[^。！？]{0,10}?(?:占|用了|被占|满)|"
+    r"(?:启动|运行|开始|训练|跑)之?前[^。！？]{0,16}?(?:显存|GPU|卡)[^。！？]{0,10}?(?:已经|就)[^。！？]{0,8}?(?:占|用了|被占|满)",
+    re.I)
+"""Memory held on the card before this run began (`before launching, nvidia-smi already reported 30GB used`, `only
+2 GB free when I launched the script`, `还没开始训练显存就占了10G`): what held it is not this run."""
+
+
+def started_on_held(line: str) -> bool:
+    """Whether the line says the card's memory was held before the run began."""
+    return bool(_STARTED_ON_HELD.search(line))
+
+
+_SHARED_WITH = re.compile(
+    r"\b(?:someone|somebody|colleagues?|co-?workers?|labmates?|teammates?|classmates?|another\s+team|other\s+teams?|"
+    r"other\s+people|my\s+(?:advisor|supervisor|friend))\b[^.!?]{0,40}?\b(?:same|that|this|my|our|the)\s+(?:GPU|card|"
+    r"device)s?\b|"
+    r"\b(?:process|program|server|app\w*|notebook|kernel|service|daemon|job|tensorboard|profiler)\b[^.!?]{0,30}?"
+    r"\b(?:was|were|is|are)\s+also\s+(?:us\w+|running\s+on|on|hold\w*|occup\w*)\s+(?:the\s+|my\s+)?(?:same\s+)?"
+    r"(?:GPU|card|device)s?\b|"
+    r"(?:同事|师兄|师姐|师弟|师妹|同学|别人|其他人)[^。！？]{0,12}?(?:用|跑|占)[^。！？]{0,6}?(?:显卡|卡|GPU)", re.I)
+"""Another person or program on the card (`someone on my team was training on the same GPU`, `a profiler process
+was also using the GPU`, `同事也在用这张卡`)."""
+_STILL_RUNNING = re.compile(
+    r"\b(?:old|older|previous|earlier|forgotten|stuck|hung|hanging|lingering|runaway|stray)\s+(?:\w+\s+){0,2}?"
+    r"(?:trainings?|runs?|jobs?|process(?:es)?|experiments?|scripts?|instances?|copy|copies)\b[^.!?]{0,40}?"
+    r"(?:\bstill\s+(?:running|alive|active|there|going|holding|using|in\s+memory)\b|\bhanging\s+around\b|"
+    r"\b(?:running|alive)\s+in\s+the\s+background\b|\b(?:held|holds|holding|occupying|hogging|eating)\b)|"
+    r"(?:之前|上次|上一次|以前|旧)的?[^，。！？]{0,8}?(?:进程|程序|训练|任务)[^。！？]{0,10}?(?:还在|仍在|没有?(?:结束|退出|关))",
+    re.I)
+"""A run the person started before and forgot, still alive (`an old python process hanging around that held 20GB`,
+`ps aux showed an old training still running in the background`, `之前的训练进程还在跑`)."""
+
+
+def still_running(line: str) -> bool:
+    """Whether the line says an earlier run is still alive or holding the card."""
+    return bool(_STILL_RUNNING.search(line))
+
+
+CARD_SWAP = re.compile(
+    r"^(?![^\n]*(?:\bbigger|\blarger|\bmore\s+(?:GPU\s+)?memory|\bA100|\bH100|\bH200|\b\d+\s*G(?:i?B)?\b|更大|大显存))"
+    r"[^\n]*?(?:\b(?:switch\w*|mov\w*|chang\w*|us(?:e|ed|ing)|pick\w*|choos\w*|chose|select\w*|run\w*|ran|went)\s+"
+    r"(?:it\s+|the\s+\w+\s+)?(?:to\s+|on\s+|onto\s+|with\s+)?(?:a\s+|an\s+|the\s+)?(?:different|another|other|idle|free|"
+    r"empty|unused|spare)\s+(?:GPU|card|device)s?\b|"
+    r"\b(?:switch\w*|mov\w*|chang\w*)\s+(?:it\s+|the\s+\w+\s+)?(?:to|onto)\s+(?:GPU|cuda|device|card)\s*:?\s*\d|"
+    r"(?:CUDA_VISIBLE_DEVICES\s*=\s*|GPU\s*|cuda:|device\s*|card\s*)\d{1,2}\s+instead\s+of\b|"
+    r"换(?:了|成|到)?\s*(?:一张|另一张|另外一张|别的|其他的?|其它的?|空闲的?|一块|另一块)\s*(?:显)?卡|换到\s*(?:GPU|卡)\s*\d)", re.I)
+"""A fix that worked by choosing another card of the same machine (`switching to GPU 1 fixed it`, `it works with
+CUDA_VISIBLE_DEVICES=2 instead of 0`, `换了一张卡就好了`): the first card was held by something else. A bigger
+card (`an A100 80GB`) is no such fix: it says the run needs more memory."""
+
+
 def someone_else(line: str) -> bool:
     """Whether the person's line gives any of the accounts of another holder above."""
-    return left_held(line) or given_card(line) or found_holder(line)
+    return left_held(line) or given_card(line) or found_holder(line) or started_on_held(line) or \
+        bool(_SHARED_WITH.search(line)) or still_running(line)
