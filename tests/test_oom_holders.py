@@ -240,3 +240,28 @@ def test_a_bigger_card_or_a_swap_that_failed_is_no_neighbour(line: str) -> None:
 def test_a_card_swap_that_worked_reads_a_bare_oom_as_another_process() -> None:
     text = BARE_OOM + "\nI had the same error on GPU 0; switching to GPU 3 fixed it.\n"
     assert first_id(text) == "oom_other_process"
+
+
+# -- part of the run's memory on the first card ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/Lightning-AI/pytorch-lightning/issues/1702
+    "however, there always a small part of the memory in gpu 0, when gpu 0 has not enough memory, error is produced.",
+    "Although I set CUDA_VISIBLE_DEVICES=3, about 500MB is also allocated on GPU 0.",
+    "Each worker also puts a small context on cuda:0 even though it trains on cuda:2.",
+    "我只用了卡2，但卡0上也有一部分显存被占用",
+])
+def test_part_of_the_memory_on_the_first_card(line: str) -> None:
+    assert oom_holders.stray_on_first(line)
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "The model is on GPU 0 and uses 20GB.",
+    "I also tried batch size 4 on GPU 0.",
+    "Some layers are placed on cuda:0 and the rest on cuda:1 with device_map auto.",
+    "Even a small batch on GPU 0 runs out of memory.",
+])
+def test_the_runs_own_place_on_the_first_card_is_no_stray(line: str) -> None:
+    assert not oom_holders.stray_on_first(line)

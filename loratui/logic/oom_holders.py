@@ -143,6 +143,26 @@ def still_running(line: str) -> bool:
     return bool(_STILL_RUNNING.search(line))
 
 
+_FIRST_CARD = r"(?:the\s+first\s+(?:GPU|card|device)|(?:GPU|cuda|card|device)\s*[:#]?\s*0)\b"
+_SOME_MEMORY = (r"(?:(?:a\s+)?(?:small|little|tiny)\s+(?:part|portion|bit|amount)|some|part|portion|(?:small|little|tiny|extra)"
+                r")\s+(?:of\s+(?:the\s+)?)?(?:\w+\s+)?(?:memory|VRAM|contexts?|process(?:es)?)\b|"
+                r"\b\d+(?:\.\d+)?\s*(?:MiB|MB|M|GiB|GB)\b")
+_STRAY_ON_FIRST = re.compile(
+    r"\b(?:always|also|still|however|but|extra|unexpected\w*|stray)\b[^.!?]{0,40}?(?:" + _SOME_MEMORY + r")[^.!?]{0,40}?"
+    r"\b(?:on|in|to|onto)\s+" + _FIRST_CARD + "|"
+    r"(?:" + _SOME_MEMORY + r")[^.!?]{0,40}?\b(?:always|also|still)\b[^.!?]{0,30}?\b(?:on|in|to|onto)\s+" + _FIRST_CARD + "|"
+    r"(?:卡|GPU|显卡)\s*0\s*(?:号卡)?\s*上?[^。！？]{0,10}?(?:也|还|总|一直)[^。！？]{0,10}?(?:显存|占用|进程)|"
+    r"(?:传|放|跑|分配)到\s*(?:卡|GPU|显卡)\s*0", re.I)
+"""Part of the run's memory on the first card, though it was pointed at another (`there always a small part of the
+memory in gpu 0`, `about 500MB is also allocated on cuda:0`, `卡0上也有一部分显存被占用`): a CUDA context made on the
+default card, which the machine's other work fills; the fix is to set each process's device."""
+
+
+def stray_on_first(line: str) -> bool:
+    """Whether the line says part of the run's memory lands on the first card besides the one it was given."""
+    return bool(_STRAY_ON_FIRST.search(line))
+
+
 CARD_SWAP = re.compile(
     r"^(?![^\n]*(?:\bbigger|\blarger|\bmore\s+(?:GPU\s+)?memory|\bA100|\bH100|\bH200|\b\d+\s*G(?:i?B)?\b|更大|大显存))"
     r"[^\n]*?(?:\b(?:switch\w*|mov\w*|chang\w*|us(?:e|ed|ing)|pick\w*|choos\w*|chose|select\w*|run\w*|ran|went)\s+"
@@ -159,4 +179,4 @@ card (`an A100 80GB`) is no such fix: it says the run needs more memory."""
 def someone_else(line: str) -> bool:
     """Whether the person's line gives any of the accounts of another holder above."""
     return left_held(line) or given_card(line) or found_holder(line) or started_on_held(line) or \
-        bool(_SHARED_WITH.search(line)) or still_running(line)
+        bool(_SHARED_WITH.search(line)) or still_running(line) or stray_on_first(line)
