@@ -265,3 +265,24 @@ def test_part_of_the_memory_on_the_first_card(line: str) -> None:
 ])
 def test_the_runs_own_place_on_the_first_card_is_no_stray(line: str) -> None:
     assert not oom_holders.stray_on_first(line)
+
+
+@pytest.mark.parametrize("text", [
+    # https://github.com/ray-project/ray/issues/376
+    "After start a new driver , i execute my code again. You can see more and more process is taking up GPU.\n"
+    "|   0  Tesla K80           On   | 0000:06:00.0     Off |                    0 |\n"
+    "| N/A   59C    P0    55W / 149W |  11283MiB / 11439MiB |     14%      Default |\n",
+    "Every time I rerun the cell I find another python process occupying the GPU.\n",
+    "nvidia-smi lists several zombie processes hogging the GPU.\n",
+])
+def test_processes_taking_the_gpu_are_the_oom_story(text: str) -> None:
+    """What processes found on the card take is its memory: no OOM word is needed for the story."""
+    assert first_id(text) == "oom_other_process"
+
+
+@pytest.mark.parametrize("text", [
+    "My training is taking up the GPU at 100% utilisation.\n",
+    "We share a cluster with other users.\n",
+])
+def test_the_runs_own_use_or_a_shared_cluster_is_no_oom(text: str) -> None:
+    assert first_id(text) != "oom_other_process"

@@ -430,9 +430,11 @@ class Advisor:
 
 
 _ABOUT_MEMORY = re.compile(r"memory|VRAM|\d\s*(?:[GM]i?B|G|M)\b|显存|内存|(?<![A-Za-z])OOM|PYTORCH_CUDA_ALLOC_CONF|"
-                           r"expandable_segments|max_split_size_mb|cuda_malloc_async", re.I)
+                           r"expandable_segments|max_split_size_mb|cuda_malloc_async|"
+                           r"\b(?:tak(?:e|es|ing)|took|hog\w*|occupy\w*|occupie[sd]|eat\w*)\s+(?:up\s+)?(?:the\s+|all\s+(?:the\s+)?|"
+                           r"my\s+)?GPUs?\b", re.I)
 """A sentence about the card's memory: only such a cause stands for an OOM no sentence names (`a shared cluster with
-other users` is no account of memory)."""
+other users` is no account of memory; `more and more processes are taking up the GPU` is: what they take is it)."""
 
 
 _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|latent diffusion|diffusers|text[-_ ]to[-_ ]image|"
