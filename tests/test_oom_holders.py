@@ -286,3 +286,20 @@ def test_processes_taking_the_gpu_are_the_oom_story(text: str) -> None:
 ])
 def test_the_runs_own_use_or_a_shared_cluster_is_no_oom(text: str) -> None:
     assert first_id(text) != "oom_other_process"
+
+
+@pytest.mark.parametrize("line", [
+    "Switching to GPU 1 fixed it.",
+    "It works fine with CUDA_VISIBLE_DEVICES=2 instead of 0.",
+    "换了一张卡就好了",
+    "The card had only 2 GB free when I launched the script.",
+    "Turns out a colleague had started a job on that card an hour earlier.",
+    "同事也在用这张卡跑模型",
+    "卡1上是别人在跑的模型，我的程序也用了卡1",
+    "ps aux showed an old training still running in the background.",
+    "Each worker also puts a small context on cuda:0 even though it trains on cuda:2.",
+])
+def test_the_holders_words_reach_the_reader_before_or_after_the_message(line: str) -> None:
+    """The text's cheap gates (a hint word, a word about the card) let each account through, wherever it stands."""
+    assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_other_process"
+    assert first_id(line + "\n" + BARE_OOM + "\n") == "oom_other_process"

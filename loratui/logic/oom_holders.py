@@ -13,6 +13,15 @@ from __future__ import annotations
 
 import re
 
+HINTS = ("releas", "freed", "remain", "dedicat", "running", "serving", "hosting", "found", "there", "ctrl", "switch",
+         "instead", "moved", "idle", "colleague", "team", "also", "always", "already", "free", "old", "释放", "泄",
+         "在跑", "跑着", "进程", "换", "同事", "也")
+"""Words one of these readers needs (the caller's cheap test before any of them is run on a line)."""
+CONTEXT = re.compile(r"CUDA_VISIBLE_DEVICES|\bcuda:\d|\bbackground\b|\bstill\s+running\b|(?:这|那|一|同一)[张块]卡|卡\s*\d|"
+                     r"\d\s*号?卡", re.I)
+"""Where a holder's account names the card or the machine other than by memory or GPU (`CUDA_VISIBLE_DEVICES=2
+instead of 0`, `an old training still running in the background`, `这张卡`, `卡1上`)."""
+
 _RUNS = (r"(?:process(?:es)?|script|program|job|run|training|trainer|kernel|task|worker|session|experiment|launcher|"
          r"container|notebook|server)s?")
 _ENDED = re.compile(
@@ -101,10 +110,12 @@ def found_holder(line: str) -> bool:
 _AT_START = (r"\b(?:before|when)\s+(?:I\s+|we\s+)?(?:even\s+)?(?:start\w*|launch\w*|run(?:ning)?|load\w*|began|begin\w*)\b|"
              r"\bat\s+(?:the\s+)?start\b|\bbefore\s+(?:the\s+|my\s+)?(?:training|script|run|job)\s+(?:even\s+)?"
              r"(?:start\w*|began|begins)\b")
-_STARTED_ON_HELD = re.compile(
-    r"(?=[^.!?]*(?:" + _AT_START + r"))[^.!?]*?(?:\balready\s+(?:\w+\s+){0,3}?(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|"
-    r"most\s+of|half\s+of|\d+\s*%)[^.!?]{0,30}?\b(?:used|in use|occupied|allocated|taken|reserved|full)\b|"
-    r"\bonly\s+(?:about\s+|~\s*)?\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b[^.!?]{0,20}?\b(?:free|available|left)\b)|"
+_AT_START_RX = re.compile(_AT_START, re.I)
+_HELD_ALREADY = re.compile(
+    r"\balready\s+(?:\w+\s+){0,3}?(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|most\s+of|half\s+of|\d+\s*%)[^.!?]{0,30}?\b(?:used|"
+    r"in use|occupied|allocated|taken|reserved|full)\b|"
+    r"\bonly\s+(?:about\s+|~\s*)?\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b[^.!?]{0,20}?\b(?:free|available|left)\b", re.I)
+_HELD_BEFORE_ZH = re.compile(
     r"(?:还没|未|没有?)(?:开始|启动|运行|跑)[^。！？]{0,16}?(?:就|已经)[^。！？]{0,10}?(?:占|用了|被占|满)|"
     r"(?:启动|运行|开始|训练|跑)之?前[^。！？]{0,16}?(?:显存|GPU|卡)[^。！？]{0,10}?(?:已经|就)[^。！？]{0,8}?(?:占|用了|被占|满)",
     re.I)
@@ -113,8 +124,12 @@ _STARTED_ON_HELD = re.compile(
 
 
 def started_on_held(line: str) -> bool:
-    """Whether the line says the card's memory was held before the run began."""
-    return bool(_STARTED_ON_HELD.search(line))
+    """Whether the line says the card's memory was held before the run began: in one sentence, the start and the
+    memory already held (or only a little free) then."""
+    if _HELD_BEFORE_ZH.search(line):
+        return True
+    return any(_AT_START_RX.search(sentence) and _HELD_ALREADY.search(sentence)
+               for sentence in re.split(r"[.!?]\s", line) if "already" in sentence or "only" in sentence)
 
 
 _SHARED_WITH = re.compile(

@@ -10,7 +10,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from loratui.logic import oom
+from loratui.logic import oom, oom_holders
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
@@ -118,9 +118,7 @@ _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", 
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
-                "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占",
-                "releas", "freed", "remain", "dedicat", "running", "serving", "hosting", "found", "there",
-                "ctrl", "释放", "泄", "在跑", "跑着", "进程")
+                "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
 _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
                                     r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?metrics?\b|"
@@ -435,8 +433,8 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and any(hint in whole.lower() for hint in _CAUSE_HINTS) and \
-                _CAUSE_CONTEXT.search(oom.cjk_spaced(whole)):
+        if self.cause is None and any(hint in whole.lower() for hint in _CAUSE_HINTS + oom_holders.HINTS) and \
+                (_CAUSE_CONTEXT.search(oom.cjk_spaced(whole)) or oom_holders.CONTEXT.search(whole)):
             # the line alone first; then the sentence it ends, hard-wrapped over lines (`nvidia-smi shows 15 GB used
             # even though` / `nothing is running`)
             kind = oom.said_cause(text) or (oom.said_cause(whole) if whole != text else "")
