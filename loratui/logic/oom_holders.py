@@ -191,7 +191,27 @@ CUDA_VISIBLE_DEVICES=2 instead of 0`, `换了一张卡就好了`): the first car
 card (`an A100 80GB`) is no such fix: it says the run needs more memory."""
 
 
+def shared_with(line: str) -> bool:
+    """Whether the line puts another person or program beside the run on its card."""
+    return bool(_SHARED_WITH.search(line))
+
+
+_READERS = (
+    (("releas", "freed", "return", "clear", "reclaim", "clean", "dealloc", "given back", "remain", "stay", "still",
+      "kept", "keep", "continu", "释放", "清空", "回收", "清理", "泄", "占"), left_held),
+    (("gpu", "card", "device", "cuda", "卡"), given_card),
+    (("process", "进程"), found_holder),
+    (("already", "only", "还没", "未", "没", "前"), started_on_held),
+    (("some", "colleague", "worker", "mate", "team", "people", "advisor", "supervisor", "friend", "also", "同事", "师",
+      "同学", "别人", "其他人"), shared_with),
+    (("old", "previous", "earlier", "forgotten", "stuck", "hung", "hanging", "lingering", "runaway", "stray", "之前",
+      "上次", "以前", "旧"), still_running),
+    (("0",), stray_on_first),
+)
+"""Each reader with the words it cannot match without (a cheap test first: prose lines of a long log pass here)."""
+
+
 def someone_else(line: str) -> bool:
     """Whether the person's line gives any of the accounts of another holder above."""
-    return left_held(line) or given_card(line) or found_holder(line) or started_on_held(line) or \
-        bool(_SHARED_WITH.search(line)) or still_running(line) or stray_on_first(line)
+    lowered = line.lower()
+    return any(any(word in lowered for word in words) and reader(line) for words, reader in _READERS)
