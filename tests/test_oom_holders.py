@@ -303,3 +303,62 @@ def test_the_holders_words_reach_the_reader_before_or_after_the_message(line: st
     """The text's cheap gates (a hint word, a word about the card) let each account through, wherever it stands."""
     assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_other_process"
     assert first_id(line + "\n" + BARE_OOM + "\n") == "oom_other_process"
+
+
+# -- the run doubled; another program closed ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "I had accidentally launched the script twice.",
+    "There were two instances of the webui running at the same time.",
+    "同时跑了两个训练，第二个就爆显存了",
+    "Turns out I had two copies of the notebook open side by side.",
+])
+def test_the_run_doubled(line: str) -> None:
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "I run the script twice a day.",
+    "Two processes run in parallel, one per GPU.",
+    "Two processes, one GPU each.",
+    "I evaluate twice per epoch.",
+])
+def test_a_distributed_run_or_a_schedule_is_no_double(line: str) -> None:
+    assert oom.said_cause(line) == ""
+
+
+@pytest.mark.parametrize("line", [
+    "Closing Chrome and the other notebook fixed it.",
+    "After I quit the game the training ran fine.",
+    "关掉其他程序就好了",
+    "Shutting down the jupyter server solved the OOM.",
+])
+def test_closing_another_program_that_worked(line: str) -> None:
+    assert oom.remedy_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", [
+    "Closing the dataloader fixed nothing.",
+    "I closed the terminal but it still OOMs.",
+    "I closed the browser, it did not help.",
+])
+def test_closing_that_did_not_help_is_no_neighbour(line: str) -> None:
+    assert oom.remedy_cause(line) == ""
+
+
+@pytest.mark.parametrize("line", [
+    "I had accidentally launched the script twice.",
+    "There were two instances of the webui running at the same time.",
+    "Closing Chrome and the other notebook fixed it.",
+    "After I quit the game the training ran fine.",
+    "关掉其他程序就好了",
+])
+def test_a_double_or_a_closed_program_reaches_the_reader(line: str) -> None:
+    assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_other_process"
+    assert first_id(line + "\n" + BARE_OOM + "\n") == "oom_other_process"
+
+
+def test_a_double_without_an_oom_is_no_oom() -> None:
+    """The words stand for the kind of an OOM the text shows; alone they tell of none."""
+    assert first_id("I had accidentally launched the script twice.\n") != "oom_other_process"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from loratui.logic.oom_holders import CARD_SWAP, someone_else
+from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB, KIB, MIB
 
 MAX_BYTES = 1 << 42
@@ -203,8 +203,8 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
                r"(?:GPU|card|device|cuda)\b|"
                r"\b(?:both|two|three|four|multiple|several|all)\s+(?:\w+\s+){0,2}(?:jobs|processes|servers|runs|"
-               r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?:\w+\s+){0,2}"
-               r"(?:GPUs?|cards?|devices?)\b|"
+               r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?!per\b|for\s+each\b)"
+               r"(?:\w+\s+){0,2}(?:GPUs?|cards?|devices?)\b(?!\s+(?:each|apiece)\b)|"  # not `one per GPU`, `one GPU each`
                r"\b(?:GPU|card|device|cuda)\s*:?\d{0,2}\s+(?:is|was|were|are)\s+(?:already\s+|still\s+)?(?:busy|occupied|"
                r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
@@ -285,7 +285,8 @@ _REMEDIES = (
     (OTHER_PROCESS, re.compile(r"\breboot\w*|重启|(?:杀掉|kill\s*掉|结束)(?:了)?\S{0,6}(?:进程|程序)|(?:进程|程序)\s*(?:杀掉|kill\s*掉)|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
                                r"instance|vm)\b|\b(?:kill\w*|pkill|terminat\w*)\s+(?:-9\s+)?(?:the\s+|a\s+|an\s+|all\s+)?"
                                r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)),
-    (OTHER_PROCESS, CARD_SWAP))
+    (OTHER_PROCESS, CARD_SWAP),
+    (OTHER_PROCESS, CLOSED_OTHER))
 """What the person did about the OOM, and the kind it tells when it worked: an allocator setting (PyTorch's expandable
 segments or split size, TensorFlow's async allocator, XLA's platform allocator) mends fragmentation; rebooting the
 machine, killing a process, or setting each rank's device frees memory someone else held."""

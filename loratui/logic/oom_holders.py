@@ -15,12 +15,16 @@ import re
 
 HINTS = ("releas", "freed", "remain", "dedicat", "running", "serving", "hosting", "found", "there", "ctrl", "switch",
          "instead", "moved", "idle", "colleague", "team", "also", "always", "already", "free", "old", "释放", "泄",
-         "在跑", "跑着", "进程", "换", "同事", "也")
+         "在跑", "跑着", "进程", "换", "同事", "也", "twice", "same time", "simultan", "concurren", "at once",
+         "side by side", "同时", "开了", "clos", "quit", "exit", "shut")
 """Words one of these readers needs (the caller's cheap test before any of them is run on a line)."""
 CONTEXT = re.compile(r"CUDA_VISIBLE_DEVICES|\bcuda:\d|\bbackground\b|\bstill\s+running\b|(?:这|那|一|同一)[张块]卡|卡\s*\d|"
-                     r"\d\s*号?卡", re.I)
+                     r"\d\s*号?卡|\btwice\b|\bat the same time\b|\bside by side\b|\b(?:clos|quit|shut)\w*|关掉|关闭|同时",
+                     re.I)
 """Where a holder's account names the card or the machine other than by memory or GPU (`CUDA_VISIBLE_DEVICES=2
-instead of 0`, `an old training still running in the background`, `这张卡`, `卡1上`)."""
+instead of 0`, `an old training still running in the background`, `这张卡`, `卡1上`), or the run doubled or another
+program closed (`launched the script twice`, `closing Chrome fixed it`): the cause it gives stands only for an OOM
+the text shows."""
 
 _RUNS = (r"(?:process(?:es)?|script|program|job|run|training|trainer|kernel|task|worker|session|experiment|launcher|"
          r"container|notebook|server)s?")
@@ -178,6 +182,13 @@ def stray_on_first(line: str) -> bool:
     return bool(_STRAY_ON_FIRST.search(line))
 
 
+CLOSED_OTHER = re.compile(
+    r"\b(?:clos\w*|quit\w*|exit\w*|shut\w*\s+down|kill\w*)\s+(?:the\s+|my\s+|all\s+|every\s+)?(?:other\s+|another\s+|"
+    r"open\s+|running\s+)?(?:\w+\s+)?(?:notebooks?|apps?|applications?|programs?|browsers?|chrome|firefox|games?|tabs?|"
+    r"kernels?|instances?|webui|servers?|jupyter|ide|vs\s?code|steam|discord)\b|"
+    r"(?:关掉|关闭|关了|退出)[^，。！？]{0,10}(?:程序|软件|浏览器|游戏|notebook|jupyter|kernel|窗口|实例)", re.I)
+"""A fix that worked by closing another program on the machine (`closing Chrome and the other notebook fixed it`,
+`关掉其他程序就好了`): it held the card."""
 CARD_SWAP = re.compile(
     r"^(?![^\n]*(?:\bbigger|\blarger|\bmore\s+(?:GPU\s+)?memory|\bA100|\bH100|\bH200|\b\d+\s*G(?:i?B)?\b|更大|大显存))"
     r"[^\n]*?(?:\b(?:switch\w*|mov\w*|chang\w*|us(?:e|ed|ing)|pick\w*|choos\w*|chose|select\w*|run\w*|ran|went)\s+"
@@ -191,9 +202,20 @@ CUDA_VISIBLE_DEVICES=2 instead of 0`, `换了一张卡就好了`): the first car
 card (`an A100 80GB`) is no such fix: it says the run needs more memory."""
 
 
+_DOUBLED = re.compile(
+    r"\b(?:two|2|three|multiple|several|both)\s+(?:\w+\s+){0,2}?(?:instances|copies|servers|sessions|kernels|notebooks)\b"
+    r"[^.!?]{0,40}?\b(?:at the same time|simultaneous\w*|concurrent\w*|in parallel|at once|side by side)\b|"
+    r"\b(?:launch\w*|start\w*|ran|running|open\w*|execut\w*)\s+(?:the\s+|my\s+|it\s+|this\s+)?(?:\w+\s+){0,2}?"
+    r"twice\b(?!\s+(?:a|per|each|every)\b)|"
+    r"同时(?:跑|运行|开)了?\s*(?:两|2|多|几)个|开了\s*(?:两|2|多|几)个[^。！？]{0,8}(?:程序|训练|进程|实例|任务|窗口)", re.I)
+"""The run doubled (`I had accidentally launched the script twice`, `two instances of the webui running at the
+same time`, `同时跑了两个训练`): the second copy finds the first holding the card. Processes or runs in parallel are
+a distributed run's ranks (one per GPU) unless one card is named (`_CAUSES` in oom.py reads that)."""
+
+
 def shared_with(line: str) -> bool:
     """Whether the line puts another person or program beside the run on its card."""
-    return bool(_SHARED_WITH.search(line))
+    return bool(_SHARED_WITH.search(line) or _DOUBLED.search(line))
 
 
 _READERS = (
@@ -203,7 +225,8 @@ _READERS = (
     (("process", "进程"), found_holder),
     (("already", "only", "还没", "未", "没", "前"), started_on_held),
     (("some", "colleague", "worker", "mate", "team", "people", "advisor", "supervisor", "friend", "also", "同事", "师",
-      "同学", "别人", "其他人"), shared_with),
+      "同学", "别人", "其他人", "twice", "same time", "simultan", "concurren", "parallel", "at once", "side by side",
+      "同时", "开了"), shared_with),
     (("old", "previous", "earlier", "forgotten", "stuck", "hung", "hanging", "lingering", "runaway", "stray", "之前",
       "上次", "以前", "旧"), still_running),
     (("0",), stray_on_first),
