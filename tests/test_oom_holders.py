@@ -362,3 +362,36 @@ def test_a_double_or_a_closed_program_reaches_the_reader(line: str) -> None:
 def test_a_double_without_an_oom_is_no_oom() -> None:
     """The words stand for the kind of an OOM the text shows; alone they tell of none."""
     assert first_id("I had accidentally launched the script twice.\n") != "oom_other_process"
+
+
+# -- the words settle what the numbers leave open --------------------------------------------------------
+
+KILLED = "nvidia-smi showed a zombie process from my previous run; killing it fixed the OOM.\n"
+
+
+@pytest.mark.parametrize("message", [
+    # 1.70 GiB outside PyTorch's 9.00 GiB reserved on a 10.76 GiB card (old format: the context is in it too)
+    "RuntimeError: CUDA out of memory. Tried to allocate 430.00 MiB (GPU 0; 10.76 GiB total capacity; 8.70 GiB "
+    "already allocated; 56.00 MiB free; 9.00 GiB reserved in total by PyTorch)",
+    # 1.30 GiB outside this process's exact 21.30 GiB on a 23.65 GiB card (new format)
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 23.65 GiB of "
+    "which 1.05 GiB is free. Including non-PyTorch memory, this process has 21.30 GiB memory in use. Of the allocated "
+    "memory 20.90 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but unallocated.",
+])
+def test_words_of_a_neighbour_settle_a_full_card_with_memory_outside_the_process(message: str) -> None:
+    report = oom.parse_oom(message)
+    assert report is not None and report.kind == oom.FULL  # the numbers alone: under the neighbour's floor
+    assert oom.words_settle(report, oom.OTHER_PROCESS)
+    assert first_id(message + "\n" + KILLED) == "oom_other_process"
+    assert first_id(message + "\n") == "oom_full"
+
+
+def test_a_process_holding_all_but_its_context_keeps_the_full_card() -> None:
+    """0.30 GiB outside this process: the words are of another time than this message."""
+    message = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+               "23.65 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 22.33 GiB memory in "
+               "use. Of the allocated memory 22.10 GiB is allocated by PyTorch, and 120.00 MiB is reserved by PyTorch "
+               "but unallocated.")
+    report = oom.parse_oom(message)
+    assert report is not None and not oom.words_settle(report, oom.OTHER_PROCESS)
+    assert first_id(message + "\n" + KILLED) == "oom_full"

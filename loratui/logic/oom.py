@@ -639,6 +639,17 @@ def _other_process(report: OomReport) -> bool:
     return other >= floor
 
 
+def words_settle(report: OomReport, said: str) -> bool:
+    """Whether the person's words (another process held the card) settle what the numbers leave open: a full card
+    by the numbers on which memory outside this process is still a real amount (from 1 GiB beside the new format's
+    exact count of this process, 1.5 GiB beside the old one's, which leaves its CUDA context out), short of the share
+    that reads as a neighbour by the numbers alone. Where this process held all but its context, the words are of
+    another time than this message and the numbers stand."""
+    if said != OTHER_PROCESS or report.kind != FULL or report.other_used is None:
+        return False
+    return report.other_used >= (GIB if report.process_used is not None else GIB + GIB // 2)
+
+
 def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:
     """Whether the processes seen on the card (NVML's list, or the PIDs the message names) explain the OOM.
     Not when the card still had the requested memory free (this process hit its own cap, "N allowed"), nor

@@ -608,7 +608,8 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
         facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool))
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
-    if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
+    if cause is not None and (facts["report"].kind == oom.UNKNOWN or oom.words_settle(facts["report"], cause[0])):
+        # no numbers, or numbers that leave room for a neighbour the words name: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])
         evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
