@@ -395,3 +395,21 @@ def test_a_process_holding_all_but_its_context_keeps_the_full_card() -> None:
     report = oom.parse_oom(message)
     assert report is not None and not oom.words_settle(report, oom.OTHER_PROCESS)
     assert first_id(message + "\n" + KILLED) == "oom_full"
+
+
+@pytest.mark.parametrize("line", [
+    "I see 8 processes using GPU memory, one per rank.",
+    "nvidia-smi shows 4 python processes using the GPU.",
+])
+def test_a_count_of_processes_using_the_gpu_is_a_distributed_run(line: str) -> None:
+    assert not oom_holders.found_holder(line)
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("I see 8 processes using GPU memory, one per rank.", ""),
+    ("4 processes on GPU 0", oom.OTHER_PROCESS),
+    ("all processes use the same GPU", oom.OTHER_PROCESS),
+    ("eight ranks using cuda:0", oom.OTHER_PROCESS),
+])
+def test_ranks_on_one_named_card_not_ranks_using_gpus(line: str, expected: str) -> None:
+    assert oom.said_cause(line) == expected

@@ -200,8 +200,10 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"[^.!?]{0,40}?\b(?:still|running|alive|hold\w*|held|occup\w*|same\s+(?:GPU|card|device)|on\s+(?:the\s+)?"
                r"(?:GPU|card|device)|in\s+(?:the\s+)?background|at\s+the\s+same\s+time|simultaneous\w*)\b|"
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
-               r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
-               r"(?:GPU|card|device|cuda)\b|"
+               r"\b[^.!?]{0,40}?\b(?:(?:share|sharing)\s+(?:the same |one |a single |the first )?(?:GPU|card|device|cuda)\b|"
+               # `on`/`use` a named card: `8 processes using GPU memory` is a distributed run's ranks, one per card
+               r"(?:on|use|using)\s+(?:(?:the same |one |a single |the first )(?:GPU|card|device)\b|(?:GPU|card|device|cuda)"
+               r"\s*:?\s*\d))|"
                r"\b(?:both|two|three|four|multiple|several|all)\s+(?:\w+\s+){0,2}(?:jobs|processes|servers|runs|"
                r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?!per\b|for\s+each\b)"
                r"(?:\w+\s+){0,2}(?:GPUs?|cards?|devices?)\b(?!\s+(?:each|apiece)\b)|"  # not `one per GPU`, `one GPU each`

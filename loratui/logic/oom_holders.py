@@ -91,16 +91,21 @@ def given_card(line: str) -> bool:
     return found is not None and (bool(_MEMORY.search(line)) or bool(re.search(r"\d", found.group())))
 
 
+_FOUND = (r"\b(?:there\s+(?:is|are|was|were)\s+|(?:found|find|see|saw|seeing|notic\w+|discover\w*|spott\w+)\s+(?:that\s+|"
+          r"out\s+that\s+)?(?:there\s+(?:is|are|was|were)\s+)?|(?:nvidia-smi|it|top|htop|fuser)\s+(?:shows?|showed|lists?|"
+          r"listed)\s+)")
+_HOLDS = (r"(?:\s+(?:called|named)\s+\S+)?[^.!?]{0,40}?\b(?:%s)\s+(?:up\s+)?(?:\w+\s+){0,3}?(?:memory|VRAM|GPU|card|"
+          r"\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b)")
 _FOUND_PROCESS = re.compile(
-    r"\b(?:there\s+(?:is|are|was|were)\s+|(?:found|find|see|saw|seeing|notic\w+|discover\w*|spott\w+)\s+(?:that\s+|out\s+"
-    r"that\s+)?(?:there\s+(?:is|are|was|were)\s+)?|(?:nvidia-smi|it|top|htop|fuser)\s+(?:shows?|showed|lists?|listed)\s+)"
-    r"(?:an?|some|\d+|several|many|multiple|more\s+and\s+more|lots\s+of|a\s+lot\s+of|other|another|strange|unknown|extra|"
-    r"mysterious|two|three|a\s+few|zombie|orphan\w*|leftover|stray)\s+(?:\w+\s+){0,2}?process(?:es)?\b"
-    r"(?:\s+(?:called|named)\s+\S+)?[^.!?]{0,40}?\b(?:hold\w*|occup\w*|tak(?:e|es|ing)\s+up|took\s+up|eat\w*|hog\w*|"
-    r"consum\w*|us(?:e|es|ing)|grab\w*)\s+(?:up\s+)?(?:\w+\s+){0,3}?(?:memory|VRAM|GPU|card|"
-    r"\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b)", re.I)
+    _FOUND + r"(?:an?|some|other|another|strange|unknown|extra|mysterious|zombie|orphan\w*|leftover|stray)\s+"
+    r"(?:\w+\s+){0,2}?process(?:es)?\b" + _HOLDS % r"hold\w*|occup\w*|tak(?:e|es|ing)\s+up|took\s+up|eat\w*|hog\w*|"
+    r"consum\w*|us(?:e|es|ing)|grab\w*" + "|" +
+    _FOUND + r"(?:\d+|several|many|multiple|more\s+and\s+more|lots\s+of|a\s+lot\s+of|two|three|a\s+few)\s+"
+    r"(?:\w+\s+){0,2}?process(?:es)?\b" + _HOLDS % r"hold\w*|occup\w*|tak(?:e|es|ing)\s+up|took\s+up|eat\w*|hog\w*|"
+    r"consum\w*|grab\w*", re.I)
 """A process the person found holding the card (`nvidia-smi shows a process called X using 9 GB`, `more and more
-processes are taking up the GPU`): found, so not the one they started."""
+processes are taking up the GPU`): found, so not the one they started. A count of processes merely using the GPU
+(`I see 8 processes using GPU memory`) is a distributed run's ranks: a count needs a verb of taking."""
 _FOUND_PROCESS_ZH = re.compile(r"(?:发现|看到|有)\s*(?:个|一个|几个|很多|多个|\d+\s*个)[^，。！？]{0,30}?进程[^。！？]{0,30}?"
                                r"(?:(?:显存|内存|GPU|所有|全部)[^。！？]{0,8}(?:占|吃)|(?:占|吃)[^。！？]{0,4}(?:显存|内存|GPU))")
 """The same in Chinese (`发现有个X进程，把所有内存基本全吃了`): 内存 is said of the card's memory beside nvidia-smi."""
