@@ -413,3 +413,48 @@ def test_a_count_of_processes_using_the_gpu_is_a_distributed_run(line: str) -> N
 ])
 def test_ranks_on_one_named_card_not_ranks_using_gpus(line: str, expected: str) -> None:
     assert oom.said_cause(line) == expected
+
+
+# -- memory held at idle; a card shared with someone -------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "The GPU shows 10GB used with nothing running.",
+    "Memory usage is 10GB at idle.",
+    "Even with nothing running, 6 GB of VRAM is in use.",
+    "没有运行任何程序，显存却被占了10G",
+    "I'm sharing the GPU with my labmate.",
+    "The A100 is shared between several students.",
+    "多个用户共用一张卡",
+    "两个程序共用一张显卡，一个跑起来另一个就OOM",
+    "另一个程序占用了显存",
+])
+def test_memory_held_at_idle_or_a_shared_card(line: str) -> None:
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_other_process"
+
+
+@pytest.mark.parametrize("line", [
+    "Nothing else is running on the GPU, and it uses 23GB at step 5.",
+    "With nothing else running, the run uses 20GB.",
+    "we share the server with other groups",
+    "用另一个模型就不会OOM",
+    "另外，batch size 是 8",
+])
+def test_no_neighbour_ruled_in(line: str) -> None:
+    """`nothing else` rules a neighbour out; a shared server is not a shared card; another model is a comparison."""
+    assert oom.said_cause(line) == ""
+
+
+@pytest.mark.parametrize("line", [
+    "Please check whether there is any other process using GPU 0.",
+    "1. If yes, please stop them, or start PaddlePaddle on another GPU.",
+    "2. If no, please decrease the batch size of your model.",
+])
+def test_paddles_boilerplate_is_no_evidence(line: str) -> None:
+    """Printed under every Paddle OOM (https://github.com/PaddlePaddle/PaddleOCR/issues/1505 shows it whole)."""
+    assert oom.said_cause(line) == "" and oom.remedy_cause(line) == ""
+
+
+def test_a_kill_that_worked_in_chinese() -> None:
+    assert oom.remedy_cause("kill掉之前的进程后就可以了") == oom.OTHER_PROCESS

@@ -16,10 +16,10 @@ import re
 HINTS = ("releas", "freed", "remain", "dedicat", "running", "serving", "hosting", "found", "there", "ctrl", "switch",
          "instead", "moved", "idle", "colleague", "team", "also", "always", "already", "free", "old", "释放", "泄",
          "在跑", "跑着", "进程", "换", "同事", "也", "twice", "same time", "simultan", "concurren", "at once",
-         "side by side", "同时", "开了", "clos", "quit", "exit", "shut")
+         "side by side", "同时", "开了", "clos", "quit", "exit", "shut", "idle", "共", "另", "没")
 """Words one of these readers needs (the caller's cheap test before any of them is run on a line)."""
 CONTEXT = re.compile(r"CUDA_VISIBLE_DEVICES|\bcuda:\d|\bbackground\b|\bstill\s+running\b|(?:这|那|一|同一)[张块]卡|卡\s*\d|"
-                     r"\d\s*号?卡|\btwice\b|\bat the same time\b|\bside by side\b|\b(?:clos|quit|shut)\w*|关掉|关闭|同时",
+                     r"\d\s*号?卡|\b(?:A100|H100|H200|V100|A6000|RTX\s*\d{4})s?\b|\btwice\b|\bat the same time\b|\bside by side\b|\b(?:clos|quit|shut)\w*|关掉|关闭|同时",
                      re.I)
 """Where a holder's account names the card or the machine other than by memory or GPU (`CUDA_VISIBLE_DEVICES=2
 instead of 0`, `an old training still running in the background`, `这张卡`, `卡1上`), or the run doubled or another
@@ -218,9 +218,31 @@ same time`, `同时跑了两个训练`): the second copy finds the first holding
 a distributed run's ranks (one per GPU) unless one card is named (`_CAUSES` in oom.py reads that)."""
 
 
+_CARDS = r"(?:GPUs?|cards?|devices?|A100s?|H100s?|H200s?|V100s?|A6000s?|\d{4}\s*Ti|\d{4})"
+_SHARED_CARD = re.compile(
+    r"\bshar(?:e|es|ed|ing)\s+(?:the\s+|this\s+|that\s+|my\s+|our\s+|a\s+|one\s+|its\s+)?(?:\w+\s+)?" + _CARDS +
+    r"\s+with\b|\b" + _CARDS + r"\s+(?:is|are|was|were|gets?|got)\s+(?:also\s+)?shared\s+(?:with|between|among|by)\b|"
+    r"(?:共用|共享|同用|合用)(?:着)?\s*(?:一张|同一张|一块|同一块|这张|那张)?\s*(?:显卡|卡|GPU)|(?:显卡|GPU)[^。！？]{0,6}(?:共用|共享)|"
+    r"另(?:一|外)(?:个|一个)?(?:进程|程序|用户|任务|服务)", re.I)
+"""The card shared with someone (`I'm sharing the GPU with my labmate`, `the A100 is shared between several
+students`, `两个程序共用一张显卡`, `另一个程序占用了显存`). A shared server or cluster is not a shared card."""
+_IDLE = re.compile(r"\b(?:with|while|when)\s+nothing\s+(?:is\s+|was\s+)?(?:running|launched|loaded)\b|"
+                   r"\b(?:at|while|when)\s+idle\b|\bbefore\s+anything\s+(?:is\s+|was\s+)?(?:running|loaded|launched)\b|"
+                   r"没有?(?:运行|跑|启动|开)(?:任何)?\S{0,4}?(?:程序|任务|进程|东西|代码)|什么都没(?:跑|运行|开)", re.I)
+_IDLE_HELD = re.compile(r"\b\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|\b(?:used|in use|occupied|taken|allocated|held)\b|占|用了",
+                        re.I)
+"""Memory held while nothing of the person's runs (`the GPU shows 10GB used with nothing running`, `memory usage is
+10GB at idle`, `没有运行任何程序，显存却被占了10G`); `nothing else is running` rules a neighbour out and is not read."""
+
+
+def idle_held(line: str) -> bool:
+    """Whether the line tells of the card's memory held while nothing of the person's ran."""
+    return bool(_IDLE.search(line) and _IDLE_HELD.search(line))
+
+
 def shared_with(line: str) -> bool:
     """Whether the line puts another person or program beside the run on its card."""
-    return bool(_SHARED_WITH.search(line) or _DOUBLED.search(line))
+    return bool(_SHARED_WITH.search(line) or _DOUBLED.search(line) or _SHARED_CARD.search(line))
 
 
 _READERS = (
@@ -231,7 +253,8 @@ _READERS = (
     (("already", "only", "还没", "未", "没", "前"), started_on_held),
     (("some", "colleague", "worker", "mate", "team", "people", "advisor", "supervisor", "friend", "also", "同事", "师",
       "同学", "别人", "其他人", "twice", "same time", "simultan", "concurren", "parallel", "at once", "side by side",
-      "同时", "开了"), shared_with),
+      "同时", "开了", "shar", "共", "同用", "合用", "另"), shared_with),
+    (("nothing", "idle", "anything", "没", "什么都"), idle_held),
     (("old", "previous", "earlier", "forgotten", "stuck", "hung", "hanging", "lingering", "runaway", "stray", "之前",
       "上次", "以前", "旧"), still_running),
     (("0",), stray_on_first),
