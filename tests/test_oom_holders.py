@@ -458,3 +458,28 @@ def test_paddles_boilerplate_is_no_evidence(line: str) -> None:
 
 def test_a_kill_that_worked_in_chinese() -> None:
     assert oom.remedy_cause("kill掉之前的进程后就可以了") == oom.OTHER_PROCESS
+
+
+# -- an inference engine started on a card another part of the job held ----------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # https://github.com/verl-project/verl/issues/4229
+    "Before vLLM starts, Rollout Worker loads the FSDP model, occupying redundant GPU memory; vLLM then loads the "
+    "complete model, causing GPU memory usage to accumulate.",
+    "When the SGLang engine starts, the actor model already holds 30GB on the same card.",
+    "vllm fails to init because the training model is already taking most of the memory.",
+    "vllm启动之前，训练模型已经占了40G显存",
+])
+def test_an_engine_started_on_a_held_card(line: str) -> None:
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_other_process"
+
+
+@pytest.mark.parametrize("line", [
+    "When vLLM starts it allocates 90% of the GPU memory for the KV cache.",
+    "Before the inference server starts, I load the tokenizer.",
+    "vLLM uses 0.9 gpu_memory_utilization by default.",
+])
+def test_the_engines_own_share_is_no_neighbour(line: str) -> None:
+    assert oom.said_cause(line) == ""

@@ -16,7 +16,8 @@ import re
 HINTS = ("releas", "freed", "remain", "dedicat", "running", "serving", "hosting", "found", "there", "ctrl", "switch",
          "instead", "moved", "idle", "colleague", "team", "also", "always", "already", "free", "old", "释放", "泄",
          "在跑", "跑着", "进程", "换", "同事", "也", "twice", "same time", "simultan", "concurren", "at once",
-         "side by side", "同时", "开了", "clos", "quit", "exit", "shut", "idle", "共", "另", "没")
+         "side by side", "同时", "开了", "clos", "quit", "exit", "shut", "idle", "共", "另", "没", "vllm", "sglang",
+         "engine", "推理")
 """Words one of these readers needs (the caller's cheap test before any of them is run on a line)."""
 CONTEXT = re.compile(r"CUDA_VISIBLE_DEVICES|\bcuda:\d|\bbackground\b|\bstill\s+running\b|(?:这|那|一|同一)[张块]卡|卡\s*\d|"
                      r"\d\s*号?卡|\b(?:A100|H100|H200|V100|A6000|RTX\s*\d{4})s?\b|\btwice\b|\bat the same time\b|\bside by side\b|\b(?:clos|quit|shut)\w*|关掉|关闭|同时",
@@ -240,9 +241,26 @@ def idle_held(line: str) -> bool:
     return bool(_IDLE.search(line) and _IDLE_HELD.search(line))
 
 
+_ENGINE = r"(?:vllm|sglang|tgi|lmdeploy|(?:inference|rollout|generation|serving)\s+(?:engine|server|worker)s?|the\s+engine)"
+_ENGINE_LATE = re.compile(
+    r"\b(?:before|when|while|once|by the time)\s+(?:the\s+)?" + _ENGINE + r"\s+(?:\w+\s+)?(?:starts?|started|starting|"
+    r"launch\w*|loads?|loaded|loading|initiali[sz]\w*|inits?|boots?)\b(?!,?\s+(?:it|this|vllm|sglang|the\s+engine)\b)"
+    r"[^.!?]{0,80}?\b(?:occupy\w*|occupie[sd]|hold\w*|held|tak(?:e|es|ing)\s+up|took\s+up|loads?|loaded|loading|"
+    r"already\s+\w+)\b[^.!?]{0,50}?(?:memory|VRAM|"
+    r"\b\d+(?:\.\d+)?\s*(?:[GM]i?B|G)\b)|"
+    r"\b" + _ENGINE + r"\b[^.!?]{0,60}?\b(?:because|since|as|after)\b[^.!?]{0,60}?\balready\s+(?:occup\w*|hold\w*|holds|"
+    r"tak(?:e|es|ing)|took|uses?|using|allocated|loaded)\b|"
+    r"(?:vllm|sglang|推理引擎|推理服务)[^，。！？]{0,6}(?:启动|加载|初始化)(?:之?前|时)[^。！？]{0,30}?(?:占|加载|用了)", re.I)
+"""An inference engine started on a card another part of the job already held (`Before vLLM starts, Rollout Worker
+loads the FSDP model, occupying redundant GPU memory`, `when the SGLang engine starts the actor already holds 30GB`,
+`vllm fails to init because the training model is already taking most of the memory`): what fills the card when
+the engine asks for its share is not the engine."""
+
+
 def shared_with(line: str) -> bool:
     """Whether the line puts another person or program beside the run on its card."""
-    return bool(_SHARED_WITH.search(line) or _DOUBLED.search(line) or _SHARED_CARD.search(line))
+    return bool(_SHARED_WITH.search(line) or _DOUBLED.search(line) or _SHARED_CARD.search(line) or
+                _ENGINE_LATE.search(line))
 
 
 _READERS = (
@@ -253,7 +271,8 @@ _READERS = (
     (("already", "only", "还没", "未", "没", "前"), started_on_held),
     (("some", "colleague", "worker", "mate", "team", "people", "advisor", "supervisor", "friend", "also", "同事", "师",
       "同学", "别人", "其他人", "twice", "same time", "simultan", "concurren", "parallel", "at once", "side by side",
-      "同时", "开了", "shar", "共", "同用", "合用", "另"), shared_with),
+      "同时", "开了", "shar", "共", "同用", "合用", "另", "vllm", "sglang", "tgi", "lmdeploy", "engine", "server",
+      "worker", "推理"), shared_with),
     (("nothing", "idle", "anything", "没", "什么都"), idle_held),
     (("old", "previous", "earlier", "forgotten", "stuck", "hung", "hanging", "lingering", "runaway", "stray", "之前",
       "上次", "以前", "旧"), still_running),
