@@ -483,3 +483,17 @@ def test_an_engine_started_on_a_held_card(line: str) -> None:
 ])
 def test_the_engines_own_share_is_no_neighbour(line: str) -> None:
     assert oom.said_cause(line) == ""
+
+
+@pytest.mark.parametrize("line", [
+    "I forgot to set CUDA_VISIBLE_DEVICES, so all workers went to GPU 0.",
+    "Without set_device, every rank creates its context on GPU 0.",
+    "所有进程都跑到了0号卡上",
+])
+def test_every_rank_piled_onto_one_card(line: str) -> None:
+    assert oom.said_cause(line) == oom.OTHER_PROCESS
+
+
+@pytest.mark.parametrize("line", ["Each worker trains on its own GPU.", "Every rank uses a GPU."])
+def test_a_rank_per_card_is_no_pile(line: str) -> None:
+    assert oom.said_cause(line) == ""

@@ -199,10 +199,11 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"\b(?:other|another|different|second|previous)\s+(?:\w+\s+){0,2}(?:runs?|trainings?|experiments?)\b"
                r"[^.!?]{0,40}?\b(?:still|running|alive|hold\w*|held|occup\w*|same\s+(?:GPU|card|device)|on\s+(?:the\s+)?"
                r"(?:GPU|card|device)|in\s+(?:the\s+)?background|at\s+the\s+same\s+time|simultaneous\w*)\b|"
-               r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
+               r"\b(?:all|every|each|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks?|process(?:es)?|"
+               r"workers?)"
                r"\b[^.!?]{0,40}?\b(?:(?:share|sharing)\s+(?:the same |one |a single |the first )?(?:GPU|card|device|cuda)\b|"
                # `on`/`use` a named card: `8 processes using GPU memory` is a distributed run's ranks, one per card
-               r"(?:on|use|using)\s+(?:(?:the same |one |a single |the first )(?:GPU|card|device)\b|(?:GPU|card|device|cuda)"
+               r"(?:on|onto|to|into|use|using)\s+(?:(?:the same |one |a single |the first )(?:GPU|card|device)\b|(?:GPU|card|device|cuda)"
                r"\s*:?\s*\d))|"
                r"\b(?:both|two|three|four|multiple|several|all)\s+(?:\w+\s+){0,2}(?:jobs|processes|servers|runs|"
                r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?!per\b|for\s+each\b)"
@@ -215,7 +216,8 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"allocat\w*)\b[^.!?]{0,30}?\b(?:on|to)\s+(?:the\s+first\s+GPU|(?:GPU|cuda|device)\s*:?\s*0)\b|"
                r"\b(?:process(?:es)?|jobs?|servers?|instances?|containers?)\b[^.!?]{0,40}?\bshar\w*\s+(?:the\s+|one\s+|a\s+)?"
                r"(?:same\s+|single\s+)?(?:GPU|card|device)\b|"
-               r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户|人|任务)|僵尸进程|被[^，。,.!?！？]{0,20}占用", re.I)))
+               r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户|人|任务)|(?:所有|全部|每个)的?\s*(?:进程|rank|worker)[^。！？]{0,10}?"
+               r"(?:跑|放|在|分配|挤)(?:到|在)?了?\s*(?:0\s*号?卡|卡\s*0|GPU\s*0|第一张卡)|僵尸进程|被[^，。,.!?！？]{0,20}占用", re.I)))
 _HELD_WHAT = r"(?:\s+(?:\d+(?:\.\d+)?\s*%|of|the|my|all|its|\w+(?=\s+(?:of|the|my)\b)|\w+(?=\s+\d))){0,3}?\s+(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|(?:\w+\s+)?(?:memory|VRAM|GPU|card)\b)"
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
