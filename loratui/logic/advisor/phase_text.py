@@ -120,6 +120,8 @@ _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", 
                 "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
                 "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
+_ALL_CAUSE_HINTS = _CAUSE_HINTS + oom_holders.HINTS
+"""With the words the readers of another holder need (logic/oom_holders.py)."""
 _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
                                     r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?metrics?\b|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
@@ -433,7 +435,8 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and any(hint in whole.lower() for hint in _CAUSE_HINTS + oom_holders.HINTS) and \
+        low_whole = whole.lower()
+        if self.cause is None and any(hint in low_whole for hint in _ALL_CAUSE_HINTS) and \
                 (_CAUSE_CONTEXT.search(oom.cjk_spaced(whole)) or oom_holders.CONTEXT.search(whole)):
             # the line alone first; then the sentence it ends, hard-wrapped over lines (`nvidia-smi shows 15 GB used
             # even though` / `nothing is running`)
