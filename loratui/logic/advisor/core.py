@@ -231,6 +231,8 @@ class Advisor:
 
     def _on_estimate(self, e: events.Estimate) -> None:
         self.estimate = e
+        vocab = e.config.get("vocab_size")  # the model's own facts: a log may carry anything here
+        self.loss.vocab = vocab if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab >= 2 else 0
         self._items = None
 
     def _on_sample(self, e: events.Sample) -> None:

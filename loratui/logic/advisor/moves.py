@@ -365,6 +365,8 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
             f"logs from step {facts['from_step']}: a uniform guess over {facts['k']} classes, nothing is learned"
         evidence = quote + ["ln k is the cross-entropy of predicting every one of k classes alike: the outputs do "
                             "not depend on the input (labels, a frozen or detached head, a learning rate far off)"]
+    elif facts["kind"] == "collapse":
+        title, evidence, change = _collapse_advice(facts, r, quote)
     elif facts["kind"] == "said":
         title = "Loss does not move, in the log's own words: check that the model trains at all"
         evidence = quote + [
@@ -389,6 +391,23 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
             change = {"training.learning_rate": 2e-4}
             evidence.append(f"learning_rate = {_num(r.training.learning_rate)} is far below LoRA's usual 1e-4 to 3e-4")
     return Advice("loss_flat", WARNING, title, evidence, change, f.step)
+
+
+def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> tuple[str, list[str], dict[str, Any]]:
+    """A loss stuck high with its gradient gone (LossWatch._collapse): the learning rate threw the model off."""
+    text, change = _lr_move(r, facts.get("lr"))
+    uniform = math.log(facts["vocab"])
+    title = f"Loss stuck at {facts['value']:.3g} from step {facts['from_step']} with grad_norm ~{facts['grad']:.2g}: " \
+        f"the model collapsed, {text}"
+    evidence = quote + [
+        f"{facts['value']:.3g} is {facts['value'] / uniform:.0%} of ln {facts['vocab']} = {uniform:.2f}, a uniform "
+        f"guess over the model's vocabulary: it fell only from {facts['first']:.3g} and stays there",
+        f"grad_norm median {facts['grad']:.2g} over the last {facts['n']} logs, {facts['grad_before']:.2g} in the "
+        "first ones: the updates left the outputs barely depending on the input, the mark of a learning rate far "
+        "too high"]
+    if facts.get("lr") is not None:
+        evidence.append(f"learning_rate now {_num(facts['lr'])}")
+    return title, evidence, change
 
 
 def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
