@@ -73,10 +73,11 @@ def _four_bit(r: Recipe) -> Move:
 
 
 def _lr_move(r: Recipe | None, lr_now: float | None) -> Move:
-    """A third of the configured learning rate, naming the current one."""
+    """A third of the configured learning rate, naming the current one. Without a recipe (a plain watched script,
+    a pasted log) the rate is the script's own: loratui knows no value or key for it, only what a log said."""
     if r is None:
-        now = f" (now {_num(lr_now)})" if lr_now else ""
-        return f"lower learning_rate to about a third{now}", {}
+        known = f"its last log said {_num(lr_now)}" if lr_now else "loratui does not know its value"
+        return f"lower the learning rate your script sets, e.g. to a third of it ({known})", {}
     lr = r.training.learning_rate
     new = float(f"{lr / 3:.2g}")
     return f"lower learning_rate from {_num(lr)} to {_num(new)}", {"training.learning_rate": new}
