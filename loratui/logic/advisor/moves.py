@@ -184,6 +184,9 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
                 "processes hold the card"
     elif not pids and report.other_used is None and report.note.startswith(_HELD_NOTES):
         title = f"CUDA OOM: {report.note}: other processes hold the card"
+    elif not pids and report.other_used is None:  # no numbers: the text's words say who held it (in the evidence)
+        title = "CUDA OOM: memory held by another process, not this run -> free the card (stop that process) or " \
+                "choose another GPU with CUDA_VISIBLE_DEVICES"
     extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
 
