@@ -113,7 +113,7 @@ _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?\d{0,2}|VRAM|card|nv
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
 _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", "contiguous", "same", "both", "restart",
-                "reboot", "malloc_async", "garbage_collection", "XLA_PYTHON", "set_device", "重启", "杀", "shar", "vllm",
+                "reboot", "malloc_async", "garbage_collection", "xla_python", "set_device", "重启", "杀", "shar", "vllm",
                 "sglang", "ollama", "rank", "every", "each",
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
