@@ -327,7 +327,8 @@ class Advisor:
             self._oom_open = line if oom.message_open(line) and self.oom is not None and \
                 self.oom.facts["report"] is report else ""
             return
-        if self.oom is None and getattr(self, "host_oom", None) is None and _HOST_RAM.search(line):
+        if self.oom is None and getattr(self, "host_oom", None) is None and \
+                (_HOST_RAM.search(line) or self.pasted and oom.machine_down(line) and not looks_like_code(line)):
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
@@ -336,7 +337,8 @@ class Advisor:
             self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
             self._items = None
         lowered = line.lower()
-        if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
+        if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
+                                  "存" in line or "空间" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line and \
                 not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
@@ -464,7 +466,7 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
 shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`), Windows' paging file, Colab's `Your session crashed after
 using all available RAM`, or the person's words (`out of RAM`, `memory error`, 内存不足)."""
-_MERGE = re.compile(r"merg|dequantiz|unload", re.I)
+_MERGE = re.compile(r"merg|dequantiz|unload|合并", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
 _OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
 """A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM

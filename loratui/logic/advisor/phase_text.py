@@ -105,7 +105,7 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
                          r"diffusers)\b", re.I)
 """Converting the model to another format writes it out (`Unsloth: Conversion from QLoRA to GGUF`, `Converting to
 CKPT ...`)."""
-_MEMORY_WORDS = re.compile(r"(?<![A-Za-z0-9_])(?:memory|out of memory|RAM|VRAM)(?![A-Za-z0-9_])|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
+_MEMORY_WORDS = re.compile(r"(?<![A-Za-z0-9_])(?:memory|out of memory|RAM|VRAM)(?![A-Za-z0-9_])|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存|(?:卡|GPU)\S{0,2}?空间", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
 _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?\d{0,2}|VRAM|card|nvidia-smi|server|cluster|\d+\s*(?:GB|GiB)|reboot\w*|"
                             r"machine|set_device|kill\w*|\w*_ALLOCATOR|cuda_malloc_async)\b|内存|显存|显卡|服务器|机器|进程|重启|"
@@ -444,7 +444,7 @@ class PhaseText:
             self._failure_words(text, whole)
         elif prose and not _MEMORY_WORDS.search(whole):
             self._intro_words(whole)
-        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
+        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line or "空间" in line) and \
                 _MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
         elif carried and _MEMORY_WORDS.search(carried):
