@@ -131,3 +131,32 @@ def test_the_machine_going_down_from_memory_is_the_hosts(text: str, expected: st
 def test_memory_beside_a_failure_is_no_oom(text: str) -> None:
     """Memory named beside a failure that is not its cause, a remedy, or a negation: no OOM."""
     assert not first_id(text).startswith("oom")
+
+
+# -- the sentence that introduces the pasted error ---------------------------------------------------------------
+
+NEW_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 "
+           "GiB of which 1.20 GiB is free. Of the allocated memory 20.10 GiB is allocated by PyTorch, and 300.00 MiB "
+           "is reserved by PyTorch but unallocated.")
+
+
+@pytest.mark.parametrize("intro, expected", [
+    ("Every time the trainer saves a checkpoint I get", "oom_at_save"),
+    ("As soon as evaluation starts it throws", "oom_at_eval"),
+    ("Calling merge_and_unload() gives", "oom_at_save"),
+    ("When I run trainer.predict on the test set I get", "oom_at_eval"),
+    ("Each validation epoch ends with", "oom_at_eval"),
+])
+def test_a_sentence_that_introduces_the_error_without_a_colon(intro: str, expected: str) -> None:
+    """Mechanism: the person's sentence right before the pasted error names where it failed, whether it ends with a
+    colon or with the words one introduces a paste with (`I get`, `it throws`, `gives`); the full card's numbers
+    then say nothing of the phase."""
+    assert first_id(intro + "\n" + NEW_OOM) == expected
+
+
+@pytest.mark.parametrize("intro", [
+    "Training goes fine and evaluation works too, but then I get",  # the phases named work
+    "I run the training script with deepspeed and get",  # no phase but training named
+])
+def test_an_introduction_naming_no_failing_phase_leaves_the_card_full(intro: str) -> None:
+    assert first_id(intro + "\n" + NEW_OOM) == "oom_full"

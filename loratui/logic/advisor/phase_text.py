@@ -127,7 +127,7 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
                                     r"code)\b|"
                                     r"\.test\(", re.I)),
-                ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
+                ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|es|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
                                     r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|"
                                     r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
                                     r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node|pretrained\w*|model)|"
@@ -174,6 +174,13 @@ _FAILS = re.compile(r"(?<![A-Za-z0-9_])(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:
 _CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
                     r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
+
+
+_INTRO_END = re.compile(r"(?:\b(?:get|gets|got|getting|see|saw|hit|hits|receive[sd]?|gives?|gave|throws?|threw|raises?|"
+                        r"raised|returns?|shows?|showed|prints?|printed|following|below|this|error|errors|with)|报错|出现|"
+                        r"提示|如下)\W{0,4}$", re.I)
+"""The end of a sentence that introduces what is pasted after it, with no colon (`when it saves I get`, `Calling
+merge_and_unload() gives`, `验证时报错`)."""
 
 
 _PATHLIKE = re.compile(r"\S*[/\\]\S*")
@@ -477,8 +484,9 @@ class PhaseText:
             self._words_at(phase)
 
     def _intro_words(self, text: str) -> None:
-        """A sentence of the person's that ends with a colon and names one phase: it may introduce the error."""
-        if not text.endswith((":", "：")) or len(text) > 300:
+        """A sentence of the person's that ends the way one introduces a paste (a colon, `I get`, `it throws`, `the
+        following`, `报错如下`) and names one phase: it may introduce the error."""
+        if len(text) > 300 or not text.endswith((":", "：")) and not _INTRO_END.search(text):
             return
         clean = _phase_words(text)
         named = _affirmed(clean, list(_PROSE_PHASE))
