@@ -24,6 +24,7 @@ from loratui.logic.advisor.starve_output import (
     input_bound,
     open_bar,
 )
+from loratui.logic.advisor.starve_measured import measured
 from loratui.logic.advisor.starve_timed import timed_parts
 from loratui.logic.advisor.starve_words import NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
 from loratui.recipe import Recipe
@@ -633,7 +634,8 @@ class StarveText:
             found += self._blamed(line, step)
         if len(line) < 2000:
             self._asked(line)
-        found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line)) if f is not None]
+        found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line), self._measured(line))
+                  if f is not None]
         self._after_iteration = bool(_ITERATION.search(line))
         return found
 
@@ -668,6 +670,15 @@ class StarveText:
         timed = timed_parts(line)
         self._timed_done = timed is not None
         return timed
+
+    def _measured(self, line: str) -> dict[str, object] | None:
+        """The data's preparation timed or rated as slow (starve_measured), in a person's words or a program's line."""
+        low = line.lower()
+        if not any(w in low for w in ("token", "bpe", "pack", "process", "map", "prepar", "load", "read", "fetch",
+                                      "get", "wait", "collat", "数据", "分词", "处理")):
+            return None
+        found = measured(line)
+        return dict(found, text="said") if found is not None else None
 
     def _said(self, line: str) -> dict[str, object] | None:
         """Starvation in the person's words; an idle GPU or a busy CPU said of a run on the CPU is none."""

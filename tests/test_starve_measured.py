@@ -1,0 +1,87 @@
+"""Issue 23: the data's preparation MEASURED as slow, in a person's words or a program's line (starve_measured): the
+whole dataset's preparation timed at minutes or more, its rate falling several times over or to single digits, the
+wait for each batch timed at a second or more per iteration. Lines quoted from dev records name their source; the
+others are other people's wordings of the same measures (other tools, verbs, numbers, Chinese). Other jobs timed
+(the model's load, a download, training itself), short times and denials read as nothing."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+from loratui.logic.advisor.starve_measured import measured
+
+
+def first_id(text: str) -> str:
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+OPENR1 = ("It takes about 10 minutes for tokenization and packing every time. This seems inefficient for "
+          "experimentation and debugging.")
+"""https://github.com/huggingface/open-r1/issues/435 (dev)."""
+LLAMAFACTORY_570S = ("06/02/2023 06:16:54 - INFO - utils.common - Loaded tokenizer in 569.9713776111603 seconds. "
+                     "接近10分钟了。")
+"""https://github.com/hiyouga/LlamaFactory/issues/3 (dev)."""
+OPENRLHF = "这一块的逻辑好像会比较慢，130k数据需要20min处理"
+"""https://github.com/OpenRLHF/OpenRLHF/issues/409 (dev)."""
+TOKENIZER_RATE = "训练过程中，Running tokenizer on dataset 的速度逐渐从 几百 samples/s 下降到 个位数。 请教下可能是哪里有问题？"
+"""https://github.com/hiyouga/LlamaFactory/issues/5443 (dev)."""
+COSMOS = ("Without this fix it takes about 3.2s between iterations to get data, with the fix time is less than 50ms. "
+          "I've tested it on 7B diffusion Text2World.")
+"""https://github.com/nvidia-cosmos/cosmos-predict1/pull/31 (dev)."""
+
+
+@pytest.mark.parametrize("line", [
+    OPENR1, LLAMAFACTORY_570S, OPENRLHF,
+    "Tokenizing the 2M-row dataset took 45 minutes before the first step.",
+    "packing the dataset needs ~2h on every launch of axolotl",
+    "The map() call over 500k examples runs for 25 min",
+    "数据预处理花了一个多小时才开始训练",
+    "Preprocessing finished in 1843.2s",
+])
+def test_the_whole_datasets_preparation_timed_at_minutes(line: str) -> None:
+    assert measured(line) == {"said": "preprocessing", "quote": line.strip()[:300]}
+
+
+@pytest.mark.parametrize("line", [
+    TOKENIZER_RATE,
+    "Running tokenizer on dataset starts at 3000 examples/s and slows to 40 examples/s",
+    "the preprocessing speed dropped from 1200 samples/s to 90 samples/s after 30%",
+    "map 的速度从 2000 it/s 掉到 50 it/s",
+    "tokenization throughput falls to single digits after the first 10%",
+])
+def test_the_preparations_rate_falling(line: str) -> None:
+    assert measured(line) is not None and measured(line)["said"] == "preprocessing"
+
+
+@pytest.mark.parametrize("line", [
+    COSMOS,
+    "each step waits about 2 s for the next batch",
+    "every iteration spends 1.5 s fetching data",
+    "数据加载每个iter要3秒",
+    "the dataloader takes 4 seconds per batch on the NFS mount",
+])
+def test_the_wait_for_each_batch_timed(line: str) -> None:
+    assert measured(line) is not None and measured(line)["said"] == "delay"
+
+
+@pytest.mark.parametrize("line", [
+    "Training took 5 hours", "Loading the model took 10 minutes", "Loading checkpoint shards: 100%| 4/4 [12:03<00:00]",
+    "Tokenization only takes 2 minutes", "preprocessing took 30 seconds", "Downloading the dataset took 20 minutes",
+    "each batch takes 0.2 s to load", "each step takes 2 s", "loading the data per step takes 300ms",
+    "tokenization is fast, training takes 3 hours", "I trained on 8 H100 for the tokenized data",
+    "we have 10M samples tokenized", "the preprocessing speed went from 100 to 90 samples/s",
+    "数据处理很快，训练需要10小时", "预处理不到10分钟", "the tokenizer went from 100 to 3000 examples/s",
+    "evaluation on the tokenized test set takes 20 minutes", "saving the processed dataset took 15 minutes",
+])
+def test_other_work_short_times_and_denials_are_no_measure(line: str) -> None:
+    assert measured(line) is None
+
+
+@pytest.mark.parametrize("text", [OPENR1, LLAMAFACTORY_570S, OPENRLHF, TOKENIZER_RATE, COSMOS])
+def test_the_doctor_names_starvation_first(text: str) -> None:
+    """Before starve_measured these read as healthy: no reader fired."""
+    assert first_id(text) == "data_starved"
