@@ -11,6 +11,7 @@ import io
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
+from loratui.logic.advisor.starve import said_starved
 from loratui.logic.advisor.starve_measured import measured
 
 
@@ -85,3 +86,31 @@ def test_other_work_short_times_and_denials_are_no_measure(line: str) -> None:
 def test_the_doctor_names_starvation_first(text: str) -> None:
     """Before starve_measured these read as healthy: no reader fired."""
     assert first_id(text) == "data_starved"
+
+
+# -- the GPU's busy share as a range ------------------------------------------------------------------------
+
+FLAGEMBEDDING = ("However, given the script examples provided in this repo, my GPU is capped at around 40-50% of "
+                 "processing power on an A10 (VRAM is fully loaded).")
+"""https://github.com/FlagOpen/FlagEmbedding/issues/208 (dev)."""
+
+
+@pytest.mark.parametrize("line", [
+    FLAGEMBEDDING, "the A100 sits at around 20~35% during training", "my RTX 4090 is only running at 35-45% of its capacity",
+    "GPU usage hovers at 30-40% the whole time",
+])
+def test_a_gpu_busy_half_the_time_or_less_as_a_range(line: str) -> None:
+    """The range's top is the GPU's busy share: at most half is a GPU waiting (before: only a single number read)."""
+    said = said_starved(line, False)
+    assert said is not None and said["said"] == "util"
+
+
+@pytest.mark.parametrize("line", [
+    "GPU is at 90-100% all the time", "GPU memory is at 40-50%", "the GPU runs at 60-80%", "GPU temperature is at 40-50%",
+])
+def test_a_busy_gpu_or_another_quantitys_range_is_no_starvation(line: str) -> None:
+    assert said_starved(line, False) is None
+
+
+def test_the_doctor_reads_the_capped_gpu() -> None:
+    assert first_id(FLAGEMBEDDING) == "data_starved"

@@ -341,22 +341,24 @@ _BUSY_AT = re.compile(
     r"just )?(?P<n3>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
     r"(?P<dev>" + _DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
     r"utili[sz]ed|working|running at|hover(?:s|ing)? (?:at|around))\s+(?:at |around |about |only |just |~|for |less than |"
-    r"under |below )?(?P<n>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
+    r"under |below )?(?P<n>\d{1,3})(?:\s*%?\s*(?:-|~|–|to)\s*(?P<m>\d{1,3}))?\s*%"
+    r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
     r"(?<![\d.])(?P<n2>\d{1,3})\s*%\s*(?:(?:GPU|SM)[- ]?)?(?:util\w*|usage|load|busy)\b"
     r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))", re.I)
 _GPU_NAMED = re.compile(_DEVICE + r"|nvidia-smi|nvtop|gpustat|\bcuda\b", re.I)
 
 
 def _busy_at(line: str) -> int | None:
-    """`nvidia-smi shows the GPU at 7%`, `the GPU is only used 10% of the time`, `nvidia-smi shows 5% util`: the GPU's
-    busy share as a number beside the GPU (not its memory's, not the CPU's)."""
+    """`nvidia-smi shows the GPU at 7%`, `the GPU is only used 10% of the time`, `nvidia-smi shows 5% util`, `my GPU
+    is capped at around 40-50%`: the GPU's busy share as a number, or a range's top, beside the GPU (not its
+    memory's, not the CPU's)."""
     for found in _BUSY_AT.finditer(line):
         if found.group("n3"):
             return int(found.group("n3"))
         if found.group("dev"):
             if _GAP_OTHER.search(found.group("gap")) or _HELD.search(found.group("gap")):
                 continue
-            return int(found.group("n"))
+            return int(found.group("m") or found.group("n"))  # a range's top: `capped at around 40-50%` is 50
         before = line[max(0, found.start() - 25):found.start()]
         if _GPU_NAMED.search(line) and not re.search(r"\b(?:CPU|RAM|memory|mem|VRAM|disk|cores?)\b|显存|内存", before, re.I):
             return int(found.group("n2"))
