@@ -114,3 +114,48 @@ def test_a_busy_gpu_or_another_quantitys_range_is_no_starvation(line: str) -> No
 
 def test_the_doctor_reads_the_capped_gpu() -> None:
     assert first_id(FLAGEMBEDDING) == "data_starved"
+
+
+# -- the pace that does not follow the model's size -------------------------------------------------------------
+
+MMPOSE = ("Model | Input size | Batch size per gpu | MMPose (s/iter)\n-- | -- | -- | --\n"
+          "Resnet_50 | 256x192 | 64 | 0.88\nResnet_50 | 384x288 | 64 | 1.3\nResnet_101 | 256x192 | 64 | 0.88\n"
+          "Resnet_101 | 384x288 | 32 | 0.64\nHrnet_w32 | 256x192 | 64 | 0.88\n\n4 NVidia V100SXM2 (16G memory)\n")
+"""https://github.com/open-mmlab/mmpose/issues/23 (dev): ResNet-50 and ResNet-101 at the same 0.88 s/iter."""
+
+
+@pytest.mark.parametrize("line", [
+    "ResNet-50 and ResNet-101 both run at 0.88 s/iter",
+    "switching from 7B to 13B does not change the speed at all",
+    "the speed is the same whether I use bert-base or bert-large",
+    "用1.5B和7B的模型速度差不多", "换成更大的模型速度也没变", "even a smaller model trains just as slowly",
+])
+def test_the_same_pace_for_a_small_and_a_big_model(line: str) -> None:
+    from loratui.logic.advisor.starve_pace import same_pace_said
+
+    assert same_pace_said(line) is not None
+
+
+@pytest.mark.parametrize("line", [
+    "7B and 13B give the same loss", "the 13B is twice as slow as the 7B", "the speed is the same with fp16 and bf16",
+    "the speed is the same as yesterday", "7B runs at 2 it/s and 13B at 1 it/s",
+])
+def test_a_pace_that_follows_the_model_or_another_change_is_no_sign(line: str) -> None:
+    from loratui.logic.advisor.starve_pace import same_pace_said
+
+    assert same_pace_said(line) is None
+
+
+@pytest.mark.parametrize("text", [
+    MMPOSE,
+    "| model | seq len | batch | s/it |\n|---|---|---|---|\n| Qwen2.5-1.5B | 2048 | 8 | 3.10 |\n"
+    "| Qwen2.5-7B | 2048 | 8 | 3.12 |\n",
+])
+def test_a_benchmark_table_whose_sizes_share_one_time(text: str) -> None:
+    assert first_id(text) == "data_starved"
+
+
+def test_a_table_whose_time_grows_with_the_model_is_no_sign() -> None:
+    text = ("| model | seq len | batch | s/it |\n|---|---|---|---|\n| Qwen2.5-1.5B | 2048 | 8 | 0.90 |\n"
+            "| Qwen2.5-7B | 2048 | 8 | 3.12 |\n| Qwen2.5-7B | 4096 | 8 | 3.10 |\n")
+    assert first_id(text) != "data_starved"

@@ -25,6 +25,7 @@ from loratui.logic.advisor.starve_output import (
     open_bar,
 )
 from loratui.logic.advisor.starve_measured import measured
+from loratui.logic.advisor.starve_pace import PaceTable, same_pace_said
 from loratui.logic.advisor.starve_timed import timed_parts
 from loratui.logic.advisor.starve_words import NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
 from loratui.recipe import Recipe
@@ -578,6 +579,7 @@ class StarveText:
     stack: StackWait = field(default_factory=StackWait)
     wait: WaitShare = field(default_factory=WaitShare)
     inputs: InputWaits = field(default_factory=InputWaits)
+    pace: PaceTable = field(default_factory=PaceTable)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _slow_said: str = ""  # the user's line that says the training is slow
     _blamed_line: str = ""  # the user's line that names the loader as the reason
@@ -674,12 +676,17 @@ class StarveText:
         return timed
 
     def _measured(self, line: str) -> dict[str, object] | None:
-        """The data's preparation timed or rated as slow (starve_measured), in a person's words or a program's line."""
+        """The data's preparation timed or rated as slow (starve_measured), in a person's words or a program's line;
+        the step's pace that does not follow the model's size (starve_pace)."""
         low = line.lower()
-        if not any(w in low for w in ("token", "bpe", "pack", "process", "map", "prepar", "load", "read", "fetch",
-                                      "get", "wait", "collat", "数据", "分词", "处理")):
-            return None
-        found = measured(line)
+        found = measured(line) if any(w in low for w in ("token", "bpe", "pack", "process", "map", "prepar", "load",
+                                                         "read", "fetch", "get", "wait", "collat", "数据", "分词",
+                                                         "处理")) else None
+        if found is None and "|" in line:
+            found = self.pace.line(line)
+        if found is None and any(w in low for w in ("speed", "/it", "s/iter", "time", "pace", "throughput", "slow",
+                                                    "fast", "速度")):
+            found = same_pace_said(line)
         return dict(found, text="said") if found is not None else None
 
     def _said(self, line: str) -> dict[str, object] | None:
