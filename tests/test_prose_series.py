@@ -58,3 +58,72 @@ def test_a_loss_column_still_reads(text: str) -> None:
 
 def test_the_doctor_reads_the_bpe_benchmark_as_slow_preprocessing() -> None:
     assert first_id(GPT2_BPE) == "data_starved"
+
+
+# -- a loss that fell and levelled off, or whose fall slows, is no standstill -------------------------------------
+
+from loratui.logic.advisor import loss_words  # noqa: E402
+
+BAICHUAN = ("在2块4090用deepspeed微调baichuan1和baichuan2开始loss为1.9，几十个step之后就在1.5附近不再下降。")
+"""https://github.com/hiyouga/LlamaFactory/issues/987 (dev, healthy): read as a flat loss before."""
+OLMO = ("We are now at steps 5000, with a perplexity around 20. currently the learning rate is 3 x E-4\n"
+        "and we notice the loss is actually becoming flat.\nIs this a queue to decrease the learning rate to 3 x E-5?")
+"""https://github.com/allenai/OLMo/issues/497 (dev, healthy): the warm-up's end, read as a flat loss before."""
+
+
+@pytest.mark.parametrize("line", [
+    BAICHUAN,
+    "the loss started around 2.4 and after 300 steps it stays at about 1.1",
+    "loss went from 3.2 down to 1.7 and then plateaued",
+    "开始loss是2.0，后来一直维持在1.2左右",
+    "and we notice the loss is actually becoming flat.",
+    "the loss is starting to plateau around 1.8",
+    "the training loss is getting flatter after epoch 2",
+])
+def test_a_fall_that_levels_off_or_slows_is_the_curves_usual_shape(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is None or said.kind != "flat", said
+
+
+@pytest.mark.parametrize("line", [
+    "the loss started at 2.3 and now stays at 2.29",  # a fall too small to be learning
+    "loss starts at 0.9 and stays at 0.693",  # levelled at chance (ln 2)
+    "loss started at 11 and is stuck at 7.5",  # levelled where a language model has learned nothing
+    "loss stuck at 2.3", "The loss stays flat from the start", "the loss became flat at 6.9 and never moved",
+])
+def test_a_standstill_without_a_learned_fall_is_still_flat(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "flat", said
+
+
+@pytest.mark.parametrize("text", [BAICHUAN, OLMO])
+def test_the_doctor_reads_the_levelled_losses_as_healthy(text: str) -> None:
+    assert first_id(text) not in ("loss_flat", "loss_flat_or_zero")
+
+
+# -- a preference loss said to stay at ln 2 ------------------------------------------------------------------------
+
+TRL_DPO = ('hello ! i open  this issure for the problem of "DPO loss remains 0.6931 from the first step and the rewards '
+           'stuck at 0.0" , the problem primary in the #1311 , but now i cant find a solution for this')
+"""https://github.com/huggingface/trl/issues/1627 (dev): read as nothing before (a DPO loss's words were all quiet)."""
+
+
+@pytest.mark.parametrize("line", [
+    TRL_DPO, "DPO loss stays at 0.693 and rewards/chosen are 0 the whole run",
+    "my reward model's loss is stuck at 0.6931 from step 1", "DPO训练时loss一直是0.6931",
+])
+def test_a_preference_loss_stuck_at_ln2_is_flat(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "flat", said
+
+
+@pytest.mark.parametrize("line", [
+    "the DPO loss stays at 0.45", "GRPO loss stays at 0.0 for the first steps", "the DPO loss starts at 0.693 and falls",
+])
+def test_a_preference_loss_elsewhere_says_nothing_of_learning(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is None or said.kind not in ("flat",), said
+
+
+def test_the_doctor_reads_the_dpo_report_as_flat() -> None:
+    assert first_id(TRL_DPO) == "loss_flat"
