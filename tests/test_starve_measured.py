@@ -159,3 +159,23 @@ def test_a_table_whose_time_grows_with_the_model_is_no_sign() -> None:
     text = ("| model | seq len | batch | s/it |\n|---|---|---|---|\n| Qwen2.5-1.5B | 2048 | 8 | 0.90 |\n"
             "| Qwen2.5-7B | 2048 | 8 | 3.12 |\n| Qwen2.5-7B | 4096 | 8 | 3.10 |\n")
     assert first_id(text) != "data_starved"
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("it/s drops from 4 to 0.5 after I switched to streaming=True", "slowdown"),
+    ("with the NFS mount the speed fell from 3.2 it/s to 0.4 it/s", "slowdown"),
+    ("Tokenization takes longer than the actual training", "preprocessing"),
+    ("数据预处理比训练本身还慢", "preprocessing"),
+])
+def test_a_speed_falling_with_the_feed_named_or_preparation_outlasting_training(line: str, said: str) -> None:
+    assert measured(line) == {"said": said, "quote": line}
+
+
+@pytest.mark.parametrize("line", [
+    "after raising num_workers the speed went from 0.5 to 4 it/s",  # faster
+    "s/it dropped from 8 to 1 after raising num_workers",  # a time per step falling: faster
+    "dataloader speed dropped from 10 to 9 it/s",  # not several times
+    "the tokenizer is not slower than training",
+])
+def test_a_speed_up_a_small_change_or_a_denial_is_no_measure(line: str) -> None:
+    assert measured(line) is None

@@ -680,8 +680,8 @@ class StarveText:
         the step's pace that does not follow the model's size (starve_pace)."""
         low = line.lower()
         found = measured(line) if any(w in low for w in ("token", "bpe", "pack", "process", "map", "prepar", "load",
-                                                         "read", "fetch", "get", "wait", "collat", "数据", "分词",
-                                                         "处理")) else None
+                                                         "read", "fetch", "get", "wait", "collat", "stream", "worker",
+                                                         "nfs", "drive", "数据", "分词", "处理", "流式")) else None
         if found is None and "|" in line:
             found = self.pace.line(line)
         if found is None and any(w in low for w in ("speed", "/it", "s/iter", "time", "pace", "throughput", "slow",

@@ -79,6 +79,7 @@ _TO = re.compile(r"\s*(?:about |around |~|only |just )?(?P<b>" + _AMOUNT + r")",
 _WORD_AMOUNT = {"几十": 30, "tens": 30, "dozens": 30, "几百": 300, "上百": 100, "数百": 300, "hundreds": 300,
                 "几千": 3000, "上千": 1000, "数千": 3000, "thousands": 3000, "个位数": 5, "single digit": 5,
                 "single digits": 5, "single-digit": 5, "single-digits": 5, "a few": 3, "几": 5}
+_TIME_PER = re.compile(r"\b(?:s|secs?|seconds?|ms)\s*/\s*(?:it|iter\w*|step|batch)\b|\b(?:s|secs?|seconds?) per\b|秒/", re.I)
 FELL_BY = 2.5
 SINGLE = 10
 
@@ -93,8 +94,8 @@ def _amount(text: str) -> float:
 
 def _rate_fell(clause: str) -> bool:
     """The clause's rate fell 2.5 times or more (`from 2000 to 40`), or to single digits."""
-    if not _RATE_WORDS.search(clause):
-        return False
+    if not _RATE_WORDS.search(clause) or _TIME_PER.search(clause):
+        return False  # a time per step falling (`s/it dropped from 8 to 1`) is a speed-up
     for target in _TARGET.finditer(clause):
         to = _TO.match(clause, target.end())
         if to is None or not _FELL.search(clause[max(0, target.start() - 60):target.start()]):
@@ -135,15 +136,31 @@ _COUNTED = re.compile(r"\d|[几半个一二两三四五六七八九十]|\b(?:sin
 """A number in the clause, in figures or words: the cheap test before the measures."""
 
 
+_FEED = re.compile(r"\bstream\w*|\bdata ?loaders?\b|\bdata ?loading\b|\bnum_workers\b|\bworkers?\b|\bNFS\b|"
+                   r"\bnetwork (?:drive|disk|storage|file ?system)|\bS3\b|\bGCS\b|\bGoogle Drive\b|\bHDD\b|\bwebdataset\b|"
+                   r"\bIterableDataset\b|\blazy\w*|数据加载|读取数据|流式", re.I)
+"""The data's source or loader named beside a falling speed: the speed fell with the feed (`it/s drops from 4 to
+0.5 after I switched to streaming=True`)."""
+_LONGER_THAN_TRAINING = re.compile(
+    r"\b(?:takes?|took|taking|is|was|runs?)\s+(?:much\s+|way\s+|far\s+|even\s+|\d+x\s+)?(?:longer|slower|more time)\s+than\s+"
+    r"(?:the\s+)?(?:actual\s+|whole\s+|real\s+)?(?:training|train(?:ing)? (?:itself|run|loop)|fine-?tuning|the model)\b|"
+    r"比(?:实际)?(?:训练|微调)(?:本身)?(?:还|都)?(?:慢|久|长)", re.I)
+"""The preparation said to take longer than training itself: the GPU waits more than it works."""
+
+
 def measured(line: str) -> dict[str, object] | None:
     """The line's data preparation measured as slow: facts (`said`: preprocessing or delay, `quote`), else None."""
     if len(line) > 1000:
         return None
     for clause in _CLAUSE.split(line):
+        if clause and _PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
+            return {"said": "preprocessing", "quote": line.strip()[:300]}
         if not clause or not _COUNTED.search(clause) or _NOT_DATA.search(clause) or _DENIED.search(clause):
             continue
         if _PREP.search(clause) and (_longest(clause) >= PREP_S or _rate_fell(clause)):
             return {"said": "preprocessing", "quote": line.strip()[:300]}
+        if _FEED.search(clause) and _rate_fell(clause):
+            return {"said": "slowdown", "quote": line.strip()[:300]}
         if _waits(clause):
             return {"said": "delay", "quote": line.strip()[:300]}
     return None
