@@ -179,3 +179,44 @@ def test_a_speed_falling_with_the_feed_named_or_preparation_outlasting_training(
 ])
 def test_a_speed_up_a_small_change_or_a_denial_is_no_measure(line: str) -> None:
     assert measured(line) is None
+
+
+# -- the run's time across the loader's settings; a slow run blamed on the loader; a step's time outside the model --
+
+@pytest.mark.parametrize("line", [
+    "With num_workers=0 training takes 10 hours, with num_workers=8 it takes 2 hours.",
+    "num_workers=2: 45 min/epoch, num_workers=16: 12 min/epoch",
+    "setting pin_memory=True made the epoch 3x faster: 30 min instead of 90 min",
+    "训练速度很慢，发现是数据加载的问题", "The slowdown turned out to be the dataloader reading from NFS",
+])
+def test_the_runs_pace_follows_the_loader(line: str) -> None:
+    assert measured(line) == {"said": "loader", "quote": line}
+
+
+@pytest.mark.parametrize("line", [
+    "With num_workers=8 the epoch takes 2 hours and 10 minutes",  # one compound time
+    "I set num_workers=4; training takes 3 hours and eval takes 20 minutes",  # two jobs, one setting
+    "num_workers=4 and num_workers=8 both take 1h 30m per epoch",
+    "with num_workers=2 an epoch is 40 minutes, with num_workers=8 it is 38 minutes",  # the loader is not it
+    "训练很慢，不是数据加载的问题", "the slowness is not caused by the dataloader",
+])
+def test_the_loader_compared_without_a_difference_or_denied(line: str) -> None:
+    assert measured(line) is None
+
+
+def test_a_steps_time_mostly_outside_the_model_is_its_wait() -> None:
+    from loratui.logic.advisor.starve_timed import timed_parts
+
+    found = timed_parts("Each iteration takes 5 seconds but the forward and backward only take 0.3 seconds.")
+    assert found is not None and found["data"] == pytest.approx(4.7)
+    assert timed_parts("the iteration takes 2 s and the forward/backward 1.9 s") is None
+
+
+def test_a_pause_at_each_epochs_start_is_a_wait_not_a_flat_loss() -> None:
+    """`stuck for about 30 seconds` is a time: the run pauses (the loader's workers start again each epoch); before,
+    `training gets stuck` read as a loss that does not move."""
+    from loratui.logic.advisor import loss_words
+
+    line = "My training gets stuck for about 30 seconds at the beginning of every epoch."
+    assert loss_words.read(line) is None and first_id(line) == "data_starved"
+    assert loss_words.read("the loss gets stuck for 5000 steps at 4.1").kind == "flat"  # type: ignore[union-attr]

@@ -52,6 +52,11 @@ _SUBJECT = re.compile(
 
 # -- predicates -------------------------------------------------------------------------------------------------
 
+_PAUSED = (r"\s+(?:for\s+(?:about\s+|around\s+|~\s*|over\s+|nearly\s+|almost\s+)?(?:(?:\d+(?:\.\d+)?|a few|several|a couple of|"
+           r"some)\s*(?:s|secs?|seconds?|mins?|minutes?|hours?|h)\b|a while)|(?:at|in|during)\s+(?:the\s+)?(?:start|beginning|end)"
+           r"\s+of\b)")
+"""After `stuck`: a time or an epoch's boundary (`training gets stuck for about 30 seconds at the beginning of every
+epoch`): the run pauses, the loss is not said to stand still."""
 _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+to\s+)?(?:be\s+)?"
           r"train(?:s|ing|ed)?\b|"
           r"降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|"
@@ -69,14 +74,15 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"(?!\s+(?:size|way|shape|type|kind|as|number|length|for(?!\s+(?:all|every|each|the whole|the entire)\b)|"
           r"dtype|device|object|to|result|tensor|name|file|"
           r"class|model|config))|"
-          r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
+          r"stuck(?!" + _PAUSED + r")|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
           r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|"
           r"basically|"
           r"completely|totally|pretty much|quite|still|goes|went|gone|becomes?|became|becoming|turns?|turned|gets?|got|"
           r"getting)\s+(?:\w+\s+){0,3}(?:constant|flat)\b|(?:constant|flat)\s+(?:at|around)\b|"
           r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|fixe[sd]\s+(?:at|around|on)\b|"
           r"(?:stay|stays|stayed|staying|remain|remains|remained|keeps?|kept|sits?|sat|sitting|hover\w*|is always|"
-          r"always(?: is| was)?|was always|are always|is still|was still|stuck|locks?|locked|maintain\w*)"
+          r"always(?: is| was)?|was always|are always|is still|was still|stuck(?!" + _PAUSED + r")|locks?|locked|"
+          r"maintain\w*)"
           r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?"
           r"(?:at|around|about|near|on|the same(?!\s+(?!(?:value|level|number|loss|throughout|for|every|no|"
           r"after|across|during|the|at|all|forever|always)\b)[a-z]+)|constant|unchanged|flat|high|~?\d|between|~)\b|"

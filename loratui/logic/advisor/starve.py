@@ -130,7 +130,8 @@ _DELAY = re.compile(
     r"(?:batch|iteration|iter|"
     r"step)e?s?\b"
     r"[^.!?\n]{0,40}?\b(?:delay\w*|paus\w*|stall\w*|lag\w*|gap|freez\w*|hang\w*|hiccup\w*|wait\w*|stutter\w*)\b|"
-    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait|stutter)(?:s|ing|ed)?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
+    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait|stutter)(?:s|ing|ed)?\b|\bstuck\b|\bfroze\b|停顿|卡顿|卡住)"
+    r"[^.!?\n]{0,40}?"
     r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
     r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
     r"\bevery (?:few |(?:~\s*|about |around )?\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
@@ -681,7 +682,9 @@ class StarveText:
         low = line.lower()
         found = measured(line) if any(w in low for w in ("token", "bpe", "pack", "process", "map", "prepar", "load",
                                                          "read", "fetch", "get", "wait", "collat", "stream", "worker",
-                                                         "nfs", "drive", "数据", "分词", "处理", "流式")) else None
+                                                         "nfs", "drive", "pin_memory", "prefetch", "culprit",
+                                                         "turn", "caused", "数据", "分词", "处理", "流式", "io",
+                                                         "磁盘", "硬盘")) else None
         if found is None and "|" in line:
             found = self.pace.line(line)
         if found is None and any(w in low for w in ("speed", "/it", "s/iter", "time", "pace", "throughput", "slow",

@@ -148,10 +148,43 @@ _LONGER_THAN_TRAINING = re.compile(
 """The preparation said to take longer than training itself: the GPU waits more than it works."""
 
 
+_KNOB = re.compile(r"\b(?:dataloader_)?num_workers\b|\bpin_memory\b|\bprefetch_factor\b|\bpersistent_workers\b|"
+                   r"\b\d+\s+(?:loader |dataloader )?workers\b", re.I)
+"""The loader's knobs: the run's time compared across them says whether the loader sets the pace."""
+_RUN_TIME = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s*(hours?|hrs?|h|minutes?|mins?|min|m|seconds?|secs?|s)\b"
+                       r"(?!/(?:it|iter|step|s)\b)(?:\s*(?:and\s+)?(\d+(?:\.\d+)?)\s*(minutes?|mins?|min|m|seconds?|secs?|s)\b)?",
+                       re.I)
+"""A run's time, a compound one as one (`2 hours and 10 minutes`, `1h 30m`)."""
+_COMPARED = re.compile(r"\b(?:faster|slower|speed-?up|instead|versus|vs\.?|compared|whereas)\b|->|→|\d\s*[x×]\b", re.I)
+_SLOW_BLAMED = re.compile(
+    r"(?:慢|卡|slow)[^。！？\n]{0,30}?(?:是|因为|由于|原因是|在于|出在|卡在)\s*(?:数据加载|数据读取|读取数据|加载数据|取数据|"
+    r"data ?loader|dataloader|数据预处理|预处理|IO|I/O|磁盘|硬盘)|"
+    r"\b(?:turn(?:s|ed)? out (?:to be|it was)|the culprit (?:is|was)|(?:is|was) caused by)\s+(?:the\s+)?(?:data ?load\w*|"
+    r"dataloader|data pipeline|input pipeline|I/?O|disk|preprocessing|tokeni[sz]ation)\b", re.I)
+"""A slow run blamed on the loader in one sentence (`训练速度很慢，发现是数据加载的问题`, `it turned out to be the
+dataloader`)."""
+
+
+def _knob_compared(sentence: str) -> bool:
+    """Two run times 2.5x or more apart in a sentence that names the loader's knobs: the run's pace follows the
+    loader (`with num_workers=0 training takes 10 hours, with num_workers=8 it takes 2 hours`)."""
+    knobs = _KNOB.findall(sentence)
+    if not knobs or len(knobs) < 2 and not _COMPARED.search(sentence) or _NOT_DATA.search(sentence):
+        return False  # the loader's settings compared: two of them, or one and a comparison
+    times = [float(n) * _UNIT_S.get(u[0].lower(), 0) + (float(n2) * _UNIT_S.get(u2[0].lower(), 0) if n2 else 0)
+             for n, u, n2, u2 in _RUN_TIME.findall(sentence)]
+    times = [t for t in times if t > 0]
+    return len(times) >= 2 and max(times) >= FELL_BY * min(times)
+
+
 def measured(line: str) -> dict[str, object] | None:
     """The line's data preparation measured as slow: facts (`said`: preprocessing or delay, `quote`), else None."""
     if len(line) > 1000:
         return None
+    for sentence in re.split(r"(?<!\d)[.!?](?!\d)|[。！？\n]", line):
+        if sentence and (_knob_compared(sentence) or _SLOW_BLAMED.search(sentence)) and \
+                not re.search(r"\b(?:not|never|isn't|wasn't)\b|n't\b|不是|并非", sentence, re.I):
+            return {"said": "loader", "quote": line.strip()[:300]}
     for clause in _CLAUSE.split(line):
         if clause and _PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
             return {"said": "preprocessing", "quote": line.strip()[:300]}
