@@ -147,10 +147,10 @@ def is_oom_line(line: str) -> bool:
     return bool(_OOM.search(line)) and not _NOT_CUDA.search(line)
 
 
-_SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ])?memory|"
+_SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ]|CUDA[- ]|device[- ]|video[- ])?memory|"
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the |its |the card's |the GPU's )?(?:GPU(?:'s)? )?(?:RAM|memory|VRAM)|"
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
-                   r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?allocate\b|"
+                   r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?alloc(?:ate)?\b|"
                    r"显存(?:不足|不够|溢出|爆)|爆显存|(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)|"
                    r"\b(?:GPU\s+memory|VRAM)\b[^.!?]{0,40}?\b(?:fills?\s+up|filled\s+up|spikes?|explodes?|blows?\s+up|keeps?\s+"
                    r"growing)\b[^.!?]{0,40}?\b(?:crash\w*|dies|died|fail\w*)\b|"
@@ -164,20 +164,65 @@ _NOT_SAID = re.compile(
     r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
 OOMs`); `did not help: still OOM` says it did."""
-_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存|CPUAllocator|"
+_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)(?<!卡)(?<!卡的)(?<!GPU)内存|CPUAllocator|"
                    r"被系统\s*(?:kill|杀)|\bkill(?:ed)?\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                    r"alloc_cpu|Errno 12|Cannot allocate memory|\bmmap\b|shared memory", re.I)
+
+
+_MEMORY_FAILED = re.compile(
+    r"\b(?:crash\w*|die[sd]|dying|fail(?:s|ed|ing)?|stops?|stopped|hangs?|hung|freez\w*|froze|suspend\w*|abort\w*)\b"
+    r"[^.!?]{0,40}?\b(?:due to|because of|for|with|caused by|owing to)\s+(?:an?\s+|the\s+|some\s+|insufficient\s+|"
+    r"not enough\s+|lack of\s+|too little\s+|a lack of\s+)*(?:GPU\s+|CUDA\s+|video\s+|device\s+)?(?:memory|VRAM)\b"
+    r"(?![-_\s]*(?:usage|footprint|efficien\w*|saving|optimi\w*|format|layout|pinn\w*|map\w*|access))|"
+    r"\b(?:memory|VRAM)[-\s]+(?:crash\w*|overflow\w*|explo\w*)\b|"
+    r"(?:卡|GPU)\S{0,2}?(?:空间|内存)(?:不足|不够|溢出|爆)", re.I)
+"""A failure the person puts down to memory, in their own words (`the session crashes for memory problem`, `fails
+due to insufficient GPU memory`, `getting the same memory crash`, `某张卡空间不足`: a card's space ran short)."""
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 def said_oom(line: str) -> bool:
     """Whether a line of prose says an out-of-memory error happened on the GPU (`It need to be dequantized so
     immediately gives OOM`, `i also met the OOM error in validation`, `训练时显存不足`): not a negation or a
-    condition (`to avoid OOM`), not the host's memory (RAM, the OOM killer)."""
-    if _HOST.search(line):
-        return False
-    # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
-    # the all-gather`: the fix is negated, the OOM it fixes is not)
-    return any(_NOT_SAID.search(line, 0, found.start()) is None for found in _SAID.finditer(line))
+    condition (`to avoid OOM`), not the host's memory (RAM, the OOM killer, the machine itself going down). The
+    host's words count in the OOM's own sentence only: a later sentence's remedy (`offload the state dict to cpu`)
+    says nothing of which memory ran out."""
+    sentences = _SENTENCES.split(line)
+    if any(_HOST.search(sentence) and _MEMORY_FULL.search(sentence) for sentence in sentences):
+        return False  # another sentence says the host's memory is what filled (`The host RAM is full at 64 GB.`)
+    for sentence in sentences:
+        if _HOST.search(sentence) or _MACHINE_DOWN.search(sentence):
+            continue
+        # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
+        # the all-gather`: the fix is negated, the OOM it fixes is not)
+        if any(_NOT_SAID.search(sentence, 0, found.start()) is None
+               for words in (_SAID, _MEMORY_FAILED) for found in words.finditer(sentence)):
+            return True
+    return False
+
+
+_MACHINE = r"(?:\b(?:computer|PC|laptop|desktop|machine|server|system|session|instance|VM|node|(?<!CUDA )kernel)\b|电脑|机器|服务器)"
+_MACHINE_DOWN = re.compile(
+    _MACHINE + r"[^.!?]{0,40}?(?:\b(?:crash\w*|freez\w*|froze|hangs?|hung|die[sd])\b|死机|卡死|崩溃)|"
+    r"\b(?:crash\w*|freez\w*|froze|hangs?|hung)\s+(?:the\s+|my\s+|our\s+|whole\s+|entire\s+)*" + _MACHINE, re.I)
+"""The machine itself going down (`the computer will crash`, `crash the session`, `服务器死机`): a GPU out of memory
+raises an error in the program; only the host's memory running out takes the machine (or Colab's session) with it."""
+
+
+def machine_down(text: str) -> bool:
+    """Whether a sentence says the machine went down from memory (`the computer will crash due to the memory being full
+    (64G)`, `Colab crashes the session for memory problem`): the host's RAM ran out, not the GPU's."""
+    if "emory" not in text and "存" not in text:
+        return False  # the cheap test first: this runs on every line of a log
+    return any(_MACHINE_DOWN.search(sentence) and (_MEMORY_FAILED.search(sentence) or _SAID.search(sentence) or
+                                                    _MEMORY_FULL.search(sentence))
+               for sentence in _SENTENCES.split(text))
+
+
+_MEMORY_FULL = re.compile(r"\b(?:memory|RAM)\s+(?:is\s+|was\s+|being\s+|gets?\s+|got\s+|becomes?\s+|became\s+)?"
+                          r"(?:full|exhausted|fill(?:s|ed|ing)?(?:\s+up)?)\b|\bfill(?:s|ed|ing)?\s+up\s+(?:all\s+)?(?:the\s+|my\s+)?"
+                          r"(?:memory|RAM)\b|内存\S{0,3}(?:满|不足|不够|爆)", re.I)
+"""Memory said to be full (`the memory fills up`, `内存满了`): beside the machine going down, the host's."""
 
 
 _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:expandable_segments|max_split_size_mb)"
