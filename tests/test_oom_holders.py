@@ -497,3 +497,13 @@ def test_every_rank_piled_onto_one_card(line: str) -> None:
 @pytest.mark.parametrize("line", ["Each worker trains on its own GPU.", "Every rank uses a GPU."])
 def test_a_rank_per_card_is_no_pile(line: str) -> None:
     assert oom.said_cause(line) == ""
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("I switched to another task (summarization) and it OOMs.", ""),
+    ("On a different task with longer inputs it runs out of memory.", ""),
+    ("Another task was running on the GPU.", oom.OTHER_PROCESS),
+])
+def test_another_ml_task_is_a_comparison_unless_it_runs_beside(line: str, expected: str) -> None:
+    """`task` is also a dataset's task: another one is a holder only when it is running, on the card."""
+    assert oom.said_cause(line) == expected

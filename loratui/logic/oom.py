@@ -237,11 +237,11 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
                r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
                r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|sessions?|kernels?|people|ranks?|"
-               r"containers?|instances?|notebooks?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"containers?|instances?|notebooks?)\b|\bsome(?:one|body) else\b|"
                r"\b(?:zombie|stale|orphan\w*|leftover|dead|defunct|ghost|background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
-               r"(?:runs?|trainings?|experiments?)\b|"
-               # a run compared (`with the previous run batch 8 worked`) is no holder: only one still there or beside
-               r"\b(?:other|another|different|second|previous)\s+(?:\w+\s+){0,2}(?:runs?|trainings?|experiments?)\b"
+               r"(?:runs?|trainings?|experiments?|tasks?)\b|"
+               # a run (or an ML task) compared (`with the previous run batch 8 worked`) is no holder: only one still there or beside
+               r"\b(?:other|another|different|second|previous)\s+(?:\w+\s+){0,2}(?:runs?|trainings?|experiments?|tasks?)\b"
                r"[^.!?]{0,40}?\b(?:still|running|alive|hold\w*|held|occup\w*|same\s+(?:GPU|card|device)|on\s+(?:the\s+)?"
                r"(?:GPU|card|device)|in\s+(?:the\s+)?background|at\s+the\s+same\s+time|simultaneous\w*)\b|"
                r"\b(?:all|every|each|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks?|process(?:es)?|"
