@@ -507,3 +507,27 @@ def test_a_rank_per_card_is_no_pile(line: str) -> None:
 def test_another_ml_task_is_a_comparison_unless_it_runs_beside(line: str, expected: str) -> None:
     """`task` is also a dataset's task: another one is a holder only when it is running, on the card."""
     assert oom.said_cause(line) == expected
+
+
+# -- more holders, whole texts ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "I get CUDA out of memory right at model.to('cuda') with a tiny model.\n" + BARE_OOM + "\n"
+    "Turned out my other terminal had a python shell with the model loaded.\n",
+    "CUDA OOM on the first batch. The weird thing: nvidia-smi showed 22GB used before I launched anything.\n",
+    BARE_OOM + "\nIt was the display manager: gdm was using 3 GB of the card.\n",
+    "训练时报 CUDA out of memory，后来发现是另一个人的程序占着显卡，换到2号卡就好了\n",
+    "OOM again. Found out my jupyter kernel from yesterday was still running and had 14GB.\n",
+])
+def test_more_holders_in_whole_texts(text: str) -> None:
+    assert first_id(text) == "oom_other_process"
+
+
+@pytest.mark.parametrize("line", [
+    "My training from yesterday finished fine, loss 0.8.",
+    "The display shows the loss going down.",
+    "I copied the config from the previous repo.",
+])
+def test_the_runs_own_life_is_no_holder(line: str) -> None:
+    assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_full"

@@ -237,7 +237,7 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
                r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
                r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|sessions?|kernels?|people|ranks?|"
-               r"containers?|instances?|notebooks?)\b|\bsome(?:one|body) else\b|"
+               r"containers?|instances?|notebooks?|terminals?|shells?|consoles?)\b|\bsome(?:one|body) else\b|"
                r"\b(?:zombie|stale|orphan\w*|leftover|dead|defunct|ghost|background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
                r"(?:runs?|trainings?|experiments?|tasks?)\b|"
                # a run (or an ML task) compared (`with the previous run batch 8 worked`) is no holder: only one still there or beside
@@ -267,7 +267,8 @@ _HELD_WHAT = r"(?:\s+(?:\d+(?:\.\d+)?\s*%|of|the|my|all|its|\w+(?=\s+(?:of|the|m
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
     r"keep\w*|allocat\w*|reserv\w*)" + _HELD_WHAT + "|"
-    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|(?:the\s+|my\s+)desktop|(?:the\s+|my\s+)display|"
+    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|(?:the\s+|my\s+)desktop|(?:the\s+|my\s+)display|gdm|lightdm|sddm|"
+    r"x?wayland|display\s+manager|"
     r"window\s+manager|chrome|chromium|firefox|(?:web )?browsers?|steam|discord|"
     r"vllm|sglang|ollama|(?:inference|model|serving)\s+server)\b"
     r"[^.!?]{0,40}?\b(?:hold\w*|held|occup\w*|us(?:e|es|ed|ing)|tak(?:e|es|ing)|took|eat\w*|hog\w*|grab\w*|consum\w*)" +

@@ -17,10 +17,11 @@ HINTS = ("releas", "freed", "remain", "dedicat", "running", "serving", "hosting"
          "instead", "moved", "idle", "colleague", "team", "also", "always", "already", "free", "old", "释放", "泄",
          "在跑", "跑着", "进程", "换", "同事", "也", "twice", "same time", "simultan", "concurren", "at once",
          "side by side", "同时", "开了", "clos", "quit", "exit", "shut", "idle", "共", "另", "没", "vllm", "sglang",
-         "engine", "推理")
+         "engine", "推理", "gdm", "wayland", "display", "sddm", "terminal", "console", "tmux", "from ")
 """Words one of these readers needs (the caller's cheap test before any of them is run on a line)."""
 CONTEXT = re.compile(r"CUDA_VISIBLE_DEVICES|\bcuda:\d|\bbackground\b|\bstill\s+running\b|(?:这|那|一|同一)[张块]卡|卡\s*\d|"
-                     r"\d\s*号?卡|\b(?:A100|H100|H200|V100|A6000|RTX\s*\d{4})s?\b|\btwice\b|\bat the same time\b|\bside by side\b|\b(?:clos|quit|shut)\w*|关掉|关闭|同时",
+                     r"\d\s*号?卡|\b(?:A100|H100|H200|V100|A6000|RTX\s*\d{4})s?\b|\b(?:terminals?|shells?|consoles?|tmux)\b|"
+                     r"\btwice\b|\bat the same time\b|\bside by side\b|\b(?:clos|quit|shut)\w*|关掉|关闭|同时",
                      re.I)
 """Where a holder's account names the card or the machine other than by memory or GPU (`CUDA_VISIBLE_DEVICES=2
 instead of 0`, `an old training still running in the background`, `这张卡`, `卡1上`), or the run doubled or another
@@ -157,10 +158,14 @@ _STILL_RUNNING = re.compile(
     r"(?:trainings?|runs?|jobs?|process(?:es)?|experiments?|scripts?|instances?|copy|copies)\b[^.!?]{0,40}?"
     r"(?:\bstill\s+(?:running|alive|active|there|going|holding|using|in\s+memory)\b|\bhanging\s+around\b|"
     r"\b(?:running|alive)\s+in\s+the\s+background\b|\b(?:held|holds|holding|occupying|hogging|eating)\b)|"
+    r"(?:kernel|notebook|session|process|training|run|job|script|shell|terminal|instance)s?\s+from\s+(?:yesterday|before|"
+    r"earlier|last\s+\w+|the\s+(?:last|previous|first|earlier|other)\s+\w+|a\s+previous\s+\w+)\b[^.!?]{0,30}?\b(?:still|was|"
+    r"were|is|are)\s+(?:still\s+)?(?:running|alive|open|there|holding|using|active)\b|"
     r"(?:之前|上次|上一次|以前|旧)的?[^，。！？]{0,8}?(?:进程|程序|训练|任务)[^。！？]{0,10}?(?:还在|仍在|没有?(?:结束|退出|关))",
     re.I)
 """A run the person started before and forgot, still alive (`an old python process hanging around that held 20GB`,
-`ps aux showed an old training still running in the background`, `之前的训练进程还在跑`)."""
+`ps aux showed an old training still running in the background`, `my jupyter kernel from yesterday was still
+running`, `之前的训练进程还在跑`)."""
 
 
 def still_running(line: str) -> bool:
@@ -202,7 +207,7 @@ CARD_SWAP = re.compile(
     r"empty|unused|spare)\s+(?:GPU|card|device)s?\b|"
     r"\b(?:switch\w*|mov\w*|chang\w*)\s+(?:it\s+|the\s+\w+\s+)?(?:to|onto)\s+(?:GPU|cuda|device|card)\s*:?\s*\d|"
     r"(?:CUDA_VISIBLE_DEVICES\s*=\s*|GPU\s*|cuda:|device\s*|card\s*)\d{1,2}\s+instead\s+of\b|"
-    r"换(?:了|成|到)?\s*(?:一张|另一张|另外一张|别的|其他的?|其它的?|空闲的?|一块|另一块)\s*(?:显)?卡|换到\s*(?:GPU|卡)\s*\d)", re.I)
+    r"换(?:了|成|到)?\s*(?:一张|另一张|另外一张|别的|其他的?|其它的?|空闲的?|一块|另一块)\s*(?:显)?卡|换到\s*(?:GPU|卡)\s*\d|换到\s*\d\s*号?卡)", re.I)
 """A fix that worked by choosing another card of the same machine (`switching to GPU 1 fixed it`, `it works with
 CUDA_VISIBLE_DEVICES=2 instead of 0`, `换了一张卡就好了`): the first card was held by something else. A bigger
 card (`an A100 80GB`) is no such fix: it says the run needs more memory."""
@@ -224,11 +229,12 @@ _SHARED_CARD = re.compile(
     r"\bshar(?:e|es|ed|ing)\s+(?:the\s+|this\s+|that\s+|my\s+|our\s+|a\s+|one\s+|its\s+)?(?:\w+\s+)?" + _CARDS +
     r"\s+with\b|\b" + _CARDS + r"\s+(?:is|are|was|were|gets?|got)\s+(?:also\s+)?shared\s+(?:with|between|among|by)\b|"
     r"(?:共用|共享|同用|合用)(?:着)?\s*(?:一张|同一张|一块|同一块|这张|那张)?\s*(?:显卡|卡|GPU)|(?:显卡|GPU)[^。！？]{0,6}(?:共用|共享)|"
-    r"另(?:一|外)(?:个|一个)?(?:进程|程序|用户|任务|服务)", re.I)
+    r"另(?:一|外)(?:个|一个)?(?:人的?)?(?:进程|程序|用户|任务|服务)", re.I)
 """The card shared with someone (`I'm sharing the GPU with my labmate`, `the A100 is shared between several
 students`, `两个程序共用一张显卡`, `另一个程序占用了显存`). A shared server or cluster is not a shared card."""
 _IDLE = re.compile(r"\b(?:with|while|when)\s+nothing\s+(?:is\s+|was\s+)?(?:running|launched|loaded)\b|"
-                   r"\b(?:at|while|when)\s+idle\b|\bbefore\s+anything\s+(?:is\s+|was\s+)?(?:running|loaded|launched)\b|"
+                   r"\b(?:at|while|when)\s+idle\b|\bbefore\s+(?:I\s+|we\s+)?(?:even\s+)?(?:launch|start|ran|run|load|open)\w*\s+"
+                   r"anything\b|\bbefore\s+anything\s+(?:is\s+|was\s+)?(?:running|loaded|launched)\b|"
                    r"没有?(?:运行|跑|启动|开)(?:任何)?\S{0,4}?(?:程序|任务|进程|东西|代码)|什么都没(?:跑|运行|开)", re.I)
 _IDLE_HELD = re.compile(r"\b\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|\b(?:used|in use|occupied|taken|allocated|held)\b|占|用了",
                         re.I)
@@ -275,7 +281,7 @@ _READERS = (
       "worker", "推理"), shared_with),
     (("nothing", "idle", "anything", "没", "什么都"), idle_held),
     (("old", "previous", "earlier", "forgotten", "stuck", "hung", "hanging", "lingering", "runaway", "stray", "之前",
-      "上次", "以前", "旧"), still_running),
+      "上次", "以前", "旧", " from "), still_running),
     (("0",), stray_on_first),
 )
 """Each reader with the words it cannot match without (a cheap test first: prose lines of a long log pass here)."""
