@@ -531,3 +531,22 @@ def test_more_holders_in_whole_texts(text: str) -> None:
 ])
 def test_the_runs_own_life_is_no_holder(line: str) -> None:
     assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_full"
+
+
+def _items(text: str) -> list:
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items
+
+
+def test_memory_on_gpu_0_gets_the_set_device_move() -> None:
+    """Part of the job on the default card (https://github.com/Lightning-AI/pytorch-lightning/issues/1702 was solved
+    with torch.cuda.set_device): the advice names that move beside stopping the other process."""
+    items = _items(BARE_OOM + "\nI set CUDA_VISIBLE_DEVICES=3 but about 500MB is also allocated on GPU 0.\n")
+    assert items[0].id == "oom_other_process"
+    assert any("torch.cuda.set_device(local_rank)" in line for line in items[0].evidence)
+
+
+def test_a_holder_on_another_card_gets_no_set_device_move() -> None:
+    items = _items(BARE_OOM + "\nI found a zombie process holding 11 GB on GPU 3.\n")
+    assert items[0].id == "oom_other_process"
+    assert not any("set_device" in line for line in items[0].evidence)

@@ -188,6 +188,15 @@ memory in gpu 0`, `about 500MB is also allocated on cuda:0`, `卡0上也有一�
 default card, which the machine's other work fills; the fix is to set each process's device."""
 
 
+_ON_FIRST = re.compile(_FIRST_CARD + r"|(?:卡|GPU|显卡)\s*0(?!\d)|(?<!\d)0\s*号卡|第一张卡", re.I)
+
+
+def names_first_card(line: str) -> bool:
+    """Whether the text that gave the cause names the first card (GPU 0, cuda:0, 卡0): the default card every
+    process opens a context on unless it sets its own device."""
+    return bool(_ON_FIRST.search(line))
+
+
 def stray_on_first(line: str) -> bool:
     """Whether the line says part of the run's memory lands on the first card besides the one it was given."""
     return bool(_STRAY_ON_FIRST.search(line))

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from loratui import events
-from loratui.logic import command_keys, oom, series
+from loratui.logic import command_keys, oom, oom_holders, series
 from loratui.logic.advisor.advice import (  # re-exported: callers import them from here
     ERROR,
     GIB,
@@ -618,6 +618,10 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
         # no numbers, or numbers that leave room for a neighbour the words name: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])
         evidence = evidence + ["as the text says: " + cause[1]]
+        if cause[0] == oom.OTHER_PROCESS and oom_holders.names_first_card(cause[1]):
+            evidence.append("if what holds GPU 0 is this job's own other processes (ranks, workers): call "
+                            "torch.cuda.set_device(local_rank) before each one's first CUDA call, so none opens a "
+                            "context on GPU 0")
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
         built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None or card is not None
