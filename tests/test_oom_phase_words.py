@@ -160,3 +160,41 @@ def test_a_sentence_that_introduces_the_error_without_a_colon(intro: str, expect
 ])
 def test_an_introduction_naming_no_failing_phase_leaves_the_card_full(intro: str) -> None:
     assert first_id(intro + "\n" + NEW_OOM) == "oom_full"
+
+
+# -- a status that does the phase's work, in other verbs -----------------------------------------------------------
+
+TRAINING = ("{'loss': 1.2, 'grad_norm': 0.5, 'learning_rate': 1e-4, 'epoch': 0.9}\n"
+            " 90%|█████████ | 900/1000 [10:00<01:00, 1.5it/s]\n")
+
+
+@pytest.mark.parametrize("status, expected", [
+    ("Computing metrics...", "oom_at_eval"),
+    ("INFO:root:Computing BLEU", "oom_at_eval"),
+    ("Calculating perplexity on the eval split...", "oom_at_eval"),
+    ("Running inference on the validation set", "oom_at_eval"),
+    ("Generating predictions for the test set", "oom_at_eval"),
+    ("Test:  [  0/313]  eta: 0:10:00", "oom_at_eval"),
+    ("Doing evaluation...", "oom_at_eval"),
+    ("Begin to eval", "oom_at_eval"),
+    ("Sampling 4 images from the model", "oom_at_eval"),
+    ("Writing the merged weights to out/merged", "oom_at_save"),
+    ("Starting the merge of adapter into base", "oom_at_save"),
+    ("合并模型中...", "oom_at_save"),
+])
+def test_a_status_that_does_the_phases_work(status: str, expected: str) -> None:
+    """Mechanism: the last status before the OOM says what the run was doing, by the phase's work and not only its
+    name: work on the validation, test or dev set, computing its metrics, a metric logger's evaluation header, drawing
+    samples, writing the weights out, a merge begun, a Chinese `...中` (in progress)."""
+    assert first_id(TRAINING + status + "\n" + NEW_OOM) == expected
+
+
+@pytest.mark.parametrize("status", [
+    "Running tokenizer on the validation set",  # the data's preparation, before training
+    "Generating train split: 100%|██████████| 500/500 [00:00<00:00, 5000.00 examples/s]",
+    "I was computing metrics on my laptop",  # the person's sentence
+    "Computing metrics done in 3.2 s",  # over
+    "Writing logs to runs/exp1",
+])
+def test_preparation_sentences_and_finished_work_are_no_status(status: str) -> None:
+    assert first_id(TRAINING + status + "\n" + NEW_OOM) == "oom_full"
