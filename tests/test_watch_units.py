@@ -82,8 +82,6 @@ def test_steps_from_loss_lines_without_a_bar() -> None:
 @pytest.mark.parametrize("lines", [
     ("step 1/30 loss=3.0", "step 2/30 loss=2.5"), ("Step 1/30 | loss: 3.0", "Step 2/30 | loss: 2.5"),
     ("[1/30] loss=3.0", "[2/30] loss=2.5"), ("iter 1/30 loss 3.01", "iter 2/30 loss 2.51"),
-    ("epoch 1/3 step 1/30 loss=3.0", "epoch 1/3 step 2/30 loss=2.5"),
-    ("Epoch [1/3], Step [1/30], Loss: 3.0", "Epoch [1/3], Step [2/30], Loss: 2.5"),
 ])
 def test_a_plain_scripts_step_counter_gives_the_total(lines: tuple[str, ...]) -> None:
     found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
@@ -242,3 +240,17 @@ def test_checkpointing_turned_on_through_the_model_is_seen(tmp_path: Path) -> No
     assert live_recipe(args, model, 128, 128, 30.0).training.gradient_checkpointing is False
     model.gradient_checkpointing_enable()
     assert live_recipe(args, model, 128, 128, 30.0).training.gradient_checkpointing is True
+
+
+@pytest.mark.parametrize("lines", [
+    ("Epoch [1/3], Step [10/30], Loss: 3.0", "Epoch [1/3], Step [20/30], Loss: 2.5", "Epoch [2/3], Step [10/30], Loss: 2.0"),
+    ("epoch 1/3 step 10/30 loss=3.0", "epoch 1/3 step 20/30 loss=2.5", "epoch 2/3 step 10/30 loss=2.0"),
+    ("Epoch: 1/3 | Iter: 10/30 | loss 3.0", "Epoch: 1/3 | Iter: 20/30 | loss 2.5", "Epoch: 2/3 | Iter: 10/30 | loss 2.0"),
+])
+def test_a_step_counted_within_its_epoch_gives_the_runs_step(lines: tuple[str, ...]) -> None:
+    """The PyTorch tutorial's `Epoch [2/3], Step [10/30]` counts the loader's batches from 1 again each epoch: the
+    run's step is the epochs before times the batches of one, plus this batch (not the epoch's number), and the
+    run's total is the epochs times the batches."""
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert [e.step for e in found if isinstance(e, events.Log)] == [10, 20, 40]
+    assert [e.max_steps for e in found if isinstance(e, events.TrainBegin)] == [90]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB, KIB, MIB
 
 MAX_BYTES = 1 << 42
@@ -235,14 +236,22 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
                r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
-               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|trainings?|ranks?|"
-               r"containers?|instances?|notebooks?|experiments?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|sessions?|kernels?|people|ranks?|"
+               r"containers?|instances?|notebooks?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"\b(?:zombie|stale|orphan\w*|leftover|dead|defunct|ghost|background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
+               r"(?:runs?|trainings?|experiments?)\b|"
+               # a run compared (`with the previous run batch 8 worked`) is no holder: only one still there or beside
+               r"\b(?:other|another|different|second|previous)\s+(?:\w+\s+){0,2}(?:runs?|trainings?|experiments?)\b"
+               r"[^.!?]{0,40}?\b(?:still|running|alive|hold\w*|held|occup\w*|same\s+(?:GPU|card|device)|on\s+(?:the\s+)?"
+               r"(?:GPU|card|device)|in\s+(?:the\s+)?background|at\s+the\s+same\s+time|simultaneous\w*)\b|"
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
-               r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
-               r"(?:GPU|card|device|cuda)\b|"
+               r"\b[^.!?]{0,40}?\b(?:(?:share|sharing)\s+(?:the same |one |a single |the first )?(?:GPU|card|device|cuda)\b|"
+               # `on`/`use` a named card: `8 processes using GPU memory` is a distributed run's ranks, one per card
+               r"(?:on|use|using)\s+(?:(?:the same |one |a single |the first )(?:GPU|card|device)\b|(?:GPU|card|device|cuda)"
+               r"\s*:?\s*\d))|"
                r"\b(?:both|two|three|four|multiple|several|all)\s+(?:\w+\s+){0,2}(?:jobs|processes|servers|runs|"
-               r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?:\w+\s+){0,2}"
-               r"(?:GPUs?|cards?|devices?)\b|"
+               r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?!per\b|for\s+each\b)"
+               r"(?:\w+\s+){0,2}(?:GPUs?|cards?|devices?)\b(?!\s+(?:each|apiece)\b)|"  # not `one per GPU`, `one GPU each`
                r"\b(?:GPU|card|device|cuda)\s*:?\d{0,2}\s+(?:is|was|were|are)\s+(?:already\s+|still\s+)?(?:busy|occupied|"
                r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
@@ -256,7 +265,8 @@ _HELD_WHAT = r"(?:\s+(?:\d+(?:\.\d+)?\s*%|of|the|my|all|its|\w+(?=\s+(?:of|the|m
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
     r"keep\w*|allocat\w*|reserv\w*)" + _HELD_WHAT + "|"
-    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|chrome|chromium|firefox|(?:web )?browsers?|steam|discord|"
+    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|(?:the\s+|my\s+)desktop|(?:the\s+|my\s+)display|"
+    r"window\s+manager|chrome|chromium|firefox|(?:web )?browsers?|steam|discord|"
     r"vllm|sglang|ollama|(?:inference|model|serving)\s+server)\b"
     r"[^.!?]{0,40}?\b(?:hold\w*|held|occup\w*|us(?:e|es|ed|ing)|tak(?:e|es|ing)|took|eat\w*|hog\w*|grab\w*|consum\w*)" +
     _HELD_WHAT, re.I)
@@ -321,14 +331,16 @@ _REMEDIES = (
                                r"XLA_PYTHON_CLIENT_ALLOCATOR", re.I)),
     (OTHER_PROCESS, re.compile(r"\breboot\w*|重启|(?:杀掉|kill\s*掉|结束)(?:了)?\S{0,6}(?:进程|程序)|(?:进程|程序)\s*(?:杀掉|kill\s*掉)|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
                                r"instance|vm)\b|\b(?:kill\w*|pkill|terminat\w*)\s+(?:-9\s+)?(?:the\s+|a\s+|an\s+|all\s+)?"
-                               r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)))
+                               r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)),
+    (OTHER_PROCESS, CARD_SWAP),
+    (OTHER_PROCESS, CLOSED_OTHER))
 """What the person did about the OOM, and the kind it tells when it worked: an allocator setting (PyTorch's expandable
 segments or split size, TensorFlow's async allocator, XLA's platform allocator) mends fragmentation; rebooting the
 machine, killing a process, or setting each rank's device frees memory someone else held."""
 _WORKED = re.compile(r"\b(?:fix\w*|solv\w*|resolv\w*|help(?:s|ed)?|work(?:s|ed)?|gone|go(?:es)? away|went away|"
                      r"disappear\w*|runs?\s+(?:fine|ok|through|smoothly)|ran\s+(?:fine|ok|through|smoothly)|no\s+(?:more\s+)?"
                      r"(?:OOMs?|errors?)|no longer|succe\w+|without\s+(?:any\s+)?(?:errors?|OOMs?|problems?|issues?)|anymore)\b|"
-                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再", re.I)
+                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再|不(?:会)?报错|没(?:有)?(?:再)?报错", re.I)
 _FIX_FAILED = re.compile(r"\b(?:not|never|still|tried)\b|n't\b", re.I)
 """A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
 _NO_MORE = re.compile(r"anymore|no longer", re.IGNORECASE)
@@ -382,12 +394,26 @@ def said_cause(line: str) -> str:
     if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
             not _DID_NOT.search(holder.group()) and not _held_little(holder.group()):
         return OTHER_PROCESS
+    if someone_else(line):
+        return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
         if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \
-                _NOT_SAID.search(line, 0, found.start()) is None and not _DID_NOT.search(found.group()):
+                _hypothetical(line, found.start()) is False and not _DID_NOT.search(found.group()):
             return kind
     return ""
+
+
+_OBSERVED_IF = re.compile(r"\b(?:found|find|noticed?|observed?|realized?|discovered|learned|saw|see)\s+(?:out\s+)?"
+                          r"(?:that\s+)?(?:if|whenever|when)\s+[^.!?:;,]{0,30}$", re.I)
+"""A condition the person observed (`I found that if two mxnet programs run on the same GPU ...`): what they saw
+happen, not a maybe."""
+
+
+def _hypothetical(line: str, at: int) -> bool:
+    """Whether the words before `at`, in its clause, deny or only suppose what follows (`to avoid`, `if`), unless
+    the condition is one the person observed."""
+    return _NOT_SAID.search(line, 0, at) is not None and _OBSERVED_IF.search(line, 0, at) is None
 
 
 _SERVER_START = re.compile(r"Free memory on device\b[^(\n]{0,30}\((\d{1,6}(?:\.\d{1,3})?)/(\d{1,6}(?:\.\d{1,3})?) GiB\) "
@@ -658,6 +684,17 @@ def _other_process(report: OomReport) -> bool:
     # The old format omits this process's CUDA context (0.3-1.5 GiB), so it needs a wider margin.
     floor = max(2 * GIB, total // 10) if report.process_used is None else max(GIB + GIB // 2, total // 20)
     return other >= floor
+
+
+def words_settle(report: OomReport, said: str) -> bool:
+    """Whether the person's words (another process held the card) settle what the numbers leave open: a full card
+    by the numbers on which memory outside this process is still a real amount (from 1 GiB beside the new format's
+    exact count of this process, 1.5 GiB beside the old one's, which leaves its CUDA context out), short of the share
+    that reads as a neighbour by the numbers alone. Where this process held all but its context, the words are of
+    another time than this message and the numbers stand."""
+    if said != OTHER_PROCESS or report.kind != FULL or report.other_used is None:
+        return False
+    return report.other_used >= (GIB if report.process_used is not None else GIB + GIB // 2)
 
 
 def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:

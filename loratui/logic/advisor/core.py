@@ -231,6 +231,8 @@ class Advisor:
 
     def _on_estimate(self, e: events.Estimate) -> None:
         self.estimate = e
+        vocab = e.config.get("vocab_size")  # the model's own facts: a log may carry anything here
+        self.loss.vocab = vocab if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab >= 2 else 0
         self._items = None
 
     def _on_sample(self, e: events.Sample) -> None:
@@ -432,9 +434,11 @@ class Advisor:
 
 
 _ABOUT_MEMORY = re.compile(r"memory|VRAM|\d\s*(?:[GM]i?B|G|M)\b|显存|内存|(?<![A-Za-z])OOM|PYTORCH_CUDA_ALLOC_CONF|"
-                           r"expandable_segments|max_split_size_mb|cuda_malloc_async", re.I)
+                           r"expandable_segments|max_split_size_mb|cuda_malloc_async|"
+                           r"\b(?:tak(?:e|es|ing)|took|hog\w*|occupy\w*|occupie[sd]|eat\w*)\s+(?:up\s+)?(?:the\s+|all\s+(?:the\s+)?|"
+                           r"my\s+)?GPUs?\b", re.I)
 """A sentence about the card's memory: only such a cause stands for an OOM no sentence names (`a shared cluster with
-other users` is no account of memory)."""
+other users` is no account of memory; `more and more processes are taking up the GPU` is: what they take is it)."""
 
 
 _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|latent diffusion|diffusers|text[-_ ]to[-_ ]image|"
@@ -610,7 +614,8 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
         facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool))
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
-    if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
+    if cause is not None and (facts["report"].kind == oom.UNKNOWN or oom.words_settle(facts["report"], cause[0])):
+        # no numbers, or numbers that leave room for a neighbour the words name: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])
         evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)

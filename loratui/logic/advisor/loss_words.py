@@ -12,6 +12,7 @@ readers in `said.py` get their turn then."""
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 
@@ -51,6 +52,11 @@ _SUBJECT = re.compile(
 
 # -- predicates -------------------------------------------------------------------------------------------------
 
+_PAUSED = (r"\s+(?:for\s+(?:about\s+|around\s+|~\s*|over\s+|nearly\s+|almost\s+)?(?:(?:\d+(?:\.\d+)?|a few|several|a couple of|"
+           r"some)\s*(?:s|secs?|seconds?|mins?|minutes?|hours?|h)\b|a while)|(?:at|in|during)\s+(?:the\s+)?(?:start|beginning|end)"
+           r"\s+of\b)")
+"""After `stuck`: a time or an epoch's boundary (`training gets stuck for about 30 seconds at the beginning of every
+epoch`): the run pauses, the loss is not said to stand still."""
 _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+to\s+)?(?:be\s+)?"
           r"train(?:s|ing|ed)?\b|"
           r"降不下(?:去|来)|下不(?:去|来)|上不去|提不上去|升不上去|还是(?:很|那么|一样)?高|还是一样|很平|是平的|"
@@ -68,14 +74,15 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"(?!\s+(?:size|way|shape|type|kind|as|number|length|for(?!\s+(?:all|every|each|the whole|the entire)\b)|"
           r"dtype|device|object|to|result|tensor|name|file|"
           r"class|model|config))|"
-          r"stuck|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
+          r"stuck(?!" + _PAUSED + r")|plateau\w*|stagnat\w*|flatlin\w*|unchang\w*|"
           r"(?:is|are|was|were|be|been|stays?|stayed|remains?|remained|seems?|looks?|keeps?|kept|almost|nearly|"
           r"basically|"
           r"completely|totally|pretty much|quite|still|goes|went|gone|becomes?|became|becoming|turns?|turned|gets?|got|"
           r"getting)\s+(?:\w+\s+){0,3}(?:constant|flat)\b|(?:constant|flat)\s+(?:at|around)\b|"
           r"saturat\w*|level(?:s|ed|ing)? (?:off|out)|fixe[sd]\s+(?:at|around|on)\b|"
           r"(?:stay|stays|stayed|staying|remain|remains|remained|keeps?|kept|sits?|sat|sitting|hover\w*|is always|"
-          r"always(?: is| was)?|was always|are always|is still|was still|stuck|locks?|locked|maintain\w*)"
+          r"always(?: is| was)?|was always|are always|is still|was still|stuck(?!" + _PAUSED + r")|locks?|locked|"
+          r"maintain\w*)"
           r"\s+(?:very\s+|quite\s+|really\s+|pretty\s+|still\s+|extremely\s+)?"
           r"(?:at|around|about|near|on|the same(?!\s+(?!(?:value|level|number|loss|throughout|for|every|no|"
           r"after|across|during|the|at|all|forever|always)\b)[a-z]+)|constant|unchanged|flat|high|~?\d|between|~)\b|"
@@ -234,7 +241,38 @@ def read(line: str) -> Said | None:
         if one and not _supposed(line[:one.start()]):
             return Said("flat", "pred")
         return QUIET if _NOT_A_VALUE.search(line) else None
-    return _gravest(found, line)
+    said = _gravest(found, line)
+    if said.kind == "flat" and said.subject == "loss" and (_levelled(previous[1:]) or _SLOWING.search(line)):
+        return QUIET  # a fall that levels off at a learned value, or a fall said to slow: the curve's usual shape
+    return said
+
+
+_AT_LN2 = re.compile(r"(?<![\d.])0\.693\d*")
+"""A pairwise preference loss (DPO, a reward model) at ln 2: the chosen and the rejected are scored alike, the
+policy is the reference; said to stay there, nothing is learned (trl#1627: `DPO loss remains 0.6931 from the first
+step`). Any other value of such a loss said to stay says nothing of learning."""
+_SLOWING = re.compile(
+    r"\b(?:is|are)\s+(?:\w+\s+)?(?:becoming|getting|starting to (?:get|become|go|look))\s+(?:\w+\s+)?(?:flat|flatter)\b|"
+    r"\b(?:starts?|starting|begins?|beginning)\s+to\s+(?:flatten|plateau|level off|converge|slow)|"
+    r"\b(?:is|are)\s+(?:\w+\s+)?flattening\b|逐渐(?:变)?平(?:缓|稳)|趋于平(?:缓|稳)|开始(?:变)?平",
+    re.I)
+"""A fall said to slow (`the loss is becoming flat`, `starts to plateau`, `趋于平缓`): the shape of every loss curve
+that has learned, not a loss that does not move (OLMo#497: at perplexity 20 after the warm-up)."""
+LEVELLED_BY, LEVELLED_MAX = 0.85, 4.0
+"""A plateau 15% or more below where the loss started, at a value a model that learned reaches (under 4: a language
+model's loss above that is near its unigram entropy), and not at chance (ln k for a few classes)."""
+
+
+def _levelled(scopes: list[str]) -> bool:
+    """The loss's clauses name where it started and a lower value where it stays: it fell, then levelled off
+    (LlamaFactory#987: `开始loss为1.9，几十个step之后就在1.5附近不再下降`)."""
+    printed = [m.group(1).replace(",", "") for scope in scopes if not _RANGE.search(scope)
+               for m in _VALUE.finditer(scope)]
+    values = [float(p) for p in printed]
+    if len(values) < 2 or not 0 < values[-1] <= LEVELLED_BY * values[0] or values[-1] >= LEVELLED_MAX:
+        return False
+    exact = len(printed[-1].partition(".")[2]) >= 3  # `0.6931`, not `about 1.1` (which only rounds near ln 3)
+    return not (exact and any(abs(values[-1] - math.log(k)) <= 0.003 * math.log(k) for k in range(2, 11)))
 
 
 def _values_rose(line: str, scopes: list[str]) -> bool:
@@ -296,7 +334,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
         if said is None:
             continue
         supposed = _supposed(sentence[:m.start()]) or \
-            (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still"))
+            (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still") and
+             not (said.kind == "flat" and _AT_LN2.search(scope[:80])))
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
 
@@ -451,8 +490,9 @@ _EVERY = re.compile(r"\s*(?:at|in|for|after|on)\s+(?:every|each|all)\s+(?:the\s+
                     r"runs?|evaluations?)\b|\s*(?:in\s+)?每(?:个|一)?\s*(?:epoch|轮|步|step)", re.I)
 """After a value: said of every epoch or step (`the loss is 2.302 at every epoch`)."""
 _VALUE = re.compile(
-    r"(?:^\s*|(?:\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under)|['’]s)\s+|"
-    r"(?:从|到|至|在|变成了?|变为|升到|涨到|达到|跳到|为)\s*)"
+    r"(?:^\s*|(?:\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|below|above|under|starts?|"
+    r"started|began|begins)|['’]s)\s+|"
+    r"(?:从|到|至|在|变成了?|变为|升到|涨到|达到|跳到|为|是)\s*)"
     r"(?:about\s+|around\s+|~\s*)?"
     r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![.,]?\d)"
     r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)

@@ -10,7 +10,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from loratui.logic import oom
+from loratui.logic import oom, oom_holders
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
@@ -462,8 +462,8 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and any(hint in whole.lower() for hint in _CAUSE_HINTS) and \
-                _CAUSE_CONTEXT.search(oom.cjk_spaced(whole)):
+        if self.cause is None and any(hint in whole.lower() for hint in _CAUSE_HINTS + oom_holders.HINTS) and \
+                (_CAUSE_CONTEXT.search(oom.cjk_spaced(whole)) or oom_holders.CONTEXT.search(whole)):
             # the line alone first; then the sentence it ends, hard-wrapped over lines (`nvidia-smi shows 15 GB used
             # even though` / `nothing is running`)
             kind = oom.said_cause(text) or (oom.said_cause(whole) if whole != text else "")

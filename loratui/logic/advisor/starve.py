@@ -24,6 +24,8 @@ from loratui.logic.advisor.starve_output import (
     input_bound,
     open_bar,
 )
+from loratui.logic.advisor.starve_measured import measured
+from loratui.logic.advisor.starve_pace import PaceTable, same_pace_said
 from loratui.logic.advisor.starve_timed import timed_parts
 from loratui.logic.advisor.starve_words import NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
 from loratui.recipe import Recipe
@@ -128,7 +130,8 @@ _DELAY = re.compile(
     r"(?:batch|iteration|iter|"
     r"step)e?s?\b"
     r"[^.!?\n]{0,40}?\b(?:delay\w*|paus\w*|stall\w*|lag\w*|gap|freez\w*|hang\w*|hiccup\w*|wait\w*|stutter\w*)\b|"
-    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait|stutter)(?:s|ing|ed)?\b|停顿|卡顿|卡住)[^.!?\n]{0,40}?"
+    r"(?:\b(?:delay|pause|stall|lag|gap|freeze|hang|hiccup|wait|stutter)(?:s|ing|ed)?\b|\bstuck\b|\bfroze\b|停顿|卡顿|卡住)"
+    r"[^.!?\n]{0,40}?"
     r"(?:\bbetween\b[^.!?\n]{0,20}?\b(?:batch|iteration|iter|step|mini-?batch)|"
     r"\b(?:after|before|at) (?:every|each)\s+(?:\d+\s+)?(?:batch|iteration|iter|step)|"
     r"\bevery (?:few |(?:~\s*|about |around )?\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
@@ -340,22 +343,24 @@ _BUSY_AT = re.compile(
     r"just )?(?P<n3>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
     r"(?P<dev>" + _DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
     r"utili[sz]ed|working|running at|hover(?:s|ing)? (?:at|around))\s+(?:at |around |about |only |just |~|for |less than |"
-    r"under |below )?(?P<n>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
+    r"under |below )?(?P<n>\d{1,3})(?:\s*%?\s*(?:-|~|–|to)\s*(?P<m>\d{1,3}))?\s*%"
+    r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
     r"(?<![\d.])(?P<n2>\d{1,3})\s*%\s*(?:(?:GPU|SM)[- ]?)?(?:util\w*|usage|load|busy)\b"
     r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))", re.I)
 _GPU_NAMED = re.compile(_DEVICE + r"|nvidia-smi|nvtop|gpustat|\bcuda\b", re.I)
 
 
 def _busy_at(line: str) -> int | None:
-    """`nvidia-smi shows the GPU at 7%`, `the GPU is only used 10% of the time`, `nvidia-smi shows 5% util`: the GPU's
-    busy share as a number beside the GPU (not its memory's, not the CPU's)."""
+    """`nvidia-smi shows the GPU at 7%`, `the GPU is only used 10% of the time`, `nvidia-smi shows 5% util`, `my GPU
+    is capped at around 40-50%`: the GPU's busy share as a number, or a range's top, beside the GPU (not its
+    memory's, not the CPU's)."""
     for found in _BUSY_AT.finditer(line):
         if found.group("n3"):
             return int(found.group("n3"))
         if found.group("dev"):
             if _GAP_OTHER.search(found.group("gap")) or _HELD.search(found.group("gap")):
                 continue
-            return int(found.group("n"))
+            return int(found.group("m") or found.group("n"))  # a range's top: `capped at around 40-50%` is 50
         before = line[max(0, found.start() - 25):found.start()]
         if _GPU_NAMED.search(line) and not re.search(r"\b(?:CPU|RAM|memory|mem|VRAM|disk|cores?)\b|显存|内存", before, re.I):
             return int(found.group("n2"))
@@ -575,6 +580,7 @@ class StarveText:
     stack: StackWait = field(default_factory=StackWait)
     wait: WaitShare = field(default_factory=WaitShare)
     inputs: InputWaits = field(default_factory=InputWaits)
+    pace: PaceTable = field(default_factory=PaceTable)
     _after_iteration: bool = False  # the last non-empty line logged an iteration
     _slow_said: str = ""  # the user's line that says the training is slow
     _blamed_line: str = ""  # the user's line that names the loader as the reason
@@ -633,7 +639,8 @@ class StarveText:
             found += self._blamed(line, step)
         if len(line) < 2000:
             self._asked(line)
-        found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line)) if f is not None]
+        found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line), self._measured(line))
+                  if f is not None]
         self._after_iteration = bool(_ITERATION.search(line))
         return found
 
@@ -668,6 +675,22 @@ class StarveText:
         timed = timed_parts(line)
         self._timed_done = timed is not None
         return timed
+
+    def _measured(self, line: str) -> dict[str, object] | None:
+        """The data's preparation timed or rated as slow (starve_measured), in a person's words or a program's line;
+        the step's pace that does not follow the model's size (starve_pace)."""
+        low = line.lower()
+        found = measured(line) if any(w in low for w in ("token", "bpe", "pack", "process", "map", "prepar", "load",
+                                                         "read", "fetch", "get", "wait", "collat", "stream", "worker",
+                                                         "nfs", "drive", "pin_memory", "prefetch", "culprit",
+                                                         "turn", "caused", "数据", "分词", "处理", "流式", "io",
+                                                         "磁盘", "硬盘")) else None
+        if found is None and "|" in line:
+            found = self.pace.line(line)
+        if found is None and any(w in low for w in ("speed", "/it", "s/iter", "time", "pace", "throughput", "slow",
+                                                    "fast", "速度")):
+            found = same_pace_said(line)
+        return dict(found, text="said") if found is not None else None
 
     def _said(self, line: str) -> dict[str, object] | None:
         """Starvation in the person's words; an idle GPU or a busy CPU said of a run on the CPU is none."""

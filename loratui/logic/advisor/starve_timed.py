@@ -76,7 +76,12 @@ def timed_parts(line: str) -> dict[str, object] | None:
             parts[kind] = _seconds(found.group(1), found.group(2))
     data = parts.get("data")
     work = parts.get("compute")
-    if data is None or work is None and parts.get("total") is None:
+    total = parts.get("total")
+    if data is None and work is not None and total is not None and work <= SHARE * total:
+        # `each iteration takes 5 s but the forward and backward only take 0.3 s`: the step's time outside the
+        # model's work is its wait (for the next batch, the loader being what a step waits on between passes)
+        data, work = total - work, None
+    if data is None or work is None and total is None:
         return None
     whole = data + work if work is not None else parts["total"]
     if data < MIN_DATA_S or whole <= 0 or data > whole or data < SHARE * whole:

@@ -61,6 +61,7 @@ class TextReader:
     _last_dict: tuple[int, dict[str, float], bool] | None = None
     _pairs: list[tuple[int, float]] = field(default_factory=list)  # bare `step value` lines not yet confirmed
     _pairs_on: bool = False  # 3 such lines in a row, steps rising, were seen: they are the loss column
+    _pairs_total: bool = False  # those lines are a running total (elapsed time, tokens seen), not a loss
     _keras_epoch: int = 0  # the epoch of Keras' last `Epoch 3/10` line
 
     PAIRS_N = 3
@@ -99,6 +100,7 @@ class TextReader:
             return
         if not self._pairs_on:
             self._pairs.clear()  # the lines must come in a row to be a column
+            self._pairs_total = False
         record = v.json_record(fragment)
         if record is not None:
             self._json(record, t, out)
@@ -258,10 +260,15 @@ class TextReader:
                 self._release(t, out)
                 self._emit(pair[0], {"loss": pair[1]}, t, out)
             return
+        if self._pairs_total:
+            return
         if self._pairs and pair[0] <= self._pairs[-1][0]:
             self._pairs.clear()
         self._pairs.append(pair)
-        if len(self._pairs) >= self.PAIRS_N:
+        if len(self._pairs) >= self.PAIRS_N and _running_total(self._pairs):
+            self._pairs_total = True
+            self._pairs.clear()
+        elif len(self._pairs) >= self.PAIRS_N:
             self._pairs_on = True
             self._release(t, out)
             for step, value in self._pairs:
@@ -306,3 +313,20 @@ def _close(a: float | None, b: float | None) -> bool:
     if a != a or b != b:
         return a != a and b != b
     return abs(a - b) <= 1e-4 + 1e-3 * abs(b)
+
+
+TOTAL_SPREAD = 1.1
+"""A running total's value over its step, equal from row to row within a tenth: it grows in step with the count."""
+
+
+def _running_total(pairs: list[tuple[int, float]]) -> bool:
+    """Whether bare `step value` rows are a running total, not a loss: a loss starts high and falls or wanders; a
+    total (elapsed seconds, tokens or samples seen) starts near zero and grows at every row, in step with the count
+    (transformers#1621's benchmark: `0 0.0029`, `100 0.286`, `200 0.469` seconds elapsed)."""
+    values = [v for _, v in pairs]
+    if not all(b > a for a, b in zip(values, values[1:])) or values[0] < 0:
+        return False
+    if values[0] <= 0.1 * values[-1]:
+        return True
+    rates = [v / s for s, v in pairs if s > 0]
+    return len(rates) == len(pairs) and max(rates) <= TOTAL_SPREAD * min(rates)

@@ -258,7 +258,11 @@ def megatron_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
 
 
 def line_step(fragment: str) -> int | None:
-    """The step a printed line names (`step 3`, `Step 3/100`, `[3/100]`, a leading count), or None."""
+    """The step a printed line names (`step 3`, `Step 3/100`, `[3/100]`, a leading count), or None; a step counted
+    within its epoch (`Epoch [2/3], Step [10/30]`) as the run's step (40)."""
+    within = _within_epoch(fragment)
+    if within is not None:
+        return (within[0] - 1) * within[2] + within[1]
     found = _STEP.search(fragment)
     if found:
         return int(found.group(1))
@@ -274,16 +278,42 @@ _COUNTER = re.compile(r"(?<![\w/])(?:(?:global[ _])?step|iter(?:ation)?)?(?:\s*[
 _EPOCH_BEFORE = re.compile(r"epoch\s*[=:]?\s*\[?\s*$", re.IGNORECASE)
 
 
-def line_total(fragment: str) -> int | None:
-    """The total of a loss line's step counter (`step 25/30`, `Iter: 7/900`, `[25/30]`), or None; an epoch's
-    (`epoch 2/3`, `Epoch [2/3]`) is no step total, and a bare `N/T` counts only in brackets (`[25/30]`)."""
-    for found in _COUNTER.finditer(fragment):
+_EPOCH_OF = re.compile(r"(?<![\w/])epoch\s*[=:]?\s*\[?\s*(\d{1,6})\s*/\s*(\d{1,6})\s*\]?", re.IGNORECASE)
+"""An epoch of a total (`Epoch [2/3]`, `epoch 2/3`): counted from 1, as a total implies."""
+
+
+def _within_epoch(fragment: str) -> tuple[int, int, int, int] | None:
+    """(epoch, step, steps per epoch, epochs) of a line whose step counter of a total follows an epoch of a total (`Epoch
+    [2/3], Step [10/30]`, `epoch 2/3 iter 10/30`): the loader's batches, counted from 1 again each epoch (a counter
+    of the whole run would not sit beside the epoch's own)."""
+    epoch = _EPOCH_OF.search(fragment) if "poch" in fragment else None
+    if epoch is None or not 0 < int(epoch.group(1)) <= int(epoch.group(2)):
+        return None
+    counter = _counter(fragment, epoch.end())
+    return (int(epoch.group(1)), counter[0], counter[1], int(epoch.group(2))) if counter is not None else None
+
+
+def _counter(fragment: str, start: int = 0) -> tuple[int, int] | None:
+    """(n, total) of the first step counter named (`step 25/30`) or bracketed (`[25/30]`) from `start`, not an
+    epoch's."""
+    for found in _COUNTER.finditer(fragment, start):
         named = found.group(0).lstrip()[:1].isalpha()
         bracketed = fragment[:found.start(1)].rstrip().endswith("[")
         if (named or bracketed) and not _EPOCH_BEFORE.search(fragment[:found.start(1)]):
-            total = int(found.group(2))
-            return total if 0 < int(found.group(1)) <= total else None
+            n, total = int(found.group(1)), int(found.group(2))
+            return (n, total) if 0 < n <= total else None
     return None
+
+
+def line_total(fragment: str) -> int | None:
+    """The total of a loss line's step counter (`step 25/30`, `Iter: 7/900`, `[25/30]`), or None; an epoch's
+    (`epoch 2/3`, `Epoch [2/3]`) is no step total, and a bare `N/T` counts only in brackets (`[25/30]`); a counter
+    within an epoch of a total counts every epoch's steps (`Epoch [2/3], Step [10/30]`: 90)."""
+    within = _within_epoch(fragment)
+    if within is not None:
+        return within[3] * within[2]
+    counted = _counter(fragment)
+    return counted[1] if counted is not None else None
 
 
 # -- `step value` columns ------------------------------------------------------------------------------------

@@ -1,0 +1,129 @@
+"""Issue 23: what a series pasted with no names is, and what a person says the loss does, read by the mechanism
+rather than the excerpt's words (ruleprose6). Lines quoted from dev records name their source; the others are other
+wordings of the same mechanism; negatives keep their answers."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui import events
+from loratui.commands.doctor import diagnose_stream
+from loratui.logic.text_reader import TextReader
+
+
+def first_id(text: str) -> str:
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+def logged(text: str) -> list[float]:
+    reader = TextReader()
+    found = [e for line in text.splitlines(keepends=True) for e in reader.feed(line)] + reader.close()
+    return [e.values["loss"] for e in found if isinstance(e, events.Log)]
+
+
+# -- a running total is no loss column -------------------------------------------------------------------------
+
+GPT2_BPE = ("That means, BPE takes a long time. Here is a quick benchmark in my 4th gen i7 CPU:\n```\n"
+            "0     0.002872943878173828\n100     0.2857849597930908\n200     0.46935296058654785\n"
+            "300     0.7295417785644531\n400     0.8204867839813232\n500     0.965552806854248\n"
+            "600     1.0516178607940674\n700     1.1927227973937988\n800     1.3081107139587402\n"
+            "900     1.354628086090088\n1000     1.4476778507232666\n```\nthe first column is the iteration number and "
+            "the second one is elapsed time. 1000 iteration takes 1.44 seconds.\n")
+"""https://github.com/huggingface/transformers/issues/1621 (dev): read as a loss rising 0.0096 -> 0.72 before."""
+
+
+@pytest.mark.parametrize("text", [
+    GPT2_BPE,
+    "step  seconds\n10 0.41\n20 0.83\n30 1.22\n40 1.65\n50 2.04\n",  # wall-clock seconds since the start
+    "0 0.0\n1000 12.5\n2000 25.1\n3000 37.4\n",  # tokens seen, in millions
+    "5 0.013\n10 0.027\n15 0.041\n20 0.052\n25 0.068\n",  # hours elapsed
+])
+def test_a_column_that_starts_near_zero_and_only_grows_is_a_running_total(text: str) -> None:
+    """A loss starts high and falls (or wanders); a bare column that starts near zero and grows at every row is a
+    running total (elapsed time, tokens or samples seen), not a loss."""
+    assert logged(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "76930 2.6496577\n76940 2.59109\n76950 2.596339\n76960 2.735384\n",  # prajdabre/yanmtt#7: a loss column
+    "100 2.10\n200 3.40\n300 5.90\n400 9.80\n",  # a loss that climbs from where a loss starts
+    "10 0.90\n20 0.50\n30 0.31\n40 0.22\n",
+])
+def test_a_loss_column_still_reads(text: str) -> None:
+    assert len(logged(text)) == 4
+
+
+def test_the_doctor_reads_the_bpe_benchmark_as_slow_preprocessing() -> None:
+    assert first_id(GPT2_BPE) == "data_starved"
+
+
+# -- a loss that fell and levelled off, or whose fall slows, is no standstill -------------------------------------
+
+from loratui.logic.advisor import loss_words  # noqa: E402
+
+BAICHUAN = ("在2块4090用deepspeed微调baichuan1和baichuan2开始loss为1.9，几十个step之后就在1.5附近不再下降。")
+"""https://github.com/hiyouga/LlamaFactory/issues/987 (dev, healthy): read as a flat loss before."""
+OLMO = ("We are now at steps 5000, with a perplexity around 20. currently the learning rate is 3 x E-4\n"
+        "and we notice the loss is actually becoming flat.\nIs this a queue to decrease the learning rate to 3 x E-5?")
+"""https://github.com/allenai/OLMo/issues/497 (dev, healthy): the warm-up's end, read as a flat loss before."""
+
+
+@pytest.mark.parametrize("line", [
+    BAICHUAN,
+    "the loss started around 2.4 and after 300 steps it stays at about 1.1",
+    "loss went from 3.2 down to 1.7 and then plateaued",
+    "开始loss是2.0，后来一直维持在1.2左右",
+    "and we notice the loss is actually becoming flat.",
+    "the loss is starting to plateau around 1.8",
+    "the training loss is getting flatter after epoch 2",
+])
+def test_a_fall_that_levels_off_or_slows_is_the_curves_usual_shape(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is None or said.kind != "flat", said
+
+
+@pytest.mark.parametrize("line", [
+    "the loss started at 2.3 and now stays at 2.29",  # a fall too small to be learning
+    "loss starts at 0.9 and stays at 0.693",  # levelled at chance (ln 2)
+    "loss started at 11 and is stuck at 7.5",  # levelled where a language model has learned nothing
+    "loss stuck at 2.3", "The loss stays flat from the start", "the loss became flat at 6.9 and never moved",
+])
+def test_a_standstill_without_a_learned_fall_is_still_flat(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "flat", said
+
+
+@pytest.mark.parametrize("text", [BAICHUAN, OLMO])
+def test_the_doctor_reads_the_levelled_losses_as_healthy(text: str) -> None:
+    assert first_id(text) not in ("loss_flat", "loss_flat_or_zero")
+
+
+# -- a preference loss said to stay at ln 2 ------------------------------------------------------------------------
+
+TRL_DPO = ('hello ! i open  this issure for the problem of "DPO loss remains 0.6931 from the first step and the rewards '
+           'stuck at 0.0" , the problem primary in the #1311 , but now i cant find a solution for this')
+"""https://github.com/huggingface/trl/issues/1627 (dev): read as nothing before (a DPO loss's words were all quiet)."""
+
+
+@pytest.mark.parametrize("line", [
+    TRL_DPO, "DPO loss stays at 0.693 and rewards/chosen are 0 the whole run",
+    "my reward model's loss is stuck at 0.6931 from step 1", "DPO训练时loss一直是0.6931",
+])
+def test_a_preference_loss_stuck_at_ln2_is_flat(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "flat", said
+
+
+@pytest.mark.parametrize("line", [
+    "the DPO loss stays at 0.45", "GRPO loss stays at 0.0 for the first steps", "the DPO loss starts at 0.693 and falls",
+])
+def test_a_preference_loss_elsewhere_says_nothing_of_learning(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is None or said.kind not in ("flat",), said
+
+
+def test_the_doctor_reads_the_dpo_report_as_flat() -> None:
+    assert first_id(TRL_DPO) == "loss_flat"
