@@ -198,3 +198,30 @@ def test_a_status_that_does_the_phases_work(status: str, expected: str) -> None:
 ])
 def test_preparation_sentences_and_finished_work_are_no_status(status: str) -> None:
     assert first_id(TRAINING + status + "\n" + NEW_OOM) == "oom_full"
+
+
+# -- memory rising to its end, and the run failing with it ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Memory usage spikes to 80GB during eval and the job dies.", "oom_at_eval"),
+    ("During validation the GPU memory maxes out and training stops.", "oom_at_eval"),
+    ("When saving the model, VRAM usage jumps to 24GB and it crashes.", "oom_at_save"),
+    ("The validation step blows up the GPU memory.", "oom_at_eval"),
+    ("The evaluation runs out of GPU RAM.", "oom_at_eval"),
+    ("保存checkpoint的时候显存直接占满然后报错", "oom_at_save"),
+    ("验证阶段显存一直涨，最后挂了", "oom_at_eval"),
+])
+def test_memory_rising_to_its_end_then_a_failure(text: str, expected: str) -> None:
+    """Mechanism: the person tells the card's memory rising to its end (spikes, maxes out, jumps, blows up, 占满,
+    一直涨) and the run failing with it, in one sentence: an OOM told without the program's message."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "GPU memory usage grows to 20GB and stays there; training runs fine.",
+    "Memory usage jumps at step 100 but nothing crashes.",
+    "VRAM usage rises during eval, which is expected, and no errors appear.",
+])
+def test_memory_rising_with_no_failure_is_no_oom(text: str) -> None:
+    assert not first_id(text).startswith("oom")
