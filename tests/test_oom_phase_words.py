@@ -231,3 +231,26 @@ def test_memory_rising_to_its_end_then_a_failure(text: str, expected: str) -> No
 ])
 def test_memory_rising_with_no_failure_is_no_oom(text: str) -> None:
     assert not first_id(text).startswith("oom")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("It runs out of memory during the sanity check.", "oom_at_eval"),  # Lightning's sanity check is validation
+    ("OOM on the first val batch.", "oom_at_eval"),
+    ("CUDA OOM in the val loop every time.", "oom_at_eval"),
+    ("Out of memory when computing the ROUGE scores", "oom_at_eval"),
+    ("OOM in on_validation_epoch_end", "oom_at_eval"),
+    ("The validation_step OOMs on the second batch.", "oom_at_eval"),
+])
+def test_the_evaluation_named_by_its_parts(text: str, expected: str) -> None:
+    """Mechanism: the person names the evaluation by one of its parts: its loop, batch or step (`val batch`,
+    `validation_step`), a hook that runs it (`on_validation_epoch_end`), Lightning's sanity check (validation steps
+    before training), or the metrics it computes (`computing the ROUGE scores`)."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "My training OOMs at step 40; validation_split=0.1 is set in the config.",  # a setting, not the failing phase
+    "Training OOMs at step 40 even with a small val split in the config, and the validation is never reached.",
+])
+def test_a_setting_named_for_evaluation_is_no_phase(text: str) -> None:
+    assert first_id(text) != "oom_at_eval"

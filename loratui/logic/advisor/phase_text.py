@@ -139,7 +139,11 @@ _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", 
                 "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
 _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
-                                    r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?metrics?\b|"
+                                    r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?(?:metrics?|bleu|"
+                                    r"rouge\w*|perplexity|ppl|accuracy|wer|cer|f1|mAP)\b|"
+                                    r"(?<![A-Za-z0-9])(?:validation|evaluation)_(?:step|loop|epoch|batch|end|start)\w*|\bon_(?:validation|test|eval)\w*|"
+                                    r"\bsanity[ _-]?check\w*|\bval(?:id)?[ _](?:batch\w*|step|loop|set|loader|epoch|phase|"
+                                    r"dataloader)\b|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
