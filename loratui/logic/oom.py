@@ -175,7 +175,7 @@ _HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MP
 _MEMORY_FAILED = re.compile(
     r"\b(?:crash\w*|die[sd]|dying|fail(?:s|ed|ing)?|stops?|stopped|hangs?|hung|freez\w*|froze|suspend\w*|abort\w*)\b"
     r"[^.!?]{0,40}?\b(?:due to|because of|for|with|caused by|owing to)\s+(?:an?\s+|the\s+|some\s+|insufficient\s+|"
-    r"not enough\s+|lack of\s+|too little\s+|a lack of\s+)*(?:GPU\s+|CUDA\s+|video\s+|device\s+)?(?:memory|VRAM)\b"
+    r"not enough\s+|lack of\s+|too little\s+|a lack of\s+){0,3}(?:GPU\s+|CUDA\s+|video\s+|device\s+)?(?:memory|VRAM)\b"
     r"(?![-_\s]*(?:usage|footprint|efficien\w*|saving|optimi\w*|format|layout|pinn\w*|map\w*|access))|"
     r"\b(?:memory|VRAM)[-\s]+(?:crash\w*|overflow\w*|explo\w*)\b|"
     r"(?:卡|GPU)\S{0,2}?(?:空间|内存)(?:不足|不够|溢出|爆)|"
