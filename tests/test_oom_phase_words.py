@@ -254,3 +254,18 @@ def test_the_evaluation_named_by_its_parts(text: str, expected: str) -> None:
 ])
 def test_a_setting_named_for_evaluation_is_no_phase(text: str) -> None:
     assert first_id(text) != "oom_at_eval"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("--save_steps 1000 --eval_steps 300\nIt always crashes right at step 1000:\n" + NEW_OOM, "oom_at_save"),
+    ("save_steps: 500\neval_steps: 300\n训练到第1000步的时候显存爆了\n" + NEW_OOM, "oom_at_save"),
+    ("eval_steps=250, save_steps=1000\nThe OOM hits at step 750 every run:\n" + NEW_OOM, "oom_at_eval"),
+])
+def test_the_step_the_person_names_against_the_intervals(text: str, expected: str) -> None:
+    """Mechanism: the step the person says the run failed at, against the settings' eval and save intervals: the
+    phase whose interval divides it is the one that ran there (as for the step a progress bar shows)."""
+    assert first_id(text) == expected
+
+
+def test_a_step_no_interval_divides_names_no_phase() -> None:
+    assert first_id("--save_steps 1000 --eval_steps 300\nIt crashes at step 1234:\n" + NEW_OOM) == "oom_full"

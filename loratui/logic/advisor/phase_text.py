@@ -177,6 +177,8 @@ _NOT_PROSE = re.compile(r"\||\d\s*(?:it/s|s/it)|^\W*(?:\d{4}-\d\d-\d\d|\[?(?:INF
                         r"^\s*(?:[\w.]+(?:Error|Exception|Warning)\b|Traceback)")
 
 
+_FLAGS = re.compile(r"^\s*(?:--?[A-Za-z][\w.-]*(?:[ =](?!-)\S+)?\s*)+\\?\s*$")
+"""A line of command-line flags (`--save_steps 1000 --eval_steps 300`): settings, no sentence of the person's."""
 _SENTENCE = re.compile(r"^\W{0,3}(?:[A-Z][a-z]+|I|[a-z]+)\b(?:[\s,]+[A-Za-z'’]+){3}")
 """A sentence's opening: four words (`When computing the BLEU ...`), not an exception's type or a logger's prefix."""
 
@@ -252,6 +254,11 @@ _NEGATION = re.compile(
     r"\b(?:disabl\w*|skipp?\w*|(?:turn|switch)\w*\s+off)(?:\s+(?:the|my|all|any))?)\s*$", re.I)
 """Words just before a phase's name, in its clause, that say the run did not go there (`I don't run any evaluation`,
 `without evaluation`, `it never gets to saving`); `can't evaluate` stays a failure there."""
+_SAID_STEP = re.compile(r"\b(?:at|on|reach\w*|around|after|when it (?:gets|reaches|hits) to)\s+(?:global\s+|the\s+)?step\s+"
+                        r"(\d{1,7})\b|第\s*(\d{1,7})\s*(?:步|个?step)", re.I)
+"""The step the person says the run failed at (`it always crashes right at step 1000`, `在第1000步报错`)."""
+_FAILS_AT = re.compile(r"\b(?:crash\w*|dies|died|fail\w*|OOM\w*|errors?|breaks?|stops?|stopped|killed)\b|out of memory|"
+                       r"报错|崩|挂|爆|溢出|停", re.I)
 _NOT_STATUS_WORK = re.compile(r"\b(?:done|finished|complete[d]?|took|results?)\b|[{=]|\b(?:I|we|you|my|our)\b|"
                               r"tokeni[sz]|pre-?process|\b(?:map|filter|download\w*|cach\w*|load\w*)\b", re.I)
 """A work status reported over (`Computing metrics done`), a result, the person's sentence (`I was computing ...`), or
@@ -380,6 +387,10 @@ class PhaseText:
             progress = _PROGRESS.search(line)
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
+        if ("step" in line or "步" in line) and getattr(self, "said_step", None) is None and _prose_like(line.strip()):
+            said = _SAID_STEP.search(line)
+            if said is not None and _FAILS_AT.search(line):
+                self.said_step = (int(said.group(1) or said.group(2)), line.strip()[:300])
         self._prose(line)
 
     def _settings(self, line: str) -> None:
@@ -399,12 +410,13 @@ class PhaseText:
 
     def _interval_phase(self) -> tuple[str, list[str]]:
         """Eval or save when the run stopped at a step its eval or save interval divides (the Trainer's bar shows
-        the step it finished, then evaluates, then saves): the evaluation, unless its results were printed at that
-        step (then the save came next)."""
+        the step it finished, then evaluates, then saves; else the step the person says it failed at): the
+        evaluation, unless its results were printed at that step (then the save came next)."""
         every = getattr(self, "every", None)
-        if not every or self.progress is None or self.progress[0] <= 0:
+        progress = self.progress or getattr(self, "said_step", None)  # getattr: a state pickled in an older events.idx
+        if not every or progress is None or progress[0] <= 0:
             return "", []
-        step, line = self.progress
+        step, line = progress
         every = dict(every)
         bar = _PROGRESS.search(line)
         total, epochs = (int(bar.group(2)) if bar else 0), every.get("epochs", 0)
@@ -458,6 +470,9 @@ class PhaseText:
         carried, self._sentence = self._sentence, ""
         text = line.strip()
         if not text or "File " in line or "{" in line or looks_like_code(line):
+            return
+        if text[:1] == "-" and _FLAGS.match(text) or ":" in text and text.isascii() and _SETTING.match(text):
+            self._sentence = carried  # settings (`--save_steps 1000 --eval_steps 300`): no words of the person's
             return
         prose = _prose_like(text)
         if not prose:
