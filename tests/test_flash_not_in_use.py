@@ -11,8 +11,14 @@ import pytest
 from loratui.commands.doctor import diagnose_stream
 
 
+def rules(items: list) -> list:
+    """The rules' items, less the word model's guess (doctor's fallback where no rule finds a problem): these tests
+    are about what the rules read."""
+    return [item for item in items if "(a guess:" not in item.title]
+
+
 def first_id(text: str) -> str:
-    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    items = rules(diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0])
     return items[0].id if items else ""
 
 

@@ -13,9 +13,15 @@ from loratui.commands.doctor import diagnose_stream
 from loratui.logic.advisor import phase_text
 
 
+def rules(items: list) -> list:
+    """The rules' items, less the word model's guess (doctor's fallback where no rule finds a problem): these tests
+    are about what the rules read."""
+    return [item for item in items if "(a guess:" not in item.title]
+
+
 def first_id(text: str) -> str:
     """The id of the doctor's first item for a pasted text ('' when it finds nothing)."""
-    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    items = rules(diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0])
     return items[0].id if items else ""
 
 
@@ -60,7 +66,7 @@ def test_host_words_count_in_the_ooms_own_sentence(text: str, expected: str) -> 
 
 
 def host_title(text: str) -> str:
-    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    items = rules(diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0])
     return items[0].title if items else ""
 
 
@@ -160,3 +166,106 @@ def test_a_sentence_that_introduces_the_error_without_a_colon(intro: str, expect
 ])
 def test_an_introduction_naming_no_failing_phase_leaves_the_card_full(intro: str) -> None:
     assert first_id(intro + "\n" + NEW_OOM) == "oom_full"
+
+
+# -- a status that does the phase's work, in other verbs -----------------------------------------------------------
+
+TRAINING = ("{'loss': 1.2, 'grad_norm': 0.5, 'learning_rate': 1e-4, 'epoch': 0.9}\n"
+            " 90%|█████████ | 900/1000 [10:00<01:00, 1.5it/s]\n")
+
+
+@pytest.mark.parametrize("status, expected", [
+    ("Computing metrics...", "oom_at_eval"),
+    ("INFO:root:Computing BLEU", "oom_at_eval"),
+    ("Calculating perplexity on the eval split...", "oom_at_eval"),
+    ("Running inference on the validation set", "oom_at_eval"),
+    ("Generating predictions for the test set", "oom_at_eval"),
+    ("Test:  [  0/313]  eta: 0:10:00", "oom_at_eval"),
+    ("Doing evaluation...", "oom_at_eval"),
+    ("Begin to eval", "oom_at_eval"),
+    ("Sampling 4 images from the model", "oom_at_eval"),
+    ("Writing the merged weights to out/merged", "oom_at_save"),
+    ("Starting the merge of adapter into base", "oom_at_save"),
+    ("合并模型中...", "oom_at_save"),
+])
+def test_a_status_that_does_the_phases_work(status: str, expected: str) -> None:
+    """Mechanism: the last status before the OOM says what the run was doing, by the phase's work and not only its
+    name: work on the validation, test or dev set, computing its metrics, a metric logger's evaluation header, drawing
+    samples, writing the weights out, a merge begun, a Chinese `...中` (in progress)."""
+    assert first_id(TRAINING + status + "\n" + NEW_OOM) == expected
+
+
+@pytest.mark.parametrize("status", [
+    "Running tokenizer on the validation set",  # the data's preparation, before training
+    "Generating train split: 100%|██████████| 500/500 [00:00<00:00, 5000.00 examples/s]",
+    "I was computing metrics on my laptop",  # the person's sentence
+    "Computing metrics done in 3.2 s",  # over
+    "Writing logs to runs/exp1",
+])
+def test_preparation_sentences_and_finished_work_are_no_status(status: str) -> None:
+    assert first_id(TRAINING + status + "\n" + NEW_OOM) == "oom_full"
+
+
+# -- memory rising to its end, and the run failing with it ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Memory usage spikes to 80GB during eval and the job dies.", "oom_at_eval"),
+    ("During validation the GPU memory maxes out and training stops.", "oom_at_eval"),
+    ("When saving the model, VRAM usage jumps to 24GB and it crashes.", "oom_at_save"),
+    ("The validation step blows up the GPU memory.", "oom_at_eval"),
+    ("The evaluation runs out of GPU RAM.", "oom_at_eval"),
+    ("保存checkpoint的时候显存直接占满然后报错", "oom_at_save"),
+    ("验证阶段显存一直涨，最后挂了", "oom_at_eval"),
+])
+def test_memory_rising_to_its_end_then_a_failure(text: str, expected: str) -> None:
+    """Mechanism: the person tells the card's memory rising to its end (spikes, maxes out, jumps, blows up, 占满,
+    一直涨) and the run failing with it, in one sentence: an OOM told without the program's message."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "GPU memory usage grows to 20GB and stays there; training runs fine.",
+    "Memory usage jumps at step 100 but nothing crashes.",
+    "VRAM usage rises during eval, which is expected, and no errors appear.",
+])
+def test_memory_rising_with_no_failure_is_no_oom(text: str) -> None:
+    assert not first_id(text).startswith("oom")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("It runs out of memory during the sanity check.", "oom_at_eval"),  # Lightning's sanity check is validation
+    ("OOM on the first val batch.", "oom_at_eval"),
+    ("CUDA OOM in the val loop every time.", "oom_at_eval"),
+    ("Out of memory when computing the ROUGE scores", "oom_at_eval"),
+    ("OOM in on_validation_epoch_end", "oom_at_eval"),
+    ("The validation_step OOMs on the second batch.", "oom_at_eval"),
+])
+def test_the_evaluation_named_by_its_parts(text: str, expected: str) -> None:
+    """Mechanism: the person names the evaluation by one of its parts: its loop, batch or step (`val batch`,
+    `validation_step`), a hook that runs it (`on_validation_epoch_end`), Lightning's sanity check (validation steps
+    before training), or the metrics it computes (`computing the ROUGE scores`)."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "My training OOMs at step 40; validation_split=0.1 is set in the config.",  # a setting, not the failing phase
+    "Training OOMs at step 40 even with a small val split in the config, and the validation is never reached.",
+])
+def test_a_setting_named_for_evaluation_is_no_phase(text: str) -> None:
+    assert first_id(text) != "oom_at_eval"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("--save_steps 1000 --eval_steps 300\nIt always crashes right at step 1000:\n" + NEW_OOM, "oom_at_save"),
+    ("save_steps: 500\neval_steps: 300\n训练到第1000步的时候显存爆了\n" + NEW_OOM, "oom_at_save"),
+    ("eval_steps=250, save_steps=1000\nThe OOM hits at step 750 every run:\n" + NEW_OOM, "oom_at_eval"),
+])
+def test_the_step_the_person_names_against_the_intervals(text: str, expected: str) -> None:
+    """Mechanism: the step the person says the run failed at, against the settings' eval and save intervals: the
+    phase whose interval divides it is the one that ran there (as for the step a progress bar shows)."""
+    assert first_id(text) == expected
+
+
+def test_a_step_no_interval_divides_names_no_phase() -> None:
+    assert first_id("--save_steps 1000 --eval_steps 300\nIt crashes at step 1234:\n" + NEW_OOM) == "oom_full"

@@ -175,12 +175,23 @@ _HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MP
 _MEMORY_FAILED = re.compile(
     r"\b(?:crash\w*|die[sd]|dying|fail(?:s|ed|ing)?|stops?|stopped|hangs?|hung|freez\w*|froze|suspend\w*|abort\w*)\b"
     r"[^.!?]{0,40}?\b(?:due to|because of|for|with|caused by|owing to)\s+(?:an?\s+|the\s+|some\s+|insufficient\s+|"
-    r"not enough\s+|lack of\s+|too little\s+|a lack of\s+)*(?:GPU\s+|CUDA\s+|video\s+|device\s+)?(?:memory|VRAM)\b"
+    r"not enough\s+|lack of\s+|too little\s+|a lack of\s+){0,3}(?:GPU\s+|CUDA\s+|video\s+|device\s+)?(?:memory|VRAM)\b"
     r"(?![-_\s]*(?:usage|footprint|efficien\w*|saving|optimi\w*|format|layout|pinn\w*|map\w*|access))|"
     r"\b(?:memory|VRAM)[-\s]+(?:crash\w*|overflow\w*|explo\w*)\b|"
-    r"(?:卡|GPU)\S{0,2}?(?:空间|内存)(?:不足|不够|溢出|爆)", re.I)
+    r"(?:卡|GPU)\S{0,2}?(?:空间|内存)(?:不足|不够|溢出|爆)|"
+    r"\b(?:(?:GPU|CUDA|video)\s+)?(?:memory|VRAM)(?:\s+(?:usage|use|consumption|footprint))?\s+(?:\w+\s+)?(?:fills?|filled|"
+    r"spikes?|spiked|explodes?|exploded|blows?\s+up|blew\s+up|jumps?|jumped|grows?|grew|rises?|rose|climbs?|climbed|"
+    r"shoots?\s+up|shot\s+up|max(?:es|ed)?\s+out|keeps?\s+(?:growing|increasing|rising|climbing))\b[^.!?]{0,60}?"
+    r"\b(?:crash\w*|dies|died|fail\w*|stops?|stopped|killed|hangs?|hung|errors?|OOM\w*)\b|"
+    r"\b(?:blows?|blew|max(?:es|ed)?)\s+(?:up|out)\s+(?:the\s+|all\s+)?(?:GPU\s+|CUDA\s+|video\s+)?(?:memory|VRAM)\b|"
+    r"\bout[- ]of[- ]GPU[- ]RAM\b|"
+    r"显存[^。，！？,.!?]{0,8}(?:占满|满了|一直涨|涨满|爆)[^。！？.!?]{0,12}(?:报错|挂了|崩溃|失败|停|卡死)", re.I)
 """A failure the person puts down to memory, in their own words (`the session crashes for memory problem`, `fails
-due to insufficient GPU memory`, `getting the same memory crash`, `某张卡空间不足`: a card's space ran short)."""
+due to insufficient GPU memory`, `getting the same memory crash`, `某张卡空间不足`: a card's space ran short), or memory
+rising to its end and the run failing with it (`VRAM usage jumps to 24GB and it crashes`, `the GPU memory maxes out
+and training stops`, `显存直接占满然后报错`)."""
+_DENIED_INSIDE = re.compile(r"\b(?:no|not|nothing|never|without|nor)\b|n't\b|没有?|不会", re.I)
+"""A denial between the memory and the failure (`memory usage jumps at step 100 but nothing crashes`): no failure."""
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
@@ -198,7 +209,8 @@ def said_oom(line: str) -> bool:
             continue
         # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
         # the all-gather`: the fix is negated, the OOM it fixes is not)
-        if any(_NOT_SAID.search(sentence, 0, found.start()) is None
+        if any(_NOT_SAID.search(sentence, 0, found.start()) is None and
+               (words is _SAID or _DENIED_INSIDE.search(found.group()) is None)
                for words in (_SAID, _MEMORY_FAILED) for found in words.finditer(sentence)):
             return True
     return False

@@ -340,7 +340,7 @@ class Advisor:
             self._items = None
         lowered = line.lower()
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
-                                  "存" in line or "空间" in line) and \
+                                  "gpu ram" in lowered or "存" in line or "空间" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line and \
                 not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)

@@ -50,6 +50,30 @@ def said_raised(line: str) -> tuple[str, str] | None:
     return None
 
 
+_UNTYPED = re.compile(r"\b" + _VERB + r"\s+(?:an?|the|this|that|the following|the same|some)?\s*(?:\w+\s+){0,2}?"
+                      r"(?:error|exception)s?\b[^.!?:：]{0,80}[:：]\s*(?:```\w*)?\s*$", re.I)
+"""A sentence that says an error came and introduces its message, which the paste goes on with (`... and got an error
+complaining about no loss in the outputs:`, `I get the following error:`)."""
+_NOT_MESSAGE = re.compile(r"warn|^\W*(?:\$|>>>|pip\b|python\b|conda\b|#)|^\s*[\[{]|\|", re.I)
+"""What an introduced error's message is not: a warning, a command or prompt, a printed record, a bar."""
+
+
+def introduces_error(line: str) -> bool:
+    """Whether the person's line says an error came and introduces its message on the lines after it."""
+    found = _UNTYPED.search(line) if len(line) < 500 else None
+    return found is not None and not _GONE.search(re.split(r"[.!?;]\s", line[:found.start()])[-1])
+
+
+def introduced_message(intro: str, line: str) -> tuple[str, str] | None:
+    """The error the person introduced, from the first line of its message (no type in it): the program's own
+    sentence (`The model did not return a loss from the inputs, only the following keys: logits.`); None when the
+    line is no such message (a warning, a command, a record, another reader's memory or CUDA error)."""
+    text = line.strip().strip("`").strip()
+    if not text or len(text) > 600 or _NOT_MESSAGE.search(text) or _OWNED.search(text):
+        return None
+    return f"the error quoted: \"{text[:120]}\"", intro
+
+
 def said_advice(kind: str, line: str, step: int) -> Advice:
     """The exception the person named, with no traceback to read: name it, and ask for what says where."""
     return Advice("exception", ERROR, f"The run failed on {kind} (named in the text, no traceback in it): the "

@@ -14,13 +14,30 @@ from loratui.logic import oom, oom_holders
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
-    r"(?:^|[:,\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
+    r"(?:^|[:,\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+(?:the\s+)?|"
+    r"^\W*(?:do|doing|begin to|start(?:ing)? to|perform(?:ing)?)\s+(?:the\s+|an?\s+)?)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
     r"export(?:ing)?|push(?:ing)?(?=[^.!?]{0,60}?\b(?:to|hub)\b)|upload(?:ing)?|eval(?:uat(?:e|ing|ion))?|validat(?:e|ing|ion)|"
     r"predict(?:ing|ion)|testing|train(?:ing)?)\b(?![.\w-]*\.(?:py|sh|ipynb|ya?ml|json|toml|log)\b)", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
-_ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备|尝试)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
-"""A status in Chinese: `开始验证` (start validating), `正在保存模型` (saving the model), not one that reports it done."""
+_ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备|尝试)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))|"
+                        r"(?P<zh2>验证|评估|评测|测试|保存|合并|导出|上传)(?:模型|权重|检查点)?中(?:\.|。|…|$)")
+"""A status in Chinese: `开始验证` (start validating), `正在保存模型` (saving the model), `合并模型中...` (merging the model),
+not one that reports it done."""
+_EVAL_WORK = re.compile(
+    r"^\W*(?:[\w.\[\]]+:\s*){0,3}(?!(?:tokeniz|pre-?process|load|download|cach|build|prepar|read|map|filter|group|"
+    r"format|convert|split|shuffl|sampl|encod)\w*ing\b)\w+ing\b[^.!?|]{0,50}?\b(?:on|over|for|of)\s+(?:the\s+)?(?:validation|valid|val|"
+    r"eval(?:uation)?|test|dev|held-?out)\s+(?:set|split|data(?:set)?|loader|batch(?:es)?)\b|"
+    r"^\W*(?:[\w.\[\]]+:\s*){0,3}(?:comput|calculat)\w*\s+(?:the\s+)?(?:\w+\s+)?(?:metrics?|bleu|rouge\w*|perplexity|ppl|"
+    r"accuracy|scores?|wer|cer|f1|mAP)\b|"
+    r"^\W*(?:[\w.\[\]]+:\s*){0,3}generat\w*\s+(?:\w+\s+)?predictions\b|"
+    r"^\s*(?:Test|Val|Valid|Eval|Evaluation|Validation):\s+\[\s*\d+/\d+\]", re.I)
+"""A status that does an evaluation's work: any work on the validation, test or dev set (`Running inference on the
+validation set`, `Generating predictions for the test set`), computing its metrics (`Computing BLEU`, `Calculating
+perplexity`), or a metric logger's evaluation header (DeiT's and DETR's `Test:  [  0/313]  eta: 0:10:00`)."""
+_SAVE_WORK = re.compile(r"^\W*(?:[\w.\[\]]+:\s*){0,3}(?:writ(?:e|ing)|dump(?:ing)?|serializ\w*)\s+(?:the\s+|a\s+)?(?:\w+\s+){0,2}"
+                        r"(?:weights|model|checkpoint|shards?|state[ _]dict|safetensors|adapter)\b", re.I)
+"""A status that writes the model out in other verbs (`Writing the merged weights to out/merged`, `Dumping state dict`)."""
 _ZH_PHASE = {"验证": "eval", "评估": "eval", "评测": "eval", "测试": "eval", "保存": "save", "合并": "save", "导出": "save",
              "上传": "save"}
 _SETTING = re.compile(r"^\s*-{0,2}[\w.-]+\s*[:=]\s*(?:true|false|yes|no|null|none|[-+]?\d[\w.+-]*|\"[^\"]*\"|'[^']*')\s*,?\s*$",
@@ -87,8 +104,9 @@ _NB_PROGRESS = re.compile(r"^\s*\[\s*\d{1,9}/\d{1,9}\s+[\d:]{4,12}(?:\s*<\s*[\d:
                           r"(?P<epoch>,\s*Epoch\s+[\d.]+/\d+)?\s*\]")
 """transformers' notebook progress pasted as text: the training's shows its epoch (` [ 500/1000 10:00 < 10:00, 0.83
 it/s, Epoch 0.50/1]`), the evaluation's does not (` [ 23/125 00:05 < 00:24]`)."""
-_SAMPLING = re.compile(r"^\W*(?:generating|sampling|creating)\s+(?:\d+\s+)?(?:sample|validation|eval)\s*(?:images?|"
-                       r"videos?|audio|outputs?)?\b", re.I)
+_SAMPLING = re.compile(r"^\W*(?:[\w.\[\]]+:\s*){0,2}(?:generating|sampling|creating|rendering)\s+(?:\d+\s+)?(?:"
+                       r"(?:sample|validation|eval|test|preview)\s*(?:images?|videos?|audio|outputs?)?|images?|videos?|samples)\b",
+                       re.I)
 """A trainer drawing samples to judge the model during training (sd-scripts' `generating sample images at step`,
 diffusers' `Generating 4 validation images`): its evaluation."""
 _KERAS_BAR = re.compile(r"^\s*(\d{1,9})/(\d{1,9}) \[[=>.]+\] - ETA: 0s\b")
@@ -123,7 +141,11 @@ _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", 
 _ALL_CAUSE_HINTS = _CAUSE_HINTS + oom_holders.HINTS
 """With the words the readers of another holder need (logic/oom_holders.py)."""
 _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
-                                    r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?metrics?\b|"
+                                    r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?(?:metrics?|bleu|"
+                                    r"rouge\w*|perplexity|ppl|accuracy|wer|cer|f1|mAP)\b|"
+                                    r"(?<![A-Za-z0-9])(?:validation|evaluation)_(?:step|loop|epoch|batch|end|start)\w*|\bon_(?:validation|test|eval)\w*|"
+                                    r"\bsanity[ _-]?check\w*|\bval(?:id)?[ _](?:batch\w*|step|loop|set|loader|epoch|phase|"
+                                    r"dataloader)\b|"
                                     r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
@@ -157,6 +179,8 @@ _NOT_PROSE = re.compile(r"\||\d\s*(?:it/s|s/it)|^\W*(?:\d{4}-\d\d-\d\d|\[?(?:INF
                         r"^\s*(?:[\w.]+(?:Error|Exception|Warning)\b|Traceback)")
 
 
+_FLAGS = re.compile(r"^\s*(?:--?[A-Za-z][\w.-]*(?:[ =](?!-)\S+)?\s*)+\\?\s*$")
+"""A line of command-line flags (`--save_steps 1000 --eval_steps 300`): settings, no sentence of the person's."""
 _SENTENCE = re.compile(r"^\W{0,3}(?:[A-Z][a-z]+|I|[a-z]+)\b(?:[\s,]+[A-Za-z'’]+){3}")
 """A sentence's opening: four words (`When computing the BLEU ...`), not an exception's type or a logger's prefix."""
 
@@ -232,6 +256,15 @@ _NEGATION = re.compile(
     r"\b(?:disabl\w*|skipp?\w*|(?:turn|switch)\w*\s+off)(?:\s+(?:the|my|all|any))?)\s*$", re.I)
 """Words just before a phase's name, in its clause, that say the run did not go there (`I don't run any evaluation`,
 `without evaluation`, `it never gets to saving`); `can't evaluate` stays a failure there."""
+_SAID_STEP = re.compile(r"\b(?:at|on|reach\w*|around|after|when it (?:gets|reaches|hits) to)\s+(?:global\s+|the\s+)?step\s+"
+                        r"(\d{1,7})\b|第\s*(\d{1,7})\s*(?:步|个?step)", re.I)
+"""The step the person says the run failed at (`it always crashes right at step 1000`, `在第1000步报错`)."""
+_FAILS_AT = re.compile(r"\b(?:crash\w*|dies|died|fail\w*|OOM\w*|errors?|breaks?|stops?|stopped|killed)\b|out of memory|"
+                       r"报错|崩|挂|爆|溢出|停", re.I)
+_NOT_STATUS_WORK = re.compile(r"\b(?:done|finished|complete[d]?|took|results?)\b|[{=]|\b(?:I|we|you|my|our)\b|"
+                              r"tokeni[sz]|pre-?process|\b(?:map|filter|download\w*|cach\w*|load\w*)\b", re.I)
+"""A work status reported over (`Computing metrics done`), a result, the person's sentence (`I was computing ...`), or
+the data's preparation (`Running tokenizer on the validation set`)."""
 _NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
                             r"enabled|on|reached|started)|never (?:reached|run|started|called))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
 """Words just after a phase's name that say it did not run (`evaluation is disabled`, `eval_strategy=no`)."""
@@ -356,6 +389,10 @@ class PhaseText:
             progress = _PROGRESS.search(line)
             if progress:
                 self.progress = (int(progress.group(1)), line.strip()[:300])
+        if ("step" in line or "步" in line) and getattr(self, "said_step", None) is None and _prose_like(line.strip()):
+            said = _SAID_STEP.search(line)
+            if said is not None and _FAILS_AT.search(line):
+                self.said_step = (int(said.group(1) or said.group(2)), line.strip()[:300])
         self._prose(line)
 
     def _settings(self, line: str) -> None:
@@ -375,12 +412,13 @@ class PhaseText:
 
     def _interval_phase(self) -> tuple[str, list[str]]:
         """Eval or save when the run stopped at a step its eval or save interval divides (the Trainer's bar shows
-        the step it finished, then evaluates, then saves): the evaluation, unless its results were printed at that
-        step (then the save came next)."""
+        the step it finished, then evaluates, then saves; else the step the person says it failed at): the
+        evaluation, unless its results were printed at that step (then the save came next)."""
         every = getattr(self, "every", None)
-        if not every or self.progress is None or self.progress[0] <= 0:
+        progress = self.progress or getattr(self, "said_step", None)  # getattr: a state pickled in an older events.idx
+        if not every or progress is None or progress[0] <= 0:
             return "", []
-        step, line = self.progress
+        step, line = progress
         every = dict(every)
         bar = _PROGRESS.search(line)
         total, epochs = (int(bar.group(2)) if bar else 0), every.get("epochs", 0)
@@ -434,6 +472,9 @@ class PhaseText:
         carried, self._sentence = self._sentence, ""
         text = line.strip()
         if not text or "File " in line or "{" in line or looks_like_code(line):
+            return
+        if text[:1] == "-" and _FLAGS.match(text) or ":" in text and text.isascii() and _SETTING.match(text):
+            self._sentence = carried  # settings (`--save_steps 1000 --eval_steps 300`): no words of the person's
             return
         prose = _prose_like(text)
         if not prose:
@@ -583,7 +624,7 @@ class PhaseText:
         if ("export" in line or "merge" in line or "convert" in line) and _EXPORT_COMMAND.search(line):
             self._announce("save", line)
             return
-        if ("ampl" in line or "alidation" in line) and _SAMPLING.match(line):
+        if ("ampl" in line or "alidation" in line or "mage" in line or "ideo" in line) and _SAMPLING.match(line):
             self._announce("eval", line)
             return
         if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
@@ -602,13 +643,19 @@ class PhaseText:
                 _PHASE_BANNER.match(line):
             self._announce("save" if "checkpoint" in line.lower() else "eval", line)
             return
-        if ("开始" in line or "正在" in line or "进行" in line or "准备" in line or "尝试" in line) and \
+        if ("开始" in line or "正在" in line or "进行" in line or "准备" in line or "尝试" in line or "中" in line) and \
                 not looks_like_code(line):
             zh = _ZH_STATUS.search(line)
             if zh is not None:
-                self._announce(_ZH_PHASE[zh.group("zh")], line)
+                self._announce(_ZH_PHASE[zh.group("zh") or zh.group("zh2")], line)
                 return
         lowered = line.lower()
+        metric_log = ("st:" in line or "al:" in line or "id:" in line) and "[" in line  # `Test:  [  0/313]`
+        work = (_EVAL_WORK.match(line) or _SAVE_WORK.match(line)) if "ing " in lowered or metric_log else None
+        if work is not None and not looks_like_code(line) and not _WORKS.search(line) and \
+                not _NOT_STATUS_WORK.search(line):
+            self._announce("eval" if work.re is _EVAL_WORK else "save", line)
+            return
         if not any(stem in lowered for stem in _STATUS_STEMS):
             return  # the cheap test first: this runs on every line of a log
         text = line.strip()

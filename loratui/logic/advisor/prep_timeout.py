@@ -63,7 +63,6 @@ class PrepTimeout:
     done: bool = False
     long_bar: str = ""  # the last bar drawn, when it had run past the timeout's half hour
     ran_s: int = 0  # that bar's elapsed seconds
-    prep_bar: bool = False  # that bar is the data's preparation
     failed_after: str = ""  # the long bar a failure followed, until a frame shows a rank waiting (a bar of no name)
 
     def line(self, line: str) -> dict[str, object] | None:
@@ -108,10 +107,6 @@ class PrepTimeout:
         ran = hours * 3600 + minutes * 60 + seconds
         self.long_bar, self.ran_s = (line.strip()[:300], ran) if ran >= HALF_HOUR_S else ("", 0)
         self.failed_after = ""
-        self.prep_bar = bool(self.long_bar) and (_PREP_BAR.search(line) is not None or
-                                                 _PREP.search(line, 0, elapsed.start()) is not None)
-        if not self.prep and self.prep_bar:
-            self.prep = line.strip()[:300]
         if self.long_bar and not self.failed and _FAILED_AFTER.search(line, elapsed.end()):
             self._failed_after()
         return True
@@ -119,7 +114,10 @@ class PrepTimeout:
     def _failed_after(self) -> None:
         """A failure printed right after a bar past the half hour: the preparation's bar says it at once; a bar that
         names nothing needs the traceback's frames to show a rank waiting on another."""
-        if self.prep_bar:
-            self.failed = self.long_bar
+        bar = self.long_bar
+        elapsed = _ELAPSED.search(bar)
+        if _PREP_BAR.search(bar) or _PREP.search(bar, 0, elapsed.start() if elapsed else len(bar)):
+            self.prep = self.prep or bar
+            self.failed = bar
         else:
-            self.failed_after = self.long_bar
+            self.failed_after = bar

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
 from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
-from loratui.logic.advisor.error_said import said_raised
+from loratui.logic.advisor.error_said import introduced_message, introduces_error, said_raised
 from loratui.logic.advisor.prep_timeout import PrepTimeout
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
@@ -136,6 +136,7 @@ class TextWatch:
     bnb: BnbSetup = field(default_factory=BnbSetup)  # bitsandbytes' CUDA runtime warning, until a CUDA binary loads
     prep_timeout: PrepTimeout = field(default_factory=PrepTimeout)  # a rank preparing data past the timeout, in words
     error_said: tuple[str, str] | None = None  # an exception the person named in words (its type, the line)
+    error_intro: str = ""  # the person's line introducing an error's message, until the next line
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
@@ -179,8 +180,14 @@ class TextWatch:
                 _PREP_STATUS.search(line):
             self.prep_line = line.strip()[:300]
         found += self.starve.line(line, step)
-        if self.error_said is None and ("rror" in line or "xception" in line) and not looks_like_code(line):
+        intro = getattr(self, "error_intro", "")  # getattr: a text watch pickled in an older events.idx
+        if intro and self.error_said is None and line.strip() and not line.lstrip().startswith("```"):
+            self.error_intro = ""  # the line after the person's `I got an error ...:` is the error's message
+            self.error_said = introduced_message(intro, line)
+        elif self.error_said is None and ("rror" in line or "xception" in line) and not looks_like_code(line):
             self.error_said = said_raised(line)
+            if self.error_said is None and introduces_error(line):
+                self.error_intro = line.strip()[:300]
         said = self.prep_timeout.line(line) if not self.nccl_lines else None
         if said is not None:  # the run died at the distributed timeout while a rank prepared the data, in words
             self.nccl_lines = 1
