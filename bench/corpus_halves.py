@@ -47,6 +47,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="*", type=Path, help="score only these JSONL files' records")
     parser.add_argument("--sealed", action="store_true", help="also print the sealed split's counts")
+    parser.add_argument("--no-guess", action="store_true", help="the rules alone, without the word model's guess")
     args = parser.parse_args()
     corpus = corpus_module()
     rows = corpus.ROWS if not args.files else [row for path in args.files for _, row in corpus.read_records(path)]
@@ -60,7 +61,7 @@ def main() -> int:
         for name in ("learn", "check") + (("sealed",) if args.sealed else ()):
             if not groups[name]:
                 continue
-            table, misses = corpus.score(groups[name], root)
+            table, misses = corpus.score(groups[name], root, guess=not args.no_guess)
             print("\n".join(corpus.render(f"dev-{name}" if name != "sealed" else name, table)))
             if name == "learn":
                 print("learn misses:\n" + "\n".join(misses))

@@ -202,12 +202,13 @@ def test_corpus_meets_issue_23_targets() -> None:
     assert target_shortfalls() == []
 
 
-def score(rows: list[dict[str, Any]], excerpts: Path) -> tuple[dict[str, list[int]], list[str]]:
-    """Per category [right, of], and the misses as `file: what the doctor said first`."""
+def score(rows: list[dict[str, Any]], excerpts: Path, guess: bool = True) -> tuple[dict[str, list[int]], list[str]]:
+    """Per category [right, of], and the misses as `file: what the doctor said first` (`guess`: with the word
+    model's guess where no rule speaks, as `loratui doctor FILE` answers; off, the rules alone)."""
     table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     misses = []
     for row in rows:
-        items, _ = diagnose(excerpts / row["file"], guess=True)  # as `loratui doctor FILE` reads it
+        items, _ = diagnose(excerpts / row["file"], guess=guess)
         got = top_category(items)
         table[row["category"]][0] += got == row["category"]
         table[row["category"]][1] += 1
