@@ -110,7 +110,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
-         r"(?:exactly\s+|always\s+|just\s+)?"
+         r"(?:(?:exactly|always|just|constantly|consistently|still|permanently)\s+)?"
          r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?!\.?\d|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
 _PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))",
