@@ -127,3 +127,56 @@ def test_a_preference_loss_elsewhere_says_nothing_of_learning(line: str) -> None
 
 def test_the_doctor_reads_the_dpo_report_as_flat() -> None:
     assert first_id(TRL_DPO) == "loss_flat"
+
+
+# -- the first evaluations' loss unmoved ---------------------------------------------------------------------------
+
+STATIC_EMBEDDING = """Default learning rate: 5e-5
+```python
+{'loss': 5.8561, 'learning_rate': 4e-05, 'epoch': 0.2}
+{'eval_loss': 2.8591532707214355, 'eval_all-nli-dev_cosine_accuracy': 0.7648845686512759, 'epoch': 0.2}
+{'loss': 5.9103, 'learning_rate': 3e-05, 'epoch': 0.4}
+{'eval_loss': 2.8587820529937744, 'eval_all-nli-dev_cosine_accuracy': 0.7645808019441069, 'epoch': 0.4}
+{'loss': 5.7194, 'learning_rate': 2e-05, 'epoch': 0.6}
+{'eval_loss': 2.8585257530212402, 'eval_all-nli-dev_cosine_accuracy': 0.7645808019441069, 'epoch': 0.6}
+{'loss': 5.6334, 'learning_rate': 1e-05, 'epoch': 0.8}
+{'eval_loss': 2.858367443084717, 'eval_all-nli-dev_cosine_accuracy': 0.7645808019441069, 'epoch': 0.8}
+{'loss': 5.4788, 'learning_rate': 0.0, 'epoch': 1.0}
+"""
+"""https://github.com/huggingface/sentence-transformers/issues/2982 (dev): read as healthy before."""
+
+
+def evals(values: list[float], start: float = 0.1, every: float = 0.1, digits: int = 5) -> str:
+    lines = []
+    for i, value in enumerate(values):
+        epoch = round(start + i * every, 2)
+        lines.append(f"{{'loss': {2.5 - 0.01 * i:.4f}, 'learning_rate': 2e-05, 'epoch': {epoch}}}")
+        lines.append(f"{{'eval_loss': {value:.{digits}f}, 'eval_runtime': 3.2, 'epoch': {epoch}}}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("text", [
+    STATIC_EMBEDDING,
+    evals([1.73412, 1.73398, 1.73405, 1.73391, 1.73388]),  # a classifier's head that never trains
+    evals([0.69315, 0.69301, 0.69322, 0.69310], start=0.05, every=0.05),
+    evals([3.21004, 3.20987, 3.20961, 3.20955], start=0.25, every=0.25),
+])
+def test_the_first_evaluations_loss_unmoved_is_a_model_not_learning(text: str) -> None:
+    assert first_id(text) == "loss_flat"
+
+
+@pytest.mark.parametrize("text", [
+    evals([1.7341, 1.7150, 1.6962, 1.6801]),  # falls about 1% an evaluation: learning
+    evals([1.73412, 1.73398, 1.73405, 1.73391], start=2.6),  # late in the run: converged
+    evals([1.73412, 1.73398, 1.73405]),  # three: too few
+    evals([1.73, 1.73, 1.73, 1.73], digits=2),  # printed too short to see a move
+])
+def test_evaluations_that_move_come_late_or_few_say_nothing(text: str) -> None:
+    assert first_id(text) != "loss_flat"
+
+
+def test_a_preference_loss_at_ln2_at_the_start_only_is_where_it_begins() -> None:
+    for line in ("DPO loss stays at 0.693 at the start", "the DPO loss is 0.6931 for the first 20 steps",
+                 "一开始DPO loss一直是0.6931"):
+        said = loss_words.read(line)
+        assert said is None or said.kind != "flat", (line, said)

@@ -71,6 +71,7 @@ class LossWatch:
         self.signal: list[tuple[int, bool]] = []  # an objective's own health, one flag a log
         self.rose: Finding | None = None  # the rise found, escalated if NaN follows
         self.changed = False  # a finding already handed out changed (the advisor rebuilds its items)
+        self.evals: list[tuple[int, float, float | None]] = []  # (step, eval loss, epoch) of the first evaluations
 
     def log(self, ctx: Context, e: events.Log) -> list[Finding]:
         """Fold one Trainer log in; findings it completes."""
@@ -154,14 +155,37 @@ class LossWatch:
         """An evaluation's loss that is not finite (fp16 overflowing in eval, a batch with no labels): a NaN
         the training logs may never show."""
         loss = values.get("eval_loss")
-        if loss is None or _finite(loss):
+        if loss is None:
             return []
+        if _finite(loss):
+            return self._eval_still(step, loss, values.get("epoch"))
         if self.zero_streak and not self.scored:
             # A training loss of exactly 0 from the first log and a NaN eval loss say one thing: no label token
             # is scored (a mean over none is 0/0 in eval). The zero is the finding, not a NaN to chase.
             return []
         return [Finding("nan_loss", step, {"what": "eval_loss", "value": str(loss), "lr": self.lr,
                                            "names": sorted(set(ctx.gpu_names.values()))})]
+
+    EVAL_N, EVAL_SPREAD, EVAL_EARLY = 4, 1e-3, 0.5
+
+    def _eval_still(self, step: int, loss: float, epoch: float | None) -> list[Finding]:
+        """The first evaluations' loss unmoved: 4 or more, the first within half an epoch of the start, all within
+        0.1% of their median, printed to 4 digits or more. An evaluation scores the same data every time, so it has
+        no sampling noise: a model that learns moves it by more than that between evaluations (sentence-transformers
+        #2982: eval_loss 2.8592, 2.8588, 2.8585, 2.8584 over an epoch at a learning rate too low for the model).
+        Early only: at a schedule's end, with the learning rate near 0, a converged run's evaluations stand still."""
+        if len(self.evals) >= self.EVAL_N or loss <= ZERO or _digits(loss) < 4:
+            return []
+        self.evals.append((step, loss, epoch))
+        first = self.evals[0][2]
+        if len(self.evals) < self.EVAL_N or first is None or first > self.EVAL_EARLY:
+            return []
+        losses = [v for _, v, _ in self.evals]
+        level = series.median(losses)
+        if max(losses) - min(losses) > self.EVAL_SPREAD * level:
+            return []
+        return [Finding("loss_flat", step, {"kind": "eval_unchanged", "mean": level, "spread": max(losses) - min(losses),
+                                            "n": len(losses), "from_epoch": first, "lr": self.lr})]
 
     def _rise_stands(self) -> bool:
         """Whether a rise was found and the loss had not come back down before this NaN."""

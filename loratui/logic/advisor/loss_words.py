@@ -251,6 +251,10 @@ _AT_LN2 = re.compile(r"(?<![\d.])0\.693\d*")
 """A pairwise preference loss (DPO, a reward model) at ln 2: the chosen and the rejected are scored alike, the
 policy is the reference; said to stay there, nothing is learned (trl#1627: `DPO loss remains 0.6931 from the first
 step`). Any other value of such a loss said to stay says nothing of learning."""
+_START_ONLY = re.compile(r"\b(?:at|in) the (?:very )?(?:start|beginning)\b|\bat first\b|\binitially\b|\bfor the first\b|"
+                         r"\bduring (?:the )?warm-?up\b|一开始|刚开始|开始时", re.I)
+"""Said of the start only (`stays at 0.693 at the start`): where a preference loss begins, not where it stays; `from
+the first step` is since the start, and goes on."""
 _SLOWING = re.compile(
     r"\b(?:is|are)\s+(?:\w+\s+)?(?:becoming|getting|starting to (?:get|become|go|look))\s+(?:\w+\s+)?(?:flat|flatter)\b|"
     r"\b(?:starts?|starting|begins?|beginning)\s+to\s+(?:flatten|plateau|level off|converge|slow)|"
@@ -335,7 +339,7 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
             continue
         supposed = _supposed(sentence[:m.start()]) or \
             (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still") and
-             not (said.kind == "flat" and _AT_LN2.search(scope[:80])))
+             not (said.kind == "flat" and _AT_LN2.search(scope[:80]) and not _START_ONLY.search(sentence)))
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
 

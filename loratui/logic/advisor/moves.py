@@ -365,6 +365,15 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
             f"logs from step {facts['from_step']}: a uniform guess over {facts['k']} classes, nothing is learned"
         evidence = quote + ["ln k is the cross-entropy of predicting every one of k classes alike: the outputs do "
                             "not depend on the input (labels, a frozen or detached head, a learning rate far off)"]
+    elif facts["kind"] == "eval_unchanged":
+        title = f"The evaluation loss does not move ({facts['mean']:.4g} ± {facts['spread'] / facts['mean']:.2%} over " \
+            f"{facts['n']} evaluations from epoch {facts['from_epoch']:g}): the model is not learning"
+        evidence = quote + [
+            "an evaluation scores the same data each time, so a model that learns moves its loss by more than that",
+            "check the learning rate first: too low for this model (small or static-embedding models and fresh heads "
+            "often need 10-100x the default), then that the trained parameters are in the optimizer", _CHECK]
+        if facts.get("lr") is not None:
+            evidence.insert(1, f"logged learning_rate {facts['lr']:.3g}")
     elif facts["kind"] == "said":
         title = "Loss does not move, in the log's own words: check that the model trains at all"
         evidence = quote + [
