@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB, KIB, MIB
 
 MAX_BYTES = 1 << 42
@@ -146,10 +147,10 @@ def is_oom_line(line: str) -> bool:
     return bool(_OOM.search(line)) and not _NOT_CUDA.search(line)
 
 
-_SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ])?memory|"
+_SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|out[- ]of[- ](?:GPU[- ]|CUDA[- ]|device[- ]|video[- ])?memory|"
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the |its |the card's |the GPU's )?(?:GPU(?:'s)? )?(?:RAM|memory|VRAM)|"
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
-                   r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?allocate\b|"
+                   r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?alloc(?:ate)?\b|"
                    r"显存(?:不足|不够|溢出|爆)|爆显存|(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)|"
                    r"\b(?:GPU\s+memory|VRAM)\b[^.!?]{0,40}?\b(?:fills?\s+up|filled\s+up|spikes?|explodes?|blows?\s+up|keeps?\s+"
                    r"growing)\b[^.!?]{0,40}?\b(?:crash\w*|dies|died|fail\w*)\b|"
@@ -163,20 +164,65 @@ _NOT_SAID = re.compile(
     r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
 OOMs`); `did not help: still OOM` says it did."""
-_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)内存|CPUAllocator|"
+_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)(?<!卡)(?<!卡的)(?<!GPU)内存|CPUAllocator|"
                    r"被系统\s*(?:kill|杀)|\bkill(?:ed)?\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                    r"alloc_cpu|Errno 12|Cannot allocate memory|\bmmap\b|shared memory", re.I)
+
+
+_MEMORY_FAILED = re.compile(
+    r"\b(?:crash\w*|die[sd]|dying|fail(?:s|ed|ing)?|stops?|stopped|hangs?|hung|freez\w*|froze|suspend\w*|abort\w*)\b"
+    r"[^.!?]{0,40}?\b(?:due to|because of|for|with|caused by|owing to)\s+(?:an?\s+|the\s+|some\s+|insufficient\s+|"
+    r"not enough\s+|lack of\s+|too little\s+|a lack of\s+)*(?:GPU\s+|CUDA\s+|video\s+|device\s+)?(?:memory|VRAM)\b"
+    r"(?![-_\s]*(?:usage|footprint|efficien\w*|saving|optimi\w*|format|layout|pinn\w*|map\w*|access))|"
+    r"\b(?:memory|VRAM)[-\s]+(?:crash\w*|overflow\w*|explo\w*)\b|"
+    r"(?:卡|GPU)\S{0,2}?(?:空间|内存)(?:不足|不够|溢出|爆)", re.I)
+"""A failure the person puts down to memory, in their own words (`the session crashes for memory problem`, `fails
+due to insufficient GPU memory`, `getting the same memory crash`, `某张卡空间不足`: a card's space ran short)."""
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 def said_oom(line: str) -> bool:
     """Whether a line of prose says an out-of-memory error happened on the GPU (`It need to be dequantized so
     immediately gives OOM`, `i also met the OOM error in validation`, `训练时显存不足`): not a negation or a
-    condition (`to avoid OOM`), not the host's memory (RAM, the OOM killer)."""
-    if _HOST.search(line):
-        return False
-    # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
-    # the all-gather`: the fix is negated, the OOM it fixes is not)
-    return any(_NOT_SAID.search(line, 0, found.start()) is None for found in _SAID.finditer(line))
+    condition (`to avoid OOM`), not the host's memory (RAM, the OOM killer, the machine itself going down). The
+    host's words count in the OOM's own sentence only: a later sentence's remedy (`offload the state dict to cpu`)
+    says nothing of which memory ran out."""
+    sentences = _SENTENCES.split(line)
+    if any(_HOST.search(sentence) and _MEMORY_FULL.search(sentence) for sentence in sentences):
+        return False  # another sentence says the host's memory is what filled (`The host RAM is full at 64 GB.`)
+    for sentence in sentences:
+        if _HOST.search(sentence) or _MACHINE_DOWN.search(sentence):
+            continue
+        # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
+        # the all-gather`: the fix is negated, the OOM it fixes is not)
+        if any(_NOT_SAID.search(sentence, 0, found.start()) is None
+               for words in (_SAID, _MEMORY_FAILED) for found in words.finditer(sentence)):
+            return True
+    return False
+
+
+_MACHINE = r"(?:\b(?:computer|PC|laptop|desktop|machine|server|system|session|instance|VM|node|(?<!CUDA )kernel)\b|电脑|机器|服务器)"
+_MACHINE_DOWN = re.compile(
+    _MACHINE + r"[^.!?]{0,40}?(?:\b(?:crash\w*|freez\w*|froze|hangs?|hung|die[sd])\b|死机|卡死|崩溃)|"
+    r"\b(?:crash\w*|freez\w*|froze|hangs?|hung)\s+(?:the\s+|my\s+|our\s+|whole\s+|entire\s+)*" + _MACHINE, re.I)
+"""The machine itself going down (`the computer will crash`, `crash the session`, `服务器死机`): a GPU out of memory
+raises an error in the program; only the host's memory running out takes the machine (or Colab's session) with it."""
+
+
+def machine_down(text: str) -> bool:
+    """Whether a sentence says the machine went down from memory (`the computer will crash due to the memory being full
+    (64G)`, `Colab crashes the session for memory problem`): the host's RAM ran out, not the GPU's."""
+    if "emory" not in text and "存" not in text:
+        return False  # the cheap test first: this runs on every line of a log
+    return any(_MACHINE_DOWN.search(sentence) and (_MEMORY_FAILED.search(sentence) or _SAID.search(sentence) or
+                                                    _MEMORY_FULL.search(sentence))
+               for sentence in _SENTENCES.split(text))
+
+
+_MEMORY_FULL = re.compile(r"\b(?:memory|RAM)\s+(?:is\s+|was\s+|being\s+|gets?\s+|got\s+|becomes?\s+|became\s+)?"
+                          r"(?:full|exhausted|fill(?:s|ed|ing)?(?:\s+up)?)\b|\bfill(?:s|ed|ing)?\s+up\s+(?:all\s+)?(?:the\s+|my\s+)?"
+                          r"(?:memory|RAM)\b|内存\S{0,3}(?:满|不足|不够|爆)", re.I)
+"""Memory said to be full (`the memory fills up`, `内存满了`): beside the machine going down, the host's."""
 
 
 _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:expandable_segments|max_split_size_mb)"
@@ -190,14 +236,22 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
            (OTHER_PROCESS, re.compile(
                r"\b(?:other|another|different|second|zombie|stale|orphan\w*|leftover|previous|dead|defunct|ghost|"
                r"background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
-               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|runs?|sessions?|kernels?|people|trainings?|ranks?|"
-               r"containers?|instances?|notebooks?|experiments?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"(?:process(?:es)?|programs?|jobs?|users?|applications?|apps?|sessions?|kernels?|people|ranks?|"
+               r"containers?|instances?|notebooks?|tasks?)\b|\bsome(?:one|body) else\b|"
+               r"\b(?:zombie|stale|orphan\w*|leftover|dead|defunct|ghost|background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
+               r"(?:runs?|trainings?|experiments?)\b|"
+               # a run compared (`with the previous run batch 8 worked`) is no holder: only one still there or beside
+               r"\b(?:other|another|different|second|previous)\s+(?:\w+\s+){0,2}(?:runs?|trainings?|experiments?)\b"
+               r"[^.!?]{0,40}?\b(?:still|running|alive|hold\w*|held|occup\w*|same\s+(?:GPU|card|device)|on\s+(?:the\s+)?"
+               r"(?:GPU|card|device)|in\s+(?:the\s+)?background|at\s+the\s+same\s+time|simultaneous\w*)\b|"
                r"\b(?:all|every|\d+|two|three|four|eight|several|multiple)\s+(?:\w+\s+){0,2}(?:ranks|processes|workers)"
-               r"\b[^.!?]{0,40}?\b(?:on|share|sharing|use|using)\s+(?:the same |one |a single |the first )?"
-               r"(?:GPU|card|device|cuda)\b|"
+               r"\b[^.!?]{0,40}?\b(?:(?:share|sharing)\s+(?:the same |one |a single |the first )?(?:GPU|card|device|cuda)\b|"
+               # `on`/`use` a named card: `8 processes using GPU memory` is a distributed run's ranks, one per card
+               r"(?:on|use|using)\s+(?:(?:the same |one |a single |the first )(?:GPU|card|device)\b|(?:GPU|card|device|cuda)"
+               r"\s*:?\s*\d))|"
                r"\b(?:both|two|three|four|multiple|several|all)\s+(?:\w+\s+){0,2}(?:jobs|processes|servers|runs|"
-               r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?:\w+\s+){0,2}"
-               r"(?:GPUs?|cards?|devices?)\b|"
+               r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?!per\b|for\s+each\b)"
+               r"(?:\w+\s+){0,2}(?:GPUs?|cards?|devices?)\b(?!\s+(?:each|apiece)\b)|"  # not `one per GPU`, `one GPU each`
                r"\b(?:GPU|card|device|cuda)\s*:?\d{0,2}\s+(?:is|was|were|are)\s+(?:already\s+|still\s+)?(?:busy|occupied|"
                r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
                r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
@@ -211,7 +265,8 @@ _HELD_WHAT = r"(?:\s+(?:\d+(?:\.\d+)?\s*%|of|the|my|all|its|\w+(?=\s+(?:of|the|m
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
     r"keep\w*|allocat\w*|reserv\w*)" + _HELD_WHAT + "|"
-    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|chrome|chromium|firefox|(?:web )?browsers?|steam|discord|"
+    r"\b(?:xorg|x ?server|gnome[- ]shell|kwin|compositor|(?:the\s+|my\s+)desktop|(?:the\s+|my\s+)display|"
+    r"window\s+manager|chrome|chromium|firefox|(?:web )?browsers?|steam|discord|"
     r"vllm|sglang|ollama|(?:inference|model|serving)\s+server)\b"
     r"[^.!?]{0,40}?\b(?:hold\w*|held|occup\w*|us(?:e|es|ed|ing)|tak(?:e|es|ing)|took|eat\w*|hog\w*|grab\w*|consum\w*)" +
     _HELD_WHAT, re.I)
@@ -276,14 +331,16 @@ _REMEDIES = (
                                r"XLA_PYTHON_CLIENT_ALLOCATOR", re.I)),
     (OTHER_PROCESS, re.compile(r"\breboot\w*|重启|(?:杀掉|kill\s*掉|结束)(?:了)?\S{0,6}(?:进程|程序)|(?:进程|程序)\s*(?:杀掉|kill\s*掉)|\brestart\w*\s+(?:the\s+|my\s+)?(?:machine|server|computer|pc|system|node|"
                                r"instance|vm)\b|\b(?:kill\w*|pkill|terminat\w*)\s+(?:-9\s+)?(?:the\s+|a\s+|an\s+|all\s+)?"
-                               r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)))
+                               r"(?:\w+\s+){0,2}(?:process(?:es)?|python|pids?|jobs?)\b|\bset_device\b", re.I)),
+    (OTHER_PROCESS, CARD_SWAP),
+    (OTHER_PROCESS, CLOSED_OTHER))
 """What the person did about the OOM, and the kind it tells when it worked: an allocator setting (PyTorch's expandable
 segments or split size, TensorFlow's async allocator, XLA's platform allocator) mends fragmentation; rebooting the
 machine, killing a process, or setting each rank's device frees memory someone else held."""
 _WORKED = re.compile(r"\b(?:fix\w*|solv\w*|resolv\w*|help(?:s|ed)?|work(?:s|ed)?|gone|go(?:es)? away|went away|"
                      r"disappear\w*|runs?\s+(?:fine|ok|through|smoothly)|ran\s+(?:fine|ok|through|smoothly)|no\s+(?:more\s+)?"
                      r"(?:OOMs?|errors?)|no longer|succe\w+|without\s+(?:any\s+)?(?:errors?|OOMs?|problems?|issues?)|anymore)\b|"
-                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再", re.I)
+                     r"(?:does|did|will|wo)(?:n't| not)\s+(?:OOM|crash|fail)\w*|解决|好了|正常|成功|不再|不(?:会)?报错|没(?:有)?(?:再)?报错", re.I)
 _FIX_FAILED = re.compile(r"\b(?:not|never|still|tried)\b|n't\b", re.I)
 """A remedy that did not work (`expandable_segments did not help`, `I tried rebooting, it still fails`)."""
 _NO_MORE = re.compile(r"anymore|no longer", re.IGNORECASE)
@@ -337,12 +394,26 @@ def said_cause(line: str) -> str:
     if holder and _NOT_SAID.search(line, 0, holder.start()) is None and \
             not _DID_NOT.search(holder.group()) and not _held_little(holder.group()):
         return OTHER_PROCESS
+    if someone_else(line):
+        return OTHER_PROCESS
     for kind, words in _CAUSES:
         found = words.search(line)
         if found and (kind != FRAGMENTATION or not _CAUSE_HINT.search(line)) and \
-                _NOT_SAID.search(line, 0, found.start()) is None and not _DID_NOT.search(found.group()):
+                _hypothetical(line, found.start()) is False and not _DID_NOT.search(found.group()):
             return kind
     return ""
+
+
+_OBSERVED_IF = re.compile(r"\b(?:found|find|noticed?|observed?|realized?|discovered|learned|saw|see)\s+(?:out\s+)?"
+                          r"(?:that\s+)?(?:if|whenever|when)\s+[^.!?:;,]{0,30}$", re.I)
+"""A condition the person observed (`I found that if two mxnet programs run on the same GPU ...`): what they saw
+happen, not a maybe."""
+
+
+def _hypothetical(line: str, at: int) -> bool:
+    """Whether the words before `at`, in its clause, deny or only suppose what follows (`to avoid`, `if`), unless
+    the condition is one the person observed."""
+    return _NOT_SAID.search(line, 0, at) is not None and _OBSERVED_IF.search(line, 0, at) is None
 
 
 _SERVER_START = re.compile(r"Free memory on device\b[^(\n]{0,30}\((\d{1,6}(?:\.\d{1,3})?)/(\d{1,6}(?:\.\d{1,3})?) GiB\) "
@@ -613,6 +684,17 @@ def _other_process(report: OomReport) -> bool:
     # The old format omits this process's CUDA context (0.3-1.5 GiB), so it needs a wider margin.
     floor = max(2 * GIB, total // 10) if report.process_used is None else max(GIB + GIB // 2, total // 20)
     return other >= floor
+
+
+def words_settle(report: OomReport, said: str) -> bool:
+    """Whether the person's words (another process held the card) settle what the numbers leave open: a full card
+    by the numbers on which memory outside this process is still a real amount (from 1 GiB beside the new format's
+    exact count of this process, 1.5 GiB beside the old one's, which leaves its CUDA context out), short of the share
+    that reads as a neighbour by the numbers alone. Where this process held all but its context, the words are of
+    another time than this message and the numbers stand."""
+    if said != OTHER_PROCESS or report.kind != FULL or report.other_used is None:
+        return False
+    return report.other_used >= (GIB if report.process_used is not None else GIB + GIB // 2)
 
 
 def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:

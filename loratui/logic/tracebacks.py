@@ -43,7 +43,7 @@ _CALL = re.compile(r"^\s*(?:[\w\[\]., ]{1,120}?=\s*|return\s+|await\s+|yield\s+)
 the function of the next frame inward; the object it is called on names the loop in a generic call
 (`self.val_loop.run()`, `runner.test_loop.run()`)."""
 _EXCEPTION = re.compile(
-    r"(?<![\w.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
+    r"(?<![A-Za-z0-9_.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
 _MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
 _NOT_MESSAGE = re.compile(
     r"^\s*\{['\"]|"  # a printed dict or JSON record ({'loss': ...})

@@ -24,7 +24,7 @@ from pathlib import Path
 from loratui import events, runstatus
 from loratui.eventlog import EventWriter
 from loratui.outputtail import OutputFollower
-from loratui.rundir import SUSPEND_EXIT, CommandTail, RunDir, file_size, write_pidfile
+from loratui.rundir import STOPPED_CODES, SUSPEND_EXIT, CommandTail, RunDir, file_size, write_pidfile
 from loratui.supervisor.command import KEEPER_ENV, PARENT_ENV, PAUSE_REASON, signal_group
 from loratui.supervisor.watch_output import OutputWatcher
 
@@ -122,9 +122,13 @@ class Keeper:
     def _finish(self, code: int) -> None:
         """The command exited: say how in the log (a supervisor killed before its End leaves the outcome
         known); when orphaned, record the rest of its output and the run's end."""
-        stopped = self.stop_requested and code in (0, -signal.SIGTERM, -signal.SIGKILL)
+        if self.orphaned:  # a stop written since the last poll: a hooked Trainer may have left at it already
+            self.stop_requested |= "stop" in self._commands.new()
+        # The supervisor's own reading (owner.py): a stop asked wins over the suspend's exit, which a Trainer
+        # that took a suspend and the stop at one step leaves with.
+        stopped = self.stop_requested and code in STOPPED_CODES
         state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
-        suspended = code == SUSPEND_EXIT and self.run.hooked.exists()
+        suspended = code == SUSPEND_EXIT and self.run.hooked.exists() and not stopped
         log = self.log or EventWriter(self.run.events)
         log.write(events.Exit(t=time.time(), state=events.SUSPENDED if suspended else state, exit_code=code,
                               step=runstatus.read(self.run).step))

@@ -93,7 +93,10 @@ class LoratuiApp(App[str]):
         Binding("P", "control('suspend')", "suspend"),
         Binding("s", "control('save')", "save"),
         Binding("x", "stop", "stop"),
-        Binding("d", "detach", "detach"),
+        Binding("d", "detach", "detach", key_display="d/^c"),
+        # Ctrl-C and Ctrl-Q leave the viewer as `d` does, over any dialog: a reflex must never stop the training
+        # (Textual's own Ctrl-C only hinted "press ctrl+q to quit", and ctrl+q left with nothing said on screen).
+        Binding("ctrl+c,ctrl+q", "interrupt", show=False, priority=True),
         Binding("q", "quit_viewer", "quit"),
         Binding("l", "toggle_log", "log"),
         Binding("t", "toggle_plot", "lr"),
@@ -365,6 +368,12 @@ class LoratuiApp(App[str]):
     def action_detach(self) -> None:
         self.outcome = "detach"
         self.exit("detach")
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: a live run is detached from, and keeps training (the shell is told how to come back); a
+        replay or an ended run is simply left."""
+        live = self.send is not None and self.run_state.state not in events.FINAL_STATES
+        self.exit("detach" if live else "quit")
 
     def action_quit_viewer(self) -> None:
         if self.send is None or self.run_state.state in events.FINAL_STATES:

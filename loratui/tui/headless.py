@@ -161,7 +161,7 @@ def started(run: RunDir) -> str:
 def detached(run: RunDir) -> str:
     """What the shell is told when the viewer or the progress printer leaves a run training: one command a
     line (in one long line an 80-column terminal broke `loratui attach ID` in two)."""
-    return (f"detached; the run goes on in {inert(str(run.path.resolve()))}\n"
+    return (f"detached: training continues in {inert(str(run.path.resolve()))}\n"
             "to come back to it (from any directory), or to stop it:\n"
             f"  loratui attach {run.run_id}\n  loratui stop {run.run_id}")
 

@@ -94,7 +94,7 @@ loratui — keys (↑/↓ scroll this page; escape closes it)
   P  suspend: checkpoint, free the GPU, wait
   s  save a checkpoint now
   x  stop the run (asks)
-  d  detach: leave it training
+  d  detach: leave it training (Ctrl-C, Ctrl-Q too)
   q  quit the viewer (asks: detach, stop or cancel)
   l  show/hide the trainer's output
   t  loss ↔ learning rate / grad norm

@@ -231,6 +231,8 @@ class Advisor:
 
     def _on_estimate(self, e: events.Estimate) -> None:
         self.estimate = e
+        vocab = e.config.get("vocab_size")  # the model's own facts: a log may carry anything here
+        self.loss.vocab = vocab if isinstance(vocab, int) and not isinstance(vocab, bool) and vocab >= 2 else 0
         self._items = None
 
     def _on_sample(self, e: events.Sample) -> None:
@@ -327,7 +329,8 @@ class Advisor:
             self._oom_open = line if oom.message_open(line) and self.oom is not None and \
                 self.oom.facts["report"] is report else ""
             return
-        if self.oom is None and getattr(self, "host_oom", None) is None and _HOST_RAM.search(line):
+        if self.oom is None and getattr(self, "host_oom", None) is None and \
+                (_HOST_RAM.search(line) or self.pasted and oom.machine_down(line) and not looks_like_code(line)):
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
@@ -336,7 +339,8 @@ class Advisor:
             self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
             self._items = None
         lowered = line.lower()
-        if self.oom is None and ("oom" in lowered or "memory" in lowered or "显存" in line) and \
+        if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
+                                  "存" in line or "空间" in line) and \
                 self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line and \
                 not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
@@ -430,9 +434,11 @@ class Advisor:
 
 
 _ABOUT_MEMORY = re.compile(r"memory|VRAM|\d\s*(?:[GM]i?B|G|M)\b|显存|内存|(?<![A-Za-z])OOM|PYTORCH_CUDA_ALLOC_CONF|"
-                           r"expandable_segments|max_split_size_mb|cuda_malloc_async", re.I)
+                           r"expandable_segments|max_split_size_mb|cuda_malloc_async|"
+                           r"\b(?:tak(?:e|es|ing)|took|hog\w*|occupy\w*|occupie[sd]|eat\w*)\s+(?:up\s+)?(?:the\s+|all\s+(?:the\s+)?|"
+                           r"my\s+)?GPUs?\b", re.I)
 """A sentence about the card's memory: only such a cause stands for an OOM no sentence names (`a shared cluster with
-other users` is no account of memory)."""
+other users` is no account of memory; `more and more processes are taking up the GPU` is: what they take is it)."""
 
 
 _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|latent diffusion|diffusers|text[-_ ]to[-_ ]image|"
@@ -452,6 +458,7 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
                        r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
+                       r"The Kernel crashed while executing code|kernel appears to have died|被\s*(?:kill|杀)|"
                        r"(?:OOM|内存)\S{0,4}被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                        r"(?<!GPU )\bRAM\b[^.!?]{0,20}?\b(?:fills?\s+up|filled\s+up|gets\s+full)\b|"
                        r"\b(?:eats?|eating|consumes?|consuming|uses?|using|takes?|taking)\s+(?:up\s+)?all\s+(?:of\s+)?(?:the\s+|my\s+)?"
@@ -462,9 +469,10 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
                        r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
                        r"system\s+|host\s+)?RAM\b|超出.{0,6}内存|内存.{0,4}(?:不够|爆了|占满|超出)", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
-shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`), Windows' paging file, Colab's `Your session crashed after
-using all available RAM`, or the person's words (`out of RAM`, `memory error`, 内存不足)."""
-_MERGE = re.compile(r"merg|dequantiz|unload", re.I)
+shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, a notebook's kernel that died, 进程被kill), Windows' paging
+file, Colab's `Your session crashed after using all available RAM`, or the person's words (`out of RAM`, `memory error`,
+内存不足)."""
+_MERGE = re.compile(r"merg|dequantiz|unload|合并", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
 _OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
 """A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
@@ -606,7 +614,8 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
         facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool))
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
-    if cause is not None and facts["report"].kind == oom.UNKNOWN:  # no numbers: the user's words say what held it
+    if cause is not None and (facts["report"].kind == oom.UNKNOWN or oom.words_settle(facts["report"], cause[0])):
+        # no numbers, or numbers that leave room for a neighbour the words name: the user's words say what held it
         facts["report"] = replace(facts["report"], kind=cause[0])
         evidence = evidence + ["as the text says: " + cause[1]]
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)

@@ -33,6 +33,9 @@ class LossWatch:
     ZERO_LR = 5
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
     CHANCE_N = 4
+    COLLAPSE_N, COLLAPSE_GRAD, COLLAPSE_SHARE, COLLAPSE_DRIFT = 12, 20.0, 2 / 3, 0.05
+    """A collapse (`_collapse`): logs judged, the fall of the grad norm's median from the first logs', the share of
+    ln(vocab) the loss still sits at, and the most its trend may move over those logs (share of its level)."""
     CLIMB, CLIMB_FALL, CLIMB_RISE, CLIMB_NOISE = 3, 1.1, 1.5, 6.0
     """A climb back: logs rising in a row since the lowest, the fall before it (first log over the lowest), the
     last log over the lowest, as a ratio and in noise-sigmas (second differences)."""
@@ -64,6 +67,9 @@ class LossWatch:
         self.zero_streak = 0
         self.zero_lr = 0  # logs in a row with the learning rate at exactly 0
         self.at_chance: list[tuple[int, float]] = []  # the last logs in a row at ln k, for chance-level losses
+        self.vocab = 0  # the model's vocabulary size, from the pre-flight estimate's config (0: unknown)
+        self.tail: deque[tuple[int, float, float]] = deque(maxlen=self.COLLAPSE_N)  # (step, loss, grad) lately
+        self.collapsed = False  # a collapse was found (said once)
         self.scored = False  # a finite training loss above zero was logged
         self.lr: float | None = None
         self.warming = False  # the logged learning rate is still rising
@@ -101,6 +107,7 @@ class LossWatch:
         found += self._zero(e.step, loss, values.get("epoch"))
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
         found += self._chance(e.step, loss)
+        found += self._collapse(e.step, loss, values.get("grad_norm"))
         rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
             self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or self._level_up(e.step) or \
             self._short_rise(e.step) or self._climb_back(e.step)
@@ -533,6 +540,31 @@ class LossWatch:
             return []
         return [Finding("loss_flat", step, {"kind": "chance", "k": k, "value": loss, "from_step": self.at_chance[0][0],
                                             "n": self.CHANCE_N, "lr": self.lr})]
+
+    def _collapse(self, step: int, loss: float, grad: float | None) -> list[Finding]:
+        """A loss that fell a little and stuck far above what training reaches, with the gradient gone: over the
+        last `COLLAPSE_N` logs the grad norm's median is 20x below the first 3 logs' and the loss's Theil-Sen
+        trend moves under 5% while it sits above 2/3 of ln(vocab) (a uniform guess over the vocabulary). The
+        updates threw the model into a flat region where its outputs barely depend on the input: a learning
+        rate far too high (tiny recipe at 0.9: 6.57 -> 5.45, grad_norm 2.6 -> 0.04, while at 3e-3 the loss falls
+        to 3.4 with grad_norm ~1). Only where the vocabulary is known: a live run's model config."""
+        if not self.vocab or self.collapsed or grad is None or not _finite(grad):
+            return []
+        self.tail.append((step, loss, grad))
+        early = [g for g in self.grads[:3] if _finite(g)]
+        if len(early) < 3 or len(self.tail) < self.COLLAPSE_N or self.tail[0][0] <= self.first[2][0]:
+            return []
+        losses, grads = [v for _, v, _ in self.tail], [g for _, _, g in self.tail]
+        level, grad_now, grad_before = series.median(losses), series.median(grads), series.median(early)
+        start, end = series.theil_sen(losses)
+        if self.warming or level < self.COLLAPSE_SHARE * math.log(self.vocab) or self.first[0][1] <= level or \
+                grad_now * self.COLLAPSE_GRAD > grad_before or abs(end - start) > self.COLLAPSE_DRIFT * level:
+            return []
+        self.collapsed = True
+        return [Finding("loss_flat", step, {
+            "kind": "collapse", "value": level, "first": self.first[0][1], "vocab": self.vocab,
+            "from_step": self.tail[0][0], "n": len(losses), "grad": grad_now, "grad_before": grad_before,
+            "lr": self.lr})]
 
     def _own_metrics(self, step: int, values: dict[str, float | None]) -> list[Finding]:
         """A preference or RL objective judged by its own metrics: its loss may sit near zero or go negative.

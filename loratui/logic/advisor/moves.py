@@ -73,10 +73,11 @@ def _four_bit(r: Recipe) -> Move:
 
 
 def _lr_move(r: Recipe | None, lr_now: float | None) -> Move:
-    """A third of the configured learning rate, naming the current one."""
+    """A third of the configured learning rate, naming the current one. Without a recipe (a plain watched script,
+    a pasted log) the rate is the script's own: loratui knows no value or key for it, only what a log said."""
     if r is None:
-        now = f" (now {_num(lr_now)})" if lr_now else ""
-        return f"lower learning_rate to about a third{now}", {}
+        known = f"its last log said {_num(lr_now)}" if lr_now else "loratui does not know its value"
+        return f"lower the learning rate your script sets, e.g. to a third of it ({known})", {}
     lr = r.training.learning_rate
     new = float(f"{lr / 3:.2g}")
     return f"lower learning_rate from {_num(lr)} to {_num(new)}", {"training.learning_rate": new}
@@ -183,6 +184,9 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
                 "processes hold the card"
     elif not pids and report.other_used is None and report.note.startswith(_HELD_NOTES):
         title = f"CUDA OOM: {report.note}: other processes hold the card"
+    elif not pids and report.other_used is None:  # no numbers: the text's words say who held it (in the evidence)
+        title = "CUDA OOM: memory held by another process, not this run -> free the card (stop that process) or " \
+                "choose another GPU with CUDA_VISIBLE_DEVICES"
     extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
 
@@ -374,6 +378,8 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
             "often need 10-100x the default), then that the trained parameters are in the optimizer", _CHECK]
         if facts.get("lr") is not None:
             evidence.insert(1, f"logged learning_rate {facts['lr']:.3g}")
+    elif facts["kind"] == "collapse":
+        title, evidence, change = _collapse_advice(facts, r, quote)
     elif facts["kind"] == "said":
         title = "Loss does not move, in the log's own words: check that the model trains at all"
         evidence = quote + [
@@ -398,6 +404,23 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
             change = {"training.learning_rate": 2e-4}
             evidence.append(f"learning_rate = {_num(r.training.learning_rate)} is far below LoRA's usual 1e-4 to 3e-4")
     return Advice("loss_flat", WARNING, title, evidence, change, f.step)
+
+
+def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> tuple[str, list[str], dict[str, Any]]:
+    """A loss stuck high with its gradient gone (LossWatch._collapse): the learning rate threw the model off."""
+    text, change = _lr_move(r, facts.get("lr"))
+    uniform = math.log(facts["vocab"])
+    title = f"Loss stuck at {facts['value']:.3g} from step {facts['from_step']} with grad_norm ~{facts['grad']:.2g}: " \
+        f"the model collapsed, {text}"
+    evidence = quote + [
+        f"{facts['value']:.3g} is {facts['value'] / uniform:.0%} of ln {facts['vocab']} = {uniform:.2f}, a uniform "
+        f"guess over the model's vocabulary: it fell only from {facts['first']:.3g} and stays there",
+        f"grad_norm median {facts['grad']:.2g} over the last {facts['n']} logs, {facts['grad_before']:.2g} in the "
+        "first ones: the updates left the outputs barely depending on the input, the mark of a learning rate far "
+        "too high"]
+    if facts.get("lr") is not None:
+        evidence.append(f"learning_rate now {_num(facts['lr'])}")
+    return title, evidence, change
 
 
 def _zero_advice(f: Finding, r: Recipe | None) -> Advice:

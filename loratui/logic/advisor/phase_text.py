@@ -10,13 +10,13 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from loratui.logic import oom
+from loratui.logic import oom, oom_holders
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
     r"(?:^|[:,\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+)(?P<verb>sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|merg(?:e|ing)|"
     r"export(?:ing)?|push(?:ing)?(?=[^.!?]{0,60}?\b(?:to|hub)\b)|upload(?:ing)?|eval(?:uat(?:e|ing|ion))?|validat(?:e|ing|ion)|"
-    r"predict(?:ing|ion)|testing|train(?:ing)?)\b", re.I)
+    r"predict(?:ing|ion)|testing|train(?:ing)?)\b(?![.\w-]*\.(?:py|sh|ipynb|ya?ml|json|toml|log)\b)", re.I)
 """A status line's leading verb, after any logger prefix (`Unsloth: Merging 4bit and LoRA weights to 16bit...`,
 `***** Running Evaluation *****`, `Saving model checkpoint to out/checkpoint-500`, `INFO - Start training`)."""
 _ZH_STATUS = re.compile(r"(?:开始|正在|进行|准备|尝试)(?:对)?(?:模型|权重)?(?P<zh>验证|评估|评测|测试|保存|合并|导出|上传)(?!.{0,20}(?:完成|结束|成功))")
@@ -105,7 +105,7 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
                          r"diffusers)\b", re.I)
 """Converting the model to another format writes it out (`Unsloth: Conversion from QLoRA to GGUF`, `Converting to
 CKPT ...`)."""
-_MEMORY_WORDS = re.compile(r"(?<![A-Za-z0-9_])(?:memory|out of memory|RAM|VRAM)(?![A-Za-z0-9_])|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存", re.I)
+_MEMORY_WORDS = re.compile(r"(?<![A-Za-z0-9_])(?:memory|out of memory|RAM|VRAM)(?![A-Za-z0-9_])|OutOfMemory|ResourceExhausted|(?<![A-Za-z])OOM(?:s|ed|ing)?(?![A-Za-z])|内存|显存|(?:卡|GPU)\S{0,2}?空间", re.I)
 """Memory in the user's words, English or Chinese (GPU memory is 显存, memory 内存)."""
 _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?\d{0,2}|VRAM|card|nvidia-smi|server|cluster|\d+\s*(?:GB|GiB)|reboot\w*|"
                             r"machine|set_device|kill\w*|\w*_ALLOCATOR|cuda_malloc_async)\b|内存|显存|显卡|服务器|机器|进程|重启|"
@@ -113,7 +113,7 @@ _CAUSE_CONTEXT = re.compile(r"\b(?:memory|OOM(?:s|ed)?|GPUs?\d{0,2}|VRAM|card|nv
 """A sentence about the GPU's memory (or the shared machine), where the user's words about fragmentation or another
 process count."""
 _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", "contiguous", "same", "both", "restart",
-                "reboot", "malloc_async", "garbage_collection", "XLA_PYTHON", "set_device", "重启", "杀", "shar", "vllm",
+                "reboot", "malloc_async", "garbage_collection", "xla_python", "set_device", "重启", "杀", "shar", "vllm",
                 "sglang", "ollama", "rank", "every", "each",
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
@@ -127,7 +127,7 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
                                     r"code)\b|"
                                     r"\.test\(", re.I)),
-                ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
+                ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|es|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
                                     r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|"
                                     r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
                                     r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node|pretrained\w*|model)|"
@@ -169,11 +169,18 @@ _READS_CHECKPOINT = re.compile(r"\b(?:resum\w*|load\w*|restor\w*|read\w*|from)\s
                                r"\bcheckpoints?\s+(?:load\w*|restor\w*|resum\w*)", re.I)
 """A checkpoint read back (`resuming from the step-4000 checkpoint`): no save."""
 _FAILS = re.compile(r"(?<![A-Za-z0-9_])(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
-                    r"exception|go(?:es)? wrong|went wrong)(?![A-Za-z0-9_])|报错|崩溃|失败|挂了", re.I)
+                    r"exception|go(?:es)? wrong|went wrong)(?![A-Za-z0-9_])|报错|崩溃|失败|挂了|被\s*(?:kill|杀)", re.I)
 """A failure in the person's words."""
 _CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
                     r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
+
+
+_INTRO_END = re.compile(r"(?:\b(?:get|gets|got|getting|see|saw|hit|hits|receive[sd]?|gives?|gave|throws?|threw|raises?|"
+                        r"raised|returns?|shows?|showed|prints?|printed|following|below|this|error|errors|with)|报错|出现|"
+                        r"提示|如下)\W{0,4}$", re.I)
+"""The end of a sentence that introduces what is pasted after it, with no colon (`when it saves I get`, `Calling
+merge_and_unload() gives`, `验证时报错`)."""
 
 
 _PATHLIKE = re.compile(r"\S*[/\\]\S*")
@@ -433,8 +440,8 @@ class PhaseText:
             self._sentence = (carried + " " + text).strip()
         lowered = line.lower()
         whole = (carried + " " + text).strip()
-        if self.cause is None and any(hint in whole.lower() for hint in _CAUSE_HINTS) and \
-                _CAUSE_CONTEXT.search(oom.cjk_spaced(whole)):
+        if self.cause is None and any(hint in whole.lower() for hint in _CAUSE_HINTS + oom_holders.HINTS) and \
+                (_CAUSE_CONTEXT.search(oom.cjk_spaced(whole)) or oom_holders.CONTEXT.search(whole)):
             # the line alone first; then the sentence it ends, hard-wrapped over lines (`nvidia-smi shows 15 GB used
             # even though` / `nothing is running`)
             kind = oom.said_cause(text) or (oom.said_cause(whole) if whole != text else "")
@@ -444,7 +451,7 @@ class PhaseText:
             self._failure_words(text, whole)
         elif prose and not _MEMORY_WORDS.search(whole):
             self._intro_words(whole)
-        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line) and \
+        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line or "空间" in line) and \
                 _MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
         elif carried and _MEMORY_WORDS.search(carried):
@@ -477,8 +484,9 @@ class PhaseText:
             self._words_at(phase)
 
     def _intro_words(self, text: str) -> None:
-        """A sentence of the person's that ends with a colon and names one phase: it may introduce the error."""
-        if not text.endswith((":", "：")) or len(text) > 300:
+        """A sentence of the person's that ends the way one introduces a paste (a colon, `I get`, `it throws`, `the
+        following`, `报错如下`) and names one phase: it may introduce the error."""
+        if len(text) > 300 or not text.endswith((":", "：")) and not _INTRO_END.search(text):
             return
         clean = _phase_words(text)
         named = _affirmed(clean, list(_PROSE_PHASE))

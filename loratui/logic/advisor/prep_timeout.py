@@ -32,6 +32,19 @@ _QUESTION_ONLY = re.compile(r"^\s*(?:how|what|is|can|could|should)\b[^.!?]*\?\s*
 _THIRTY = re.compile(r"\b(?:30|thirty)\s*min|\b1800\b|half an hour|30\s*分钟|半小时", re.I)
 """The failure line names the default timeout's 30 minutes: the timeout that ran out is then known (1800 s)."""
 
+_ELAPSED = re.compile(r"\[(?:(\d{1,3}):)?(\d{1,2}):(\d\d)\s*<")
+"""A progress bar's elapsed time (tqdm's `[32:13<53:59, 16.42ba/s]`, `[1:01:03<00:00`)."""
+_PREP_BAR = re.compile(r"^\W*(?:Map|Filter|Running tokenizer|Grouping texts|Tokeniz\w*|Preprocess\w*|Converting format)\b|"
+                       r"\d\s*(?:ba|examples)/s\b")
+"""A bar of the dataset's preparation: datasets' `Map (num_proc=8):`, a script's `Running tokenizer on dataset`, or
+datasets' own units (batches or examples a second)."""
+_FAILED_AFTER = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b")
+_WAITS = re.compile(r"\bbarrier\(|, in (?:monitored_)?barrier\b|\bmain_process_first\b")
+"""A traceback's frame waiting for the other ranks (`dist.barrier()`, the Trainer's `main_process_first`): the rank
+that printed it waited on another's work."""
+HALF_HOUR_S = 1800
+"""The default timeout of torch.distributed's collectives (and of the Trainer's ddp_timeout)."""
+
 # Words the regexes' matches hold, tested first (cheap) because this reads every line of a log.
 _PREP_WORDS = ("token", "prep", "process", "build", "load", "cach", ".map(", "分词", "预处理", "处理数据", "数据处理")
 _RANK_WORDS = ("rank", "multi", "ddp", "distributed", "torchrun", "process", "barrier", "nccl", "deepspeed", "gpus",
@@ -48,11 +61,25 @@ class PrepTimeout:
     ranks: bool = False
     failed: str = ""  # the line that says the run failed at the timeout's mark
     done: bool = False
+    long_bar: str = ""  # the last bar drawn, when it had run past the timeout's half hour
+    ran_s: int = 0  # that bar's elapsed seconds
+    prep_bar: bool = False  # that bar is the data's preparation
+    failed_after: str = ""  # the long bar a failure followed, until a frame shows a rank waiting (a bar of no name)
 
     def line(self, line: str) -> dict[str, object] | None:
-        if self.done or len(line) > 2000 or line.lstrip()[:1] == "{" or "it/s" in line or "s/it" in line:
-            return None  # a printed log dict or a progress bar says none of it; this runs on every line of a log
+        if self.done or len(line) > 2000:
+            return None
+        if "<" in line and "[" in line and self._bar(line) and self.failed:
+            return self._found()
+        if line.lstrip()[:1] == "{" or "it/s" in line or "s/it" in line:
+            return None  # a printed log dict or a progress bar says no more; this runs on every line of a log
         low = line.lower()
+        if self.long_bar and not self.failed and ("Error" in line or "Exception" in line or "Traceback" in line) and \
+                _FAILED_AFTER.search(line):
+            self._failed_after()  # the failure printed next after the bar
+        if self.failed_after and not self.failed and ("arrier" in line or "main_process_first" in line) and \
+                _WAITS.search(line):
+            self.failed = self.failed_after
         if not self.prep and any(w in low for w in _PREP_WORDS) and _PREP.search(line):
             self.prep = line.strip()[:300]
         self.ranks = self.ranks or any(w in low for w in _RANK_WORDS) and _RANKS.search(line) is not None
@@ -60,9 +87,39 @@ class PrepTimeout:
         mark = _MARK.search(line) if marked and not self.failed else None
         if mark and _FAILS.search(line[:mark.start()] + line[mark.end():]):
             self.failed = line.strip()[:300]
+        return self._found()
+
+    def _found(self) -> dict[str, object] | None:
         if not (self.prep and self.ranks and self.failed):
             return None
         self.done = True
-        thirty = _THIRTY.search(self.failed) is not None
-        return {"line": self.failed, "op": "", "timeout_ms": 1800000 if thirty else 0, "ran_ms": 0,
-                "timed_out": True, "prep": self.prep}
+        thirty = _THIRTY.search(self.failed) is not None or self.failed == self.long_bar
+        return {"line": self.failed, "op": "", "timeout_ms": 1800000 if thirty else 0,
+                "ran_ms": self.ran_s * 1000 if self.failed == self.long_bar else 0, "timed_out": True, "prep": self.prep}
+
+    def _bar(self, line: str) -> bool:
+        """A progress bar: the preparation's bar names the data being prepared; one that had run past the half hour
+        and the failure printed right after it (on its line when the traceback cut the bar's redraw) is a failure at
+        the timeout's mark, the ranks that waited on it being what timed out. True when the line was a bar."""
+        elapsed = _ELAPSED.search(line)
+        if elapsed is None:
+            return False
+        hours, minutes, seconds = (int(g or 0) for g in elapsed.groups())
+        ran = hours * 3600 + minutes * 60 + seconds
+        self.long_bar, self.ran_s = (line.strip()[:300], ran) if ran >= HALF_HOUR_S else ("", 0)
+        self.failed_after = ""
+        self.prep_bar = bool(self.long_bar) and (_PREP_BAR.search(line) is not None or
+                                                 _PREP.search(line, 0, elapsed.start()) is not None)
+        if not self.prep and self.prep_bar:
+            self.prep = line.strip()[:300]
+        if self.long_bar and not self.failed and _FAILED_AFTER.search(line, elapsed.end()):
+            self._failed_after()
+        return True
+
+    def _failed_after(self) -> None:
+        """A failure printed right after a bar past the half hour: the preparation's bar says it at once; a bar that
+        names nothing needs the traceback's frames to show a rank waiting on another."""
+        if self.prep_bar:
+            self.failed = self.long_bar
+        else:
+            self.failed_after = self.long_bar

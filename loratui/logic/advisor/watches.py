@@ -285,6 +285,11 @@ _SETUP = (
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r".*?(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|.*?in _check_and_enable_flash_attn_2\b|"
         r".*?FlashAttention only supports Ampere|"
+        # the model's code saying it runs without it: `You are not running the flash-attention implementation, expect
+        # numerical differences` (Phi-3), `Flash attention is not used, falling back to eager attention`
+        r".*?\b(?:You are|is|are|it is) not (?:running|using|being used)\b.{0,20}?(?:" + _FLASH + r")|"
+        r".*?(?:" + _FLASH + r").{0,60}?\b(?:is not|isn't|not) (?:being )?used\b|"
+        r".*?(?:" + _FLASH + r").{0,80}?\bfall(?:s|ing)? ?back\b|"
         # the person's words, in the same clause as its name: `Flash attention 2 doesn't work on Windows`,
         # `flash_attn版本不对`, `flash-attn 装不上`
         r".*?(?:" + _FLASH + r")[^.,;。，；\n]{0,40}?(?:(?:does ?n[o']t|do ?n[o']t|won'?t|will not|is ?n[o']t|never) "

@@ -8,6 +8,7 @@ from textual.widget import Widget
 from loratui.logic.chart import sparkline
 from loratui.logic.runstate import RunState
 from loratui.logic.series import mean
+from loratui.tui.widgets.vram import gpu_none
 
 
 class UtilPane(Widget):
@@ -23,6 +24,7 @@ class UtilPane(Widget):
 
     def show(self, state: RunState) -> None:
         """Take the run's state; redraw when new samples arrived."""
+        self.display = not gpu_none(state)  # the VRAM pane's one line says it for both
         key = tuple((i, len(g.utils), g.utils[-1][0] if g.utils else None) for i, g in state.gpus.items())
         self._state = state
         if key + (self.size,) == self._key:

@@ -35,7 +35,8 @@ class VramPane(Widget):
         """Take the run's state; redraw only when what this pane shows has changed."""
         gpu = _primary(state)
         key = (len(gpu.used) if gpu else 0, gpu.used.xs[-1] if gpu and gpu.used.xs else None,
-               state.step, state.gpu_available, state.estimate is not None, len(state.phases), self.size)
+               state.step, state.gpu_available, state.device, state.estimate is not None, len(state.phases),
+               self.size)
         self._state = state
         if key == self._key:
             return
@@ -47,6 +48,7 @@ class VramPane(Widget):
         near = gpu is not None and gpu.used_last > 0.9 * line_for(warn, gpu.total)
         self.set_class(over or near, "-warning")
         self.set_class(gpu is None, "-nogpu")
+        self.set_class(gpu_none(state), "-cpu")
         self._titles(state)
         self.refresh()
 
@@ -67,6 +69,8 @@ class VramPane(Widget):
         if state is None or width < 4 or height < 1:
             return Text("")
         gpu = _primary(state)
+        if gpu_none(state):
+            return _none_line(state)
         if gpu is None:
             reason = inert(state.gpu_reason, newlines=False) or "waiting for the first sample"
             # the pane is two lines high without a GPU (app.tcss -nogpu): torch and estimate share the second
@@ -111,6 +115,21 @@ class VramPane(Widget):
                 line = Text(label, style="bold reverse") + line[len(label):]
             text.append(line)
             text.append("\n")
+
+
+def gpu_none(state: RunState) -> bool:
+    """No GPU to show: none sampled, the sampler found none, and the trainer reports no torch device memory (a
+    CPU run). The VRAM and util panes then fold into one line (app.tcss -cpu): at 80x24 they took 7 rows to say
+    N/A, rows the loss chart needs."""
+    return not state.gpus and state.gpu_available is False and state.torch_allocated is None
+
+
+def _none_line(state: RunState) -> Text:
+    """The folded panes' one line: that there is no GPU and why, then the estimate; cut at the pane's edge."""
+    reason = inert(state.gpu_reason, newlines=False)
+    parts = ["GPU: none (CPU run)", _estimate_line(state), reason] if state.device == "cpu" else \
+        [f"GPU: none ({reason or 'none found'})", _estimate_line(state)]
+    return Text(" · ".join(p for p in parts if p), style="dim", no_wrap=True, overflow="ellipsis")
 
 
 def _primary(state: RunState):  # type: ignore[no-untyped-def]

@@ -1,0 +1,69 @@
+"""A CPU run at 80x24: the VRAM and GPU-util panes could only say N/A (about 5 rows); with no GPU they fold into
+one line, "GPU: none (CPU run)", and the loss chart gets the rows."""
+
+from __future__ import annotations
+
+from loratui import events
+from loratui.sources.runlog import ListSource
+from loratui.tui.app import LoratuiApp
+from loratui.tui.widgets.loss_plot import LossPlot
+from tests import scenarios
+
+NVML = "NVML cannot start: NVML Shared Library Not Found"
+
+
+def _cpu_run(steps: int = 8) -> list[events.AnyEvent]:
+    """The tiny recipe on a box without a GPU, as its log has it: NVML absent, device cpu, no torch figures."""
+    found: list[events.AnyEvent] = []
+    for e in scenarios.run(steps):
+        if isinstance(e, events.Sample):
+            continue
+        if isinstance(e, events.GpuInfo):
+            e = events.GpuInfo(t=e.t, available=False, reason=NVML)
+        elif isinstance(e, events.TrainBegin):
+            e = events.TrainBegin(t=e.t, max_steps=e.max_steps, num_epochs=e.num_epochs, device="cpu")
+        elif isinstance(e, events.Estimate):
+            e = events.Estimate(t=e.t, peak_device_gib=36 / 1024, peak_reserved_gib=36 / 1024)
+        elif isinstance(e, events.Step):
+            e = events.Step(t=e.t, step=e.step, epoch=e.epoch, step_time=e.step_time, tokens=e.tokens)
+        found.append(e)
+    return found
+
+
+def _screen(app: LoratuiApp) -> list[str]:
+    return [strip.text for strip in app.screen._compositor.render_strips()]  # noqa: SLF001
+
+
+async def _folded(pilot) -> None:  # type: ignore[no-untyped-def]
+    app = pilot.app
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    app.redraw()
+    await pilot.pause()
+
+
+async def test_a_cpu_run_at_80x24_says_gpu_none_on_one_line_and_the_chart_gets_the_rows() -> None:
+    app = LoratuiApp(ListSource(_cpu_run()), clock=lambda: 0.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _folded(pilot)
+        screen = _screen(app)
+        chart_rows = app.query_one(LossPlot).outer_size.height
+    gpu_lines = [line for line in screen if "GPU" in line or "VRAM" in line or "N/A" in line]
+    assert len(gpu_lines) == 1 and gpu_lines[0].lstrip().startswith("GPU: none (CPU run) · estimate 36 MiB device"), screen
+    assert chart_rows >= 16, (chart_rows, screen)  # 10 before: the two panes took 4 + 3 rows
+
+
+async def test_the_nvml_reason_still_shows_where_the_line_has_room() -> None:
+    app = LoratuiApp(ListSource(_cpu_run()), clock=lambda: 0.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _folded(pilot)
+        text = "\n".join(_screen(app))
+    assert text.count(NVML) == 1 and "GPU util" not in text, text
+
+
+async def test_a_gpu_run_keeps_both_panes() -> None:
+    app = LoratuiApp(ListSource(scenarios.run(8)), clock=lambda: 0.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _folded(pilot)
+        text = "\n".join(_screen(app))
+    assert "GPU util" in text and "VRAM NVIDIA H200" in text and "GPU: none" not in text, text

@@ -1,0 +1,162 @@
+"""Issue 23: an OOM's phase and cause in words a reader has not seen before. Each rule names the mechanism it reads;
+the dev lines that motivated it are quoted with their source, and wordings of our own (other verbs, tools, numbers,
+Chinese) show it reads the mechanism, not the excerpt; negatives show healthy text and other failures keep their
+answer."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+from loratui.logic.advisor import phase_text
+
+
+def first_id(text: str) -> str:
+    """The id of the doctor's first item for a pasted text ('' when it finds nothing)."""
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+JAX_OOM = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2147483648 bytes."
+
+
+@pytest.mark.parametrize("words", [
+    "Setting XLA_PYTHON_CLIENT_ALLOCATOR=platform fixed the OOM for me.",
+    "With XLA_PYTHON_CLIENT_ALLOCATOR=platform the OOM is gone.",
+    "os.environ['XLA_PYTHON_CLIENT_ALLOCATOR'] = 'platform' solved this OOM.",
+])
+def test_xlas_allocator_remedy_is_read_in_any_case(words: str) -> None:
+    """The cheap test before the cause's words compares lowered text: a hint in capitals (`XLA_PYTHON`) never
+    matched, so XLA's platform allocator, the JAX remedy for fragmentation, was never read as one."""
+    assert first_id(JAX_OOM + "\n" + words) == "oom_fragmentation"
+
+
+def test_every_cause_hint_is_lower_case() -> None:
+    """The hints are checked against lowered text: one with a capital letter could never match."""
+    assert all(hint == hint.lower() for hint in phase_text._CAUSE_HINTS)
+
+
+# -- an OOM said in words, and the phase it names ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, expected", [
+    # https://github.com/huggingface/transformers/issues/23386: the remedy's `cpu`, a later sentence, is no host OOM
+    ("I'm running train.py on 32GB GPUs to finetune LLaMA-7B with FSDP turned on. The training process goes well but I "
+     "get cuda oom when saving the final checkpoint. The entire fp32 state dict cannot fit in my gpu memory. A possible "
+     "solution is to offload state dict to cpu mentioned in the pytorch issue? Is there any better way to handle this?",
+     "oom_at_save"),
+    ("Training is fine, but evaluation hits a CUDA OOM. Would moving the logits to the CPU help?", "oom_at_eval"),
+    ("The model OOMs when merging the LoRA. I have 64 GB of RAM if that matters.", "oom_at_save"),
+    ("保存模型的时候显存不足。我试过把 state dict 先放到 CPU 上。", "oom_at_save"),
+    # the host's memory said to be what filled, in another sentence of the line: the host's
+    ("During evaluation it runs out of memory. The host RAM is full at 64 GB.", "oom_at_eval"),
+])
+def test_host_words_count_in_the_ooms_own_sentence(text: str, expected: str) -> None:
+    """Mechanism: which memory ran out is said in the sentence that names the OOM; a host word in another sentence
+    (a remedy that offloads to the CPU, the RAM the machine has) does not make a GPU OOM the host's."""
+    assert first_id(text) == expected
+
+
+def host_title(text: str) -> str:
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].title if items else ""
+
+
+def test_host_ram_said_full_stays_the_hosts() -> None:
+    """The negative of the rule above: a line whose other sentence says the host's RAM filled is the host's OOM."""
+    assert "host memory" in host_title("During evaluation it runs out of memory. The host RAM is full at 64 GB.")
+
+
+@pytest.mark.parametrize("text, expected", [
+    # https://github.com/meta-llama/llama-cookbook/issues/45
+    ("When training with FSDP without LORA, training finishes successfully but while saving the model, it runs out of "
+     "CUDA memory.", "oom_at_save"),
+    # https://github.com/Jittor/JNeRF/issues/32: Jittor's allocator, and the person's words for the phase
+    ("The memory-usage when training is about 5400M/ 12G. But it fills up the memory when validate, and the whole "
+     "training is suspended therefore.\n[w 0718 17:48:56.120434 88 cuda_device_allocator.cc:29] Unable to alloc cuda "
+     "device memory, use unify memory instead. This may cause low performance.", "oom_at_eval"),
+    ("It ran out of device memory during predict.", "oom_at_eval"),
+    ("Failed to alloc 2GB on the GPU when saving the checkpoint.", "oom_at_save"),
+    ("The eval loop goes out of video memory on my 4060.", "oom_at_eval"),
+])
+def test_out_of_memory_in_any_devices_words(text: str, expected: str) -> None:
+    """Mechanism: the device's memory ran out, whatever the device is called (GPU, CUDA, device, video memory) and
+    however the allocator's failure is spelled (`allocate`, `alloc`)."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    # https://github.com/unslothai/unsloth/issues/1585 (the local 3090's run)
+    ("I also tryed locally with 24 GB VRAM 3090 RTX and getting the same memory crash when I merge the model:",
+     "oom_at_save"),
+    ("Evaluation keeps failing due to insufficient GPU memory.", "oom_at_eval"),
+    ("The merge step dies because of VRAM.", "oom_at_save"),
+    # https://github.com/hiyouga/LlamaFactory/issues/2705: a card's space ran short, in the export's merge
+    ("我通过LF+deepspeed zero-v2 + qlora ，微调 sqlcoder2-34B-alpha 模型，微调顺利完成。\n\n在 export 合并模型阶段报错显示某张卡空间不足。",
+     "oom_at_save"),
+    ("保存的时候单卡空间不够。", "oom_at_save"),
+])
+def test_a_failure_put_down_to_the_cards_memory(text: str, expected: str) -> None:
+    """Mechanism: the person says a failure came from the card's memory (a crash `due to` or `for` memory, a `memory
+    crash`, a card whose space ran short) without the program's message: an OOM, in the phase they name."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    # https://github.com/MIC-DKFZ/nnUNet/issues/1758
+    ("During the validation after each epoch training, the computer will crash due to the memory being full (64G).",
+     "oom_at_eval"),
+    # https://github.com/unslothai/unsloth/issues/1585 (the Colab runs)
+    ("They all crash the session for memory problem when I try to merge models at this line:", "oom_at_save"),
+    ("My PC freezes because the memory fills up when the validation starts.", "oom_at_eval"),
+    ("Kaggle crashes the session due to memory while saving the merged model.", "oom_at_save"),
+    ("验证的时候服务器死机，内存满了。", "oom_at_eval"),
+])
+def test_the_machine_going_down_from_memory_is_the_hosts(text: str, expected: str) -> None:
+    """Mechanism: a GPU out of memory raises an error inside the program; only the host's memory running out takes
+    the machine (or a notebook's session) down with it: the host's OOM, in the phase named."""
+    assert first_id(text) == expected
+    assert "host memory" in host_title(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The server crashed yesterday, memory usage looked fine.",
+    "I restarted the machine and the memory was freed.",
+    "xformers fails with memory_efficient_attention on this card.",
+    "Training crashes with a shape mismatch; memory usage is at 20GB of 24GB.",
+    "To avoid running out of CUDA memory during evaluation I set eval_accumulation_steps.",
+])
+def test_memory_beside_a_failure_is_no_oom(text: str) -> None:
+    """Memory named beside a failure that is not its cause, a remedy, or a negation: no OOM."""
+    assert not first_id(text).startswith("oom")
+
+
+# -- the sentence that introduces the pasted error ---------------------------------------------------------------
+
+NEW_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 "
+           "GiB of which 1.20 GiB is free. Of the allocated memory 20.10 GiB is allocated by PyTorch, and 300.00 MiB "
+           "is reserved by PyTorch but unallocated.")
+
+
+@pytest.mark.parametrize("intro, expected", [
+    ("Every time the trainer saves a checkpoint I get", "oom_at_save"),
+    ("As soon as evaluation starts it throws", "oom_at_eval"),
+    ("Calling merge_and_unload() gives", "oom_at_save"),
+    ("When I run trainer.predict on the test set I get", "oom_at_eval"),
+    ("Each validation epoch ends with", "oom_at_eval"),
+])
+def test_a_sentence_that_introduces_the_error_without_a_colon(intro: str, expected: str) -> None:
+    """Mechanism: the person's sentence right before the pasted error names where it failed, whether it ends with a
+    colon or with the words one introduces a paste with (`I get`, `it throws`, `gives`); the full card's numbers
+    then say nothing of the phase."""
+    assert first_id(intro + "\n" + NEW_OOM) == expected
+
+
+@pytest.mark.parametrize("intro", [
+    "Training goes fine and evaluation works too, but then I get",  # the phases named work
+    "I run the training script with deepspeed and get",  # no phase but training named
+])
+def test_an_introduction_naming_no_failing_phase_leaves_the_card_full(intro: str) -> None:
+    assert first_id(intro + "\n" + NEW_OOM) == "oom_full"
