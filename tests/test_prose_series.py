@@ -180,3 +180,41 @@ def test_a_preference_loss_at_ln2_at_the_start_only_is_where_it_begins() -> None
                  "一开始DPO loss一直是0.6931"):
         said = loss_words.read(line)
         assert said is None or said.kind != "flat", (line, said)
+
+
+# -- a whole epoch's loss doubling -------------------------------------------------------------------------------
+
+FASTAI = ("fastai version: '1.0.46.dev0'\n\n%time learn.fit_one_cycle(cyc_len=2, max_lr=5e-4, moms=(0.8,0.7), wd=1e-3)\n\n"
+          "Total time: 110:29:25\nepoch\ttrain_loss\tvalid_loss\taccuracy\n1\t2.760716\t2.756633\t0.442434\n"
+          "2\t6.228361\t6.220452\t0.076458\n")
+"""https://github.com/fastai/fastai/issues/1736 (dev): the table was not read (fastai's column names), so healthy."""
+
+
+@pytest.mark.parametrize("text", [
+    FASTAI,
+    "epoch  train_loss  valid_loss  accuracy  time\n0  1.231  1.102  0.61  00:42\n1  3.054  2.981  0.12  00:41\n",
+    "{'loss': 1.21, 'learning_rate': 3e-4, 'epoch': 1.0}\n{'loss': 2.93, 'learning_rate': 3e-4, 'epoch': 2.0}\n",
+    "| epoch | train_loss | valid_loss | error_rate |\n| 0 | 0.52 | 0.48 | 0.13 |\n| 1 | 0.41 | 0.40 | 0.11 |\n"
+    "| 2 | 1.37 | 1.52 | 0.64 |\n",
+])
+def test_a_whole_epochs_loss_doubling_is_divergence(text: str) -> None:
+    assert first_id(text) == "loss_diverging"
+
+
+@pytest.mark.parametrize("text", [
+    "epoch  train_loss  valid_loss  accuracy  time\n0  1.231  1.102  0.61  00:42\n1  0.954  0.981  0.72  00:41\n",
+    "epoch  train_loss  valid_loss  accuracy\n1  1.20  1.10  0.61\n2  1.62  1.31  0.55\n",  # up by a third: not doubled
+    "{'loss': 1.2, 'epoch': 1.0}\n{'loss': 2.4, 'epoch': 2.0}\n",  # a whole multiple: summed over accumulation
+    "{'loss': 0.2, 'epoch': 1.0}\n{'loss': 0.45, 'epoch': 2.0}\n",  # doubled but small
+])
+def test_an_epoch_that_falls_rises_less_or_by_a_whole_multiple_is_no_jump(text: str) -> None:
+    assert first_id(text) != "loss_diverging"
+
+
+def test_fastais_table_reads_as_logs() -> None:
+    from loratui.logic.text_reader.table import text_table
+
+    table = text_table(FASTAI.splitlines())
+    assert table is not None
+    assert table.entries()[:2] == [(2, {"loss": 2.760716, "epoch": 1.0}),
+                                   (2, {"eval_loss": 2.756633, "eval_accuracy": 0.442434, "epoch": 1.0})]

@@ -78,6 +78,7 @@ class LossWatch:
         self.rose: Finding | None = None  # the rise found, escalated if NaN follows
         self.changed = False  # a finding already handed out changed (the advisor rebuilds its items)
         self.evals: list[tuple[int, float, float | None]] = []  # (step, eval loss, epoch) of the first evaluations
+        self.epoch_loss: tuple[float, float, int] | None = None  # (epoch, loss, step) of the last whole-epoch log
 
     def log(self, ctx: Context, e: events.Log) -> list[Finding]:
         """Fold one Trainer log in; findings it completes."""
@@ -108,7 +109,8 @@ class LossWatch:
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
         found += self._chance(e.step, loss)
         found += self._collapse(e.step, loss, values.get("grad_norm"))
-        rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
+        rise = self._epoch_jump(e.step, loss, values.get("epoch")) or self._rise(e.step, loss) or \
+            self._slow_rise(e.step, loss) or \
             self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or self._level_up(e.step) or \
             self._short_rise(e.step) or self._climb_back(e.step)
         if rise is not None and not spike:
@@ -172,6 +174,22 @@ class LossWatch:
             return []
         return [Finding("nan_loss", step, {"what": "eval_loss", "value": str(loss), "lr": self.lr,
                                            "names": sorted(set(ctx.gpu_names.values()))})]
+
+    def _epoch_jump(self, step: int, loss: float, epoch: float | None) -> Finding | None:
+        """A whole epoch's loss (one log per epoch, fastai's or Keras' summary rows) at twice the epoch's before it,
+        0.5 or more above: an average over a whole epoch has no batch noise to double it, so the weights broke
+        (fastai#1736: train_loss 2.76 -> 6.23 from epoch 1 to 2, the accuracy 0.44 -> 0.08). Not a whole multiple
+        (a loss summed over gradient accumulation steps)."""
+        if epoch is None or epoch != int(epoch) or epoch < 0:
+            return None
+        before, self.epoch_loss = self.epoch_loss, (epoch, loss, step)
+        if before is None or epoch != before[0] + 1 or before[1] <= 0:
+            return None
+        ratio = loss / before[1]
+        if ratio < self.DOUBLE or loss - before[1] < 0.5 or abs(ratio - round(ratio)) <= 0.06 * round(ratio):
+            return None
+        return Finding("loss_diverging", step, {"kind": "epoch_jump", "best": before[1], "now": loss, "lr": self.lr,
+                                                "epoch": epoch, "best_step": before[2]})
 
     EVAL_N, EVAL_SPREAD, EVAL_EARLY = 4, 1e-3, 0.5
 

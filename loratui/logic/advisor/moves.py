@@ -489,6 +489,10 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         evidence = quote + [f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
                             f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
                             f"and the same logs shuffled show as large a change of level {chance}"] + lr
+    elif facts.get("kind") == "epoch_jump":
+        evidence = quote + [f"the loss averaged over epoch {facts['epoch']:g} is {facts['now']:.4g} against "
+                            f"{facts['best']:.4g} over the epoch before: an epoch's average has no batch noise to "
+                            "double it, the weights broke (check the validation loss and accuracy beside it)"] + lr
     elif facts.get("kind") == "climb":
         evidence = quote + [f"the loss fell from {facts['first']:.4g} to {facts['best']:.4g} at step "
                             f"{facts['best_step']}, then rose in each of the {window} logs since, back past where it "
