@@ -107,15 +107,18 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
     from loratui.errors import UsageError
     from loratui.logic.advisor import Advisor
     from loratui.logic.text_reader import TextReader
+    from loratui.logic.text_reader.table import TextTables
+    from loratui.logic.word_guess import MAX_CHARS
     from loratui.sources import textfile
 
-    from loratui.logic.text_reader.table import TextTables
-
     advisor, reader, tables = Advisor(None, pasted=True), TextReader(stream="stderr"), TextTables()
-    logged, blank = False, True
+    logged, blank, kept, size = False, True, [], 0
     try:
         for line in textfile.lines(handle):
             blank = blank and not line.strip()
+            if size <= MAX_CHARS:  # the text itself, for the word model's guess: pasted excerpts, not whole logs
+                kept.append(line)
+                size += len(line) + 1
             tables.feed(line)
             for event in reader.feed(line):
                 logged = logged or type(event).__name__ == "Log"
@@ -135,7 +138,22 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
         advisor.feed_all(_table_logs(tables.found))
     from loratui.logic.fmt import count
 
-    return advisor.items(), f"{count(reader.lines, 'line')} read as training text (no recipe)"
+    items = advisor.items()
+    return _with_guess(items, "\n".join(kept)), f"{count(reader.lines, 'line')} read as training text (no recipe)"
+
+
+def _with_guess(items: list[Any], text: str) -> list[Any]:
+    """Where no rule found a problem, the word model's guess first, when it is confident a problem is described
+    (logic/word_guess.py says how it was measured); the items as they are otherwise."""
+    from loratui.logic.word_guess import advice, guess
+
+    if any(item.severity in ("error", "warning") for item in items) or (items and items[0].id == "data_starved"):
+        return items
+    from loratui.sources.word_model import load
+
+    model = load()
+    found = guess(model, text) if model is not None else None
+    return items if found is None else [advice(found, model.records), *items]
 
 
 def _table_logs(table: Any) -> list[Any]:
@@ -150,10 +168,9 @@ def _from_notebook(path: Path) -> tuple[list[Any], str] | None:
     JSON; None when the file is no notebook (then it is read as text)."""
     import json
 
+    from loratui import bounds
     from loratui.logic.advisor import Advisor
     from loratui.sources import notebook
-
-    from loratui import bounds
 
     try:
         document = json.loads(bounds.read_bytes(path, limit=256 << 20).decode("utf-8-sig"))

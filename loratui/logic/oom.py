@@ -95,6 +95,9 @@ class OomReport:
     processes: tuple[tuple[int, int], ...] = ()
     """(pid, bytes) of every "Process N has X memory in use" the message lists."""
     note: str = ""
+    held: bool = False
+    """The note says, from numbers outside the OOM's message, that memory was held outside the program before it
+    allocated any (a server's start check, a refused start pool, the card's free memory at start)."""
     said: bool = False
     """Only the person's words name the OOM (`I also met the OOM error in validation`): no message, no numbers."""
 
@@ -434,10 +437,11 @@ def _server_start(line: str) -> OomReport | None:
         if free is not None and total is not None and free <= total:
             held = held_before(total, free)
             return OomReport(kind=OTHER_PROCESS if held else UNKNOWN, text=line.strip()[:600], total=total, free=free,
-                             note=f"only {gib(free)} of {gib(total)} was free when the server started" if held else "")
+                             note=f"only {gib(free)} of {gib(total)} was free when the server started" if held else "",
+                             held=held)
     if _UNBALANCED.search(line):
         return OomReport(kind=OTHER_PROCESS, text=line.strip()[:600], note="the server found the cards' free memory "
-                         "unbalanced at start")
+                         "unbalanced at start", held=True)
     return None
 
 

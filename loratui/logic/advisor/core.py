@@ -609,10 +609,10 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     if facts["report"].kind == oom.UNKNOWN and total and free is not None and oom.held_before(total, free):
         facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS,
                                   note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
-                                       "allocated anything")
+                                       "allocated anything", held=True)
     pool = getattr(adv, "tf_pool", None)  # getattr: an advisor pickled in an older events.idx
     if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
-        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool))
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool), held=True)
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and (facts["report"].kind == oom.UNKNOWN or oom.words_settle(facts["report"], cause[0])):
         # no numbers, or numbers that leave room for a neighbour the words name: the user's words say what held it

@@ -19,14 +19,20 @@ _GPU_LOST = r"fallen off the bus|uncorrectable (?:ECC|double bit)"
 """The GPU itself failed, in the driver's words (its Xid report, off the PCIe bus, an ECC fault): CUDA cannot start
 on it (SETUP) and a run on it faults (FAULT_HINTS)."""
 
+_CPU_ONLY = r"Torch not compiled with CUDA enabled"
+_NO_DEVICE = r"Found no NVIDIA driver|no CUDA GPUs are available"
+NO_GPU = re.compile(_CPU_ONLY + r"|" + _NO_DEVICE, re.I)
+"""torch saying it sees no GPU at all (a CPU-only build, no driver, no CUDA device): part of SETUP, and what an
+exception's next step reads (failure.next_step)."""
+
 SETUP = (
     r"driver on your system is too old|driver version is insufficient for CUDA runtime|"
-    r"CUDA initialization: (?!.{0,40}\bsucce)|cudaGetDeviceCount\(\)|Found no NVIDIA driver|no (?:CUDA|HIP) GPUs are available|"
+    r"CUDA initialization: (?!.{0,40}\bsucce)|cudaGetDeviceCount\(\)|" + _NO_DEVICE + r"|no HIP GPUs are available|"
     r"CUDA driver initialization failed|Failed to initialize NVML|"
     r"CUDA capability sm_\d+ is not compatible with the current PyTorch|"
     r"no kernel image is available(?!.{0,80}\bat line \d+ in file)|hipErrorNoBinaryForGpu|"
     r"Unable to find code object for all current devices|TensileLibrary\S*\.dat|for GPU arch ?: ?gfx\w+|"
-    r"Torch not compiled with CUDA enabled|CUDA unknown error|"
+    + _CPU_ONLY + r"|CUDA unknown error|"
     r"CUDA-capable device(?:s|\(s\))? (?:is|are|is/are) busy or unavailable|"
     r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|"
     r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
@@ -55,7 +61,7 @@ _NO_DRIVER = re.compile(r"Found no NVIDIA driver|NVIDIA-SMI has failed|no (?:CUD
 _NO_KERNELS = re.compile(r"sm_\d+ is not compatible|no kernel image|NoBinaryForGpu|code object for all current devices|"
                          r"invalid device function|TensileLibrary|GPU arch ?: ?gfx", re.I)
 _ROCM = re.compile(r"\bHIP\b|hipError|code object|gfx\d", re.I)
-_CPU_BUILD = re.compile(r"Torch not compiled with CUDA enabled", re.I)
+_CPU_BUILD = re.compile(_CPU_ONLY, re.I)
 _BUSY = re.compile(r"busy or unavailable", re.I)
 _ORDINAL = re.compile(r"invalid device ordinal", re.I)
 _DUPLICATE = re.compile(r"Duplicate GPU detected", re.I)

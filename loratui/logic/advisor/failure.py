@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from loratui import events
+from loratui.logic.advisor import cuda
 from loratui.logic.advisor.advice import ERROR, Advice
 from loratui.logic.fmt import clip
 from loratui.logic.tracebacks import Frame, Raised
@@ -39,7 +40,6 @@ _HOST_OOM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
 _WORKER = re.compile(r"DataLoader worker \(pid", re.I)
 _SHM = re.compile(r"bus error|shared memory|/dev/shm|shm_open", re.I)
 _KILLED = re.compile(r"signal: Killed|SIGKILL", re.I)
-_NO_CUDA = re.compile(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|no CUDA GPUs are available", re.I)
 
 
 def next_step(raised: Raised, r: Recipe | None) -> str:
@@ -79,7 +79,7 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
     if _HOST_OOM.search(message) or raised.short_type == "MemoryError":
         return "the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when " \
                "loading, a smaller dataset in memory, or more swap"
-    if _NO_CUDA.search(message):
+    if cuda.NO_GPU.search(message):
         return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
     return _where_step(raised)
 

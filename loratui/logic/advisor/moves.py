@@ -161,15 +161,10 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
         lines.append(f"this process may use only {gib(report.allowed)} (torch.cuda.set_per_process_memory_fraction): "
                      "that cap, not the card, was reached; raise the fraction or use less")
     if report.note:
-        lines.append(report.note if report.note == oom.CONTEXT_NOTE or report.note.startswith(_HELD_NOTES) else
+        lines.append(report.note if report.note == oom.CONTEXT_NOTE or report.held else
                      f"numbers ignored: {report.note}")
     lines.append(clip(report.text, 240))
     return lines
-
-
-_HELD_NOTES = ("only ", "the driver refused", "the server found")
-"""Notes that say, from numbers outside the OOM's message, that memory was held outside the program: the card's free
-memory at start, the pool TensorFlow sized from it refused."""
 
 
 def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], step: int,
@@ -182,7 +177,7 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
         title = "CUDA OOM before this program held any memory (its CUDA context could not be created): other " \
                 "processes hold the card"
-    elif not pids and report.other_used is None and report.note.startswith(_HELD_NOTES):
+    elif not pids and report.other_used is None and report.held:
         title = f"CUDA OOM: {report.note}: other processes hold the card"
     elif not pids and report.other_used is None:  # no numbers: the text's words say who held it (in the evidence)
         title = "CUDA OOM: memory held by another process, not this run -> free the card (stop that process) or " \

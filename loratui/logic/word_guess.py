@@ -1,0 +1,166 @@
+"""The word model's guess: which kind of report a text reads like, where no rule found anything in it.
+
+Pure: the model's arrays come in (loratui/sources/word_model.py loads them), a guess or None goes out. The model is
+bench/train_word_model.py's: TF-IDF of word 1-2-grams and character 3-5-grams (scikit-learn's analyzers, rebuilt
+here so the package needs no scikit-learn), a logistic regression that says whether a problem is described at all,
+and a 15-way one that says which kind. Measured on text no rule and no model saw (docs/learned_fallback.md): where
+the rules say nothing, speaking only when P(problem) >= 0.9 gains more records than it loses healthy ones.
+A guess is never evidence: the advice says it is one, and names what to check first.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+SPEAK_AT = 0.9
+"""P(a problem is described) at or above which the guess is given; fixed before it was measured on held-out text."""
+KIND_AT = 0.5
+"""The kind's share among the problem kinds at or above which it is named: more likely than all the others together.
+Below it the model knows a problem is described but not which, and a named kind would mislead (a checkpoint crash
+read as 'a loss that climbs' at 20 %): no guess. Set for that reason, after the gate above was measured."""
+MAX_CHARS = 16_000
+"""Longer texts get no guess: the model learned from pasted excerpts (the longest about 7,000 characters); a whole
+training log where no rule fired is most likely a healthy one, out of what it learned."""
+_WORD = re.compile(r"(?u)\b[a-zA-Z_][a-zA-Z_]+\b")
+_SPACES = re.compile(r"\s\s+")
+
+
+@dataclass(frozen=True)
+class WordModel:
+    """The arrays of a trained model (see bench/train_word_model.py for their meaning)."""
+
+    word_index: dict[str, int]
+    word_idf: Any
+    char_index: dict[str, int]
+    char_idf: Any
+    sick_coef: Any
+    sick_intercept: float
+    kind_coef: Any
+    kind_intercept: Any
+    kinds: tuple[str, ...]
+    records: int
+
+
+@dataclass(frozen=True)
+class Guess:
+    kind: str
+    """The corpus category the text reads like."""
+    p_problem: float
+    p_kind: float
+    """The kind's share among the problem kinds (healthy left out)."""
+
+
+def word_grams(text: str) -> list[str]:
+    """scikit-learn's word analyzer: lower case, the token pattern, then 1- and 2-grams."""
+    tokens = _WORD.findall(text.lower())
+    return tokens + [f"{a} {b}" for a, b in itertools.pairwise(tokens)]
+
+
+def char_grams(text: str) -> list[str]:
+    """scikit-learn's `char_wb` analyzer for n of 3 to 5: n-grams inside each word padded with a space."""
+    grams = []
+    for word in _SPACES.sub(" ", text.lower()).split():
+        padded = f" {word} "
+        for n in range(3, 6):
+            grams += [padded[i:i + n] for i in range(max(len(padded) - n + 1, 1))]
+            if len(padded) <= n:  # a short word counts once, as scikit-learn counts it
+                break
+    return grams
+
+
+def _tfidf(grams: list[str], index: dict[str, int], idf: Any, offset: int) -> dict[int, float]:
+    """Sublinear TF times IDF, L2-normalised, as column -> value (columns shifted by `offset`)."""
+    counts = Counter(index[g] for g in grams if g in index)
+    values = {column: (1.0 + math.log(n)) * float(idf[column]) for column, n in counts.items()}
+    norm = math.sqrt(sum(v * v for v in values.values())) or 1.0
+    return {column + offset: v / norm for column, v in values.items()}
+
+
+def features(model: WordModel, text: str) -> dict[int, float]:
+    """The text's feature vector, sparse: the word block, then the character block."""
+    found = _tfidf(word_grams(text), model.word_index, model.word_idf, 0)
+    found.update(_tfidf(char_grams(text), model.char_index, model.char_idf, len(model.word_index)))
+    return found
+
+
+def probabilities(model: WordModel, text: str) -> tuple[float, list[float]]:
+    """P(a problem is described) and the 15-way probabilities in `model.kinds` order."""
+    import numpy as np
+
+    x = features(model, text)
+    columns = np.fromiter(x.keys(), dtype=np.int64, count=len(x))
+    values = np.fromiter(x.values(), dtype=np.float64, count=len(x))
+    z = float(model.sick_intercept) + float(model.sick_coef[columns].astype(np.float64) @ values)
+    p_sick = 1.0 / (1.0 + math.exp(-z))
+    scores = model.kind_intercept.astype(np.float64) + model.kind_coef[:, columns].astype(np.float64) @ values
+    exps = np.exp(scores - scores.max())
+    return p_sick, [float(e) for e in exps / exps.sum()]
+
+
+def guess(model: WordModel, text: str) -> Guess | None:
+    """The kind of report `text` reads like, when the model is confident a problem is described; else None."""
+    if len(text) > MAX_CHARS or not text.strip():
+        return None
+    p_sick, p_kinds = probabilities(model, text)
+    if p_sick < SPEAK_AT:
+        return None
+    sick = [(p, kind) for p, kind in zip(p_kinds, model.kinds) if kind != "healthy"]
+    p, kind = max(sick)
+    share = p / sum(q for q, _ in sick)
+    return Guess(kind=kind, p_problem=p_sick, p_kind=share) if share >= KIND_AT else None
+
+
+_IDS = {"loss_flat_or_zero": "loss_flat", "exception_other": "exception"}
+"""Corpus categories whose advice id has another name."""
+_SAYS = {
+    "oom_other_process": ("another process holding the GPU's memory",
+                          ("nvidia-smi before the run starts: memory in use then is another process's; stop it or "
+                          "pick a free card (CUDA_VISIBLE_DEVICES)")),
+    "oom_full": ("a GPU running out of memory",
+                 ("lower per_device_train_batch_size (raise gradient_accumulation_steps to keep the batch), the "
+                 "sequence length, or turn on gradient_checkpointing")),
+    "oom_fragmentation": ("memory fragmentation",
+                          ("the OOM message's reserved against allocated memory: far more reserved means "
+                          "fragmentation; set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")),
+    "oom_at_eval": ("running out of memory during evaluation",
+                    ("lower per_device_eval_batch_size, set eval_accumulation_steps, and keep what compute_metrics "
+                    "receives small (preprocess_logits_for_metrics)")),
+    "oom_at_save": ("running out of memory while saving or merging",
+                    "save the adapter alone; merge in a separate process, on the CPU or in 16-bit"),
+    "nan_loss": ("a loss that turns NaN or Inf", "a lower learning rate, bf16 instead of fp16, max_grad_norm 1.0"),
+    "loss_diverging": ("a loss that climbs", "a lower learning rate with warm-up; the scheduler's state after a resume"),
+    "loss_flat_or_zero": ("a loss that does not move, or sits at 0",
+                          ("the learning rate is not 0, the labels are not all masked (-100), and the trainable "
+                          "parameters are the ones meant")),
+    "data_starved": ("a run held back by its data",
+                     "the data time against the step time; more dataloader_num_workers; tokenise once and cache it"),
+    "bnb_setup": ("a bitsandbytes build that does not fit the machine",
+                  "`python -m bitsandbytes` says what it found; install the build for this CUDA or ROCm"),
+    "cuda_error": ("a CUDA error", ("rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing call; token ids against "
+                   "the embedding size")),
+    "nccl_timeout": ("a distributed run timing out",
+                     "rerun with NCCL_DEBUG=INFO; a longer ddp_timeout when one rank prepares data alone"),
+    "flash_attn_unavailable": ("flash-attention that cannot be used",
+                               "the flash_attn wheel against torch and CUDA, or attn_implementation='sdpa'"),
+    "exception_other": ("an error in the script or its libraries",
+                        "the last exception's line and the versions of the libraries it names"),
+}
+
+
+def advice(found: Guess, records: int) -> Any:
+    """The guess as a warning that says it is one: what the text reads like, how sure, and what to check first."""
+    from loratui.logic.advisor.advice import WARNING, Advice
+
+    what, check = _SAYS.get(found.kind, (found.kind.replace("_", " "), "the last error's line"))
+    return Advice(
+        id=_IDS.get(found.kind, found.kind), severity=WARNING,
+        title=f"Its words read like a report of {what} (a guess: no log line or number here shows it)",
+        evidence=[(f"a word model trained on {records} real reports: a problem is described (p={found.p_problem:.2f}); "
+                  f"of the kinds it knows, this reads most like {found.kind} ({found.p_kind:.0%})"),
+                  f"check first: {check}"],
+        change={}, step=0)
