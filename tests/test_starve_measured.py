@@ -247,3 +247,19 @@ def test_a_loss_said_constantly_zero() -> None:
 
     said = loss_words.read("training loss is constantly 0 with QLoRA and gradient checkpointing")
     assert said is not None and said.kind == "zero"
+
+
+@pytest.mark.parametrize("text", [
+    "The tokenization of the 50GB corpus has been running for two days now",  # a count in words
+    "训练非常慢，一个epoch要10个小时，发现CPU一直是100%，GPU只有20%",  # 100% and 20% beside Chinese (no \b there)
+    "After moving the dataset from the NFS share to a local NVMe the epoch time went from 3 h to 25 min",  # `3 h`
+])
+def test_measures_written_with_words_spaces_or_beside_chinese(text: str) -> None:
+    assert first_id(text) == "data_starved"
+
+
+@pytest.mark.parametrize("line", [
+    "The tokenization finished in two minutes", "CPU一直是50%，GPU只有90%",
+])
+def test_short_or_busy_in_the_same_forms_is_no_sign(line: str) -> None:
+    assert measured(line) is None and said_starved(line, False) is None
