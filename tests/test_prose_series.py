@@ -218,3 +218,32 @@ def test_fastais_table_reads_as_logs() -> None:
     assert table is not None
     assert table.entries()[:2] == [(2, {"loss": 2.760716, "epoch": 1.0}),
                                    (2, {"eval_loss": 2.756633, "eval_accuracy": 0.442434, "epoch": 1.0})]
+
+
+# -- a handful of logs, each above the one before ------------------------------------------------------------------
+
+def dicts(losses: list[float], lrs: list[float] | None = None) -> str:
+    lrs = lrs or [2e-4] * len(losses)
+    return "\n".join(f"{{'loss': {loss}, 'grad_norm': 1.0, 'learning_rate': {lr}, 'epoch': {0.01 * (i + 1):.2f}}}"
+                     for i, (loss, lr) in enumerate(zip(losses, lrs))) + "\n"
+
+
+@pytest.mark.parametrize("text", [
+    dicts([1.50, 1.58, 1.71, 1.86, 2.05]),
+    "step 100 | loss 0.812\nstep 200 | loss 0.874\nstep 300 | loss 0.951\nstep 400 | loss 1.043\nstep 500 | loss 1.166\n",
+    "Epoch 1: loss=2.31\nEpoch 2: loss=2.45\nEpoch 3: loss=2.67\nEpoch 4: loss=2.90\nEpoch 5: loss=3.21\n",
+])
+def test_five_logs_each_above_the_last_and_a_third_up_is_a_rise(text: str) -> None:
+    """One order in 120 under noise, a third up: a permutation test over 5 logs cannot reach 1% (orders near it score
+    as high), so the strict order is read as what it is (before: healthy)."""
+    assert first_id(text) == "loss_diverging"
+
+
+@pytest.mark.parametrize("text", [
+    dicts([1.50, 1.55, 1.61, 1.66, 1.72]),  # up 15%: less than a third
+    dicts([1.50, 1.71, 1.86, 2.05]),  # four logs: too few
+    dicts([1.50, 1.58, 1.71, 1.86, 2.05], [1e-5, 2e-5, 3e-5, 4e-5, 5e-5]),  # the learning rate still warming up
+    dicts([1.50, 1.71, 1.58, 1.86, 2.05]),  # out of order once: the permutation test's to judge
+])
+def test_a_smaller_shorter_warming_or_unordered_rise_is_not_this(text: str) -> None:
+    assert first_id(text) != "loss_diverging"
