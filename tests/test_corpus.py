@@ -207,7 +207,7 @@ def score(rows: list[dict[str, Any]], excerpts: Path) -> tuple[dict[str, list[in
     table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     misses = []
     for row in rows:
-        items, _ = diagnose(excerpts / row["file"])
+        items, _ = diagnose(excerpts / row["file"], guess=True)  # as `loratui doctor FILE` reads it
         got = top_category(items)
         table[row["category"]][0] += got == row["category"]
         table[row["category"]][1] += 1

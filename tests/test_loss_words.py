@@ -17,7 +17,7 @@ from loratui.cli import main
 def doctor(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     path = tmp_path / "pasted.txt"
     path.write_text(text, encoding="utf-8")
-    main(["doctor", str(path), "--json"])
+    main(["doctor", str(path), "--json", "--no-guess"])  # the rules alone: the word guess is tests/test_word_guess.py
     return json.loads(capsys.readouterr().out)
 
 

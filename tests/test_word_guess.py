@@ -93,3 +93,10 @@ def test_doctor_prints_the_guess_for_a_paste(monkeypatch: pytest.MonkeyPatch,
     out = capsys.readouterr().out
     assert "WARNING oom_at_eval" in out and "a guess: no log line or number here shows it" in out
     assert "check first:" in out
+
+
+def test_no_guess_says_only_what_a_rule_reads(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    paste = tmp_path / "question.txt"
+    paste.write_text(PREDICT + "\n", encoding="utf-8")
+    assert main(["doctor", str(paste), "--no-guess"]) == 0
+    assert "no problems found" in capsys.readouterr().out

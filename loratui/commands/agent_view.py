@@ -132,5 +132,5 @@ def doctor(text: str) -> dict[str, Any]:
     """`loratui doctor -` on pasted training text."""
     from loratui.commands.doctor import diagnose_stream
 
-    items, note = diagnose_stream(io.BytesIO(text.encode("utf-8", "replace")), "pasted text")
+    items, note = diagnose_stream(io.BytesIO(text.encode("utf-8", "replace")), "pasted text", guess=True)
     return {"items": [_item(item) for item in items], "note": note}

@@ -22,6 +22,8 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
     doctor.add_argument("path", help="a run directory, run id, events.jsonl, a text log/traceback file, or - "
                         "(standard input)")
     doctor.add_argument("--json", action="store_true", help="print the advice as a JSON list")
+    doctor.add_argument("--no-guess", action="store_true",
+                        help="only what a rule reads in the text: no word model's guess where none does")
     return doctor
 
 
@@ -32,13 +34,13 @@ def main(args: argparse.Namespace) -> int:
     if args.path == "-":
         if sys.stdin.isatty():  # typed `loratui doctor -`: say what it waits for, where the paste goes
             print("paste the log or traceback, then Ctrl-D on a line of its own (Ctrl-C cancels)", file=sys.stderr)
-        items, note = diagnose_stream(sys.stdin.buffer, "standard input")
+        items, note = diagnose_stream(sys.stdin.buffer, "standard input", guess=not args.no_guess)
         source: Path | str = "-"
     else:
         found = _resolve(Path(args.path), getattr(args, "runs_dir", None), getattr(args, "everywhere", False))
         source = found
         try:
-            items, note = diagnose(found)
+            items, note = diagnose(found, guess=not args.no_guess)
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{found}: cannot read it ({exc})") from None
     if args.json:
@@ -67,8 +69,9 @@ def _resolve(path: Path, runs_dir: Path | None, everywhere: bool = False) -> Pat
         raise UsageError(f"{path}: no such file or directory, and as a run id: {exc}") from None
 
 
-def diagnose(source: Path) -> tuple[list[Any], str]:
-    """The advice for a run directory, an event log or a text file, and a note on what was read."""
+def diagnose(source: Path, guess: bool = False) -> tuple[list[Any], str]:
+    """The advice for a run directory, an event log or a text file, and a note on what was read; `guess`: a text
+    file where no rule finds a problem may get the word model's guess (the CLI's default; off, the rules alone)."""
 
     if source.is_dir():
         log = source / "events.jsonl"
@@ -99,11 +102,12 @@ def diagnose(source: Path) -> tuple[list[Any], str]:
         if found is not None:
             return found
     with open(source, "rb") as handle:
-        return diagnose_stream(handle, str(source))
+        return diagnose_stream(handle, str(source), guess)
 
 
-def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
-    """The advice for training text read from a binary stream, line by line (bounded memory)."""
+def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[list[Any], str]:
+    """The advice for training text read from a binary stream, line by line (bounded memory); `guess` as for
+    `diagnose`."""
     from loratui.errors import UsageError
     from loratui.logic.advisor import Advisor
     from loratui.logic.text_reader import TextReader
@@ -139,7 +143,8 @@ def diagnose_stream(handle: IO[bytes], name: str) -> tuple[list[Any], str]:
     from loratui.logic.fmt import count
 
     items = advisor.items()
-    return _with_guess(items, "\n".join(kept)), f"{count(reader.lines, 'line')} read as training text (no recipe)"
+    items = _with_guess(items, "\n".join(kept)) if guess else items
+    return items, f"{count(reader.lines, 'line')} read as training text (no recipe)"
 
 
 def _with_guess(items: list[Any], text: str) -> list[Any]:
