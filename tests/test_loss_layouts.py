@@ -388,7 +388,9 @@ def test_cannot_negates_and_a_run_told_as_the_reference_is_another_run(text: str
 @pytest.mark.parametrize("text, says", [
     # zai-org/ChatGLM3#738: 5 -> 4 -> 7, told with 至 (to) and 在 (at)
     ("loss一开始从5缓慢往下降，降至4后就不再降低，从step1700开始逐渐上升，最后一直保持在7左右。", "loss_diverging"),
-    ("loss从2.3降到1.5，在1.5附近波动", "loss_flat"),  # fell, then held its level
+    # fell a third, then held a learned level: the curve's usual shape, no standstill (LlamaFactory#987, dev healthy:
+    # `开始loss为1.9，几十个step之后就在1.5附近不再下降`, the maintainer: this dataset's loss is that high)
+    ("loss从2.3降到1.5，在1.5附近波动", "healthy"),
     ("loss从3.2降至1.1", "healthy"),
 ])
 def test_a_chinese_loss_history_told_in_numbers(text: str, says: str) -> None:

@@ -127,3 +127,123 @@ def test_a_preference_loss_elsewhere_says_nothing_of_learning(line: str) -> None
 
 def test_the_doctor_reads_the_dpo_report_as_flat() -> None:
     assert first_id(TRL_DPO) == "loss_flat"
+
+
+# -- the first evaluations' loss unmoved ---------------------------------------------------------------------------
+
+STATIC_EMBEDDING = """Default learning rate: 5e-5
+```python
+{'loss': 5.8561, 'learning_rate': 4e-05, 'epoch': 0.2}
+{'eval_loss': 2.8591532707214355, 'eval_all-nli-dev_cosine_accuracy': 0.7648845686512759, 'epoch': 0.2}
+{'loss': 5.9103, 'learning_rate': 3e-05, 'epoch': 0.4}
+{'eval_loss': 2.8587820529937744, 'eval_all-nli-dev_cosine_accuracy': 0.7645808019441069, 'epoch': 0.4}
+{'loss': 5.7194, 'learning_rate': 2e-05, 'epoch': 0.6}
+{'eval_loss': 2.8585257530212402, 'eval_all-nli-dev_cosine_accuracy': 0.7645808019441069, 'epoch': 0.6}
+{'loss': 5.6334, 'learning_rate': 1e-05, 'epoch': 0.8}
+{'eval_loss': 2.858367443084717, 'eval_all-nli-dev_cosine_accuracy': 0.7645808019441069, 'epoch': 0.8}
+{'loss': 5.4788, 'learning_rate': 0.0, 'epoch': 1.0}
+"""
+"""https://github.com/huggingface/sentence-transformers/issues/2982 (dev): read as healthy before."""
+
+
+def evals(values: list[float], start: float = 0.1, every: float = 0.1, digits: int = 5) -> str:
+    lines = []
+    for i, value in enumerate(values):
+        epoch = round(start + i * every, 2)
+        lines.append(f"{{'loss': {2.5 - 0.01 * i:.4f}, 'learning_rate': 2e-05, 'epoch': {epoch}}}")
+        lines.append(f"{{'eval_loss': {value:.{digits}f}, 'eval_runtime': 3.2, 'epoch': {epoch}}}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("text", [
+    STATIC_EMBEDDING,
+    evals([1.73412, 1.73398, 1.73405, 1.73391, 1.73388]),  # a classifier's head that never trains
+    evals([0.69315, 0.69301, 0.69322, 0.69310], start=0.05, every=0.05),
+    evals([3.21004, 3.20987, 3.20961, 3.20955], start=0.25, every=0.25),
+])
+def test_the_first_evaluations_loss_unmoved_is_a_model_not_learning(text: str) -> None:
+    assert first_id(text) == "loss_flat"
+
+
+@pytest.mark.parametrize("text", [
+    evals([1.7341, 1.7150, 1.6962, 1.6801]),  # falls about 1% an evaluation: learning
+    evals([1.73412, 1.73398, 1.73405, 1.73391], start=2.6),  # late in the run: converged
+    evals([1.73412, 1.73398, 1.73405]),  # three: too few
+    evals([1.73, 1.73, 1.73, 1.73], digits=2),  # printed too short to see a move
+])
+def test_evaluations_that_move_come_late_or_few_say_nothing(text: str) -> None:
+    assert first_id(text) != "loss_flat"
+
+
+def test_a_preference_loss_at_ln2_at_the_start_only_is_where_it_begins() -> None:
+    for line in ("DPO loss stays at 0.693 at the start", "the DPO loss is 0.6931 for the first 20 steps",
+                 "一开始DPO loss一直是0.6931"):
+        said = loss_words.read(line)
+        assert said is None or said.kind != "flat", (line, said)
+
+
+# -- a whole epoch's loss doubling -------------------------------------------------------------------------------
+
+FASTAI = ("fastai version: '1.0.46.dev0'\n\n%time learn.fit_one_cycle(cyc_len=2, max_lr=5e-4, moms=(0.8,0.7), wd=1e-3)\n\n"
+          "Total time: 110:29:25\nepoch\ttrain_loss\tvalid_loss\taccuracy\n1\t2.760716\t2.756633\t0.442434\n"
+          "2\t6.228361\t6.220452\t0.076458\n")
+"""https://github.com/fastai/fastai/issues/1736 (dev): the table was not read (fastai's column names), so healthy."""
+
+
+@pytest.mark.parametrize("text", [
+    FASTAI,
+    "epoch  train_loss  valid_loss  accuracy  time\n0  1.231  1.102  0.61  00:42\n1  3.054  2.981  0.12  00:41\n",
+    "{'loss': 1.21, 'learning_rate': 3e-4, 'epoch': 1.0}\n{'loss': 2.93, 'learning_rate': 3e-4, 'epoch': 2.0}\n",
+    "| epoch | train_loss | valid_loss | error_rate |\n| 0 | 0.52 | 0.48 | 0.13 |\n| 1 | 0.41 | 0.40 | 0.11 |\n"
+    "| 2 | 1.37 | 1.52 | 0.64 |\n",
+])
+def test_a_whole_epochs_loss_doubling_is_divergence(text: str) -> None:
+    assert first_id(text) == "loss_diverging"
+
+
+@pytest.mark.parametrize("text", [
+    "epoch  train_loss  valid_loss  accuracy  time\n0  1.231  1.102  0.61  00:42\n1  0.954  0.981  0.72  00:41\n",
+    "epoch  train_loss  valid_loss  accuracy\n1  1.20  1.10  0.61\n2  1.62  1.31  0.55\n",  # up by a third: not doubled
+    "{'loss': 1.2, 'epoch': 1.0}\n{'loss': 2.4, 'epoch': 2.0}\n",  # a whole multiple: summed over accumulation
+    "{'loss': 0.2, 'epoch': 1.0}\n{'loss': 0.45, 'epoch': 2.0}\n",  # doubled but small
+])
+def test_an_epoch_that_falls_rises_less_or_by_a_whole_multiple_is_no_jump(text: str) -> None:
+    assert first_id(text) != "loss_diverging"
+
+
+def test_fastais_table_reads_as_logs() -> None:
+    from loratui.logic.text_reader.table import text_table
+
+    table = text_table(FASTAI.splitlines())
+    assert table is not None
+    assert table.entries()[:2] == [(2, {"loss": 2.760716, "epoch": 1.0}),
+                                   (2, {"eval_loss": 2.756633, "eval_accuracy": 0.442434, "epoch": 1.0})]
+
+
+# -- a handful of logs, each above the one before ------------------------------------------------------------------
+
+def dicts(losses: list[float], lrs: list[float] | None = None) -> str:
+    lrs = lrs or [2e-4] * len(losses)
+    return "\n".join(f"{{'loss': {loss}, 'grad_norm': 1.0, 'learning_rate': {lr}, 'epoch': {0.01 * (i + 1):.2f}}}"
+                     for i, (loss, lr) in enumerate(zip(losses, lrs))) + "\n"
+
+
+@pytest.mark.parametrize("text", [
+    dicts([1.50, 1.58, 1.71, 1.86, 2.05]),
+    "step 100 | loss 0.812\nstep 200 | loss 0.874\nstep 300 | loss 0.951\nstep 400 | loss 1.043\nstep 500 | loss 1.166\n",
+    "Epoch 1: loss=2.31\nEpoch 2: loss=2.45\nEpoch 3: loss=2.67\nEpoch 4: loss=2.90\nEpoch 5: loss=3.21\n",
+])
+def test_five_logs_each_above_the_last_and_a_third_up_is_a_rise(text: str) -> None:
+    """One order in 120 under noise, a third up: a permutation test over 5 logs cannot reach 1% (orders near it score
+    as high), so the strict order is read as what it is (before: healthy)."""
+    assert first_id(text) == "loss_diverging"
+
+
+@pytest.mark.parametrize("text", [
+    dicts([1.50, 1.55, 1.61, 1.66, 1.72]),  # up 15%: less than a third
+    dicts([1.50, 1.71, 1.86, 2.05]),  # four logs: too few
+    dicts([1.50, 1.58, 1.71, 1.86, 2.05], [1e-5, 2e-5, 3e-5, 4e-5, 5e-5]),  # the learning rate still warming up
+    dicts([1.50, 1.71, 1.58, 1.86, 2.05]),  # out of order once: the permutation test's to judge
+])
+def test_a_smaller_shorter_warming_or_unordered_rise_is_not_this(text: str) -> None:
+    assert first_id(text) != "loss_diverging"

@@ -220,3 +220,46 @@ def test_a_pause_at_each_epochs_start_is_a_wait_not_a_flat_loss() -> None:
     line = "My training gets stuck for about 30 seconds at the beginning of every epoch."
     assert loss_words.read(line) is None and first_id(line) == "data_starved"
     assert loss_words.read("the loss gets stuck for 5000 steps at 4.1").kind == "flat"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("line", [
+    "Training ran at 15-20% of the expected speed and the speed barely changed between H100 and A100",
+    "moving from a V100 to an A100 did not change the s/it at all", "RTX 3090 and 4090 Ti give the same speed",
+])
+def test_the_same_pace_on_a_slow_and_a_fast_card(line: str) -> None:
+    from loratui.logic.advisor.starve_pace import same_pace_said
+
+    assert same_pace_said(line) is not None
+
+
+@pytest.mark.parametrize("line", [
+    "the H100 is 2x faster than the A100", "the loss barely changed between A100 and H100",
+    "the speed is the same whether I use 1 or 2 GPUs",
+])
+def test_a_faster_card_that_is_faster_or_another_quantity_is_no_sign(line: str) -> None:
+    from loratui.logic.advisor.starve_pace import same_pace_said
+
+    assert same_pace_said(line) is None
+
+
+def test_a_loss_said_constantly_zero() -> None:
+    from loratui.logic.advisor import loss_words
+
+    said = loss_words.read("training loss is constantly 0 with QLoRA and gradient checkpointing")
+    assert said is not None and said.kind == "zero"
+
+
+@pytest.mark.parametrize("text", [
+    "The tokenization of the 50GB corpus has been running for two days now",  # a count in words
+    "训练非常慢，一个epoch要10个小时，发现CPU一直是100%，GPU只有20%",  # 100% and 20% beside Chinese (no \b there)
+    "After moving the dataset from the NFS share to a local NVMe the epoch time went from 3 h to 25 min",  # `3 h`
+])
+def test_measures_written_with_words_spaces_or_beside_chinese(text: str) -> None:
+    assert first_id(text) == "data_starved"
+
+
+@pytest.mark.parametrize("line", [
+    "The tokenization finished in two minutes", "CPU一直是50%，GPU只有90%",
+])
+def test_short_or_busy_in_the_same_forms_is_no_sign(line: str) -> None:
+    assert measured(line) is None and said_starved(line, False) is None

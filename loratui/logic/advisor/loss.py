@@ -77,6 +77,8 @@ class LossWatch:
         self.signal: list[tuple[int, bool]] = []  # an objective's own health, one flag a log
         self.rose: Finding | None = None  # the rise found, escalated if NaN follows
         self.changed = False  # a finding already handed out changed (the advisor rebuilds its items)
+        self.evals: list[tuple[int, float, float | None]] = []  # (step, eval loss, epoch) of the first evaluations
+        self.epoch_loss: tuple[float, float, int] | None = None  # (epoch, loss, step) of the last whole-epoch log
 
     def log(self, ctx: Context, e: events.Log) -> list[Finding]:
         """Fold one Trainer log in; findings it completes."""
@@ -107,7 +109,8 @@ class LossWatch:
         found += self._flat(ctx, e.step, loss, values.get("grad_norm"), values.get("epoch"))
         found += self._chance(e.step, loss)
         found += self._collapse(e.step, loss, values.get("grad_norm"))
-        rise = self._rise(e.step, loss) or self._slow_rise(e.step, loss) or \
+        rise = self._epoch_jump(e.step, loss, values.get("epoch")) or self._rise(e.step, loss) or \
+            self._slow_rise(e.step, loss) or \
             self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or self._level_up(e.step) or \
             self._short_rise(e.step) or self._climb_back(e.step)
         if rise is not None and not spike:
@@ -161,14 +164,53 @@ class LossWatch:
         """An evaluation's loss that is not finite (fp16 overflowing in eval, a batch with no labels): a NaN
         the training logs may never show."""
         loss = values.get("eval_loss")
-        if loss is None or _finite(loss):
+        if loss is None:
             return []
+        if _finite(loss):
+            return self._eval_still(step, loss, values.get("epoch"))
         if self.zero_streak and not self.scored:
             # A training loss of exactly 0 from the first log and a NaN eval loss say one thing: no label token
             # is scored (a mean over none is 0/0 in eval). The zero is the finding, not a NaN to chase.
             return []
         return [Finding("nan_loss", step, {"what": "eval_loss", "value": str(loss), "lr": self.lr,
                                            "names": sorted(set(ctx.gpu_names.values()))})]
+
+    def _epoch_jump(self, step: int, loss: float, epoch: float | None) -> Finding | None:
+        """A whole epoch's loss (one log per epoch, fastai's or Keras' summary rows) at twice the epoch's before it,
+        0.5 or more above: an average over a whole epoch has no batch noise to double it, so the weights broke
+        (fastai#1736: train_loss 2.76 -> 6.23 from epoch 1 to 2, the accuracy 0.44 -> 0.08). Not a whole multiple
+        (a loss summed over gradient accumulation steps)."""
+        if epoch is None or epoch != int(epoch) or epoch < 0:
+            return None
+        before, self.epoch_loss = self.epoch_loss, (epoch, loss, step)
+        if before is None or epoch != before[0] + 1 or before[1] <= 0:
+            return None
+        ratio = loss / before[1]
+        if ratio < self.DOUBLE or loss - before[1] < 0.5 or abs(ratio - round(ratio)) <= 0.06 * round(ratio):
+            return None
+        return Finding("loss_diverging", step, {"kind": "epoch_jump", "best": before[1], "now": loss, "lr": self.lr,
+                                                "epoch": epoch, "best_step": before[2]})
+
+    EVAL_N, EVAL_SPREAD, EVAL_EARLY = 4, 1e-3, 0.5
+
+    def _eval_still(self, step: int, loss: float, epoch: float | None) -> list[Finding]:
+        """The first evaluations' loss unmoved: 4 or more, the first within half an epoch of the start, all within
+        0.1% of their median, printed to 4 digits or more. An evaluation scores the same data every time, so it has
+        no sampling noise: a model that learns moves it by more than that between evaluations (sentence-transformers
+        #2982: eval_loss 2.8592, 2.8588, 2.8585, 2.8584 over an epoch at a learning rate too low for the model).
+        Early only: at a schedule's end, with the learning rate near 0, a converged run's evaluations stand still."""
+        if len(self.evals) >= self.EVAL_N or loss <= ZERO or _digits(loss) < 4:
+            return []
+        self.evals.append((step, loss, epoch))
+        first = self.evals[0][2]
+        if len(self.evals) < self.EVAL_N or first is None or first > self.EVAL_EARLY:
+            return []
+        losses = [v for _, v, _ in self.evals]
+        level = series.median(losses)
+        if max(losses) - min(losses) > self.EVAL_SPREAD * level:
+            return []
+        return [Finding("loss_flat", step, {"kind": "eval_unchanged", "mean": level, "spread": max(losses) - min(losses),
+                                            "n": len(losses), "from_epoch": first, "lr": self.lr})]
 
     def _rise_stands(self) -> bool:
         """Whether a rise was found and the loss had not come back down before this NaN."""
@@ -472,6 +514,10 @@ class LossWatch:
                 _scale_shift(segment):
             return None
         p = self._beyond_noise(ys, series.median(ys[-3:]), segment[0])
+        if p == -1.0 and anchor == 0 and all(b > a for a, b in itertools.pairwise(ys)):
+            # every log above the one before from the first: one order in n! (1/120 for 5), which a permutation
+            # test over 5 logs cannot reach at ALPHA (near-orders score as high); a third up, it is no noise
+            p = 1 / math.factorial(len(ys))
         if p == -1.0:
             return None
         return Finding("loss_diverging", step, {

@@ -110,7 +110,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
-         r"(?:exactly\s+|always\s+|just\s+)?"
+         r"(?:(?:exactly|always|just|constantly|consistently|still|permanently)\s+)?"
          r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?!\.?\d|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
 _PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))",
@@ -251,6 +251,10 @@ _AT_LN2 = re.compile(r"(?<![\d.])0\.693\d*")
 """A pairwise preference loss (DPO, a reward model) at ln 2: the chosen and the rejected are scored alike, the
 policy is the reference; said to stay there, nothing is learned (trl#1627: `DPO loss remains 0.6931 from the first
 step`). Any other value of such a loss said to stay says nothing of learning."""
+_START_ONLY = re.compile(r"\b(?:at|in) the (?:very )?(?:start|beginning)\b|\bat first\b|\binitially\b|\bfor the first\b|"
+                         r"\bduring (?:the )?warm-?up\b|一开始|刚开始|开始时", re.I)
+"""Said of the start only (`stays at 0.693 at the start`): where a preference loss begins, not where it stays; `from
+the first step` is since the start, and goes on."""
 _SLOWING = re.compile(
     r"\b(?:is|are)\s+(?:\w+\s+)?(?:becoming|getting|starting to (?:get|become|go|look))\s+(?:\w+\s+)?(?:flat|flatter)\b|"
     r"\b(?:starts?|starting|begins?|beginning)\s+to\s+(?:flatten|plateau|level off|converge|slow)|"
@@ -335,7 +339,7 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
             continue
         supposed = _supposed(sentence[:m.start()]) or \
             (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still") and
-             not (said.kind == "flat" and _AT_LN2.search(scope[:80])))
+             not (said.kind == "flat" and _AT_LN2.search(scope[:80]) and not _START_ONLY.search(sentence)))
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
 

@@ -364,6 +364,15 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
             f"logs from step {facts['from_step']}: a uniform guess over {facts['k']} classes, nothing is learned"
         evidence = quote + ["ln k is the cross-entropy of predicting every one of k classes alike: the outputs do "
                             "not depend on the input (labels, a frozen or detached head, a learning rate far off)"]
+    elif facts["kind"] == "eval_unchanged":
+        title = f"The evaluation loss does not move ({facts['mean']:.4g} ± {facts['spread'] / facts['mean']:.2%} over " \
+            f"{facts['n']} evaluations from epoch {facts['from_epoch']:g}): the model is not learning"
+        evidence = quote + [
+            "an evaluation scores the same data each time, so a model that learns moves its loss by more than that",
+            "check the learning rate first: too low for this model (small or static-embedding models and fresh heads "
+            "often need 10-100x the default), then that the trained parameters are in the optimizer", _CHECK]
+        if facts.get("lr") is not None:
+            evidence.insert(1, f"logged learning_rate {facts['lr']:.3g}")
     elif facts["kind"] == "collapse":
         title, evidence, change = _collapse_advice(facts, r, quote)
     elif facts["kind"] == "said":
@@ -475,6 +484,10 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         evidence = quote + [f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
                             f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
                             f"and the same logs shuffled show as large a change of level {chance}"] + lr
+    elif facts.get("kind") == "epoch_jump":
+        evidence = quote + [f"the loss averaged over epoch {facts['epoch']:g} is {facts['now']:.4g} against "
+                            f"{facts['best']:.4g} over the epoch before: an epoch's average has no batch noise to "
+                            "double it, the weights broke (check the validation loss and accuracy beside it)"] + lr
     elif facts.get("kind") == "climb":
         evidence = quote + [f"the loss fell from {facts['first']:.4g} to {facts['best']:.4g} at step "
                             f"{facts['best_step']}, then rose in each of the {window} logs since, back past where it "

@@ -77,7 +77,7 @@ _GAP_OTHER = re.compile(r"\b(?:memory|mem|VRAM|RAM|CPU|temperature|temp|power|fa
                         r"显存|内存|但|而", re.I)
 """Another quantity named between the GPU's utilisation and the verdict (that quantity is low, not the GPU's), or a
 turn of the sentence (`GPU usage looks normal but the loss stays low`)."""
-_CPU_BUSY = re.compile(r"\b(?:CPU|cores\b|htop\b)[\w\s\-]{0,20}?(?:\b(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
+_CPU_BUSY = re.compile(r"(?<![A-Za-z0-9_])(?:CPU|cores\b|htop\b)[\w\s\-]{0,20}?(?:(?<![\d.])(?:100|9\d)\s*%|\bmax(?:ed)? out|\bfully (?:used|loaded)|\bbottleneck)|"
                        r"CPU[\w\s]{0,10}(?:占满|满载|瓶颈)", re.I)
 _CPU_SLOW = re.compile(r"\bCPU\b[^.!?\n]{0,20}?\b(?:is|are|seems?|being)?\s*(?:too |very |so |the )?(?:slow|bottleneck\w*|"
                        r"(?:fully |100% )?(?:busy|saturated|maxed))\b", re.I)
@@ -85,7 +85,8 @@ _GPU_FAST = re.compile(r"\bGPUs?\b[^.!?\n]{0,12}?\b(?:is |are )?(?:fast|quick|wa
                        r"\b(?:data ?loader|num_workers|workers?|preprocess\w*|augment\w*|decod\w*)\b", re.I)
 """`gpu is fast ,but the cpu is slow`: the CPU that prepares batches is the limit (a GPU word or a loader word beside
 it says the CPU is feeding training, not running it)."""
-_GPU_IDLE = re.compile(r"\bGPUs?\b[\w\s\-]{0,20}?\b(?:idle|idling|wait(?:s|ing)?|(?:is |are |at |only )?(?:[0-9]|[12]\d)\s*%)|"
+_GPU_IDLE = re.compile(r"\bGPUs?(?![A-Za-z])[\w\s\-]{0,20}?(?:\b(?:idle|idling|wait(?:s|ing)?)|(?:\b(?:is |are |at |only ))?"
+                       r"(?<![\d.])(?:[0-9]|[12]\d)\s*%)|"
                        r"GPU[\w\s]{0,10}(?:空闲|闲置)", re.I)
 _SHARE = (r"(?:most|the (?:majority|bulk)|(?:over |more than |about |~)?(?:2[5-9]|[3-9]\d|100)\s*%|half|"
           r"(?:two|three) (?:thirds|quarters))(?: of)?(?: the)?(?: \w+)? (?:time|step|iteration|run|wall[- ]?(?:clock|time))")
@@ -376,7 +377,7 @@ def _clause_low(clause: str) -> int | None:
     return min(numbers) if numbers else None
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|(h|s|min)\b)", re.I)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|\s*(h|s|min)\b)", re.I)
 _SECONDS = {"h": 3600, "m": 60, "s": 1}
 
 

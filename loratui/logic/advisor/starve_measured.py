@@ -32,13 +32,16 @@ _DENIED = re.compile(r"\b(?:not|never|no longer|only|just|fast|quick\w*|fine)\b|
 """`does not take 10 minutes`, `only takes 5 minutes`, `只需要20分钟`, `is fast`: no complaint."""
 
 _DURATION = re.compile(
-    r"(?P<n>\d+(?:\.\d+)?|half an?|an?|a few|several|couple of|[一二两三四五六七八九十几]+)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
+    r"(?P<n>\d+(?:\.\d+)?|half an?|an?|a few|several|couple of|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"twelve|twenty|[一二两三四五六七八九十几]+)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
     r"(?:个)?(?:多)?(?P<unit>days?|hours?|hrs?|h|minutes?|mins?|min|seconds?|secs?|sec|s|天|小时|分钟|分|秒)"
     r"(?![A-Za-z0-9_/])|半(?:个)?小时",
     re.I)
 _UNIT_S = {"d": 86400, "天": 86400, "h": 3600, "小": 3600, "m": 60, "分": 60, "s": 1, "秒": 1}
 _HAN = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "几": 3}
-_WORD_N = {"half a": 0.5, "half an": 0.5, "a": 1, "an": 1, "a few": 3, "several": 3, "couple of": 2}
+_WORD_N = {"half a": 0.5, "half an": 0.5, "a": 1, "an": 1, "a few": 3, "several": 3, "couple of": 2, "one": 1, "two": 2,
+           "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12,
+           "twenty": 20}
 PREP_S = 300
 """Preparing a dataset for five minutes or more, every run, before one step: a person reports it because it is."""
 
@@ -131,7 +134,8 @@ def _waits(clause: str) -> bool:
     return bool(seconds) and max(seconds) >= WAIT_S
 
 
-_COUNTED = re.compile(r"\d|[几半个一二两三四五六七八九十]|\b(?:single|hundreds|thousands|dozens|tens|few|several|half|an?)\b",
+_COUNTED = re.compile(r"\d|[几半个一二两三四五六七八九十]|\b(?:single|hundreds|thousands|dozens|tens|few|several|half|an?|one|two|"
+                      r"three|four|five|six|seven|eight|nine|ten|twelve|twenty)\b",
                       re.I)
 """A number in the clause, in figures or words: the cheap test before the measures."""
 

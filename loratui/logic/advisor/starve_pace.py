@@ -1,6 +1,6 @@
-"""The step's pace that does not follow the model's size: a bigger model (more layers, more parameters, the same
-inputs) takes more GPU time per step, so when a small and a big model take the same time per step something else
-sets the pace: the loader. Read from a person's words (`switching from 7B to 13B doesn't change the speed`,
+"""The step's pace that does not follow the model's size or the GPU: a bigger model (more layers, more parameters,
+the same inputs) takes more GPU time per step and a faster card less, so when a small and a big model, or a slow and
+a fast card, take the same time per step something else sets the pace: the loader. Read from a person's words (`switching from 7B to 13B doesn't change the speed`,
 `ResNet-50 and ResNet-101 both run at 0.88 s/iter`, `换成 1.5B 和 7B 速度差不多`) and from a pasted benchmark table
 whose rows differ only in the model's size and show the same time (mmpose#23). Pure: lines in, facts out."""
 
@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 _SIZED = re.compile(r"(?<![A-Za-z0-9_.])(?:\d+(?:\.\d+)?\s*[BM](?![A-Za-z0-9_])|(?:res(?:net)?|vit|bert|gpt2?|llama|qwen\w*|t5|swin|"
                     r"efficientnet|hrnet)[-_ ]?(?:w)?\d+[a-z]?\b|(?:tiny|small|base|large|xl|xxl|huge)\b)", re.I)
 """A model named with its size: `7B`, `350M`, `ResNet-101`, `hrnet_w48`, `bert-base`, `large`."""
+_GPU_MODEL = re.compile(r"(?<![A-Za-z0-9])(?:[AHVLT]\d{2,4}|RTX ?\d{4}(?: ?Ti)?|GTX ?\d{3,4}|MI\d{3}X?|\d{4} ?Ti)(?![A-Za-z0-9])",
+                        re.I)
+"""A GPU by model: a faster card that gives the same pace says the GPU is not what sets it."""
 _BIGGER = re.compile(r"\b(?:bigger|larger|smaller|deeper|shallower|heavier|lighter)\s+(?:model|backbone|network|net)s?\b|"
                      r"(?:更大|更小|大一点|小一点)的?(?:模型|backbone|网络)", re.I)
 _SAME_PACE = re.compile(
@@ -23,6 +26,8 @@ _SAME_PACE = re.compile(
     r"(?:the\s+)?(?:speed|s/it|it/s|step time|throughput|pace|training time)|"
     r"\bjust as (?:slow(?:ly)?|fast)\b|\bboth\s+(?:run|take|train|are|go)\s+(?:at\s+)?(?:about\s+|~)?\d+(?:\.\d+)?\s*"
     r"(?:s/it|it/s|s/iter|s\b|sec)|"
+    r"\b(?:speed|s/it|it/s|s/iter|throughput|pace|step time|training time)\b[^.!?\n]{0,40}?\b(?:barely|hardly|"
+    r"did(?:n't| not)|does(?:n't| not)|not)\s+(?:\w+\s+)?(?:chang\w*|improv\w*|differ\w*)|"
     r"速度(?:也|都|基本|几乎)*(?:一样|没变|没有变化|差不多|相同|不变)|(?:一样|差不多)的?速度", re.I)
 """The pace said to be the same (`the same s/it`, `the speed is the same`, `doesn't change the speed`, `both run at
 0.88 s/iter`, `速度差不多`)."""
@@ -34,7 +39,8 @@ def same_pace_said(line: str) -> dict[str, object] | None:
         return None
     for sentence in re.split(r"(?<!\d)[.!?](?!\d)|[。！？\n]", line):
         sizes = {m.group(0).lower().replace(" ", "") for m in _SIZED.finditer(sentence)}
-        if (len(sizes) >= 2 or _BIGGER.search(sentence)) and _SAME_PACE.search(sentence):
+        cards = {m.group(0).upper().replace(" ", "") for m in _GPU_MODEL.finditer(sentence)}
+        if (len(sizes) >= 2 or len(cards) >= 2 or _BIGGER.search(sentence)) and _SAME_PACE.search(sentence):
             return {"said": "loader", "quote": line.strip()[:300]}
     return None
 

@@ -19,7 +19,8 @@ _PROGRESS = re.compile(r"\[\s*(\d+)/(\d+)[^\]\n]*?Epoch\s+([\d.]+)/(\d+)\s*\]")
 _TRAIN_OUTPUT = re.compile(r"TrainOutput\(global_step=(\d+),\s*training_loss=([^,]+),\s*metrics=(\{[^}]*\})")
 _SPLIT = re.compile(r"\t|\s{2,}|\s*\|\s*")
 NAMES = {"step": "step", "epoch": "epoch", "training loss": "loss", "validation loss": "eval_loss",
-         "learning rate": "learning_rate", "grad norm": "grad_norm"}
+         "learning rate": "learning_rate", "grad norm": "grad_norm", "train_loss": "loss", "valid_loss": "eval_loss"}
+"""The Trainer's columns, and fastai's (`epoch train_loss valid_loss accuracy time`)."""
 
 
 @dataclass
@@ -33,7 +34,8 @@ class Table:
 
     def entries(self) -> list[tuple[int, dict[str, float]]]:
         """(step, values) a row: the train values, then the eval values as an entry of their own."""
-        keys = [_key(name, "validation loss" in (h.lower() for h in self.header)) for name in self.header]
+        keys = [_key(name, any(h.lower() in ("validation loss", "valid_loss") for h in self.header))
+                for name in self.header]
         out: list[tuple[int, dict[str, float]]] = []
         for row in self.rows:
             cells = {k: v.number(c) for k, c in zip(keys, row)}
@@ -55,9 +57,13 @@ class Table:
         step = cells.get("step")
         if step is None:
             epoch = cells.get("epoch")
-            if epoch is None or not self.steps or not self.epochs:
+            if epoch is None:
                 return None
-            step = epoch * self.steps / self.epochs
+            # with no progress line (fastai's table), a row per whole epoch is its own step: epoch summaries
+            step = epoch * self.steps / self.epochs if self.steps and self.epochs else \
+                epoch + 1 if epoch == int(epoch) else None
+            if step is None:
+                return None
         return round(step) if 0 <= step < 1e12 else None  # NaN and inf fail both tests
 
 
@@ -167,7 +173,8 @@ def train_output(text: str) -> tuple[int, dict[str, float]] | None:
 
 def _is_header(cells: list[str]) -> bool:
     lowered = [c.lower() for c in cells]
-    return len(cells) >= 2 and lowered[0] in ("step", "epoch") and "training loss" in lowered
+    return len(cells) >= 2 and lowered[0] in ("step", "epoch") and ("training loss" in lowered or
+                                                                     "train_loss" in lowered)
 
 
 def _progress(table: Table, text: str) -> None:
