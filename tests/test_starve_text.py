@@ -338,7 +338,9 @@ def test_store_get_error_in_a_barrier_while_tokenising() -> None:
             "store by key '0', but store->get('0') got error\n")
     items = items_for(text)
     assert items[0].id == "nccl_timeout" and "preprocessing the dataset" in items[0].title
-    assert "failed" in items[0].title  # the cut message says no timeout: it is not claimed
+    # the cut message says no timeout, but the bar it follows had run 30:11, past the 1800 s default
+    # (advisor/prep_timeout.py reads the timeout from that bar and says how long the bar needs)
+    assert "failed" in items[0].title or "the bar needs about" in items[0].title
 
 
 # -- a training bar that slows down for good -------------------------------------------------------------
