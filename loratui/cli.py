@@ -310,20 +310,23 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print(f"no runs in {rundir.where(args.runs_dir, args.everywhere)}")
         return EXIT_OK
     jobs = any("slurm" in r for r in rows)
-    width = max([3] + [len(inert(r["run"])) for r in rows])  # as wide as the longest id: 80 columns hold a row
-    lines = []
+    columns = terminal_width(sys.stdout)
+    cells = []
     for r in rows:
         # A finished run took all its steps: its total is known at the end (as the views' full bar says).
         total = r["max_steps"] or (r["step"] if r["state"] == events.FINISHED else "?")
         step = f"{r['step']}/{total}" if total != 0 else "0 steps"  # finished with none: "0/0" reads as nothing
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
-        lines.append((f"{inert(r['run']):<{width}} {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} "
-                      f"{peak:>10}" + (_job_columns(r.get("slurm")) if jobs else ""),
+        cells.append((inert(r["run"]), f" {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"
+                      + (_job_columns(r.get("slurm")) if jobs else ""),
                       inert(str(Path(r["path"]).parent)) if len(places) > 1 else ""))  # runs from several places
+    width = _run_column(cells, columns)
+    lines = [(f"{run}\n{'':<{width}}{rest}" if len(run) > width else f"{run:<{width}}{rest}", place)
+             for run, rest, place in cells]
     # On a terminal too narrow for the WHERE column, each place goes on a line of its own under its run: the
     # terminal's wrap cut the path in two, back at column 0.
-    columns = terminal_width(sys.stdout)
-    below = bool(columns) and any(len(f"{row}  {place}") >= columns for row, place in lines if place)
+    below = bool(columns) and any(len(f"{row}  {place}".rsplit("\n", 1)[-1]) >= columns for row, place in lines
+                                  if place)
     print(f"{'RUN':<{width}} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
           + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else "")
           + ("  WHERE" if len(places) > 1 and not below else ""))
@@ -332,6 +335,17 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if any(r["state"].endswith("*") for r in rows):
         print("* its supervisor died; the trainer goes on and obeys loratui pause/resume/stop")
     return EXIT_OK
+
+
+def _run_column(cells: list[tuple[str, str, str]], columns: int) -> int:
+    """The RUN column's width: the longest id, but on a terminal only the longest whose row fits it. A longer id
+    (a long script's name) goes whole on a line of its own, its figures under it: one such id made every row wider
+    than 80 columns, and the terminal broke each in two (piped, every row stays one line for scripts)."""
+    width = max([3] + [len(run) for run, _, _ in cells])
+    if columns:
+        fits = [len(run) for run, rest, _ in cells if len(run) + len(rest) < columns]
+        width = max([3, *fits]) if fits else width
+    return width
 
 
 def _add_slurm_jobs(rows: list[dict[str, Any]]) -> None:

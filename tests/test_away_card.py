@@ -62,6 +62,7 @@ async def test_attach_opens_on_what_happened_since_the_user_last_looked(tmp_path
     assert card is not None and card.startswith("While you were away")
     assert "guard: OOM at step 1500" in card and "step 3000" in card and "loss not finite" in card
     assert "ended finished" in card and "paused" not in card  # the pause was seen before
+    assert f"loratui report {run.run_id} writes it down" in card  # said `loratui report RUN`: typed, RUN is no run
     assert userstate.last_viewed(run.path) == events_t(run)  # now seen up to the end
     assert await _card(run) is None  # nothing new since: no card the second time
 

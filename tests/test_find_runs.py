@@ -172,3 +172,24 @@ def test_import_says_the_next_step_and_the_commands_it_names_work(home: Path, mo
     assert main(["replay", run_id, "--summary"]) == 0
     assert json.loads(capsys.readouterr().out)["last_loss"] == pytest.approx(1.1)
     assert main(["doctor", run_id]) == 0
+
+
+def test_a_long_run_id_keeps_every_ls_row_inside_an_80_column_terminal(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The trial at 80x24: one run of a long script's name (`finetune_llama3_8b_..._v2.py`) made the RUN column 75
+    wide, so every row took 120 columns and the terminal broke each one in two. On a terminal an id too long for
+    the line now goes whole on a line of its own, its figures under it; the others keep one line each."""
+    from tests.test_error_wrap import _on_terminal
+
+    short = _start_one(home, capsys)
+    log = home / "proj" / "t.log"
+    log.write_text(LOG)
+    assert main(["import", str(log), "--name", "finetune_llama3_8b_instruct_with_qlora_on_alpaca_cleaned_v2"]) == 0
+    long_id = capsys.readouterr().out.strip().splitlines()[-1]
+    shown = _on_terminal(["ls"], 80, home).splitlines()
+    assert all(len(line) < 80 for line in shown if line != long_id), shown
+    assert long_id in shown and shown[shown.index(long_id) + 1].split()[:2] == ["finished", "5/5"], shown
+    assert any(line.startswith(short) and "finished" in line for line in shown), shown
+    assert main(["ls"]) == 0  # piped: one row a run, whatever its width (scripts read it)
+    piped = capsys.readouterr().out.splitlines()
+    assert any(line.startswith(long_id) and "finished" in line for line in piped), piped

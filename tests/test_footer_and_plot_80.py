@@ -45,6 +45,7 @@ async def test_the_footer_with_an_appliable_advice_is_readable_at_80_columns() -
         assert app.check_action("apply_advice", ())  # `A` is offered: the a/A group shows
         line = _footer(app)
         assert "aA advice ? help" in line, line  # was `aA advice? help`
+        assert " lr aA advice" in line, line  # was `t lr  aA advice`: Textual pads a compact group on its left too
 
 
 async def test_the_replay_footer_fits_80_columns_with_g_and_g() -> None:

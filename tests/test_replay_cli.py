@@ -102,3 +102,18 @@ def test_compare_names_two_runs_of_one_name_a_and_b_with_ids(tmp_path: Path) -> 
     state, title = compare_runs(a, b)
     assert state.name == "B same (20270102-000000-same)"
     assert title == "A same (20270101-000000-same) · B same (20270102-000000-same)"
+
+
+def test_without_a_terminal_replay_prints_progress_as_attach_does(tmp_path: Path) -> None:
+    """The trial: `loratui replay RUN` with its output to a file (or under a script) started the app anyway: it
+    wrote the screen's escape codes into the file and never ended. Without a terminal it now prints the
+    headless lines, as `run` and `attach` do."""
+    path = _recorded(tmp_path, "piped", scenarios.run(20))
+    import subprocess
+
+    try:
+        result = loratui("replay", str(path), timeout=120, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"replay without a terminal did not end: {str(exc.output)[:300]!r}") from None
+    assert result.returncode == 0, result.stderr
+    assert "\x1b[" not in result.stdout and "step 20" in result.stdout, result.stdout[:500]

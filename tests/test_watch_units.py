@@ -254,3 +254,17 @@ def test_a_step_counted_within_its_epoch_gives_the_runs_step(lines: tuple[str, .
     found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
     assert [e.step for e in found if isinstance(e, events.Log)] == [10, 20, 40]
     assert [e.max_steps for e in found if isinstance(e, events.TrainBegin)] == [90]
+
+
+def test_a_printed_epoch_is_the_steps_epoch() -> None:
+    """A loop printing HF-style dicts with their epoch: the status bar read `ep --` for the whole run."""
+    lines = [f"{{'loss': {2 - i / 10}, 'learning_rate': 1e-4, 'epoch': {i / 4}}}" for i in range(1, 5)]
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert [(e.step, e.epoch) for e in found if isinstance(e, events.Step)] == [(1, .25), (2, .5), (3, .75), (4, 1)]
+
+
+def test_a_bar_step_carries_the_last_printed_epoch() -> None:
+    watcher = OutputWatcher(clock=lambda: 1.0)
+    found = _feed(watcher, BAR.format(pct=10, n=4, total=40, loss="2.5"), "{'loss': 2.4, 'epoch': 0.1}",
+                  BAR.format(pct=20, n=8, total=40, loss="2.1"))
+    assert [(e.step, e.epoch) for e in found if isinstance(e, events.Step)] == [(4, 0.0), (8, 0.1)]

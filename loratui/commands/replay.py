@@ -52,7 +52,9 @@ def main(args: argparse.Namespace) -> int:
         return _print_summary(opened, args.compare, args.runs_dir, everywhere)
     if args.from_step is not None:
         _check_from(args.from_step, opened)
-    if args.headless:
+    # Without a terminal (output to a file, a script) the app wrote its escape codes there and never ended:
+    # the progress lines instead, as `run` and `attach` print them.
+    if args.headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         return _print_headless(opened, args.from_step)
     return _run_app(opened, args)
 

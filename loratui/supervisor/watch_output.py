@@ -8,6 +8,7 @@ took where no bar printed a rate, and Steps for `step N loss X` lines printed wi
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -26,6 +27,7 @@ class OutputWatcher:
         self.reader = TextReader()
         self.began = False
         self.step = 0
+        self.epoch = 0.0  # the last epoch a printed record named (`'epoch': 0.5`): 0 where none did
         self._last_t: float | None = None
 
     def feed(self, line: str) -> list[events.AnyEvent]:
@@ -44,6 +46,7 @@ class OutputWatcher:
             if isinstance(event, events.Step):
                 out += self._step(event.step, event.step_time, now)
             elif isinstance(event, events.Log):
+                self._note_epoch(event.values.get("epoch"))
                 if not self.reader.bar_total and event.step > self.step:
                     out += self._step(event.step, 0.0, now)  # no bar: the printed step is the step
                 if self.began:
@@ -56,7 +59,13 @@ class OutputWatcher:
         if not step_time and self._last_t is not None:  # no rate printed: the time between readings
             step_time = (now - self._last_t) / (step - self.step)
         self.step, self._last_t = step, now
-        return self._begin(now) + [events.Step(t=now, step=step, epoch=0.0, step_time=step_time)]
+        return self._begin(now) + [events.Step(t=now, step=step, epoch=self.epoch, step_time=step_time)]
+
+    def _note_epoch(self, epoch: float | None) -> None:
+        """Keep a record's epoch for the Steps that follow (the status bar said `ep --` for a loop printing
+        `{'loss': ..., 'epoch': 0.5}`); a bar's Step comes before the record, so it carries the previous one."""
+        if epoch is not None and math.isfinite(epoch) and 0 <= epoch < 1e6:
+            self.epoch = float(epoch)
 
     def _begin(self, now: float) -> list[events.AnyEvent]:
         if self.began:

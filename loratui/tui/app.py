@@ -224,7 +224,7 @@ class LoratuiApp(App[str]):
             return
         seen = [m for m in self._story.since(self.away.since) if m.t < self._opened]
         if seen:
-            self.push_screen(TextScreen(away_card(seen, self.away.since)))
+            self.push_screen(TextScreen(away_card(seen, self.away.since, self.run_state.run_id)))
 
     @on(StateReplaced)
     def _replace(self, message: StateReplaced) -> None:
@@ -507,13 +507,15 @@ class AwayTracking:
     shown: bool = False
 
 
-def away_card(moments: list[Any], since: float) -> str:
-    """The "while you were away" card: each moment of note with its time and step."""
+def away_card(moments: list[Any], since: float, run_id: str = "") -> str:
+    """The "while you were away" card: each moment of note with its time and step, then the command that writes
+    it down, with the run's id (a literal `RUN` was typed as a run name)."""
     lines = [f"While you were away (since {time.strftime('%a %H:%M', time.localtime(since))}):", ""]
     for m in moments:
         mark = {"error": "!! ", "warning": "!  "}.get(m.level, "   ")
         lines.append(f"{mark}{time.strftime('%H:%M', time.localtime(m.t))}  step {m.step:<6} {inert(m.text)[:160]}")
-    return "\n".join(lines + ["", "escape or enter closes this card; loratui report RUN writes it down"])
+    report = f"loratui report {inert(run_id, newlines=False) or 'RUN'}"
+    return "\n".join(lines + ["", f"escape or enter closes this card; {report} writes it down"])
 
 
 def live_app(run: RunDir, actions: RunActions | None, attached: bool = False) -> LoratuiApp:

@@ -70,7 +70,7 @@ class VramPane(Widget):
             return Text("")
         gpu = _primary(state)
         if gpu_none(state):
-            return _none_line(state)
+            return _none_line(state, width)
         if gpu is None:
             reason = inert(state.gpu_reason, newlines=False) or "waiting for the first sample"
             # the pane is two lines high without a GPU (app.tcss -nogpu): torch and estimate share the second
@@ -124,12 +124,17 @@ def gpu_none(state: RunState) -> bool:
     return not state.gpus and state.gpu_available is False and state.torch_allocated is None
 
 
-def _none_line(state: RunState) -> Text:
-    """The folded panes' one line: that there is no GPU and why, then the estimate; cut at the pane's edge."""
+def _none_line(state: RunState, width: int) -> Text:
+    """The folded panes' one line: that there is no GPU and why, then the estimate. On a CPU run the NVML
+    reason comes last and only whole where it fits: cut at 80 columns it read "... · NVML cannot", an alarm."""
     reason = inert(state.gpu_reason, newlines=False)
-    parts = ["GPU: none (CPU run)", _estimate_line(state), reason] if state.device == "cpu" else \
-        [f"GPU: none ({reason or 'none found'})", _estimate_line(state)]
-    return Text(" · ".join(p for p in parts if p), style="dim", no_wrap=True, overflow="ellipsis")
+    if state.device == "cpu":
+        line = " · ".join(p for p in ["GPU: none (CPU run)", _estimate_line(state)] if p)
+        if reason and len(line) + 3 + len(reason) <= width:
+            line += " · " + reason
+    else:
+        line = " · ".join(p for p in [f"GPU: none ({reason or 'none found'})", _estimate_line(state)] if p)
+    return Text(line, style="dim", no_wrap=True, overflow="ellipsis")
 
 
 def _primary(state: RunState):  # type: ignore[no-untyped-def]
