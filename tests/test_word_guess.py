@@ -100,3 +100,19 @@ def test_no_guess_says_only_what_a_rule_reads(capsys: pytest.CaptureFixture[str]
     paste.write_text(PREDICT + "\n", encoding="utf-8")
     assert main(["doctor", str(paste), "--no-guess"]) == 0
     assert "no problems found" in capsys.readouterr().out
+
+
+def test_a_healthy_keras_log_gets_no_guess(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Found in the session's tmux trial: a falling Keras log read as `loss that does not move` by its words. A text
+    with its own loss series is judged by the numbers, which outrank words."""
+    lines = []
+    for epoch, (loss, val) in enumerate([(0.6931, 0.68), (0.52, 0.55), (0.39, 0.47)], start=1):
+        lines += [f"Epoch {epoch}/3", (f"500/500 [==============================] - 12s 24ms/step - loss: {loss:.4f} - "
+                  f"val_loss: {val:.4f}")]
+    log = tmp_path / "keras.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    from loratui.logic.word_guess import guess
+
+    assert guess(load(), log.read_text(encoding="utf-8")) is not None  # the words alone would raise it
+    assert main(["doctor", str(log)]) == 0
+    assert "a guess" not in capsys.readouterr().out

@@ -143,7 +143,10 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     from loratui.logic.fmt import count
 
     items = advisor.items()
-    items = _with_guess(items, "\n".join(kept)) if guess else items
+    # a text that prints its own training logs (a loss series, a loss table) was judged by its numbers, which
+    # outrank words (advisor/rank.py's ladder): the guess is for prose and tracebacks where no rule spoke
+    series = logged or tables.found is not None
+    items = _with_guess(items, "\n".join(kept)) if guess and not series else items
     return items, f"{count(reader.lines, 'line')} read as training text (no recipe)"
 
 
