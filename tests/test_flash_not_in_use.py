@@ -11,14 +11,8 @@ import pytest
 from loratui.commands.doctor import diagnose_stream
 
 
-def rules(items: list) -> list:
-    """The rules' items, less the word model's guess (doctor's fallback where no rule finds a problem): these tests
-    are about what the rules read."""
-    return [item for item in items if "(a guess:" not in item.title]
-
-
 def first_id(text: str) -> str:
-    items = rules(diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0])
+    items = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0]
     return items[0].id if items else ""
 
 
