@@ -40,6 +40,12 @@ def pause_words(gpu: bool) -> tuple[str, str]:
     return (PAUSE_REASON, PAUSE_NOTE) if gpu else (CPU_PAUSE_REASON, CPU_PAUSE_NOTE)
 
 
+def suspend_reason(gpu: bool) -> str:
+    """A suspended run's reason, recorded: replay shows it too, where `r` does nothing; `loratui resume` works
+    wherever it is read (the live app's `r` does too, and its footer says so)."""
+    return f"checkpoint written, {'GPU' if gpu else 'memory'} freed; `loratui resume` continues"
+
+
 def header_has_gpu(run: RunDir) -> bool:
     """Whether the run's header found GPUs (its `gpu_totals`), for the keeper: the supervisor that probed is gone."""
     try:

@@ -147,8 +147,7 @@ class Supervisor:
                 return events.SUSPENDED  # no end: the requeued job goes on with this run
             if code == SUSPEND_EXIT and not self.stop_requested and suspended:
                 self.suspend_requested = False
-                freed = "GPU freed" if self.probe is not None else "memory freed"
-                self._set_state(events.SUSPENDED, f"checkpoint written, {freed}; resume with `r`")
+                self._set_state(events.SUSPENDED, watched.suspend_reason(self.probe is not None))
                 self._resume.wait()
                 self._resume.clear()
                 if self.stop_requested:
