@@ -98,3 +98,16 @@ def test_a_cpu_run_holds_its_memory_not_a_gpus() -> None:
     assert all("GPU" not in text and "memory stays held" in text for text in cpu), cpu
     assert gpu == (PAUSE_REASON, PAUSE_NOTE) and all("GPU memory stays held" in text for text in gpu)
     assert max(len(cpu[0]), len(gpu[0])) <= 80
+
+
+def test_the_keeper_reads_the_machine_from_the_runs_header(tmp_path: Path) -> None:
+    """The keeper pauses for a dead supervisor, whose GPU probe is gone: the header it wrote says what was found."""
+    from loratui.supervisor.command import header_has_gpu
+
+    run = RunDir(tmp_path / "20270115-093000-train")
+    run.path.mkdir()
+    assert not header_has_gpu(run)  # no log yet
+    for totals, expected in (([], False), ([80 << 30], True)):
+        run.events.write_bytes(events.encode(events.Header(t=1.0, schema=1, run_id="r", recipe_hash="h",
+                                                           gpu_totals=totals)))
+        assert header_has_gpu(run) is expected
