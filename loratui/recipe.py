@@ -8,6 +8,7 @@ plus `[data]` and `[monitor]` of our own. Pure logic: no torch, no transformers,
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import tomllib
@@ -260,7 +261,7 @@ def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | 
     try:
         recipe = msgspec.convert(raw, Recipe)
     except msgspec.ValidationError as exc:
-        raise RecipeError(_explain_validation(path, text, str(exc))) from None
+        raise RecipeError(_explain_validation(path, text, str(exc), raw)) from None
     recipe = with_overrides(recipe, model_path, max_steps)
     problem = check_combinations(recipe, require_model)
     if problem:
@@ -495,8 +496,8 @@ _PATH_RE = re.compile(r"at `\$\.?([^`]*)`")
 _UNKNOWN_RE = re.compile(r"unknown field `([^`]+)`")
 
 
-def _explain_validation(path: Path, text: str, message: str) -> str:
-    """Turn msgspec's message into ours: the dotted key, its line, and what to do."""
+def _explain_validation(path: Path, text: str, message: str, raw: Any = None) -> str:
+    """Turn msgspec's message into ours: the dotted key, its line, its value, and what to do."""
     at = _PATH_RE.search(message)
     container = at.group(1) if at else ""
     unknown = _UNKNOWN_RE.search(message)
@@ -508,7 +509,46 @@ def _explain_validation(path: Path, text: str, message: str) -> str:
     allowed = _allowed_values(container)
     if allowed:
         detail += f"; use one of: {allowed}"
-    return f"{where(path, text, container)}: key `{container}`: {detail}"
+    else:
+        detail += _type_advice(message, container, raw)
+    key = re.sub(r"\[\d+\]", "", container)  # `lora.target_modules[0]`'s line is target_modules'
+    return f"{where(path, text, key)}: key `{container}`: {detail}"
+
+
+_EXPECTED_RE = re.compile(r"Expected `([^`]+)`")
+_WRITE = {"float": "write a number, without quotes", "int": "write a whole number, without quotes",
+          "bool": "write true or false, without quotes", "str": "write text in double quotes",
+          "array": "write a list in brackets", "str | array": "write text in double quotes, or a list of them"}
+
+
+def _type_advice(message: str, dotted_key: str, raw: Any) -> str:
+    """' (it is "fast"); write a number, without quotes, e.g. `learning_rate = 0.0002` (the default)' for a value of
+    the wrong type: msgspec names the types only, which leaves the reader to guess what to write."""
+    expected = _EXPECTED_RE.search(message)
+    write = _WRITE.get(expected.group(1)) if expected else None
+    if write is None:
+        return ""
+    value: Any = raw
+    for part in re.findall(r"[^.\[\]]+", dotted_key):
+        value = value[int(part)] if isinstance(value, list) and part.isdigit() else \
+            value.get(part) if isinstance(value, dict) else None
+    said = f" (it is {_toml(value)})" if value is not None else ""
+    section, _, key = dotted_key.partition(".")
+    struct = _SECTION_TYPES.get(section)
+    default = getattr(struct(), key, None) if struct is not None and key in struct.__struct_fields__ else None
+    example = f", e.g. `{key} = {_toml(default)}` (the default)" if default not in (None, "", [], ()) else ""
+    return f"{said}; {write}{example}"
+
+
+def _toml(value: Any) -> str:
+    """A value as TOML writes it (`true`, `"fast"`, `["q_proj"]`), for messages."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
 
 
 def _allowed_values(dotted_key: str) -> str:

@@ -30,3 +30,24 @@ def test_a_log_whose_lines_are_dicts_is_still_a_log(tmp_path: Path, capsys: pyte
     log.write_text("{'loss': 1.0, 'grad_norm': 1.0, 'learning_rate': 2e-4,\n 'epoch': 0.1}\n"
                    "{'loss': 0.9, 'grad_norm': 1.0, 'learning_rate': 2e-4, 'epoch': 0.2}\n")
     assert main(["import", str(log), "--runs-dir", str(tmp_path / "runs")]) == 0
+
+
+@pytest.mark.parametrize("text", ['{"loss": 1\n', '{"loss": 1.5, "step": 1\n\n{"loss": 1.4, "st\n'])
+def test_a_log_of_broken_json_lines_only_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     text: str) -> None:
+    """A tmux trial: a file whose only line is a broken `{"loss": 1` was imported (exit 0, a run of one step read
+    from the broken line). No line of it is a record: one message naming the file and line, exit 2, no run."""
+    log = tmp_path / "trainer_log.jsonl"
+    log.write_text(text)
+    assert main(["import", str(log), "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{log}:1:" in err and "JSON" in err and "fix" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_json_log_cut_in_its_last_line_keeps_its_good_lines(tmp_path: Path) -> None:
+    """The counterpart: a trainer_log.jsonl whose last line was cut by a kill is still imported."""
+    log = tmp_path / "trainer_log.jsonl"
+    log.write_text('{"current_steps": 1, "total_steps": 4, "loss": 2.0}\n'
+                   '{"current_steps": 2, "total_steps": 4, "loss": 1.9}\n{"current_steps": 3, "total_st')
+    assert main(["import", str(log), "--runs-dir", str(tmp_path / "runs")]) == 0

@@ -176,6 +176,7 @@ FLAT = [
     "the loss and the accuracy do not change",
     "Loss and accuracy stay the same for all epochs.",
     "No convergence at all after 20 epochs.",
+    "No progress after 20 epochs, whatever learning rate I try.",
     "there is no learning happening",
     "the accuracy always stays zero",
     "accuracy is 0 for every epoch",
@@ -469,6 +470,10 @@ QUIET = [
     "Their corresponding output values are zeroed out.",
     "patience: the number of allowed epochs with no improvement after which training stops",
     "Unscorable completions carry no learning signal.",
+    # a run that does not advance, over wall time: a hang, not a loss that stands still (a tmux trial)
+    "GPU utilisation is 100% on both but no progress for an hour.",
+    "it hangs at the very start.\nGPU utilisation is 100% on both but no progress for an hour.",
+    "The job has shown no progress in 30 minutes, the bar sits at 0/500.",
     HEALTHY,
 ]
 

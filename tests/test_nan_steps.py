@@ -86,3 +86,19 @@ def test_a_filtered_nan_at_the_start_that_the_run_recovers_from_is_the_loss_scal
     assert not any(item.severity in ("error", "warning") for item in _pasted(first + good))
     assert _pasted(first * 3)[0].id == "nan_loss"
     assert _pasted(good + first)[0].id == "nan_loss"  # after training had scored: a NaN, not the scaler's start
+
+
+def test_a_pasted_nan_with_no_step_claims_no_step() -> None:
+    """A tmux trial: a paste with no step numbers ("after about 300 steps") was "loss became nan at step 0: not
+    the learning rate (it is non-finite from the first step)". Step 0 there means unknown: no step is claimed."""
+    items = _pasted("Loss went to nan after about 300 steps with fp16 on a V100 and I do not know why.\n")
+    nan = [a for a in items if a.id == "nan_loss"]
+    assert nan, [a.title for a in items]
+    said = nan[0].title + " ".join(nan[0].evidence)
+    assert "first step" not in said and "step 0" not in said, nan[0]
+
+
+def test_a_nan_logged_at_step_one_is_from_the_first_step() -> None:
+    """The counterpart: a NaN in the first log is from the first step, not the learning rate's doing."""
+    items = _pasted("step 1 loss nan\nstep 2 loss nan\n")
+    assert items[0].id == "nan_loss" and "from the first step" in items[0].title, items[0]

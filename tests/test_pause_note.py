@@ -10,7 +10,7 @@ from loratui.eventlog import EventWriter
 from loratui.logic.runstate import RunState
 from loratui.rundir import RunDir
 from loratui.sources.runlog import ListSource
-from loratui.supervisor.command import PAUSE_REASON
+from loratui.supervisor.command import PAUSE_NOTE, PAUSE_REASON
 from loratui.tui.app import LoratuiApp, live_app
 from loratui.tui.widgets.status import StatusBar
 from tests import scenarios
@@ -87,3 +87,27 @@ async def test_replay_shows_it_at_the_end(tmp_path: Path) -> None:
     app = replay_app(opened.log, opened.recipe, opened.title, speed=1)
     shown = await _shows(app, SEEN, keys=("G",))
     assert "PAUSED" in shown
+
+
+def test_a_cpu_run_holds_its_memory_not_a_gpus() -> None:
+    """A tmux trial: a SIGSTOP pause on a CPU box said "GPU memory stays held". Each says what the machine holds,
+    and the status line's reason fits 80 columns."""
+    from loratui.supervisor.command import pause_words
+
+    cpu, gpu = pause_words(False), pause_words(True)
+    assert all("GPU" not in text and "memory stays held" in text for text in cpu), cpu
+    assert gpu == (PAUSE_REASON, PAUSE_NOTE) and all("GPU memory stays held" in text for text in gpu)
+    assert max(len(cpu[0]), len(gpu[0])) <= 80
+
+
+def test_the_keeper_reads_the_machine_from_the_runs_header(tmp_path: Path) -> None:
+    """The keeper pauses for a dead supervisor, whose GPU probe is gone: the header it wrote says what was found."""
+    from loratui.supervisor.command import header_has_gpu
+
+    run = RunDir(tmp_path / "20270115-093000-train")
+    run.path.mkdir()
+    assert not header_has_gpu(run)  # no log yet
+    for totals, expected in (([], False), ([80 << 30], True)):
+        run.events.write_bytes(events.encode(events.Header(t=1.0, schema=1, run_id="r", recipe_hash="h",
+                                                           gpu_totals=totals)))
+        assert header_has_gpu(run) is expected

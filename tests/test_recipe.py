@@ -39,6 +39,13 @@ BAD = [
      [":5:", "training.learning_rat", "did you mean `learning_rate`"]),
     ("unknown_section", _good(**{"[data]": "[dataa]"}), ["unknown key `dataa`", ":5"]),
     ("wrong_type", _good(**{"max_steps = 2": 'max_steps = "two"'}), [":4:", "training.max_steps", "Expected `int`"]),
+    # a tmux trial: "Expected `float`, got `str`" named no value and said nothing to do
+    ("wrong_type_float", _good(**{"max_steps = 2": 'max_steps = 2\nlearning_rate = "fast"'}),
+     [":5:", "training.learning_rate", '"fast"', "write a number", "learning_rate = 0.0002"]),
+    ("wrong_type_in_a_list", _good(**{"[training]": "[lora]\ntarget_modules = [3]\n[training]"}),
+     [":4:", "lora.target_modules[0]", "(it is 3)", "double quotes"]),
+    ("wrong_type_bool", _good(**{"max_steps = 2": 'max_steps = 2\nbf16 = "yes"'}),
+     [":5:", "training.bf16", '"yes"', "true or false"]),
     ("missing_model", _good(**{'path = "loratui:tiny"': ""}), ["model.path", "--model-path"]),
     ("bad_quant_type", _good(**{"[training]": '[quantization]\nload_in_4bit = true\nbnb_4bit_quant_type = "nf5"\n[training]'}),
      ["quantization.bnb_4bit_quant_type", ":5:", "nf4"]),

@@ -165,6 +165,11 @@ def test_suspend_and_resume_continue_the_same_loss_curve(tmp_path: Path) -> None
     _wait_step(run, 8)  # type: ignore[arg-type]
     control.send(run / "control.sock", "suspend")  # type: ignore[operator]
     wait_for(lambda: any(e["state"] == "suspended" for e in kinds(run, "state")), timeout=60)  # type: ignore[arg-type]
+    # Recorded, so replay shows it too, where `r` does nothing: the way on that works everywhere (a tmux trial).
+    wait_for(lambda: [e for e in kinds(run, "state") if e["state"] == "suspended" and e.get("reason")],  # type: ignore[arg-type]
+             timeout=60)  # the supervisor's, after the trainer's own
+    reason = [e["reason"] for e in kinds(run, "state") if e["state"] == "suspended" and e.get("reason")][-1]  # type: ignore[arg-type]
+    assert reason.startswith("checkpoint written, ") and reason.endswith(" freed; `loratui resume` continues"), reason
     trainer_pid = int(kinds(run, "train_begin")[0]["pid"])  # type: ignore[arg-type,index]
     wait_for(lambda: not Path(f"/proc/{trainer_pid}").exists(), timeout=30)  # the GPU (here: CPU) is free
     control.send(run / "control.sock", "resume")  # type: ignore[operator]

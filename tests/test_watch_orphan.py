@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from loratui import events, rundir, runstatus
+from loratui.supervisor.command import pause_words
 from tests.conftest import kinds, loratui, wait_for, watched_pids
 from tests.test_dead_supervisor import _kill_supervisor as kill_supervisor
 from tests.test_watch_runs import (  # noqa: F401 - fixtures
@@ -46,6 +47,8 @@ def test_a_plain_loop_outlives_its_supervisor_obeys_the_cli_and_ends_recorded(wa
     pids = watched_pids(run)
     wait_for(lambda: all(Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T" for pid in pids), timeout=30)
     wait_for(lambda: _status(run).state == events.PAUSED, timeout=30)  # recorded just after the signal
+    held = pause_words(bool(kinds(run, "header")[0].get("gpu_totals")))[0]  # the keeper's words: what this box holds
+    assert [e for e in kinds(run, "state") if e["state"] == events.PAUSED][-1]["reason"] == held
     _settled(run)  # lines printed before the stop still reach the log
     _holds(run, 1.5)  # a step takes 0.1 s
     _cli(watch_dir, "resume")

@@ -87,7 +87,7 @@ class RunState:
     estimate: events.Estimate | None = None
     sampler: events.SamplerStats | None = None
     controls: frozenset[str] | None = None  # the control commands the run obeys; None: all of them
-    pause_mode: str = ""  # "signal": pause is SIGSTOP (GPU memory stays held)
+    pause_mode: str = ""  # "signal": pause is SIGSTOP (its memory, GPU memory too, stays held)
     command: list[str] = field(default_factory=list)  # the watched command of a `loratui run --` run
     n_events: int = 0
     covered_s: float = 0.0
@@ -118,7 +118,7 @@ class RunState:
 
     @property
     def pause_note(self) -> str:
-        """Why the run is paused, as its log says (a SIGSTOP pause: GPU memory stays held), or ''.
+        """Why the run is paused, as its log says (a SIGSTOP pause: its memory stays held), or ''.
 
         A pause at a step boundary records no reason; a pause by signal does, and the viewers show it
         beside the state, live, attached and in replay alike, because it is folded from the log."""

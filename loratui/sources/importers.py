@@ -216,13 +216,19 @@ def read_stdout_log(path: Path) -> Record:
 
     record = Record(name=_log_name(path), source=str(path), end_t=path.stat().st_mtime)
     reader = TextReader()
+    broken = JsonLines()
     try:
         with open(path, "rb") as handle:
             for line in textfile.lines(handle):
+                broken.see(line)
                 _take(record, reader.feed(line))
                 _take_elapsed(record, line)
     except textfile.BinaryFile:
         raise ImportFailed(f"{path}: a binary file, not a log") from None
+    if broken.all_broken():
+        raise ImportFailed(f"{path}:{broken.first_line}: a JSON record that does not parse ({broken.first_error}), "
+                           "and the file has no other: cut short or edited by hand; fix that line, or use an uncut "
+                           "copy of the log")
     _take(record, reader.close())
     if not record.entries:
         _from_tables(record, path)
@@ -234,6 +240,36 @@ def read_stdout_log(path: Path) -> Record:
         _fill_steps_without_bars(record)
     record.max_steps = max(record.max_steps, reader.bar_total, _last_step(record))
     return record
+
+
+class JsonLines:
+    """Counts a log's lines that open a JSON object (`{"`) but do not parse: a file made of nothing else is broken
+    JSON, not a log (the text reader would read `{"loss": 1` as a step). A cut last line among good ones is a kill's
+    doing and is read as it is."""
+
+    def __init__(self) -> None:
+        self.number = self.lines = self.broken = self.first_line = 0
+        self.first_error = ""
+        self._decoder = json.JSONDecoder()
+
+    def see(self, line: str) -> None:
+        self.number += 1
+        text = line.strip()
+        if not text:
+            return
+        self.lines += 1
+        if not text.startswith('{"'):
+            return
+        try:
+            self._decoder.raw_decode(text)  # a record, whatever follows it on the line (a progress bar)
+        except (ValueError, RecursionError) as exc:
+            self.broken += 1
+            if not self.first_line:
+                why = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else "too deep"
+                self.first_line, self.first_error = self.number, why
+
+    def all_broken(self) -> bool:
+        return 0 < self.broken == self.lines
 
 
 def _take_elapsed(record: Record, line: str) -> None:

@@ -3,7 +3,7 @@
 The command runs in its own process group with loratui's startup hook on its PYTHONPATH. Whether the
 hook found a Trainer is known from `trainer.hook.json` (written by the hook at train begin); until then,
 and for a process with no Trainer, control is by signal: SIGSTOP/SIGCONT of the whole group for pause
-and resume (no step boundary: GPU memory stays held), SIGTERM for stop.
+and resume (no step boundary: its memory, GPU memory too, stays held), SIGTERM for stop.
 """
 
 from __future__ import annotations
@@ -30,6 +30,30 @@ PAUSE_NOTE = ("paused by SIGSTOP: the process is frozen mid-step; its GPU memory
               "multi-process job may time out")
 PAUSE_REASON = "paused by SIGSTOP: GPU memory stays held; multi-process peers may time out"
 """The paused state's reason (the status line shows it, so it fits 80 columns); PAUSE_NOTE says it whole."""
+CPU_PAUSE_NOTE = ("paused by SIGSTOP: the process is frozen mid-step; its memory stays held, and peers of a "
+                  "multi-process job may time out")
+CPU_PAUSE_REASON = "paused by SIGSTOP: its memory stays held; multi-process peers may time out"
+
+
+def pause_words(gpu: bool) -> tuple[str, str]:
+    """(reason, note) of a SIGSTOP pause: GPU memory is held only on a machine with a GPU (a CPU box said it)."""
+    return (PAUSE_REASON, PAUSE_NOTE) if gpu else (CPU_PAUSE_REASON, CPU_PAUSE_NOTE)
+
+
+def suspend_reason(gpu: bool) -> str:
+    """A suspended run's reason, recorded: replay shows it too, where `r` does nothing; `loratui resume` works
+    wherever it is read (the live app's `r` does too, and its footer says so)."""
+    return f"checkpoint written, {'GPU' if gpu else 'memory'} freed; `loratui resume` continues"
+
+
+def header_has_gpu(run: RunDir) -> bool:
+    """Whether the run's header found GPUs (its `gpu_totals`), for the keeper: the supervisor that probed is gone."""
+    try:
+        with open(run.events, "rb") as handle:
+            header = events.decode_line(handle.readline(1 << 20))
+    except OSError:
+        return False
+    return isinstance(header, events.Header) and bool(header.gpu_totals)
 
 
 def command_env(run: RunDir, base: dict[str, str], resume_from: str | None) -> dict[str, str]:

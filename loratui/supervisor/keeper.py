@@ -25,7 +25,7 @@ from loratui import events, runstatus
 from loratui.eventlog import EventWriter
 from loratui.outputtail import OutputFollower
 from loratui.rundir import STOPPED_CODES, SUSPEND_EXIT, CommandTail, RunDir, file_size, write_pidfile
-from loratui.supervisor.command import KEEPER_ENV, PARENT_ENV, PAUSE_REASON, signal_group
+from loratui.supervisor.command import KEEPER_ENV, PARENT_ENV, header_has_gpu, pause_words, signal_group
 from loratui.supervisor.watch_output import OutputWatcher
 
 POLL_S = 1.0
@@ -112,7 +112,8 @@ class Keeper:
             if hooked:
                 continue
             if command == "pause" and signal_group(pid, signal.SIGSTOP):
-                self.log.write(events.State(t=time.time(), state=events.PAUSED, reason=PAUSE_REASON))
+                reason = pause_words(header_has_gpu(self.run))[0]
+                self.log.write(events.State(t=time.time(), state=events.PAUSED, reason=reason))
             elif command == "resume" and signal_group(pid, signal.SIGCONT):
                 self.log.write(events.State(t=time.time(), state=events.TRAINING, reason="resumed"))
             elif command == "stop":

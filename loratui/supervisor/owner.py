@@ -147,8 +147,7 @@ class Supervisor:
                 return events.SUSPENDED  # no end: the requeued job goes on with this run
             if code == SUSPEND_EXIT and not self.stop_requested and suspended:
                 self.suspend_requested = False
-                freed = "GPU freed" if self.probe is not None else "memory freed"
-                self._set_state(events.SUSPENDED, f"checkpoint written, {freed}; resume with `r`")
+                self._set_state(events.SUSPENDED, watched.suspend_reason(self.probe is not None))
                 self._resume.wait()
                 self._resume.clear()
                 if self.stop_requested:
@@ -389,9 +388,9 @@ class Supervisor:
         if not watched.signal_group(self._group(trainer), signal.SIGSTOP if pause else signal.SIGCONT):
             return "the command's process group is gone"
         if pause:
-            self._set_state(events.PAUSED, watched.PAUSE_REASON)  # the status line shows it, from the log
-            # Said whole where the headless view and the output pane show it, too.
-            note = watched.PAUSE_NOTE
+            reason, note = watched.pause_words(self.probe is not None)  # GPU memory held only where there is a GPU
+            self._set_state(events.PAUSED, reason)  # the status line shows it, from the log
+            # Said whole (note) where the headless view and the output pane show it, too.
             self.log.write(events.Notice(t=time.time(), level="warning", key="sigstop", message=note))
             self.log.write(events.Output(t=time.time(), stream="loratui", lines=[f"loratui: {note}"]))
         else:

@@ -19,6 +19,7 @@ from loratui.logic.advisor.render import change_line, headline
 from loratui.logic.hang import HangWatch, describe
 from loratui.recipe import Recipe
 from loratui.supervisor.alerts import Alert, Notifier
+from loratui.supervisor.command import suspend_reason
 
 _FINDINGS = (("nan", "nan_loss", "NaN/Inf loss"), ("divergence", "loss_diverging", "loss diverging"))
 
@@ -111,8 +112,8 @@ class RunWatch:
             self._end(e)
         elif isinstance(e, events.State):
             if e.state == events.SUSPENDED and self.state != events.SUSPENDED:
-                freed = "GPU freed" if self.gpu else "memory freed"  # no GPU reading came: a CPU box
-                self.alert("suspended", "suspended", f"checkpoint written, {freed}; `loratui resume` continues")
+                # no GPU reading came: a CPU box
+                self.alert("suspended", "suspended", suspend_reason(self.gpu))
             self.state = e.state
         elif isinstance(e, events.Notice) and e.key == "time_limit":
             self.alert("time_limit", "Slurm time limit", e.message, urgent=e.level == "error")

@@ -502,15 +502,19 @@ _VALUE = re.compile(
     r"(?!\s*(?:st|nd|rd|th)\b|\s*%|\s*(?:x|times|epochs?|iter\w*|steps?|k|hours?|h|min\w*|s|sec\w*|days?)\b)", re.I)
 """A value the training loss is said to be or to reach (`was about 100`, `dropped to 70`, `became 800,000`); not an
 ordinal, a percentage, a count of epochs or steps, a time."""
+_WALL_TIME = (r"\s+(?:for|in|after|since|over|within)\s+(?:an?\s+|the\s+(?:last|past)\s+|\d+\s*|several\s+|many\s+|"
+              r"half\s+an?\s+)?(?:hours?|hrs?|h|min(?:ute)?s?|seconds?|secs?|days?|while)\b")
+"""A span of wall time after `no progress` (`for an hour`, `in 30 minutes`): the run does not advance."""
 _STANDSTILL = re.compile(
     r"\b(?:always|only|just)\s+(?:predicts?|predicting|predicted|outputs?|outputting|classif(?:ies|y))\s+(?:the\s+)?"
     r"(?:same|majority|one|a single|first|last|class|label|0|1|zeros?|ones?)\b|"
     r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?updat\w*\s+(?:the\s+|any\s+|my\s+)?(?:weights|param\w*|model|adapter)|"
-    r"(?<!with )\b(?:no|without(?: any)?)\s+(?:sign of\s+|real\s+)?(?:convergence|learning|improvement|progress)\b"
-    r"(?!\s+(?:signal|rate))",
+    r"(?<!with )\b(?:no|without(?: any)?)\s+(?:sign of\s+|real\s+)?(?:convergence|learning|improvement|"
+    r"progress(?!" + _WALL_TIME + r"))\b(?!\s+(?:signal|rate))",
     re.I)
 """With no subject read: a classifier said to answer one class (`it always predicts the majority class`), an
-update said not to happen (`the optimizer doesn't update the weights`)."""
+update said not to happen (`the optimizer doesn't update the weights`). Not `no progress` over wall time (`no
+progress for an hour`): a run that does not advance, a hang, not a loss that stands still."""
 _NOT_A_VALUE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*[_ ]?(?:of|fn|scal\w*|weights?|mask|type)\b", re.I)
 """The word loss naming no training loss's value (`loss of accuracy`, `loss scale`, `loss_fn`): what is
 said after it is said of something else, and the narrower readers must not take it for the loss either."""

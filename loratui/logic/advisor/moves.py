@@ -272,7 +272,10 @@ def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: 
 
 def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
-    text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), f.step)
+    # Step 0 from the text reader (no `names`) is a paste's or a script's unknown step, not the first one.
+    step = f.step if f.step or "names" in facts else None
+    at = f" at step {step}" if step is not None else ""
+    text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), step)
     if facts.get("fp16_scale") and r is None:
         text = "the run is fp16 (its loss scaler reports overflows): switch fp16 to bf16 on an Ampere or newer " \
             "card, else lower learning_rate"
@@ -280,7 +283,7 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
         text = "fp16 overflows at every step (the loss scaler gave up): switch fp16 to bf16 on an Ampere or " \
             "newer card, else lower learning_rate"
         change = {"training.fp16": False, "training.bf16": True} if r is not None and r.training.fp16 else {}
-    evidence = [f"first non-finite {facts['what']} at step {f.step}: {facts['value']}"]
+    evidence = [f"first non-finite {facts['what']}{at}: {facts['value']}"]
     if facts.get("filtered"):
         evidence.append(f"logged as 'loss': 0.0 beside grad_norm {facts['filtered']}: transformers' "
                         "logging_nan_inf_filter logs 0.0 for a window of NaN steps, not a zero loss")
@@ -297,17 +300,18 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
         precision = "bf16" if t.bf16 else "fp16" if t.fp16 else "fp32"
         evidence.append(f"optim = {t.optim}, gradient_checkpointing = {str(t.gradient_checkpointing).lower()}, "
                         f"{precision}, learning_rate = {_num(t.learning_rate)}")
-    return Advice("nan_loss", ERROR, f"{facts['what']} became {facts['value']} at step {f.step}: {text}",
+    return Advice("nan_loss", ERROR, f"{facts['what']} became {facts['value']}{at}: {text}",
                   evidence, change, f.step)
 
 
 _NO_BF16 = re.compile(r"V100|\bT4\b|P100|P40|\bP4\b|K80|M40|M60|GTX|RTX 20\d\d|Quadro RTX|TITAN (?:V|RTX|Xp)", re.I)
 
 
-def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str], step: int = 0) -> Move:
-    """8-bit optimizer first (a known NaN source), then fp16 -> bf16, then a lower learning rate."""
+def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str], step: int | None = None) -> Move:
+    """8-bit optimizer first (a known NaN source), then fp16 -> bf16, then a lower learning rate. `step` None: not
+    known (a paste that names none), so no claim about the first step."""
     if r is None:
-        if step <= 1 or lr_now == 0.0 or lr_now is not None and lr_now < 1e-6:
+        if step is not None and step <= 1 or lr_now == 0.0 or lr_now is not None and lr_now < 1e-6:
             # A third of a rate this small changes nothing: the NaN has another cause.
             why = "it is non-finite from the first step" if step <= 1 else f"learning_rate is only {lr_now:.3g}"
             return (f"not the learning rate ({why}): check the precision (bf16 rather than fp16), the inputs and "
