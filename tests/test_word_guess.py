@@ -111,8 +111,6 @@ def test_a_healthy_keras_log_gets_no_guess(capsys: pytest.CaptureFixture[str], t
                   f"val_loss: {val:.4f}")]
     log = tmp_path / "keras.log"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    from loratui.logic.word_guess import guess
-
     assert guess(load(), log.read_text(encoding="utf-8")) is not None  # the words alone would raise it
     assert main(["doctor", str(log)]) == 0
     assert "a guess" not in capsys.readouterr().out

@@ -17,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from loratui.logic.advisor.advice import WARNING, Advice
+
 SPEAK_AT = 0.9
 """P(a problem is described) at or above which the guess is given; fixed before it was measured on held-out text."""
 KIND_AT = 0.5
@@ -152,10 +154,8 @@ _SAYS = {
 }
 
 
-def advice(found: Guess, records: int) -> Any:
+def advice(found: Guess, records: int) -> Advice:
     """The guess as a warning that says it is one: what the text reads like, how sure, and what to check first."""
-    from loratui.logic.advisor.advice import WARNING, Advice
-
     what, check = _SAYS.get(found.kind, (found.kind.replace("_", " "), "the last error's line"))
     return Advice(
         id=_IDS.get(found.kind, found.kind), severity=WARNING,
