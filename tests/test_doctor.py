@@ -370,3 +370,23 @@ def test_a_pasted_notebook_loss_table_is_judged(tmp_path: Path, capsys: pytest.C
     text = "Step\tTraining Loss\n" + "".join(f"{i * 10}\t{v:.6f}\n" for i, v in enumerate(rows, start=1))
     _, items = _doctor_text(tmp_path, text, capsys)
     assert items and items[0]["id"] == "loss_diverging", items
+
+
+def test_prose_with_nothing_to_judge_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23: where the text holds no evidence, say so rather than call it healthy. A question with no log
+    read "no problems found", as a healthy log does; it now says nothing in it could show health either."""
+    paste = tmp_path / "question.txt"
+    paste.write_text("How much VRAM do I need to fine-tune llama 3 8b with qlora? I have a 24GB card.\n")
+    assert main(["doctor", str(paste), "--no-guess"]) == 0
+    out = capsys.readouterr().out
+    assert "no problems found" in out and "nothing to judge" in out and "paste the run's log" in out
+
+
+def test_a_healthy_log_is_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Loss values were read and judged: no "nothing to judge" note."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{{'loss': {2.0 - i / 20:.3f}, 'learning_rate': 0.0002, 'epoch': {i / 10}}}\n"
+                           for i in range(1, 11)))
+    assert main(["doctor", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "no problems found" in out and "nothing to judge" not in out

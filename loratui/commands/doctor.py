@@ -105,6 +105,11 @@ def diagnose(source: Path, guess: bool = False) -> tuple[list[Any], str]:
         return diagnose_stream(handle, str(source), guess)
 
 
+NOTHING_TO_JUDGE = ("no loss value, step or error line in it, so nothing to judge: for a run, paste the run's log "
+                    "or traceback")
+"""Said where a text held no problem and no series either (a question, a short complaint): not a healthy run."""
+
+
 def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[list[Any], str]:
     """The advice for training text read from a binary stream, line by line (bounded memory); `guess` as for
     `diagnose`."""
@@ -147,7 +152,10 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     # outrank words (advisor/rank.py's ladder): the guess is for prose and tracebacks where no rule spoke
     series = logged or tables.found is not None
     items = _with_guess(items, "\n".join(kept)) if guess and not series else items
-    return items, f"{count(reader.lines, 'line')} read as training text (no recipe)"
+    note = f"{count(reader.lines, 'line')} read as training text (no recipe)"
+    if not items and not series:  # issue 23: no evidence either way is not "healthy"; say so, guess nothing
+        note += f"; {NOTHING_TO_JUDGE}"
+    return items, note
 
 
 def _with_guess(items: list[Any], text: str) -> list[Any]:
