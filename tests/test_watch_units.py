@@ -297,3 +297,17 @@ def test_one_line_alone_reads_the_counter_only_where_the_numbers_allow_one_readi
     from loratui.logic.text_reader.values import line_step
 
     assert line_step(line) == step
+
+
+async def test_the_status_bar_shows_the_epoch_of_a_counter_within_the_epoch() -> None:
+    """A watched script printing `Epoch [3/3], Step [12/30]` showed `ep --`: its epochs done are 2 and 12/30."""
+    from loratui.tui.widgets.status import StatusBar
+    from tests.test_app import FakeClock, _folded
+
+    lines = [f"Epoch [{e}/3], Step [{n}/30], Loss: {3 - e / 2 - n / 100:.3f}" for e in (1, 2, 3) for n in (6, 12, 18, 24, 30)]
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines[:12])  # up to Epoch [3/3], Step [12/30]
+    app = LoratuiApp(ListSource(found), clock=FakeClock())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _folded(pilot, app)
+        text = str(app.query_one(StatusBar).render())
+    assert app.run_state.step == 72 and " step 72/90 " in text and " ep 2.40 " in text, text
