@@ -65,4 +65,4 @@ def test_the_advised_rate_trains_in_one_apply_where_a_third_a_tenth_and_a_thirti
     assert max(rates) == pytest.approx(change, rel=0.01)  # the recording ran at the advised rate (its peak)
     assert Advisor(_recipe(change)).feed_all(log).items() == []
     losses = [float(e.values["loss"]) for e in log if isinstance(e, events.Log) and "loss" in e.values]
-    assert change == 0.009 and len(losses) == 40 and max(losses[-5:]) < 4.85 < 5.4 < min(losses[:2])
+    assert change == 0.009 and len(losses) == 40 and max(losses[-5:]) < 4.85 and min(losses[:2]) > 6.5
