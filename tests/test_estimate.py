@@ -180,7 +180,7 @@ def test_cli_text_has_breakdown_and_table(tmp_path: Path, capsys: pytest.Capture
     recipe = write_recipe(tmp_path, recipe_text("elsewhere"))
     assert cli_main(["estimate", str(recipe), "--model-path", str(model_dir)]) == 0
     out = capsys.readouterr().out
-    assert "peak device used" in out and "on a 32 GiB card" in out
+    assert "peak used on a CUDA GPU" in out and "on a 32 GiB card" in out
     assert "what would fit on 32 GiB" in out and "bf16, checkpointing off" in out
 
 
@@ -259,3 +259,20 @@ def test_liger_kernels_are_modelled(tmp_path: Path) -> None:
              if any("use_liger_kernel=true" in o for o in row["overrides"])}
     assert set(liger) == {"qlora-liger", "qlora-liger-2048", "qlora-liger-nogc", "bf16-liger"}
     assert all(abs(err) <= 0.03 for err in liger.values()), liger
+
+
+def test_the_estimate_says_its_figure_is_a_cuda_gpus_and_gives_what_a_cpu_run_shows(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`loratui estimate tiny` said 1.95 GiB where the app, on a CPU run, showed 36 MiB: the figure is a CUDA GPU's
+    (its context and the caching allocator's slack); a CPU run's, in the app's words ('on CPU'), is said beside it."""
+    from loratui.commands.estimate import compute
+    from loratui.units import size
+
+    assert cli_main(["estimate", str(REPO / "recipes" / "tiny.toml")]) == 0
+    out = capsys.readouterr().out
+    _, recipe, config, _ = compute(REPO / "recipes" / "tiny.toml", 32.0)
+    gpu, cpu = estimate(recipe, config), estimate(recipe, config, cuda=False)
+    (peak,) = [line for line in out.splitlines() if "decides OOM" in line]
+    assert "on a CUDA GPU" in peak and f"{gpu.peak_device_gib:.2f} GiB" in peak, out
+    (on_cpu,) = [line for line in out.splitlines() if line.lstrip().startswith("on CPU")]
+    assert on_cpu.rstrip().endswith(size(cpu.peak_device_gib)) and "no CUDA context" in on_cpu, out

@@ -119,10 +119,33 @@ def test_stdout_log_of_transformers_5_quoted_values_and_no_bars(tmp_path: Path) 
     lines.append("{'train_runtime': '8.0', 'train_samples_per_second': '4', 'train_steps_per_second': '5'}")
     log.write_bytes("\r\n".join(lines).encode() + b"\r\n")
     state = _fold(importers.import_path(log))
-    # 8 s at 5 steps/s is 40 steps, logged 4 times: every 10 steps.
+    # 8 s at 5 steps/s is 40 steps over 4 epochs, logged once an epoch: every 10 steps.
     assert [s for s, _ in state.loss] == [10, 20, 30, 40]
     assert state.nan_steps == [10, 20, 30, 40]  # grad_norm nan
-    assert "line order" in state.notices[0].message
+    assert "by each log's epoch (10 steps an epoch)" in state.notices[0].message
+
+
+def test_step_less_dicts_are_placed_by_their_epoch(tmp_path: Path) -> None:
+    """A log that starts mid-run (epoch 1.75; resumed, or the head cut off) of dicts with no step: line order spread
+    its 6 dicts over the summary's 120 steps (20, 40 .. 120) where their epochs say 70, 80 .. 120 (40 an epoch)."""
+    log = tmp_path / "train.log"
+    lines = [f"{{'loss': {2 - i / 10:.2f}, 'learning_rate': 0.0002, 'epoch': {1.5 + i / 4}}}" for i in range(1, 7)]
+    lines.insert(2, "{'eval_loss': 1.9, 'eval_runtime': 1.0, 'epoch': 2.0}")
+    lines.append("{'train_runtime': 120.0, 'train_samples_per_second': 4, 'train_steps_per_second': 1.0, "
+                 "'train_loss': 1.5, 'epoch': 3.0}")
+    log.write_text("\n".join(lines) + "\n")
+    state = _fold(importers.import_path(log))
+    assert [s for s, _ in state.loss] == [70, 80, 90, 100, 110, 120]
+    assert state.eval_loss == [(80, 1.9)] and state.max_steps == 120 and state.epoch == 3.0
+    assert "steps placed by each log's epoch (40 steps an epoch)" in state.notices[0].message
+
+
+def test_step_less_dicts_without_steps_per_epoch_keep_their_order_and_show_their_epoch(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{{'loss': {2 - i / 10:.2f}, 'epoch': {i / 4}}}\n" for i in range(1, 5)))
+    found = importers.import_path(log)
+    assert [(e.step, e.epoch) for e in found if isinstance(e, events.Step)] == [(1, .25), (2, .5), (3, .75), (4, 1)]
+    assert "steps inferred from line order" in _fold(found).notices[0].message
 
 
 @pytest.mark.parametrize("content", [b"", b"hello\nworld\n", b"\x00\xff\xfe binary", b'{"a": 1}', b"{not json"])

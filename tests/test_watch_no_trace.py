@@ -210,3 +210,39 @@ def test_the_vram_pane_calls_a_watched_runs_peak_a_running_max() -> None:
     assert "step peak 3.0/4.0 GiB" in _torch_line(state)
     state.command = ["python", "train.py"]
     assert "peak so far 3.0/4.0 GiB" in _torch_line(state)
+
+
+PLAIN_PROBE = REPO / "tests" / "data" / "scripts" / "plain_probe.py"
+
+
+def test_a_watched_plain_script_sees_no_loratui_module_and_the_process_it_sees_alone(watch_dir: Path,  # noqa: F811
+                                                                                    tmp_path: Path) -> None:
+    """`loratui run -- python s.py` of a script with no Trainer: `loratui.trainer.autohook` (and loratui,
+    loratui.trainer, importlib.abc's and typing's modules) were in its sys.modules. Compared with the same script
+    alone: its modules, argv, __main__, cwd, sys.path, environment, descriptors, umask, flags and signal handlers.
+    What stays is documented (README, watch your own script): SIGHUP ignored, the LORATUI_* variables and the
+    hook's directory on PYTHONPATH, the finder that waits for transformers.trainer, stdout/stderr to the run's
+    logs, a process group of its own, and no descriptor but 0-2 inherited."""
+    command = [sys.executable, str(PLAIN_PROBE), "report.json"]
+    alone = subprocess.run(command, cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=120, check=False)
+    assert alone.returncode == 0, alone.stderr
+    seen_alone = json.loads((tmp_path / "report.json").read_text())
+    (tmp_path / "report.json").unlink()
+    watched = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
+                              "--", *command], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    seen = json.loads((tmp_path / "report.json").read_text())
+    assert seen["loratui_modules"] == seen_alone["loratui_modules"] == []
+    assert sorted(set(seen["modules"]) ^ set(seen_alone["modules"])) == []
+    for key in ("argv", "main_file", "cwd", "sys_path", "path_hooks", "umask", "flags", "sitecustomize"):
+        assert seen[key] == seen_alone[key], key
+    assert seen["meta_path"] == ["PostImportFinder", *seen_alone["meta_path"]]
+    assert {k: v for k, v in seen["signals"].items() if k != "SIGHUP"} == \
+        {k: v for k, v in seen_alone["signals"].items() if k != "SIGHUP"}
+    assert sorted(seen["fds"]) == sorted(seen_alone["fds"]) and seen["fds"]["0"] == seen_alone["fds"]["0"]
+    env = {k: v for k, v in seen["env"].items() if not k.startswith("LORATUI_") and k != "PYTHONPATH"}
+    assert env == {k: v for k, v in seen_alone["env"].items() if k != "PYTHONPATH"}
+    alone_path = [p for p in seen_alone["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep) == [str(HOOK_DIR), *alone_path]

@@ -268,3 +268,46 @@ def test_a_bar_step_carries_the_last_printed_epoch() -> None:
     found = _feed(watcher, BAR.format(pct=10, n=4, total=40, loss="2.5"), "{'loss': 2.4, 'epoch': 0.1}",
                   BAR.format(pct=20, n=8, total=40, loss="2.1"))
     assert [(e.step, e.epoch) for e in found if isinstance(e, events.Step)] == [(4, 0.0), (8, 0.1)]
+
+
+@pytest.mark.parametrize(("lines", "steps", "total"), [
+    # a whole-run counter beside the epoch: it does not restart when the epoch changes, read as it is
+    (("epoch 1/3 step 100/900 loss=3.0", "epoch 1/3 step 200/900 loss=2.8", "epoch 2/3 step 400/900 loss=2.5",
+      "epoch 3/3 step 700/900 loss=2.0"), [100, 200, 400, 700], 900),
+    (("Epoch 1/3 | Step 300/900 | loss 3.0", "Epoch 2/3 | Step 400/900 | loss 2.5"), [300, 400], 900),
+    # a per-epoch counter: it restarts at the next epoch
+    (("Epoch [1/3], Step [5/30], Loss: 3.0", "Epoch [1/3], Step [10/30], Loss: 2.8",
+      "Epoch [2/3], Step [5/30], Loss: 2.5"), [5, 10, 35], 90),
+])
+def test_the_series_says_whether_a_counter_beside_the_epoch_counts_the_run_or_the_epoch(
+        lines: tuple[str, ...], steps: list[int], total: int) -> None:
+    """`epoch 2/3 step 400/900` counts the run's steps (it did not start again at epoch 2): read as step 400, not
+    the per-epoch 1300; `Epoch [2/3], Step [5/30]` after `Step [10/30]` of epoch 1 started again: step 35."""
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert [e.step for e in found if isinstance(e, events.Log)] == steps
+    assert [e.max_steps for e in found if isinstance(e, events.TrainBegin)][-1] == total
+
+
+@pytest.mark.parametrize(("line", "step"), [
+    ("Epoch [3/3], Step [12/30], Loss: 2.0", 72),  # 12 is not within a whole run's third epoch (20..30): per-epoch
+    ("Epoch [1/3], Step [25/30], Loss: 2.0", 25),  # the first epoch's step is the run's either way
+    ("epoch 2/3 step 400/900 loss=2.5", None),  # 400 fits both readings: no step is read from it
+])
+def test_one_line_alone_reads_the_counter_only_where_the_numbers_allow_one_reading(line: str, step: int | None) -> None:
+    from loratui.logic.text_reader.values import line_step
+
+    assert line_step(line) == step
+
+
+async def test_the_status_bar_shows_the_epoch_of_a_counter_within_the_epoch() -> None:
+    """A watched script printing `Epoch [3/3], Step [12/30]` showed `ep --`: its epochs done are 2 and 12/30."""
+    from loratui.tui.widgets.status import StatusBar
+    from tests.test_app import FakeClock, _folded
+
+    lines = [f"Epoch [{e}/3], Step [{n}/30], Loss: {3 - e / 2 - n / 100:.3f}" for e in (1, 2, 3) for n in (6, 12, 18, 24, 30)]
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines[:12])  # up to Epoch [3/3], Step [12/30]
+    app = LoratuiApp(ListSource(found), clock=FakeClock())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _folded(pilot, app)
+        text = str(app.query_one(StatusBar).render())
+    assert app.run_state.step == 72 and " step 72/90 " in text and " ep 2.40 " in text, text

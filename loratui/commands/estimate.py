@@ -24,7 +24,7 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 def main(args: argparse.Namespace) -> int:
     """Print the estimate (and the what-would-fit table) for the recipe."""
     from loratui.errors import EXIT_NO, EXIT_OK, UsageError
-    from loratui.logic.estimate import ConfigError, fit_table
+    from loratui.logic.estimate import ConfigError, estimate, fit_table
     from loratui.recipe import find_recipe
 
     args.recipe = find_recipe(args.recipe)
@@ -35,7 +35,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"{config_path}: {exc}") from None
     warn_gib = recipe.monitor.warn_gb
     print(json.dumps(result.as_json() | {"verdict": verdict(result, warn_gib)}) if args.json
-          else render(result, table, config_path, warn_gib, fp32=recipe.model.dtype == "float32"))
+          else render(result, table, config_path, warn_gib, fp32=recipe.model.dtype == "float32",
+                      cpu_gib=estimate(recipe, config, cuda=False).peak_device_gib))
     return EXIT_NO if verdict(result, warn_gib) == "does NOT fit" else EXIT_OK
 
 
@@ -135,18 +136,23 @@ LABELS = {
 }
 
 
-def render(result: Any, table: list[Any], config_path: Path, warn_gib: float = 30.0, fp32: bool = False) -> str:
+def render(result: Any, table: list[Any], config_path: Path, warn_gib: float = 30.0, fp32: bool = False,
+           cpu_gib: float | None = None) -> str:
     """The plain-text report: breakdown, verdict, and the what-would-fit table. `fp32`: the recipe loads
-    the model in float32 ([model] dtype), so its unquantised weights take 4 bytes each."""
+    the model in float32 ([model] dtype), so its unquantised weights take 4 bytes each. `cpu_gib`: the same
+    training on CPU, said as the app says a CPU run's estimate (its panes show that one, not the GPU's)."""
     from loratui.logic.fmt import article
+    from loratui.units import size
 
     labels = LABELS | ({"weights_16bit": "base weights (fp32)"} if fp32 and "weights_quantized" not in
                        result.components else {})
     lines = [f"model config: {config_path}", ""]
     lines += [f"  {labels.get(k, k):44s} {v:8.2f} GiB" for k, v in result.components.items() if v >= 0.005]
     lines += ["", f"  {'peak torch reserved':44s} {result.peak_reserved_gib:8.2f} GiB",
-              f"  {'peak device used (NVML; decides OOM)':44s} {result.peak_device_gib:8.2f} GiB"
+              f"  {'peak used on a CUDA GPU (NVML; decides OOM)':44s} {result.peak_device_gib:8.2f} GiB"
               f"  (±{result.uncertainty:.0%})"]
+    if cpu_gib is not None:  # a CPU run holds no CUDA context and its allocator caches nothing
+        lines.append(f"  {'on CPU (no CUDA context or slack)':44s} {size(cpu_gib):>12s}")
     said = verdict(result, warn_gib)
     card = f"{result.gpu_gib:g}"
     if warn_gib < result.gpu_gib:

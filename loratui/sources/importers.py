@@ -376,12 +376,36 @@ def _fill_steps_without_bars(record: Record) -> None:
     runtime, rate = (summary.get("train_runtime", 0.0), summary.get("train_steps_per_second", 0.0)) if summary \
         else (0.0, 0.0)
     total = round(runtime * rate) if math.isfinite(runtime * rate) else 0
+    if total and _place_by_epoch(record, total, summary):
+        return
     every = max(1, round(total / n_train)) if total and n_train else 1
     record.step_note = (f"steps inferred from line order (every {every} steps)" if every > 1
                         else "steps inferred from line order")
     if every > 1:
         record.entries = [(step * every, values) for step, values in record.entries]
     record.max_steps = max(total, _last_step(record))
+
+
+def _place_by_epoch(record: Record, total: int, summary: dict[str, float] | None) -> bool:
+    """Step-less dicts that each carry their epoch, with the run's steps known (the summary's runtime x rate): each
+    at epoch x steps an epoch. Line order would spread them over the whole run, wrong wherever the logs do not
+    start at its start (a resumed run, a log's head cut off) or are not evenly spaced. False: left to line order."""
+    epochs = [v.get("epoch") for _, v in record.entries if v is not summary]
+    last = (summary or {}).get("epoch") or (epochs[-1] if epochs else None)
+    if not epochs or None in epochs or not last or not all(0 <= e <= last for e in epochs):  # type: ignore[operator]
+        return False
+    per_epoch = total / last
+    placed, previous = [], 0
+    for _, values in record.entries:
+        step = round(values["epoch"] * per_epoch) if values is not summary else total
+        if TRAIN_KEYS & values.keys() and values is not summary:
+            step = max(step, previous + 1)  # two logs whose rounded epochs meet: one step apart
+        previous = max(previous, step)
+        placed.append((step, values))
+    record.entries = placed
+    record.step_note = f"steps placed by each log's epoch ({per_epoch:g} steps an epoch)"
+    record.max_steps = max(total, _last_step(record))
+    return True
 
 
 def _is_eval(values: dict[str, float]) -> bool:

@@ -28,6 +28,7 @@ class OutputWatcher:
         self.began = False
         self.step = 0
         self.epoch = 0.0  # the last epoch a printed record named (`'epoch': 0.5`): 0 where none did
+        self._total = 0  # the max steps the last TrainBegin said
         self._last_t: float | None = None
 
     def feed(self, line: str) -> list[events.AnyEvent]:
@@ -50,8 +51,17 @@ class OutputWatcher:
                 if not self.reader.bar_total and event.step > self.step:
                     out += self._step(event.step, 0.0, now)  # no bar: the printed step is the step
                 if self.began:
-                    out.append(event)
+                    out += self._total_learnt(now) + [event]
         return out
+
+    def _total_learnt(self, now: float) -> list[events.AnyEvent]:
+        """A TrainBegin again once the max steps are known, if they were not at the first step (a counter beside
+        the epoch is known to count the epoch's batches or the run's steps only when the next epoch starts)."""
+        total = self.reader.bar_total or self.reader.counted_total
+        if not total or total == self._total:
+            return []
+        self._total = total
+        return [self._train_begin(now, total)]
 
     def _step(self, step: int, step_time: float, now: float) -> list[events.AnyEvent]:
         if step <= self.step:
@@ -71,10 +81,13 @@ class OutputWatcher:
         if self.began:
             return []
         self.began = True
-        total = self.reader.bar_total or self.reader.counted_total  # a tqdm bar's, else `step 25/30`'s
-        return [events.TrainBegin(t=now, max_steps=total, num_epochs=0.0,
-                                  controls=SIGNAL_CONTROLS, pause_mode="signal"),
+        self._total = self.reader.bar_total or self.reader.counted_total  # a tqdm bar's, else `step 25/30`'s
+        return [self._train_begin(now, self._total),
                 events.State(t=now, state=events.TRAINING, reason="steps read from the command's output")]
+
+    @staticmethod
+    def _train_begin(now: float, total: int) -> events.TrainBegin:
+        return events.TrainBegin(t=now, max_steps=total, num_epochs=0.0, controls=SIGNAL_CONTROLS, pause_mode="signal")
 
 
 __all__ = ["SIGNAL_CONTROLS", "OutputWatcher"]

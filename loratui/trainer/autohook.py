@@ -1,42 +1,59 @@
 """The light half of the startup hook: waits for the script to import `transformers.trainer`.
 
-Imported at interpreter start by trainer/hook/sitecustomize.py in a watched command, so it imports
-nothing heavy: one meta-path finder, which does nothing until `transformers.trainer` is imported. Then
-that module runs as its own loader would run it, and `loratui.trainer.watch.patch` patches its Trainer.
+Run at interpreter start by trainer/hook/sitecustomize.py in a watched command, from its file and under no name
+in `sys.modules`: a plain script must see the modules it would see alone (no `loratui.*`), so this imports
+nothing (`sys` and `os` are loaded before any sitecustomize) and has no `from __future__` (that import is real).
+One meta-path finder does nothing until `transformers.trainer` is imported; then that module runs as its own
+loader would run it, and `loratui.trainer.watch.patch` patches its Trainer (loratui's modules load only then).
 """
 
-from __future__ import annotations
-
-import importlib.abc
+import os
 import sys
-from typing import Any
 
 TRAINER_MODULE = "transformers.trainer"
+ROOT_ENV = "LORATUI_HOOK_ROOT"
+"""The directory holding the loratui package, for an interpreter that has no loratui of its own."""
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    """Runs transformers.trainer with its own loader, then patches its Trainer."""
+def _patch(trainer: "type") -> None:
+    """Patch the Trainer class; loratui comes from the end of the path where this interpreter has none of its own
+    (its packages win)."""
+    try:
+        from loratui.trainer.watch import patch
+    except ImportError:
+        root = os.environ.get(ROOT_ENV, "")
+        if root and root not in sys.path:
+            sys.path.append(root)
+        try:
+            from loratui.trainer.watch import patch
+        except ImportError as exc:
+            print(f"loratui: cannot hook this process's Trainer ({exc}); its output is still watched",
+                  file=sys.stderr)
+            return
+    patch(trainer)
 
-    def __init__(self, inner: Any) -> None:
+
+class _PatchingLoader:
+    """Runs transformers.trainer with its own loader, then patches its Trainer (a loader needs no base class)."""
+
+    def __init__(self, inner: "object") -> None:
         self.inner = inner
 
-    def create_module(self, spec: Any) -> Any:
+    def create_module(self, spec: "object") -> "object":
         return self.inner.create_module(spec)
 
-    def exec_module(self, module: Any) -> None:
+    def exec_module(self, module: "object") -> None:
         self.inner.exec_module(module)
-        from loratui.trainer.watch import patch
+        _patch(module.Trainer)
 
-        patch(module.Trainer)
-
-    def __getattr__(self, name: str) -> Any:  # get_source, get_filename...: tracebacks still read the file
+    def __getattr__(self, name: str) -> "object":  # get_source, get_filename...: tracebacks still read the file
         return getattr(self.inner, name)
 
 
-class PostImportFinder(importlib.abc.MetaPathFinder):
+class PostImportFinder:
     """Finds nothing itself: asks the other finders for transformers.trainer and wraps its loader."""
 
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+    def find_spec(self, name: str, path: "object", target: "object" = None) -> "object":
         if name != TRAINER_MODULE:
             return None
         for finder in sys.meta_path:
@@ -62,9 +79,7 @@ def install() -> None:
     """Patch Trainer when transformers.trainer loads (at once, if it already has)."""
     module = sys.modules.get(TRAINER_MODULE)
     if module is not None and hasattr(module, "Trainer"):
-        from loratui.trainer.watch import patch
-
-        patch(module.Trainer)
+        _patch(module.Trainer)
         return
-    if not any(isinstance(finder, PostImportFinder) for finder in sys.meta_path):
+    if not any(type(finder).__name__ == "PostImportFinder" for finder in sys.meta_path):
         sys.meta_path.insert(0, PostImportFinder())

@@ -83,6 +83,23 @@ def _lr_move(r: Recipe | None, lr_now: float | None) -> Move:
     return f"lower learning_rate from {_num(lr)} to {_num(new)}", {"training.learning_rate": new}
 
 
+COLLAPSE_LR_DIVISOR = 100
+"""A collapse's learning rate over this: measured on real 40-step tiny CPU runs from 0.9, where a third (0.3), a
+tenth (0.09), a thirtieth (0.03) and a fiftieth (0.018) still collapsed (loss ~5.45, grad_norm 0.003-0.05) and a
+hundredth (0.009) trained (loss 6.57 -> 4.7, grad_norm 0.3-1; a two-hundredth, 0.0045: 3.6, near the recipe's own
+3e-3 at 3.4): one apply must leave the collapse (tests/test_collapse.py)."""
+
+
+def _collapse_lr_move(r: Recipe | None, lr_now: float | None) -> Move:
+    """A hundredth of the learning rate (COLLAPSE_LR_DIVISOR): a third, as for a rise, still collapsed."""
+    if r is None:
+        known = f"its last log said {_num(lr_now)}" if lr_now else "loratui does not know its value"
+        return f"lower the learning rate your script sets, e.g. to a hundredth of it ({known})", {}
+    lr = r.training.learning_rate
+    new = float(f"{lr / COLLAPSE_LR_DIVISOR:.2g}")
+    return f"lower learning_rate from {_num(lr)} to {_num(new)}", {"training.learning_rate": new}
+
+
 def _num(value: float | None) -> str:
     return "?" if value is None else f"{value:.3g}"
 
@@ -407,7 +424,7 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
 
 def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> tuple[str, list[str], dict[str, Any]]:
     """A loss stuck high with its gradient gone (LossWatch._collapse): the learning rate threw the model off."""
-    text, change = _lr_move(r, facts.get("lr"))
+    text, change = _collapse_lr_move(r, facts.get("lr"))
     uniform = math.log(facts["vocab"])
     title = f"Loss stuck at {facts['value']:.3g} from step {facts['from_step']} with grad_norm ~{facts['grad']:.2g}: " \
         f"the model collapsed, {text}"
@@ -416,7 +433,8 @@ def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) 
         f"guess over the model's vocabulary: it fell only from {facts['first']:.3g} and stays there",
         f"grad_norm median {facts['grad']:.2g} over the last {facts['n']} logs, {facts['grad_before']:.2g} in the "
         "first ones: the updates left the outputs barely depending on the input, the mark of a learning rate far "
-        "too high"]
+        "too high", "a hundredth, not a third: on loratui's tiny recipe, collapsed at 0.9, a third, a tenth, a "
+        "thirtieth and a fiftieth of it still collapsed; a hundredth trained"]
     if facts.get("lr") is not None:
         evidence.append(f"learning_rate now {_num(facts['lr'])}")
     return title, evidence, change

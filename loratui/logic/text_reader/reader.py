@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui import events
-from loratui.logic.text_reader import progress
+from loratui.logic.text_reader import epochs, progress
 from loratui.logic.text_reader import values as v
 from loratui.text import inert
 
@@ -63,6 +63,7 @@ class TextReader:
     _pairs_on: bool = False  # 3 such lines in a row, steps rising, were seen: they are the loss column
     _pairs_total: bool = False  # those lines are a running total (elapsed time, tokens seen), not a loss
     _keras_epoch: int = 0  # the epoch of Keras' last `Epoch 3/10` line
+    _epochs: epochs.EpochCounter = field(default_factory=epochs.EpochCounter)
 
     PAIRS_N = 3
 
@@ -129,8 +130,8 @@ class TextReader:
             return
         found = v.loss_line(fragment)
         if found is not None:
-            self.counted_total = self.counted_total or (v.line_total(fragment) or 0)
-            self._loss_line(found[0] if found[0] is not None else self._keras_step(fragment), found[1], t, out)
+            step, numbers = self._counted(fragment, found)
+            self._loss_line(step if step is not None else self._keras_step(fragment), numbers, t, out)
             return
         listed = v.loss_list(fragment)
         if listed:
@@ -138,6 +139,19 @@ class TextReader:
             self.inferred = True
             for value in listed:  # a series the person lists in one line: one log each, in order
                 self._emit(self.step + 1, {"loss": value}, t, out)
+
+    def _counted(self, fragment: str, found: tuple[int | None, dict[str, float]]) -> tuple[int | None,
+                                                                                         dict[str, float]]:
+        """A loss line's step and values, and the max steps its counter names; a counter beside an epoch of a total
+        is read by what the series shows (`epochs.EpochCounter`), its epochs done added as the `epoch`."""
+        within = v.within_epoch(fragment)
+        if within is None:
+            self.counted_total = self.counted_total or (v.line_total(fragment) or 0)
+            return found
+        reading = self._epochs.read(*within)
+        self.counted_total = self.counted_total or (reading.total or 0)
+        numbers = found[1] if reading.epoch is None else {**found[1], "epoch": round(reading.epoch, 4)}
+        return reading.step, numbers
 
     def _keras_step(self, fragment: str) -> int | None:
         """Keras' `500/500 [====] - loss: 2.30` under `Epoch 3/10`: the batch counts from 1 again each epoch, so the

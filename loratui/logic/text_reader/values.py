@@ -12,6 +12,8 @@ import json
 import math
 import re
 
+from loratui.logic.text_reader import epochs
+
 TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 """Keys that mark a record as a training-step log."""
 MAX_RECORD = 20_000
@@ -258,11 +260,12 @@ def megatron_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
 
 
 def line_step(fragment: str) -> int | None:
-    """The step a printed line names (`step 3`, `Step 3/100`, `[3/100]`, a leading count), or None; a step counted
-    within its epoch (`Epoch [2/3], Step [10/30]`) as the run's step (40)."""
-    within = _within_epoch(fragment)
+    """The step a printed line names (`step 3`, `Step 3/100`, `[3/100]`, a leading count), or None; a counter beside
+    an epoch of a total as far as the line alone tells (`epochs.read_alone`: `Epoch [3/3], Step [12/30]` is step 72,
+    `epoch 2/3 step 400/900` None, since it fits a run's counter and an epoch's)."""
+    within = within_epoch(fragment)
     if within is not None:
-        return (within[0] - 1) * within[2] + within[1]
+        return epochs.read_alone(*within).step
     found = _STEP.search(fragment)
     if found:
         return int(found.group(1))
@@ -282,10 +285,10 @@ _EPOCH_OF = re.compile(r"(?<![\w/])epoch\s*[=:]?\s*\[?\s*(\d{1,6})\s*/\s*(\d{1,6
 """An epoch of a total (`Epoch [2/3]`, `epoch 2/3`): counted from 1, as a total implies."""
 
 
-def _within_epoch(fragment: str) -> tuple[int, int, int, int] | None:
-    """(epoch, step, steps per epoch, epochs) of a line whose step counter of a total follows an epoch of a total (`Epoch
-    [2/3], Step [10/30]`, `epoch 2/3 iter 10/30`): the loader's batches, counted from 1 again each epoch (a counter
-    of the whole run would not sit beside the epoch's own)."""
+def within_epoch(fragment: str) -> tuple[int, int, int, int] | None:
+    """(epoch, n, total, epochs) of a line whose step counter of a total follows an epoch of a total (`Epoch [2/3],
+    Step [10/30]`, `epoch 2/3 iter 400/900`): the counter may count the epoch's batches or the run's steps
+    (`epochs` tells them apart)."""
     epoch = _EPOCH_OF.search(fragment) if "poch" in fragment else None
     if epoch is None or not 0 < int(epoch.group(1)) <= int(epoch.group(2)):
         return None
@@ -308,10 +311,10 @@ def _counter(fragment: str, start: int = 0) -> tuple[int, int] | None:
 def line_total(fragment: str) -> int | None:
     """The total of a loss line's step counter (`step 25/30`, `Iter: 7/900`, `[25/30]`), or None; an epoch's
     (`epoch 2/3`, `Epoch [2/3]`) is no step total, and a bare `N/T` counts only in brackets (`[25/30]`); a counter
-    within an epoch of a total counts every epoch's steps (`Epoch [2/3], Step [10/30]`: 90)."""
-    within = _within_epoch(fragment)
+    beside an epoch of a total as far as the line alone tells (`Epoch [3/3], Step [12/30]`: 90)."""
+    within = within_epoch(fragment)
     if within is not None:
-        return within[3] * within[2]
+        return epochs.read_alone(*within).total
     counted = _counter(fragment)
     return counted[1] if counted is not None else None
 

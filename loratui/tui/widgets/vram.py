@@ -161,6 +161,8 @@ def _estimate_line(state: RunState) -> str:
     est = state.estimate
     if est is None:
         return ""
+    if state.device == "cpu":  # no CUDA context or slack: `loratui estimate` gives a GPU's figure, and this one
+        return f"estimate {units.size(est.peak_device_gib)} on CPU (no CUDA context)"
     if est.peak_device_gib < 1:  # the tiny demo's 36 MiB read "estimate 0.0 GiB device · 0.0 reserved"
         line = f"estimate {units.mib(est.peak_device_gib)} device · {units.mib(est.peak_reserved_gib)} reserved"
     else:
