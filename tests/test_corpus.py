@@ -43,14 +43,15 @@ CATEGORIES = frozenset({
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.73, "dev": 0.93}
+FLOOR = {"sealed": 0.73, "dev": 0.92}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's fifth session on 1,123 excerpts (sealed 268/358, dev 728/765), the word model's guess
-included (the rules alone: sealed 256/358, dev 709/765; `bench/corpus_halves.py --no-guess`). The dev figure holds
-the model's in-sample answers: only sealed measures it. That session's 131 holdout excerpts (batch-colS..colV),
-collected while the rules were written and read only after, scored 86/131 with its starting code, 89/131 with its
-rules and 94/131 with the guess (a model trained before the holdout was merged). Issue 23's goal is 0.90 on both,
-within 5 points of each other: the sealed split says the doctor has not generalised that far."""
+at the end of issue 23's seventh session on 1,287 excerpts (sealed 307/411, dev 812/876), the word model's guess
+included (the rules alone: sealed 290/411, dev 778/876; `bench/corpus_halves.py --no-guess`). The dev figure holds
+the model's in-sample answers: only sealed measures it. That session's 164 holdout excerpts (batch-colW..colZ),
+collected at its start and read by no rule writer, scored 103/164 with its starting rules and 109/164 with the guess
+of a model trained before they were merged; the dev floor went from 0.93 to 0.92 when their dev half (111 excerpts
+the rules had never seen) joined the dev split. Issue 23's goal is 0.90 on both, within 5 points of each other: the
+sealed split says the doctor has not generalised that far."""
 PER_CATEGORY = {"sealed": 0.20, "dev": 0.80}
 """Regression floors for every category's share right, per split (measured: sealed oom_other_process 7/27, dev
 oom_full 42/48); issue 23's goal is 0.75."""
