@@ -72,14 +72,15 @@ def _four_bit(r: Recipe) -> Move:
              "quantization.bnb_4bit_use_double_quant": True, "quantization.bnb_4bit_compute_dtype": compute})
 
 
-def _lr_move(r: Recipe | None, lr_now: float | None) -> Move:
-    """A third of the configured learning rate, naming the current one. Without a recipe (a plain watched script,
-    a pasted log) the rate is the script's own: loratui knows no value or key for it, only what a log said."""
+def _lr_move(r: Recipe | None, lr_now: float | None, divisor: int = 3, share: str = "a third") -> Move:
+    """The configured learning rate over `divisor` (`share` says it in words), naming the current one. Without a
+    recipe (a plain watched script, a pasted log) the rate is the script's own: loratui knows no value or key for
+    it, only what a log said."""
     if r is None:
         known = f"its last log said {_num(lr_now)}" if lr_now else "loratui does not know its value"
-        return f"lower the learning rate your script sets, e.g. to a third of it ({known})", {}
+        return f"lower the learning rate your script sets, e.g. to {share} of it ({known})", {}
     lr = r.training.learning_rate
-    new = float(f"{lr / 3:.2g}")
+    new = float(f"{lr / divisor:.2g}")
     return f"lower learning_rate from {_num(lr)} to {_num(new)}", {"training.learning_rate": new}
 
 
@@ -88,16 +89,6 @@ COLLAPSE_LR_DIVISOR = 100
 tenth (0.09), a thirtieth (0.03) and a fiftieth (0.018) still collapsed (loss ~5.45, grad_norm 0.003-0.05) and a
 hundredth (0.009) trained (loss 6.57 -> 4.7, grad_norm 0.3-1; a two-hundredth, 0.0045: 3.6, near the recipe's own
 3e-3 at 3.4): one apply must leave the collapse (tests/test_collapse.py)."""
-
-
-def _collapse_lr_move(r: Recipe | None, lr_now: float | None) -> Move:
-    """A hundredth of the learning rate (COLLAPSE_LR_DIVISOR): a third, as for a rise, still collapsed."""
-    if r is None:
-        known = f"its last log said {_num(lr_now)}" if lr_now else "loratui does not know its value"
-        return f"lower the learning rate your script sets, e.g. to a hundredth of it ({known})", {}
-    lr = r.training.learning_rate
-    new = float(f"{lr / COLLAPSE_LR_DIVISOR:.2g}")
-    return f"lower learning_rate from {_num(lr)} to {_num(new)}", {"training.learning_rate": new}
 
 
 def _num(value: float | None) -> str:
@@ -424,7 +415,7 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
 
 def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> tuple[str, list[str], dict[str, Any]]:
     """A loss stuck high with its gradient gone (LossWatch._collapse): the learning rate threw the model off."""
-    text, change = _collapse_lr_move(r, facts.get("lr"))
+    text, change = _lr_move(r, facts.get("lr"), COLLAPSE_LR_DIVISOR, "a hundredth")  # a third still collapsed
     uniform = math.log(facts["vocab"])
     title = f"Loss stuck at {facts['value']:.3g} from step {facts['from_step']} with grad_norm ~{facts['grad']:.2g}: " \
         f"the model collapsed, {text}"
