@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay, report,
-                              stacks)
+from loratui.commands import (doctor, estimate, importer, init, jobref, mcp_server, notify_test, recipes, replay,
+                              report, stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.bounds import NotAFile, clip
 from loratui.recipe import RecipeError, find_recipe
@@ -148,7 +148,7 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: b
     refused for commands that act on a live run, and means the newest run for viewers.
     """
     if name:
-        return _by_job_id(name, runs_dir, everywhere) or rundir.resolve(name, runs_dir, everywhere)
+        return jobref.by_job_id(name, runs_dir, everywhere) or rundir.resolve(name, runs_dir, everywhere)
     running = [run for run in rundir.list_runs(runs_dir, everywhere) if _is_live(runstatus.read(run))]
     if len(running) == 1:
         return running[0]
@@ -180,14 +180,6 @@ def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
             status = runstatus.read(run)
         return run if not status.alive else None
     return None
-
-
-def _by_job_id(name: str, runs_dir: Path, everywhere: bool = False) -> rundir.RunDir | None:
-    """The run started in Slurm job `name` (`loratui attach 4242`); the newest when a job made several."""
-    if not name.isdigit():
-        return None
-    found = [run for run in rundir.list_runs(runs_dir, everywhere) if runstatus.read(run).job_id == name]
-    return found[-1] if found else None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
