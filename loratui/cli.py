@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay, report,
-                              stacks)
+from loratui.commands import (doctor, estimate, importer, init, jobref, mcp_server, notify_test, recipes, replay,
+                              report, stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.bounds import NotAFile, clip
 from loratui.recipe import RecipeError, find_recipe
@@ -148,7 +148,7 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: b
     refused for commands that act on a live run, and means the newest run for viewers.
     """
     if name:
-        return _by_job_id(name, runs_dir, everywhere) or rundir.resolve(name, runs_dir, everywhere)
+        return jobref.by_job_id(name, runs_dir, everywhere) or rundir.resolve(name, runs_dir, everywhere)
     running = [run for run in rundir.list_runs(runs_dir, everywhere) if _is_live(runstatus.read(run))]
     if len(running) == 1:
         return running[0]
@@ -180,14 +180,6 @@ def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
             status = runstatus.read(run)
         return run if not status.alive else None
     return None
-
-
-def _by_job_id(name: str, runs_dir: Path, everywhere: bool = False) -> rundir.RunDir | None:
-    """The run started in Slurm job `name` (`loratui attach 4242`); the newest when a job made several."""
-    if not name.isdigit():
-        return None
-    found = [run for run in rundir.list_runs(runs_dir, everywhere) if runstatus.read(run).job_id == name]
-    return found[-1] if found else None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -317,9 +309,14 @@ def cmd_ls(args: argparse.Namespace) -> int:
         total = r["max_steps"] or (r["step"] if r["state"] == events.FINISHED else "?")
         step = f"{r['step']}/{total}" if total != 0 else "0 steps"  # finished with none: "0/0" reads as nothing
         peak = f"{r['peak_vram_gib']:.1f}G" if r["peak_vram_gib"] is not None else "—"
-        cells.append((inert(r["run"]), f" {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}"
-                      + (_job_columns(r.get("slurm")) if jobs else ""),
+        cells.append((inert(r["run"]), f" {r['state']:<10} {step:>11} {fmt.number(r['loss']):>8} {peak:>10}",
                       inert(str(Path(r["path"]).parent)) if len(places) > 1 else ""))  # runs from several places
+    # The job columns make a row about 100 wide: on a narrower terminal (the trial's 80x24 broke each row in two,
+    # "RUNNIN" / "G"), each job goes on a line of its own under its run; piped, they stay in the row for scripts.
+    job_below = jobs and bool(columns) and any(len(run) + len(rest) + len(_job_columns(r.get("slurm"))) >= columns
+                                               for (run, rest, _), r in zip(cells, rows))
+    if jobs and not job_below:
+        cells = [(run, rest + _job_columns(r.get("slurm")), place) for (run, rest, place), r in zip(cells, rows)]
     width = _run_column(cells, columns)
     lines = [(f"{run}\n{'':<{width}}{rest}" if len(run) > width else f"{run:<{width}}{rest}", place)
              for run, rest, place in cells]
@@ -328,10 +325,11 @@ def cmd_ls(args: argparse.Namespace) -> int:
     below = bool(columns) and any(len(f"{row}  {place}".rsplit("\n", 1)[-1]) >= columns for row, place in lines
                                   if place)
     print(f"{'RUN':<{width}} {'STATE':<10} {'STEP':>11} {'LOSS':>8} {'PEAK VRAM':>10}"
-          + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs else "")
+          + (f"  {'JOB':>8} {'SLURM':<13} {'NODES':>5} {'LEFT':>7}" if jobs and not job_below else "")
           + ("  WHERE" if len(places) > 1 and not below else ""))
-    for row, place in lines:
-        print(f"{row}\n  in {place}" if below else f"{row}  {place}" if place else row)
+    for (row, place), r in zip(lines, rows):
+        under = f"\n{_job_line(r['slurm'])}" if job_below and "slurm" in r else ""
+        print(f"{row}{under}\n  in {place}" if below else f"{row}  {place}{under}" if place else row + under)
     if any(r["state"].endswith("*") for r in rows):
         print("* its supervisor died; the trainer goes on and obeys loratui pause/resume/stop")
     return EXIT_OK
@@ -374,6 +372,16 @@ def _job_columns(job: dict[str, Any] | None) -> str:
     left = job.get("time_left_s")
     return (f"  {inert(job['job']):>8} {job.get('state', 'unknown'):<13} {nodes if nodes else '?':>5} "
             f"{fmt.duration(left) if left is not None else '--':>7}")
+
+
+def _job_line(job: dict[str, Any]) -> str:
+    """A Slurm run's job on a line of its own under its row (a terminal too narrow for the job columns)."""
+    from loratui.logic import fmt
+
+    nodes, left = job.get("nodes"), job.get("time_left_s")
+    facts = [job.get("state", "unknown")] + ([f"{nodes} node{'s' if nodes != 1 else ''}"] if nodes else []) + (
+        [f"{fmt.duration(left)} left"] if left is not None else [])
+    return f"  job {inert(job['job'])}: {', '.join(facts)}"
 
 
 def cmd_control(args: argparse.Namespace) -> int:

@@ -92,7 +92,8 @@ def _item(item: Any) -> dict[str, Any]:
     out["title"] = inert(out["title"])
     out["evidence"] = [inert(line) for line in out["evidence"]]
     out["can_apply"] = bool(item.fix)
-    out["why_not_applicable"] = inert(item.no_fix) if not item.fix else ""
+    # Never an empty reason beside can_apply false (trial 7: every doctor item said ""): what apply_advice answers.
+    out["why_not_applicable"] = inert(item.no_fix or "it proposes no change") if not item.fix else ""
     return out
 
 

@@ -29,6 +29,7 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 
 def main(args: argparse.Namespace) -> int:
     """Print the advice for `args.path`: exit 1 when it holds an ERROR, 0 otherwise, 2 on bad input."""
+    from loratui.commands import jobref
     from loratui.errors import EXIT_NO, EXIT_OK, UsageError
 
     if args.path == "-":
@@ -37,7 +38,8 @@ def main(args: argparse.Namespace) -> int:
         items, note = diagnose_stream(sys.stdin.buffer, "standard input", guess=not args.no_guess)
         source: Path | str = "-"
     else:
-        found = _resolve(Path(args.path), getattr(args, "runs_dir", None), getattr(args, "everywhere", False))
+        runs_dir, everywhere = getattr(args, "runs_dir", None), getattr(args, "everywhere", False)
+        found = _resolve(Path(jobref.named(args.path, runs_dir, everywhere)), runs_dir, everywhere)
         source = found
         try:
             items, note = diagnose(found, guess=not args.no_guess)

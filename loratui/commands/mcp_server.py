@@ -140,6 +140,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         need_control("stop")
         target = guarded(lambda: view.find_run(run, runs_dir))
         if not token:
+            guarded(lambda: _can_take(target, "stop"))  # no token (nor a "would stop") for a run that ended
             now = guarded(lambda: view.status(target))
             return {"would": f"stop {target.run_id} at its next step boundary (now {now['state']}, step "
                              f"{now['step']}/{now['max_steps']}); call stop again with this token to do it",
@@ -195,7 +196,17 @@ def _deliver(run: Any, command: str) -> str:
     try:
         return control.deliver(run, command, SOURCE)
     except control.ControlError as exc:
-        raise ValueError(f"{run.run_id}: {exc}") from None
+        said = str(exc)  # most already name the run: "RUN: RUN is not running" said it twice
+        raise ValueError(said if run.run_id in said else f"{run.run_id}: {said}") from None
+
+
+def _can_take(run: Any, command: str) -> None:
+    """Refuse, as `control.deliver` would, a command to a run nobody runs (a suspended one waits for it)."""
+    from loratui import events, runstatus
+
+    status = runstatus.read(run)
+    if not status.alive and status.state != events.SUSPENDED:
+        raise ValueError(f"{run.run_id} is not running ({status.state}); nothing to {command}")
 
 
 def _advice_item(run: Any, advice_id: str) -> Any:

@@ -257,8 +257,11 @@ class Supervisor:
         if cause:
             state, error = slurm.SCHEDULER_ENDS[cause][0], f"{said}\n{error}".rstrip()
         # The end is what every view waits for: on a full disk, wait for room rather than lose it.
+        # The step reached (the status folded the log just now): a SIGKILLed trainer writes no exit record of its
+        # own, and without it the advice and the alert said "killed by SIGKILL at step 0" of a run at step 50.
         self.log.write_until_written(events.End(t=time.time(), state=state, exit_code=code, signal=signame,
-                                                error=error, cause=cause), gone=lambda: not self.run.path.exists())
+                                                error=error, cause=cause, step=self.status.step),
+                                     gone=lambda: not self.run.path.exists())
         self.state = state
         return state
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -119,26 +122,36 @@ class TextScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,enter,question_mark", "dismiss", "close")]
 
-    def __init__(self, body: str, markup: bool = False) -> None:
+    def __init__(self, body: str | Group, markup: bool = False) -> None:
         super().__init__()
         self.body = body
+        """Text, or a Rich group built of inert Text (the evidence page: its bullets' lines hang under their text)."""
         self.markup = markup
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog"):  # scrolls where the page is taller than the terminal
-            yield Static(self.body if self.markup else inert(self.body), markup=self.markup, id="page")
+            body = self.body if self.markup or isinstance(self.body, Group) else inert(self.body)
+            # A Rich group has no width of its own to size the dialog to: it takes the widest a page may be.
+            yield Static(body, markup=self.markup, id="page", classes="group" if isinstance(body, Group) else "")
 
     def on_mount(self) -> None:
         self.query_one("#dialog").focus()  # so that the arrow keys, page up/down and home/end scroll it
 
 
 def evidence_screen(item: Any) -> TextScreen:
-    """An advice item: title, evidence lines, and the change to make."""
-    lines = [f"{item.severity.upper()}: {item.title}", f"(detected at step {item.step})", "", "Evidence:"]
-    lines += [f"  • {line}" for line in item.evidence]
+    """An advice item: title, evidence lines, and the change to make. Each evidence line wraps under its own
+    text, not under its bullet (at 80 columns a quoted error ran on at the page's edge, one bullet hard to tell
+    from the next). Every string is inert: evidence quotes the run's own output."""
+    head = [f"{item.severity.upper()}: {item.title}", f"(detected at step {item.step})", "", "Evidence:"]
+    bullets = Table.grid()
+    bullets.add_column(no_wrap=True)
+    bullets.add_column(overflow="fold")  # a path longer than the line is cut, not pushed past the page
+    for line in item.evidence:
+        bullets.add_row("  • ", Text(inert(line)))
+    tail = []
     if item.change:
-        lines += ["", "Suggested change:"] + [f"  {line}" for line in change_text(item.change).splitlines()]
+        tail += ["", "Suggested change:"] + [f"  {line}" for line in change_text(item.change).splitlines()]
     if getattr(item, "no_fix", ""):
-        lines += ["", item.no_fix]
-    lines += ["", "escape: close"]
-    return TextScreen(inert("\n".join(lines)), markup=False)  # evidence quotes the run's own output
+        tail += ["", item.no_fix]
+    tail += ["", "escape: close"]
+    return TextScreen(Group(Text(inert("\n".join(head))), bullets, Text(inert("\n".join(tail)))))
