@@ -92,3 +92,19 @@ def test_an_oom_with_sizes_but_no_breakdown_is_not_said_to_give_no_numbers() -> 
     assert result.returncode == 1, result.stderr
     assert "does not say what holds the memory" in result.stdout and "no usable numbers" not in result.stdout
     assert "1.02 GiB free of 23.65 GiB total" in result.stdout, result.stdout
+
+
+def test_an_oom_with_only_the_request_is_not_said_to_give_no_numbers() -> None:
+    """Trial 7: `RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB` got the title "(the message gives no
+    usable numbers)" above its own evidence "tried to allocate 2.00 GiB"."""
+    from loratui.logic.advisor import Advisor
+    from loratui.logic.text_reader import TextReader
+
+    advisor, reader = Advisor(None, pasted=True), TextReader(stream="stderr")
+    for line in ("Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+                 "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"):
+        advisor.feed_all(reader.feed(line))
+    advisor.feed_all(reader.close())
+    first = advisor.items()[0]
+    assert first.id == "oom_full" and "no usable numbers" not in first.title, first.title
+    assert "only the size it asked for" in first.title and any("2.00 GiB" in line for line in first.evidence)

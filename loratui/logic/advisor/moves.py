@@ -129,6 +129,7 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
         # "no usable numbers" beside evidence quoting the request and the free memory read as a contradiction
         where = ("while loading the model" if phase == "load" else "the card is full" if kind == oom.FULL
                  else "the message does not say what holds the memory" if report.total is not None
+                 else "the message gives only the size it asked for" if report.requested is not None
                  else "the message gives no usable numbers")
         built.append(Advice("oom_full", ERROR, f"CUDA out of memory ({where}): {text}", evidence, change, f.step))
     return built
