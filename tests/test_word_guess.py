@@ -14,6 +14,7 @@ import pytest
 from loratui.cli import main
 from loratui.commands.doctor import _with_guess
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic import word_guess
 from loratui.logic.word_guess import MAX_CHARS, SPEAK_AT, char_grams, guess, probabilities, word_grams
 from loratui.sources.word_model import PATH, load
 
@@ -114,3 +115,33 @@ def test_a_healthy_keras_log_gets_no_guess(capsys: pytest.CaptureFixture[str], t
     assert guess(load(), log.read_text(encoding="utf-8")) is not None  # the words alone would raise it
     assert main(["doctor", str(log)]) == 0
     assert "a guess" not in capsys.readouterr().out
+
+
+NVIDIA_SMI = """Thu Mar  6 09:12:44 2025
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|=========================================+========================+======================|
+|   0  NVIDIA A100-SXM4-80GB          On  |   00000000:07:00.0 Off |                    0 |
+| N/A   61C    P0            312W /  400W |   41235MiB /  81920MiB |     97%      Default |
++-----------------------------------------+------------------------+----------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI        PID   Type   Process name                              GPU Usage |
+|=========================================================================================|
+|    0   N/A  N/A     18211      C   python                                      41224MiB |
++-----------------------------------------------------------------------------------------+
+"""
+
+
+def test_a_bare_nvidia_smi_table_gets_no_guess(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Trial 7: a healthy nvidia-smi paste (one python process, 97 % busy) was guessed as another process holding
+    the memory (p=0.99): the table's words are the same healthy or not. With a sentence of the person's own, the
+    model reads it as before."""
+    paste = tmp_path / "smi.txt"
+    paste.write_text(NVIDIA_SMI, encoding="utf-8")
+    assert main(["doctor", str(paste)]) == 0
+    assert "a guess" not in capsys.readouterr().out
+    asked = "CUDA out of memory although nothing of mine runs; a stray process holds the card:\n" + NVIDIA_SMI
+    assert word_guess.has_words(asked) and not word_guess.has_words(NVIDIA_SMI)

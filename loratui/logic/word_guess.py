@@ -104,9 +104,24 @@ def probabilities(model: WordModel, text: str) -> tuple[float, list[float]]:
     return p_sick, [float(e) for e in exps / exps.sum()]
 
 
+_TABLE_LINE = re.compile(r"^\s*(?:[|+=]|\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4}\s*$)")
+"""A line of a drawn table (nvidia-smi's `|`, `+---`, `===`) or nvidia-smi's date line above it."""
+MIN_WORDS = 3
+"""Words outside drawn tables below which there is no report to read."""
+
+
+def has_words(text: str) -> bool:
+    """Whether the text says anything outside a drawn table. A bare nvidia-smi paste holds the same words whether
+    the card is healthy or held by a stray process (most reports of another process paste one), so the model
+    reads it as a problem it cannot know of (trial 7: a healthy A100 at 97 %, one python process, read as another
+    process holding the memory, p=0.99)."""
+    kept = " ".join(line for line in text.splitlines() if not _TABLE_LINE.match(line))
+    return len(_WORD.findall(kept)) >= MIN_WORDS
+
+
 def guess(model: WordModel, text: str) -> Guess | None:
     """The kind of report `text` reads like, when the model is confident a problem is described; else None."""
-    if len(text) > MAX_CHARS or not text.strip():
+    if len(text) > MAX_CHARS or not has_words(text):
         return None
     p_sick, p_kinds = probabilities(model, text)
     if p_sick < SPEAK_AT:
