@@ -155,12 +155,17 @@ def cut_traceback_advice(frames: tuple[Frame, ...], phase: str, step: int) -> Ad
                   {}, step)
 
 
+_WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: |^\s+warnings\.warn\(")
+"""A Python warning as `warnings` prints it (`file.py:12: FutureWarning: ...`) and the source line it prints below."""
+
+
 def ended_advice(end: events.End, tail: list[str]) -> Advice:
-    """A run that ended failed with no traceback: the exit, and the last lines it printed."""
+    """A run that ended failed with no traceback: the exit, and the last lines it printed, warnings left out (a
+    deprecation printed at start is no reason for a kill; it crowded out the last log)."""
     how = f"was killed by {end.signal}" if end.signal else (
         f"exited with code {end.exit_code}" if end.exit_code is not None else "failed")
     first = end.error.strip().splitlines()[-1] if end.error.strip() else ""
-    evidence = ([first] if first else []) + tail[-5:]
+    evidence = ([first] if first else []) + [line for line in tail if not _WARNING_LINE.match(line)][-5:]
     hint = "SIGKILL with no error is often the kernel's out-of-memory killer (host RAM): check dmesg" \
         if end.signal in ("SIGKILL", "9") else "the trainer's last lines are above; the full output is in the run directory"
     return Advice("exception", ERROR, f"The trainer {how} at step {end.step}", evidence + ["next: " + hint], {},
