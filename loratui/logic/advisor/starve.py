@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from loratui.logic import durations
 from loratui.logic.advisor.advice import INFO, Advice, Finding
 from loratui.logic.advisor.starve_gpu_util import DIP, UtilSamples
 from loratui.logic.advisor.starve_output import (
@@ -377,13 +378,12 @@ def _clause_low(clause: str) -> int | None:
     return min(numbers) if numbers else None
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|\s*(h|s|min)\b)", re.I)
-_SECONDS = {"h": 3600, "m": 60, "s": 1}
+_DURATION = durations.pattern("s min h")
 
 
 def _seconds(text: str) -> list[float]:
     """Each duration the text gives, in seconds, in order."""
-    return [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(text)]
+    return durations.all_seconds(text, _DURATION)
 
 
 _WORK = re.compile(r"\b(?:epochs?|steps?|iterations?|iters?|batch(?:es)?|training|train)\b", re.I)
@@ -399,10 +399,10 @@ _LOADER_TAKES = re.compile(
     r"fetching (?:a |each |one |the next )?batch|next\(iter\([^)]{0,40}\)\)|数据加载|读取数据)"
     r"(?:[^.!?\n。！？]|(?<=\d)\.(?=\d)){0,50}?(?:takes?|took|taking|costs?|spends?|spent|needs?|耗时|需要|要)\s*"
     r"(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
-    r"(s|secs?|seconds?|min|mins|minutes?|秒|分钟)\b", re.I)
+    r"(" + durations.unit_words("s min") + r")\b", re.I)
 """The loader timed in the user's words at a second or more (`loading one batch takes 2.3 s`, `数据加载耗时5秒`)."""
 _TAKES_N = (r"\btakes?\s+(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*"
-            r"(?:-\s*\d+(?:\.\d+)?\s*)?(s|secs?|seconds?|min|mins|minutes?)\s+to\s+")
+            r"(?:-\s*\d+(?:\.\d+)?\s*)?(" + durations.unit_words("s min") + r")\s+to\s+")
 _BATCH_TAKES = re.compile(
     r"\b(?:each|every|one|a|the next|a single) (?:mini-?)?batch\b[^.!?\n]{0,30}?" + _TAKES_N +
     r"(?:load|fetch|prepare|read|arrive|come|be (?:loaded|fetched|prepared|read))|" +
@@ -418,7 +418,7 @@ def _loader_takes(line: str) -> dict[str, object] | None:
     if found is None or _DENIED.search(found.group(0)):
         return None
     number, unit = [g for g in found.groups() if g is not None][:2]  # _BATCH_TAKES: the alternative that matched
-    seconds = float(number) * (60 if unit.lower().startswith("m") or unit == "分钟" else 1)
+    seconds = float(number) * durations.unit_seconds(unit)
     return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
 
 
@@ -476,9 +476,8 @@ _OTHER_CHANGE = re.compile(r"\b(?:bf16|fp16|fp8|tf32|amp|mixed precision|precisi
                            r"batch[ _-]?size|gradient checkpointing|checkpointing|quantiz\w*|deepspeed|fsdp|liger|"
                            r"unsloth|kernels?|cudnn|driver|upgrad\w*)\b", re.I)
 """Another change named beside the speed-up: the compute got faster, not the feed."""
-_MOVED = re.compile(r"\bfrom\s+(?:about |~)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|h|min|s)\b"
-                    r"[^.!?\n]{0,20}?\bto\s+(?:about |~)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|h|"
-                    r"min|s)\b", re.I)
+_MOVED = re.compile(r"\bfrom\s+(?:about |~)?" + durations.spelled("s min h") + r"[^.!?\n]{0,20}?\bto\s+(?:about |~)?" +
+                    durations.spelled("s min h"), re.I)
 """`the epoch time went from 50 min to 12 min`: a time before and after a change."""
 _FIRST_EPOCH = re.compile(r"\bfirst epoch\b", re.I)
 _LATER_EPOCHS = re.compile(r"\b(?:later|subsequent|second|following|other|next|remaining|rest of the) epochs?\b", re.I)
