@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from loratui.logic.clauses import denial
 from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB, KIB, MIB
 
@@ -190,8 +191,9 @@ _MEMORY_FAILED = re.compile(
 due to insufficient GPU memory`, `getting the same memory crash`, `某张卡空间不足`: a card's space ran short), or memory
 rising to its end and the run failing with it (`VRAM usage jumps to 24GB and it crashes`, `the GPU memory maxes out
 and training stops`, `显存直接占满然后报错`)."""
-_DENIED_INSIDE = re.compile(r"\b(?:no|not|nothing|never|without|nor)\b|n't\b|没有?|不会", re.I)
-"""A denial between the memory and the failure (`memory usage jumps at step 100 but nothing crashes`): no failure."""
+_DENIED_INSIDE = denial(r"\b(?:no|nothing|without|nor)\b", chinese="没有?|不会")
+"""A denial between the memory and the failure (`memory usage jumps at step 100 but nothing crashes`): no failure.
+Not `不` alone: it is in the failure's own words (`显存不足`, memory ran short)."""
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 

@@ -29,6 +29,7 @@ from loratui.logic.advisor.starve_measured import measured
 from loratui.logic.advisor.starve_pace import PaceTable, same_pace_said
 from loratui.logic.advisor.starve_timed import timed_parts
 from loratui.logic.advisor.starve_words import NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
+from loratui.logic.clauses import DENIED
 from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
@@ -161,7 +162,6 @@ _DELAY_HERE = re.compile(
     r"\b(?:delay|pause|stall|lag|gap|wait|freeze)s?\s+(?:of\s+)?(?:about |around |~)?\d+(?:\.\d+)?\s*(?:s|secs?|"
     r"seconds?)\b", re.I)
 """A delay of some seconds: starvation when it is written between two logged iterations."""
-_DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
 """Inside the words themselves: `data loading is not the bottleneck`."""
 _TURN = re.compile(r"\b(?:but|whereas|although|though|however|fine|fast|quick)\b", re.I)
 """A turn inside the words (`data loading is fast but training is slow`): the verdict is another subject's."""
@@ -285,7 +285,7 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay"),
                           (_LOST_TIME, "delay"), (_RESPAWN, "delay")):
         found = pattern.search(line)
-        if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
+        if found and not _HELD.search(line[:found.start()][-16:]) and not DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
                 not (what == "loader" and NOT_DATA.search(found.group(0))) and not asked(line) and \
                 not _TURN.search(found.group(0)):
@@ -415,7 +415,7 @@ LOADER_SAID_S = 1.0
 
 def _loader_takes(line: str) -> dict[str, object] | None:
     found = _LOADER_TAKES.search(line) or _BATCH_TAKES.search(line)
-    if found is None or _DENIED.search(found.group(0)):
+    if found is None or DENIED.search(found.group(0)):
         return None
     number, unit = [g for g in found.groups() if g is not None][:2]  # _BATCH_TAKES: the alternative that matched
     seconds = float(number) * durations.unit_seconds(unit)
@@ -507,12 +507,12 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
             return rated
     times = _TIMES.search(line)
     if times and float(times.group(1)) >= SLOWER and (_DATA_CAUSE.search(line) or _DATA_READ.search(line)) and \
-            _WORK.search(line) and not _ELSEWHERE.search(line) and not _DENIED.search(line) and \
+            _WORK.search(line) and not _ELSEWHERE.search(line) and not DENIED.search(line) and \
             not NOT_DATA.search(line):
         return {"said": "slowdown", "quote": line.strip()[:300]}
     faster = _FASTER.search(line)
     if faster and float(faster.group("n") or faster.group("n2")) >= FASTER and _FED_BETTER.search(line) and \
-            not _DENIED.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line) and \
+            not DENIED.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line) and \
             not _OTHER_CHANGE.search(line):
         return {"said": "loader", "quote": line.strip()[:300]}
     moved = _MOVED.search(line)
@@ -542,13 +542,13 @@ def _prep_said(line: str) -> dict[str, object] | None:
     if _NOT_PREP.search(line):
         return None
     stuck = _PREP_STUCK.search(line)
-    if stuck and not _DENIED.search(stuck.group(0)):
+    if stuck and not DENIED.search(stuck.group(0)):
         return {"said": "preprocessing", "quote": line.strip()[:300]}
     crawl = _MAP_CRAWLS.search(line)
-    if crawl and not _DENIED.search(crawl.group(0)):
+    if crawl and not DENIED.search(crawl.group(0)):
         return {"said": "preprocessing", "quote": line.strip()[:300]}
     for found in _PREP_SAID.finditer(line):
-        if _HELD.search(line[:found.start()][-16:]) or _DENIED.search(found.group(0)):
+        if _HELD.search(line[:found.start()][-16:]) or DENIED.search(found.group(0)):
             continue
         number = found.group("n")
         if number and found.group("unit").lower().startswith("m"):
@@ -594,7 +594,7 @@ class StarveText:
     def _blamed(self, line: str, step: int) -> list[Finding]:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
         slow = _SLOW_SAID.search(line) if not self._slow_said else None
-        if slow and not _DENIED.search(slow.group(0)) and not _PROGRAM.search(line):  # `doesn't help, still slow`
+        if slow and not DENIED.search(slow.group(0)) and not _PROGRAM.search(line):  # `doesn't help, still slow`
             self._slow_said = line.strip()[:300]
         if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
                 not _code(line) and not _PROGRAM.search(line):

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 
 from loratui.logic import durations
+from loratui.logic.clauses import clauses, denial
 
-_CLAUSE = re.compile(r"(?<!\d)[.!?;,](?!\d)|[。！？；，\n]|\b(?:but|while|whereas)\b|但是?|而")
 _PREP = re.compile(
     r"tokeni[sz]\w*|\bBPE\b|\bpack(?:ing|ed)\b|pre-?process\w*|\.map\(|\bmap\(\)|(?-i:\bmap)\s+(?:step|call|function)|"
     r"(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
@@ -30,7 +30,7 @@ _NOT_DATA = re.compile(r"\b(?:model|checkpoint\w*|weights?|shards?|safetensors|d
                        r"eval\w*|validat\w*|inference|generat\w*|predict\w*|compil\w*|install\w*|pip|wheel|build(?:ing)? "
                        r"(?:the )?(?:wheel|image|docker|extension))\b|模型|权重|保存|推理|评估|下载", re.I)
 """Another job timed in the clause: the model's load, a download, a save, an evaluation, generation, a build."""
-_DENIED = re.compile(r"\b(?:not|never|no longer|only|just|fast|quick\w*|fine)\b|n't\b|[不没]|只(?:要|需)|很快", re.I)
+_DENIED = denial(r"\b(?:only|just|fast|quick\w*|fine)\b|只(?:要|需)|很快")
 """`does not take 10 minutes`, `only takes 5 minutes`, `只需要20分钟`, `is fast`: no complaint."""
 
 _DURATION = durations.pattern("s min h d", counts=True)
@@ -160,10 +160,10 @@ def measured(line: str) -> dict[str, object] | None:
         if sentence and (_knob_compared(sentence) or _SLOW_BLAMED.search(sentence)) and \
                 not re.search(r"\b(?:not|never|isn't|wasn't)\b|n't\b|不是|并非", sentence, re.I):
             return {"said": "loader", "quote": line.strip()[:300]}
-    for clause in _CLAUSE.split(line):
-        if clause and _PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
+    for clause in clauses(line):
+        if _PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
             return {"said": "preprocessing", "quote": line.strip()[:300]}
-        if not clause or not _COUNTED.search(clause) or _NOT_DATA.search(clause) or _DENIED.search(clause):
+        if not _COUNTED.search(clause) or _NOT_DATA.search(clause) or _DENIED.search(clause):
             continue
         if _PREP.search(clause) and (_longest(clause) >= PREP_S or _rate_fell(clause)):
             return {"said": "preprocessing", "quote": line.strip()[:300]}
