@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from loratui.logic import durations
 from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.advisor.prep_words import NAMED_HINTS, PREP_NAMED
 from loratui.logic.advisor.starve_gpu_util import DIP, UtilSamples
 from loratui.logic.advisor.starve_output import (
     PROFILE_WORDS,
@@ -57,9 +58,7 @@ _UTIL_SAID = re.compile(
     r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))|"
     r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?P<low4>空闲|闲置|在等|等待数据|等数据|跑不满|没有?跑满)", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
-_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
-                 r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
-                 r"Grouping texts|packing|数据预处理|预处理|分词)")
+_PREP_SUBJECT = f"(?:{PREP_NAMED})"
 _PREP_LONG = (r"(?:slow\w*|bottleneck\w*|unusabl\w*|forever|ages|a long time|too long|very long|hours?|time[- ]consuming|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
@@ -214,7 +213,6 @@ _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "domin
 _THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it", "longer", "faster", "speed", "increase", "improve", "boost", "gain", "from ")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi")
-_PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
 
 
@@ -274,7 +272,7 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
                                               "%" in line and _GPU_NAMED.search(line)) else None
     if said_util is not None:
         return said_util
-    prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or \
+    prep = (_prep_said(line) if any(w in low for w in NAMED_HINTS) else None) or \
         (_slowdown_said(line) if any(w in low for w in _THEN_WORDS) else None) or \
         (_stall_said(line) if "before" in low else None) or \
         (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)

@@ -16,15 +16,10 @@ from __future__ import annotations
 import re
 
 from loratui.logic import durations
+from loratui.logic.advisor.prep_words import PREP_WORK
 from loratui.logic.clauses import clauses, denial
 
-_PREP = re.compile(
-    r"tokeni[sz]\w*|\bBPE\b|\bpack(?:ing|ed)\b|pre-?process\w*|\.map\(|\bmap\(\)|(?-i:\bmap)\s+(?:step|call|function)|"
-    r"(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
-    r"Running tokenizer|Grouping texts|\bprocess(?:ing|ed|es)?\s+(?:the\s+|my\s+|all\s+|each\s+|every\s+|\d+\S*\s+)?"
-    r"(?:data(?:set)?|samples|examples|records|rows|corpus)\b|\bprepar\w*\s+(?:the\s+|my\s+)?(?:data(?:set)?|samples|"
-    r"corpus)\b|\b(?:load|read)\w*\s+(?:the\s+|my\s+)?data(?:set)?\b|\bdata ?set (?:load\w*|prepar\w*|build\w*)|"
-    r"预处理|分词|数据(?:处理|加载|读取|准备)|(?:处理|加载|读取|准备)数据|(?:数据|样本)[^，,。；]{0,20}?处理", re.I)
+_PREP = re.compile(PREP_WORK, re.I)
 """Work on the whole dataset before training: tokenising, packing, mapping, preprocessing, loading the set."""
 _NOT_DATA = re.compile(r"\b(?:model|checkpoint\w*|weights?|shards?|safetensors|download\w*|upload\w*|sav(?:e|es|ed|ing)|"
                        r"eval\w*|validat\w*|inference|generat\w*|predict\w*|compil\w*|install\w*|pip|wheel|build(?:ing)? "
