@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic import durations
-from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.advisor.advice import INFO, Advice, Finding, more_workers_change
 from loratui.logic.advisor.prep_words import NAMED_HINTS, PREP_NAMED
 from loratui.logic.advisor.starve_gpu_util import DIP, UtilSamples
 from loratui.logic.advisor.starve_output import (
@@ -740,10 +740,7 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     evidence += ["a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace",
                  "make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on "
                  "fast local disk, pin_memory" + (", and raise the workers" if other is None else "")]
-    change: dict[str, object] = {}
-    if r is not None and r.training.dataloader_num_workers < 16 and other is None:
-        now = r.training.dataloader_num_workers
-        change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
+    change = more_workers_change(r) if other is None else {}
     title = f"The GPU waits for data ({what}): " + (other or f"raise {key}")
     return Advice("data_starved", INFO, title, evidence, change, f.step)
 

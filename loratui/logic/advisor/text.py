@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
+from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding, more_workers_change
 from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.error_said import introduced_message, introduces_error, said_raised
@@ -449,10 +449,7 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
                  f"the loader is the bottleneck; raise {key}")
         evidence = [facts["line"], "the data timer is the wait for the next batch, the step timer the work",
                     "or make __getitem__ cheaper (decode and tokenise once, ahead of training; fast local disk)"]
-        if r is not None and r.training.dataloader_num_workers < 16:
-            now = r.training.dataloader_num_workers
-            change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
-        return Advice("data_starved", INFO, title, evidence, change, f.step)
+        return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
     if facts["text"] == "preprocessing":
         title = (f"Dataset preprocessing takes about {facts['minutes']:.0f} min ({facts['rate']:g} {facts['unit']}) "
                  "while the GPUs wait: " + ("tokenise once and reuse it" if TOKENISING.search(str(facts["desc"])) or
@@ -473,7 +470,4 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
         title = f"The DataLoader has too few workers, a bottleneck: raise {key}" + (
             f" (the warning suggests {number})" if number else "")
         evidence = [facts["line"]]
-    if r is not None and r.training.dataloader_num_workers < 16:
-        now = r.training.dataloader_num_workers
-        change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
-    return Advice("data_starved", INFO, title, evidence, change, f.step)
+    return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
