@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loratui.logic.clauses import CLAUSE, DENIED, PHRASES, clause_starts, clauses, denial
+from loratui.logic.clauses import CLAUSE, DENIED, PHRASES, clause_starts, clauses, denial, sentences
 
 
 def test_a_clause_ends_at_english_and_chinese_punctuation() -> None:
@@ -57,3 +57,17 @@ def test_a_reader_adds_its_own_denials_or_other_chinese() -> None:
     assert DENIED.search("显存不足")
     prep = denial(r"\b(?:only|just)\b")
     assert prep.search("only takes 5 minutes") and prep.search("does not take long") and prep.search("不慢")
+
+
+def test_a_sentence_keeps_its_stop() -> None:
+    """`Is it slow?` stays a question; an English stop ends a sentence before white space only."""
+    assert sentences("Is the loader slow? It takes 0.5 s per batch. 训练很慢！数据加载要3秒。") == [
+        "Is the loader slow?", "It takes 0.5 s per batch.", "训练很慢！", "数据加载要3秒。"]
+
+
+def test_no_sentence_ends_inside_a_number_a_version_or_a_word() -> None:
+    assert sentences("peft v1.5 with lr 2.5e-5 on node.js, e.g.this") == ["peft v1.5 with lr 2.5e-5 on node.js, e.g.this"]
+
+
+def test_a_line_end_ends_a_sentence() -> None:
+    assert sentences("first line\nsecond line\n\n") == ["first line", "second line"]

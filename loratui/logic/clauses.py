@@ -20,6 +20,16 @@ PHRASES = re.compile(rf"{_STOPS}|,\s*(?:while|and then)\b|{_TURNS}")
 (starve_words) reads an opening phrase with what follows it (`With augmentations on, everything crawls`)."""
 
 
+SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n")
+"""Where a sentence ends: after its stop, kept with it (`Is it slow?` stays a question), an English one before
+white space (`0.5`, `v1.5`, `e.g.x` end nothing), a Chinese one anywhere; and a line's end."""
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences, in order, each with its stop; the empty ones left out."""
+    return [sentence for sentence in SENTENCE.split(text) if sentence.strip()]
+
+
 def clauses(text: str, splitter: re.Pattern[str] = CLAUSE) -> list[str]:
     """The text's clauses, in order, the empty ones left out."""
     return [clause for clause in splitter.split(text) if clause.strip()]

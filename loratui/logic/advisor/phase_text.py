@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui.logic import oom, oom_holders
-from loratui.logic.clauses import clause_starts
+from loratui.logic.clauses import clause_starts, sentences
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
@@ -268,7 +268,6 @@ the data's preparation (`Running tokenizer on the validation set`)."""
 _NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
                             r"enabled|on|reached|started)|never (?:reached|run|started|called))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
 """Words just after a phase's name that say it did not run (`evaluation is disabled`, `eval_strategy=no`)."""
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
 def _affirmed(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]]:
@@ -287,7 +286,7 @@ def _affirmed(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple
 def _failing_sentences(text: str) -> str:
     """The sentences of a line that name a failure (`Training crashes after 200 steps. I don't run any evaluation.`:
     the first): a phase named in another sentence is context, not where it failed."""
-    return " ".join(part for part in _SENTENCE_END.split(text) if _FAILS.search(part))
+    return " ".join(part for part in sentences(text) if _FAILS.search(part))
 
 
 def looks_like_code(line: str) -> bool:

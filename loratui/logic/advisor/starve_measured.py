@@ -17,7 +17,7 @@ import re
 
 from loratui.logic import durations
 from loratui.logic.advisor.prep_words import PREP_WORK
-from loratui.logic.clauses import clauses, denial
+from loratui.logic.clauses import clauses, denial, sentences
 
 _PREP = re.compile(PREP_WORK, re.I)
 """Work on the whole dataset before training: tokenising, packing, mapping, preprocessing, loading the set."""
@@ -151,8 +151,8 @@ def measured(line: str) -> dict[str, object] | None:
     """The line's data preparation measured as slow: facts (`said`: preprocessing or delay, `quote`), else None."""
     if len(line) > 1000:
         return None
-    for sentence in re.split(r"(?<!\d)[.!?](?!\d)|[。！？\n]", line):
-        if sentence and (_knob_compared(sentence) or _SLOW_BLAMED.search(sentence)) and \
+    for sentence in sentences(line):
+        if (_knob_compared(sentence) or _SLOW_BLAMED.search(sentence)) and \
                 not re.search(r"\b(?:not|never|isn't|wasn't)\b|n't\b|不是|并非", sentence, re.I):
             return {"said": "loader", "quote": line.strip()[:300]}
     for clause in clauses(line):
