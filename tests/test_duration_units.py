@@ -92,3 +92,10 @@ def test_spelled_sets_a_duration_inside_a_larger_pattern() -> None:
     moved = re.compile(r"from " + durations.spelled("s min h") + r" to " + durations.spelled("s min h"), re.I)
     assert moved.search("epoch time went from 50 min to 12 min")
     assert not moved.search("epoch time went from 50 fp16s to 12 min")
+
+
+@pytest.mark.parametrize(("clock", "expected"), [("1:02:03", 3723), ("17:19", 1039), ("05", 5), ("00:00", 0),
+                                                 ("100:00:00", 360000), ("1:", 60)])
+def test_a_tqdm_clock_in_seconds(clock: str, expected: int) -> None:
+    """tqdm's elapsed and remaining time, one reader for the text reader's bars, an open bar and the timeout's."""
+    assert durations.clock_seconds(clock) == expected

@@ -120,3 +120,12 @@ def durations(text: str, reader: re.Pattern[str]) -> Iterator[tuple[re.Match[str
 def all_seconds(text: str, reader: re.Pattern[str]) -> list[float]:
     """Each duration's seconds, in order."""
     return [value for _, value in durations(text, reader)]
+
+
+def clock_seconds(clock: str) -> int:
+    """A clock as tqdm prints its elapsed and remaining time (`1:02:03`, `17:19`, `05`) in seconds; an empty part
+    (a clock cut short) counts as 0."""
+    total = 0
+    for part in clock.split(":"):
+        total = total * 60 + (int(part) if part.isdigit() else 0)
+    return total

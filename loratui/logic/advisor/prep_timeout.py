@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from loratui.logic.advisor.prep_words import PREP_WORK, WORK_HINTS, cut_bar
+from loratui.logic.durations import clock_seconds
 
 _PREP = re.compile(PREP_WORK, re.I)
 """The data being prepared (not the model's load: `loading the dataset` counts, `loading the model` does not)."""
@@ -32,7 +33,7 @@ _QUESTION_ONLY = re.compile(r"^\s*(?:how|what|is|can|could|should)\b[^.!?]*\?\s*
 _THIRTY = re.compile(r"\b(?:30|thirty)\s*min|\b1800\b|half an hour|30\s*分钟|半小时", re.I)
 """The failure line names the default timeout's 30 minutes: the timeout that ran out is then known (1800 s)."""
 
-_ELAPSED = re.compile(r"\[(?:(\d{1,3}):)?(\d{1,2}):(\d\d)\s*<")
+_ELAPSED = re.compile(r"\[((?:\d{1,3}:)?\d{1,2}:\d\d)\s*<")
 """A progress bar's elapsed time (tqdm's `[32:13<53:59, 16.42ba/s]`, `[1:01:03<00:00`)."""
 _FAILED_AFTER = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b")
 _WAITS = re.compile(r"\bbarrier\(|, in (?:monitored_)?barrier\b|\bmain_process_first\b")
@@ -98,8 +99,7 @@ class PrepTimeout:
         elapsed = _ELAPSED.search(line)
         if elapsed is None:
             return False
-        hours, minutes, seconds = (int(g or 0) for g in elapsed.groups())
-        ran = hours * 3600 + minutes * 60 + seconds
+        ran = clock_seconds(elapsed.group(1))
         self.long_bar, self.ran_s = (line.strip()[:300], ran) if ran >= HALF_HOUR_S else ("", 0)
         self.failed_after = ""
         if self.long_bar and not self.failed and _FAILED_AFTER.search(line, elapsed.end()):

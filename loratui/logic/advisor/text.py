@@ -17,6 +17,7 @@ from loratui.logic.advisor.prep_words import BAR, BAR_WORDS, TOKENISING, prep_ba
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
 from loratui.logic.advisor.starve_timed import timer_keys
+from loratui.logic.durations import clock_seconds
 from loratui.logic.text_reader import progress, values
 from loratui.recipe import Recipe
 
@@ -275,7 +276,7 @@ class TextWatch:
         m = BAR.search(line)
         if m is None or not prep_bar(m.group("desc"), m.group("unit")):
             return []
-        spent, left = _seconds(m.group("spent")), _seconds(m.group("left"))
+        spent, left = clock_seconds(m.group("spent")), clock_seconds(m.group("left"))
         if spent + left > self.prep_s:
             self.prep_line, self.prep_s = line.strip()[:300], spent + left
         if spent + left < PREP_SLOW_S:
@@ -352,14 +353,6 @@ def _logged_non_finite(logged: tuple[int | None, dict[str, float]] | None) -> bo
     log: the loss watch reads its NaN with the log's step and learning rate (and knows fp16's first overflows);
     read here, it would come first, at the step before (the reader holds a loss line until the next)."""
     return logged is not None and any(x != x or x in (math.inf, -math.inf) for x in logged[1].values())
-
-
-def _seconds(clock: str) -> int:
-    """tqdm's `1:02:03`, `17:19` or `05` as seconds."""
-    total = 0
-    for part in clock.split(":"):
-        total = total * 60 + (int(part) if part.isdigit() else 0)
-    return total
 
 
 # -- the advice --------------------------------------------------------------------------------------
