@@ -29,15 +29,13 @@ from loratui.logic.advisor.starve_output import (
 from loratui.logic.advisor.starve_measured import measured
 from loratui.logic.advisor.starve_pace import PaceTable, same_pace_said
 from loratui.logic.advisor.starve_timed import timed_parts
-from loratui.logic.advisor.starve_words import NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
+from loratui.logic.advisor.starve_words import DEVICE, NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
 from loratui.logic.clauses import DENIED
 from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
 
-_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,4}s?|T4s?|RTX ?\d{4}(?: ?Ti)?s?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
-"""The GPU by name or by model (`GPU`, `A100`, `the H100s`, `A6000`, `T4`, `RTX 4090`, `MI250X`)."""
-_UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
+_UTIL = (r"(?:" + DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
          r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
 """The GPU's utilisation by name (`GPU util`, `GPU-utilization`, `GPU usage`, nvidia-smi's `Volatile GPU-Util`,
@@ -52,7 +50,7 @@ _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
     r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
-    + _DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    + DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
     r"(?:barely|hardly|rarely|scarcely) (?:being )?(?:used|utili[sz]ed|busy|working)|"
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
     r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))|"
@@ -300,9 +298,9 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
 
 
 _IDLE_SHARE = re.compile(
-    _DEVICE + r"[^.!?\n]{0,30}?\b(?:idle|idling|waiting|stalled|doing nothing)\s+(?:for\s+)?(?:about |around |~|over |"
+    DEVICE + r"[^.!?\n]{0,30}?\b(?:idle|idling|waiting|stalled|doing nothing)\s+(?:for\s+)?(?:about |around |~|over |"
     r"nearly |almost )?(?P<n>\d{1,3})\s*%\s+of\s+(?:the|its)\s+(?:\w+\s+)?time|"
-    + _DEVICE + r"[^.!?\n]{0,30}?\b(?:spends?|spent|is|was|sits?)\s+(?:about |around |~|over |nearly |almost )?"
+    + DEVICE + r"[^.!?\n]{0,30}?\b(?:spends?|spent|is|was|sits?)\s+(?:about |around |~|over |nearly |almost )?"
     r"(?P<n2>\d{1,3})\s*%\s+of\s+(?:the|its)\s+(?:\w+\s+)?time\s+(?:idle|idling|waiting|stalled|doing nothing)", re.I)
 """The GPU's idle share as measured (`the GPU idle 63% of the time`, `the GPU spends 70% of its time idle`)."""
 IDLE_SHARE = 25
@@ -341,13 +339,13 @@ def _util_said(line: str) -> dict[str, object] | None:
 _BUSY_AT = re.compile(
     r"(?:nvidia-smi|nvtop|gpustat)\s+(?:shows?|showed|says|reports?|gives|is at|at|stays at|reads)\s+(?:only |about |around |~|"
     r"just )?(?P<n3>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
-    r"(?P<dev>" + _DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
+    r"(?P<dev>" + DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
     r"utili[sz]ed|working|running at|hover(?:s|ing)? (?:at|around))\s+(?:at |around |about |only |just |~|for |less than |"
     r"under |below )?(?P<n>\d{1,3})(?:\s*%?\s*(?:-|~|–|to)\s*(?P<m>\d{1,3}))?\s*%"
     r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
     r"(?<![\d.])(?P<n2>\d{1,3})\s*%\s*(?:(?:GPU|SM)[- ]?)?(?:util\w*|usage|load|busy)\b"
     r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))", re.I)
-_GPU_NAMED = re.compile(_DEVICE + r"|nvidia-smi|nvtop|gpustat|\bcuda\b", re.I)
+_GPU_NAMED = re.compile(DEVICE + r"|nvidia-smi|nvtop|gpustat|\bcuda\b", re.I)
 
 
 def _busy_at(line: str) -> int | None:

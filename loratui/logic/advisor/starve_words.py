@@ -10,8 +10,9 @@ import re
 
 from loratui.logic.clauses import DENIED, PHRASES, clauses
 
-_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,3}s?|T4s?|RTX ?\d{4}(?: ?Ti)?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
-"""The GPU by name or by model (`GPU`, `the A100s`, `T4`, `RTX 4090`)."""
+DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,4}s?|T4s?|RTX ?\d{4}(?: ?Ti)?s?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
+"""The GPU by name or by model (`GPU`, `A100`, `the H100s`, `A6000`, `T4`, `RTX 4090`, `MI250X`), in starve.py's
+readers and this module's."""
 _THINGS = (r"(?:files?|data|images?|JPE?Gs?|PNGs?|samples|shards?|records|videos?|audio|batch(?:es)?|"
            r"tfrecords?|parquet|arrow)")
 _FEEDER = (r"(?:data[- ]?load(?:ing|ers?)|(?:data ?)?loaders?|data ?pipeline|input ?pipeline|data ?reading|I/?O|"
@@ -57,7 +58,7 @@ _CPU_NECK = re.compile(r"\bCPU[- ](?:is |was )?(?:the )?bottleneck|\bbottleneck\
                        r"lies in|must be|might be)\s+(?:the |my |our )?(?:CPU|data|input|I/?O|disk)\b", re.I)
 """The CPU (or the input) named the bottleneck: `the bottleneck is the CPU, not the GPU`, `a CPU bottleneck`."""
 _GPU_WAITS = re.compile(
-    _DEVICE + r"[^.!?\n,;]{0,25}?\b(?:wait(?:s|ing|ed)?\s+(?:[~≈]?\s*\d+(?:\.\d+)?\s*(?:s|ms|secs?|seconds?)\s+|"
+    DEVICE + r"[^.!?\n,;]{0,25}?\b(?:wait(?:s|ing|ed)?\s+(?:[~≈]?\s*\d+(?:\.\d+)?\s*(?:s|ms|secs?|seconds?)\s+|"
     r"(?:a |an )?(?:\w+ ){0,2}?(?:time|while)\s+)?"
     r"(?:for|on)\s+(?:the |its )?(?:data|input|I/?O|IO|disk|storage|(?:data ?)?loader|next batch|batch(?:es)?|CPU|workers?)|"
     r"(?:is|are)(?:n't| not)\s+(?:being\s+)?(?:(?:fully|completely)\s+(?:used|utili[sz]ed)|(?:used|utili[sz]ed)\s+"
