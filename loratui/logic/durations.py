@@ -4,8 +4,8 @@
 The one reader of durations in prose for the text advisor: each reader picks the units it means (a step is timed in
 milliseconds and seconds, a dataset's preparation in minutes and hours) and gets the same spellings, the same
 number and the same boundaries: no match inside an identifier or a version (`fp16s`, `v1.5h`), and no rate
-(`2.5 s/it`). `loratui.units.seconds` is another thing: a Slurm time limit (`1h30m`) as a whole field.
-Pure: text in, matches and seconds out."""
+(`2.5 s/it`). `clock_seconds` reads tqdm's clock (`1:02:03`) for every reader of a bar. `loratui.units.seconds`
+is another thing: a Slurm time limit (`1h30m`) as a whole field. Pure: text in, matches and seconds out."""
 
 from __future__ import annotations
 
