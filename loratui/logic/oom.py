@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from loratui.logic.clauses import denial, sentences
 from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB, KIB, MIB
 
@@ -190,9 +191,9 @@ _MEMORY_FAILED = re.compile(
 due to insufficient GPU memory`, `getting the same memory crash`, `某张卡空间不足`: a card's space ran short), or memory
 rising to its end and the run failing with it (`VRAM usage jumps to 24GB and it crashes`, `the GPU memory maxes out
 and training stops`, `显存直接占满然后报错`)."""
-_DENIED_INSIDE = re.compile(r"\b(?:no|not|nothing|never|without|nor)\b|n't\b|没有?|不会", re.I)
-"""A denial between the memory and the failure (`memory usage jumps at step 100 but nothing crashes`): no failure."""
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+_DENIED_INSIDE = denial(r"\b(?:no|nothing|without|nor)\b", chinese="没有?|不会")
+"""A denial between the memory and the failure (`memory usage jumps at step 100 but nothing crashes`): no failure.
+Not `不` alone: it is in the failure's own words (`显存不足`, memory ran short)."""
 
 
 def said_oom(line: str) -> bool:
@@ -201,10 +202,10 @@ def said_oom(line: str) -> bool:
     condition (`to avoid OOM`), not the host's memory (RAM, the OOM killer, the machine itself going down). The
     host's words count in the OOM's own sentence only: a later sentence's remedy (`offload the state dict to cpu`)
     says nothing of which memory ran out."""
-    sentences = _SENTENCES.split(line)
-    if any(_HOST.search(sentence) and _MEMORY_FULL.search(sentence) for sentence in sentences):
+    said = sentences(line)
+    if any(_HOST.search(sentence) and _MEMORY_FULL.search(sentence) for sentence in said):
         return False  # another sentence says the host's memory is what filled (`The host RAM is full at 64 GB.`)
-    for sentence in sentences:
+    for sentence in said:
         if _HOST.search(sentence) or _MACHINE_DOWN.search(sentence):
             continue
         # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
@@ -231,7 +232,7 @@ def machine_down(text: str) -> bool:
         return False  # the cheap test first: this runs on every line of a log
     return any(_MACHINE_DOWN.search(sentence) and (_MEMORY_FAILED.search(sentence) or _SAID.search(sentence) or
                                                     _MEMORY_FULL.search(sentence))
-               for sentence in _SENTENCES.split(text))
+               for sentence in sentences(text))
 
 
 _MEMORY_FULL = re.compile(r"\b(?:memory|RAM)\s+(?:is\s+|was\s+|being\s+|gets?\s+|got\s+|becomes?\s+|became\s+)?"
@@ -371,7 +372,7 @@ _ZH_FAILED = re.compile(r"还是|仍然|依然|没有?(?:解决|用|效果|改�
 def remedy_cause(line: str) -> str:
     """The kind a remedy that worked tells (`I fixed it by setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`,
     `rebooting the machine fixed it`), or ''; a sentence that says it failed, or names none that worked, tells none."""
-    for sentence in re.split(r"(?<=[.!?。！？])\s+", line):
+    for sentence in sentences(line):
         worked = _WORKED.search(sentence)
         if worked is None:
             continue

@@ -16,6 +16,21 @@ IDS = (
     "vram_near_limit", "memory_leak", "rank_imbalance", "loss_zero", "loss_flat", "data_starved",
 )
 """The fixed vocabulary of advice ids, in the order of importance within one severity."""
+WORKERS_MAX = 16
+
+
+def more_workers(now: int) -> int | None:
+    """The loader's next worker count, the one rule of every data_starved move: 4 from none, else twice as many, up
+    to WORKERS_MAX; None from WORKERS_MAX on."""
+    return None if now >= WORKERS_MAX else 4 if now == 0 else min(WORKERS_MAX, 2 * now)
+
+
+def more_workers_change(r: Recipe | None) -> dict[str, object]:
+    """The recipe change that raises the loader's workers (`more_workers`); none without a recipe or past the most."""
+    new = more_workers(r.training.dataloader_num_workers) if r is not None else None
+    return {"training.dataloader_num_workers": new} if new is not None else {}
+
+
 _SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
 
 

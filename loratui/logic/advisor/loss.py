@@ -370,11 +370,17 @@ class LossWatch:
                 and now >= start * (1 + (self.RISE - 1) / 2) and series.mann_kendall(segment) > 1.64):
             return None
         p = -1.0 if _scale_shift(segment) else self._beyond_noise(ys, now, levels[anchor])
+        return self._rise_found(step, start, end, anchor, len(segment), p)
+
+    def _rise_found(self, step: int, start: float, end: float, anchor: int, logs: int,
+                    p: float | None) -> Finding | None:
+        """The rise of the window's `logs` logs from its log `anchor` (the Theil-Sen line from `start` to `end`),
+        unless `p` is -1: a level a whole multiple of the old one, or no more than the logs' noise."""
         if p == -1.0:
             return None
         return Finding("loss_diverging", step, {
             "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
-            "window": len(segment), "p": p})
+            "window": logs, "p": p})
 
     def _beyond_noise(self, ys: list[float], now: float, lowest: float) -> float | None:
         """Whether a rise found in `ys` is more than their noise: the last logs at twice the lowest level (no
@@ -518,11 +524,7 @@ class LossWatch:
             # every log above the one before from the first: one order in n! (1/120 for 5), which a permutation
             # test over 5 logs cannot reach at ALPHA (near-orders score as high); a third up, it is no noise
             p = 1 / math.factorial(len(ys))
-        if p == -1.0:
-            return None
-        return Finding("loss_diverging", step, {
-            "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
-            "window": len(segment), "p": p})
+        return self._rise_found(step, start, end, anchor, len(segment), p)
 
     def _climb_back(self, step: int) -> Finding | None:
         """A few logs that fell and then climbed back past where they started: from the lowest log, every log

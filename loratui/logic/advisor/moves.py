@@ -8,7 +8,7 @@ from typing import Any
 
 from loratui.logic import oom
 from loratui.logic.fmt import clip
-from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding
+from loratui.logic.advisor.advice import ERROR, GIB, INFO, MIB, WARNING, Advice, Finding, more_workers
 from loratui.logic.advisor import cuda
 from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
@@ -562,8 +562,8 @@ def _starve_advice(f: Finding, r: Recipe | None) -> Advice:
     text, change = "pre-tokenise the data and keep __getitem__ cheap", {}
     if r is not None:
         t = r.training
-        if t.dataloader_num_workers < 16:
-            new = 4 if t.dataloader_num_workers == 0 else min(16, 2 * t.dataloader_num_workers)
+        new = more_workers(t.dataloader_num_workers)
+        if new is not None:
             text = f"dataloader_num_workers {t.dataloader_num_workers} -> {new}"
             change = {"training.dataloader_num_workers": new}
         elif not t.dataloader_pin_memory:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from loratui.logic.clauses import clauses
+
 _A = r"A-Za-z0-9_"
 """Word characters in ASCII: Chinese beside a NaN (`loss为nan的情况`) is still a word boundary."""
 TOKEN = (rf"(?<![{_A}.\\/$-])(?:[-+]\s?)?(?:nan|inf(?:inity)?|non-?finite|not finite)s?"
@@ -34,7 +36,6 @@ _NOT_SIGNAL = re.compile(r"scal(?:e|er|ing)|max|min(?![a-z])|clip|thresh|patienc
 best-so-far (`best_val_loss: inf`): their value is no reading."""
 _KEYED = re.compile(rf"(?<![{_A}])({_SIGNAL})['\"]?\s*(?:[:=|]\s*|\s)\s*(?:tensor\(\s*|\[\s*)?['\"]?({TOKEN})", re.I)
 """A signal and its value: `loss: nan`, `eval_loss = inf`, `train/loss: nan`, `| loss nan |`, `lm loss: nan`."""
-_CLAUSE = re.compile(r"[.!?;。！？；，,\n]\s|[。！？；，]")
 _NEAR = 60
 """A signal and a non-finite word this close in one clause are one statement (`the losses are all NaN`)."""
 _EVENT = re.compile(
@@ -102,7 +103,7 @@ def read(line: str) -> NonFinite | None:
     if program is not None and not _NEGATED.search(line):
         token = _TOKEN.search(line)
         return NonFinite(_what(line[:program.start()] + program.group(0)), _value(token.group(0)) if token else "nan")
-    for clause in _clauses(line):
+    for clause in clauses(line):
         found = _in_clause(clause)
         if found is not None:
             return found
@@ -114,10 +115,6 @@ def _keyed(line: str) -> NonFinite | None:
         if not _NOT_SIGNAL.search(m.group(1)):
             return NonFinite(m.group(1).strip(), _value(m.group(2)))  # the key as printed: `grad_norm`, `lm loss`
     return None
-
-
-def _clauses(line: str) -> list[str]:
-    return [c for c in _CLAUSE.split(line) if c.strip()]
 
 
 def _in_clause(clause: str) -> NonFinite | None:

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui.logic import oom, oom_holders
+from loratui.logic.clauses import clause_starts, sentences
 from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
@@ -197,7 +198,6 @@ _READS_CHECKPOINT = re.compile(r"\b(?:resum\w*|load\w*|restor\w*|read\w*|from)\s
 _FAILS = re.compile(r"(?<![A-Za-z0-9_])(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:es|ed|ing)?|killed|dies|died|terminated|"
                     r"exception|go(?:es)? wrong|went wrong)(?![A-Za-z0-9_])|报错|崩溃|失败|挂了|被\s*(?:kill|杀)", re.I)
 """A failure in the person's words."""
-_CLAUSE = re.compile(r"[,;:!?。，；：！？]|\.\s|\b(?:but|while|whereas|although|though|yet)\b|但是?|可是|而")
 _WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
                     r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
 
@@ -235,7 +235,7 @@ def _nearest(sentence: str, named: list[tuple[str, re.Pattern[str]]],
     memory = anchor or _MEMORY_WORDS.search(sentence)
     if memory is None:
         return None
-    bounds = [0] + [m.end() for m in _CLAUSE.finditer(sentence)] + [len(sentence) + 1]
+    bounds = clause_starts(sentence) + [len(sentence) + 1]
     clause = next(i for i in range(len(bounds) - 1) if bounds[i] <= memory.start() < bounds[i + 1])
     same, working = [], []
     for phase, words in named:
@@ -268,12 +268,11 @@ the data's preparation (`Running tokenizer on the validation set`)."""
 _NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
                             r"enabled|on|reached|started)|never (?:reached|run|started|called))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
 """Words just after a phase's name that say it did not run (`evaluation is disabled`, `eval_strategy=no`)."""
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
 def _affirmed(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]]:
     """The phases a sentence names other than under a negation in their clause."""
-    bounds = [0] + [m.end() for m in _CLAUSE.finditer(text)]
+    bounds = clause_starts(text)
     kept = []
     for phase, words in named:
         for found in words.finditer(text):
@@ -287,7 +286,7 @@ def _affirmed(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple
 def _failing_sentences(text: str) -> str:
     """The sentences of a line that name a failure (`Training crashes after 200 steps. I don't run any evaluation.`:
     the first): a phase named in another sentence is context, not where it failed."""
-    return " ".join(part for part in _SENTENCE_END.split(text) if _FAILS.search(part))
+    return " ".join(part for part in sentences(text) if _FAILS.search(part))
 
 
 def looks_like_code(line: str) -> bool:
@@ -537,7 +536,7 @@ class PhaseText:
         if len(named) != 1:
             return
         found = named[0][1].search(clean)
-        bounds = [0] + [m.end() for m in _CLAUSE.finditer(clean)] + [len(clean) + 1]
+        bounds = clause_starts(clean) + [len(clean) + 1]
         at = max(i for i, b in enumerate(bounds) if b <= found.start())  # type: ignore[union-attr]
         if not _WORKS.search(clean, bounds[at], bounds[at + 1]):  # `training runs fine, but when evaluation starts I get:`
             self._intro = (named[0][0], text[:300])

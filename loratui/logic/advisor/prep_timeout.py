@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_PREP = re.compile(r"\btokeni[sz]\w*|\b(?:prep(?:ping|aring)?|pre-?process\w*|process\w*|build\w*|load\w*|cach\w*)\s+"
-                   r"(?:the |a |my |our )?(?:\w+ )?(?:data ?set|data|corpus)\b|\bdata ?set (?:prep\w*|pre-?process\w*|"
-                   r"tokeni[sz]\w*)|\bpre-?process\w*|\.map\(|分词|预处理|处理数据|数据处理|tokenize", re.I)
+from loratui.logic.advisor.prep_words import PREP_WORK, WORK_HINTS, cut_bar
+from loratui.logic.durations import clock_seconds
+
+_PREP = re.compile(PREP_WORK, re.I)
 """The data being prepared (not the model's load: `loading the dataset` counts, `loading the model` does not)."""
 _RANKS = re.compile(r"\brank ?\d|\branks?\b|\bmulti-?(?:GPU|node|card)s?\b|\bDDP\b|\bdistributed\b|\btorchrun\b|"
                     r"\bddp_timeout\b|init_process_group|process.group|\bbarrier\b|\bNCCL\b|\bdeepspeed\b|"
@@ -32,12 +33,8 @@ _QUESTION_ONLY = re.compile(r"^\s*(?:how|what|is|can|could|should)\b[^.!?]*\?\s*
 _THIRTY = re.compile(r"\b(?:30|thirty)\s*min|\b1800\b|half an hour|30\s*分钟|半小时", re.I)
 """The failure line names the default timeout's 30 minutes: the timeout that ran out is then known (1800 s)."""
 
-_ELAPSED = re.compile(r"\[(?:(\d{1,3}):)?(\d{1,2}):(\d\d)\s*<")
+_ELAPSED = re.compile(r"\[((?:\d{1,3}:)?\d{1,2}:\d\d)\s*<")
 """A progress bar's elapsed time (tqdm's `[32:13<53:59, 16.42ba/s]`, `[1:01:03<00:00`)."""
-_PREP_BAR = re.compile(r"^\W*(?:Map|Filter|Running tokenizer|Grouping texts|Tokeniz\w*|Preprocess\w*|Converting format)\b|"
-                       r"\d\s*(?:ba|examples)/s\b")
-"""A bar of the dataset's preparation: datasets' `Map (num_proc=8):`, a script's `Running tokenizer on dataset`, or
-datasets' own units (batches or examples a second)."""
 _FAILED_AFTER = re.compile(r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b")
 _WAITS = re.compile(r"\bbarrier\(|, in (?:monitored_)?barrier\b|\bmain_process_first\b")
 """A traceback's frame waiting for the other ranks (`dist.barrier()`, the Trainer's `main_process_first`): the rank
@@ -46,7 +43,6 @@ HALF_HOUR_S = 1800
 """The default timeout of torch.distributed's collectives (and of the Trainer's ddp_timeout)."""
 
 # Words the regexes' matches hold, tested first (cheap) because this reads every line of a log.
-_PREP_WORDS = ("token", "prep", "process", "build", "load", "cach", ".map(", "分词", "预处理", "处理数据", "数据处理")
 _RANK_WORDS = ("rank", "multi", "ddp", "distributed", "torchrun", "process", "barrier", "nccl", "deepspeed", "gpus",
                "多卡", "多机", "分布式")
 _MARK_WORDS = ("30 min", "30min", "30-min", "thirty", "1800", "half an hour", "timeout", "time out", "timed out",
@@ -79,7 +75,7 @@ class PrepTimeout:
         if self.failed_after and not self.failed and ("arrier" in line or "main_process_first" in line) and \
                 _WAITS.search(line):
             self.failed = self.failed_after
-        if not self.prep and any(w in low for w in _PREP_WORDS) and _PREP.search(line):
+        if not self.prep and any(w in low for w in WORK_HINTS) and _PREP.search(line):
             self.prep = line.strip()[:300]
         self.ranks = self.ranks or any(w in low for w in _RANK_WORDS) and _RANKS.search(line) is not None
         marked = any(w in low for w in _MARK_WORDS) and not _QUESTION_ONLY.match(line)
@@ -103,8 +99,7 @@ class PrepTimeout:
         elapsed = _ELAPSED.search(line)
         if elapsed is None:
             return False
-        hours, minutes, seconds = (int(g or 0) for g in elapsed.groups())
-        ran = hours * 3600 + minutes * 60 + seconds
+        ran = clock_seconds(elapsed.group(1))
         self.long_bar, self.ran_s = (line.strip()[:300], ran) if ran >= HALF_HOUR_S else ("", 0)
         self.failed_after = ""
         if self.long_bar and not self.failed and _FAILED_AFTER.search(line, elapsed.end()):
@@ -116,7 +111,7 @@ class PrepTimeout:
         names nothing needs the traceback's frames to show a rank waiting on another."""
         bar = self.long_bar
         elapsed = _ELAPSED.search(bar)
-        if _PREP_BAR.search(bar) or _PREP.search(bar, 0, elapsed.start() if elapsed else len(bar)):
+        if cut_bar(bar) or _PREP.search(bar, 0, elapsed.start() if elapsed else len(bar)):
             self.prep = self.prep or bar
             self.failed = bar
         else:

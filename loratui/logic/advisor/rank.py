@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from loratui.logic import oom
 from loratui.logic.advisor import root, said
 from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, INFO, Advice, Finding
+from loratui.logic.clauses import sentences
 from loratui.logic.tracebacks import Raised
 
 TIERS = (
@@ -91,7 +92,6 @@ def order(built: list[Advice], found: dict[str, Finding], seen: Seen,
 
 # -- rung 3: when the person's words yield ------------------------------------------------------------------------
 
-_SENTENCE = re.compile(r"(?<=[?!。？！])\s*|(?<=\.)\s+")
 CALM_LOGS = 5
 """Printed losses enough to call a log calm (all finite) beside a worried question."""
 _MODAL = re.compile(r"\b(?:would|will|could|might|may|shall|going to)\b|会不会|可能会|是否会", re.IGNORECASE)
@@ -119,7 +119,7 @@ def supposed(line: str, carries: Callable[[str], bool], calm: bool = False) -> b
     (its losses printed and finite) when it asks what may come (`could it explode later?`) or says nothing happened
     yet (`why would the loss become nan? mine looks fine so far`). `why would X happen?` alone asks about an X seen.
     A worried question raises no alarm without evidence."""
-    named = [part for part in _SENTENCE.split(line) if part.strip() and carries(part)]
+    named = [part for part in sentences(line) if part.strip() and carries(part)]
     not_yet = _NOT_YET.search(line) is not None
     return bool(named) and all(_asks(part, calm, not_yet) for part in named)
 

@@ -8,6 +8,7 @@ import re
 
 from loratui.logic.advisor import loss_words
 from loratui.logic.advisor.advice import Finding
+from loratui.logic.clauses import sentences
 
 SAID_WORDS = ("earn", "iverg", "onverg", "收敛", "发散")
 """Words that let a line without the word loss say the same (`the model is not learning`, `training diverged`)."""
@@ -85,7 +86,6 @@ _OBJECT = re.compile(r"\s+(?:the\s+|my\s+|our\s+)?(?:learning[ _]rate|lr|batch|e
 _QUANTITY = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|size|lengths?|scale|grad\w*|norm|"
                        r"ppl|perplexity|bleu|wer|cer|f1|map|iou|reward\w*|temperature)\b", re.I)
 """Quantities other than the loss that a sentence may give numbers for (epochs and steps only date a loss)."""
-_SENTENCE = re.compile(r"(?<=[.!?。！？])(?:\s+|$)|(?<=[。！？])")
 _VALUE_WORD = re.compile(
     r"\b(?:was|is|of|at|from|to|became|becomes|become|reached|reaches|hit|loss|below|above|under)\s+"
     r"(?:about\s+|around\s+|~\s*)?"
@@ -104,7 +104,7 @@ still no rise."""
 def _numbers_rise(line: str, step: int) -> Finding | None:
     """A sentence about the training loss whose numbers end a third above the lowest before them: `the loss was
     about 100 in the first epoch and dropped to 70 ..., but it suddenly became 800,000`."""
-    for sentence in _SENTENCE.split(line):
+    for sentence in sentences(line):
         if _RANGE.search(sentence):
             continue  # `typically in the range of 0.1 to 0.5`: bounds, not a history
         subject = re.search(_SUBJECT, sentence, re.I)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic import durations
+from loratui.logic.advisor.advice import INFO, Advice, Finding, more_workers_change
+from loratui.logic.advisor.prep_words import NAMED_HINTS, PREP_NAMED
 from loratui.logic.advisor.starve_gpu_util import DIP, UtilSamples
 from loratui.logic.advisor.starve_output import (
     PROFILE_WORDS,
@@ -27,14 +29,13 @@ from loratui.logic.advisor.starve_output import (
 from loratui.logic.advisor.starve_measured import measured
 from loratui.logic.advisor.starve_pace import PaceTable, same_pace_said
 from loratui.logic.advisor.starve_timed import timed_parts
-from loratui.logic.advisor.starve_words import NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
+from loratui.logic.advisor.starve_words import DEVICE, NOT_DATA, asked, clause_said, fed_slowly, speed_up_asked
+from loratui.logic.clauses import DENIED
 from loratui.recipe import Recipe
 
 # -- the user's words ------------------------------------------------------------------------------------
 
-_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,4}s?|T4s?|RTX ?\d{4}(?: ?Ti)?s?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
-"""The GPU by name or by model (`GPU`, `A100`, `the H100s`, `A6000`, `T4`, `RTX 4090`, `MI250X`)."""
-_UTIL = (r"(?:" + _DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
+_UTIL = (r"(?:" + DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
          r"(?<![A-Za-z存])(?:利用率|使用率)|"
          r"\bVolatile GPU-Util|\bSM (?:util\w*|activity)|\butili[sz]ation of (?:the |my |our )?GPUs?")
 """The GPU's utilisation by name (`GPU util`, `GPU-utilization`, `GPU usage`, nvidia-smi's `Volatile GPU-Util`,
@@ -49,15 +50,13 @@ _PCT = r"(\d{1,3})\s*%"
 _UTIL_SAID = re.compile(
     r"(?P<util>" + _UTIL + r")(?P<gap>[^.!?\n;。！？]{0,50}?)(?:(?P<low>" + _LOW + r")|" + _PCT + r")|"
     r"(?P<low2>" + _LOW + r")\s+(?:\w+\s+){0,2}?(?:" + _UTIL + r")|"
-    + _DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
+    + DEVICE + r"[^.!?\n,;]{0,20}?\b(?P<low3>under-?utili[sz]ed|not (?:fully )?utili[sz]ed|starv\w*|"
     r"(?:barely|hardly|rarely|scarcely) (?:being )?(?:used|utili[sz]ed|busy|working)|"
     r"(?:has|have|had) nothing to do|(?:is |are |was |were )?doing nothing|does nothing|sits? idle|(?:is |are )?idl(?:e|ing)"
     r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))|"
     r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?P<low4>空闲|闲置|在等|等待数据|等数据|跑不满|没有?跑满)", re.I)
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
-_PREP_SUBJECT = (r"(?:tokeni[sz]\w*|\bBPE\b|Running tokenizer on dataset|pre-?process\w*|\.map\(|\bmap\(\)|dataset map|"
-                 r"(?-i:\bmap)\s+(?:function|call|step|operation|stage)|(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
-                 r"Grouping texts|packing|数据预处理|预处理|分词)")
+_PREP_SUBJECT = f"(?:{PREP_NAMED})"
 _PREP_LONG = (r"(?:slow\w*|bottleneck\w*|unusabl\w*|forever|ages|a long time|too long|very long|hours?|time[- ]consuming|"
               r"(?P<n>\d+(?:\.\d+)?|half an|an|several|a few|many)\s*(?P<unit>hours?|hrs?|minutes?|mins?)\b|"
               r"半小时|小时|很慢|太慢|好慢|慢|很久|加速|提速)")
@@ -160,7 +159,6 @@ _DELAY_HERE = re.compile(
     r"\b(?:delay|pause|stall|lag|gap|wait|freeze)s?\s+(?:of\s+)?(?:about |around |~)?\d+(?:\.\d+)?\s*(?:s|secs?|"
     r"seconds?)\b", re.I)
 """A delay of some seconds: starvation when it is written between two logged iterations."""
-_DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|n't\b|[不没]", re.I)
 """Inside the words themselves: `data loading is not the bottleneck`."""
 _TURN = re.compile(r"\b(?:but|whereas|although|though|however|fine|fast|quick)\b", re.I)
 """A turn inside the words (`data loading is fast but training is slow`): the verdict is another subject's."""
@@ -213,7 +211,6 @@ _FED_WORDS = ("bound", "keep up", "enough", "feed", "bottleneck", "than", "domin
 _THEN_WORDS = ("first epoch", "used to", "previous", "earlier", "yesterday", "last ", "instead of", "slow", "sudden", "以前", "之前", "变慢",
                "/s", "/it", "longer", "faster", "speed", "increase", "improve", "boost", "gain", "from ")
 _UTIL_WORDS = ("gpu", "显卡", "利用率", "使用率", "cuda", "sm ", "util", "usage", "nvidia-smi")
-_PREP_WORDS = ("token", "bpe", "process", "map", "预处理", "分词", "grouping", "packing")
 _LOADER_WORDS = ("load", "getitem", "collate", "fetch", "next(iter", "加载", "读取", "batch")
 
 
@@ -273,7 +270,7 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
                                               "%" in line and _GPU_NAMED.search(line)) else None
     if said_util is not None:
         return said_util
-    prep = (_prep_said(line) if any(w in low for w in _PREP_WORDS) else None) or \
+    prep = (_prep_said(line) if any(w in low for w in NAMED_HINTS) else None) or \
         (_slowdown_said(line) if any(w in low for w in _THEN_WORDS) else None) or \
         (_stall_said(line) if "before" in low else None) or \
         (_loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
@@ -284,7 +281,7 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
     for pattern, what in ((_LOADER_SLOW, "loader"), (_STORAGE_SLOW, "storage"), (_DELAY, "delay"),
                           (_LOST_TIME, "delay"), (_RESPAWN, "delay")):
         found = pattern.search(line)
-        if found and not _HELD.search(line[:found.start()][-16:]) and not _DENIED.search(found.group(0)) and \
+        if found and not _HELD.search(line[:found.start()][-16:]) and not DENIED.search(found.group(0)) and \
                 not (what in ("delay", "storage") and _ELSEWHERE.search(line)) and \
                 not (what == "loader" and NOT_DATA.search(found.group(0))) and not asked(line) and \
                 not _TURN.search(found.group(0)):
@@ -301,9 +298,9 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
 
 
 _IDLE_SHARE = re.compile(
-    _DEVICE + r"[^.!?\n]{0,30}?\b(?:idle|idling|waiting|stalled|doing nothing)\s+(?:for\s+)?(?:about |around |~|over |"
+    DEVICE + r"[^.!?\n]{0,30}?\b(?:idle|idling|waiting|stalled|doing nothing)\s+(?:for\s+)?(?:about |around |~|over |"
     r"nearly |almost )?(?P<n>\d{1,3})\s*%\s+of\s+(?:the|its)\s+(?:\w+\s+)?time|"
-    + _DEVICE + r"[^.!?\n]{0,30}?\b(?:spends?|spent|is|was|sits?)\s+(?:about |around |~|over |nearly |almost )?"
+    + DEVICE + r"[^.!?\n]{0,30}?\b(?:spends?|spent|is|was|sits?)\s+(?:about |around |~|over |nearly |almost )?"
     r"(?P<n2>\d{1,3})\s*%\s+of\s+(?:the|its)\s+(?:\w+\s+)?time\s+(?:idle|idling|waiting|stalled|doing nothing)", re.I)
 """The GPU's idle share as measured (`the GPU idle 63% of the time`, `the GPU spends 70% of its time idle`)."""
 IDLE_SHARE = 25
@@ -342,13 +339,13 @@ def _util_said(line: str) -> dict[str, object] | None:
 _BUSY_AT = re.compile(
     r"(?:nvidia-smi|nvtop|gpustat)\s+(?:shows?|showed|says|reports?|gives|is at|at|stays at|reads)\s+(?:only |about |around |~|"
     r"just )?(?P<n3>\d{1,3})\s*%(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
-    r"(?P<dev>" + _DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
+    r"(?P<dev>" + DEVICE + r")(?:\s*\d\b)?(?P<gap>[^.!?\n,;%]{0,20}?)\b(?:at|around|about|only|just|~|busy|used|active|"
     r"utili[sz]ed|working|running at|hover(?:s|ing)? (?:at|around))\s+(?:at |around |about |only |just |~|for |less than |"
     r"under |below )?(?P<n>\d{1,3})(?:\s*%?\s*(?:-|~|–|to)\s*(?P<m>\d{1,3}))?\s*%"
     r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))|"
     r"(?<![\d.])(?P<n2>\d{1,3})\s*%\s*(?:(?:GPU|SM)[- ]?)?(?:util\w*|usage|load|busy)\b"
     r"(?!\s*(?:of (?:its |the |total )?)?(?:memory|mem\b|VRAM|显存))", re.I)
-_GPU_NAMED = re.compile(_DEVICE + r"|nvidia-smi|nvtop|gpustat|\bcuda\b", re.I)
+_GPU_NAMED = re.compile(DEVICE + r"|nvidia-smi|nvtop|gpustat|\bcuda\b", re.I)
 
 
 def _busy_at(line: str) -> int | None:
@@ -377,13 +374,12 @@ def _clause_low(clause: str) -> int | None:
     return min(numbers) if numbers else None
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(?:\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?)\b|\s*(h|s|min)\b)", re.I)
-_SECONDS = {"h": 3600, "m": 60, "s": 1}
+_DURATION = durations.pattern("s min h")
 
 
 def _seconds(text: str) -> list[float]:
     """Each duration the text gives, in seconds, in order."""
-    return [float(n) * _SECONDS[(unit or short)[0].lower()] for n, unit, short in _DURATION.findall(text)]
+    return durations.all_seconds(text, _DURATION)
 
 
 _WORK = re.compile(r"\b(?:epochs?|steps?|iterations?|iters?|batch(?:es)?|training|train)\b", re.I)
@@ -399,10 +395,10 @@ _LOADER_TAKES = re.compile(
     r"fetching (?:a |each |one |the next )?batch|next\(iter\([^)]{0,40}\)\)|数据加载|读取数据)"
     r"(?:[^.!?\n。！？]|(?<=\d)\.(?=\d)){0,50}?(?:takes?|took|taking|costs?|spends?|spent|needs?|耗时|需要|要)\s*"
     r"(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
-    r"(s|secs?|seconds?|min|mins|minutes?|秒|分钟)\b", re.I)
+    r"(" + durations.unit_words("s min") + r")\b", re.I)
 """The loader timed in the user's words at a second or more (`loading one batch takes 2.3 s`, `数据加载耗时5秒`)."""
 _TAKES_N = (r"\btakes?\s+(?:about |around |~|nearly |almost |over |more than )?(\d+(?:\.\d+)?)\s*"
-            r"(?:-\s*\d+(?:\.\d+)?\s*)?(s|secs?|seconds?|min|mins|minutes?)\s+to\s+")
+            r"(?:-\s*\d+(?:\.\d+)?\s*)?(" + durations.unit_words("s min") + r")\s+to\s+")
 _BATCH_TAKES = re.compile(
     r"\b(?:each|every|one|a|the next|a single) (?:mini-?)?batch\b[^.!?\n]{0,30}?" + _TAKES_N +
     r"(?:load|fetch|prepare|read|arrive|come|be (?:loaded|fetched|prepared|read))|" +
@@ -415,10 +411,10 @@ LOADER_SAID_S = 1.0
 
 def _loader_takes(line: str) -> dict[str, object] | None:
     found = _LOADER_TAKES.search(line) or _BATCH_TAKES.search(line)
-    if found is None or _DENIED.search(found.group(0)):
+    if found is None or DENIED.search(found.group(0)):
         return None
     number, unit = [g for g in found.groups() if g is not None][:2]  # _BATCH_TAKES: the alternative that matched
-    seconds = float(number) * (60 if unit.lower().startswith("m") or unit == "分钟" else 1)
+    seconds = float(number) * durations.unit_seconds(unit)
     return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
 
 
@@ -476,9 +472,8 @@ _OTHER_CHANGE = re.compile(r"\b(?:bf16|fp16|fp8|tf32|amp|mixed precision|precisi
                            r"batch[ _-]?size|gradient checkpointing|checkpointing|quantiz\w*|deepspeed|fsdp|liger|"
                            r"unsloth|kernels?|cudnn|driver|upgrad\w*)\b", re.I)
 """Another change named beside the speed-up: the compute got faster, not the feed."""
-_MOVED = re.compile(r"\bfrom\s+(?:about |~)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|h|min|s)\b"
-                    r"[^.!?\n]{0,20}?\bto\s+(?:about |~)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|h|"
-                    r"min|s)\b", re.I)
+_MOVED = re.compile(r"\bfrom\s+(?:about |~)?" + durations.spelled("s min h") + r"[^.!?\n]{0,20}?\bto\s+(?:about |~)?" +
+                    durations.spelled("s min h"), re.I)
 """`the epoch time went from 50 min to 12 min`: a time before and after a change."""
 _FIRST_EPOCH = re.compile(r"\bfirst epoch\b", re.I)
 _LATER_EPOCHS = re.compile(r"\b(?:later|subsequent|second|following|other|next|remaining|rest of the) epochs?\b", re.I)
@@ -508,12 +503,12 @@ def _slowdown_said(line: str) -> dict[str, object] | None:
             return rated
     times = _TIMES.search(line)
     if times and float(times.group(1)) >= SLOWER and (_DATA_CAUSE.search(line) or _DATA_READ.search(line)) and \
-            _WORK.search(line) and not _ELSEWHERE.search(line) and not _DENIED.search(line) and \
+            _WORK.search(line) and not _ELSEWHERE.search(line) and not DENIED.search(line) and \
             not NOT_DATA.search(line):
         return {"said": "slowdown", "quote": line.strip()[:300]}
     faster = _FASTER.search(line)
     if faster and float(faster.group("n") or faster.group("n2")) >= FASTER and _FED_BETTER.search(line) and \
-            not _DENIED.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line) and \
+            not DENIED.search(line) and not _ELSEWHERE.search(line) and not NOT_DATA.search(line) and \
             not _OTHER_CHANGE.search(line):
         return {"said": "loader", "quote": line.strip()[:300]}
     moved = _MOVED.search(line)
@@ -543,13 +538,13 @@ def _prep_said(line: str) -> dict[str, object] | None:
     if _NOT_PREP.search(line):
         return None
     stuck = _PREP_STUCK.search(line)
-    if stuck and not _DENIED.search(stuck.group(0)):
+    if stuck and not DENIED.search(stuck.group(0)):
         return {"said": "preprocessing", "quote": line.strip()[:300]}
     crawl = _MAP_CRAWLS.search(line)
-    if crawl and not _DENIED.search(crawl.group(0)):
+    if crawl and not DENIED.search(crawl.group(0)):
         return {"said": "preprocessing", "quote": line.strip()[:300]}
     for found in _PREP_SAID.finditer(line):
-        if _HELD.search(line[:found.start()][-16:]) or _DENIED.search(found.group(0)):
+        if _HELD.search(line[:found.start()][-16:]) or DENIED.search(found.group(0)):
             continue
         number = found.group("n")
         if number and found.group("unit").lower().startswith("m"):
@@ -595,7 +590,7 @@ class StarveText:
     def _blamed(self, line: str, step: int) -> list[Finding]:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
         slow = _SLOW_SAID.search(line) if not self._slow_said else None
-        if slow and not _DENIED.search(slow.group(0)) and not _PROGRAM.search(line):  # `doesn't help, still slow`
+        if slow and not DENIED.search(slow.group(0)) and not _PROGRAM.search(line):  # `doesn't help, still slow`
             self._slow_said = line.strip()[:300]
         if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
                 not _code(line) and not _PROGRAM.search(line):
@@ -743,10 +738,7 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     evidence += ["a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace",
                  "make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on "
                  "fast local disk, pin_memory" + (", and raise the workers" if other is None else "")]
-    change: dict[str, object] = {}
-    if r is not None and r.training.dataloader_num_workers < 16 and other is None:
-        now = r.training.dataloader_num_workers
-        change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
+    change = more_workers_change(r) if other is None else {}
     title = f"The GPU waits for data ({what}): " + (other or f"raise {key}")
     return Advice("data_starved", INFO, title, evidence, change, f.step)
 

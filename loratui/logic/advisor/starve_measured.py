@@ -15,56 +15,26 @@ from __future__ import annotations
 
 import re
 
-_CLAUSE = re.compile(r"(?<!\d)[.!?;,](?!\d)|[。！？；，\n]|\b(?:but|while|whereas)\b|但是?|而")
-_PREP = re.compile(
-    r"tokeni[sz]\w*|\bBPE\b|\bpack(?:ing|ed)\b|pre-?process\w*|\.map\(|\bmap\(\)|(?-i:\bmap)\s+(?:step|call|function)|"
-    r"(?-i:\bmap)\s*(?=[\u4e00-\u9fff])|"
-    r"Running tokenizer|Grouping texts|\bprocess(?:ing|ed|es)?\s+(?:the\s+|my\s+|all\s+|each\s+|every\s+|\d+\S*\s+)?"
-    r"(?:data(?:set)?|samples|examples|records|rows|corpus)\b|\bprepar\w*\s+(?:the\s+|my\s+)?(?:data(?:set)?|samples|"
-    r"corpus)\b|\b(?:load|read)\w*\s+(?:the\s+|my\s+)?data(?:set)?\b|\bdata ?set (?:load\w*|prepar\w*|build\w*)|"
-    r"预处理|分词|数据(?:处理|加载|读取|准备)|(?:处理|加载|读取|准备)数据|(?:数据|样本)[^，,。；]{0,20}?处理", re.I)
+from loratui.logic import durations
+from loratui.logic.advisor.prep_words import PREP_WORK
+from loratui.logic.clauses import clauses, denial, sentences
+
+_PREP = re.compile(PREP_WORK, re.I)
 """Work on the whole dataset before training: tokenising, packing, mapping, preprocessing, loading the set."""
 _NOT_DATA = re.compile(r"\b(?:model|checkpoint\w*|weights?|shards?|safetensors|download\w*|upload\w*|sav(?:e|es|ed|ing)|"
                        r"eval\w*|validat\w*|inference|generat\w*|predict\w*|compil\w*|install\w*|pip|wheel|build(?:ing)? "
                        r"(?:the )?(?:wheel|image|docker|extension))\b|模型|权重|保存|推理|评估|下载", re.I)
 """Another job timed in the clause: the model's load, a download, a save, an evaluation, generation, a build."""
-_DENIED = re.compile(r"\b(?:not|never|no longer|only|just|fast|quick\w*|fine)\b|n't\b|[不没]|只(?:要|需)|很快", re.I)
+_DENIED = denial(r"\b(?:only|just|fast|quick\w*|fine)\b|只(?:要|需)|很快")
 """`does not take 10 minutes`, `only takes 5 minutes`, `只需要20分钟`, `is fast`: no complaint."""
 
-_DURATION = re.compile(
-    r"(?P<n>\d+(?:\.\d+)?|half an?|an?|a few|several|couple of|one|two|three|four|five|six|seven|eight|nine|ten|"
-    r"twelve|twenty|[一二两三四五六七八九十几]+)\s*(?:-\s*\d+(?:\.\d+)?\s*)?"
-    r"(?:个)?(?:多)?(?P<unit>days?|hours?|hrs?|h|minutes?|mins?|min|seconds?|secs?|sec|s|天|小时|分钟|分|秒)"
-    r"(?![A-Za-z0-9_/])|半(?:个)?小时",
-    re.I)
-_UNIT_S = {"d": 86400, "天": 86400, "h": 3600, "小": 3600, "m": 60, "分": 60, "s": 1, "秒": 1}
-_HAN = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "几": 3}
-_WORD_N = {"half a": 0.5, "half an": 0.5, "a": 1, "an": 1, "a few": 3, "several": 3, "couple of": 2, "one": 1, "two": 2,
-           "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12,
-           "twenty": 20}
+_DURATION = durations.pattern("s min h d", counts=True)
 PREP_S = 300
 """Preparing a dataset for five minutes or more, every run, before one step: a person reports it because it is."""
 
 
-def _seconds(found: re.Match[str]) -> float:
-    if found.group("n") is None:
-        return 1800.0  # 半小时
-    n = found.group("n").lower()
-    value = float(n) if n[0].isdigit() else _han(n) if n[0] in "一二两三四五六七八九十几" else _WORD_N.get(n)
-    unit = found.group("unit").lower()
-    return (value or 0.0) * _UNIT_S.get(unit[0], 0)
-
-
-def _han(n: str) -> float:
-    """A Chinese count of up to 99 (`两`, `十`, `二十`, `几十`)."""
-    tens, _, ones = n.partition("十")
-    if "十" not in n:
-        return _HAN.get(n[-1], 0)
-    return _HAN.get(tens, 1 if not tens else 0) * 10 + _HAN.get(ones, 0)
-
-
 def _longest(clause: str) -> float:
-    return max((_seconds(m) for m in _DURATION.finditer(clause)), default=0.0)
+    return max(durations.all_seconds(clause, _DURATION), default=0.0)
 
 
 # -- the rate of the preparation falling ---------------------------------------------------------------------
@@ -122,7 +92,7 @@ _FETCH = re.compile(r"\b(?:get|load|fetch|read|prepar|wait|collat)\w*\b[^.,;:]{0
 _PER_STEP = re.compile(r"\bbetween (?:two |consecutive |the )?(?:iterations|iters|steps|batches)\b|"
                        r"\b(?:per|each|every|a) (?:training )?(?:iteration|iter|step|batch)\b|"
                        r"每(?:个|一)?\s*(?:iter|step|batch|迭代|步)", re.I)
-_STEP_DURATION = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s*(ms|s|secs?|seconds?|秒|毫秒)(?![A-Za-z/])", re.I)
+_STEP_DURATION = durations.pattern("ms s")
 WAIT_S = 1.0
 """A second or more each batch waits for its data: a step that long on the GPU alone is rare for a fine-tune."""
 
@@ -130,7 +100,7 @@ WAIT_S = 1.0
 def _waits(clause: str) -> bool:
     if not (_FETCH.search(clause) and _PER_STEP.search(clause)):
         return False
-    seconds = [float(n) / (1000 if u.lower() in ("ms", "毫秒") else 1) for n, u in _STEP_DURATION.findall(clause)]
+    seconds = durations.all_seconds(clause, _STEP_DURATION)
     return bool(seconds) and max(seconds) >= WAIT_S
 
 
@@ -155,10 +125,8 @@ _LONGER_THAN_TRAINING = re.compile(
 _KNOB = re.compile(r"\b(?:dataloader_)?num_workers\b|\bpin_memory\b|\bprefetch_factor\b|\bpersistent_workers\b|"
                    r"\b\d+\s+(?:loader |dataloader )?workers\b", re.I)
 """The loader's knobs: the run's time compared across them says whether the loader sets the pace."""
-_RUN_TIME = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s*(hours?|hrs?|h|minutes?|mins?|min|m|seconds?|secs?|s)\b"
-                       r"(?!/(?:it|iter|step|s)\b)(?:\s*(?:and\s+)?(\d+(?:\.\d+)?)\s*(minutes?|mins?|min|m|seconds?|secs?|s)\b)?",
-                       re.I)
-"""A run's time, a compound one as one (`2 hours and 10 minutes`, `1h 30m`)."""
+_RUN_TIME = durations.pattern("s m min h", compound=True, per=True)
+"""A run's time, a compound one as one (`2 hours and 10 minutes`, `1h 30m`), a time per epoch too (`45 min/epoch`)."""
 _COMPARED = re.compile(r"\b(?:faster|slower|speed-?up|instead|versus|vs\.?|compared|whereas)\b|->|→|\d\s*[x×]\b", re.I)
 _SLOW_BLAMED = re.compile(
     r"(?:慢|卡|slow)[^。！？\n]{0,30}?(?:是|因为|由于|原因是|在于|出在|卡在)\s*(?:数据加载|数据读取|读取数据|加载数据|取数据|"
@@ -175,9 +143,7 @@ def _knob_compared(sentence: str) -> bool:
     knobs = _KNOB.findall(sentence)
     if not knobs or len(knobs) < 2 and not _COMPARED.search(sentence) or _NOT_DATA.search(sentence):
         return False  # the loader's settings compared: two of them, or one and a comparison
-    times = [float(n) * _UNIT_S.get(u[0].lower(), 0) + (float(n2) * _UNIT_S.get(u2[0].lower(), 0) if n2 else 0)
-             for n, u, n2, u2 in _RUN_TIME.findall(sentence)]
-    times = [t for t in times if t > 0]
+    times = [t for t in durations.all_seconds(sentence, _RUN_TIME) if t > 0]
     return len(times) >= 2 and max(times) >= FELL_BY * min(times)
 
 
@@ -185,14 +151,14 @@ def measured(line: str) -> dict[str, object] | None:
     """The line's data preparation measured as slow: facts (`said`: preprocessing or delay, `quote`), else None."""
     if len(line) > 1000:
         return None
-    for sentence in re.split(r"(?<!\d)[.!?](?!\d)|[。！？\n]", line):
-        if sentence and (_knob_compared(sentence) or _SLOW_BLAMED.search(sentence)) and \
+    for sentence in sentences(line):
+        if (_knob_compared(sentence) or _SLOW_BLAMED.search(sentence)) and \
                 not re.search(r"\b(?:not|never|isn't|wasn't)\b|n't\b|不是|并非", sentence, re.I):
             return {"said": "loader", "quote": line.strip()[:300]}
-    for clause in _CLAUSE.split(line):
-        if clause and _PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
+    for clause in clauses(line):
+        if _PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
             return {"said": "preprocessing", "quote": line.strip()[:300]}
-        if not clause or not _COUNTED.search(clause) or _NOT_DATA.search(clause) or _DENIED.search(clause):
+        if not _COUNTED.search(clause) or _NOT_DATA.search(clause) or _DENIED.search(clause):
             continue
         if _PREP.search(clause) and (_longest(clause) >= PREP_S or _rate_fell(clause)):
             return {"said": "preprocessing", "quote": line.strip()[:300]}

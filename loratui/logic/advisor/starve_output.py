@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from loratui.logic.durations import clock_seconds
 from loratui.logic.text_reader.progress import find_bar
 
 # -- profiler tables --------------------------------------------------------------------------------------
@@ -95,9 +96,7 @@ def open_bar(line: str) -> dict[str, object] | None:
     found = _OPEN_BAR.search(line)
     if found is None or not _OPEN_WORDS.search(found.group("desc")):
         return None
-    spent = 0
-    for part in found.group("spent").split(":"):
-        spent = spent * 60 + int(part or 0)
+    spent = clock_seconds(found.group("spent"))
     if spent < OPEN_SLOW_S:
         return None
     return {"text": "preprocessing", "line": line.strip()[:300], "desc": found.group("desc").strip(),

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from loratui.logic.clauses import sentences
+
 _SIZED = re.compile(r"(?<![A-Za-z0-9_.])(?:\d+(?:\.\d+)?\s*[BM](?![A-Za-z0-9_])|(?:res(?:net)?|vit|bert|gpt2?|llama|qwen\w*|t5|swin|"
                     r"efficientnet|hrnet)[-_ ]?(?:w)?\d+[a-z]?\b|(?:tiny|small|base|large|xl|xxl|huge)\b)", re.I)
 """A model named with its size: `7B`, `350M`, `ResNet-101`, `hrnet_w48`, `bert-base`, `large`."""
@@ -37,7 +39,7 @@ def same_pace_said(line: str) -> dict[str, object] | None:
     """Two model sizes (or a bigger model) and the same pace in one sentence."""
     if len(line) > 1000:
         return None
-    for sentence in re.split(r"(?<!\d)[.!?](?!\d)|[。！？\n]", line):
+    for sentence in sentences(line):
         sizes = {m.group(0).lower().replace(" ", "") for m in _SIZED.finditer(sentence)}
         cards = {m.group(0).upper().replace(" ", "") for m in _GPU_MODEL.finditer(sentence)}
         if (len(sizes) >= 2 or len(cards) >= 2 or _BIGGER.search(sentence)) and _SAME_PACE.search(sentence):

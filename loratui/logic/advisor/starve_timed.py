@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-_DURATION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(ms|milliseconds?|毫秒|s|secs?|seconds?|秒|min|mins|minutes?|分钟)"
-                       r"(?![\w/])", re.I)
+from loratui.logic import durations
+
+_DURATION = durations.pattern("ms s min")
 """A duration with its unit; not a rate (`2.5 s/it`, `it/s`) and not a bare number."""
 _DATA = re.compile(r"\b(?:data|load\w*|loader\w*|fetch\w*|read(?:ing)?|I/?O|decod\w*|augment\w*|collat\w*|__getitem__|"
                    r"getitem|next batch|batch generator|input pipeline|prefetch\w*)\b|数据|加载|读取|取数据", re.I)
@@ -33,13 +34,6 @@ _FOLLOWING = re.compile(r"\s*(?:(?:is|are|was|were|goes|went)\s+)?(?:(?:spent|wa
 SHARE = 1 / 3
 """The data's part a third or more of data plus compute: a loader that cannot hide behind the step."""
 MIN_DATA_S = 0.05
-
-
-def _seconds(number: str, unit: str) -> float:
-    unit = unit.lower()
-    if unit.startswith(("ms", "milli")) or unit == "毫秒":
-        return float(number) / 1000
-    return float(number) * (60 if unit.startswith("min") or unit == "分钟" else 1)
 
 
 def _named(before: str, after: str) -> str:
@@ -73,7 +67,7 @@ def timed_parts(line: str) -> dict[str, object] | None:
         kind = _kind(_named(line[last:found.start()][-60:], line[found.end():]))
         last = found.end()
         if kind and kind not in parts:  # the first of each: a running average after it is the same part
-            parts[kind] = _seconds(found.group(1), found.group(2))
+            parts[kind] = durations.seconds(found)
     data = parts.get("data")
     work = parts.get("compute")
     total = parts.get("total")

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 
-_DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,3}s?|T4s?|RTX ?\d{4}(?: ?Ti)?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
-"""The GPU by name or by model (`GPU`, `the A100s`, `T4`, `RTX 4090`)."""
+from loratui.logic.clauses import DENIED, PHRASES, clauses
+
+DEVICE = r"(?<![A-Za-z0-9])(?:GPUs?|[AHVL]\d{2,4}s?|T4s?|RTX ?\d{4}(?: ?Ti)?s?|GTX ?\d{3,4}|MI\d{3}X?)(?![A-Za-z0-9])"
+"""The GPU by name or by model (`GPU`, `A100`, `the H100s`, `A6000`, `T4`, `RTX 4090`, `MI250X`), in starve.py's
+readers and this module's."""
 _THINGS = (r"(?:files?|data|images?|JPE?Gs?|PNGs?|samples|shards?|records|videos?|audio|batch(?:es)?|"
            r"tfrecords?|parquet|arrow)")
 _FEEDER = (r"(?:data[- ]?load(?:ing|ers?)|(?:data ?)?loaders?|data ?pipeline|input ?pipeline|data ?reading|I/?O|"
@@ -55,7 +58,7 @@ _CPU_NECK = re.compile(r"\bCPU[- ](?:is |was )?(?:the )?bottleneck|\bbottleneck\
                        r"lies in|must be|might be)\s+(?:the |my |our )?(?:CPU|data|input|I/?O|disk)\b", re.I)
 """The CPU (or the input) named the bottleneck: `the bottleneck is the CPU, not the GPU`, `a CPU bottleneck`."""
 _GPU_WAITS = re.compile(
-    _DEVICE + r"[^.!?\n,;]{0,25}?\b(?:wait(?:s|ing|ed)?\s+(?:[~≈]?\s*\d+(?:\.\d+)?\s*(?:s|ms|secs?|seconds?)\s+|"
+    DEVICE + r"[^.!?\n,;]{0,25}?\b(?:wait(?:s|ing|ed)?\s+(?:[~≈]?\s*\d+(?:\.\d+)?\s*(?:s|ms|secs?|seconds?)\s+|"
     r"(?:a |an )?(?:\w+ ){0,2}?(?:time|while)\s+)?"
     r"(?:for|on)\s+(?:the |its )?(?:data|input|I/?O|IO|disk|storage|(?:data ?)?loader|next batch|batch(?:es)?|CPU|workers?)|"
     r"(?:is|are)(?:n't| not)\s+(?:being\s+)?(?:(?:fully|completely)\s+(?:used|utili[sz]ed)|(?:used|utili[sz]ed)\s+"
@@ -73,7 +76,6 @@ _ZH_CPU = re.compile(r"CPU\s*(?:是|成为|成了)\s*瓶颈|CPU\s*瓶颈|CPU\s*(
 _QUESTION = re.compile(r"^\s*(?:is|are|could|can|would|does|do|should|how (?:do|can) (?:I|we) (?:know|tell|check))\b[^?]*\?",
                        re.I)
 """A question whether it is so (`Is data loading the bottleneck?`): asked, not said."""
-_DENIED = re.compile(r"\b(?:not|never|no longer|isn't|aren't|wasn't)\b|[不没]", re.I)
 
 
 def asked(line: str) -> bool:
@@ -91,13 +93,13 @@ def fed_slowly(line: str) -> str | None:
     if _IT_LONGER.search(line) and re.search(r"load|__getitem__|collate", line, re.I):
         return "loader"
     bound = _BOUND_RUN.search(line)
-    if bound and not _DENIED.search(bound.group(0)) and not NOT_DATA.search(bound.group(0)):
+    if bound and not DENIED.search(bound.group(0)) and not NOT_DATA.search(bound.group(0)):
         return "cpu_busy" if (bound.group("who") or bound.group("who2")).upper().startswith("CPU") else "loader"
     near = _NECK_NEAR.search(line)
-    if near and not _DENIED.search(near.group(0)) and not NOT_DATA.search(near.group(0)):
+    if near and not DENIED.search(near.group(0)) and not NOT_DATA.search(near.group(0)):
         return "loader"
     neck = _CPU_NECK.search(line)
-    if neck and not _DENIED.search(neck.group(0)):
+    if neck and not DENIED.search(neck.group(0)):
         return "cpu_busy" if "CPU" in neck.group(0).upper() else "loader"
     if _GPU_WAITS.search(line):
         return "util"
@@ -108,7 +110,6 @@ def fed_slowly(line: str) -> str | None:
 
 # -- the fallback: a feeder and slowness in one clause, in any order --------------------------------------------
 
-_CLAUSES = re.compile(r"[.!?;。！？；]\s*|,\s*(?:but|while|whereas|though|although|and then)\b|\s+(?:but|whereas|although)\s+|，|但是?|而")
 _CLAUSE_FEEDER = re.compile(
     r"\b(?:data ?loaders?|data[- ]?loading|loading (?:the |my |a |each |the next )?(?:data|dataset|batch(?:es)?|images?|"
     r"samples)|"
@@ -151,8 +152,8 @@ def clause_said(line: str) -> bool:
     `数据加载这块卡住`), when no clause of its own says it is not so or fine."""
     if len(line) > 2000 or _QUESTION.search(line):
         return False
-    for clause in _CLAUSES.split(line):
-        if clause and _CLAUSE_FEEDER.search(clause) and _CLAUSE_SLOW.search(clause) and \
+    for clause in clauses(line, PHRASES):
+        if _CLAUSE_FEEDER.search(clause) and _CLAUSE_SLOW.search(clause) and \
                 not _CLAUSE_WELL.search(clause):
             return True
     return False

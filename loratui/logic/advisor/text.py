@@ -8,14 +8,16 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding
+from loratui.logic.advisor.advice import ERROR, INFO, Advice, Finding, more_workers_change
 from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.error_said import introduced_message, introduces_error, said_raised
 from loratui.logic.advisor.prep_timeout import PrepTimeout
+from loratui.logic.advisor.prep_words import BAR, BAR_WORDS, TOKENISING, prep_bar
 from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
 from loratui.logic.advisor.starve_timed import timer_keys
+from loratui.logic.durations import clock_seconds
 from loratui.logic.text_reader import progress, values
 from loratui.recipe import Recipe
 
@@ -97,21 +99,6 @@ _EXCLUSIVE = re.compile(r"step|train|compute|forward|fwd|model", re.I)
 """A step timer named for the compute alone: the data time comes on top of it, not inside it."""
 METER_SHARE = 0.25
 """Waiting for data a quarter of the wall time or more: a starved loader."""
-_PREP_BAR = re.compile(r"(?P<desc>[^|\r\n]{0,120}?):?\s*\d{1,3}%\s*(?:\|[^|\n]{0,200}\|)?\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-                       r"\[(?P<spent>[\d:]+)<(?P<left>[\d:]+),\s*(?P<rate>[\d.]+)\s*"
-                       r"(?P<unit>examples/s|ex/s|ba/s|it/s|s/examples?|s/ex|s/ba|s/it)")
-"""tqdm's bar of a dataset step; a crawling one prints its rate inverted (`3.21s/ba`); a notebook's widget copied as
-text has no bar drawn (`Map: 100% 1000000/1000000 [1:02:10<00:00, 268.10 examples/s]`)."""
-_PREP_WORDS = re.compile(r"\bmap\b|token|filter|preprocess|convert|pack|chat template|format|dataset|example|scann|"
-                         r"cach(?:e|ing)|index|extract|decod|\b(?:images?|labels?|samples|records|shards|features?|"
-                         r"audio|videos?|clips|frames)\b", re.I)
-"""A bar that prepares the training data: tokenising, packing, and the image and video pipelines' own (YOLO's
-`Scanning ... images and labels`, `Caching images`, `Extracting features`, Megatron's index)."""
-_NOT_PREP = re.compile(r"checkpoint|\bmodel|weight|download|upload|\bsav(?:e|ing)|eval|valid|predict|\btest|infer|"
-                       r"resolv|fetch|push|export", re.I)
-"""Bars of other waits: the model's shards loading, a download, a save, an evaluation (unless the bar tokenises:
-`Tokenizing eval dataset`)."""
-_TOKENISING = re.compile(r"token|\bmap\b|pack|chat template|format|example|dataset", re.I)
 _PREP_STATUS = re.compile(
     r"Running tokenizer on dataset|Tokeniz(?:ing|e)\b[^|\n]{0,40}?\b(?:dataset|prompts?|data|examples|samples)\b|"
     r"Grouping texts in chunks|Packing (?:the )?dataset|Converting format of dataset|Preprocessing (?:the )?dataset",
@@ -286,12 +273,10 @@ class TextWatch:
 
     def _preprocessing(self, line: str, step: int) -> list[Finding]:
         """A dataset preprocessing bar (map, tokenisation, filtering) that runs for more than 10 minutes."""
-        m = _PREP_BAR.search(line)
-        if m is None or not _TOKENISING.search(m.group("desc")) and (
-                _NOT_PREP.search(m.group("desc")) or
-                m.group("unit") in ("it/s", "s/it") and not _PREP_WORDS.search(m.group("desc"))):
+        m = BAR.search(line)
+        if m is None or not prep_bar(m.group("desc"), m.group("unit")):
             return []
-        spent, left = _seconds(m.group("spent")), _seconds(m.group("left"))
+        spent, left = clock_seconds(m.group("spent")), clock_seconds(m.group("left"))
         if spent + left > self.prep_s:
             self.prep_line, self.prep_s = line.strip()[:300], spent + left
         if spent + left < PREP_SLOW_S:
@@ -368,14 +353,6 @@ def _logged_non_finite(logged: tuple[int | None, dict[str, float]] | None) -> bo
     log: the loss watch reads its NaN with the log's step and learning rate (and knows fp16's first overflows);
     read here, it would come first, at the step before (the reader holds a loss line until the next)."""
     return logged is not None and any(x != x or x in (math.inf, -math.inf) for x in logged[1].values())
-
-
-def _seconds(clock: str) -> int:
-    """tqdm's `1:02:03`, `17:19` or `05` as seconds."""
-    total = 0
-    for part in clock.split(":"):
-        total = total * 60 + (int(part) if part.isdigit() else 0)
-    return total
 
 
 # -- the advice --------------------------------------------------------------------------------------
@@ -465,14 +442,11 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
                  f"the loader is the bottleneck; raise {key}")
         evidence = [facts["line"], "the data timer is the wait for the next batch, the step timer the work",
                     "or make __getitem__ cheaper (decode and tokenise once, ahead of training; fast local disk)"]
-        if r is not None and r.training.dataloader_num_workers < 16:
-            now = r.training.dataloader_num_workers
-            change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
-        return Advice("data_starved", INFO, title, evidence, change, f.step)
+        return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
     if facts["text"] == "preprocessing":
         title = (f"Dataset preprocessing takes about {facts['minutes']:.0f} min ({facts['rate']:g} {facts['unit']}) "
-                 "while the GPUs wait: " + ("tokenise once and reuse it" if _TOKENISING.search(str(facts["desc"])) or
-                                            not _PREP_WORDS.search(str(facts["desc"])) else
+                 "while the GPUs wait: " + ("tokenise once and reuse it" if TOKENISING.search(str(facts["desc"])) or
+                                            not BAR_WORDS.search(str(facts["desc"])) else
                                             "prepare the data once (cached, on fast local disk) and reuse it"))
         evidence = [facts["line"],
                     "save the processed set (datasets save_to_disk, LLaMA-Factory tokenized_path) and load it on "
@@ -489,7 +463,4 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
         title = f"The DataLoader has too few workers, a bottleneck: raise {key}" + (
             f" (the warning suggests {number})" if number else "")
         evidence = [facts["line"]]
-    if r is not None and r.training.dataloader_num_workers < 16:
-        now = r.training.dataloader_num_workers
-        change = {"training.dataloader_num_workers": 4 if now == 0 else min(16, 2 * now)}
-    return Advice("data_starved", INFO, title, evidence, change, f.step)
+    return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
