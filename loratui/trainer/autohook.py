@@ -17,18 +17,27 @@ ROOT_ENV = "LORATUI_HOOK_ROOT"
 
 def _patch(trainer: "type") -> None:
     """Patch the Trainer class; loratui comes from the end of the path where this interpreter has none of its own
-    (its packages win)."""
+    (its packages win). Where loratui cannot be imported, the process is left as it was (its path, no loratui
+    module) and one line says why and what to do."""
+    before = set(sys.modules)
     try:
         from loratui.trainer.watch import patch
     except ImportError:
         root = os.environ.get(ROOT_ENV, "")
-        if root and root not in sys.path:
+        added = bool(root) and root not in sys.path
+        if added:
             sys.path.append(root)
         try:
             from loratui.trainer.watch import patch
         except ImportError as exc:
-            print(f"loratui: cannot hook this process's Trainer ({exc}); its output is still watched",
-                  file=sys.stderr)
+            if added and root in sys.path:
+                sys.path.remove(root)
+            for name in set(sys.modules) - before:
+                if name == "loratui" or name.startswith("loratui."):  # a half-imported loratui, not the script's
+                    del sys.modules[name]
+            print(f"loratui: this process's Trainer is not hooked: {sys.executable} cannot import loratui ({exc}); "
+                  "its output is still watched. To record its steps, install loratui in this Python's environment "
+                  "or run the script with loratui's own Python.", file=sys.stderr)
             return
     patch(trainer)
 
