@@ -84,3 +84,19 @@ def test_a_half_imported_loratui_leaves_no_module_behind(other_python: Path, tmp
     seen = json.loads(done.stdout.splitlines()[-1])
     assert not seen["patched"] and seen["loratui"] == [] and seen["path_after"] == seen["path_before"]
     assert any("msgspec is not installed" in line for line in done.stderr.splitlines() if line.startswith("loratui:"))
+
+
+def test_a_loratui_this_python_cannot_compile_does_not_stop_the_scripts_import(other_python: Path,
+                                                                               tmp_path: Path) -> None:
+    """loratui found at the root but failing with another error than ImportError in this Python (syntax or an
+    API of a newer Python than this one, here a module of its that does not compile): the error came out of the
+    script's own `import transformers.trainer`, and the script that runs alone died watched."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "msgspec.py").write_text("def newer_syntax(:\n")
+    done = _hooked(other_python, tmp_path, str(REPO), str(shadow))
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert not seen["patched"] and seen["loratui"] == [] and seen["path_after"] == seen["path_before"]
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("loratui:")]
+    assert "SyntaxError" in line and "install loratui" in line

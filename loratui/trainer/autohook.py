@@ -17,28 +17,29 @@ ROOT_ENV = "LORATUI_HOOK_ROOT"
 
 def _patch(trainer: "type") -> None:
     """Patch the Trainer class; loratui comes from the end of the path where this interpreter has none of its own
-    (its packages win). Where loratui cannot be imported, the process is left as it was (its path, no loratui
-    module) and one line says why and what to do."""
+    (its packages win). Where loratui cannot be loaded, the process is left as it was (its path, no loratui
+    module), the script's import of transformers.trainer goes on, and one line says why and what to do."""
     before = set(sys.modules)
+    root = os.environ.get(ROOT_ENV, "")
+    added = False
     try:
-        from loratui.trainer.watch import patch
-    except ImportError:
-        root = os.environ.get(ROOT_ENV, "")
-        added = bool(root) and root not in sys.path
-        if added:
-            sys.path.append(root)
         try:
             from loratui.trainer.watch import patch
-        except ImportError as exc:
-            if added and root in sys.path:
-                sys.path.remove(root)
-            for name in set(sys.modules) - before:
-                if name == "loratui" or name.startswith("loratui."):  # a half-imported loratui, not the script's
-                    del sys.modules[name]
-            print(f"loratui: this process's Trainer is not hooked: {sys.executable} cannot import loratui ({exc}); "
-                  "its output is still watched. To record its steps, install loratui in this Python's environment "
-                  "or run the script with loratui's own Python.", file=sys.stderr)
-            return
+        except ImportError:
+            added = bool(root) and root not in sys.path
+            if added:
+                sys.path.append(root)
+            from loratui.trainer.watch import patch
+    except Exception as exc:  # noqa: BLE001 - not only ImportError: syntax or APIs this Python lacks
+        if added and root in sys.path:
+            sys.path.remove(root)
+        for name in set(sys.modules) - before:
+            if name == "loratui" or name.startswith("loratui."):  # a half-imported loratui, not the script's
+                del sys.modules[name]
+        print(f"loratui: this process's Trainer is not hooked: {sys.executable} cannot import loratui "
+              f"({type(exc).__name__}: {exc}); its output is still watched. To record its steps, install loratui "
+              "in this Python's environment or run the script with loratui's own Python.", file=sys.stderr)
+        return
     patch(trainer)
 
 
