@@ -46,14 +46,16 @@ def _patch(trainer: "type") -> None:
 class _PatchingLoader:
     """Runs transformers.trainer with its own loader, then patches its Trainer (a loader needs no base class)."""
 
-    def __init__(self, inner: "object") -> None:
+    def __init__(self, inner: "object", finder: "PostImportFinder") -> None:
         self.inner = inner
+        self.finder = finder
 
     def create_module(self, spec: "object") -> "object":
         return self.inner.create_module(spec)
 
     def exec_module(self, module: "object") -> None:
         self.inner.exec_module(module)
+        _remove(self.finder)  # its one job is done: sys.meta_path is the script's own again
         _patch(module.Trainer)
 
     def __getattr__(self, name: str) -> "object":  # get_source, get_filename...: tracebacks still read the file
@@ -61,7 +63,9 @@ class _PatchingLoader:
 
 
 class PostImportFinder:
-    """Finds nothing itself: asks the other finders for transformers.trainer and wraps its loader."""
+    """Finds nothing itself: asks the other finders for transformers.trainer and wraps its loader. It stays on
+    sys.meta_path until that loader has run: a spec asked for and not loaded (importlib.util.find_spec, "is the
+    Trainer there?") is not the one the import then loads."""
 
     def find_spec(self, name: str, path: "object", target: "object" = None) -> "object":
         if name != TRAINER_MODULE:
@@ -72,8 +76,9 @@ class PostImportFinder:
             spec = finder.find_spec(name, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _PatchingLoader(spec.loader)
-                _remove(self)  # its one job is done: sys.meta_path is the script's own again
+                    spec.loader = _PatchingLoader(spec.loader, self)
+                else:
+                    _remove(self)  # a loader it cannot wrap: nothing more it can do
                 return spec
         return None
 
