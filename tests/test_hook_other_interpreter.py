@@ -1,6 +1,6 @@
 """A watched command run by another interpreter than loratui's (a venv of the user's without loratui).
 
-The hook's sitecustomize runs in it (PYTHONPATH), and when the script imports `transformers.trainer`, loratui is
+The hook's sitecustomize runs in it (PYTHONPATH), and when the script builds its first Trainer, loratui is
 imported from LORATUI_HOOK_ROOT at the end of its path. The venv here sees the suite's packages (torch,
 transformers) through a .pth line, as a venv made with the same packages would, but not loratui (its editable
 finder is a .pth of its own, not run for a directory a .pth line adds).
@@ -23,9 +23,12 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 PROBE = """import json, sys
 path = list(sys.path)
+import torch
 import transformers.trainer
+from transformers import Trainer, TrainingArguments
+trainer = Trainer(model=torch.nn.Linear(2, 2), args=TrainingArguments(output_dir="out", use_cpu=True, report_to="none"))
 print(json.dumps({"path_before": path, "path_after": sys.path,
-                  "patched": bool(getattr(transformers.trainer.Trainer, "_loratui_patched", False)),
+                  "patched": any(type(c).__name__ == "LoratuiCallback" for c in trainer.callback_handler.callbacks),
                   "loratui": sorted(m for m in sys.modules if m == "loratui" or m.startswith("loratui."))}))
 """
 

@@ -274,3 +274,23 @@ def test_a_dataset_that_draws_random_numbers_trains_on_the_same_numbers_watched(
     assert kinds(run, "train_begin") and kinds(run, "estimate")  # hooked, and the dataset was measured
     losses = _printed_losses((run / "trainer.stdout.log").read_text())
     assert len(losses) == 3 and losses == _printed_losses(alone.stdout)
+
+
+SPAWN_WORKERS = REPO / "tests" / "data" / "scripts" / "spawn_workers.py"
+
+
+def test_spawned_dataloader_workers_load_no_loratui_module(model_dir: Path, watch_dir: Path,  # noqa: F811
+                                                           tmp_path: Path) -> None:
+    """A "spawn" DataLoader worker re-imports the script, so transformers.trainer, and builds no Trainer: the
+    hook loaded loratui's modules into each worker all the same (loratui, loratui.trainer.watch, events...)."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    command = [sys.executable, str(SPAWN_WORKERS), str(model_dir), str(tmp_path / "out"), str(reports)]
+    watched = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
+                              "--", *command], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=600, check=False)
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    run = only_run(watch_dir)
+    assert kinds(run, "train_begin") and len(_steps(run)) == 2  # the script's own Trainer is hooked
+    seen = {path.name: json.loads(path.read_text()) for path in reports.glob("worker-*.json")}
+    assert len(seen) == 2 and all(modules == [] for modules in seen.values()), seen

@@ -4,7 +4,8 @@ Run at interpreter start by trainer/hook/sitecustomize.py in a watched command, 
 in `sys.modules`: a plain script must see the modules it would see alone (no `loratui.*`), so this imports
 nothing (`sys` and `os` are loaded before any sitecustomize) and has no `from __future__` (that import is real).
 One meta-path finder does nothing until `transformers.trainer` is imported; then that module runs as its own
-loader would run it, and `loratui.trainer.watch.patch` patches its Trainer (loratui's modules load only then).
+loader would run it, and when the first Trainer is built `loratui.trainer.watch.patch` patches the class
+(loratui's modules load only then).
 """
 
 import os
@@ -16,9 +17,35 @@ ROOT_ENV = "LORATUI_HOOK_ROOT"
 
 
 def _patch(trainer: "type") -> None:
+    """Patch the Trainer class when the first Trainer is built: a process that imports transformers.trainer and
+    builds none (a "spawn" DataLoader worker re-importing the script, a script importing it for its types) loads
+    no loratui module. Subclasses reach this __init__ through super() or by inheriting it."""
+    original = trainer.__init__
+    if getattr(original, "_loratui_deferred", False) or getattr(trainer, "_loratui_patched", False):
+        return
+    target = []  # what this __init__ calls once loratui has been asked: its patched one, or the original
+
+    def __init__(self: "object", *args: "object", **kwargs: "object") -> None:
+        if not target:
+            current = trainer.__dict__.get("__init__")
+            trainer.__init__ = original
+            _load_and_patch(trainer)
+            target.append(trainer.__init__)
+            if current is not __init__:  # a library wrapped it after the import, calling this as its original
+                trainer.__init__ = current
+        target[0](self, *args, **kwargs)
+
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(__init__, name, getattr(original, name, getattr(__init__, name)))
+    __init__.__wrapped__ = original  # inspect.signature(Trainer.__init__) reads the original's
+    __init__._loratui_deferred = True
+    trainer.__init__ = __init__
+
+
+def _load_and_patch(trainer: "type") -> None:
     """Patch the Trainer class; loratui comes from the end of the path where this interpreter has none of its own
     (its packages win). Where loratui cannot be loaded, the process is left as it was (its path, no loratui
-    module), the script's import of transformers.trainer goes on, and one line says why and what to do."""
+    module), the Trainer is built unhooked, and one line says why and what to do."""
     before = set(sys.modules)
     root = os.environ.get(ROOT_ENV, "")
     added = False
