@@ -242,7 +242,55 @@ def test_a_watched_plain_script_sees_no_loratui_module_and_the_process_it_sees_a
     assert {k: v for k, v in seen["signals"].items() if k != "SIGHUP"} == \
         {k: v for k, v in seen_alone["signals"].items() if k != "SIGHUP"}
     assert sorted(seen["fds"]) == sorted(seen_alone["fds"]) and seen["fds"]["0"] == seen_alone["fds"]["0"]
-    env = {k: v for k, v in seen["env"].items() if not k.startswith("LORATUI_") and k != "PYTHONPATH"}
+    ours = {"LORATUI_RUN_DIR", "LORATUI_HOOK_ROOT", "LORATUI_SUPERVISOR_PID", "LORATUI_CMDS_OFFSET", "PYTHONPATH"}
+    env = {k: v for k, v in seen["env"].items() if k not in ours}  # a LORATUI_* of the user's passes as it is
     assert env == {k: v for k, v in seen_alone["env"].items() if k != "PYTHONPATH"}
     alone_path = [p for p in seen_alone["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
     assert seen["env"]["PYTHONPATH"].split(os.pathsep) == [str(HOOK_DIR), *alone_path]
+
+
+RANDOM_CROP = REPO / "tests" / "data" / "scripts" / "random_crop.py"
+
+
+def _printed_losses(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("{'loss'")]
+
+
+def test_a_dataset_that_draws_random_numbers_trains_on_the_same_numbers_watched(model_dir: Path,  # noqa: F811
+                                                                                  watch_dir: Path,  # noqa: F811
+                                                                                  tmp_path: Path) -> None:
+    """The estimate at train begin measures the dataset's examples, and a torch Dataset's __getitem__ may draw
+    random numbers (a random crop): those draws moved torch's generator, so the sampler's shuffle and the
+    crops of the watched run were not the script's (its printed losses differed from the run alone)."""
+    command = [sys.executable, str(RANDOM_CROP), str(model_dir), str(tmp_path / "out")]
+    alone = subprocess.run(command, cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=300, check=False)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    watched = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
+                              "--", *command], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    run = only_run(watch_dir)
+    assert kinds(run, "train_begin") and kinds(run, "estimate")  # hooked, and the dataset was measured
+    losses = _printed_losses((run / "trainer.stdout.log").read_text())
+    assert len(losses) == 3 and losses == _printed_losses(alone.stdout)
+
+
+SPAWN_WORKERS = REPO / "tests" / "data" / "scripts" / "spawn_workers.py"
+
+
+def test_spawned_dataloader_workers_load_no_loratui_module(model_dir: Path, watch_dir: Path,  # noqa: F811
+                                                           tmp_path: Path) -> None:
+    """A "spawn" DataLoader worker re-imports the script, so transformers.trainer, and builds no Trainer: the
+    hook loaded loratui's modules into each worker all the same (loratui, loratui.trainer.watch, events...)."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    command = [sys.executable, str(SPAWN_WORKERS), str(model_dir), str(tmp_path / "out"), str(reports)]
+    watched = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
+                              "--", *command], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=600, check=False)
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    run = only_run(watch_dir)
+    assert kinds(run, "train_begin") and len(_steps(run)) == 2  # the script's own Trainer is hooked
+    seen = {path.name: json.loads(path.read_text()) for path in reports.glob("worker-*.json")}
+    assert len(seen) == 2 and all(modules == [] for modules in seen.values()), seen

@@ -218,13 +218,16 @@ def test_the_startup_hook_is_lazy_patches_trainer_and_runs_the_sitecustomize_it_
     theirs.mkdir()
     (theirs / "sitecustomize.py").write_text("import os\nos.environ['THEIRS_RAN'] = '1'\n")
     code = ("import os, sys\nlight = 'transformers' not in sys.modules and 'torch' not in sys.modules\n"
-            "from transformers import Trainer\n"
-            "print(light, os.environ.get('THEIRS_RAN'), getattr(Trainer, '_loratui_patched', False))\n")
+            "import torch\nfrom transformers import Trainer, TrainingArguments\n"
+            "unloaded = not any(m.startswith('loratui') for m in sys.modules)  # until a Trainer is built\n"
+            "Trainer(model=torch.nn.Linear(2, 2), args=TrainingArguments(output_dir='out', use_cpu=True, "
+            "report_to='none'))\n"
+            "print(light, os.environ.get('THEIRS_RAN'), unloaded, getattr(Trainer, '_loratui_patched', False))\n")
     env = dict(__import__("os").environ, LORATUI_RUN_DIR=str(tmp_path),
                PYTHONPATH=f"{HOOK_DIR}:{REPO}:{theirs}")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
-                            check=False)
-    assert result.stdout.split() == ["True", "1", "True"], result.stderr[-3000:]
+                            check=False, cwd=tmp_path)
+    assert result.stdout.split() == ["True", "1", "True", "True"], result.stderr[-3000:]
 
 
 def test_checkpointing_turned_on_through_the_model_is_seen(tmp_path: Path) -> None:

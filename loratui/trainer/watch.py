@@ -12,12 +12,14 @@ logs, phases, memory, tokens, pause, save and stop behave exactly as for a recip
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
 import time
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +76,8 @@ class LoratuiCallback(TrainerCallback):
         controls = ["pause", "resume", "save", "stop", *suspend]
         seq_len = 0
         if rank == 0:
-            seq_len = self._preflight(run, args, model, loader, cuda)
+            with _random_state_kept(args.device):
+                seq_len = self._preflight(run, args, model, loader, cuda)
             _write_json(run.hooked, {"pid": os.getpid(), "world_size": world, "controls": controls})
         tokens = TokenCounter(on_host=True)  # nothing of loratui's held on the device through a step
         if model is not None:
@@ -151,6 +154,30 @@ for _name in ("on_step_begin", "on_step_end", "on_log", "on_prediction_step", "o
     setattr(LoratuiCallback, _name, _delegate(_name))
 
 # -- patching transformers.Trainer ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _random_state_kept(device: Any) -> Iterator[None]:
+    """Give back whatever the preflight draws from the script's generators: measuring the dataset runs its
+    __getitem__ (or a datasets transform), which may draw random numbers (a random crop), and the sampler's
+    shuffle, dropout and those crops must then be the ones the script draws alone."""
+    import random
+
+    import torch
+
+    numpy = sys.modules.get("numpy")
+    state = random.getstate()
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    # This rank's GPU only: reading another's state would open a CUDA context on it.
+    devices = [device.index if device.index is not None else torch.cuda.current_device()] \
+        if device.type == "cuda" else []
+    try:
+        with torch.random.fork_rng(devices=devices):
+            yield
+    finally:
+        random.setstate(state)
+        if numpy_state is not None:
+            numpy.random.set_state(numpy_state)
 
 
 def patch(trainer_class: Any) -> None:
