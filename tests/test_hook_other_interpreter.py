@@ -81,17 +81,24 @@ def test_an_interpreter_that_cannot_import_loratui_is_left_as_it_was_and_told_wh
     assert str(other_python) in line and "No module named 'loratui'" in line and "install loratui" in line
 
 
-def test_a_half_imported_loratui_leaves_no_module_behind(other_python: Path, tmp_path: Path) -> None:
-    """loratui found at the root, but a package it needs missing in this Python (shadowed here by a module
-    that fails to import, as a missing or broken dependency does): `loratui` and `loratui.trainer` stayed."""
+def _with_broken_msgspec(other_python: Path, tmp_path: Path, source: str) -> list[str]:
+    """The hooked probe with loratui at the root and a `msgspec` of `source` first on the path (a dependency missing
+    or broken in this Python): the script ran, nothing of loratui stayed, and loratui's lines on stderr."""
     shadow = tmp_path / "shadow"
     shadow.mkdir()
-    (shadow / "msgspec.py").write_text("raise ImportError('msgspec is not installed for this Python')\n")
+    (shadow / "msgspec.py").write_text(source)
     done = _hooked(other_python, tmp_path, str(REPO), str(shadow))
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.splitlines()[-1])
     assert not seen["patched"] and seen["loratui"] == [] and seen["path_after"] == seen["path_before"]
-    assert any("msgspec is not installed" in line for line in done.stderr.splitlines() if line.startswith("loratui:"))
+    return [line for line in done.stderr.splitlines() if line.startswith("loratui:")]
+
+
+def test_a_half_imported_loratui_leaves_no_module_behind(other_python: Path, tmp_path: Path) -> None:
+    """loratui found at the root, but a package it needs missing in this Python (shadowed here by a module
+    that fails to import, as a missing or broken dependency does): `loratui` and `loratui.trainer` stayed."""
+    said = _with_broken_msgspec(other_python, tmp_path, "raise ImportError('msgspec is not installed for this Python')\n")
+    assert any("msgspec is not installed" in line for line in said)
 
 
 def test_a_loratui_this_python_cannot_compile_does_not_stop_the_scripts_import(other_python: Path,
@@ -99,12 +106,5 @@ def test_a_loratui_this_python_cannot_compile_does_not_stop_the_scripts_import(o
     """loratui found at the root but failing with another error than ImportError in this Python (syntax or an
     API of a newer Python than this one, here a module of its that does not compile): the error came out of the
     script's own `import transformers.trainer`, and the script that runs alone died watched."""
-    shadow = tmp_path / "shadow"
-    shadow.mkdir()
-    (shadow / "msgspec.py").write_text("def newer_syntax(:\n")
-    done = _hooked(other_python, tmp_path, str(REPO), str(shadow))
-    assert done.returncode == 0, done.stderr[-2000:]
-    seen = json.loads(done.stdout.splitlines()[-1])
-    assert not seen["patched"] and seen["loratui"] == [] and seen["path_after"] == seen["path_before"]
-    (line,) = [line for line in done.stderr.splitlines() if line.startswith("loratui:")]
+    (line,) = _with_broken_msgspec(other_python, tmp_path, "def newer_syntax(:\n")
     assert "SyntaxError" in line and "install loratui" in line
