@@ -21,3 +21,22 @@ def test_the_devices_load_is_not_the_loss(line: str) -> None:
 def test_the_loss_beside_it_is_still_read(line: str) -> None:
     said = loss_words.read(line)
     assert said is not None and said.kind == "flat" and said.subject == "loss"
+
+
+@pytest.mark.parametrize("line", [
+    "training stuck, help",
+    "the training is stuck at step 500 for an hour",
+    "fine-tuning gets stuck at 0% after loading the model",
+])
+def test_a_run_stuck_with_no_level_is_no_standing_loss(line: str) -> None:
+    """`training stuck` with no level after it is a run that makes no progress (the 7th session's own try read it as
+    `Loss does not move`); the loss reader leaves it alone."""
+    said = loss_words.read(line)
+    assert said is None or said.kind != "flat", said
+
+
+@pytest.mark.parametrize("line", ["the model is stuck at 2.3 and does not learn", "my loss is stuck at 2.3",
+                                  "training is stuck around 1.9"])
+def test_stuck_at_a_level_is_still_a_standing_loss(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "flat", said

@@ -403,6 +403,11 @@ def _kind(m: re.Match[str]) -> str:
     return "val_" + name if m.group("val") else name
 
 
+_STUCK_ALONE = re.compile(r"stuck\b(?!\s+(?:at|around|on|near)\s+~?\d(?![\d.]*\s*%))", re.I)
+"""`stuck` said of the run or the model with no level after it (`training stuck`, `stuck at step 500`, `stuck at 0%`):
+a run that makes no progress, not a loss that stands still (`the model is stuck at 2.3` is one)."""
+
+
 def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
     """The last thing said of `subject` in `scope` (the text after it, up to the next subject or the clause's
     end), with the negation since the subject or the previous predicate."""
@@ -430,6 +435,8 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
     verb, negated = last
     if _HEDGED.search(scope[:start]):
         return Said("quiet", subject)
+    if verb == "still" and subject == "model" and not negated and _STUCK_ALONE.match(scope[at:]):
+        return Said("quiet", subject)  # `training stuck` with no level: a run that hangs, not a loss standing still
     if verb == "fall" and not negated and subject.endswith("loss") and (_SMALL_BEFORE.search(scope[:at]) or _SMALL_AFTER.match(scope[start:])):
         return _for(subject, "flat")  # `only decreased from 0.7 to 0.6`: a fall reported as too small
     if verb == "rise" and not negated and subject.endswith("loss") and _SMALL_AFTER.match(scope[start:]):
