@@ -72,12 +72,13 @@ def _four_bit(r: Recipe) -> Move:
              "quantization.bnb_4bit_use_double_quant": True, "quantization.bnb_4bit_compute_dtype": compute})
 
 
-def _lr_move(r: Recipe | None, lr_now: float | None, divisor: int = 3, share: str = "a third") -> Move:
+def _lr_move(r: Recipe | None, lr_now: float | None, divisor: int = 3, share: str = "a third",
+             said_by: str = "its last log") -> Move:
     """The configured learning rate over `divisor` (`share` says it in words), naming the current one. Without a
     recipe (a plain watched script, a pasted log) the rate is the script's own: loratui knows no value or key for
-    it, only what a log said."""
+    it, only what `said_by` said (a log, or the person's text)."""
     if r is None:
-        known = f"its last log said {_num(lr_now)}" if lr_now else "loratui does not know its value"
+        known = f"{said_by} said {_num(lr_now)}" if lr_now else "loratui does not know its value"
         return f"lower the learning rate your script sets, e.g. to {share} of it ({known})", {}
     lr = r.training.learning_rate
     new = float(f"{lr / divisor:.2g}")
@@ -284,7 +285,8 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
     # Step 0 from the text reader (no `names`) is a paste's or a script's unknown step, not the first one.
     step = f.step if f.step or "names" in facts else None
     at = f" at step {step}" if step is not None else ""
-    text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), step)
+    text, change = _nan_move(r, facts.get("lr"), facts.get("names", []), step,
+                             "the text" if facts.get("lr_said") else "its last log")
     if facts.get("fp16_scale") and r is None:
         text = "the run is fp16 (its loss scaler reports overflows): switch fp16 to bf16 on an Ampere or newer " \
             "card, else lower learning_rate"
@@ -316,16 +318,18 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
 _NO_BF16 = re.compile(r"V100|\bT4\b|P100|P40|\bP4\b|K80|M40|M60|GTX|RTX 20\d\d|Quadro RTX|TITAN (?:V|RTX|Xp)", re.I)
 
 
-def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str], step: int | None = None) -> Move:
+def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str], step: int | None = None,
+              said_by: str = "its last log") -> Move:
     """8-bit optimizer first (a known NaN source), then fp16 -> bf16, then a lower learning rate. `step` None: not
     known (a paste that names none), so no claim about the first step."""
     if r is None:
-        if step is not None and step <= 1 or lr_now == 0.0 or lr_now is not None and lr_now < 1e-6:
+        first = step is not None and step <= 1
+        if first or lr_now == 0.0 or lr_now is not None and lr_now < 1e-6:
             # A third of a rate this small changes nothing: the NaN has another cause.
-            why = "it is non-finite from the first step" if step <= 1 else f"learning_rate is only {lr_now:.3g}"
+            why = "it is non-finite from the first step" if first else f"learning_rate is only {lr_now:.3g}"
             return (f"not the learning rate ({why}): check the precision (bf16 rather than fp16), the inputs and "
                     "the labels", {})
-        return _lr_move(None, lr_now)
+        return _lr_move(None, lr_now, said_by=said_by)
     t, q = r.training, r.quantization
     if "8bit" in t.optim:
         why = " with gradient checkpointing" if t.gradient_checkpointing else ""

@@ -216,8 +216,9 @@ class TextWatch:
                 logged = values.loss_line(line)  # the line's own step (`step 11 | ...`): the logs lag a line behind
             own = logged[0] if logged is not None and logged[0] is not None else _own_step(line, bar)
             step = own if own else step
+            lr = nan_text.learning_rate(line)  # `nan after 200 steps with lr 2e-4`: the person's own value
             return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
-                                               "lr": None})]
+                                               "lr": lr, "lr_said": lr is not None})]
         return []
 
     def _nan_unlogged(self, line: str, step: int) -> list[Finding]:
