@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loratui.supervisor.command import hook_blocked
+from loratui.logic.command_keys import hook_blocked
 from tests.conftest import kinds, loratui, only_run
 
 

@@ -72,6 +72,43 @@ def run_name(command: list[str]) -> str:
     return _SCRIPT.sub("", os.path.basename(command[0])) if command else "command"
 
 
+_PYTHON = re.compile(r"python[\d.]*$")
+_BLOCKERS = "IES"
+"""Python's options that keep the startup hook out: -I (isolated: no PYTHONPATH, no user site), -E (no PYTHON*
+variables), -S (no site, so no sitecustomize)."""
+_TAKES_VALUE = "WX"
+"""Options whose value may follow as the next argument (`-W ignore`, `-X importtime`)."""
+
+
+def hook_blocked(command: list[str]) -> str:
+    """The options of a watched `python ...` command that keep loratui's hook out of it ('-I', '-E -S'), or ''.
+    Only the interpreter's own options count: they end at -c, -m, `-` or the script, whose arguments are its own."""
+    if not command or not _PYTHON.match(os.path.basename(command[0])):
+        return ""
+    found: list[str] = []
+    args = iter(command[1:])
+    for arg in args:
+        if arg in ("-", "--") or not arg.startswith("-") or arg.startswith("--"):
+            break
+        letters = arg[1:]
+        for i, letter in enumerate(letters):
+            if letter in "cm":
+                return " ".join(sorted(found))
+            if letter in _BLOCKERS and f"-{letter}" not in found:
+                found.append(f"-{letter}")
+            if letter in _TAKES_VALUE:
+                if i == len(letters) - 1:
+                    next(args, None)  # the value is the next argument
+                break
+    return " ".join(sorted(found))
+
+
+def hook_blocked_note(flags: str) -> str:
+    return (f"python {flags} keeps loratui's hook out (Python then ignores PYTHONPATH or site): no Trainer is hooked, "
+            "so steps and losses come from printed output only, and save, suspend and a pause between steps do "
+            f"not apply; run it without {flags} to have the Trainer hooked")
+
+
 def python_name(dotted: str) -> str:
     """`training.per_device_train_batch_size` as a Python user writes it: `TrainingArguments.<field>`."""
     section, _, key = dotted.partition(".")

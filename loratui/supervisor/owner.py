@@ -277,10 +277,10 @@ class Supervisor:
             # The user's program, as they would run it: their buffering, bars and NCCL settings (a plain
             # loop's own print()s reach the log as its stdout flushes them); only the hook's variables added.
             env = watched.command_env(self.run, env, resume_from)
-            blocked = watched.hook_blocked(list(self.command)) if resume_from is None else ""
+            blocked = command_keys.hook_blocked(self.command) if resume_from is None else ""
             if blocked:  # said once, at the first launch: the run is read from its output alone
                 self.log.write(events.Notice(t=time.time(), level="warning", key="hook_blocked",
-                                             message=watched.hook_blocked_note(blocked)))
+                                             message=command_keys.hook_blocked_note(blocked)))
             env[watched.KEEPER_ENV] = "1"  # for the keeper only: it takes it out of the command's environment
             self.run.hooked.unlink(missing_ok=True)  # this launch's Trainer writes it anew
             self.run.trainer_pidfile.unlink(missing_ok=True)  # and its keeper, the command's pid
