@@ -13,7 +13,7 @@ import io
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
-from loratui.logic import oom, oom_holders
+from loratui.logic import oom, oom_holders, oom_words
 
 BARE_OOM = "RuntimeError: CUDA error: out of memory"
 """An OOM message with no numbers: the kind is the person's words' to tell."""
@@ -46,7 +46,7 @@ ENDED_KEPT = [
 @pytest.mark.parametrize("line", ENDED_KEPT)
 def test_a_run_that_ended_and_kept_its_memory(line: str) -> None:
     assert oom_holders.left_held(line)
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -84,7 +84,7 @@ GIVEN_CARD = [
 @pytest.mark.parametrize("line", GIVEN_CARD)
 def test_a_card_given_to_another_program(line: str) -> None:
     assert oom_holders.given_card(line)
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -117,7 +117,7 @@ FOUND = [
 @pytest.mark.parametrize("line", FOUND)
 def test_a_process_found_holding_the_memory(line: str) -> None:
     assert oom_holders.found_holder(line)
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -145,7 +145,7 @@ def test_a_found_process_alone_makes_the_oom_story() -> None:
     "I realized that if two users train on the same GPU, one of them gets CUDA out of memory.",
 ])
 def test_an_observed_condition_names_the_cause(line: str) -> None:
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -153,7 +153,7 @@ def test_an_observed_condition_names_the_cause(line: str) -> None:
     "If another process is using the GPU, stop it.",
 ])
 def test_a_supposed_neighbour_is_no_cause(line: str) -> None:
-    assert oom.said_cause(line) == ""
+    assert oom_words.said_cause(line) == ""
 
 
 def test_the_messages_numbers_outweigh_the_words() -> None:
@@ -181,7 +181,7 @@ def test_the_messages_numbers_outweigh_the_words() -> None:
 ])
 def test_memory_held_before_the_run_began(line: str) -> None:
     assert oom_holders.started_on_held(line)
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -203,7 +203,7 @@ def test_the_runs_own_growth_is_not_held_before(line: str) -> None:
     "之前的训练进程还在，没有退出",
 ])
 def test_another_person_or_an_old_run_on_the_card(line: str) -> None:
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -214,7 +214,7 @@ def test_another_person_or_an_old_run_on_the_card(line: str) -> None:
 ])
 def test_a_run_compared_is_no_holder(line: str) -> None:
     """`previous run`, `second run` name a run the person compares, not one beside this one on the card."""
-    assert oom.said_cause(line) == ""
+    assert oom_words.said_cause(line) == ""
 
 
 @pytest.mark.parametrize("line", [
@@ -225,7 +225,7 @@ def test_a_run_compared_is_no_holder(line: str) -> None:
     "换成空闲的显卡后就不报错了",
 ])
 def test_another_card_that_worked(line: str) -> None:
-    assert oom.remedy_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.remedy_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -234,7 +234,7 @@ def test_another_card_that_worked(line: str) -> None:
     "I tried another GPU but it still OOMs.",
 ])
 def test_a_bigger_card_or_a_swap_that_failed_is_no_neighbour(line: str) -> None:
-    assert oom.remedy_cause(line) != oom.OTHER_PROCESS
+    assert oom_words.remedy_cause(line) != oom.OTHER_PROCESS
 
 
 def test_a_card_swap_that_worked_reads_a_bare_oom_as_another_process() -> None:
@@ -254,7 +254,7 @@ def test_a_card_swap_that_worked_reads_a_bare_oom_as_another_process() -> None:
 ])
 def test_part_of_the_memory_on_the_first_card(line: str) -> None:
     assert oom_holders.stray_on_first(line)
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -315,7 +315,7 @@ def test_the_holders_words_reach_the_reader_before_or_after_the_message(line: st
     "Turns out I had two copies of the notebook open side by side.",
 ])
 def test_the_run_doubled(line: str) -> None:
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -325,7 +325,7 @@ def test_the_run_doubled(line: str) -> None:
     "I evaluate twice per epoch.",
 ])
 def test_a_distributed_run_or_a_schedule_is_no_double(line: str) -> None:
-    assert oom.said_cause(line) == ""
+    assert oom_words.said_cause(line) == ""
 
 
 @pytest.mark.parametrize("line", [
@@ -335,7 +335,7 @@ def test_a_distributed_run_or_a_schedule_is_no_double(line: str) -> None:
     "Shutting down the jupyter server solved the OOM.",
 ])
 def test_closing_another_program_that_worked(line: str) -> None:
-    assert oom.remedy_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.remedy_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", [
@@ -344,7 +344,7 @@ def test_closing_another_program_that_worked(line: str) -> None:
     "I closed the browser, it did not help.",
 ])
 def test_closing_that_did_not_help_is_no_neighbour(line: str) -> None:
-    assert oom.remedy_cause(line) == ""
+    assert oom_words.remedy_cause(line) == ""
 
 
 @pytest.mark.parametrize("line", [
@@ -412,7 +412,7 @@ def test_a_count_of_processes_using_the_gpu_is_a_distributed_run(line: str) -> N
     ("eight ranks using cuda:0", oom.OTHER_PROCESS),
 ])
 def test_ranks_on_one_named_card_not_ranks_using_gpus(line: str, expected: str) -> None:
-    assert oom.said_cause(line) == expected
+    assert oom_words.said_cause(line) == expected
 
 
 # -- memory held at idle; a card shared with someone -------------------------------------------------------
@@ -430,7 +430,7 @@ def test_ranks_on_one_named_card_not_ranks_using_gpus(line: str, expected: str) 
     "另一个程序占用了显存",
 ])
 def test_memory_held_at_idle_or_a_shared_card(line: str) -> None:
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
     assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_other_process"
 
 
@@ -443,7 +443,7 @@ def test_memory_held_at_idle_or_a_shared_card(line: str) -> None:
 ])
 def test_no_neighbour_ruled_in(line: str) -> None:
     """`nothing else` rules a neighbour out; a shared server is not a shared card; another model is a comparison."""
-    assert oom.said_cause(line) == ""
+    assert oom_words.said_cause(line) == ""
 
 
 @pytest.mark.parametrize("line", [
@@ -453,11 +453,11 @@ def test_no_neighbour_ruled_in(line: str) -> None:
 ])
 def test_paddles_boilerplate_is_no_evidence(line: str) -> None:
     """Printed under every Paddle OOM (https://github.com/PaddlePaddle/PaddleOCR/issues/1505 shows it whole)."""
-    assert oom.said_cause(line) == "" and oom.remedy_cause(line) == ""
+    assert oom_words.said_cause(line) == "" and oom_words.remedy_cause(line) == ""
 
 
 def test_a_kill_that_worked_in_chinese() -> None:
-    assert oom.remedy_cause("kill掉之前的进程后就可以了") == oom.OTHER_PROCESS
+    assert oom_words.remedy_cause("kill掉之前的进程后就可以了") == oom.OTHER_PROCESS
 
 
 # -- an inference engine started on a card another part of the job held ----------------------------------
@@ -472,7 +472,7 @@ def test_a_kill_that_worked_in_chinese() -> None:
     "vllm启动之前，训练模型已经占了40G显存",
 ])
 def test_an_engine_started_on_a_held_card(line: str) -> None:
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
     assert first_id(BARE_OOM + "\n" + line + "\n") == "oom_other_process"
 
 
@@ -482,7 +482,7 @@ def test_an_engine_started_on_a_held_card(line: str) -> None:
     "vLLM uses 0.9 gpu_memory_utilization by default.",
 ])
 def test_the_engines_own_share_is_no_neighbour(line: str) -> None:
-    assert oom.said_cause(line) == ""
+    assert oom_words.said_cause(line) == ""
 
 
 @pytest.mark.parametrize("line", [
@@ -491,12 +491,12 @@ def test_the_engines_own_share_is_no_neighbour(line: str) -> None:
     "所有进程都跑到了0号卡上",
 ])
 def test_every_rank_piled_onto_one_card(line: str) -> None:
-    assert oom.said_cause(line) == oom.OTHER_PROCESS
+    assert oom_words.said_cause(line) == oom.OTHER_PROCESS
 
 
 @pytest.mark.parametrize("line", ["Each worker trains on its own GPU.", "Every rank uses a GPU."])
 def test_a_rank_per_card_is_no_pile(line: str) -> None:
-    assert oom.said_cause(line) == ""
+    assert oom_words.said_cause(line) == ""
 
 
 @pytest.mark.parametrize("line, expected", [
@@ -506,7 +506,7 @@ def test_a_rank_per_card_is_no_pile(line: str) -> None:
 ])
 def test_another_ml_task_is_a_comparison_unless_it_runs_beside(line: str, expected: str) -> None:
     """`task` is also a dataset's task: another one is a holder only when it is running, on the card."""
-    assert oom.said_cause(line) == expected
+    assert oom_words.said_cause(line) == expected
 
 
 # -- more holders, whole texts ---------------------------------------------------------------------------

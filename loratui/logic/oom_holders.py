@@ -6,7 +6,7 @@ given to, or running, another program (an inference server, another framework's 
 process the person found holding the memory (in nvidia-smi, in `fuser`), not the one they started. Each reader
 names the two parts of its shape separately (the ended run and the memory kept; the card and the program on it;
 the process found and the memory it holds), so another person's verbs and tools read the same. Pure logic:
-`oom.said_cause` asks these after its own readers.
+`oom_words.said_cause` asks these after its own readers.
 """
 
 from __future__ import annotations

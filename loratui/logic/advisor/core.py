@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from loratui import events
-from loratui.logic import command_keys, oom, oom_holders, series
+from loratui.logic import command_keys, oom, oom_holders, oom_words, series
 from loratui.logic.advisor.advice import (  # re-exported: callers import them from here
     ERROR,
     GIB,
@@ -330,7 +330,7 @@ class Advisor:
                 self.oom.facts["report"] is report else ""
             return
         if self.oom is None and getattr(self, "host_oom", None) is None and \
-                (_HOST_RAM.search(line) or self.pasted and oom.machine_down(line) and not looks_like_code(line)):
+                (_HOST_RAM.search(line) or self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
             self._items = None
@@ -341,7 +341,7 @@ class Advisor:
         lowered = line.lower()
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
                                   "gpu ram" in lowered or "存" in line or "空间" in line) and \
-                self.pasted and oom.said_oom(line) and not looks_like_code(line) and "File " not in line and \
+                self.pasted and oom_words.said_oom(line) and not looks_like_code(line) and "File " not in line and \
                 not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         cause = getattr(self.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx

@@ -10,7 +10,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from loratui.logic import oom, oom_holders
+from loratui.logic import oom, oom_holders, oom_words
 from loratui.logic.clauses import clause_starts, sentences
 from loratui.logic.text_reader import progress, values
 
@@ -484,10 +484,10 @@ class PhaseText:
         whole = (carried + " " + text).strip()
         low_whole = whole.lower()
         if self.cause is None and any(hint in low_whole for hint in _ALL_CAUSE_HINTS) and \
-                (_CAUSE_CONTEXT.search(oom.cjk_spaced(whole)) or oom_holders.CONTEXT.search(whole)):
+                (_CAUSE_CONTEXT.search(oom_words.cjk_spaced(whole)) or oom_holders.CONTEXT.search(whole)):
             # the line alone first; then the sentence it ends, hard-wrapped over lines (`nvidia-smi shows 15 GB used
             # even though` / `nothing is running`)
-            kind = oom.said_cause(text) or (oom.said_cause(whole) if whole != text else "")
+            kind = oom_words.said_cause(text) or (oom_words.said_cause(whole) if whole != text else "")
             self.cause = (kind, text[:300]) if kind else None
             self._cause_words = whole[:600] if kind else ""
         if _FAILS.search(whole) and not _MEMORY_WORDS.search(whole):

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loratui.logic import oom
+from loratui.logic import oom, oom_words
 from loratui.logic.advisor import root, said
 from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, INFO, Advice, Finding
 from loratui.logic.clauses import sentences
@@ -142,7 +142,7 @@ _READERS: dict[str, Callable[[str], bool]] = {
     "loss_zero": lambda part: said.flat_said(part, 0) is not None,
     "loss_diverging": lambda part: said.rise_said(part, 0) is not None,
 }
-"""Each symptom's reader of a sentence, for `supposed` (the OOM's is `oom.said_oom`)."""
+"""Each symptom's reader of a sentence, for `supposed` (the OOM's is `oom_words.said_oom`)."""
 
 
 def from_words(finding: Finding) -> bool:
@@ -177,7 +177,7 @@ def said_oom_yields(text: str, found: set[str], raised: Raised | None, calm: boo
     """Why an OOM only the person named gives way ('' when it stands): a worried question; anything the text shows
     (another finding, an exception that is no OOM), as their words may tell the run's history (`I got OOM, lowered
     the batch, now ...`)."""
-    if supposed(text, oom.said_oom, calm):
+    if supposed(text, oom_words.said_oom, calm):
         return "the words only ask whether it might run out of memory"
     if found:
         return "the text shows " + ", ".join(sorted(found)) + ": the OOM in words is the run's history"
