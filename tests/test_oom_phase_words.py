@@ -10,7 +10,7 @@ import io
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
-from loratui.logic.advisor import phase_text
+from loratui.logic.advisor import phase_words
 
 
 def first_id(text: str) -> str:
@@ -35,7 +35,7 @@ def test_xlas_allocator_remedy_is_read_in_any_case(words: str) -> None:
 
 def test_every_cause_hint_is_lower_case() -> None:
     """The hints are checked against lowered text: one with a capital letter could never match."""
-    assert all(hint == hint.lower() for hint in phase_text._CAUSE_HINTS)
+    assert all(hint == hint.lower() for hint in phase_words._CAUSE_HINTS)
 
 
 # -- an OOM said in words, and the phase it names ---------------------------------------------------------------

@@ -34,8 +34,8 @@ from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, ex
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_phase_advice
+from loratui.logic.advisor.phase_words import looks_like_code
 from loratui.logic.advisor.priced import memory_proposal
-from loratui.logic.advisor.phase_text import looks_like_code
 from loratui.logic.advisor.said import SAID_WORDS, flat_said, rise_said
 from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
 from loratui.logic.advisor.watches import (

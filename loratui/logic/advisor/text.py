@@ -14,7 +14,8 @@ from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.error_said import introduced_message, introduces_error, said_raised
 from loratui.logic.advisor.prep_timeout import PrepTimeout
 from loratui.logic.advisor.prep_words import BAR, BAR_WORDS, TOKENISING, prep_bar
-from loratui.logic.advisor.phase_text import PhaseText, looks_like_code
+from loratui.logic.advisor.phase_text import PhaseText
+from loratui.logic.advisor.phase_words import looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
 from loratui.logic.advisor.starve_timed import timer_keys
 from loratui.logic.durations import clock_seconds
