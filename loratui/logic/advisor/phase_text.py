@@ -317,15 +317,23 @@ class PhaseText(PhaseWords):
             return
         if "val" in line and _KERAS_VALIDATES.search(line):
             self._keras_validates = True
+        if self._bar_status(line) or self._command_status(line) or len(line) > 300 or "File " in line:
+            return
+        if not self._banner_status(line):
+            self._status_words(line)
+
+    def _bar_status(self, line: str) -> bool:
+        """A progress bar (Keras', a notebook's, tqdm's with or without a description) or a training step's log:
+        the phase it shows. True when the line was one."""
         if "/" in line and "[" in line:
             self._bar_moved(line)
             keras = _KERAS_BAR.match(line) if "ETA: 0s" in line else None
             if keras and keras.group(1) == keras.group(2) and getattr(self, "_keras_validates", False):
                 self._announce("eval", line)
                 self._log_on_banner = True
-                return
+                return True
             if "]" in line and self._notebook_bar(line):
-                return
+                return True
         bar_at = line.find("|")
         if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
             bar = progress.find_bar(line)
@@ -337,56 +345,69 @@ class PhaseText(PhaseWords):
                 elif self.banner == "eval":
                     self.banner = ""
                 self._after_bar(line)
-                return
+                return True
         if bar_at > 0 and "%" in line:
             plain = _PLAIN_BAR.match(line)
             if plain:
                 self._plain_bar(int(plain.group(1)), line)
                 self._after_bar(line)
-                return
+                return True
         if "oss" in line and _trains(line):
             self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
             # Log event on only after the lines that follow it, so the line itself is read here); the bar drawn
             # meanwhile is the training loop's
             self.train_total = self._bar_total or self.train_total
             self._after_bar(line)
-            return
+            return True
+        return False
+
+    def _command_status(self, line: str) -> bool:
+        """An export or conversion command, a sampling or evaluation loop's own line, an evaluation script run: the
+        phase it starts. True when the line was one."""
         if ("export" in line or "merge" in line or "convert" in line) and _EXPORT_COMMAND.search(line):
             self._announce("save", line)
-            return
+            return True
         if ("ampl" in line or "alidation" in line or "mage" in line or "ideo" in line) and _SAMPLING.match(line):
             self._announce("eval", line)
-            return
+            return True
         if ("task/s" in line or "Epoch(" in line) and _EVAL_LOG.search(line):
             self._announce("eval", line)
-            return
+            return True
         if "onver" in line and _CONVERSION.search(line) and not looks_like_code(line):
             self._announce("save", line)
-            return
+            return True
         if (".py" in line or ".sh" in line) and _EVAL_SCRIPT_RUN.search(line):
             self._announce("eval", line)
-            return
-        if len(line) > 300 or "File " in line:
-            return
+            return True
+        return False
+
+    def _banner_status(self, line: str) -> bool:
+        """A checkpoint's save, a phase's banner, a Chinese status, or work under way (`Evaluating ...`,
+        `Writing the model ...`): the phase it announces. True when the line was one."""
         if "checkpoint" in line.lower() and (_CHECKPOINT_STATUS.match(line) or _SAVING_NOW.search(line) or
                                              _CHECKPOINTING.search(line)) or \
                 _PHASE_BANNER.match(line):
             self._announce("save" if "checkpoint" in line.lower() else "eval", line)
-            return
+            return True
         if ("开始" in line or "正在" in line or "进行" in line or "准备" in line or "尝试" in line or "中" in line) and \
                 not looks_like_code(line):
             zh = _ZH_STATUS.search(line)
             if zh is not None:
                 self._announce(_ZH_PHASE[zh.group("zh") or zh.group("zh2")], line)
-                return
+                return True
         lowered = line.lower()
         metric_log = ("st:" in line or "al:" in line or "id:" in line) and "[" in line  # `Test:  [  0/313]`
         work = (_EVAL_WORK.match(line) or _SAVE_WORK.match(line)) if "ing " in lowered or metric_log else None
         if work is not None and not looks_like_code(line) and not WORKS.search(line) and \
                 not _NOT_STATUS_WORK.search(line):
             self._announce("eval" if work.re is _EVAL_WORK else "save", line)
-            return
-        if not any(stem in lowered for stem in _STATUS_STEMS):
+            return True
+        return False
+
+    def _status_words(self, line: str) -> None:
+        """A status line's verb (`Saving model checkpoint`, `***** Running Evaluation *****`): the phase it
+        enters, unless the line is a setting, the person's sentence, or code."""
+        if not any(stem in line.lower() for stem in _STATUS_STEMS):
             return  # the cheap test first: this runs on every line of a log
         text = line.strip()
         if SETTING.match(text) or WORKS.search(text) or MEMORY_WORDS.search(text) and prose_like(text):

@@ -223,8 +223,16 @@ class PhaseWords:
             carried = ""  # a bar, a log record or the program's message: no sentence of the person's runs on
         elif len(carried) < 600 and not text.endswith((".", "!", "?", ":", "。", "！", "？", "：")):
             self._sentence = (carried + " " + text).strip()
-        lowered = line.lower()
         whole = (carried + " " + text).strip()
+        self._cause_said(text, whole)
+        if _FAILS.search(whole) and not MEMORY_WORDS.search(whole):
+            self._failure_words(text, whole)
+        elif prose and not MEMORY_WORDS.search(whole):
+            self._intro_words(whole)
+        self._memory_phase(line, carried, whole)
+
+    def _cause_said(self, text: str, whole: str) -> None:
+        """The OOM's cause in the person's sentence (`another process holds the GPU`), the first one said."""
         low_whole = whole.lower()
         if self.cause is None and any(hint in low_whole for hint in _ALL_CAUSE_HINTS) and \
                 (_CAUSE_CONTEXT.search(oom_words.cjk_spaced(whole)) or oom_holders.CONTEXT.search(whole)):
@@ -233,10 +241,10 @@ class PhaseWords:
             kind = oom_words.said_cause(text) or (oom_words.said_cause(whole) if whole != text else "")
             self.cause = (kind, text[:300]) if kind else None
             self._cause_words = whole[:600] if kind else ""
-        if _FAILS.search(whole) and not MEMORY_WORDS.search(whole):
-            self._failure_words(text, whole)
-        elif prose and not MEMORY_WORDS.search(whole):
-            self._intro_words(whole)
+
+    def _memory_phase(self, line: str, carried: str, whole: str) -> None:
+        """The phase a sentence about memory names (the line's own words first, else the sentence it ends)."""
+        text, lowered = line.strip(), line.lower()
         if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line or "空间" in line) and \
                 MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
@@ -258,7 +266,6 @@ class PhaseWords:
                 if words.search(_no_paths(text)):
                     self._words_at(phase)
 
-
     def _introduced(self, line: str) -> None:
         """The line after the person's sentence that introduces a paste (`as soon as the first evaluation starts I
         get:`): when it is the error itself, the phase that sentence names is where it failed."""
@@ -269,7 +276,6 @@ class PhaseWords:
             failed.setdefault(phase, text)
             self.failed_in = failed
             self._words_at(phase)
-
 
     def _intro_words(self, text: str) -> None:
         """A sentence of the person's that ends the way one introduces a paste (a colon, `I get`, `it throws`, `the
@@ -285,7 +291,6 @@ class PhaseWords:
         at = max(i for i, b in enumerate(bounds) if b <= found.start())  # type: ignore[union-attr]
         if not WORKS.search(clean, bounds[at], bounds[at + 1]):  # `training runs fine, but when evaluation starts I get:`
             self._intro = (named[0][0], text[:300])
-
 
     def _failure_words(self, text: str, whole: str) -> None:
         """The person's sentence that places a failure in a phase (`the following error occurred when saving the
@@ -307,7 +312,6 @@ class PhaseWords:
                     self._words_at(phase)
         self.failed_in = failed
 
-
     def _words_after_banner(self) -> tuple[str, list[str]] | None:
         """The person's words naming another phase, written after the log's last status (`Saving checkpoints ...`
         then `but the evaluation that follows goes wrong`): they know which step failed."""
@@ -319,7 +323,6 @@ class PhaseWords:
                 words = self.prose.get(phase) or (getattr(self, "failed_in", None) or {}).get(phase, "")
                 return phase, ["as the text says: " + words]
         return None
-
 
     def _words_at(self, phase: str) -> None:
         """Where the person's words first named a phase (a line count), to weigh them against the log's status."""
