@@ -11,7 +11,7 @@ import io
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
-from loratui.logic.advisor.starve import said_starved
+from loratui.logic.advisor.starve_said import said_starved
 from loratui.logic.advisor.starve_measured import measured
 
 

@@ -12,7 +12,8 @@ import io
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
-from loratui.logic.advisor.starve import ProfileTable, UtilSamples, said_starved
+from loratui.logic.advisor.starve import ProfileTable, UtilSamples
+from loratui.logic.advisor.starve_said import said_starved
 
 
 def items_for(text: str) -> list:
