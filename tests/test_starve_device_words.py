@@ -1,4 +1,4 @@
-"""One pattern of the GPU by name or model for the data-starvation readers (starve_words.DEVICE, which starve.py's
+"""One pattern of the GPU by name or model for the data-starvation readers (starve_words.DEVICE, which starve_said.py's
 readers of utilisation and idling use too): a card of four digits or a plural RTX counts in either."""
 
 from __future__ import annotations

@@ -157,3 +157,9 @@ def clause_said(line: str) -> bool:
                 not _CLAUSE_WELL.search(clause):
             return True
     return False
+
+
+ELSEWHERE = re.compile(r"\b(?:sav\w*|checkpoint\w*|eval\w*|validat\w*|logging|print\w*|upload\w*|push\w*|"
+                       r"writ\w*)\b|保存|验证", re.I)
+"""A pause at a save, an evaluation or a log line is that work, not the loader; slow storage written to (a
+checkpoint uploaded to s3) is not the data read."""
