@@ -3,8 +3,8 @@
 `Advisor.feed` is cheap and deterministic (bounded deques, no clock reads): the same event sequence gives
 the same `items()` live, on attach and in replay. Detectors record *findings* (the numbers and the step
 where they were seen) as events arrive; `items()` turns findings into `Advice`, with moves computed from
-the recipe alone, so a finding means the same thing whenever it is shown. Missing or contradictory data
-gives no advice rather than a guess.
+the recipe alone (build.py), so a finding means the same thing whenever it is shown. Missing or contradictory
+data gives no advice rather than a guess.
 
 The VRAM warning line `[monitor] warn_gb` is read as GiB (2**30 bytes), the unit nvidia-smi, torch and
 the VRAM pane show: a "32 GB" card reports 31.7 GiB, so the default 30 leaves about 1.7 GiB of headroom.
@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from loratui import events
-from loratui.logic import command_keys, oom, oom_holders, oom_words, series
+from loratui.logic import command_keys, oom, oom_words
 from loratui.logic.advisor.advice import (  # re-exported: callers import them from here
     ERROR,
     GIB,
@@ -29,15 +29,12 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Finding,
     warn_line_bytes,
 )
-from loratui.logic.advisor import bnb_text, error_said, flash_raised, loss_words, rank, root
-from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
+from loratui.logic.advisor import build, loss_words, rank, root
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
-from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_phase_advice
 from loratui.logic.advisor.phase_words import looks_like_code
-from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.said import SAID_WORDS, flat_said, rise_said
-from loratui.logic.advisor.text import TextWatch, nccl_advice, text_starve_advice
+from loratui.logic.advisor.text import TextWatch
 from loratui.logic.advisor.watches import (
     _SETUP,
     CUDA_BOILERPLATE,
@@ -109,7 +106,7 @@ class Advisor:
     def items(self) -> list[Advice]:
         """The advice now, most important first (built lazily, cached until a finding changes)."""
         if self._items is None:
-            built = rank.order(_build_all(self), self.found, _seen(self), lambda: _failure(self))
+            built = rank.order(build.build_all(self), self.found, build.seen(self), lambda: build.failure(self))
             built = [self._in_own_words(a) for a in built]
             self._items = built
         return list(self._items)
@@ -405,8 +402,9 @@ class Advisor:
         names = " ".join(f"{f.func} {f.call}" for f in self.trace.frames)
         banner = self.text.where.banner_line
         exports_adapter = "adapter" in banner and "export" in banner.lower()  # LLaMA-Factory's export merges it
-        return bool(_MERGE.search(names) or _MERGE.search(line) or _MERGE.search(banner) or exports_adapter
-                    or _MERGE.search(getattr(self.trace, "writes_out", "")))
+        merge = build.MERGE
+        return bool(merge.search(names) or merge.search(line) or merge.search(banner) or exports_adapter
+                    or merge.search(getattr(self.trace, "writes_out", "")))
 
     def _oom_wrapped(self, line: str) -> bool:
         """A line that goes on with the OOM message wrapped over it: the report is read again from the whole
@@ -472,8 +470,6 @@ _HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enoug
 shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, a notebook's kernel that died, 进程被kill), Windows' paging
 file, Colab's `Your session crashed after using all available RAM`, or the person's words (`out of RAM`, `memory error`,
 内存不足)."""
-_MERGE = re.compile(r"merg|dequantiz|unload|合并", re.I)
-"""Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
 _OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
 """A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
 happened (an OOM it counted prints its own message)."""
@@ -510,174 +506,3 @@ _HANDLERS: dict[type, str] = {
     events.Notice: "_on_notice", events.Settings: "_on_settings",
     events.End: "_on_end",
 }
-
-
-
-def _build_all(adv: Advisor) -> list[Advice]:
-    """Every finding of `adv` as advice (unsorted)."""
-    logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
-    priced = memory_proposal(adv)
-    built = _oom_built(adv, logits, priced) if adv.oom is not None and not _said_only(adv) else []
-    rose = adv.found.get("loss_diverging")
-    nan = adv.found.get("nan_loss")
-    if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
-        # A rise in words, then a NaN in the log: the NaN is where the rise ran to, as for a measured rise.
-        rose.facts.setdefault("nan_step", nan.step)
-        rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
-    ran_away = rose is not None and rose.facts.get("nan_step") is not None
-    falling = series.falls_through([v for _, v in adv.loss.window])
-    calm = _calm(adv)
-    for finding in adv.found.values():
-        if rank.words_yield(finding, falling, ran_away, calm):
-            continue
-        if getattr(adv, "diffusion", False) and finding.id == "loss_flat" and finding.facts.get("kind") == "said":
-            continue  # a diffusion model's loss is its noise prediction's error, led by the sampled timestep's noise:
-            # it looks flat while the model learns (judge by samples); a loss the log prints at a level still counts
-        if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
-            continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
-        if not any(a.id == finding.id for a in built):
-            built.append(_build_one(adv, finding))
-    runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
-    if runtime is not None:
-        built.append(bnb_text.runtime_advice(runtime))
-    snapshot = adv.text.starve.at_end(adv.ctx.step) if "data_starved" not in adv.found else None
-    if snapshot is not None:
-        built.append(text_starve_advice(snapshot, adv.recipe))
-    vram = adv.vram.current or _projected(adv)
-    if vram is not None and adv.oom is None:
-        built.append(_vram_advice(vram, adv.recipe, logits, priced))
-    if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
-        built.append(_starve_advice(adv.starve.current, adv.recipe))
-    host = getattr(adv, "host_oom", None)
-    if adv.oom is None and host is not None and not host[1]:
-        host = (host[0], *adv.text.where.phase(), host[3])  # the person's words about where, read after the death
-    if adv.oom is None and host is not None and host[1] in ("save", "eval"):
-        built.append(host_phase_advice(host[1], host[0], host[2], host[3]))
-    if not any(a.severity == ERROR for a in built):
-        built += _failure(adv)
-    return built
-
-
-def _calm(adv: Advisor) -> bool:
-    """The text prints a loss series, finite to its last log (loss and grad norm), and the loss watch found nothing in
-    it: a worried question beside it is no report (a NaN logged after the question would find its id taken by it)."""
-    window, watch = adv.loss.window, adv.loss
-    return len(window) >= rank.CALM_LOGS and window[-1][0] >= adv.ctx.step and not watch.bad_grad_streak and \
-        not any(f.id in _LOSS_ALARMS and not rank.from_words(f) for f in adv.found.values())
-
-
-def _seen(adv: Advisor) -> rank.Seen:
-    """What the ranking reads beside the findings (see `rank.order`)."""
-    failed = rank.run_failed(adv.trace.chosen, adv.trace.count, adv.trace.cut,
-                             adv.end is not None and adv.end.state == events.FAILED)
-    oom_leads = adv.oom is not None and not _said_only(adv)  # an OOM only the person named yields
-    return rank.Seen(step=adv.ctx.step, failed=bool(failed), raised=adv.trace.chosen, raised_count=adv.trace.count,
-                     oom_leads=oom_leads)
-
-
-def _said_only(adv: Advisor) -> bool:
-    """Whether the OOM is only the person's word for one and yields (`rank.said_oom_yields`)."""
-    assert adv.oom is not None
-    report = adv.oom.facts["report"]
-    if not report.said:
-        return False
-    found = set(adv.found)
-    if any(phase in getattr(adv.text.where, "prose", {}) for phase in ("eval", "save")):
-        found -= _TRAINING_CURVES  # an OOM said to strike in evaluation or a save: the training log beside it is context
-    return bool(rank.said_oom_yields(report.text, found, adv.trace.chosen, _calm(adv)))
-
-
-_LOSS_ALARMS = frozenset({"nan_loss", "loss_diverging", "loss_zero", "loss_flat"})
-_TRAINING_CURVES = frozenset({"loss_flat", "loss_zero", "loss_diverging", "data_starved", "vram_near_limit",
-                              "nccl_timeout"})
-"""What a training log's curves show, and the timeouts the other ranks report when one of them dies: beside an OOM
-the person places in evaluation or a save, the log they pasted is context, not the complaint."""
-
-
-def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
-    assert adv.oom is not None
-    phase, evidence = adv.oom_phase()
-    facts = dict(adv.oom.facts, phase=phase)
-    card = None if facts["others"] else oom.smi_card(getattr(adv.text.where, "smi", []), facts["report"])
-    if card is not None:  # no telemetry (a pasted log): the processes an nvidia-smi table in it lists
-        facts["others"] = oom.smi_others(card[1], facts["report"])
-        evidence = evidence + [f"nvidia-smi lists {len(card[1])} processes on GPU {card[0]}: " +
-                               ", ".join(f"PID {pid} ({oom.gib(size)})" for pid, size in card[1][:6])]
-    if phase == "save" and not facts.get("merge"):
-        facts["merge"] = any(_MERGE.search(line) for line in evidence)
-    total, free = getattr(adv, "card_at_start", (None, None))
-    if facts["report"].kind == oom.UNKNOWN and total and free is not None and oom.held_before(total, free):
-        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS,
-                                  note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
-                                       "allocated anything", held=True)
-    pool = getattr(adv, "tf_pool", None)  # getattr: an advisor pickled in an older events.idx
-    if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
-        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool), held=True)
-    cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
-    if cause is not None and (facts["report"].kind == oom.UNKNOWN or oom.words_settle(facts["report"], cause[0])):
-        # no numbers, or numbers that leave room for a neighbour the words name: the user's words say what held it
-        facts["report"] = replace(facts["report"], kind=cause[0])
-        evidence = evidence + ["as the text says: " + cause[1]]
-        if cause[0] == oom.OTHER_PROCESS and oom_holders.names_first_card(cause[1]):
-            evidence.append("if what holds GPU 0 is this job's own other processes (ranks, workers): call "
-                            "torch.cuda.set_device(local_rank) before each one's first CUDA call, so none opens a "
-                            "context on GPU 0")
-    built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
-    if evidence:
-        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None or card is not None
-                 else a for a in built]
-    return built
-
-
-def _with_evidence(advice: Advice, extra: list[str]) -> Advice:
-    """The advice with more evidence lines."""
-    from dataclasses import replace
-
-    return replace(advice, evidence=advice.evidence + extra)
-
-
-def _build_one(adv: Advisor, finding: Finding) -> Advice:
-    if finding.id == "nccl_timeout":
-        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines,
-                           (adv.text.prep_line, adv.text.prep_s))
-    if finding.id == "data_starved":
-        return text_starve_advice(finding, adv.recipe)
-    if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
-        finding = Finding(finding.id, finding.step, dict(finding.facts, fp16_scale=adv.text.scale_line))
-    return _BUILDERS[finding.id](finding, adv.recipe)
-
-
-def _failure(adv: Advisor) -> list[Advice]:
-    """A failed run with nothing more specific: its exception, a cut-off traceback, or how it ended.
-    A live run's printed exception that did not end it is not a failure."""
-    if adv.end is None and not adv.pasted:
-        return []
-    raised = adv.trace.chosen
-    step = adv.ctx.step
-    if adv.end is not None and adv.end.cause:  # the scheduler's word first: its kill's traceback is a symptom
-        return [scheduler_advice(adv.end)]
-    if raised is not None and bnb_text.raised_in_setup(raised):
-        return [bnb_text.raised_advice(raised, step)]
-    if raised is not None and flash_raised.raised_in_flash(raised):
-        return [_BUILDERS["flash_attn_unavailable"](Finding("flash_attn_unavailable", step, {"line": raised.line}),
-                                                    adv.recipe)]
-    if raised is not None:
-        return [exception_advice(raised, adv.recipe, step)]
-    if adv.trace.cut:
-        return [cut_traceback_advice(tuple(adv.trace.frames), adv.trace.phase, step)]
-    said = getattr(adv.text, "error_said", None)  # getattr: a text watch pickled in an older events.idx
-    if said is not None and adv.pasted:
-        return [error_said.said_advice(*said, step)]
-    if adv.end is not None:
-        return [ended_advice(adv.end, list(adv.tail))]
-    return []
-
-
-def _projected(adv: Advisor) -> Finding | None:
-    """The pre-flight estimate over the line, until measured training windows exist."""
-    estimate, line = adv.estimate, adv.vram.line  # the run's line (recipe, else its header)
-    if estimate is None or adv.no_gpu or adv.vram.seen_training or not 0 < estimate.peak_device_gib < 4096:
-        return None
-    peak = int(estimate.peak_device_gib * GIB)
-    return Finding("vram_near_limit", 0, {"projected": True, "peak": peak, "line": line}) if peak >= line else None
-

@@ -1,0 +1,191 @@
+"""The advice built from what the Advisor folded (core.py): each finding as advice with its moves, the OOM's with
+what the text says of the card, the memory and the phase, a snapshot or a projection that only the whole text can
+give, and a failure's own advice when nothing more specific was found. `rank.order` then sorts them. Pure logic."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from loratui import events
+from loratui.logic import oom, oom_holders, series
+from loratui.logic.advisor import bnb_text, error_said, flash_raised, rank
+from loratui.logic.advisor.advice import ERROR, GIB, Advice, Finding
+from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
+from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_phase_advice
+from loratui.logic.advisor.priced import memory_proposal
+from loratui.logic.advisor.text import nccl_advice, text_starve_advice
+
+if TYPE_CHECKING:
+    from loratui.logic.advisor.core import Advisor
+
+MERGE = re.compile(r"merg|dequantiz|unload|合并", re.I)
+"""Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
+
+
+def build_all(adv: Advisor) -> list[Advice]:
+    """Every finding of `adv` as advice (unsorted)."""
+    logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
+    priced = memory_proposal(adv)
+    built = _oom_built(adv, logits, priced) if adv.oom is not None and not _said_only(adv) else []
+    rose = adv.found.get("loss_diverging")
+    nan = adv.found.get("nan_loss")
+    if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
+        # A rise in words, then a NaN in the log: the NaN is where the rise ran to, as for a measured rise.
+        rose.facts.setdefault("nan_step", nan.step)
+        rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
+    ran_away = rose is not None and rose.facts.get("nan_step") is not None
+    falling = series.falls_through([v for _, v in adv.loss.window])
+    calm = _calm(adv)
+    for finding in adv.found.values():
+        if rank.words_yield(finding, falling, ran_away, calm):
+            continue
+        if getattr(adv, "diffusion", False) and finding.id == "loss_flat" and finding.facts.get("kind") == "said":
+            continue  # a diffusion model's loss is its noise prediction's error, led by the sampled timestep's noise:
+            # it looks flat while the model learns (judge by samples); a loss the log prints at a level still counts
+        if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
+            continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
+        if not any(a.id == finding.id for a in built):
+            built.append(_build_one(adv, finding))
+    runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
+    if runtime is not None:
+        built.append(bnb_text.runtime_advice(runtime))
+    snapshot = adv.text.starve.at_end(adv.ctx.step) if "data_starved" not in adv.found else None
+    if snapshot is not None:
+        built.append(text_starve_advice(snapshot, adv.recipe))
+    vram = adv.vram.current or _projected(adv)
+    if vram is not None and adv.oom is None:
+        built.append(_vram_advice(vram, adv.recipe, logits, priced))
+    if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
+        built.append(_starve_advice(adv.starve.current, adv.recipe))
+    host = getattr(adv, "host_oom", None)
+    if adv.oom is None and host is not None and not host[1]:
+        host = (host[0], *adv.text.where.phase(), host[3])  # the person's words about where, read after the death
+    if adv.oom is None and host is not None and host[1] in ("save", "eval"):
+        built.append(host_phase_advice(host[1], host[0], host[2], host[3]))
+    if not any(a.severity == ERROR for a in built):
+        built += failure(adv)
+    return built
+
+
+def _calm(adv: Advisor) -> bool:
+    """The text prints a loss series, finite to its last log (loss and grad norm), and the loss watch found nothing in
+    it: a worried question beside it is no report (a NaN logged after the question would find its id taken by it)."""
+    window, watch = adv.loss.window, adv.loss
+    return len(window) >= rank.CALM_LOGS and window[-1][0] >= adv.ctx.step and not watch.bad_grad_streak and \
+        not any(f.id in _LOSS_ALARMS and not rank.from_words(f) for f in adv.found.values())
+
+
+def seen(adv: Advisor) -> rank.Seen:
+    """What the ranking reads beside the findings (see `rank.order`)."""
+    failed = rank.run_failed(adv.trace.chosen, adv.trace.count, adv.trace.cut,
+                             adv.end is not None and adv.end.state == events.FAILED)
+    oom_leads = adv.oom is not None and not _said_only(adv)  # an OOM only the person named yields
+    return rank.Seen(step=adv.ctx.step, failed=bool(failed), raised=adv.trace.chosen, raised_count=adv.trace.count,
+                     oom_leads=oom_leads)
+
+
+def _said_only(adv: Advisor) -> bool:
+    """Whether the OOM is only the person's word for one and yields (`rank.said_oom_yields`)."""
+    assert adv.oom is not None
+    report = adv.oom.facts["report"]
+    if not report.said:
+        return False
+    found = set(adv.found)
+    if any(phase in getattr(adv.text.where, "prose", {}) for phase in ("eval", "save")):
+        found -= _TRAINING_CURVES  # an OOM said to strike in evaluation or a save: the training log beside it is context
+    return bool(rank.said_oom_yields(report.text, found, adv.trace.chosen, _calm(adv)))
+
+_LOSS_ALARMS = frozenset({"nan_loss", "loss_diverging", "loss_zero", "loss_flat"})
+
+_TRAINING_CURVES = frozenset({"loss_flat", "loss_zero", "loss_diverging", "data_starved", "vram_near_limit",
+                              "nccl_timeout"})
+"""What a training log's curves show, and the timeouts the other ranks report when one of them dies: beside an OOM
+the person places in evaluation or a save, the log they pasted is context, not the complaint."""
+
+
+def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
+    assert adv.oom is not None
+    phase, evidence = adv.oom_phase()
+    facts = dict(adv.oom.facts, phase=phase)
+    card = None if facts["others"] else oom.smi_card(getattr(adv.text.where, "smi", []), facts["report"])
+    if card is not None:  # no telemetry (a pasted log): the processes an nvidia-smi table in it lists
+        facts["others"] = oom.smi_others(card[1], facts["report"])
+        evidence = evidence + [f"nvidia-smi lists {len(card[1])} processes on GPU {card[0]}: " +
+                               ", ".join(f"PID {pid} ({oom.gib(size)})" for pid, size in card[1][:6])]
+    if phase == "save" and not facts.get("merge"):
+        facts["merge"] = any(MERGE.search(line) for line in evidence)
+    total, free = getattr(adv, "card_at_start", (None, None))
+    if facts["report"].kind == oom.UNKNOWN and total and free is not None and oom.held_before(total, free):
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS,
+                                  note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
+                                       "allocated anything", held=True)
+    pool = getattr(adv, "tf_pool", None)  # getattr: an advisor pickled in an older events.idx
+    if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool), held=True)
+    cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
+    if cause is not None and (facts["report"].kind == oom.UNKNOWN or oom.words_settle(facts["report"], cause[0])):
+        # no numbers, or numbers that leave room for a neighbour the words name: the user's words say what held it
+        facts["report"] = replace(facts["report"], kind=cause[0])
+        evidence = evidence + ["as the text says: " + cause[1]]
+        if cause[0] == oom.OTHER_PROCESS and oom_holders.names_first_card(cause[1]):
+            evidence.append("if what holds GPU 0 is this job's own other processes (ranks, workers): call "
+                            "torch.cuda.set_device(local_rank) before each one's first CUDA call, so none opens a "
+                            "context on GPU 0")
+    built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
+    if evidence:
+        built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None or card is not None
+                 else a for a in built]
+    return built
+
+
+def _with_evidence(advice: Advice, extra: list[str]) -> Advice:
+    """The advice with more evidence lines."""
+    return replace(advice, evidence=advice.evidence + extra)
+
+
+def _build_one(adv: Advisor, finding: Finding) -> Advice:
+    if finding.id == "nccl_timeout":
+        return nccl_advice(finding, adv.recipe, len(adv.text.nccl_ranks), adv.text.nccl_lines,
+                           (adv.text.prep_line, adv.text.prep_s))
+    if finding.id == "data_starved":
+        return text_starve_advice(finding, adv.recipe)
+    if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
+        finding = Finding(finding.id, finding.step, dict(finding.facts, fp16_scale=adv.text.scale_line))
+    return _BUILDERS[finding.id](finding, adv.recipe)
+
+
+def failure(adv: Advisor) -> list[Advice]:
+    """A failed run with nothing more specific: its exception, a cut-off traceback, or how it ended.
+    A live run's printed exception that did not end it is not a failure."""
+    if adv.end is None and not adv.pasted:
+        return []
+    raised = adv.trace.chosen
+    step = adv.ctx.step
+    if adv.end is not None and adv.end.cause:  # the scheduler's word first: its kill's traceback is a symptom
+        return [scheduler_advice(adv.end)]
+    if raised is not None and bnb_text.raised_in_setup(raised):
+        return [bnb_text.raised_advice(raised, step)]
+    if raised is not None and flash_raised.raised_in_flash(raised):
+        return [_BUILDERS["flash_attn_unavailable"](Finding("flash_attn_unavailable", step, {"line": raised.line}),
+                                                    adv.recipe)]
+    if raised is not None:
+        return [exception_advice(raised, adv.recipe, step)]
+    if adv.trace.cut:
+        return [cut_traceback_advice(tuple(adv.trace.frames), adv.trace.phase, step)]
+    said = getattr(adv.text, "error_said", None)  # getattr: a text watch pickled in an older events.idx
+    if said is not None and adv.pasted:
+        return [error_said.said_advice(*said, step)]
+    if adv.end is not None:
+        return [ended_advice(adv.end, list(adv.tail))]
+    return []
+
+
+def _projected(adv: Advisor) -> Finding | None:
+    """The pre-flight estimate over the line, until measured training windows exist."""
+    estimate, line = adv.estimate, adv.vram.line  # the run's line (recipe, else its header)
+    if estimate is None or adv.no_gpu or adv.vram.seen_training or not 0 < estimate.peak_device_gib < 4096:
+        return None
+    peak = int(estimate.peak_device_gib * GIB)
+    return Finding("vram_near_limit", 0, {"projected": True, "peak": peak, "line": line}) if peak >= line else None
