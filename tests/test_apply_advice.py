@@ -132,7 +132,8 @@ def test_every_environment_variable_advice_proposes_is_allowed() -> None:
 
     from loratui.logic.recipe_edit import ADVICE_ENV
 
-    source = (REPO / "loratui" / "logic" / "advisor" / "moves.py").read_text()
+    advisor = REPO / "loratui" / "logic" / "advisor"
+    source = "".join((advisor / name).read_text() for name in ("moves.py", "oom_advice.py", "loss_advice.py"))
     proposed = set(re.findall(r'"env\.([A-Z_]+)"', source))
     assert proposed and proposed <= ADVICE_ENV
 

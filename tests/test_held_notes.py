@@ -10,7 +10,7 @@ import pytest
 
 from loratui.commands.doctor import diagnose_stream
 from loratui.logic import oom
-from loratui.logic.advisor.moves import _oom_evidence, _other_process_advice
+from loratui.logic.advisor.oom_advice import _oom_evidence, _other_process_advice
 
 
 @pytest.mark.parametrize("text, note", [

@@ -2,8 +2,8 @@
 
 core.py holds `Advisor`, the one fold every surface uses (panel, headless line, alerts, doctor, replay);
 advice.py the item types and severities; watches.py, loss.py, text.py, hang.py, failure.py the rules, each
-over one kind of evidence; moves.py and priced.py turn a finding into a concrete change priced by the
-estimator.
+over one kind of evidence; build.py turns the findings into advice, through moves.py, oom_advice.py, loss_advice.py
+and priced.py (a concrete change priced by the estimator).
 """
 
 from loratui.logic.advisor.core import ERROR, IDS, INFO, WARNING, Advice, Advisor, Finding, warn_line_bytes

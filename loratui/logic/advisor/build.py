@@ -13,12 +13,25 @@ from loratui.logic import oom, oom_holders, series
 from loratui.logic.advisor import bnb_text, error_said, flash_raised, rank
 from loratui.logic.advisor.advice import ERROR, GIB, Advice, Finding
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
-from loratui.logic.advisor.moves import _BUILDERS, _oom_advice, _starve_advice, _vram_advice, host_phase_advice
+from loratui.logic.advisor.guard import guard_advice
+from loratui.logic.advisor.hang import hung_advice
+from loratui.logic.advisor.loss_advice import _diverging_advice, _flat_advice, _nan_advice, _zero_advice
+from loratui.logic.advisor.moves import _leak_advice, _rank_advice, _setup_advice, _starve_advice, _vram_advice
+from loratui.logic.advisor.oom_advice import _jump_advice, _oom_advice, host_phase_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.text import nccl_advice, text_starve_advice
 
 if TYPE_CHECKING:
     from loratui.logic.advisor.core import Advisor
+
+_BUILDERS = {
+    "oom_at_eval": _jump_advice, "oom_at_save": _jump_advice, "nan_loss": _nan_advice,
+    "loss_flat": _flat_advice, "loss_zero": _zero_advice, "loss_diverging": _diverging_advice, "memory_leak": _leak_advice,
+    "rank_imbalance": _rank_advice,
+    "bnb_setup": _setup_advice, "flash_attn_unavailable": _setup_advice, "cuda_error": _setup_advice,
+    "run_hung": hung_advice, "guard": guard_advice,
+}
+"""Each finding's builder, where it needs only the finding and the recipe."""
 
 MERGE = re.compile(r"merg|dequantiz|unload|合并", re.I)
 """Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""

@@ -1,0 +1,170 @@
+"""The advice for an out-of-memory error: its kind's move (a memory saving, the allocator's setting, the card's other
+holders), the phase it struck in (evaluation, a save or merge, the host's RAM), and the evidence its numbers give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loratui.logic import oom
+from loratui.logic.advisor.advice import ERROR, GIB, WARNING, Advice, Finding
+from loratui.logic.advisor.moves import Move, gib, memory_move
+from loratui.logic.fmt import clip
+from loratui.recipe import Recipe
+
+
+def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | None = None,
+                logits_gib: float = 0.0, priced: Any = None) -> list[Advice]:
+    """The OOM as advice: where it happened (eval, save) and why (full, fragmented, a neighbour)."""
+    report: oom.OomReport = f.facts["report"]
+    phase, others = f.facts["phase"], f.facts["others"]
+    kind = report.kind
+    if kind in (oom.FULL, oom.UNKNOWN) and oom.others_to_blame(report, others):
+        kind = oom.OTHER_PROCESS
+    evidence = _oom_evidence(report, phase, f.step)
+    built = []
+    if phase == "save" and f.facts.get("merge"):
+        built.append(Advice("oom_at_save", ERROR, f"CUDA out of memory while merging the adapter into the model: "
+                            f"{MERGE_MOVE}", evidence, {}, f.step))
+    elif phase in ("eval", "save"):
+        built.append(_phase_advice(phase, f.step, r, evidence, ERROR))
+    if kind == oom.OTHER_PROCESS:
+        built.append(_other_process_advice(report, others, f.step, evidence))
+    elif kind == oom.FRAGMENTATION:
+        spare = f"{gib(report.reserved_unallocated)} reserved but unallocated; " \
+            if report.reserved_unallocated is not None else ""
+        name, value = oom.allocator_setting(report)
+        built.append(Advice("oom_fragmentation", ERROR,
+                            f"CUDA OOM from fragmentation: {spare}set {name}={value}",
+                            evidence, {f"env.{name}": value}, f.step))
+    elif long_sample is not None and phase not in ("eval", "save", "load"):
+        built.append(_long_sample_advice(long_sample, r, evidence, f.step))
+    elif phase not in ("eval", "save"):
+        text, change = memory_move(r, phase, logits_gib, priced)
+        # "no usable numbers" beside evidence quoting the request and the free memory read as a contradiction
+        where = ("while loading the model" if phase == "load" else "the card is full" if kind == oom.FULL
+                 else "the message does not say what holds the memory" if report.total is not None
+                 else "the message gives only the size it asked for" if report.requested is not None
+                 else "the message gives no usable numbers")
+        built.append(Advice("oom_full", ERROR, f"CUDA out of memory ({where}): {text}", evidence, change, f.step))
+    return built
+
+
+def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence: list[str],
+                        step: int) -> Advice:
+    """One batch far longer than the rest died: truncate rather than shrink every batch."""
+    batch_len, typical = long_sample
+    # Room for the usual batches with margin, rounded to 64; always below the batch that failed.
+    cap = min(batch_len - 1, max(64, -(-int(typical * 1.5) // 64) * 64))
+    if r is not None:
+        cap = min(cap, r.data.max_length)
+    facts = [f"the failing batch had sequences of {batch_len} tokens; a typical step's longest was {typical}"]
+    return Advice("oom_full", ERROR,
+                  f"CUDA out of memory at one long sample ({batch_len} tokens vs ~{typical} usually): "
+                  f"truncate with max_length = {cap}", facts + evidence, {"data.max_length": cap}, step)
+
+
+def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
+    """The OOM's numbers as short lines."""
+    gpu = f"GPU {report.gpu}" if report.gpu is not None else "the GPU"
+    rank = f"rank {report.rank}: " if report.rank is not None else ""
+    where = {"eval": "during evaluation", "save": "while saving a checkpoint", "load": "while loading",
+             "train": "in a training step"}.get(phase, "")
+    when = ", ".join(part for part in (where, f"after step {step}" if step else "") if part)
+    lines = [f"{rank}{when}"] if rank or when else []
+    if report.requested is not None:
+        lines.append(f"tried to allocate {gib(report.requested)} on {gpu}")
+    if report.total is not None:
+        lines.append(f"{gib(report.free)} free of {gib(report.total)} total")
+    if report.allocated is not None:
+        lines.append(f"PyTorch: {gib(report.allocated)} allocated, {gib(report.reserved_unallocated)} "
+                     "reserved but unallocated")
+    if report.other_used is not None and report.other_used >= GIB:
+        lines.append(f"other than this process's PyTorch memory: {gib(report.other_used)} in use")
+    if report.allowed is not None:
+        lines.append(f"this process may use only {gib(report.allowed)} (torch.cuda.set_per_process_memory_fraction): "
+                     "that cap, not the card, was reached; raise the fraction or use less")
+    if report.note:
+        lines.append(report.note if report.note == oom.CONTEXT_NOTE or report.held else
+                     f"numbers ignored: {report.note}")
+    lines.append(clip(report.text, 240))
+    return lines
+
+
+def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], step: int,
+                          evidence: list[str]) -> Advice:
+    """Name the processes holding memory on this run's GPU."""
+    pids = list(others) or list(report.other_pids)
+    named = ", ".join(f"PID {pid} ({gib(used)})" for pid, used in pids[:6])
+    held = gib(sum(b for _, b in pids)) if pids else gib(report.other_used)
+    title = f"CUDA OOM: other processes hold {held} of the card" + (f": {named}" if named else "")
+    if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
+        title = "CUDA OOM before this program held any memory (its CUDA context could not be created): other " \
+                "processes hold the card"
+    elif not pids and report.other_used is None and report.held:
+        title = f"CUDA OOM: {report.note}: other processes hold the card"
+    elif not pids and report.other_used is None:  # no numbers: the text's words say who held it (in the evidence)
+        title = "CUDA OOM: memory held by another process, not this run -> free the card (stop that process) or " \
+                "choose another GPU with CUDA_VISIBLE_DEVICES"
+    extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
+    return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
+
+
+def _phase_advice(phase: str, step: int, r: Recipe | None, evidence: list[str], severity: str) -> Advice:
+    """OOM (or a jump toward it) in an eval or save phase, with that phase's settings to change."""
+    text, change = _eval_move(r) if phase == "eval" else _save_move(r)
+    what = "evaluation" if phase == "eval" else "checkpoint save"
+    lead = f"CUDA out of memory during {what}" if severity == ERROR else f"VRAM jumps over the line during {what}"
+    return Advice(f"oom_at_{phase}", severity, f"{lead}: {text}", evidence, change, step)
+
+
+def _eval_move(r: Recipe | None) -> Move:
+    if r is None:
+        return "lower per_device_eval_batch_size or set eval_accumulation_steps", {}
+    t = r.training
+    if t.per_device_eval_batch_size > 1:
+        new = t.per_device_eval_batch_size // 2
+        return (f"per_device_eval_batch_size {t.per_device_eval_batch_size} -> {new}",
+                {"training.per_device_eval_batch_size": new})
+    if t.eval_accumulation_steps is None:
+        return ("set eval_accumulation_steps = 1 (move eval outputs to the CPU every step)",
+                {"training.eval_accumulation_steps": 1})
+    return "evaluate a smaller eval set or less often (eval batch is already 1)", {}
+
+MERGE_MOVE = ("merging writes the base weights out in 16-bit, dequantizing a 4-bit base first: merge on the CPU "
+              "(load the base with device_map='cpu') or on a larger card; unsloth's save_pretrained_merged takes "
+              "maximum_memory_usage=0.5")
+"""A merge needs the whole 16-bit model at once, however little training needed: the save settings do not help."""
+
+HOST_MERGE_MOVE = ("the host ran out of RAM (not the GPU): a merge or save holds the whole 16-bit model in RAM, about "
+                   "2 bytes per parameter: use a machine with more RAM or add swap, merge on the GPU (device_map="
+                   "'auto'), or write smaller shards (max_shard_size='2GB')")
+
+HOST_EVAL_MOVE = ("the host ran out of RAM (not the GPU): the evaluation gathers every prediction in RAM before "
+                  "its metrics: set eval_accumulation_steps with a smaller eval set, or compute the metric per batch "
+                  "instead of concatenating all outputs")
+
+
+def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: int) -> Advice:
+    """The host's RAM ran out while the model was merged or saved (`DefaultCPUAllocator: can't allocate memory`,
+    the kernel's `Killed`), or while an evaluation gathered its outputs."""
+    if phase == "eval":
+        return Advice("oom_at_eval", ERROR, f"Out of host memory during evaluation: {HOST_EVAL_MOVE}",
+                      [line] + phase_evidence, {}, step)
+    return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
+                  [line] + phase_evidence, {}, step)
+
+
+def _save_move(r: Recipe | None) -> Move:
+    if r is not None and not r.training.save_only_model:
+        return ("set save_only_model = true (smaller saves; the optimizer state is not kept for resuming)",
+                {"training.save_only_model": True})
+    return ("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so cached blocks can serve the save",
+            {"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+
+
+def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
+    """A pre-OOM warning: an eval or save window crossed the line as a jump over the training peak."""
+    phase = f.id.removeprefix("oom_at_")
+    evidence = [f"training peak {gib(f.facts['train_peak'])}, {phase} peak {gib(f.facts['phase_peak'])}",
+                f"warning line {gib(f.facts['line'])}", f"{phase} at step {f.step}"]
+    return _phase_advice(phase, f.step, r, evidence, WARNING)
