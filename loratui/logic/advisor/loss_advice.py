@@ -76,79 +76,109 @@ def _nan_move(r: Recipe | None, lr_now: float | None, names: list[str], step: in
 _CHECK = "check the labels (answer tokens kept, prompt and padding -100), the attention mask, and the chat template"
 
 
+Said = tuple[str, list[str], dict[str, Any]]
+"""An advice's title, evidence and change."""
+
+
 def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     quote = [facts["quote"]] if facts.get("quote") else []
-    change: dict[str, Any] = {}
-    if facts["kind"] == "low":
-        median = sorted(facts["losses"])[2]
-        title = f"Loss is near zero from the start ({median:.3g}): the labels are likely wrong"
-        evidence = ["first losses: " + ", ".join(f"{v:.3g}" for v in facts["losses"])] + quote + [
-            _CHECK, "and that the answer is not also in the input"]
-    elif facts["kind"] == "zero_grad":
-        lr = " and learning_rate 0" if facts.get("lr_zero") else ""
-        title = f"grad_norm is 0{lr} in {facts['zeros']} of the first {facts['n']} logs: nothing is training"
-        evidence = quote + [_CHECK, "and that lora target_modules name layers the model has"]
-        if facts.get("lr_zero"):
-            evidence.append("learning_rate is 0 in every log so far: check the scheduler and warmup (a DeepSpeed "
-                            "config's scheduler overrides the Trainer's)")
-    elif facts["kind"] == "zero_lr":
-        title = f"learning_rate is 0 in {facts['n']} logs in a row: nothing is training"
-        evidence = quote + ["check the scheduler and warmup (a DeepSpeed config's scheduler overrides the "
-                            "Trainer's; a schedule shorter than the run ends at 0; --scale_lr or a resumed "
-                            "scheduler can set it to 0)"]
-    elif facts["kind"] == "repeat":
-        same = f"stays at {facts['value']:g}" if facts["distinct"] <= 2 else \
-            f"repeats: {facts['repeats']} of the last {facts['n']} values were seen before"
-        title = f"Loss {same}: the weights are not changing"
-        evidence = quote + ["the same losses coming back exactly mean the same outputs: the optimizer does not "
-                            "update the trained weights (frozen or detached parameters, a zero or tiny learning "
-                            "rate, or the same batches with no update)"]
-        if facts.get("lr") is not None and facts["lr"] < 1e-8:
-            evidence.append(f"the learning rate is {facts['lr']:.3g}: still warming up, or set far too low")
-    elif facts["kind"] == "chance":
-        title = f"Loss sits at ln {facts['k']} = {math.log(facts['k']):.4f} ({facts['value']:g}) for {facts['n']} " \
-            f"logs from step {facts['from_step']}: a uniform guess over {facts['k']} classes, nothing is learned"
-        evidence = quote + ["ln k is the cross-entropy of predicting every one of k classes alike: the outputs do "
-                            "not depend on the input (labels, a frozen or detached head, a learning rate far off)"]
-    elif facts["kind"] == "eval_unchanged":
-        title = f"The evaluation loss does not move ({facts['mean']:.4g} ± {facts['spread'] / facts['mean']:.2%} over " \
-            f"{facts['n']} evaluations from epoch {facts['from_epoch']:g}): the model is not learning"
-        evidence = quote + [
-            "an evaluation scores the same data each time, so a model that learns moves its loss by more than that",
-            "check the learning rate first: too low for this model (small or static-embedding models and fresh heads "
-            "often need 10-100x the default), then that the trained parameters are in the optimizer", _CHECK]
-        if facts.get("lr") is not None:
-            evidence.insert(1, f"logged learning_rate {facts['lr']:.3g}")
-    elif facts["kind"] == "collapse":
-        title, evidence, change = _collapse_advice(facts, r, quote)
-    elif facts["kind"] == "said":
-        title = "Loss does not move, in the log's own words: check that the model trains at all"
-        evidence = quote + [
-            "a loss that stays put means the weights do not change, or change nothing the loss scores: check that "
-            "the learning rate is not 0 (a scheduler, --scale_lr or a resumed schedule can set it), that the "
-            "trained parameters have requires_grad and are in the optimizer, and that optimizer.zero_grad() and "
-            "optimizer.step() run every step", _CHECK]
-    elif facts["kind"] == "objective":
-        what = {"rl": "every completion of a prompt got the same reward: zero advantage, no gradient signal "
-                      "(check the reward functions on a few completions; raise num_generations or the "
-                      "sampling temperature)",
-                "preference": "the policy has not moved from the reference model (check that the adapter "
-                              "trains: learning_rate, beta, and that chosen and rejected differ)"}[facts["objective"]]
-        title = f"{facts['metric']} is {facts['value']:g} for {facts['n']} logs from step {facts['from_step']}: " \
-            "nothing is being learned"
-        evidence = quote + [what, "a GRPO/DPO loss near zero or below it is normal: judged by its own metrics"]
-    else:
-        spread = facts["spread"] / facts["mean"]
-        title = f"Loss is flat from the start ({facts['mean']:.3g} ± {spread:.1%}): check the data"
-        evidence = [f"steps {facts['from_step']}-{facts['to_step']}: range {facts['spread']:.3g}", _CHECK]
-        if r is not None and r.training.learning_rate < 1e-5:
-            change = {"training.learning_rate": 2e-4}
-            evidence.append(f"learning_rate = {lr_text(r.training.learning_rate)} is far below LoRA's usual 1e-4 to 3e-4")
+    title, evidence, change = _FLAT_KINDS.get(facts["kind"], _flat_from_start)(facts, r, quote)
     return Advice("loss_flat", WARNING, title, evidence, change, f.step)
 
 
-def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> tuple[str, list[str], dict[str, Any]]:
+def _flat_low(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    median = sorted(facts["losses"])[2]
+    title = f"Loss is near zero from the start ({median:.3g}): the labels are likely wrong"
+    evidence = ["first losses: " + ", ".join(f"{v:.3g}" for v in facts["losses"])] + quote + [
+        _CHECK, "and that the answer is not also in the input"]
+    return title, evidence, {}
+
+
+def _flat_zero_grad(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    lr = " and learning_rate 0" if facts.get("lr_zero") else ""
+    title = f"grad_norm is 0{lr} in {facts['zeros']} of the first {facts['n']} logs: nothing is training"
+    evidence = quote + [_CHECK, "and that lora target_modules name layers the model has"]
+    if facts.get("lr_zero"):
+        evidence.append("learning_rate is 0 in every log so far: check the scheduler and warmup (a DeepSpeed "
+                        "config's scheduler overrides the Trainer's)")
+    return title, evidence, {}
+
+
+def _flat_zero_lr(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    title = f"learning_rate is 0 in {facts['n']} logs in a row: nothing is training"
+    evidence = quote + ["check the scheduler and warmup (a DeepSpeed config's scheduler overrides the "
+                        "Trainer's; a schedule shorter than the run ends at 0; --scale_lr or a resumed "
+                        "scheduler can set it to 0)"]
+    return title, evidence, {}
+
+
+def _flat_repeat(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    same = f"stays at {facts['value']:g}" if facts["distinct"] <= 2 else \
+        f"repeats: {facts['repeats']} of the last {facts['n']} values were seen before"
+    title = f"Loss {same}: the weights are not changing"
+    evidence = quote + ["the same losses coming back exactly mean the same outputs: the optimizer does not "
+                        "update the trained weights (frozen or detached parameters, a zero or tiny learning "
+                        "rate, or the same batches with no update)"]
+    if facts.get("lr") is not None and facts["lr"] < 1e-8:
+        evidence.append(f"the learning rate is {facts['lr']:.3g}: still warming up, or set far too low")
+    return title, evidence, {}
+
+
+def _flat_chance(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    title = f"Loss sits at ln {facts['k']} = {math.log(facts['k']):.4f} ({facts['value']:g}) for {facts['n']} " \
+        f"logs from step {facts['from_step']}: a uniform guess over {facts['k']} classes, nothing is learned"
+    evidence = quote + ["ln k is the cross-entropy of predicting every one of k classes alike: the outputs do "
+                        "not depend on the input (labels, a frozen or detached head, a learning rate far off)"]
+    return title, evidence, {}
+
+
+def _flat_eval(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    title = f"The evaluation loss does not move ({facts['mean']:.4g} ± {facts['spread'] / facts['mean']:.2%} over " \
+        f"{facts['n']} evaluations from epoch {facts['from_epoch']:g}): the model is not learning"
+    evidence = quote + [
+        "an evaluation scores the same data each time, so a model that learns moves its loss by more than that",
+        "check the learning rate first: too low for this model (small or static-embedding models and fresh heads "
+        "often need 10-100x the default), then that the trained parameters are in the optimizer", _CHECK]
+    if facts.get("lr") is not None:
+        evidence.insert(1, f"logged learning_rate {facts['lr']:.3g}")
+    return title, evidence, {}
+
+
+def _flat_said(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    title = "Loss does not move, in the log's own words: check that the model trains at all"
+    evidence = quote + [
+        "a loss that stays put means the weights do not change, or change nothing the loss scores: check that "
+        "the learning rate is not 0 (a scheduler, --scale_lr or a resumed schedule can set it), that the "
+        "trained parameters have requires_grad and are in the optimizer, and that optimizer.zero_grad() and "
+        "optimizer.step() run every step", _CHECK]
+    return title, evidence, {}
+
+
+def _flat_objective(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    what = {"rl": "every completion of a prompt got the same reward: zero advantage, no gradient signal "
+                  "(check the reward functions on a few completions; raise num_generations or the "
+                  "sampling temperature)",
+            "preference": "the policy has not moved from the reference model (check that the adapter "
+                          "trains: learning_rate, beta, and that chosen and rejected differ)"}[facts["objective"]]
+    title = f"{facts['metric']} is {facts['value']:g} for {facts['n']} logs from step {facts['from_step']}: " \
+        "nothing is being learned"
+    evidence = quote + [what, "a GRPO/DPO loss near zero or below it is normal: judged by its own metrics"]
+    return title, evidence, {}
+
+
+def _flat_from_start(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    spread = facts["spread"] / facts["mean"]
+    title = f"Loss is flat from the start ({facts['mean']:.3g} ± {spread:.1%}): check the data"
+    evidence = [f"steps {facts['from_step']}-{facts['to_step']}: range {facts['spread']:.3g}", _CHECK]
+    change: dict[str, Any] = {}
+    if r is not None and r.training.learning_rate < 1e-5:
+        change = {"training.learning_rate": 2e-4}
+        evidence.append(f"learning_rate = {lr_text(r.training.learning_rate)} is far below LoRA's usual 1e-4 to 3e-4")
+    return title, evidence, change
+
+
+def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
     """A loss stuck high with its gradient gone (LossWatch._collapse): the learning rate threw the model off."""
     text, change = lr_move(r, facts.get("lr"), COLLAPSE_LR_DIVISOR, "a hundredth")  # a third still collapsed
     uniform = math.log(facts["vocab"])
@@ -164,6 +194,12 @@ def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) 
     if facts.get("lr") is not None:
         evidence.append(f"learning_rate now {lr_text(facts['lr'])}")
     return title, evidence, change
+
+
+_FLAT_KINDS = {"low": _flat_low, "zero_grad": _flat_zero_grad, "zero_lr": _flat_zero_lr, "repeat": _flat_repeat,
+               "chance": _flat_chance, "eval_unchanged": _flat_eval, "collapse": _collapse_advice, "said": _flat_said,
+               "objective": _flat_objective}
+"""What a flat loss of each kind says (any other kind: flat from the start)."""
 
 
 def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
@@ -193,11 +229,7 @@ def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
 
 def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
-    text, change = lr_move(r, facts.get("lr"))
-    lora = r.lora if r is not None else None
-    if lora is not None and not lora.use_rslora and lora.lora_alpha > 2 * lora.r:
-        text = f"lower lora_alpha from {lora.lora_alpha:g} to {2 * lora.r} (alpha/r = {lora.lora_alpha / lora.r:g})"
-        change = {"lora.lora_alpha": 2 * lora.r}
+    text, change = _rise_move(r, facts.get("lr"))
     quote = [facts["quote"]] if facts.get("quote") else []
     lr = [f"learning rate at step {f.step}: {lr_text(facts.get('lr'))}"] if facts.get("lr") is not None else []
     if facts.get("kind") == "huge":
@@ -215,44 +247,55 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         severity = ERROR if facts.get("error") else WARNING
         return Advice("loss_diverging", severity, f"Loss exploded ({facts['before']:.3g} -> {facts['now']:.4g}): "
                       f"{text}; keep max_grad_norm (gradient clipping) on", evidence + lr, change, f.step)
-    window = facts.get("window", 10)
-    if facts.get("kind") == "creep":
-        evidence = quote + [f"grad_norm spiked to {facts['grad']:.4g} at step {facts['best_step']}; the loss rose "
-                            f"in each of the {window} logs since, {facts['best']:.3g} -> {facts['now']:.3g}"] + lr
-    elif facts.get("kind") == "said":
+    if facts.get("kind") == "said":
         evidence = quote + ["the log says the loss rises: a learning rate too high for the data is the usual cause"]
-        severity = ERROR if facts.get("nan_step") is not None else WARNING
-        if facts.get("nan_step") is not None:
-            evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
-        return Advice("loss_diverging", severity, f"Loss rising, in the log's own words: {text}", evidence,
-                      change, f.step)
-    elif facts.get("kind") == "shift":
-        p = facts["p"]
-        chance = f"{p:.1%} of the time" if p >= 0.001 else "never"
-        evidence = quote + [f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
-                            f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
-                            f"and the same logs shuffled show as large a change of level {chance}"] + lr
-    elif facts.get("kind") == "epoch_jump":
-        evidence = quote + [f"the loss averaged over epoch {facts['epoch']:g} is {facts['now']:.4g} against "
-                            f"{facts['best']:.4g} over the epoch before: an epoch's average has no batch noise to "
-                            "double it, the weights broke (check the validation loss and accuracy beside it)"] + lr
-    elif facts.get("kind") == "climb":
-        evidence = quote + [f"the loss fell from {facts['first']:.4g} to {facts['best']:.4g} at step "
-                            f"{facts['best_step']}, then rose in each of the {window} logs since, back past where it "
-                            f"started: a climb, not one noisy log"] + lr
-    elif facts.get("kind") == "step":
-        evidence = quote + [f"every one of the {window} logs since step {facts['best_step']} (lowest "
-                            f"{facts['floor']:.4g}) is a third above every log before it (highest "
-                            f"{facts['ceiling']:.4g}): a new, higher level, not one noisy log"] + lr
+        title = f"Loss rising, in the log's own words: {text}"
     else:
-        p = facts.get("p")
-        beyond = "" if "p" not in facts else " and more than doubled" if p is None else \
-            f"; the same logs shuffled rise as far {p:.1%} of the time" if p >= 0.001 else "; no shuffle rises as far"
-        evidence = quote + [f"a trend over the {window} logs since step {facts['best_step']} (Theil-Sen line "
-                            f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall{beyond}: not noise)"] + lr
+        evidence = quote + [_rise_shown(facts)] + lr
+        title = f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}"
     severity = WARNING
     if facts.get("nan_step") is not None:
         evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
         severity = ERROR
-    return Advice("loss_diverging", severity, f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}",
-                  evidence, change, f.step)
+    return Advice("loss_diverging", severity, title, evidence, change, f.step)
+
+
+def _rise_move(r: Recipe | None, lr_now: float | None) -> Move:
+    """A lower learning rate, or a lower lora_alpha where alpha is over twice the rank (it scales every update)."""
+    text, change = lr_move(r, lr_now)
+    lora = r.lora if r is not None else None
+    if lora is not None and not lora.use_rslora and lora.lora_alpha > 2 * lora.r:
+        text = f"lower lora_alpha from {lora.lora_alpha:g} to {2 * lora.r} (alpha/r = {lora.lora_alpha / lora.r:g})"
+        change = {"lora.lora_alpha": 2 * lora.r}
+    return text, change
+
+
+def _rise_shown(facts: dict[str, Any]) -> str:
+    """What the logs show of a rising loss, by the kind of rise the loss watch found."""
+    window = facts.get("window", 10)
+    if facts.get("kind") == "creep":
+        return (f"grad_norm spiked to {facts['grad']:.4g} at step {facts['best_step']}; the loss rose "
+                f"in each of the {window} logs since, {facts['best']:.3g} -> {facts['now']:.3g}")
+    if facts.get("kind") == "shift":
+        p = facts["p"]
+        chance = f"{p:.1%} of the time" if p >= 0.001 else "never"
+        return (f"the {window} logs since step {facts['best_step']} sit at a median of {facts['now']:.4g} "
+                f"against {facts['best']:.4g} over the {facts['before_n']} logs before: a third higher, "
+                f"and the same logs shuffled show as large a change of level {chance}")
+    if facts.get("kind") == "epoch_jump":
+        return (f"the loss averaged over epoch {facts['epoch']:g} is {facts['now']:.4g} against "
+                f"{facts['best']:.4g} over the epoch before: an epoch's average has no batch noise to "
+                "double it, the weights broke (check the validation loss and accuracy beside it)")
+    if facts.get("kind") == "climb":
+        return (f"the loss fell from {facts['first']:.4g} to {facts['best']:.4g} at step "
+                f"{facts['best_step']}, then rose in each of the {window} logs since, back past where it "
+                f"started: a climb, not one noisy log")
+    if facts.get("kind") == "step":
+        return (f"every one of the {window} logs since step {facts['best_step']} (lowest "
+                f"{facts['floor']:.4g}) is a third above every log before it (highest "
+                f"{facts['ceiling']:.4g}): a new, higher level, not one noisy log")
+    p = facts.get("p")
+    beyond = "" if "p" not in facts else " and more than doubled" if p is None else \
+        f"; the same logs shuffled rise as far {p:.1%} of the time" if p >= 0.001 else "; no shuffle rises as far"
+    return (f"a trend over the {window} logs since step {facts['best_step']} (Theil-Sen line "
+            f"{facts['best']:.3g} -> {facts['now']:.3g}; Mann-Kendall{beyond}: not noise)")
