@@ -287,12 +287,29 @@ class Advisor:
         if len(line) > 4000:
             line = line[:4000]
         self.trace.line(line)
+        self._traceback_after_oom()
+        self._text_findings(line)
+        self._card_facts(line)
+        # getattr: an advisor pickled in an older events.idx
+        if getattr(self, "_oom_open", "") and self._oom_wrapped(line):
+            return
+        line, struck = self._oom_message(line)
+        if struck:
+            return
+        self._host_oom(line)
+        self._oom_in_words(line)
+        self._setup_errors(line)
+
+    def _traceback_after_oom(self) -> None:
+        """The traceback printed after the OOM line (a logger's message first, then its traceback) goes on until its
+        exception: its innermost phase, not the first frame's, is where the OOM struck."""
         if self.oom is not None and self.trace.count == getattr(self, "_oom_count", self.trace.count):
-            # the traceback printed after the OOM line (a logger's message first, then its traceback) goes on
-            # until its exception: its innermost phase, not the first frame's, is where the OOM struck
             self.oom_after = self.trace.phase or self.oom_after
             if not self.oom.facts.get("merge") and self._merging(""):
                 self.oom.facts["merge"] = True
+
+    def _text_findings(self, line: str) -> None:
+        """What the text readers find in the line, the person's words about the loss, and the tail kept."""
         for finding in self.text.line(line, self.ctx.step):
             self._latch(finding)
         if any(word in line for word in root.WORDS):
@@ -312,20 +329,24 @@ class Advisor:
             self.tail.append(line.strip()[:300])
             if "oss" in line:
                 self.loss_lines.append(line)
-        self._card_facts(line)
-        if getattr(self, "_oom_open", ""):  # getattr: an advisor pickled in an older events.idx
-            if self._oom_wrapped(line):
-                return
+
+    def _oom_message(self, line: str) -> tuple[str, bool]:
+        """An OOM message in the line (or in it joined to the line before, where a wrap cut a phrase): (the line as
+        read on, True when it was one)."""
         prev, self._prev_text = getattr(self, "_prev_text", ""), line  # getattr: an advisor pickled in an older index
         report = oom.parse_oom(line)
         joined = oom.cut_phrase(prev, line) if report is None and self.oom is None and prev else ""
         if joined:  # `Resource exhausted: Out` / `of memory while ...`: parsed again only when the wrap joined them
             line, report = joined, oom.parse_oom(joined)
-        if report is not None:
-            self._on_oom(report, line)
-            self._oom_open = line if oom.message_open(line) and self.oom is not None and \
-                self.oom.facts["report"] is report else ""
-            return
+        if report is None:
+            return line, False
+        self._on_oom(report, line)
+        self._oom_open = line if oom.message_open(line) and self.oom is not None and \
+            self.oom.facts["report"] is report else ""
+        return line, True
+
+    def _host_oom(self, line: str) -> None:
+        """The host's memory ran out (not the GPU's), and the phase it struck in once a traceback names it."""
         if self.oom is None and getattr(self, "host_oom", None) is None and \
                 (_HOST_RAM.search(line) or self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
@@ -335,6 +356,9 @@ class Advisor:
         if host is not None and not host[1] and self.oom is None and self.trace.phase in ("save", "eval"):
             self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
             self._items = None
+
+    def _oom_in_words(self, line: str) -> None:
+        """A pasted text whose person says an OOM happened, or gives an account of what held the memory."""
         lowered = line.lower()
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
                                   "gpu ram" in lowered or "存" in line or "空间" in line) and \
@@ -347,6 +371,10 @@ class Advisor:
             # the person's account of what held the memory (`nvidia-smi still shows 15 GB used after I killed the
             # script`, `83 GB reserved vs 49 GB allocated`) is the OOM's story even where no sentence names the OOM
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
+
+    def _setup_errors(self, line: str) -> None:
+        """A setup error's line (bitsandbytes, flash-attn, a CUDA error's boilerplate)."""
+        lowered = line.lower()
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
                     pattern.search(line) and not _COMMENT.match(line):
