@@ -97,12 +97,13 @@ class LossWatch:
         if self.objective:
             return self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), False) + \
                 self._own_metrics(e.step, values)
-        spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and _finite(loss) else None
+        spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and math.isfinite(loss) \
+            else None
         spike = spike or self._huge(e.step, loss, values.get("grad_norm"))
         found = [spike] if spike else []
         nan = self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), bool(spike))
         found += self._after_rise(e.step, nan) if nan and self._rise_stands() else nan
-        if loss is None or not _finite(loss):
+        if loss is None or not math.isfinite(loss):
             return found
         self.scored = self.scored or abs(loss) > ZERO
         found += self._zero(e.step, loss, values.get("epoch"))
@@ -120,7 +121,7 @@ class LossWatch:
 
     def _nan(self, step: int, values: dict[str, float | None], names: list[str], spike: bool) -> list[Finding]:
         loss, grad = values.get("loss"), values.get("grad_norm")
-        if loss is not None and not _finite(loss):
+        if loss is not None and not math.isfinite(loss):
             facts = {"what": "loss", "value": str(loss), "lr": self.lr, "names": names}
             if "filtered" in values:
                 facts["filtered"] = str(grad)
@@ -135,8 +136,8 @@ class LossWatch:
             return [found]
         if grad is None:
             return []
-        self.bad_grad_streak = 0 if _finite(grad) else self.bad_grad_streak + 1
-        if _finite(grad):
+        self.bad_grad_streak = 0 if math.isfinite(grad) else self.bad_grad_streak + 1
+        if math.isfinite(grad):
             self._scaler_start(loss)
             return []
         # fp16's grad scaler skips steps with inf gradients on purpose: only a streak means trouble there.
@@ -144,7 +145,7 @@ class LossWatch:
         if self.bad_grad_streak >= (3 if fp16 else 1) and not spike:
             found = Finding("nan_loss", step, {"what": "grad_norm", "value": str(grad), "lr": self.lr,
                                                "streak": self.bad_grad_streak, "names": names, "loss": loss})
-            if not self.grad_seen and loss is not None and _finite(loss) and self.bad_grad_streak <= 3:
+            if not self.grad_seen and loss is not None and math.isfinite(loss) and self.bad_grad_streak <= 3:
                 self.start_nan = found  # maybe the scaler's first overflows: withdrawn if the next grads are finite
             return [found]
         return []
@@ -155,7 +156,7 @@ class LossWatch:
         train normally: a NaN at the start that the next logs recover from, with the loss finite throughout, is
         withdrawn (TableMASTER-mmocr#32: `grad_norm: nan`, then 3.98 while the loss fell 1.91 -> 0.92)."""
         self.grad_seen = True
-        if self.start_nan is not None and loss is not None and _finite(loss):
+        if self.start_nan is not None and loss is not None and math.isfinite(loss):
             self.start_nan.facts["withdrawn"] = True
             self.withdrawn, self.changed = self.start_nan, True
         self.start_nan = None
@@ -166,7 +167,7 @@ class LossWatch:
         loss = values.get("eval_loss")
         if loss is None:
             return []
-        if _finite(loss):
+        if math.isfinite(loss):
             return self._eval_still(step, loss, values.get("epoch"))
         if self.zero_streak and not self.scored:
             # A training loss of exactly 0 from the first log and a NaN eval loss say one thing: no label token
@@ -244,8 +245,8 @@ class LossWatch:
         """A finite loss of 1e8 or more, or a gradient norm of 1e6 or more, in any log, even the first: no loss on
         real data is that large and healthy gradient norms sit between 0.01 and a few hundred; the updates blew up
         (mmdetection#4383: loss 2.46e9, grad_norm 1.17e12 with an 8-GPU learning rate on one GPU)."""
-        big_loss = loss is not None and _finite(loss) and abs(loss) >= self.HUGE_LOSS
-        big_grad = grad is not None and _finite(grad) and grad >= self.HUGE_GRAD
+        big_loss = loss is not None and math.isfinite(loss) and abs(loss) >= self.HUGE_LOSS
+        big_grad = grad is not None and math.isfinite(grad) and grad >= self.HUGE_GRAD
         if not (big_loss or big_grad):
             return None
         return Finding("loss_diverging", step, {"kind": "huge", "now": loss, "grad": grad, "lr": self.lr,
@@ -440,7 +441,7 @@ class LossWatch:
                     "kind": "creep", "best": before, "best_step": at, "now": loss, "lr": self.lr,
                     "grad": spike, "window": len(after)})
                 self.creep = None
-        if grad is not None and _finite(grad):
+        if grad is not None and math.isfinite(grad):
             grads = list(self.recent_grads)
             if self.creep is None and found is None and len(grads) >= 3 and grad >= self.GRAD_SPIKE * max(series.median(grads), 1e-6) and len(self.prior) >= 2:
                 self.creep = (step, series.median([v for _, v in list(self.prior)[-4:-1]] or [loss]), grad, [loss])
@@ -572,10 +573,10 @@ class LossWatch:
         updates threw the model into a flat region where its outputs barely depend on the input: a learning
         rate far too high (tiny recipe at 0.9: 6.57 -> 5.45, grad_norm 2.6 -> 0.04, while at 3e-3 the loss falls
         to 3.4 with grad_norm ~1). Only where the vocabulary is known: a live run's model config."""
-        if not self.vocab or self.collapsed or grad is None or not _finite(grad):
+        if not self.vocab or self.collapsed or grad is None or not math.isfinite(grad):
             return []
         self.tail.append((step, loss, grad))
-        early = [g for g in self.grads[:3] if _finite(g)]
+        early = [g for g in self.grads[:3] if math.isfinite(g)]
         if len(early) < 3 or len(self.tail) < self.COLLAPSE_N or self.tail[0][0] <= self.first[2][0]:
             return []
         losses, grads = [v for _, v, _ in self.tail], [g for _, _, g in self.tail]
@@ -659,10 +660,6 @@ def _decimals(value: float) -> int:
     """Decimal places of a loss as printed (1.386 -> 3, 0.69314 -> 5)."""
     text = repr(abs(value))
     return len(text.split(".")[1]) if "." in text and "e" not in text else 0
-
-
-def _finite(value: float) -> bool:
-    return value == value and abs(value) != float("inf")
 
 
 def _warmup_steps(recipe: Recipe | None, max_steps: int) -> int:
