@@ -12,7 +12,7 @@ from loratui.logic import oom, oom_holders, oom_words
 from loratui.logic.clauses import clause_starts, sentences
 
 SETTING = re.compile(r"^\s*-{0,2}[\w.-]+\s*[:=]\s*(?:true|false|yes|no|null|none|[-+]?\d[\w.+-]*|\"[^\"]*\"|'[^']*')\s*,?\s*$",
-                      re.I)
+                     re.I)
 """A setting and its value in a config dump (`evaluate: true`, `--validation_split=0.1`): no status."""
 
 
@@ -92,7 +92,7 @@ _FAILS = re.compile(r"(?<![A-Za-z0-9_])(?:errors?|fail(?:s|ed|ing|ure)?|crash(?:
 
 
 WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|succeed\w*|success\w*|passe[sd]|no (?:problem|issue)s?|"
-                    r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
+                   r"without (?:any )?(?:problem|issue|error)s?)\b|正常|没问题|成功", re.I)
 
 
 _INTRO_END = re.compile(r"(?:\b(?:get|gets|got|getting|see|saw|hit|hits|receive[sd]?|gives?|gave|throws?|threw|raises?|"
@@ -161,7 +161,7 @@ _FAILS_AT = re.compile(r"\b(?:crash\w*|dies|died|fail\w*|OOM\w*|errors?|breaks?|
 
 
 NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off|switched off|skipped|not (?:run|used|"
-                            r"enabled|on|reached|started)|never (?:reached|run|started|called))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
+                           r"enabled|on|reached|started)|never (?:reached|run|started|called))\b|\s*['\"]?\s*[:=]\s*['\"]?(?:no|false|none|0)\b", re.I)
 """Words just after a phase's name that say it did not run (`evaluation is disabled`, `eval_strategy=no`)."""
 
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from loratui.logic.advisor.prep_words import PREP_WORK, WORK_HINTS, cut_bar
+from loratui.logic.advisor.prep_words import PREP, WORK_HINTS, cut_bar
 from loratui.logic.durations import clock_seconds
 
-_PREP = re.compile(PREP_WORK, re.I)
-"""The data being prepared (not the model's load: `loading the dataset` counts, `loading the model` does not)."""
 _RANKS = re.compile(r"\brank ?\d|\branks?\b|\bmulti-?(?:GPU|node|card)s?\b|\bDDP\b|\bdistributed\b|\btorchrun\b|"
                     r"\bddp_timeout\b|init_process_group|process.group|\bbarrier\b|\bNCCL\b|\bdeepspeed\b|"
                     r"(?:\d|several|multiple|many) GPUs|多卡|多机|分布式", re.I)
@@ -75,7 +73,7 @@ class PrepTimeout:
         if self.failed_after and not self.failed and ("arrier" in line or "main_process_first" in line) and \
                 _WAITS.search(line):
             self.failed = self.failed_after
-        if not self.prep and any(w in low for w in WORK_HINTS) and _PREP.search(line):
+        if not self.prep and any(w in low for w in WORK_HINTS) and PREP.search(line):
             self.prep = line.strip()[:300]
         self.ranks = self.ranks or any(w in low for w in _RANK_WORDS) and _RANKS.search(line) is not None
         marked = any(w in low for w in _MARK_WORDS) and not _QUESTION_ONLY.match(line)
@@ -111,7 +109,7 @@ class PrepTimeout:
         names nothing needs the traceback's frames to show a rank waiting on another."""
         bar = self.long_bar
         elapsed = _ELAPSED.search(bar)
-        if cut_bar(bar) or _PREP.search(bar, 0, elapsed.start() if elapsed else len(bar)):
+        if cut_bar(bar) or PREP.search(bar, 0, elapsed.start() if elapsed else len(bar)):
             self.prep = self.prep or bar
             self.failed = bar
         else:

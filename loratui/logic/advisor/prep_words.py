@@ -21,6 +21,8 @@ PREP_WORK = PREP_NAMED + (
     r"corpus)\b|\bdata ?set (?:prep\w*|pre-?process\w*|tokeni[sz]\w*|load\w*|build\w*)")
 """PREP_NAMED, or work done on the data set itself: preparing, processing, building, loading, reading or caching it
 (`loading the dataset` counts, `loading the model` does not)."""
+PREP = re.compile(PREP_WORK, re.I)
+"""PREP_WORK on its own: the data being prepared."""
 NAMED_HINTS = ("token", "bpe", "pack", "process", "map", "grouping", "预处理", "分词", "数据", "样本")
 """Words every PREP_NAMED match holds, lower case: the cheap test before the pattern, on every line of a log."""
 WORK_HINTS = NAMED_HINTS + ("data", "sample", "example", "record", "rows", "corpus")

@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
-_GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
+SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
+GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
+"""A row of nvidia-smi (`| 30563MiB / 81920MiB |      2%  `: memory used and total, utilisation) and of gpustat
+(`[0] NVIDIA A100-SXM4-80GB | 34°C,   2 % | 30563 / 81920 MB | user(30560M)`)."""
 _CSV_HEADER = re.compile(r"utilization\.gpu", re.I)
 _KEYED_UTIL = re.compile(
     r"\bgpu\.\d+\.gpu\b['\"]?\s*[:=,]?\s*(\d+(?:\.\d+)?)(?![\d.]*\s*(?:MiB|GB|MB))|"  # wandb's system metrics
@@ -65,13 +67,13 @@ class UtilSamples:
                 return int(noheader.group(1)) if int(noheader.group(2)) >= 1024 else None
             return self._smi(line)
         if "MB" in line and "%" in line:
-            gpustat = _GPUSTAT_ROW.search(line)
+            gpustat = GPUSTAT_ROW.search(line)
             if gpustat:
                 return int(gpustat.group(1)) if int(gpustat.group(2)) >= 1024 else None
         return self._table_reading(line) if self._tabled(line) else None
 
     def _smi(self, line: str) -> int | None:
-        smi = _SMI_ROW.search(line)
+        smi = SMI_ROW.search(line)
         if smi:
             used, total = int(smi.group(1)), int(smi.group(2))
             self.full += used >= FULL_SHARE * total

@@ -16,11 +16,9 @@ from __future__ import annotations
 import re
 
 from loratui.logic import durations
-from loratui.logic.advisor.prep_words import PREP_WORK
+from loratui.logic.advisor.prep_words import PREP
 from loratui.logic.clauses import clauses, denial, sentences
 
-_PREP = re.compile(PREP_WORK, re.I)
-"""Work on the whole dataset before training: tokenising, packing, mapping, preprocessing, loading the set."""
 _NOT_DATA = re.compile(r"\b(?:model|checkpoint\w*|weights?|shards?|safetensors|download\w*|upload\w*|sav(?:e|es|ed|ing)|"
                        r"eval\w*|validat\w*|inference|generat\w*|predict\w*|compil\w*|install\w*|pip|wheel|build(?:ing)? "
                        r"(?:the )?(?:wheel|image|docker|extension))\b|模型|权重|保存|推理|评估|下载", re.I)
@@ -156,11 +154,11 @@ def measured(line: str) -> dict[str, object] | None:
                 not re.search(r"\b(?:not|never|isn't|wasn't)\b|n't\b|不是|并非", sentence, re.I):
             return {"said": "loader", "quote": line.strip()[:300]}
     for clause in clauses(line):
-        if _PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
+        if PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
             return {"said": "preprocessing", "quote": line.strip()[:300]}
         if not _COUNTED.search(clause) or _NOT_DATA.search(clause) or _DENIED.search(clause):
             continue
-        if _PREP.search(clause) and (_longest(clause) >= PREP_S or _rate_fell(clause)):
+        if PREP.search(clause) and (_longest(clause) >= PREP_S or _rate_fell(clause)):
             return {"said": "preprocessing", "quote": line.strip()[:300]}
         if _FEED.search(clause) and _rate_fell(clause):
             return {"said": "slowdown", "quote": line.strip()[:300]}

@@ -165,7 +165,7 @@ _TURN = re.compile(r"\b(?:but|whereas|although|though|however|fine|fast|quick)\b
 
 
 PROGRAM = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[A-Z]+:|\w+(?:Warning|Error)\b)|\{|"
-                      r"\bwarnings\.warn|File \"")
+                     r"\bwarnings\.warn|File \"")
 """A line the program printed (a logger prefix, a warning, a dict, a traceback frame), not the user's prose."""
 
 

@@ -17,6 +17,7 @@ from loratui.logic.advisor.prep_words import BAR, BAR_WORDS, TOKENISING, prep_ba
 from loratui.logic.advisor.phase_text import PhaseText
 from loratui.logic.advisor.phase_words import looks_like_code
 from loratui.logic.advisor.starve import StarveText, starve_text_advice
+from loratui.logic.advisor.starve_gpu_util import GPUSTAT_ROW, SMI_ROW
 from loratui.logic.advisor.starve_timed import timer_keys
 from loratui.logic.durations import clock_seconds
 from loratui.logic.text_reader import progress, values
@@ -26,9 +27,6 @@ _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck
 _FEW_SUGGEST = re.compile(r"\(try (\d+) which is the number of cpus|`?num_workers=(\d+)`?\s+in the `DataLoader`")
 _MANY_WORKERS = re.compile(r"This DataLoader will create (\d+) worker processes in total")
 _MANY_SUGGEST = re.compile(r"suggested max number of worker in current system is (\d+)")
-_SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
-_GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
-"""gpustat: `[0] NVIDIA A100-SXM4-80GB | 34°C,   2 % | 30563 / 81920 MB | user(30560M)`."""
 _DISTRIBUTED = r"NCCL|c10d|store->|TCPStore|DistStore|ProcessGroup|process group|gloo|rendezvous|barrier|collective"
 _TIMED_OUT = (r"(?:(?<![\w])(?:timed out|times out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))|"
               r"超时(?!\s*(?:时间|设置|参数|阈值|值|[:=：]|改|调)))")
@@ -187,10 +185,10 @@ class TextWatch:
 
     def _idle_gpu(self, line: str, step: int) -> list[Finding]:
         """A GPU holding memory (a model is loaded) but nearly idle, in nvidia-smi's table or gpustat's line."""
-        smi = _SMI_ROW.search(line)
+        smi = SMI_ROW.search(line)
         used, util = (int(smi.group(1)), int(smi.group(3))) if smi else (0, 100)
         if smi is None:
-            gpustat = _GPUSTAT_ROW.search(line)
+            gpustat = GPUSTAT_ROW.search(line)
             used, util = (int(gpustat.group(2)), int(gpustat.group(1))) if gpustat else (0, 100)
         if util <= 10 and used >= 1024 and not self.starve.memory_only():
             return [Finding("data_starved", step, {"text": "idle_gpu", "line": line.strip(), "util": util,
