@@ -348,20 +348,6 @@ def bfc_cause(stats: dict[str, int]) -> tuple[str, str]:
                            f"use), but no block of it held the {gib(requested)} asked for")
 
 
-_TF_TEXT = re.compile(r"bfc_allocator|GPU_\d+_bfc|ResourceExhausted|RESOURCE_EXHAUSTED|OOM when allocating", re.I)
-
-
-def allocator_setting(report: OomReport) -> tuple[str, str]:
-    """The environment setting that lets the allocator serve a request its fragmented cache could not: PyTorch's
-    expandable segments; TensorFlow's CUDA async allocator (TensorFlow names it in its own hint); JAX's
-    allocate-on-demand platform allocator."""
-    if not _TF_TEXT.search(report.text):
-        return "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"
-    if re.search(r"\bjax|xla_extension|XlaRuntimeError", report.text, re.I):
-        return "XLA_PYTHON_CLIENT_ALLOCATOR", "platform"
-    return "TF_GPU_ALLOCATOR", "cuda_malloc_async"
-
-
 SMI_PROCESS = re.compile(r"^\s*\|\s+(\d{1,2})\s+(?:N/A\s+N/A\s+|\d{1,3}\s+\d{1,3}\s+)?(\d{1,10})\s+(?:C|G|C\+G|M|M\+C)\s+"
                          r"\S.*?\s(\d{1,7})\s*MiB\s*\|\s*$")
 """A row of nvidia-smi's process table: `|    0   N/A  N/A     41234      C   python     9800MiB |` (drivers since

@@ -3,6 +3,7 @@ holders), the phase it struck in (evaluation, a save or merge, the host's RAM), 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from loratui.logic import oom
@@ -32,7 +33,7 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     elif kind == oom.FRAGMENTATION:
         spare = f"{gib(report.reserved_unallocated)} reserved but unallocated; " \
             if report.reserved_unallocated is not None else ""
-        name, value = oom.allocator_setting(report)
+        name, value = _allocator_setting(report)
         built.append(Advice("oom_fragmentation", ERROR,
                             f"CUDA OOM from fragmentation: {spare}set {name}={value}",
                             evidence, {f"env.{name}": value}, f.step))
@@ -168,3 +169,18 @@ def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
     evidence = [f"training peak {gib(f.facts['train_peak'])}, {phase} peak {gib(f.facts['phase_peak'])}",
                 f"warning line {gib(f.facts['line'])}", f"{phase} at step {f.step}"]
     return _phase_advice(phase, f.step, r, evidence, WARNING)
+
+
+_TF_TEXT = re.compile(r"bfc_allocator|GPU_\d+_bfc|ResourceExhausted|RESOURCE_EXHAUSTED|OOM when allocating", re.I)
+"""TensorFlow's (or XLA's) allocator named in the message: its setting, not PyTorch's."""
+
+
+def _allocator_setting(report: oom.OomReport) -> tuple[str, str]:
+    """The environment setting that lets the allocator serve a request its fragmented cache could not: PyTorch's
+    expandable segments; TensorFlow's CUDA async allocator (TensorFlow names it in its own hint); JAX's
+    allocate-on-demand platform allocator."""
+    if not _TF_TEXT.search(report.text):
+        return "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"
+    if re.search(r"\bjax|xla_extension|XlaRuntimeError", report.text, re.I):
+        return "XLA_PYTHON_CLIENT_ALLOCATOR", "platform"
+    return "TF_GPU_ALLOCATOR", "cuda_malloc_async"
