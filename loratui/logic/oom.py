@@ -27,20 +27,20 @@ _UNITS = {
     "b": 1, "byte": 1, "bytes": 1, "kib": KIB, "mib": MIB, "gib": GIB, "tib": 1 << 40,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "g": GIB, "m": MIB,
 }
-_SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"
+SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"
 _FIELDS = {
-    "requested": re.compile(r"Tried to allocate " + _SIZE, re.I),
-    "total": re.compile(_SIZE + r" total capaci?ty|total capaci?ty of " + _SIZE, re.I),
-    "free": re.compile(r"of which " + _SIZE + r" is free|" + _SIZE + r" free\b", re.I),
-    "allocated": re.compile(_SIZE + r" (?:already allocated|is allocated by PyTorch)", re.I),
-    "reserved": re.compile(_SIZE + r" reserved in total by PyTorch", re.I),
-    "cached": re.compile(_SIZE + r" cached\b", re.I),
-    "allowed": re.compile(_SIZE + r" allowed\b", re.I),
-    "reserved_unallocated": re.compile(_SIZE + r" is reserved by PyTorch but unallocated", re.I),
-    "process_used": re.compile(r"this process has " + _SIZE + r" memory in use", re.I),
+    "requested": re.compile(r"Tried to allocate " + SIZE, re.I),
+    "total": re.compile(SIZE + r" total capaci?ty|total capaci?ty of " + SIZE, re.I),
+    "free": re.compile(r"of which " + SIZE + r" is free|" + SIZE + r" free\b", re.I),
+    "allocated": re.compile(SIZE + r" (?:already allocated|is allocated by PyTorch)", re.I),
+    "reserved": re.compile(SIZE + r" reserved in total by PyTorch", re.I),
+    "cached": re.compile(SIZE + r" cached\b", re.I),
+    "allowed": re.compile(SIZE + r" allowed\b", re.I),
+    "reserved_unallocated": re.compile(SIZE + r" is reserved by PyTorch but unallocated", re.I),
+    "process_used": re.compile(r"this process has " + SIZE + r" memory in use", re.I),
 }
 _GPU = re.compile(r"\(GPU (\d{1,3});|GPU (\d{1,3}) has a total capacity", re.I)
-_PROCESS = re.compile(r"Process (\d{1,10}) has " + _SIZE + r" memory in use", re.I)
+_PROCESS = re.compile(r"Process (\d{1,10}) has " + SIZE + r" memory in use", re.I)
 _RANK = re.compile(r"\[(?:rank|Rank |RANK )(\d{1,5})\]")
 _OOM = re.compile(
     r"Tried to allocate|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
@@ -204,7 +204,7 @@ _CONTEXT = re.compile(r"cuDevicePrimaryCtxRetain|cuCtxCreate|failed initializing
 """The driver could not create the process's CUDA context (TensorFlow's `failed call to cuDevicePrimaryCtxRetain:
 CUDA_ERROR_OUT_OF_MEMORY`): the program held no memory yet, so what filled the card is outside it."""
 CONTEXT_NOTE = "the CUDA context could not be created: the card was full before this program held any memory"
-_AT_START = re.compile(r"\btotal ?memory:\s*" + _SIZE + r"|\bfree ?memory:\s*" + _SIZE, re.I)
+_AT_START = re.compile(r"\btotal ?memory:\s*" + SIZE + r"|\bfree ?memory:\s*" + SIZE, re.I)
 """TensorFlow 1.x's device report at start, before it allocates anything: `Total memory: 7.92GiB` then `Free memory:
 190.31MiB`, or `totalMemory: 15.90GiB freeMemory: 3.12GiB` on one line."""
 
@@ -312,72 +312,6 @@ def continued(text: str, line: str) -> str | None:
 def _known(text: str) -> int:
     """How many of the message's numbers a text gives (each listed process counts)."""
     return sum(rx.search(text) is not None for rx in _FIELDS.values()) + len(_PROCESS.findall(text))
-
-
-BFC_REQUEST = re.compile(r"ran out of memory trying to allocate " + _SIZE, re.I)
-BFC_STAT = re.compile(r"^\s*(?:\[[^\]]{0,40}\]:?\s*)?(Limit|InUse|LargestFreeBlock):\s+(\d{1,15})\s*$")
-"""TensorFlow's and XLA's BFC allocator on failure: `Allocator (GPU_0_bfc) ran out of memory trying to allocate
-1.17GiB`, then its chunk summary and its stats, one per line: `Limit:  15545312871`, `InUse:  14912008192`, and in
-newer versions `LargestFreeBlock:  1200000000`."""
-
-
-SUMMARY_ROW = re.compile(r"^\s*\|\s*(Allocated memory|GPU reserved memory|Non-releasable memory)\s*\|\s*" + _SIZE)
-"""A row of torch.cuda.memory_summary(): its current usage (`| Non-releasable memory |   7900 MiB | ...`)."""
-
-
-def summary_cause(rows: dict[str, int]) -> tuple[str, str]:
-    """(FRAGMENTATION, why) when memory_summary()'s non-releasable memory (cached blocks split and partly in use,
-    which the allocator can neither use for a larger request nor give back) is a real share of what it reserved."""
-    spare, reserved = rows.get("Non-releasable memory"), rows.get("GPU reserved memory")
-    if spare is None or reserved is None or spare < max(GIB, reserved // 5):
-        return "", ""
-    return FRAGMENTATION, f"memory_summary(): {gib(spare)} non-releasable of {gib(reserved)} reserved"
-
-
-def bfc_cause(stats: dict[str, int]) -> tuple[str, str]:
-    """(FRAGMENTATION, why) when the allocator's pool had room for the request but no block of it did: its limit
-    less what was in use held the request and a real share of the pool (or its largest free block, when printed,
-    was smaller than the request); ('', '') otherwise, a full pool being what the message says already."""
-    requested, limit, in_use = stats.get("requested"), stats.get("Limit"), stats.get("InUse")
-    if requested is None or limit is None or in_use is None or not 0 <= in_use <= limit:
-        return "", ""
-    spare, largest = limit - in_use, stats.get("LargestFreeBlock")
-    if spare < requested or spare < max(256 * MIB, limit // 20) or (largest is not None and largest >= requested):
-        return "", ""
-    return FRAGMENTATION, (f"the allocator's pool had {gib(spare)} free of its {gib(limit)} limit ({gib(in_use)} in "
-                           f"use), but no block of it held the {gib(requested)} asked for")
-
-
-SMI_PROCESS = re.compile(r"^\s*\|\s+(\d{1,2})\s+(?:N/A\s+N/A\s+|\d{1,3}\s+\d{1,3}\s+)?(\d{1,10})\s+(?:C|G|C\+G|M|M\+C)\s+"
-                         r"\S.*?\s(\d{1,7})\s*MiB\s*\|\s*$")
-"""A row of nvidia-smi's process table: `|    0   N/A  N/A     41234      C   python     9800MiB |` (drivers since
-450), `|    0     41234      C   python     9800MiB |` (before)."""
-
-
-def smi_row(line: str) -> tuple[int, int, int] | None:
-    """(gpu, pid, bytes) of an nvidia-smi process row, or None."""
-    row = SMI_PROCESS.match(line) if "MiB" in line else None
-    return (int(row.group(1)), int(row.group(2)), int(row.group(3)) * MIB) if row else None
-
-
-def smi_card(rows: list[tuple[int, int, int]], report: OomReport) -> tuple[int, list[tuple[int, int]]] | None:
-    """(gpu, [(pid, bytes)]) of the failing card when nvidia-smi lists processes besides this one that together hold
-    a GiB or more of it: another job, or the stray CUDA contexts (a few hundred MiB each) that ranks without their
-    own device open on the first card; None when it shows this run alone on each card, or beside a desktop's few
-    hundred MiB."""
-    by_gpu: dict[int, list[tuple[int, int]]] = {}
-    for gpu, pid, size in rows:
-        if size >= 256 * MIB and (report.gpu is None or gpu == report.gpu):
-            by_gpu.setdefault(gpu, []).append((pid, size))
-    return next(((gpu, procs) for gpu, procs in by_gpu.items()
-                 if len(procs) >= 2 and sum(b for _, b in smi_others(procs, report)) >= GIB), None)
-
-
-def smi_others(procs: list[tuple[int, int]], report: OomReport) -> list[tuple[int, int]]:
-    """The card's processes besides this one: the one whose use the message gives, else the largest."""
-    mine = report.process_used or report.reserved
-    own = min(procs, key=lambda p: abs(p[1] - mine)) if mine else max(procs, key=lambda p: p[1])
-    return [p for p in procs if p != own]
 
 
 def classify(report: OomReport) -> str:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from loratui import events
-from loratui.logic import oom, oom_holders, series
+from loratui.logic import oom, oom_holders, oom_tables, series
 from loratui.logic.advisor import bnb_text, error_said, flash_raised, rank
 from loratui.logic.advisor.advice import ERROR, GIB, Advice, Finding
 from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
@@ -122,9 +122,9 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
     facts = dict(adv.oom.facts, phase=phase)
-    card = None if facts["others"] else oom.smi_card(getattr(adv.text.where, "smi", []), facts["report"])
+    card = None if facts["others"] else oom_tables.smi_card(getattr(adv.text.where, "smi", []), facts["report"])
     if card is not None:  # no telemetry (a pasted log): the processes an nvidia-smi table in it lists
-        facts["others"] = oom.smi_others(card[1], facts["report"])
+        facts["others"] = oom_tables.smi_others(card[1], facts["report"])
         evidence = evidence + [f"nvidia-smi lists {len(card[1])} processes on GPU {card[0]}: " +
                                ", ".join(f"PID {pid} ({oom.gib(size)})" for pid, size in card[1][:6])]
     if phase == "save" and not facts.get("merge"):

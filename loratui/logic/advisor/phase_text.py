@@ -11,7 +11,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
-from loratui.logic import oom
+from loratui.logic import oom, oom_tables
 from loratui.logic.advisor.phase_words import (MEMORY_WORDS, NEGATED_AFTER, SETTING, WORKS, PhaseWords,
                                                 looks_like_code, prose_like)
 from loratui.logic.text_reader import progress, values
@@ -222,7 +222,7 @@ class PhaseText(PhaseWords):
             if function is not None:  # the OOM's own op: read after the OOM too
                 self.op_phase = "train" if function.group(1) == "train" else "eval"
         if "MiB |" in line or "MiB|" in line:
-            row = oom.smi_row(line)
+            row = oom_tables.smi_row(line)
             rows = getattr(self, "smi", None)  # getattr: a state pickled in an older events.idx
             if row is not None and (rows is None or len(rows) < 64):
                 self.smi = (rows or []) + [row]
@@ -281,14 +281,14 @@ class PhaseText(PhaseWords):
 
     def _summary(self, line: str) -> None:
         """A row of torch.cuda.memory_summary(): a large non-releasable share is fragmentation."""
-        row = oom.SUMMARY_ROW.match(line)
+        row = oom_tables.SUMMARY_ROW.match(line)
         size = oom.parse_size(row.group(2), row.group(3)) if row else None
         if row is None or size is None:
             return
         rows = getattr(self, "_summary_rows", None) or {}  # getattr: a state pickled in an older events.idx
         rows[row.group(1)] = size
         self._summary_rows = rows
-        kind, why = oom.summary_cause(rows)
+        kind, why = oom_tables.summary_cause(rows)
         if kind:
             self.cause = (kind, why)
 
@@ -296,17 +296,17 @@ class PhaseText(PhaseWords):
         """TensorFlow's or XLA's allocator report: the request it failed, then its pool's stats; a pool with room
         but no block that held the request is fragmented (its numbers outweigh anyone's words)."""
         if "trying to allocate" in line:
-            request = oom.BFC_REQUEST.search(line)
+            request = oom_tables.BFC_REQUEST.search(line)
             size = oom.parse_size(request.group(1), request.group(2)) if request else None
             if size is not None and "not a failure" not in line:
                 self._bfc: dict[str, int] | None = {"requested": size}
             return
         stats = getattr(self, "_bfc", None)  # getattr: a state pickled in an older events.idx
-        stat = oom.BFC_STAT.match(line) if stats is not None else None
+        stat = oom_tables.BFC_STAT.match(line) if stats is not None else None
         if stats is None or stat is None:
             return
         stats[stat.group(1)] = int(stat.group(2))
-        kind, why = oom.bfc_cause(stats)
+        kind, why = oom_tables.bfc_cause(stats)
         if kind:
             self.cause = (kind, why)
 
