@@ -528,3 +528,31 @@ TRAIN_LOG = "{'loss': 1.52, 'grad_norm': 0.61, 'learning_rate': 2e-05, 'epoch': 
 ])
 def test_a_second_bar_inside_training_is_the_evaluation(lines: list[str], expected: str) -> None:
     assert first_id("\n".join(lines + [BARE_OOM])) == expected
+
+
+# -- a frame whose start the paste cut off ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("head", ['  File "', "", "$MYPATH/", "ges/"])
+def test_a_frame_cut_at_its_start_still_places_the_exception(head: str) -> None:
+    """A selection that begins mid-line keeps `...main.py", line 153, in f` (the pattern of
+    https://github.com/tloen/llama-int8/issues/15, a dev record): the frame still says bitsandbytes' setup raised."""
+    site = "" if head == "ges/" else "/home/u/venv/lib/python3.10/site-packages/"
+    text = (f'{head}{site}bitsandbytes/cuda_setup/main.py", line 153, in is_cublasLt_compatible\n'
+            '    cuda_setup.add_log_entry("WARNING: Compute capability < 7.5 detected!", is_warning=True)\n'
+            "\n"
+            "NameError: name 'cuda_setup' is not defined. Did you mean: 'CUDASetup'?\n")
+    assert first_id(text) == "bnb_setup"
+
+
+def test_a_cut_frame_gives_the_oom_its_phase() -> None:
+    text = ('/opt/conda/lib/python3.10/site-packages/transformers/trainer.py", line 2380, in _save_checkpoint\n'
+            "    torch.save(self.optimizer.state_dict(), os.path.join(output_dir, OPTIMIZER_NAME))\n"
+            + NEW_OOM + "\n")
+    assert first_id(text) == "oom_at_save"
+
+
+def test_a_sentence_that_names_a_file_is_no_frame() -> None:
+    scanner = tracebacks.TraceScanner()
+    scanner.line('I ran "train.py", line 3, in my notes')
+    assert not scanner.frames
