@@ -524,8 +524,15 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
     if facts.get("nan_step") is not None:
         evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
         severity = ERROR
-    return Advice("loss_diverging", severity, f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}",
-                  evidence, change, f.step)
+    return Advice("loss_diverging", severity, f"Loss is rising ({_rise_span(facts)}): {text}", evidence, change, f.step)
+
+
+def _rise_span(facts: dict[str, Any]) -> str:
+    """The rise in the logged values a person can find in their log (the fitted line's ends are in the evidence:
+    a title that says `0.825 -> 2.73` above a log that reads 1.1 ... 3.1 looks like a misreading)."""
+    logged = facts.get("logged")  # absent in a finding folded by an older version
+    first, last = logged if logged else (facts["best"], facts["now"])
+    return f"{first:.4g} -> {last:.4g}"
 
 
 def _leak_advice(f: Finding, r: Recipe | None) -> Advice:
