@@ -556,3 +556,21 @@ def test_a_sentence_that_names_a_file_is_no_frame() -> None:
     scanner = tracebacks.TraceScanner()
     scanner.line('I ran "train.py", line 3, in my notes')
     assert not scanner.frames
+
+
+@pytest.mark.parametrize(("line", "asked"), [
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 "
+     "bytes.", 8 << 30),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+     "shape[32,512,512,64] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+     2 << 30),
+    ("2019-05-01 10:00:00 W tensorflow/core/common_runtime/bfc_allocator.cc:267] Allocator (GPU_0_bfc) ran out of "
+     "memory trying to allocate 1.50GiB.", 3 << 29),
+    ("E rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device: hipErrorOutOfMemory",
+     7889485824),
+])
+def test_the_size_asked_for_is_read_in_every_framework(line: str, asked: int) -> None:
+    """XLA's bytes, TensorFlow's tensor shape and type, its allocator's and ROCm's sizes: the advice quotes the
+    request instead of saying the message gives no numbers."""
+    report = oom.parse_oom(line)
+    assert report is not None and report.requested == asked
