@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import (doctor, estimate, importer, init, jobref, mcp_server, notify_test, recipes, replay,
+from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay,
                               report, stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.bounds import NotAFile, clip
@@ -148,7 +148,7 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: b
     refused for commands that act on a live run, and means the newest run for viewers.
     """
     if name:
-        return jobref.by_job_id(name, runs_dir, everywhere) or rundir.resolve(name, runs_dir, everywhere)
+        return rundir.resolve(name, runs_dir, everywhere)
     running = [run for run in rundir.list_runs(runs_dir, everywhere) if _is_live(runstatus.read(run))]
     if len(running) == 1:
         return running[0]

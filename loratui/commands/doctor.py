@@ -29,7 +29,6 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 
 def main(args: argparse.Namespace) -> int:
     """Print the advice for `args.path`: exit 1 when it holds an ERROR, 0 otherwise, 2 on bad input."""
-    from loratui.commands import jobref
     from loratui.errors import EXIT_NO, EXIT_OK, UsageError
 
     if args.path == "-":
@@ -39,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
         source: Path | str = "-"
     else:
         runs_dir, everywhere = getattr(args, "runs_dir", None), getattr(args, "everywhere", False)
-        found = _resolve(Path(jobref.named(args.path, runs_dir, everywhere)), runs_dir, everywhere)
+        found = _resolve(Path(args.path), runs_dir, everywhere)
         source = found
         try:
             items, note = diagnose(found, guess=not args.no_guess)
