@@ -403,6 +403,10 @@ def test_a_log_without_step_numbers_says_its_steps_are_places(tmp_path: Path,
     main(["doctor", str(log), "--no-guess"])
     out = capsys.readouterr().out
     assert "loss_diverging" in out and "a step here is a log's place in the text" in out
+    log.write_text("".join(f"{{'loss': {2.0 - i / 20}, 'learning_rate': 0.0002, 'epoch': {i / 100}}}\n"
+                           for i in range(1, 8)))
+    main(["doctor", str(log), "--no-guess"])
+    assert "log's place" not in capsys.readouterr().out  # no item names a step: nothing to explain
     log.write_text("".join(f"step {i * 10} | loss {v}\n" for i, v in enumerate(rising, 1)))
     main(["doctor", str(log), "--no-guess"])
     out = capsys.readouterr().out

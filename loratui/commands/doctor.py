@@ -156,7 +156,7 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     note = f"{count(reader.lines, 'line')} read as training text (no recipe)"
     if not items and not series:  # issue 23: no evidence either way is not "healthy"; say so, guess nothing
         note += f"; {NOTHING_TO_JUDGE}"
-    elif logged and reader.inferred:  # `(step 28)` below would otherwise read as the run's own step 28
+    elif logged and reader.inferred and any(item.step for item in items):  # `(step 28)` would read as the run's
         note += "; it prints no step numbers, so a step here is a log's place in the text"
     return items, note
 
