@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import (doctor, estimate, importer, init, jobref, mcp_server, notify_test, recipes, replay,
+from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay,
                               report, stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
+from loratui.held_interrupt import HeldInterrupt
 from loratui.bounds import NotAFile, clip
 from loratui.recipe import RecipeError, find_recipe
 from loratui.text import for_terminal, inert, terminal_width
@@ -148,7 +149,7 @@ def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: b
     refused for commands that act on a live run, and means the newest run for viewers.
     """
     if name:
-        return jobref.by_job_id(name, runs_dir, everywhere) or rundir.resolve(name, runs_dir, everywhere)
+        return rundir.resolve(name, runs_dir, everywhere)
     running = [run for run in rundir.list_runs(runs_dir, everywhere) if _is_live(runstatus.read(run))]
     if len(running) == 1:
         return running[0]
@@ -210,19 +211,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     if requeued is not None:  # this job ran before, saved before its limit and was requeued: go on with it
         from loratui.supervisor.launch import spawn_supervisor
 
-        spawn_supervisor(requeued, adopt=True)
-        return _view(requeued, headless=args.headless)
+        held = HeldInterrupt.hold()
+        try:
+            spawn_supervisor(requeued, adopt=True)
+        except BaseException:
+            held.restore()
+            raise
+        return _view(requeued, headless=args.headless, held=held)
     limit = launch_checks.slurm_limit(args)
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
-    if watching:
-        run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url, slurm_limit=limit,
-                            stdin=passed_stdin())
-    else:
-        run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
-                        alert_url=url, slurm_limit=limit)
+    held = HeldInterrupt.hold()  # from the spawn on, Ctrl-C leaves the run training: held until the viewer answers
+    try:
+        if watching:
+            run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url,
+                                slurm_limit=limit, stdin=passed_stdin())
+        else:
+            run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
+                            alert_url=url, slurm_limit=limit)
+    except BaseException:
+        held.restore()
+        raise
     for other, status in busy:
         say_error(sharing_note(other.run_id, status))
-    return _view(run, headless=args.headless)
+    return _view(run, headless=args.headless, held=held)
 
 
 def sharing_note(run_id: str, status: runstatus.Status) -> str:
@@ -245,13 +256,16 @@ def cmd_attach(args: argparse.Namespace) -> int:
     return _view(run, headless=args.headless, attached=True)
 
 
-def _view(run: rundir.RunDir, headless: bool, attached: bool = False) -> int:
-    """The TUI on a terminal, the progress printer otherwise; Ctrl-C leaves the run training."""
+def _view(run: rundir.RunDir, headless: bool, attached: bool = False, held: HeldInterrupt | None = None) -> int:
+    """The TUI on a terminal, the progress printer otherwise; Ctrl-C leaves the run training (`held`: a Ctrl-C
+    pressed while the run was being started, answered here)."""
+    held = held or HeldInterrupt()
     if headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         from loratui.tui import headless as hl
 
-        print(hl.started(run))
         try:
+            held.release()
+            print(hl.started(run))
             state = hl.follow(run)
         except KeyboardInterrupt:
             print("\n" + hl.detached(run))
@@ -268,6 +282,13 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False) -> int:
                           stacks=lambda: _stacks_text(run),
                           command_for=lambda fixed: restart_command_line(run, fixed))
 
+    try:
+        held.release()
+    except KeyboardInterrupt:  # pressed while the run was being started: leave it training, as the app's Ctrl-C does
+        from loratui.tui import headless as hl
+
+        print(hl.detached(run))
+        return 0
     return run_app(run, actions, attached)
 
 

@@ -408,7 +408,8 @@ def _readable_run(path: Path) -> bool:
 
 
 def resolve(name: str | None, runs_dir: Path, everywhere: bool = False) -> RunDir:
-    """The run a user named: a path, an id, or a unique id prefix or suffix; None means the newest.
+    """The run a user named: a path, an id, a Slurm job id, or a unique id prefix or suffix; None means the
+    newest.
     `everywhere`: among the runs this user started anywhere too, not only under `runs_dir`.
 
     A name that fits several runs is refused with the candidates: a command that stops or restarts a run
@@ -426,7 +427,7 @@ def resolve(name: str | None, runs_dir: Path, everywhere: bool = False) -> RunDi
                           " or pass --runs-dir")
     if not name:
         return runs[-1]
-    matches = [r for r in runs if r.run_id == name] or [
+    matches = [r for r in runs if r.run_id == name] or _named_or_job(name, runs) or [
         r for r in runs if r.run_id.startswith(name) or r.run_id.endswith(name)]
     if len(matches) == 1:
         return matches[0]
@@ -435,6 +436,30 @@ def resolve(name: str | None, runs_dir: Path, everywhere: bool = False) -> RunDi
     ids = [r.run_id for r in matches]
     listed = ", ".join(r.run_id if ids.count(r.run_id) == 1 else str(r.path) for r in matches[-6:])
     raise RunNotFound(f"{name!r} fits {len(matches)} runs ({listed}); name one by its full id")
+
+
+_STAMP = re.compile(r"\d{8}-\d{6}-")
+"""The start time that `new_run_id` puts before a run's own name."""
+
+
+def _named_or_job(name: str, runs: list[RunDir]) -> list[RunDir]:
+    """For a number: the runs whose own name it is, else the newest run Slurm job `name` started (`loratui
+    attach 4242`). Here, so that every command and the agent interface take a job id alike; a run the user
+    named `4242` wins, as the name is what they chose."""
+    if not name.isdigit():
+        return []
+    own = [r for r in runs if _own_name(r.run_id) == name]
+    if own:
+        return own
+    from loratui import runstatus  # here: runstatus imports this module
+
+    return [r for r in runs if runstatus.read(r).job_id == name][-1:]
+
+
+def _own_name(run_id: str) -> str:
+    """The name a run was given: its id without the start time ('' for an id `new_run_id` did not make)."""
+    stamp = _STAMP.match(run_id)
+    return run_id[stamp.end():] if stamp else ""
 
 
 def latest_checkpoint(checkpoints: Path) -> str | None:

@@ -390,3 +390,24 @@ def test_a_healthy_log_is_judged(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["doctor", str(log)]) == 0
     out = capsys.readouterr().out
     assert "no problems found" in out and "nothing to judge" not in out
+
+
+def test_a_log_without_step_numbers_says_its_steps_are_places(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Printed dicts with no step: `(step 5)` would read as the run's own step 5; the header says a step here is
+    a log's place. A log that prints its steps gets no such note."""
+    rising = [1.1, 1.3, 1.6, 2.2, 3.1]
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{{'loss': {v}, 'learning_rate': 0.0002, 'epoch': {i / 100}}}\n"
+                           for i, v in enumerate(rising, 1)))
+    main(["doctor", str(log), "--no-guess"])
+    out = capsys.readouterr().out
+    assert "loss_diverging" in out and "a step here is a log's place in the text" in out
+    log.write_text("".join(f"{{'loss': {2.0 - i / 20}, 'learning_rate': 0.0002, 'epoch': {i / 100}}}\n"
+                           for i in range(1, 8)))
+    main(["doctor", str(log), "--no-guess"])
+    assert "log's place" not in capsys.readouterr().out  # no item names a step: nothing to explain
+    log.write_text("".join(f"step {i * 10} | loss {v}\n" for i, v in enumerate(rising, 1)))
+    main(["doctor", str(log), "--no-guess"])
+    out = capsys.readouterr().out
+    assert "loss_diverging" in out and "log's place" not in out

@@ -528,3 +528,49 @@ TRAIN_LOG = "{'loss': 1.52, 'grad_norm': 0.61, 'learning_rate': 2e-05, 'epoch': 
 ])
 def test_a_second_bar_inside_training_is_the_evaluation(lines: list[str], expected: str) -> None:
     assert first_id("\n".join(lines + [BARE_OOM])) == expected
+
+
+# -- a frame whose start the paste cut off ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("head", ['  File "', "", "$MYPATH/", "ges/"])
+def test_a_frame_cut_at_its_start_still_places_the_exception(head: str) -> None:
+    """A selection that begins mid-line keeps `...main.py", line 153, in f` (the pattern of
+    https://github.com/tloen/llama-int8/issues/15, a dev record): the frame still says bitsandbytes' setup raised."""
+    site = "" if head == "ges/" else "/home/u/venv/lib/python3.10/site-packages/"
+    text = (f'{head}{site}bitsandbytes/cuda_setup/main.py", line 153, in is_cublasLt_compatible\n'
+            '    cuda_setup.add_log_entry("WARNING: Compute capability < 7.5 detected!", is_warning=True)\n'
+            "\n"
+            "NameError: name 'cuda_setup' is not defined. Did you mean: 'CUDASetup'?\n")
+    assert first_id(text) == "bnb_setup"
+
+
+def test_a_cut_frame_gives_the_oom_its_phase() -> None:
+    text = ('/opt/conda/lib/python3.10/site-packages/transformers/trainer.py", line 2380, in _save_checkpoint\n'
+            "    torch.save(self.optimizer.state_dict(), os.path.join(output_dir, OPTIMIZER_NAME))\n"
+            + NEW_OOM + "\n")
+    assert first_id(text) == "oom_at_save"
+
+
+def test_a_sentence_that_names_a_file_is_no_frame() -> None:
+    scanner = tracebacks.TraceScanner()
+    scanner.line('I ran "train.py", line 3, in my notes')
+    assert not scanner.frames
+
+
+@pytest.mark.parametrize(("line", "asked"), [
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 "
+     "bytes.", 8 << 30),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+     "shape[32,512,512,64] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+     2 << 30),
+    ("2019-05-01 10:00:00 W tensorflow/core/common_runtime/bfc_allocator.cc:267] Allocator (GPU_0_bfc) ran out of "
+     "memory trying to allocate 1.50GiB.", 3 << 29),
+    ("E rocm_driver.cc:601] failed to allocate 7.35G (7889485824 bytes) from device: hipErrorOutOfMemory",
+     7889485824),
+])
+def test_the_size_asked_for_is_read_in_every_framework(line: str, asked: int) -> None:
+    """XLA's bytes, TensorFlow's tensor shape and type, its allocator's and ROCm's sizes: the advice quotes the
+    request instead of saying the message gives no numbers."""
+    report = oom.parse_oom(line)
+    assert report is not None and report.requested == asked

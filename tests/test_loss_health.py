@@ -220,3 +220,12 @@ def test_dpo_dicts_keep_their_metrics_and_a_loss_printed_as_zero_is_normal(
     found = importers.import_path(tmp_path / "pasted.txt")
     logged = [e for e in found if isinstance(e, events.Log)]
     assert {"rewards/margins", "rewards/accuracies", "logps/chosen"} <= set(logged[-1].values)
+
+
+def test_a_rise_is_titled_by_the_values_the_log_shows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The title quotes the logged losses (1.1 ... 3.1), not the fitted line's ends (0.825 -> 2.73), which stay in
+    the evidence: a person checks the title against their log."""
+    items = doctor(dicts([1.1, 1.3, 1.6, 2.2, 3.1]), tmp_path, capsys)
+    assert items[0]["id"] == "loss_diverging"
+    assert "(1.1 -> 3.1)" in items[0]["title"]
+    assert any("Theil-Sen line 0.825 -> 2.73" in line for line in items[0]["evidence"])

@@ -40,3 +40,21 @@ def test_a_run_stuck_with_no_level_is_no_standing_loss(line: str) -> None:
 def test_stuck_at_a_level_is_still_a_standing_loss(line: str) -> None:
     said = loss_words.read(line)
     assert said is not None and said.kind == "flat", said
+
+
+@pytest.mark.parametrize("line", [
+    "the loss is not monotone decreasing, is this right?",
+    "the loss does not decrease monotonically",
+    "I fine-tuned llama 3 but my loss is decreasing/increasing. I can't figure out why.",
+    "my loss increases and decreases all over the place",
+])
+def test_a_loss_that_swings_is_no_rise_and_no_standstill(line: str) -> None:
+    """Every minibatch loss swings: `not monotone decreasing` or `decreasing/increasing` says so, not that it rises
+    or stands still (ViLT#7 and unsloth#854 were settled as normal)."""
+    said = loss_words.read(line)
+    assert said is None or said.kind not in ("rise", "flat"), said
+
+
+def test_a_fall_then_a_rise_is_still_a_rise() -> None:
+    said = loss_words.read("the loss decreases and then increases after epoch 3")
+    assert said is not None and said.kind == "rise"

@@ -193,3 +193,54 @@ async def test_an_exploded_grad_norm_gets_short_axis_labels() -> None:
         right = _labels(app, "├")
     assert len(right) >= 2 and all(len(label) <= 6 for label in right), right
     assert max(float(label) for label in right) == 1e30, right
+
+
+PRESS_DURING_START = """
+import os, signal, sys
+from loratui.supervisor import launch
+spawn = launch.spawn_supervisor
+def pressed(*args, **kwargs):
+    pid = spawn(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while `loratui run` is still starting the run
+    return pid
+launch.spawn_supervisor = pressed
+from loratui.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_while_the_run_is_starting_detaches_from_it(runs_dir) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl-C pressed after the supervisor was spawned but before the progress printer was up (a loaded machine
+    makes that window long) ended `loratui run` with 130 and no word, the run training on unannounced: it is
+    held, and answered as a Ctrl-C on the printer is, with how to attach and stop."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    proc = subprocess.run([sys.executable, "-c", PRESS_DURING_START, "run", "--headless", "--runs-dir",
+                           str(runs_dir), "--", sys.executable, "-c", "import time; time.sleep(120)"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    run_id = next(runs_dir.glob("*/events.jsonl")).parent.name
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"  loratui attach {run_id}" in proc.stdout.splitlines(), proc.stdout + proc.stderr
+
+
+def test_a_held_ctrl_c_is_raised_at_release_and_the_handler_restored() -> None:
+    """A start that fails restores Python's handler without raising (its own error is what to say); a Ctrl-C
+    pressed while held is raised once, at release."""
+    import signal
+
+    import pytest
+
+    from loratui.held_interrupt import HeldInterrupt
+
+    held = HeldInterrupt.hold()
+    held.restore()
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    held = HeldInterrupt.hold()
+    signal.raise_signal(signal.SIGINT)  # held: noted, not raised
+    with pytest.raises(KeyboardInterrupt):
+        held.release()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -67,7 +67,7 @@ def status(run: rundir.RunDir) -> dict[str, Any]:
     warn = int(state.warn_gb * (1 << 30)) if state.warn_gb else None
     return {
         "run": inert(run.run_id), "name": inert(state.name), "state": now.state, "alive": now.alive or None,
-        "reason": inert(state.state_reason), "step": state.step, "max_steps": state.max_steps,
+        "reason": inert(state.pause_why or state.state_reason), "step": state.step, "max_steps": state.max_steps,
         "epoch": state.epoch, "loss": events.num_out(state.last_loss) if state.last_loss is not None else None,
         "tokens_per_s": state.tokens_per_s, "seconds_per_step": state.seconds_per_step, "eta_s": state.eta_s,
         "elapsed_s": state.elapsed_s, "phase": inert(state.phase),
@@ -134,4 +134,6 @@ def doctor(text: str) -> dict[str, Any]:
     from loratui.commands.doctor import diagnose_stream
 
     items, note = diagnose_stream(io.BytesIO(text.encode("utf-8", "replace")), "pasted text", guess=True)
-    return {"items": [_item(item) for item in items], "note": note}
+    from loratui.logic.advisor.advice import named_step
+
+    return {"items": [_item(item) | {"step": named_step(item)} for item in items], "note": note}

@@ -29,7 +29,6 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 
 def main(args: argparse.Namespace) -> int:
     """Print the advice for `args.path`: exit 1 when it holds an ERROR, 0 otherwise, 2 on bad input."""
-    from loratui.commands import jobref
     from loratui.errors import EXIT_NO, EXIT_OK, UsageError
 
     if args.path == "-":
@@ -39,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
         source: Path | str = "-"
     else:
         runs_dir, everywhere = getattr(args, "runs_dir", None), getattr(args, "everywhere", False)
-        found = _resolve(Path(jobref.named(args.path, runs_dir, everywhere)), runs_dir, everywhere)
+        found = _resolve(Path(args.path), runs_dir, everywhere)
         source = found
         try:
             items, note = diagnose(found, guess=not args.no_guess)
@@ -157,6 +156,8 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     note = f"{count(reader.lines, 'line')} read as training text (no recipe)"
     if not items and not series:  # issue 23: no evidence either way is not "healthy"; say so, guess nothing
         note += f"; {NOTHING_TO_JUDGE}"
+    elif logged and reader.inferred and any(item.step for item in items):  # `(step 28)` would read as the run's
+        note += "; it prints no step numbers, so a step here is a log's place in the text"
     return items, note
 
 

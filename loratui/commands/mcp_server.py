@@ -97,7 +97,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
     @server.tool()
     def run_status(run: str) -> dict[str, Any]:
         """One run's status: step, loss, tokens/s, ETA, device and torch memory (GiB), peak against the
-        VRAM warning line, phase, estimate, end."""
+        VRAM warning line, phase, estimate, end; reason: why it is paused (and who asked) or its state's reason."""
         return guarded(lambda: view.status(view.find_run(run, runs_dir)))
 
     @server.tool()
@@ -124,7 +124,8 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
 
     @server.tool()
     def doctor(text: str) -> dict[str, Any]:
-        """Diagnose pasted training output (a log, a traceback, printed loss dicts): loratui doctor -."""
+        """Diagnose pasted training output (a log, a traceback, printed loss dicts): loratui doctor -. An item's
+        step is the one the text gives, or null."""
         return guarded(lambda: view.doctor(text))
 
     for action, doc in (("pause", "Pause a run at its next step boundary (needs --allow-control)."),

@@ -39,7 +39,6 @@ def register(sub: Any, runs_dir: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def main(args: argparse.Namespace) -> int:
     """Open the replay, or print its summary or headless lines."""
-    from loratui.commands import jobref
     from loratui.errors import UsageError
 
     if not 1 <= args.speed <= 1000:
@@ -48,9 +47,6 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--from {args.from_step}: the summary covers the whole run; drop --from "
                          "(or use --headless to print the run from a step on)")
     everywhere = _everywhere(args)  # runs started elsewhere too, unless --runs-dir narrows
-    args.run = jobref.named(args.run, args.runs_dir, everywhere)
-    if args.compare is not None:
-        args.compare = jobref.named(args.compare, args.runs_dir, everywhere)
     opened = _open(args.run, args.runs_dir, everywhere)
     if args.summary:
         return _print_summary(opened, args.compare, args.runs_dir, everywhere)

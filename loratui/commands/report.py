@@ -27,7 +27,6 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 def main(args: argparse.Namespace) -> int:
     """Write report.md and its charts; print where."""
     from loratui import rundir
-    from loratui.commands import jobref
     from loratui.errors import EXIT_OK, UsageError
 
     try:
@@ -36,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("loratui report draws its charts with matplotlib: pip install 'loratui[report]'") from None
     matplotlib.use("Agg")  # no display on a GPU box over SSH
     everywhere = getattr(args, "everywhere", False)
-    run = rundir.resolve(jobref.named(args.run, args.runs_dir, everywhere), args.runs_dir, everywhere)
+    run = rundir.resolve(args.run, args.runs_dir, everywhere)
     out = args.out or Path(f"{run.run_id}-report")
     out.mkdir(parents=True, exist_ok=True)
     path = write_report(run, out)

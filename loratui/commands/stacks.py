@@ -21,12 +21,10 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
 def main(args: argparse.Namespace) -> int:
     """Collect and print the dump; exit 1 when no trainer of the run is running."""
     from loratui import rundir
-    from loratui.commands import jobref
     from loratui.errors import EXIT_NO, EXIT_OK
     from loratui.supervisor import stacks
 
-    run = (rundir.resolve(jobref.named(args.run, args.runs_dir, args.everywhere), args.runs_dir, args.everywhere)
-           if args.run else _running(args.runs_dir))
+    run = rundir.resolve(args.run, args.runs_dir, args.everywhere) if args.run else _running(args.runs_dir)
     event = stacks.collect(run, "loratui stacks")
     if event is None:
         print(f"loratui: {run.run_id}: no trainer process is running; nothing to dump")

@@ -13,6 +13,7 @@ an OOM (that one happened, its cause in their words) is read in logic/oom_words.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -29,7 +30,8 @@ _UNITS = {
 }
 SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"
 _FIELDS = {
-    "requested": re.compile(r"Tried to allocate " + SIZE, re.I),
+    "requested": re.compile(r"(?:Tried to allocate|(?:while trying|ran out of memory trying) to allocate) " + SIZE +
+                            r"|failed to allocate \S{1,12} \(" + SIZE + r"\)", re.I),
     "total": re.compile(SIZE + r" total capaci?ty|total capaci?ty of " + SIZE, re.I),
     "free": re.compile(r"of which " + SIZE + r" is free|" + SIZE + r" free\b", re.I),
     "allocated": re.compile(SIZE + r" (?:already allocated|is allocated by PyTorch)", re.I),
@@ -184,6 +186,8 @@ def parse_oom(line: str) -> OomReport | None:
     if started is not None:
         return started
     sizes = {name: _first_size(rx, line) for name, rx in _FIELDS.items()}
+    if sizes["requested"] is None:
+        sizes["requested"] = tensor_bytes(line)
     junk = any(value == _JUNK for value in sizes.values())
     clean = {name: (None if value == _JUNK else value) for name, value in sizes.items()}
     report = OomReport(kind=UNKNOWN, text=line.strip()[:600], gpu=_gpu(line), rank=_rank(line),
@@ -196,6 +200,20 @@ def parse_oom(line: str) -> OomReport | None:
     if kind == UNKNOWN and _CONTEXT.search(line):
         return replace(report, kind=OTHER_PROCESS, note=CONTEXT_NOTE)
     return replace(report, kind=kind)
+
+
+_TENSOR = re.compile(r"OOM when allocating tensor with shape\s*\[(?P<dims>[\d, ]{1,80})\] and type (?P<type>\w+)", re.I)
+_DTYPE_BYTES = {"float": 4, "float32": 4, "int32": 4, "uint32": 4, "half": 2, "float16": 2, "bfloat16": 2, "int16": 2,
+                "double": 8, "float64": 8, "int64": 8, "uint64": 8, "int8": 1, "uint8": 1, "bool": 1}
+
+
+def tensor_bytes(line: str) -> int | None:
+    """The size TensorFlow asked for, from its tensor's shape and type (`OOM when allocating tensor with
+    shape[32,512,512,64] and type float`: 2 GiB); None where it names neither."""
+    match = _TENSOR.search(line)
+    width = _DTYPE_BYTES.get(match.group("type").lower()) if match else None
+    dims = [int(d) for d in match.group("dims").replace(" ", "").split(",") if d] if match else []
+    return math.prod(dims) * width if width and dims else None
 
 
 _CONTEXT = re.compile(r"cuDevicePrimaryCtxRetain|cuCtxCreate|failed initializing StreamExecutor|"

@@ -88,6 +88,7 @@ class RunState:
     sampler: events.SamplerStats | None = None
     controls: frozenset[str] | None = None  # the control commands the run obeys; None: all of them
     pause_mode: str = ""  # "signal": pause is SIGSTOP (its memory, GPU memory too, stays held)
+    pause_source: str = ""  # who asked for the last pause (the control event's source: tui, cli, agent)
     command: list[str] = field(default_factory=list)  # the watched command of a `loratui run --` run
     n_events: int = 0
     covered_s: float = 0.0
@@ -123,6 +124,16 @@ class RunState:
         A pause at a step boundary records no reason; a pause by signal does, and the viewers show it
         beside the state, live, attached and in replay alike, because it is folded from the log."""
         return self.state_reason if self.state == events.PAUSED else ""
+
+    @property
+    def pause_why(self) -> str:
+        """That the run is paused, why and who asked, or '': for a reader with no PAUSED badge to stand beside
+        (the agent interface). A pause at a step boundary records no reason of its own: its where is said."""
+        if self.state != events.PAUSED:
+            return ""
+        why = self.state_reason or f"paused at a step boundary after step {self.step}"
+        source = self.pause_source
+        return why + (f", asked {_ASKED.get(source, f'by {source}')}" if source else "")
 
     @property
     def total_steps(self) -> int:
@@ -272,9 +283,18 @@ def _sampler(s: RunState, e: events.SamplerStats) -> None:
     s.sampler = e
 
 
+def _control(s: RunState, e: events.Control) -> None:
+    if e.command == "pause":
+        s.pause_source = inert(e.source, False)
+
+
+_ASKED = {"tui": "from the app (p)", "cli": "from the shell (loratui pause)", "agent": "by an agent (loratui mcp)"}
+"""Who a pause's source names (`control.Request.source`), in words."""
+
+
 _HANDLERS: dict[type, Callable[[RunState, Any], None]] = {
     events.Header: _header, events.State: _state, events.TrainBegin: _train_begin, events.Step: _step,
     events.Log: _log, events.Phase: _phase, events.GpuInfo: _gpu_info, events.Sample: _sample,
     events.Output: _output, events.Notice: _notice, events.Checkpoint: _checkpoint, events.End: _end,
-    events.Estimate: _estimate, events.SamplerStats: _sampler,
+    events.Estimate: _estimate, events.SamplerStats: _sampler, events.Control: _control,
 }

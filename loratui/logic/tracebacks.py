@@ -22,6 +22,9 @@ _RANK = re.compile(r"^(?:\[\d+\]\s*)?(?:\[(?:rank|Rank |RANK )?\d{1,5}\]:?\s*)+"
 _HEADER = re.compile(r"Traceback \(most recent call last\)")
 _IPY_HEADER = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)")
 _FRAME = re.compile(r'File "(?P<path>[^"]{1,500})", line \d+, in (?P<func>[\w<>.]+)')
+_CUT_FRAME = re.compile(r'^\s*(?P<path>[^"\s]{1,500}?\.py)", line \d+, in (?P<func>[\w<>.]+)')
+"""A frame line whose start was cut off in the paste (`$HOME/.../cuda_setup/main.py", line 153, in f`): a
+selection that began mid-line, or a terminal that wrapped `File "` onto the line before."""
 _IPY_FRAME = re.compile(r"^\s*File (?P<path>\S{1,500}?\.py):\d+, in (?P<func>[\w<>.]+)\(")
 # Older IPython and Colab: `/path/trainer.py in predict(self, ...)`, `[/path/x.py](https://...) in f(...)`,
 # the cell itself as `<ipython-input-9-ccd2> in <cell line: 0>()` or `<ipython-input-3-ab> in <module>`.
@@ -287,6 +290,7 @@ class TraceScanner:
             self._ignored(text)
             return
         frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else (
+            (_CUT_FRAME.match(text) if '", line ' in text else None) or
             (_RICH_FRAME.match(text) if "py:" in text else None) or
             (_OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None))
         cell = _CELL_FRAME.match(text) if "Cell In" in text else None
@@ -298,7 +302,7 @@ class TraceScanner:
             script = seen.path.replace("\\", "/").rsplit("/", 1)[-1]
             if origin(seen.path).startswith("user:") and _WRITER_SCRIPT.search(script):
                 self.writes_out = script
-            self._code_next = frame is not None and frame.re is _FRAME
+            self._code_next = frame is not None and frame.re in (_FRAME, _CUT_FRAME)
             return
         if self.frames and self._current_line(text):
             return

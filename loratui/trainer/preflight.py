@@ -26,7 +26,12 @@ from loratui.recipe import (
 from loratui.units import GIB, size
 
 SCAN_EXAMPLES = 20000
-"""How many examples of a watched script's dataset are measured for the longest one (the peak batch)."""
+"""How many examples of a watched script's dataset are measured for the longest one (the peak batch), at most."""
+SCAN_S = 0.2
+"""How long that measuring may take: it runs at train begin, before the script's first step, and a __getitem__ of
+1 ms (a lazy transform) made 20,000 reads 24 s (BENCHMARKS.md). A dataset not read whole in time is sampled."""
+_CHUNK = 64
+"""Examples a `datasets` table reads at once (its transform runs per batch), between two looks at the clock."""
 
 
 def record_estimate(emit: Callable[[events.AnyEvent], None], recipe: Any, model: Any, cuda: bool,
@@ -63,7 +68,7 @@ def record_estimate(emit: Callable[[events.AnyEvent], None], recipe: Any, model:
                          config=shape_facts(config), seq=seq_len, runtime=dict(runtime or {})))
     if worst is not found:
         emit(events.Notice(t=time.time(), level="info", key="estimate", message=(
-            f"estimate at the longest example ({seq_len} tokens): {size(found.peak_device_gib)}; at "
+            f"estimate at {how or 'the longest example'} ({seq_len} tokens): {size(found.peak_device_gib)}; at "
             f"max_length {recipe.data.max_length} it would be {size(worst.peak_device_gib)}")))
     elif how:  # a watched script: the notice said the length without the figure ("estimate at 32 tokens")
         emit(events.Notice(t=time.time(), level="info", key="estimate",
@@ -198,24 +203,55 @@ def padded_length(collator: Any, seq_len: int, max_length: int | None) -> int:
 def longest_example(args: Any, dataset: Any) -> tuple[int, int | None, str]:
     """(the longest example's length, the configured max_length if any, how it was found).
 
-    The collator pads a batch to its longest example, so that is the peak batch's length; a script's
-    dataset is measured on its first SCAN_EXAMPLES tokenised examples.
+    The collator pads a batch to its longest example, so that is the peak batch's length. The script's dataset is
+    read in an order spread over its whole length (`_spread`) for SCAN_S at most: a dataset read whole gives its
+    longest example, a slow one the longest of a sample, and says so.
     """
     max_length = _get(args, "max_length") or _get(args, "max_seq_length")
     max_length = int(max_length) if isinstance(max_length, int) and max_length > 0 else None
     longest, how = 0, ""
     try:
-        n = min(len(dataset), SCAN_EXAMPLES)
-        if hasattr(dataset, "column_names") and "input_ids" in dataset.column_names:
-            longest = max((len(ids) for ids in dataset.select(range(n))["input_ids"]), default=0)
-        else:
-            longest = max((len(dataset[i]["input_ids"]) for i in range(n)), default=0)
-        how = f"the longest of the first {n} examples" if n == SCAN_EXAMPLES else "the longest example"
+        total = len(dataset)
+        read, longest = _longest_in_time(dataset, _spread(total, min(total, SCAN_EXAMPLES)))
+        how = "the longest example" if read == total else f"the longest of a sample of {read} of the {total} examples"
     except (TypeError, KeyError, IndexError, AttributeError, ValueError):
         longest = 0
     if not longest:
         return max_length or 1024, max_length, "no tokenised dataset to measure: assumed max_length"
     return min(longest, max_length or longest), max_length, how
+
+
+_GOLDEN = 0.6180339887498949
+
+
+def _spread(total: int, count: int) -> list[int]:
+    """`count` distinct indices of `total`, in an order whose every prefix is spread over the whole range (the golden
+    ratio's sequence): a sample the clock cuts short still reaches the dataset's end. No random draw: the script's
+    generators are its own."""
+    if count >= total:
+        return sorted(range(total), key=lambda i: (i * _GOLDEN) % 1.0)
+    seen: dict[int, None] = {}  # ordered, each index once
+    k = 0
+    while len(seen) < count:
+        seen.setdefault(int(total * ((k * _GOLDEN) % 1.0)), None)
+        k += 1
+    return list(seen)
+
+
+def _longest_in_time(dataset: Any, order: list[int]) -> tuple[int, int]:
+    """(how many examples were read, the longest one's length), reading in `order` until SCAN_S has passed."""
+    deadline = time.perf_counter() + SCAN_S
+    table = hasattr(dataset, "column_names") and "input_ids" in dataset.column_names
+    read = longest = 0
+    for start in range(0, len(order), _CHUNK if table else 1):
+        if table:  # a `datasets` table: one batch a read (its transform runs per batch)
+            lengths = [len(ids) for ids in dataset[order[start:start + _CHUNK]]["input_ids"]]
+        else:
+            lengths = [len(dataset[order[start]]["input_ids"])]
+        read, longest = read + len(lengths), max([longest, *lengths])
+        if time.perf_counter() > deadline:
+            break
+    return read, longest
 
 
 __all__ = ["RecipeError", "live_recipe", "longest_example", "padded_length", "recipe_text", "record_estimate"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -57,6 +58,22 @@ class Advice:
         out = asdict(self)
         del out["fix"], out["no_fix"]
         return out
+
+
+_STEP_SAID = re.compile(r"\bstep (\d{1,9})\b", re.I)
+
+
+def named_step(advice: Advice) -> int | None:
+    """The step a pasted text's advice is about: its own, else the first `step N` its title or evidence says (a
+    paste's `CUDA out of memory at step 1200 when saving`), else None. Read on a paste, step 0 is no step (the
+    CLI shows none); in a recorded run it is the start, and the item's own step is used there as it is."""
+    if advice.step:
+        return advice.step
+    for line in (advice.title, *advice.evidence):
+        said = _STEP_SAID.search(line)
+        if said:
+            return int(said.group(1))
+    return None
 
 
 @dataclass(frozen=True)

@@ -252,7 +252,7 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         title = f"Loss rising, in the log's own words: {text}"
     else:
         evidence = quote + [_rise_shown(facts)] + lr
-        title = f"Loss is rising ({facts['best']:.3g} -> {facts['now']:.3g}): {text}"
+        title = f"Loss is rising ({_rise_span(facts)}): {text}"
     severity = WARNING
     if facts.get("nan_step") is not None:
         evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
@@ -268,6 +268,14 @@ def _rise_move(r: Recipe | None, lr_now: float | None) -> Move:
         text = f"lower lora_alpha from {lora.lora_alpha:g} to {2 * lora.r} (alpha/r = {lora.lora_alpha / lora.r:g})"
         change = {"lora.lora_alpha": 2 * lora.r}
     return text, change
+
+
+def _rise_span(facts: dict[str, Any]) -> str:
+    """The rise in the logged values a person can find in their log (the fitted line's ends are in the evidence:
+    a title that says `0.825 -> 2.73` above a log that reads 1.1 ... 3.1 looks like a misreading)."""
+    logged = facts.get("logged")  # absent in a finding folded by an older version
+    first, last = logged if logged else (facts["best"], facts["now"])
+    return f"{first:.4g} -> {last:.4g}"
 
 
 def _rise_shown(facts: dict[str, Any]) -> str:

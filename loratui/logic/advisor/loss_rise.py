@@ -111,7 +111,7 @@ class RiseWatch:
             return None
         return Finding("loss_diverging", step, {
             "kind": "rise", "best": start, "best_step": self.window[anchor][0], "now": end, "lr": self.lr,
-            "window": logs, "p": p})
+            "window": logs, "p": p, "logged": (self.window[anchor][1], self.window[-1][1])})
 
     def _beyond_noise(self, ys: list[float], now: float, lowest: float) -> float | None:
         """Whether a rise found in `ys` is more than their noise: the last logs at twice the lowest level (no

@@ -221,7 +221,7 @@ def read(line: str) -> Said | None:
         return None
     if _CODE.search(line) or _MESSAGE.search(line):
         return QUIET
-    line = _BOTH.sub(r"\g<a> \g<loss> and \g<b> \g<loss>", line)
+    line, swings = _SWINGS.subn("fluctuates", _BOTH.sub(r"\g<a> \g<loss> and \g<b> \g<loss>", line))
     wish = _WISH.search(line)
     if wish is not None and not _FASTER.match(line, wish.end()):
         return Said("flat", "loss")
@@ -236,6 +236,8 @@ def read(line: str) -> Said | None:
         # but the accuracy stays at 0`); a validation loss that stays or rises is overfitting, a learning rate at
         # 0 a warm-up's first steps
         found = [s for s in found if s.subject in ("loss", "acc", "model")]
+    if not found and swings:
+        return QUIET  # a swing, which the narrower readers would take for the rise or the fall inside it
     if not found:
         one = _STANDSTILL.search(line)
         if one and not _supposed(line[:one.start()]):
@@ -359,6 +361,15 @@ _BOTH = re.compile(r"\b(?P<a>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|
                    r"(?P<b>train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test)\s+(?P<loss>loss(?:es)?)\b", re.I)
 """`training and validation loss`: two losses, the training loss one of them (read as `training loss and validation
 loss`, so that what is said of both is said of the training loss too)."""
+_DOWN = r"(?:decreas\w*|declin\w*|fall\w*|dropp?\w*|go(?:es|ing)? down|went down)"
+_UP = r"(?:increas\w*|ris(?:e|es|ing)|go(?:es|ing)? up|went up)"
+_SWINGS = re.compile(
+    rf"(?:\bnot|n't)\s+(?:\w+\s+)?monoton\w*(?:\s+{_DOWN})?|(?:\bnot|n't)\s+{_DOWN}\s+(?:\w+\s+)?monoton\w*|"
+    rf"\b{_DOWN}\s*(?:/|&|\band\b|\bor\b)\s*{_UP}\b|\b{_UP}\s*(?:/|&|\band\b|\bor\b)\s*{_DOWN}", re.I)
+"""A loss said to swing, not to move one way: `not monotone decreasing`, `does not decrease monotonically`,
+`decreasing/increasing`, `increases and decreases`. Every minibatch loss swings; what a maintainer reads from it is
+noise (ViLT#7, unsloth#854: both settled as normal), not a rise or a standstill. Read as `fluctuates`, which says
+nothing unless a level follows (`fluctuates around 2.3`). `decreases and then increases` is a rise and stays one."""
 _COMPARED = re.compile(r"\s*(?:对比|相比|比较|而|in comparison|by comparison|compared (?:to|with)|in contrast|unlike|"
                        r"(?:while|whereas) (?:with|using|on|in|for) )", re.I)
 """A clause that opens on a comparison tells of another run (`对比直接在qwen上面增量预训练依然在下降`, `compared with

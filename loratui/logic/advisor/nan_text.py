@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from loratui.logic.clauses import clauses
+from loratui.logic.text_reader.values import stated_learning_rate
 
 _A = r"A-Za-z0-9_"
 """Word characters in ASCII: Chinese beside a NaN (`loss为nan的情况`) is still a word boundary."""
@@ -198,16 +199,9 @@ def scale_floor(line: str) -> bool:
     return m is not None and float(m.group(1)) <= FLOOR_SCALE
 
 
-_LR_SAID = re.compile(r"(?:(?<![A-Za-z_])(?:lr|learning[ _-]?rate)(?![A-Za-z_])|学习率)\s*(?:(?:of|is|was|at|to|as|为|是)\s*)?"
-                      r"[=:：]?\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\d.]*\s*%)", re.I)
-
-
 def learning_rate(line: str) -> float | None:
-    """The learning rate a line says in words (`lr 2e-4`, `learning_rate=0.0002`, `学习率 1e-5`), or None: a paste's
-    NaN advice then names it rather than say loratui does not know it. A value no optimiser takes (0, 10 or more)
-    is no learning rate."""
-    found = _LR_SAID.search(line)
-    if found is None:
-        return None
-    value = float(found.group(1))
-    return value if 0 < value < 10 else None
+    """The learning rate a line says (`lr 2e-4`, `learning_rate=0.0002`, `学习率 1e-5`; values.stated_learning_rate,
+    the loss line's reader too), or None: a paste's NaN advice then names it rather than say loratui does not know
+    it. A value no optimiser takes (0, 10 or more) is no learning rate to lower."""
+    value = stated_learning_rate(line)
+    return value if value is not None and 0 < value < 10 else None

@@ -145,10 +145,24 @@ _KEY_ALIASES = {
 # space (`step 5 loss 22.4671`) is `_SPACED`'s, which wants a decimal point so prose ("loss 2 times") is no value.
 _SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*)(?:tensor\(\s*)?({_NUMBER})(?![\w.]|\s*[*/+])"
 _PAIRS = re.compile(
-    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running|total)[ _]loss|loss|xent|lr|learning[ _]rate|"
+    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running|total)[ _]loss|loss|xent|"
     r"grad[ _]norm|gnorm)" + _SEP_NUM + r"|(损失值?)\s*[:：=]\s*(" + _NUMBER + r")", re.I)
 """Also kohya/musubi's `avr_loss=` and the `avg_loss` / `running_loss` of hand-written loops: a training loss
 averaged over the last steps, the one number those loops print."""
+_LR_STATED = re.compile(r"(?:(?<![A-Za-z0-9_])(?:lr|learning[ _-]?rate)(?![A-Za-z_])|学习率)\s*"
+                        r"(?:(?:of|is|was|at|to|as|为|是)\s*)?[=:：]?\s*(?:tensor\(\s*)?"
+                        rf"({_NUMBER})(?![\w.]|\s*[*/+%])", re.I)
+"""`lr: 2e-4`, `lr=5E-05`, `learning_rate = 0.0002`, `lr: tensor(2e-4)`, and as people write it, `lr 2e-4`,
+`learning rate of 1e-5`, `学习率为3e-4`; not a sum or a share (`lr=2e-4*8`, `warmup 100%`)."""
+
+
+def stated_learning_rate(text: str) -> float | None:
+    """The learning rate a line states, logged or in words (the first one), or None. One reader for the loss
+    line's `learning_rate` and a pasted NaN's rate (advisor/nan_text), so the two never disagree."""
+    found = _LR_STATED.search(text)
+    return number(found.group(1)) if found else None
+
+
 _BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
 _SPACED = re.compile(r"(?<![\w/])(train(?:ing)?[ _]loss|loss)\s+([-+]?\d+\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf)"
                      r"(?=[\s,;|)]|$)")
@@ -191,6 +205,9 @@ def _line_values(fragment: str) -> dict[str, float]:
     values: dict[str, float] = {}
     for key, raw, cn_key, cn_raw in _PAIRS.findall(fragment):
         _put(values, key or cn_key, raw if key else cn_raw)  # the English key's groups, else the Chinese
+    lr = stated_learning_rate(fragment)
+    if lr is not None:
+        values["learning_rate"] = lr
     spaced = _SPACED.search(fragment) if "loss" not in values else None
     if spaced:
         values["loss"] = float(spaced.group(2))
