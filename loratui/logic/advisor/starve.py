@@ -1,7 +1,10 @@
 """Data starvation read the way a maintainer reads it, from text with no telemetry: the watch (StarveText) that
 joins the user's own words (starve_said.py: the GPU's utilisation low, idle or oscillating, delays between batches,
-a CPU at 100% while the GPU idles, a slow loader or slow storage; English or Chinese) with the readers of GPU utilisation sampled in the text (starve_gpu_util.py) and of what programs and profilers printed
-(starve_output.py) into at most one finding, and its advice. Pure: lines in, findings out, bounded state."""
+a CPU at 100% while the GPU idles, a slow loader or slow storage; English or Chinese) with the readers of GPU
+utilisation sampled in the text (starve_gpu_util.py) and of what programs and profilers printed (starve_output.py)
+into at most one finding; and the advice for every data_starved finding read from text (these, and TextWatch's:
+the DataLoader's warnings, an idle GPU in nvidia-smi, a timed wait for data, a long preprocessing). Pure: lines in,
+findings out, bounded state."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding, more_workers_change
+from loratui.logic.advisor.prep_words import BAR_WORDS, TOKENISING
 from loratui.logic.advisor.starve_gpu_util import DIP, UtilSamples
 from loratui.logic.advisor.starve_output import (
     PROFILE_WORDS,
@@ -245,6 +249,51 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     change = more_workers_change(r) if other is None else {}
     title = f"The GPU waits for data ({what}): " + (other or f"raise {key}")
     return Advice("data_starved", INFO, title, evidence, change, f.step)
+
+
+def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
+    """A DataLoader warning or an idle GPU in nvidia-smi: the change is the worker count."""
+    facts = f.facts
+    if facts["text"] in ("said", "util_samples", "profile", "loader_time", "rate_drop", "timed_parts"):
+        return starve_text_advice(f, r)
+    key = "dataloader_num_workers" if r is not None else "dataloader_num_workers (TrainingArguments) or " \
+        "num_workers (DataLoader)"
+    change: dict[str, object] = {}
+    if facts["text"] == "many_workers":
+        title = (f"{facts['workers']} DataLoader workers on a machine that suggests at most {facts['suggest']}: "
+                 f"lower {key} to {facts['suggest']} (too many workers slow the loader or freeze it)")
+        if r is not None:
+            change = {"training.dataloader_num_workers": facts["suggest"]}
+        return Advice("data_starved", INFO, title, [facts["line"]], change, f.step)
+    if facts["text"] == "data_time":
+        share = facts["data"] / facts["time"]
+        over = "on average" if facts["average"] else f"over {facts['lines']} timed steps"
+        title = (f"{share:.0%} of the time waits for data ({over}: {facts['data']:.4g} s of {facts['time']:.4g} s): "
+                 f"the loader is the bottleneck; raise {key}")
+        evidence = [facts["line"], "the data timer is the wait for the next batch, the step timer the work",
+                    "or make __getitem__ cheaper (decode and tokenise once, ahead of training; fast local disk)"]
+        return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
+    if facts["text"] == "preprocessing":
+        title = (f"Dataset preprocessing takes about {facts['minutes']:.0f} min ({facts['rate']:g} {facts['unit']}) "
+                 "while the GPUs wait: " + ("tokenise once and reuse it" if TOKENISING.search(str(facts["desc"])) or
+                                            not BAR_WORDS.search(str(facts["desc"])) else
+                                            "prepare the data once (cached, on fast local disk) and reuse it"))
+        evidence = [facts["line"],
+                    "save the processed set (datasets save_to_disk, LLaMA-Factory tokenized_path) and load it on "
+                    "the next run; raise num_proc / preprocessing_num_workers where CPUs are free",
+                    "under DDP the other ranks wait in a collective meanwhile: raise ddp_timeout (seconds) above "
+                    "the preprocessing time, or preprocess before launching"]
+        return Advice("data_starved", INFO, title, evidence, {}, f.step)
+    if facts["text"] == "idle_gpu":
+        title = (f"The GPU is {facts['util']}% busy with {facts['used_mib']} MiB in use: if training is running, "
+                 f"it waits for data; raise {key}")
+        evidence = [facts["line"], "check the rate (it/s) with more workers; pre-tokenise the data"]
+    else:
+        number = facts.get("suggest")
+        title = f"The DataLoader has too few workers, a bottleneck: raise {key}" + (
+            f" (the warning suggests {number})" if number else "")
+        evidence = [facts["line"]]
+    return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
 
 
 def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:
