@@ -17,10 +17,10 @@ from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
 from loratui.logic.advisor.loss_advice import _diverging_advice, _flat_advice, _nan_advice, _zero_advice
 from loratui.logic.advisor.moves import _leak_advice, _rank_advice, _setup_advice, _starve_advice, _vram_advice
+from loratui.logic.advisor.nccl_advice import nccl_advice
 from loratui.logic.advisor.oom_advice import _jump_advice, _oom_advice, host_phase_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.starve import text_starve_advice
-from loratui.logic.advisor.text import nccl_advice
 
 if TYPE_CHECKING:
     from loratui.logic.advisor.core import Advisor

@@ -1,0 +1,73 @@
+"""The advice for an NCCL timeout TextWatch read (text.py): a run that hangs in a collective, a watchdog timeout at
+the run's first collectives (one rank still preparing alone), one while a rank was still preprocessing the dataset,
+and one rank that fell behind or died."""
+
+from __future__ import annotations
+
+import re
+
+from loratui.logic.advisor.advice import ERROR, Advice, Finding
+from loratui.recipe import Recipe
+
+
+def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, prep: tuple[str, int] = ("", 0)
+                ) -> Advice:
+    """A collective timed out: one rank stopped joining (stalled, died, or works alone that long). When the text
+    shows the dataset being preprocessed, that is the work one rank did alone: the timeout is the symptom."""
+    facts = f.facts
+    op = facts["op"] or "collective"
+    after = f" after {facts['timeout_ms'] / 1000:g} s" if facts["timeout_ms"] else ""
+    evidence = [facts["line"]]
+    what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
+    verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
+    if facts.get("hang"):
+        where = "in a collective or across nodes, as the text says" if facts["hang"] == facts["line"] else \
+            "after NCCL set up its communicators"
+        return Advice("nccl_timeout", ERROR, f"The run hangs {where}: a collective never "
+                      "completes; try NCCL_P2P_DISABLE=1 (GPUs whose peer-to-peer path fails), then NCCL_IB_DISABLE=1",
+                      [facts["line"], "the last NCCL line: " + str(facts["hang"]),
+                       "NCCL_DEBUG=INFO shows the transport each channel uses (P2P/IPC, SHM, NET/IB); a hang at the "
+                       "first collective is most often the P2P path (a PCIe switch, ACS, a VM)",
+                       "if one rank is busy alone instead (preprocessing, saving), the others wait until the timeout"],
+                      {"env.NCCL_P2P_DISABLE": "1"} if r is not None else {}, f.step)
+    if prep[0]:
+        return _prep_timeout_advice(f, f"{what} {verb}{after}", evidence + [prep[0]] * (prep[0] != evidence[0]),
+                                    prep[1])
+    if lines > 1:
+        evidence.append(f"{lines} watchdog lines" + (f" from {ranks} ranks" if ranks > 1 else ""))
+    if facts["ran_ms"] > 2 * facts["timeout_ms"] > 0:
+        evidence.append(f"it ran for {facts['ran_ms'] / 3.6e6:.1f} h: the ranks had been waiting long before")
+    evidence += ["a rank stopped joining collectives: look for the first error or the last line of each rank "
+                 "before this (a crash, an OOM, a hang in data loading)",
+                 "rerun with NCCL_DEBUG=INFO to see which rank and which collective"]
+    if r is None:
+        evidence.append("if one rank legitimately works alone that long (tokenizing on rank 0, a save, an eval on "
+                        "rank 0), raise ddp_timeout (TrainingArguments, seconds; default 1800)")
+    seq = _SEQ.search(facts["line"])
+    if seq and int(seq.group(1)) <= FIRST_COLLECTIVES:
+        evidence.insert(1, f"SeqNum={seq.group(1)}: among the run's first collectives, before training had gone far")
+        return Advice("nccl_timeout", ERROR, f"{what} {verb}{after} at the run's first collectives: one rank was still "
+                      "preparing alone (dataset preprocessing or caching) or died starting; raise ddp_timeout "
+                      "(seconds) above that preparation, or prepare the data once before launching",
+                      evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
+    return Advice("nccl_timeout", ERROR, f"{what} {verb}{after}: one rank fell behind or died",
+                  evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
+
+
+_SEQ = re.compile(r"SeqNum=(\d+)")
+FIRST_COLLECTIVES = 10
+"""A watchdog timeout at SeqNum 10 or less struck before any real training (a barrier, the first broadcast of the
+weights): the ranks never got going together, most often because one was still preparing the data alone."""
+
+
+def _prep_timeout_advice(f: Finding, what: str, evidence: list[str], prep_s: int) -> Advice:
+    """The timeout struck while one rank was still tokenising the dataset (the others wait in a collective)."""
+    needs = f" (the bar needs about {prep_s / 60:.0f} min)" if prep_s else ""
+    suggest = max(3600, -(-2 * prep_s // 3600) * 3600) if prep_s else 0
+    raise_to = f"to {suggest} or more" if suggest else "above the preprocessing time"
+    title = (f"{what} while a rank was still preprocessing the dataset{needs}: raise ddp_timeout (seconds) "
+             f"{raise_to}, or tokenise once before launching")
+    evidence += ["the other ranks waited in a collective while one rank tokenised alone",
+                 "tokenise ahead (datasets save_to_disk, LLaMA-Factory tokenized_path, axolotl preprocess) and "
+                 "launch on the saved set; a larger num_proc shortens it where CPUs are free"]
+    return Advice("nccl_timeout", ERROR, title, evidence, {}, f.step)
