@@ -43,15 +43,22 @@ def build_all(adv: Advisor) -> list[Advice]:
     logits = adv.estimate.components.get("logits", 0.0) if adv.estimate is not None else 0.0
     priced = memory_proposal(adv)
     built = _oom_built(adv, logits, priced) if adv.oom is not None and not _said_only(adv) else []
+    built += _findings_built(adv, built)
+    built += _whole_text_built(adv, built, logits, priced)
+    if not any(a.severity == ERROR for a in built):
+        built += failure(adv)
+    return built
+
+
+def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
+    """Each latched finding as advice, but those the ranking's rules or the run's nature set aside, and those of an
+    id already `built`."""
+    _said_rise_ran_away(adv)
     rose = adv.found.get("loss_diverging")
-    nan = adv.found.get("nan_loss")
-    if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
-        # A rise in words, then a NaN in the log: the NaN is where the rise ran to, as for a measured rise.
-        rose.facts.setdefault("nan_step", nan.step)
-        rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
     ran_away = rose is not None and rose.facts.get("nan_step") is not None
     falling = series.falls_through([v for _, v in adv.loss.window])
     calm = _calm(adv)
+    more: list[Advice] = []
     for finding in adv.found.values():
         if rank.words_yield(finding, falling, ran_away, calm):
             continue
@@ -60,27 +67,40 @@ def build_all(adv: Advisor) -> list[Advice]:
             # it looks flat while the model learns (judge by samples); a loss the log prints at a level still counts
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
             continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
-        if not any(a.id == finding.id for a in built):
-            built.append(_build_one(adv, finding))
+        if not any(a.id == finding.id for a in built + more):
+            more.append(_build_one(adv, finding))
+    return more
+
+
+def _said_rise_ran_away(adv: Advisor) -> None:
+    """A rise in words, then a NaN in the log: the NaN is where the rise ran to, as for a measured rise."""
+    rose, nan = adv.found.get("loss_diverging"), adv.found.get("nan_loss")
+    if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
+        rose.facts.setdefault("nan_step", nan.step)
+        rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
+
+
+def _whole_text_built(adv: Advisor, built: list[Advice], logits: float, priced: Any) -> list[Advice]:
+    """What no single finding holds: bitsandbytes' runtime, a snapshot's idle GPU, the VRAM line (measured or
+    projected), a starved loader measured, the host's OOM placed by the person's words."""
+    more: list[Advice] = []
     runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
     if runtime is not None:
-        built.append(bnb_text.runtime_advice(runtime))
+        more.append(bnb_text.runtime_advice(runtime))
     snapshot = adv.text.starve.at_end(adv.ctx.step) if "data_starved" not in adv.found else None
     if snapshot is not None:
-        built.append(text_starve_advice(snapshot, adv.recipe))
+        more.append(text_starve_advice(snapshot, adv.recipe))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
-        built.append(_vram_advice(vram, adv.recipe, logits, priced))
-    if adv.starve.current is not None and not any(a.id == "data_starved" for a in built):
-        built.append(_starve_advice(adv.starve.current, adv.recipe))
+        more.append(_vram_advice(vram, adv.recipe, logits, priced))
+    if adv.starve.current is not None and not any(a.id == "data_starved" for a in built + more):
+        more.append(_starve_advice(adv.starve.current, adv.recipe))
     host = getattr(adv, "host_oom", None)
     if adv.oom is None and host is not None and not host[1]:
         host = (host[0], *adv.text.where.phase(), host[3])  # the person's words about where, read after the death
     if adv.oom is None and host is not None and host[1] in ("save", "eval"):
-        built.append(host_phase_advice(host[1], host[0], host[2], host[3]))
-    if not any(a.severity == ERROR for a in built):
-        built += failure(adv)
-    return built
+        more.append(host_phase_advice(host[1], host[0], host[2], host[3]))
+    return more
 
 
 def _calm(adv: Advisor) -> bool:
