@@ -4,7 +4,6 @@ give, and a failure's own advice when nothing more specific was found. `rank.ord
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from loratui.logic.advisor.hang import hung_advice
 from loratui.logic.advisor.loss_advice import _diverging_advice, _flat_advice, _nan_advice, _zero_advice
 from loratui.logic.advisor.moves import _leak_advice, _rank_advice, _setup_advice, _starve_advice, _vram_advice
 from loratui.logic.advisor.nccl_advice import nccl_advice
+from loratui.logic.advisor.oom_fold import MERGE
 from loratui.logic.advisor.oom_advice import _jump_advice, _oom_advice, host_phase_advice
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.starve import text_starve_advice
@@ -33,10 +33,6 @@ _BUILDERS = {
     "run_hung": hung_advice, "guard": guard_advice,
 }
 """Each finding's builder, where it needs only the finding and the recipe."""
-
-MERGE = re.compile(r"merg|dequantiz|unload|合并", re.I)
-"""Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
-
 
 def build_all(adv: Advisor) -> list[Advice]:
     """Every finding of `adv` as advice (unsorted)."""

@@ -1,0 +1,199 @@
+"""The OOM as the Advisor's fold reads it (core.py): the message (and its wrapped lines, a phrase a wrap cut), the
+traceback after it, where it struck (a save, a merge, the card's context), what the text says of the card at start,
+the host's RAM running out instead, and an OOM only a person's words report. The Advisor's state, on which these
+methods work, is pickled in events.idx with the Advisor. Pure logic."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from loratui import events
+from loratui.logic import oom, oom_words
+from loratui.logic.advisor.advice import Advice, Finding
+from loratui.logic.advisor.phase_words import looks_like_code
+
+if TYPE_CHECKING:
+    from loratui.logic.advisor.text import TextWatch
+    from loratui.logic.advisor.watches import Context
+    from loratui.logic.tracebacks import TraceScanner
+
+MERGE = re.compile(r"merg|dequantiz|unload|合并", re.I)
+"""Merging an adapter in: peft's merge_and_unload, unsloth's `Merging 4bit and LoRA weights`, a 4-bit base dequantized."""
+
+_ABOUT_MEMORY = re.compile(r"memory|VRAM|\d\s*(?:[GM]i?B|G|M)\b|显存|内存|(?<![A-Za-z])OOM|PYTORCH_CUDA_ALLOC_CONF|"
+                           r"expandable_segments|max_split_size_mb|cuda_malloc_async|"
+                           r"\b(?:tak(?:e|es|ing)|took|hog\w*|occupy\w*|occupie[sd]|eat\w*)\s+(?:up\s+)?(?:the\s+|all\s+(?:the\s+)?|"
+                           r"my\s+)?GPUs?\b", re.I)
+"""A sentence about the card's memory: only such a cause stands for an OOM no sentence names (`a shared cluster with
+other users` is no account of memory; `more and more processes are taking up the GPU` is: what they take is it)."""
+
+_HOST_RAM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|(?<![\w.])MemoryError\b|"
+                       r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
+                       r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
+                       r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
+                       r"The Kernel crashed while executing code|kernel appears to have died|被\s*(?:kill|杀)|"
+                       r"(?:OOM|内存)\S{0,4}被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
+                       r"(?<!GPU )\bRAM\b[^.!?]{0,20}?\b(?:fills?\s+up|filled\s+up|gets\s+full)\b|"
+                       r"\b(?:eats?|eating|consumes?|consuming|uses?|using|takes?|taking)\s+(?:up\s+)?all\s+(?:of\s+)?(?:the\s+|my\s+)?"
+                       r"(?:system\s+|host\s+|CPU\s+)?RAM\b|"
+                       r"\bneeds?\s+more\s+(?:RAM|memory)\s+than\s+(?:my|the|this)\s+(?:machine|computer|server|system|pc|node)\b|"
+                       r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
+                       r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
+                       r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
+                       r"system\s+|host\s+)?RAM\b|超出.{0,6}内存|内存.{0,4}(?:不够|爆了|占满|超出)", re.I)
+"""The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
+shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, a notebook's kernel that died, 进程被kill), Windows' paging
+file, Colab's `Your session crashed after using all available RAM`, or the person's words (`out of RAM`, `memory error`,
+内存不足)."""
+
+_OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
+"""A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
+happened (an OOM it counted prints its own message)."""
+
+_SAVE_IN_LINE = re.compile(r"(?<!load_)state_dict|save_pretrained|_save_checkpoint|safetensors", re.I)
+"""The OOM's own line names a save (`model.state_dict()` gathered, `save_pretrained`), not a load (`load_state_dict`)."""
+
+
+class OomFold:
+    """The Advisor's reading of an OOM, line by line."""
+
+    oom: Finding | None
+    oom_after: str
+    pasted: bool
+    ctx: Context
+    trace: TraceScanner
+    text: TextWatch
+    card_at_start: tuple[int | None, int | None]
+    tf_pool: int | None
+    host_oom: tuple[str, str, list[str], int] | None
+    _items: list[Advice] | None
+    _oom_open: str
+    _oom_count: int
+    _prev_text: str
+
+    def _traceback_after_oom(self) -> None:
+        """The traceback printed after the OOM line (a logger's message first, then its traceback) goes on until its
+        exception: its innermost phase, not the first frame's, is where the OOM struck."""
+        if self.oom is not None and self.trace.count == getattr(self, "_oom_count", self.trace.count):
+            self.oom_after = self.trace.phase or self.oom_after
+            if not self.oom.facts.get("merge") and self._merging(""):
+                self.oom.facts["merge"] = True
+
+    def _oom_message(self, line: str) -> tuple[str, bool]:
+        """An OOM message in the line (or in it joined to the line before, where a wrap cut a phrase): (the line as
+        read on, True when it was one)."""
+        prev, self._prev_text = getattr(self, "_prev_text", ""), line  # getattr: an advisor pickled in an older index
+        report = oom.parse_oom(line)
+        joined = oom.cut_phrase(prev, line) if report is None and self.oom is None and prev else ""
+        if joined:  # `Resource exhausted: Out` / `of memory while ...`: parsed again only when the wrap joined them
+            line, report = joined, oom.parse_oom(joined)
+        if report is None:
+            return line, False
+        self._on_oom(report, line)
+        self._oom_open = line if oom.message_open(line) and self.oom is not None and \
+            self.oom.facts["report"] is report else ""
+        return line, True
+
+    def _host_oom(self, line: str) -> None:
+        """The host's memory ran out (not the GPU's), and the phase it struck in once a traceback names it."""
+        if self.oom is None and getattr(self, "host_oom", None) is None and \
+                (_HOST_RAM.search(line) or self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
+            phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
+            self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
+            self._items = None
+        host = getattr(self, "host_oom", None)
+        if host is not None and not host[1] and self.oom is None and self.trace.phase in ("save", "eval"):
+            self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
+            self._items = None
+
+    def _oom_in_words(self, line: str) -> None:
+        """A pasted text whose person says an OOM happened, or gives an account of what held the memory."""
+        lowered = line.lower()
+        if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
+                                  "gpu ram" in lowered or "存" in line or "空间" in line) and \
+                self.pasted and oom_words.said_oom(line) and not looks_like_code(line) and "File " not in line and \
+                not _OOM_COUNTER.search(line):
+            self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
+        cause = getattr(self.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
+        if self.oom is None and self.pasted and cause is not None and cause[1] == line.strip()[:300] and \
+                _ABOUT_MEMORY.search(getattr(self.text.where, "_cause_words", "") or line):
+            # the person's account of what held the memory (`nvidia-smi still shows 15 GB used after I killed the
+            # script`, `83 GB reserved vs 49 GB allocated`) is the OOM's story even where no sentence names the OOM
+            self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
+
+    def _on_oom(self, report: oom.OomReport, line: str) -> None:
+        """Keep the first OOM; a later one with numbers replaces a first one without."""
+        ctx = self.ctx
+        if report.kind == oom.UNKNOWN and not report.said and \
+                oom.cuda_starting([n for f in list(self.trace.frames)[-2:] for n in (f.func, f.call)]):
+            report = replace(report, kind=oom.OTHER_PROCESS, note=oom.CONTEXT_NOTE)
+        hint = "save" if _SAVE_IN_LINE.search(line) else ""
+        phase = ctx.phase or hint or self.trace.phase
+        first = self.oom.facts["report"] if self.oom is not None else None
+        if first is not None and not first.said and (first.kind != oom.UNKNOWN or report.kind == oom.UNKNOWN):
+            if self.oom is not None and not self.oom.facts["phase"] and phase:
+                # the message again at its traceback's end (pasted above it too): the frames say where it struck
+                self.oom.facts["phase"] = phase
+                self._items = None
+            return  # the program's own message replaces the words of the person who pasted it
+        load = "load" if ctx.state == events.LOADING and not ctx.began else ""
+        self.oom = Finding("oom", ctx.step, {"report": report, "phase": phase,
+                                             "load": load, "others": ctx.other_pids(),
+                                             "names": dict(ctx.gpu_names), "merge": self._merging(line)})
+        self._oom_count = self.trace.count
+        # the status the text showed when the OOM struck (the person's words may come before the log they paste)
+        self.text.where.frozen = not report.said
+        self.oom_after = ""
+        self._items = None
+
+    def _card_facts(self, line: str) -> None:
+        """What the text says of the card apart from the OOM's message: its memory at start (TensorFlow's device
+        report), and a context that could not be created in the lines after an OOM without numbers."""
+        if "emory:" in line:
+            total, free = oom.memory_at_start(line)
+            known = getattr(self, "card_at_start", (None, None))
+            self.card_at_start = (total or known[0], free if free is not None else known[1])
+        if "TensorFlow device" in line and self.oom is None:
+            self.tf_pool = oom.tf_pool(line) or getattr(self, "tf_pool", None)
+        if self.oom is not None and self.oom.facts["report"].kind == oom.UNKNOWN and \
+                not self.oom.facts["report"].said and self.trace.count <= getattr(self, "_oom_count", 0) + 1 and \
+                oom.context_failed(line):
+            self.oom.facts["report"] = replace(self.oom.facts["report"], kind=oom.OTHER_PROCESS, note=oom.CONTEXT_NOTE)
+            self._items = None
+
+    def _merging(self, line: str) -> bool:
+        """Whether the OOM struck while an adapter was merged into its model: a frame's function or call, the
+        cell or script around the load, the status line before it (`Unsloth: Merging 4bit and LoRA weights`)."""
+        names = " ".join(f"{f.func} {f.call}" for f in self.trace.frames)
+        banner = self.text.where.banner_line
+        exports_adapter = "adapter" in banner and "export" in banner.lower()  # LLaMA-Factory's export merges it
+        merge = MERGE
+        return bool(merge.search(names) or merge.search(line) or merge.search(banner) or exports_adapter
+                    or merge.search(getattr(self.trace, "writes_out", "")))
+
+    def _oom_wrapped(self, line: str) -> bool:
+        """A line that goes on with the OOM message wrapped over it: the report is read again from the whole
+        message (its numbers and so its kind). True when the line was one."""
+        joined = oom.continued(self._oom_open, line)
+        report = oom.parse_oom(joined) if joined is not None else None
+        if report is None or self.oom is None:
+            self._oom_open = ""
+            return False
+        self.oom.facts["report"] = report
+        self._oom_open = joined if oom.message_open(joined) else ""  # type: ignore[assignment]
+        self._items = None
+        return True
+
+    def oom_phase(self) -> tuple[str, list[str]]:
+        """Where the OOM struck: the run's phase events, the OOM line or its traceback's frames, else what the
+        text says (a Trainer banner, a checkpoint named at the last step, the user's words), else loading."""
+        assert self.oom is not None
+        facts = self.oom.facts
+        phase = facts["phase"] or self.oom_after
+        if phase:
+            return phase, []
+        phase, evidence = self.text.where.phase()
+        return (phase, evidence) if phase else (facts["load"], [])
