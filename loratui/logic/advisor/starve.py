@@ -258,42 +258,60 @@ def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:
         return starve_text_advice(f, r)
     key = "dataloader_num_workers" if r is not None else "dataloader_num_workers (TrainingArguments) or " \
         "num_workers (DataLoader)"
-    change: dict[str, object] = {}
-    if facts["text"] == "many_workers":
-        title = (f"{facts['workers']} DataLoader workers on a machine that suggests at most {facts['suggest']}: "
-                 f"lower {key} to {facts['suggest']} (too many workers slow the loader or freeze it)")
-        if r is not None:
-            change = {"training.dataloader_num_workers": facts["suggest"]}
-        return Advice("data_starved", INFO, title, [facts["line"]], change, f.step)
-    if facts["text"] == "data_time":
-        share = facts["data"] / facts["time"]
-        over = "on average" if facts["average"] else f"over {facts['lines']} timed steps"
-        title = (f"{share:.0%} of the time waits for data ({over}: {facts['data']:.4g} s of {facts['time']:.4g} s): "
-                 f"the loader is the bottleneck; raise {key}")
-        evidence = [facts["line"], "the data timer is the wait for the next batch, the step timer the work",
-                    "or make __getitem__ cheaper (decode and tokenise once, ahead of training; fast local disk)"]
-        return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
-    if facts["text"] == "preprocessing":
-        title = (f"Dataset preprocessing takes about {facts['minutes']:.0f} min ({facts['rate']:g} {facts['unit']}) "
-                 "while the GPUs wait: " + ("tokenise once and reuse it" if TOKENISING.search(str(facts["desc"])) or
-                                            not BAR_WORDS.search(str(facts["desc"])) else
-                                            "prepare the data once (cached, on fast local disk) and reuse it"))
-        evidence = [facts["line"],
-                    "save the processed set (datasets save_to_disk, LLaMA-Factory tokenized_path) and load it on "
-                    "the next run; raise num_proc / preprocessing_num_workers where CPUs are free",
-                    "under DDP the other ranks wait in a collective meanwhile: raise ddp_timeout (seconds) above "
-                    "the preprocessing time, or preprocess before launching"]
-        return Advice("data_starved", INFO, title, evidence, {}, f.step)
-    if facts["text"] == "idle_gpu":
-        title = (f"The GPU is {facts['util']}% busy with {facts['used_mib']} MiB in use: if training is running, "
-                 f"it waits for data; raise {key}")
-        evidence = [facts["line"], "check the rate (it/s) with more workers; pre-tokenise the data"]
-    else:
-        number = facts.get("suggest")
-        title = f"The DataLoader has too few workers, a bottleneck: raise {key}" + (
-            f" (the warning suggests {number})" if number else "")
-        evidence = [facts["line"]]
+    return _WARNED.get(str(facts["text"]), _few_workers)(f, r, key)
+
+
+def _many_workers(f: Finding, r: Recipe | None, key: str) -> Advice:
+    facts = f.facts
+    title = (f"{facts['workers']} DataLoader workers on a machine that suggests at most {facts['suggest']}: "
+             f"lower {key} to {facts['suggest']} (too many workers slow the loader or freeze it)")
+    change = {"training.dataloader_num_workers": facts["suggest"]} if r is not None else {}
+    return Advice("data_starved", INFO, title, [facts["line"]], change, f.step)
+
+
+def _data_time(f: Finding, r: Recipe | None, key: str) -> Advice:
+    facts = f.facts
+    share = facts["data"] / facts["time"]
+    over = "on average" if facts["average"] else f"over {facts['lines']} timed steps"
+    title = (f"{share:.0%} of the time waits for data ({over}: {facts['data']:.4g} s of {facts['time']:.4g} s): "
+             f"the loader is the bottleneck; raise {key}")
+    evidence = [facts["line"], "the data timer is the wait for the next batch, the step timer the work",
+                "or make __getitem__ cheaper (decode and tokenise once, ahead of training; fast local disk)"]
     return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
+
+
+def _preprocessing(f: Finding, r: Recipe | None, key: str) -> Advice:
+    facts = f.facts
+    title = (f"Dataset preprocessing takes about {facts['minutes']:.0f} min ({facts['rate']:g} {facts['unit']}) "
+             "while the GPUs wait: " + ("tokenise once and reuse it" if TOKENISING.search(str(facts["desc"])) or
+                                        not BAR_WORDS.search(str(facts["desc"])) else
+                                        "prepare the data once (cached, on fast local disk) and reuse it"))
+    evidence = [facts["line"],
+                "save the processed set (datasets save_to_disk, LLaMA-Factory tokenized_path) and load it on "
+                "the next run; raise num_proc / preprocessing_num_workers where CPUs are free",
+                "under DDP the other ranks wait in a collective meanwhile: raise ddp_timeout (seconds) above "
+                "the preprocessing time, or preprocess before launching"]
+    return Advice("data_starved", INFO, title, evidence, {}, f.step)
+
+
+def _idle_gpu(f: Finding, r: Recipe | None, key: str) -> Advice:
+    facts = f.facts
+    title = (f"The GPU is {facts['util']}% busy with {facts['used_mib']} MiB in use: if training is running, "
+             f"it waits for data; raise {key}")
+    evidence = [facts["line"], "check the rate (it/s) with more workers; pre-tokenise the data"]
+    return Advice("data_starved", INFO, title, evidence, more_workers_change(r), f.step)
+
+
+def _few_workers(f: Finding, r: Recipe | None, key: str) -> Advice:
+    number = f.facts.get("suggest")
+    title = f"The DataLoader has too few workers, a bottleneck: raise {key}" + (
+        f" (the warning suggests {number})" if number else "")
+    return Advice("data_starved", INFO, title, [f.facts["line"]], more_workers_change(r), f.step)
+
+
+_WARNED = {"many_workers": _many_workers, "data_time": _data_time, "preprocessing": _preprocessing,
+           "idle_gpu": _idle_gpu}
+"""The advice for each kind of TextWatch's data_starved finding (any other: the DataLoader's few-workers warning)."""
 
 
 def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:

@@ -166,6 +166,14 @@ class TextWatch:
                 _PREP_STATUS.search(line):
             self.prep_line = line.strip()[:300]
         found += self.starve.line(line, step)
+        self._error_words(line)
+        found += self._prep_timed_out(line, step)
+        if "libcudart" in line or "libbitsandbytes" in line or "SETUP" in line:
+            self.bnb.line(line, step)
+        return found
+
+    def _error_words(self, line: str) -> None:
+        """An error in the person's words, or the message on the line after their `I got an error ...:`."""
         intro = getattr(self, "error_intro", "")  # getattr: a text watch pickled in an older events.idx
         if intro and self.error_said is None and line.strip() and not line.lstrip().startswith("```"):
             self.error_intro = ""  # the line after the person's `I got an error ...:` is the error's message
@@ -174,14 +182,15 @@ class TextWatch:
             self.error_said = said_raised(line)
             if self.error_said is None and introduces_error(line):
                 self.error_intro = line.strip()[:300]
+
+    def _prep_timed_out(self, line: str, step: int) -> list[Finding]:
+        """The run died at the distributed timeout while a rank prepared the data, in words (before any NCCL line)."""
         said = self.prep_timeout.line(line) if not self.nccl_lines else None
-        if said is not None:  # the run died at the distributed timeout while a rank prepared the data, in words
-            self.nccl_lines = 1
-            self.prep_line = self.prep_line or str(said.pop("prep"))
-            found.append(Finding("nccl_timeout", step, said))
-        if "libcudart" in line or "libbitsandbytes" in line or "SETUP" in line:
-            self.bnb.line(line, step)
-        return found
+        if said is None:
+            return []
+        self.nccl_lines = 1
+        self.prep_line = self.prep_line or str(said.pop("prep"))
+        return [Finding("nccl_timeout", step, said)]
 
     def _idle_gpu(self, line: str, step: int) -> list[Finding]:
         """A GPU holding memory (a model is loaded) but nearly idle, in nvidia-smi's table or gpustat's line."""
