@@ -45,6 +45,29 @@ _KILLED = re.compile(r"signal: Killed|SIGKILL", re.I)
 def next_step(raised: Raised, r: Recipe | None) -> str:
     """The most likely next step for an exception, read from its type and message."""
     message = raised.message
+    install = _install_step(raised)
+    if install:
+        return install
+    if _TARGETS.search(message):
+        key = "[lora] target_modules in the recipe" if r is not None else "target_modules (LoraConfig; " \
+            "LLaMA-Factory's lora_target)"
+        return f"set {key} to module names this model has (print(model) lists them; ChatGLM uses query_key_value)"
+    if _PATH.search(message):
+        return _path_step(message, r)
+    if _WORKER.search(message):
+        return _worker_step(message)
+    if _HOST_OOM.search(message) or raised.short_type == "MemoryError":
+        return "the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when " \
+               "loading, a smaller dataset in memory, or more swap"
+    if cuda.NO_GPU.search(message):
+        return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
+    return _where_step(raised)
+
+
+def _install_step(raised: Raised) -> str:
+    """The package to install (or reinstall, or match) when the exception says one is missing or another version;
+    '' otherwise."""
+    message = raised.message
     missing = _NO_MODULE.search(message)
     if missing:
         top = missing.group(1).split(".")[0]
@@ -68,20 +91,7 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
     name = _NAME_ERROR.search(message)
     if name and name.group(1) in PEFT_NAMES:
         return f"{name.group(1)} comes from peft, which is not installed (its import was skipped): pip install peft"
-    if _TARGETS.search(message):
-        key = "[lora] target_modules in the recipe" if r is not None else "target_modules (LoraConfig; " \
-            "LLaMA-Factory's lora_target)"
-        return f"set {key} to module names this model has (print(model) lists them; ChatGLM uses query_key_value)"
-    if _PATH.search(message):
-        return _path_step(message, r)
-    if _WORKER.search(message):
-        return _worker_step(message)
-    if _HOST_OOM.search(message) or raised.short_type == "MemoryError":
-        return "the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when " \
-               "loading, a smaller dataset in memory, or more swap"
-    if cuda.NO_GPU.search(message):
-        return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
-    return _where_step(raised)
+    return ""
 
 
 def _worker_step(message: str) -> str:
