@@ -21,15 +21,7 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     what = "The ranks' rendezvous (c10d store)" if op == "rendezvous" else f"NCCL {op}"
     verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
     if facts.get("hang"):
-        where = "in a collective or across nodes, as the text says" if facts["hang"] == facts["line"] else \
-            "after NCCL set up its communicators"
-        return Advice("nccl_timeout", ERROR, f"The run hangs {where}: a collective never "
-                      "completes; try NCCL_P2P_DISABLE=1 (GPUs whose peer-to-peer path fails), then NCCL_IB_DISABLE=1",
-                      [facts["line"], "the last NCCL line: " + str(facts["hang"]),
-                       "NCCL_DEBUG=INFO shows the transport each channel uses (P2P/IPC, SHM, NET/IB); a hang at the "
-                       "first collective is most often the P2P path (a PCIe switch, ACS, a VM)",
-                       "if one rank is busy alone instead (preprocessing, saving), the others wait until the timeout"],
-                      {"env.NCCL_P2P_DISABLE": "1"} if r is not None else {}, f.step)
+        return _hang_advice(f, r)
     if prep[0]:
         return _prep_timeout_advice(f, f"{what} {verb}{after}", evidence + [prep[0]] * (prep[0] != evidence[0]),
                                     prep[1])
@@ -52,6 +44,20 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
                       evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
     return Advice("nccl_timeout", ERROR, f"{what} {verb}{after}: one rank fell behind or died",
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
+
+
+def _hang_advice(f: Finding, r: Recipe | None) -> Advice:
+    """The run hangs in a collective (no timeout yet): most often the GPUs' peer-to-peer path."""
+    facts = f.facts
+    where = "in a collective or across nodes, as the text says" if facts["hang"] == facts["line"] else \
+        "after NCCL set up its communicators"
+    return Advice("nccl_timeout", ERROR, f"The run hangs {where}: a collective never "
+                  "completes; try NCCL_P2P_DISABLE=1 (GPUs whose peer-to-peer path fails), then NCCL_IB_DISABLE=1",
+                  [facts["line"], "the last NCCL line: " + str(facts["hang"]),
+                   "NCCL_DEBUG=INFO shows the transport each channel uses (P2P/IPC, SHM, NET/IB); a hang at the "
+                   "first collective is most often the P2P path (a PCIe switch, ACS, a VM)",
+                   "if one rank is busy alone instead (preprocessing, saving), the others wait until the timeout"],
+                  {"env.NCCL_P2P_DISABLE": "1"} if r is not None else {}, f.step)
 
 
 _SEQ = re.compile(r"SeqNum=(\d+)")
