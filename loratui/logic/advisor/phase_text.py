@@ -2,8 +2,8 @@
 the failure (`***** Running Evaluation *****`, `Unsloth: Merging 4bit and LoRA weights`, Lightning's
 `Validation DataLoader 0`, the Trainer's description-less eval bar inside training), an export command, a
 checkpoint named at the step the run stopped, or the user's own words (English or Chinese, read in
-phase_words.py). Bounded state, one line at a time; frozen when an OOM strikes, so what is read after it cannot
-move it."""
+phase_words.py; the bars are read in phase_bars.py). Bounded state, one line at a time; frozen when an OOM
+strikes, so what is read after it cannot move it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from loratui.logic import oom, oom_tables
+from loratui.logic.advisor.phase_bars import CHECKPOINT, NOT_STATUS, PhaseBars
 from loratui.logic.advisor.phase_words import (MEMORY_WORDS, NEGATED_AFTER, SETTING, WORKS, PhaseWords,
                                                 looks_like_code, prose_like)
-from loratui.logic.text_reader import progress, values
 
 _STATUS = re.compile(
     r"(?:^|[:,\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+(?:the\s+)?|"
@@ -43,17 +43,9 @@ _SAVE_WORK = re.compile(r"^\W*(?:[\w.\[\]]+:\s*){0,3}(?:writ(?:e|ing)|dump(?:ing
 """A status that writes the model out in other verbs (`Writing the merged weights to out/merged`, `Dumping state dict`)."""
 _ZH_PHASE = {"验证": "eval", "评估": "eval", "评测": "eval", "测试": "eval", "保存": "save", "合并": "save", "导出": "save",
              "上传": "save"}
-_COUNTS = re.compile(r"(?<![\d.])(\d{1,12})/(\d{1,12})\s*\[")
 _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "upl": "save", "eva": "eval",
                  "val": "eval", "pre": "eval", "tes": "eval", "tra": "train"}
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
-_NOT_STATUS = re.compile(r"[{=]|\b(?:results?|metrics?|done|finished|complete[d]?|dataset|total|loss|settings?|config\w*|"
-                         r"param\w*|arguments|args|options|"
-                         r"(?:acc(?:uracy)?|f1|scores?|ppl|perplexity|bleu|rouge\w*|wer|cer|auc|precision|recall|mAP)"
-                         r"\s*[:=]?\s*[-+]?\.?\d)|\b(?:eval|train|test|val|validation)/\w", re.I)
-"""A status line that reports a phase over (its results, `Training completed`), its settings (`Evaluation settings:`)
-or a dataset's save; a metric's path
-(`wandb: eval/runtime 20.1`) is no status either."""
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
                              r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
                              r"convert[\w-]*(?:gguf|ggml|hf|ckpt|safetensors|weights|checkpoint|lora|model))", re.I)
@@ -78,16 +70,6 @@ reads one (`Loading checkpoint shards`, `Resuming from checkpoint`)."""
 _PHASE_BANNER = re.compile(r"^\W*(?:start(?:ing)?\s+|begin(?:ning)?\s+|running\s+)?(?:test|testing|eval|evaluation|"
                            r"evaluating|validation|validating|val)\W*$", re.I)
 """A banner that is only the phase's name: `-------test-----------`, `Testing...`, `=== Evaluation ===`."""
-_BAR_TAIL = re.compile(r"\]\s*(?P<tail>[A-Za-z][^|\]]{2,200})$")
-_EVAL_BAR = re.compile(r"^\W*(?:eval\w*|valid\w*|val\b|test\w*|predict\w*|inferenc\w*|sanity)|\bmAP(?:50|@|\b)", re.I)
-"""A progress bar whose description opens with evaluation (`Valid (loss 53.34) epoch 1`, Lightning's
-`Validation DataLoader 0`, `Sanity Checking DataLoader 0`, `Evaluating`, `Testing`) or names its metric (YOLO's
-`Class  Images  Instances  Box(P  R  mAP50  mAP50-95)`)."""
-_EVAL_WORD = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|evaluating|test|testing)\b", re.I)
-"""A bar's description that names evaluation anywhere (`Epoch 3 validation`), unless it names training too."""
-_SAVE_BAR = re.compile(r"^\W*(?:\w+:\s*)?(?:sav(?:e|ing)|writ(?:e|ing)|merg(?:e|ing)|export\w*|upload\w*|push\w*)\b", re.I)
-"""A bar whose description writes the model out (`Writing model shards`, `Unsloth: Saving model`); a dataset's own
-save (`Saving the dataset (1/1 shards)`) is no model's."""
 _INTERVAL = re.compile(r"\b(eval|save)_steps\b['\"]?\s*[:=]?\s*['\"]?(\d{1,7})\b")
 """How often the run evaluates and saves, in any dump of its settings (`--eval_steps 200`, `eval_steps=250,`,
 `eval_steps: 300`, `'save_steps': 100`)."""
@@ -100,18 +82,11 @@ _EPOCHS = re.compile(r"\bnum_train_epochs\b['\"]?\s*[:=]?\s*['\"]?(\d{1,4})(?:\.
 """Evaluating or saving once an epoch, and how many epochs: with the training bar's total, an epoch's length."""
 _EVAL_DONE = re.compile(r"['\"]eval_(?:loss|runtime)['\"]\s*:")
 """The Trainer's evaluation results (`{'eval_loss': 1.04, 'eval_runtime': 61.2, ...}`): that evaluation finished."""
-_NB_PROGRESS = re.compile(r"^\s*\[\s*\d{1,9}/\d{1,9}\s+[\d:]{4,12}(?:\s*<\s*[\d:]{4,12})?(?:,\s*[\d.]+\s*it/s)?"
-                          r"(?P<epoch>,\s*Epoch\s+[\d.]+/\d+)?\s*\]")
-"""transformers' notebook progress pasted as text: the training's shows its epoch (` [ 500/1000 10:00 < 10:00, 0.83
-it/s, Epoch 0.50/1]`), the evaluation's does not (` [ 23/125 00:05 < 00:24]`)."""
 _SAMPLING = re.compile(r"^\W*(?:[\w.\[\]]+:\s*){0,2}(?:generating|sampling|creating|rendering)\s+(?:\d+\s+)?(?:"
                        r"(?:sample|validation|eval|test|preview)\s*(?:images?|videos?|audio|outputs?)?|images?|videos?|samples)\b",
                        re.I)
 """A trainer drawing samples to judge the model during training (sd-scripts' `generating sample images at step`,
 diffusers' `Generating 4 validation images`): its evaluation."""
-_KERAS_BAR = re.compile(r"^\s*(\d{1,9})/(\d{1,9}) \[[=>.]+\] - ETA: 0s\b")
-"""Keras' progress bar with all of an epoch's steps done but its closing line (`- 41s 21ms/step - ... - val_loss`)
-not printed yet: what runs now is the epoch's end, its validation when the run validates."""
 _KERAS_VALIDATES = re.compile(r"\s- val_\w+: |validation_data\s*=|validation_split\s*=")
 _TF_FUNCTION = re.compile(r"__inference_(train|test|predict|evaluate)_function")
 """TensorFlow names the compiled step an op ran in (`[Op:__inference_test_function_18823]`): Keras' train, test
@@ -124,20 +99,6 @@ _CONVERSION = re.compile(r"\b(?:convert\w*|conversion)\b.{0,60}?\b(?:gguf|ckpt|s
 """Converting the model to another format writes it out (`Unsloth: Conversion from QLoRA to GGUF`, `Converting to
 CKPT ...`)."""
 _PROGRESS = re.compile(r"(?<![\d.])(\d{1,9})\s*/\s*(\d{1,9})(?![\d.]).{0,40}?\d\s*(?:s/it|it/s)")
-_CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
-
-
-def _trains(line: str) -> bool:
-    """Whether a line logs a training step's loss (a printed Trainer dict or a `step N ... loss X` line)."""
-    if "{" in line:
-        return _DICT_LOSS.search(line) is not None and "train_runtime" not in line
-    return values.loss_line(line) is not None and not _NOT_TRAIN_LOSS.search(line)
-
-
-_LETTER = re.compile(r"[A-Za-z]")
-_PLAIN_BAR = re.compile(r"\s*\d{1,3}%\s*\|[^|\n]{0,400}\|\s*\d{1,12}/(\d{1,12})\s*\[")
-_DICT_LOSS = re.compile(r"""\{\s*['"]loss['"]\s*:|[,{]\s*['"]loss['"]\s*:""")
-_NOT_TRAIN_LOSS = re.compile(r"\b(?:eval|valid|val|test)", re.I)
 
 
 _NOT_STATUS_WORK = re.compile(r"\b(?:done|finished|complete[d]?|took|results?)\b|[{=]|\b(?:I|we|you|my|our)\b|"
@@ -147,7 +108,7 @@ the data's preparation (`Running tokenizer on the validation set`)."""
 
 
 @dataclass
-class PhaseText(PhaseWords):
+class PhaseText(PhaseBars, PhaseWords):
     """The phase the text last announced, and the user's words about where memory ran out."""
 
     banner: str = ""  # the phase the last status line or bar announced, since the last training log
@@ -231,7 +192,7 @@ class PhaseText(PhaseWords):
         if "llocate" in line or "Limit:" in line or "InUse:" in line or "FreeBlock:" in line:
             self._allocator(line)
         if "checkpoint-" in line:
-            for match in _CHECKPOINT.finditer(line):
+            for match in CHECKPOINT.finditer(line):
                 self.checkpoints.append((int(match.group(1)), line.strip()[:300]))
         if "s/it" in line or "it/s" in line:
             progress = _PROGRESS.search(line)
@@ -322,45 +283,6 @@ class PhaseText(PhaseWords):
         if not self._banner_status(line):
             self._status_words(line)
 
-    def _bar_status(self, line: str) -> bool:
-        """A progress bar (Keras', a notebook's, tqdm's with or without a description) or a training step's log:
-        the phase it shows. True when the line was one."""
-        if "/" in line and "[" in line:
-            self._bar_moved(line)
-            keras = _KERAS_BAR.match(line) if "ETA: 0s" in line else None
-            if keras and keras.group(1) == keras.group(2) and getattr(self, "_keras_validates", False):
-                self._announce("eval", line)
-                self._log_on_banner = True
-                return True
-            if "]" in line and self._notebook_bar(line):
-                return True
-        bar_at = line.find("|")
-        if bar_at > 0 and "/" in line and _LETTER.search(line, 0, bar_at):  # a bar with a description
-            bar = progress.find_bar(line)
-            if bar is not None and bar.desc:
-                if _EVAL_BAR.search(bar.desc) or _EVAL_WORD.search(bar.desc) and "train" not in bar.desc.lower():
-                    self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
-                elif _SAVE_BAR.search(bar.desc) and not _NOT_STATUS.search(bar.desc):
-                    self.banner, self.banner_line, self._banner_bar = "save", line.strip()[:300], None
-                elif self.banner == "eval":
-                    self.banner = ""
-                self._after_bar(line)
-                return True
-        if bar_at > 0 and "%" in line:
-            plain = _PLAIN_BAR.match(line)
-            if plain:
-                self._plain_bar(int(plain.group(1)), line)
-                self._after_bar(line)
-                return True
-        if "oss" in line and _trains(line):
-            self.banner = ""  # a training step's log: the run is back in training (the reader may hand the
-            # Log event on only after the lines that follow it, so the line itself is read here); the bar drawn
-            # meanwhile is the training loop's
-            self.train_total = self._bar_total or self.train_total
-            self._after_bar(line)
-            return True
-        return False
-
     def _command_status(self, line: str) -> bool:
         """An export or conversion command, a sampling or evaluation loop's own line, an evaluation script run: the
         phase it starts. True when the line was one."""
@@ -415,64 +337,12 @@ class PhaseText(PhaseWords):
         status = None
         for status in _STATUS.finditer(text):
             pass  # the last status on the line is the newest (`Training Completed!!! Saving pre-trained model`)
-        if status and not _NOT_STATUS.search(text, status.start()) and not looks_like_code(line) and \
+        if status and not NOT_STATUS.search(text, status.start()) and not looks_like_code(line) and \
                 not NEGATED_AFTER.match(text, status.end()):  # `..., evaluation is never reached:` is no status
             self._announce(_STATUS_PHASE[status.group("verb")[:3].lower()], line)
-
-    def _notebook_bar(self, line: str) -> bool:
-        """A notebook's progress: one without an epoch, drawn after the training's, is the evaluation's; the
-        training's drawn again ends it. True when the line was one."""
-        bar = _NB_PROGRESS.match(line)
-        if bar is None:
-            return False
-        if bar.group("epoch"):
-            self._notebook_training = True
-            if self.banner == "eval":
-                self.banner = ""
-        elif getattr(self, "_notebook_training", False) and "<" in line:  # a finished bar (`[125/125 00:30]`) is over
-            self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
-        return True
 
     def _announce(self, phase: str, line: str) -> None:
         """A status line names the phase the run enters; the bar drawn before it is kept, so that bar going on
         later says the phase ended (a checkpoint saved, an evaluation done, training resumed)."""
         self.banner, self.banner_line = phase, line.strip()[:300]
         self._banner_bar = getattr(self, "_last_bar", None)  # getattr: a state pickled in an older events.idx
-
-    def _bar_moved(self, line: str) -> None:
-        """A progress counter: when the bar drawn before the last status moves (goes on past where it was, or counts
-        again from the start of the next epoch), the status's phase is over (`Saving model checkpoint to ...` then
-        ` 50%|█████ | 503/1000`: the save finished and training went on)."""
-        counts = _COUNTS.search(line)
-        if counts is None:
-            return
-        bar = (int(counts.group(1)), int(counts.group(2)))
-        before = getattr(self, "_banner_bar", None)
-        if self.banner in ("save", "eval") and before is not None and bar[1] == before[1] and bar[0] != before[0]:
-            self.banner, self._banner_bar = "", None
-        elif self.banner == "save" and "checkpoint-" in self.banner_line:
-            saved = _CHECKPOINT.search(self.banner_line)  # the save of step N is over once a bar counts past N
-            if saved is not None and int(saved.group(1)) < bar[0] <= bar[1]:
-                self.banner = ""
-        self._last_bar = bar
-
-    def _after_bar(self, line: str) -> None:
-        """What a script printed after a bar on the same line (`... 1.87s/it, loss=0.296] SAVING CHECKPOINT...`)."""
-        tail = _BAR_TAIL.search(line)
-        if tail is not None:
-            self._status(tail.group("tail"))
-
-    def _plain_bar(self, total: int, line: str) -> None:
-        """A bar with no description: once a training log named the training loop's bar by its total, a bar of
-        another total drawn during training is a second loop inside it, the evaluation (the Trainer's eval
-        bar, a custom loop's validation bar); the training bar drawn again ends it."""
-        outer = getattr(self, "_plain_before", None)  # getattr: a state pickled in an older events.idx
-        if not self.train_total and outer is not None and outer[0] < outer[1] and total < outer[1]:
-            self.train_total = outer[1]  # a smaller loop drawn inside an unfinished one: that one is training's
-        counts = _COUNTS.search(line)
-        self._plain_before = (int(counts.group(1)), total) if counts else None
-        self._bar_total = total
-        if self.train_total and total != self.train_total:
-            self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
-        elif self.banner == "eval" and total == self.train_total:
-            self.banner = ""
