@@ -11,14 +11,25 @@ from loratui import events
 from loratui.logic import oom, oom_holders, oom_tables, series
 from loratui.logic.advisor import bnb_text, error_said, flash_raised, rank
 from loratui.logic.advisor.advice import ERROR, GIB, Advice, Finding
-from loratui.logic.advisor.failure import cut_traceback_advice, ended_advice, exception_advice, scheduler_advice
+from loratui.logic.advisor.failure import (
+    cut_traceback_advice,
+    ended_advice,
+    exception_advice,
+    scheduler_advice,
+)
 from loratui.logic.advisor.guard import guard_advice
 from loratui.logic.advisor.hang import hung_advice
 from loratui.logic.advisor.loss_advice import _diverging_advice, _flat_advice, _nan_advice, _zero_advice
-from loratui.logic.advisor.moves import _leak_advice, _rank_advice, _setup_advice, _starve_advice, _vram_advice
+from loratui.logic.advisor.moves import (
+    _leak_advice,
+    _rank_advice,
+    _setup_advice,
+    _starve_advice,
+    _vram_advice,
+)
 from loratui.logic.advisor.nccl_advice import nccl_advice
-from loratui.logic.advisor.oom_fold import MERGE
 from loratui.logic.advisor.oom_advice import _jump_advice, _oom_advice, host_phase_advice
+from loratui.logic.advisor.oom_fold import MERGE
 from loratui.logic.advisor.priced import memory_proposal
 from loratui.logic.advisor.starve import text_starve_advice
 

@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 
 from loratui.logic import oom, oom_tables
 from loratui.logic.advisor.phase_bars import CHECKPOINT, NOT_STATUS, PhaseBars
-from loratui.logic.advisor.phase_words import (MEMORY_WORDS, NEGATED_AFTER, SETTING, WORKS, PhaseWords,
-                                                looks_like_code, prose_like)
+from loratui.logic.advisor.phase_words import (
+    MEMORY_WORDS,
+    NEGATED_AFTER,
+    SETTING,
+    WORKS,
+    PhaseWords,
+    looks_like_code,
+    prose_like,
+)
 
 _STATUS = re.compile(
     r"(?:^|[:,\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+(?:the\s+)?|"

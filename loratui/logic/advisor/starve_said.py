@@ -9,8 +9,15 @@ import re
 
 from loratui.logic.advisor.prep_words import NAMED_HINTS, PREP_NAMED
 from loratui.logic.advisor.starve_said_times import loader_takes, slowdown_said, stall_said
-from loratui.logic.advisor.starve_words import (DEVICE, ELSEWHERE, NOT_DATA, asked, clause_said, fed_slowly,
-                                                speed_up_asked)
+from loratui.logic.advisor.starve_words import (
+    DEVICE,
+    ELSEWHERE,
+    NOT_DATA,
+    asked,
+    clause_said,
+    fed_slowly,
+    speed_up_asked,
+)
 from loratui.logic.clauses import DENIED
 
 _UTIL = (r"(?:" + DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
