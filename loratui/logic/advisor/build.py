@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from loratui import events
-from loratui.logic import oom, oom_holders, oom_tables, series
+from loratui.logic import oom, oom_holders, oom_start, oom_tables, series
 from loratui.logic.advisor import bnb_text, error_said, flash_raised, rank
 from loratui.logic.advisor.advice import ERROR, GIB, Advice, Finding
 from loratui.logic.advisor.failure import (
@@ -163,8 +163,8 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
                                   note=f"only {oom.gib(free)} of {oom.gib(total)} was free before this program "
                                        "allocated anything", held=True)
     pool = getattr(adv, "tf_pool", None)  # getattr: an advisor pickled in an older events.idx
-    if facts["report"].kind == oom.UNKNOWN and pool and oom.pool_refused(facts["report"].text, pool):
-        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom.pool_note(pool), held=True)
+    if facts["report"].kind == oom.UNKNOWN and pool and oom_start.pool_refused(facts["report"].text, pool):
+        facts["report"] = replace(facts["report"], kind=oom.OTHER_PROCESS, note=oom_start.pool_note(pool), held=True)
     cause = getattr(adv.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
     if cause is not None and (facts["report"].kind == oom.UNKNOWN or oom.words_settle(facts["report"], cause[0])):
         # no numbers, or numbers that leave room for a neighbour the words name: the user's words say what held it

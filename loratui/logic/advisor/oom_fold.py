@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from loratui import events
-from loratui.logic import oom, oom_words
+from loratui.logic import oom, oom_start, oom_words
 from loratui.logic.advisor.advice import Advice, Finding
 from loratui.logic.advisor.phase_words import looks_like_code
 
@@ -153,11 +153,11 @@ class OomFold:
         """What the text says of the card apart from the OOM's message: its memory at start (TensorFlow's device
         report), and a context that could not be created in the lines after an OOM without numbers."""
         if "emory:" in line:
-            total, free = oom.memory_at_start(line)
+            total, free = oom_start.memory_at_start(line)
             known = getattr(self, "card_at_start", (None, None))
             self.card_at_start = (total or known[0], free if free is not None else known[1])
         if "TensorFlow device" in line and self.oom is None:
-            self.tf_pool = oom.tf_pool(line) or getattr(self, "tf_pool", None)
+            self.tf_pool = oom_start.tf_pool(line) or getattr(self, "tf_pool", None)
         if self.oom is not None and self.oom.facts["report"].kind == oom.UNKNOWN and \
                 not self.oom.facts["report"].said and self.trace.count <= getattr(self, "_oom_count", 0) + 1 and \
                 oom.context_failed(line):
