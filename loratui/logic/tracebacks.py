@@ -289,25 +289,36 @@ class TraceScanner:
         if getattr(self, "ignoring", 0):
             self._ignored(text)
             return
-        frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else (
-            (_CUT_FRAME.match(text) if '", line ' in text else None) or
-            (_RICH_FRAME.match(text) if "py:" in text else None) or
-            (_OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None))
-        cell = _CELL_FRAME.match(text) if "Cell In" in text else None
-        if frame or cell:
-            seen = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
-                Frame("<" + cell.group("path") + ">", "<cell>", raw.strip()[:300])  # type: ignore[union-attr]
-            self.frames.append(seen)
-            self._since_exception += 1
-            script = seen.path.replace("\\", "/").rsplit("/", 1)[-1]
-            if origin(seen.path).startswith("user:") and _WRITER_SCRIPT.search(script):
-                self.writes_out = script
-            self._code_next = frame is not None and frame.re in (_FRAME, _CUT_FRAME)
+        if self._frame(text, raw):
             return
         if self.frames and self._current_line(text):
             return
         if self.frames and self._context_line(text):
             return
+        self._exception_line(text, raw, indent)
+
+    def _frame(self, text: str, raw: str) -> bool:
+        """A frame line in any dialect (plain, cut, rich, IPython, a Jupyter cell): True when the line was one."""
+        frame = (_FRAME.search(text) or _IPY_FRAME.match(text)) if "File " in text else (
+            (_CUT_FRAME.match(text) if '", line ' in text else None) or
+            (_RICH_FRAME.match(text) if "py:" in text else None) or
+            (_OLD_IPY_FRAME.match(text) if (".py" in text or "<ipython-input" in text) and " in " in text else None))
+        cell = _CELL_FRAME.match(text) if "Cell In" in text else None
+        if not (frame or cell):
+            return False
+        seen = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
+            Frame("<" + cell.group("path") + ">", "<cell>", raw.strip()[:300])  # type: ignore[union-attr]
+        self.frames.append(seen)
+        self._since_exception += 1
+        script = seen.path.replace("\\", "/").rsplit("/", 1)[-1]
+        if origin(seen.path).startswith("user:") and _WRITER_SCRIPT.search(script):
+            self.writes_out = script
+        self._code_next = frame is not None and frame.re in (_FRAME, _CUT_FRAME)
+        return True
+
+    def _exception_line(self, text: str, raw: str, indent: int) -> None:
+        """The exception's line at the traceback's margin (not a code line indented past it, not a chained one);
+        a retried one clears the frames."""
         margin = self._header_indent if self._header_indent >= 0 else self._min_indent
         if not _MAYBE_RAISED.search(text) or indent > margin or _CHAINED.search(text):
             return  # indented past the traceback's margin: a code line, not the exception
