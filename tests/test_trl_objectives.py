@@ -41,17 +41,44 @@ def test_a_forward_without_gradients_is_not_counted_as_trained_tokens() -> None:
     assert counter.read() == (5, 5)
 
 
-@pytest.mark.slow
-def test_dpo_tokens_are_the_ones_trl_counts(model_dir: Path, watch_dir: Path,  # noqa: F811
-                                            tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir), "--",
-                             sys.executable, str(SCRIPTS / "trl_dpo.py"), "--model", str(model_dir),
-                             "--out", str(tmp_path / "out"), "--max-steps", "4"],
+def _watch(runs: Path, script: str, model: Path, out: Path, steps: int) -> Path:
+    """`loratui run --headless -- python SCRIPT`, to its end; the run's directory."""
+    result = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(runs), "--",
+                             sys.executable, str(SCRIPTS / script), "--model", str(model), "--out", str(out),
+                             "--max-steps", str(steps)],
                             cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    run = only_run(watch_dir)
+    return only_run(runs)
+
+
+def _tokens(run: Path) -> tuple[dict[int, object], dict[int, object]]:
+    """(TRL's logged num_tokens, loratui's tokens_seen) by step, at the steps TRL logged."""
     trl_counts = {int(e["step"]): e["values"]["num_tokens"] for e in kinds(run, "log")  # type: ignore[index]
                   if "num_tokens" in e["values"]}  # type: ignore[operator]
     ours = {int(e["step"]): e["tokens_seen"] for e in kinds(run, "step")}  # type: ignore[arg-type]
-    assert sorted(trl_counts) == [1, 2, 3, 4]
-    assert {step: ours[step] for step in trl_counts} == trl_counts
+    return trl_counts, {step: ours.get(step) for step in trl_counts}
+
+
+def _estimate_notices(run: Path) -> list[str]:
+    return [str(e["message"]) for e in kinds(run, "notice") if "estimate" in str(e["message"])]
+
+
+@pytest.mark.slow
+def test_dpo_tokens_are_trls_and_no_estimate_models_it_as_sft(model_dir: Path, watch_dir: Path,  # noqa: F811
+                                                               tmp_path: Path) -> None:
+    run = _watch(watch_dir, "trl_dpo.py", model_dir, tmp_path / "out", 4)
+    trl_counts, ours = _tokens(run)
+    assert sorted(trl_counts) == [1, 2, 3, 4] and ours == trl_counts
+    # DPO's batch is each pair's chosen and rejected completions, plus a reference forward: not SFT's memory
+    assert not kinds(run, "estimate")
+    assert any("no VRAM estimate: DPOTrainer" in text for text in _estimate_notices(run)), _estimate_notices(run)
+
+
+@pytest.mark.slow
+def test_grpo_tokens_are_trls_and_its_loss_near_zero_is_no_problem(model_dir: Path, watch_dir: Path,  # noqa: F811
+                                                                    tmp_path: Path) -> None:
+    run = _watch(watch_dir, "trl_grpo.py", model_dir, tmp_path / "out", 6)
+    trl_counts, ours = _tokens(run)
+    assert sorted(trl_counts) == list(range(1, 7)) and ours == trl_counts
+    assert not kinds(run, "estimate")  # it generates its completions first: not SFT's memory either
+    assert any("no VRAM estimate: GRPOTrainer" in text for text in _estimate_notices(run)), _estimate_notices(run)
