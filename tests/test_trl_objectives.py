@@ -5,6 +5,7 @@ a second forward over the same batch, under `torch.no_grad()`. Those tokens are 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,36 @@ def test_grpo_tokens_are_trls_and_its_loss_near_zero_is_no_problem(model_dir: Pa
     assert sorted(trl_counts) == list(range(1, 7)) and ours == trl_counts
     assert not kinds(run, "estimate")  # it generates its completions first: not SFT's memory either
     assert any("no VRAM estimate: GRPOTrainer" in text for text in _estimate_notices(run)), _estimate_notices(run)
+
+
+LORATUI_MODULES = ("loratui", "msgspec", "platformdirs")
+"""What a hooked Trainer's process loads of loratui's: its callback and the packages it declares."""
+
+
+@pytest.mark.slow
+def test_a_watched_trl_script_holds_what_it_holds_alone(model_dir: Path, watch_dir: Path,  # noqa: F811
+                                                         tmp_path: Path) -> None:
+    """argv, working directory, environment (but the hook's documented variables), open descriptors (but the
+    run's log, which its children do not inherit) and modules (but loratui's own) are the script's."""
+    work = tmp_path / "work"
+    work.mkdir()
+    command = [sys.executable, str(SCRIPTS / "trl_probe.py"), "--model", str(model_dir), "--out", "out"]
+    alone = subprocess.run([*command, "--report", str(tmp_path / "alone.json")], cwd=work, env=ENV,
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    watched = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
+                              "--", *command, "--report", str(tmp_path / "watched.json")], cwd=work, env=ENV,
+                             capture_output=True, text=True, timeout=600, check=False)
+    assert watched.returncode == 0, watched.stdout[-2000:]
+    run = only_run(watch_dir)
+    reports = [json.loads((tmp_path / f"{name}.json").read_text()) for name in ("alone", "watched")]
+    for when in ("during", "after"):
+        seen_alone, seen_watched = (report[when] for report in reports)
+        assert seen_alone["argv"] == seen_watched["argv"] and seen_alone["cwd"] == seen_watched["cwd"]
+        env = {k: v for k, v in seen_watched["env"].items() if not k.startswith("LORATUI_") and k != "PYTHONPATH"}
+        assert env == {k: v for k, v in seen_alone["env"].items() if k != "PYTHONPATH"}
+        extra = [fd for fd in seen_watched["fds"].values() if fd not in seen_alone["fds"].values()]
+        assert extra == [[str((run / "events.jsonl").resolve()), False]]
+        assert not set(seen_alone["modules"]) - set(seen_watched["modules"])
+        added = set(seen_watched["modules"]) - set(seen_alone["modules"])
+        assert added and all(name.split(".")[0] in LORATUI_MODULES for name in added), sorted(added)
