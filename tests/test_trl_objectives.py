@@ -105,6 +105,8 @@ def test_a_watched_trl_script_holds_what_it_holds_alone(model_dir: Path, watch_d
                              capture_output=True, text=True, timeout=600, check=False)
     assert watched.returncode == 0, watched.stdout[-2000:]
     run = only_run(watch_dir)
+    trl_counts, ours = _tokens(run)  # and its tokens are the ones SFTTrainer counts
+    assert sorted(trl_counts) == [1, 2, 3] and ours == trl_counts
     reports = [json.loads((tmp_path / f"{name}.json").read_text()) for name in ("alone", "watched")]
     for when in ("during", "after"):
         seen_alone, seen_watched = (report[when] for report in reports)
