@@ -1,7 +1,9 @@
-"""What loratui shows of TRL's preference and RL trainers (DPO, GRPO) is TRL's own truth.
+"""What loratui records of a TRL script (SFT, DPO, GRPO; tests/data/scripts/trl_*.py) is TRL's own truth, and the
+script's process is its own.
 
 DPO's reference log-probabilities come, under a LoRA adapter, from the same model with the adapter turned off:
-a second forward over the same batch, under `torch.no_grad()`. Those tokens are scored, not trained on."""
+a second forward over the same batch, under `torch.no_grad()`. Those tokens are scored, not trained on. TRL's
+trainers other than SFTTrainer train on other forwards than the one the estimate models, so they get no figure."""
 
 from __future__ import annotations
 
