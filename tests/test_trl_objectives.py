@@ -120,3 +120,28 @@ def test_a_watched_trl_script_holds_what_it_holds_alone(model_dir: Path, watch_d
         assert not set(seen_alone["modules"]) - set(seen_watched["modules"])
         added = set(seen_watched["modules"]) - set(seen_alone["modules"])
         assert added and all(name.split(".")[0] in LORATUI_MODULES for name in added), sorted(added)
+
+
+def test_a_dpo_trainer_of_another_library_gets_no_sft_figure(tmp_path: Path, model_cache: Path) -> None:
+    """LLaMA-Factory's and axolotl's DPO trainers subclass TRL's DPOTrainer with a compute_loss of their own: the
+    batch is still each pair's chosen and rejected completions, with a reference forward."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import DPOConfig, DPOTrainer
+
+    from loratui.trainer.runtime import read_runtime
+    from loratui.trainer.tiny import ensure_tiny_model
+
+    class CustomDPOTrainer(DPOTrainer):  # as llamafactory/train/dpo/trainer.py declares it
+        def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, **kwargs: Any) -> Any:
+            return super().compute_loss(model, inputs, return_outputs, **kwargs)
+
+    CustomDPOTrainer.__module__ = CustomDPOTrainer.compute_loss.__module__ = "llamafactory.train.dpo.trainer"
+    rows = [{"prompt": f"Question {i}?", "chosen": " Yes.", "rejected": " No."} for i in range(4)]
+    args = DPOConfig(output_dir=str(tmp_path / "out"), max_steps=1, report_to="none", use_cpu=True,
+                     save_strategy="no")
+    trainer = CustomDPOTrainer(model=AutoModelForCausalLM.from_pretrained(ensure_tiny_model()), args=args,
+                               train_dataset=Dataset.from_list(rows),
+                               processing_class=AutoTokenizer.from_pretrained(ensure_tiny_model()))
+    runtime, why = read_runtime(trainer, trainer.model)
+    assert runtime == {} and why is not None and why.startswith("CustomDPOTrainer (TRL's DPOTrainer) scores"), why
