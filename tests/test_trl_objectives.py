@@ -145,3 +145,17 @@ def test_a_dpo_trainer_of_another_library_gets_no_sft_figure(tmp_path: Path, mod
                                processing_class=AutoTokenizer.from_pretrained(ensure_tiny_model()))
     runtime, why = read_runtime(trainer, trainer.model)
     assert runtime == {} and why is not None and why.startswith("CustomDPOTrainer (TRL's DPOTrainer) scores"), why
+
+
+def test_a_length_assumed_without_max_length_says_so() -> None:
+    """GRPO's prompts are tokenised as it trains and GRPOConfig has no max_length: the 1024 is loratui's guess."""
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    from loratui.trainer.preflight import longest_example
+
+    prompts = Dataset.from_dict({"prompt": ["Question 1: what is 1 plus 1? Answer:"]})
+    args = GRPOConfig(output_dir="unused", report_to="none", use_cpu=True)
+    seq_len, max_length, how = longest_example(args, prompts)
+    assert (seq_len, max_length) == (1024, None)
+    assert how == "no tokenised dataset to measure and no max_length set: assumed 1024", how
