@@ -109,8 +109,8 @@ class TokenCounter:
         import torch
 
         if not torch.is_grad_enabled():
-            # Scored, not trained on: DPO's reference forward (the same LoRA model, adapter off, under no_grad),
-            # GRPO's old or reference log-probabilities. TRL counts each batch's tokens once; so do we.
+            # Scored, not trained on: DPO's reference forward (the same LoRA model, adapter off, under no_grad)
+            # or any forward that only scores. TRL's num_tokens counts each batch once; so do we.
             return
         if mask is not None:
             count = mask.sum()
