@@ -1,0 +1,65 @@
+"""Issue 23, probe 8: ways of printing and saying a failure that the corpus did not show, each written from the
+tool's own format (the tool and version named beside it), not copied from an excerpt."""
+
+from __future__ import annotations
+
+import io
+
+from loratui.commands.doctor import diagnose_stream
+
+NEW_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.38 GiB. GPU 0 has a total capacity of "
+           "22.06 GiB of which 2.71 GiB is free. Including non-PyTorch memory, this process has 19.35 GiB memory in "
+           "use. Of the allocated memory 18.04 GiB is allocated by PyTorch, and 1.02 GiB is reserved by PyTorch but "
+           "unallocated.")
+
+
+def first_id(text: str) -> str:
+    """The id of the doctor's first item for a pasted text ('' when it finds nothing)."""
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    return items[0].id if items else ""
+
+
+# -- generation is inference ---------------------------------------------------------------------------------
+
+
+def test_generation_in_a_notebook_cell_is_inference_not_a_training_step() -> None:
+    # IPython 8 / Jupyter: `Cell In[21]`, its `---->` arrow calling transformers 4.4x's GenerationMixin.generate
+    text = "\n".join([
+        "OutOfMemoryError                          Traceback (most recent call last)",
+        "Cell In[21], line 4",
+        "      3     with torch.no_grad():",
+        "----> 4         out = model.generate(**batch, max_new_tokens=512, num_beams=4)",
+        "",
+        "File /opt/conda/lib/python3.11/site-packages/transformers/generation/utils.py:2298, in "
+        "GenerationMixin.generate(self, inputs, generation_config, **kwargs)",
+        "",
+        NEW_OOM.replace("torch.", "", 1)])
+    assert first_id(text) == "oom_at_eval"
+
+
+def test_generation_in_a_plain_script_is_inference() -> None:
+    # CPython's plain traceback of an inference script calling transformers' generate, then its beam search
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/home/u/infer.py", line 31, in <module>',
+        "    outputs = model.generate(input_ids, max_new_tokens=1024)",
+        '  File "/usr/lib/python3.10/site-packages/transformers/generation/utils.py", line 2024, in generate',
+        "    result = self._sample(",
+        '  File "/usr/lib/python3.10/site-packages/transformers/generation/utils.py", line 2982, in _sample',
+        "    outputs = self(**model_inputs, return_dict=True)",
+        NEW_OOM])
+    assert first_id(text) == "oom_at_eval"
+
+
+def test_generation_inside_a_training_step_stays_the_training_step() -> None:
+    # TRL 0.14's GRPOTrainer generates its completions inside the training step: a training OOM
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/site-packages/transformers/trainer.py", line 3675, in training_step',
+        "    inputs = self._prepare_inputs(inputs)",
+        '  File "/usr/lib/python3.10/site-packages/trl/trainer/grpo_trainer.py", line 580, in _prepare_inputs',
+        "    prompt_completion_ids = unwrapped_model.generate(",
+        '  File "/usr/lib/python3.10/site-packages/transformers/generation/utils.py", line 2024, in generate',
+        "    result = self._sample(",
+        NEW_OOM])
+    assert first_id(text) == "oom_full"
