@@ -63,3 +63,30 @@ def test_generation_inside_a_training_step_stays_the_training_step() -> None:
         "    result = self._sample(",
         NEW_OOM])
     assert first_id(text) == "oom_full"
+
+
+# -- a loss printed once an epoch that never moves -------------------------------------------------------------
+
+
+def _lightning_epochs(losses: list[str]) -> str:
+    # Lightning 2.x's bar at each epoch's end: `Epoch 3: 100%|...| 300/300 [...], v_num=0, train_loss=6.910]`
+    return "\n".join(f"Epoch {i}: 100%|██████████| 300/300 [01:40<00:00,  2.99it/s, v_num=0, train_loss={loss}]"
+                     for i, loss in enumerate(losses))
+
+
+def _plain_epochs(losses: list[str]) -> str:
+    # a plain PyTorch loop printing one line an epoch: `Epoch 3/10, Loss: 3.4521`
+    return "\n".join(f"Epoch {i}/10, Loss: {loss}" for i, loss in enumerate(losses, 1))
+
+
+def test_an_epochs_loss_that_never_moves_is_flat() -> None:
+    assert first_id(_lightning_epochs(["6.910"] * 5)) == "loss_flat"
+    assert first_id(_plain_epochs(["3.4521"] * 5)) == "loss_flat"
+    assert first_id(_plain_epochs(["3.4521", "3.4519", "3.4522", "3.4520", "3.4521"])) == "loss_flat"
+
+
+def test_epochs_that_learn_are_not_flat() -> None:
+    assert first_id(_lightning_epochs(["2.410", "1.870", "1.620", "1.480", "1.400"])) == ""
+    assert first_id(_plain_epochs(["3.4521", "3.1010", "2.9012", "2.7730", "2.6801"])) == ""
+    # a slow but steady descent, 1% an epoch, is learning too
+    assert first_id(_plain_epochs(["3.4521", "3.4180", "3.3822", "3.3511", "3.3170"])) == ""
