@@ -90,3 +90,22 @@ def test_epochs_that_learn_are_not_flat() -> None:
     assert first_id(_plain_epochs(["3.4521", "3.1010", "2.9012", "2.7730", "2.6801"])) == ""
     # a slow but steady descent, 1% an epoch, is learning too
     assert first_id(_plain_epochs(["3.4521", "3.4180", "3.3822", "3.3511", "3.3170"])) == ""
+
+
+# -- a short window: the loss climbs after a grad-norm spike ---------------------------------------------------
+
+
+def _swift(rows: list[tuple[float, float]]) -> str:
+    # ms-swift 2.x/3.x's printed dict: its own keys (`acc`, `memory(GiB)`, `global_step/max_steps`) beside the loss
+    return "\n".join(f"{{'loss': {loss}, 'acc': 0.6, 'grad_norm': {grad}, 'learning_rate': 0.0001, 'memory(GiB)': 30.1, "
+                     f"'train_speed(iter/s)': 0.2, 'epoch': {i / 10}, 'global_step/max_steps': '{i * 100}/1000'}}"
+                     for i, (loss, grad) in enumerate(rows, 1))
+
+
+def test_a_climb_after_a_grad_spike_two_logs_in_is_divergence() -> None:
+    assert first_id(_swift([(1.2031, 0.52), (1.1412, 0.61), (1.5530, 9.81), (2.2874, 14.2), (3.1102, 20.5)])) \
+        == "loss_diverging"
+
+
+def test_a_grad_spike_two_logs_in_that_the_loss_shrugs_off_is_healthy() -> None:
+    assert first_id(_swift([(1.2031, 0.52), (1.1412, 0.61), (1.1530, 9.81), (1.1274, 1.2), (1.1102, 0.7)])) == ""
