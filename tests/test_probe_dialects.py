@@ -109,3 +109,28 @@ def test_a_climb_after_a_grad_spike_two_logs_in_is_divergence() -> None:
 
 def test_a_grad_spike_two_logs_in_that_the_loss_shrugs_off_is_healthy() -> None:
     assert first_id(_swift([(1.2031, 0.52), (1.1412, 0.61), (1.1530, 9.81), (1.1274, 1.2), (1.1102, 0.7)])) == ""
+
+
+# -- no gradient at all, whatever the objective ----------------------------------------------------------------
+
+
+def _trl(loss: float, grads: list[float], extra: str) -> str:
+    # TRL 0.8-0.19's printed dicts: DPOTrainer's `rewards/...` keys, GRPOTrainer's `reward`, `reward_std`, `kl`
+    return "\n".join(f"{{'loss': {loss}, 'grad_norm': {g}, 'learning_rate': 5e-07, {extra}, 'epoch': {i / 100}}}"
+                     for i, g in enumerate(grads, 1))
+
+
+DPO_KEYS = "'rewards/chosen': 0.0, 'rewards/rejected': 0.0, 'rewards/accuracies': 0.0, 'rewards/margins': 0.0"
+GRPO_KEYS = "'reward': 0.42, 'reward_std': 0.3, 'kl': 0.003"
+
+
+def test_a_preference_or_rl_run_with_no_gradient_trains_nothing() -> None:
+    assert first_id(_trl(0.6931, [0.0] * 5, DPO_KEYS)) == "loss_flat"
+    assert first_id(_trl(0.0, [0.0] * 5, GRPO_KEYS)) == "loss_flat"
+
+
+def test_a_preference_or_rl_run_with_a_gradient_is_judged_by_its_metrics() -> None:
+    assert first_id(_trl(0.6931, [5.1, 4.9, 5.3, 5.0, 5.2], DPO_KEYS.replace("'rewards/margins': 0.0",
+                                                                             "'rewards/margins': 0.12"))) == ""
+    # one step whose completions all scored the same has no gradient: the next ones do
+    assert first_id(_trl(0.0, [0.0, 0.41, 0.38, 0.45, 0.40], GRPO_KEYS)) == ""
