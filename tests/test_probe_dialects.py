@@ -134,3 +134,25 @@ def test_a_preference_or_rl_run_with_a_gradient_is_judged_by_its_metrics() -> No
                                                                              "'rewards/margins': 0.12"))) == ""
     # one step whose completions all scored the same has no gradient: the next ones do
     assert first_id(_trl(0.0, [0.0, 0.41, 0.38, 0.45, 0.40], GRPO_KEYS)) == ""
+
+
+# -- the Trainer's loss table pasted as HTML -------------------------------------------------------------------
+
+
+def _html_table(losses: list[str]) -> str:
+    # transformers' NotebookProgressCallback (4.2x-4.4x) in Jupyter/Colab, its HTML copied from the output cell
+    rows = "\n".join(f"    <tr>\n      <td>{10 * i}</td>\n      <td>{loss}</td>\n    </tr>"
+                     for i, loss in enumerate(losses, 1))
+    return ("<div>\n  <progress value='50' max='50' style='width:300px; height:20px; vertical-align: middle;'></progress>\n"
+            "  [50/50 03:12, Epoch 1/1]\n</div>\n<table border=\"1\" class=\"dataframe\">\n  <thead>\n"
+            " <tr style=\"text-align: left;\">\n      <th>Step</th>\n      <th>Training Loss</th>\n    </tr>\n"
+            f"  </thead>\n  <tbody>\n{rows}\n  </tbody>\n</table><p>")
+
+
+def test_a_pasted_html_loss_table_is_read() -> None:
+    items, _ = diagnose_stream(io.BytesIO(_html_table(["1.923400", "1.611200", "nan", "nan", "nan"]).encode()),
+                               "pasted", guess=False)
+    assert items and items[0].id == "nan_loss"
+    assert first_id(_html_table(["1.412300", "1.201100", "1.633400", "2.512200", "3.870100", "5.120000"])) \
+        == "loss_diverging"
+    assert first_id(_html_table(["2.104000", "1.652100", "1.410200", "1.301100", "1.247300"])) == ""
