@@ -156,3 +156,24 @@ def test_a_pasted_html_loss_table_is_read() -> None:
     assert first_id(_html_table(["1.412300", "1.201100", "1.633400", "2.512200", "3.870100", "5.120000"])) \
         == "loss_diverging"
     assert first_id(_html_table(["2.104000", "1.652100", "1.410200", "1.301100", "1.247300"])) == ""
+
+
+# -- the loss in Japanese prose (kohya-ss/sd-scripts' and many LoRA trainers' users write in it) ------------------
+
+
+def test_a_loss_said_to_stand_still_in_japanese_is_flat() -> None:
+    assert first_id("学習してもlossが全く下がりません。ずっと0.693のままです。") == "loss_flat"
+    assert first_id("何エポック回してもlossが下がらない、2.3から変わらない") == "loss_flat"
+
+
+def test_a_loss_said_to_climb_in_japanese_is_divergence() -> None:
+    assert first_id("LoRAの学習中、ステップが進むごとにlossがどんどん上がっていきます。学習率は1e-3です。") \
+        == "loss_diverging"
+    assert first_id("途中からlossが増えていき、最後は発散しました。") == "loss_diverging"
+
+
+def test_a_loss_said_to_fall_in_japanese_is_no_problem() -> None:
+    assert first_id("lossは順調に下がっています。") == ""
+    # 上がったり下がったり: up and down by turns, the swing every minibatch loss shows
+    assert first_id("lossが下がったり上がったりしています。") == ""
+    assert first_id("lossが上がったり下がったりしますが、全体的には下がっています。") == ""
