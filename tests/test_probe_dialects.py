@@ -177,3 +177,18 @@ def test_a_loss_said_to_fall_in_japanese_is_no_problem() -> None:
     # 上がったり下がったり: up and down by turns, the swing every minibatch loss shows
     assert first_id("lossが下がったり上がったりしています。") == ""
     assert first_id("lossが上がったり下がったりしますが、全体的には下がっています。") == ""
+
+
+# -- a CUDA fault named in words --------------------------------------------------------------------------------
+
+
+def test_a_device_side_assert_named_in_prose_is_a_cuda_error() -> None:
+    assert first_id("Training crashes with a device-side assert in the embedding layer after I added new special "
+                    "tokens to the tokenizer without resizing the embeddings.") == "cuda_error"
+
+
+def test_torchs_note_on_device_side_assertions_is_no_fault_of_its_own() -> None:
+    # torch 2.1+ prints the note after every CUDA error, an OOM's included
+    text = ("RuntimeError: CUDA error: out of memory\n"
+            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
+    assert first_id(text) == "oom_full"
