@@ -192,3 +192,16 @@ def test_torchs_note_on_device_side_assertions_is_no_fault_of_its_own() -> None:
     text = ("RuntimeError: CUDA error: out of memory\n"
             "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
     assert first_id(text) == "oom_full"
+
+
+# -- the split after the loss's name ------------------------------------------------------------------------------
+
+
+def test_litgpts_loss_train_column_is_read() -> None:
+    # LitGPT 0.4+: `Epoch 1 | iter 10 step 1 | loss train: 2.431, val: n/a | iter time: 512.31 ms (step)`
+    from loratui.logic.text_reader import values
+    found = values.loss_line("Epoch 1 | iter 10 step 1 | loss train: 2.431, val: n/a | iter time: 512.31 ms (step)")
+    assert found is not None and found[1]["loss"] == 2.431
+    text = "\n".join(f"Epoch 1 | iter {i * 10} step {i} | loss train: 10.375, val: n/a | iter time: 512.31 ms (step)"
+                     for i in range(1, 9))
+    assert first_id(text) == "loss_flat"
