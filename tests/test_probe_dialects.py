@@ -205,3 +205,14 @@ def test_litgpts_loss_train_column_is_read() -> None:
     text = "\n".join(f"Epoch 1 | iter {i * 10} step {i} | loss train: 10.375, val: n/a | iter time: 512.31 ms (step)"
                      for i in range(1, 9))
     assert first_id(text) == "loss_flat"
+
+
+# -- the loss in Korean prose ---------------------------------------------------------------------------------------
+
+
+def test_a_loss_said_to_stand_still_or_climb_in_korean() -> None:
+    assert first_id("loss가 전혀 줄어들지 않고 2.3에서 그대로입니다.") == "loss_flat"
+    assert first_id("학습을 계속해도 loss가 떨어지지 않아요.") == "loss_flat"
+    assert first_id("학습 중 loss가 계속 올라갑니다. 0.5에서 시작해서 3까지 올라갔어요.") == "loss_diverging"
+    assert first_id("loss가 잘 줄어들고 있습니다.") == ""
+    assert first_id("loss가 올라갔다 내려갔다 합니다.") == ""  # up and down by turns: the minibatch's swing
