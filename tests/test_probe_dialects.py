@@ -216,3 +216,7 @@ def test_a_loss_said_to_stand_still_or_climb_in_korean() -> None:
     assert first_id("학습 중 loss가 계속 올라갑니다. 0.5에서 시작해서 3까지 올라갔어요.") == "loss_diverging"
     assert first_id("loss가 잘 줄어들고 있습니다.") == ""
     assert first_id("loss가 올라갔다 내려갔다 합니다.") == ""  # up and down by turns: the minibatch's swing
+
+
+def test_a_device_side_assert_someone_fixed_is_no_fault() -> None:
+    assert first_id("I fixed the device-side assert by resizing the token embeddings; training runs fine now.") == ""
