@@ -27,6 +27,9 @@ class LossWatch:
     EPOCHS_SPAN = 1000
     """Steps that three logs must span to be judged as epoch summaries (`_judge_summaries`)."""
     """Logs (spanning 100 steps or more) from which a loss can be judged flat: a robust spread from fewer is noise."""
+    STILL_N = 5
+    """Logs from the start that are judged as summaries whatever their steps span: five epochs' losses numbered by
+    epoch (`Epoch 3/10, Loss: 3.4521`, Lightning's bar at each epoch's end) that stay within 0.5% do not learn."""
     SPIKE, SPIKE_ERROR = 5.0, 10.0
     RISE = 4 / 3  # "rising by a third"
     GRAD_SPIKE, CREEP = 5.0, 1.1
@@ -96,7 +99,7 @@ class LossWatch:
         self.objective = self.objective or _objective(values)
         if self.objective:
             return self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), False) + \
-                self._own_metrics(e.step, values)
+                self._own_metrics(e.step, values) + self._no_gradient(e.step, values.get("grad_norm"))
         spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and _finite(loss) else None
         spike = spike or self._huge(e.step, loss, values.get("grad_norm"))
         found = [spike] if spike else []
@@ -292,12 +295,13 @@ class LossWatch:
             span = self.flat[-1][0] - self.flat[0][0]
             if len(self.flat) == self.FLAT_N or (len(self.flat) >= self.FLAT_MIN and span >= 100 and not self.judged_flat):
                 found += self._judge_flat(step)
-            elif len(self.flat) == 3 and span >= self.EPOCHS_SPAN:
+            elif (len(self.flat) == 3 and span >= self.EPOCHS_SPAN) or len(self.flat) == self.STILL_N:
                 found += self._judge_summaries(step)
         return found
 
     def _judge_summaries(self, step: int) -> list[Finding]:
-        """Three logs from the run's start, thousands of steps apart (epoch summaries), within 0.5% of each other,
+        """Three logs from the run's start, thousands of steps apart (epoch summaries), or five whatever their steps
+        (numbered by epoch), within 0.5% of each other,
         printed to 3 digits or more so that 0.5% shows: a loss averaged over whole epochs that does not move at all
         in the first epochs is not learning (maxjcohen/transformer#27: `loss=80.6`, `80.5`, `80.5`, 10000 steps
         apart). Early epochs of a learning run fall by more than that."""
@@ -419,7 +423,8 @@ class LossWatch:
         return None
 
     def _creep(self, step: int, loss: float, grad: float | None) -> Finding | None:
-        """A grad-norm spike (5x the recent median) and the loss creeping up after it, 10% over its level before
+        """A grad-norm spike (5x the recent median, from the third log on: a pasted window of five dicts shows it) and
+        the loss creeping up after it, 10% over its level before
         the spike within 8 logs: up in every log, or (from 4 logs on) a Mann-Kendall rise whose last 3 logs' median
         stands 10% over too, so one log that dips is not the end of it; and that median 3 noise-sigmas over the
         level (the noise of the logs before the spike, when 4 or more were logged): grad-norm spikes come and go in
@@ -442,7 +447,7 @@ class LossWatch:
                 self.creep = None
         if grad is not None and _finite(grad):
             grads = list(self.recent_grads)
-            if self.creep is None and found is None and len(grads) >= 3 and grad >= self.GRAD_SPIKE * max(series.median(grads), 1e-6) and len(self.prior) >= 2:
+            if self.creep is None and found is None and len(grads) >= 2 and grad >= self.GRAD_SPIKE * max(series.median(grads), 1e-6) and len(self.prior) >= 2:
                 self.creep = (step, series.median([v for _, v in list(self.prior)[-4:-1]] or [loss]), grad, [loss])
                 earlier = [v for _, v in list(self.prior)[:-1]]
                 self.creep_noise = series.noise(earlier) if len(earlier) >= 4 else 0.0
@@ -613,6 +618,17 @@ class LossWatch:
             return [Finding("loss_flat", step, {"kind": "objective", "objective": self.objective,
                                                 "metric": metric, "value": values.get(metric),
                                                 "from_step": self.signal[0][0], "n": len(self.signal)})]
+        return []
+
+
+    def _no_gradient(self, step: int, grad: float | None) -> list[Finding]:
+        """A preference or RL objective's first three grad norms all exactly 0: no gradient reaches the trained
+        weights, whatever its loss and metrics say (a DPO loss stuck at ln 2, a GRPO loss at 0)."""
+        if grad is None or len(self.grads) >= 3:
+            return []
+        self.grads.append(grad)
+        if len(self.grads) == 3 and self.grads.count(0.0) == 3:
+            return [Finding("loss_flat", step, {"kind": "zero_grad", "zeros": 3, "n": 3, "lr_zero": self.lr == 0.0})]
         return []
 
 

@@ -410,7 +410,7 @@ def _flat_advice(f: Finding, r: Recipe | None) -> Advice:
         evidence = quote + [what, "a GRPO/DPO loss near zero or below it is normal: judged by its own metrics"]
     else:
         spread = facts["spread"] / facts["mean"]
-        title = f"Loss is flat from the start ({facts['mean']:.3g} ± {spread:.1%}): check the data"
+        title = f"Loss is flat from the start ({facts['mean']:.5g} ± {spread:.1%}): check the data"
         evidence = [f"steps {facts['from_step']}-{facts['to_step']}: range {facts['spread']:.3g}", _CHECK]
         if r is not None and r.training.learning_rate < 1e-5:
             change = {"training.learning_rate": 2e-4}
