@@ -104,8 +104,12 @@ def test_a_trainer_whose_supervisor_died_since_its_last_poll_writes_the_end(tmp_
 def test_a_keeper_whose_supervisor_died_since_its_last_poll_writes_the_end(tmp_path: Path) -> None:
     run = _run(tmp_path, *_training())
     supervisor = _supervisor(run)
-    # The command itself kills the supervisor and exits at once: the keeper's poll (an hour) never runs.
-    code = Keeper(run, ["sh", "-c", f"kill -9 {supervisor.pid}"], poll_s=3600).run_command()
+    # The command itself kills the supervisor and exits at once: the keeper's poll (an hour) never runs. It exits
+    # once the supervisor is dead (a zombie: this test reaps it below), since SIGKILL takes effect when the victim
+    # is next scheduled, which on a loaded machine can be after `sh` exits (then the supervisor is truly alive).
+    pid = supervisor.pid
+    dead = f"[ ! -e /proc/{pid} ] || grep -q '^{pid} (.*) Z' /proc/{pid}/stat"
+    code = Keeper(run, ["sh", "-c", f"kill -9 {pid}; until {dead}; do sleep 0.01; done"], poll_s=3600).run_command()
     supervisor.wait()
     assert code == 0
     exits, ends = kinds(run.path, "exit"), kinds(run.path, "end")

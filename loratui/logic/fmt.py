@@ -27,6 +27,8 @@ def number(value: float | None, digits: int = 4) -> str:
         return "NaN"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
+    if value and abs(value) < 0.5 * 10.0**-digits:
+        return f"{value:.2g}"  # a GRPO loss of 3e-8 is not '0.0000', nor -3e-8 '-0.0000'
     return f"{value:.{digits}f}"
 
 

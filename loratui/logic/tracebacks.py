@@ -74,8 +74,10 @@ _SAVE_NAMES = re.compile(r"save|state_dict|consolidate|push_to_hub|merge_and_unl
 # sample_images / generate_samples / log_images: the samples a diffusion or GAN trainer draws during training to judge it.
 # (torch|numpy)_pad_and_concatenate: nested_concat's helpers, which gather the eval predictions; the metrics
 # (compute_metrics, preprocess_logits_for_metrics) run on them at the evaluation's end.
+# generate: transformers' GenerationMixin.generate, inference; inside a training step's frame (GRPO's completions)
+# `phase_of` keeps the step's phase.
 _EVAL_NAMES = re.compile(r"evaluat|predict|validat|nested_concat|nested_gather|pad_and_concatenate|^test(?:_step)?$|"
-                         r"metric|perplexity|bleu|rouge|inference_on_dataset|^sample_images|^generate_samples?$|"
+                         r"metric|perplexity|bleu|rouge|inference_on_dataset|^sample_images|^generate(?:_samples?)?$|"
                          r"^log_images$", re.I)
 _EVAL_WORDS = frozenset({"eval", "val", "valid", "test", "testing", "sanity", "evaluator"})
 """Words of a function name that say evaluation (`val_epoch`, `run_test`, `_run_sanity_check`, `valid_step`),

@@ -97,7 +97,7 @@ class TokenCounter:
         """The sequence length of the latest forward: the batch in flight when an OOM strikes."""
 
     def hook(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Forward pre-hook: add this micro-batch's attention-mask sum (asynchronously)."""
+        """Forward pre-hook: add this micro-batch's attention-mask sum (asynchronously) where it is trained on."""
         if not module.training:
             return
         mask = kwargs.get("attention_mask")
@@ -106,6 +106,12 @@ class TokenCounter:
         if shaped is not None:
             self.last_len = int(shaped.shape[-1])
             self.step_len = max(self.step_len, self.last_len)
+        import torch
+
+        if not torch.is_grad_enabled():
+            # Scored, not trained on: DPO's reference forward (the same LoRA model, adapter off, under no_grad)
+            # or any forward that only scores. TRL's num_tokens counts each batch once; so do we.
+            return
         if mask is not None:
             count = mask.sum()
             self._total = self._total + (int(count) if self.on_host else count)

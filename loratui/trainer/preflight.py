@@ -25,6 +25,8 @@ from loratui.recipe import (
 )
 from loratui.units import GIB, size
 
+ASSUMED_LENGTH = 1024
+"""The sequence length estimated at where neither the data nor the arguments give one (a guess, and said to be)."""
 SCAN_EXAMPLES = 20000
 """How many examples of a watched script's dataset are measured for the longest one (the peak batch), at most."""
 SCAN_S = 0.2
@@ -216,8 +218,10 @@ def longest_example(args: Any, dataset: Any) -> tuple[int, int | None, str]:
         how = "the longest example" if read == total else f"the longest of a sample of {read} of the {total} examples"
     except (TypeError, KeyError, IndexError, AttributeError, ValueError):
         longest = 0
-    if not longest:
-        return max_length or 1024, max_length, "no tokenised dataset to measure: assumed max_length"
+    if not longest and max_length:
+        return max_length, max_length, "no tokenised dataset to measure: assumed max_length"
+    if not longest:  # GRPO's GRPOConfig, a plain TrainingArguments: no max_length to assume
+        return ASSUMED_LENGTH, None, f"no tokenised dataset to measure and no max_length set: assumed {ASSUMED_LENGTH}"
     return min(longest, max_length or longest), max_length, how
 
 

@@ -14,6 +14,17 @@ from typing import Any
 
 KNOWN_LOSS_MODULES = ("transformers.", "trl.", "llamafactory.", "axolotl.")
 """Trainers whose compute_loss ends in the model's own loss or TRL's fused head (read from their source)."""
+SFT_LOSS_MODULE = "trl.trainer.sft_trainer"
+"""The one TRL loss measured (bench/watched_estimate_h200.jsonl). TRL's other trainers run other forwards than
+the recipe model's one: a DPO batch is twice per_device_train_batch_size and has a reference forward too
+(trl/trainer/dpo_trainer.py, `batch is [chosen, rejected]`), GRPO and RLOO generate before they score, and
+distillation runs a teacher; a figure modelled as SFT would be a wrong number said as a measured one."""
+TRL_OBJECTIVES = {
+    "dpo_trainer": "scores each pair's chosen and rejected completions in one batch, twice "
+                   "per_device_train_batch_size, and runs a reference forward besides",
+    "grpo_trainer": "generates its completions (with a KV cache) before it scores them",
+    "rloo_trainer": "generates its completions (with a KV cache) before it scores them",
+}
 
 
 def read_runtime(trainer: Any, model: Any) -> tuple[dict[str, Any], str | None]:
@@ -63,8 +74,24 @@ def _unknown_loss(trainer: Any, base: Any) -> str | None:
         return "the script passes its own compute_loss_func, so what the loss keeps is the script's"
     method = getattr(type(trainer), "compute_loss", None)
     owner = str(getattr(method, "__module__", "") or "")
+    objective = _trl_objective(type(trainer))
+    if objective:
+        return f"{objective}; loratui's estimate models TRL's SFTTrainer only"
     if method is not None and not owner.startswith(KNOWN_LOSS_MODULES):
         name = getattr(method, "__qualname__", "compute_loss")
         return (f"{name} (in {owner or 'the script'}) computes the loss its own way, so what it keeps is "
                 "the script's")
     return None
+
+
+def _trl_objective(cls: type) -> str:
+    """What the TRL trainer `cls` is, or subclasses (LLaMA-Factory's and axolotl's DPO trainers subclass TRL's), trains
+    on unlike SFTTrainer ('' for SFTTrainer, its plain subclasses, or no TRL trainer)."""
+    trl = next((c for c in cls.__mro__ if str(c.__module__).startswith("trl.")
+                and not str(c.__module__).endswith("base_trainer")), None)
+    if trl is None or trl.__module__ == SFT_LOSS_MODULE:
+        return ""
+    what = next((said for part, said in TRL_OBJECTIVES.items() if str(trl.__module__).endswith(part)),
+                "trains on more than SFTTrainer's one forward of the batch")
+    name = cls.__name__ if cls is trl else f"{cls.__name__} (TRL's {trl.__name__})"
+    return f"{name} {what}"

@@ -78,7 +78,7 @@ class LossWatch(FlatWatch, RiseWatch):
         self.objective = self.objective or _objective(values)
         if self.objective:
             return self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), False) + \
-                self._own_metrics(e.step, values)
+                self._own_metrics(e.step, values) + self._no_gradient(e.step, values.get("grad_norm"))
         spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and math.isfinite(loss) \
             else None
         spike = spike or self._huge(e.step, loss, values.get("grad_norm"))
@@ -205,6 +205,17 @@ class LossWatch(FlatWatch, RiseWatch):
             return [Finding("loss_flat", step, {"kind": "objective", "objective": self.objective,
                                                 "metric": metric, "value": values.get(metric),
                                                 "from_step": self.signal[0][0], "n": len(self.signal)})]
+        return []
+
+
+    def _no_gradient(self, step: int, grad: float | None) -> list[Finding]:
+        """A preference or RL objective's first three grad norms all exactly 0: no gradient reaches the trained
+        weights, whatever its loss and metrics say (a DPO loss stuck at ln 2, a GRPO loss at 0)."""
+        if grad is None or len(self.grads) >= 3:
+            return []
+        self.grads.append(grad)
+        if len(self.grads) == 3 and self.grads.count(0.0) == 3:
+            return [Finding("loss_flat", step, {"kind": "zero_grad", "zeros": 3, "n": 3, "lr_zero": self.lr == 0.0})]
         return []
 
 

@@ -169,7 +169,7 @@ def _flat_objective(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -
 
 def _flat_from_start(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
     spread = facts["spread"] / facts["mean"]
-    title = f"Loss is flat from the start ({facts['mean']:.3g} ± {spread:.1%}): check the data"
+    title = f"Loss is flat from the start ({facts['mean']:.5g} ± {spread:.1%}): check the data"
     evidence = [f"steps {facts['from_step']}-{facts['to_step']}: range {facts['spread']:.3g}", _CHECK]
     change: dict[str, Any] = {}
     if r is not None and r.training.learning_rate < 1e-5:

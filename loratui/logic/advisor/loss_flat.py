@@ -25,6 +25,9 @@ class FlatWatch:
     """Logs (spanning 100 steps or more) from which a loss can be judged flat: a robust spread from fewer is noise."""
     EPOCHS_SPAN = 1000
     """Steps that three logs must span to be judged as epoch summaries (`_judge_summaries`)."""
+    STILL_N = 5
+    """Logs from the start that are judged as summaries whatever their steps span: five epochs' losses numbered by
+    epoch (`Epoch 3/10, Loss: 3.4521`, Lightning's bar at each epoch's end) that stay within 0.5% do not learn."""
     ZERO_LR = 5
     """Logs in a row with a learning rate of exactly 0: more than a warm-up's first log or a schedule's last."""
     CHANCE_N = 4
@@ -111,12 +114,13 @@ class FlatWatch:
             span = self.flat[-1][0] - self.flat[0][0]
             if len(self.flat) == self.FLAT_N or (len(self.flat) >= self.FLAT_MIN and span >= 100 and not self.judged_flat):
                 found += self._judge_flat(step)
-            elif len(self.flat) == 3 and span >= self.EPOCHS_SPAN:
+            elif (len(self.flat) == 3 and span >= self.EPOCHS_SPAN) or len(self.flat) == self.STILL_N:
                 found += self._judge_summaries(step)
         return found
 
     def _judge_summaries(self, step: int) -> list[Finding]:
-        """Three logs from the run's start, thousands of steps apart (epoch summaries), within 0.5% of each other,
+        """Three logs from the run's start, thousands of steps apart (epoch summaries), or five whatever their steps
+        (numbered by epoch), within 0.5% of each other,
         printed to 3 digits or more so that 0.5% shows: a loss averaged over whole epochs that does not move at all
         in the first epochs is not learning (maxjcohen/transformer#27: `loss=80.6`, `80.5`, `80.5`, 10000 steps
         apart). Early epochs of a learning run fall by more than that."""

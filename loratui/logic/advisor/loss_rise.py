@@ -150,7 +150,8 @@ class RiseWatch:
         return None
 
     def _creep(self, step: int, loss: float, grad: float | None) -> Finding | None:
-        """A grad-norm spike (5x the recent median) and the loss creeping up after it, 10% over its level before
+        """A grad-norm spike (5x the recent median, from the third log on: a pasted window of five dicts shows it) and
+        the loss creeping up after it, 10% over its level before
         the spike within 8 logs: up in every log, or (from 4 logs on) a Mann-Kendall rise whose last 3 logs' median
         stands 10% over too, so one log that dips is not the end of it; and that median 3 noise-sigmas over the
         level (the noise of the logs before the spike, when 4 or more were logged): grad-norm spikes come and go in
@@ -173,7 +174,7 @@ class RiseWatch:
                 self.creep = None
         if grad is not None and math.isfinite(grad):
             grads = list(self.recent_grads)
-            if self.creep is None and found is None and len(grads) >= 3 and grad >= self.GRAD_SPIKE * max(series.median(grads), 1e-6) and len(self.prior) >= 2:
+            if self.creep is None and found is None and len(grads) >= 2 and grad >= self.GRAD_SPIKE * max(series.median(grads), 1e-6) and len(self.prior) >= 2:
                 self.creep = (step, series.median([v for _, v in list(self.prior)[-4:-1]] or [loss]), grad, [loss])
                 earlier = [v for _, v in list(self.prior)[:-1]]
                 self.creep_noise = series.noise(earlier) if len(earlier) >= 4 else 0.0

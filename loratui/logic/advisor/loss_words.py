@@ -89,7 +89,11 @@ _STILL = (r"(?:\w*n't|not|never)\s+(?:even\s+|really\s+|seems?\s+to\s+|appear\s+
           r"(?:fluctuat\w*|oscillat\w*|bounc\w*|jump\w* back and forth)\s+(?:around|about|near|between)|"
           r"all the time|"
           r"不变|没变|没怎么(?:变|动|降|下降)|没有变化|没什么变化|没有?变|不动|卡在|停在|一直在|始终在|维持在|稳定在|保持|徘徊|(?:附近|左右|上下|之间|一带)\s*(?:来回)?(?:波动|震荡)|一直是|始终是|"
-          r"都是|一直为|始终为")
+          r"都是|一直为|始终为|"
+          # Japanese: 下がらない / 下がりません (does not fall), 変わらない (does not change), のまま (stays as), 横ばい (flat)
+          r"(?:下が|減)(?:らな|らず|りませ)|変わ(?:らな|らず|りませ)|動か(?:な|ず)|のまま|横ばい|"
+          # Korean: 줄어들지 않 / 떨어지지 않 / 내려가지 않 (does not fall), 그대로 (as it was), 변하지 않 (does not change)
+          r"(?:줄어들|줄|떨어지|내려가|감소하|변하)지\s*(?:않|못)|안\s*(?:줄|떨어|내려)|그대로|변화가\s*없")
 _FALL = (r"downward\w*|trend(?:s|ed|ing)? down|decreas\w*|diminish\w*|declin\w*|shrink\w*|descend\w*|lessen\w*|"
          r"drop(?!out)\w*|go(?:es|ing)? down|went down|gone down|come down|fall\w*(?!\s+back)|fell|reduc\w*|lower\w*|"
          r"improv\w*|chang\w*|mov(?:e|es|ed|ing)\b|budge\w*|converg\w*|learn\w*|updat\w*|"
@@ -107,7 +111,11 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"(?:very\s+|extremely\s+|quite\s+|really\s+|so\s+|more\s+)?unstable\b|不稳定|忽高忽低|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"
          r"上升|变大|变得(?:很|非常|特别|极其|越来越|巨)?(?:大|高)|变(?:成|为)了?(?:一个)?(?:很|非常|特别|极其|巨)?大的|跳到|跳变|突增|猛增|蹿升|增大|增加|升高|变高|爆炸|发散|飙升|暴涨|暴增|回升|反弹|越\w{0,2}越(?:大|高)|"
-         r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨")
+         r"不降反(?:升|增|涨)|先降后(?:升|增|涨)|上涨|往上涨|涨|"
+         # Japanese: 上がる / 上がって (rises), 増える / 増えて (grows), 発散 (diverges), 跳ね上が (jumps up)
+         r"上が(?:る|り|っ)|増え|発散|跳ね上が|"
+         # Korean: 올라가 / 올라갑니다 / 올라갔 (rises), 증가 (increase), 커지 (grows), 발산 (diverges), 폭발 (explodes)
+         r"올라(?:가|갑|갔)|증가|커지|커졌|발산|폭발")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
          r"(?:(?:exactly|always|just|constantly|consistently|still|permanently)\s+)?"
@@ -365,9 +373,12 @@ _DOWN = r"(?:decreas\w*|declin\w*|fall\w*|dropp?\w*|go(?:es|ing)? down|went down
 _UP = r"(?:increas\w*|ris(?:e|es|ing)|go(?:es|ing)? up|went up)"
 _SWINGS = re.compile(
     rf"(?:\bnot|n't)\s+(?:\w+\s+)?monoton\w*(?:\s+{_DOWN})?|(?:\bnot|n't)\s+{_DOWN}\s+(?:\w+\s+)?monoton\w*|"
-    rf"\b{_DOWN}\s*(?:/|&|\band\b|\bor\b)\s*{_UP}\b|\b{_UP}\s*(?:/|&|\band\b|\bor\b)\s*{_DOWN}", re.I)
+    rf"\b{_DOWN}\s*(?:/|&|\band\b|\bor\b)\s*{_UP}\b|\b{_UP}\s*(?:/|&|\band\b|\bor\b)\s*{_DOWN}|"
+    r"(?:上が|下が|増え|減)っ?たり\S{0,4}?(?:上が|下が|増え|減)っ?たり|"
+    r"(?:올라|내려)(?:갔다|가다)\s*(?:올라|내려)(?:갔다|가다)", re.I)
 """A loss said to swing, not to move one way: `not monotone decreasing`, `does not decrease monotonically`,
-`decreasing/increasing`, `increases and decreases`. Every minibatch loss swings; what a maintainer reads from it is
+`decreasing/increasing`, `increases and decreases`, Japanese `上がったり下がったり`, Korean `올라갔다 내려갔다`. Every
+minibatch loss swings; what a maintainer reads from it is
 noise (ViLT#7, unsloth#854: both settled as normal), not a rise or a standstill. Read as `fluctuates`, which says
 nothing unless a level follows (`fluctuates around 2.3`). `decreases and then increases` is a rise and stays one."""
 _COMPARED = re.compile(r"\s*(?:对比|相比|比较|而|in comparison|by comparison|compared (?:to|with)|in contrast|unlike|"

@@ -302,7 +302,10 @@ _SETUP = (
         r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d))",
         re.I)),
     ("cuda_error", re.compile(
+        # in a person's words the run failed with one (`crashes with a device-side assert`), not `I fixed the ...`
         r"CUDA (?:driver |runtime )?error: (?!out of memory)|device-side assert triggered|illegal memory access|"
+        r"\b(?:with|gets?|got|getting|hits?|hitting|throws?|threw|raises?|raised|into)\s+(?:an?\s+|the\s+)?"
+        r"device-side assert(?!ions\b)|"
         r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|HIP error: (?!out of memory)|"
         r"hipError(?!OutOfMemory)[A-Z]\w+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"

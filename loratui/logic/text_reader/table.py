@@ -116,18 +116,26 @@ def html_table(html: str) -> Table | None:
 
 class TextTables:
     """A loss table pasted as text, read line by line (bounded: one table's rows): a header line naming
-    Training Loss, then rows of numbers (tab-, space- or pipe-separated); `found` is the last such table."""
+    Training Loss, then rows of numbers (tab-, space- or pipe-separated), or the Trainer's HTML table copied from a
+    notebook's output (`<table>` to `</table>`); `found` is the last such table."""
 
     MAX_ROWS = 100_000
     MAX_LINE = 2000
     """Longer lines are no loss table's header or row (a row of a few numbers, a header of a few names)."""
+    MAX_HTML = 4 << 20
+    """Characters of one pasted HTML table kept until its `</table>`: a longer one is given up (no loss table)."""
 
     def __init__(self) -> None:
         self.found: Table | None = None
         self._current: Table | None = None
         self._progress = ""
+        self._html: list[str] | None = None  # the lines of a `<table>` not yet closed
+        self._html_size = 0
 
     def feed(self, line: str) -> None:
+        if self._html is not None or "<table" in line.lower():
+            self._feed_html(line)
+            return
         if len(line) > self.MAX_LINE:  # no table's header or row: not worth a split (a 100 kB line took 0.1 s)
             if self._current is not None and self._current.rows:
                 self._current = None
@@ -148,6 +156,21 @@ class TextTables:
             self.found = current
         elif cells and current.rows:
             self._current = None
+
+
+    def _feed_html(self, line: str) -> None:
+        """One line of a pasted HTML table: kept until `</table>`, then parsed with the progress line above it."""
+        if self._html is None:
+            self._html, self._html_size = [self._progress], 0
+        self._html.append(line)
+        self._html_size += len(line)
+        if "</table" in line.lower():
+            found = html_table("\n".join(self._html))
+            self._html = None
+            if found is not None and found.rows:
+                self.found = found
+        elif self._html_size > self.MAX_HTML:
+            self._html = None
 
 
 def text_table(lines: list[str]) -> Table | None:

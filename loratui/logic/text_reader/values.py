@@ -138,17 +138,18 @@ _KEY_ALIASES = {
     "loss": "loss", "train loss": "loss", "training loss": "loss", "avr loss": "loss", "avg loss": "loss",
     "ave loss": "loss", "average loss": "loss", "mean loss": "loss", "running loss": "loss", "lr": "learning_rate",
     "learning rate": "learning_rate", "grad norm": "grad_norm", "gnorm": "grad_norm", "total loss": "loss",
-    "xent": "loss",
+    "xent": "loss", "loss train": "loss", "loss training": "loss",
     "损失": "loss", "损失值": "loss",
 }
 # `loss: X`, `loss=X`, `loss = X`, also as a printed tensor (`loss: tensor(2.3456, device='cuda:0')`); a bare
 # space (`step 5 loss 22.4671`) is `_SPACED`'s, which wants a decimal point so prose ("loss 2 times") is no value.
 _SEP_NUM = rf"(?:\s*[:=]\s*|\s+=\s*)(?:tensor\(\s*)?({_NUMBER})(?![\w.]|\s*[*/+])"
 _PAIRS = re.compile(
-    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running|total)[ _]loss|loss|xent|"
+    r"(?<![\w/])(train(?:ing)?[ _]loss|(?:avr|avg|ave|average|mean|running|total)[ _]loss|loss[ _]train(?:ing)?|"
+    r"loss|xent|"
     r"grad[ _]norm|gnorm)" + _SEP_NUM + r"|(损失值?)\s*[:：=]\s*(" + _NUMBER + r")", re.I)
 """Also kohya/musubi's `avr_loss=` and the `avg_loss` / `running_loss` of hand-written loops: a training loss
-averaged over the last steps, the one number those loops print."""
+averaged over the last steps, the one number those loops print; LitGPT's `loss train: 2.431, val: n/a`."""
 _LR_STATED = re.compile(r"(?:(?<![A-Za-z0-9_])(?:lr|learning[ _-]?rate)(?![A-Za-z_])|学习率)\s*"
                         r"(?:(?:of|is|was|at|to|as|为|是)\s*)?[=:：]?\s*(?:tensor\(\s*)?"
                         rf"({_NUMBER})(?![\w.]|\s*[*/+%])", re.I)
