@@ -43,18 +43,19 @@ CATEGORIES = frozenset({
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.73, "dev": 0.92}
+FLOOR = {"sealed": 0.73, "dev": 0.91}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's seventh session on 1,287 excerpts (sealed 307/411, dev 812/876), the word model's guess
-included (the rules alone: sealed 290/411, dev 778/876; `bench/corpus_halves.py --no-guess`). The dev figure holds
-the model's in-sample answers: only sealed measures it. That session's 164 holdout excerpts (batch-colW..colZ),
-collected at its start and read by no rule writer, scored 103/164 with its starting rules and 109/164 with the guess
-of a model trained before they were merged; the dev floor went from 0.93 to 0.92 when their dev half (111 excerpts
-the rules had never seen) joined the dev split. Issue 23's goal is 0.90 on both, within 5 points of each other: the
-sealed split says the doctor has not generalised that far."""
+at the end of issue 23's eighth session on 1,403 excerpts (sealed 334/450, dev 873/953), the word model's guess
+included (the rules alone: sealed 312/450, dev 830/953; `bench/corpus_halves.py --no-guess`). The dev figure holds
+the model's in-sample answers: only sealed measures it. Each of the last two sessions collected a holdout wave at
+its start that no rule writer read before it was scored: the seventh's 164 excerpts (batch-colW..colZ) scored
+103/164 with its starting rules and 109/164 with the guess; the eighth's 116 (batch-col8a..col8d) 72/116 and
+79/116, the same at that session's end. The dev floor went from 0.93 to 0.92 and then 0.91 as their dev halves
+(111 and 77 excerpts the rules had never seen) joined the dev split. Issue 23's goal is 0.90 on both, within 5
+points of each other: the sealed split says the doctor has not generalised that far."""
 PER_CATEGORY = {"sealed": 0.20, "dev": 0.80}
-"""Regression floors for every category's share right, per split (measured: sealed oom_other_process 7/27, dev
-oom_full 42/48); issue 23's goal is 0.75."""
+"""Regression floors for every category's share right, per split (measured: sealed oom_other_process 9/29, dev
+oom_other_process 65/81); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
