@@ -263,7 +263,7 @@ def test_a_move_the_config_cannot_carry_gets_no_fix_and_one_line_why(command: li
 def test_every_move_the_advisor_makes_has_an_entry_for_each_tool() -> None:
     """A new advice move must be mapped (to its key, or to no key) for LLaMA-Factory and axolotl alike."""
     logic = REPO / "loratui" / "logic"
-    source = "".join(p.read_text() for p in (*logic.glob("advice*.py"), logic / "priced_moves.py"))
+    source = "".join(p.read_text() for p in (*(logic / "advisor").glob("*.py"), logic / "priced_moves.py"))
     moves = set(re.findall(r'"((?:training|lora|quantization|data|model)\.[a-z_0-9]+)"', source)) - {"data.path"}
     assert moves, "no moves found"
     for tool, table in config_keys.KEYS.items():

@@ -17,8 +17,10 @@ from tomlkit.items import InlineTable
 from loratui.bounds import BOM
 
 ADDED_COMMENT = "set by loratui advice"
-ADVICE_ENV = frozenset({"PYTORCH_CUDA_ALLOC_CONF", "NCCL_DEBUG", "CUDA_LAUNCH_BLOCKING"})
-"""The environment variables advice may set: the only ones a restart carries from a run's settings."""
+ADVICE_ENV = frozenset({"PYTORCH_CUDA_ALLOC_CONF", "NCCL_DEBUG", "CUDA_LAUNCH_BLOCKING", "NCCL_P2P_DISABLE",
+                        "TF_GPU_ALLOCATOR", "XLA_PYTHON_CLIENT_ALLOCATOR"})
+"""The environment variables advice may set: the only ones a restart carries from a run's settings (every one the
+advisor proposes: tests/test_config_fix.py checks)."""
 
 
 class EditError(ValueError):
