@@ -372,3 +372,9 @@ def test_restart_of_a_real_watched_command_runs_it_with_the_fixed_config(
     wait_for(lambda: config_fix.final_state(second) == events.FINISHED, timeout=120)
     assert second.read_settings().command == ["llamafactory-cli", "train", "cfg/x.loratui-fix1.yaml"]
     assert "batch 1 from cfg/x.loratui-fix1.yaml" in second.stdout_log.read_text()
+
+
+def test_a_length_move_names_every_trl_config_that_has_it() -> None:
+    """A DPO run read `SFTConfig.max_length under TRL` (trial 8): DPOConfig has its own max_length."""
+    spoken = command_keys.python_name("data.max_length")
+    assert "SFTConfig" in spoken and "DPOConfig" in spoken

@@ -115,7 +115,7 @@ def python_name(dotted: str) -> str:
     if section == "env":
         return dotted
     if section == "data" and key == "max_length":
-        return "max_length (tokenizer truncation; SFTConfig.max_length under TRL)"
+        return "max_length (tokenizer truncation; under TRL, SFTConfig's or DPOConfig's max_length)"
     return f"{_CLASSES[section]}.{key}" if section in _CLASSES else dotted
 
 
