@@ -211,26 +211,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if requeued is not None:  # this job ran before, saved before its limit and was requeued: go on with it
         from loratui.supervisor.launch import spawn_supervisor
 
-        held = HeldInterrupt.hold()
-        try:
+        with HeldInterrupt.hold() as held:
             spawn_supervisor(requeued, adopt=True)
-        except BaseException:
-            held.restore()
-            raise
         return _view(requeued, headless=args.headless, held=held)
     limit = launch_checks.slurm_limit(args)
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
-    held = HeldInterrupt.hold()  # from the spawn on, Ctrl-C leaves the run training: held until the viewer answers
-    try:
+    with HeldInterrupt.hold() as held:  # from the spawn on, Ctrl-C leaves the run training: held for the viewer
         if watching:
             run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url,
                                 slurm_limit=limit, stdin=passed_stdin())
         else:
             run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
                             alert_url=url, slurm_limit=limit)
-    except BaseException:
-        held.restore()
-        raise
     for other, status in busy:
         say_error(sharing_note(other.run_id, status))
     return _view(run, headless=args.headless, held=held)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import Any, Self
 
 
 class HeldInterrupt:
@@ -26,6 +26,15 @@ class HeldInterrupt:
         if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
             held._previous = signal.signal(signal.SIGINT, held._press)
         return held
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        """A start that raised restores the handler (its own error is what to say); one that did not stays held
+        for the viewer's `release`."""
+        if kind is not None:
+            self.restore()
 
     def _press(self, signum: int, frame: FrameType | None) -> None:
         self.pressed = True
