@@ -145,3 +145,41 @@ def test_a_bare_nvidia_smi_table_gets_no_guess(capsys: pytest.CaptureFixture[str
     assert "a guess" not in capsys.readouterr().out
     asked = "CUDA out of memory although nothing of mine runs; a stray process holds the card:\n" + NVIDIA_SMI
     assert word_guess.has_words(asked) and not word_guess.has_words(NVIDIA_SMI)
+
+
+def test_the_guess_is_not_asked_where_fp16s_loss_scaler_speaks(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    """The loss scaler's back-off is the run's own log, which the rules judged (one overflow is normal): the words
+    around it must not outvote that reading."""
+    from loratui.commands import doctor
+
+    asked: list[str] = []
+    monkeypatch.setattr(word_guess, "guess", lambda model, text: asked.append(text))
+    paste = tmp_path / "fp16.txt"
+    paste.write_text("Is this fine? It printed this once at the start\n[deepspeed] OVERFLOW! Rank 0 Skipping step. "
+                     "Attempted loss scale: 65536, reducing to 32768\n", encoding="utf-8")
+    assert doctor.diagnose(paste, guess=True)[0] == [] and asked == []
+    paste.write_text("Is this fine? It printed this once at the start, then the run went on\n", encoding="utf-8")
+    doctor.diagnose(paste, guess=True)
+    assert len(asked) == 1  # the same words without the scaler's line: the guess is asked
+
+
+def test_a_kind_is_named_when_it_holds_kind_at_of_the_problem_kinds(model) -> None:  # type: ignore[no-untyped-def]
+    """The gate's arithmetic on the shipped model's arrays: the kinds' scores are set so that one kind holds a
+    known share of the problem kinds' probability."""
+    from dataclasses import replace
+
+    kinds = list(model.kinds)
+    top = kinds.index("oom_full")
+
+    def share_model(share: float):  # type: ignore[no-untyped-def]
+        others = len(kinds) - 2  # healthy and the top kind left out
+        rest = (1 - share) / others
+        scores = np.full(len(kinds), np.log(rest))
+        scores[top], scores[kinds.index("healthy")] = np.log(share), np.log(rest)
+        return replace(model, sick_coef=np.zeros_like(model.sick_coef), sick_intercept=10.0,
+                       kind_coef=np.zeros_like(model.kind_coef), kind_intercept=scores)
+
+    above = guess(share_model(word_guess.KIND_AT + 0.02), SLOW_LOADER)
+    assert above is not None and above.kind == "oom_full"
+    assert guess(share_model(word_guess.KIND_AT - 0.02), SLOW_LOADER) is None

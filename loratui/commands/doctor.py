@@ -149,9 +149,9 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     from loratui.logic.fmt import count
 
     items = advisor.items()
-    # a text that prints its own training logs (a loss series, a loss table) was judged by its numbers, which
-    # outrank words (advisor/rank.py's ladder): the guess is for prose and tracebacks where no rule spoke
-    series = logged or tables.found is not None
+    # a text that prints its own training logs (a loss series, a loss table, fp16's loss scaler backing off) was
+    # judged by them, and they outrank words (advisor/rank.py's ladder): the guess is for prose and tracebacks
+    series = logged or tables.found is not None or bool(advisor.text.scale_line)
     items = _with_guess(items, "\n".join(kept)) if guess and not series else items
     note = f"{count(reader.lines, 'line')} read as training text (no recipe)"
     if not items and not series:  # issue 23: no evidence either way is not "healthy"; say so, guess nothing
