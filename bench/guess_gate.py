@@ -31,13 +31,18 @@ from loratui.commands import doctor  # noqa: E402
 
 SPEAK = (0.7, 0.8, 0.85, 0.9, 0.95)
 KIND = (0.0, 0.3, 0.4, 0.5, 0.6)
+MEMORY = (0.4, 0.5, 0.6, 0.7)
 
 
-def rules_and_texts(rows: list[dict]) -> list[tuple[str, str | None]]:
-    """Per record: the rules' first category, and the text the guess would read (None: the guess is not asked)."""
+def rules_and_texts(rows: list[dict]) -> list[tuple[str, str | None, bool]]:
+    """Per record: the rules' first category, the text the guess would read (None: the guess is not asked), and
+    whether it is asked which memory kind an OOM is (`word_guess.memory_kind`) rather than whether there is a
+    problem."""
     asked: list[str] = []
-    real = word_guess.guess
+    memory: list[bool] = []
+    real = word_guess.guess, word_guess.memory_kind
     word_guess.guess = lambda model, text: asked.append(text)  # returns None: the rules' answer stays
+    word_guess.memory_kind = lambda model, text: asked.append(text) or memory.append(True)
     found = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -46,10 +51,11 @@ def rules_and_texts(rows: list[dict]) -> list[tuple[str, str | None]]:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(row["text"].encode("utf-8"))
                 asked.clear()
+                memory.clear()
                 items, _ = doctor.diagnose(path, guess=True)
-                found.append((top_category(items), asked[0] if asked else None))
+                found.append((top_category(items), asked[0] if asked else None, bool(memory)))
     finally:
-        word_guess.guess = real
+        word_guess.guess, word_guess.memory_kind = real
     return found
 
 
@@ -71,6 +77,13 @@ def out_of_fold(rows: list[dict], texts: list[str | None]) -> list[tuple[float, 
     return found
 
 
+def memory_answer(rule: str, kinds: dict[str, float], memory_at: float) -> str:
+    """word_guess.memory_kind's gate over the rules' default "full"."""
+    shares = {kind: kinds[kind] for kind in word_guess.MEMORY_KINDS}
+    best = max(shares, key=shares.__getitem__)
+    return best if best != "oom_full" and shares[best] / sum(shares.values()) >= memory_at else rule
+
+
 def answer(rule: str, asked: bool, p_sick: float, kinds: dict[str, float], speak: float, kind_at: float) -> str:
     """word_guess.guess's gate over the rules' answer."""
     if rule != "healthy" or not asked or p_sick < speak:
@@ -83,17 +96,23 @@ def answer(rule: str, asked: bool, p_sick: float, kinds: dict[str, float], speak
 def main() -> None:
     rows = dev_rows()
     rules = rules_and_texts(rows)
-    probs = out_of_fold(rows, [text for _, text in rules])
+    probs = out_of_fold(rows, [text for _, text, _ in rules])
     labels = [row["category"] for row in rows]
-    right = sum(rule == label for (rule, _), label in zip(rules, labels))
+    right = sum(rule == label for (rule, _, _), label in zip(rules, labels))
     print(f"{len(rows)} dev records; rules alone right on {right}")
     print(f"{'SPEAK_AT':>8} {'KIND_AT':>7} {'right':>6} {'healthy called sick':>20}")
     for speak in SPEAK:
         for kind_at in KIND:
-            got = [answer(rule, text is not None, p, kinds, speak, kind_at)
-                   for (rule, text), (p, kinds) in zip(rules, probs)]
-            lost = sum(label == rule == "healthy" != g for (rule, _), g, label in zip(rules, got, labels))
+            got = [answer(rule, text is not None and not memory, p, kinds, speak, kind_at)
+                   for (rule, text, memory), (p, kinds) in zip(rules, probs)]
+            lost = sum(label == rule == "healthy" != g for (rule, _, _), g, label in zip(rules, got, labels))
             print(f"{speak:>8} {kind_at:>7} {sum(g == label for g, label in zip(got, labels)):>6} {lost:>20}")
+    unsettled = [(rule, kinds, label) for (rule, _, memory), (_, kinds), label in zip(rules, probs, labels) if memory]
+    print(f"\n{len(unsettled)} OOMs whose message settles no kind; the rules say full, right on "
+          f"{sum(label == 'oom_full' for _, _, label in unsettled)}")
+    for memory_at in MEMORY:
+        got = sum(memory_answer(rule, kinds, memory_at) == label for rule, kinds, label in unsettled)
+        print(f"  MEMORY_AT {memory_at}: right on {got}")
 
 
 if __name__ == "__main__":

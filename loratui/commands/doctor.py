@@ -152,7 +152,7 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     # a text that prints its own training logs (a loss series, a loss table, fp16's loss scaler backing off) was
     # judged by them, and they outrank words (advisor/rank.py's ladder): the guess is for prose and tracebacks
     series = logged or tables.found is not None or bool(advisor.text.scale_line)
-    items = _with_guess(items, "\n".join(kept)) if guess and not series else items
+    items = _with_guess(items, "\n".join(kept), series) if guess else items
     note = f"{count(reader.lines, 'line')} read as training text (no recipe)"
     if not items and not series:  # issue 23: no evidence either way is not "healthy"; say so, guess nothing
         note += f"; {NOTHING_TO_JUDGE}"
@@ -161,18 +161,24 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     return items, note
 
 
-def _with_guess(items: list[Any], text: str) -> list[Any]:
-    """Where no rule found a problem, the word model's guess first, when it is confident a problem is described
-    (logic/word_guess.py says how it was measured); the items as they are otherwise."""
-    from loratui.logic.word_guess import advice, guess
+def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
+    """The word model's guess first (logic/word_guess.py says how it was measured), where no rule found a problem
+    and the text is no training log (`series`: its numbers were judged), or where the rules' first item is an OOM
+    whose kind nothing read settled (then the words say what held the memory); the items as they are otherwise."""
+    from loratui.logic.advisor.oom_advice import kind_unsettled
+    from loratui.logic.word_guess import advice, guess, memory_kind
 
-    if any(item.severity in ("error", "warning") for item in items) or (items and items[0].id == "data_starved"):
+    memory = bool(items) and kind_unsettled(items[0])
+    spoke = any(item.severity in ("error", "warning") for item in items) or (items and items[0].id == "data_starved")
+    if not memory and (spoke or series):
         return items
     from loratui.sources.word_model import load
 
     model = load()
-    found = guess(model, text) if model is not None else None
-    return items if found is None else [advice(found, model.records), *items]
+    if model is None:
+        return items
+    found = memory_kind(model, text) if memory else guess(model, text)
+    return items if found is None else [advice(found, model.records, memory), *items]
 
 
 def _table_logs(table: Any) -> list[Any]:

@@ -13,6 +13,17 @@ from loratui.logic.fmt import clip
 from loratui.recipe import Recipe
 
 
+UNSETTLED = ("the message does not say what holds the memory", "the message gives only the size it asked for",
+             "the message gives no usable numbers")
+"""How an oom_full title says that nothing read settled the memory's kind (no numbers that do, no words that name
+a holder): "full" is then the default, not a finding, and `doctor` lets the words' guess speak first."""
+
+
+def kind_unsettled(advice: Advice) -> bool:
+    """Whether `advice` is an oom_full whose kind is the default (UNSETTLED), not read from numbers or words."""
+    return advice.id == "oom_full" and any(f"({where})" in advice.title for where in UNSETTLED)
+
+
 def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | None = None,
                 logits_gib: float = 0.0, priced: Any = None) -> list[Advice]:
     """The OOM as advice: where it happened (eval, save) and why (full, fragmented, a neighbour)."""
@@ -43,9 +54,8 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
         text, change = memory_move(r, phase, logits_gib, priced)
         # "no usable numbers" beside evidence quoting the request and the free memory read as a contradiction
         where = ("while loading the model" if phase == "load" else "the card is full" if kind == oom.FULL
-                 else "the message does not say what holds the memory" if report.total is not None
-                 else "the message gives only the size it asked for" if report.requested is not None
-                 else "the message gives no usable numbers")
+                 else UNSETTLED[0] if report.total is not None
+                 else UNSETTLED[1] if report.requested is not None else UNSETTLED[2])
         built.append(Advice("oom_full", ERROR, f"CUDA out of memory ({where}): {text}", evidence, change, f.step))
     return built
 
