@@ -183,3 +183,55 @@ def test_a_kind_is_named_when_it_holds_kind_at_of_the_problem_kinds(model) -> No
     above = guess(share_model(word_guess.KIND_AT + 0.02), SLOW_LOADER)
     assert above is not None and above.kind == "oom_full"
     assert guess(share_model(word_guess.KIND_AT - 0.02), SLOW_LOADER) is None
+
+
+SEVEN_SCRIPTS = ("RuntimeError: CUDA out of memory.\nI start 7 training scripts, one per GPU, with "
+                 "torch.device(f'cuda:{i}'), and every script after the first dies with this.\n")
+"""Written for this test: an OOM message with no numbers, and words that tell of other processes in a way no rule
+reads (if one comes to, take words no rule reads: the test is of the wiring)."""
+
+
+def test_an_oom_whose_message_settles_nothing_gets_the_words_reading_first(tmp_path: Path) -> None:
+    from loratui.commands import doctor
+
+    paste = tmp_path / "seven.txt"
+    paste.write_text(SEVEN_SCRIPTS, encoding="utf-8")
+    items, _ = doctor.diagnose(paste, guess=True)
+    assert [item.id for item in items[:2]] == ["oom_other_process", "oom_full"]
+    assert "a guess: the OOM message does not say what held the memory" in items[0].title
+    assert "of the out-of-memory kinds, this reads most like oom_other_process" in items[0].evidence[0]
+    assert "(the message gives no usable numbers)" in items[1].title  # the rules' default stays, second
+    assert doctor.diagnose(paste, guess=False)[0][0].id == "oom_full"
+
+
+def test_an_oom_whose_numbers_settle_it_is_not_second_guessed(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    from loratui.commands import doctor
+
+    asked: list[str] = []
+    monkeypatch.setattr(word_guess, "memory_kind", lambda model, text: asked.append(text))
+    paste = tmp_path / "numbers.txt"
+    paste.write_text(SEVEN_SCRIPTS.replace(
+        "RuntimeError: CUDA out of memory.", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+        "GPU 0 has a total capacity of 79.15 GiB of which 1.20 GiB is free. Including non-PyTorch memory, this "
+        "process has 77.90 GiB memory in use. Of the allocated memory 76.10 GiB is allocated by PyTorch, and 1.30 "
+        "GiB is reserved by PyTorch but unallocated."), encoding="utf-8")
+    items, _ = doctor.diagnose(paste, guess=True)
+    assert items[0].id == "oom_full" and asked == []  # this process holds the card: full, read from numbers
+
+
+def test_a_memory_kind_is_named_at_memory_at_of_the_memory_kinds(model) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    kinds = list(model.kinds)
+
+    def share_model(share: float):  # type: ignore[no-untyped-def]
+        scores = np.full(len(kinds), np.log(1e-6))
+        scores[kinds.index("oom_fragmentation")] = np.log(share)
+        scores[kinds.index("oom_full")] = np.log(1 - share)
+        return replace(model, kind_coef=np.zeros_like(model.kind_coef), kind_intercept=scores)
+
+    above = word_guess.memory_kind(share_model(word_guess.MEMORY_AT + 0.02), SLOW_LOADER)
+    assert above is not None and above.kind == "oom_fragmentation"
+    assert word_guess.memory_kind(share_model(word_guess.MEMORY_AT - 0.02), SLOW_LOADER) is None
+    assert word_guess.memory_kind(share_model(0.1), SLOW_LOADER) is None  # "full" is the rules' own default
