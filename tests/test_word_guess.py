@@ -225,13 +225,16 @@ def test_a_memory_kind_is_named_at_memory_at_of_the_memory_kinds(model) -> None:
 
     kinds = list(model.kinds)
 
-    def share_model(share: float):  # type: ignore[no-untyped-def]
+    def share_model(share: float, cuda_error: float = 1e-6):  # type: ignore[no-untyped-def]
         scores = np.full(len(kinds), np.log(1e-6))
         scores[kinds.index("oom_fragmentation")] = np.log(share)
         scores[kinds.index("oom_full")] = np.log(1 - share)
+        scores[kinds.index("cuda_error")] = np.log(cuda_error)
         return replace(model, kind_coef=np.zeros_like(model.kind_coef), kind_intercept=scores)
 
     above = word_guess.memory_kind(share_model(word_guess.MEMORY_AT + 0.02), SLOW_LOADER)
     assert above is not None and above.kind == "oom_fragmentation"
     assert word_guess.memory_kind(share_model(word_guess.MEMORY_AT - 0.02), SLOW_LOADER) is None
     assert word_guess.memory_kind(share_model(0.1), SLOW_LOADER) is None  # "full" is the rules' own default
+    # the words read as a CUDA error: the memory kinds' shares are noise, whatever their ratio
+    assert word_guess.memory_kind(share_model(0.9, cuda_error=50.0), SLOW_LOADER) is None
