@@ -44,7 +44,7 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     elif long_sample is not None and phase not in ("eval", "save", "load"):
         built.append(_long_sample_advice(long_sample, r, evidence, f.step, word))
     elif phase not in ("eval", "save"):
-        text, change = memory_move(r, phase, logits_gib, priced)
+        text, change = memory_move(r, phase, logits_gib, priced, f.facts.get("lengths"))
         # "no usable numbers" beside evidence quoting the request and the free memory read as a contradiction
         where = ("while loading the model" if phase == "load" else _full_words(report) if kind == oom.FULL
                  else "the message does not say what holds the memory" if report.total is not None
