@@ -11,6 +11,7 @@ import io
 from loratui.commands.doctor import diagnose_stream
 from loratui.logic import oom
 from loratui.logic.oom import GIB
+from tests.test_oom_reading import new_oom
 
 # pytorch/pytorch#152351 (a transformers Trainer on a Mac)
 MPS_TRAINER = """\
@@ -130,10 +131,7 @@ def test_xpu_request_beyond_the_card() -> None:
 
 
 def test_cuda_oom_still_says_cuda() -> None:
-    line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-            "79.15 GiB of which 1.05 GiB is free. Including non-PyTorch memory, this process has 78.08 GiB memory in "
-            "use. Of the allocated memory 70.21 GiB is allocated by PyTorch, and 6.95 GiB is reserved by PyTorch but "
-            "unallocated.")
+    line = new_oom("2.00 GiB", "79.15 GiB", "1.05 GiB", "70.21 GiB", "6.95 GiB")
     report = oom.parse_oom(line)
     assert report is not None and report.device == "cuda"
     items = advice(line)
