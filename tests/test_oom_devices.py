@@ -130,6 +130,33 @@ def test_xpu_request_beyond_the_card() -> None:
     assert "32.00 GiB" in said and not any(word in said for word in CUDA_WORDS), said
 
 
+# intel/torch-xpu-ops#3011: 5.65 GiB free of 5.65 GiB, 4.66 GiB asked: the memory was there, no block of it served
+XPU_FREE = ("torch.OutOfMemoryError: XPU out of memory. Tried to allocate 4.66 GiB. GPU 0 has a total capacity of "
+            "5.65 GiB of which 5.65 GiB is free. Of the allocated memory 195.50 KiB is allocated by PyTorch, and 1.81 "
+            "MiB is reserved by PyTorch but unallocated. Please use `empty_cache` to release all unoccupied cached "
+            "memory.")
+
+
+def test_xpu_fragmentation_gets_no_cuda_allocator_setting() -> None:
+    items = advice(XPU_FREE)
+    assert items[0].id == "oom_fragmentation" and items[0].title.startswith("XPU OOM from fragmentation")
+    said = words(items[0])
+    assert "torch.xpu.empty_cache()" in said and not items[0].change
+    assert not any(word in said for word in CUDA_WORDS), said
+    assert "195.50 KiB" in said
+
+
+def test_other_processes_are_named_with_the_devices_tools() -> None:
+    told = "Another process is using the GPU memory.\n"
+    xpu = advice(told + "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 5.12 GiB.\n")[0]
+    assert xpu.id == "oom_other_process" and xpu.title.startswith("XPU OOM")
+    assert "xpu-smi ps" in words(xpu) and "ZE_AFFINITY_MASK" in words(xpu)
+    assert not any(word in words(xpu) for word in CUDA_WORDS), words(xpu)
+    mps = advice(told + "RuntimeError: MPS backend out of memory\n")[0]
+    assert mps.id == "oom_other_process" and "the Mac's memory" in mps.title and "Activity Monitor" in words(mps)
+    assert not any(word in words(mps) for word in CUDA_WORDS), words(mps)
+
+
 def test_cuda_oom_still_says_cuda() -> None:
     line = new_oom("2.00 GiB", "79.15 GiB", "1.05 GiB", "70.21 GiB", "6.95 GiB")
     report = oom.parse_oom(line)

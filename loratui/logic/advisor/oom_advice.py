@@ -103,21 +103,26 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     pids = list(others) or list(report.other_pids)
     named = ", ".join(f"PID {pid} ({gib(used)})" for pid, used in pids[:6])
     held = gib(sum(b for _, b in pids)) if pids else gib(report.other_used)
-    title = f"CUDA OOM: other processes hold {held} of the card" + (f": {named}" if named else "")
+    word, (lists, choose) = DEVICE_WORD[report.device], _HOLDERS[report.device]
+    card = "the Mac's memory" if report.device == "mps" else "the card"  # MPS shares the Mac's memory
+    title = f"{word} OOM: other processes hold {held} of {card}" + (f": {named}" if named else "")
     if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
-        title = "CUDA OOM before this program held any memory (its CUDA context could not be created): other " \
-                "processes hold the card"
+        title = f"{word} OOM before this program held any memory (its {word} context could not be created): other " \
+                f"processes hold {card}"
     elif not pids and report.other_used is None and report.held:
-        title = f"CUDA OOM: {report.note}: other processes hold the card"
+        title = f"{word} OOM: {report.note}: other processes hold {card}"
     elif not pids and report.other_used is None:  # no numbers: the text's words say who held it (in the evidence)
-        title = "CUDA OOM: memory held by another process, not this run -> free the card (stop that process) or " \
-                "choose another GPU with CUDA_VISIBLE_DEVICES"
-    extra = [XPU_OTHERS if report.device == "xpu" else
-             "stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
-    if report.device == "xpu":
-        title = title.replace("CUDA OOM", "XPU OOM").replace("nvidia-smi", "xpu-smi ps").replace(
-            "CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK").replace("CUDA context", "device context")
+        title = f"{word} OOM: memory held by another process, not this run -> free {card} (stop that process)" + \
+            (f" or choose another GPU with {choose}" if choose else "")
+    extra = [f"stop them ({lists})" + (f" or choose another GPU with {choose}" if choose else "")]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
+
+
+_HOLDERS = {"cuda": ("nvidia-smi lists them; kill -9 a zombie", "CUDA_VISIBLE_DEVICES"),
+            "xpu": ("xpu-smi ps lists the processes on each Intel GPU", "ZE_AFFINITY_MASK"),
+            "mps": ("Activity Monitor's Memory tab lists what holds the Mac's memory", "")}
+"""Per device: what lists the processes that hold its memory, and the variable that picks another GPU (a Mac has
+one GPU, sharing the Mac's memory)."""
 
 
 def _phase_advice(phase: str, step: int, r: Recipe | None, evidence: list[str], severity: str,
@@ -188,9 +193,9 @@ def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
 DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU"}
 """The device an OOM names, as its advice's title names it (logic/oom.py's OomReport.device)."""
 
-XPU_CACHE_MOVE = ("call torch.xpu.empty_cache() between phases (it may help fragmentation, PyTorch's docs say) or "
-                  "lower the batch: PYTORCH_CUDA_ALLOC_CONF does not reach the XPU allocator")
-XPU_OTHERS = "stop them (xpu-smi ps lists the processes on each Intel GPU) or choose another GPU with ZE_AFFINITY_MASK"
+XPU_CACHE_MOVE = ("call torch.xpu.empty_cache() between phases (PyTorch's docs: it may reduce fragmentation) or lower "
+                  "the batch")
+"""No allocator variable is proposed for XPU: which one its allocator reads, in which torch, loratui has not checked."""
 
 MPS_CAP = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO sets the cap (1.7 times the GPU's recommended working set by default, at "
            "most 2.0; 0.0 lifts it, as the message offers): a higher cap lets the run take memory macOS needs, and the "
