@@ -169,3 +169,32 @@ def test_cpu_allocator_is_still_no_gpu_oom() -> None:
     line = ("RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 123 bytes. Error code 12 "
             "(Cannot allocate memory)")
     assert oom.parse_oom(line) is None
+
+
+def test_the_supervisors_oom_alert_names_the_device() -> None:
+    """`loratui run`'s OOM alert (a notice in the log, a push to the endpoint) says MPS, not CUDA, on a Mac."""
+    from loratui import events
+    from loratui.recipe import Recipe
+    from loratui.supervisor.watch import RunWatch
+
+    written: list = []
+    watch = RunWatch("r1", Recipe(), written.append)
+    watch.feed([events.State(t=1.0, state="training"),
+                events.Output(t=2.0, stream="stderr", lines=MPS_TRAINER.splitlines())])
+    (alert,) = [e.message for e in written if isinstance(e, events.Notice) and e.key == "alert"]
+    assert alert.startswith("MPS out of memory (the 16.88 GiB cap was reached)"), alert
+    assert "CUDA" not in alert, alert
+
+
+def test_the_guards_oom_action_names_the_device(tmp_path) -> None:
+    """The opt-in guard's reason for a restart says which device ran out."""
+    from loratui import events
+    from loratui.logic.advisor import Advisor
+    from loratui.recipe import GuardSection, Recipe
+    from loratui.rundir import RunDir
+    from loratui.supervisor.guard import Guard
+
+    advisor = Advisor(Recipe()).feed_all([events.State(t=1.0, state="training"),
+                                          events.Output(t=2.0, stream="stderr", lines=MPS_TRAINER.splitlines())])
+    action = Guard(RunDir(tmp_path), GuardSection(enabled=True), lambda e: None).after_failure(advisor)
+    assert action is not None and action.why.startswith("MPS out of memory after step"), action

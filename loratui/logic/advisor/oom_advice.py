@@ -193,6 +193,11 @@ def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
 DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU"}
 """The device an OOM names, as its advice's title names it (logic/oom.py's OomReport.device)."""
 
+
+def ran_out(report: oom.OomReport) -> str:
+    """'CUDA out of memory', 'MPS out of memory', 'XPU out of memory': the OOM as an alert or the guard names it."""
+    return f"{DEVICE_WORD[report.device]} out of memory"
+
 XPU_CACHE_MOVE = ("call torch.xpu.empty_cache() between phases (PyTorch's docs: it may reduce fragmentation) or lower "
                   "the batch")
 """No allocator variable is proposed for XPU: which one its allocator reads, in which torch, loratui has not checked."""
