@@ -84,3 +84,19 @@ def test_dpo_oom_keeps_the_max_length_dpo_has(tmp_path: Path) -> None:
 def test_a_short_completion_cap_is_not_halved_further(tmp_path: Path) -> None:
     top = _oom_advice(_config(trl.GRPOConfig, tmp_path, max_completion_length=64), "train_grpo.py")
     assert not top.change or not any("length" in key for key in top.change), top.change
+
+
+def test_a_long_batch_in_grpo_is_not_truncated_with_a_max_length_it_lacks(tmp_path: Path) -> None:
+    """One unusually long batch asks for truncation (tests/test_advice_long_sample.py), with max_length: GRPOConfig
+    has none, so its own length move stands."""
+    args = _config(trl.GRPOConfig, tmp_path, max_completion_length=512)
+    steps = [events.Step(t=1.0 + i, step=i, epoch=0.0, step_time=0.1, max_len=128 + 8 * (i % 3)) for i in range(1, 9)]
+    advisor = Advisor(None).feed_all([
+        events.Header(t=0.0, schema=events.SCHEMA_VERSION, run_id="r", recipe_hash="", command=["python", "g.py"]),
+        events.Settings(t=0.5, recipe=LIVE, lengths=config_lengths(args)), events.State(t=0.8, state="training"),
+        *steps, events.Notice(t=10.0, level="error", key="oom_batch",
+                              message="out of memory on a batch of sequence length 900"),
+        events.Output(t=10.5, stream="stderr", lines=[OOM])])
+    assert advisor.long_sample() == (900, 136)
+    top = advisor.items()[0]
+    assert top.id == "oom_full" and top.change == {"GRPOConfig.max_completion_length": 256}, top

@@ -41,7 +41,8 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
         built.append(Advice("oom_fragmentation", ERROR,
                             f"CUDA OOM from fragmentation: {spare}set {name}={value}",
                             evidence, {f"env.{name}": value}, f.step))
-    elif long_sample is not None and phase not in ("eval", "save", "load"):
+    elif long_sample is not None and phase not in ("eval", "save", "load") and f.facts.get("lengths") is None:
+        # truncation is max_length's: a config without one (GRPOConfig) gets its own length move below
         built.append(_long_sample_advice(long_sample, r, evidence, f.step, word))
     elif phase not in ("eval", "save"):
         text, change = memory_move(r, phase, logits_gib, priced, f.facts.get("lengths"))
