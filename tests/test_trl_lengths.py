@@ -100,3 +100,16 @@ def test_a_long_batch_in_grpo_is_not_truncated_with_a_max_length_it_lacks(tmp_pa
     assert advisor.long_sample() == (900, 136)
     top = advisor.items()[0]
     assert top.id == "oom_full" and top.change == {"GRPOConfig.max_completion_length": 256}, top
+
+
+def test_grpo_over_the_vram_line_names_its_completion_length(tmp_path: Path) -> None:
+    """The VRAM warning's move is the same memory move: GRPOConfig's length, not max_length."""
+    from loratui.units import GIB
+    from tests.test_advice import run
+
+    args = _config(trl.GRPOConfig, tmp_path, max_completion_length=512)
+    found = [events.Header(t=0.0, schema=events.SCHEMA_VERSION, run_id="r", recipe_hash="", command=["python", "g.py"]),
+             events.Settings(t=0.5, recipe=LIVE, lengths=config_lengths(args))]
+    found += run(40, used=lambda i: 31 * GIB if i > 20 else 20 * GIB)[1:]  # over the 30 GiB line from step 21
+    vram = [a for a in Advisor(None).feed_all(found).items() if a.id == "vram_near_limit"]
+    assert vram and vram[0].change == {"GRPOConfig.max_completion_length": 256}, vram

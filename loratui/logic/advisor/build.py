@@ -99,7 +99,7 @@ def _whole_text_built(adv: Advisor, built: list[Advice], logits: float, priced: 
         more.append(text_starve_advice(snapshot, adv.recipe))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
-        more.append(_vram_advice(vram, adv.recipe, logits, priced))
+        more.append(_vram_advice(vram, adv.recipe, logits, priced, getattr(adv, "lengths", None)))
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built + more):
         more.append(_starve_advice(adv.starve.current, adv.recipe))
     host = getattr(adv, "host_oom", None)

@@ -115,10 +115,11 @@ def lr_text(value: float | None) -> str:
 # -- VRAM, loss, memory, data -------------------------------------------------------------------------
 
 
-def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: Any = None) -> Advice:
-    """Over the warning line: the first memory saving that fits the recipe."""
+def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: Any = None,
+                 lengths: dict[str, int] | None = None) -> Advice:
+    """Over the warning line: the first memory saving that fits the recipe (`lengths`: as memory_move's)."""
     facts = f.facts
-    text, change = memory_move(r, logits_gib=logits_gib, priced=priced)
+    text, change = memory_move(r, logits_gib=logits_gib, priced=priced, lengths=lengths)
     peak, line = facts["peak"], facts["line"]
     if facts.get("projected"):
         return Advice("vram_near_limit", WARNING, f"Projected peak {gib(peak)} is over the {gib(line)} "
