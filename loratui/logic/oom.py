@@ -223,8 +223,8 @@ def _mps(line: str) -> OomReport:
     cap as what it may use. The cap reached (or, with none, the Mac's memory itself) is the whole story the message
     tells: a full device."""
     sizes = _MPS_SIZES.search(line)
-    parts = [parse_size(n, u) if n else None for n, u in zip(*[iter(sizes.groups())] * 2)] if sizes else [None] * 3
-    ours, other, cap = parts
+    found = sizes.groups() if sizes else (None,) * 6  # (number, unit) of MPS allocated, other allocations, max allowed
+    ours, other, cap = (parse_size(found[i], found[i + 1]) if found[i] else None for i in (0, 2, 4))
     requested = _first_size(_FIELDS["requested"], line)
     return OomReport(kind=FULL if ours is not None and other is not None else UNKNOWN, text=line.strip()[:600],
                      requested=None if requested == _JUNK else requested, reserved=ours,
