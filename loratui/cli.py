@@ -15,7 +15,7 @@ from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.held_interrupt import HeldInterrupt
 from loratui.bounds import NotAFile, clip
 from loratui.recipe import RecipeError, find_recipe
-from loratui.text import for_terminal, inert, terminal_width
+from loratui.text import inert, say_error, terminal_width
 from loratui.units import to_gib
 
 
@@ -116,11 +116,6 @@ def main(argv: list[str] | None = None) -> int:
         say_error(f"loratui: internal error: {type(exc).__name__}: {inert(str(exc))[:300]}"
                   f"{f' (traceback in {report}; please report it)' if report else ''}")
         return EXIT_NO
-
-
-def say_error(message: str) -> None:
-    """A message on standard error, wrapped at the terminal's width (whole when piped)."""
-    print(for_terminal(message, sys.stderr), file=sys.stderr)
 
 
 def one_line(message: str) -> str:

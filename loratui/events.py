@@ -211,6 +211,9 @@ class Settings(Event, frozen=True, tag="settings"):
     replay) advises from the same recipe from the same point on."""
 
     recipe: str
+    lengths: dict[str, Int] | None = None
+    """The length fields of a config that has no max_length (`GRPOConfig.max_completion_length`: 512), so a length
+    move names them (trainer/preflight.config_lengths); None where the recipe's max_length is the config's own."""
 
 
 class Checkpoint(Event, frozen=True, tag="checkpoint"):

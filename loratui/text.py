@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import textwrap
 from typing import TextIO
 
@@ -65,6 +66,12 @@ def for_terminal(message: str, stream: TextIO) -> str:
     if width < 20:
         return message
     return "\n".join(line if len(line) < width else _wrap(line, width - 1) for line in message.split("\n"))
+
+
+def say_error(message: str) -> None:
+    """A message on standard error, wrapped at the terminal's width (whole when piped): the CLI's, the launch's and
+    its checks' one printer."""
+    print(for_terminal(message, sys.stderr), file=sys.stderr)
 
 
 def terminal_width(stream: TextIO) -> int:

@@ -85,6 +85,8 @@ def test_grpo_tokens_are_trls_and_its_loss_near_zero_is_no_problem(model_dir: Pa
     assert sorted(trl_counts) == list(range(1, 7)) and ours == trl_counts
     assert not kinds(run, "estimate")  # it generates its completions first: not SFT's memory either
     assert any("no VRAM estimate: GRPOTrainer" in text for text in _estimate_notices(run)), _estimate_notices(run)
+    # GRPOConfig has no max_length: the live settings carry the length it has, for the OOM's length move
+    assert [e["lengths"] for e in kinds(run, "settings")] == [{"GRPOConfig.max_completion_length": 16}]
 
 
 LORATUI_MODULES = ("loratui", "msgspec", "platformdirs")

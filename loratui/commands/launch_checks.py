@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-from loratui.text import for_terminal, inert
+from loratui.text import inert, say_error
 
 
 def preflight(args: argparse.Namespace) -> bool:
@@ -24,14 +23,10 @@ def preflight(args: argparse.Namespace) -> bool:
     if verdict.fits:
         return True
     if args.force:
-        _say(f"loratui: {inert(verdict.message.splitlines()[0])}; starting anyway (--force)")
+        say_error(f"loratui: {inert(verdict.message.splitlines()[0])}; starting anyway (--force)")
         return True
-    _say(f"loratui: {inert(verdict.message)}")
+    say_error(f"loratui: {inert(verdict.message)}")
     return False
-
-
-def _say(message: str) -> None:
-    print(for_terminal(message, sys.stderr), file=sys.stderr)
 
 
 def notify_url(args: argparse.Namespace) -> str | None:

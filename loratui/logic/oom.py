@@ -55,7 +55,7 @@ _OOM = re.compile(
     r"|(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate"
     r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[METAL\][^\n]{0,80}Insufficient Memory"
     r"|No available memory for the cache blocks|Free memory on device\b[^\n]{0,40}on startup is less than desired"
-    r"|memory capacity is unbalanced", re.I)
+    r"|memory capacity is unbalanced|MPS backend out of memory|XPU out of memory", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
@@ -64,11 +64,19 @@ for 3.00GiB`, ROCm's `HIP out of memory` and `hipErrorOutOfMemory`, the CUDA lib
 handle or workspace that could not be allocated), TensorFlow 1's driver `cuda_driver.cc:806]
 failed to allocate 7.63G` (ROCm's `rocm_driver.cc`); Apple's Metal (MLX) `[METAL] Command buffer execution failed:
 Insufficient Memory`; vLLM's `No available memory for the cache blocks`; Paddle's `Out of memory error on GPU 0.
-Cannot allocate 25.002197MB memory on GPU 0`."""
-_NOT_CUDA = re.compile(r"MPS backend out of memory|DefaultCPUAllocator|XPU out of memory|"
-                       r"device:CPU|not a failure", re.I)
-"""Not the GPU's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate
+Cannot allocate 25.002197MB memory on GPU 0`; Apple's `MPS backend out of memory` and Intel's `XPU out of memory`
+(PyTorch's other devices, read in their own terms: see `device`)."""
+_NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure", re.I)
+"""Not a device's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate
 ... The caller indicates that this is not a failure`."""
+_MPS = re.compile(r"MPS backend out of memory|PYTORCH_MPS_HIGH_WATERMARK_RATIO|\bMPS allocated:", re.I)
+_XPU = re.compile(r"XPU out of memory", re.I)
+_MPS_SIZES = re.compile(r"MPS allocated: " + SIZE + r", other allocations: " + SIZE + r"(?:, max allowed: " + SIZE + ")?",
+                        re.I)
+"""PyTorch's MPS allocator (aten/src/ATen/mps/MPSAllocator.mm): `MPS backend out of memory (MPS allocated: 11.14 GB,
+other allocations: 6.65 GB, max allowed: 18.13 GB). Tried to allocate 375.40 MB on private pool.`: the heaps PyTorch
+holds (its cache included), the device's other Metal allocations, and the cap PYTORCH_MPS_HIGH_WATERMARK_RATIO sets
+(absent when the ratio is 0.0, no cap)."""
 _JUNK = -1
 _SLACK = 64 * MIB
 """Rounding slack: the message prints sizes to two decimals of their unit."""
@@ -102,6 +110,12 @@ class OomReport:
     allocated any (a server's start check, a refused start pool, the card's free memory at start)."""
     said: bool = False
     """Only the person's words name the OOM (`I also met the OOM error in validation`): no message, no numbers."""
+
+    @property
+    def device(self) -> str:
+        """"mps" (Apple's Metal), "xpu" (Intel's GPUs) or "cuda" (CUDA, ROCm and the other frameworks' GPUs), from the
+        message's words: each device has its own settings and tools."""
+        return "mps" if _MPS.search(self.text) else "xpu" if _XPU.search(self.text) else "cuda"
 
     @property
     def other_used(self) -> int | None:
@@ -145,7 +159,7 @@ def cut_phrase(prev: str, line: str) -> str:
 
 
 def is_oom_line(line: str) -> bool:
-    """Whether a line reports a CUDA out-of-memory error (not a CPU or MPS one)."""
+    """Whether a line reports a GPU's out-of-memory error (CUDA's, MPS's, XPU's; not the CPU allocator's)."""
     lowered = line.lower()
     if "memory" not in lowered and "alloc" not in lowered:
         return False  # a cheap test first: this runs on every line of a log
@@ -185,6 +199,8 @@ def parse_oom(line: str) -> OomReport | None:
     started = _server_start(line) if "startup" in line or "unbalanced" in line else None
     if started is not None:
         return started
+    if _MPS.search(line):
+        return _mps(line)
     sizes = {name: _first_size(rx, line) for name, rx in _FIELDS.items()}
     if sizes["requested"] is None:
         sizes["requested"] = tensor_bytes(line)
@@ -200,6 +216,19 @@ def parse_oom(line: str) -> OomReport | None:
     if kind == UNKNOWN and _CONTEXT.search(line):
         return replace(report, kind=OTHER_PROCESS, note=CONTEXT_NOTE)
     return replace(report, kind=kind)
+
+
+def _mps(line: str) -> OomReport:
+    """An MPS OOM: PyTorch's heaps as what it reserved, with the other Metal allocations as the process's use, and the
+    cap as what it may use. The cap reached (or, with none, the Mac's memory itself) is the whole story the message
+    tells: a full device."""
+    sizes = _MPS_SIZES.search(line)
+    found = sizes.groups() if sizes else (None,) * 6  # (number, unit) of MPS allocated, other allocations, max allowed
+    ours, other, cap = (parse_size(found[i], found[i + 1]) if found[i] else None for i in (0, 2, 4))
+    requested = _first_size(_FIELDS["requested"], line)
+    return OomReport(kind=FULL if ours is not None and other is not None else UNKNOWN, text=line.strip()[:600],
+                     requested=None if requested == _JUNK else requested, reserved=ours,
+                     process_used=ours + other if ours is not None and other is not None else None, allowed=cap)
 
 
 _TENSOR = re.compile(r"OOM when allocating tensor with shape\s*\[(?P<dims>[\d, ]{1,80})\] and type (?P<type>\w+)", re.I)
@@ -264,6 +293,8 @@ def message_open(text: str) -> bool:
     hard-wrapped in an issue) and the next line goes on with it. The old format's parenthesis is not closed;
     the new format's last sentence (what PyTorch reserved but did not allocate) has not come; or only the
     request came."""
+    if _MPS.search(text):
+        return "Tried to allocate" not in text  # its request closes the message
     if "Tried to allocate" in text and "capaci" not in text.lower():
         return True
     if _OPEN_OLD.search(text):
@@ -296,6 +327,8 @@ def classify(report: OomReport) -> str:
         return FRAGMENTATION  # the card's total lost from the paste: the cache alone held the request, in no block
     if report.total is None or (report.allocated is None and report.process_used is None):
         return UNKNOWN
+    if report.requested is not None and report.requested > report.total:
+        return FULL  # the request alone is larger than the card: no neighbour nor cache is to blame
     if _other_process(report):
         return OTHER_PROCESS
     if _fragmented(report):
@@ -451,8 +484,11 @@ def _processes(line: str) -> tuple[tuple[int, int], ...]:
 
 
 def gib(value: int | None) -> str:
-    """Bytes as "12.34 GiB", under a GiB as "20.00 MiB" as PyTorch prints it (not "0.02 GiB", and not "0.00 GiB"
-    for a few MiB free), or "?" when unknown."""
+    """Bytes as "12.34 GiB", under a GiB as "20.00 MiB", under a MiB as "480.00 KiB" or "256 bytes", as PyTorch prints
+    them (not "0.02 GiB", and not "0.00 MiB" for an MPS request of 256 bytes), or "?" when unknown."""
     if value is None:
         return "?"
-    return f"{value / GIB:.2f} GiB" if abs(value) >= GIB else f"{value / MIB:.2f} MiB"
+    if abs(value) < KIB:
+        return f"{value} bytes"
+    return f"{value / GIB:.2f} GiB" if abs(value) >= GIB else f"{value / MIB:.2f} MiB" if abs(value) >= MIB else \
+        f"{value / KIB:.2f} KiB"

@@ -30,6 +30,9 @@ _NOT_SAID = re.compile(
     r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
 OOMs`); `did not help: still OOM` says it did."""
+HOST_ALLOCATOR = r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory"
+"""The host's memory refused an allocation, in PyTorch's CPU allocator's and the OS's (errno 12) words: what an
+exception's next step (advisor/failure.py) and a text's host OOM (advisor/oom_fold.py) both read first."""
 _HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)(?<!卡)(?<!卡的)(?<!GPU)内存|CPUAllocator|"
                    r"被系统\s*(?:kill|杀)|\bkill(?:ed)?\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                    r"alloc_cpu|Errno 12|Cannot allocate memory|\bmmap\b|shared memory", re.I)

@@ -408,22 +408,20 @@ def _place_by_epoch(record: Record, total: int, summary: dict[str, float] | None
     return True
 
 
-def _is_eval(values: dict[str, float]) -> bool:
-    return any(key.startswith("eval_") for key in values)
-
-
 # -- a Record as events ---------------------------------------------------------------------------------
 
 
 def to_events(record: Record) -> list[events.AnyEvent]:
     """The Record as a loratui event list: header, train begin, steps and logs, phases, end."""
+    from loratui.logic.text_reader.values import is_eval  # the text reader's own test: one meaning of an eval log
+
     clock, how = _timing(record)
     out = _opening(record, clock(0), how)
     previous = 0
     at = {step: path for step, path in record.checkpoints}
     for step, values in record.entries:
         t = clock(step)
-        if _is_eval(values):
+        if is_eval(values):
             out += _eval_events(t, step, values)
             continue
         if step > previous and TRAIN_KEYS & values.keys() and "train_runtime" not in values:

@@ -19,6 +19,7 @@ from typing import Any
 from loratui import events
 from loratui.errors import ApplyError
 from loratui.logic.advisor import Advisor
+from loratui.logic.advisor.oom_advice import ran_out
 from loratui.rundir import RunDir, checkpoint_complete, replace_file, seal
 from loratui.supervisor.restart import write_fixed_recipe
 
@@ -58,7 +59,7 @@ class Guard:
             return None
         for advice in advisor.items():
             if advice.id.startswith("oom") and advice.change:
-                return Action("oom", advice.id, f"CUDA out of memory after step {advisor.oom.step}",
+                return Action("oom", advice.id, f"{ran_out(advisor.oom.facts['report'])} after step {advisor.oom.step}",
                               dict(advice.change))
         return self._refuse("an OOM with no recipe move to apply (another process holds the card?)")
 

@@ -16,7 +16,7 @@ from loratui.logic.lora_targets import tiny_module_names
 from loratui.recipe import TINY_MODEL, WATCHED, AlertsSection, Recipe, RecipeError, load_recipe, where
 from loratui.safeio import UnsafeRunDir, append_file, check_run_dir
 from loratui.supervisor import alerts
-from loratui.text import for_terminal
+from loratui.text import say_error
 
 
 def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> None:
@@ -42,7 +42,7 @@ def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> No
         if os.environ.get("HF_HUB_OFFLINE"):
             raise RecipeError(f"{where_model}: `model.path`: {model} is a hub id that is not in the local "
                               "cache and HF_HUB_OFFLINE is set; pass --model-path /path/to/a/local/copy")
-        _note(f"loratui: note: {model} is not in the local hub cache; the trainer will download it "
+        say_error(f"loratui: note: {model} is not in the local hub cache; the trainer will download it "
               "(offline? pass --model-path /path/to/a/local/copy)")
     if recipe.data.path:
         check_data(recipe, recipe_path)
@@ -69,7 +69,7 @@ def check_data(recipe: Recipe, recipe_path: Path) -> None:
         with bounds.open_regular(data_path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if suffix == ".json" and size > CHECK_BYTES:  # one document: all of it or nothing
-                _note(f"loratui: note: {data_path} is over {CHECK_BYTES >> 20} MiB of JSON; the trainer checks "
+                say_error(f"loratui: note: {data_path} is over {CHECK_BYTES >> 20} MiB of JSON; the trainer checks "
                       "its examples as it reads them")
                 return
             lines = _Budget(bounds.bounded_lines(handle), CHECK_BYTES, CHECK_SECONDS)
@@ -80,12 +80,8 @@ def check_data(recipe: Recipe, recipe_path: Path) -> None:
     except OSError as exc:
         raise refuse(f"{data_path}: cannot read it ({exc.strerror or exc})") from None
     if lines.cut:
-        _note(f"loratui: note: checked the first {count} examples of {data_path} ({lines.read >> 20} of "
+        say_error(f"loratui: note: checked the first {count} examples of {data_path} ({lines.read >> 20} of "
               f"{size >> 20} MiB, the pre-flight's bound); the trainer checks the rest as it reads them")
-
-
-def _note(message: str) -> None:
-    print(for_terminal(message, sys.stderr), file=sys.stderr)
 
 
 CHECK_BYTES = 1 << 30

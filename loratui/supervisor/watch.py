@@ -15,6 +15,7 @@ from typing import Any
 from loratui import events
 from loratui.logic import clock, guard_verdict
 from loratui.logic.advisor import Advisor
+from loratui.logic.advisor.oom_advice import ran_out
 from loratui.logic.advisor.render import change_line, headline
 from loratui.logic.hang import HangWatch, describe
 from loratui.recipe import Recipe
@@ -175,8 +176,8 @@ class RunWatch:
         if adv.oom is not None and "oom" not in self.fired:
             self.fired.add("oom")
             top = next((a for a in adv.items() if a.id.startswith("oom")), None)
-            self.alert("oom", "CUDA out of memory", top.title if top else "the trainer ran out of GPU memory",
-                       urgent=True)
+            self.alert("oom", ran_out(adv.oom.facts["report"]), top.title if top else
+                       "the trainer ran out of GPU memory", urgent=True)
         for kind, advice_id, title in _FINDINGS:
             if advice_id in adv.found and kind not in self.fired:
                 self.fired.add(kind)

@@ -26,6 +26,9 @@ from loratui.recipe import (
 from loratui.units import GIB, size
 
 ASSUMED_LENGTH = 1024
+TRL_LENGTHS = ("max_completion_length", "max_prompt_length")
+"""The lengths a TRL config caps with fields of its own where it has no max_length (GRPOConfig and RLOOConfig:
+max_completion_length; older versions max_prompt_length too), in the order a memory move lowers them."""
 """The sequence length estimated at where neither the data nor the arguments give one (a guess, and said to be)."""
 SCAN_EXAMPLES = 20000
 """How many examples of a watched script's dataset are measured for the longest one (the peak batch), at most."""
@@ -101,6 +104,22 @@ def _fields(section: type, source: Any, getter: Callable[[Any, str], Any]) -> di
         if value is not None and isinstance(value, (bool, int, float, str, list)):
             out[name] = value
     return out
+
+
+def config_lengths(args: Any) -> dict[str, int] | None:
+    """The length fields the script's config really has, with their values (`{"GRPOConfig.max_completion_length":
+    512}`), where it has no max_length of its own (the live recipe's max_length is then assumed or measured, not a
+    setting it reads); None where it has one, or none of TRL's."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(args):
+        return None
+    names = {f.name for f in dataclasses.fields(args)}
+    if names & {"max_length", "max_seq_length"} or not names & set(TRL_LENGTHS):
+        return None
+    values = {name: getattr(args, name, None) for name in TRL_LENGTHS if name in names}
+    return {f"{type(args).__name__}.{name}": value for name, value in values.items()
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0}
 
 
 def _get(source: Any, name: str) -> Any:

@@ -99,6 +99,7 @@ class LoratuiCallback(TrainerCallback):
         """The estimate a recipe gets, from the live settings; the live recipe beside it for the advice."""
         from loratui.recipe import RecipeError, load_recipe
         from loratui.trainer.preflight import (
+            config_lengths,
             live_recipe,
             longest_example,
             padded_length,
@@ -122,7 +123,8 @@ class LoratuiCallback(TrainerCallback):
             self.log.write(events.Notice(t=time.time(), level="info", message=message))
             return seq_len
         replace_file(run.recipe, text.encode("utf-8"))
-        self.log.write(events.Settings(t=time.time(), recipe=text))  # every fold advises from it
+        # every fold advises from it
+        self.log.write(events.Settings(t=time.time(), recipe=text, lengths=config_lengths(args)))
         try:
             runtime, unknown = read_runtime(self.trainer() if self.trainer else None, model)
         except Exception as exc:  # noqa: BLE001 - reading a foreign trainer must never stop its training

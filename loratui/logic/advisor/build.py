@@ -99,7 +99,7 @@ def _whole_text_built(adv: Advisor, built: list[Advice], logits: float, priced: 
         more.append(text_starve_advice(snapshot, adv.recipe))
     vram = adv.vram.current or _projected(adv)
     if vram is not None and adv.oom is None:
-        more.append(_vram_advice(vram, adv.recipe, logits, priced))
+        more.append(_vram_advice(vram, adv.recipe, logits, priced, getattr(adv, "lengths", None)))
     if adv.starve.current is not None and not any(a.id == "data_starved" for a in built + more):
         more.append(_starve_advice(adv.starve.current, adv.recipe))
     host = getattr(adv, "host_oom", None)
@@ -149,7 +149,7 @@ the person places in evaluation or a save, the log they pasted is context, not t
 def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
     assert adv.oom is not None
     phase, evidence = adv.oom_phase()
-    facts = dict(adv.oom.facts, phase=phase)
+    facts = dict(adv.oom.facts, phase=phase, lengths=getattr(adv, "lengths", None))  # getattr: an older index
     card = None if facts["others"] else oom_tables.smi_card(getattr(adv.text.where, "smi", []), facts["report"])
     if card is not None:  # no telemetry (a pasted log): the processes an nvidia-smi table in it lists
         facts["others"] = oom_tables.smi_others(card[1], facts["report"])

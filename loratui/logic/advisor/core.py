@@ -90,6 +90,7 @@ class Advisor(OomFold):
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
         self.diffusion = False  # the text is about a diffusion model (its loss looks flat when it trains)
+        self.lengths: dict[str, int] | None = None  # a watched config's own length fields, where it has no max_length
 
     def feed(self, event: Any) -> None:
         """Fold one event in (unknown kinds are ignored)."""
@@ -152,6 +153,7 @@ class Advisor(OomFold):
         except RecipeError:
             return  # the hook checked it with the same loader; a corrupt event leaves the advice as it was
         self.recipe = self.loss.recipe = recipe
+        self.lengths = dict(e.lengths) if e.lengths is not None else None
         self._items = None
 
     def _on_state(self, e: events.State) -> None:

@@ -12,6 +12,7 @@ import re
 from loratui import events
 from loratui.logic.advisor import cuda
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic import oom_words
 from loratui.logic.fmt import clip
 from loratui.logic.tracebacks import Frame, Raised
 from loratui.recipe import Recipe
@@ -36,7 +37,9 @@ _PATH = re.compile(
     r"is not a valid model identifier|Path .{1,200} not found", re.I)
 _QUOTED = re.compile(r"'([^']{1,300})'|\"([^\"]{1,300})\"|`([^`]{1,300})`")
 _TARGETS = re.compile(r"Target modules? .{0,200} not found in the base model", re.I)
-_HOST_OOM = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|MemoryError", re.I)
+_HOST_OOM = re.compile(oom_words.HOST_ALLOCATOR + r"|MemoryError", re.I)
+"""An exception's message alone (its type is checked apart): oom_fold's _HOST_RAM reads any line of a text, the
+person's words among them, with a bounded MemoryError; here a bare one, as before."""
 _WORKER = re.compile(r"DataLoader worker \(pid", re.I)
 _SHM = re.compile(r"bus error|shared memory|/dev/shm|shm_open", re.I)
 _KILLED = re.compile(r"signal: Killed|SIGKILL", re.I)

@@ -57,6 +57,9 @@ class LossWatch(FlatWatch, RiseWatch):
         self.warming = False  # the logged learning rate is still rising
         self.objective = ""  # "" (a language-model loss), "preference" (DPO/ORPO/KTO...) or "rl" (GRPO/PPO...)
         self.signal: list[tuple[int, bool]] = []  # an objective's own health, one flag a log
+        self.dpo_start: tuple[int, float] | None = None  # the first DPO log at or below ln 2 (no preference)
+        self.dpo_above: list[tuple[int, float, float | None]] = []  # (step, loss, margin) in a row above it since
+        self.dpo_found = False  # a DPO loss turned to the rejected answers was found (said once)
         self.rose: Finding | None = None  # the rise found, escalated if NaN follows
         self.changed = False  # a finding already handed out changed (the advisor rebuilds its items)
         self.evals: list[tuple[int, float, float | None]] = []  # (step, eval loss, epoch) of the first evaluations
@@ -78,7 +81,8 @@ class LossWatch(FlatWatch, RiseWatch):
         self.objective = self.objective or _objective(values)
         if self.objective:
             return self._nan(e.step, values, sorted(set(ctx.gpu_names.values())), False) + \
-                self._own_metrics(e.step, values) + self._no_gradient(e.step, values.get("grad_norm"))
+                self._own_metrics(e.step, values) + self._no_gradient(e.step, values.get("grad_norm")) + \
+                self._prefers_rejected(e.step, values)
         spike = self._spike(e.step, loss, values.get("grad_norm")) if loss is not None and math.isfinite(loss) \
             else None
         spike = spike or self._huge(e.step, loss, values.get("grad_norm"))
@@ -219,6 +223,38 @@ class LossWatch(FlatWatch, RiseWatch):
         return []
 
 
+    def _prefers_rejected(self, step: int, values: dict[str, float | None]) -> list[Finding]:
+        """TRL's DPO loss (-log sigmoid(beta * margin)) is ln 2 where the policy prefers neither answer: it starts
+        there (the policy is the reference) and falls as the chosen answers pull ahead. One that was at or below it
+        and then stays above it by 0.1 for PREFERS_REJECTED_N logs in a row prefers the rejected answers, where
+        rewards/margins, when logged, is negative in each (a mean loss above ln 2 beside a positive mean margin is a
+        wide spread of pairs, not a preference turned around). ORPO, CPO/SimPO (nll_loss) and KTO (kl) add other terms
+        to their loss: not judged against ln 2."""
+        loss = values.get("loss")
+        if self.objective != "preference" or getattr(self, "dpo_found", True) or loss is None or \
+                not math.isfinite(loss) or any(key in values for key in _NOT_DPO):
+            return []  # getattr: a LossWatch pickled before these fields (an older events.idx) judges nothing
+        if loss <= LN2 + 0.05:
+            self.dpo_start, self.dpo_above = self.dpo_start or (step, loss), []
+            return []
+        margin = values.get("rewards/margins")
+        if self.dpo_start is None or loss < LN2 + 0.1 or (margin is not None and margin >= 0):
+            self.dpo_above = []
+            return []
+        self.dpo_above = self.dpo_above + [(step, loss, margin)]
+        if len(self.dpo_above) < PREFERS_REJECTED_N:
+            return []
+        self.dpo_found = True
+        return [Finding("loss_diverging", step, {"kind": "prefers_rejected", "start": self.dpo_start,
+                                                 "above": list(self.dpo_above), "lr": self.lr})]
+
+
+LN2 = math.log(2)
+"""A pairwise preference loss of a policy with no preference between the chosen and the rejected answer."""
+PREFERS_REJECTED_N = 5
+"""Logs in a row above ln 2 that say a DPO policy stays on the rejected side, not one noisy log."""
+_NOT_DPO = ("nll_loss", "log_odds_ratio", "kl")
+"""Keys of preference trainers whose loss is not DPO's sigmoid alone (TRL's ORPO, CPO/SimPO, KTO; DPO's rpo_alpha)."""
 _RL_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "completion_length", "kl")
 _PREFERENCE_PREFIXES = ("rewards/", "logps/", "logits/")
 

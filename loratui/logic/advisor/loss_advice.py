@@ -247,6 +247,8 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         severity = ERROR if facts.get("error") else WARNING
         return Advice("loss_diverging", severity, f"Loss exploded ({facts['before']:.3g} -> {facts['now']:.4g}): "
                       f"{text}; keep max_grad_norm (gradient clipping) on", evidence + lr, change, f.step)
+    if facts.get("kind") == "prefers_rejected":
+        return _prefers_rejected_advice(f, r)
     if facts.get("kind") == "said":
         evidence = quote + ["the log says the loss rises: a learning rate too high for the data is the usual cause"]
         title = f"Loss rising, in the log's own words: {text}"
@@ -258,6 +260,26 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
         severity = ERROR
     return Advice("loss_diverging", severity, title, evidence, change, f.step)
+
+
+def _prefers_rejected_advice(f: Finding, r: Recipe | None) -> Advice:
+    """A DPO loss above ln 2 for logs in a row (LossWatch._prefers_rejected): the policy prefers the rejected answers."""
+    facts = f.facts
+    (start_step, start), above = facts["start"], facts["above"]
+    text, change = lr_move(r, facts.get("lr"))
+    losses = ", ".join(f"{loss:.4g}" for _, loss, _ in above)
+    evidence = [f"ln 2 = 0.693 is DPO's loss for a policy with no preference between chosen and rejected (it starts "
+                f"there): it was {start:.4g} at step {start_step}; the {len(above)} logs from step {above[0][0]} sit "
+                f"above it ({losses})"]
+    margins = [margin for _, _, margin in above if margin is not None]
+    if margins:
+        evidence.append(f"rewards/margins {margins[0]:.3g} ... {margins[-1]:.3g}, negative in each: the rejected "
+                        "answers score above the chosen ones")
+    evidence.append("check first that chosen and rejected are not swapped in the data (the column names, a "
+                    "preference label read backwards); else the updates overshoot: " + text)
+    title = f"DPO loss above ln 2 ({start:.4g} -> {above[-1][1]:.4g} by step {f.step}): the policy now prefers the " \
+        f"rejected answers -> {text}"
+    return Advice("loss_diverging", WARNING, title, evidence, change, f.step)
 
 
 def _rise_move(r: Recipe | None, lr_now: float | None) -> Move:

@@ -19,10 +19,13 @@ Move = tuple[str, dict[str, Any]]
 gib = oom.gib
 
 
-def memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0, priced: Any = None) -> Move:
+def memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0, priced: Any = None,
+                lengths: dict[str, int] | None = None) -> Move:
     """The first memory saving that fits the recipe: liger where the logits are large (it costs no
     speed), then batch, checkpointing, length, and 4-bit. `logits_gib`: the estimate's logits term.
-    `priced`: the estimator's top proposal (logic/priced_moves.py), which wins when there is one."""
+    `priced`: the estimator's top proposal (logic/priced_moves.py), which wins when there is one.
+    `lengths`: a watched config's own length fields where it has no max_length (GRPOConfig's
+    max_completion_length): the length move lowers those, never a max_length the trainer does not read."""
     if priced is not None and phase != "load":
         return priced.describe(), dict(priced.change)
     if r is None:
@@ -41,12 +44,26 @@ def memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0, pric
     if not t.gradient_checkpointing:
         return ("enable gradient_checkpointing (less activation memory, ~20-30% slower steps)",
                 {"training.gradient_checkpointing": True})
-    if d.max_length > 512:
+    if lengths is not None:
+        own = _own_length(lengths)
+        if own is not None:
+            return own
+    elif d.max_length > 512:
         return (f"lower max_length from {d.max_length} to {d.max_length // 2} (long samples get truncated)",
                 {"data.max_length": d.max_length // 2})
     if not quantized:
         return _four_bit(r)
     return "batch 1, checkpointing and 4-bit are all in use: use a smaller model or a larger card", {}
+
+
+def _own_length(lengths: dict[str, int]) -> Move | None:
+    """Halve the first of the config's own length caps (TRL's order: completions, then prompts) still above 128
+    tokens, named as the config names it; None when none is."""
+    name, value = next(((n, v) for n, v in lengths.items() if v > 128), ("", 0))
+    if not name:
+        return None
+    what = "completions" if "completion" in name else "prompts"
+    return (f"lower {name} from {value} to {value // 2} (longer {what} are cut)", {name: value // 2})
 
 
 LIGER_WORTH_GIB = 3.0
@@ -98,10 +115,11 @@ def lr_text(value: float | None) -> str:
 # -- VRAM, loss, memory, data -------------------------------------------------------------------------
 
 
-def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: Any = None) -> Advice:
-    """Over the warning line: the first memory saving that fits the recipe."""
+def _vram_advice(f: Finding, r: Recipe | None, logits_gib: float = 0.0, priced: Any = None,
+                 lengths: dict[str, int] | None = None) -> Advice:
+    """Over the warning line: the first memory saving that fits the recipe (`lengths`: as memory_move's)."""
     facts = f.facts
-    text, change = memory_move(r, logits_gib=logits_gib, priced=priced)
+    text, change = memory_move(r, logits_gib=logits_gib, priced=priced, lengths=lengths)
     peak, line = facts["peak"], facts["line"]
     if facts.get("projected"):
         return Advice("vram_near_limit", WARNING, f"Projected peak {gib(peak)} is over the {gib(line)} "

@@ -29,18 +29,22 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     """The OOM as advice: where it happened (eval, save) and why (full, fragmented, a neighbour)."""
     report: oom.OomReport = f.facts["report"]
     phase, others = f.facts["phase"], f.facts["others"]
-    kind = report.kind
+    kind, word = report.kind, DEVICE_WORD[report.device]
     if kind in (oom.FULL, oom.UNKNOWN) and oom.others_to_blame(report, others):
         kind = oom.OTHER_PROCESS
     evidence = _oom_evidence(report, phase, f.step)
     built = []
     if phase == "save" and f.facts.get("merge"):
-        built.append(Advice("oom_at_save", ERROR, f"CUDA out of memory while merging the adapter into the model: "
+        built.append(Advice("oom_at_save", ERROR, f"{word} out of memory while merging the adapter into the model: "
                             f"{MERGE_MOVE}", evidence, {}, f.step))
     elif phase in ("eval", "save"):
-        built.append(_phase_advice(phase, f.step, r, evidence, ERROR))
+        built.append(_phase_advice(phase, f.step, r, evidence, ERROR, report.device))
     if kind == oom.OTHER_PROCESS:
         built.append(_other_process_advice(report, others, f.step, evidence))
+    elif kind == oom.FRAGMENTATION and report.device == "xpu":  # PYTORCH_CUDA_ALLOC_CONF does not reach its allocator
+        built.append(Advice("oom_fragmentation", ERROR, f"XPU OOM from fragmentation: "
+                            f"{gib(report.reserved_unallocated)} reserved but unallocated; {XPU_CACHE_MOVE}",
+                            evidence, {}, f.step))
     elif kind == oom.FRAGMENTATION:
         spare = f"{gib(report.reserved_unallocated)} reserved but unallocated; " \
             if report.reserved_unallocated is not None else ""
@@ -48,20 +52,21 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
         built.append(Advice("oom_fragmentation", ERROR,
                             f"CUDA OOM from fragmentation: {spare}set {name}={value}",
                             evidence, {f"env.{name}": value}, f.step))
-    elif long_sample is not None and phase not in ("eval", "save", "load"):
-        built.append(_long_sample_advice(long_sample, r, evidence, f.step))
+    elif long_sample is not None and phase not in ("eval", "save", "load") and f.facts.get("lengths") is None:
+        # truncation is max_length's: a config without one (GRPOConfig) gets its own length move below
+        built.append(_long_sample_advice(long_sample, r, evidence, f.step, word))
     elif phase not in ("eval", "save"):
-        text, change = memory_move(r, phase, logits_gib, priced)
+        text, change = memory_move(r, phase, logits_gib, priced, f.facts.get("lengths"))
         # "no usable numbers" beside evidence quoting the request and the free memory read as a contradiction
-        where = ("while loading the model" if phase == "load" else "the card is full" if kind == oom.FULL
+        where = ("while loading the model" if phase == "load" else _full_words(report) if kind == oom.FULL
                  else UNSETTLED[0] if report.total is not None
                  else UNSETTLED[1] if report.requested is not None else UNSETTLED[2])
-        built.append(Advice("oom_full", ERROR, f"CUDA out of memory ({where}): {text}", evidence, change, f.step))
+        built.append(Advice("oom_full", ERROR, f"{word} out of memory ({where}): {text}", evidence, change, f.step))
     return built
 
 
 def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence: list[str],
-                        step: int) -> Advice:
+                        step: int, word: str = "CUDA") -> Advice:
     """One batch far longer than the rest died: truncate rather than shrink every batch."""
     batch_len, typical = long_sample
     # Room for the usual batches with margin, rounded to 64; always below the batch that failed.
@@ -70,13 +75,13 @@ def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence
         cap = min(cap, r.data.max_length)
     facts = [f"the failing batch had sequences of {batch_len} tokens; a typical step's longest was {typical}"]
     return Advice("oom_full", ERROR,
-                  f"CUDA out of memory at one long sample ({batch_len} tokens vs ~{typical} usually): "
+                  f"{word} out of memory at one long sample ({batch_len} tokens vs ~{typical} usually): "
                   f"truncate with max_length = {cap}", facts + evidence, {"data.max_length": cap}, step)
 
 
 def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
     """The OOM's numbers as short lines."""
-    gpu = f"GPU {report.gpu}" if report.gpu is not None else "the GPU"
+    gpu = f"GPU {report.gpu}" if report.gpu is not None else "the MPS device" if report.device == "mps" else "the GPU"
     rank = f"rank {report.rank}: " if report.rank is not None else ""
     where = {"eval": "during evaluation", "save": "while saving a checkpoint", "load": "while loading",
              "train": "in a training step"}.get(phase, "")
@@ -91,6 +96,8 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
                      "reserved but unallocated")
     if report.other_used is not None and report.other_used >= GIB:
         lines.append(f"other than this process's PyTorch memory: {gib(report.other_used)} in use")
+    if report.device == "mps":
+        return lines + _mps_evidence(report) + [clip(report.text, 240)]
     if report.allowed is not None:
         lines.append(f"this process may use only {gib(report.allowed)} (torch.cuda.set_per_process_memory_fraction): "
                      "that cap, not the card, was reached; raise the fraction or use less")
@@ -107,24 +114,35 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     pids = list(others) or list(report.other_pids)
     named = ", ".join(f"PID {pid} ({gib(used)})" for pid, used in pids[:6])
     held = gib(sum(b for _, b in pids)) if pids else gib(report.other_used)
-    title = f"CUDA OOM: other processes hold {held} of the card" + (f": {named}" if named else "")
+    word, (lists, choose) = DEVICE_WORD[report.device], _HOLDERS[report.device]
+    card = "the Mac's memory" if report.device == "mps" else "the card"  # MPS shares the Mac's memory
+    title = f"{word} OOM: other processes hold {held} of {card}" + (f": {named}" if named else "")
     if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
-        title = "CUDA OOM before this program held any memory (its CUDA context could not be created): other " \
-                "processes hold the card"
+        title = f"{word} OOM before this program held any memory (its {word} context could not be created): other " \
+                f"processes hold {card}"
     elif not pids and report.other_used is None and report.held:
-        title = f"CUDA OOM: {report.note}: other processes hold the card"
+        title = f"{word} OOM: {report.note}: other processes hold {card}"
     elif not pids and report.other_used is None:  # no numbers: the text's words say who held it (in the evidence)
-        title = "CUDA OOM: memory held by another process, not this run -> free the card (stop that process) or " \
-                "choose another GPU with CUDA_VISIBLE_DEVICES"
-    extra = ["stop them (nvidia-smi lists them; kill -9 a zombie) or choose another GPU with CUDA_VISIBLE_DEVICES"]
+        title = f"{word} OOM: memory held by another process, not this run -> free {card} (stop that process)" + \
+            (f" or choose another GPU with {choose}" if choose else "")
+    extra = [f"stop them ({lists})" + (f" or choose another GPU with {choose}" if choose else "")]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
 
 
-def _phase_advice(phase: str, step: int, r: Recipe | None, evidence: list[str], severity: str) -> Advice:
+_HOLDERS = {"cuda": ("nvidia-smi lists them; kill -9 a zombie", "CUDA_VISIBLE_DEVICES"),
+            "xpu": ("xpu-smi ps lists the processes on each Intel GPU", "ZE_AFFINITY_MASK"),
+            "mps": ("Activity Monitor's Memory tab lists what holds the Mac's memory", "")}
+"""Per device: what lists the processes that hold its memory, and the variable that picks another GPU (a Mac has
+one GPU, sharing the Mac's memory)."""
+
+
+def _phase_advice(phase: str, step: int, r: Recipe | None, evidence: list[str], severity: str,
+                  device: str = "cuda") -> Advice:
     """OOM (or a jump toward it) in an eval or save phase, with that phase's settings to change."""
-    text, change = _eval_move(r) if phase == "eval" else _save_move(r)
+    text, change = _eval_move(r) if phase == "eval" else _save_move(r, device)
     what = "evaluation" if phase == "eval" else "checkpoint save"
-    lead = f"CUDA out of memory during {what}" if severity == ERROR else f"VRAM jumps over the line during {what}"
+    lead = f"{DEVICE_WORD[device]} out of memory during {what}" if severity == ERROR else \
+        f"VRAM jumps over the line during {what}"
     return Advice(f"oom_at_{phase}", severity, f"{lead}: {text}", evidence, change, step)
 
 
@@ -165,10 +183,12 @@ def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: in
                   [line] + phase_evidence, {}, step)
 
 
-def _save_move(r: Recipe | None) -> Move:
+def _save_move(r: Recipe | None, device: str = "cuda") -> Move:
     if r is not None and not r.training.save_only_model:
         return ("set save_only_model = true (smaller saves; the optimizer state is not kept for resuming)",
                 {"training.save_only_model": True})
+    if device != "cuda":  # PYTORCH_CUDA_ALLOC_CONF reaches neither MPS's nor XPU's allocator
+        return "free what the step left before the save (empty the device's cache), or save less often", {}
     return ("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so cached blocks can serve the save",
             {"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
 
@@ -179,6 +199,49 @@ def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
     evidence = [f"training peak {gib(f.facts['train_peak'])}, {phase} peak {gib(f.facts['phase_peak'])}",
                 f"warning line {gib(f.facts['line'])}", f"{phase} at step {f.step}"]
     return _phase_advice(phase, f.step, r, evidence, WARNING)
+
+
+DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU"}
+"""The device an OOM names, as its advice's title names it (logic/oom.py's OomReport.device)."""
+
+
+def ran_out(report: oom.OomReport) -> str:
+    """'CUDA out of memory', 'MPS out of memory', 'XPU out of memory': the OOM as an alert or the guard names it."""
+    return f"{DEVICE_WORD[report.device]} out of memory"
+
+XPU_CACHE_MOVE = ("call torch.xpu.empty_cache() between phases (PyTorch's docs: it may reduce fragmentation) or lower "
+                  "the batch")
+"""No allocator variable is proposed for XPU: which one its allocator reads, in which torch, loratui has not checked."""
+
+MPS_CAP = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO sets the cap (1.7 times the GPU's recommended working set by default, at "
+           "most 2.0; 0.0 lifts it, as the message offers): a higher cap lets the run take memory macOS needs, and the "
+           "Mac swaps, stalls or crashes (the message's 'may cause system failure'); using less memory is the safe fix")
+"""What the MPS cap is and what raising it risks (PyTorch's aten/src/ATen/mps/MPSAllocator.h: default ratio 1.7 on
+unified memory, upper bound 2.0, 0.0 for no limit)."""
+
+
+def _mps_evidence(report: oom.OomReport) -> list[str]:
+    """An MPS OOM's numbers: PyTorch's heaps, the other Metal allocations, the cap, and the cap's setting."""
+    lines = []
+    if report.reserved is not None and report.process_used is not None:
+        lines.append(f"MPS allocated (PyTorch's heaps, its cache included): {gib(report.reserved)}; other Metal "
+                     f"allocations: {gib(report.process_used - report.reserved)}")
+    if report.allowed is not None:
+        lines.append(f"the cap: {gib(report.allowed)} (max allowed); {MPS_CAP}")
+    elif report.kind == oom.FULL:
+        lines.append("no cap was set (PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0): the Mac's memory itself ran out, and no "
+                     "setting gives more")
+    return lines
+
+
+def _full_words(report: oom.OomReport) -> str:
+    """What a full device's title says: the request alone larger than the card, the MPS cap reached, or a full card."""
+    if report.device == "mps":
+        return f"the {gib(report.allowed)} cap was reached" if report.allowed is not None else \
+            "the Mac's memory ran out, no cap set"
+    if report.requested is not None and report.total is not None and report.requested > report.total:
+        return f"it asked for {gib(report.requested)}, more than the card's {gib(report.total)}"
+    return "the card is full"
 
 
 _TF_TEXT = re.compile(r"bfc_allocator|GPU_\d+_bfc|ResourceExhausted|RESOURCE_EXHAUSTED|OOM when allocating", re.I)

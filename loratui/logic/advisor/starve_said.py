@@ -177,6 +177,8 @@ PROGRAM = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[A-Z]+:|\w+(?:Wa
 
 
 def code_line(line: str) -> bool:
+    # not phase_words.looks_like_code: any assignment (`num_workers = 8`) and a shell or REPL prompt are code here,
+    # where a config line names the loader words the person's account of a slow loader is read for
     return bool(re.match(r"\s*(?:def |class |import |from |#|>>>|\$ |[\w.\[\]'\"]+\s*[-+*/]?=\s)", line))
 
 _SAID_WORDS = ("load", "pipeline", "read", "i/o", "getitem", "collate", "bottleneck", "slow", "limited", "数据", "epoch",
