@@ -88,6 +88,20 @@ def test_out_of_memory_in_any_devices_words(text: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize("text, expected", [
+    ("每次评估的时候显存就会溢出。", "oom_at_eval"),  # words between the memory and its running short
+    ("我用了两张卡，为什么显存还是不够？", "oom_full"),
+    ("保存模型时显存直接爆了", "oom_at_save"),
+    ("When I run the evaluation, 24GB of GPU memory is not enough.", "oom_at_eval"),
+    ("The card's memory is insufficient for the merge.", "oom_at_save"),
+    ("Every rank loads the weights, causing cuda:0 memory to explode.", "oom_full"),
+])
+def test_memory_said_to_run_short_in_other_words(text: str, expected: str) -> None:
+    """Mechanism: a person says the card's memory ran short with words between the memory and the shortfall
+    (`显存会溢出`, `memory is not enough`, `memory to explode`): an OOM, as `显存溢出` and `not enough memory` are."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
     # https://github.com/unslothai/unsloth/issues/1585 (the local 3090's run)
     ("I also tryed locally with 24 GB VRAM 3090 RTX and getting the same memory crash when I merge the model:",
      "oom_at_save"),
@@ -127,6 +141,8 @@ def test_the_machine_going_down_from_memory_is_the_hosts(text: str, expected: st
     "xformers fails with memory_efficient_attention on this card.",
     "Training crashes with a shape mismatch; memory usage is at 20GB of 24GB.",
     "To avoid running out of CUDA memory during evaluation I set eval_accumulation_steps.",
+    "改了batch size之后显存不爆了，但是loss不降。",
+    "If the GPU memory is not enough, lower the batch size.",
 ])
 def test_memory_beside_a_failure_is_no_oom(text: str) -> None:
     """Memory named beside a failure that is not its cause, a remedy, or a negation: no OOM."""
