@@ -270,10 +270,10 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
     from loratui.text import inert
 
     if not command:
-        raise UsageError("loratui run: give a recipe (`loratui run tiny`) or a command to watch "
+        raise UsageError("run: give a recipe (`loratui run tiny`) or a command to watch "
                          "after `--` (loratui run -- python train.py)")
     if shutil.which(command[0]) is None:
-        raise UsageError(f"loratui run -- {shlex.join(command)}: `{command[0]}` is not a program on PATH "
+        raise UsageError(f"run -- {shlex.join(command)}: `{command[0]}` is not a program on PATH "
                          "(nor an executable file); check the spelling, or activate the environment it is in")
     if warn_gb is not None and not 0 < warn_gb < 4096:
         raise UsageError(f"--warn-gb {warn_gb}: give the VRAM warning line in GiB, e.g. --warn-gb 30")
