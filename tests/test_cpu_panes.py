@@ -82,7 +82,8 @@ async def test_a_record_without_gpu_readings_says_so_once_instead_of_waiting() -
     from loratui.sources import importers
 
     found = importers.import_path(Path(__file__).parent / "data" / "trainer_state" / "v5_final.json")
-    app = LoratuiApp(ListSource(found), clock=lambda: 0.0)
+    assert isinstance(found[-1], events.End)
+    app = LoratuiApp(ListSource(found[:-1]), clock=lambda: 0.0)  # a replay before its end, too
     async with app.run_test(size=(80, 24)) as pilot:
         await _folded(pilot)
         screen = _screen(app)

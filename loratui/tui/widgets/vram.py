@@ -124,7 +124,13 @@ def gpu_none(state: RunState) -> bool:
     import of a trainer_state.json or a stdout log): "waiting for the first sample" would wait for ever."""
     if state.gpus or state.torch_allocated is not None:
         return False
-    return state.gpu_available is False or (state.gpu_available is None and state.state in events.FINAL_STATES)
+    if state.gpu_available is not None:
+        return not state.gpu_available
+    return state.state in events.FINAL_STATES or any(n.key == IMPORTED for n in state.notices)
+
+
+IMPORTED = "import"
+"""The key of the notice an imported record opens with (sources/importers.py): it never holds a GPU reading."""
 
 
 def _none_line(state: RunState, width: int) -> Text:
