@@ -405,7 +405,8 @@ def cmd_control(args: argparse.Namespace) -> int:
     try:
         said = control.deliver(run, args.command) if not url else _resume_with_alerts(run, url)
     except control.ControlError as exc:
-        raise UsageError(f"{run.run_id}: {exc}") from None
+        told = str(exc)  # most already name the run: "RUN: RUN is not running" said it twice
+        raise UsageError(told if run.run_id in told else f"{run.run_id}: {told}") from None
     print(said)
     return EXIT_OK
 
