@@ -146,8 +146,9 @@ class Replay:
         return due
 
     def pause(self, wall: float) -> list[Any]:
-        """Pause the clock at wall time `wall`, with the events due by then: the panes show the run at the time
-        the bar shows (a pause between ticks froze the clock up to a tick ahead of them, 10 s of the run at x100)."""
+        """Pause the clock at wall time `wall`, with the events due by then: the panes show the run at the
+        time the bar shows (a pause between ticks froze the clock up to a tick ahead of them, 10 s of the run
+        at x100)."""
         due = self.tick(wall)
         self.clock.pause(wall)
         return due

@@ -39,10 +39,10 @@ def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> No
             what = "does not exist" if not candidate.exists() else "has no config.json"
             raise RecipeError(f"{where_model}: `model.path`: model directory {candidate} {what}; pass "
                               "--model-path /path/to/model (a directory with config.json and weights)")
-        if not any(any(candidate.glob(pattern)) for pattern in WEIGHT_FILES):  # else: a traceback minutes later
-            raise RecipeError(f"{where_model}: `model.path`: model directory {candidate} has config.json but no "
-                              "weights (model.safetensors, pytorch_model.bin or their sharded index); pass "
-                              "--model-path /path/to/model (the directory that holds them)")
+        if not any(any(candidate.glob(pattern)) for pattern in WEIGHT_FILES):  # else: a traceback later
+            raise RecipeError(f"{where_model}: `model.path`: model directory {candidate} has config.json but "
+                              "no weights (model.safetensors, pytorch_model.bin or their sharded index); "
+                              "pass --model-path /path/to/model (the directory that holds them)")
         names = _weight_module_names(candidate)
         if names:
             _check_targets(recipe, recipe_path, names, str(candidate))

@@ -130,7 +130,7 @@ def gpu_none(state: RunState) -> bool:
 
 
 IMPORTED = "import"
-"""The key of the notice an imported record opens with (sources/importers.py): it never holds a GPU reading."""
+"""The key of the notice an imported record opens with (sources/importers.py): it holds no GPU reading."""
 
 
 def _none_line(state: RunState, width: int) -> Text:
