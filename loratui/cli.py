@@ -184,15 +184,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     watching = bool(args.watch) or args.recipe is None  # `loratui run [options] -- COMMAND [ARGS...]`
     if watching and not args.watch:
-        raise UsageError("loratui run: give a recipe (`loratui run tiny`, or a recipe file; `loratui recipes` "
+        raise UsageError("run: give a recipe (`loratui run tiny`, or a recipe file; `loratui recipes` "
                          "lists the built-in ones) or a command to watch after `--` (loratui run -- python "
                          "train.py)")
     if watching and args.recipe is not None:
-        raise UsageError(f"loratui run: give a recipe or `-- COMMAND`, not both ({args.recipe} and "
+        raise UsageError(f"run: give a recipe or `-- COMMAND`, not both ({args.recipe} and "
                          f"`-- {args.watch[0]} ...`)")
     for flag, value in (("--max-steps", args.max_steps), ("--model-path", args.model_path)):
         if watching and value is not None:
-            raise UsageError(f"loratui run {flag}: applies to recipes only; with `-- COMMAND`, set it in your "
+            raise UsageError(f"run {flag}: applies to recipes only; with `-- COMMAND`, set it in your "
                              "command (e.g. TrainingArguments.max_steps, or your script's own model path)")
     if not watching and args.warn_gb is not None:
         raise UsageError(f"--warn-gb: for a recipe, set [monitor] warn_gb in {args.recipe}")
@@ -400,7 +400,8 @@ def cmd_control(args: argparse.Namespace) -> int:
     try:
         said = control.deliver(run, args.command) if not url else _resume_with_alerts(run, url)
     except control.ControlError as exc:
-        raise UsageError(f"{run.run_id}: {exc}") from None
+        told = str(exc)  # most already name the run: "RUN: RUN is not running" said it twice
+        raise UsageError(told if run.run_id in told else f"{run.run_id}: {told}") from None
     print(said)
     return EXIT_OK
 

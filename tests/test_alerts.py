@@ -336,3 +336,31 @@ def test_a_suspend_alerts_once() -> None:
     notices = [e for e in written if isinstance(e, events.Notice) and e.message.startswith("suspended")]
     bodies = [json.loads(r["body"])["event"] for r in endpoint.requests]
     assert len(notices) == 2 and bodies == ["suspended", "suspended"], (notices, bodies)
+
+
+def test_a_recipe_naming_an_unset_variable_is_told_its_alerts_are_off(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`[alerts] url_env = "NTFY_URL"` in a recipe, and a shell (a new SSH session, a Slurm job) without NTFY_URL:
+    the run started, trained and ended with no alert and not one word that none would come."""
+    from loratui import rundir
+    from loratui.eventlog import read_log
+    from tests.conftest import REPO, TINY
+
+    text = TINY.read_text().replace('path = "data/', f'path = "{REPO}/recipes/data/')
+    text += '\n[alerts]\nurl_env = "MY_ALERTS_URL"\n'
+    settings = rundir.RunSettings(run_id="20270115-093000-tiny", name="tiny", recipe_source=str(TINY),
+                                  recipe_dir=str(TINY.parent))
+    run = rundir.create(tmp_path / "runs", settings, text)
+    monkeypatch.delenv("MY_ALERTS_URL", raising=False)
+    sup = _supervisor(run, monkeypatch)
+    try:
+        sup._write_header()
+        sup.unattended.announce()
+        assert sup.unattended.notifier is None
+    finally:
+        sup.unattended.close()
+        sup.log.close()
+    said = [e for e in read_log(run.events).events if isinstance(e, events.Notice) and e.key == "alerts"]
+    assert len(said) == 1 and said[0].level == "warning", said
+    assert "MY_ALERTS_URL" in said[0].message and "not set" in said[0].message, said[0].message
+    assert "--notify" in said[0].message, said[0].message

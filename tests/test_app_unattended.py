@@ -51,3 +51,22 @@ async def test_a_live_alert_rings_the_bell_and_history_does_not() -> None:
                 break
         await pilot.pause(0.2)
     assert rings == [1]
+
+
+async def test_k_on_a_run_that_has_ended_says_so_instead_of_asking() -> None:
+    """`k` on a finished run said "asking every rank for its stacks…" and, over it, "no trainer process is
+    running; nothing to dump": two messages that contradict each other, for a question that had no one to ask."""
+    asked: list[str] = []
+    found = scenarios.run(3) + [events.End(t=scenarios.T0 + 99, state=events.FINISHED, step=3)]
+    app = LoratuiApp(ListSource(found), actions=_actions(asked))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(400):  # up to 20 s on a loaded machine; it ends when the condition holds
+            await pilot.pause(0.05)
+            if app.run_state.state == events.FINISHED:
+                break
+        await pilot.press("k")
+        await pilot.pause(0.3)
+        said = [n.message for n in app._notifications]
+        paged = bool(app.screen.query("#page"))
+    assert asked == [] and not paged, said
+    assert said == ["the run has finished: no process is left to show stacks of"], said

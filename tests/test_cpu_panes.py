@@ -71,3 +71,23 @@ async def test_a_gpu_run_keeps_both_panes() -> None:
         await _folded(pilot)
         text = "\n".join(_screen(app))
     assert "GPU util" in text and "VRAM NVIDIA H200" in text and "GPU: none" not in text, text
+
+
+async def test_a_record_without_gpu_readings_says_so_once_instead_of_waiting() -> None:
+    """`loratui replay` of a run imported from a trainer_state.json (a real one, v5_final.json) showed "device
+    memory: N/A (waiting for the first sample)" and "utilisation: N/A" for a record that has ended and will never
+    hold a sample: a wait that never ends, in 7 rows the loss chart needs at 80x24."""
+    from pathlib import Path
+
+    from loratui.sources import importers
+
+    found = importers.import_path(Path(__file__).parent / "data" / "trainer_state" / "v5_final.json")
+    assert isinstance(found[-1], events.End)
+    app = LoratuiApp(ListSource(found[:-1]), clock=lambda: 0.0)  # a replay before its end, too
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _folded(pilot)
+        screen = _screen(app)
+    text = "\n".join(screen)
+    assert "waiting for the first sample" not in text and "GPU util" not in text, text
+    gpu_lines = [line for line in screen if "GPU" in line or "VRAM" in line or "N/A" in line]
+    assert len(gpu_lines) == 1 and gpu_lines[0].lstrip().startswith("GPU: no readings in this record"), screen

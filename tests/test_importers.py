@@ -324,3 +324,20 @@ def test_a_table_with_steps_no_run_has_is_refused_in_words(text: str, tmp_path: 
     path.write_text(text)
     with pytest.raises(importers.ImportFailed, match="none of"):
         importers.import_path(path)
+
+
+def test_a_record_without_times_gives_no_duration_pace_or_eta() -> None:
+    """A trainer_state.json saved with a checkpoint (no train_runtime: a real tiny run's checkpoint-40) got
+    steps a second apart, and `replay --summary` said "duration_s": 40.0, `report` "duration 40s", the status
+    bar "elapsed 40s" and, mid-replay, an ETA: numbers nobody measured. A record with train_runtime keeps its
+    duration (v5_final.json: 12 s)."""
+    from loratui.logic.summary import summarize
+
+    bare = importers.import_path(STATES / "v4_45_checkpoint.json")
+    state = _fold(bare)
+    assert state.elapsed_s is None and state.seconds_per_step is None
+    assert summarize(state, "")["duration_s"] is None
+    midway = _fold([e for e in bare if not isinstance(e, events.End)][: len(bare) // 2])
+    assert midway.state == events.TRAINING and midway.eta_s is None
+    timed = _fold(importers.import_path(STATES / "v5_final.json"))
+    assert summarize(timed, "")["duration_s"] == pytest.approx(12.0)

@@ -136,6 +136,8 @@ def test_model_path_on_the_command_line_fills_a_recipe_without_one(tmp_path: Pat
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
+    _safetensors(model / "model.safetensors", ["model.layers.0.self_attn.q_proj.weight",
+                                               "model.layers.0.self_attn.v_proj.weight"])
     recipe = _recipe(tmp_path, DATA, **{'path = "loratui:tiny"': ""})
     assert "--model-path" in _refused(recipe, tmp_path)
     monkeypatch.setattr(launch, "spawn_supervisor", lambda run, **kwargs: 0)
@@ -191,3 +193,17 @@ def test_the_preflight_takes_model_path_for_a_recipe_without_one(tmp_path: Path)
     recipe = _recipe(tmp_path, DATA, **{'path = "loratui:tiny"': ""})
     args = argparse.Namespace(recipe=recipe, model_path=str(model), force=False)
     assert launch_checks.preflight(args) in (True, False)  # answered, not refused for a missing [model] path
+
+
+def test_a_model_directory_without_weights_is_refused_before_the_start(tmp_path: Path) -> None:
+    """`loratui run qwen7b --model-path DIR` on a directory holding config.json alone (a download of the config,
+    the folder above a snapshot) started a run that loaded for a while and failed on transformers' OSError,
+    with a traceback and advice to check the installed transformers version."""
+    model = write_model_config(tmp_path / "model")
+    recipe = _recipe(tmp_path, DATA, **{'path = "loratui:tiny"': ""})
+    message = _refused(recipe, tmp_path, model_path=str(model))
+    assert message.startswith("--model-path: `model.path`: ") and str(model) in message, message
+    assert "no weights" in message and "model.safetensors" in message, message
+    _safetensors(model / "model.safetensors", ["model.layers.0.self_attn.q_proj.weight",
+                                               "model.layers.0.self_attn.v_proj.weight"])
+    launch.check_paths(launch.load_recipe(recipe, model_path=str(model)), recipe, str(model))  # now it serves

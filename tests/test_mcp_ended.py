@@ -25,3 +25,17 @@ async def test_stop_and_pause_on_a_finished_run_are_refused_at_once(tmp_path: Pa
         assert error and "not running (finished); nothing to stop" in said and "token" not in said, said
         error, said = await call(client, "pause", run=run_id)
         assert error and said.count(run_id) == 1 and "nothing to pause" in said, said
+
+
+@pytest.mark.parametrize("verb", ["resume", "save", "pause", "stop"])
+def test_the_command_line_names_the_run_once_too(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 verb: str) -> None:
+    """The MCP tools were fixed; `loratui resume RUN` on a finished run still said "loratui: RUN: RUN is not
+    running (finished); nothing to resume"."""
+    runs = tmp_path / "runs"
+    (tmp_path / "train.log").write_text(LOG)
+    assert main(["import", str(tmp_path / "train.log"), "--runs-dir", str(runs)]) == 0
+    run_id = capsys.readouterr().out.strip().splitlines()[-1]
+    assert main([verb, run_id, "--runs-dir", str(runs)]) == 2
+    said = capsys.readouterr().err
+    assert said.count(run_id) == 1 and f"nothing to {verb}" in said, said

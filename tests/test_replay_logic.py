@@ -195,3 +195,19 @@ def test_a_malformed_event_is_not_called_newer(tmp_path: Path) -> None:
     contents = read_log(log)
     assert (contents.malformed, contents.unknown) == (1, 0)
     assert contents.notes() == "1 malformed event skipped (a known kind with missing or wrong fields)"
+
+
+def test_a_pause_shows_the_state_at_the_time_it_shows() -> None:
+    """Space between two ticks froze the clock up to a tick ahead of the panes (a tick is a second of the run
+    at x10, ten at x100): the bar said 1m21s over step 60 of a real tiny run, and `→` then showed step 61 at
+    1m20s, the clock going back as the step went forward. The pause delivers what is due by its time."""
+    replay = Replay(_run())
+    replay.clock.set_speed(10, wall=0.0)
+    replay.clock.play(wall=0.0)
+    shown = RunState().feed_all(replay.tick(wall=0.5))  # the run at 5 s: step 5
+    assert shown.step == 5
+    shown.feed_all(replay.pause(wall=0.65))  # space 0.15 s later, before the next tick: the run at 6.5 s
+    assert not replay.clock.playing and replay.clock.now(wall=9.0) == T0 + 6.5
+    assert shown.step == 6 and _fingerprint(shown) == _fingerprint(replay.state_at(replay.cursor))
+    assert replay.cursor == sum(1 for e in _run() if e.t <= T0 + 6.5)
+    assert replay.pause(wall=1.0) == []  # paused already: nothing more is due

@@ -51,3 +51,34 @@ def test_the_story_tells_a_night_in_order_with_who_asked() -> None:
                      "guard: learning rate halved", "ended finished"]
     assert [m.step for m in story.moments][-3:] == [12, 10, 20]
     assert [m.text for m in story.since(t0 + 4.5)] == texts[4:]
+
+
+def test_a_hold_is_told_once_and_a_resume_after_a_suspend_is_told() -> None:
+    """The report of a real tiny run (`P`, then `r`) said "suspended" twice, the trainer's word then the
+    supervisor's with its reason, and never "resumed" (the run came back through starting and loading); a
+    watched run saving while paused said "paused" twice. The events are those two runs' own."""
+    t0 = time.time()
+    found = [
+        events.Header(t=t0, schema=1, run_id="r1", recipe_hash="h", name="tiny"),
+        events.State(t=t0 + 1, state=events.TRAINING, step=0),
+        events.Control(t=t0 + 2, command="pause", source="tui"),
+        events.State(t=t0 + 3, state=events.PAUSED, step=13),
+        events.Control(t=t0 + 4, command="save", source="tui"),
+        events.State(t=t0 + 5, state=events.PAUSED, step=13),
+        events.Control(t=t0 + 6, command="resume", source="tui"),
+        events.State(t=t0 + 7, state=events.TRAINING, step=13),
+        events.Control(t=t0 + 8, command="suspend", source="tui"),
+        events.State(t=t0 + 9, state=events.SUSPENDED, step=195),
+        events.State(t=t0 + 10, state=events.SUSPENDED,
+                     reason="checkpoint written, memory freed; `loratui resume` continues"),
+        events.Control(t=t0 + 11, command="resume", source="tui"),
+        events.State(t=t0 + 12, state=events.STARTING, reason="resuming from checkpoint-195"),
+        events.State(t=t0 + 13, state=events.LOADING, reason="loading model and data"),
+        events.State(t=t0 + 14, state=events.TRAINING, step=195),
+        events.End(t=t0 + 15, state=events.FINISHED, step=300),
+    ]
+    texts = [m.text for m in Story().feed_all(found).moments]
+    assert texts == ["started tiny", "pause asked by tui", "paused", "save asked by tui", "resume asked by tui",
+                     "resumed", "suspend asked by tui",
+                     "suspended (checkpoint written, memory freed; `loratui resume` continues)",
+                     "resume asked by tui", "resumed", "ended finished"], texts

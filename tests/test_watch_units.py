@@ -314,3 +314,14 @@ async def test_the_status_bar_shows_the_epoch_of_a_counter_within_the_epoch() ->
         await _folded(pilot, app)
         text = str(app.query_one(StatusBar).render())
     assert app.run_state.step == 72 and " step 72/90 " in text and " ep 2.40 " in text, text
+
+
+@pytest.mark.parametrize("args", [["run"], ["run", "--", "no-such-program-xyz"],
+                                  ["run", "--max-steps", "5", "--", "python", "x.py"]])
+def test_a_run_mistake_says_loratui_once(args: list[str], tmp_path: object) -> None:
+    """`loratui run` alone printed `loratui: loratui run: give a recipe ...`: the prefix every message gets,
+    then the command's name again."""
+    cut = args.index("--") if "--" in args else len(args)
+    result = loratui(*args[:cut], "--runs-dir", str(tmp_path), *args[cut:])
+    assert result.returncode == 2 and result.stderr.startswith("loratui: run"), result.stderr
+    assert "loratui: loratui" not in result.stderr, result.stderr

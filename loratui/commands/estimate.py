@@ -36,7 +36,8 @@ def main(args: argparse.Namespace) -> int:
     warn_gib = recipe.monitor.warn_gb
     print(json.dumps(result.as_json() | {"verdict": verdict(result, warn_gib)}) if args.json
           else render(result, table, config_path, warn_gib, fp32=recipe.model.dtype == "float32",
-                      cpu_gib=estimate(recipe, config, cuda=False).peak_device_gib))
+                      cpu_gib=estimate(recipe, config, cuda=False).peak_device_gib,
+                      shape=(recipe.training.per_device_train_batch_size, recipe.data.max_length)))
     return EXIT_NO if verdict(result, warn_gib) == "does NOT fit" else EXIT_OK
 
 
@@ -137,16 +138,22 @@ LABELS = {
 
 
 def render(result: Any, table: list[Any], config_path: Path, warn_gib: float = 30.0, fp32: bool = False,
-           cpu_gib: float | None = None) -> str:
+           cpu_gib: float | None = None, shape: tuple[int, int] | None = None) -> str:
     """The plain-text report: breakdown, verdict, and the what-would-fit table. `fp32`: the recipe loads
     the model in float32 ([model] dtype), so its unquantised weights take 4 bytes each. `cpu_gib`: the same
-    training on CPU, said as the app says a CPU run's estimate (its panes show that one, not the GPU's)."""
+    training on CPU, said as the app says a CPU run's estimate (its panes show that one, not the GPU's).
+    `shape`: (batch, max_length) the figures are for; a run estimates again at its data's longest example,
+    so its pane may say less, and the reader must know why the two differ."""
     from loratui.logic.fmt import article
     from loratui.units import size
 
     labels = LABELS | ({"weights_16bit": "base weights (fp32)"} if fp32 and "weights_quantized" not in
                        result.components else {})
-    lines = [f"model config: {config_path}", ""]
+    lines = [f"model config: {config_path}"]
+    if shape is not None:
+        lines += [f"at batch {shape[0]} x {shape[1]} tokens ([data] max_length)",
+                  "(a run estimates again at its data's longest example, which may be shorter)"]
+    lines.append("")
     lines += [f"  {labels.get(k, k):44s} {v:8.2f} GiB" for k, v in result.components.items() if v >= 0.005]
     lines += ["", f"  {'peak torch reserved':44s} {result.peak_reserved_gib:8.2f} GiB",
               f"  {'peak used on a CUDA GPU (NVML; decides OOM)':44s} {result.peak_device_gib:8.2f} GiB"

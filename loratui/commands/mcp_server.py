@@ -244,6 +244,6 @@ def main(args: argparse.Namespace) -> int:
     try:
         import mcp  # noqa: F401
     except ImportError:
-        raise UsageError("loratui mcp needs the MCP SDK: pip install 'loratui[mcp]'") from None
+        raise UsageError("mcp needs the MCP SDK: pip install 'loratui[mcp]'") from None
     build_server(args.runs_dir, args.allow_control).run("stdio")
     return 0

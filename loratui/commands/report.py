@@ -32,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         import matplotlib
     except ImportError:
-        raise UsageError("loratui report draws its charts with matplotlib: pip install 'loratui[report]'") from None
+        raise UsageError("report draws its charts with matplotlib: pip install 'loratui[report]'") from None
     matplotlib.use("Agg")  # no display on a GPU box over SSH
     everywhere = getattr(args, "everywhere", False)
     run = rundir.resolve(args.run, args.runs_dir, everywhere)

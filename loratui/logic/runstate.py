@@ -19,6 +19,9 @@ from loratui.text import inert
 from loratui.units import GIB  # noqa: F401  (re-exported for the panes)
 
 
+TIMES_ASSUMED = "times_assumed"
+"""The key of the notice an imported record without times opens with (sources/importers.py)."""
+
 @dataclass
 class GpuView:
     """One GPU's latest window and history."""
@@ -144,6 +147,12 @@ class RunState:
         return self.max_steps
 
     @property
+    def times_assumed(self) -> bool:
+        """The record holds no times of its own (an import with neither train_runtime nor elapsed times): its
+        steps were drawn a second apart, so no duration, pace or ETA may be read from them."""
+        return any(n.key == TIMES_ASSUMED for n in self.notices)
+
+    @property
     def tokens_per_s(self) -> float | None:
         """Tokens per second over the recent steps."""
         total_time = sum(self.step_times)
@@ -152,6 +161,8 @@ class RunState:
 
     @property
     def seconds_per_step(self) -> float | None:
+        if self.times_assumed:
+            return None
         times = list(self.step_times)[1:] or list(self.step_times)
         return sum(times) / len(times) if times else None
 
@@ -166,7 +177,7 @@ class RunState:
 
     @property
     def elapsed_s(self) -> float | None:
-        if self.started is None or self.last_t is None:
+        if self.started is None or self.last_t is None or self.times_assumed:
             return None
         return self.covered_s
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loratui import events
 
@@ -32,7 +32,8 @@ class Story:
     def __init__(self) -> None:
         self.moments: list[Moment] = []
         self.step = 0
-        self._state = ""
+        self._held = ""  # the paused or suspended state the run is in, '' while it is not held
+        self._held_at: int | None = None  # the moment that said so
         self._in_nan = False
 
     def feed_all(self, found: Iterable[events.AnyEvent]) -> Story:
@@ -69,11 +70,19 @@ class Story:
         if e.step is not None:
             self.step = max(self.step, e.step)
         noted = {events.PAUSED: "paused", events.SUSPENDED: "suspended"}
-        if e.state in noted:
-            self._add(e.t, INFO, noted[e.state] + (f" ({e.reason})" if e.reason else ""))
-        elif e.state == events.TRAINING and self._state in noted:
+        said = noted.get(e.state, "") + (f" ({e.reason})" if e.reason else "")
+        if e.state in noted and e.state == self._held:
+            # The same hold said again (the supervisor's word after the trainer's, a save while paused):
+            # one moment, with the reason where only the repeat gives one.
+            if e.reason and self._held_at is not None and self.moments[self._held_at].text == noted[e.state]:
+                self.moments[self._held_at] = replace(self.moments[self._held_at], text=said)
+        elif e.state in noted:
+            self._add(e.t, INFO, said)
+            self._held, self._held_at = e.state, len(self.moments) - 1
+        elif e.state == events.TRAINING and self._held:
+            # A suspended run comes back through starting and loading: it resumed all the same.
             self._add(e.t, INFO, "resumed")
-        self._state = e.state
+            self._held, self._held_at = "", None
 
     def _on_log(self, e: events.Log) -> None:
         values = {k: events.num_in(v) for k, v in e.values.items()}

@@ -16,12 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from loratui import bounds, events
+from loratui.logic.runstate import TIMES_ASSUMED
 from loratui.sources import notebook, textfile
 
 TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
 """Keys that mark a Trainer log dict as a training-step log."""
 SECONDS_PER_STEP = 1.0
 """Assumed step time when a record says nothing about time."""
+ASSUMED = "times assume 1 s a step"
+"""How such a record's times were found: drawn, not measured (RunState gives no duration, pace or ETA)."""
 MAX_STEP = 10**9
 """The largest step number taken from a record (no run takes more): `step: 1e308` is damage, and its
 times (a second a step) would fall before the epoch."""
@@ -465,7 +468,7 @@ def _timing(record: Record) -> tuple[Any, str]:
     runtime = next((v["train_runtime"] for _, v in record.entries if "train_runtime" in v), None)
     per_step = runtime / last if runtime and math.isfinite(runtime) and runtime > 0 else SECONDS_PER_STEP
     begin = record.end_t - per_step * last
-    how = "times spread evenly over train_runtime" if _finished(record) else "times assume 1 s a step"
+    how = "times spread evenly over train_runtime" if _finished(record) else ASSUMED
     return (lambda step: begin + step * per_step), how
 
 
@@ -475,6 +478,9 @@ def _opening(record: Record, start: float, how: str) -> list[events.AnyEvent]:
         events.Header(t=start, schema=events.SCHEMA_VERSION, run_id=record.name, recipe_hash="",
                       recipe_path=record.source, name=record.name),
         events.Notice(t=start, level="info", message=note, key="import"),
+        *([events.Notice(t=start, level="info", key=TIMES_ASSUMED,
+                         message="the record holds no times: no duration, pace or ETA is given for it")]
+          if how == ASSUMED else []),
         events.TrainBegin(t=start, max_steps=record.max_steps, num_epochs=record.num_epochs,
                           batch_size=record.batch_size),
         events.State(t=start, state=events.TRAINING, step=0),

@@ -145,6 +145,14 @@ class Replay:
             self.clock.virtual = min(self.clock.virtual, self.end_t)
         return due
 
+    def pause(self, wall: float) -> list[Any]:
+        """Pause the clock at wall time `wall`, with the events due by then: the panes show the run at the
+        time the bar shows (a pause between ticks froze the clock up to a tick ahead of them, 10 s of the run
+        at x100)."""
+        due = self.tick(wall)
+        self.clock.pause(wall)
+        return due
+
     def extend(self, more: Sequence[Any]) -> None:
         """Append events of an in-memory log still being written (a file's index follows by itself)."""
         self.log.add(more)

@@ -19,6 +19,10 @@ from loratui.supervisor import alerts
 from loratui.text import say_error
 
 
+WEIGHT_FILES = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json")
+"""What `from_pretrained` loads a local model from: a directory with none of them cannot train."""
+
+
 def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> None:
     """Refuse, before anything starts, a model or data path that cannot serve, data the recipe's
     `format` cannot read (at its real line), and `target_modules` the model does not have."""
@@ -35,6 +39,10 @@ def check_paths(recipe: Recipe, recipe_path: Path, model_path: str | None) -> No
             what = "does not exist" if not candidate.exists() else "has no config.json"
             raise RecipeError(f"{where_model}: `model.path`: model directory {candidate} {what}; pass "
                               "--model-path /path/to/model (a directory with config.json and weights)")
+        if not any(any(candidate.glob(pattern)) for pattern in WEIGHT_FILES):  # else: a traceback later
+            raise RecipeError(f"{where_model}: `model.path`: model directory {candidate} has config.json but "
+                              "no weights (model.safetensors, pytorch_model.bin or their sharded index); "
+                              "pass --model-path /path/to/model (the directory that holds them)")
         names = _weight_module_names(candidate)
         if names:
             _check_targets(recipe, recipe_path, names, str(candidate))
@@ -258,10 +266,10 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
     from loratui.text import inert
 
     if not command:
-        raise UsageError("loratui run: give a recipe (`loratui run tiny`) or a command to watch "
+        raise UsageError("run: give a recipe (`loratui run tiny`) or a command to watch "
                          "after `--` (loratui run -- python train.py)")
     if shutil.which(command[0]) is None:
-        raise UsageError(f"loratui run -- {shlex.join(command)}: `{command[0]}` is not a program on PATH "
+        raise UsageError(f"run -- {shlex.join(command)}: `{command[0]}` is not a program on PATH "
                          "(nor an executable file); check the spelling, or activate the environment it is in")
     if warn_gb is not None and not 0 < warn_gb < 4096:
         raise UsageError(f"--warn-gb {warn_gb}: give the VRAM warning line in GiB, e.g. --warn-gb 30")

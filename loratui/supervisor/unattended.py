@@ -17,6 +17,7 @@ from loratui.rundir import SUSPEND_EXIT, latest_checkpoint
 from loratui.supervisor import alerts, stacks
 from loratui.supervisor.guard import Action, Guard, count_notices, latest_before
 from loratui.supervisor.watch import RunWatch
+from loratui.text import inert
 
 RETRY_KEY = "guard_retry"
 
@@ -58,6 +59,14 @@ class Unattended:
             self.sup.log.write(events.Notice(
                 t=time.time(), level="info", key="alerts",
                 message=f"alerts go to {alerts.describe(self.notifier.url, self.notifier.fmt)}"))
+        elif not self.alerts_problem and self.sup.recipe.alerts.url_env:
+            # The recipe asks for alerts: a run that would end in silence must say so while someone looks.
+            name = inert(self.sup.recipe.alerts.url_env, newlines=False)
+            self.sup.log.write(events.Notice(
+                t=time.time(), level="warning", key="alerts",
+                message=f"alerts are off: [alerts] url_env names {name}, which was not set when the run "
+                        "started; set it before `loratui run`, or give --notify URL (`loratui resume RUN "
+                        "--notify URL` after a suspend)"))
 
     def reload_alerts(self) -> None:
         """On `resume`: `loratui resume --notify URL` may have stored a new target just before sending it."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loratui import events
+from loratui.logic.command_keys import python_name
 from loratui.recipe import (
     WATCHED,
     DataSection,
@@ -21,6 +22,7 @@ from loratui.recipe import (
     Recipe,
     RecipeError,
     TrainingSection,
+    check_combinations,
     load_recipe,
 )
 from loratui.units import GIB, size
@@ -195,6 +197,10 @@ def recipe_text(recipe: Recipe, command: str) -> str:
                 lines.append(f"{key} = {_toml(value)}")
         lines.append("")
     text = "\n".join(lines)
+    problem = check_combinations(recipe)
+    if problem is not None:  # named as the script sets it: this text is loratui's, not a file the user wrote
+        key, message = problem
+        raise RecipeError(f"{python_name(key)}: {message}")
     load_recipe("recipe.toml", text)
     return text
 

@@ -119,7 +119,7 @@ class LoratuiCallback(TrainerCallback):
             recipe = live_recipe(args, model, seq_len, max_length, warn_gb)
             text = recipe_text(recipe, " ".join(run.read_settings().command))
         except (RecipeError, AttributeError, TypeError, ValueError) as exc:
-            message = f"no VRAM estimate: the live settings do not read as a recipe ({exc})"
+            message = f"no VRAM estimate for these live settings ({exc}); the run is watched as usual"
             self.log.write(events.Notice(t=time.time(), level="info", message=message))
             return seq_len
         replace_file(run.recipe, text.encode("utf-8"))

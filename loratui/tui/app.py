@@ -473,9 +473,13 @@ class LoratuiApp(App[str]):
         self.call_from_thread(self.exit, f"switch:{new_run.path}")
 
     def action_stacks(self) -> None:
-        if self.actions is not None and self.actions.stacks is not None:
-            self.say("asking every rank for its stacks…")
-            self._stacks_worker()
+        if self.actions is None or self.actions.stacks is None:
+            return
+        if self.run_state.state in events.FINAL_STATES:  # no one left to ask: say so, not "asking…"
+            self.say(f"the run has {self.run_state.state}: no process is left to show stacks of")
+            return
+        self.say("asking every rank for its stacks…")
+        self._stacks_worker()
 
     @work(thread=True, group="control")
     def _stacks_worker(self) -> None:

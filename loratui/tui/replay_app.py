@@ -154,7 +154,13 @@ class ReplayApp(LoratuiApp):
         self.push_screen(TextScreen(HELP))  # the replay's keys only: the live ones do nothing here
 
     def action_toggle_play(self) -> None:
-        self.replay.clock.toggle(time.monotonic())
+        wall = time.monotonic()
+        if self.replay.clock.playing:
+            due = self.replay.pause(wall)
+            if due:  # folded now, as a tick folds: the state at the time the bar shows
+                self._fold(EventsArrived(due, self.note))
+        else:
+            self.replay.clock.play(wall)
         self._dirty = True
 
     def action_faster(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from loratui import units
+from loratui import events, units
 from loratui.logic.advisor.advice import line_for, over_line
 from loratui.logic.advisor.watches import rank_imbalance
 from loratui.logic.chart import column_spans, intervals, marked_columns, sparkline
@@ -120,8 +120,17 @@ class VramPane(Widget):
 def gpu_none(state: RunState) -> bool:
     """No GPU to show: none sampled, the sampler found none, and the trainer reports no torch device memory (a
     CPU run). The VRAM and util panes then fold into one line (app.tcss -cpu): at 80x24 they took 7 rows to say
-    N/A, rows the loss chart needs."""
-    return not state.gpus and state.gpu_available is False and state.torch_allocated is None
+    N/A, rows the loss chart needs. So they do for a record that has ended with no word of a GPU at all (an
+    import of a trainer_state.json or a stdout log): "waiting for the first sample" would wait for ever."""
+    if state.gpus or state.torch_allocated is not None:
+        return False
+    if state.gpu_available is not None:
+        return not state.gpu_available
+    return state.state in events.FINAL_STATES or any(n.key == IMPORTED for n in state.notices)
+
+
+IMPORTED = "import"
+"""The key of the notice an imported record opens with (sources/importers.py): it holds no GPU reading."""
 
 
 def _none_line(state: RunState, width: int) -> Text:
@@ -132,6 +141,8 @@ def _none_line(state: RunState, width: int) -> Text:
         line = " · ".join(p for p in ["GPU: none (CPU run)", _estimate_line(state)] if p)
         if reason and len(line) + 3 + len(reason) <= width:
             line += " · " + reason
+    elif state.gpu_available is None:  # the record never said: an import, a log from elsewhere
+        line = " · ".join(p for p in ["GPU: no readings in this record", _estimate_line(state)] if p)
     else:
         line = " · ".join(p for p in [f"GPU: none ({reason or 'none found'})", _estimate_line(state)] if p)
     return Text(line, style="dim", no_wrap=True, overflow="ellipsis")
