@@ -212,7 +212,8 @@ def failure(adv: Advisor) -> list[Advice]:
         return [_BUILDERS["flash_attn_unavailable"](Finding("flash_attn_unavailable", step, {"line": raised.line}),
                                                     adv.recipe)]
     if raised is not None:
-        return [exception_advice(raised, adv.recipe, step)]
+        # getattr: a text watch pickled in an older events.idx
+        return [exception_advice(raised, adv.recipe, step, getattr(adv.text, "checkpointing_line", ""))]
     if adv.trace.cut:
         return [cut_traceback_advice(tuple(adv.trace.frames), adv.trace.phase, step)]
     said = getattr(adv.text, "error_said", None)  # getattr: a text watch pickled in an older events.idx

@@ -43,6 +43,17 @@ person's words among them, with a bounded MemoryError; here a bare one, as befor
 _WORKER = re.compile(r"DataLoader worker \(pid", re.I)
 _SHM = re.compile(r"bus error|shared memory|/dev/shm|shm_open", re.I)
 _KILLED = re.compile(r"signal: Killed|SIGKILL", re.I)
+_NO_GRAD = re.compile(r"does not require grad and does not have a grad_fn")
+NO_GRAD_STEP = (
+    "nothing the loss was computed from needs a gradient; in a LoRA/QLoRA run that is most often "
+    "gradient checkpointing on a model whose inputs do not require grad: call "
+    "model.enable_input_require_grads() before get_peft_model (for a 4-bit/8-bit model "
+    "prepare_model_for_kbit_training does it), or pass "
+    "gradient_checkpointing_kwargs={\"use_reentrant\": False}; with checkpointing off, check that LoRA "
+    "left parameters trainable (model.print_trainable_parameters())")
+"""huggingface/peft#137 and the threads after it (Llama-Chinese#242, Baichuan-13B#14, Qwen3-Coder#384,
+transformers#26334): the frozen base's embeddings need no gradient, so a reentrant checkpoint's output has no
+grad_fn."""
 
 
 def next_step(raised: Raised, r: Recipe | None) -> str:
@@ -62,6 +73,8 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
     if _HOST_OOM.search(message) or raised.short_type == "MemoryError":
         return "the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when " \
                "loading, a smaller dataset in memory, or more swap"
+    if _NO_GRAD.search(message):
+        return NO_GRAD_STEP
     if cuda.NO_GPU.search(message):
         return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
     return _where_step(raised)
@@ -138,8 +151,9 @@ def _where_step(raised: Raised) -> str:
     return "read the message: it names what was expected"
 
 
-def exception_advice(raised: Raised, r: Recipe | None, step: int) -> Advice:
-    """The exception as advice: type and message, where, when, and the next step."""
+def exception_advice(raised: Raised, r: Recipe | None, step: int, checkpointing: str = "") -> Advice:
+    """The exception as advice: type and message, where, when, and the next step; `checkpointing` is the
+    text's line that shows gradient checkpointing on (evidence for a backward with no grad_fn)."""
     where = _where_text(raised.where)
     when = PHASE_TEXT.get(raised.phase, "")
     evidence = [raised.line]
@@ -152,9 +166,20 @@ def exception_advice(raised: Raised, r: Recipe | None, step: int) -> Advice:
     raised_at = f"raised {where}" + (f" in {inner}()" if inner else "") if where else ""
     evidence.append(" ".join(part for part in (raised_at, when) if part) or "no traceback frames in the input")
     step_text = next_step(raised, r)
+    if step_text == NO_GRAD_STEP:
+        evidence += _checkpointing_evidence(r, checkpointing)
     message = clip(raised.message, 160)
     title = f"The run failed on {raised.short_type}" + (f": {message}" if message else "") + f" -> {step_text}"
     return Advice("exception", ERROR, title, evidence + ["next: " + step_text], {}, step)
+
+
+def _checkpointing_evidence(r: Recipe | None, line: str) -> list[str]:
+    """What shows gradient checkpointing on: the text's own line, or the recipe."""
+    if line:
+        return [f"the text shows gradient checkpointing: {clip(line, 200)}"]
+    if r is not None and r.training.gradient_checkpointing:
+        return ["the recipe sets gradient_checkpointing = true"]
+    return []
 
 
 def cut_traceback_advice(frames: tuple[Frame, ...], phase: str, step: int) -> Advice:

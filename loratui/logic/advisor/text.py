@@ -108,6 +108,13 @@ _WORKERS_CHOSEN = re.compile(r"num_workers\W{0,3}\s*(?:has to|must|should|needs?
                              r"intentional\w*|required)\b", re.I)
 """The program's own note that its loader needs 0 or 1 worker (a custom loader, data already on the GPU): the
 Lightning/PyTorch few-workers warning is then by design, not a bottleneck."""
+_NO_INPUT_GRAD = re.compile(r"None of the inputs have requires_grad=True")
+"""torch.utils.checkpoint's warning: the checkpointed block's inputs need no gradient, so nothing inside
+gets one."""
+_CHECKPOINTING_ON = re.compile(r"gradient[_ ]checkpointing", re.I)
+_CHECKPOINTING_OFF = re.compile(r"gradient[_ ]checkpointing\W{0,3}\s*[=:]\s*(?:False|false|0|no)\b|"
+                                r"disable_gradient_checkpointing|without gradient checkpointing", re.I)
+"""A line that names gradient checkpointing only to turn it off."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
@@ -131,6 +138,8 @@ class TextWatch:
     workers_chosen: str = ""  # the text's note that the loader must run with 0 or 1 worker
     nccl_info: str = ""  # the last `NCCL INFO` line (NCCL_DEBUG=INFO set up its communicators)
     hang_said: str = ""  # the user's words that the run hangs
+    checkpointing_line: str = ""  # torch's checkpoint warning that no input needs a gradient, else a line
+    # that turns gradient checkpointing on: what explains a LoRA backward's `does not have a grad_fn`
     _many: tuple[int, str] | None = None
     _meter_data: float = 0.0  # seconds waited for data over the timer lines seen
     _meter_total: float = 0.0  # and their wall time
@@ -167,6 +176,8 @@ class TextWatch:
             self.prep_line = line.strip()[:300]
         found += self.starve.line(line, step)
         self._error_words(line)
+        if "heckpoint" in line or "requires_grad" in line:
+            self._checkpointing(line)
         found += self._prep_timed_out(line, step)
         if "libcudart" in line or "libbitsandbytes" in line or "SETUP" in line:
             self.bnb.line(line, step)
@@ -182,6 +193,15 @@ class TextWatch:
             self.error_said = said_raised(line)
             if self.error_said is None and introduces_error(line):
                 self.error_intro = line.strip()[:300]
+
+    def _checkpointing(self, line: str) -> None:
+        """The first line that shows gradient checkpointing on; torch's warning that no input needs a
+        gradient wins."""
+        if _NO_INPUT_GRAD.search(line) and not _NO_INPUT_GRAD.search(getattr(self, "checkpointing_line", "")):
+            self.checkpointing_line = line.strip()[:300]
+        elif not getattr(self, "checkpointing_line", "") and _CHECKPOINTING_ON.search(line) and \
+                not _CHECKPOINTING_OFF.search(line):
+            self.checkpointing_line = line.strip()[:300]
 
     def _prep_timed_out(self, line: str, step: int) -> list[Finding]:
         """The run died at the distributed timeout while a rank prepared the data, in words (before any NCCL line)."""
