@@ -65,3 +65,24 @@ def test_torchs_checkpoint_warning_is_quoted_as_the_evidence() -> None:
     item = first(TORCH_WARNING + "\n" + TRACEBACK + "\n" + NO_GRAD)
     assert "enable_input_require_grads()" in item.title and "torch version" not in item.title
     assert any("None of the inputs have requires_grad=True" in line for line in item.evidence), item.evidence
+
+
+NO_WEIGHTS = ("OSError: Error no file named pytorch_model.bin, model.safetensors, tf_model.h5, "
+              "model.ckpt.index or flax_model.msgpack found in directory /data/models/llama-7b.")
+LOADING = "\n".join([
+    "Traceback (most recent call last):",
+    '  File "/home/u/sft/train.py", line 30, in <module>',
+    "    model = AutoModelForCausalLM.from_pretrained(args.model)",
+    '  File "/home/u/.venv/lib/python3.10/site-packages/transformers/modeling_utils.py", line 3144, in '
+    "from_pretrained",
+    "    raise EnvironmentError(",
+])
+
+
+def test_a_model_folder_without_weights_is_named_with_what_to_point_at() -> None:
+    item = first(LOADING + "\n" + NO_WEIGHTS)
+    assert item.id == "exception"
+    assert "'/data/models/llama-7b' holds no weights" in item.title, item.title
+    assert "--model-path" in item.title and "model_name_or_path" in item.title and "hub id" in item.title
+    assert "transformers version" not in item.title
+    assert NO_WEIGHTS in item.evidence

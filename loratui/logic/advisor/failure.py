@@ -35,6 +35,9 @@ _PATH = re.compile(
     r"No such file or directory|is not a local folder|Invalid folder path|does not appear to have a file named|"
     r"Can't load (?:tokenizer|config|the model) for|Incorrect path_or_model_id|Repo id must be|does not exist|"
     r"is not a valid model identifier|Path .{1,200} not found", re.I)
+_NO_WEIGHTS = re.compile(r"no file named .{1,300}? found in directory ['\"`]?(?P<dir>.+?)['\"`]?\.?\s*$")
+"""transformers' from_pretrained on a folder with no weight file it knows (its config or tokenizer may be
+there)."""
 _QUOTED = re.compile(r"'([^']{1,300})'|\"([^\"]{1,300})\"|`([^`]{1,300})`")
 _TARGETS = re.compile(r"Target modules? .{0,200} not found in the base model", re.I)
 _HOST_OOM = re.compile(oom_words.HOST_ALLOCATOR + r"|MemoryError", re.I)
@@ -66,6 +69,9 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
         key = "[lora] target_modules in the recipe" if r is not None else "target_modules (LoraConfig; " \
             "LLaMA-Factory's lora_target)"
         return f"set {key} to module names this model has (print(model) lists them; ChatGLM uses query_key_value)"
+    no_weights = _NO_WEIGHTS.search(message)
+    if no_weights:
+        return _weights_step(no_weights.group("dir"), r)
     if _PATH.search(message):
         return _path_step(message, r)
     if _WORKER.search(message):
@@ -134,6 +140,15 @@ def _path_step(message: str, r: Recipe | None) -> str:
     named = f"{path!r} " if path and len(path) < 200 else ""
     return f"the path {named}does not exist where the run looked: check {key}; a relative path is taken from " \
            "the working directory, a hub id needs network access or a local copy"
+
+
+def _weights_step(folder: str, r: Recipe | None) -> str:
+    key = "[model] path in the recipe (or --model-path)" if r is not None else \
+        "--model-path / model_name_or_path (the script's model argument)"
+    return f"the model directory {clip(folder, 200)!r} holds no weights (no *.safetensors or " \
+           f"pytorch_model.bin): point {key} at the folder that has them beside config.json, or at the hub " \
+           "id to download; a LoRA adapter's folder (adapter_model.safetensors) loads on its base with " \
+           "PeftModel.from_pretrained"
 
 
 def _where_step(raised: Raised) -> str:
