@@ -86,3 +86,35 @@ def test_a_model_folder_without_weights_is_named_with_what_to_point_at() -> None
     assert "--model-path" in item.title and "model_name_or_path" in item.title and "hub id" in item.title
     assert "transformers version" not in item.title
     assert NO_WEIGHTS in item.evidence
+
+
+def test_an_unexpected_keyword_is_named_as_a_version_difference_at_its_line() -> None:
+    item = first("\n".join([
+        "Traceback (most recent call last):",
+        '  File "/home/u/sft/train.py", line 52, in <module>',
+        '    args = TrainingArguments(output_dir="out", warmup_ratio=0.1)',
+        "TypeError: __init__() got an unexpected keyword argument 'warmup_ratio'",
+    ]))
+    assert item.id == "exception"
+    assert "TrainingArguments" in item.title and "takes no keyword 'warmup_ratio'" in item.title, item.title
+    assert "version" in item.title and "written for" in item.title
+    assert "says what it expected" not in item.title
+    assert "train.py:52" in item.title
+    assert "raised in your code (train.py:52)" in item.evidence, item.evidence
+
+
+def test_an_unexpected_keyword_raised_in_a_library_names_the_library() -> None:
+    # trl's SFTTrainer passing on an argument newer versions took away (the corpus's
+    # trl_sfttrainer_tokenizer_kwarg_removed)
+    item = first("\n".join([
+        "Traceback (most recent call last):",
+        '  File "/home/u/sft/Comm_Pretrain.py", line 596, in <module>',
+        "    trainer = SFTTrainer(model=model, tokenizer=tokenizer, train_dataset=ds)",
+        '  File "/home/u/.venv/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", line 180, in '
+        "__init__",
+        "    super().__init__(",
+        "TypeError: Trainer.__init__() got an unexpected keyword argument 'tokenizer'",
+    ]))
+    assert "Trainer (called inside trl) takes no keyword 'tokenizer'" in item.title, item.title
+    assert "pip show trl" in item.title and "written for" in item.title
+    assert "Comm_Pretrain.py:596" in item.title

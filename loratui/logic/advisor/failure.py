@@ -38,6 +38,10 @@ _PATH = re.compile(
 _NO_WEIGHTS = re.compile(r"no file named .{1,300}? found in directory ['\"`]?(?P<dir>.+?)['\"`]?\.?\s*$")
 """transformers' from_pretrained on a folder with no weight file it knows (its config or tokenizer may be
 there)."""
+_UNEXPECTED = re.compile(
+    r"(?:(?P<callee>[\w.]+)\(\) )?got an unexpected keyword argument ['‘’\"`]?(?P<keyword>\w+)")
+_LINE_NO = re.compile(r"\bline (\d+)|\.py\S*?:(\d+)")
+"""A frame line's number, in plain Python's `line 52` or rich's / IPython's `train.py:52`."""
 _QUOTED = re.compile(r"'([^']{1,300})'|\"([^\"]{1,300})\"|`([^`]{1,300})`")
 _TARGETS = re.compile(r"Target modules? .{0,200} not found in the base model", re.I)
 _HOST_OOM = re.compile(oom_words.HOST_ALLOCATOR + r"|MemoryError", re.I)
@@ -83,6 +87,9 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
         return NO_GRAD_STEP
     if cuda.NO_GPU.search(message):
         return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
+    unexpected = _UNEXPECTED.search(message)
+    if unexpected:
+        return _keyword_step(raised, unexpected)
     return _where_step(raised)
 
 
@@ -151,6 +158,40 @@ def _weights_step(folder: str, r: Recipe | None) -> str:
            "PeftModel.from_pretrained"
 
 
+def _keyword_step(raised: Raised, unexpected: re.Match[str]) -> str:
+    """A keyword the called function does not take: the installed library is not the one the code was written
+    for (an argument renamed or removed, or not there yet)."""
+    user = raised.user_frame
+    callee = re.sub(r"\.(?:__init__|init)$", "", unexpected.group("callee") or "")
+    callee = "" if callee in ("__init__", "init") else callee
+    callee = callee or (user.call if user is not None else "")
+    package = raised.where.split(":", 1)[1] if raised.where.startswith("library:") else ""
+    inside = f" (called inside {package})" if package else ""
+    mine = _place(user) if user is not None else ""
+    code = f"your code ({mine})" if mine else "your code"
+    whose = f"the installed {package}" if package else "the library it comes from"
+    owner = callee.split(".", 1)[0]
+    show = f"pip show {package}" if package else f"pip show the package {owner or 'it'} comes from"
+    called = f"the installed {callee}" if callee else "the function called"
+    keyword = unexpected.group("keyword")
+    return f"{called}{inside} takes no keyword {keyword!r}: {whose} is not " \
+           f"the version {code} was written for; {show}, then install the version its requirements name, " \
+           "or pass what the installed version takes instead"
+
+
+def _place(frame: Frame) -> str:
+    """`train.py:52`: the frame's file and its line number where the traceback gives one."""
+    number = _LINE_NO.search(frame.line)
+    name = frame.path.replace("\\", "/").rsplit("/", 1)[-1]
+    return f"{name}:{number.group(1) or number.group(2)}" if number else name
+
+
+def _user_where(raised: Raised) -> str:
+    """Where in the user's code it was raised (`train.py:52`), for a `user:` origin."""
+    user = raised.user_frame
+    return _place(user) if user is not None else raised.where.split(":", 1)[1]
+
+
 def _where_step(raised: Raised) -> str:
     where = raised.where
     user = raised.user_frame
@@ -162,14 +203,14 @@ def _where_step(raised: Raised) -> str:
     if where == "loratui":
         return "raised in loratui's own code: a bug; please report it with this traceback"
     if where.startswith("user:"):
-        return f"raised in your code ({where.split(':', 1)[1]}): the message says what it expected"
+        return f"raised in your code ({_user_where(raised)}): the message says what it expected"
     return "read the message: it names what was expected"
 
 
 def exception_advice(raised: Raised, r: Recipe | None, step: int, checkpointing: str = "") -> Advice:
     """The exception as advice: type and message, where, when, and the next step; `checkpointing` is the
     text's line that shows gradient checkpointing on (evidence for a backward with no grad_fn)."""
-    where = _where_text(raised.where)
+    where = _where_text(raised)
     when = PHASE_TEXT.get(raised.phase, "")
     evidence = [raised.line]
     if raised.message and raised.message not in raised.line:
@@ -248,7 +289,8 @@ def scheduler_advice(end: events.End) -> Advice:
                   [said, "next: " + step_text], {}, end.step)
 
 
-def _where_text(where: str) -> str:
+def _where_text(raised: Raised) -> str:
+    where = raised.where
     if where.startswith("library:"):
         return f"inside the {where.split(':', 1)[1]} library"
     if where == "loratui":
@@ -256,5 +298,5 @@ def _where_text(where: str) -> str:
     if where == "python":
         return "in Python's standard library"
     if where.startswith("user:"):
-        return f"in your code ({where.split(':', 1)[1]})"
+        return f"in your code ({_user_where(raised)})"
     return ""
