@@ -173,8 +173,14 @@ def _flat_from_start(facts: dict[str, Any], r: Recipe | None, quote: list[str]) 
     evidence = [f"steps {facts['from_step']}-{facts['to_step']}: range {facts['spread']:.3g}", _CHECK]
     change: dict[str, Any] = {}
     if r is not None and r.training.learning_rate < 1e-5:
-        change = {"training.learning_rate": 2e-4}
-        evidence.append(f"learning_rate = {lr_text(r.training.learning_rate)} is far below LoRA's usual 1e-4 to 3e-4")
+        # the title names the move the change makes: `apply` sets what the title says, the data comes after
+        rate = 2e-4
+        change = {"training.learning_rate": rate}
+        now = lr_text(r.training.learning_rate)
+        title = f"Loss is flat from the start ({facts['mean']:.5g} ± {spread:.1%}): raise " \
+            f"learning_rate from {now} to {rate:g}"
+        evidence.insert(1, f"learning_rate = {now} is far below LoRA's usual 1e-4 to 3e-4; if the loss "
+                           "stays flat at 2e-4, the data:")
     return title, evidence, change
 
 
