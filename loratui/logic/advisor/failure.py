@@ -253,17 +253,36 @@ _WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: |^\s+warnings\.warn\(")
 """A Python warning as `warnings` prints it (`file.py:12: FutureWarning: ...`) and the source line it prints below."""
 
 
+_ON_A_KILL = re.compile(r"\bkill(?:ed|s|ing)?\b|SIGKILL|signal 9\b|\boom|out of memory|\bmemory\b|"
+                        r"MemoryError|Cannot allocate|\banon-rss\b|\bRSS\b|\bswap\b", re.IGNORECASE)
+"""A line that bears on a SIGKILL: the kill itself, the kernel's OOM killer (`Out of memory: Killed process`,
+`oom-kill`), memory running short."""
+
+
 def ended_advice(end: events.End, tail: list[str]) -> Advice:
     """A run that ended failed with no traceback: the exit, and the last lines it printed, warnings left out (a
-    deprecation printed at start is no reason for a kill; it crowded out the last log)."""
+    deprecation printed at start is no reason for a kill; it crowded out the last log). A SIGKILL's lines are
+    only those that bear on it: a loss log or a checkpoint line before it says nothing of why."""
     how = f"was killed by {end.signal}" if end.signal else (
         f"exited with code {end.exit_code}" if end.exit_code is not None else "failed")
-    first = end.error.strip().splitlines()[-1] if end.error.strip() else ""
-    evidence = ([first] if first else []) + [line for line in tail if not _WARNING_LINE.match(line)][-5:]
+    killed = end.signal in ("SIGKILL", "9")
+    if killed:
+        evidence = _on_the_kill(end.error.strip().splitlines() + tail)
+    else:
+        first = end.error.strip().splitlines()[-1] if end.error.strip() else ""
+        evidence = ([first] if first else []) + [line for line in tail if not _WARNING_LINE.match(line)][-5:]
     hint = "SIGKILL with no error is often the kernel's out-of-memory killer (host RAM): check dmesg" \
-        if end.signal in ("SIGKILL", "9") else "the trainer's last lines are above; the full output is in the run directory"
+        if killed else "the trainer's last lines are above; the full output is in the run directory"
     return Advice("exception", ERROR, f"The trainer {how} at step {end.step}", evidence + ["next: " + hint], {},
                   end.step)
+
+
+def _on_the_kill(lines: list[str]) -> list[str]:
+    """The lines (error first, then the tail) that speak of the kill or memory, each once, the last five; else
+    that none does."""
+    kept = [line.strip() for line in lines if _ON_A_KILL.search(line) and not _WARNING_LINE.match(line)]
+    kept = list(dict.fromkeys(line for line in kept if line))[-5:]
+    return kept or ["its last output lines say nothing of the kill or of memory"]
 
 
 SCHEDULER_STEPS = {
