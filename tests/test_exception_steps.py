@@ -118,3 +118,12 @@ def test_an_unexpected_keyword_raised_in_a_library_names_the_library() -> None:
     assert "Trainer (called inside trl) takes no keyword 'tokenizer'" in item.title, item.title
     assert "pip show trl" in item.title and "written for" in item.title
     assert "Comm_Pretrain.py:596" in item.title
+
+
+def test_words_that_turn_checkpointing_off_are_not_quoted_as_it_being_on() -> None:
+    for off in ("I disabled gradient checkpointing and it still fails", "gradient_checkpointing: false",
+                "--gradient_checkpointing False", "gradient checkpointing is off"):
+        item = first(off + "\n" + NO_GRAD)
+        assert "enable_input_require_grads()" in item.title
+        assert not any(line.startswith("the text shows gradient checkpointing") for line in item.evidence), \
+            (off, item.evidence)

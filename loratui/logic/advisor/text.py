@@ -112,9 +112,11 @@ _NO_INPUT_GRAD = re.compile(r"None of the inputs have requires_grad=True")
 """torch.utils.checkpoint's warning: the checkpointed block's inputs need no gradient, so nothing inside
 gets one."""
 _CHECKPOINTING_ON = re.compile(r"gradient[_ ]checkpointing", re.I)
-_CHECKPOINTING_OFF = re.compile(r"gradient[_ ]checkpointing\W{0,3}\s*[=:]\s*(?:False|false|0|no)\b|"
-                                r"disable_gradient_checkpointing|without gradient checkpointing", re.I)
-"""A line that names gradient checkpointing only to turn it off."""
+_CHECKPOINTING_OFF = re.compile(
+    r"gradient[_ ]checkpointing\W{0,3}\s*[=:]?\s*(?:False|0|no|off)\b|disabl\w*[_ ]gradient[_ ]checkpointing|"
+    r"(?:without|no|turn\w* off|switch\w* off) gradient[_ ]checkpointing|"
+    r"gradient[_ ]checkpointing (?:is |was )?(?:off|disabled|not (?:on|enabled|used))", re.I)
+"""A line that names gradient checkpointing only to turn it off, or to say it is off."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
