@@ -21,6 +21,7 @@ import pytest
 from loratui.supervisor import control
 from loratui.supervisor.command import pause_words
 from tests.conftest import REPO, kinds, loratui, only_run, read_events, wait_for, watched_pids
+from tests.test_run import tokens_by_step
 
 pytestmark = pytest.mark.slow
 SCRIPTS = REPO / "tests" / "data" / "scripts"
@@ -171,6 +172,7 @@ def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_di
     assert sorted(b) == list(range(1, 9))
     for step in range(1, 9):  # bit-identical on this box, now that the script seeds before get_peft_model
         assert b[step] == pytest.approx(a[step], rel=1e-3), step
+    assert tokens_by_step(run) == tokens_by_step(only_run(straight))  # the run's count goes on across lives
 
 
 def test_trl_sft_trainer_is_watched_and_stops(model_dir: Path, watch_dir: Path, tmp_path: Path) -> None:
