@@ -89,3 +89,24 @@ def test_a_loop_without_a_rate_leaves_the_held_time_out(monkeypatch: pytest.Monk
         found += watcher.feed(f"step {step} loss={3.0 - step / 10}")
     times = [e.step_time for e in found if isinstance(e, events.Step)]
     assert len(times) == 5 and times[1:] == [2.0] * 4  # the first has no reading before it
+
+
+def test_a_step_read_while_held_leaves_the_rest_of_the_hold_to_the_next() -> None:
+    """Output printed just before the SIGSTOP is read while the hold lasts (the tail reads every 0.25 s)."""
+    clock = _Clock()
+    watcher = OutputWatcher(clock=clock)
+    found = []
+    for step in range(1, 4):
+        clock.now += 2.0
+        found += watcher.feed(f"step {step} loss=1.0")
+    clock.now += 1.0
+    watcher.hold()
+    clock.now += 0.5
+    found += watcher.feed("step 4 loss=1.0")  # releases step 3's loss: a step read 0.5 s into the hold
+    clock.now += 20.0
+    watcher.release()
+    for step in range(5, 8):
+        clock.now += 2.0
+        found += watcher.feed(f"step {step} loss=1.0")
+    times = [e.step_time for e in found if isinstance(e, events.Step)]
+    assert times == [0.0, 2.0, 1.0, 2.0, 2.0, 2.0], times

@@ -9,6 +9,7 @@ took where no bar printed a rate or where the rate still carries a pause (`hold`
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 
@@ -35,17 +36,29 @@ class OutputWatcher:
         self._after_hold = False  # tqdm's smoothed rate still carries a hold (see `_step_time`)
         self._clean_rate = 0.0  # the bar's last rate before the hold
         self._back = 0  # readings in a row since the hold with the rate back to that
+        self._lock = threading.Lock()  # hold and release come from the control thread, lines from the tails
 
     def hold(self) -> None:
         """The command is held (SIGSTOP) from now: no step takes this time."""
-        if self._held_at is None:
-            self._held_at = float(self.clock())
+        with self._lock:
+            if self._held_at is None:
+                self._held_at = float(self.clock())
 
     def release(self) -> None:
         """The command runs again (SIGCONT): the held time is left out of the step it interrupted."""
-        if self._held_at is not None:
-            self._held_s += max(0.0, float(self.clock()) - self._held_at)
-            self._held_at, self._after_hold, self._back = None, True, 0
+        with self._lock:
+            if self._held_at is not None:
+                self._held_s += max(0.0, float(self.clock()) - self._held_at)
+                self._held_at, self._after_hold, self._back = None, True, 0
+
+    def _take_held(self, now: float) -> float:
+        """The time held since the last step read, up to `now` (a step printed before the hold may be read
+        while it lasts: the rest of the hold is the next step's to leave out)."""
+        with self._lock:
+            held, self._held_s = self._held_s, 0.0
+            if self._held_at is not None:
+                held, self._held_at = held + max(0.0, now - self._held_at), now
+            return held
 
     def feed(self, line: str) -> list[events.AnyEvent]:
         """The events one line (or one redraw of a progress bar) adds."""
@@ -82,11 +95,11 @@ class OutputWatcher:
     def _step(self, step: int, step_time: float, now: float) -> list[events.AnyEvent]:
         if step <= self.step:
             return []
-        measured = None
+        held, measured = self._take_held(now), None
         if self._last_t is not None:  # the time between readings, less the time held
-            measured = max(0.0, now - self._last_t - self._held_s) / (step - self.step)
+            measured = max(0.0, now - self._last_t - held) / (step - self.step)
         step_time = self._step_time(step_time, measured)
-        self.step, self._last_t, self._held_s = step, now, 0.0
+        self.step, self._last_t = step, now
         return self._begin(now) + [events.Step(t=now, step=step, epoch=self.epoch, step_time=step_time)]
 
     def _step_time(self, rate: float, measured: float | None) -> float:
