@@ -180,3 +180,23 @@ async def test_a_step_key_pressed_again_counts_from_the_step_still_on_its_way() 
         app.action_step(-1)
         await _until(pilot, lambda: app.run_state.step == 48)
         assert app.run_state.step == 48
+
+
+async def test_a_record_without_times_is_placed_by_steps_not_drawn_seconds() -> None:
+    """A trainer_state.json import with no times of its own (its steps drawn a second apart): the position said
+    `40s/40s`, seconds nobody measured; it says the step and that the record holds no times."""
+    from loratui.sources import importers
+    from loratui.tui.widgets.status import StatusBar
+
+    found = importers.import_path(Path(__file__).parent / "data" / "trainer_state" / "v4_45_checkpoint.json")
+    app = replay_app(found, None, "imported", speed=1000)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _play_to_end(app, pilot)
+        bar = str(app.query_one(StatusBar).render())
+        assert "REPLAY" in bar and f"step {app.run_state.step}/{app.run_state.total_steps}" in bar, bar
+        assert "no times" in bar and "40s" not in bar, bar
+    timed = replay_app(importers.import_path(Path(__file__).parent / "data" / "trainer_state" / "v5_final.json"),
+                       None, "timed", speed=1000)
+    async with timed.run_test(size=(120, 40)) as pilot:
+        await _play_to_end(timed, pilot)
+        assert "12s/12s" in str(timed.query_one(StatusBar).render())  # its train_runtime: measured, shown

@@ -155,6 +155,12 @@ def _loss_by_step(run: Path) -> dict[int, float]:
     return found
 
 
+def tokens_by_step(run: Path) -> dict[int, int]:
+    """Rank 0's tokens seen at each step."""
+    return {int(e["step"]): int(e.get("tokens_seen", 0)) for e in kinds(run, "step")  # type: ignore[arg-type]
+            if not e.get("rank")}
+
+
 def test_suspend_and_resume_continue_the_same_loss_curve(tmp_path: Path) -> None:
     """P (suspend: checkpoint, end the trainer) then r (resume from that checkpoint) in the same run:
     the losses after the resume match an uninterrupted run step for step."""
@@ -180,6 +186,8 @@ def test_suspend_and_resume_continue_the_same_loss_curve(tmp_path: Path) -> None
     assert sorted(b) == list(range(1, 31))
     for step in range(1, 31):
         assert b[step] == pytest.approx(a[step], rel=1e-3), step
+    # The run's tokens go on counting across the trainer's lives (the second began again at 0).
+    assert tokens_by_step(run) == tokens_by_step(only_run(straight))  # type: ignore[arg-type]
 
 
 def test_dataloader_workers_do_not_hang_the_trainer(tmp_path: Path, runs_dir: Path) -> None:

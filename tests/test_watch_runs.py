@@ -21,6 +21,7 @@ import pytest
 from loratui.supervisor import control
 from loratui.supervisor.command import pause_words
 from tests.conftest import REPO, kinds, loratui, only_run, read_events, wait_for, watched_pids
+from tests.test_run import tokens_by_step
 
 pytestmark = pytest.mark.slow
 SCRIPTS = REPO / "tests" / "data" / "scripts"
@@ -171,6 +172,7 @@ def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_di
     assert sorted(b) == list(range(1, 9))
     for step in range(1, 9):  # bit-identical on this box, now that the script seeds before get_peft_model
         assert b[step] == pytest.approx(a[step], rel=1e-3), step
+    assert tokens_by_step(run) == tokens_by_step(only_run(straight))  # the run's count goes on across lives
 
 
 def test_trl_sft_trainer_is_watched_and_stops(model_dir: Path, watch_dir: Path, tmp_path: Path) -> None:
@@ -220,6 +222,19 @@ def test_plain_loop_is_read_from_its_output_and_paused_by_sigstop(watch_dir: Pat
     assert losses[max(losses)] < losses[min(losses)]  # the printed loss falls
     lines = [line for e in kinds(run, "output") for line in e["lines"]]  # type: ignore[attr-defined]
     assert "done" in lines and not any("\r" in line for line in lines)  # the bar collapsed to its last state
+    _held_time_is_no_step_time(run)
+
+
+def _held_time_is_no_step_time(run: Path) -> None:
+    """The steps read after the resume took the time that passed since (tqdm's smoothed rate carried the pause
+    into a dozen steps after it: 3.26 s, 2.43 s, 1.85 s for 0.5 s steps)."""
+    resumed = next(float(e["t"]) for e in kinds(run, "control") if e["command"] == "resume")  # type: ignore[arg-type]
+    paused = next(float(e["t"]) for e in kinds(run, "control") if e["command"] == "pause")  # type: ignore[arg-type]
+    steps = [(int(e["step"]), float(e["t"]), float(e["step_time"])) for e in kinds(run, "step")]  # type: ignore[arg-type]
+    first = next(i for i, (_, t, _) in enumerate(steps) if t > resumed)
+    counted = sum((n - steps[i - 1][0]) * took for i, (n, _, took) in enumerate(steps) if i >= first)
+    assert resumed - paused > 2.5  # long enough to see: it is what a smoothed rate would add
+    assert counted < steps[-1][1] - resumed + 1.0, (counted, steps[-1][1] - resumed)
 
 
 def test_torchrun_records_and_pauses_both_ranks(model_dir: Path, watch_dir: Path, tmp_path: Path) -> None:

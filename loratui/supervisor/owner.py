@@ -394,6 +394,11 @@ class Supervisor:
             return "the command is not running"
         if not watched.signal_group(self._group(trainer), signal.SIGSTOP if pause else signal.SIGCONT):
             return "the command's process group is gone"
+        watcher = self.watcher
+        if watcher is not None and pause:  # the held time is no step's time
+            watcher.hold()
+        elif watcher is not None:
+            watcher.release()
         if pause:
             reason, note = watched.pause_words(self.probe is not None)  # GPU memory held only where there is a GPU
             self._set_state(events.PAUSED, reason)  # the status line shows it, from the log

@@ -3,12 +3,13 @@
 The one reader of training text (`loratui.logic.text_reader`, shared with `doctor` and `import`) turns the
 lines into Step and Log events; this adapter adds what a live run needs around them: the TrainBegin and
 `training` state that the first step opens (saying the run obeys pause by signal only), the time a step
-took where no bar printed a rate, and Steps for `step N loss X` lines printed without a bar.
+took where no bar printed a rate or where the rate still carries a pause (`hold`/`release`), and Steps for `step N loss X` lines printed without a bar.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 
@@ -30,6 +31,34 @@ class OutputWatcher:
         self.epoch = 0.0  # the last epoch a printed record named (`'epoch': 0.5`): 0 where none did
         self._total = 0  # the max steps the last TrainBegin said
         self._last_t: float | None = None
+        self._held_at: float | None = None  # when the command was held (SIGSTOP), while it is
+        self._held_s = 0.0  # the time held since the last step read
+        self._after_hold = False  # tqdm's smoothed rate still carries a hold (see `_step_time`)
+        self._clean_rate = 0.0  # the bar's last rate before the hold
+        self._back = 0  # readings in a row since the hold with the rate back to that
+        self._lock = threading.Lock()  # hold and release come from the control thread, lines from the tails
+
+    def hold(self) -> None:
+        """The command is held (SIGSTOP) from now: no step takes this time."""
+        with self._lock:
+            if self._held_at is None:
+                self._held_at = float(self.clock())
+
+    def release(self) -> None:
+        """The command runs again (SIGCONT): the held time is left out of the step it interrupted."""
+        with self._lock:
+            if self._held_at is not None:
+                self._held_s += max(0.0, float(self.clock()) - self._held_at)
+                self._held_at, self._after_hold, self._back = None, True, 0
+
+    def _take_held(self, now: float) -> float:
+        """The time held since the last step read, up to `now` (a step printed before the hold may be read
+        while it lasts: the rest of the hold is the next step's to leave out)."""
+        with self._lock:
+            held, self._held_s = self._held_s, 0.0
+            if self._held_at is not None:
+                held, self._held_at = held + max(0.0, now - self._held_at), now
+            return held
 
     def feed(self, line: str) -> list[events.AnyEvent]:
         """The events one line (or one redraw of a progress bar) adds."""
@@ -66,10 +95,29 @@ class OutputWatcher:
     def _step(self, step: int, step_time: float, now: float) -> list[events.AnyEvent]:
         if step <= self.step:
             return []
-        if not step_time and self._last_t is not None:  # no rate printed: the time between readings
-            step_time = (now - self._last_t) / (step - self.step)
+        held, measured = self._take_held(now), None
+        if self._last_t is not None:  # the time between readings, less the time held
+            measured = max(0.0, now - self._last_t - held) / (step - self.step)
+        step_time = self._step_time(step_time, measured)
         self.step, self._last_t = step, now
         return self._begin(now) + [events.Step(t=now, step=step, epoch=self.epoch, step_time=step_time)]
+
+    def _step_time(self, rate: float, measured: float | None) -> float:
+        """The bar's rate, else the measured time. tqdm smooths its rate over the steps before, so after a hold it
+        carries the held time for a dozen steps (3.26 s, 2.43 s, 1.85 s drawn for 0.5 s steps): the measured time
+        stands for it until two readings in a row show the rate back within 10% of the one before the hold (the
+        first reading after a resume may be a redraw made before the hold, at the old rate)."""
+        if not rate:
+            return measured or 0.0
+        if self._after_hold and measured is not None:
+            back = rate <= self._clean_rate * 1.1
+            self._back = self._back + 1 if back else 0
+            if self._back < 2:
+                return measured
+            self._after_hold = False
+        if not self._after_hold:
+            self._clean_rate = rate
+        return rate
 
     def _note_epoch(self, epoch: float | None) -> None:
         """Keep a record's epoch for the Steps that follow (the status bar said `ep --` for a loop printing

@@ -16,6 +16,7 @@ from transformers import TrainerCallback
 
 from loratui import events
 from loratui.rundir import CommandTail, file_size, pin_checkpoint
+from loratui.trainer.lives import tokens_seen_at
 
 PAUSE, SAVE, SUSPEND, STOP = 1, 2, 4, 8
 """Bits of the per-step control decision, the same on every rank."""
@@ -118,6 +119,11 @@ class TokenCounter:
         elif ids is not None:
             self._total = self._total + ids.numel()
 
+    def carry(self, seen: int) -> None:
+        """Count on from what the run's earlier lives saw: a resumed trainer's total is the run's."""
+        self._total = self._total + seen
+        self._read += seen
+
     def read(self) -> tuple[int, int]:
         """(tokens since the last read, total tokens)."""
         total = int(self._total)
@@ -131,7 +137,7 @@ class EventCallback(TrainerCallback):
     def __init__(self, emit: Callable[[events.AnyEvent], None], control: ControlState,
                  tokens: TokenCounter, begin_info: dict[str, Any], cuda: Any = None,
                  sync: RankSync | None = None, reset_peaks: bool = True,
-                 pin_saves: bool = True) -> None:
+                 pin_saves: bool = True, log_path: Path | None = None) -> None:
         """`reset_peaks`: reset torch's peak counters after each step, for a per-step peak. Only in loratui's
         own trainer process: in a watched script the counters are the user's (their
         `max_memory_allocated()` must read as it would alone), so the peaks recorded there are running
@@ -139,7 +145,9 @@ class EventCallback(TrainerCallback):
 
         `pin_saves`: keep a checkpoint saved with `s` out of save_total_limit's rotation (a hard-linked
         copy under `saved/`). Only in loratui's own checkpoints directory: a watched script's output_dir
-        gets nothing the Trainer would not write, and a notice says when its rotation may delete it."""
+        gets nothing the Trainer would not write, and a notice says when its rotation may delete it.
+
+        `log_path`: the run's log, where a resumed trainer finds the tokens seen by the step it resumes from."""
         self.sync = sync or RankSync(1, 0)
         self.rank = self.sync.rank
         self._emit_all = emit
@@ -149,7 +157,7 @@ class EventCallback(TrainerCallback):
         self.tokens = tokens
         self.begin_info = begin_info
         self.cuda = cuda  # torch.cuda when training on a GPU
-        self.reset_peaks, self.pin_saves = reset_peaks, pin_saves
+        self.reset_peaks, self.pin_saves, self.log_path = reset_peaks, pin_saves, log_path
         self.suspended = False
         self._hold_after_save = False
         self.stopped = False
@@ -158,6 +166,8 @@ class EventCallback(TrainerCallback):
         self._requested_save = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step > 0 and self.log_path is not None:  # resumed: the run's count goes on
+            self.tokens.carry(tokens_seen_at(self.log_path, state.global_step, self.rank))
         self.emit(events.TrainBegin(t=time.time(), max_steps=state.max_steps,
                                     num_epochs=float(args.num_train_epochs), start_step=state.global_step,
                                     **self.begin_info))

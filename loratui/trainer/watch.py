@@ -93,7 +93,7 @@ class LoratuiCallback(TrainerCallback):
         # No signal handler and no reset of torch's peak counters: both are the script's own (`loratui
         # stop` reaches a hooked Trainer through control.cmds, read at the next step boundary).
         return EventCallback(self.log.write, control, tokens, info, torch.cuda if cuda else None, sync,
-                             **WATCHED_OPTIONS)
+                             log_path=run.events, **WATCHED_OPTIONS)
 
     def _preflight(self, run: RunDir, args: Any, model: Any, loader: Any, cuda: bool) -> int:
         """The estimate a recipe gets, from the live settings; the live recipe beside it for the advice."""

@@ -138,15 +138,22 @@ class ReplayApp(LoratuiApp):
 
     def status_extra(self) -> str:
         clock, log = self.replay.clock, self.replay.log
-        position = clock.now(time.monotonic()) - self.replay.start_t
-        total = self.replay.end_t - self.replay.start_t
         mark = "▶" if clock.playing else "❚❚"
-        extra = f"REPLAY {mark} x{clock.speed:g} {fmt.duration(position)}/{fmt.duration(total)}"
+        extra = f"REPLAY {mark} x{clock.speed:g} {self._position()}"
         if log.loading:
             extra += " (loading the index)"
         elif not log.complete and not self.follow:
             extra += f" (indexing {log.index.end_pos / max(1, log.source.size()):.0%})"
         return f"{extra}  {self.note}" if self.note else extra
+
+    def _position(self) -> str:
+        """Where the replay is: its time of the record's, or, for a record with no times of its own (an import
+        whose steps were drawn a second apart), its step of the record's last."""
+        if self.run_state.times_assumed:
+            steps = self.replay.log.index.step_values
+            return f"step {self.run_state.step}/{steps[-1] if steps else 0} (no times recorded)"
+        position = self.replay.clock.now(time.monotonic()) - self.replay.start_t
+        return f"{fmt.duration(position)}/{fmt.duration(self.replay.end_t - self.replay.start_t)}"
 
     # -- keys -------------------------------------------------------------------------------------
 
