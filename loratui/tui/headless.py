@@ -107,7 +107,7 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
 
 def _repeats(notice: events.Notice, said: list[events.Notice]) -> bool:
     """An alert's record ("title: message") of a notice already said: the supervisor logs both."""
-    return notice.key == "alert" and any(earlier.message and earlier.message in notice.message
+    return notice.key == "alert" and any(earlier.message and notice.message.endswith(earlier.message)
                                          for earlier in said if earlier.key != "alert")
 
 
