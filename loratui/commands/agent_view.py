@@ -109,8 +109,10 @@ def summary(run: rundir.RunDir) -> dict[str, Any]:
 
 def output_tail(run: rundir.RunDir, lines: int = 50) -> list[str]:
     """The last `lines` lines of the trainer's output (at most MAX_OUTPUT_LINES), made inert."""
+    if lines < 1:  # an agent asking for none (or -5) is told, not handed one line as if it asked for it
+        raise UsageError(f"lines = {lines}: ask for 1 to {MAX_OUTPUT_LINES} of the trainer's last lines (default 50)")
     state, _ = _fold(run)
-    keep = max(1, min(int(lines), MAX_OUTPUT_LINES))
+    keep = min(int(lines), MAX_OUTPUT_LINES)
     return [inert(line)[:2000] for line in list(state.output_tail)[-keep:]]
 
 
