@@ -30,3 +30,11 @@ def test_run_output_refuses_a_count_below_one(tmp_path: Path, lines: int) -> Non
         agent_view.output_tail(run, lines)
     assert agent_view.output_tail(run, 3) == ["line 7", "line 8", "line 9"]
     assert len(agent_view.output_tail(run, 500)) == 10  # above 200: the most there is, as its doc says
+
+
+@pytest.mark.parametrize("gpu_gb", [-1.0, 0.0, float("nan")])
+def test_estimate_names_the_tools_own_argument(tmp_path: Path, gpu_gb: float) -> None:
+    """The agent passed `gpu_gb`; it was told about `--gpu-gb`, a flag it has no way to give."""
+    with pytest.raises(UsageError, match=r"^gpu_gb = (-1\.0|0\.0|nan): .*positive number of GiB") as caught:
+        agent_view.estimate("tiny", gpu_gb, tmp_path)
+    assert "--gpu-gb" not in str(caught.value)

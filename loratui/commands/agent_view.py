@@ -121,6 +121,9 @@ def estimate(recipe: str, gpu_gb: float, runs_dir: Path) -> dict[str, Any]:
     from loratui.commands.estimate import compute, verdict
     from loratui.recipe import builtin_recipes
 
+    if not 0 < gpu_gb < 1e6:  # said here in the tool's own words: the CLI's would name --gpu-gb
+        raise UsageError(f"gpu_gb = {gpu_gb}: the card's memory must be a positive number of GiB (80 for an 80 GB "
+                         "card)")
     path = builtin_recipes().get(recipe)
     if path is None:
         run = find_run(recipe, runs_dir)
