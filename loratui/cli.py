@@ -359,7 +359,8 @@ def _run_column(cells: list[tuple[str, str, str]], columns: int) -> int:
 
 def _add_slurm_jobs(rows: list[dict[str, Any]], recorded: dict[str, str]) -> None:
     """Each Slurm run's job as Slurm says now: state, nodes, time left (one cached `scontrol` for all); a job
-    Slurm has forgotten (MinJobAge after its end, without accounting): the end its run `recorded`."""
+    Slurm has forgotten (MinJobAge after its end, without accounting): the end its run `recorded`. A run with
+    nobody alive whose job waits to start again is `requeued`, not lost."""
     import time
 
     from loratui import slurm
@@ -373,6 +374,8 @@ def _add_slurm_jobs(rows: list[dict[str, Any]], recorded: dict[str, str]) -> Non
             left = job.time_left(now)
             r["slurm"].update(state=job.state, nodes=job.num_nodes, node_list=job.node_list,
                               time_left_s=round(left) if left is not None else None)
+            if r["state"] == runstatus.LOST and (job.state == "PENDING" or job.state.startswith("REQUEUE")):
+                r["state"] = "requeued"  # nobody runs it now, and its job's next start resumes it (_requeued_run)
         elif "slurm" in r and r["run"] in recorded:
             r["slurm"]["state"] = recorded[r["run"]]
 
