@@ -52,3 +52,21 @@ def test_the_report_tells_each_move_once_and_the_end_in_its_own_words(tmp_path: 
     assert "| end | failed (the trainer was killed by SIGKILL) |" in text, text
     assert "ended failed: the trainer was killed by SIGKILL**" in text, text
     assert "kernels-community" not in text and "FutureWarning" not in text, text
+
+
+def test_a_recovered_verdict_is_told(tmp_path: Path) -> None:
+    """Trial 10, one kill: the retry worked and the log said "guard verdict: recovered: ...", an info notice,
+    but the report's story kept warnings and errors only: the morning read "guard retry 1 of 2" then "ended
+    finished", never whether the restart had recovered."""
+    from loratui.logic.story import Story
+
+    said = ("guard verdict: recovered: no GPU sampled: the peak was not checked; first loss 3.334 after resuming "
+            "at step 30 vs 3.484 at the checkpoint (continuous); 3 steps since the restart")
+    story = Story().feed_all([
+        events.Header(t=100.0, schema=1, run_id="r", recipe_hash="h", name="night2"),
+        events.Notice(t=110.0, level="warning", key="guard_retry", message=RETRY),
+        events.Notice(t=120.0, level="info", key="guard_verdict", message=said),
+        events.Notice(t=120.0, level="info", key="alert", message="recovered: " + said),
+        events.Notice(t=121.0, level="info", key="estimate", message="estimate at the longest example: 36 MiB"),
+        events.End(t=130.0, state=events.FINISHED, exit_code=0, step=50)])
+    assert [m.text for m in story.moments] == ["started night2", RETRY, said, "ended finished"]

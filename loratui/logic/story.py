@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from loratui import events
 
 INFO, WARNING, ERROR = "info", "warning", "error"
+GUARD_VERDICT = "guard_verdict"
+"""The notice key of the guard's verdict on a restart (supervisor/watch.py writes it)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ class Story:
             self._on_state(e)
         elif isinstance(e, events.Control):
             self._add(e.t, INFO, f"{e.command} asked" + (f" by {e.source}" if e.source else ""))
-        elif isinstance(e, events.Notice) and e.level in (WARNING, ERROR) and not self._repeats(e):
+        elif isinstance(e, events.Notice) and (e.level in (WARNING, ERROR) or e.key == GUARD_VERDICT) \
+                and not self._repeats(e):  # a verdict is told at any level: "recovered" is news too
             self._add(e.t, e.level, e.message)
         elif isinstance(e, events.Log):
             self._on_log(e)
