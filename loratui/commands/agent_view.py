@@ -43,8 +43,20 @@ def list_runs(runs_dir: Path) -> list[dict[str, Any]]:
         rows.append({"run": inert(run.run_id), "state": status.state, "alive": status.alive or None,
                      "step": status.step, "max_steps": status.max_steps,
                      "loss": events.num_out(events.num_in(status.loss)) if status.loss is not None else None,
-                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None})
+                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None,
+                     **({"slurm": _job(status)} if status.job_id else {})})
     return rows
+
+
+def _job(status: runstatus.Status) -> dict[str, str]:
+    """A Slurm run's job, as `loratui ls` shows it: Slurm's state now, or, once Slurm has forgotten the ended
+    job, the end the run recorded."""
+    from loratui import slurm
+
+    job = slurm.job(status.job_id)
+    said = job.state if job is not None else (status.end.cause if status.end is not None and status.end.cause
+                                              else "unknown")
+    return {"job": inert(status.job_id), "node": inert(status.node), "state": inert(said)}
 
 
 def _fold(run: rundir.RunDir) -> tuple[Any, Any]:
@@ -77,7 +89,9 @@ def status(run: rundir.RunDir) -> dict[str, Any]:
         "peak_over_warning_line": (state.device_used_peak > warn) if warn and state.gpus else None,
         "estimate_gib": now.estimate_gib, "gpu": state.gpu_available,
         "nan_steps": list(state.nan_steps)[-20:],
-        "end": {"state": state.end.state, "error": inert(state.end.error)} if state.end else None,
+        "end": {"state": state.end.state, "cause": state.end.cause, "error": inert(state.end.error)}
+        if state.end else None,
+        **({"slurm": _job(now)} if now.job_id else {}),
     }
 
 
