@@ -49,6 +49,9 @@ class RunWatch:
         """Whether NVML's pids were seen to match the run's (not in a container): see events.others_used."""
         self.expect: guard_verdict.Expectation | None = None
         """What the last guard action promised, until the restarted life's first steps are judged."""
+        self.requeue_job = ""
+        """The Slurm job a suspend before its time limit requeues (time_limit.py): its next start resumes the
+        run, so the suspend's alert must not send the user to `loratui resume`."""
         self.state = ""
         """The run's state as the log last said it: a state said again (the supervisor adds its reason to the
         trainer's `suspended`) is not a new moment to alert."""
@@ -114,7 +117,7 @@ class RunWatch:
         elif isinstance(e, events.State):
             if e.state == events.SUSPENDED and self.state != events.SUSPENDED:
                 # no GPU reading came: a CPU box
-                self.alert("suspended", "suspended", suspend_reason(self.gpu))
+                self.alert("suspended", "suspended", self._suspend_said())
             self.state = e.state
         elif isinstance(e, events.Notice) and e.key == "time_limit":
             self.alert("time_limit", "Slurm time limit", e.message, urgent=e.level == "error")
@@ -189,6 +192,12 @@ class RunWatch:
             self.fired.add("over_line")
             advice = next((a for a in adv.items() if a.id == "vram_near_limit"), None)
             self.alert("over_line", "over the VRAM warning line", advice.title if advice else "")
+
+    def _suspend_said(self) -> str:
+        if self.requeue_job:
+            return (f"checkpoint saved before the time limit; Slurm job {self.requeue_job} is being requeued: its "
+                    "next start resumes this run from that checkpoint (no `resume` needed)")
+        return suspend_reason(self.gpu)
 
     def alert(self, event: str, title: str, message: str, urgent: bool = False) -> None:
         """Record the alert (without the endpoint) and send it when the recipe asks for this event.
