@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, TINY, kinds, only_run, wait_for
-from tests.slurm_helpers import Jobs, needs_slurm
-from tests.slurm_helpers import jobs, runs  # noqa: F401  (fixtures)
+from tests.slurm_helpers import Jobs, jobs, needs_slurm, runs  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.slow, needs_slurm]
 
