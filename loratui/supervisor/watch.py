@@ -49,6 +49,8 @@ class RunWatch:
         """Whether NVML's pids were seen to match the run's (not in a container): see events.others_used."""
         self.expect: guard_verdict.Expectation | None = None
         """What the last guard action promised, until the restarted life's first steps are judged."""
+        self.quiet = False
+        """Folding history (feed_quietly): findings are marked as fired, nothing is recorded or sent."""
         self.requeue_job = ""
         """The Slurm job a suspend before its time limit requeues (time_limit.py): its next start resumes the
         run, so the suspend's alert must not send the user to `loratui resume`."""
@@ -68,6 +70,15 @@ class RunWatch:
         estimate and a guard verdict are checked against."""
         self.life_others = 0
         """The most other processes held on the card during this life (bytes), said beside the peak."""
+
+    def feed_quietly(self, found: Iterable[events.AnyEvent]) -> None:
+        """Fold the history a new supervisor adopts (a requeued job's, a resume's): its alerts went out when
+        they happened; said again, a stale "suspended ... `loratui resume`" reached the phone on every start."""
+        self.quiet = True
+        try:
+            self.feed(found)
+        finally:
+            self.quiet = False
 
     def feed(self, found: Iterable[events.AnyEvent]) -> None:
         """Fold new events of the log; raise the alerts they call for."""
@@ -203,6 +214,8 @@ class RunWatch:
         """Record the alert (without the endpoint) and send it when the recipe asks for this event.
 
         The run's end is not recorded again: the End event is the log's last word (viewers stop there)."""
+        if self.quiet:
+            return
         if event not in ("finished", "failed"):
             self.write(events.Notice(t=time.time(), level="error" if urgent else "info", key="alert",
                                      message=_headed(title, message)[:2000]))
