@@ -38,3 +38,13 @@ def test_estimate_names_the_tools_own_argument(tmp_path: Path, gpu_gb: float) ->
     with pytest.raises(UsageError, match=r"^gpu_gb = (-1\.0|0\.0|nan): .*positive number of GiB") as caught:
         agent_view.estimate("tiny", gpu_gb, tmp_path)
     assert "--gpu-gb" not in str(caught.value)
+
+
+def test_estimate_of_an_unknown_name_lists_the_built_in_recipes_too(tmp_path: Path) -> None:
+    """`estimate(recipe="nosuch")` said only "no run named 'nosuch'": the tool takes a built-in recipe's name
+    first, and the agent was not told which exist."""
+    with pytest.raises(UsageError) as caught:
+        agent_view.estimate("nosuch", 80.0, tmp_path)
+    said = str(caught.value)
+    assert "'nosuch'" in said and "built-in recipe" in said and "tiny" in said and "qwen7b" in said, said
+    assert "list_runs" in said, said

@@ -138,9 +138,16 @@ def estimate(recipe: str, gpu_gb: float, runs_dir: Path) -> dict[str, Any]:
     if not 0 < gpu_gb < 1e6:  # said here in the tool's own words: the CLI's would name --gpu-gb
         raise UsageError(f"gpu_gb = {gpu_gb}: the card's memory must be a positive number of GiB (80 for an 80 GB "
                          "card)")
-    path = builtin_recipes().get(recipe)
+    builtins = builtin_recipes()
+    path = builtins.get(recipe)
     if path is None:
-        run = find_run(recipe, runs_dir)
+        try:
+            run = find_run(recipe, runs_dir)
+        except UsageError as exc:  # the tool takes a built-in's name first: say which exist, beside the runs
+            if not str(exc).startswith(("no run named", "no runs in")):
+                raise  # a path, or a name several runs fit: its own message says what to do
+            raise UsageError(f"{recipe!r}: neither a built-in recipe ({', '.join(sorted(builtins))}) nor a run of "
+                             f"{runs_dir} (list_runs gives them)") from None
         if not run.recipe.is_file():
             raise UsageError(f"{recipe}: this run has no recipe (a watched command's estimate is in its status)")
         path = run.recipe
