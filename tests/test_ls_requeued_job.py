@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from loratui import events
 from loratui.eventlog import EventWriter
+from tests.conftest import wait_for
 from tests.slurm_helpers import Jobs, cluster_reason, jobs, loratui_cli, runs, wait_state  # noqa: F401
 
 pytestmark = pytest.mark.skipif(bool(cluster_reason()), reason=cluster_reason() or "a Slurm cluster answers")
@@ -27,7 +29,13 @@ def test_a_run_whose_job_waits_to_start_again_is_requeued_not_lost(runs: Path, j
                   events.Checkpoint(t=3.0, step=10, path=str(path / "checkpoints" / "checkpoint-10"))):
         log.write(event)  # then every process of the job was killed by the requeue: no end
     log.close()
-    listed = loratui_cli("ls", "--runs-dir", str(runs), "--json")
-    assert listed.returncode == 0, listed.stderr
-    (row,) = json.loads(listed.stdout)
-    assert row["slurm"]["state"] == "PENDING" and row["state"] == "requeued", row
+
+    def listed() -> dict[str, Any]:
+        said = loratui_cli("ls", "--runs-dir", str(runs), "--json")
+        assert said.returncode == 0, said.stderr
+        (row,) = json.loads(said.stdout)
+        return row  # type: ignore[no-any-return]
+
+    # `ls` asks Slurm through a cache of a few seconds: the job submitted just now may not be in it yet
+    row = wait_for(lambda: (r := listed()).get("slurm", {}).get("state") and r)
+    assert isinstance(row, dict) and row["slurm"]["state"] == "PENDING" and row["state"] == "requeued", row
