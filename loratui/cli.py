@@ -294,15 +294,18 @@ def cmd_ls(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     runs = rundir.list_runs(args.runs_dir, args.everywhere)
     places = {run.path.resolve().parent for run in runs}
+    recorded: dict[str, str] = {}  # run -> the end Slurm gave its job, as the run recorded it
     for run in runs:
         status = runstatus.read(run)  # the status file and the log's tail: independent of the log's size
+        if status.end is not None and status.end.cause:
+            recorded[run.run_id] = status.end.cause
         state = inert(status.state, newlines=False) + ("*" if status.alive == "trainer" else "")
         rows.append({"run": run.run_id, "state": state, "step": status.step, "max_steps": status.max_steps,
                      "loss": events.num_in(status.loss),
                      "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None,
                      "path": str(run.path.resolve()),
                      **({"slurm": {"job": status.job_id}} if status.job_id else {})})
-    _add_slurm_jobs(rows)
+    _add_slurm_jobs(rows, recorded)
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
@@ -354,8 +357,10 @@ def _run_column(cells: list[tuple[str, str, str]], columns: int) -> int:
     return width
 
 
-def _add_slurm_jobs(rows: list[dict[str, Any]]) -> None:
-    """Each Slurm run's job as Slurm says now: state, nodes, time left (one cached `scontrol` for all)."""
+def _add_slurm_jobs(rows: list[dict[str, Any]], recorded: dict[str, str]) -> None:
+    """Each Slurm run's job as Slurm says now: state, nodes, time left (one cached `scontrol` for all); a job
+    Slurm has forgotten (MinJobAge after its end, without accounting): the end its run `recorded`. A run with
+    nobody alive whose job waits to start again is `requeued`, not lost."""
     import time
 
     from loratui import slurm
@@ -369,6 +374,10 @@ def _add_slurm_jobs(rows: list[dict[str, Any]]) -> None:
             left = job.time_left(now)
             r["slurm"].update(state=job.state, nodes=job.num_nodes, node_list=job.node_list,
                               time_left_s=round(left) if left is not None else None)
+            if r["state"] == runstatus.LOST and (job.state == "PENDING" or job.state.startswith("REQUEUE")):
+                r["state"] = "requeued"  # nobody runs it now, and its job's next start resumes it (_requeued_run)
+        elif "slurm" in r and r["run"] in recorded:
+            r["slurm"]["state"] = recorded[r["run"]]
 
 
 def _job_columns(job: dict[str, Any] | None) -> str:

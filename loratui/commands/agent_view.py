@@ -43,8 +43,20 @@ def list_runs(runs_dir: Path) -> list[dict[str, Any]]:
         rows.append({"run": inert(run.run_id), "state": status.state, "alive": status.alive or None,
                      "step": status.step, "max_steps": status.max_steps,
                      "loss": events.num_out(events.num_in(status.loss)) if status.loss is not None else None,
-                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None})
+                     "peak_vram_gib": round(to_gib(status.peak_used), 2) if status.peak_used else None,
+                     **({"slurm": _job(status)} if status.job_id else {})})
     return rows
+
+
+def _job(status: runstatus.Status) -> dict[str, str]:
+    """A Slurm run's job, as `loratui ls` shows it: Slurm's state now, or, once Slurm has forgotten the ended
+    job, the end the run recorded."""
+    from loratui import slurm
+
+    job = slurm.job(status.job_id)
+    said = job.state if job is not None else (status.end.cause if status.end is not None and status.end.cause
+                                              else "unknown")
+    return {"job": inert(status.job_id), "node": inert(status.node), "state": inert(said)}
 
 
 def _fold(run: rundir.RunDir) -> tuple[Any, Any]:
@@ -77,7 +89,9 @@ def status(run: rundir.RunDir) -> dict[str, Any]:
         "peak_over_warning_line": (state.device_used_peak > warn) if warn and state.gpus else None,
         "estimate_gib": now.estimate_gib, "gpu": state.gpu_available,
         "nan_steps": list(state.nan_steps)[-20:],
-        "end": {"state": state.end.state, "error": inert(state.end.error)} if state.end else None,
+        "end": {"state": state.end.state, "cause": state.end.cause, "error": inert(state.end.error)}
+        if state.end else None,
+        **({"slurm": _job(now)} if now.job_id else {}),
     }
 
 
@@ -109,8 +123,10 @@ def summary(run: rundir.RunDir) -> dict[str, Any]:
 
 def output_tail(run: rundir.RunDir, lines: int = 50) -> list[str]:
     """The last `lines` lines of the trainer's output (at most MAX_OUTPUT_LINES), made inert."""
+    if lines < 1:  # an agent asking for none (or -5) is told, not handed one line as if it asked for it
+        raise UsageError(f"lines = {lines}: ask for 1 to {MAX_OUTPUT_LINES} of the trainer's last lines (default 50)")
     state, _ = _fold(run)
-    keep = max(1, min(int(lines), MAX_OUTPUT_LINES))
+    keep = min(int(lines), MAX_OUTPUT_LINES)
     return [inert(line)[:2000] for line in list(state.output_tail)[-keep:]]
 
 
@@ -119,9 +135,19 @@ def estimate(recipe: str, gpu_gb: float, runs_dir: Path) -> dict[str, Any]:
     from loratui.commands.estimate import compute, verdict
     from loratui.recipe import builtin_recipes
 
-    path = builtin_recipes().get(recipe)
+    if not 0 < gpu_gb < 1e6:  # said here in the tool's own words: the CLI's would name --gpu-gb
+        raise UsageError(f"gpu_gb = {gpu_gb}: the card's memory must be a positive number of GiB (80 for an 80 GB "
+                         "card)")
+    builtins = builtin_recipes()
+    path = builtins.get(recipe)
     if path is None:
-        run = find_run(recipe, runs_dir)
+        try:
+            run = find_run(recipe, runs_dir)
+        except UsageError as exc:  # the tool takes a built-in's name first: say which exist, beside the runs
+            if not str(exc).startswith(("no run named", "no runs in")):
+                raise  # a path, or a name several runs fit: its own message says what to do
+            raise UsageError(f"{recipe!r}: neither a built-in recipe ({', '.join(sorted(builtins))}) nor a run of "
+                             f"{runs_dir} (list_runs gives them)") from None
         if not run.recipe.is_file():
             raise UsageError(f"{recipe}: this run has no recipe (a watched command's estimate is in its status)")
         path = run.recipe

@@ -51,13 +51,15 @@ def write_report(run: Any, out: Path) -> Path:
     from loratui.logic.story import Story
     from loratui.logic.advisor.render import first_advice
     from loratui.logic.summary import summarize
+    from loratui.tui import failure
 
     contents = read_log(run.events)
     found = contents.events
     state = RunState().feed_all(found)
-    story = Story().feed_all(found)
+    story = Story(failure.in_a_line).feed_all(found)
     items = Advisor(run.load_recipe()[0]).feed_all(found).items()
     facts = summarize(state, contents.notes(), [item.id for item in items], first_advice(items))
+    facts["end_error"] = failure.in_a_line(state.end) if state.end else ""  # one line, not the stderr tail
     rates = [(e.step, e.tokens / e.step_time) for e in found
              if type(e).__name__ == "Step" and e.rank == 0 and e.step_time > 0 and e.tokens]
     charts = {"loss.png": _loss_chart(state, out / "loss.png"), "vram.png": _vram_chart(state, out / "vram.png"),

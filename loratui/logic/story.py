@@ -8,12 +8,14 @@ recorded, the first NaN of each streak, and the end. Steps and losses are not mo
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from loratui import events
 
 INFO, WARNING, ERROR = "info", "warning", "error"
+GUARD_VERDICT = "guard_verdict"
+"""The notice key of the guard's verdict on a restart (supervisor/watch.py writes it)."""
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,10 @@ class Moment:
 class Story:
     """Folds events into moments; feed them in log order."""
 
-    def __init__(self) -> None:
+    def __init__(self, end_in_a_line: Callable[[events.End], str] | None = None) -> None:
+        """`end_in_a_line`: what ended the run in one line (tui.failure.in_a_line); by default the error."""
         self.moments: list[Moment] = []
+        self._end_in_a_line = end_in_a_line or (lambda end: end.error)
         self.step = 0
         self._held = ""  # the paused or suspended state the run is in, '' while it is not held
         self._held_at: int | None = None  # the moment that said so
@@ -50,18 +54,24 @@ class Story:
             self._on_state(e)
         elif isinstance(e, events.Control):
             self._add(e.t, INFO, f"{e.command} asked" + (f" by {e.source}" if e.source else ""))
-        elif isinstance(e, events.Notice) and e.level in (WARNING, ERROR):
+        elif isinstance(e, events.Notice) and (e.level in (WARNING, ERROR) or e.key == GUARD_VERDICT) \
+                and not self._repeats(e):  # a verdict is told at any level: "recovered" is news too
             self._add(e.t, e.level, e.message)
         elif isinstance(e, events.Log):
             self._on_log(e)
         elif isinstance(e, events.End):
-            said = f"ended {e.state}" + (f": {e.error}" if e.error else "")
+            why = self._end_in_a_line(e)
+            said = f"ended {e.state}" + (f": {why}" if why else "")
             asked = e.state == events.STOPPED and not e.cause  # a stop someone asked for is no error
             self._add(e.t, INFO if e.state == events.FINISHED or asked else ERROR, said, e.step or self.step)
 
     def since(self, t: float) -> list[Moment]:
         """The moments after wall time `t` (what happened while nobody looked)."""
         return [m for m in self.moments if m.t > t]
+
+    def _repeats(self, e: events.Notice) -> bool:
+        """An alert's record ("title: message") of a moment already told: the supervisor logs both."""
+        return e.key == "alert" and any(m.text and e.message.endswith(m.text) for m in self.moments[-3:])
 
     def _add(self, t: float, level: str, text: str, step: int | None = None) -> None:
         self.moments.append(Moment(t, self.step if step is None else step, level, text))

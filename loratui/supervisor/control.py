@@ -169,6 +169,7 @@ def deliver(run: RunDir, command: str, source: str = "cli") -> str:
     if status.state == events.SUSPENDED and command == "resume":
         from loratui.supervisor.launch import spawn_supervisor
 
+        _refuse_a_requeued_jobs_run(run, status)
         try:
             spawn_supervisor(run, adopt=True)
         except UnsafeRunDir as exc:
@@ -178,6 +179,18 @@ def deliver(run: RunDir, command: str, source: str = "cli") -> str:
         EventWriter(run.events).write(events.End(t=time.time(), state=events.STOPPED, step=status.step))
         return f"stop: {run.run_id} was suspended with no supervisor; recorded as stopped"
     raise ControlError(f"{run.run_id} is not running ({status.state}); nothing to {command}")
+
+
+def _refuse_a_requeued_jobs_run(run: RunDir, status: runstatus.Status) -> None:
+    """A run whose Slurm job waits to start again is resumed by that start (cli._requeued_run): a supervisor
+    started here would run it outside the job, and the job's start would find it taken."""
+    from loratui import slurm
+
+    job = slurm.job(status.job_id, fresh=True) if status.job_id else None
+    if job is not None and (job.state == "PENDING" or job.state.startswith("REQUEUE")):
+        raise ControlError(f"resume: {run.run_id}'s Slurm job {job.job_id} is {job.state}: its next start resumes "
+                           f"this run from its checkpoint (to start it sooner: scontrol update JobId={job.job_id} "
+                           f"StartTime=now; to end it: loratui stop {run.run_id} and scancel {job.job_id})")
 
 
 REPLY_WAIT_S = 20.0

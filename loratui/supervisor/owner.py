@@ -89,6 +89,11 @@ class Supervisor:
         self.time_limit = TimeLimit(self, self.slurm_job, limit, self.settings.requeue or self.recipe.slurm.requeue) \
             if self.slurm_job else None
         self.requeueing = False
+        if adopt:  # the run's history: folded for its state and advice, its alerts not sent again
+            history = self._status_tail.poll()
+            self.unattended.watch.feed_quietly(history)
+            runstatus.fold(self.status, history)
+            self.status.offset = self._status_tail.whole
 
     # -- life cycle -------------------------------------------------------------------------------
 

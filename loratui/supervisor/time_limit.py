@@ -86,12 +86,14 @@ class TimeLimit:
     def _save(self, left: float) -> None:
         command = "suspend" if self.requeue else "save"
         self.requeue_pending = self.requeue
+        self.owner.unattended.watch.requeue_job = self.job_id if self.requeue else ""  # what its alert says
         from loratui.supervisor import control
 
         refused = self.owner._handle(control.Request(command, "slurm"))
         what = "checkpoint, then requeue the job" if self.requeue else "checkpoint"
         if refused:
             self.requeue_pending = False
+            self.owner.unattended.watch.requeue_job = ""
             self._notice("error", f"job {self.job_id} ends in {fmt.duration(left)}: could not {command} before the "
                          f"limit ({refused})", key="time_limit")
         else:

@@ -12,6 +12,8 @@ import msgspec
 from loratui import events
 from loratui.errors import ApplyError
 from loratui.logic import guard_verdict
+from loratui.logic.advisor import Advisor
+from loratui.logic.advisor.advice import Advice
 from loratui.recipe import RecipeError
 from loratui.rundir import SUSPEND_EXIT, latest_checkpoint
 from loratui.supervisor import alerts, stacks
@@ -128,9 +130,11 @@ class Unattended:
 
     def _failure(self, action: Action | None, code: int) -> guard_verdict.Failure:
         advisor = self.watch.advisor
-        items = advisor.items()
+        items = _failure_items(advisor)
         kind = action.kind if action else ("oom" if advisor.oom is not None else (items[0].id if items else f"exit {code}"))
         step = action.bad_step if action and action.bad_step else (advisor.oom.step if advisor.oom else advisor.ctx.step)
+        if self.watch.expect is not None:  # a restarted life that died before its first step died at its checkpoint's
+            step = max(step, self.watch.expect.resume_step)
         return guard_verdict.Failure(kind, step, latest_checkpoint(self.sup.run.checkpoints))
 
     def _restarting(self, kind: str, resume: str | None) -> None:
@@ -145,7 +149,7 @@ class Unattended:
     def _retry_transient(self, code: int) -> tuple[bool, str | None]:
         """A failure with no Python error of its own: retry from the last checkpoint, recipe unchanged."""
         advisor = self.watch.advisor
-        why = guard_verdict.transient(code, [item.id for item in advisor.items()], self.sup.stderr_tail())
+        why = guard_verdict.transient(code, [item.id for item in _failure_items(advisor)], self.sup.stderr_tail())
         if not why:
             return False, None
         if self.retries >= self.guard.config.max_retries:
@@ -193,3 +197,8 @@ class Unattended:
 
     def _alert_failed(self, message: str) -> None:
         self.sup.log.write(events.Notice(t=time.time(), level="warning", key="alert_error", message=message))
+
+
+def _failure_items(advisor: Advisor) -> list[Advice]:
+    """The advisor's items that may say why the trainer failed: not the guard's own account of its moves."""
+    return [item for item in advisor.items() if item.id != "guard"]

@@ -49,6 +49,11 @@ class RunWatch:
         """Whether NVML's pids were seen to match the run's (not in a container): see events.others_used."""
         self.expect: guard_verdict.Expectation | None = None
         """What the last guard action promised, until the restarted life's first steps are judged."""
+        self.quiet = False
+        """Folding history (feed_quietly): findings are marked as fired, nothing is recorded or sent."""
+        self.requeue_job = ""
+        """The Slurm job a suspend before its time limit requeues (time_limit.py): its next start resumes the
+        run, so the suspend's alert must not send the user to `loratui resume`."""
         self.state = ""
         """The run's state as the log last said it: a state said again (the supervisor adds its reason to the
         trainer's `suspended`) is not a new moment to alert."""
@@ -65,6 +70,15 @@ class RunWatch:
         estimate and a guard verdict are checked against."""
         self.life_others = 0
         """The most other processes held on the card during this life (bytes), said beside the peak."""
+
+    def feed_quietly(self, found: Iterable[events.AnyEvent]) -> None:
+        """Fold the history a new supervisor adopts (a requeued job's, a resume's): its alerts went out when
+        they happened; said again, a stale "suspended ... `loratui resume`" reached the phone on every start."""
+        self.quiet = True
+        try:
+            self.feed(found)
+        finally:
+            self.quiet = False
 
     def feed(self, found: Iterable[events.AnyEvent]) -> None:
         """Fold new events of the log; raise the alerts they call for."""
@@ -114,7 +128,7 @@ class RunWatch:
         elif isinstance(e, events.State):
             if e.state == events.SUSPENDED and self.state != events.SUSPENDED:
                 # no GPU reading came: a CPU box
-                self.alert("suspended", "suspended", suspend_reason(self.gpu))
+                self.alert("suspended", "suspended", self._suspend_said())
             self.state = e.state
         elif isinstance(e, events.Notice) and e.key == "time_limit":
             self.alert("time_limit", "Slurm time limit", e.message, urgent=e.level == "error")
@@ -190,10 +204,18 @@ class RunWatch:
             advice = next((a for a in adv.items() if a.id == "vram_near_limit"), None)
             self.alert("over_line", "over the VRAM warning line", advice.title if advice else "")
 
+    def _suspend_said(self) -> str:
+        if self.requeue_job:
+            return (f"checkpoint saved before the time limit; Slurm job {self.requeue_job} is being requeued: its "
+                    "next start resumes this run from that checkpoint (no `resume` needed)")
+        return suspend_reason(self.gpu)
+
     def alert(self, event: str, title: str, message: str, urgent: bool = False) -> None:
         """Record the alert (without the endpoint) and send it when the recipe asks for this event.
 
         The run's end is not recorded again: the End event is the log's last word (viewers stop there)."""
+        if self.quiet:
+            return
         if event not in ("finished", "failed"):
             self.write(events.Notice(t=time.time(), level="error" if urgent else "info", key="alert",
                                      message=_headed(title, message)[:2000]))

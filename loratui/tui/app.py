@@ -135,7 +135,7 @@ class LoratuiApp(App[str]):
         self._opened = time.time()
         self.away = away
         """Attach only: the "while you were away" card's memory of when this user last looked."""
-        self._story = Story() if away is not None else None
+        self._story = Story(failure.in_a_line) if away is not None else None
         self._last_event_t = 0.0
 
     # -- layout -----------------------------------------------------------------------------------

@@ -57,6 +57,15 @@ def reason(end: events.End | None) -> str:
     return f"the trainer exited with code {end.exit_code}" if end.exit_code is not None else "the run failed"
 
 
+def in_a_line(end: events.End) -> str:
+    """What ended the run, in one line: the failure's reason, else the error's first line (Slurm's word on a
+    cancelled job), else ''. Never the warnings a library printed on its way out."""
+    if end.state == events.FAILED:
+        return reason(end)
+    lines = without_warnings(_lines(end.error))
+    return lines[0] if lines else ""
+
+
 def tail(end: events.End | None, most: int = 15) -> list[str]:
     """The failure's last `most` lines for a terminal: the supervisor's own lines first, warnings out."""
     if end is None:

@@ -80,8 +80,9 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
                 told_output = True
                 _say(bar, out, output_note(run))
             for notice in state.notices[seen_notices:]:
-                _say(bar, out, f"notice: {inert(notice.message)}")
-            seen_notices = len(state.notices)
+                if not _repeats(notice, state.notices[:seen_notices]):
+                    _say(bar, out, f"notice: {inert(notice.message)}")
+                seen_notices += 1
             if batch.note != note:  # e.g. "disk full: ...": said once, when it changes
                 note = batch.note
                 if note:
@@ -102,6 +103,12 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
             bar.stop()
     print_end(state, out, advisor.items())
     return state
+
+
+def _repeats(notice: events.Notice, said: list[events.Notice]) -> bool:
+    """An alert's record ("title: message") of a notice already said: the supervisor logs both."""
+    return notice.key == "alert" and any(earlier.message and notice.message.endswith(earlier.message)
+                                         for earlier in said if earlier.key != "alert")
 
 
 def _say(bar: "_RichBar | None", out: TextIO, line: str) -> None:

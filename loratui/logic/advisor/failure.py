@@ -289,14 +289,14 @@ SCHEDULER_STEPS = {
     "TIMEOUT": "ask for more time (#SBATCH --time), or let the run save before the limit and go on in a "
                "requeued job: [slurm] save_before_limit = \"10m\" and requeue = true (watched commands: "
                "--save-before-limit 10m --requeue)",
-    "CANCELLED": "someone cancelled the job (scancel, or an administrator); submit it again to go on from "
-                 "its last checkpoint",
+    "CANCELLED": "someone cancelled the job (scancel, or an administrator); submitting it again starts a new "
+                 "run from step 0 (an ended run is not resumed)",
     "OUT_OF_MEMORY": "the job's host memory (RAM) limit, not the GPU's: ask for more (#SBATCH --mem or "
                      "--mem-per-gpu), or hold less in RAM (fewer dataloader workers, a streamed dataset)",
     "PREEMPTED": "a higher-priority job took the nodes: submit with --requeue and set [slurm] requeue = true "
                  "so the run goes on from its checkpoint when the job runs again",
-    "NODE_FAIL": "a node of the job failed; submit again (excluding the node with --exclude if it fails "
-                 "again) to go on from the last checkpoint",
+    "NODE_FAIL": "a node of the job failed; submitting it again (with --exclude NODE if it fails again) starts "
+                 "a new run from step 0 (an ended run is not resumed)",
 }
 
 

@@ -1,0 +1,50 @@
+"""An agent's bad argument gets one clear refusal naming the argument as the tool takes it (trial 10, through
+the `mcp` client: `run_output(lines=-5)` and `lines=0` answered one line as if asked for it)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loratui import events
+from loratui.commands import agent_view
+from loratui.errors import UsageError
+from loratui.eventlog import EventWriter
+from loratui.rundir import RunDir
+
+
+def _run(path: Path) -> RunDir:
+    path.mkdir(parents=True)
+    log = EventWriter(path / "events.jsonl")
+    for event in (events.Header(t=1.0, schema=1, run_id=path.name, recipe_hash="h", name="r"),
+                  events.Output(t=2.0, stream="stdout", lines=[f"line {i}" for i in range(10)])):
+        log.write(event)
+    log.close()
+    return RunDir(path)
+
+
+@pytest.mark.parametrize("lines", [0, -5])
+def test_run_output_refuses_a_count_below_one(tmp_path: Path, lines: int) -> None:
+    run = _run(tmp_path / "runs" / "r1")
+    with pytest.raises(UsageError, match=rf"^lines = {lines}: .*1 to 200"):
+        agent_view.output_tail(run, lines)
+    assert agent_view.output_tail(run, 3) == ["line 7", "line 8", "line 9"]
+    assert len(agent_view.output_tail(run, 500)) == 10  # above 200: the most there is, as its doc says
+
+
+@pytest.mark.parametrize("gpu_gb", [-1.0, 0.0, float("nan")])
+def test_estimate_names_the_tools_own_argument(tmp_path: Path, gpu_gb: float) -> None:
+    """The agent passed `gpu_gb`; it was told about `--gpu-gb`, a flag it has no way to give."""
+    with pytest.raises(UsageError, match=r"^gpu_gb = (-1\.0|0\.0|nan): .*positive number of GiB") as caught:
+        agent_view.estimate("tiny", gpu_gb, tmp_path)
+    assert "--gpu-gb" not in str(caught.value)
+
+
+def test_estimate_of_an_unknown_name_lists_the_built_in_recipes_too(tmp_path: Path) -> None:
+    """`estimate(recipe="nosuch")` said only "no run named 'nosuch'": the tool takes a built-in recipe's name
+    first, and the agent was not told which exist."""
+    with pytest.raises(UsageError) as caught:
+        agent_view.estimate("nosuch", 80.0, tmp_path)
+    said = str(caught.value)
+    assert "'nosuch'" in said and "built-in recipe" in said and "tiny" in said and "qwen7b" in said, said
+    assert "list_runs" in said, said

@@ -1,0 +1,72 @@
+"""The morning report of a guarded night (trial 10: the trainer killed with SIGKILL, retried, killed again).
+
+It said each guard move twice (the notice, then the alert's record of it: "transient failure, retrying: guard
+retry 1 of 2 ...") and quoted the trainer's whole stderr tail as the run's end, a kernels-community message
+and a FutureWarning included, where the end was "the trainer was killed by SIGKILL"."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from loratui import events
+from loratui.cli import main
+from loratui.eventlog import EventWriter
+
+pytest.importorskip("matplotlib")
+
+RETRY = ("guard retry 1 of 2 (transient: the process was killed by signal 9 with no Python error): recipe "
+         "unchanged, restarting from checkpoint-30")
+TAIL = ("the trainer was killed by SIGKILL\nFailed to load CPU gemm_4bit_forward from kernels-community: Kernel "
+        "repository could not verify publisher trust status.\n/venv/transformers/modeling_utils.py:3314: "
+        "FutureWarning: `is_gradient_checkpointing` is deprecated\n  warnings.warn(")
+
+
+def _night(runs: Path) -> Path:
+    run = runs / "20261205-130445-night"
+    run.mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parent.parent / "loratui" / "recipes" / "tiny.toml", run / "recipe.toml")
+    log = EventWriter(run / "events.jsonl")
+    found: list[events.AnyEvent] = [
+        events.Header(t=100.0, schema=1, run_id=run.name, recipe_hash="h", name="night"),
+        events.State(t=101.0, state=events.TRAINING, step=0)]
+    found += [events.Log(t=101.0 + step / 10, step=step, values={"loss": 6.0 - step / 10}) for step in range(1, 31)]
+    found += [events.Notice(t=110.0, level="warning", key="guard_retry", message=RETRY),
+              events.Notice(t=110.0, level="error", key="alert", message="transient failure, retrying: " + RETRY),
+              events.Notice(t=114.0, level="error", key="alert", message="hung: no step for 10 minutes"),
+              events.End(t=115.0, state=events.FAILED, exit_code=-9, signal="SIGKILL", error=TAIL, step=30)]
+    for event in found:
+        log.write(event)
+    log.close()
+    return run
+
+
+def test_the_report_tells_each_move_once_and_the_end_in_its_own_words(tmp_path: Path) -> None:
+    run = _night(tmp_path / "runs")
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    happened = text.split("## What happened")[1].split("## Advice")[0]
+    assert happened.count("guard retry 1 of 2") == 1, happened
+    assert "hung: no step for 10 minutes" in text  # an alert with no notice of its own is told
+    assert "| end | failed (the trainer was killed by SIGKILL) |" in text, text
+    assert "ended failed: the trainer was killed by SIGKILL**" in text, text
+    assert "kernels-community" not in text and "FutureWarning" not in text, text
+
+
+def test_a_recovered_verdict_is_told(tmp_path: Path) -> None:
+    """Trial 10, one kill: the retry worked and the log said "guard verdict: recovered: ...", an info notice,
+    but the report's story kept warnings and errors only: the morning read "guard retry 1 of 2" then "ended
+    finished", never whether the restart had recovered."""
+    from loratui.logic.story import Story
+
+    said = ("guard verdict: recovered: no GPU sampled: the peak was not checked; first loss 3.334 after resuming "
+            "at step 30 vs 3.484 at the checkpoint (continuous); 3 steps since the restart")
+    story = Story().feed_all([
+        events.Header(t=100.0, schema=1, run_id="r", recipe_hash="h", name="night2"),
+        events.Notice(t=110.0, level="warning", key="guard_retry", message=RETRY),
+        events.Notice(t=120.0, level="info", key="guard_verdict", message=said),
+        events.Notice(t=120.0, level="info", key="alert", message="recovered: " + said),
+        events.Notice(t=121.0, level="info", key="estimate", message="estimate at the longest example: 36 MiB"),
+        events.End(t=130.0, state=events.FINISHED, exit_code=0, step=50)])
+    assert [m.text for m in story.moments] == ["started night2", RETRY, said, "ended finished"]
