@@ -10,26 +10,17 @@ from pathlib import Path
 import pytest
 
 from loratui import events
-from loratui.eventlog import EventWriter
-from tests.slurm_helpers import Jobs, cluster_reason, jobs, loratui_cli, runs, wait_state  # noqa: F401
+from tests.slurm_helpers import Jobs, cluster_reason, jobs, loratui_cli, runs, waiting_job_run  # noqa: F401
 
 pytestmark = pytest.mark.skipif(bool(cluster_reason()), reason=cluster_reason() or "a Slurm cluster answers")
 
 
 def test_resume_refuses_a_run_its_pending_job_will_resume(runs: Path, jobs: Jobs) -> None:  # noqa: F811
-    job_id = jobs.submit(["true"], "--hold")  # pending, as the requeued job waits for its next start
-    wait_state(job_id, "PENDING")
-    path = runs / "20261205-131739-tiny"
-    path.mkdir()
-    log = EventWriter(path / "events.jsonl")
-    for event in (events.Header(t=1.0, schema=1, run_id=path.name, recipe_hash="h", name="tiny",
-                                slurm={"SLURM_JOB_ID": job_id, "SLURM_JOB_NUM_NODES": "1"}, node="vm"),
-                  events.State(t=2.0, state=events.TRAINING, step=0),
-                  events.State(t=3.0, state=events.SUSPENDED, step=269),
-                  events.State(t=3.1, state=events.SUSPENDED, reason=f"checkpoint saved before the time limit; "
-                               f"Slurm job {job_id} requeued: its next start resumes this run from that checkpoint")):
-        log.write(event)
-    log.close()
+    job_id, path = waiting_job_run(
+        runs, jobs, "20261205-131739-tiny", events.State(t=3.0, state=events.SUSPENDED, step=269),
+        lambda job_id, path: events.State(t=3.1, state=events.SUSPENDED, reason=(
+            f"checkpoint saved before the time limit; Slurm job {job_id} requeued: its next start resumes this run "
+            "from that checkpoint")))
     try:
         said = loratui_cli("resume", path.name, "--runs-dir", str(runs))
         assert said.returncode == 2, said.stdout + said.stderr
