@@ -84,7 +84,8 @@ def test_a_10_mb_recipe_value_is_cut_in_the_message(tmp_path: Path) -> None:
     recipe = tmp_path / "huge.toml"
     recipe.write_text(RECIPE.replace('optim = "adamw_torch"', 'optim = "' + "x" * 10_000_000 + '"'))
     said = _refused("estimate", str(recipe))
-    assert len(said) < 2100 and said.startswith(f"loratui: {recipe}:28: `training.optim`")
+    line = RECIPE.splitlines().index('optim = "adamw_torch"') + 1  # the recipe's header comments may change
+    assert len(said) < 2100 and said.startswith(f"loratui: {recipe}:{line}: `training.optim`")
     assert "characters cut" in said
 
 
