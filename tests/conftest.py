@@ -8,8 +8,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,17 @@ def wait_for(predicate: Callable[[], object], timeout: float = 120, every: float
 
 def kinds(run_path: Path, kind: str) -> list[dict[str, object]]:
     return [e for e in read_events(run_path) if e.get("kind") == kind]
+
+
+def write_run(path: Path, found: Iterable[Any]) -> Any:
+    """A run directory (a `RunDir`) whose event log holds `found`, written as a run writes it: for tests of what
+    reads a run's record."""
+    from loratui.eventlog import EventWriter
+    from loratui.rundir import RunDir
+
+    path.mkdir(parents=True)
+    log = EventWriter(path / "events.jsonl")
+    for event in found:
+        log.write(event)
+    log.close()
+    return RunDir(path)

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, wait_for
-
+from tests.conftest import REPO, wait_for, write_run
 
 
 def job_env(**extra: str) -> dict[str, str]:
@@ -87,19 +86,14 @@ def waiting_job_run(runs: Path, jobs: Jobs, name: str, *after: Any) -> tuple[str
     """A held job (pending, as a requeued job waits for its next start) and a run it recorded: its header, a
     training state, then `after`'s events (a checkpoint, a suspend) and no end, as a requeue leaves it."""
     from loratui import events
-    from loratui.eventlog import EventWriter
 
     job_id = jobs.submit(["true"], "--hold")
     wait_state(job_id, "PENDING")
     path = runs / name
-    path.mkdir()
-    log = EventWriter(path / "events.jsonl")
-    for event in (events.Header(t=1.0, schema=1, run_id=path.name, recipe_hash="h", name=name.split("-")[-1],
+    write_run(path, [events.Header(t=1.0, schema=1, run_id=path.name, recipe_hash="h", name=name.split("-")[-1],
                                 slurm={"SLURM_JOB_ID": job_id, "SLURM_JOB_NUM_NODES": "1"}, node="vm"),
                   events.State(t=2.0, state=events.TRAINING, step=0),
-                  *(event(job_id, path) if callable(event) else event for event in after)):
-        log.write(event)
-    log.close()
+                  *(event(job_id, path) if callable(event) else event for event in after)])
     return job_id, path
 
 

@@ -7,26 +7,16 @@ import io
 from pathlib import Path
 
 from loratui import events
-from loratui.eventlog import EventWriter
-from loratui.rundir import RunDir
 from loratui.tui.headless import follow
+from tests.conftest import write_run
 
 SAID = ("the run will not finish before the time limit: at this pace it needs 9m52s more (step 4/300), and Slurm "
         "ends job 213 in 9m42s (at 13:10:07); set [slurm] save_before_limit (or --save-before-limit) to save a "
         "checkpoint before it")
 
 
-def _run(path: Path, found: list[events.AnyEvent]) -> RunDir:
-    path.mkdir()
-    log = EventWriter(path / "events.jsonl")
-    for event in found:
-        log.write(event)
-    log.close()
-    return RunDir(path)
-
-
 def test_an_alert_that_repeats_a_notice_is_printed_once(tmp_path: Path) -> None:
-    run = _run(tmp_path / "run", [
+    run = write_run(tmp_path / "run", [
         events.Header(t=1.0, schema=1, run_id="r1", recipe_hash="h", name="r1"),
         events.Notice(t=2.0, level="warning", key="time_limit", message=SAID),
         events.Notice(t=2.1, level="info", key="alert", message="Slurm time limit: " + SAID),

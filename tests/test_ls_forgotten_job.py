@@ -10,20 +10,15 @@ import pytest
 
 from loratui import events
 from loratui.cli import main
-from loratui.eventlog import EventWriter
+from tests.conftest import write_run
 
 FORGOTTEN = "987654321"  # no job of this id is known to Slurm (none here at all without a cluster)
 
 
 def _run(runs: Path, name: str, end: events.End) -> None:
-    path = runs / name
-    path.mkdir(parents=True)
-    log = EventWriter(path / "events.jsonl")
-    for event in (events.Header(t=1.0, schema=1, run_id=name, recipe_hash="h", name="tiny",
-                                slurm={"SLURM_JOB_ID": FORGOTTEN, "SLURM_JOB_NUM_NODES": "1"}, node="vm"),
-                  events.State(t=2.0, state=events.TRAINING, step=0), end):
-        log.write(event)
-    log.close()
+    write_run(runs / name, [events.Header(t=1.0, schema=1, run_id=name, recipe_hash="h", name="tiny",
+                                          slurm={"SLURM_JOB_ID": FORGOTTEN, "SLURM_JOB_NUM_NODES": "1"}, node="vm"),
+                            events.State(t=2.0, state=events.TRAINING, step=0), end])
 
 
 def test_a_forgotten_jobs_row_says_the_end_its_run_recorded(tmp_path: Path,

@@ -9,18 +9,13 @@ import pytest
 from loratui import events
 from loratui.commands import agent_view
 from loratui.errors import UsageError
-from loratui.eventlog import EventWriter
 from loratui.rundir import RunDir
+from tests.conftest import write_run
 
 
 def _run(path: Path) -> RunDir:
-    path.mkdir(parents=True)
-    log = EventWriter(path / "events.jsonl")
-    for event in (events.Header(t=1.0, schema=1, run_id=path.name, recipe_hash="h", name="r"),
-                  events.Output(t=2.0, stream="stdout", lines=[f"line {i}" for i in range(10)])):
-        log.write(event)
-    log.close()
-    return RunDir(path)
+    return write_run(path, [events.Header(t=1.0, schema=1, run_id=path.name, recipe_hash="h", name="r"),  # type: ignore[no-any-return]
+                            events.Output(t=2.0, stream="stdout", lines=[f"line {i}" for i in range(10)])])
 
 
 @pytest.mark.parametrize("lines", [0, -5])

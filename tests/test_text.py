@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from loratui import events
-from loratui.eventlog import EventWriter
 from loratui.logic.advisor.advice import Advice
 from loratui.rundir import RunDir
 from loratui.text import inert, inert_lines
 from loratui.tui import failure
+from tests.conftest import write_run
 
 ESC = "\x1b"
 HOSTILE = [
@@ -84,12 +84,7 @@ def test_the_exception_line_is_the_reason_not_the_warning_after_it() -> None:
 
 
 def _write_log(path: Path, found: list[events.AnyEvent]) -> RunDir:
-    path.mkdir()
-    log = EventWriter(path / "events.jsonl")
-    for event in found:
-        log.write(event)
-    log.close()
-    return RunDir(path)
+    return write_run(path, found)  # type: ignore[no-any-return]
 
 
 def test_headless_prints_inert_notices_and_the_signal_first(tmp_path: Path) -> None:
