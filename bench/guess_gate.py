@@ -78,11 +78,9 @@ def out_of_fold(rows: list[dict], texts: list[str | None]) -> list[tuple[float, 
 
 
 def memory_answer(rule: str, kinds: dict[str, float], memory_at: float) -> str:
-    """word_guess.memory_kind's gate over the rules' default "full"."""
-    shares = {kind: kinds[kind] for kind in word_guess.MEMORY_KINDS}
-    best = max(shares, key=shares.__getitem__)
-    top = max((kind for kind in kinds if kind != "healthy"), key=kinds.__getitem__) == best
-    return best if best != "oom_full" and shares[best] / sum(shares.values()) >= memory_at and top else rule
+    """word_guess.memory_kind's gate (memory_pick, at `memory_at`) over the rules' default "full"."""
+    picked = word_guess.memory_pick(kinds, memory_at)
+    return picked[0] if picked is not None else rule
 
 
 def answer(rule: str, asked: bool, p_sick: float, kinds: dict[str, float], speak: float, kind_at: float) -> str:

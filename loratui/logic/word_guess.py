@@ -148,15 +148,21 @@ def memory_kind(model: WordModel, text: str) -> Guess | None:
     if len(text) > MAX_CHARS or not has_words(text):
         return None
     p_sick, p_kinds = probabilities(model, text)
-    sick = {kind: p for kind, p in zip(model.kinds, p_kinds) if kind != "healthy"}
+    picked = memory_pick(dict(zip(model.kinds, p_kinds)))
+    return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]) if picked is not None else None
+
+
+def memory_pick(kinds: dict[str, float], at: float = MEMORY_AT) -> tuple[str, float] | None:
+    """`memory_kind`'s gate on the kinds' probabilities: (kind, its share of the memory kinds), or None (`at`: the
+    share needed; bench/guess_gate.py prints others)."""
+    sick = {kind: p for kind, p in kinds.items() if kind != "healthy"}
     shares = {kind: sick[kind] for kind in MEMORY_KINDS}
     kind = max(shares, key=shares.__getitem__)
     share = shares[kind] / sum(shares.values())
     # and the words read most like it of all kinds: among the memory kinds alone, a text the model reads as a CUDA
     # error (a plain `CUDA error: out of memory` traceback, 1 % on each memory kind) would be named by noise
     top = max(sick, key=sick.__getitem__) == kind
-    return Guess(kind=kind, p_problem=p_sick, p_kind=share) if kind != "oom_full" and share >= MEMORY_AT and top \
-        else None
+    return (kind, share) if kind != "oom_full" and share >= at and top else None
 
 
 _IDS = {"loss_flat_or_zero": "loss_flat", "exception_other": "exception"}
