@@ -84,12 +84,9 @@ def memory_answer(rule: str, kinds: dict[str, float], memory_at: float) -> str:
 
 
 def answer(rule: str, asked: bool, p_sick: float, kinds: dict[str, float], speak: float, kind_at: float) -> str:
-    """word_guess.guess's gate over the rules' answer."""
-    if rule != "healthy" or not asked or p_sick < speak:
-        return rule
-    sick = {kind: p for kind, p in kinds.items() if kind != "healthy"}
-    best = max(sick, key=sick.get)
-    return best if sick[best] / sum(sick.values()) >= kind_at else rule
+    """word_guess.guess's gate (kind_pick) over the rules' answer."""
+    picked = word_guess.kind_pick(p_sick, kinds, speak, kind_at) if rule == "healthy" and asked else None
+    return picked[0] if picked is not None else rule
 
 
 def main() -> None:

@@ -125,12 +125,20 @@ def guess(model: WordModel, text: str) -> Guess | None:
     if len(text) > MAX_CHARS or not has_words(text):
         return None
     p_sick, p_kinds = probabilities(model, text)
-    if p_sick < SPEAK_AT:
+    picked = kind_pick(p_sick, dict(zip(model.kinds, p_kinds)))
+    return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]) if picked is not None else None
+
+
+def kind_pick(p_sick: float, kinds: dict[str, float], speak: float = SPEAK_AT,
+              kind_at: float = KIND_AT) -> tuple[str, float] | None:
+    """`guess`'s gate on the model's probabilities: (kind, its share of the problem kinds), or None (`speak`,
+    `kind_at`: the thresholds; bench/guess_gate.py prints others)."""
+    if p_sick < speak:
         return None
-    sick = [(p, kind) for p, kind in zip(p_kinds, model.kinds) if kind != "healthy"]
+    sick = [(p, kind) for kind, p in kinds.items() if kind != "healthy"]
     p, kind = max(sick)
     share = p / sum(q for q, _ in sick)
-    return Guess(kind=kind, p_problem=p_sick, p_kind=share) if share >= KIND_AT else None
+    return (kind, share) if share >= kind_at else None
 
 
 MEMORY_KINDS = ("oom_full", "oom_other_process", "oom_fragmentation")
