@@ -187,6 +187,9 @@ def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n"
     "{'loss': 2.1, 'learning_rate': 1e-4, 'epoch': 0.1}\n{'loss': 1.9, 'learning_rate': 1e-4, 'epoch': 0.2}\n"
     "{'loss': 1.8, 'learning_rate': 1e-4, 'epoch': 0.3}",
+    # mixed precision's scaler skips a step whose gradients overflow; the person says the loss is fine
+    "The log often shows grad_norm 3.2145 (inf) but the loss is normal. Is this a bad sign?",
+    "梯度范数偶尔是inf，但loss正常",
 ])
 def test_no_nan_where_none_was_seen(text: str) -> None:
     assert first_id(text) != "nan_loss"
@@ -222,3 +225,13 @@ def test_a_logged_nan_keeps_the_logs_step_and_learning_rate() -> None:
     items, _ = diagnose_stream(io.BytesIO(b"step 100 loss=2.1 lr=3e-4\nstep 120 loss=nan lr=3e-4\n"), "pasted")
     assert items[0].id == "nan_loss" and "at step 120" in items[0].title and "(its last log said 0.0003)" in items[0].title, \
         items[0]
+
+
+@pytest.mark.parametrize("line", [
+    "The grad_norm became inf and the loss is NaN after step 300.",
+    "grad norm is inf, the loss is normal at first, then the loss becomes nan",
+])
+def test_a_non_finite_gradient_with_a_loss_gone_bad_is_still_read(line: str) -> None:
+    """Only a loss said to be fine excuses a non-finite gradient (the scaler's skipped step); a loss gone NaN beside
+    it is a NaN run."""
+    assert first_id(line) == "nan_loss"

@@ -135,6 +135,43 @@ def test_the_machine_going_down_from_memory_is_the_hosts(text: str, expected: st
     assert "host memory" in host_title(text)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("Single 24G card, LoRA on chatglm2, after a few hours: OOM\ncommand: python train.py --do_train --save_steps 1000 "
+     "--output_dir sft_checkpoint --per_device_train_batch_size 4", "oom_full"),
+    ("单卡，微调了几个小时，OOM\n训练指令：python train.py --save_steps 1000 --output_dir path_to_sft_checkpoint",
+     "oom_full"),
+    ("It runs out of memory when saving, my flags: --save_steps 500 --fp16", "oom_at_save"),
+])
+def test_a_commands_flags_name_no_phase(text: str, expected: str) -> None:
+    """Mechanism: a command's flags inside the person's sentence (`--save_steps 1000`, `--output_dir
+    path_to_sft_checkpoint`) are the run's settings, not the phase it failed in; the person's own words still are."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Training runs fine for one epoch, and after the end of the first epoch it runs out of CUDA memory.",
+     "oom_at_eval"),
+    ("After the first epoch I get CUDA out of memory every time.", "oom_at_eval"),
+    ("It runs out of CUDA memory in the middle of the first epoch.", "oom_full"),
+    ("After the first epoch of warm-up the batch grows and it runs out of CUDA memory.", "oom_full"),
+])
+def test_an_oom_at_the_first_epochs_end_is_its_first_evaluation(text: str, expected: str) -> None:
+    """Mechanism: a run that trained a whole epoch and fails at its end did not fail in a training step; the first
+    epoch's end is where it first evaluates."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I was facing memory issues while running validation on the full dev set.", "oom_at_eval"),
+    ("We ran into GPU memory problems when saving the merged model.", "oom_at_save"),
+    ("After the first epoch I got CUDA memory issues during evaluation.", "oom_at_eval"),
+])
+def test_memory_issues_one_ran_into_are_an_oom(text: str, expected: str) -> None:
+    """Mechanism: memory issues or problems the person ran into (`facing memory issues`, `CUDA memory problem`) are
+    an OOM in their words, in the phase they name."""
+    assert first_id(text) == expected
+
+
 @pytest.mark.parametrize("text", [
     "The server crashed yesterday, memory usage looked fine.",
     "I restarted the machine and the memory was freed.",
@@ -143,6 +180,8 @@ def test_the_machine_going_down_from_memory_is_the_hosts(text: str, expected: st
     "To avoid running out of CUDA memory during evaluation I set eval_accumulation_steps.",
     "改了batch size之后显存不爆了，但是loss不降。",
     "If the GPU memory is not enough, lower the batch size.",
+    "I reduced the layers due to memory issues and now the loss jumps after an error in the config.",
+    "There are no memory issues at all, but training fails with a KeyError.",
 ])
 def test_memory_beside_a_failure_is_no_oom(text: str) -> None:
     """Memory named beside a failure that is not its cause, a remedy, or a negation: no OOM."""

@@ -25,8 +25,13 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"\b(?:eats?|eating|consumes?|consuming|uses?|using|takes?|taking)\s+(?:up\s+)?all\s+(?:of\s+)?(?:the\s+|my\s+)?"
                    r"(?:GPU\s+memory|VRAM|GPU's\s+memory)\b|"
                    r"\b(?:uses?|needs?|takes?)\s+(?:far\s+|much\s+|way\s+|a\s+lot\s+)?more\s+(?:GPU\s+)?memory\s+than\b"
-                   r"[^.!?]{0,60}?\b(?:crash\w*|dies|died|fail\w*)\b", re.I)
-"""An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`)."""
+                   r"[^.!?]{0,60}?\b(?:crash\w*|dies|died|fail\w*)\b|"
+                   r"\b(?:GPU|CUDA)\s+memory\s+(?:issues?|problems?)\b|"
+                   r"\b(?:fac(?:e|es|ed|ing)|ha(?:ve|s|d|ving)|gets?|got|getting|hit(?:s|ting)?|r[au]n(?:s|ning)?\s+into|"
+                   r"encounter\w*|met|meets?|experienc\w*)\s+(?:\w+\s+){0,2}?memory\s+(?:issues?|problems?)\b", re.I)
+"""An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`); memory
+issues one ran into count (`I was facing memory issues while running validation`, `CUDA memory problem`), not memory
+as a reason given (`reducing the layers due to memory issues`)."""
 _NOT_SAID = re.compile(
     r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|instead of|rather than|"
     r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)

@@ -51,7 +51,11 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
                                     r"code)\b|"
-                                    r"\.test\(", re.I)),
+                                    r"\.test\(|"
+                                    # the first epoch's end is where a run first evaluates (a run that trained a whole
+                                    # epoch and then fails did not fail in a training step)
+                                    r"\b(?:after|at)\s+(?:the\s+)?end\s+of\s+(?:the\s+)?(?:first|1st)\s+epoch\b|"
+                                    r"\bafter\s+(?:the\s+)?(?:first|one|1st)\s+epoch\b(?!\s+(?:of|or)\b)", re.I)),
                 ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|es|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
                                     r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|"
                                     r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
@@ -116,8 +120,15 @@ def _no_paths(text: str) -> str:
     return _PATHLIKE.sub(" ", text) if "/" in text or "\\" in text else text
 
 
+_FLAG_IN_SENTENCE = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:[ =](?!-)\S+)?")
+"""A command-line flag and its value inside a sentence (`训练指令：python train.py --save_steps 1000 --output_dir
+path_to_sft_checkpoint`): the run's settings, not the phase it failed in."""
+
+
 def _phase_words(text: str) -> str:
-    """The sentence less what names no phase the run is in: a checkpoint read back, paths, the shell's export."""
+    """The sentence less what names no phase the run is in: a checkpoint read back, paths, the shell's export, a
+    command's flags."""
+    text = _FLAG_IN_SENTENCE.sub(" ", text) if "--" in text else text
     return _no_paths(_READS_CHECKPOINT.sub(" ", text))
 
 

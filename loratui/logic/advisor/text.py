@@ -56,8 +56,10 @@ _HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stuck|freez\w*|frozen|gets? n
 _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:first\s+)?[\"'`]?(?:Initiali[sz]ing distributed|"
                          r"init_process_group|rendezvous|barrier|all[_-]?reduce|all[_-]?gather|broadcast|NCCL|"
                          r"communicat\w*|dist\.\w+)|\b(?:multi-?node|(?:two|three|four|\d+) nodes|across nodes)\b|"
+                         r"\b(?:NCCL|all[_-]?reduce|all[_-]?gather|barrier)\s+(?:\w+\s+)?(?:hangs?|hung|hanging|stuck|freez\w*)\b|"
                          r"多机|跨节点|多节点", re.I)
-"""Where the person says it hangs: in a collective or the distributed setup, or on several nodes (NCCL's domain)."""
+"""Where the person says it hangs: in a collective or the distributed setup, or on several nodes (NCCL's domain), or
+a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`)."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
 _AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
