@@ -51,11 +51,7 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
                                     r"code)\b|"
-                                    r"\.test\(|"
-                                    # the first epoch's end is where a run first evaluates (a run that trained a whole
-                                    # epoch and then fails did not fail in a training step)
-                                    r"\b(?:after|at)\s+(?:the\s+)?end\s+of\s+(?:the\s+)?(?:first|1st)\s+epoch\b|"
-                                    r"\bafter\s+(?:the\s+)?(?:first|one|1st)\s+epoch\b(?!\s+(?:of|or)\b)", re.I)),
+                                    r"\.test\(", re.I)),
                 ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|es|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
                                     r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|"
                                     r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
@@ -65,6 +61,18 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
 (not the shell's `export PYTORCH_CUDA_ALLOC_CONF=...`); English words count inside Chinese text (`我运行你的evaluate`)
 (saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
+
+
+_EPOCH_END = re.compile(r"\b(?:after|at)\s+(?:the\s+)?end\s+of\s+(?:the\s+)?(?:first|1st)\s+epoch\b|"
+                        r"\bafter\s+(?:the\s+)?(?:first|one|1st)\s+epoch\b(?!\s+(?:of|or)\b)", re.I)
+"""The first epoch's end, where a run first evaluates: a run that trained a whole epoch and then fails did not fail in
+a training step. Weaker than a phase named (`checkpointing gathers everything on rank 0; it causes OOM after the first
+epoch` is the save's)."""
+
+
+def _or_epoch_end(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]]:
+    """The phases named, else the evaluation when the sentence places the failure at the first epoch's end."""
+    return named or ([("eval", _EPOCH_END)] if _EPOCH_END.search(text) else [])
 
 
 _NOT_PROSE = re.compile(r"\||\d\s*(?:it/s|s/it)|^\W*(?:\d{4}-\d\d-\d\d|\[?(?:INFO|WARNING|ERROR|DEBUG)\b)|"
@@ -267,7 +275,7 @@ class PhaseWords:
         sentence, whole = _phase_words(sentence), _phase_words(whole)
         named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
         said = _affirmed(sentence, named) + _affirmed(whole, named)
-        named = [pair for pair in named if pair in said]
+        named = _or_epoch_end(whole, [pair for pair in named if pair in said])
         if len(named) > 1 or WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause
             chosen = _nearest(sentence, named)
@@ -311,7 +319,7 @@ class PhaseWords:
         if not prose_like(text) or looks_like_code(text):
             return
         whole = _failing_sentences(_phase_words(whole))
-        named = _affirmed(whole, list(_PROSE_PHASE))
+        named = _or_epoch_end(whole, _affirmed(whole, list(_PROSE_PHASE)))
         if len(named) > 1 or WORKS.search(whole):
             bounds = _FAILS.search(whole)
             chosen = _nearest(whole, named, bounds) if bounds else None
