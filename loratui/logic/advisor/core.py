@@ -90,6 +90,7 @@ class Advisor(OomFold):
         self.host_oom: tuple[str, str, list[str], int] | None = None  # the host's RAM ran out: (line, phase, evidence,
         # step)
         self.diffusion = False  # the text is about a diffusion model (its loss looks flat when it trains)
+        self.results_good = False  # the person says the results are good or improving (the model learns)
         self.lengths: dict[str, int] | None = None  # a watched config's own length fields, where it has no max_length
 
     def feed(self, event: Any) -> None:
@@ -311,6 +312,9 @@ class Advisor(OomFold):
         if not getattr(self, "diffusion", False) and _DIFFUSION.search(line):  # getattr: an older events.idx
             self.diffusion = True
             self._items = None
+        if not getattr(self, "results_good", False) and _RESULTS_GOOD.search(line) and not _RESULTS_DENIED.search(line):
+            self.results_good = True
+            self._items = None
         if _PRINTED_LOG.match(line):
             pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
         elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS) or \
@@ -337,11 +341,20 @@ class Advisor(OomFold):
             self._latch(Finding("cuda_error", self.ctx.step, {"line": line.strip()[:300]}))
 
 
-_DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|latent diffusion|diffusers|text[-_ ]to[-_ ]image|"
-                        r"dreambooth|textual[ _]inversion|\bDDPM\b|\bDDIM\b|noise_pred|\bsd-scripts\b|\bkohya)|"
+_DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|diffusion[ _](?:loss|training|objective)|"
+                        r"latent diffusion|diffusers|text[-_ ]to[-_ ]image|dreambooth|textual[ _]inversion|\bDDPM\b|\bDDIM\b|noise_pred|\bsd-scripts\b|\bkohya)|"
                         r"\bSDXL\b|\bSD ?(?:1\.[45]|2\.1|3(?:\.5)?)\b")
 """Text about a diffusion model: its training loss (the error of the predicted noise, dominated by the sampled
 timestep) is known to stay level and noisy while the samples improve (huggingface/diffusers#3604)."""
+
+_RESULTS_GOOD = re.compile(r"\b(?:results?|outputs?|samples?|generations?|images?|predictions?)\s+(?:keeps?|kept|are|is|"
+                           r"were|was|look|looks|looked|seems?|seemed)\s+(?:still\s+|pretty\s+|quite\s+|very\s+|"
+                           r"really\s+)?(?:improv\w*|getting better|better|good|great|awesome|excellent|fine)\b|"
+                           r"效果(?:很好|不错|挺好|越来越好)", re.I)
+"""The person's results said to be good or improving (`the loss is stuck at 0.9, but the results kept improving`):
+the model learns, so a loss they say stands still is the objective's floor, not a run that does not train."""
+_RESULTS_DENIED = re.compile(r"\b(?:not|n't|never|no longer|if|whether)\b", re.I)
+"""`the results are not good`, `if the outputs look fine`: no results said good."""
 
 
 def _sharper(kept: Finding, new: Finding) -> bool:

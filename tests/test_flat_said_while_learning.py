@@ -1,0 +1,41 @@
+"""A loss said to stand still while the model learns is not a run that does not train: a diffusion objective's loss
+(the noise prediction's error, led by the sampled timestep) stays level while samples improve, and any loss whose
+results the person says improve has reached its floor (issue 23, wave 11's dev half)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+
+
+def warned(text: str) -> list[str]:
+    """The ids of the doctor's errors and warnings for a pasted text."""
+    items = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0]
+    return [item.id for item in items if item.severity in ("error", "warning")]
+
+
+@pytest.mark.parametrize("text", [
+    "Looking at the logs, the diffusion loss did not decrease during training and fluctuates a lot. Why?",
+    "The loss is stuck at around 0.9, but the results kept improving. How should I read that?",
+    "My loss stays at 1.2 for the last 3 epochs, yet the generated samples look great.",
+    "loss一直在0.5左右不变，但是效果很好",
+])
+def test_a_still_loss_beside_learning_is_no_flat_loss(text: str) -> None:
+    assert "loss_flat" not in warned(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The loss is stuck at 2.3 and the results are not good either.",
+    "The loss is stuck at 2.3; if the outputs look fine I will stop early.",
+    "The loss stays at 2.3 for 500 steps, the learning rate is 2e-4.",
+])
+def test_a_still_loss_without_results_said_good_is_flagged(text: str) -> None:
+    assert "loss_flat" in warned(text)
+
+
+def test_a_zero_loss_is_flagged_whatever_the_results() -> None:
+    """A loss of exactly 0 scores nothing, good results or not (labels all masked)."""
+    assert warned("The loss is 0.0 from the very first step, although the outputs look fine.")
