@@ -41,8 +41,8 @@ def test_a_loratui_runs_checkpoint_carries_that_runs_count(tmp_path: Path) -> No
     checkpoint = _old_run(tmp_path / "runs")
     total, said = _resume(tmp_path / "runs" / "20261205-150000-tiny-fix", checkpoint)
     assert total == 4050, total
-    assert said == ["tokens seen: 4,000 carried from run 20261205-140000-tiny's log at step 40, the run whose "
-                    "checkpoint this one resumes"], said
+    assert said == [("tokens seen: 4,000 carried from run 20261205-140000-tiny's log at step 40, the run whose "
+                     "checkpoint this one resumes")], said
 
 
 def test_a_foreign_checkpoint_carries_its_trainer_state_count(tmp_path: Path) -> None:
