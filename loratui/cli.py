@@ -204,11 +204,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         launch_checks.check_model_reachable(args)  # before a run that would die on a download
     requeued = _requeued_run(args.runs_dir)
     if requeued is not None:  # this job ran before, saved before its limit and was requeued: go on with it
-        from loratui.supervisor.launch import spawn_supervisor
-
-        with HeldInterrupt.hold() as held:
-            spawn_supervisor(requeued, adopt=True)
-        return _view(requeued, headless=args.headless, held=held)
+        return _go_on(requeued, args.headless)
     limit = launch_checks.slurm_limit(args)
     busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
     with HeldInterrupt.hold() as held:  # from the spawn on, Ctrl-C leaves the run training: held for the viewer
@@ -221,6 +217,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     for other, status in busy:
         say_error(sharing_note(other.run_id, status))
     return _view(run, headless=args.headless, held=held)
+
+
+def _go_on(requeued: rundir.RunDir, headless: bool) -> int:
+    """The requeued job's next life of its run: a supervisor that adopts it, and the view. The headless viewer
+    prints the notices of this life only: the earlier lives' (a requeue prints them in each job's output again,
+    one more copy a restart) are the history, which `loratui report` tells once."""
+    import time
+
+    from loratui.supervisor.launch import spawn_supervisor
+
+    since = time.time()
+    with HeldInterrupt.hold() as held:
+        spawn_supervisor(requeued, adopt=True)
+    return _view(requeued, headless=headless, held=held, since=since)
 
 
 def sharing_note(run_id: str, status: runstatus.Status) -> str:
@@ -243,9 +253,10 @@ def cmd_attach(args: argparse.Namespace) -> int:
     return _view(run, headless=args.headless, attached=True)
 
 
-def _view(run: rundir.RunDir, headless: bool, attached: bool = False, held: HeldInterrupt | None = None) -> int:
+def _view(run: rundir.RunDir, headless: bool, attached: bool = False, held: HeldInterrupt | None = None,
+          since: float | None = None) -> int:
     """The TUI on a terminal, the progress printer otherwise; Ctrl-C leaves the run training (`held`: a Ctrl-C
-    pressed while the run was being started, answered here)."""
+    pressed while the run was being started, answered here; `since`: the printer says no notice older)."""
     held = held or HeldInterrupt()
     if headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         from loratui.tui import headless as hl
@@ -253,7 +264,7 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False, held: Held
         try:
             held.release()
             print(hl.started(run))
-            state = hl.follow(run)
+            state = hl.follow(run, since=since)
         except KeyboardInterrupt:
             print("\n" + hl.detached(run))
             return 0

@@ -63,6 +63,12 @@ class Header(Event, frozen=True, tag="header"):
     clock_offset: float = 0.0
     """The shared filesystem's clock minus this host's (s), measured at start: lines up several nodes' logs."""
 
+    @property
+    def job_id(self) -> str:
+        """The Slurm job the run started in ('' outside Slurm): what `ls`, the MCP tools and the views' header
+        show, with `node`."""
+        return self.slurm.get("SLURM_JOB_ID", "")
+
 
 class State(Event, frozen=True, tag="state"):
     """The run changed state (starting, loading, training, paused, suspended, finished, failed, stopped)."""

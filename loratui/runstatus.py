@@ -89,7 +89,7 @@ def fold(status: Status, found: Iterable[events.AnyEvent], since: float = 0.0) -
         elif isinstance(e, events.Estimate):
             status.estimate_gib = e.peak_device_gib
         elif isinstance(e, events.Header):
-            status.job_id, status.node = e.slurm.get("SLURM_JOB_ID", ""), e.node
+            status.job_id, status.node = e.job_id, e.node
     return status
 
 

@@ -146,6 +146,14 @@ def test_xpu_fragmentation_gets_no_cuda_allocator_setting() -> None:
     assert "195.50 KiB" in said
 
 
+def test_xpu_fragmentation_names_the_allocator_variable_xpu_reads() -> None:
+    """Trial 11: the advice named no allocator variable. PyTorch's XPU allocator reads PYTORCH_ALLOC_CONF (the one
+    variable of every accelerator; checked in torch 2.13), and there is no PYTORCH_XPU_ALLOC_CONF."""
+    said = words(advice(XPU_FREE)[0])
+    assert "PYTORCH_ALLOC_CONF=expandable_segments:True" in said, said
+    assert "torch 2.13" in said and "there is no PYTORCH_XPU_ALLOC_CONF" in said, said
+
+
 def test_other_processes_are_named_with_the_devices_tools() -> None:
     told = "Another process is using the GPU memory.\n"
     xpu = advice(told + "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 5.12 GiB.\n")[0]

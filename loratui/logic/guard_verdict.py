@@ -42,8 +42,14 @@ class Verdict:
     recovered: bool
     evidence: list[str]
 
+    @property
+    def title(self) -> str:
+        """'guard verdict: recovered' or 'guard verdict: NOT recovered': the alert's title."""
+        return f"guard verdict: {'recovered' if self.recovered else 'NOT recovered'}"
+
     def text(self) -> str:
-        return f"guard verdict: {'recovered' if self.recovered else 'NOT recovered'}: " + "; ".join(self.evidence)
+        """The title and the evidence, once each (the log's notice; the alert sends the evidence under the title)."""
+        return f"{self.title}: " + "; ".join(self.evidence)
 
 
 def judge(expect: Expectation, life_peak: int, gpu: bool, others: int = 0) -> Verdict:

@@ -93,6 +93,8 @@ class RunState:
     pause_mode: str = ""  # "signal": pause is SIGSTOP (its memory, GPU memory too, stays held)
     pause_source: str = ""  # who asked for the last pause (the control event's source: tui, cli, agent)
     command: list[str] = field(default_factory=list)  # the watched command of a `loratui run --` run
+    job_id: str = ""  # the Slurm job the run started in ('' outside Slurm; events.Header.job_id)
+    node: str = ""  # the host that owns the run (its header's)
     n_events: int = 0
     covered_s: float = 0.0
     """The run's duration by its events (logic/clock.py): a wall clock set back (NTP, a VM resumed) makes it
@@ -194,6 +196,7 @@ def _header(s: RunState, e: events.Header) -> None:
     # Names and states come from a file anyone may have written: inert here, so no view can show them raw.
     s.run_id, s.name, s.started, s.warn_gb = inert(e.run_id, False), inert(e.name, False), e.t, e.warn_gb
     s.command = list(e.command)
+    s.job_id, s.node = inert(e.job_id, False), inert(e.node, False)
     if e.controls:
         s.controls = frozenset(e.controls)
 

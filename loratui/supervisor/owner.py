@@ -161,6 +161,8 @@ class Supervisor:
                                else latest_checkpoint(self.run.checkpoints))
                 self._set_state(events.STARTING, f"resuming from {resume_from}")
                 continue
+            if code == 0 and self.unattended.halted:  # stopped by the guard for a bad loss, not restarted
+                return self._end(events.FAILED, code, self.unattended.halted)
             if code == 0 or (self.stop_requested and code in STOPPED_CODES):
                 return self._end(events.STOPPED if self.stop_requested else events.FINISHED, code)
             return self._end(events.FAILED, code)
@@ -244,12 +246,13 @@ class Supervisor:
         """The trainer's last lines of stderr (what the guard reads to tell a transient failure)."""
         return "\n".join(self._stderr_tail[-40:])
 
-    def _end(self, state: str, code: int | None) -> str:
+    def _end(self, state: str, code: int | None, why: str = "") -> str:
+        """`why`: the end's error where the trainer's stderr is not it (the guard gave up on a life it stopped)."""
         self._estimate_check()
         signame = ""
         if code is not None and code < 0:
             signame = signal.Signals(-code).name
-        error = "\n".join(self._stderr_tail[-40:]) if state == events.FAILED else ""
+        error = why or ("\n".join(self._stderr_tail[-40:]) if state == events.FAILED else "")
         if state == events.FAILED and signame:
             error = f"the trainer was killed by {signame}\n{error}".rstrip()
         rank = failed_rank(self._stderr_tail) if state == events.FAILED else ""

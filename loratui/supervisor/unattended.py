@@ -41,6 +41,10 @@ class Unattended:
                               on_bad_loss=self._on_bad_loss)
         self.guard = Guard(sup.run, recipe.guard, sup.log.write)
         self.pending: Action | None = None
+        self._why = ""
+        self.halted = ""
+        """Why the run ends here, when the guard stopped its trainer for a bad loss and then did not restart it (a
+        crash loop, the budget spent, a change it could not apply): the trainer's clean exit is no finished run."""
         self._secrets = alerts.secret_names(recipe.alerts)
         self.last_failure: guard_verdict.Failure | None = None
         self.retries = count_notices(sup.run.events, RETRY_KEY)  # a re-adopted run keeps its spent retries
@@ -96,6 +100,14 @@ class Unattended:
         A restarted life that fails before its verdict is judged not recovered; a failure that repeats the
         last one is a crash loop and ends the run; a transient one is retried with the recipe unchanged."""
         action, self.pending = self.pending, None
+        self.halted = ""
+        again, resume = self._after_exit(action, code)
+        if action is not None and code == 0 and not again and not self.sup.stop_requested:
+            self.halted = self._why or f"the guard stopped the trainer ({action.kind}) and did not restart it"
+        return again, resume
+
+    def _after_exit(self, action: Action | None, code: int) -> tuple[bool, str | None]:
+        self._why = ""
         if self.sup.stop_requested or code == SUSPEND_EXIT or not self.guard.config.enabled:
             return False, None
         if code == 0 and action is None:
@@ -120,8 +132,8 @@ class Unattended:
             if recipe is None:
                 raise RecipeError(why)
         except (ApplyError, RecipeError, OSError) as exc:
-            self.sup.log.write(events.Notice(t=time.time(), level="error", key="guard_skip",
-                                             message=f"guard: the change could not be applied: {exc}"))
+            self._why = f"guard: the change could not be applied: {exc}"
+            self.sup.log.write(events.Notice(t=time.time(), level="error", key="guard_skip", message=self._why))
             return False, None
         self.sup.recipe = recipe
         self.sup.settings = msgspec.structs.replace(self.sup.settings, env={**self.sup.settings.env, **env})
@@ -173,6 +185,7 @@ class Unattended:
         return gpus * (time.time() - self.first_restart_t) / 3600 >= cap
 
     def _give_up(self, why: str) -> tuple[bool, str | None]:
+        self._why = why
         self.sup.log.write(events.Notice(t=time.time(), level="error", key="guard_verdict", message=why))
         self.watch.alert("guard", "stopped restarting", why, urgent=True)
         return False, None

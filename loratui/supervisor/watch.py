@@ -155,8 +155,9 @@ class RunWatch:
         self.expect = None
         self.write(events.Notice(t=time.time(), level="info" if verdict.recovered else "error", key="guard_verdict",
                                  message=verdict.text()))
-        self.alert("guard", "recovered" if verdict.recovered else "NOT recovered", verdict.text(),
-                   urgent=not verdict.recovered)
+        # The title says the verdict, the body its evidence: each once (the body was the whole text, so a push
+        # read "NOT recovered" twice and its record "NOT recovered: guard verdict: NOT recovered: ...").
+        self.alert("guard", verdict.title, "; ".join(verdict.evidence), urgent=not verdict.recovered)
 
     def _end(self, e: events.End) -> None:
         step = max(e.step, self.advisor.ctx.step)

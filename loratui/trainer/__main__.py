@@ -136,7 +136,7 @@ def train(run: RunDir, log: EventWriter, control: object, resume_from: str | Non
     world_size, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     sync = RankSync(world_size, rank, torch.device("cuda", local_rank) if cuda else None)
     callback = EventCallback(log.write, control, tokens, begin_info, torch.cuda if cuda else None, sync,  # type: ignore[arg-type]
-                             log_path=run.events)
+                             log_path=run.events, resume_from=resume_from)
     trainer = Trainer(
         model=model, args=build.training_arguments(recipe, str(run.checkpoints), settings.max_steps),
         train_dataset=train_set, eval_dataset=eval_set,

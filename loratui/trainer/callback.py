@@ -16,7 +16,7 @@ from transformers import TrainerCallback
 
 from loratui import events
 from loratui.rundir import CommandTail, file_size, pin_checkpoint
-from loratui.trainer.lives import tokens_seen_at
+from loratui.trainer.lives import carried_from_checkpoint, tokens_seen_at
 
 PAUSE, SAVE, SUSPEND, STOP = 1, 2, 4, 8
 """Bits of the per-step control decision, the same on every rank."""
@@ -137,7 +137,7 @@ class EventCallback(TrainerCallback):
     def __init__(self, emit: Callable[[events.AnyEvent], None], control: ControlState,
                  tokens: TokenCounter, begin_info: dict[str, Any], cuda: Any = None,
                  sync: RankSync | None = None, reset_peaks: bool = True,
-                 pin_saves: bool = True, log_path: Path | None = None) -> None:
+                 pin_saves: bool = True, log_path: Path | None = None, resume_from: str | None = None) -> None:
         """`reset_peaks`: reset torch's peak counters after each step, for a per-step peak. Only in loratui's
         own trainer process: in a watched script the counters are the user's (their
         `max_memory_allocated()` must read as it would alone), so the peaks recorded there are running
@@ -147,7 +147,9 @@ class EventCallback(TrainerCallback):
         copy under `saved/`). Only in loratui's own checkpoints directory: a watched script's output_dir
         gets nothing the Trainer would not write, and a notice says when its rotation may delete it.
 
-        `log_path`: the run's log, where a resumed trainer finds the tokens seen by the step it resumes from."""
+        `log_path`: the run's log, where a resumed trainer finds the tokens seen by the step it resumes from;
+        `resume_from`: the checkpoint it resumes from, whose run (or trainer_state.json) says them when this run's
+        log does not (a new run directory resumed from another run's checkpoint)."""
         self.sync = sync or RankSync(1, 0)
         self.rank = self.sync.rank
         self._emit_all = emit
@@ -158,6 +160,7 @@ class EventCallback(TrainerCallback):
         self.begin_info = begin_info
         self.cuda = cuda  # torch.cuda when training on a GPU
         self.reset_peaks, self.pin_saves, self.log_path = reset_peaks, pin_saves, log_path
+        self.resume_from = resume_from
         self.suspended = False
         self._hold_after_save = False
         self.stopped = False
@@ -166,8 +169,14 @@ class EventCallback(TrainerCallback):
         self._requested_save = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if state.global_step > 0 and self.log_path is not None:  # resumed: the run's count goes on
-            self.tokens.carry(tokens_seen_at(self.log_path, state.global_step, self.rank))
+        if state.global_step > 0:  # resumed: the run's count goes on
+            seen = tokens_seen_at(self.log_path, state.global_step, self.rank) if self.log_path is not None else 0
+            if not seen:  # no earlier life of this run got there: another run's checkpoint
+                seen, said = carried_from_checkpoint(
+                    self.resume_from, self.log_path, state.global_step, self.rank,
+                    int(getattr(state, "num_input_tokens_seen", 0) or 0), self.sync.world_size)
+                self.emit(events.Notice(t=time.time(), level="info", key="tokens_seen", message=said))
+            self.tokens.carry(seen)
         self.emit(events.TrainBegin(t=time.time(), max_steps=state.max_steps,
                                     num_epochs=float(args.num_train_epochs), start_step=state.global_step,
                                     **self.begin_info))

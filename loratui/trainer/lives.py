@@ -52,4 +52,31 @@ def _tokens(line: bytes, step: int, rank: int) -> int | None:
     return event.tokens_seen if event.rank == rank and event.step <= step else None
 
 
-__all__ = ["tokens_seen_at"]
+def carried_from_checkpoint(checkpoint: str | None, own_log: Path | None, step: int, rank: int, state_seen: int,
+                            world_size: int = 1) -> tuple[int, str]:
+    """The tokens seen by `step` when the run's own log has none: a NEW run resumed from another run's
+    checkpoint (`resume_from_checkpoint` pointing elsewhere). Returns (tokens, what to tell the user):
+    - the checkpoint is a loratui run's (runs/ID/checkpoints/[saved/]checkpoint-N): that run's log, counted as
+      this one counts (non-padding tokens, this rank's);
+    - else the checkpoint's trainer_state.json (`state_seen`: the Trainer's `num_input_tokens_seen`, recorded
+      when `include_num_input_tokens_seen` was on; every rank's together, so split over `world_size`);
+    - else 0, and the count starts at this resume."""
+    if checkpoint and not isinstance(checkpoint, bool):
+        for folder in list(Path(checkpoint).parents)[:3]:
+            log = folder / "events.jsonl"
+            if log.is_file() and (own_log is None or log.resolve() != own_log.resolve()):
+                seen = tokens_seen_at(log, step, rank)
+                if seen:
+                    return seen, (f"tokens seen: {seen:,} carried from run {folder.name}'s log at step {step}, "
+                                  "the run whose checkpoint this one resumes")
+                break
+    if state_seen > 0:
+        seen = state_seen // max(1, world_size)
+        ranks = f", split over {world_size} ranks" if world_size > 1 else ""
+        return seen, (f"tokens seen: {seen:,} carried from the checkpoint's trainer_state.json (num_input_tokens_seen "
+                      f"{state_seen:,}{ranks}; the Trainer's count, which may include padding)")
+    return 0, (f"tokens seen: counted from this resume at step {step}; the checkpoint records no count (its "
+               "trainer_state.json has no num_input_tokens_seen: include_num_input_tokens_seen was off)")
+
+
+__all__ = ["carried_from_checkpoint", "tokens_seen_at"]

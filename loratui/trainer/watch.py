@@ -45,6 +45,7 @@ class LoratuiCallback(TrainerCallback):
         self.via_train = False  # training runs through Trainer.train: suspend/resume can work
         self.log: EventWriter | None = None
         self.trainer: Any = None  # a weakref to the Trainer it serves (set by the patched __init__)
+        self.resume_from: Any = None  # train()'s resume_from_checkpoint (a path, True, or None)
         self._unhook: Any = None
 
     @property
@@ -93,7 +94,7 @@ class LoratuiCallback(TrainerCallback):
         # No signal handler and no reset of torch's peak counters: both are the script's own (`loratui
         # stop` reaches a hooked Trainer through control.cmds, read at the next step boundary).
         return EventCallback(self.log.write, control, tokens, info, torch.cuda if cuda else None, sync,
-                             log_path=run.events, **WATCHED_OPTIONS)
+                             log_path=run.events, resume_from=self.resume_from, **WATCHED_OPTIONS)
 
     def _preflight(self, run: RunDir, args: Any, model: Any, loader: Any, cuda: bool) -> int:
         """The estimate a recipe gets, from the live settings; the live recipe beside it for the advice."""
@@ -206,6 +207,7 @@ def patch(trainer_class: Any) -> None:
         if resume:
             args, kwargs = args[1:], {**kwargs, "resume_from_checkpoint": resume}
         callback.via_train = True
+        callback.resume_from = kwargs.get("resume_from_checkpoint", args[0] if args else None)
         result = original_train(self, *args, **kwargs)
         if callback.suspended:
             # Checkpoint written: leave now, before the script's after-training code (saving the final

@@ -60,10 +60,11 @@ def _fold(fields: list[str], columns: int) -> str:
     return "\n".join(lines)
 
 
-def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunState:
+def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2, since: float | None = None) -> RunState:
     """Print progress until the run ends (or its writers are gone); returns the final state.
 
-    On a terminal: a `rich` progress bar redrawn in place; otherwise a plain line every few seconds.
+    On a terminal: a `rich` progress bar redrawn in place; otherwise a plain line every few seconds. `since`
+    (a requeued job's restart, wall time): notices older are the history, folded but not printed again.
     """
     source = LiveSource(run)  # the same reader as the app's: one notion of "the run is over"
     state = RunState()
@@ -80,7 +81,7 @@ def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2) -> RunSta
                 told_output = True
                 _say(bar, out, output_note(run))
             for notice in state.notices[seen_notices:]:
-                if not _repeats(notice, state.notices[:seen_notices]):
+                if (since is None or notice.t >= since) and not _repeats(notice, state.notices[:seen_notices]):
                     _say(bar, out, f"notice: {inert(notice.message)}")
                 seen_notices += 1
             if batch.note != note:  # e.g. "disk full: ...": said once, when it changes

@@ -42,7 +42,9 @@ def _nan_advice(f: Finding, r: Recipe | None) -> Advice:
         evidence.append(facts["fp16_scale"])
     if r is not None:
         t = r.training
-        precision = "bf16" if t.bf16 else "fp16" if t.fp16 else "fp32"
+        dtype = r.model.dtype  # with neither mixed precision, the weights' own dtype is the precision trained in
+        precision = "bf16" if t.bf16 else "fp16" if t.fp16 else "fp32" if dtype == "float32" else \
+            f"{dtype} weights (no fp16/bf16 mixed precision)"
         evidence.append(f"optim = {t.optim}, gradient_checkpointing = {str(t.gradient_checkpointing).lower()}, "
                         f"{precision}, learning_rate = {lr_text(t.learning_rate)}")
     return Advice("nan_loss", ERROR, f"{facts['what']} became {facts['value']}{at}: {text}",

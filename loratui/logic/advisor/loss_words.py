@@ -120,7 +120,10 @@ _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped 
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
          r"(?:(?:exactly|always|just|constantly|consistently|still|permanently)\s+)?"
          r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?!\.?\d|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
-         r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])")
+         r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])|"
+         # what the screen or the log is said to show: a printed 0 (`the train loss shows 0.0 after the first step`)
+         r"(?:shows?|showed|shown as|reads?|prints?|printed|displays?|displayed|reports?|reported|logs?|logged)\s+"
+         r"(?:as\s+)?(?:(?:exactly|always|just|only|constantly)\s+)?0(?:\.0+)?(?!\.?\d|[A-Za-z%])")
 _PREDICATE = re.compile(rf"(?<![A-Za-z])(?:(?P<rise>{_RISE})|(?P<zero>{_ZERO})|(?P<still>{_STILL})|(?P<fall>{_FALL}))",
                         re.I)
 """What is said of a subject, tried in this order at each place: a rise, a zero, a standstill, a fall."""
@@ -330,8 +333,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
     found = []
     for i, m in enumerate(subjects):
         subject = _kind(m) if not m.group("it") else previous[0]
-        if not subject:
-            continue
+        if not subject or _SHOT.search(sentence[:m.start()]):
+            continue  # `zero-shot accuracy is 0.0`: an evaluation of a model before (or without) training
         previous[0] = subject
         later = [n for n in subjects[i + 1:] if not n.group("it")]
         end = later[0].start() if later else len(sentence)
@@ -412,6 +415,13 @@ def _supposed(before: str) -> bool:
     return found is not None and not re.search(r"[,，]", before[found.end():])
 
 
+_SHOT = re.compile(r"(?<![A-Za-z])(?:zero|few|one|\d+)[- ]?shot\s+(?:[A-Za-z]+\s+){0,2}$", re.I)
+"""Before a subject: a zero- or few-shot evaluation's (`zero-shot accuracy`, `the 5-shot eval loss`), no training's."""
+_AT_ZERO = re.compile(r"\s*(?:[:=]|is|was|are|were|stays?|stayed|remains?|remained|stuck|sits?|sat|stands?|"
+                      r"(?:at|around|on)\b|\s)*(?:0(?:\.0+)?|zero)(?![.\d]|[A-Za-z])", re.I)
+"""The level a standstill is said at, when it is 0 (`loss: 0 all the time`, `stuck at 0`): a zero loss."""
+
+
 _OPENS = re.compile(r"(?:^|\b(?:the|my|our|this|whole|and|so|then)|[,:(])\s*$", re.I)
 """Before `training` or `run` as a subject (`Training diverges`, `the run diverged`), not as a verb (`the network is
 not training`) or a time (`during training`)."""
@@ -467,6 +477,8 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("quiet", subject)  # `does not decrease as fast as before`: a slower fall, still a fall
     kind = {("still", False): "flat", ("fall", True): "flat", ("rise", False): "rise",
             ("zero", False): "zero", ("fall", False): "fall"}.get((verb, negated), "quiet")
+    if kind == "flat" and subject == "loss" and _AT_ZERO.match(scope):
+        kind = "zero"  # `loss: 0 all the time`, `stuck at 0`: a loss that stays at zero is a zero loss
     return _for(subject, kind, scope[at:start])
 
 

@@ -209,9 +209,16 @@ def ran_out(report: oom.OomReport) -> str:
     """'CUDA out of memory', 'MPS out of memory', 'XPU out of memory': the OOM as an alert or the guard names it."""
     return f"{DEVICE_WORD[report.device]} out of memory"
 
-XPU_CACHE_MOVE = ("call torch.xpu.empty_cache() between phases (PyTorch's docs: it may reduce fragmentation) or lower "
-                  "the batch")
-"""No allocator variable is proposed for XPU: which one its allocator reads, in which torch, loratui has not checked."""
+XPU_CACHE_MOVE = ("set PYTORCH_ALLOC_CONF=expandable_segments:True (PyTorch's one allocator variable for every "
+                  "accelerator, read by its XPU allocator in torch 2.13, whose XPU expandable segments came in late "
+                  "2025, pytorch#166292; there is no PYTORCH_XPU_ALLOC_CONF), or call torch.xpu.empty_cache() between "
+                  "phases (PyTorch's docs: it may reduce fragmentation), or lower the batch")
+"""XPU's allocator setting, checked (2026-12-05): c10/core/AllocatorConfig.h says one `AcceleratorAllocatorConfig` serves
+every accelerator, CUDA and XPU, from PYTORCH_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF its older, lower-priority name);
+torch 2.13's libc10 knows PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and PYTORCH_HIP_ALLOC_CONF and no XPU name, and
+its XPU allocator's snapshot reports `expandable_segments` (c10/xpu/XPUCachingAllocator.h). XPU's expandable segments
+were added by pytorch#166292 (October-November 2025); the first release with them was not pinned down, so the advice
+names the version it was checked in and proposes no automatic change (an older torch may not read it for XPU)."""
 
 MPS_CAP = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO sets the cap (1.7 times the GPU's recommended working set by default, at "
            "most 2.0; 0.0 lifts it, as the message offers): a higher cap lets the run take memory macOS needs, and the "

@@ -39,8 +39,10 @@ _HELD = re.compile(r"\b(?:not?|never|without|avoid\w*|prevent\w*|stop(?:s|ped)? 
 exploding`, fairseq's boilerplate `Your loss is probably exploding` beside its fp16 floor, `if the loss explodes`)."""
 _OTHER = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|time|steps?|epochs?|scale|lengths?)\b", re.I)
 """Another quantity between the loss and the verb: `loss decreases while the learning rate increases`."""
-_NOT_TRAIN = re.compile(r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[ _]$", re.I)
-"""A validation loss rising while training goes on is overfitting, not divergence."""
+_NOT_TRAIN = re.compile(r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[ _]$|"
+                        r"(?<![A-Za-z])(?:zero|few|one|\d+)[- ]?shot\s+(?:[A-Za-z]+\s+)?$", re.I)
+"""A validation loss rising while training goes on is overfitting, not divergence; a zero- or few-shot loss is an
+evaluation's before (or without) training."""
 _CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|if |elif |for |while |return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|"
                    r"[=(]\s*\w*loss\w*\s*[,)]")

@@ -41,6 +41,8 @@ class StatusBar(Static):
         head.append(f" {state.state.upper()} ", style=STATE_STYLES.get(state.state, "bold"))
         if state.phase:
             head.append(f" [{inert(state.phase, newlines=False)}] ", style="bold magenta")
+        if state.job_id:  # a Slurm run: its job and node, as `ls` and the MCP tools name them
+            head.append(f" job {state.job_id}" + (f" on {state.node}" if state.node else ""), style="bold")
         head.append(f" {inert(state.device or '', newlines=False)}", style="dim")
         if extra:
             head.append(f"  {inert(extra, newlines=False)}", style="italic yellow")
