@@ -318,3 +318,14 @@ def test_the_step_the_person_names_against_the_intervals(text: str, expected: st
 
 def test_a_step_no_interval_divides_names_no_phase() -> None:
     assert first_id("--save_steps 1000 --eval_steps 300\nIt crashes at step 1234:\n" + NEW_OOM) == "oom_full"
+
+
+@pytest.mark.parametrize("text", [
+    'At the save_shards line it fails with "DefaultCPUAllocator: not enough memory"; the PC has 16G of RAM.',
+    "在save_shards那一行报DefaultCPUAllocator: not enough memory",
+    "save_checkpoint() dies with DefaultCPUAllocator: can't allocate memory",
+])
+def test_a_save_function_named_places_a_host_oom_in_the_save(text: str) -> None:
+    """Mechanism: a save function's name (`save_shards`, `save_checkpoint`) names the save as `save_pretrained`
+    does; the host's allocator running out there is the save's host OOM."""
+    assert first_id(text) == "oom_at_save"

@@ -190,6 +190,11 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     line = f.facts["line"]
     if f.id == "bnb_setup":
         return _bnb_advice(f, line)
+    if f.id == "flash_attn_unavailable" and _XFORMERS.search(line):
+        return Advice(f.id, ERROR, "xFormers' attention kernels cannot be used here: install the xformers build made "
+                      "for this torch and CUDA, or run without xformers (PyTorch's sdpa)",
+                      [line, "`python -m xformers.info` lists which of its operators this build has; a wheel built "
+                       "without CUDA (or for another torch) has none on the GPU"], {}, f.step)
     if f.id == "flash_attn_unavailable":
         change = {"model.attn_implementation": "sdpa"}
         if r is not None and r.model.attn_implementation != "flash_attention_2":
@@ -199,6 +204,8 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     return _cuda_error_advice(f, line)
 
 
+_XFORMERS = re.compile(r"xformers|memory_efficient_attention", re.I)
+"""The attention kernels that could not be used are xFormers' (not the flash_attn package's)."""
 _BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|bitsandbytes is not installed", re.I)
 _BNB_NO_BUILD = re.compile(r"is not a supported wheel|satisfies the requirement bitsandbytes|"
                            r"No matching distribution found for bitsandbytes|Error building extension '?bitsandbytes|"

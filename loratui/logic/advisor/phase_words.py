@@ -55,7 +55,8 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                 ("save", re.compile(r"(?<![A-Za-z0-9_])(?:sav(?:e|es|ing)(?!\s+(?:\w+\s+)?(?:memory|VRAM|RAM|space|time|GPU)\b)|"
                                     r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|"
                                     r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
-                                    r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node|pretrained\w*|model)|"
+                                    r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node|pretrained\w*|model|shards?|checkpoint\w*|"
+                                    r"state_dict|weights?)|"
                                     r"merge_and_unload|push_to_hub|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)(?![A-Za-z0-9_])|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out

@@ -285,6 +285,9 @@ _SETUP = (
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r".*?(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|.*?in _check_and_enable_flash_attn_2\b|"
         r".*?FlashAttention only supports Ampere|"
+        # xFormers' memory-efficient attention with no kernel for this build or input (its flash kernel among them):
+        # `No operator found for `memory_efficient_attention_forward``, `xFormers wasn't build with CUDA support`
+        r".*?No operator found for\W{0,3}memory_efficient_attention|.*?xFormers (?:wasn't|was not) buil[dt] with CUDA|"
         # the model's code saying it runs without it: `You are not running the flash-attention implementation, expect
         # numerical differences` (Phi-3), `Flash attention is not used, falling back to eager attention`
         r".*?\b(?:You are|is|are|it is) not (?:running|using|being used)\b.{0,20}?(?:" + _FLASH + r")|"
@@ -316,7 +319,7 @@ _SETUP = (
 )
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul",
                              "needed for quantization", "cublas api"),
-               "flash_attn_unavailable": ("flash",),
+               "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers"),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip") + cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
