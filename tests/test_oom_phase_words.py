@@ -329,3 +329,22 @@ def test_a_save_function_named_places_a_host_oom_in_the_save(text: str) -> None:
     """Mechanism: a save function's name (`save_shards`, `save_checkpoint`) names the save as `save_pretrained`
     does; the host's allocator running out there is the save's host OOM."""
     assert first_id(text) == "oom_at_save"
+
+
+@pytest.mark.parametrize("text", [
+    'When training I get "DefaultCPUAllocator: not enough memory".',
+    "My Colab session crashed after using all available RAM while loading the model.",
+    "训练一开始就内存不足，被系统kill了",
+])
+def test_a_host_oom_in_no_phase_is_told(text: str) -> None:
+    """Mechanism: the host's RAM running out where no save or evaluation is named was told as nothing ("no problems
+    found"); it is the run's own host OOM (loading, workers, a dataset in memory)."""
+    items = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0]
+    assert items and items[0].title.startswith("Out of host memory: the host ran out of RAM")
+
+
+def test_a_host_oom_raised_keeps_the_exceptions_advice() -> None:
+    text = ("RuntimeError: [enforce fail at alloc_cpu.cpp:72] . DefaultCPUAllocator: not enough memory: you tried to "
+            "allocate 1048576 bytes.")
+    items = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0]
+    assert items[0].title.startswith("The run failed on RuntimeError") and "host ran out of RAM" in items[0].title

@@ -107,7 +107,9 @@ def _whole_text_built(adv: Advisor, built: list[Advice], logits: float, priced: 
     host = getattr(adv, "host_oom", None)
     if adv.oom is None and host is not None and not host[1]:
         host = (host[0], *adv.text.where.phase(), host[3])  # the person's words about where, read after the death
-    if adv.oom is None and host is not None and host[1] in ("save", "eval"):
+    if adv.oom is None and host is not None and (host[1] in ("save", "eval") or adv.trace.chosen is None and
+                                                  not adv.found and not built and not more):
+        # a host OOM in no phase is told only where nothing else is (an exception raised says it, with where)
         more.append(host_phase_advice(host[1], host[0], host[2], host[3]))
     return more
 

@@ -12,6 +12,7 @@ import re
 from loratui import events
 from loratui.logic.advisor import cuda
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic.advisor.oom_advice import HOST_TRAIN_MOVE
 from loratui.logic import oom_words
 from loratui.logic.fmt import clip
 from loratui.logic.tracebacks import Frame, Raised
@@ -81,8 +82,7 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
     if _WORKER.search(message):
         return _worker_step(message)
     if _HOST_OOM.search(message) or raised.short_type == "MemoryError":
-        return "the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when " \
-               "loading, a smaller dataset in memory, or more swap"
+        return HOST_TRAIN_MOVE
     if _NO_GRAD.search(message):
         return NO_GRAD_STEP
     if cuda.NO_GPU.search(message):

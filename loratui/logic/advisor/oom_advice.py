@@ -173,14 +173,21 @@ HOST_EVAL_MOVE = ("the host ran out of RAM (not the GPU): the evaluation gathers
                   "instead of concatenating all outputs")
 
 
+HOST_TRAIN_MOVE = ("the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when loading, "
+                   "a smaller dataset in memory, or more swap")
+
+
 def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: int) -> Advice:
     """The host's RAM ran out while the model was merged or saved (`DefaultCPUAllocator: can't allocate memory`,
     the kernel's `Killed`), or while an evaluation gathered its outputs."""
     if phase == "eval":
         return Advice("oom_at_eval", ERROR, f"Out of host memory during evaluation: {HOST_EVAL_MOVE}",
                       [line] + phase_evidence, {}, step)
-    return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
-                  [line] + phase_evidence, {}, step)
+    if phase == "save":
+        return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
+                      [line] + phase_evidence, {}, step)
+    # no phase named: the run itself (loading, the loader's workers, a dataset held in memory)
+    return Advice("exception", ERROR, f"Out of host memory: {HOST_TRAIN_MOVE}", [line] + phase_evidence, {}, step)
 
 
 def _save_move(r: Recipe | None, device: str = "cuda") -> Move:
