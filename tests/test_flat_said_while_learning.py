@@ -1,6 +1,7 @@
 """A loss said to stand still while the model learns is not a run that does not train: a diffusion objective's loss
 (the noise prediction's error, led by the sampled timestep) stays level while samples improve, and any loss whose
-results the person says improve has reached its floor (issue 23, wave 11's dev half)."""
+results the person says improve has reached its floor (issue 23, wave 11's dev half); a person who asks whether the
+level loss is normal reports a worry, not a failure (wave 13's dev half)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ def warned(text: str) -> list[str]:
     "The loss is stuck at around 0.9, but the results kept improving. How should I read that?",
     "My loss stays at 1.2 for the last 3 epochs, yet the generated samples look great.",
     "loss一直在0.5左右不变，但是效果很好",
+    # the person asks whether a level loss is normal: a worry the thread answers, not a report that it does not train
+    "I noticed that the loss isn't decreasing. Instead, it's fluctuating. Is this normal?",
+    "Is it expected to see the loss not go down during training?",
+    "训练第一阶段loss不下降，这正常吗",
 ])
 def test_a_still_loss_beside_learning_is_no_flat_loss(text: str) -> None:
     assert "loss_flat" not in warned(text)
@@ -36,6 +41,10 @@ def test_a_still_loss_without_results_said_good_is_flagged(text: str) -> None:
     assert "loss_flat" in warned(text)
 
 
-def test_a_zero_loss_is_flagged_whatever_the_results() -> None:
-    """A loss of exactly 0 scores nothing, good results or not (labels all masked)."""
-    assert warned("The loss is 0.0 from the very first step, although the outputs look fine.")
+@pytest.mark.parametrize("text", [
+    "The loss is 0.0 from the very first step, although the outputs look fine.",
+    "My loss is 0 from the first step. Is this normal?",
+])
+def test_a_zero_loss_is_flagged_whatever_the_results(text: str) -> None:
+    """A loss of exactly 0 scores nothing, good results or not, asked about or not (labels all masked)."""
+    assert warned(text)

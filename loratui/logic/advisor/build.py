@@ -69,11 +69,11 @@ def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
     for finding in adv.found.values():
         if rank.words_yield(finding, falling, ran_away, calm):
             continue
-        if (getattr(adv, "diffusion", False) or getattr(adv, "results_good", False)) and finding.id == "loss_flat" \
-                and finding.facts.get("kind") == "said":
+        if (getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or
+                getattr(adv, "asks_normal", False)) and finding.id == "loss_flat" and finding.facts.get("kind") == "said":
             continue  # a diffusion model's loss is its noise prediction's error, led by the sampled timestep's noise:
             # it looks flat while the model learns (judge by samples), as does any loss whose results the person says
-            # improve; a loss the log prints at a level still counts
+            # improve or whose level they ask is normal; a loss the log prints at a level still counts
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
             continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built + more):

@@ -91,6 +91,7 @@ class Advisor(OomFold):
         # step)
         self.diffusion = False  # the text is about a diffusion model (its loss looks flat when it trains)
         self.results_good = False  # the person says the results are good or improving (the model learns)
+        self.asks_normal = False  # the person asks whether what they see is normal (a worry, not a report)
         self.lengths: dict[str, int] | None = None  # a watched config's own length fields, where it has no max_length
 
     def feed(self, event: Any) -> None:
@@ -315,6 +316,9 @@ class Advisor(OomFold):
         if not getattr(self, "results_good", False) and _RESULTS_GOOD.search(line) and not _RESULTS_DENIED.search(line):
             self.results_good = True
             self._items = None
+        if not getattr(self, "asks_normal", False) and _ASKS_NORMAL.search(line):
+            self.asks_normal = True
+            self._items = None
         if _PRINTED_LOG.match(line):
             pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
         elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS) or \
@@ -353,6 +357,12 @@ _RESULTS_GOOD = re.compile(r"\b(?:results?|outputs?|samples?|generations?|images
                            r"效果(?:很好|不错|挺好|越来越好)", re.I)
 """The person's results said to be good or improving (`the loss is stuck at 0.9, but the results kept improving`):
 the model learns, so a loss they say stands still is the objective's floor, not a run that does not train."""
+_ASKS_NORMAL = re.compile(r"\b(?:is|are|was)\s+(?:this|that|it|these|they)\s+(?:\w+\s+)?(?:normal|expected)\b|"
+                          r"\bis\s+it\s+(?:\w+\s+)?(?:normal|expected)\b|正常吗|是否正常|正常么|正常嘛", re.I)
+"""The person asks whether what they see is normal (`the loss isn't decreasing, it's fluctuating. Is this normal?`,
+`Is it expected to see the loss not go down?`): a loss they say stands still is then their worry, not a report
+that the run does not train; the maintainers' answer to it is most often yes (diffusion, contrastive, RL objectives
+whose loss stays level while the model improves)."""
 _RESULTS_DENIED = re.compile(r"\b(?:not|n't|never|no longer|if|whether)\b", re.I)
 """`the results are not good`, `if the outputs look fine`: no results said good."""
 
