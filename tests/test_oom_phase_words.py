@@ -94,6 +94,9 @@ def test_out_of_memory_in_any_devices_words(text: str, expected: str) -> None:
     ("When I run the evaluation, 24GB of GPU memory is not enough.", "oom_at_eval"),
     ("The card's memory is insufficient for the merge.", "oom_at_save"),
     ("Every rank loads the weights, causing cuda:0 memory to explode.", "oom_full"),
+    ("I keep running out of VRAM on my 48 GB card when I train the LoRA.", "oom_full"),
+    ("用deepspeed zero2训练会超显存", "oom_full"),
+    ("保存模型的时候超出显存了", "oom_at_save"),
 ])
 def test_memory_said_to_run_short_in_other_words(text: str, expected: str) -> None:
     """Mechanism: a person says the card's memory ran short with words between the memory and the shortfall
@@ -180,6 +183,8 @@ def test_memory_issues_one_ran_into_are_an_oom(text: str, expected: str) -> None
     "To avoid running out of CUDA memory during evaluation I set eval_accumulation_steps.",
     "改了batch size之后显存不爆了，但是loss不降。",
     "If the GPU memory is not enough, lower the batch size.",
+    "With 4-bit loading the card never runs out of VRAM now, but the loss is NaN after an error in the collator.",
+    "只要不超显存就行，现在报错KeyError",
     "I reduced the layers due to memory issues and now the loss jumps after an error in the config.",
     "There are no memory issues at all, but training fails with a KeyError.",
 ])

@@ -48,6 +48,17 @@ the function of the next frame inward; the object it is called on names the loop
 _EXCEPTION = re.compile(
     r"(?<![A-Za-z0-9_.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
 _MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
+_WHOLE_QUOTE = re.compile(r"^(\s*)`([^`]+)`\s*$")
+"""A line that is one markdown inline quote and nothing else (an issue's `` `RuntimeError: ...` `` on its own line)."""
+
+
+def _unquoted(text: str) -> str:
+    """The line without the markdown quote around the whole of it: an error pasted as inline code on a line of its
+    own is the error as printed (a quote inside a sentence stays a mention)."""
+    if "`" not in text:
+        return text
+    whole = _WHOLE_QUOTE.match(text)
+    return whole.group(1) + whole.group(2) if whole else text
 _NOT_MESSAGE = re.compile(
     r"^\s*\{['\"]|"  # a printed dict or JSON record ({'loss': ...})
     r"\d{1,3}%\|.*\|\s*\d+/\d+|"  # a progress bar (tqdm)
@@ -267,7 +278,7 @@ class TraceScanner:
 
     def line(self, raw: str) -> None:
         """Fold one line in."""
-        text = strip_rank(raw).rstrip()
+        text = _unquoted(strip_rank(raw).rstrip())
         if self._prefix:
             prefixed = re.match(self._prefix, text)
             text = text[prefixed.end():] if prefixed else text

@@ -64,6 +64,16 @@ transformers#26334): the frozen base's embeddings need no gradient, so a reentra
 grad_fn."""
 
 
+_NO_BF16 = re.compile(r"does not support bfloat16|doesn'?t support bf16|bf16 mixed precision requires PyTorch >= 1\.10 and "
+                      r"a supported device|Bfloat16 is only supported on GPUs with compute capability|"
+                      r"bf16.{0,40}(?:requires|only supported on|not supported on).{0,40}(?:Ampere|compute capability|"
+                      r"supported device)", re.I)
+"""The card has no bfloat16 (before Ampere: T4, V100, P100 and older), in torch's, accelerate's, transformers' and
+triton's words."""
+NO_BF16_STEP = ("this GPU has no bfloat16 (cards before Ampere: T4, V100, P100): train in fp16 (bf16 = false, "
+                "fp16 = true; 4-bit compute dtype float16) or fp32")
+
+
 def next_step(raised: Raised, r: Recipe | None) -> str:
     """The most likely next step for an exception, read from its type and message."""
     message = raised.message
@@ -85,6 +95,8 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
         return HOST_TRAIN_MOVE
     if _NO_GRAD.search(message):
         return NO_GRAD_STEP
+    if _NO_BF16.search(message):
+        return NO_BF16_STEP
     if cuda.NO_GPU.search(message):
         return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
     unexpected = _UNEXPECTED.search(message)

@@ -1,0 +1,41 @@
+"""An error pasted as markdown inline code on a line of its own (an issue's `` `RuntimeError: ...` ``) is the error
+as printed; a quote inside a sentence stays a mention. A card without bfloat16 is named with the move that fits it
+(issue 23, wave 13's dev half)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands.doctor import diagnose_stream
+
+
+def first(text: str):
+    items = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0]
+    return items[0] if items else None
+
+
+def test_an_error_quoted_on_its_own_line_is_the_error() -> None:
+    item = first("Fine-tuning stops at once, on this:-\n\n"
+                 "`AttributeError: 'NoneType' object has no attribute 'shape'`\n\nCan anyone help?\n")
+    assert item is not None and item.id == "exception" and "AttributeError" in item.title
+
+
+@pytest.mark.parametrize("text", [
+    "I no longer get `KeyError: labels` after the fix.\n",
+    "Before the update I saw `ValueError: Attempting to unscale FP16 gradients.` but it is gone.\n",
+])
+def test_an_error_quoted_inside_a_sentence_is_a_mention(text: str) -> None:
+    item = first(text)
+    assert item is None or item.severity not in ("error", "warning")
+
+
+@pytest.mark.parametrize("message", [
+    "RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
+    "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
+    "ValueError: bf16 mixed precision requires PyTorch >= 1.10 and a supported device.",
+])
+def test_a_card_without_bfloat16_is_told_to_train_in_fp16(message: str) -> None:
+    item = first("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n" + message + "\n")
+    assert item is not None and item.id == "exception" and "no bfloat16" in item.title and "fp16" in item.title
