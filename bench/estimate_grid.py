@@ -45,8 +45,28 @@ MODELS: dict[str, dict] = {
                num_attention_heads=32, num_key_value_heads=32, vocab_size=32000, tie_word_embeddings=False),
     "l13": dict(model_type="llama", hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
                 num_attention_heads=40, num_key_value_heads=40, vocab_size=32000, tie_word_embeddings=False),
+    # held out (issue 23's lesson for the estimator): architectures and sizes no constant was fitted on, measured
+    # once and reported before anything is changed (BENCHMARKS.md, "The estimator on architectures it has not seen")
+    "l8": dict(model_type="llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+               num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False,
+               rope_theta=500000.0),
+    "q3_8": dict(model_type="qwen3", hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                 num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=151936,
+                 tie_word_embeddings=False),
+    "q3_17": dict(model_type="qwen3", hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
+                  num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936,
+                  tie_word_embeddings=True),
+    "g2": dict(model_type="gemma2", hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+               num_attention_heads=8, num_key_value_heads=4, head_dim=256, vocab_size=256000,
+               tie_word_embeddings=True),
+    "p3": dict(model_type="phi3", hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
+               num_attention_heads=32, num_key_value_heads=32, vocab_size=32064, tie_word_embeddings=False),
 }
-BUILD_S = {"q05": 12, "l1": 14, "q7": 35, "l7": 35, "l13": 50}
+BUILD_S = {"q05": 12, "l1": 14, "q7": 35, "l7": 35, "l13": 50, "l8": 40, "q3_8": 42, "q3_17": 14, "g2": 16, "p3": 24}
+BILLIONS = {"q05": 0.5, "l1": 1.1, "q7": 7.6, "l7": 6.7, "l13": 13, "l8": 8.0, "q3_8": 8.2, "q3_17": 1.7, "g2": 2.6,
+            "p3": 3.8}
+PHI3 = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
+"""Phi-3's fused projections: the same seven weights under four names."""
 
 SEVEN = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -77,6 +97,15 @@ GRID = [
     cfg("l7", "bf16", 1, 4096, False, "adamw_torch_fused"),
     cfg("l7", "nf4", 8, 1024, False, "adamw_8bit"),
 ]
+HOLDOUT = [
+    cfg("l8", "nf4dq", 4, 2048, True, "paged_adamw_8bit"),
+    cfg("l8", "bf16", 2, 1024, False, "adamw_torch_fused"),
+    cfg("q3_8", "nf4dq", 4, 2048, True, "paged_adamw_8bit"),
+    cfg("q3_17", "bf16", 8, 1024, True, "adamw_torch"),
+    cfg("g2", "nf4", 4, 1024, True, "adamw_8bit", attn="eager"),
+    cfg("p3", "nf4dq", 4, 2048, True, "paged_adamw_8bit", targets=PHI3),
+]
+"""Configs of the held-out architectures (`--grid holdout`)."""
 
 
 def config_name(c: dict) -> str:
@@ -87,7 +116,7 @@ def config_name(c: dict) -> str:
 
 def estimated_seconds(c: dict) -> float:
     """A rough duration of one measurement (load + 4 steps), to skip what cannot finish in time."""
-    billions = {"q05": 0.5, "l1": 1.1, "q7": 7.6, "l7": 6.7, "l13": 13}[c["model"]]
+    billions = BILLIONS[c["model"]]
     load = 6 + billions * (0.8 if c["quant"] == "bf16" else 1.6)
     tokens = c["batch"] * c["seq"]
     step = 6 * billions * 1e9 * tokens * (1.33 if c["gc"] else 1.0) / 250e12  # ~250 TFLOP/s achieved
@@ -126,11 +155,11 @@ class NvmlPeak(threading.Thread):
 def build_checkpoint(name: str, path: Path) -> None:
     """A random-init bf16 checkpoint of MODELS[name], built on the GPU and saved as safetensors."""
     import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     spec = dict(MODELS[name])
     kind = spec.pop("model_type")
-    config = (Qwen2Config if kind == "qwen2" else LlamaConfig)(max_position_embeddings=32768, **spec)
+    config = AutoConfig.for_model(kind, max_position_embeddings=32768, **spec)
     config.use_cache = False
     torch.manual_seed(0)
     with torch.device("cuda" if DEVICE != "cpu" else "cpu"):
@@ -319,6 +348,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--work", type=Path, default=Path("/tmp/egrid"))
     parser.add_argument("--spawn", action="store_true", help="spawn children instead of forking")
+    parser.add_argument("--grid", choices=("calibration", "holdout"), default="calibration",
+                        help="the configs the constants were fitted on, or the held-out architectures")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -336,7 +367,7 @@ def main() -> int:
 
 def _measure_model(name: str, args, deadline: float, fork: bool, log) -> None:
     """Every grid row of one model, skipping rows that would not finish before the deadline."""
-    rows = [c for c in GRID if c["model"] == name]
+    rows = [c for c in (HOLDOUT if args.grid == "holdout" else GRID) if c["model"] == name]
     if not rows or time.monotonic() + estimated_seconds(rows[0]) + BUILD_S[name] > deadline:
         log(f"# skip {name}: not enough time left")
         return
