@@ -1,0 +1,39 @@
+"""An item of `doctor`'s advice quotes each line of the paste once: the OOM line, the sentence that places it in
+evaluation and the one that names what held the memory can be the same sentence, and each detector quoted it
+again ("as the text says: ..." twice under the same quote)."""
+
+from __future__ import annotations
+
+import io
+
+from loratui.commands import doctor
+from loratui.logic.advisor.advice import distinct_evidence
+
+
+def _items(text: str) -> list:
+    return doctor.diagnose_stream(io.BytesIO(text.encode()), "pasted text")[0]
+
+
+def test_a_sentence_that_is_the_oom_and_its_phase_is_quoted_once() -> None:
+    said = ("Training goes fine, but once the evaluation loop starts my notebook throws CUDA out of memory even "
+            "though I restarted the kernel.")
+    items = _items(said + "\n")
+    assert items and items[0].id == "oom_at_eval"
+    for item in items:
+        quoting = [line for line in item.evidence if said in line]
+        assert len(quoting) == 1, (item.id, item.evidence)
+
+
+def test_a_quote_cut_short_is_the_same_quote() -> None:
+    whole = "my run stops in the validation pass with an out of memory error " + "and more words " * 30
+    cut = whole[:300]  # a detector keeps 300 characters of a line
+    assert distinct_evidence(["during evaluation", whole[:120].rstrip() + "…", "as the text says: " + cut]) == \
+        ["during evaluation", whole[:120].rstrip() + "…"]
+    assert distinct_evidence([cut, "the last NCCL line: " + cut, "rerun with NCCL_DEBUG=INFO"]) == \
+        [cut, "rerun with NCCL_DEBUG=INFO"]
+
+
+def test_different_lines_all_stay() -> None:
+    lines = ["during evaluation", "tried to allocate 2.00 GiB on GPU 0", "as the text says: the eval step ran out",
+             "the eval step ran out of memory at step 40 with batch 8"]
+    assert distinct_evidence(lines) == lines
