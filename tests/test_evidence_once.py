@@ -37,3 +37,27 @@ def test_different_lines_all_stay() -> None:
     lines = ["during evaluation", "tried to allocate 2.00 GiB on GPU 0", "as the text says: the eval step ran out",
              "the eval step ran out of memory at step 40 with batch 8"]
     assert distinct_evidence(lines) == lines
+
+
+def test_a_long_sentence_quoted_says_it_stops_short() -> None:
+    """A 400-character complaint quoted as evidence ended mid-word (`... in a stable fas`) with nothing to say the
+    rest was left out."""
+    said = ("I fine-tune a 3B model with LoRA on my own chat data and after the warmup the training loss keeps going "
+            "up every few hundred steps, from 1.2 to well above 3 by the end of the first epoch, and nothing I tried "
+            "about the schedule or the data order has changed that at all so far, which is why I am asking here "
+            "whether the precision setting could matter for this kind of run")
+    assert len(said) > 300
+    items = _items(said + "\n")
+    assert items and items[0].id == "loss_diverging"
+    quote = next(line for line in items[0].evidence if line.startswith("I fine-tune"))
+    assert quote.endswith("…") and said.startswith(quote[:-1]), quote
+    assert said[len(quote) - 1] == " ", quote  # cut at a word's end, not in a word
+
+
+def test_quoted_cuts_at_a_word_or_marks_the_cut() -> None:
+    from loratui.logic.fmt import quoted
+
+    assert quoted("  short line \n") == "short line"
+    assert quoted("x" * 500, 300) == "x" * 299 + "…"
+    words = quoted("word " * 100, 300)
+    assert words.endswith("word…") and len(words) <= 300

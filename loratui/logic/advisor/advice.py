@@ -62,7 +62,7 @@ class Advice:
 
 _QUOTE_LABEL = re.compile(r"^(?:as the text says|the last NCCL line|the last status before it): ")
 QUOTE_CUT = 300
-"""How many characters of a quoted line the detectors keep (`line.strip()[:300]`): a line that long may be cut."""
+"""How many characters of a quoted line the detectors keep (`fmt.quoted`): a line that long may be cut."""
 
 
 def distinct_evidence(evidence: list[str]) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic.fmt import quoted
 
 _VERB = (r"(?:get|gets|got|getting|throws?|threw|thrown|throwing|raises?|raised|raising|hits?|hitting|"
          r"encounter(?:s|ed|ing)?|receiv(?:e|es|ed|ing)|run into|ran into|running into|(?:fails?|failed|failing|"
@@ -46,7 +47,7 @@ def said_raised(line: str) -> tuple[str, str] | None:
             continue
         if found.group("words"):
             kind = _CANONICAL.get(re.sub(r"[ _-]", "", kind.lower()), kind)
-        return kind, line.strip()[:300]
+        return kind, quoted(line)
     return None
 
 
