@@ -60,7 +60,7 @@ class Advice:
         return out
 
 
-_QUOTE_LABEL = re.compile(r"^(?:as the text says|the last NCCL line|the last status before it): ")
+_QUOTE_LABEL = re.compile(r"^(?:[^:]{0,60}?as the text says|the last NCCL line|the last status before it): ")
 QUOTE_CUT = 300
 """How many characters of a quoted line the detectors keep (`fmt.quoted`): a line that long may be cut."""
 

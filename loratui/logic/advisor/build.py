@@ -174,6 +174,7 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
             evidence.append("if what holds GPU 0 is this job's own other processes (ranks, workers): call "
                             "torch.cuda.set_device(local_rank) before each one's first CUDA call, so none opens a "
                             "context on GPU 0")
+    facts["batch_one"] = getattr(adv.text, "batch_one", "")  # getattr: an advisor pickled in an older events.idx
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
         built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None or card is not None

@@ -57,12 +57,28 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
         built.append(_long_sample_advice(long_sample, r, evidence, f.step, word))
     elif phase not in ("eval", "save"):
         text, change = memory_move(r, phase, logits_gib, priced, f.facts.get("lengths"))
+        if r is None and report.device == "metal":  # no Trainer: MLX's own flags (mlx_lm.lora --help)
+            text = METAL_MOVE
+        elif r is None and priced is None and f.facts.get("batch_one"):  # "lower the batch" to a batch of one
+            text = BATCH_ONE_MOVE
+            evidence = evidence + ["the batch is already 1, as the text says: " + f.facts["batch_one"]]
         # "no usable numbers" beside evidence quoting the request and the free memory read as a contradiction
         where = ("while loading the model" if phase == "load" else _full_words(report) if kind == oom.FULL
                  else UNSETTLED[0] if report.total is not None
                  else UNSETTLED[1] if report.requested is not None else UNSETTLED[2])
         built.append(Advice("oom_full", ERROR, f"{word} out of memory ({where}): {text}", evidence, change, f.step))
     return built
+
+
+BATCH_ONE_MOVE = ("with the batch already 1, enable gradient checkpointing, then lower the longest sequence "
+                  "(max_length), or load the base in 4-bit; if all are in use, the model needs a larger card or "
+                  "sharding across cards (DeepSpeed ZeRO-3, FSDP)")
+"""A training OOM where the text says the batch is already one: the batch move cannot apply, the next ones can."""
+
+METAL_MOVE = ("lower the batch size, then the longest sequence, or turn on gradient checkpointing (mlx_lm.lora's "
+              "--batch-size, --max-seq-length, --grad-checkpoint); the GPU shares the Mac's memory with everything "
+              "else running")
+"""A Mac's GPU out of memory under MLX: its trainer's flags, not TrainingArguments' (no CUDA, no Trainer)."""
 
 
 def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence: list[str],
@@ -81,7 +97,8 @@ def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence
 
 def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
     """The OOM's numbers as short lines."""
-    gpu = f"GPU {report.gpu}" if report.gpu is not None else "the MPS device" if report.device == "mps" else "the GPU"
+    gpu = f"GPU {report.gpu}" if report.gpu is not None else "the MPS device" if report.device == "mps" else \
+        "the Mac's GPU" if report.device == "metal" else "the GPU"
     rank = f"rank {report.rank}: " if report.rank is not None else ""
     where = {"eval": "during evaluation", "save": "while saving a checkpoint", "load": "while loading",
              "train": "in a training step"}.get(phase, "")
@@ -115,7 +132,7 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     named = ", ".join(f"PID {pid} ({gib(used)})" for pid, used in pids[:6])
     held = gib(sum(b for _, b in pids)) if pids else gib(report.other_used)
     word, (lists, choose) = DEVICE_WORD[report.device], _HOLDERS[report.device]
-    card = "the Mac's memory" if report.device == "mps" else "the card"  # MPS shares the Mac's memory
+    card = "the Mac's memory" if report.device in ("mps", "metal") else "the card"  # MPS shares the Mac's memory
     title = f"{word} OOM: other processes hold {held} of {card}" + (f": {named}" if named else "")
     if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
         title = f"{word} OOM before this program held any memory (its {word} context could not be created): other " \
@@ -131,7 +148,8 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
 
 _HOLDERS = {"cuda": ("nvidia-smi lists them; kill -9 a zombie", "CUDA_VISIBLE_DEVICES"),
             "xpu": ("xpu-smi ps lists the processes on each Intel GPU", "ZE_AFFINITY_MASK"),
-            "mps": ("Activity Monitor's Memory tab lists what holds the Mac's memory", "")}
+            "mps": ("Activity Monitor's Memory tab lists what holds the Mac's memory", ""),
+            "metal": ("Activity Monitor's Memory tab lists what holds the Mac's memory", "")}
 """Per device: what lists the processes that hold its memory, and the variable that picks another GPU (a Mac has
 one GPU, sharing the Mac's memory)."""
 
@@ -140,6 +158,8 @@ def _phase_advice(phase: str, step: int, r: Recipe | None, evidence: list[str], 
                   device: str = "cuda") -> Advice:
     """OOM (or a jump toward it) in an eval or save phase, with that phase's settings to change."""
     text, change = _eval_move(r) if phase == "eval" else _save_move(r, device)
+    if r is None and phase == "eval" and device == "metal":  # MLX has no Trainer's eval settings
+        text = "lower the evaluation's batch size or the tokens it reads and generates per request"
     what = "evaluation" if phase == "eval" else "checkpoint save"
     lead = f"{DEVICE_WORD[device]} out of memory during {what}" if severity == ERROR else \
         f"VRAM jumps over the line during {what}"
@@ -201,7 +221,7 @@ def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
     return _phase_advice(phase, f.step, r, evidence, WARNING)
 
 
-DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU"}
+DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU", "metal": "Apple GPU (Metal)"}
 """The device an OOM names, as its advice's title names it (logic/oom.py's OomReport.device)."""
 
 
@@ -236,6 +256,8 @@ def _mps_evidence(report: oom.OomReport) -> list[str]:
 
 def _full_words(report: oom.OomReport) -> str:
     """What a full device's title says: the request alone larger than the card, the MPS cap reached, or a full card."""
+    if report.device == "metal":
+        return "the Mac's memory ran out"
     if report.device == "mps":
         return f"the {gib(report.allowed)} cap was reached" if report.allowed is not None else \
             "the Mac's memory ran out, no cap set"

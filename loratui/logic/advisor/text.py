@@ -120,6 +120,15 @@ _CHECKPOINTING_OFF = re.compile(
     r"(?:without|no|turn\w* off|switch\w* off) gradient[_ ]checkpointing|"
     r"gradient[_ ]checkpointing (?:is |was )?(?:off|disabled|not (?:on|enabled|used))", re.I)
 """A line that names gradient checkpointing only to turn it off, or to say it is off."""
+BATCH_ONE = re.compile(
+    r"(?<![\w-])(?<!eval_)(?<!valid_)(?<!test_)(?:--)?(?:per_device_train_|train_|micro_train_|micro[_ -]?|train[_ -]?)?"
+    r"(?:batch[_ -]?size|bsize|bs)(?:_per_(?:gpu|device))?[\s\"'`]{0,3}(?:(?:is|was|to|of|at|be|set|already|even|"
+    r"only|as|just|=|:|设置为|设为|为|是)[\s\"'`]*){0,4}1(?![\d.,]\d|\d|e-?\d|\s*(?:k|x|/|-\d))", re.I)
+"""The person's (or the command's) training batch of one: `micro batch size to be 1`, `--per_device_train_batch_size 1`,
+`batch_size为1`, `bs=1`; not an evaluation's batch, not `batch_size 16` or `(batch_size, 1)`."""
+_BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine|runs? (?:ok|fine|well)|succeed\w*|"
+                              r"no (?:oom|problem|issue)s?)\b|正常|没问题|可以跑|>>\s+Batch size =", re.I)
+"""A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
@@ -143,6 +152,7 @@ class TextWatch:
     workers_chosen: str = ""  # the text's note that the loader must run with 0 or 1 worker
     nccl_info: str = ""  # the last `NCCL INFO` line (NCCL_DEBUG=INFO set up its communicators)
     hang_said: str = ""  # the user's words that the run hangs
+    batch_one: str = ""  # the first line that says the training batch is already 1 (no smaller batch to advise)
     checkpointing_line: str = ""  # torch's checkpoint warning that no input needs a gradient, else a line
     # that turns gradient checkpointing on: what explains a LoRA backward's `does not have a grad_fn`
     _many: tuple[int, str] | None = None
@@ -181,6 +191,9 @@ class TextWatch:
             self.prep_line = quoted(line)
         found += self.starve.line(line, step)
         self._error_words(line)
+        if ("atch" in line or "bs" in lowered or "BATCH" in line) and not getattr(self, "batch_one", "") and \
+                BATCH_ONE.search(line) and not _BATCH_ONE_WORKS.search(line):
+            self.batch_one = quoted(line)  # getattr: a text watch pickled in an older events.idx
         if "heckpoint" in line or "requires_grad" in line:
             self._checkpointing(line)
         found += self._prep_timed_out(line, step)

@@ -1,0 +1,77 @@
+"""`doctor` on an out-of-memory paste does not propose what cannot apply: CUDA words and TrainingArguments fields for
+MLX on a Mac's GPU (Metal), or a smaller training batch where the text says the batch is already 1."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from loratui.commands import doctor
+from loratui.logic.advisor.advice import Advice
+from loratui.logic.advisor.text import BATCH_ONE
+
+
+def _first(text: str) -> Advice:
+    items = doctor.diagnose_stream(io.BytesIO(text.encode()), "pasted text")[0]
+    assert items, text
+    return items[0]
+
+
+METAL = ("libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] Command buffer "
+         "execution failed: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)")
+
+
+@pytest.mark.parametrize("text", [
+    "mlx_lm.lora --model ./qwen-4bit --train --iters 300\nLoading datasets\nTraining\n" + METAL + "\n",
+    ("python lora.py --model mlx_model --train\nTraining\nlibc++abi: terminating due to uncaught exception of type "
+     "std::runtime_error: [malloc_or_wait] Unable to allocate 64 bytes.\n"),
+])
+def test_a_macs_gpu_is_no_cuda_and_has_no_trainer(text: str) -> None:
+    item = _first(text)
+    assert item.id == "oom_full"
+    said = " ".join([item.title, *item.evidence, *map(str, item.change)])
+    assert "CUDA" not in said and "per_device_train_batch_size" not in said, said
+    assert item.title.startswith("Apple GPU (Metal) out of memory") and "--batch-size" in item.title
+
+
+def test_a_macs_gpu_in_evaluation_gets_no_trainer_field() -> None:
+    item = _first("Training is fine, but the evaluation afterwards fails with:\n" + METAL + "\n")
+    assert item.id == "oom_at_eval"
+    assert "CUDA" not in item.title and "per_device_eval_batch_size" not in item.title, item.title
+
+
+def test_pytorchs_cuda_oom_keeps_its_words() -> None:
+    item = _first("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    assert item.title.startswith("CUDA out of memory") and "per_device_train_batch_size" in item.title
+
+
+@pytest.mark.parametrize("said", [
+    "I already run with a micro batch size of 1 and it still goes OOM on my 24 GB card.",
+    "单卡A10，batch_size设置为1还是显存不够：",
+    "--per_device_train_batch_size 1 --gradient_accumulation_steps 16 --bf16",
+])
+def test_a_batch_already_one_is_not_told_to_shrink(said: str) -> None:
+    item = _first(said + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n")
+    assert item.id == "oom_full"
+    assert "lower per_device_train_batch_size" not in item.title, item.title
+    assert "batch already 1" in item.title
+    assert sum(said.strip()[:40] in line for line in item.evidence) == 1, item.evidence
+
+
+@pytest.mark.parametrize("said", [
+    "With batch size 1 it works, with 2 it runs out of memory.",
+    "--per_device_eval_batch_size 1 --per_device_train_batch_size 8",
+    "labels = torch.zeros((batch_size, 1))",
+])
+def test_a_batch_of_one_that_is_not_the_failing_training_batch(said: str) -> None:
+    item = _first(said + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n")
+    assert "lower per_device_train_batch_size" in item.title, item.title
+
+
+@pytest.mark.parametrize(("line", "one"), [
+    ("bs=1, lr=2e-4", True), ("train_batch_size: 1", True), ('"per_device_train_batch_size": 1,', True),
+    ("batch size 16", False), ("batch_size=1e-3", False), ("batch size 1.5", False), ("eval_batch_size=1", False),
+])
+def test_which_lines_say_a_batch_of_one(line: str, one: bool) -> None:
+    assert bool(BATCH_ONE.search(line)) is one
