@@ -75,3 +75,19 @@ def test_a_batch_of_one_that_is_not_the_failing_training_batch(said: str) -> Non
 ])
 def test_which_lines_say_a_batch_of_one(line: str, one: bool) -> None:
     assert bool(BATCH_ONE.search(line)) is one
+
+
+@pytest.mark.parametrize("said", [
+    "Training is fine but when the validation runs it dies with an OOM, the 128G of the node are not enough.",
+    "After the last epoch the evaluation fails due to OOM every time.",
+])
+def test_words_that_name_no_gpu_get_no_cuda_title(said: str) -> None:
+    """Only the person's words say it ran out, and they name no GPU (it may be the host's RAM): "CUDA" is made up."""
+    item = _first(said + "\n")
+    assert item.id == "oom_at_eval"
+    assert item.title.startswith("Out of memory during evaluation"), item.title
+
+
+def test_words_that_name_the_gpu_keep_cuda() -> None:
+    item = _first("When the validation runs, the GPU goes out of memory every time.\n")
+    assert item.id == "oom_at_eval" and item.title.startswith("CUDA out of memory"), item.title
