@@ -61,3 +61,10 @@ def test_quoted_cuts_at_a_word_or_marks_the_cut() -> None:
     assert quoted("x" * 500, 300) == "x" * 299 + "…"
     words = quoted("word " * 100, 300)
     assert words.endswith("word…") and len(words) <= 300
+
+
+def test_a_cuda_faults_cause_is_said_in_the_title_not_again_below() -> None:
+    items = _items("RuntimeError: CUDA error: device-side assert triggered\n")
+    (item,) = [i for i in items if i.id == "cuda_error"]
+    assert "device-side assert, most often an id out of range" in item.title
+    assert not any("most often an id out of range" in line for line in item.evidence), item.evidence

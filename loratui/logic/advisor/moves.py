@@ -266,7 +266,7 @@ def _cuda_error_advice(f: Finding, line: str) -> Advice:
     change: dict[str, Any] = {"env.CUDA_LAUNCH_BLOCKING": "1"}
     if "no kernel image" in line:
         change = {}
-    evidence = [line] + ([hint] if hint else [])
+    evidence = [line] + ([hint] if ":" in hint else [])  # a hint with no fix after its colon is all in the title
     if change:
         evidence.append("the op named in an asynchronous CUDA error is often the wrong one; "
                         "CUDA_LAUNCH_BLOCKING=1 makes the traceback point at the failing op")
