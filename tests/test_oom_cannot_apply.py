@@ -91,3 +91,11 @@ def test_words_that_name_no_gpu_get_no_cuda_title(said: str) -> None:
 def test_words_that_name_the_gpu_keep_cuda() -> None:
     item = _first("When the validation runs, the GPU goes out of memory every time.\n")
     assert item.id == "oom_at_eval" and item.title.startswith("CUDA out of memory"), item.title
+
+
+def test_a_save_oom_in_words_naming_no_gpu_gets_no_cuda_setting_as_its_change() -> None:
+    """A Ray worker killed for memory at each checkpoint save is as likely the host's RAM: the CUDA allocator's
+    setting is one branch of the advice, not the change to make."""
+    item = _first("Every 500 iterations, while the checkpoint is being saved, the job runs out of memory and dies.\n")
+    assert item.id == "oom_at_save" and item.title.startswith("Out of memory during checkpoint save")
+    assert item.change == {} and "host's RAM" in item.title, item

@@ -161,10 +161,18 @@ def _phase_advice(phase: str, step: int, r: Recipe | None, evidence: list[str], 
     text, change = _eval_move(r) if phase == "eval" else _save_move(r, device)
     if r is None and phase == "eval" and device == "metal":  # MLX has no Trainer's eval settings
         text = "lower the evaluation's batch size or the tokens it reads and generates per request"
+    elif r is None and phase == "save" and ran == UNNAMED:  # the words name no GPU: the host's RAM as likely
+        text, change = UNNAMED_SAVE_MOVE, {}
     what = "evaluation" if phase == "eval" else "checkpoint save"
     lead = f"{ran or DEVICE_WORD[device] + ' out of memory'} during {what}" if severity == ERROR else \
         f"VRAM jumps over the line during {what}"
     return Advice(f"oom_at_{phase}", severity, f"{lead}: {text}", evidence, change, step)
+
+
+UNNAMED_SAVE_MOVE = ("save less at once (the adapter alone, or save_only_model = true, without the optimizer "
+                     "state); if the GPU ran out, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets cached blocks "
+                     "serve the save; if the host's RAM did (the process killed), it needs more RAM or swap")
+"""A save's OOM that only words report, naming no GPU: the CUDA allocator's setting is one branch, not the move."""
 
 
 def _eval_move(r: Recipe | None) -> Move:
