@@ -68,3 +68,14 @@ def test_a_cuda_faults_cause_is_said_in_the_title_not_again_below() -> None:
     (item,) = [i for i in items if i.id == "cuda_error"]
     assert "device-side assert, most often an id out of range" in item.title
     assert not any("most often an id out of range" in line for line in item.evidence), item.evidence
+
+
+def test_an_errors_message_stops_at_the_blank_line_before_the_persons_question() -> None:
+    """The reader sends no blank lines, so the exception's message ran on into the next paragraph of the paste
+    (`ValueError: ...`, a blank line, `Does anyone know a fix?`, `## Steps`) and into its title."""
+    text = ("After upgrading, my fine-tuning script stops with\n"
+            "KeyError: 'attention_mask'\n\n"
+            "Does anyone know a fix for this?\n\n## Steps to reproduce\n\npython train.py --epochs 3\n")
+    (item,) = [i for i in _items(text) if i.id == "exception"]
+    assert "Does anyone" not in item.title and "Steps" not in item.title, item.title
+    assert not any("Does anyone" in line for line in item.evidence), item.evidence

@@ -134,6 +134,8 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
                 kept.append(line)
                 size += len(line) + 1
             tables.feed(line)
+            if not line.strip():
+                advisor.blank_line()
             for event in reader.feed(line):
                 logged = logged or type(event).__name__ == "Log"
                 advisor.feed(event)

@@ -276,6 +276,11 @@ class Advisor(OomFold):
         for line in e.lines:
             self._line(line)
 
+    def blank_line(self) -> None:
+        """A blank line of a pasted text (the reader sends none): an exception's message does not go on past it into
+        the person's next paragraph (`ValueError: ...`, a blank, `Could you please tell me how to fix it?`)."""
+        self.trace.end_message()
+
     def _on_end(self, e: events.End) -> None:
         self.ctx.ended = True
         if e.state == events.FAILED or e.cause:
