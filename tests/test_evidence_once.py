@@ -79,3 +79,11 @@ def test_an_errors_message_stops_at_the_blank_line_before_the_persons_question()
     (item,) = [i for i in _items(text) if i.id == "exception"]
     assert "Does anyone" not in item.title and "Steps" not in item.title, item.title
     assert not any("Does anyone" in line for line in item.evidence), item.evidence
+
+
+def test_a_rise_that_ran_into_nan_in_words_names_no_step_zero() -> None:
+    """A paste with no step numbers said `then loss became nan at step 0`: step 0 is no step there."""
+    items = _items("While training the autoencoder the loss keeps getting bigger and finally becomes nan.\n")
+    (item,) = [i for i in items if i.id == "loss_diverging"]
+    assert any("became nan" in line for line in item.evidence), item.evidence
+    assert not any("step 0" in line for line in item.evidence), item.evidence
