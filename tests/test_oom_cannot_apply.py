@@ -99,3 +99,21 @@ def test_a_save_oom_in_words_naming_no_gpu_gets_no_cuda_setting_as_its_change() 
     item = _first("Every 500 iterations, while the checkpoint is being saved, the job runs out of memory and dies.\n")
     assert item.id == "oom_at_save" and item.title.startswith("Out of memory during checkpoint save")
     assert item.change == {} and "host's RAM" in item.title, item
+
+
+@pytest.mark.parametrize("text", [
+    "Trying QLoRA on my MacBook Pro (M3 Max) and from_pretrained stops with\n"
+    "ImportError: Using `bitsandbytes` 4-bit quantization requires the latest version of bitsandbytes\n",
+    "model = AutoModelForCausalLM.from_pretrained(name, quantization_config=cfg, device_map='mps')\n"
+    "RuntimeError: No GPU found. A GPU is needed for quantization.\n",
+])
+def test_bitsandbytes_on_a_mac_is_not_told_to_install_a_cuda_build(text: str) -> None:
+    item = _first(text)
+    assert item.id == "bnb_setup"
+    assert "pip install" not in item.title and "Mac" in item.title, item.title
+
+
+def test_the_nvidia_multi_process_service_is_no_mac() -> None:
+    item = _first("CUDA MPS daemon is running on the node.\nRuntimeError: No GPU found. A GPU is needed for "
+                  "quantization.\n")
+    assert item.id == "bnb_setup" and "Mac" not in item.title, item.title

@@ -193,6 +193,8 @@ def _build_one(adv: Advisor, finding: Finding) -> Advice:
                            (adv.text.prep_line, adv.text.prep_s))
     if finding.id == "data_starved":
         return text_starve_advice(finding, adv.recipe)
+    if finding.id == "bnb_setup" and getattr(adv.text, "mac_line", ""):  # getattr: an older pickled advisor
+        finding = Finding(finding.id, finding.step, dict(finding.facts, mac=adv.text.mac_line))
     if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
         finding = Finding(finding.id, finding.step, dict(finding.facts, fp16_scale=adv.text.scale_line))
     return _BUILDERS[finding.id](finding, adv.recipe)

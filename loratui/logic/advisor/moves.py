@@ -217,6 +217,12 @@ def _bnb_advice(f: Finding, line: str) -> Advice:
     if _BNB_BROKEN.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is installed but broken (a file is missing): "
                       "pip install --force-reinstall -U bitsandbytes", [line], {}, f.step)
+    if f.facts.get("mac"):  # a CUDA build of bitsandbytes cannot apply on a Mac's GPU
+        return Advice("bnb_setup", ERROR, "bitsandbytes' 4-bit/8-bit kernels need a CUDA GPU (or ROCm, Intel XPU), and "
+                      "this is a Mac: load the model in 16-bit on MPS without quantization_config, or use MLX "
+                      "(mlx_lm, its 4-bit models) to train there",
+                      [line, "the text puts it on a Mac: " + f.facts["mac"]] if f.facts["mac"] != line else [line],
+                      {}, f.step)
     if _BNB_NO_BUILD.search(line):
         return Advice("bnb_setup", ERROR, "pip has no bitsandbytes build for this platform or Python (or building "
                       "it failed): check the Python version and OS (python -VV) against the wheels on PyPI, install "

@@ -129,6 +129,10 @@ BATCH_ONE = re.compile(
 _BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine|runs? (?:ok|fine|well)|succeed\w*|"
                               r"no (?:oom|problem|issue)s?)\b|正常|没问题|可以跑|>>\s+Batch size =", re.I)
 """A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header."""
+MAC_SAID = re.compile(r"\b(?:mac ?os|macbook|mac studio|mac mini|imac|apple silicon|apple m[1-5]|m[1-5] (?:pro|max|ultra)|"
+                      r"m[1-5] mac)\b|torch\.backends\.mps|device\s*=\s*[\"']mps|\bmps backend\b|[\"']mps[\"']", re.I)
+"""The text is about a Mac (Apple's GPU, no CUDA): `M2 MacOS`, `on my MacBook`, `device="mps"`. Not NVIDIA's own
+MPS (its Multi-Process Service), named bare."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
@@ -153,6 +157,7 @@ class TextWatch:
     nccl_info: str = ""  # the last `NCCL INFO` line (NCCL_DEBUG=INFO set up its communicators)
     hang_said: str = ""  # the user's words that the run hangs
     batch_one: str = ""  # the first line that says the training batch is already 1 (no smaller batch to advise)
+    mac_line: str = ""  # the first line that puts the run on a Mac (no CUDA there)
     checkpointing_line: str = ""  # torch's checkpoint warning that no input needs a gradient, else a line
     # that turns gradient checkpointing on: what explains a LoRA backward's `does not have a grad_fn`
     _many: tuple[int, str] | None = None
@@ -194,6 +199,9 @@ class TextWatch:
         if ("atch" in line or "bs" in lowered or "BATCH" in line) and not getattr(self, "batch_one", "") and \
                 BATCH_ONE.search(line) and not _BATCH_ONE_WORKS.search(line):
             self.batch_one = quoted(line)  # getattr: a text watch pickled in an older events.idx
+        if ("ac" in line or "mps" in lowered or "pple" in line) and not getattr(self, "mac_line", "") and \
+                MAC_SAID.search(line):
+            self.mac_line = quoted(line)  # getattr: a text watch pickled in an older events.idx
         if "heckpoint" in line or "requires_grad" in line:
             self._checkpointing(line)
         found += self._prep_timed_out(line, step)
