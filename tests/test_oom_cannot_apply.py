@@ -54,7 +54,7 @@ def test_pytorchs_cuda_oom_keeps_its_words() -> None:
 def test_a_batch_already_one_is_not_told_to_shrink(said: str) -> None:
     item = _first(said + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n")
     assert item.id == "oom_full"
-    assert "lower per_device_train_batch_size" not in item.title, item.title
+    assert "lower the batch size" not in item.title, item.title
     assert "batch already 1" in item.title
     assert sum(said.strip()[:40] in line for line in item.evidence) == 1, item.evidence
 
@@ -66,7 +66,7 @@ def test_a_batch_already_one_is_not_told_to_shrink(said: str) -> None:
 ])
 def test_a_batch_of_one_that_is_not_the_failing_training_batch(said: str) -> None:
     item = _first(said + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n")
-    assert "lower per_device_train_batch_size" in item.title, item.title
+    assert "lower the batch size" in item.title, item.title
 
 
 @pytest.mark.parametrize(("line", "one"), [
@@ -117,3 +117,14 @@ def test_the_nvidia_multi_process_service_is_no_mac() -> None:
     item = _first("CUDA MPS daemon is running on the node.\nRuntimeError: No GPU found. A GPU is needed for "
                   "quantization.\n")
     assert item.id == "bnb_setup" and "Mac" not in item.title, item.title
+
+
+def test_a_plain_loops_oom_is_said_in_any_loops_words() -> None:
+    """A Keras or plain PyTorch script has no per_device_train_batch_size: the move names the batch size in words,
+    the Trainer's field only in brackets."""
+    item = _first("model.fit(x, y, batch_size=64)\ntensorflow.python.framework.errors_impl.ResourceExhaustedError: "
+                  "OOM when allocating tensor with shape[64,512,512] on /job:localhost/replica:0/task:0/device:GPU:0\n")
+    assert item.id == "oom_full" and "lower the batch size (per_device_train_batch_size)" in item.title, item.title
+    item = _first("Training is fine, but the evaluation afterwards fails with:\n"
+                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n")
+    assert item.id == "oom_at_eval" and "lower the evaluation's batch size" in item.title, item.title

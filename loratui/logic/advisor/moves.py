@@ -19,6 +19,12 @@ Move = tuple[str, dict[str, Any]]
 gib = oom.gib
 
 
+NO_RECIPE_MOVE = ("lower the batch size (per_device_train_batch_size), then the sequence length (max_length), or "
+                  "enable gradient checkpointing")
+"""A training OOM's move with no recipe: said in any loop's words, the Trainer's names in brackets (a Keras or plain
+PyTorch script has no per_device_train_batch_size)."""
+
+
 def memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0, priced: Any = None,
                 lengths: dict[str, int] | None = None) -> Move:
     """The first memory saving that fits the recipe: liger where the logits are large (it costs no
@@ -29,7 +35,7 @@ def memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0, pric
     if priced is not None and phase != "load":
         return priced.describe(), dict(priced.change)
     if r is None:
-        return "lower per_device_train_batch_size, then max_length, or enable gradient_checkpointing", {}
+        return NO_RECIPE_MOVE, {}
     t, q, d = r.training, r.quantization, r.data
     quantized = q.load_in_4bit or q.load_in_8bit
     if phase == "load":  # the weights alone did not fit: only quantization or a smaller model helps

@@ -177,7 +177,8 @@ UNNAMED_SAVE_MOVE = ("save less at once (the adapter alone, or save_only_model =
 
 def _eval_move(r: Recipe | None) -> Move:
     if r is None:
-        return "lower per_device_eval_batch_size or set eval_accumulation_steps", {}
+        return ("lower the evaluation's batch size (per_device_eval_batch_size); under the Trainer, "
+                "eval_accumulation_steps also moves its outputs to the CPU as it goes"), {}
     t = r.training
     if t.per_device_eval_batch_size > 1:
         new = t.per_device_eval_batch_size // 2
