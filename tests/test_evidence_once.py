@@ -87,3 +87,14 @@ def test_a_rise_that_ran_into_nan_in_words_names_no_step_zero() -> None:
     (item,) = [i for i in items if i.id == "loss_diverging"]
     assert any("became nan" in line for line in item.evidence), item.evidence
     assert not any("step 0" in line for line in item.evidence), item.evidence
+
+
+def test_an_introduced_errors_evidence_is_its_message_not_the_introduction() -> None:
+    """`I started the run and got an error about the shapes:` and, on the next line, the message: the evidence was
+    the first line, which shows nothing, and the title's quote was cut mid-word at 120 characters."""
+    message = ("Expected input batch_size (16) to match target batch_size (2048), which usually means the labels were "
+               "not shifted or padded the way the collator expects them to be")
+    text = "I started the run and got an error about the shapes:\n" + message + "\n"
+    (item,) = [i for i in _items(text) if i.id == "exception"]
+    assert item.evidence[0] == message, item.evidence
+    assert "…" in item.title and message[:60] in item.title, item.title
