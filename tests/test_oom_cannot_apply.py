@@ -106,6 +106,8 @@ def test_a_save_oom_in_words_naming_no_gpu_gets_no_cuda_setting_as_its_change() 
     "ImportError: Using `bitsandbytes` 4-bit quantization requires the latest version of bitsandbytes\n",
     "model = AutoModelForCausalLM.from_pretrained(name, quantization_config=cfg, device_map='mps')\n"
     "RuntimeError: No GPU found. A GPU is needed for quantization.\n",
+    "/opt/homebrew/lib/python3.12/site-packages/bitsandbytes/cextension.py:34: UserWarning: The installed version of "
+    "bitsandbytes was compiled without GPU support. 8-bit optimizers and GPU quantization are unavailable.\n",
 ])
 def test_bitsandbytes_on_a_mac_is_not_told_to_install_a_cuda_build(text: str) -> None:
     item = _first(text)

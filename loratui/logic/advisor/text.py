@@ -129,10 +129,11 @@ BATCH_ONE = re.compile(
 _BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine|runs? (?:ok|fine|well)|succeed\w*|"
                               r"no (?:oom|problem|issue)s?)\b|正常|没问题|可以跑|>>\s+Batch size =", re.I)
 """A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header."""
-MAC_SAID = re.compile(r"\b(?:mac ?os|macbook|mac studio|mac mini|imac|apple silicon|apple m[1-5]|m[1-5] (?:pro|max|ultra)|"
-                      r"m[1-5] mac)\b|torch\.backends\.mps|device\s*=\s*[\"']mps|\bmps backend\b|[\"']mps[\"']", re.I)
-"""The text is about a Mac (Apple's GPU, no CUDA): `M2 MacOS`, `on my MacBook`, `device="mps"`. Not NVIDIA's own
-MPS (its Multi-Process Service), named bare."""
+MAC_SAID = re.compile(r"\b(?:mac ?os|macosx|macbook|mac studio|mac mini|imac|apple silicon|apple m[1-5]|"
+                      r"m[1-5] (?:pro|max|ultra)|m[1-5] mac)\b|torch\.backends\.mps|device\s*=\s*[\"']mps|"
+                      r"\bmps backend\b|[\"']mps[\"']|/opt/homebrew/", re.I)
+"""The text is about a Mac (Apple's GPU, no CUDA): `M2 MacOS`, `on my MacBook`, `device="mps"`, a path under
+Homebrew's Apple-silicon prefix (/opt/homebrew/). Not NVIDIA's own MPS (its Multi-Process Service), named bare."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
