@@ -58,8 +58,11 @@ def _resolve(path: Path, runs_dir: Path | None, everywhere: bool = False) -> Pat
     attach and replay use (a name that fits several runs is refused with the candidates)."""
     from loratui.errors import UsageError
 
-    if path.is_dir() or path.is_file():
+    if path.is_dir() or path.is_file() or path.is_fifo():  # a pipe: `loratui doctor <(kubectl logs pod)`
         return path
+    if path.exists():
+        raise UsageError(f"{path}: not a file (a device or socket); pass a log or traceback's file, a run directory, "
+                         "or - and pipe the text in")
     if runs_dir is None or path.name != str(path):
         raise UsageError(f"{path}: no such file, run directory or run id")
     from loratui import rundir
@@ -81,6 +84,9 @@ def diagnose(source: Path, guess: bool = False) -> tuple[list[Any], str]:
         from loratui.nodelogs import merged_log
 
         return _from_events(merged_log(source), _run_recipe(source))  # every node's log of a multi-node run
+    if source.is_fifo():  # read once, as it streams: no peeking at its first bytes (they would be gone)
+        with open(source, "rb") as handle:
+            return diagnose_stream(handle, str(source), guess)
     if source.name == "events.jsonl" or _looks_like_events(source):
         return _from_events(source, _run_recipe(source.parent))
     from loratui.sources import textfile
