@@ -63,6 +63,8 @@ def test_a_batch_already_one_is_not_told_to_shrink(said: str) -> None:
     "With batch size 1 it works, with 2 it runs out of memory.",
     "--per_device_eval_batch_size 1 --per_device_train_batch_size 8",
     "labels = torch.zeros((batch_size, 1))",
+    "bs=1 ok, bs=2 goes out of memory",
+    "I tried batch size 1 and batch size 4 and one of them crashed",
 ])
 def test_a_batch_of_one_that_is_not_the_failing_training_batch(said: str) -> None:
     item = _first(said + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n")

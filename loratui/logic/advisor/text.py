@@ -126,9 +126,12 @@ BATCH_ONE = re.compile(
     r"only|as|just|=|:|设置为|设为|为|是)[\s\"'`]*){0,4}1(?![\d.,]\d|\d|e-?\d|\s*(?:k|x|/|-\d))", re.I)
 """The person's (or the command's) training batch of one: `micro batch size to be 1`, `--per_device_train_batch_size 1`,
 `batch_size为1`, `bs=1`; not an evaluation's batch, not `batch_size 16` or `(batch_size, 1)`."""
-_BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine|runs? (?:ok|fine|well)|succeed\w*|"
+_BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine|ok|okay|runs? (?:ok|fine|well)|succeed\w*|"
                               r"no (?:oom|problem|issue)s?)\b|正常|没问题|可以跑|>>\s+Batch size =", re.I)
 """A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header."""
+_BATCH_OTHER = re.compile(r"(?:batch[_ -]?size|bsize|\bbs)\W{0,3}\s*(?:(?:is|was|to|of|at|=|:|为)\s*){0,2}"
+                          r"(?!1(?![\d.]))\d+\b", re.I)
+"""Another batch size on the same line (`bs=1 runs, bs=2 goes OOM`): which one failed is not said."""
 MAC_SAID = re.compile(r"\b(?:mac ?os|macosx|macbook|mac studio|mac mini|imac|apple silicon|apple m[1-5]|"
                       r"m[1-5] (?:pro|max|ultra)|m[1-5] mac)\b|torch\.backends\.mps|device\s*=\s*[\"']mps|"
                       r"\bmps backend\b|[\"']mps[\"']|/opt/homebrew/", re.I)
@@ -198,7 +201,7 @@ class TextWatch:
         found += self.starve.line(line, step)
         self._error_words(line)
         if ("atch" in line or "bs" in lowered or "BATCH" in line) and not getattr(self, "batch_one", "") and \
-                BATCH_ONE.search(line) and not _BATCH_ONE_WORKS.search(line):
+                BATCH_ONE.search(line) and not _BATCH_ONE_WORKS.search(line) and not _BATCH_OTHER.search(line):
             self.batch_one = quoted(line)  # getattr: a text watch pickled in an older events.idx
         if ("ac" in line or "mps" in lowered or "pple" in line) and not getattr(self, "mac_line", "") and \
                 MAC_SAID.search(line):
