@@ -6,6 +6,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from loratui.logic.fmt import QUOTE_WIDTH
 from loratui.recipe import MonitorSection, Recipe
 from loratui.units import GIB, MIB  # noqa: F401  (re-exported)
 
@@ -61,7 +62,7 @@ class Advice:
 
 
 _QUOTE_LABEL = re.compile(r"^(?:[^:]{0,60}?as the text says|the last NCCL line|the last status before it): ")
-QUOTE_CUT = 300
+QUOTE_CUT = QUOTE_WIDTH
 """How many characters of a quoted line the detectors keep (`fmt.quoted`): a line that long may be cut."""
 
 
