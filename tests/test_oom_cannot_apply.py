@@ -132,3 +132,17 @@ def test_a_plain_loops_oom_is_said_in_any_loops_words() -> None:
     item = _first("Training is fine, but the evaluation afterwards fails with:\n"
                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n")
     assert item.id == "oom_at_eval" and "lower the evaluation's batch size" in item.title, item.title
+
+
+@pytest.mark.parametrize("kind", ["oom_full", "oom_at_eval"])
+def test_the_word_models_memory_guess_names_the_batch_in_any_loops_words(kind: str) -> None:
+    from loratui.logic.word_guess import Guess, advice
+
+    said = advice(Guess(kind=kind, p_problem=0.95, p_kind=0.8), 1000)
+    check = said.evidence[-1]
+    assert "batch size (per_device_" in check, check
+
+
+def test_video_memory_named_in_words_is_a_gpus() -> None:
+    item = _first("Training the VAE on my 2080 keeps failing for lack of video memory after a few iterations.\n")
+    assert item.id == "oom_full" and item.title.startswith("CUDA out of memory"), item.title
