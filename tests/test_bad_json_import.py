@@ -51,3 +51,13 @@ def test_a_json_log_cut_in_its_last_line_keeps_its_good_lines(tmp_path: Path) ->
     log.write_text('{"current_steps": 1, "total_steps": 4, "loss": 2.0}\n'
                    '{"current_steps": 2, "total_steps": 4, "loss": 1.9}\n{"current_steps": 3, "total_st')
     assert main(["import", str(log), "--runs-dir", str(tmp_path / "runs")]) == 0
+
+
+def test_a_broken_notebook_is_not_told_to_look_in_a_checkpoint(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """checkpoint-N/ holds trainer_state.json copies, never a notebook: that fix cannot apply to an .ipynb."""
+    notebook = tmp_path / "finetune.ipynb"
+    notebook.write_text('{"cells": [{"cell_type": "code", "outputs": [')
+    assert main(["doctor", str(notebook)]) == 2
+    err = capsys.readouterr().err
+    assert "bad JSON at line 1" in err and "checkpoint-N" not in err and "notebook" in err, err

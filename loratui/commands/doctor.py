@@ -19,8 +19,8 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
     """Add the `doctor` subparser."""
     doctor = sub.add_parser("doctor", parents=[runs_dir_parent],
                             help="diagnose a run, its events.jsonl, or a pasted log or traceback")
-    doctor.add_argument("path", help="a run directory, run id, events.jsonl, a text log/traceback file, or - "
-                        "(standard input)")
+    doctor.add_argument("path", help="a run directory, run id, events.jsonl, a text log/traceback file, a Trainer "
+                        "output directory or trainer_state.json, or - (standard input)")
     doctor.add_argument("--json", action="store_true", help="print the advice as a JSON list")
     doctor.add_argument("--no-guess", action="store_true",
                         help="only what a rule reads in the text: no word model's guess where none does")
@@ -58,8 +58,11 @@ def _resolve(path: Path, runs_dir: Path | None, everywhere: bool = False) -> Pat
     attach and replay use (a name that fits several runs is refused with the candidates)."""
     from loratui.errors import UsageError
 
-    if path.is_dir() or path.is_file():
+    if path.is_dir() or path.is_file() or path.is_fifo():  # a pipe: `loratui doctor <(kubectl logs pod)`
         return path
+    if path.exists():
+        raise UsageError(f"{path}: not a file (a device or socket); pass a log or traceback's file, a run directory, "
+                         "or - and pipe the text in")
     if runs_dir is None or path.name != str(path):
         raise UsageError(f"{path}: no such file, run directory or run id")
     from loratui import rundir
@@ -76,11 +79,14 @@ def diagnose(source: Path, guess: bool = False) -> tuple[list[Any], str]:
 
     if source.is_dir():
         log = source / "events.jsonl"
-        if not log.is_file():
-            raise OSError(f"no events.jsonl in {source}")
+        if not log.is_file():  # a Trainer's output_dir (checkpoint-N/trainer_state.json), as `import` reads it
+            return _from_import(source)
         from loratui.nodelogs import merged_log
 
         return _from_events(merged_log(source), _run_recipe(source))  # every node's log of a multi-node run
+    if source.is_fifo():  # read once, as it streams: no peeking at its first bytes (they would be gone)
+        with open(source, "rb") as handle:
+            return diagnose_stream(handle, str(source), guess)
     if source.name == "events.jsonl" or _looks_like_events(source):
         return _from_events(source, _run_recipe(source.parent))
     from loratui.sources import textfile
@@ -98,6 +104,10 @@ def diagnose(source: Path, guess: bool = False) -> tuple[list[Any], str]:
         from loratui.errors import UsageError
 
         raise UsageError(broken)
+    if source.suffix.lower() == ".json":  # a trainer_state.json: its log_history, not its lines as text
+        found = _from_trainer_state(source)
+        if found is not None:
+            return found
     if source.suffix == ".ipynb":
         found = _from_notebook(source)
         if found is not None:
@@ -130,6 +140,8 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
                 kept.append(line)
                 size += len(line) + 1
             tables.feed(line)
+            if not line.strip():
+                advisor.blank_line()
             for event in reader.feed(line):
                 logged = logged or type(event).__name__ == "Log"
                 advisor.feed(event)
@@ -206,6 +218,40 @@ def _from_notebook(path: Path) -> tuple[list[Any], str] | None:
     found = notebook.text_events(document)
     items = Advisor(None, pasted=True).feed_all(found).items()
     return items, f"{len(notebook.outputs(document))} notebook outputs read (no recipe)"
+
+
+def _from_import(source: Path) -> tuple[list[Any], str]:
+    """A directory with no events.jsonl read as `loratui import` reads it (a Trainer output directory's newest
+    trainer_state.json); one that holds none is bad input, said in one line."""
+    from loratui.errors import UsageError
+    from loratui.sources import importers
+
+    try:
+        found = importers.import_path(source)
+    except importers.ImportFailed:
+        raise UsageError(f"{source}: no events.jsonl (a loratui run) and no trainer_state.json (a Trainer output "
+                         "directory, or its checkpoint-N/) in it; pass one of those, or a log or traceback file, "
+                         "or - for a paste") from None
+    return _imported(found, "a Trainer output directory's trainer_state.json")
+
+
+def _from_trainer_state(path: Path) -> tuple[list[Any], str] | None:
+    """A trainer_state.json judged by its log_history (as `import` reads it); None for any other JSON (read as
+    text). Read as text, its indented `"loss": NaN,` lines were "nothing to judge"."""
+    from loratui.sources import importers
+
+    try:
+        whole = importers.read_trainer_state(path)
+    except (importers.ImportFailed, OSError, ValueError, RecursionError):
+        return None
+    return _imported(importers.to_events(whole), "a trainer_state.json's log_history")
+
+
+def _imported(found: list[Any], what: str) -> tuple[list[Any], str]:
+    from loratui.logic.advisor import Advisor
+
+    steps = sum(1 for event in found if type(event).__name__ == "Log")
+    return Advisor(None).feed_all(found).items(), f"{steps} logs read from {what} (no recipe)"
 
 
 def _from_events(log: Path, recipe: Any) -> tuple[list[Any], str]:

@@ -53,6 +53,24 @@ def article(spoken: str) -> str:
     return "an" if head[:1].lower() in tuple("aeio") else "a"
 
 
+QUOTE_WIDTH = 300
+"""How much of one line of the input a piece of advice quotes."""
+
+
+def quoted(line: str, width: int = QUOTE_WIDTH) -> str:
+    """One line of the input as advice quotes it: stripped, and past `width` characters cut at a word's end near
+    there (else where it is) and marked with '…', so a reader sees a quote stops short (a bare `[:300]` ended one
+    mid-word with nothing to say so: `... reducing in a stable fas`)."""
+    text = line.strip()
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1]
+    space = cut.rfind(" ")
+    if space >= width - 40:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
 def clip(text: str, width: int) -> str:
     """`text` in at most `width` characters: cut at a word's end where one is near, marked with '…'."""
     if len(text) <= width:

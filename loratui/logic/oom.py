@@ -71,6 +71,9 @@ _NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure", re.I)
 ... The caller indicates that this is not a failure`."""
 _MPS = re.compile(r"MPS backend out of memory|PYTORCH_MPS_HIGH_WATERMARK_RATIO|\bMPS allocated:", re.I)
 _XPU = re.compile(r"XPU out of memory", re.I)
+_METAL = re.compile(r"\[METAL\]|kIOGPUCommandBuffer|\[malloc_or_wait\]", re.I)
+"""Apple's Metal reached outside PyTorch (MLX: `[METAL] Command buffer execution failed: Insufficient Memory`, its
+allocator's `[malloc_or_wait] Unable to allocate`): a Mac's GPU, with no CUDA and none of PyTorch's MPS settings."""
 _MPS_SIZES = re.compile(r"MPS allocated: " + SIZE + r", other allocations: " + SIZE + r"(?:, max allowed: " + SIZE + ")?",
                         re.I)
 """PyTorch's MPS allocator (aten/src/ATen/mps/MPSAllocator.mm): `MPS backend out of memory (MPS allocated: 11.14 GB,
@@ -113,9 +116,11 @@ class OomReport:
 
     @property
     def device(self) -> str:
-        """"mps" (Apple's Metal), "xpu" (Intel's GPUs) or "cuda" (CUDA, ROCm and the other frameworks' GPUs), from the
-        message's words: each device has its own settings and tools."""
-        return "mps" if _MPS.search(self.text) else "xpu" if _XPU.search(self.text) else "cuda"
+        """"mps" (PyTorch on Apple's Metal), "metal" (Apple's Metal outside PyTorch: MLX), "xpu" (Intel's GPUs) or
+        "cuda" (CUDA, ROCm and the other frameworks' GPUs), from the message's words: each device has its own settings
+        and tools."""
+        return "mps" if _MPS.search(self.text) else "metal" if _METAL.search(self.text) else \
+            "xpu" if _XPU.search(self.text) else "cuda"
 
     @property
     def other_used(self) -> int | None:

@@ -18,6 +18,8 @@ import re
 from collections import deque
 from dataclasses import dataclass, field, replace
 
+from loratui.logic.fmt import quoted
+
 _RANK = re.compile(r"^(?:\[\d+\]\s*)?(?:\[(?:rank|Rank |RANK )?\d{1,5}\]:?\s*)+")
 _HEADER = re.compile(r"Traceback \(most recent call last\)")
 _IPY_HEADER = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)")
@@ -319,8 +321,8 @@ class TraceScanner:
         cell = _CELL_FRAME.match(text) if "Cell In" in text else None
         if not (frame or cell):
             return False
-        seen = Frame(frame.group("path"), frame.group("func"), raw.strip()[:300]) if frame else \
-            Frame("<" + cell.group("path") + ">", "<cell>", raw.strip()[:300])  # type: ignore[union-attr]
+        seen = Frame(frame.group("path"), frame.group("func"), quoted(raw)) if frame else \
+            Frame("<" + cell.group("path") + ">", "<cell>", quoted(raw))  # type: ignore[union-attr]
         self.frames.append(seen)
         self._since_exception += 1
         script = seen.path.replace("\\", "/").rsplit("/", 1)[-1]

@@ -180,14 +180,15 @@ _SAYS = {
                           ("nvidia-smi before the run starts: memory in use then is another process's; stop it or "
                           "pick a free card (CUDA_VISIBLE_DEVICES)")),
     "oom_full": ("a GPU running out of memory",
-                 ("lower per_device_train_batch_size (raise gradient_accumulation_steps to keep the batch), the "
-                 "sequence length, or turn on gradient_checkpointing")),
+                 ("lower the batch size (per_device_train_batch_size; raise gradient_accumulation_steps to keep "
+                 "the effective batch), the sequence length, or turn on gradient checkpointing")),
     "oom_fragmentation": ("memory fragmentation",
                           ("the OOM message's reserved against allocated memory: far more reserved means "
                           "fragmentation; set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")),
     "oom_at_eval": ("running out of memory during evaluation",
-                    ("lower per_device_eval_batch_size, set eval_accumulation_steps, and keep what compute_metrics "
-                    "receives small (preprocess_logits_for_metrics)")),
+                    ("lower the evaluation's batch size (per_device_eval_batch_size); under the Trainer, set "
+                    "eval_accumulation_steps and keep what compute_metrics receives small "
+                    "(preprocess_logits_for_metrics)")),
     "oom_at_save": ("running out of memory while saving or merging",
                     "save the adapter alone; merge in a separate process, on the CPU or in 16-bit"),
     "nan_loss": ("a loss that turns NaN or Inf", "a lower learning rate, bf16 instead of fp16, max_grad_norm 1.0"),

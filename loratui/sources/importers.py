@@ -88,8 +88,10 @@ def bad_json(path: Path, data: bytes | None = None) -> str:
     except UnicodeDecodeError as exc:
         return f"{path}: not UTF-8 text (byte {exc.start}); a {path.suffix} file is JSON, written as UTF-8"
     except json.JSONDecodeError as exc:
+        fix = ("save the notebook again from Jupyter (or download it again) and pass that copy"
+               if path.suffix.lower() == ".ipynb" else "fix it there, or take the copy in an earlier checkpoint-N/")
         return (f"{path}: bad JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); a file cut short or "
-                "edited by hand: fix it there, or take the copy in an earlier checkpoint-N/")
+                f"edited by hand: {fix}")
     except (RecursionError, ValueError, OSError, ImportFailed):
         return ""  # JSON, but deep, absurd or too large: the importer's own reading says which, in one line
     return ""

@@ -6,6 +6,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from loratui.logic.fmt import QUOTE_WIDTH
 from loratui.recipe import MonitorSection, Recipe
 from loratui.units import GIB, MIB  # noqa: F401  (re-exported)
 
@@ -58,6 +59,30 @@ class Advice:
         out = asdict(self)
         del out["fix"], out["no_fix"]
         return out
+
+
+_QUOTE_LABEL = re.compile(r"^(?:[^:]{0,60}?as the text says|the last NCCL line|the last status before it): ")
+QUOTE_CUT = QUOTE_WIDTH
+"""How many characters of a quoted line the detectors keep (`fmt.quoted`): a line that long may be cut."""
+
+
+def distinct_evidence(evidence: list[str]) -> list[str]:
+    """The evidence with each quoted line once: a later line that quotes again what an earlier one showed (the same
+    line under "as the text says:", or one of the two cut short, with or without its '…') is left out. Two detectors
+    that each quote the line they read gave a paste the same sentence two or three times in one item."""
+    kept: list[str] = []
+    bodies: list[tuple[str, bool]] = []  # each kept line's quoted text, and whether it may be cut short
+    for line in evidence:
+        body = _QUOTE_LABEL.sub("", line)
+        cut = body.endswith("…") or len(body) >= QUOTE_CUT
+        body = body.rstrip("…").rstrip()
+        if any(body == seen or (len(body) >= 40 and len(seen) >= 40 and (
+                (seen_cut and body.startswith(seen)) or (cut and seen.startswith(body))))
+               for seen, seen_cut in bodies):
+            continue
+        kept.append(line)
+        bodies.append((body, cut))
+    return kept
 
 
 _STEP_SAID = re.compile(r"\bstep (\d{1,9})\b", re.I)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from loratui.logic.advisor.advice import ERROR, WARNING, Advice, Finding
 from loratui.logic.advisor.raised_where import raised_inside, users_file
+from loratui.logic.fmt import quoted
 from loratui.logic.tracebacks import Raised
 
 _RUNTIME_MISSING = re.compile(
@@ -37,7 +38,7 @@ class BnbSetup:
 
     def line(self, line: str, step: int) -> None:
         if "libcudart" in line and not self.warned and _RUNTIME_MISSING.search(line):
-            self.warned, self.loaded, self.step = line.strip()[:300], False, step
+            self.warned, self.loaded, self.step = quoted(line), False, step
         elif self.warned and "libbitsandbytes" in line and not _CPU_PICKED.search(line) and \
                 _LOADED.search(line):
             self.loaded = True

@@ -178,6 +178,7 @@ def _oom_built(adv: Advisor, logits: float, priced: Any = None) -> list[Advice]:
             evidence.append("if what holds GPU 0 is this job's own other processes (ranks, workers): call "
                             "torch.cuda.set_device(local_rank) before each one's first CUDA call, so none opens a "
                             "context on GPU 0")
+    facts["batch_one"] = getattr(adv.text, "batch_one", "")  # getattr: an advisor pickled in an older events.idx
     built = _oom_advice(Finding("oom", adv.oom.step, facts), adv.recipe, adv.long_sample(), logits, priced)
     if evidence:
         built = [_with_evidence(a, evidence) if a.id.startswith("oom_at_") or cause is not None or card is not None
@@ -196,6 +197,8 @@ def _build_one(adv: Advisor, finding: Finding) -> Advice:
                            (adv.text.prep_line, adv.text.prep_s))
     if finding.id == "data_starved":
         return text_starve_advice(finding, adv.recipe)
+    if finding.id == "bnb_setup" and getattr(adv.text, "mac_line", ""):  # getattr: an older pickled advisor
+        finding = Finding(finding.id, finding.step, dict(finding.facts, mac=adv.text.mac_line))
     if finding.id == "nan_loss" and adv.text.scale_line:  # the text shows fp16's loss scaler at work
         finding = Finding(finding.id, finding.step, dict(finding.facts, fp16_scale=adv.text.scale_line))
     return _BUILDERS[finding.id](finding, adv.recipe)

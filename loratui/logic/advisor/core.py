@@ -27,6 +27,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     WARNING,
     Advice,
     Finding,
+    distinct_evidence,
     warn_line_bytes,
 )
 from loratui.logic.advisor import build, loss_words, rank, root
@@ -48,6 +49,7 @@ from loratui.logic.advisor.watches import (
 )
 from loratui.logic.tracebacks import TraceScanner
 from loratui.recipe import WATCHED, Recipe, RecipeError, load_recipe
+from loratui.logic.fmt import quoted
 
 __all__ = ["ERROR", "IDS", "INFO", "WARNING", "Advice", "Advisor", "Finding", "warn_line_bytes"]
 
@@ -110,7 +112,7 @@ class Advisor(OomFold):
         """The advice now, most important first (built lazily, cached until a finding changes)."""
         if self._items is None:
             built = rank.order(build.build_all(self), self.found, build.seen(self), lambda: build.failure(self))
-            built = [self._in_own_words(a) for a in built]
+            built = [self._in_own_words(replace(a, evidence=distinct_evidence(a.evidence))) for a in built]
             self._items = built
         return list(self._items)
 
@@ -223,7 +225,7 @@ class Advisor(OomFold):
                 continue
             score = 1 + sum(_prints(line, x) for x in others) + _prints_step(line, e.step)
             if score > best_score:
-                best, best_score = line.strip()[:300], score
+                best, best_score = quoted(line), score
         return best
 
     def _on_gpuinfo(self, e: events.GpuInfo) -> None:
@@ -275,6 +277,11 @@ class Advisor(OomFold):
             self._stream = e.stream
         for line in e.lines:
             self._line(line)
+
+    def blank_line(self) -> None:
+        """A blank line of a pasted text (the reader sends none): an exception's message does not go on past it into
+        the person's next paragraph (`ValueError: ...`, a blank, `Could you please tell me how to fix it?`)."""
+        self.trace.end_message()
 
     def _on_end(self, e: events.End) -> None:
         self.ctx.ended = True
@@ -328,7 +335,7 @@ class Advisor(OomFold):
         elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:
             self._latch(flat_said(line, self.ctx.step))  # a classifier said to answer one class
         if line.strip():
-            self.tail.append(line.strip()[:300])
+            self.tail.append(quoted(line))
             if "oss" in line:
                 self.loss_lines.append(line)
 
@@ -338,11 +345,11 @@ class Advisor(OomFold):
         for advice_id, pattern in _SETUP:
             if advice_id not in self.found and any(w in lowered for w in SETUP_WORDS[advice_id]) and \
                     pattern.search(line) and not _COMMENT.match(line):
-                self._latch(Finding(advice_id, self.ctx.step, {"line": line.strip()[:300]}))
+                self._latch(Finding(advice_id, self.ctx.step, {"line": quoted(line)}))
         if (self.oom is None or self.oom.facts["report"].said) and "cuda_error" not in self.found and \
                 "asynchron" in line and \
                 CUDA_BOILERPLATE.search(line):
-            self._latch(Finding("cuda_error", self.ctx.step, {"line": line.strip()[:300]}))
+            self._latch(Finding("cuda_error", self.ctx.step, {"line": quoted(line)}))
 
 
 _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|diffusion[ _](?:loss|training|objective)|"

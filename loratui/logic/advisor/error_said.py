@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic.fmt import clip, quoted
 
 _VERB = (r"(?:get|gets|got|getting|throws?|threw|thrown|throwing|raises?|raised|raising|hits?|hitting|"
          r"encounter(?:s|ed|ing)?|receiv(?:e|es|ed|ing)|run into|ran into|running into|(?:fails?|failed|failing|"
@@ -46,7 +47,7 @@ def said_raised(line: str) -> tuple[str, str] | None:
             continue
         if found.group("words"):
             kind = _CANONICAL.get(re.sub(r"[ _-]", "", kind.lower()), kind)
-        return kind, line.strip()[:300]
+        return kind, quoted(line)
     return None
 
 
@@ -71,7 +72,8 @@ def introduced_message(intro: str, line: str) -> tuple[str, str] | None:
     text = line.strip().strip("`").strip()
     if not text or len(text) > 600 or _NOT_MESSAGE.search(text) or _OWNED.search(text):
         return None
-    return f"the error quoted: \"{text[:120]}\"", intro
+    # the message is the evidence, not the sentence that announced it (`It gives this error:`)
+    return f"the error quoted: \"{clip(text, 120)}\"", quoted(text)
 
 
 def said_advice(kind: str, line: str, step: int) -> Advice:

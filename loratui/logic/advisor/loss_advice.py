@@ -265,7 +265,8 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
         title = f"Loss is rising ({_rise_span(facts)}): {text}"
     severity = WARNING
     if facts.get("nan_step") is not None:
-        evidence.append(f"then {facts['nan_what']} became nan at step {facts['nan_step']}: the rise ran away")
+        at = f" at step {facts['nan_step']}" if facts["nan_step"] else ""  # step 0: a paste's words, no step
+        evidence.append(f"then {facts['nan_what']} became nan{at}: the rise ran away")
         severity = ERROR
     return Advice("loss_diverging", severity, title, evidence, change, f.step)
 

@@ -19,6 +19,12 @@ Move = tuple[str, dict[str, Any]]
 gib = oom.gib
 
 
+NO_RECIPE_MOVE = ("lower the batch size (per_device_train_batch_size), then the sequence length (max_length), or "
+                  "enable gradient checkpointing")
+"""A training OOM's move with no recipe: said in any loop's words, the Trainer's names in brackets (a Keras or plain
+PyTorch script has no per_device_train_batch_size)."""
+
+
 def memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0, priced: Any = None,
                 lengths: dict[str, int] | None = None) -> Move:
     """The first memory saving that fits the recipe: liger where the logits are large (it costs no
@@ -29,7 +35,7 @@ def memory_move(r: Recipe | None, phase: str = "", logits_gib: float = 0.0, pric
     if priced is not None and phase != "load":
         return priced.describe(), dict(priced.change)
     if r is None:
-        return "lower per_device_train_batch_size, then max_length, or enable gradient_checkpointing", {}
+        return NO_RECIPE_MOVE, {}
     t, q, d = r.training, r.quantization, r.data
     quantized = q.load_in_4bit or q.load_in_8bit
     if phase == "load":  # the weights alone did not fit: only quantization or a smaller model helps
@@ -224,6 +230,12 @@ def _bnb_advice(f: Finding, line: str) -> Advice:
     if _BNB_BROKEN.search(line):
         return Advice("bnb_setup", ERROR, "bitsandbytes is installed but broken (a file is missing): "
                       "pip install --force-reinstall -U bitsandbytes", [line], {}, f.step)
+    if f.facts.get("mac"):  # a CUDA build of bitsandbytes cannot apply on a Mac's GPU
+        return Advice("bnb_setup", ERROR, "bitsandbytes' 4-bit/8-bit kernels need a CUDA GPU (or ROCm, Intel XPU), and "
+                      "this is a Mac: load the model in 16-bit on MPS without quantization_config, or use MLX "
+                      "(mlx_lm, its 4-bit models) to train there",
+                      [line, "the text puts it on a Mac: " + f.facts["mac"]] if f.facts["mac"] != line else [line],
+                      {}, f.step)
     if _BNB_NO_BUILD.search(line):
         return Advice("bnb_setup", ERROR, "pip has no bitsandbytes build for this platform or Python (or building "
                       "it failed): check the Python version and OS (python -VV) against the wheels on PyPI, install "
@@ -273,7 +285,7 @@ def _cuda_error_advice(f: Finding, line: str) -> Advice:
     change: dict[str, Any] = {"env.CUDA_LAUNCH_BLOCKING": "1"}
     if "no kernel image" in line:
         change = {}
-    evidence = [line] + ([hint] if hint else [])
+    evidence = [line] + ([hint] if ":" in hint else [])  # a hint with no fix after its colon is all in the title
     if change:
         evidence.append("the op named in an asynchronous CUDA error is often the wrong one; "
                         "CUDA_LAUNCH_BLOCKING=1 makes the traceback point at the failing op")

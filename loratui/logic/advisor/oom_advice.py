@@ -29,16 +29,16 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     """The OOM as advice: where it happened (eval, save) and why (full, fragmented, a neighbour)."""
     report: oom.OomReport = f.facts["report"]
     phase, others = f.facts["phase"], f.facts["others"]
-    kind, word = report.kind, DEVICE_WORD[report.device]
+    kind, ran = report.kind, ran_out(report)
     if kind in (oom.FULL, oom.UNKNOWN) and oom.others_to_blame(report, others):
         kind = oom.OTHER_PROCESS
     evidence = _oom_evidence(report, phase, f.step)
     built = []
     if phase == "save" and f.facts.get("merge"):
-        built.append(Advice("oom_at_save", ERROR, f"{word} out of memory while merging the adapter into the model: "
+        built.append(Advice("oom_at_save", ERROR, f"{ran} while merging the adapter into the model: "
                             f"{MERGE_MOVE}", evidence, {}, f.step))
     elif phase in ("eval", "save"):
-        built.append(_phase_advice(phase, f.step, r, evidence, ERROR, report.device))
+        built.append(_phase_advice(phase, f.step, r, evidence, ERROR, report.device, ran))
     if kind == oom.OTHER_PROCESS:
         built.append(_other_process_advice(report, others, f.step, evidence))
     elif kind == oom.FRAGMENTATION and report.device == "xpu":  # PYTORCH_CUDA_ALLOC_CONF does not reach its allocator
@@ -54,19 +54,35 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
                             evidence, {f"env.{name}": value}, f.step))
     elif long_sample is not None and phase not in ("eval", "save", "load") and f.facts.get("lengths") is None:
         # truncation is max_length's: a config without one (GRPOConfig) gets its own length move below
-        built.append(_long_sample_advice(long_sample, r, evidence, f.step, word))
+        built.append(_long_sample_advice(long_sample, r, evidence, f.step, ran))
     elif phase not in ("eval", "save"):
         text, change = memory_move(r, phase, logits_gib, priced, f.facts.get("lengths"))
+        if r is None and report.device == "metal":  # no Trainer: MLX's own flags (mlx_lm.lora --help)
+            text = METAL_MOVE
+        elif r is None and priced is None and f.facts.get("batch_one"):  # "lower the batch" to a batch of one
+            text = BATCH_ONE_MOVE
+            evidence = evidence + ["the batch is already 1, as the text says: " + f.facts["batch_one"]]
         # "no usable numbers" beside evidence quoting the request and the free memory read as a contradiction
         where = ("while loading the model" if phase == "load" else _full_words(report) if kind == oom.FULL
                  else UNSETTLED[0] if report.total is not None
                  else UNSETTLED[1] if report.requested is not None else UNSETTLED[2])
-        built.append(Advice("oom_full", ERROR, f"{word} out of memory ({where}): {text}", evidence, change, f.step))
+        built.append(Advice("oom_full", ERROR, f"{ran} ({where}): {text}", evidence, change, f.step))
     return built
 
 
+BATCH_ONE_MOVE = ("with the batch already 1, enable gradient checkpointing, then lower the longest sequence "
+                  "(max_length), or load the base in 4-bit; if all are in use, the model needs a larger card or "
+                  "sharding across cards (DeepSpeed ZeRO-3, FSDP)")
+"""A training OOM where the text says the batch is already one: the batch move cannot apply, the next ones can."""
+
+METAL_MOVE = ("lower the batch size, then the longest sequence, or turn on gradient checkpointing (mlx_lm.lora's "
+              "--batch-size, --max-seq-length, --grad-checkpoint); the GPU shares the Mac's memory with everything "
+              "else running")
+"""A Mac's GPU out of memory under MLX: its trainer's flags, not TrainingArguments' (no CUDA, no Trainer)."""
+
+
 def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence: list[str],
-                        step: int, word: str = "CUDA") -> Advice:
+                        step: int, ran: str = "CUDA out of memory") -> Advice:
     """One batch far longer than the rest died: truncate rather than shrink every batch."""
     batch_len, typical = long_sample
     # Room for the usual batches with margin, rounded to 64; always below the batch that failed.
@@ -75,13 +91,14 @@ def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence
         cap = min(cap, r.data.max_length)
     facts = [f"the failing batch had sequences of {batch_len} tokens; a typical step's longest was {typical}"]
     return Advice("oom_full", ERROR,
-                  f"{word} out of memory at one long sample ({batch_len} tokens vs ~{typical} usually): "
+                  f"{ran} at one long sample ({batch_len} tokens vs ~{typical} usually): "
                   f"truncate with max_length = {cap}", facts + evidence, {"data.max_length": cap}, step)
 
 
 def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
     """The OOM's numbers as short lines."""
-    gpu = f"GPU {report.gpu}" if report.gpu is not None else "the MPS device" if report.device == "mps" else "the GPU"
+    gpu = f"GPU {report.gpu}" if report.gpu is not None else "the MPS device" if report.device == "mps" else \
+        "the Mac's GPU" if report.device == "metal" else "the GPU"
     rank = f"rank {report.rank}: " if report.rank is not None else ""
     where = {"eval": "during evaluation", "save": "while saving a checkpoint", "load": "while loading",
              "train": "in a training step"}.get(phase, "")
@@ -115,15 +132,16 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
     named = ", ".join(f"PID {pid} ({gib(used)})" for pid, used in pids[:6])
     held = gib(sum(b for _, b in pids)) if pids else gib(report.other_used)
     word, (lists, choose) = DEVICE_WORD[report.device], _HOLDERS[report.device]
-    card = "the Mac's memory" if report.device == "mps" else "the card"  # MPS shares the Mac's memory
-    title = f"{word} OOM: other processes hold {held} of {card}" + (f": {named}" if named else "")
+    oom_word = "OOM" if ran_out(report) == UNNAMED else f"{word} OOM"  # no "CUDA" the text does not say
+    card = "the Mac's memory" if report.device in ("mps", "metal") else "the card"  # MPS shares the Mac's memory
+    title = f"{oom_word}: other processes hold {held} of {card}" + (f": {named}" if named else "")
     if not pids and report.other_used is None and report.note == oom.CONTEXT_NOTE:
         title = f"{word} OOM before this program held any memory (its {word} context could not be created): other " \
                 f"processes hold {card}"
     elif not pids and report.other_used is None and report.held:
-        title = f"{word} OOM: {report.note}: other processes hold {card}"
+        title = f"{oom_word}: {report.note}: other processes hold {card}"
     elif not pids and report.other_used is None:  # no numbers: the text's words say who held it (in the evidence)
-        title = f"{word} OOM: memory held by another process, not this run -> free {card} (stop that process)" + \
+        title = f"{oom_word}: memory held by another process, not this run -> free {card} (stop that process)" + \
             (f" or choose another GPU with {choose}" if choose else "")
     extra = [f"stop them ({lists})" + (f" or choose another GPU with {choose}" if choose else "")]
     return Advice("oom_other_process", ERROR, title, evidence + extra, {}, step)
@@ -131,24 +149,36 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
 
 _HOLDERS = {"cuda": ("nvidia-smi lists them; kill -9 a zombie", "CUDA_VISIBLE_DEVICES"),
             "xpu": ("xpu-smi ps lists the processes on each Intel GPU", "ZE_AFFINITY_MASK"),
-            "mps": ("Activity Monitor's Memory tab lists what holds the Mac's memory", "")}
+            "mps": ("Activity Monitor's Memory tab lists what holds the Mac's memory", ""),
+            "metal": ("Activity Monitor's Memory tab lists what holds the Mac's memory", "")}
 """Per device: what lists the processes that hold its memory, and the variable that picks another GPU (a Mac has
 one GPU, sharing the Mac's memory)."""
 
 
 def _phase_advice(phase: str, step: int, r: Recipe | None, evidence: list[str], severity: str,
-                  device: str = "cuda") -> Advice:
+                  device: str = "cuda", ran: str = "") -> Advice:
     """OOM (or a jump toward it) in an eval or save phase, with that phase's settings to change."""
     text, change = _eval_move(r) if phase == "eval" else _save_move(r, device)
+    if r is None and phase == "eval" and device == "metal":  # MLX has no Trainer's eval settings
+        text = "lower the evaluation's batch size or the tokens it reads and generates per request"
+    elif r is None and phase == "save" and ran == UNNAMED:  # the words name no GPU: the host's RAM as likely
+        text, change = UNNAMED_SAVE_MOVE, {}
     what = "evaluation" if phase == "eval" else "checkpoint save"
-    lead = f"{DEVICE_WORD[device]} out of memory during {what}" if severity == ERROR else \
+    lead = f"{ran or DEVICE_WORD[device] + ' out of memory'} during {what}" if severity == ERROR else \
         f"VRAM jumps over the line during {what}"
     return Advice(f"oom_at_{phase}", severity, f"{lead}: {text}", evidence, change, step)
 
 
+UNNAMED_SAVE_MOVE = ("save less at once (the adapter alone, or save_only_model = true, without the optimizer "
+                     "state); if the GPU ran out, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets cached blocks "
+                     "serve the save; if the host's RAM did (the process killed), it needs more RAM or swap")
+"""A save's OOM that only words report, naming no GPU: the CUDA allocator's setting is one branch, not the move."""
+
+
 def _eval_move(r: Recipe | None) -> Move:
     if r is None:
-        return "lower per_device_eval_batch_size or set eval_accumulation_steps", {}
+        return ("lower the evaluation's batch size (per_device_eval_batch_size); under the Trainer, "
+                "eval_accumulation_steps also moves its outputs to the CPU as it goes"), {}
     t = r.training
     if t.per_device_eval_batch_size > 1:
         new = t.per_device_eval_batch_size // 2
@@ -208,13 +238,23 @@ def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
     return _phase_advice(phase, f.step, r, evidence, WARNING)
 
 
-DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU"}
+DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU", "metal": "Apple GPU (Metal)"}
 """The device an OOM names, as its advice's title names it (logic/oom.py's OomReport.device)."""
 
 
 def ran_out(report: oom.OomReport) -> str:
-    """'CUDA out of memory', 'MPS out of memory', 'XPU out of memory': the OOM as an alert or the guard names it."""
+    """'CUDA out of memory', 'MPS out of memory', 'XPU out of memory': the OOM as an alert or the guard names it;
+    'Out of memory' where only the person's words say it and they name no GPU (`the evaluation fails due to OOM`,
+    `64G memory is not enough`): the host's RAM as likely as a card, and "CUDA" would be made up."""
+    if report.said and report.device == "cuda" and not _DEVICE_NAMED.search(report.text):
+        return UNNAMED
     return f"{DEVICE_WORD[report.device]} out of memory"
+
+
+UNNAMED = "Out of memory"
+_DEVICE_NAMED = re.compile(r"cuda|gpu|vram|\bhip\b|rocm|device|card|nvidia|torch|OutOfMemoryError|ResourceExhausted|"
+                           r"video memory|graphics|\b(?:rtx|gtx|tesla|quadro)\b|显存|显卡|GPU", re.I)
+"""Words that put an OOM on a device (or in a library that runs on one): the person's sentence then names it."""
 
 XPU_CACHE_MOVE = ("set PYTORCH_ALLOC_CONF=expandable_segments:True (PyTorch's one allocator variable for every "
                   "accelerator, read by its XPU allocator in torch 2.13, whose XPU expandable segments came in late "
@@ -250,6 +290,8 @@ def _mps_evidence(report: oom.OomReport) -> list[str]:
 
 def _full_words(report: oom.OomReport) -> str:
     """What a full device's title says: the request alone larger than the card, the MPS cap reached, or a full card."""
+    if report.device == "metal":
+        return "the Mac's memory ran out"
     if report.device == "mps":
         return f"the {gib(report.allowed)} cap was reached" if report.allowed is not None else \
             "the Mac's memory ran out, no cap set"

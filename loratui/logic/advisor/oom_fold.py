@@ -13,6 +13,7 @@ from loratui import events
 from loratui.logic import oom, oom_start, oom_words
 from loratui.logic.advisor.advice import Advice, Finding
 from loratui.logic.advisor.phase_words import looks_like_code
+from loratui.logic.fmt import quoted
 
 if TYPE_CHECKING:
     from loratui.logic.advisor.text import TextWatch
@@ -102,7 +103,7 @@ class OomFold:
         if self.oom is None and getattr(self, "host_oom", None) is None and \
                 (_HOST_RAM.search(line) or self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
-            self.host_oom = (line.strip()[:300], phase, evidence, self.ctx.step)
+            self.host_oom = (quoted(line), phase, evidence, self.ctx.step)
             self._items = None
         host = getattr(self, "host_oom", None)
         if host is not None and not host[1] and self.oom is None and self.trace.phase in ("save", "eval"):
@@ -118,7 +119,7 @@ class OomFold:
                 not _OOM_COUNTER.search(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         cause = getattr(self.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
-        if self.oom is None and self.pasted and cause is not None and cause[1] == line.strip()[:300] and \
+        if self.oom is None and self.pasted and cause is not None and cause[1] == quoted(line) and \
                 _ABOUT_MEMORY.search(getattr(self.text.where, "_cause_words", "") or line):
             # the person's account of what held the memory (`nvidia-smi still shows 15 GB used after I killed the
             # script`, `83 GB reserved vs 49 GB allocated`) is the OOM's story even where no sentence names the OOM

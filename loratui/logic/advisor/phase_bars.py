@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from loratui.logic.fmt import quoted
 from loratui.logic.text_reader import progress, values
 
 CHECKPOINT = re.compile(r"checkpoint-(\d{1,9})\b")
@@ -88,9 +89,9 @@ class PhaseBars:
             bar = progress.find_bar(line)
             if bar is not None and bar.desc:
                 if _EVAL_BAR.search(bar.desc) or _EVAL_WORD.search(bar.desc) and "train" not in bar.desc.lower():
-                    self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
+                    self.banner, self.banner_line, self._banner_bar = "eval", quoted(line), None
                 elif _SAVE_BAR.search(bar.desc) and not NOT_STATUS.search(bar.desc):
-                    self.banner, self.banner_line, self._banner_bar = "save", line.strip()[:300], None
+                    self.banner, self.banner_line, self._banner_bar = "save", quoted(line), None
                 elif self.banner == "eval":
                     self.banner = ""
                 self._after_bar(line)
@@ -121,7 +122,7 @@ class PhaseBars:
             if self.banner == "eval":
                 self.banner = ""
         elif getattr(self, "_notebook_training", False) and "<" in line:  # a finished bar (`[125/125 00:30]`) is over
-            self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
+            self.banner, self.banner_line, self._banner_bar = "eval", quoted(line), None
         return True
 
     def _bar_moved(self, line: str) -> None:
@@ -158,6 +159,6 @@ class PhaseBars:
         self._plain_before = (int(counts.group(1)), total) if counts else None
         self._bar_total = total
         if self.train_total and total != self.train_total:
-            self.banner, self.banner_line, self._banner_bar = "eval", line.strip()[:300], None
+            self.banner, self.banner_line, self._banner_bar = "eval", quoted(line), None
         elif self.banner == "eval" and total == self.train_total:
             self.banner = ""

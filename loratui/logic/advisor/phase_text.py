@@ -22,6 +22,7 @@ from loratui.logic.advisor.phase_words import (
     looks_like_code,
     prose_like,
 )
+from loratui.logic.fmt import quoted
 
 _STATUS = re.compile(
     r"(?:^|[:,\-\]*|>]\s*|[.!]\s+|\b(?:running|starting|start|begin(?:ning)?|now)\s+(?:the\s+)?|"
@@ -200,11 +201,11 @@ class PhaseText(PhaseBars, PhaseWords):
             self._allocator(line)
         if "checkpoint-" in line:
             for match in CHECKPOINT.finditer(line):
-                self.checkpoints.append((int(match.group(1)), line.strip()[:300]))
+                self.checkpoints.append((int(match.group(1)), quoted(line)))
         if "s/it" in line or "it/s" in line:
             progress = _PROGRESS.search(line)
             if progress:
-                self.progress = (int(progress.group(1)), line.strip()[:300])
+                self.progress = (int(progress.group(1)), quoted(line))
         self._step_words(line)
         self._prose(line)
 
@@ -351,5 +352,5 @@ class PhaseText(PhaseBars, PhaseWords):
     def _announce(self, phase: str, line: str) -> None:
         """A status line names the phase the run enters; the bar drawn before it is kept, so that bar going on
         later says the phase ended (a checkpoint saved, an evaluation done, training resumed)."""
-        self.banner, self.banner_line = phase, line.strip()[:300]
+        self.banner, self.banner_line = phase, quoted(line)
         self._banner_bar = getattr(self, "_last_bar", None)  # getattr: a state pickled in an older events.idx

@@ -10,6 +10,7 @@ import re
 
 from loratui.logic import oom, oom_holders, oom_words
 from loratui.logic.clauses import clause_starts, sentences
+from loratui.logic.fmt import quoted
 
 SETTING = re.compile(r"^\s*-{0,2}[\w.-]+\s*[:=]\s*(?:true|false|yes|no|null|none|[-+]?\d[\w.+-]*|\"[^\"]*\"|'[^']*')\s*,?\s*$",
                      re.I)
@@ -226,7 +227,7 @@ class PhaseWords:
         if ("step" in line or "步" in line) and getattr(self, "said_step", None) is None and prose_like(line.strip()):
             said = _SAID_STEP.search(line)
             if said is not None and _FAILS_AT.search(line):
-                self.said_step = (int(said.group(1) or said.group(2)), line.strip()[:300])
+                self.said_step = (int(said.group(1) or said.group(2)), quoted(line))
 
     def _prose(self, line: str) -> None:
         """The user's words: a sentence that names memory and a phase. A sentence may run over a few lines
@@ -260,7 +261,7 @@ class PhaseWords:
             # the line alone first; then the sentence it ends, hard-wrapped over lines (`nvidia-smi shows 15 GB used
             # even though` / `nothing is running`)
             kind = oom_words.said_cause(text) or (oom_words.said_cause(whole) if whole != text else "")
-            self.cause = (kind, text[:300]) if kind else None
+            self.cause = (kind, quoted(text)) if kind else None
             self._cause_words = whole[:600] if kind else ""
 
     def _memory_phase(self, line: str, carried: str, whole: str) -> None:
@@ -283,7 +284,7 @@ class PhaseWords:
             named = chosen if chosen is not None else _nearest(whole, named) or named
         for phase, words in named:
             if phase not in self.prose:
-                self.prose[phase] = (text if words.search(text) else whole)[:300]
+                self.prose[phase] = quoted(text if words.search(text) else whole)
                 if words.search(_no_paths(text)):
                     self._words_at(phase)
 
@@ -311,7 +312,7 @@ class PhaseWords:
         bounds = clause_starts(clean) + [len(clean) + 1]
         at = max(i for i, b in enumerate(bounds) if b <= found.start())  # type: ignore[union-attr]
         if not WORKS.search(clean, bounds[at], bounds[at + 1]):  # `training runs fine, but when evaluation starts I get:`
-            self._intro = (named[0][0], text[:300])
+            self._intro = (named[0][0], quoted(text))
 
     def _failure_words(self, text: str, whole: str) -> None:
         """The person's sentence that places a failure in a phase (`the following error occurred when saving the
@@ -328,7 +329,7 @@ class PhaseWords:
         failed = getattr(self, "failed_in", None) or {}
         for phase, words in named:
             if phase not in failed:
-                failed[phase] = (text if words.search(text) else whole)[:300]
+                failed[phase] = quoted(text if words.search(text) else whole)
                 if words.search(_no_paths(text)):
                     self._words_at(phase)
         self.failed_in = failed

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from loratui.logic.advisor.prep_words import PREP, WORK_HINTS, cut_bar
 from loratui.logic.durations import clock_seconds
+from loratui.logic.fmt import quoted
 
 _RANKS = re.compile(r"\brank ?\d|\branks?\b|\bmulti-?(?:GPU|node|card)s?\b|\bDDP\b|\bdistributed\b|\btorchrun\b|"
                     r"\bddp_timeout\b|init_process_group|process.group|\bbarrier\b|\bNCCL\b|\bdeepspeed\b|"
@@ -74,12 +75,12 @@ class PrepTimeout:
                 _WAITS.search(line):
             self.failed = self.failed_after
         if not self.prep and any(w in low for w in WORK_HINTS) and PREP.search(line):
-            self.prep = line.strip()[:300]
+            self.prep = quoted(line)
         self.ranks = self.ranks or any(w in low for w in _RANK_WORDS) and _RANKS.search(line) is not None
         marked = any(w in low for w in _MARK_WORDS) and not _QUESTION_ONLY.match(line)
         mark = _MARK.search(line) if marked and not self.failed else None
         if mark and _FAILS.search(line[:mark.start()] + line[mark.end():]):
-            self.failed = line.strip()[:300]
+            self.failed = quoted(line)
         return self._found()
 
     def _found(self) -> dict[str, object] | None:
@@ -98,7 +99,7 @@ class PrepTimeout:
         if elapsed is None:
             return False
         ran = clock_seconds(elapsed.group(1))
-        self.long_bar, self.ran_s = (line.strip()[:300], ran) if ran >= HALF_HOUR_S else ("", 0)
+        self.long_bar, self.ran_s = (quoted(line), ran) if ran >= HALF_HOUR_S else ("", 0)
         self.failed_after = ""
         if self.long_bar and not self.failed and _FAILED_AFTER.search(line, elapsed.end()):
             self._failed_after()

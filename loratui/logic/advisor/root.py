@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from loratui.logic.advisor.advice import INFO, Advice, Finding
 from loratui.logic.tracebacks import WRAPPERS, Raised
+from loratui.logic.fmt import quoted
 
 STORE_FAILED = re.compile(
     r"retriev\w* ncclUniqueId from \[\d+\].{0,200}?got error|store->get\(.{0,40}?\) got error|"
@@ -68,7 +69,7 @@ def store_finding(line: str, step: int) -> Finding | None:
         return None
     limit = _MS.search(line) if not store else None
     timeout_ms = (int(limit.group(1)) if limit.group(1) else int(limit.group(2)) * 1000) if limit else 0
-    return Finding("nccl_timeout", step, {"line": line.strip()[:400], "op": "rendezvous" if store else "",
+    return Finding("nccl_timeout", step, {"line": quoted(line, 400), "op": "rendezvous" if store else "",
                                           "timeout_ms": timeout_ms, "ran_ms": 0})
 
 

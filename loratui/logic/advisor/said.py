@@ -9,6 +9,7 @@ import re
 from loratui.logic.advisor import loss_words
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.clauses import sentences
+from loratui.logic.fmt import quoted
 
 SAID_WORDS = ("earn", "iverg", "onverg", "收敛", "发散")
 """Words that let a line without the word loss say the same (`the model is not learning`, `training diverged`)."""
@@ -60,7 +61,7 @@ def rise_said(line: str, step: int) -> Finding | None:
         return None
     said = loss_words.read(line)
     if said is not None:
-        return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None}) \
+        return Finding("loss_diverging", step, {"kind": "said", "quote": quoted(line), "lr": None}) \
             if said.kind == "rise" else None
     if _CODE.search(line) or _NOT_LM.search(line) or loss_words.TRANSIENT.search(line):
         return None  # TRANSIENT: a spike said to recover, a jump at each epoch's start
@@ -70,7 +71,7 @@ def rise_said(line: str, step: int) -> Finding | None:
         if _NOT_TRAIN.search(before) or _HELD.search(before[-12:] + gap) or _OTHER.search(gap) or \
                 _PERSON.search(gap) or _OBJECT.match(line, found.end()):
             continue
-        return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None})
+        return Finding("loss_diverging", step, {"kind": "said", "quote": quoted(line), "lr": None})
     return _numbers_rise(line, step)
 
 
@@ -122,7 +123,7 @@ def _numbers_rise(line: str, step: int) -> Finding | None:
             numbers.append(float(found.group(1).replace(",", "").replace(" ", "")))
         if len(numbers) >= 2 and numbers[-1] >= SAID_RISE * min(numbers[:-1]) and \
                 numbers[-1] - min(numbers[:-1]) >= 0.05:
-            return Finding("loss_diverging", step, {"kind": "said", "quote": line.strip()[:300], "lr": None})
+            return Finding("loss_diverging", step, {"kind": "said", "quote": quoted(line), "lr": None})
     return None
 
 
@@ -172,8 +173,8 @@ def flat_said(line: str, step: int) -> Finding | None:
     said = loss_words.read(line)
     if said is not None:
         if said.kind == "zero":
-            return Finding("loss_zero", step, {"kind": "said", "quote": line.strip()[:300]})
-        return Finding("loss_flat", step, {"kind": "said", "quote": line.strip()[:300]}) if said.kind == "flat" \
+            return Finding("loss_zero", step, {"kind": "said", "quote": quoted(line)})
+        return Finding("loss_flat", step, {"kind": "said", "quote": quoted(line)}) if said.kind == "flat" \
             else None
     lowered = line.lower()
     patterns = [(pattern, kind) for pattern, kind, hints in _HINTED if hints.search(lowered)]
@@ -188,8 +189,8 @@ def flat_said(line: str, step: int) -> Finding | None:
             if kind == "zero":
                 if _NOT_LM.search(line) or _COUNTER_BEFORE.search(line[:found.start()]):
                     continue  # a GRPO loss is 0 at its first steps by design; `step 0 loss 3.68` is step 0's loss
-                return Finding("loss_zero", step, {"kind": "said", "quote": line.strip()[:300]})
-            return Finding("loss_flat", step, {"kind": "said", "quote": line.strip()[:300]})
+                return Finding("loss_zero", step, {"kind": "said", "quote": quoted(line)})
+            return Finding("loss_flat", step, {"kind": "said", "quote": quoted(line)})
     return None
 
 

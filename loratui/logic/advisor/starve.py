@@ -33,6 +33,7 @@ from loratui.logic.advisor.starve_said import ON_CPU, PROGRAM, code_line, said_s
 from loratui.logic.advisor.starve_timed import timed_parts
 from loratui.logic.clauses import DENIED
 from loratui.recipe import Recipe
+from loratui.logic.fmt import quoted
 
 # -- the user's words that the watch reads over lines (one line's: starve_said.py) --------------------------
 
@@ -99,10 +100,10 @@ class StarveText:
         """The user names the loader as the reason, and says elsewhere that training is slow (two lines)."""
         slow = _SLOW_SAID.search(line) if not self._slow_said else None
         if slow and not DENIED.search(slow.group(0)) and not PROGRAM.search(line):  # `doesn't help, still slow`
-            self._slow_said = line.strip()[:300]
+            self._slow_said = quoted(line)
         if not self._blamed_line and (_LOADER_BLAMED.search(line) or _LOADER_TUNED.search(line)) and \
                 not code_line(line) and not PROGRAM.search(line):
-            self._blamed_line = line.strip()[:300]
+            self._blamed_line = quoted(line)
         if self._slow_said and self._blamed_line and not self._blame_done:
             self._blame_done = True
             quote = self._slow_said + (" / " + self._blamed_line if self._blamed_line != self._slow_said else "")
@@ -201,7 +202,7 @@ class StarveText:
         said = said_starved(line, self._after_iteration) if len(line) < 2000 else None
         if not self._on_cpu and ("cpu" in line.lower() or "process" in line or "available" in line) and \
                 ON_CPU.search(line):
-            self._on_cpu = line.strip()[:300]
+            self._on_cpu = quoted(line)
         if said is None or said["said"] in ("util", "cpu_busy") and self._on_cpu:
             return None
         return dict(said, text="said")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from loratui.logic.fmt import quoted
+
 SMI_ROW = re.compile(r"\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s")
 GPUSTAT_ROW = re.compile(r"\d+\s*'?°?C,\s*(\d+)\s*%\s*\|\s*(\d+)\s*/\s*\d+\s*MB")
 """A row of nvidia-smi (`| 30563MiB / 81920MiB |      2%  `: memory used and total, utilisation) and of gpustat
@@ -52,7 +54,7 @@ class UtilSamples:
             return False
         self.readings.append(util)
         if len(self.lines) < 3:
-            self.lines.append(line.strip()[:200])
+            self.lines.append(quoted(line, 200))
         return True
 
     def _reading(self, line: str) -> int | None:

@@ -18,6 +18,7 @@ import re
 from loratui.logic import durations
 from loratui.logic.advisor.prep_words import PREP
 from loratui.logic.clauses import clauses, denial, sentences
+from loratui.logic.fmt import quoted
 
 _NOT_DATA = re.compile(r"\b(?:model|checkpoint\w*|weights?|shards?|safetensors|download\w*|upload\w*|sav(?:e|es|ed|ing)|"
                        r"eval\w*|validat\w*|inference|generat\w*|predict\w*|compil\w*|install\w*|pip|wheel|build(?:ing)? "
@@ -152,16 +153,16 @@ def measured(line: str) -> dict[str, object] | None:
     for sentence in sentences(line):
         if (_knob_compared(sentence) or _SLOW_BLAMED.search(sentence)) and \
                 not re.search(r"\b(?:not|never|isn't|wasn't)\b|n't\b|不是|并非", sentence, re.I):
-            return {"said": "loader", "quote": line.strip()[:300]}
+            return {"said": "loader", "quote": quoted(line)}
     for clause in clauses(line):
         if PREP.search(clause) and _LONGER_THAN_TRAINING.search(clause) and not _DENIED.search(clause):
-            return {"said": "preprocessing", "quote": line.strip()[:300]}
+            return {"said": "preprocessing", "quote": quoted(line)}
         if not _COUNTED.search(clause) or _NOT_DATA.search(clause) or _DENIED.search(clause):
             continue
         if PREP.search(clause) and (_longest(clause) >= PREP_S or _rate_fell(clause)):
-            return {"said": "preprocessing", "quote": line.strip()[:300]}
+            return {"said": "preprocessing", "quote": quoted(line)}
         if _FEED.search(clause) and _rate_fell(clause):
-            return {"said": "slowdown", "quote": line.strip()[:300]}
+            return {"said": "slowdown", "quote": quoted(line)}
         if _waits(clause):
-            return {"said": "delay", "quote": line.strip()[:300]}
+            return {"said": "delay", "quote": quoted(line)}
     return None

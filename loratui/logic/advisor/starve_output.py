@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.durations import clock_seconds
+from loratui.logic.fmt import quoted
 from loratui.logic.text_reader.progress import find_bar
 
 # -- profiler tables --------------------------------------------------------------------------------------
@@ -38,7 +39,7 @@ def _line_profile_row(line: str) -> dict[str, object] | None:
     row = _LINE_ROW.match(line)
     if row is None or not _LOOP_OVER_LOADER.search(row.group(2)) or float(row.group(1)) < PROFILE_SHARE:
         return None
-    return {"text": "profile", "share": float(row.group(1)), "line": line.strip()[:300]}
+    return {"text": "profile", "share": float(row.group(1)), "line": quoted(line)}
 
 
 @dataclass
@@ -76,7 +77,7 @@ class ProfileTable:
         share = max((s for s in shares if s <= 100), default=0.0)
         if share < PROFILE_SHARE:
             return None
-        return {"text": "profile", "share": share, "line": line.strip()[:300]}
+        return {"text": "profile", "share": share, "line": quoted(line)}
 
 
 _INPUT_BOUND = re.compile(r"input-bound because (\d+(?:\.\d+)?)\s*% of the total step time sampled is waiting for "
@@ -99,7 +100,7 @@ def open_bar(line: str) -> dict[str, object] | None:
     spent = clock_seconds(found.group("spent"))
     if spent < OPEN_SLOW_S:
         return None
-    return {"text": "preprocessing", "line": line.strip()[:300], "desc": found.group("desc").strip(),
+    return {"text": "preprocessing", "line": quoted(line), "desc": found.group("desc").strip(),
             "rate": float(found.group("rate")), "unit": found.group("unit"), "minutes": spent / 60}
 
 
@@ -128,7 +129,7 @@ class LoaderTimer:
         mean = self.total / self.lines
         if self.lines < 3 or mean < LOADER_ALONE_S:
             return None
-        return {"text": "loader_time", "mean": mean, "lines": self.lines, "line": line.strip()[:300]}
+        return {"text": "loader_time", "mean": mean, "lines": self.lines, "line": quoted(line)}
 
 
 _TIMING_ROW = re.compile(r"^\s*\|?\s*(?P<name>[A-Za-z][^|]{1,60}?)\s*\|\s*(?P<value>\d+(?:\.\d+)?)\s*(?:s|sec|ms)?\s*\|?\s*$")
@@ -207,7 +208,7 @@ class RateWatch:
         if before <= 0 or now < RATE_SLOWER * before:
             return None
         self.done = True
-        return {"text": "rate_drop", "before": before, "now": now, "n": n, "line": line.strip()[:300]}
+        return {"text": "rate_drop", "before": before, "now": now, "n": n, "line": quoted(line)}
 
 
 _BREAK = re.compile(r"\b(?:eval\w*|validat\w*|sav(?:e|ing)|checkpoint)\b", re.I)
@@ -234,7 +235,7 @@ class MegatronTimers:
         share = 100 * fetch / (fetch + step)
         if share < PROFILE_SHARE:
             return None
-        return {"text": "profile", "share": round(share, 1), "line": line.strip()[:300]}
+        return {"text": "profile", "share": round(share, 1), "line": quoted(line)}
 
 
 _WAIT_SHARE = re.compile(r"\b(?:data ?loader|data|loader|input|io|fetch)[ _-]?(?:wait(?:ing)?|stall(?:ed)?|bound)(?:[ _-]?"
@@ -259,7 +260,7 @@ class WaitShare:
         if len(self.shares) < 2 or mean < PROFILE_SHARE:
             return None
         self.done = True
-        return {"text": "profile", "share": round(mean, 1), "line": line.strip()[:300]}
+        return {"text": "profile", "share": round(mean, 1), "line": quoted(line)}
 
 
 _SHUFFLE_FILL = re.compile(r"Filling up shuffle buffer \(this may take a while\)")
@@ -285,13 +286,13 @@ class InputWaits:
             self.fills += 1
             if self.fills >= SHUFFLE_LINES:
                 self.done = True
-                return {"text": "said", "said": "loader", "quote": f"{line.strip()[:240]} (printed {self.fills} times: "
+                return {"text": "said", "said": "loader", "quote": f"{quoted(line, 240)} (printed {self.fills} times: "
                                                                     "the input pipeline fills its buffer slowly)"}
             return None
         built = _INDEX_BUILT.search(line)
         if built and float(built.group(1)) >= OPEN_SLOW_S:
             self.done = True
-            return {"text": "said", "said": "preprocessing", "quote": line.strip()[:300]}
+            return {"text": "said", "said": "preprocessing", "quote": quoted(line)}
         return None
 
 
@@ -330,7 +331,7 @@ class StackWait:
         elif _DUMP.search(line):
             self.mode, self.frame = "dump", ""
         elif self.mode and not self.frame and (_FETCH_FRAME.search(line) or _PREP_FRAME.search(line)):
-            self.frame = line.strip()[:300]
+            self.frame = quoted(line)
             return self._found() if self.mode == "dump" else None
         elif self.mode == "trace" and re.match(r"\s*(?:\^C)?KeyboardInterrupt\b", line):
             return self._found() if self.frame else None
@@ -348,4 +349,4 @@ def input_bound(line: str) -> dict[str, object] | None:
     bound = _INPUT_BOUND.search(line) if "input-bound" in line else None
     if bound is None or float(bound.group(1)) < PROFILE_SHARE:
         return None
-    return {"text": "profile", "share": float(bound.group(1)), "line": line.strip()[:300]}
+    return {"text": "profile", "share": float(bound.group(1)), "line": quoted(line)}

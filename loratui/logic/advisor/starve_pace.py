@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui.logic.clauses import sentences
+from loratui.logic.fmt import quoted
 
 _SIZED = re.compile(r"(?<![A-Za-z0-9_.])(?:\d+(?:\.\d+)?\s*[BM](?![A-Za-z0-9_])|(?:res(?:net)?|vit|bert|gpt2?|llama|qwen\w*|t5|swin|"
                     r"efficientnet|hrnet)[-_ ]?(?:w)?\d+[a-z]?\b|(?:tiny|small|base|large|xl|xxl|huge)\b)", re.I)
@@ -43,7 +44,7 @@ def same_pace_said(line: str) -> dict[str, object] | None:
         sizes = {m.group(0).lower().replace(" ", "") for m in _SIZED.finditer(sentence)}
         cards = {m.group(0).upper().replace(" ", "") for m in _GPU_MODEL.finditer(sentence)}
         if (len(sizes) >= 2 or len(cards) >= 2 or _BIGGER.search(sentence)) and _SAME_PACE.search(sentence):
-            return {"said": "loader", "quote": line.strip()[:300]}
+            return {"said": "loader", "quote": quoted(line)}
     return None
 
 
@@ -84,7 +85,7 @@ class PaceTable:
             if other_size != size and other_rest == rest and _family(other_size) == family and time > 0 and \
                     abs(other_time - time) <= SAME * time:
                 self.done = True
-                return {"said": "loader", "quote": f"{other_size} and {size} both take {time:g} ({line.strip()[:200]})"}
+                return {"said": "loader", "quote": f"{other_size} and {size} both take {time:g} ({quoted(line, 200)})"}
         self.rows.append((size, rest, time))
         return None
 

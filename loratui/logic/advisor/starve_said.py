@@ -19,6 +19,7 @@ from loratui.logic.advisor.starve_words import (
     speed_up_asked,
 )
 from loratui.logic.clauses import DENIED
+from loratui.logic.fmt import quoted
 
 _UTIL = (r"(?:" + DEVICE + r"|显卡|(?<![A-Za-z])cuda)[\s\-_']{0,3}(?:s\s+)?(?:util\w*|usage|load|activity|busy|利用率|使用率|占用率)|"
          r"(?<![A-Za-z存])(?:利用率|使用率)|"
@@ -251,7 +252,7 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
     if util and ("cpu" in low or "core" in low or "htop" in low) and (_CPU_BUSY.search(line) and _GPU_IDLE.search(line) or
                          _CPU_SLOW.search(line) and _GPU_FAST.search(line)):
         # before the GPU's words: the CPU is the cause named
-        return {"said": "cpu_busy", "quote": line.strip()[:300]}
+        return {"said": "cpu_busy", "quote": quoted(line)}
     said_util = _util_said(line) if util and (any(w in low for w in _UTIL_WORDS) or
                                               "%" in line and _GPU_NAMED.search(line)) else None
     if said_util is not None:
@@ -271,16 +272,16 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
                 not (what in ("delay", "storage") and ELSEWHERE.search(line)) and \
                 not (what == "loader" and NOT_DATA.search(found.group(0))) and not asked(line) and \
                 not _TURN.search(found.group(0)):
-            return {"said": what, "quote": line.strip()[:300]}
+            return {"said": what, "quote": quoted(line)}
     if after_iteration and _DELAY_HERE.search(line):
-        return {"said": "delay", "quote": line.strip()[:300]}
+        return {"said": "delay", "quote": quoted(line)}
     fed = fed_slowly(line) if any(word in low for word in _FED_WORDS) else None
     if fed is None and any(word in low for word in _SAID_WORDS) and clause_said(line):
         fed = "loader"
     if fed is None and ("speed" in low or "faster" in low or "acceler" in low or "加" in line or "提速" in line) and \
             speed_up_asked(line):
         fed = "loader"
-    return {"said": fed, "quote": line.strip()[:300]} if fed and (util or fed == "loader") else None
+    return {"said": fed, "quote": quoted(line)} if fed and (util or fed == "loader") else None
 
 _IDLE_SHARE = re.compile(
     DEVICE + r"[^.!?\n]{0,30}?\b(?:idle|idling|waiting|stalled|doing nothing)\s+(?:for\s+)?(?:about |around |~|over |"
@@ -305,7 +306,7 @@ def _util_said(line: str) -> dict[str, object] | None:
     idle = _IDLE_SHARE.search(line)
     if idle:  # the idle share measured: a quarter of the time or more is a GPU waiting
         share = int(idle.group("n") or idle.group("n2"))
-        return {"said": "util", "quote": line.strip()[:300], "util": 100 - share} if share >= IDLE_SHARE else None
+        return {"said": "util", "quote": quoted(line), "util": 100 - share} if share >= IDLE_SHARE else None
     for found in _UTIL_SAID.finditer(line):
         gap = found.group("gap") or ""
         if found.group("util") and _GAP_OTHER.search(gap):
@@ -317,11 +318,11 @@ def _util_said(line: str) -> dict[str, object] | None:
         if word and _SWING.search(word) and low is not None and low > SWING_LOW:
             continue  # `fluctuates between 85% and 100%`: busy all the time
         if word:
-            return {"said": "util", "quote": line.strip()[:300]}
+            return {"said": "util", "quote": quoted(line)}
         if low is not None and low <= 50:
-            return {"said": "util", "quote": line.strip()[:300], "util": low}
+            return {"said": "util", "quote": quoted(line), "util": low}
     busy = _busy_at(line)
-    return {"said": "util", "quote": line.strip()[:300], "util": busy} if busy is not None and busy <= 50 else None
+    return {"said": "util", "quote": quoted(line), "util": busy} if busy is not None and busy <= 50 else None
 
 _BUSY_AT = re.compile(
     r"(?:nvidia-smi|nvtop|gpustat)\s+(?:shows?|showed|says|reports?|gives|is at|at|stays at|reads)\s+(?:only |about |around |~|"
@@ -376,10 +377,10 @@ def _prep_said(line: str) -> dict[str, object] | None:
         return None
     stuck = _PREP_STUCK.search(line)
     if stuck and not DENIED.search(stuck.group(0)):
-        return {"said": "preprocessing", "quote": line.strip()[:300]}
+        return {"said": "preprocessing", "quote": quoted(line)}
     crawl = _MAP_CRAWLS.search(line)
     if crawl and not DENIED.search(crawl.group(0)):
-        return {"said": "preprocessing", "quote": line.strip()[:300]}
+        return {"said": "preprocessing", "quote": quoted(line)}
     for found in _PREP_SAID.finditer(line):
         if _HELD.search(line[:found.start()][-16:]) or DENIED.search(found.group(0)):
             continue
@@ -388,5 +389,5 @@ def _prep_said(line: str) -> dict[str, object] | None:
             minutes = float(number) if number[0].isdigit() else 0
             if minutes < PREP_SAID_MIN and number[0].isdigit():
                 continue
-        return {"said": "preprocessing", "quote": line.strip()[:300]}
+        return {"said": "preprocessing", "quote": quoted(line)}
     return None

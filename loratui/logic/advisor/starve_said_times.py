@@ -10,6 +10,7 @@ import re
 from loratui.logic import durations
 from loratui.logic.advisor.starve_words import ELSEWHERE, NOT_DATA
 from loratui.logic.clauses import DENIED
+from loratui.logic.fmt import quoted
 
 _DURATION = durations.pattern("s min h")
 
@@ -55,7 +56,7 @@ def loader_takes(line: str) -> dict[str, object] | None:
         return None
     number, unit = [g for g in found.groups() if g is not None][:2]  # _BATCH_TAKES: the alternative that matched
     seconds = float(number) * durations.unit_seconds(unit)
-    return {"said": "loader", "quote": line.strip()[:300]} if seconds >= LOADER_SAID_S else None
+    return {"said": "loader", "quote": quoted(line)} if seconds >= LOADER_SAID_S else None
 
 _STALL = re.compile(r"\b(?:do(?:es)? nothing|doing nothing|idl\w+|hang\w*|stuck|wait\w*|freez\w*|stall\w*|sits? there)\b",
                     re.I)
@@ -71,7 +72,7 @@ def stall_said(line: str) -> dict[str, object] | None:
     """`Before training, the notebook seems to do nothing at all for over one minute`: a wait of minutes before
     each training or epoch while the steps themselves then run fast (the loader starting its workers or reading)."""
     if _BEFORE_TRAINING.search(line) and _STALL.search(line) and _MINUTES.search(line):
-        return {"said": "delay", "quote": line.strip()[:300]}
+        return {"said": "delay", "quote": quoted(line)}
     return None
 
 _RATE_SAID = re.compile(r"(\d+(?:\.\d+)?)\s*(it/s|s/it|(?:samples|examples|images|imgs|tokens|seqs?)/s(?:ec)?|"
@@ -94,7 +95,7 @@ def _rates_said(line: str) -> dict[str, object] | None:
     if len(rates) < 2 or min(rates) <= 0 or max(rates) < SLOWER * min(rates) or not _DATA_CAUSE.search(line) or \
             ELSEWHERE.search(line):  # an evaluation's or a save's speed beside training's is that work's
         return None
-    return {"said": "slowdown", "quote": line.strip()[:300]}
+    return {"said": "slowdown", "quote": quoted(line)}
 
 _TIMES = re.compile(r"\b(\d+(?:\.\d+)?)\s*(?:x|×|times)\s+(?:slower|longer)\b", re.I)
 """`made each epoch take 3x longer`: the same work several times slower, with the data named as what changed."""
@@ -137,7 +138,7 @@ def _first_epoch_said(line: str) -> dict[str, object] | None:
     after = _seconds(line[later.start():])
     if not before or not after or min(after) <= 0 or before[-1] < SLOWER * after[0]:
         return None
-    return {"said": "storage", "quote": line.strip()[:300]}
+    return {"said": "storage", "quote": quoted(line)}
 
 
 def slowdown_said(line: str) -> dict[str, object] | None:
@@ -153,20 +154,20 @@ def slowdown_said(line: str) -> dict[str, object] | None:
     if times and float(times.group(1)) >= SLOWER and (_DATA_CAUSE.search(line) or _DATA_READ.search(line)) and \
             _WORK.search(line) and not ELSEWHERE.search(line) and not DENIED.search(line) and \
             not NOT_DATA.search(line):
-        return {"said": "slowdown", "quote": line.strip()[:300]}
+        return {"said": "slowdown", "quote": quoted(line)}
     faster = _FASTER.search(line)
     if faster and float(faster.group("n") or faster.group("n2")) >= FASTER and _FED_BETTER.search(line) and \
             not DENIED.search(line) and not ELSEWHERE.search(line) and not NOT_DATA.search(line) and \
             not _OTHER_CHANGE.search(line):
-        return {"said": "loader", "quote": line.strip()[:300]}
+        return {"said": "loader", "quote": quoted(line)}
     moved = _MOVED.search(line)
     if moved and _FED_BETTER.search(line) and not ELSEWHERE.search(line) and not NOT_DATA.search(line):
         spans = _seconds(moved.group(0))
         if len(spans) == 2 and min(spans) > 0 and max(spans) >= SLOWER * min(spans):
-            return {"said": "slowdown", "quote": line.strip()[:300]}
+            return {"said": "slowdown", "quote": quoted(line)}
     if not _THEN.search(line) or not _WORK.search(line):
         return None
     durations = _seconds(line)
     if len(durations) < 2 or min(durations) <= 0 or max(durations) < SLOWER * min(durations):
         return None
-    return {"said": "slowdown", "quote": line.strip()[:300]}
+    return {"said": "slowdown", "quote": quoted(line)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from loratui.logic import durations
+from loratui.logic.fmt import quoted
 
 _DURATION = durations.pattern("ms s min")
 """A duration with its unit; not a rate (`2.5 s/it`, `it/s`) and not a bare number."""
@@ -80,7 +81,7 @@ def timed_parts(line: str) -> dict[str, object] | None:
     whole = data + work if work is not None else parts["total"]
     if data < MIN_DATA_S or whole <= 0 or data > whole or data < SHARE * whole:
         return None
-    return {"text": "timed_parts", "data": data, "whole": whole, "line": line.strip()[:300]}
+    return {"text": "timed_parts", "data": data, "whole": whole, "line": quoted(line)}
 
 
 # -- a program's timers under keys of any naming -------------------------------------------------------------

@@ -22,6 +22,7 @@ from loratui.logic.advisor.starve_gpu_util import GPUSTAT_ROW, SMI_ROW
 from loratui.logic.advisor.starve_timed import timer_keys
 from loratui.logic.durations import clock_seconds
 from loratui.logic.text_reader import progress, values
+from loratui.logic.fmt import quoted
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
 _FEW_SUGGEST = re.compile(r"\(try (\d+) which is the number of cpus|`?num_workers=(\d+)`?\s+in the `DataLoader`")
@@ -119,6 +120,23 @@ _CHECKPOINTING_OFF = re.compile(
     r"(?:without|no|turn\w* off|switch\w* off) gradient[_ ]checkpointing|"
     r"gradient[_ ]checkpointing (?:is |was )?(?:off|disabled|not (?:on|enabled|used))", re.I)
 """A line that names gradient checkpointing only to turn it off, or to say it is off."""
+BATCH_ONE = re.compile(
+    r"(?<![\w-])(?<!eval_)(?<!valid_)(?<!test_)(?:--)?(?:per_device_train_|train_|micro_train_|micro[_ -]?|train[_ -]?)?"
+    r"(?:batch[_ -]?size|bsize|bs)(?:_per_(?:gpu|device))?[\s\"'`]{0,3}(?:(?:is|was|to|of|at|be|set|already|even|"
+    r"only|as|just|=|:|设置为|设为|为|是)[\s\"'`]*){0,4}1(?![\d.,]\d|\d|e-?\d|\s*(?:k|x|/|-\d))", re.I)
+"""The person's (or the command's) training batch of one: `micro batch size to be 1`, `--per_device_train_batch_size 1`,
+`batch_size为1`, `bs=1`; not an evaluation's batch, not `batch_size 16` or `(batch_size, 1)`."""
+_BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine|ok|okay|runs? (?:ok|fine|well)|succeed\w*|"
+                              r"no (?:oom|problem|issue)s?)\b|正常|没问题|可以跑|>>\s+Batch size =", re.I)
+"""A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header."""
+_BATCH_OTHER = re.compile(r"(?:batch[_ -]?size|bsize|\bbs)\W{0,3}\s*(?:(?:is|was|to|of|at|=|:|为)\s*){0,2}"
+                          r"(?!1(?![\d.]))\d+\b", re.I)
+"""Another batch size on the same line (`bs=1 runs, bs=2 goes OOM`): which one failed is not said."""
+MAC_SAID = re.compile(r"\b(?:mac ?os|macosx|macbook|mac studio|mac mini|imac|apple silicon|apple m[1-5]|"
+                      r"m[1-5] (?:pro|max|ultra)|m[1-5] mac)\b|torch\.backends\.mps|device\s*=\s*[\"']mps|"
+                      r"\bmps backend\b|[\"']mps[\"']|/opt/homebrew/", re.I)
+"""The text is about a Mac (Apple's GPU, no CUDA): `M2 MacOS`, `on my MacBook`, `device="mps"`, a path under
+Homebrew's Apple-silicon prefix (/opt/homebrew/). Not NVIDIA's own MPS (its Multi-Process Service), named bare."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
@@ -142,6 +160,8 @@ class TextWatch:
     workers_chosen: str = ""  # the text's note that the loader must run with 0 or 1 worker
     nccl_info: str = ""  # the last `NCCL INFO` line (NCCL_DEBUG=INFO set up its communicators)
     hang_said: str = ""  # the user's words that the run hangs
+    batch_one: str = ""  # the first line that says the training batch is already 1 (no smaller batch to advise)
+    mac_line: str = ""  # the first line that puts the run on a Mac (no CUDA there)
     checkpointing_line: str = ""  # torch's checkpoint warning that no input needs a gradient, else a line
     # that turns gradient checkpointing on: what explains a LoRA backward's `does not have a grad_fn`
     _many: tuple[int, str] | None = None
@@ -159,7 +179,7 @@ class TextWatch:
         if "worker" in line:
             found += self._workers(line, step)
             if not self.workers_chosen and _WORKERS_CHOSEN.search(line):
-                self.workers_chosen = line.strip()[:300]
+                self.workers_chosen = quoted(line)
         if "%" in line and ("MiB" in line or "MB" in line):
             found += self._idle_gpu(line, step)
         if "NCCL INFO" in line or "hang" in lowered or "stuck" in lowered or "freez" in lowered or "卡" in line:
@@ -177,9 +197,15 @@ class TextWatch:
             found += self._preprocessing(line, step)
         if not self.prep_line and ("oken" in line or "roup" in line or "ack" in line or "rocess" in line) and \
                 _PREP_STATUS.search(line):
-            self.prep_line = line.strip()[:300]
+            self.prep_line = quoted(line)
         found += self.starve.line(line, step)
         self._error_words(line)
+        if ("atch" in line or "bs" in lowered or "BATCH" in line) and not getattr(self, "batch_one", "") and \
+                BATCH_ONE.search(line) and not _BATCH_ONE_WORKS.search(line) and not _BATCH_OTHER.search(line):
+            self.batch_one = quoted(line)  # getattr: a text watch pickled in an older events.idx
+        if ("ac" in line or "mps" in lowered or "pple" in line) and not getattr(self, "mac_line", "") and \
+                MAC_SAID.search(line):
+            self.mac_line = quoted(line)  # getattr: a text watch pickled in an older events.idx
         if "heckpoint" in line or "requires_grad" in line:
             self._checkpointing(line)
         found += self._prep_timed_out(line, step)
@@ -196,16 +222,16 @@ class TextWatch:
         elif self.error_said is None and ("rror" in line or "xception" in line) and not looks_like_code(line):
             self.error_said = said_raised(line)
             if self.error_said is None and introduces_error(line):
-                self.error_intro = line.strip()[:300]
+                self.error_intro = quoted(line)
 
     def _checkpointing(self, line: str) -> None:
         """The first line that shows gradient checkpointing on; torch's warning that no input needs a
         gradient wins."""
         if _NO_INPUT_GRAD.search(line) and not _NO_INPUT_GRAD.search(getattr(self, "checkpointing_line", "")):
-            self.checkpointing_line = line.strip()[:300]
+            self.checkpointing_line = quoted(line)
         elif not getattr(self, "checkpointing_line", "") and _CHECKPOINTING_ON.search(line) and \
                 not _CHECKPOINTING_OFF.search(line):
-            self.checkpointing_line = line.strip()[:300]
+            self.checkpointing_line = quoted(line)
 
     def _prep_timed_out(self, line: str, step: int) -> list[Finding]:
         """The run died at the distributed timeout while a rank prepared the data, in words (before any NCCL line)."""
@@ -231,10 +257,10 @@ class TextWatch:
     def _nan_said(self, line: str, step: int) -> list[Finding]:
         """A NaN in the program's own words, or fp16's loss scaler at its floor (every step overflows)."""
         if not self.scale_line and _SCALE_DOWN.search(line):
-            self.scale_line = line.strip()[:300]
+            self.scale_line = quoted(line)
         if _SCALE_FLOOR.search(line) or nan_text.scale_floor(line):
             return [Finding("nan_loss", step, {"what": "fp16 loss scale", "value": "at its minimum",
-                                               "quote": line.strip()[:300], "fp16_floor": True, "lr": None})]
+                                               "quote": quoted(line), "fp16_floor": True, "lr": None})]
         if looks_like_code(line):
             return []
         bar = progress.find_bar(line)  # each read once: the line's loss and bar serve both questions below
@@ -249,7 +275,7 @@ class TextWatch:
             own = logged[0] if logged is not None and logged[0] is not None else _own_step(line, bar)
             step = own if own else step
             lr = nan_text.learning_rate(line)  # `nan after 200 steps with lr 2e-4`: the person's own value
-            return [Finding("nan_loss", step, {"what": what, "value": value, "quote": line.strip()[:300],
+            return [Finding("nan_loss", step, {"what": what, "value": value, "quote": quoted(line),
                                                "lr": lr, "lr_said": lr is not None})]
         return []
 
@@ -259,7 +285,7 @@ class TextWatch:
         said = nan_text.unlogged(line)
         if said is None:
             return []
-        return [Finding("nan_loss", step, {"what": said.what, "value": said.value, "quote": line.strip()[:300],
+        return [Finding("nan_loss", step, {"what": said.what, "value": said.value, "quote": quoted(line),
                                            "lr": None})]
 
     def _meter(self, line: str, step: int) -> list[Finding]:
@@ -294,7 +320,7 @@ class TextWatch:
         if self._meter_lines < 3 and not average and not self.starve.slow_said() or self._meter_total < 0.05 or \
                 self._meter_data < METER_SHARE * self._meter_total or not average and self._steady_fed():
             return []
-        return [Finding("data_starved", step, {"text": "data_time", "line": line.strip()[:300],
+        return [Finding("data_starved", step, {"text": "data_time", "line": quoted(line),
                                                "time": self._meter_total, "data": self._meter_data,
                                                "average": average, "lines": self._meter_lines})]
 
@@ -311,10 +337,10 @@ class TextWatch:
             return []
         spent, left = clock_seconds(m.group("spent")), clock_seconds(m.group("left"))
         if spent + left > self.prep_s:
-            self.prep_line, self.prep_s = line.strip()[:300], spent + left
+            self.prep_line, self.prep_s = quoted(line), spent + left
         if spent + left < PREP_SLOW_S:
             return []
-        return [Finding("data_starved", step, {"text": "preprocessing", "line": line.strip()[:300],
+        return [Finding("data_starved", step, {"text": "preprocessing", "line": quoted(line),
                                                "desc": m.group("desc").strip(), "rate": float(m.group("rate")),
                                                "unit": m.group("unit"), "minutes": (spent + left) / 60})]
 
@@ -337,12 +363,12 @@ class TextWatch:
         """NCCL set up its communicators (NCCL_DEBUG=INFO lines) and the user says the run hangs: a collective
         that never completes, with no watchdog timeout in the paste (it came later, or the timeout is long)."""
         if "NCCL INFO" in line:
-            self.nccl_info = line.strip()[:300]
+            self.nccl_info = quoted(line)
         elif not self.hang_said and _HANG_SAID.search(line) and not looks_like_code(line) and "NCCL INFO" not in line:
-            self.hang_said = line.strip()[:300]
+            self.hang_said = quoted(line)
             if not self.nccl_info and _HANG_WHERE.search(line) and not _NCCL_TIMEOUT.search(line):
                 # it hangs in a collective or across nodes, in words (a timeout said on the line is read as one)
-                self.nccl_info = line.strip()[:300]
+                self.nccl_info = quoted(line)
         else:
             return []
         if not (self.nccl_info and self.hang_said) or self.nccl_lines:
@@ -365,7 +391,7 @@ class TextWatch:
         if after:
             timeout_ms = int(float(after.group(1)) * (1 if after.group(2).startswith("m") else 1000))
         store = fields is None and _STORE.search(line) is not None
-        facts = {"line": line.strip()[:400], "op": fields.group(1) if fields else "rendezvous" if store else "",
+        facts = {"line": quoted(line, 400), "op": fields.group(1) if fields else "rendezvous" if store else "",
                  "timed_out": fields is not None or re.search(_TIMED_OUT, line, re.I) is not None,
                  "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
         return [Finding("nccl_timeout", step, facts)]
