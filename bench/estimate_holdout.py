@@ -16,37 +16,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
 from estimate_grid import HOLDOUT, MODELS, config_name  # noqa: E402
+from test_estimate import recipe_text  # noqa: E402  (the recipe of a grid row, as the calibration test writes it)
 
 from loratui.logic.estimate import estimate  # noqa: E402
 from loratui.recipe import load_recipe  # noqa: E402
-
-
-def recipe_text(model_dir: str, c: dict) -> str:
-    quant = c["quant"]
-    return f"""
-[model]
-path = "{model_dir}"
-dtype = "bfloat16"
-attn_implementation = "{c['attn']}"
-[quantization]
-load_in_4bit = {str(quant != "bf16").lower()}
-bnb_4bit_quant_type = "nf4"
-bnb_4bit_use_double_quant = {str(quant == "nf4dq").lower()}
-[lora]
-r = {c['r']}
-lora_alpha = {2 * c['r']}
-lora_dropout = 0.05
-target_modules = {json.dumps(c['targets'])}
-[training]
-per_device_train_batch_size = {c['batch']}
-gradient_checkpointing = {str(c['gc']).lower()}
-optim = "{c['optim']}"
-bf16 = true
-[data]
-path = "train.jsonl"
-max_length = {c['seq']}
-"""
 
 
 def predicted(c: dict, tmp: Path) -> tuple[float, float]:
@@ -54,7 +29,9 @@ def predicted(c: dict, tmp: Path) -> tuple[float, float]:
     model_dir = tmp / config_name(c)
     model_dir.mkdir()
     (model_dir / "config.json").write_text(json.dumps(MODELS[c["model"]]))
-    got = estimate(load_recipe(tmp / "r.toml", recipe_text(str(model_dir), c)), MODELS[c["model"]], 141.0)
+    text = recipe_text(str(model_dir), c["quant"], c["batch"], c["seq"], c["gc"], c["optim"], c["attn"], c["r"],
+                       c["targets"])
+    got = estimate(load_recipe(tmp / "r.toml", text), MODELS[c["model"]], 141.0)
     return got.peak_device_gib, got.uncertainty
 
 

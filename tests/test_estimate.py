@@ -21,8 +21,11 @@ LLAMA7B = next(row["model_config"] for row in GRID if row["model"] == "l7")
 
 
 def recipe_text(model: str, quant: str = "nf4dq", batch: int = 4, seq: int = 2048, gc: bool = True,
-                optim: str = "paged_adamw_8bit", attn: str = "sdpa", r: int = 64) -> str:
-    """A recipe in the shape of a grid row (quant: 'bf16', 'nf4' or 'nf4dq')."""
+                optim: str = "paged_adamw_8bit", attn: str = "sdpa", r: int = 64,
+                targets: list[str] | None = None) -> str:
+    """A recipe in the shape of a grid row (quant: 'bf16', 'nf4' or 'nf4dq'; targets: the seven projections unless
+    given)."""
+    targets = targets or ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     return f"""
 [model]
 path = "{model}"
@@ -36,7 +39,7 @@ bnb_4bit_use_double_quant = {str(quant == "nf4dq").lower()}
 r = {r}
 lora_alpha = {2 * r}
 lora_dropout = 0.05
-target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+target_modules = {json.dumps(targets)}
 [training]
 per_device_train_batch_size = {batch}
 gradient_checkpointing = {str(gc).lower()}
