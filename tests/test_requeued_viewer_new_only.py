@@ -44,3 +44,27 @@ def test_the_next_life_prints_only_its_own_notices(tmp_path: Path, monkeypatch: 
     assert f"notice: {NEW}" in printed, printed
     assert OLD not in printed and "hung: no step" not in printed, printed
     assert "run job213-130000-tiny: finished" in printed, printed
+
+
+def test_follow_prints_to_the_stdout_of_its_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The full suite's flake (this file failed once in 4854 tests): `follow`'s `out` defaulted to sys.stdout as it
+    was when loratui.tui.headless was first imported; imported under another test's captured stream, the progress
+    and the end went there, and this run's viewer printed only `started`'s lines."""
+    import importlib
+    import io
+    import sys
+
+    from loratui.tui import headless
+
+    current = sys.stdout
+    sys.stdout = io.StringIO()  # the module imported while some other stream is sys.stdout
+    try:
+        importlib.reload(headless)
+    finally:
+        sys.stdout = current
+    then = time.time() - 60
+    run = write_run(tmp_path / "runs" / "r1", [
+        events.Header(t=then, schema=1, run_id="r1", recipe_hash="h", name="tiny"),
+        events.End(t=then + 1, state=events.FINISHED, step=5)])
+    headless.follow(run, poll_s=0.01)
+    assert "finished" in capsys.readouterr().out

@@ -60,12 +60,15 @@ def _fold(fields: list[str], columns: int) -> str:
     return "\n".join(lines)
 
 
-def follow(run: RunDir, out: TextIO = sys.stdout, poll_s: float = 0.2, since: float | None = None) -> RunState:
+def follow(run: RunDir, out: TextIO | None = None, poll_s: float = 0.2, since: float | None = None) -> RunState:
     """Print progress until the run ends (or its writers are gone); returns the final state.
 
     On a terminal: a `rich` progress bar redrawn in place; otherwise a plain line every few seconds. `since`
-    (a requeued job's restart, wall time): notices older are the history, folded but not printed again.
+    (a requeued job's restart, wall time): notices older are the history, folded but not printed again. `out`:
+    sys.stdout as it is when called (a default bound at import kept whatever stream was there then: under a test
+    runner a captured one, so the progress went nowhere while `started`'s lines, printed to the current one, showed).
     """
+    out = out if out is not None else sys.stdout
     source = LiveSource(run)  # the same reader as the app's: one notion of "the run is over"
     state = RunState()
     advisor = Advisor(run.load_recipe()[0])  # as the app's panel: the run's one advice, said at the end
