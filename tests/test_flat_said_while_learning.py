@@ -27,6 +27,7 @@ def warned(text: str) -> list[str]:
     "I noticed that the loss isn't decreasing. Instead, it's fluctuating. Is this normal?",
     "Is it expected to see the loss not go down during training?",
     "训练第一阶段loss不下降，这正常吗",
+    "Is it normal when training stage 1 that the loss doesn't decrease?",  # a digit in a name gives no level
 ])
 def test_a_still_loss_beside_learning_is_no_flat_loss(text: str) -> None:
     assert "loss_flat" not in warned(text)
@@ -36,6 +37,7 @@ def test_a_still_loss_beside_learning_is_no_flat_loss(text: str) -> None:
     "The loss is stuck at 2.3 and the results are not good either.",
     "The loss is stuck at 2.3; if the outputs look fine I will stop early.",
     "The loss stays at 2.3 for 500 steps, the learning rate is 2e-4.",
+    "Is it normal that the loss is stuck at 2.3 for 3000 steps?",  # a question that gives the numbers reports them
 ])
 def test_a_still_loss_without_results_said_good_is_flagged(text: str) -> None:
     assert "loss_flat" in warned(text)

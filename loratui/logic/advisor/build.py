@@ -4,6 +4,7 @@ give, and a failure's own advice when nothing more specific was found. `rank.ord
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,10 @@ from loratui.logic.advisor.starve import text_starve_advice
 
 if TYPE_CHECKING:
     from loratui.logic.advisor.core import Advisor
+
+_DIGIT = re.compile(r"\d\.\d|\b(?:at|around|about|near|of|~)\s*\d|\d+\s*k?\s*(?:steps?|iter\w*|epochs?)\b", re.I)
+"""A number the person gives for their loss: its level (`stuck at 2.3`, `~0.9`) or how long it stood there (`for
+3000 steps`); not a name's digit (`stage 1`)."""
 
 _BUILDERS = {
     "oom_at_eval": _jump_advice, "oom_at_save": _jump_advice, "nan_loss": _nan_advice,
@@ -70,10 +75,12 @@ def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
         if rank.words_yield(finding, falling, ran_away, calm):
             continue
         if (getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or
-                getattr(adv, "asks_normal", False)) and finding.id == "loss_flat" and finding.facts.get("kind") == "said":
+                getattr(adv, "asks_normal", False) and not _DIGIT.search(str(finding.facts.get("quote", "")))) and \
+                finding.id == "loss_flat" and finding.facts.get("kind") == "said":
             continue  # a diffusion model's loss is its noise prediction's error, led by the sampled timestep's noise:
             # it looks flat while the model learns (judge by samples), as does any loss whose results the person says
-            # improve or whose level they ask is normal; a loss the log prints at a level still counts
+            # improve or whose level they ask is normal with no number given (`stuck at 2.3 for 3000 steps, is it
+            # normal?` reports what a maintainer would ask for); a loss the log prints at a level still counts
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
             continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built + more):
@@ -107,9 +114,11 @@ def _whole_text_built(adv: Advisor, built: list[Advice], logits: float, priced: 
     host = getattr(adv, "host_oom", None)
     if adv.oom is None and host is not None and not host[1]:
         host = (host[0], *adv.text.where.phase(), host[3])  # the person's words about where, read after the death
-    if adv.oom is None and host is not None and (host[1] in ("save", "eval") or adv.trace.chosen is None and
-                                                  not adv.found and not built and not more):
-        # a host OOM in no phase is told only where nothing else is (an exception raised says it, with where)
+    if adv.oom is None and host is not None and (host[1] in ("save", "eval") or adv.pasted and adv.end is None and
+                                                  adv.trace.chosen is None and not adv.found and not built and
+                                                  not more):
+        # a host OOM in no phase, in a paste, is told only where nothing else is (an exception raised says it, with
+        # where; a run's recorded end says how it was killed)
         more.append(host_phase_advice(host[1], host[0], host[2], host[3]))
     return more
 
