@@ -101,7 +101,7 @@ def test_an_oom_restarts_once_with_the_predicted_move_and_finishes(tmp_path: Pat
     assert any(a.startswith("CUDA out of memory") for a in alerts) and any(a.startswith("guard") for a in alerts)
     (verdict,) = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "guard_verdict"]
     assert verdict.startswith("guard verdict: recovered") and "after resuming at step 4" in verdict
-    assert any(a.startswith("recovered: guard verdict") for a in alerts)
+    assert any(a.startswith("guard verdict: recovered") for a in alerts)
 
 
 @pytest.mark.slow

@@ -147,7 +147,7 @@ def test_doctor_on_an_80_column_terminal_breaks_no_line_mid_word(tmp_path) -> No
         tmux("kill-server")
     assert "rc=1" in as_drawn and "CUDA out of memory" in as_drawn, as_drawn
     assert joined.splitlines() == as_drawn.splitlines(), as_drawn  # nothing wrapped by the terminal
-    assert "1.02 GiB free of 23.65 GiB total" in as_drawn and "gradient_checkpointing" in as_drawn, as_drawn
+    assert "1.02 GiB free of 23.65 GiB total" in as_drawn and "gradient checkpointing" in as_drawn, as_drawn
 
 
 def test_the_headless_printers_first_lines_break_no_command_at_80_columns(runs_dir) -> None:  # type: ignore[no-untyped-def]
