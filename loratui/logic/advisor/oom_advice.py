@@ -253,7 +253,7 @@ def ran_out(report: oom.OomReport) -> str:
 
 UNNAMED = "Out of memory"
 _DEVICE_NAMED = re.compile(r"cuda|gpu|vram|\bhip\b|rocm|device|card|nvidia|torch|OutOfMemoryError|ResourceExhausted|"
-                           r"video memory|graphics|\b(?:rtx|gtx|tesla|quadro)\b|显存|显卡|GPU", re.I)
+                           r"video memory|graphics|\b(?:rtx|gtx|tesla|quadro)\b|显存|显卡", re.I)
 """Words that put an OOM on a device (or in a library that runs on one): the person's sentence then names it."""
 
 XPU_CACHE_MOVE = ("set PYTORCH_ALLOC_CONF=expandable_segments:True (PyTorch's one allocator variable for every "
