@@ -37,7 +37,8 @@ from loratui.logic.advisor.starve import text_starve_advice
 if TYPE_CHECKING:
     from loratui.logic.advisor.core import Advisor
 
-_DIGIT = re.compile(r"\d\.\d|\b(?:at|around|about|near|of|~)\s*\d|\d+\s*k?\s*(?:steps?|iter\w*|epochs?)\b", re.I)
+_LEVEL_GIVEN = re.compile(r"\d\.\d|\b(?:at|around|about|near|of|~)\s*\d|\d+\s*k?\s*(?:steps?|iter\w*|epochs?)\b",
+                          re.I)
 """A number the person gives for their loss: its level (`stuck at 2.3`, `~0.9`) or how long it stood there (`for
 3000 steps`); not a name's digit (`stage 1`)."""
 
@@ -62,6 +63,18 @@ def build_all(adv: Advisor) -> list[Advice]:
     return built
 
 
+def _still_loss_excused(adv: Advisor, finding: Finding) -> bool:
+    """A loss the person says stands still that is no report of a run that does not train: a diffusion model's loss is
+    its noise prediction's error, led by the sampled timestep's noise, and looks flat while the model learns (judge
+    by samples), as does any loss whose results the person says improve, or whose level they ask is normal with no
+    number given (`stuck at 2.3 for 3000 steps, is it normal?` reports what a maintainer would ask for). A loss the
+    log prints at a level still counts. getattr: an advisor pickled in an older events.idx."""
+    if finding.id != "loss_flat" or finding.facts.get("kind") != "said":
+        return False
+    return getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or \
+        getattr(adv, "asks_normal", False) and not _LEVEL_GIVEN.search(str(finding.facts.get("quote", "")))
+
+
 def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
     """Each latched finding as advice, but those the ranking's rules or the run's nature set aside, and those of an
     id already `built`."""
@@ -74,13 +87,8 @@ def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
     for finding in adv.found.values():
         if rank.words_yield(finding, falling, ran_away, calm):
             continue
-        if (getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or
-                getattr(adv, "asks_normal", False) and not _DIGIT.search(str(finding.facts.get("quote", "")))) and \
-                finding.id == "loss_flat" and finding.facts.get("kind") == "said":
-            continue  # a diffusion model's loss is its noise prediction's error, led by the sampled timestep's noise:
-            # it looks flat while the model learns (judge by samples), as does any loss whose results the person says
-            # improve or whose level they ask is normal with no number given (`stuck at 2.3 for 3000 steps, is it
-            # normal?` reports what a maintainer would ask for); a loss the log prints at a level still counts
+        if _still_loss_excused(adv, finding):
+            continue
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
             continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built + more):

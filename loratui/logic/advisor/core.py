@@ -320,12 +320,6 @@ class Advisor(OomFold):
         if not getattr(self, "diffusion", False) and _DIFFUSION.search(line):  # getattr: an older events.idx
             self.diffusion = True
             self._items = None
-        if not getattr(self, "results_good", False) and _RESULTS_GOOD.search(line) and not _RESULTS_DENIED.search(line):
-            self.results_good = True
-            self._items = None
-        if not getattr(self, "asks_normal", False) and _ASKS_NORMAL.search(line):
-            self.asks_normal = True
-            self._items = None
         if _PRINTED_LOG.match(line):
             pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
         elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS) or \
@@ -334,10 +328,23 @@ class Advisor(OomFold):
             self._latch(flat_said(line, self.ctx.step))
         elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:
             self._latch(flat_said(line, self.ctx.step))  # a classifier said to answer one class
+        if not _PRINTED_LOG.match(line):
+            self._worry_words(line)
         if line.strip():
             self.tail.append(quoted(line))
             if "oss" in line:
                 self.loss_lines.append(line)
+
+    def _worry_words(self, line: str) -> None:
+        """The person's words that make a loss they say stands still no report (build.py `_still_loss_excused`): the
+        results said to improve, or a question whether it is normal. Not read in a printed record (a training log
+        line per step: no one's words are in it, and it is most of a long log)."""
+        if not getattr(self, "results_good", False) and _RESULTS_GOOD.search(line) and not _RESULTS_DENIED.search(line):
+            self.results_good = True  # getattr: an advisor pickled in an older events.idx
+            self._items = None
+        if not getattr(self, "asks_normal", False) and _ASKS_NORMAL.search(line):
+            self.asks_normal = True
+            self._items = None
 
     def _setup_errors(self, line: str) -> None:
         """A setup error's line (bitsandbytes, flash-attn, a CUDA error's boilerplate)."""
