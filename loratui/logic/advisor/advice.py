@@ -62,8 +62,6 @@ class Advice:
 
 
 _QUOTE_LABEL = re.compile(r"^(?:[^:]{0,60}?as the text says|the last NCCL line|the last status before it): ")
-QUOTE_CUT = QUOTE_WIDTH
-"""How many characters of a quoted line the detectors keep (`fmt.quoted`): a line that long may be cut."""
 
 
 def distinct_evidence(evidence: list[str]) -> list[str]:
@@ -74,7 +72,7 @@ def distinct_evidence(evidence: list[str]) -> list[str]:
     bodies: list[tuple[str, bool]] = []  # each kept line's quoted text, and whether it may be cut short
     for line in evidence:
         body = _QUOTE_LABEL.sub("", line)
-        cut = body.endswith("…") or len(body) >= QUOTE_CUT
+        cut = body.endswith("…") or len(body) >= QUOTE_WIDTH  # the detectors keep this much of a line (fmt.quoted)
         body = body.rstrip("…").rstrip()
         if any(body == seen or (len(body) >= 40 and len(seen) >= 40 and (
                 (seen_cut and body.startswith(seen)) or (cut and seen.startswith(body))))
