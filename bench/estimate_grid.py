@@ -27,8 +27,6 @@ import time
 import traceback
 from pathlib import Path
 
-os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() must not cuInit before fork
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 GIB = 1024**3
 DEVICE: int | str = 0  # "cpu" only for a smoke test of the script itself
@@ -341,6 +339,9 @@ def summary_line(row: dict) -> str:
 
 def main() -> int:
     """Parse arguments and measure the selected part of the grid inside the time budget."""
+    # set here, not at import: bench/estimate_holdout.py (and through it the tests) imports this module's configs
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() must not cuInit before fork
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=False)
     parser.add_argument("--budget", type=float, default=500, help="seconds for the whole run")
