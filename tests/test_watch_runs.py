@@ -6,6 +6,7 @@ directory of their own, as a user's script loads a hub checkpoint.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -223,6 +224,21 @@ def test_plain_loop_is_read_from_its_output_and_paused_by_sigstop(watch_dir: Pat
     lines = [line for e in kinds(run, "output") for line in e["lines"]]  # type: ignore[attr-defined]
     assert "done" in lines and not any("\r" in line for line in lines)  # the bar collapsed to its last state
     _held_time_is_no_step_time(run)
+
+
+def test_a_loops_own_step_key_is_the_records_step(watch_dir: Path) -> None:
+    """A loop printing `{'loss': ..., 'step': N}` on stdout with tqdm on stderr: each record is logged at its own
+    step (the bar's position, read from the other stream, gave 1, 60, 61, 62 in a 60-step run, out of order, and a
+    replay summary's `min_loss_step` of 62)."""
+    viewer = _start(watch_dir, sys.executable, str(SCRIPTS / "dict_loop.py"), "60")
+    run = _run(watch_dir)
+    out, _ = viewer.communicate(timeout=300)
+    assert kinds(run, "end")[0]["state"] == "finished", out[-2000:]
+    logs = [(int(e["step"]), e["values"]) for e in kinds(run, "log")]  # type: ignore[arg-type]
+    assert [step for step, _ in logs] == list(range(5, 61, 5)), logs
+    assert all("step" not in values for _, values in logs)  # the step is the record's, not a metric of it
+    summary = json.loads(loratui("replay", "--summary", str(run)).stdout)
+    assert summary["min_loss_step"] == 60 and summary["steps"] == 60
 
 
 def _held_time_is_no_step_time(run: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from loratui import events
 from loratui.logic import command_keys
 from loratui.logic.advisor import Advisor
+from loratui.logic.text_reader import TextReader
 from loratui.logic.runstate import RunState
 from loratui.recipe import load_recipe
 from loratui.sources.runlog import ListSource
@@ -325,3 +326,43 @@ def test_a_run_mistake_says_loratui_once(args: list[str], tmp_path: object) -> N
     result = loratui(*args[:cut], "--runs-dir", str(tmp_path), *args[cut:])
     assert result.returncode == 2 and result.stderr.startswith("loratui: run"), result.stderr
     assert "loratui: loratui" not in result.stderr, result.stderr
+
+
+def _log_steps(found: list[events.AnyEvent]) -> list[int]:
+    return [e.step for e in found if isinstance(e, events.Log)]
+
+
+def test_records_waiting_for_a_bar_on_the_other_stream_are_spread_to_its_position() -> None:
+    """Dicts on stdout, the bar on stderr, read in turns: three dicts read before the bar's next redraw lie between
+    the last record's step and the bar's, at an even spacing, not packed at the bar (28, 29, 30 for 10, 20, 30)."""
+    watcher = OutputWatcher(clock=lambda: 5.0)
+    bar = "{n}/60 [00:01<00:04,  8.50it/s]"
+    found = _feed(watcher, " 0%|          | " + bar.format(n=0), "{'loss': 2.1}", "{'loss': 1.9}", "{'loss': 1.7}",
+                  "50%|#####     | " + bar.format(n=30))
+    assert _log_steps(found) == [10, 20, 30]
+
+
+def test_a_record_read_after_the_bar_ended_does_not_pass_its_end() -> None:
+    watcher = OutputWatcher(clock=lambda: 5.0)
+    end = "100%|##########| 10/10 [00:01<00:00, 9.1it/s]"
+    found = _feed(watcher, " 0%|          | 0/10 [00:00<?, ?it/s]", end, "{'loss': 2.1}", end, "{'loss': 1.9}")
+    assert _log_steps(found) == [10, 10]  # the first was placed at the end: the second shares it, not step 11
+
+
+def test_a_record_read_before_the_bars_first_step_is_kept() -> None:
+    """The stdout tail can read a dict before the stderr tail reads the bar's first step: the record opens the
+    training (it was dropped, and the run's first loss with it)."""
+    watcher = OutputWatcher(clock=lambda: 5.0)
+    found = _feed(watcher, "{'loss': 2.5, 'step': 5}", " 8%|#         | 5/60 [00:01<00:04,  8.50it/s]")
+    assert _kinds(found)[:2] == ["TrainBegin", "State"]
+    assert [(e.step, e.values) for e in found if isinstance(e, events.Log)] == [(5, {"loss": 2.5})]
+
+
+@pytest.mark.parametrize("key", ["step", "global_step", "iter", "train/global_step"])
+def test_a_printed_dicts_own_step_is_its_step(key: str) -> None:
+    """In one stream too (a pasted log): the dict's own counter, not the bar drawn before it."""
+    reader = TextReader()
+    lines = [" 0%|          | 0/100 [00:00<?, ?it/s]", "17%|#         | 17/100 [00:01<00:04,  8.50it/s]",
+             f"{{'loss': 2.25, '{key}': 15}}", "20%|##        | 20/100 [00:01<00:04,  8.50it/s]"]
+    found = [e for line in lines for e in reader.feed(line)] + reader.close()
+    assert [(e.step, e.values) for e in found if isinstance(e, events.Log)] == [(15, {"loss": 2.25})]
