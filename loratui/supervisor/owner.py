@@ -81,6 +81,9 @@ class Supervisor:
         # reports them itself, and it is paused by signal when it has no Trainer.
         self.command = list(self.settings.command)
         self.watcher = OutputWatcher() if self.command else None
+        # The stdout and stderr tails each run in their own thread, and the reader keeps state across lines (a dict
+        # on stdout waits for the bar's redraw on stderr): one stream's lines at a time, each event written in turn.
+        self._watch_lock = threading.Lock()
         self.suspend_requested = False
         # Inside a Slurm job: the scheduler may end the run (time limit, scancel, memory limit, preemption).
         self.slurm_job = slurm.job_env().get("SLURM_JOB_ID", "")
@@ -316,9 +319,10 @@ class Supervisor:
         done.set()
         for tail in tails:
             tail.join(timeout=5)
-        if self.watcher is not None:  # the last loss the reader held back
-            for event in self.watcher.close():
-                self.log.write(event)
+        with self._watch_lock:
+            if self.watcher is not None:  # the last loss the reader held back
+                for event in self.watcher.close():
+                    self.log.write(event)
         return code
 
     def _emit_output(self, name: str, texts: list[str]) -> None:
@@ -333,14 +337,15 @@ class Supervisor:
         """Steps and losses from a watched command's output, while no hooked Trainer reports them."""
         if self.watcher is None:
             return
-        if self.run.hooked.exists():
-            self.watcher = None
-            return
-        for text in texts:
-            for event in self.watcher.feed(text):
-                if isinstance(event, events.State):
-                    self.state = event.state
-                self.log.write(event)
+        with self._watch_lock:
+            if self.watcher is None or self.run.hooked.exists():
+                self.watcher = None
+                return
+            for text in texts:
+                for event in self.watcher.feed(text):
+                    if isinstance(event, events.State):
+                        self.state = event.state
+                    self.log.write(event)
 
     def _run_pids(self) -> list[int]:
         """The trainer's pid and its descendants (dataloader workers), refreshed every few seconds."""
