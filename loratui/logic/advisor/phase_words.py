@@ -57,12 +57,13 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                                     r"(?<!gradient )(?<!activation )checkpoint(?:s|ing)?|merg(?:e|ing)|"
                                     r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
                                     r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node|pretrained\w*|model|shards?|checkpoint\w*|"
-                                    r"state_dict|weights?)|"
+                                    r"state(?:_dict)?|weights?)|"
                                     r"merge_and_unload|push_to_hub|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)(?![A-Za-z0-9_])|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
 (not the shell's `export PYTORCH_CUDA_ALLOC_CONF=...`); English words count inside Chinese text (`我运行你的evaluate`)
-(saving, a checkpoint, merging, exporting, pushing it to the hub), but not saving memory nor gradient checkpoints."""
+(saving, a checkpoint, merging, exporting, pushing it to the hub, the save calls by name: `save_pretrained`,
+accelerate's and the Trainer's `save_state`), but not saving memory nor gradient checkpoints."""
 
 
 _EPOCH_END = re.compile(r"\b(?:after|at)\s+(?:the\s+)?end\s+of\s+(?:the\s+)?(?:first|1st)\s+epoch\b|"
