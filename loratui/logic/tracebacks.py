@@ -114,8 +114,9 @@ _WRITES_OUT = re.compile(r"\bmerg(?:e|es|ed|ing)\b|merge_and_unload|merge_adapte
 _EVAL_SCRIPT = re.compile(r"(?:eval|evaluate|evaluation|test|val|validate|validation)(?:[_-][\w-]+)?\.py$", re.I)
 """A script named for evaluation (`eval.py`, `test.py`, `eval_segmentation.py`): weak evidence, taken only when no
 frame names a phase."""
-_WRITER_SCRIPT = re.compile(r"merg|export|convert|gguf", re.I)
-"""A script named for writing a model out (`merge_lora.py`, `export_model.py`, `convert_to_hf.py`)."""
+_WRITER_SCRIPT = re.compile(r"merg|export|convert|gguf|pth_?(?:to_?|2)hf|^fuse\.py$", re.I)
+"""A script named for writing a model out (`merge_lora.py`, `export_model.py`, `convert_to_hf.py`, xtuner's
+`pth_to_hf.py`, mlx_lm's `fuse.py`)."""
 MAX_FRAMES = 64
 
 
@@ -276,6 +277,7 @@ class TraceScanner:
     _since_exception: int = 0  # frames seen since the last exception (a cut-off traceback when > 0 at the end)
     writes_out: str = ""  # the words in the traceback's own code that merge, save or export the model (a script's
     # name, a cell's code or comment), '' when none
+    _entry_open: bool = True  # no frame of the program's own yet in this traceback: the next one is its entry script
     ignoring: int = 0  # 1: Python said it ignored the exception printed next; 2: inside that traceback
 
     def line(self, raw: str) -> None:
@@ -326,7 +328,15 @@ class TraceScanner:
         self.frames.append(seen)
         self._since_exception += 1
         script = seen.path.replace("\\", "/").rsplit("/", 1)[-1]
-        if origin(seen.path).startswith("user:") and _WRITER_SCRIPT.search(script):
+        whose = origin(seen.path)
+        entry = getattr(self, "_entry_open", False)  # getattr: a scanner pickled in an older events.idx
+        # past runpy's and the interpreter's own frames (a notebook's cell is the program's): the program run
+        program = whose != "python" and not seen.path.startswith(("<frozen", "<string"))
+        if program:
+            self._entry_open = False
+        if (whose.startswith("user:") or entry and program) and _WRITER_SCRIPT.search(script):
+            # the program run is a merge or export script, the user's or a tool's own (xtuner's `convert merge`
+            # runs site-packages/xtuner/tools/model_converters/merge.py): what it loads, it loads to write out
             self.writes_out = script
         self._code_next = frame is not None and frame.re in (_FRAME, _CUT_FRAME)
         return True
@@ -412,6 +422,7 @@ class TraceScanner:
     def _header(self, text: str) -> None:
         self.frames.clear()
         self.writes_out = ""
+        self._entry_open = True
         self._since_exception = 0
         before = text[:_HEADER.search(text).start()]  # type: ignore[union-attr]
         notebook = _IPY_HEADER.match(text) or _IPY_TYPE.search(before)

@@ -32,9 +32,10 @@ def _oom_advice(f: Finding, r: Recipe | None, long_sample: tuple[int, int] | Non
     kind, ran = report.kind, ran_out(report)
     if kind in (oom.FULL, oom.UNKNOWN) and oom.others_to_blame(report, others):
         kind = oom.OTHER_PROCESS
-    evidence = _oom_evidence(report, phase, f.step)
+    merging = phase == "save" and bool(f.facts.get("merge"))
+    evidence = _oom_evidence(report, "merge" if merging else phase, f.step)
     built = []
-    if phase == "save" and f.facts.get("merge"):
+    if merging:
         built.append(Advice("oom_at_save", ERROR, f"{ran} while merging the adapter into the model: "
                             f"{MERGE_MOVE}", evidence, {}, f.step))
     elif phase in ("eval", "save"):
@@ -96,12 +97,12 @@ def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence
 
 
 def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
-    """The OOM's numbers as short lines."""
+    """The OOM's numbers as short lines, after where it struck (`phase`, or "merge": a save that merged an adapter)."""
     gpu = f"GPU {report.gpu}" if report.gpu is not None else "the MPS device" if report.device == "mps" else \
         "the Mac's GPU" if report.device == "metal" else "the GPU"
     rank = f"rank {report.rank}: " if report.rank is not None else ""
-    where = {"eval": "during evaluation", "save": "while saving a checkpoint", "load": "while loading",
-             "train": "in a training step"}.get(phase, "")
+    where = {"eval": "during evaluation", "save": "while saving a checkpoint", "merge": "while merging the adapter in",
+             "load": "while loading", "train": "in a training step"}.get(phase, "")
     when = ", ".join(part for part in (where, f"after step {step}" if step else "") if part)
     lines = [f"{rank}{when}"] if rank or when else []
     if report.requested is not None:

@@ -55,11 +55,14 @@ _STATUS_PHASE = {"sav": "save", "mer": "save", "exp": "save", "pus": "save", "up
                  "val": "eval", "pre": "eval", "tes": "eval", "tra": "train"}
 _STATUS_STEMS = ("sav", "merg", "export", "push", "upload", "eval", "validat", "predict", "testing", "train")
 _EXPORT_COMMAND = re.compile(r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|llamafactory-cli|\bswift|"
-                             r"\baxolotl)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:export|merge|"
-                             r"convert[\w-]*(?:gguf|ggml|hf|ckpt|safetensors|weights|checkpoint|lora|model))", re.I)
-"""The command run is an export, a merge or a model's conversion (`python src/export_model.py`, `llamafactory-cli
-export`, `swift export`, `python convert_hf_to_gguf.py`,
-`python -m axolotl.cli.merge_lora`): it writes a model out, as a save does."""
+                             r"\baxolotl|\bxtuner|\blitgpt)\s+(?:-m\s+)?(?:[^\s/]*/)*(?:\w+\.)*(?:convert\s+)?(?:export|merge|"
+                             r"pth_?(?:to_?|2)hf|fuse\b|"
+                             r"convert[\w-]*(?:gguf|ggml|hf|ckpt|safetensors|weights|checkpoint|lora|model))|"
+                             r"(?<![\w.])mlx_lm\.fuse\b", re.I)
+"""The command run is an export, a merge or a model's conversion, a tool's subcommand or a script (`python
+src/export_model.py`, `llamafactory-cli export`, `swift export`, `python convert_hf_to_gguf.py`, `python -m
+axolotl.cli.merge_lora`, `xtuner convert merge`, `xtuner convert pth_to_hf`, `litgpt merge_lora`, `mlx_lm.fuse`):
+it writes a model out, as a save does."""
 _EVAL_SCRIPT_RUN = re.compile(
     r"(?:\bpython[\d.]*|\btorchrun|accelerate launch|\bdeepspeed|\bbash|\bsh|\brun(?:s|ning)?(?: the)?|\./)\s+"
     r"(?:-m\s+)?(?:[^\s/]*/)*(?:eval|evaluate|evaluation|test|testing|val|validate|validation)(?:[_-][\w-]+)?\.(?:py|sh)\b",
@@ -294,7 +297,8 @@ class PhaseText(PhaseBars, PhaseWords):
     def _command_status(self, line: str) -> bool:
         """An export or conversion command, a sampling or evaluation loop's own line, an evaluation script run: the
         phase it starts. True when the line was one."""
-        if ("export" in line or "merge" in line or "convert" in line) and _EXPORT_COMMAND.search(line):
+        if ("export" in line or "merge" in line or "convert" in line or "fuse" in line or "hf" in line) and \
+                _EXPORT_COMMAND.search(line):
             self._announce("save", line)
             return True
         if ("ampl" in line or "alidation" in line or "mage" in line or "ideo" in line) and _SAMPLING.match(line):
