@@ -604,6 +604,11 @@ def test_a_wrapped_message_keeps_its_kind(message: str, expected: str, width: in
     ("eval perplexity: 8.31\nvalidation accuracy = 0.77\n", "oom_full"),
     ("Gradient checkpointing enabled.\n", "oom_full"),
     ("python convert_dataset.py --in raw.json --out data.jsonl\n", "oom_full"),
+    # xtuner writes the trained .pth out as a Hugging Face adapter; its training and git's merge write no model
+    ("xtuner convert pth_to_hf qwen_7b_qlora.py ./work_dirs/iter_900.pth ./hf_adapter\n", "oom_at_save"),
+    ("NPROC_PER_NODE=8 xtuner train internlm2_chat_7b_qlora_oasst1_e3 --deepspeed deepspeed_zero2\n", "oom_full"),
+    ("$ git merge origin/main\n", "oom_full"),
+    ("mlx_lm.fuse --model mistralai/Mistral-7B-v0.1 --adapter-path adapters --save-path fused\n", "oom_at_save"),
 ])
 def test_status_lines_of_other_tools(before: str, expected: str) -> None:
     assert first_id(before + PHASE_MESSAGES[1] + "\n") == expected

@@ -88,6 +88,20 @@ def test_out_of_memory_in_any_devices_words(text: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize("text, expected", [
+    ("The LoRA trains in 9 GB of my 24 GB card, yet accelerator.save_state(out_dir) runs out of memory.", "oom_at_save"),
+    ("Training is fine, then trainer.save_state() dies with CUDA out of memory.", "oom_at_save"),
+    ("显存不足，报错在 save_state 这一步", "oom_at_save"),
+    # a save_state the run never reached
+    ("It runs out of memory at step 3; save_state is never reached.", "oom_full"),
+])
+def test_save_state_named_is_the_save(text: str, expected: str) -> None:
+    """Mechanism: the save named by its call, accelerate's and the Trainer's `save_state` (it saves the model, the
+    optimizer and the RNG states): an OOM said to happen there was read as a training step's, `save_` followed by
+    `state` being in no name the save's words knew."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
     ("每次评估的时候显存就会溢出。", "oom_at_eval"),  # words between the memory and its running short
     ("我用了两张卡，为什么显存还是不够？", "oom_full"),
     ("保存模型时显存直接爆了", "oom_at_save"),
