@@ -135,6 +135,26 @@ def test_a_long_preparation_without_a_distributed_timeout_is_no_collective(text:
 
 
 @pytest.mark.parametrize("text", [
+    "单机多卡全量微调，使用deepspeed的stage3，每次到30分钟报错timeout：\n",  # LlamaFactory#662
+    "With deepspeed on 4 GPUs the run fails with a timeout after 30 minutes, every time.\n",
+])
+def test_a_multi_gpu_timeout_at_the_defaults_half_hour_is_the_collectives(text: str) -> None:
+    """Mechanism: 30 minutes is torch.distributed's default collective timeout (the Trainer's ddp_timeout); a
+    multi-GPU run that fails with a timeout at that mark timed out in a collective, whatever kept a rank away, even
+    where the text says no preparation."""
+    assert first_id(text) == "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "With deepspeed on 4 GPUs the run fails after 30 minutes with a KeyError.\n",  # a failure, but no timeout
+    "With deepspeed on 4 GPUs I raised the timeout to 30 minutes.\n",  # a setting
+    "The HTTP download timed out after 30 minutes on my laptop.\n",  # no ranks
+])
+def test_a_half_hour_without_a_timeout_or_ranks_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
     "Training on two nodes hangs forever at \"Initializing distributed\" and never starts.\n",
     "It hangs in the barrier after saving the checkpoint on rank 0.\n",
     "多机训练的时候卡住了，不报错也不动\n",

@@ -182,6 +182,9 @@ def test_an_oom_at_the_first_epochs_end_is_its_first_evaluation(text: str, expec
     ("I was facing memory issues while running validation on the full dev set.", "oom_at_eval"),
     ("We ran into GPU memory problems when saving the merged model.", "oom_at_save"),
     ("After the first epoch I got CUDA memory issues during evaluation.", "oom_at_eval"),
+    # FastChat#407: the GPU's memory said to run out
+    ("Hi, I used the training script in the readme, but my gpu memory still run out.", "oom_full"),
+    ("The VRAM quickly runs out when the eval loop starts.", "oom_at_eval"),
 ])
 def test_memory_issues_one_ran_into_are_an_oom(text: str, expected: str) -> None:
     """Mechanism: memory issues or problems the person ran into (`facing memory issues`, `CUDA memory problem`) are
@@ -201,6 +204,8 @@ def test_memory_issues_one_ran_into_are_an_oom(text: str, expected: str) -> None
     "只要不超显存就行，现在报错KeyError",
     "I reduced the layers due to memory issues and now the loss jumps after an error in the config.",
     "There are no memory issues at all, but training fails with a KeyError.",
+    "The GPU memory never runs out, but training fails with a KeyError.",
+    "To keep the GPU memory from running out I use batch 1; now it fails with a KeyError.",
 ])
 def test_memory_beside_a_failure_is_no_oom(text: str) -> None:
     """Memory named beside a failure that is not its cause, a remedy, or a negation: no OOM."""

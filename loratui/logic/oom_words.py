@@ -28,6 +28,9 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"\b(?:uses?|needs?|takes?)\s+(?:far\s+|much\s+|way\s+|a\s+lot\s+)?more\s+(?:GPU\s+)?memory\s+than\b"
                    r"[^.!?]{0,60}?\b(?:crash\w*|dies|died|fail\w*)\b|"
                    r"\b(?:GPU|CUDA)\s+memory\s+(?:issues?|problems?)\b|"
+                   r"\b(?:(?:GPU|CUDA|video|device)\s+memory|VRAM)\s+(?:(?:still|quickly|soon|always|then|just|already|"
+                   r"eventually|finally|again|completely)\s+)?(?:r[au]n(?:s|ning)?|goes|went)\s+out\b"
+                   r"(?!\s+of\s+(?!memory))|"
                    r"\b(?:fac(?:e|es|ed|ing)|ha(?:ve|s|d|ving)|gets?|got|getting|hit(?:s|ting)?|r[au]n(?:s|ning)?\s+into|"
                    r"encounter\w*|met|meets?|experienc\w*)\s+(?:\w+\s+){0,2}?memory\s+(?:issues?|problems?)\b", re.I)
 """An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`); memory
