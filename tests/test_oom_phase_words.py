@@ -185,6 +185,7 @@ def test_an_oom_at_the_first_epochs_end_is_its_first_evaluation(text: str, expec
     # FastChat#407: the GPU's memory said to run out
     ("Hi, I used the training script in the readme, but my gpu memory still run out.", "oom_full"),
     ("The VRAM quickly runs out when the eval loop starts.", "oom_at_eval"),
+    ("加载到第18个分片已经让双卡4090显存饱和了。", "oom_full"),  # VRAM saturated (LlamaFactory#1878)
 ])
 def test_memory_issues_one_ran_into_are_an_oom(text: str, expected: str) -> None:
     """Mechanism: memory issues or problems the person ran into (`facing memory issues`, `CUDA memory problem`) are
@@ -202,6 +203,7 @@ def test_memory_issues_one_ran_into_are_an_oom(text: str, expected: str) -> None
     "If the GPU memory is not enough, lower the batch size.",
     "With 4-bit loading the card never runs out of VRAM now, but the loss is NaN after an error in the collator.",
     "只要不超显存就行，现在报错KeyError",
+    "显存没饱和，但是报错KeyError",
     "I reduced the layers due to memory issues and now the loss jumps after an error in the config.",
     "There are no memory issues at all, but training fails with a KeyError.",
     "The GPU memory never runs out, but training fails with a KeyError.",

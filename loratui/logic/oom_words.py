@@ -18,7 +18,7 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the |its |the card's |the GPU's )?(?:GPU(?:'s)? )?(?:RAM|memory|VRAM)|"
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
                    r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?alloc(?:ate)?\b|"
-                   r"显存[^。，！？,.!?\s]{0,4}?(?:不足|不够|(?<![不没未])溢出|(?<![不没未])爆)|爆显存|"
+                   r"显存[^。，！？,.!?\s]{0,4}?(?:不足|不够|(?<![不没未])溢出|(?<![不没未])爆|(?<![不没未])饱和)|爆显存|"
                    r"(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)|"
                    r"\b(?:memory|VRAM)\s+(?:is|was|are|were)\s+(?:still\s+|just\s+|simply\s+)?(?:not\s+enough|insufficient)\b|"
                    r"\b(?:GPU\s+memory|VRAM)\b[^.!?]{0,40}?\b(?:fills?\s+up|filled\s+up|spikes?|explodes?|blows?\s+up|keeps?\s+"
