@@ -147,8 +147,10 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"(?:\w+\s+){0,2}(?:GPUs?|cards?|devices?)\b(?!\s+(?:each|apiece)\b)|"  # not `one per GPU`, `one GPU each`
                r"\b(?:GPU|card|device|cuda)\s*:?\d{0,2}\s+(?:is|was|were|are)\s+(?:already\s+|still\s+)?(?:busy|occupied|"
                r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
-               r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
-               r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
+               # a restart that did not help says the memory was not someone else's (`tried restarting the runtime many
+               # times without change`, neurips2019_intrus#2)
+               r"(?<!tried )(?<!tried to )\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|"
+               r"notebook|session|jupyter)\b(?![^.!?]{0,40}(?:\b(?:not|never|no|without|still)\b|n't))|"
                r"\b(?:every|each|all)\s+(?:\w+\s+)?(?:ranks?|process(?:es)?|workers?)\b[^.!?]{0,60}?\b(?:contexts?|memory|"
                r"allocat\w*)\b[^.!?]{0,30}?\b(?:on|to)\s+(?:the\s+first\s+GPU|(?:GPU|cuda|device)\s*:?\s*0)\b|"
                r"\b(?:process(?:es)?|jobs?|servers?|instances?|containers?)\b[^.!?]{0,40}?\bshar\w*\s+(?:the\s+|one\s+|a\s+)?"
