@@ -374,3 +374,21 @@ def test_a_host_oom_raised_keeps_the_exceptions_advice() -> None:
             "allocate 1048576 bytes.")
     items = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0]
     assert items[0].title.startswith("The run failed on RuntimeError") and "host ran out of RAM" in items[0].title
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the model's task, not the predict phase (video_prediction#6)
+    ("I set context_frames to 2 in order to predict 8 frames. When I train with batch size 1 it runs out of memory "
+     "after a while.", "oom_full"),
+    ("The model predicts the next token; training with batch size 8 gives CUDA out of memory.", "oom_full"),
+    # an inference run (推理) is no evaluation of a training run (LlamaFactory#2190)
+    ("原来模型使用32G V100 推理，显存勉强够；现在替换为v2.0模型，显存不够。", "oom_full"),
+    # the Trainer's predict phase by its flag, in Chinese text (LlamaFactory#1346) and in English
+    ("用您代码启推理服务，占用显存很正常，但是跑do_predict，显存占用达到了70G，会爆显存。", "oom_at_eval"),
+    ("When I use the above command to predict, even 8 H100, there is still a cuda out of memory problem.",
+     "oom_at_eval"),
+])
+def test_predict_as_the_models_task_or_inference_is_no_evaluation(text: str, expected: str) -> None:
+    """Mechanism: the eval phase is the run predicting or evaluating (`do_predict`, `to predict` with the trained
+    model); not what the model is for (`predict 8 frames`, `predicts the next token`) nor a separate inference run."""
+    assert first_id(text) == expected

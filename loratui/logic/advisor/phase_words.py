@@ -42,13 +42,14 @@ _ALL_CAUSE_HINTS = _CAUSE_HINTS + oom_holders.HINTS
 """With the words the readers of another holder need (logic/oom_holders.py)."""
 
 
-_PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
+_PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|"
+                                    r"predict(?:ion|ing|s)?(?!\s+(?:the\s+)?(?:\d+|next|future|upcoming)\b))"
                                     r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?(?:metrics?|bleu|"
                                     r"rouge\w*|perplexity|ppl|accuracy|wer|cer|f1|mAP)\b|"
                                     r"(?<![A-Za-z0-9])(?:validation|evaluation)_(?:step|loop|epoch|batch|end|start)\w*|\bon_(?:validation|test|eval)\w*|"
                                     r"\bsanity[ _-]?check\w*|\bval(?:id)?[ _](?:batch\w*|step|loop|set|loader|epoch|phase|"
                                     r"dataloader)\b|"
-                                    r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
+                                    r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|(?<![A-Za-z0-9_])(?:do_predict|predict_with_generate)(?![A-Za-z0-9_])|验证|评估|评测|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
                                     r"code)\b|"
@@ -60,7 +61,8 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                                     r"state(?:_dict)?|weights?)|"
                                     r"merge_and_unload|push_to_hub|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)(?![A-Za-z0-9_])|保存|合并|导出", re.I)))
-"""The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
+"""The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run, 推理, nor the
+model's task, `in order to predict 8 frames`, `predicts the next token`), or writing the model out
 (not the shell's `export PYTORCH_CUDA_ALLOC_CONF=...`); English words count inside Chinese text (`我运行你的evaluate`)
 (saving, a checkpoint, merging, exporting, pushing it to the hub, the save calls by name: `save_pretrained`,
 accelerate's and the Trainer's `save_state`), but not saving memory nor gradient checkpoints."""
