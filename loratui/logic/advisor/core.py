@@ -94,6 +94,7 @@ class Advisor(OomFold):
         self.diffusion = False  # the text is about a diffusion model (its loss looks flat when it trains)
         self.results_good = False  # the person says the results are good or improving (the model learns)
         self.asks_normal = False  # the person asks whether what they see is normal (a worry, not a report)
+        self.lr_rises = False  # the person says the loss rose with the learning rate (warm-up, the lr rising)
         self.lengths: dict[str, int] | None = None  # a watched config's own length fields, where it has no max_length
 
     def feed(self, event: Any) -> None:
@@ -345,6 +346,9 @@ class Advisor(OomFold):
         if not getattr(self, "asks_normal", False) and _ASKS_NORMAL.search(line):
             self.asks_normal = True
             self._items = None
+        if not getattr(self, "lr_rises", False) and _LR_RISES.search(line):
+            self.lr_rises = True
+            self._items = None
 
     def _setup_errors(self, line: str) -> None:
         """A setup error's line (bitsandbytes, flash-attn, a CUDA error's boilerplate)."""
@@ -372,11 +376,17 @@ _RESULTS_GOOD = re.compile(r"\b(?:results?|outputs?|samples?|generations?|images
 """The person's results said to be good or improving (`the loss is stuck at 0.9, but the results kept improving`):
 the model learns, so a loss they say stands still is the objective's floor, not a run that does not train."""
 _ASKS_NORMAL = re.compile(r"\b(?:is|are|was)\s+(?:this|that|it|these|they)\s+(?:\w+\s+)?(?:normal|expected)\b|"
-                          r"\bis\s+it\s+(?:\w+\s+)?(?:normal|expected)\b|正常吗|是否正常|正常么|正常嘛", re.I)
+                          r"\bis\s+it\s+(?:\w+\s+)?(?:normal|expected)\b|\b(?:is|are)\s+(?:\w+\s+){1,3}?supposed\s+to\b|"
+                          r"正常吗|是否正常|正常么|正常嘛", re.I)
 """The person asks whether what they see is normal (`the loss isn't decreasing, it's fluctuating. Is this normal?`,
 `Is it expected to see the loss not go down?`): a loss they say stands still is then their worry, not a report
 that the run does not train; the maintainers' answer to it is most often yes (diffusion, contrastive, RL objectives
 whose loss stays level while the model improves)."""
+_LR_RISES = re.compile(r"\bwarm(?:s|ing|ed)?[- ]?up\b|预热|\b(?:lr|learning[ _]rate)\s+(?:and\s+(?:the\s+)?loss\s+)?(?:\w+\s+){0,6}?"
+                       r"(?:increas\w*|ris(?:e|es|ing)|rose|go(?:es)?\s+up|went\s+up)\b", re.I)
+"""The loss's rise put beside the learning rate's own (`a spike in loss coinciding with the end of warmup`, yolov5#10209;
+`Are lr and loss supposed to be possible to increase?`, DeepLabCut#287): a schedule that raises the lr on purpose
+raises the loss for a while."""
 _RESULTS_DENIED = re.compile(r"\b(?:not|n't|never|no longer|if|whether)\b", re.I)
 """`the results are not good`, `if the outputs look fine`: no results said good."""
 
