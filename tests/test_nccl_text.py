@@ -171,6 +171,28 @@ def test_a_watchdog_that_kills_the_job_is_a_distributed_timeout() -> None:
 
 
 @pytest.mark.parametrize("text", [
+    # transformers#28280 and Matcha-TTS#57 (wave 16's dev half): settled as NCCL's peer-to-peer path
+    "During the training with the offical LLaVA code, it stucks with multi-GPUs (2 or 4 A6000), but works with a "
+    "single GPU.\n",
+    "When i start training with multi-gpu, the script hangs forever with GPU at 100% and GPU Memory at 2%.\n",
+    "训练用多卡就卡住了，单卡正常\n",
+])
+def test_a_run_said_to_hang_only_with_several_gpus_hangs_in_a_collective(text: str) -> None:
+    """Mechanism: what several GPUs add to a run is their collectives; a run that hangs with them (and not with one)
+    waits on a collective that never completes."""
+    assert first_id(text) == "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "I train on 4 GPUs; the loss is stuck at 2.3.\n",  # the loss is what is stuck
+    "With 2 GPUs the evaluation hangs after epoch 1.\n",  # other work named
+    "Tokenizing hangs for an hour on multi-GPU.\n",
+])
+def test_several_gpus_beside_other_stuck_work_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
     "With DDP on 4 GPUs the dataloader hangs at the start of epoch 2.\n",
     "The watchdog is a nice feature of our cluster; training finished fine.\n",
     "Two nodes train fine at 3 it/s; a single node is faster.\n",
