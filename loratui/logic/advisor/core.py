@@ -28,6 +28,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Advice,
     Finding,
     distinct_evidence,
+    sentence_case,
     warn_line_bytes,
 )
 from loratui.logic.advisor import build, loss_words, rank, root
@@ -112,7 +113,8 @@ class Advisor(OomFold):
         """The advice now, most important first (built lazily, cached until a finding changes)."""
         if self._items is None:
             built = rank.order(build.build_all(self), self.found, build.seen(self), lambda: build.failure(self))
-            built = [self._in_own_words(replace(a, evidence=distinct_evidence(a.evidence))) for a in built]
+            built = [self._in_own_words(replace(a, title=sentence_case(a.title), evidence=distinct_evidence(a.evidence)))
+                     for a in built]
             self._items = built
         return list(self._items)
 
