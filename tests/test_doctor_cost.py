@@ -131,3 +131,16 @@ def test_a_memory_line_that_names_no_phase_finds_no_clauses() -> None:
         items, _ = diagnose_stream(io.BytesIO(b"It runs out of memory while saving the checkpoint, eval works.\n" +
                                               OOM_LINE.encode()), "oom.log")
     assert starts.call_count >= 1 and items[0].id == "oom_at_save"
+
+
+def test_the_utilisation_readers_of_a_percentage_skip_a_line_without_one() -> None:
+    """The GPU's idle share and its busy share are read as percentages: a line that names the GPU with no `%` (a
+    CUDA OOM message) does not run them."""
+    idle, busy = _Counted(starve_said._IDLE_SHARE), _Counted(starve_said._BUSY_AT)
+    with mock.patch.object(starve_said, "_IDLE_SHARE", idle), mock.patch.object(starve_said, "_BUSY_AT", busy):
+        diagnose_stream(io.BytesIO((OOM_LINE * 200).encode()), "oom.log")
+        assert idle.calls == busy.calls == 0  # were 200 each
+        assert starve_said._util_said("nvidia-smi shows the GPU at 7% most of the time") == {
+            "said": "util", "quote": "nvidia-smi shows the GPU at 7% most of the time", "util": 7}
+        assert starve_said._util_said("the GPU idle 63% of the time")["util"] == 37  # type: ignore[index]
+    assert idle.calls and busy.calls

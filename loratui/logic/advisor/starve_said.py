@@ -308,7 +308,7 @@ def _util_said(line: str) -> dict[str, object] | None:
     """`GPU utilization is low`, `GPU util 0-30%`, `spiky GPU utilization`, `GPU利用率很低`: the utilisation low or
     swinging in the user's words; a percentage counts when it is at most half (`oscillates between 60% - 100%`
     counts by its word, `GPU utilization is 100%` does not)."""
-    idle = _IDLE_SHARE.search(line)
+    idle = _IDLE_SHARE.search(line) if "%" in line else None  # it and _BUSY_AT read a percentage
     if idle:  # the idle share measured: a quarter of the time or more is a GPU waiting
         share = int(idle.group("n") or idle.group("n2"))
         return {"said": "util", "quote": quoted(line), "util": 100 - share} if share >= IDLE_SHARE else None
@@ -326,7 +326,7 @@ def _util_said(line: str) -> dict[str, object] | None:
             return {"said": "util", "quote": quoted(line)}
         if low is not None and low <= 50:
             return {"said": "util", "quote": quoted(line), "util": low}
-    busy = _busy_at(line)
+    busy = _busy_at(line) if "%" in line else None
     return {"said": "util", "quote": quoted(line), "util": busy} if busy is not None and busy <= 50 else None
 
 _BUSY_AT = re.compile(
