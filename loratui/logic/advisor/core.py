@@ -28,6 +28,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Advice,
     Finding,
     distinct_evidence,
+    sentence_case,
     warn_line_bytes,
 )
 from loratui.logic.advisor import build, loss_words, rank, root
@@ -113,7 +114,8 @@ class Advisor(OomFold):
         """The advice now, most important first (built lazily, cached until a finding changes)."""
         if self._items is None:
             built = rank.order(build.build_all(self), self.found, build.seen(self), lambda: build.failure(self))
-            built = [self._in_own_words(replace(a, evidence=distinct_evidence(a.evidence))) for a in built]
+            built = [self._in_own_words(replace(a, title=sentence_case(a.title), evidence=distinct_evidence(a.evidence)))
+                     for a in built]
             self._items = built
         return list(self._items)
 
@@ -125,10 +127,15 @@ class Advisor(OomFold):
         said = command_keys.speak(advice.change, *self.spoken)
         return replace(advice, change=said.change, fix=said.fix, no_fix=said.no_fix)
 
+    def _keeps(self, finding: Finding) -> bool:
+        """Whether `_latch` would keep this finding: the first of its id, or one that replaces a withdrawn or less
+        exact one."""
+        kept = self.found.get(finding.id)
+        return kept is None or bool(kept.facts.get("withdrawn")) or _sharper(kept, finding)
+
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
-        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn") or
-                                    _sharper(self.found[finding.id], finding)):
+        if finding is not None and self._keeps(finding):
             if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
                 finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
@@ -194,9 +201,12 @@ class Advisor(OomFold):
             self.text.where.train_log()
             self.text.prep_line, self.text.prep_s = "", 0  # training went on after it: not why a later timeout came
         for finding in self.loss.log(self.ctx, e):
-            quote = self._quote(e)
-            if quote:
-                finding.facts["quote"] = quote
+            # quoted only when kept, or when it is the start NaN `_withdraw_said_nan` compares by its quote: a log
+            # where every line is a finding (a NaN run) quotes once, not once a line
+            if self._keeps(finding) or finding is self.loss.start_nan:
+                quote = self._quote(e)
+                if quote:
+                    finding.facts["quote"] = quote
             self._latch(finding)
         if self.loss.changed:
             self._items = None  # a finding already latched was escalated (a rise that ended in NaN) or withdrawn
@@ -415,9 +425,13 @@ def _prints(line: str, value: float) -> bool:
     return False
 
 
+_WHOLE = re.compile(r"(?<![\d.])\d+(?![\d.]|%)")
+"""A whole number: a run of digits with no digit or point either side, not a percentage."""
+
+
 def _prints_step(line: str, step: int) -> bool:
     """Whether a line prints this step as a whole number (`45/100`, `step 45`), not inside a decimal."""
-    return step > 0 and re.search(rf"(?<![\d.]){step}(?![\d.]|%)", line) is not None
+    return step > 0 and str(step) in _WHOLE.findall(line)
 
 
 _HANDLERS: dict[type, str] = {

@@ -191,6 +191,8 @@ NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off
 
 def _affirmed(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]]:
     """The phases a sentence names other than under a negation in their clause."""
+    if not named:
+        return []  # most memory lines name no phase (a CUDA OOM message): no clauses to find
     bounds = clause_starts(text)
     kept = []
     for phase, words in named:
@@ -277,9 +279,12 @@ class PhaseWords:
             sentence = whole
         else:
             return
-        sentence, whole = _phase_words(sentence), _phase_words(whole)
-        named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
-        said = _affirmed(sentence, named) + _affirmed(whole, named)
+        one = sentence == whole  # most lines: no sentence carried over, so the line is read once, not twice
+        sentence = _phase_words(sentence)
+        whole = sentence if one else _phase_words(whole)
+        named = [(phase, words) for phase, words in _PROSE_PHASE
+                 if words.search(sentence) or not one and words.search(whole)]
+        said = _affirmed(sentence, named) + ([] if one else _affirmed(whole, named))
         named = _or_epoch_end(whole, [pair for pair in named if pair in said])
         if len(named) > 1 or WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause

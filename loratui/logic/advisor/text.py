@@ -134,9 +134,12 @@ BATCH_ONE = re.compile(
     r"only|as|just|=|:|设置为|设为|为|是)[\s\"'`]*){0,4}1(?![\d.,]\d|\d|e-?\d|\s*(?:k|x|/|-\d))", re.I)
 """The person's (or the command's) training batch of one: `micro batch size to be 1`, `--per_device_train_batch_size 1`,
 `batch_size为1`, `bs=1`; not an evaluation's batch, not `batch_size 16` or `(batch_size, 1)`."""
-_BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine|ok|okay|runs? (?:ok|fine|well)|succeed\w*|"
+_BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|runs? (?:ok|fine|well)|succeed\w*|"
                               r"no (?:oom|problem|issue)s?)\b|正常|没问题|可以跑|>>\s+Batch size =", re.I)
-"""A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header."""
+"""A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header; not the
+`fine` of `fine-tuning` (`fine-tuning with batch size 1 runs out of memory` is the failing run's batch)."""
+# Not built from phase_words.WORKS: its `passed` takes `batch_size=1 passed to the Trainer` for a batch that worked;
+# this one adds `runs well`, `no OOM`, `可以跑` and the Trainer's `>> Batch size =` header.
 _BATCH_OTHER = re.compile(r"(?:batch[_ -]?size|bsize|\bbs)\W{0,3}\s*(?:(?:is|was|to|of|at|=|:|为)\s*){0,2}"
                           r"(?!1(?![\d.]))\d+\b", re.I)
 """Another batch size on the same line (`bs=1 runs, bs=2 goes OOM`): which one failed is not said."""
