@@ -548,7 +548,7 @@ def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions], attached: 
 def farewell(run: RunDir, state: RunState, result: object) -> str:
     """What the shell is told when the viewer closes: where the run stands and, if it failed, why."""
     if state.state not in events.FINAL_STATES and result != "stop":
-        return headless.detached(run)
+        return headless.detached(run, state.state)
     if result == "stop":
         return f"stopping {run.run_id} at the next step boundary."
     said = f"run {run.run_id}: {state.state} at step {state.step}"
