@@ -141,6 +141,14 @@ class RunState:
         return why + (f", asked {_ASKED.get(source, f'by {source}')}" if source else "")
 
     @property
+    def stop_by_signal(self) -> bool:
+        """A stop reaches this run as SIGTERM to its command's process group, at once: a watched command with
+        no Trainer hooked in it (a plain loop, `python -I`), or one whose Trainer has not begun (its header's
+        controls are stop alone until then). A recipe's trainer and a hooked Trainer stop at the next step
+        boundary, through the command file (supervisor/owner.py `_enforce_stop`, command.py `stop_signals`)."""
+        return bool(self.command) and (self.pause_mode == "signal" or self.controls == frozenset({"stop"}))
+
+    @property
     def total_steps(self) -> int:
         """The run's steps in all, 0 while unknown (a watched loop printing no total). A finished run took
         all its steps, so its total is known at the end: its bar is full rather than empty."""
