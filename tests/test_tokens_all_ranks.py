@@ -79,3 +79,12 @@ def test_a_snapshot_in_the_index_keeps_every_ranks_tokens() -> None:
         back.feed(event)
     assert back.tokens_per_s == RunState().feed_all(found).tokens_per_s
     assert back.step_rank_tokens[10] == {0: 460, 1: 480}
+
+
+def test_the_reports_throughput_chart_counts_every_rank_too() -> None:
+    from loratui.commands.report import step_rates
+
+    rates = step_rates(_steps({0: 460, 1: 480}))
+    assert [step for step, _ in rates] == [1, 2, 3, 4]
+    assert all(round(rate) == round(940 / 0.25) for _, rate in rates), rates
+    assert [round(r) for _, r in step_rates(_steps({0: 460}))] == [round(460 / 0.25)] * 4
