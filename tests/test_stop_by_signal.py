@@ -92,3 +92,11 @@ def _run_of(tmp_path: Path, found: list[events.AnyEvent]) -> rundir.RunDir:
 def test_the_agent_is_told_the_same(tmp_path: Path) -> None:
     assert "SIGTERM" in agent_view.stop_how(_run_of(tmp_path / "a", scenarios.paused_by_signal(10)))
     assert agent_view.stop_how(_run_of(tmp_path / "b", _hooked_command())) == "at its next step boundary"
+
+
+def test_the_help_says_how_a_plain_loop_is_paused_and_stopped() -> None:
+    from loratui.tui.screens import HELP
+
+    said = " ".join(HELP.split())
+    assert "paused by SIGSTOP" in said and "stopped by SIGTERM, both at once" in said
+    assert max(len(line) for line in HELP.splitlines()) <= 60  # the page's width (test_app checks 80x24)

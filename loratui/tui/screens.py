@@ -115,6 +115,10 @@ loratui — keys (↑/↓ scroll this page; escape closes it)
      waits), recorded in the log
   ?  this help
 
+A command with no Trainer (a plain loop, `loratui run
+-- python loop.py`) is paused by SIGSTOP (its memory
+stays held) and stopped by SIGTERM, both at once.
+
 Replay: space play/pause · + / - speed · → / ← step
         ] / [ next/previous event of note
         g / G start/end
