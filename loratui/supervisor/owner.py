@@ -257,7 +257,8 @@ class Supervisor:
             signame = signal.Signals(-code).name
         error = why or ("\n".join(self._stderr_tail[-40:]) if state == events.FAILED else "")
         if state == events.FAILED and signame:
-            error = f"the trainer was killed by {signame}\n{error}".rstrip()
+            who = "command" if self.command else "trainer"  # as the keeper says it of a watched command
+            error = f"the {who} was killed by {signame}\n{error}".rstrip()
         rank = failed_rank(self._stderr_tail) if state == events.FAILED else ""
         if rank:
             error = f"{rank} failed; torchrun stopped the other ranks\n{error}"

@@ -248,7 +248,7 @@ def failure(adv: Advisor) -> list[Advice]:
     if said is not None and adv.pasted:
         return [error_said.said_advice(*said, step)]
     if adv.end is not None:
-        return [ended_advice(adv.end, list(adv.tail))]
+        return [ended_advice(adv.end, list(adv.tail), "command" if adv.spoken is not None else "trainer")]
     return []
 
 
