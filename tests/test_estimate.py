@@ -22,29 +22,29 @@ LLAMA7B = next(row["model_config"] for row in GRID if row["model"] == "l7")
 
 def recipe_text(model: str, quant: str = "nf4dq", batch: int = 4, seq: int = 2048, gc: bool = True,
                 optim: str = "paged_adamw_8bit", attn: str = "sdpa", r: int = 64,
-                targets: list[str] | None = None) -> str:
-    """A recipe in the shape of a grid row (quant: 'bf16', 'nf4' or 'nf4dq'; targets: the seven projections unless
-    given)."""
+                targets: list[str] | None = None, dropout: float = 0.05) -> str:
+    """A recipe in the shape of a grid row (quant: 'bf16', 'nf4', 'nf4dq' or 'fp32', float32 weights without bf16
+    autocast as recipes/tiny.toml; targets: the seven projections unless given)."""
     targets = targets or ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     return f"""
 [model]
 path = "{model}"
-dtype = "bfloat16"
+dtype = "{'float32' if quant == 'fp32' else 'bfloat16'}"
 attn_implementation = "{attn}"
 [quantization]
-load_in_4bit = {str(quant != "bf16").lower()}
+load_in_4bit = {str(quant not in ("bf16", "fp32")).lower()}
 bnb_4bit_quant_type = "nf4"
 bnb_4bit_use_double_quant = {str(quant == "nf4dq").lower()}
 [lora]
 r = {r}
 lora_alpha = {2 * r}
-lora_dropout = 0.05
+lora_dropout = {dropout}
 target_modules = {json.dumps(targets)}
 [training]
 per_device_train_batch_size = {batch}
 gradient_checkpointing = {str(gc).lower()}
 optim = "{optim}"
-bf16 = true
+bf16 = {str(quant != "fp32").lower()}
 [data]
 path = "train.jsonl"
 max_length = {seq}
