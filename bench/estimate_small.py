@@ -19,11 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
-from estimate_grid import MODELS, SMALL, config_name, small_half  # noqa: E402
-from test_estimate import recipe_text  # noqa: E402  (the recipe of a grid row, as the calibration test writes it)
+from estimate_grid import MODELS, SMALL, config_name, small_half
+from test_estimate import recipe_text
 
-from loratui.logic.estimate import Estimate, estimate  # noqa: E402
-from loratui.recipe import load_recipe  # noqa: E402
+from loratui.logic.estimate import Estimate, estimate
+from loratui.recipe import load_recipe
 
 
 def predicted(c: dict, tmp: Path) -> Estimate:
