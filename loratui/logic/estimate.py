@@ -4,7 +4,8 @@ Pure logic: no torch, no transformers, no I/O. It models the path loratui/traine
 (from_pretrained with BitsAndBytesConfig, prepare_model_for_kbit_training, get_peft_model, the HF
 Trainer under bf16 autocast) term by term, and reports the figure that decides OOM: device memory used as
 NVML shows it, beside torch's peak reserved. The few constants that cannot be derived (allocator slack,
-CUDA context) were fitted to the H200 grid in bench/estimate_grid.jsonl; see BENCHMARKS.md.
+CUDA context) were fitted to the H200 grid in bench/estimate_grid.jsonl, and the context and the slack's base refitted
+with the small models of bench/estimate_small.jsonl (an H100); see BENCHMARKS.md.
 
 A watched script's trainer may train differently (TRL's SFTTrainer keeps the weights it did not quantise
 in bf16, casts LoRA to bf16 and never builds the logits): what the live objects say overrides those
