@@ -22,7 +22,7 @@ import psutil
 from loratui import __version__, events, nodelogs, runstatus, slurm
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
-from loratui.outputtail import OutputFollower
+from loratui.outputtail import OutputFollower, follow_together
 from loratui.recipe import Recipe, RecipeError, recipe_hash
 from loratui.rundir import (
     STOPPED_CODES,
@@ -312,14 +312,12 @@ class Supervisor:
         redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
         followers = [OutputFollower(path, functools.partial(self._emit_output, name), redraw=redraw)
                      for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
-        tails = [threading.Thread(target=follower.run, args=(done,), daemon=True) for follower in followers]
-        for tail in tails:
-            tail.start()
+        tail = threading.Thread(target=follow_together, args=(followers, done), daemon=True)  # stdout, then stderr
+        tail.start()
         code = self.trainer.wait()
         self._cmds_offset = file_size(self.run.commands)  # the next trainer starts after what this one read
         done.set()
-        for tail in tails:
-            tail.join(timeout=5)
+        tail.join(timeout=5)
         with self._watch_lock:
             if self.watcher is not None:  # the last loss the reader held back
                 for event in self.watcher.close():

@@ -68,6 +68,7 @@ class TextReader:
     _pairs_total: bool = False  # those lines are a running total (elapsed time, tokens seen), not a loss
     _keras_epoch: int = 0  # the epoch of Keras' last `Epoch 3/10` line
     _epochs: epochs.EpochCounter = field(default_factory=epochs.EpochCounter)
+    _early: list[events.AnyEvent] = field(default_factory=list)  # events of lines before this one, found by it
 
     PAIRS_N = 3
 
@@ -85,6 +86,8 @@ class TextReader:
             self._fragment(fragment, t, out)
         if fragments:
             out.insert(0, events.Output(t=t, stream=self.stream, lines=fragments))
+        if self._early:
+            out, self._early = self._early + out, []
         return out
 
     def close(self, t: float = 0.0) -> list[events.AnyEvent]:
@@ -143,6 +146,11 @@ class TextReader:
             self.inferred = True
             for value in listed:  # a series the person lists in one line: one log each, in order
                 self._emit(self.step + 1, {"loss": value}, t, out)
+        elif self._held is not None and self._held[2]:
+            # Other text after a `step N loss X` line: no second logger's copy of it comes now, so it is logged
+            # (held until the output closed, a crash's traceback was read one step before the step it followed),
+            # before this line's Output: it was printed before it (`Summoning checkpoint.` names the save after it).
+            self._release(t, self._early)
 
     def _counted(self, fragment: str, found: tuple[int | None, dict[str, float]]) -> tuple[int | None,
                                                                                          dict[str, float]]:
