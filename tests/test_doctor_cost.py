@@ -12,8 +12,10 @@ from unittest import mock
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
-from loratui.logic.advisor import core, phase_words, starve_said
+from loratui.logic import oom
+from loratui.logic.advisor import core, oom_fold, phase_words, starve_said
 from loratui.logic.advisor.core import Advisor
+from loratui.logic.word_gate import WordGate
 
 
 def _nan_log(lines: int) -> bytes:
@@ -144,3 +146,105 @@ def test_the_utilisation_readers_of_a_percentage_skip_a_line_without_one() -> No
             "said": "util", "quote": "nvidia-smi shows the GPU at 7% most of the time", "util": 7}
         assert starve_said._util_said("the GPU idle 63% of the time")["util"] == 37  # type: ignore[index]
     assert idle.calls and busy.calls
+
+
+def _healthy_log(lines: int) -> bytes:
+    out = []
+    for i in range(1, lines + 1):
+        out.append(f"{{'loss': {2.0 - i / lines:.4f}, 'grad_norm': 1.1, 'learning_rate': 2e-05, "
+                   f"'epoch': {i / lines:.4f}}}")
+        if i % 10 == 0:
+            out.append(f" {i // 10}%|██▌       | {i}/{lines} [01:02<10:00,  1.50it/s]")
+    return ("\n".join(out) + "\n").encode()
+
+
+@pytest.mark.parametrize("log", [_healthy_log(200), _nan_log(200)], ids=["healthy", "nan"])
+def test_a_printed_log_skips_the_diffusion_and_host_ram_patterns(log: bytes) -> None:
+    """core's diffusion pattern and the host-RAM pattern ran on every line (until one matched): printed Trainer dicts
+    and progress bars hold none of the words either needs."""
+    diffusion, host = _Counted(core._DIFFUSION), _Counted(oom_fold._HOST_RAM)
+    with mock.patch.object(core, "_DIFFUSION", diffusion), mock.patch.object(oom_fold, "_HOST_RAM", host):
+        diagnose_stream(io.BytesIO(log), "train.log")
+    assert diffusion.calls == host.calls == 0  # were 220 each on the healthy log (bars too), 200 on the NaN log
+
+
+def test_the_diffusion_and_host_ram_patterns_still_read_their_lines() -> None:
+    text = (b"I fine-tune SDXL with kohya's sd-scripts and the loss stays flat.\n"
+            b"Then the process was killed: exit code 137\n")
+    diffusion, host = _Counted(core._DIFFUSION), _Counted(oom_fold._HOST_RAM)
+    with mock.patch.object(core, "_DIFFUSION", diffusion), mock.patch.object(oom_fold, "_HOST_RAM", host):
+        advisor = Advisor(None)
+        for line in text.decode().splitlines():
+            advisor._line(line)
+    assert advisor.diffusion and advisor.host_oom is not None
+    assert diffusion.calls == 1 and host.calls == 1  # the first line names no host RAM: skipped
+
+
+def test_later_oom_messages_are_not_parsed_again() -> None:
+    """Each rank's message, or the same one repeated: once an OOM with its numbers and kind is kept, a later message
+    replaces nothing, so its nine sizes are not read again (parse_oom ran on every one)."""
+    with mock.patch.object(oom, "parse_oom", wraps=oom.parse_oom) as parsed:
+        items, _ = diagnose_stream(io.BytesIO((OOM_LINE * 200).encode()), "oom.log")
+    assert [item.id for item in items] == ["oom_fragmentation"]
+    assert parsed.call_count == 1  # was 200
+
+
+def test_a_later_oom_message_still_tells_where_the_first_struck() -> None:
+    later = OOM_LINE.replace("torch.cuda", "model.state_dict(): torch.cuda")
+    with mock.patch.object(oom, "parse_oom", wraps=oom.parse_oom) as parsed:
+        items, _ = diagnose_stream(io.BytesIO((OOM_LINE * 3 + later).encode()), "oom.log")
+    assert parsed.call_count == 1
+    assert items[0].id == "oom_at_save"
+    # a first message without its numbers is replaced by a later one with them, so it is read until one comes
+    with mock.patch.object(oom, "parse_oom", wraps=oom.parse_oom) as parsed:
+        log = b"RuntimeError: CUDA out of memory.\n" + OOM_LINE.encode() * 3
+        items, _ = diagnose_stream(io.BytesIO(log), "oom.log")
+    assert parsed.call_count == 2 and items[0].id == "oom_fragmentation"
+
+
+@pytest.mark.parametrize(("gate", "pattern", "line"), [
+    *[(core._DIFFUSION_NEEDS, core._DIFFUSION, line) for line in [
+        "Stable Diffusion fine-tune", "a diffusion model", "Diffusion_loss", "latent diffusion",
+        "pip install diffusers", "text-to-image", "DreamBooth", "textual_inversion", "DDPM sampler", "ddim",
+        "noise_pred = unet(x)",
+        "sd-scripts", "Kohya_ss", "SDXL", "SD 1.5", "SD3.5"]],
+    *[(oom_fold._HOST_RAM_NEEDS, oom_fold._HOST_RAM, line) for line in [
+        "DefaultCPUAllocator: not enough memory", "OSError: [Errno 12] Cannot allocate memory", "MemoryError",
+        "Killed", "died with <Signals.SIGKILL: 9>", "exitcode  : -9", "exited with code 137", "oom-killer",
+        "memory error", "out of RAM", "RAM is full", "内存不足", "The paging file is too small",
+        "crashed after using all available RAM", "The Kernel crashed while executing code",
+        "the kernel appears to have died", "进程被kill", "OOM了被系统杀掉",
+        "killed by the system", "the RAM fills up", "it eats all my RAM", "it needs more memory than my machine has",
+        "the job got killed", "not enough system RAM", "超出了内存", "内存不够", "kİlled by the OS"]],
+])
+def test_a_gate_holds_every_word_its_pattern_needs(gate: WordGate, pattern: re.Pattern[str], line: str) -> None:
+    assert pattern.search(line), line
+    assert gate.passes(line), line
+
+
+def test_a_gate_reads_case_as_the_pattern_does() -> None:
+    """re.I takes the dotted and dotless i (İ, ı) and the Kelvin sign for i and k; str.lower does not: a line that is
+    not ASCII is read with the gate's own case-insensitive pattern."""
+    gate = WordGate("kill", "memory")
+    for line in ["KİLL", "kıll", "\u212aill", "MEMORY", "no", "ок", "memoRY ок"]:
+        assert gate.passes(line) is bool(re.search("kill|memory", line, re.IGNORECASE)), line
+
+
+def _dev_lines() -> list[tuple[str, str]]:
+    """(where, line) for every line of the corpus's dev records (never a sealed one)."""
+    found = []
+    for path in sorted((Path(__file__).parent / "data" / "real").glob("*.jsonl")):
+        for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            row = json.loads(raw) if raw.strip() else {}
+            if row.get("split", "dev") != "dev":
+                continue
+            found.extend((f"{path.name}:{number}", line) for line in row.get("text", "").splitlines())
+    return found
+
+
+def test_the_diffusion_and_host_ram_gates_pass_every_dev_line_their_patterns_match() -> None:
+    lines = _dev_lines()
+    for gate, pattern, least in [(core._DIFFUSION_NEEDS, core._DIFFUSION, 10),
+                                 (oom_fold._HOST_RAM_NEEDS, oom_fold._HOST_RAM, 50)]:
+        matched = [(where, line) for where, line in lines if pattern.search(line[:4000])]
+        assert len(matched) >= least and [where for where, line in matched if not gate.passes(line[:4000])] == []

@@ -49,6 +49,7 @@ from loratui.logic.advisor.watches import (
     VramWatch,
 )
 from loratui.logic.tracebacks import TraceScanner
+from loratui.logic.word_gate import WordGate
 from loratui.recipe import WATCHED, Recipe, RecipeError, load_recipe
 from loratui.logic.fmt import quoted
 
@@ -328,7 +329,8 @@ class Advisor(OomFold):
             self._latch(finding)
         if any(word in line for word in root.WORDS):
             self._latch(root.store_finding(line, self.ctx.step))
-        if not getattr(self, "diffusion", False) and _DIFFUSION.search(line):  # getattr: an older events.idx
+        if not getattr(self, "diffusion", False) and _DIFFUSION_NEEDS.passes(line) and \
+                _DIFFUSION.search(line):  # getattr: an older events.idx
             self.diffusion = True
             self._items = None
         if _PRINTED_LOG.match(line):
@@ -378,6 +380,10 @@ _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|diffusion[ _]
                         r"\bSDXL\b|\bSD ?(?:1\.[45]|2\.1|3(?:\.5)?)\b")
 """Text about a diffusion model: its training loss (the error of the predicted noise, dominated by the sampled
 timestep) is known to stay level and noisy while the samples improve (huggingface/diffusers#3604)."""
+_DIFFUSION_NEEDS = WordGate("diffus", "text", "dream", "ddpm", "ddim", "noise_pred", "sd", "kohya")
+"""A word every match of _DIFFUSION holds (`text` for text-to-image and textual inversion, `sd` for SDXL, SD 1.5 and
+sd-scripts): it ran on every line of every log until one named diffusion, printed records included (the costliest
+single pattern on a CUDA OOM message, some 130 us)."""
 
 _RESULTS_GOOD = re.compile(r"\b(?:results?|outputs?|samples?|generations?|images?|predictions?)\s+(?:keeps?|kept|are|is|"
                            r"were|was|look|looks|looked|seems?|seemed)\s+(?:still\s+|pretty\s+|quite\s+|very\s+|"
