@@ -3,6 +3,7 @@ every line is a NaN quotes the first, not every one, and no regex is compiled fo
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -13,7 +14,7 @@ import pytest
 
 from loratui.commands.doctor import diagnose_stream
 from loratui.logic import oom
-from loratui.logic.advisor import core, oom_fold, phase_words, starve_said
+from loratui.logic.advisor import core, oom_fold, phase_words, starve, starve_output, starve_said
 from loratui.logic.advisor.core import Advisor
 from loratui.logic.word_gate import WordGate
 
@@ -104,7 +105,7 @@ def test_a_cuda_oom_message_skips_the_gpu_utilisation_reader() -> None:
 ])
 def test_the_gate_holds_every_word_the_utilisation_pattern_needs(line: str) -> None:
     assert starve_said._UTIL_SAID.search(line), line
-    assert starve_said._UTIL_SAID_NEEDS.search(line), line
+    assert starve_said._UTIL_SAID_NEEDS.passes(line), line
 
 
 def test_the_gate_passes_every_dev_line_the_utilisation_pattern_matches() -> None:
@@ -118,7 +119,7 @@ def test_the_gate_passes_every_dev_line_the_utilisation_pattern_matches() -> Non
             for line in row.get("text", "").splitlines():
                 if starve_said._UTIL_SAID.search(line):
                     matched += 1
-                    if not starve_said._UTIL_SAID_NEEDS.search(line):
+                    if not starve_said._UTIL_SAID_NEEDS.passes(line):
                         missed.append(f"{path.name}:{number}")
     assert matched > 20 and missed == []
 
@@ -248,3 +249,42 @@ def test_the_diffusion_and_host_ram_gates_pass_every_dev_line_their_patterns_mat
                                  (oom_fold._HOST_RAM_NEEDS, oom_fold._HOST_RAM, 50)]:
         matched = [(where, line) for where, line in lines if pattern.search(line[:4000])]
         assert len(matched) >= least and [where for where, line in matched if not gate.passes(line[:4000])] == []
+
+
+def test_a_printed_dict_skips_the_iteration_pattern() -> None:
+    """The starved-data watch read every line for a logged iteration (to know what a following line comes after):
+    a printed Trainer dict holds neither a `/` nor an iteration's name, a progress bar still is one."""
+    counted = _Counted(starve._ITERATION)
+    with mock.patch.object(starve, "_ITERATION", counted):
+        diagnose_stream(io.BytesIO(_healthy_log(200)), "train.log")
+    assert counted.calls == 20  # the bars only; was 220, every line
+    assert starve._ITERATION_NEEDS.passes(" 1%|██▌       | 10/200 [01:02<10:00,  1.50it/s]")
+
+
+_OLD_GATES = {
+    "PROFILE_WORDS": re.compile(r"Percentage|next|collate|fetch|DataLoader|getitem|function calls|% Time|loader",
+                                re.IGNORECASE),
+    "_UTIL_SAID_NEEDS": re.compile(r"util|usage|load|activity|busy|used|working|starv|nothing|idl|wait|利用率|使用率|"
+                                   r"占用率|空闲|闲置|在等|等待数据|等数据|跑不满|跑满", re.IGNORECASE),
+}
+"""The two gates as the patterns they were (5-40 us a line where nothing matched: the whole line tried against each
+word case-insensitively); now WordGates that lower an ASCII line and look for the words."""
+
+
+def test_the_word_gates_search_no_ascii_line_with_a_pattern() -> None:
+    gates = [starve_output.PROFILE_WORDS, starve_said._UTIL_SAID_NEEDS, starve._ITERATION_NEEDS, core._DIFFUSION_NEEDS,
+             oom_fold._HOST_RAM_NEEDS]
+    counted = [_Counted(gate._pattern) for gate in gates]  # PROFILE_WORDS and _UTIL_SAID_NEEDS had none: patterns
+    with contextlib.ExitStack() as stack:
+        for gate, count in zip(gates, counted, strict=True):
+            stack.enter_context(mock.patch.object(gate, "_pattern", count))
+        diagnose_stream(io.BytesIO((OOM_LINE * 200).encode() + _nan_log(200)), "oom.log")
+    assert [count.calls for count in counted] == [0] * len(gates)
+
+
+def test_the_word_gates_answer_as_the_patterns_they_replaced_on_every_dev_line() -> None:
+    lines = [line[:4000] for _, line in _dev_lines()] + [OOM_LINE, "KİLL the loader", "GPU ıdle", "\u212aernel"]
+    for name, gate in [("PROFILE_WORDS", starve_output.PROFILE_WORDS),
+                       ("_UTIL_SAID_NEEDS", starve_said._UTIL_SAID_NEEDS)]:
+        differ = [line for line in lines if gate.passes(line) is not bool(_OLD_GATES[name].search(line))]
+        assert differ == [], (name, differ[:3])
