@@ -14,7 +14,7 @@ import pytest
 
 from loratui.commands.doctor import diagnose_stream
 from loratui.logic import oom
-from loratui.logic.advisor import core, oom_fold, phase_words, starve, starve_output, starve_said
+from loratui.logic.advisor import core, error_said, oom_fold, phase_words, starve, starve_output, starve_said
 from loratui.logic.advisor.core import Advisor
 from loratui.logic.word_gate import WordGate
 
@@ -181,6 +181,21 @@ def test_the_diffusion_and_host_ram_patterns_still_read_their_lines() -> None:
     assert diffusion.calls == 1 and host.calls == 1  # the first line names no host RAM: skipped
 
 
+def test_a_cuda_oom_message_skips_the_patterns_of_a_persons_words() -> None:
+    """A person's words that an error came (`I get a KeyError`, `I got the following error:`) need a verb before it;
+    the worries read beside a loss (results said good, is this normal, the lr rising) need their nouns: a CUDA OOM
+    message holds none of them, and ran all five on every line."""
+    patterns = {(module, name): _Counted(getattr(module, name)) for module, name in [
+        (error_said, "_SAID"), (error_said, "_UNTYPED"), (core, "_RESULTS_GOOD"), (core, "_ASKS_NORMAL"),
+        (core, "_LR_RISES")]}
+    with contextlib.ExitStack() as stack:
+        for (module, name), counted in patterns.items():
+            stack.enter_context(mock.patch.object(module, name, counted))
+        items, _ = diagnose_stream(io.BytesIO((OOM_LINE * 200).encode()), "oom.log")
+    assert [item.id for item in items] == ["oom_fragmentation"]
+    assert [counted.calls for counted in patterns.values()] == [0] * 5  # were 200 each
+
+
 def test_later_oom_messages_are_not_parsed_again() -> None:
     """Each rank's message, or the same one repeated: once an OOM with its numbers and kind is kept, a later message
     replaces nothing, so its nine sizes are not read again (parse_oom ran on every one)."""
@@ -217,6 +232,25 @@ def test_a_later_oom_message_still_tells_where_the_first_struck() -> None:
         "the kernel appears to have died", "进程被kill", "OOM了被系统杀掉",
         "killed by the system", "the RAM fills up", "it eats all my RAM", "it needs more memory than my machine has",
         "the job got killed", "not enough system RAM", "超出了内存", "内存不够", "kİlled by the OS"]],
+    *[(error_said._VERB_NEEDS, error_said._SAID, line) for line in [
+        "I get a KeyError", "it gets the ValueError", "got a key error", "getting TypeError", "throws IndexError",
+        "threw a NameError", "is thrown ImportError", "throwing an AssertionError", "raises a KeyError",
+        "raised TypeError", "raising ValueError", "hits a KeyError", "hitting an IndexError",
+        "encountered a weird KeyError", "I receive an AttributeError", "received FileNotFoundError",
+        "I run into a KeyError", "ran into the ValueError", "running into TypeError", "it fails with a KeyError",
+        "crashed with ValueError", "dies with TypeError", "stopped with IndexError", "ends up with a KeyError",
+        "ended with ZeroDivisionError", "gives a KeyError", "gave TypeError", "giving a value error",
+        "it GOT A KEYERROR"]],
+    *[(error_said._VERB_NEEDS, error_said._UNTYPED, line) for line in [
+        "I get the following error:", "and got an error complaining about no loss in the outputs:",
+        "it throws some exception：", "ran into this error: ```python"]],
+    *[(core._RESULTS_GOOD_NEEDS, core._RESULTS_GOOD, line) for line in [
+        "the results kept improving", "outputs look good", "samples are great", "generations seem fine",
+        "the images looked better", "predictions are getting better", "效果很好"]],
+    *[(core._ASKS_NORMAL_NEEDS, core._ASKS_NORMAL, line) for line in [
+        "Is this normal?", "are these expected", "is it really normal", "is the loss supposed to", "这正常吗"]],
+    *[(core._LR_RISES_NEEDS, core._LR_RISES, line) for line in [
+        "the end of warmup", "warm-up", "预热", "lr and loss increase", "learning rate goes up"]],
 ])
 def test_a_gate_holds_every_word_its_pattern_needs(gate: WordGate, pattern: re.Pattern[str], line: str) -> None:
     assert pattern.search(line), line
@@ -243,10 +277,16 @@ def _dev_lines() -> list[tuple[str, str]]:
     return found
 
 
-def test_the_diffusion_and_host_ram_gates_pass_every_dev_line_their_patterns_match() -> None:
+def test_the_gates_pass_every_dev_line_their_patterns_match() -> None:
     lines = _dev_lines()
     for gate, pattern, least in [(core._DIFFUSION_NEEDS, core._DIFFUSION, 10),
-                                 (oom_fold._HOST_RAM_NEEDS, oom_fold._HOST_RAM, 50)]:
+                                 (oom_fold._HOST_RAM_NEEDS, oom_fold._HOST_RAM, 50),
+                                 (starve._ITERATION_NEEDS, starve._ITERATION, 100),
+                                 (error_said._VERB_NEEDS, error_said._SAID, 3),
+                                 (error_said._VERB_NEEDS, error_said._UNTYPED, 10),
+                                 (core._RESULTS_GOOD_NEEDS, core._RESULTS_GOOD, 2),
+                                 (core._ASKS_NORMAL_NEEDS, core._ASKS_NORMAL, 10),
+                                 (core._LR_RISES_NEEDS, core._LR_RISES, 5)]:
         matched = [(where, line) for where, line in lines if pattern.search(line[:4000])]
         assert len(matched) >= least and [where for where, line in matched if not gate.passes(line[:4000])] == []
 
