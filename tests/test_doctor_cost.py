@@ -14,7 +14,16 @@ import pytest
 
 from loratui.commands.doctor import diagnose_stream
 from loratui.logic import oom
-from loratui.logic.advisor import core, error_said, oom_fold, phase_words, starve, starve_output, starve_said
+from loratui.logic.advisor import (
+    core,
+    error_said,
+    oom_fold,
+    phase_words,
+    starve,
+    starve_output,
+    starve_said,
+    text,
+)
 from loratui.logic.advisor.core import Advisor
 from loratui.logic.word_gate import WordGate
 
@@ -170,12 +179,12 @@ def test_a_printed_log_skips_the_diffusion_and_host_ram_patterns(log: bytes) -> 
 
 
 def test_the_diffusion_and_host_ram_patterns_still_read_their_lines() -> None:
-    text = (b"I fine-tune SDXL with kohya's sd-scripts and the loss stays flat.\n"
-            b"Then the process was killed: exit code 137\n")
+    log = ("I fine-tune SDXL with kohya's sd-scripts and the loss stays flat.\n"
+           "Then the process was killed: exit code 137\n")
     diffusion, host = _Counted(core._DIFFUSION), _Counted(oom_fold._HOST_RAM)
     with mock.patch.object(core, "_DIFFUSION", diffusion), mock.patch.object(oom_fold, "_HOST_RAM", host):
         advisor = Advisor(None)
-        for line in text.decode().splitlines():
+        for line in log.splitlines():
             advisor._line(line)
     assert advisor.diffusion and advisor.host_oom is not None
     assert diffusion.calls == 1 and host.calls == 1  # the first line names no host RAM: skipped
@@ -183,17 +192,17 @@ def test_the_diffusion_and_host_ram_patterns_still_read_their_lines() -> None:
 
 def test_a_cuda_oom_message_skips_the_patterns_of_a_persons_words() -> None:
     """A person's words that an error came (`I get a KeyError`, `I got the following error:`) need a verb before it;
-    the worries read beside a loss (results said good, is this normal, the lr rising) need their nouns: a CUDA OOM
-    message holds none of them, and ran all five on every line."""
+    the worries read beside a loss (results said good, is this normal, the lr rising) need their nouns, a Mac named
+    its name: a CUDA OOM message holds none of them, and ran all six on every line."""
     patterns = {(module, name): _Counted(getattr(module, name)) for module, name in [
         (error_said, "_SAID"), (error_said, "_UNTYPED"), (core, "_RESULTS_GOOD"), (core, "_ASKS_NORMAL"),
-        (core, "_LR_RISES")]}
+        (core, "_LR_RISES"), (text, "MAC_SAID")]}
     with contextlib.ExitStack() as stack:
         for (module, name), counted in patterns.items():
             stack.enter_context(mock.patch.object(module, name, counted))
         items, _ = diagnose_stream(io.BytesIO((OOM_LINE * 200).encode()), "oom.log")
     assert [item.id for item in items] == ["oom_fragmentation"]
-    assert [counted.calls for counted in patterns.values()] == [0] * 5  # were 200 each
+    assert [counted.calls for counted in patterns.values()] == [0] * 6  # were 200 each
 
 
 def test_later_oom_messages_are_not_parsed_again() -> None:
@@ -251,6 +260,10 @@ def test_a_later_oom_message_still_tells_where_the_first_struck() -> None:
         "Is this normal?", "are these expected", "is it really normal", "is the loss supposed to", "这正常吗"]],
     *[(core._LR_RISES_NEEDS, core._LR_RISES, line) for line in [
         "the end of warmup", "warm-up", "预热", "lr and loss increase", "learning rate goes up"]],
+    *[(text._MAC_NEEDS, text.MAC_SAID, line) for line in [
+        "on macOS 14", "MACOSX", "my MacBook", "Mac Studio", "mac mini", "iMac", "Apple Silicon", "Apple M2",
+        "M3 Max", "M1 mac", "torch.backends.mps", "device = 'mps'", "the MPS backend", '"mps"',
+        "/opt/homebrew/bin/python"]],
 ])
 def test_a_gate_holds_every_word_its_pattern_needs(gate: WordGate, pattern: re.Pattern[str], line: str) -> None:
     assert pattern.search(line), line
@@ -286,7 +299,8 @@ def test_the_gates_pass_every_dev_line_their_patterns_match() -> None:
                                  (error_said._VERB_NEEDS, error_said._UNTYPED, 10),
                                  (core._RESULTS_GOOD_NEEDS, core._RESULTS_GOOD, 2),
                                  (core._ASKS_NORMAL_NEEDS, core._ASKS_NORMAL, 10),
-                                 (core._LR_RISES_NEEDS, core._LR_RISES, 5)]:
+                                 (core._LR_RISES_NEEDS, core._LR_RISES, 5),
+                                 (text._MAC_NEEDS, text.MAC_SAID, 5)]:
         matched = [(where, line) for where, line in lines if pattern.search(line[:4000])]
         assert len(matched) >= least and [where for where, line in matched if not gate.passes(line[:4000])] == []
 
