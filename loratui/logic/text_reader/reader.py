@@ -275,7 +275,7 @@ class TextReader:
         if held is not None and held[0] == step and held[2] == explicit:
             held[1].update(numbers)
             return
-        self._release(t, out)
+        self._release(t, self._early)  # the step before, printed before this line
         self._held = (step, dict(numbers), explicit)
         self.step = max(self.step, step) if explicit else step
 
