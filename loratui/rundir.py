@@ -395,8 +395,10 @@ def list_runs(runs_dir: Path, everywhere: bool = False) -> list[RunDir]:
 
 
 def where(runs_dir: Path, everywhere: bool) -> str:
-    """Where runs were looked for, for a message."""
-    return f"{runs_dir}/ nor anywhere else you started one" if everywhere else f"{runs_dir}/"
+    """Where runs were looked for, for a message (a directory that does not exist is said not to: a mistyped
+    --runs-dir read as an empty one)."""
+    place = f"{runs_dir}/" if runs_dir.is_dir() else f"{runs_dir}/ (no such directory)"
+    return f"{place} nor anywhere else you started one" if everywhere else place
 
 
 def _readable_run(path: Path) -> bool:

@@ -68,9 +68,13 @@ def test_runs_dir_narrows_to_one_place(home: Path, monkeypatch: pytest.MonkeyPat
     run_id = _start_one(home, capsys)
     monkeypatch.chdir(home)
     assert main(["ls", "--runs-dir", str(home / "elsewhere")]) == 0
-    assert capsys.readouterr().out.strip() == f"no runs in {home / 'elsewhere'}/"
+    assert capsys.readouterr().out.strip() == f"no runs in {home / 'elsewhere'}/ (no such directory)"
     assert main(["attach", run_id, "--headless", "--runs-dir", str(home / "elsewhere")]) == 2
-    assert f"no runs in {home / 'elsewhere'}/;" in capsys.readouterr().err
+    assert f"no runs in {home / 'elsewhere'}/ (no such directory);" in capsys.readouterr().err
+    (home / "elsewhere").mkdir()  # an empty one is only empty
+    assert main(["ls", "--runs-dir", str(home / "elsewhere")]) == 0
+    assert capsys.readouterr().out.strip() == f"no runs in {home / 'elsewhere'}/"
+    (home / "elsewhere").rmdir()
     monkeypatch.setenv("LORATUI_RUNS", str(home / "elsewhere"))  # the variable names one place too
     assert main(["ls", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
