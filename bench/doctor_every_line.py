@@ -11,7 +11,6 @@ worktree is made).
 from __future__ import annotations
 
 import io
-import resource
 import subprocess
 import sys
 import tarfile
@@ -19,6 +18,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from doctor_speed import cpu_seconds  # noqa: E402  (one way to time a tree's doctor)
+
 OOM = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
        "79.15 GiB of which 1.50 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 5.00 GiB "
        "is reserved by PyTorch but unallocated.\n")
@@ -30,13 +32,6 @@ def write_logs(folder: Path, lines: int) -> dict[str, Path]:
                            for i in range(1, lines + 1)))
     oom.write_text(OOM * lines)
     return {"NaN dicts": nan, "CUDA OOM lines": oom}
-
-
-def cpu_seconds(tree: Path, log: Path) -> float:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
-    subprocess.run([sys.executable, "-m", "loratui", "doctor", str(log)], cwd=tree, env={"PYTHONPATH": str(tree)},
-                   stdout=subprocess.DEVNULL, check=False)
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - before
 
 
 def main() -> None:
