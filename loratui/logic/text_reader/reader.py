@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui import events
-from loratui.logic.text_reader import epochs, progress
+from loratui.logic.text_reader import dialect, epochs, progress
 from loratui.logic.text_reader import values as v
 from loratui.text import inert
 
@@ -64,14 +64,23 @@ class TextReader:
     _pairs_total: bool = False  # those lines are a running total (elapsed time, tokens seen), not a loss
     _keras_epoch: int = 0  # the epoch of Keras' last `Epoch 3/10` line
     _epochs: epochs.EpochCounter = field(default_factory=epochs.EpochCounter)
+    prefix: dialect.LinePrefix = field(default_factory=dialect.LinePrefix)
+    """The prefix every line of the text carries (torchrun's `[rank0]: `, a logger's time and level), stripped."""
 
     PAIRS_N = 3
 
-    def feed(self, line: str, t: float = 0.0) -> list[events.AnyEvent]:
-        """Events completed by one physical line (it may hold `\\r` redraws)."""
+    def feed(self, line: str, t: float = 0.0, unwrapped: bool = False) -> list[events.AnyEvent]:
+        """Events completed by one physical line (it may hold `\\r` redraws); `unwrapped`: the caller stripped the
+        text's line prefix already (`prefix.lookahead`, then `prefix.strip`), else it is learned and stripped here
+        (the first lines may wait a line or two for it: `dialect.LinePrefix.live`)."""
         self.lines += 1
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE]
+        if unwrapped:
+            return self._line(line, t)
+        return [event for text, when in self.prefix.live(line, t) for event in self._line(text, when)]
+
+    def _line(self, line: str, t: float) -> list[events.AnyEvent]:
         out: list[events.AnyEvent] = []
         fragments = [f for f in re.split(r"\r\n|\r|\n", line) if f.strip()]
         if _CONTROL.search(line):
@@ -85,7 +94,7 @@ class TextReader:
 
     def close(self, t: float = 0.0) -> list[events.AnyEvent]:
         """Events still held back (dicts waiting for a bar, the last loss line)."""
-        out: list[events.AnyEvent] = []
+        out = [event for text, when in self.prefix.flush() for event in self._line(text, when)]
         self._flush_waiting(None, t, out)
         self._release(t, out)
         return out
