@@ -33,12 +33,37 @@ _TOKEN = (
     r"|\d{1,5}:(?=[ \t]|$)"  # `srun --label`'s task number
     r"|>"  # a quote reply
 )
-_DECORATION = re.compile(
-    rf"(?:(?:{_TOKEN})(?:[ \t]+[|-](?=[ \t]|$))?[ \t]*)+"
-    r"(?:(?<=[ \t])|(?<=\]:)|(?<=>:)|$)"  # it ends at a space, after a tag's `]:` or at the line's end
-    r"(?![-+]?\d[\d.eE+-]*[ \t]*$)"  # what is left is more than a number: `10: 2.31` is a step and a loss
-)
-"""One line's prefix: tokens (times, tags, levels, names) and separators, at the start, ending at a boundary."""
+_STEP = re.compile(rf"(?:{_TOKEN})(?:[ \t]+[|-](?=[ \t]|$))?[ \t]*")
+"""One token of a prefix and the separator after it (`2024-06-01 12:00:00,123 - `, `| ERROR    | `)."""
+_NUMBER_LEFT = re.compile(r"[-+]?\d[\d.eE+-]*[ \t]*$")
+_BARE_NUMBER = re.compile(r"\[?\d+\]?:?[ \t]*$")
+"""A cut that is a number alone (`10: `, `[10] `) before a number alone: `10: 2.31` is a step and its loss, not a
+task's tag before a number."""
+_FIRST = frozenset("[>0123456789")
+"""How a prefix may begin, besides a letter (a compose service, a pdsh host, a level)."""
+
+
+def prefixes_of(line: str) -> list[str]:
+    """The decorations at the start of one line, shortest first, each a run of tokens (times, tags, levels, names)
+    and separators cut where it may end: at a space, after a tag's `]:` or `>:`, or at the line's end (empty when
+    none: what most lines begin with costs one failed match)."""
+    if not line or not (line[0] in _FIRST or line[0].isalpha()):
+        return []
+    cuts, end = [], 0
+    while (step := _STEP.match(line, end)) is not None and step.end() > end:
+        end = step.end()
+        if (line[end - 1] in " \t" or line.endswith(("]:", ">:"), 0, end) or end == len(line)) \
+                and not (_NUMBER_LEFT.match(line, end) and _BARE_NUMBER.match(line[:end])):
+            cuts.append(line[:end])
+    return cuts
+
+
+def prefix_of(line: str) -> str:
+    """The longest decoration at the start of one line ('' when none)."""
+    cuts = prefixes_of(line)
+    return cuts[-1] if cuts else ""
+
+
 _SOURCE = (r"\[(?:rank|Rank |RANK |default)\d+\]|\[\d+,\d+\]<std(?:out|err)>|^\d+:(?=[ \t]|$)"
            r"|[A-Za-z][\w.]*-\d+(?=[ \t]*[|:])")
 """The part of a prefix that says which process printed the line (a rank, a task, a host, a container): where the
@@ -67,12 +92,6 @@ def shape_of(prefix: str) -> str:
     return "".join(out) + "[ \t]?"
 
 
-def prefix_of(line: str) -> str:
-    """The decoration at the start of one line ('' when none)."""
-    found = _DECORATION.match(line)
-    return found.group() if found and found.end() else ""
-
-
 @dataclass
 class LinePrefix:
     """Learns the prefix a text's lines share and strips it: `lookahead` with the text's first lines at hand (then
@@ -82,7 +101,7 @@ class LinePrefix:
     _counts: dict[str, int] = field(default_factory=dict)
     _seen: int = 0  # nonblank lines looked at while learning
     _held: list[tuple[str, float]] = field(default_factory=list)  # `live`: lines of one shape, waiting for more
-    _held_shape: str = ""
+    _held_shapes: set[str] = field(default_factory=set)  # the shapes every held line carries
 
     @property
     def learning(self) -> bool:
@@ -111,9 +130,10 @@ class LinePrefix:
                 self._held.append((line, t))
                 return []
             return [(line, t)]
-        shape = self._count(line)
-        if shape and shape == (self._held_shape or shape):
-            self._held_shape = shape
+        shapes = self._count(line)
+        common = shapes & self._held_shapes if self._held else shapes
+        if common:
+            self._held_shapes = common
             self._held.append((line, t))
             if self._decide(LIVE_AGREE) or not self.learning:
                 return self._release()
@@ -127,12 +147,13 @@ class LinePrefix:
         return self._release()
 
     def _release(self) -> list[tuple[str, float]]:
-        held, self._held, self._held_shape = self._held, [], ""
+        held, self._held, self._held_shapes = self._held, [], set()
         return [(self.strip(line), t) for line, t in held]
 
     def _decide(self, need: int) -> bool:
         """Take the most common shape where it has `need` lines (or the only nonblank line) and `SHARE` of them."""
-        best, count = max(self._counts.items(), key=lambda kv: kv[1], default=("", 0))
+        # the most common shape, the longest of those as common (every line's time and level, not its time alone)
+        best, count = max(self._counts.items(), key=lambda kv: (kv[1], len(kv[0])), default=("", 0))
         alone = need == 2 and self._seen == 1  # a text of one line: its prefix, if it has one
         if self.shape is None and count and (count >= need or alone) and count >= SHARE * self._seen:
             self.shape = re.compile(best)
@@ -140,14 +161,13 @@ class LinePrefix:
             self._seen = WINDOW  # decided from the whole window: no prefix, or this one
         return self.shape is not None
 
-    def _count(self, line: str) -> str:
-        """Count one line's prefix shape ('' for none); blank lines do not count."""
+    def _count(self, line: str) -> set[str]:
+        """Count the shapes of one line's prefixes, every cut of its decoration (a logger's time and level, then the
+        text's own time: only the first is every line's); blank lines do not count."""
         if not line.strip():
-            return ""
+            return set()
         self._seen += 1
-        prefix = prefix_of(line)
-        if not prefix:
-            return ""
-        shape = shape_of(prefix)
-        self._counts[shape] = self._counts.get(shape, 0) + 1
-        return shape
+        shapes = {shape_of(cut) for cut in prefixes_of(line)}
+        for shape in shapes:
+            self._counts[shape] = self._counts.get(shape, 0) + 1
+        return shapes
