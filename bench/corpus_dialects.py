@@ -55,11 +55,14 @@ def clock(n: int) -> str:
     return f"12:{n // 60 % 60:02d}:{n % 60:02d}"
 
 
-def fenced(info: str) -> Callable[[str], str]:
+SENTENCE = "I get this when I run the training script:\n\n"
+
+
+def fenced(info: str, sentence: str = SENTENCE) -> Callable[[str], str]:
     """The text inside a Markdown fence (` ``` ` with an info string or none) with a sentence before it, as an issue
     or forum post pastes a log."""
     def wrap(text: str) -> str:
-        return f"I get this when I run the training script:\n\n```{info}\n{text.rstrip(chr(10))}\n```\n"
+        return f"{sentence}```{info}\n{text.rstrip(chr(10))}\n```\n"
     return wrap
 
 
@@ -100,6 +103,10 @@ WRAPPINGS: dict[str, Callable[[str], str]] = {
     # Markdown fences, as an issue template's log field or a chat message pastes a log.
     "fence": fenced(""),
     "fence_text": fenced("text"),
+    # The two halves of it apart: the fence's lines alone, and the sentence alone (a person's words, which the word
+    # model reads as words of the text: a change here is the guess's, not the reader's).
+    "fence_bare": fenced("text", ""),
+    "sentence": lambda text: SENTENCE + text,
     # Windows line ends (a log saved on Windows, a paste from a Windows terminal).
     "crlf": lambda text: text.replace("\n", "\r\n"),
     "ansi_errors": ansi_errors,
