@@ -78,6 +78,8 @@ class TextReader:
             line = line[:MAX_LINE]
         if unwrapped:
             return self._line(line, t)
+        if not self.prefix.learning:  # decided (nothing is held then): one match where there is a prefix
+            return self._line(self.prefix.strip(line), t)
         return [event for text, when in self.prefix.live(line, t) for event in self._line(text, when)]
 
     def _line(self, line: str, t: float) -> list[events.AnyEvent]:
