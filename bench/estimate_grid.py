@@ -59,9 +59,19 @@ MODELS: dict[str, dict] = {
                tie_word_embeddings=True),
     "p3": dict(model_type="phi3", hidden_size=3072, intermediate_size=8192, num_hidden_layers=32,
                num_attention_heads=32, num_key_value_heads=32, vocab_size=32064, tie_word_embeddings=False),
+    # small models (`--grid small`): the embedded tiny recipe's model (loratui/trainer/tiny.py, its 707-token BPE),
+    # a llama-shaped ~32M, SmolLM-135M and SmolLM-360M (public configs); with q05 (Qwen2.5-0.5B) at small batches
+    "tiny": dict(model_type="qwen2", hidden_size=256, intermediate_size=768, num_hidden_layers=4,
+                 num_attention_heads=4, num_key_value_heads=2, vocab_size=707, tie_word_embeddings=True),
+    "l30m": dict(model_type="llama", hidden_size=384, intermediate_size=1024, num_hidden_layers=4,
+                 num_attention_heads=6, num_key_value_heads=6, vocab_size=32000, tie_word_embeddings=False),
+    "s135": dict(model_type="llama", hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                 num_attention_heads=9, num_key_value_heads=3, vocab_size=49152, tie_word_embeddings=True),
+    "s360": dict(model_type="llama", hidden_size=960, intermediate_size=2560, num_hidden_layers=32,
+                 num_attention_heads=15, num_key_value_heads=5, vocab_size=49152, tie_word_embeddings=True),
 }
-BUILD_S = {"q05": 12, "l1": 14, "q7": 35, "l7": 35, "l13": 50, "l8": 40, "q3_8": 42, "q3_17": 14, "g2": 16, "p3": 24}
-BILLIONS = {"q05": 0.5, "l1": 1.1, "q7": 7.6, "l7": 6.7, "l13": 13, "l8": 8.0, "q3_8": 8.2, "q3_17": 1.7, "g2": 2.6,
+BUILD_S = {"tiny": 8, "l30m": 8, "s135": 9, "s360": 10, "q05": 12, "l1": 14, "q7": 35, "l7": 35, "l13": 50, "l8": 40, "q3_8": 42, "q3_17": 14, "g2": 16, "p3": 24}
+BILLIONS = {"tiny": 0.004, "l30m": 0.032, "s135": 0.135, "s360": 0.362, "q05": 0.5, "l1": 1.1, "q7": 7.6, "l7": 6.7, "l13": 13, "l8": 8.0, "q3_8": 8.2, "q3_17": 1.7, "g2": 2.6,
             "p3": 3.8}
 PHI3 = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
 """Phi-3's fused projections: the same seven weights under four names."""
@@ -70,10 +80,14 @@ SEVEN = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_p
 
 
 def cfg(model: str, quant: str, batch: int, seq: int, gc: bool, optim: str, attn: str = "sdpa",
-        r: int = 64, targets: list[str] | None = None) -> dict:
-    """One grid row; quant is 'bf16', 'nf4' or 'nf4dq' (nf4 with double quant)."""
-    return dict(model=model, quant=quant, batch=batch, seq=seq, gc=gc, optim=optim, attn=attn, r=r,
-                targets=targets or SEVEN)
+        r: int = 64, targets: list[str] | None = None, dropout: float = 0.05) -> dict:
+    """One grid row; quant is 'bf16', 'nf4', 'nf4dq' (nf4 with double quant) or 'fp32' (float32 weights, no bf16
+    autocast: the tiny recipe's way)."""
+    row = dict(model=model, quant=quant, batch=batch, seq=seq, gc=gc, optim=optim, attn=attn, r=r,
+               targets=targets or SEVEN)
+    if dropout != 0.05:  # the calibration rows were all measured at 0.05 and carry no key for it
+        row["dropout"] = dropout
+    return row
 
 
 GRID = [
@@ -105,11 +119,38 @@ HOLDOUT = [
 ]
 """Configs of the held-out architectures (`--grid holdout`)."""
 
+SMALL = [
+    cfg("tiny", "fp32", 8, 64, False, "adamw_torch", r=16, dropout=0.0),  # recipes/tiny.toml as it runs on a GPU
+    cfg("tiny", "bf16", 16, 512, True, "adamw_torch_fused", r=16),
+    cfg("tiny", "nf4", 8, 256, False, "paged_adamw_8bit", r=16),
+    cfg("l30m", "bf16", 8, 512, False, "adamw_torch_fused", r=16),
+    cfg("l30m", "nf4dq", 16, 1024, True, "paged_adamw_8bit"),
+    cfg("s135", "bf16", 4, 1024, True, "adamw_torch"),
+    cfg("s135", "nf4", 8, 512, False, "adamw_8bit", r=16),
+    cfg("s135", "nf4dq", 1, 256, True, "adamw_torch_fused", r=16),
+    cfg("s360", "nf4dq", 2, 2048, True, "paged_adamw_8bit"),
+    cfg("s360", "bf16", 8, 512, False, "adamw_torch_fused", r=16),
+    cfg("q05", "nf4dq", 1, 512, True, "paged_adamw_8bit", r=16),
+    cfg("q05", "bf16", 2, 256, False, "adamw_torch_fused"),
+]
+"""Small models (`--grid small`), for the estimate's allocator slack and context below ~0.5B parameters."""
+
 
 def config_name(c: dict) -> str:
     """A short readable id of a grid row."""
     gc = "gc" if c["gc"] else "nogc"
-    return f"{c['model']}-{c['quant']}-b{c['batch']}-s{c['seq']}-{gc}-{c['optim']}-{c['attn']}-r{c['r']}"
+    name = f"{c['model']}-{c['quant']}-b{c['batch']}-s{c['seq']}-{gc}-{c['optim']}-{c['attn']}-r{c['r']}"
+    return name + (f"-d{c['dropout']:g}" if "dropout" in c else "")
+
+
+def small_half(c: dict) -> str:
+    """'fit' or 'holdout', fixed before anything was measured: SMALL sorted by model (in MODELS' order), then by the
+    sha256 of the config name, and alternate rows from 'fit' on, so each model has rows in both halves."""
+    import hashlib
+
+    order = sorted(SMALL, key=lambda row: (list(MODELS).index(row["model"]),
+                                           hashlib.sha256(config_name(row).encode()).hexdigest()))
+    return "fit" if order.index(c) % 2 == 0 else "holdout"
 
 
 def estimated_seconds(c: dict) -> float:
@@ -172,8 +213,9 @@ def load_like_loratui(c: dict, path: Path):
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
-    kwargs = dict(dtype=torch.bfloat16, attn_implementation=c["attn"], device_map={"": DEVICE})
-    quantised = c["quant"] != "bf16"
+    kwargs = dict(dtype=torch.float32 if c["quant"] == "fp32" else torch.bfloat16, attn_implementation=c["attn"],
+                  device_map={"": DEVICE})
+    quantised = c["quant"] not in ("bf16", "fp32")
     if quantised:
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=c["quant"] == "nf4dq",
@@ -186,7 +228,7 @@ def load_like_loratui(c: dict, path: Path):
     elif c["gc"]:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.enable_input_require_grads()
-    lora = LoraConfig(r=c["r"], lora_alpha=2 * c["r"], lora_dropout=0.05, target_modules=c["targets"],
+    lora = LoraConfig(r=c["r"], lora_alpha=2 * c["r"], lora_dropout=c.get("dropout", 0.05), target_modules=c["targets"],
                       bias="none", task_type="CAUSAL_LM")
     return get_peft_model(model, lora)
 
@@ -237,7 +279,7 @@ def train_and_measure(c: dict, path: Path, steps: int, sampler: NvmlPeak) -> dic
     args = TrainingArguments(
         output_dir=f"/tmp/egrid-out-{os.getpid()}", per_device_train_batch_size=c["batch"],
         gradient_accumulation_steps=1, max_steps=steps, learning_rate=2e-4, lr_scheduler_type="constant",
-        bf16=True, optim=c["optim"], max_grad_norm=0.3, logging_steps=1, save_strategy="no",
+        bf16=c["quant"] != "fp32", optim=c["optim"], max_grad_norm=0.3, logging_steps=1, save_strategy="no",
         report_to="none", disable_tqdm=True, remove_unused_columns=False, dataloader_num_workers=0,
         use_cpu=DEVICE == "cpu")
     Trainer(model=model, args=args, train_dataset=data, data_collator=default_data_collator,
@@ -349,8 +391,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--work", type=Path, default=Path("/tmp/egrid"))
     parser.add_argument("--spawn", action="store_true", help="spawn children instead of forking")
-    parser.add_argument("--grid", choices=("calibration", "holdout"), default="calibration",
-                        help="the configs the constants were fitted on, or the held-out architectures")
+    parser.add_argument("--grid", choices=("calibration", "holdout", "small"), default="calibration",
+                        help="the configs the constants were fitted on, the held-out architectures, or small models")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -368,7 +410,8 @@ def main() -> int:
 
 def _measure_model(name: str, args, deadline: float, fork: bool, log) -> None:
     """Every grid row of one model, skipping rows that would not finish before the deadline."""
-    rows = [c for c in (HOLDOUT if args.grid == "holdout" else GRID) if c["model"] == name]
+    grid = {"holdout": HOLDOUT, "small": SMALL}.get(args.grid, GRID)
+    rows = [c for c in grid if c["model"] == name]
     if not rows or time.monotonic() + estimated_seconds(rows[0]) + BUILD_S[name] > deadline:
         log(f"# skip {name}: not enough time left")
         return

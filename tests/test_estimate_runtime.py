@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 
-from loratui.logic.estimate import PROJECTIONS, Setup, estimate, estimate_setup, read_dims, with_runtime
+from loratui.logic.estimate import (
+    CONTEXT_GIB,
+    PROJECTIONS,
+    Setup,
+    estimate,
+    estimate_setup,
+    read_dims,
+    with_runtime,
+)
 from loratui.logic.priced_moves import price_moves
 from loratui.trainer.preflight import live_recipe, padded_length
 from loratui.trainer.runtime import read_runtime
@@ -25,6 +33,11 @@ ROWS = [json.loads(line) for line in (REPO / "bench" / "watched_estimate_h200.js
         .splitlines()]
 GRID = [json.loads(line) for line in (REPO / "bench" / "estimate_grid.jsonl").read_text().splitlines()]
 QWEN7B = next(row["model_config"] for row in GRID if row["model"] == "q7")
+
+
+CONTEXT_SINCE = CONTEXT_GIB - 1.40
+"""The rows' recorded estimates were made with a CUDA context of 1.40 GiB, refitted since on the small models (whose
+slack-base change leaves these runs, all above 3.4 GiB allocated, alone)."""
 
 
 def setup_of(row: dict[str, Any]) -> Setup:
@@ -41,14 +54,14 @@ def test_watched_scripts_measured_on_the_h200_within_ten_percent(row: dict[str, 
     assert predicted.peak_device_gib == pytest.approx(row["nvml_peak_gib"], rel=0.10)
     assert predicted.peak_allocated_gib == pytest.approx(row["torch_peak_alloc_gib"], rel=0.10)
     if "estimate_recorded_gib" in row:  # what the watched run's own estimate event said on the H200
-        assert predicted.peak_device_gib == pytest.approx(row["estimate_recorded_gib"], abs=0.005)
+        assert predicted.peak_device_gib == pytest.approx(row["estimate_recorded_gib"] + CONTEXT_SINCE, abs=0.005)
 
 
 def test_before_the_runtime_was_read_trl_was_estimated_at_twice_its_peak() -> None:
     """What issue 24 saw: the recipe model (fp32 upcast, full logits) for TRL's SFTTrainer."""
     row = next(r for r in ROWS if r["name"] == "trl-b8-s512")
     recipe_model = estimate_setup(read_dims(QWEN7B), setup_of(row))
-    assert recipe_model.peak_device_gib == pytest.approx(row["estimate_before_gib"], abs=0.05)
+    assert recipe_model.peak_device_gib == pytest.approx(row["estimate_before_gib"] + CONTEXT_SINCE, abs=0.05)
     assert recipe_model.peak_device_gib > 2 * row["nvml_peak_gib"]
 
 

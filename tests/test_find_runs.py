@@ -193,3 +193,15 @@ def test_a_long_run_id_keeps_every_ls_row_inside_an_80_column_terminal(home: Pat
     assert main(["ls"]) == 0  # piped: one row a run, whatever its width (scripts read it)
     piped = capsys.readouterr().out.splitlines()
     assert any(line.startswith(long_id) and "finished" in line for line in piped), piped
+
+
+@pytest.mark.parametrize(("state", "words"), [("paused", "stays paused"), ("suspended", "is suspended")])
+def test_a_run_left_paused_or_suspended_is_not_said_to_train_on(tmp_path: Path, state: str, words: str) -> None:
+    """A tmux trial: `p`, then `d`, and the shell was told "detached: training continues" of a paused run."""
+    run = rundir.RunDir(tmp_path / "runs" / "20261205-192449-tiny")
+    paused = RunState()
+    paused.state = state
+    lines = farewell(run, paused, "detach").splitlines()
+    assert words in lines[0] and "training continues" not in "\n".join(lines)
+    assert lines[0].endswith(str(run.path.resolve()))
+    assert f"  loratui resume {run.run_id}" in lines and all(len(line) <= 80 for line in lines[1:])

@@ -50,3 +50,25 @@ def test_a_still_loss_without_results_said_good_is_flagged(text: str) -> None:
 def test_a_zero_loss_is_flagged_whatever_the_results(text: str) -> None:
     """A loss of exactly 0 scores nothing, good results or not, asked about or not (labels all masked)."""
     assert warned(text)
+
+
+@pytest.mark.parametrize("text", [
+    # yolov5#10209 and DeepLabCut#287 (wave 16's dev half): the maintainers' answer was that it is normal
+    "I have noticed that there is a spike in training / validation loss, coinciding with end of warmup phase. "
+    "Is this normal?",
+    "Are lr and loss supposed to be possible to increase at some point?\nThey increased.",
+    "The loss goes up while the learning rate warms up, is this expected?",
+])
+def test_a_rise_asked_about_beside_the_lrs_own_rise_is_no_report(text: str) -> None:
+    """Mechanism: a schedule that raises the learning rate (warm-up, its end) raises the loss for a while, and a person
+    who asks whether that is normal reports a worry the thread answers, not a run that diverges."""
+    assert "loss_diverging" not in warned(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Why is the loss increasing? Is this normal? I use --learning_rate 5e-4 --batch_size 4",  # openvla#98: no lr rise
+    "The loss rises to 3.5 right after warmup, is this normal?",  # a level given: a report
+    "The learning rate is high and the loss increases every epoch.",  # no question
+])
+def test_a_rise_without_the_lrs_own_rise_or_with_a_level_is_still_reported(text: str) -> None:
+    assert "loss_diverging" in warned(text)

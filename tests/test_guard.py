@@ -244,9 +244,9 @@ def test_the_guards_account_is_advice_on_screen_and_in_doctor() -> None:
     assert adv.items()[0].id == "guard" and adv.items()[0].severity == "warning"
     adv.feed(events.Notice(t=2.0, level="info", key="guard_verdict", message="guard verdict: recovered: ..."))
     (item,) = [a for a in adv.items() if a.id == "guard"]
-    assert item.severity == "info" and item.title.startswith("guard verdict: recovered")
+    assert item.severity == "info" and item.title.startswith("Guard verdict: recovered")
     adv.feed(events.Notice(t=3.0, level="error", key="guard_verdict", message="crash loop: the same failure"))
     top = adv.items()[0]
-    assert top.id == "guard" and top.severity == "error" and top.title.startswith("crash loop")
+    assert top.id == "guard" and top.severity == "error" and top.title.startswith("Crash loop")
     assert top.evidence == ["guard action 1 of 2 (oom: ...)", "guard verdict: recovered: ...",
                             "crash loop: the same failure"]

@@ -212,6 +212,8 @@ def test_each_epochs_bar_still_counts_its_own_postfix() -> None:
     "Loss spiked to 5.2 at step 1200 and then settled back to 1.3.",
     "loss突然上升，然后又恢复了",
     "每个epoch开始的时候loss会上升一下",
+    # darknet#638: numbers that rise, then a fall said after them
+    "The avg loss started at around 14, went way up to 21 after a few iterations, and then started coming down.",
 ])
 def test_a_rise_said_to_recover_or_to_recur_at_each_epochs_start_is_no_divergence(text: str) -> None:
     assert first(text) == "healthy"
@@ -223,6 +225,7 @@ def test_a_rise_said_to_recover_or_to_recur_at_each_epochs_start_is_no_divergenc
     "The loss exploded and does not come back down.",
     "The loss jumps to 8.0 at step 500 and stays there.",
     "The loss decreases first and then increases.",
+    "The loss went from 1.2 to 3.5 and then started going up faster.",
     "The loss went up and didn't go back down.",
 ])
 def test_a_rise_that_does_not_pass_is_still_divergence(text: str) -> None:

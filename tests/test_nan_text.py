@@ -125,6 +125,11 @@ def test_a_non_finite_signal_in_words(line: str) -> None:
     ("tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)", "loss", "nan"),
     ("tensor([[nan, nan, nan],", "outputs", "nan"),
     ("tf.Tensor(-inf, shape=(), dtype=float32)", "outputs", "-inf"),
+    ("train loss nan", "train loss", "nan"),
+    # the word before the signal in a sentence is no prefix of its key (titles read 'To output became nan')
+    ("ERROR:tensorflow:Model diverged with loss = NaN.", "loss", "nan"),
+    ("after a few steps, the trainer started to output nan for rewards", "output", "nan"),
+    ("The loss nans immediately", "loss", "nan"),
 ])
 def test_the_signal_and_its_value_are_named(line: str, what: str, value: str) -> None:
     assert nan_text.read(line) == nan_text.NonFinite(what, value)

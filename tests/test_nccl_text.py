@@ -135,6 +135,26 @@ def test_a_long_preparation_without_a_distributed_timeout_is_no_collective(text:
 
 
 @pytest.mark.parametrize("text", [
+    "单机多卡全量微调，使用deepspeed的stage3，每次到30分钟报错timeout：\n",  # LlamaFactory#662
+    "With deepspeed on 4 GPUs the run fails with a timeout after 30 minutes, every time.\n",
+])
+def test_a_multi_gpu_timeout_at_the_defaults_half_hour_is_the_collectives(text: str) -> None:
+    """Mechanism: 30 minutes is torch.distributed's default collective timeout (the Trainer's ddp_timeout); a
+    multi-GPU run that fails with a timeout at that mark timed out in a collective, whatever kept a rank away, even
+    where the text says no preparation."""
+    assert first_id(text) == "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "With deepspeed on 4 GPUs the run fails after 30 minutes with a KeyError.\n",  # a failure, but no timeout
+    "With deepspeed on 4 GPUs I raised the timeout to 30 minutes.\n",  # a setting
+    "The HTTP download timed out after 30 minutes on my laptop.\n",  # no ranks
+])
+def test_a_half_hour_without_a_timeout_or_ranks_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
     "Training on two nodes hangs forever at \"Initializing distributed\" and never starts.\n",
     "It hangs in the barrier after saving the checkpoint on rank 0.\n",
     "多机训练的时候卡住了，不报错也不动\n",
@@ -148,6 +168,28 @@ def test_a_hang_in_a_collective_or_across_nodes_in_words(text: str) -> None:
 
 def test_a_watchdog_that_kills_the_job_is_a_distributed_timeout() -> None:
     assert first_id("Our 8-GPU job freezes after ~1000 steps and then the watchdog kills it.\n") == "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    # transformers#28280 and Matcha-TTS#57 (wave 16's dev half): settled as NCCL's peer-to-peer path
+    "During the training with the offical LLaVA code, it stucks with multi-GPUs (2 or 4 A6000), but works with a "
+    "single GPU.\n",
+    "When i start training with multi-gpu, the script hangs forever with GPU at 100% and GPU Memory at 2%.\n",
+    "训练用多卡就卡住了，单卡正常\n",
+])
+def test_a_run_said_to_hang_only_with_several_gpus_hangs_in_a_collective(text: str) -> None:
+    """Mechanism: what several GPUs add to a run is their collectives; a run that hangs with them (and not with one)
+    waits on a collective that never completes."""
+    assert first_id(text) == "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "I train on 4 GPUs; the loss is stuck at 2.3.\n",  # the loss is what is stuck
+    "With 2 GPUs the evaluation hangs after epoch 1.\n",  # other work named
+    "Tokenizing hangs for an hour on multi-GPU.\n",
+])
+def test_several_gpus_beside_other_stuck_work_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"
 
 
 @pytest.mark.parametrize("text", [

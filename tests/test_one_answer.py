@@ -87,7 +87,7 @@ def test_a_watched_runs_settings_event_gives_every_fold_the_same_recipe() -> Non
            events.Log(t=2.0, step=5, values={"loss": 0.0, "grad_norm": "NaN", "learning_rate": 1e-4})]
     blind, told = Advisor(None).feed_all(nan).items()[0], Advisor(recipe).feed_all(nan).items()[0]
     assert blind.title == told.title
-    assert headline([told]) == "loss became nan at step 5: lower learning_rate from 0.0002 to 6.7e-05"
+    assert headline([told]) == "Loss became nan at step 5: lower learning_rate from 0.0002 to 6.7e-05"
     assert change_line(blind.change) == "training.learning_rate = 6.7e-05"
 
 
@@ -188,5 +188,5 @@ async def test_a_nan_gets_one_answer_everywhere(model_dir: Path, watch_dir: Path
     run, out = _watched(watch_dir, model_dir, tmp_path / "out", "--max-steps", "8", "--nan-at", "4")
     first, summary = await _surfaces(run, out, "NaN/Inf loss")
     # The script's learning_rate (2e-4), not the scheduler's value at the NaN step, and a third of it.
-    assert first == "loss became nan at step 5: lower learning_rate from 0.0002 to 6.7e-05", first
+    assert first == "Loss became nan at step 5: lower learning_rate from 0.0002 to 6.7e-05", first
     assert summary["change"] == "TrainingArguments.learning_rate = 6.7e-05", summary

@@ -50,6 +50,9 @@ def test_pytorchs_cuda_oom_keeps_its_words() -> None:
     "I already run with a micro batch size of 1 and it still goes OOM on my 24 GB card.",
     "单卡A10，batch_size设置为1还是显存不够：",
     "--per_device_train_batch_size 1 --gradient_accumulation_steps 16 --bf16",
+    # `fine` of fine-tuning is no batch that worked (batch-col13b:18's words read as one)
+    "I'm fine-tuning a 7B model with LoRA, even with the batch size set to 1.",
+    "Fine tuning with per_device_train_batch_size 1 still runs out of memory.",
 ])
 def test_a_batch_already_one_is_not_told_to_shrink(said: str) -> None:
     item = _first(said + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n")
@@ -65,6 +68,7 @@ def test_a_batch_already_one_is_not_told_to_shrink(said: str) -> None:
     "labels = torch.zeros((batch_size, 1))",
     "bs=1 ok, bs=2 goes out of memory",
     "I tried batch size 1 and batch size 4 and one of them crashed",
+    "Fine-tuning with batch size 1 works fine; batch size 2 runs out of memory.",
 ])
 def test_a_batch_of_one_that_is_not_the_failing_training_batch(said: str) -> None:
     item = _first(said + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\n")

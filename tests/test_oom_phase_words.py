@@ -88,6 +88,20 @@ def test_out_of_memory_in_any_devices_words(text: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize("text, expected", [
+    ("The LoRA trains in 9 GB of my 24 GB card, yet accelerator.save_state(out_dir) runs out of memory.", "oom_at_save"),
+    ("Training is fine, then trainer.save_state() dies with CUDA out of memory.", "oom_at_save"),
+    ("显存不足，报错在 save_state 这一步", "oom_at_save"),
+    # a save_state the run never reached
+    ("It runs out of memory at step 3; save_state is never reached.", "oom_full"),
+])
+def test_save_state_named_is_the_save(text: str, expected: str) -> None:
+    """Mechanism: the save named by its call, accelerate's and the Trainer's `save_state` (it saves the model, the
+    optimizer and the RNG states): an OOM said to happen there was read as a training step's, `save_` followed by
+    `state` being in no name the save's words knew."""
+    assert first_id(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
     ("每次评估的时候显存就会溢出。", "oom_at_eval"),  # words between the memory and its running short
     ("我用了两张卡，为什么显存还是不够？", "oom_full"),
     ("保存模型时显存直接爆了", "oom_at_save"),
@@ -168,6 +182,10 @@ def test_an_oom_at_the_first_epochs_end_is_its_first_evaluation(text: str, expec
     ("I was facing memory issues while running validation on the full dev set.", "oom_at_eval"),
     ("We ran into GPU memory problems when saving the merged model.", "oom_at_save"),
     ("After the first epoch I got CUDA memory issues during evaluation.", "oom_at_eval"),
+    # FastChat#407: the GPU's memory said to run out
+    ("Hi, I used the training script in the readme, but my gpu memory still run out.", "oom_full"),
+    ("The VRAM quickly runs out when the eval loop starts.", "oom_at_eval"),
+    ("加载到第18个分片已经让双卡4090显存饱和了。", "oom_full"),  # VRAM saturated (LlamaFactory#1878)
 ])
 def test_memory_issues_one_ran_into_are_an_oom(text: str, expected: str) -> None:
     """Mechanism: memory issues or problems the person ran into (`facing memory issues`, `CUDA memory problem`) are
@@ -185,8 +203,11 @@ def test_memory_issues_one_ran_into_are_an_oom(text: str, expected: str) -> None
     "If the GPU memory is not enough, lower the batch size.",
     "With 4-bit loading the card never runs out of VRAM now, but the loss is NaN after an error in the collator.",
     "只要不超显存就行，现在报错KeyError",
+    "显存没饱和，但是报错KeyError",
     "I reduced the layers due to memory issues and now the loss jumps after an error in the config.",
     "There are no memory issues at all, but training fails with a KeyError.",
+    "The GPU memory never runs out, but training fails with a KeyError.",
+    "To keep the GPU memory from running out I use batch 1; now it fails with a KeyError.",
 ])
 def test_memory_beside_a_failure_is_no_oom(text: str) -> None:
     """Memory named beside a failure that is not its cause, a remedy, or a negation: no OOM."""
@@ -353,3 +374,21 @@ def test_a_host_oom_raised_keeps_the_exceptions_advice() -> None:
             "allocate 1048576 bytes.")
     items = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")[0]
     assert items[0].title.startswith("The run failed on RuntimeError") and "host ran out of RAM" in items[0].title
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the model's task, not the predict phase (video_prediction#6)
+    ("I set context_frames to 2 in order to predict 8 frames. When I train with batch size 1 it runs out of memory "
+     "after a while.", "oom_full"),
+    ("The model predicts the next token; training with batch size 8 gives CUDA out of memory.", "oom_full"),
+    # an inference run (推理) is no evaluation of a training run (LlamaFactory#2190)
+    ("原来模型使用32G V100 推理，显存勉强够；现在替换为v2.0模型，显存不够。", "oom_full"),
+    # the Trainer's predict phase by its flag, in Chinese text (LlamaFactory#1346) and in English
+    ("用您代码启推理服务，占用显存很正常，但是跑do_predict，显存占用达到了70G，会爆显存。", "oom_at_eval"),
+    ("When I use the above command to predict, even 8 H100, there is still a cuda out of memory problem.",
+     "oom_at_eval"),
+])
+def test_predict_as_the_models_task_or_inference_is_no_evaluation(text: str, expected: str) -> None:
+    """Mechanism: the eval phase is the run predicting or evaluating (`do_predict`, `to predict` with the trained
+    model); not what the model is for (`predict 8 frames`, `predicts the next token`) nor a separate inference run."""
+    assert first_id(text) == expected

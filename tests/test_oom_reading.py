@@ -273,9 +273,33 @@ _LOAD_FRAMES = (
     '  File "/work/scripts/merge_lora_weights.py", line 21, in <module>\n'
     "    base = AutoModelForCausalLM.from_pretrained(args.base, torch_dtype=torch.float16, device_map='auto')\n"
     + _LOAD_FRAMES,
+    # a tool's own merge script is the program run (`xtuner convert merge` runs its model_converters/merge.py from
+    # site-packages): a library's frame, but the entry of the program
+    "Traceback (most recent call last):\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/xtuner/tools/model_converters/merge.py", line 80, in <module>\n'
+    "    main()\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/xtuner/tools/model_converters/merge.py", line 47, in main\n'
+    "    model = AutoModelForCausalLM.from_pretrained(\n" + _LOAD_FRAMES,
+    # the same run as a module, under runpy's frames
+    "Traceback (most recent call last):\n"
+    '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+    '  File "<frozen runpy>", line 88, in _run_code\n'
+    '  File "/opt/venv/lib/python3.11/site-packages/sometool/export_merged.py", line 30, in <module>\n'
+    "    base = load_base(args)\n" + _LOAD_FRAMES,
 ])
 def test_loading_a_model_to_merge_it_is_the_save(text: str) -> None:
     assert first_id(text) == "oom_at_save"
+
+
+def test_a_tools_merge_script_is_told_as_a_merge() -> None:
+    """xtuner's merge OOM was read as loading (and, told in words, as a training step): the script named for the
+    merge counted only in the user's own code, and xtuner's lives in site-packages."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/opt/venv/lib/python3.11/site-packages/xtuner/tools/model_converters/merge.py", line 80, in main\n'
+            "    model_unmerged = PeftModel.from_pretrained(\n" + _LOAD_FRAMES)
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    assert items[0].id == "oom_at_save" and "merging" in items[0].title
+    assert "while merging the adapter in" in items[0].evidence and "while saving a checkpoint" not in items[0].evidence
 
 
 @pytest.mark.parametrize("text", [
@@ -288,6 +312,15 @@ def test_loading_a_model_to_merge_it_is_the_save(text: str) -> None:
     "      1 # load the base model in 16 bit\n"
     "----> 2 base = AutoModelForCausalLM.from_pretrained(base_id, torch_dtype=torch.float16)\n"
     "      3 trainer = SFTTrainer(model=base, args=args)\n" + _LOAD_FRAMES,
+    # a tool's training script as the program; a library's file named for a conversion deeper in, not the program
+    "Traceback (most recent call last):\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/xtuner/tools/train.py", line 360, in main\n'
+    "    runner = Runner.from_cfg(cfg)\n" + _LOAD_FRAMES,
+    "Traceback (most recent call last):\n"
+    '  File "/work/scripts/train_lora.py", line 21, in <module>\n'
+    "    base = build(args)\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/somelib/convert_utils.py", line 12, in build\n'
+    "    return AutoModelForCausalLM.from_pretrained(args.base)\n" + _LOAD_FRAMES,
 ])
 def test_loading_a_model_to_train_it_is_no_save(text: str) -> None:
     assert first_id(text) == "oom_full"
@@ -344,6 +377,9 @@ def test_the_host_running_out_of_ram_elsewhere_is_no_save(text: str) -> None:
     "Traceback (most recent call last):\n"
     '  File "/usr/lib/python3.10/site-packages/peft/tuners/lora/model.py", line 784, in merge_and_unload\n'
     "    return self._unload_and_optimize_model(",
+    # the merge commands of tools, run before the message (a subcommand under `convert` too)
+    "$ xtuner convert merge /models/internlm2-7b ./work_dirs/iter_900_hf ./merged --max-shard-size 2GB",
+    "litgpt merge_lora checkpoints/out/lora/final",
 ])
 def test_a_merge_gets_the_merge_move(before: str) -> None:
     items, _ = diagnose_stream(io.BytesIO((before + "\n" + _MESSAGE).encode("utf-8")), "pasted")

@@ -308,3 +308,33 @@ def test_a_full_disk_under_the_trainers_stdout_does_not_end_training() -> None:
     stream = TolerantStream(Full())  # type: ignore[arg-type]
     print({"loss": 1.0}, file=stream, flush=True)  # what the Trainer's PrinterCallback does
     assert stream.lost > 0
+
+
+def test_stdout_and_stderr_are_read_in_turn_stdout_first(tmp_path: Path) -> None:
+    """One thread reads both files, stdout first in each round: a traceback printed after the last step's line is read
+    after it (two threads, each polling its own file, read the traceback first)."""
+    import threading
+
+    from loratui.outputtail import follow_together
+
+    out, err = tmp_path / "out.log", tmp_path / "err.log"
+    out.write_bytes(b""), err.write_bytes(b"")
+    seen: list[str] = []
+    followers = [OutputFollower(out, lambda lines: seen.extend("out:" + x for x in lines)),
+                 OutputFollower(err, lambda lines: seen.extend("err:" + x for x in lines))]
+    done = threading.Event()
+    thread = threading.Thread(target=follow_together, args=(followers, done))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while "out:ready" not in seen and time.monotonic() < deadline:  # both files open at their end, being read
+        with open(out, "ab") as o:
+            o.write(b"ready\n")
+        time.sleep(0.05)
+    seen.clear()
+    with open(out, "ab") as o, open(err, "ab") as e:
+        o.write(b"step 25 loss 0.12\n")
+        o.flush()
+        e.write(b"Traceback (most recent call last):\n")
+    done.set()
+    thread.join(timeout=5)
+    assert seen == ["out:step 25 loss 0.12", "err:Traceback (most recent call last):"]

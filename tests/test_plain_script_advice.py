@@ -26,7 +26,7 @@ def test_a_nan_in_a_plain_script_asks_for_the_scripts_own_learning_rate() -> Non
     log += [events.Log(t=float(s), step=s, values={"loss": v}) for s, v in
             enumerate([2.31, 2.12, 1.98, 1.90, float("nan")], start=1)]
     (advice,) = Advisor().feed_all(log).items()
-    assert advice.id == "nan_loss" and advice.title == f"loss became nan at step 5: {HONEST}", advice.title
+    assert advice.id == "nan_loss" and advice.title == f"Loss became nan at step 5: {HONEST}", advice.title
     assert advice.change == {} and "learning_rate" not in advice.title
 
 
@@ -37,7 +37,7 @@ def test_a_rate_the_script_logged_is_quoted_as_logged() -> None:
             enumerate([2.31, 2.12, 1.98, 1.90, float("nan")], start=1)]
     (advice,) = Advisor().feed_all(log).items()
     said = HONEST.replace("loratui does not know its value", "its last log said 0.5")
-    assert advice.title == f"loss became nan at step 5: {said}", advice.title
+    assert advice.title == f"Loss became nan at step 5: {said}", advice.title
 
 
 @pytest.mark.slow

@@ -247,3 +247,33 @@ def test_five_logs_each_above_the_last_and_a_third_up_is_a_rise(text: str) -> No
 ])
 def test_a_smaller_shorter_warming_or_unordered_rise_is_not_this(text: str) -> None:
     assert first_id(text) != "loss_diverging"
+
+
+FASTAI_07 = ("m3.fit(lrs, 7, metrics=[accuracy], cycle_len=2, cycle_save_name='imdb2')\n\nOutput:\n\n"
+             "epoch trn_loss val_loss accuracy\n" + "".join(
+                 f"{i} {t} {v} 0.92\n" for i, (t, v) in enumerate(
+                     [(0.465, 0.355), (0.414, 0.326), (0.422, 0.330), (0.405, 0.320), (0.404, 0.333), (0.357, 0.330),
+                      (0.416, 0.317), (0.365, 0.315), (0.378, 0.328), (0.367, 0.328), (0.720, 0.759), (0.806, 0.806),
+                      (1.050, 1.036)])))
+"""The shape of https://forums.fast.ai/t/stability-of-lstm-training-in-lesson-4/10961 (dev): fastai 0.7 names its
+columns `trn_loss val_loss` and parts them by single spaces; the table was not read, so nothing was judged."""
+
+
+def test_fastai_07s_single_spaced_table_is_read() -> None:
+    from loratui.logic.text_reader.table import text_table
+
+    table = text_table(FASTAI_07.splitlines())
+    assert table is not None and len(table.rows) == 13
+    assert table.entries()[-2:] == [(13, {"loss": 1.05, "epoch": 12.0}),
+                                    (13, {"eval_loss": 1.036, "eval_accuracy": 0.92, "epoch": 12.0})]
+    assert first_id(FASTAI_07) == "loss_diverging"
+
+
+@pytest.mark.parametrize("text", [
+    "epoch loss is what I plot\n1 2 3\n",  # words, not a header: no train-loss column
+    "step trn_loss val_loss\nthe loss is fine\n",  # a header with no rows
+])
+def test_single_spaced_words_are_no_table_without_a_header_and_rows(text: str) -> None:
+    from loratui.logic.text_reader.table import text_table
+
+    assert text_table(text.splitlines()) is None

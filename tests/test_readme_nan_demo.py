@@ -38,7 +38,7 @@ def test_the_readme_settings_give_a_nan_on_tiny(tmp_path: Path, runs_dir: Path) 
     text = re.sub(r'(?m)^learning_rate = .*$', f"learning_rate = {rate}", text, count=1)
     recipe.write_text(text, encoding="utf-8")
     result = loratui("run", str(recipe), "--headless", "--max-steps", steps, "--runs-dir", str(runs_dir), timeout=600)
-    assert "advice: loss became nan at step" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "advice: Loss became nan at step" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
     run = only_run(runs_dir)
     losses = [e["values"].get("loss") for e in kinds(run, "log") if isinstance(e.get("values"), dict)]  # type: ignore[union-attr]
     assert any(isinstance(v, str) and v.lower() in ("nan", "inf", "-inf") for v in losses), losses

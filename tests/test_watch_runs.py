@@ -241,6 +241,19 @@ def test_a_loops_own_step_key_is_the_records_step(watch_dir: Path) -> None:
     assert summary["min_loss_step"] == 60 and summary["steps"] == 60
 
 
+def test_a_crash_is_placed_at_the_step_it_followed(watch_dir: Path) -> None:
+    """A loop that crashes after printing step 25: its stdout and stderr were tailed by two threads, and the
+    traceback was read before the last five steps' lines (the doctor said `cuda_error (step 20)`); the last
+    `step N loss X` line was also held until the output closed (step 24)."""
+    viewer = _start(watch_dir, sys.executable, str(SCRIPTS / "crash_loop.py"))
+    run = _run(watch_dir)
+    viewer.communicate(timeout=300)
+    assert kinds(run, "end")[0]["state"] == "failed"
+    said = loratui("doctor", str(run), "--json")
+    first = json.loads(said.stdout)[0]
+    assert first["id"] == "cuda_error" and first["step"] == 25, said.stdout
+
+
 def _held_time_is_no_step_time(run: Path) -> None:
     """The steps read after the resume took the time that passed since (tqdm's smoothed rate carried the pause
     into a dozen steps after it: 3.26 s, 2.43 s, 1.85 s for 0.5 s steps)."""

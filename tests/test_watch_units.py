@@ -366,3 +366,21 @@ def test_a_printed_dicts_own_step_is_its_step(key: str) -> None:
              f"{{'loss': 2.25, '{key}': 15}}", "20%|##        | 20/100 [00:01<00:04,  8.50it/s]"]
     found = [e for line in lines for e in reader.feed(line)] + reader.close()
     assert [(e.step, e.values) for e in found if isinstance(e, events.Log)] == [(15, {"loss": 2.25})]
+
+
+def test_a_step_line_is_logged_before_the_text_that_follows_it() -> None:
+    """`step 25 loss X` was held back (a second logger may print the same step) until the output closed: a crash's
+    traceback after it was read at step 24, and a save's banner after it came before the step's log."""
+    reader = TextReader()
+    found = [e for line in ("step 24 loss 0.1250", "step 25 loss 0.1200", "Traceback (most recent call last):")
+             for e in reader.feed(line)]
+    order = [(type(e).__name__, getattr(e, "step", None)) for e in found]
+    assert order.index(("Log", 25)) < len(order) - 1 and order[-1] == ("Output", None), order
+
+
+def test_two_loggers_printing_one_step_are_still_one_log() -> None:
+    reader = TextReader()
+    found = [e for line in ("step 5 loss 2.3", "[INFO] step 5 loss 2.3 lr 1e-4", "step 6 loss 2.2")
+             for e in reader.feed(line)] + reader.close()
+    assert [(e.step, e.values) for e in found if isinstance(e, events.Log)] == [
+        (5, {"loss": 2.3, "learning_rate": 1e-4}), (6, {"loss": 2.2})]

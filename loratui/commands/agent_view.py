@@ -95,6 +95,14 @@ def status(run: rundir.RunDir) -> dict[str, Any]:
     }
 
 
+def stop_how(run: rundir.RunDir) -> str:
+    """How a stop would reach the run, as the app's stop question says it (RunState.stop_by_signal)."""
+    state, _ = _fold(run)
+    if state.stop_by_signal:
+        return "now, by SIGTERM to its command's process group (it ends at once, not at a step boundary)"
+    return "at its next step boundary"
+
+
 def advice(run: rundir.RunDir) -> list[dict[str, Any]]:
     """The advisor's items, most important first, as the panel lists them, with whether `apply` works."""
     _, advisor = _fold(run)

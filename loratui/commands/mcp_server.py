@@ -128,7 +128,8 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         step is the one the text gives, or null."""
         return guarded(lambda: view.doctor(text))
 
-    for action, doc in (("pause", "Pause a run at its next step boundary (needs --allow-control)."),
+    for action, doc in (("pause", "Pause a run at its next step boundary; a watched command with no Trainer is "
+                                  "paused at once by SIGSTOP of its process group (needs --allow-control)."),
                         ("resume", "Resume a paused or suspended run (needs --allow-control)."),
                         ("save", "Save a checkpoint at the next step boundary (needs --allow-control)."),
                         ("suspend", "Checkpoint, free the GPU and wait for resume (needs --allow-control).")):
@@ -143,7 +144,8 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         if not token:
             guarded(lambda: _can_take(target, "stop"))  # no token (nor a "would stop") for a run that ended
             now = guarded(lambda: view.status(target))
-            return {"would": f"stop {target.run_id} at its next step boundary (now {now['state']}, step "
+            how = guarded(lambda: view.stop_how(target))
+            return {"would": f"stop {target.run_id} {how} (now {now['state']}, step "
                              f"{now['step']}/{now['max_steps']}); call stop again with this token to do it",
                     "token": tokens.issue("stop", target.run_id)}
         guarded(lambda: tokens.redeem(token, "stop", target.run_id))

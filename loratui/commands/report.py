@@ -60,14 +60,31 @@ def write_report(run: Any, out: Path) -> Path:
     items = Advisor(run.load_recipe()[0]).feed_all(found).items()
     facts = summarize(state, contents.notes(), [item.id for item in items], first_advice(items))
     facts["end_error"] = failure.in_a_line(state.end) if state.end else ""  # one line, not the stderr tail
-    rates = [(e.step, e.tokens / e.step_time) for e in found
-             if type(e).__name__ == "Step" and e.rank == 0 and e.step_time > 0 and e.tokens]
+    rates = step_rates(found)
     charts = {"loss.png": _loss_chart(state, out / "loss.png"), "vram.png": _vram_chart(state, out / "vram.png"),
               "throughput.png": _rate_chart(rates, out / "throughput.png")}
     text = render(facts, story.moments, items, charts)
     target = out / "report.md"
     target.write_text(text, encoding="utf-8")
     return target
+
+
+def step_rates(found: list[Any]) -> list[tuple[int, float]]:
+    """(step, tokens/s) for each of rank 0's steps: every rank's tokens at that step over rank 0's step time (the
+    ranks step together; rank 0's share alone halved a 2-process run's rate). A step is counted within its life
+    (a restart's TrainBegin starts another), so a step run again is its own point."""
+    life = 0
+    tokens: dict[tuple[int, int], int] = {}
+    order: list[tuple[int, int, float]] = []
+    for e in found:
+        kind = type(e).__name__
+        if kind == "TrainBegin":
+            life += 1
+        elif kind == "Step" and e.tokens:
+            tokens[(life, e.step)] = tokens.get((life, e.step), 0) + e.tokens
+            if e.rank == 0 and e.step_time > 0:
+                order.append((life, e.step, e.step_time))
+    return [(step, tokens[(lived, step)] / took) for lived, step, took in order]
 
 
 def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: dict[str, bool]) -> str:

@@ -18,7 +18,7 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"(?:CUDA|GPU) (?:memory|RAM) (?:exception|error)|exceed\w* (?:the |its |the card's |the GPU's )?(?:GPU(?:'s)? )?(?:RAM|memory|VRAM)|"
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
                    r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?alloc(?:ate)?\b|"
-                   r"显存[^。，！？,.!?\s]{0,4}?(?:不足|不够|(?<![不没未])溢出|(?<![不没未])爆)|爆显存|"
+                   r"显存[^。，！？,.!?\s]{0,4}?(?:不足|不够|(?<![不没未])溢出|(?<![不没未])爆|(?<![不没未])饱和)|爆显存|"
                    r"(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)|"
                    r"\b(?:memory|VRAM)\s+(?:is|was|are|were)\s+(?:still\s+|just\s+|simply\s+)?(?:not\s+enough|insufficient)\b|"
                    r"\b(?:GPU\s+memory|VRAM)\b[^.!?]{0,40}?\b(?:fills?\s+up|filled\s+up|spikes?|explodes?|blows?\s+up|keeps?\s+"
@@ -28,6 +28,9 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"\b(?:uses?|needs?|takes?)\s+(?:far\s+|much\s+|way\s+|a\s+lot\s+)?more\s+(?:GPU\s+)?memory\s+than\b"
                    r"[^.!?]{0,60}?\b(?:crash\w*|dies|died|fail\w*)\b|"
                    r"\b(?:GPU|CUDA)\s+memory\s+(?:issues?|problems?)\b|"
+                   r"\b(?:(?:GPU|CUDA|video|device)\s+memory|VRAM)\s+(?:(?:still|quickly|soon|always|then|just|already|"
+                   r"eventually|finally|again|completely)\s+)?(?:r[au]n(?:s|ning)?|goes|went)\s+out\b"
+                   r"(?!\s+of\s+(?!memory))|"
                    r"\b(?:fac(?:e|es|ed|ing)|ha(?:ve|s|d|ving)|gets?|got|getting|hit(?:s|ting)?|r[au]n(?:s|ning)?\s+into|"
                    r"encounter\w*|met|meets?|experienc\w*)\s+(?:\w+\s+){0,2}?memory\s+(?:issues?|problems?)\b", re.I)
 """An OOM in words, English or Chinese: letters, not word boundaries, delimit `OOM` (`一到eval_step就爆OOM了`); memory
@@ -144,8 +147,10 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"(?:\w+\s+){0,2}(?:GPUs?|cards?|devices?)\b(?!\s+(?:each|apiece)\b)|"  # not `one per GPU`, `one GPU each`
                r"\b(?:GPU|card|device|cuda)\s*:?\d{0,2}\s+(?:is|was|were|are)\s+(?:already\s+|still\s+)?(?:busy|occupied|"
                r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
-               r"\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|notebook|session|jupyter)\b"
-               r"(?![^.!?]{0,40}(?:\b(?:not|never|no)\b|n't))|"
+               # a restart that did not help says the memory was not someone else's (`tried restarting the runtime many
+               # times without change`, neurips2019_intrus#2)
+               r"(?<!tried )(?<!tried to )\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|"
+               r"notebook|session|jupyter)\b(?![^.!?]{0,40}(?:\b(?:not|never|no|without|still)\b|n't))|"
                r"\b(?:every|each|all)\s+(?:\w+\s+)?(?:ranks?|process(?:es)?|workers?)\b[^.!?]{0,60}?\b(?:contexts?|memory|"
                r"allocat\w*)\b[^.!?]{0,30}?\b(?:on|to)\s+(?:the\s+first\s+GPU|(?:GPU|cuda|device)\s*:?\s*0)\b|"
                r"\b(?:process(?:es)?|jobs?|servers?|instances?|containers?)\b[^.!?]{0,40}?\bshar\w*\s+(?:the\s+|one\s+|a\s+)?"

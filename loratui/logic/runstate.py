@@ -65,7 +65,10 @@ class RunState:
     gpu_reason: str = ""
     gpus: dict[int, GpuView] = field(default_factory=dict)
     step_times: deque[float] = field(default_factory=lambda: deque(maxlen=20))
-    step_tokens: deque[int] = field(default_factory=lambda: deque(maxlen=20))
+    step_numbers: deque[int] = field(default_factory=lambda: deque(maxlen=20))  # rank 0's, beside step_times
+    step_rank_tokens: dict[int, dict[int, int]] = field(default_factory=dict)
+    """Recent steps' tokens, each rank's (step -> rank -> tokens): a multi-process run's throughput is every rank's
+    tokens, not rank 0's share. Keyed by rank, so a step run again after a restart replaces its count."""
     tokens_seen: int = 0
     rank_steps: dict[int, int] = field(default_factory=dict)  # last step each rank reported
     rank_peak_reserved: dict[int, int] = field(default_factory=dict)  # per-rank torch peak (bytes)
@@ -141,6 +144,14 @@ class RunState:
         return why + (f", asked {_ASKED.get(source, f'by {source}')}" if source else "")
 
     @property
+    def stop_by_signal(self) -> bool:
+        """A stop reaches this run as SIGTERM to its command's process group, at once: a watched command with
+        no Trainer hooked in it (a plain loop, `python -I`), or one whose Trainer has not begun (its header's
+        controls are stop alone until then). A recipe's trainer and a hooked Trainer stop at the next step
+        boundary, through the command file (supervisor/owner.py `_enforce_stop`, command.py `stop_signals`)."""
+        return bool(self.command) and (self.pause_mode == "signal" or self.controls == frozenset({"stop"}))
+
+    @property
     def total_steps(self) -> int:
         """The run's steps in all, 0 while unknown (a watched loop printing no total). A finished run took
         all its steps, so its total is known at the end: its bar is full rather than empty."""
@@ -156,9 +167,9 @@ class RunState:
 
     @property
     def tokens_per_s(self) -> float | None:
-        """Tokens per second over the recent steps."""
+        """Tokens per second over the recent steps, of every rank (the ranks step together: rank 0's times)."""
         total_time = sum(self.step_times)
-        tokens: int = sum(self.step_tokens)
+        tokens = sum(sum(self.step_rank_tokens.get(step, {}).values()) for step in self.step_numbers)
         return tokens / total_time if total_time > 0 and tokens else None
 
     @property
@@ -216,15 +227,23 @@ def _train_begin(s: RunState, e: events.TrainBegin) -> None:
         s.train_start_t = e.t
 
 
+_RANK_TOKEN_STEPS = 64
+"""Steps whose per-rank tokens are kept: the 20 of the throughput window, and ranks a little behind rank 0."""
+
+
 def _step(s: RunState, e: events.Step) -> None:
     s.rank_steps[e.rank] = e.step
+    s.step_rank_tokens.setdefault(e.step, {})[e.rank] = e.tokens
+    if len(s.step_rank_tokens) > _RANK_TOKEN_STEPS:  # the oldest steps (insertion order: a restart's too)
+        for old in list(s.step_rank_tokens)[:len(s.step_rank_tokens) - _RANK_TOKEN_STEPS]:
+            del s.step_rank_tokens[old]
     if e.peak_reserved is not None:
         s.rank_peak_reserved[e.rank] = max(s.rank_peak_reserved.get(e.rank, 0), e.peak_reserved)
     if e.rank != 0:
         return  # rank 0 speaks for the run's progress; other ranks add their memory figures
     s.step, s.epoch, s.tokens_seen = e.step, e.epoch, e.tokens_seen
     s.step_times.append(e.step_time)
-    s.step_tokens.append(e.tokens)
+    s.step_numbers.append(e.step)
     s.torch_allocated, s.torch_reserved = e.torch_allocated, e.torch_reserved
     s.step_peak_allocated, s.step_peak_reserved = e.peak_allocated, e.peak_reserved
     s.peak_reserved = max(s.peak_reserved, e.peak_reserved or 0)

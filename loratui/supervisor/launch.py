@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -239,6 +240,9 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None 
             stdin=devnull if stdin is None else stdin, stdout=err, stderr=err, start_new_session=True,
             close_fds=True,
         )
+    # Reaped when it ends: a viewer or an MCP server outlives the supervisors it starts (the run's end, a resume),
+    # and each one would stay a zombie (`<defunct>` in ps) until it exits. poll() below shares Popen's lock.
+    threading.Thread(target=proc.wait, name=f"reap-supervisor-{proc.pid}", daemon=True).start()
     # The log exists once the supervisor has written its header; wait briefly so readers find it.
     deadline = time.monotonic() + 10
     # An adopted run's log has its header already: there, wait for the new supervisor's pidfile instead.

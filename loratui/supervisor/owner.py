@@ -22,7 +22,7 @@ import psutil
 from loratui import __version__, events, nodelogs, runstatus, slurm
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
-from loratui.outputtail import OutputFollower
+from loratui.outputtail import OutputFollower, follow_together
 from loratui.recipe import Recipe, RecipeError, recipe_hash
 from loratui.rundir import (
     STOPPED_CODES,
@@ -81,6 +81,9 @@ class Supervisor:
         # reports them itself, and it is paused by signal when it has no Trainer.
         self.command = list(self.settings.command)
         self.watcher = OutputWatcher() if self.command else None
+        # The stdout and stderr tails each run in their own thread, and the reader keeps state across lines (a dict
+        # on stdout waits for the bar's redraw on stderr): one stream's lines at a time, each event written in turn.
+        self._watch_lock = threading.Lock()
         self.suspend_requested = False
         # Inside a Slurm job: the scheduler may end the run (time limit, scancel, memory limit, preemption).
         self.slurm_job = slurm.job_env().get("SLURM_JOB_ID", "")
@@ -254,7 +257,8 @@ class Supervisor:
             signame = signal.Signals(-code).name
         error = why or ("\n".join(self._stderr_tail[-40:]) if state == events.FAILED else "")
         if state == events.FAILED and signame:
-            error = f"the trainer was killed by {signame}\n{error}".rstrip()
+            who = "command" if self.command else "trainer"  # as the keeper says it of a watched command
+            error = f"the {who} was killed by {signame}\n{error}".rstrip()
         rank = failed_rank(self._stderr_tail) if state == events.FAILED else ""
         if rank:
             error = f"{rank} failed; torchrun stopped the other ranks\n{error}"
@@ -308,17 +312,16 @@ class Supervisor:
         redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
         followers = [OutputFollower(path, functools.partial(self._emit_output, name), redraw=redraw)
                      for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
-        tails = [threading.Thread(target=follower.run, args=(done,), daemon=True) for follower in followers]
-        for tail in tails:
-            tail.start()
+        tail = threading.Thread(target=follow_together, args=(followers, done), daemon=True)  # stdout, then stderr
+        tail.start()
         code = self.trainer.wait()
         self._cmds_offset = file_size(self.run.commands)  # the next trainer starts after what this one read
         done.set()
-        for tail in tails:
-            tail.join(timeout=5)
-        if self.watcher is not None:  # the last loss the reader held back
-            for event in self.watcher.close():
-                self.log.write(event)
+        tail.join(timeout=5)
+        with self._watch_lock:
+            if self.watcher is not None:  # the last loss the reader held back
+                for event in self.watcher.close():
+                    self.log.write(event)
         return code
 
     def _emit_output(self, name: str, texts: list[str]) -> None:
@@ -333,14 +336,15 @@ class Supervisor:
         """Steps and losses from a watched command's output, while no hooked Trainer reports them."""
         if self.watcher is None:
             return
-        if self.run.hooked.exists():
-            self.watcher = None
-            return
-        for text in texts:
-            for event in self.watcher.feed(text):
-                if isinstance(event, events.State):
-                    self.state = event.state
-                self.log.write(event)
+        with self._watch_lock:
+            if self.watcher is None or self.run.hooked.exists():
+                self.watcher = None
+                return
+            for text in texts:
+                for event in self.watcher.feed(text):
+                    if isinstance(event, events.State):
+                        self.state = event.state
+                    self.log.write(event)
 
     def _run_pids(self) -> list[int]:
         """The trainer's pid and its descendants (dataloader workers), refreshed every few seconds."""

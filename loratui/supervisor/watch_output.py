@@ -25,7 +25,7 @@ class OutputWatcher:
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
-        self.reader = TextReader()
+        self.reader = TextReader(bar_elsewhere=True)  # tqdm draws on stderr, print() writes to stdout
         self.began = False
         self.step = 0
         self.epoch = 0.0  # the last epoch a printed record named (`'epoch': 0.5`): 0 where none did
@@ -79,8 +79,9 @@ class OutputWatcher:
                 self._note_epoch(event.values.get("epoch"))
                 if not self.reader.bar_total and event.step > self.step:
                     out += self._step(event.step, 0.0, now)  # no bar: the printed step is the step
-                if self.began:
-                    out += self._total_learnt(now) + [event]
+                # A record read before the bar's first step (the stdout tail read ahead of stderr's) opens the
+                # training all the same: it was dropped, and the run's first losses with it.
+                out += self._begin(now) + self._total_learnt(now) + [event]
         return out
 
     def _total_learnt(self, now: float) -> list[events.AnyEvent]:

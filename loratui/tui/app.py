@@ -363,7 +363,7 @@ class LoratuiApp(App[str]):
             if answer == "stop":
                 self._send("stop")
 
-        self.push_screen(stop_choice(), decided)
+        self.push_screen(stop_choice(self.run_state.stop_by_signal), decided)
 
     def action_detach(self) -> None:
         self.outcome = "detach"
@@ -548,8 +548,10 @@ def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions], attached: 
 def farewell(run: RunDir, state: RunState, result: object) -> str:
     """What the shell is told when the viewer closes: where the run stands and, if it failed, why."""
     if state.state not in events.FINAL_STATES and result != "stop":
-        return headless.detached(run)
+        return headless.detached(run, state.state)
     if result == "stop":
+        if state.stop_by_signal:
+            return f"stopping {run.run_id}: SIGTERM sent to its command's process group."
         return f"stopping {run.run_id} at the next step boundary."
     said = f"run {run.run_id}: {state.state} at step {state.step}"
     why = failure.reason(state.end)

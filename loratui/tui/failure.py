@@ -12,7 +12,7 @@ import re
 from loratui import events
 from loratui.text import inert
 
-_OWN = re.compile(r"^(the trainer was killed by \w+|rank \d+ failed\b.*|\S+ failed; torchrun stopped.*)$")
+_OWN = re.compile(r"^(the (?:trainer|command) was killed by \w+|rank \d+ failed\b.*|\S+ failed; torchrun stopped.*)$")
 """Lines the supervisor writes above the stderr tail: they say what happened, so they lead."""
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Fault|Failure)\b.*")
 """A traceback's last line: `peft.utils.error.NoMatchingPeftModuleError: Target modules ...`."""

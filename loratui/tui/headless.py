@@ -169,10 +169,19 @@ def started(run: RunDir) -> str:
             f"  loratui attach {run.run_id}   (the app, from any directory)\n  loratui stop {run.run_id}")
 
 
-def detached(run: RunDir) -> str:
-    """What the shell is told when the viewer or the progress printer leaves a run training: one command a
-    line (in one long line an 80-column terminal broke `loratui attach ID` in two)."""
-    return (f"detached: training continues in {inert(str(run.path.resolve()))}\n"
+def detached(run: RunDir, state: str = "") -> str:
+    """What the shell is told when the viewer or the progress printer leaves a run: one command a line (in one long
+    line an 80-column terminal broke `loratui attach ID` in two). A run left paused or suspended is said to be (it was
+    told "training continues" while it stood paused), with the command that resumes it."""
+    where = inert(str(run.path.resolve()))
+    if state == events.PAUSED:
+        return (f"detached: the run stays paused in {where}\nto resume it, come back to it (from any directory), "
+                f"or stop it:\n  loratui resume {run.run_id}\n  loratui attach {run.run_id}\n"
+                f"  loratui stop {run.run_id}")
+    if state == events.SUSPENDED:
+        return (f"detached: the run is suspended (saved, its GPU memory freed) in {where}\nto resume it, or to "
+                f"stop it:\n  loratui resume {run.run_id}\n  loratui stop {run.run_id}")
+    return (f"detached: training continues in {where}\n"
             "to come back to it (from any directory), or to stop it:\n"
             f"  loratui attach {run.run_id}\n  loratui stop {run.run_id}")
 

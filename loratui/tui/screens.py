@@ -62,10 +62,16 @@ def ended_quit_choice(state: str) -> Choice:
                   [("quit", "Quit", "q"), ("cancel", "Stay", "esc")])
 
 
-def stop_choice() -> Choice:
-    """x: stop the run at the next step boundary."""
-    return Choice("Stop the run at the next step boundary? (a checkpoint is kept only if one was saved)",
-                  [("stop", "Stop", "y"), ("cancel", "Cancel", "n")], about_live_run=True)
+def stop_choice(by_signal: bool = False) -> Choice:
+    """x: stop the run at the next step boundary; a watched command with no hooked Trainer gets SIGTERM
+    (RunState.stop_by_signal), which ends it at once: no step boundary is waited for."""
+    question = (STOP_BY_SIGNAL_QUESTION if by_signal else
+                "Stop the run at the next step boundary? (a checkpoint is kept only if one was saved)")
+    return Choice(question, [("stop", "Stop", "y"), ("cancel", "Cancel", "n")], about_live_run=True)
+
+
+STOP_BY_SIGNAL_QUESTION = ("Stop the command now? loratui sends SIGTERM to its process group, which ends it at once, "
+                           "not at a step boundary: only what it saved (or saves on SIGTERM itself) is kept.")
 
 
 def restart_choice(path: Any, item: Any, env: dict[str, str] | None = None, finished: bool = False,
@@ -108,6 +114,10 @@ loratui — keys (↑/↓ scroll this page; escape closes it)
   k  every rank's thread stacks (where a hung run
      waits), recorded in the log
   ?  this help
+
+A command with no Trainer (a plain loop, `loratui run
+-- python loop.py`) is paused by SIGSTOP (its memory
+stays held) and stopped by SIGTERM, both at once.
 
 Replay: space play/pause · + / - speed · → / ← step
         ] / [ next/previous event of note

@@ -61,6 +61,25 @@ class Advice:
         return out
 
 
+KEPT_AS_WRITTEN = ("bitsandbytes", "flash-attention", "pip", "xformers", "torch", "nvidia-smi")
+"""Names written lower-case by their makers: a title that starts with one keeps it so (`bitsandbytes cannot use
+the GPU`)."""
+_FIRST_WORD = re.compile(r"[^\s:;,()']+")
+_PLAIN_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
+
+
+def sentence_case(title: str) -> str:
+    """The title in sentence case, the style of every item's title: its first letter upper-case (`loss became nan` ->
+    `Loss became nan`, `guard verdict: ...` -> `Guard verdict: ...`), unless its first word is a name or key written
+    as it is (`bitsandbytes`, `xFormers'`, `grad_norm`, `fp16`, `train/loss`: an inner capital, a digit, `_`, `/` or
+    `.`, or KEPT_AS_WRITTEN)."""
+    first = _FIRST_WORD.match(title)
+    word = first.group(0) if first else ""
+    if not _PLAIN_WORD.fullmatch(word) or word in KEPT_AS_WRITTEN:
+        return title
+    return title[:1].upper() + title[1:]
+
+
 _QUOTE_LABEL = re.compile(r"^(?:[^:]{0,60}?as the text says|the last NCCL line|the last status before it): ")
 
 

@@ -67,12 +67,16 @@ def _still_loss_excused(adv: Advisor, finding: Finding) -> bool:
     """A loss the person says stands still that is no report of a run that does not train: a diffusion model's loss is
     its noise prediction's error, led by the sampled timestep's noise, and looks flat while the model learns (judge
     by samples), as does any loss whose results the person says improve, or whose level they ask is normal with no
-    number given (`stuck at 2.3 for 3000 steps, is it normal?` reports what a maintainer would ask for). A loss the
-    log prints at a level still counts. getattr: an advisor pickled in an older events.idx."""
-    if finding.id != "loss_flat" or finding.facts.get("kind") != "said":
+    number given (`stuck at 2.3 for 3000 steps, is it normal?` reports what a maintainer would ask for). A rise in
+    words is no report where the person asks whether it is normal and puts it beside the learning rate's own rise
+    (warm-up's end, a schedule that raises it): the maintainers' answer is that it is. A loss the log prints at a
+    level still counts. getattr: an advisor pickled in an older events.idx."""
+    if finding.id not in ("loss_flat", "loss_diverging") or finding.facts.get("kind") != "said":
         return False
-    return getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or \
-        getattr(adv, "asks_normal", False) and not _LEVEL_GIVEN.search(str(finding.facts.get("quote", "")))
+    asked = getattr(adv, "asks_normal", False) and not _LEVEL_GIVEN.search(str(finding.facts.get("quote", "")))
+    if finding.id == "loss_diverging":  # a rise asked about beside the lr's own rise (warm-up, a schedule)
+        return asked and getattr(adv, "lr_rises", False)
+    return getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or asked
 
 
 def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
@@ -244,7 +248,7 @@ def failure(adv: Advisor) -> list[Advice]:
     if said is not None and adv.pasted:
         return [error_said.said_advice(*said, step)]
     if adv.end is not None:
-        return [ended_advice(adv.end, list(adv.tail))]
+        return [ended_advice(adv.end, list(adv.tail), "command" if adv.spoken is not None else "trainer")]
     return []
 
 

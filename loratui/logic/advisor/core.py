@@ -28,6 +28,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     Advice,
     Finding,
     distinct_evidence,
+    sentence_case,
     warn_line_bytes,
 )
 from loratui.logic.advisor import build, loss_words, rank, root
@@ -94,6 +95,7 @@ class Advisor(OomFold):
         self.diffusion = False  # the text is about a diffusion model (its loss looks flat when it trains)
         self.results_good = False  # the person says the results are good or improving (the model learns)
         self.asks_normal = False  # the person asks whether what they see is normal (a worry, not a report)
+        self.lr_rises = False  # the person says the loss rose with the learning rate (warm-up, the lr rising)
         self.lengths: dict[str, int] | None = None  # a watched config's own length fields, where it has no max_length
 
     def feed(self, event: Any) -> None:
@@ -112,7 +114,8 @@ class Advisor(OomFold):
         """The advice now, most important first (built lazily, cached until a finding changes)."""
         if self._items is None:
             built = rank.order(build.build_all(self), self.found, build.seen(self), lambda: build.failure(self))
-            built = [self._in_own_words(replace(a, evidence=distinct_evidence(a.evidence))) for a in built]
+            built = [self._in_own_words(replace(a, title=sentence_case(a.title), evidence=distinct_evidence(a.evidence)))
+                     for a in built]
             self._items = built
         return list(self._items)
 
@@ -124,10 +127,15 @@ class Advisor(OomFold):
         said = command_keys.speak(advice.change, *self.spoken)
         return replace(advice, change=said.change, fix=said.fix, no_fix=said.no_fix)
 
+    def _keeps(self, finding: Finding) -> bool:
+        """Whether `_latch` would keep this finding: the first of its id, or one that replaces a withdrawn or less
+        exact one."""
+        kept = self.found.get(finding.id)
+        return kept is None or bool(kept.facts.get("withdrawn")) or _sharper(kept, finding)
+
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""
-        if finding is not None and (finding.id not in self.found or self.found[finding.id].facts.get("withdrawn") or
-                                    _sharper(self.found[finding.id], finding)):
+        if finding is not None and self._keeps(finding):
             if finding.id in root.ORDERED:  # what came before it on any rank may be its cause
                 finding.facts.setdefault("raised_before", self.trace.count)
             self.found[finding.id] = finding
@@ -193,9 +201,12 @@ class Advisor(OomFold):
             self.text.where.train_log()
             self.text.prep_line, self.text.prep_s = "", 0  # training went on after it: not why a later timeout came
         for finding in self.loss.log(self.ctx, e):
-            quote = self._quote(e)
-            if quote:
-                finding.facts["quote"] = quote
+            # quoted only when kept, or when it is the start NaN `_withdraw_said_nan` compares by its quote: a log
+            # where every line is a finding (a NaN run) quotes once, not once a line
+            if self._keeps(finding) or finding is self.loss.start_nan:
+                quote = self._quote(e)
+                if quote:
+                    finding.facts["quote"] = quote
             self._latch(finding)
         if self.loss.changed:
             self._items = None  # a finding already latched was escalated (a rise that ended in NaN) or withdrawn
@@ -345,6 +356,9 @@ class Advisor(OomFold):
         if not getattr(self, "asks_normal", False) and _ASKS_NORMAL.search(line):
             self.asks_normal = True
             self._items = None
+        if not getattr(self, "lr_rises", False) and _LR_RISES.search(line):
+            self.lr_rises = True
+            self._items = None
 
     def _setup_errors(self, line: str) -> None:
         """A setup error's line (bitsandbytes, flash-attn, a CUDA error's boilerplate)."""
@@ -372,11 +386,17 @@ _RESULTS_GOOD = re.compile(r"\b(?:results?|outputs?|samples?|generations?|images
 """The person's results said to be good or improving (`the loss is stuck at 0.9, but the results kept improving`):
 the model learns, so a loss they say stands still is the objective's floor, not a run that does not train."""
 _ASKS_NORMAL = re.compile(r"\b(?:is|are|was)\s+(?:this|that|it|these|they)\s+(?:\w+\s+)?(?:normal|expected)\b|"
-                          r"\bis\s+it\s+(?:\w+\s+)?(?:normal|expected)\b|正常吗|是否正常|正常么|正常嘛", re.I)
+                          r"\bis\s+it\s+(?:\w+\s+)?(?:normal|expected)\b|\b(?:is|are)\s+(?:\w+\s+){1,3}?supposed\s+to\b|"
+                          r"正常吗|是否正常|正常么|正常嘛", re.I)
 """The person asks whether what they see is normal (`the loss isn't decreasing, it's fluctuating. Is this normal?`,
 `Is it expected to see the loss not go down?`): a loss they say stands still is then their worry, not a report
 that the run does not train; the maintainers' answer to it is most often yes (diffusion, contrastive, RL objectives
 whose loss stays level while the model improves)."""
+_LR_RISES = re.compile(r"\bwarm(?:s|ing|ed)?[- ]?up\b|预热|\b(?:lr|learning[ _]rate)\s+(?:and\s+(?:the\s+)?loss\s+)?(?:\w+\s+){0,6}?"
+                       r"(?:increas\w*|ris(?:e|es|ing)|rose|go(?:es)?\s+up|went\s+up)\b", re.I)
+"""The loss's rise put beside the learning rate's own (`a spike in loss coinciding with the end of warmup`, yolov5#10209;
+`Are lr and loss supposed to be possible to increase?`, DeepLabCut#287): a schedule that raises the lr on purpose
+raises the loss for a while."""
 _RESULTS_DENIED = re.compile(r"\b(?:not|n't|never|no longer|if|whether)\b", re.I)
 """`the results are not good`, `if the outputs look fine`: no results said good."""
 
@@ -405,9 +425,13 @@ def _prints(line: str, value: float) -> bool:
     return False
 
 
+_WHOLE = re.compile(r"(?<![\d.])\d+(?![\d.]|%)")
+"""A whole number: a run of digits with no digit or point either side, not a percentage."""
+
+
 def _prints_step(line: str, step: int) -> bool:
     """Whether a line prints this step as a whole number (`45/100`, `step 45`), not inside a decimal."""
-    return step > 0 and re.search(rf"(?<![\d.]){step}(?![\d.]|%)", line) is not None
+    return step > 0 and str(step) in _WHOLE.findall(line)
 
 
 _HANDLERS: dict[type, str] = {

@@ -271,10 +271,12 @@ _ON_A_KILL = re.compile(r"\bkill(?:ed|s|ing)?\b|SIGKILL|signal 9\b|\boom|out of 
 `oom-kill`), memory running short."""
 
 
-def ended_advice(end: events.End, tail: list[str]) -> Advice:
+def ended_advice(end: events.End, tail: list[str], who: str = "trainer") -> Advice:
     """A run that ended failed with no traceback: the exit, and the last lines it printed, warnings left out (a
     deprecation printed at start is no reason for a kill; it crowded out the last log). A SIGKILL's lines are
-    only those that bear on it: a loss log or a checkpoint line before it says nothing of why."""
+    only those that bear on it: a loss log or a checkpoint line before it says nothing of why. `who`: "command"
+    for a watched command (`loratui run -- python train.py`), whose exit is the user's program's, not loratui's
+    trainer's."""
     how = f"was killed by {end.signal}" if end.signal else (
         f"exited with code {end.exit_code}" if end.exit_code is not None else "failed")
     killed = end.signal in ("SIGKILL", "9")
@@ -284,8 +286,8 @@ def ended_advice(end: events.End, tail: list[str]) -> Advice:
         first = end.error.strip().splitlines()[-1] if end.error.strip() else ""
         evidence = ([first] if first else []) + [line for line in tail if not _WARNING_LINE.match(line)][-5:]
     hint = "SIGKILL with no error is often the kernel's out-of-memory killer (host RAM): check dmesg" \
-        if killed else "the trainer's last lines are above; the full output is in the run directory"
-    return Advice("exception", ERROR, f"The trainer {how} at step {end.step}", evidence + ["next: " + hint], {},
+        if killed else f"the {who}'s last lines are above; the full output is in the run directory"
+    return Advice("exception", ERROR, f"The {who} {how} at step {end.step}", evidence + ["next: " + hint], {},
                   end.step)
 
 

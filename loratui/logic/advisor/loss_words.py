@@ -239,8 +239,8 @@ def read(line: str) -> Said | None:
     previous = [""]
     found = [said for sentence in _SENTENCE.split(line) if sentence and sentence.strip()
              for said in _sentence(sentence, previous)]
-    if _values_rose(line, previous[1:]):
-        return Said("rise", "loss")  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
+    if _values_rose(line, previous[1:]):  # `was about 100 ... dropped to 70, but it suddenly became 800,000`
+        return QUIET if TRANSIENT.search(line) else Said("rise", "loss")  # `went up to 21, then started coming down`
     if any(s.kind == "fall" and not s.subject.startswith("val") for s in found):
         # the training loss falls (or the training accuracy climbs, the model learns): only the training loss
         # itself, its accuracy or the model can then be said to stand still or rise (`the loss converges quickly
@@ -361,7 +361,9 @@ TRANSIENT = re.compile(
     r"\b(?:but|then|and|before|quickly|soon|immediately)\b[^.!?。！？]{0,40}?(?<!not )(?<!n't )(?<!never )(?<!no )"
     r"\b(?:recover\w*|(?:comes?|came|goes|went|gets?|got|drops?|dropped|falls?|fell)\s+back\b|returns?\s+to\b|"
     r"(?:drops?|dropped|falls?|fell|decreas\w*|goes down|went down|comes down|came down)\s+again\b|"
-    r"settl(?:e|es|ed|ing)\b|stabili[sz]\w*)|"
+    r"settl(?:e|es|ed|ing)\b|stabili[sz]\w*|"
+    r"(?:start(?:s|ed)?|began|begins?)\s+(?:to\s+)?(?:(?:come|coming|go|going)\s+down|decreas\w*|dropping|drop|"
+    r"falling|fall)\b)|"
     r"\b(?:at|in|near|around)\s+the\s+(?:start|beginning|end|first steps?)\s+of\s+(?:each|every)\b|"
     r"\bevery time (?:a |the )?(?:new )?epoch\b|\bperiodic\w*|每(?:个|一)?\s*(?:epoch|轮)\s*(?:开始|结束)|"
     r"(?:然后|之后|随后|又|再)\s*(?:恢复|回落|降回|下降回)",

@@ -23,9 +23,11 @@ TOKEN = (rf"(?<![{_A}.\\/$-])(?:[-+]\s?)?(?:nan|inf(?:inity)?|non-?finite|not fi
          rf"(?![{_A}(\\-]|\.[{_A}]|/(?!inf)[{_A}])")
 """A non-finite word of its own: `NaN`, `nan`, `NaNs`, `inf`, `-inf`, `Infinity`, `non-finite`, `NaN/Inf`."""
 _TOKEN = re.compile(TOKEN, re.I)
-_SIGNAL = (r"(?:[{a}]*[_/. ])?(?:loss(?:es)?|gradients?|grads?|grad[ _]norm|gnorm|logits|outputs?|activations|"
+_SIGNAL = (r"(?:(?!(?:to|the|with|and|or|of|for|in|on|at|is|was|as|a|an|my|our|its|their|this|that|no|all|any|"
+           r"some|but|so|then|from|by|into)\s)[{a}]*[_/. ])?(?:loss(?:es)?|gradients?|grads?|grad[ _]norm|gnorm|logits|outputs?|activations|"
            r"hidden[ _]states|predictions|weights|nll|ppl|perplexity)(?:[_/][{a}]+)?|损失|梯度").format(a=_A)
-"""A training signal, with its prefix or suffix (`eval_loss`, `train/loss`, `loss_cls`, `lm loss`)."""
+"""A training signal, with its prefix or suffix (`eval_loss`, `train/loss`, `loss_cls`, `lm loss`); not the word before
+it in a sentence (`diverged with loss = NaN`, `started to output nan`: `loss`, `output`, not `with loss`)."""
 _BARE_SIGNAL = re.compile(rf"(?<![{_A}])(?:(?:[A-Za-z0-9]+_)*loss(?:es)?(?:_[A-Za-z0-9]+)*|gradients?|grads?|"
                           rf"grad[ _]norm|gnorm|logits|outputs?|activations|hidden[ _]states|predictions|weights|nll|ppl|"
                           rf"perplexity)(?![{_A}])|损失|梯度", re.I)

@@ -42,13 +42,14 @@ _ALL_CAUSE_HINTS = _CAUSE_HINTS + oom_holders.HINTS
 """With the words the readers of another holder need (logic/oom_holders.py)."""
 
 
-_PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|predict(?:ion|ing|s)?)"
+_PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|"
+                                    r"predict(?:ion|ing|s)?(?!\s+(?:the\s+)?(?:\d+|next|future|upcoming)\b))"
                                     r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?(?:metrics?|bleu|"
                                     r"rouge\w*|perplexity|ppl|accuracy|wer|cer|f1|mAP)\b|"
                                     r"(?<![A-Za-z0-9])(?:validation|evaluation)_(?:step|loop|epoch|batch|end|start)\w*|\bon_(?:validation|test|eval)\w*|"
                                     r"\bsanity[ _-]?check\w*|\bval(?:id)?[ _](?:batch\w*|step|loop|set|loader|epoch|phase|"
                                     r"dataloader)\b|"
-                                    r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|验证|评估|评测|推理|测试|"
+                                    r"(?<![A-Za-z])eval(?:_[A-Za-z]+)?(?![A-Za-z])|(?<![A-Za-z0-9_])(?:do_predict|predict_with_generate)(?![A-Za-z0-9_])|验证|评估|评测|测试|"
                                     r"(?:^|[.!?]\s+|\b(?:during|in|at|when|while|on)\s+(?:the\s+)?)test(?:ing)?\b|"
                                     r"\btest(?:ing)?\s+(?:the\s+)?(?:model|set|split|data\w*|step|phase|stage|loop|script|"
                                     r"code)\b|"
@@ -60,7 +61,8 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                                     r"state(?:_dict)?|weights?)|"
                                     r"merge_and_unload|push_to_hub|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)(?![A-Za-z0-9_])|保存|合并|导出", re.I)))
-"""The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run), or writing the model out
+"""The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run, 推理, nor the
+model's task, `in order to predict 8 frames`, `predicts the next token`), or writing the model out
 (not the shell's `export PYTORCH_CUDA_ALLOC_CONF=...`); English words count inside Chinese text (`我运行你的evaluate`)
 (saving, a checkpoint, merging, exporting, pushing it to the hub, the save calls by name: `save_pretrained`,
 accelerate's and the Trainer's `save_state`), but not saving memory nor gradient checkpoints."""
@@ -189,6 +191,8 @@ NEGATED_AFTER = re.compile(r"\s*(?:is|was|are|were)\s+(?:disabled|off|turned off
 
 def _affirmed(text: str, named: list[tuple[str, re.Pattern[str]]]) -> list[tuple[str, re.Pattern[str]]]:
     """The phases a sentence names other than under a negation in their clause."""
+    if not named:
+        return []  # most memory lines name no phase (a CUDA OOM message): no clauses to find
     bounds = clause_starts(text)
     kept = []
     for phase, words in named:
@@ -275,9 +279,12 @@ class PhaseWords:
             sentence = whole
         else:
             return
-        sentence, whole = _phase_words(sentence), _phase_words(whole)
-        named = [(phase, words) for phase, words in _PROSE_PHASE if words.search(sentence) or words.search(whole)]
-        said = _affirmed(sentence, named) + _affirmed(whole, named)
+        one = sentence == whole  # most lines: no sentence carried over, so the line is read once, not twice
+        sentence = _phase_words(sentence)
+        whole = sentence if one else _phase_words(whole)
+        named = [(phase, words) for phase, words in _PROSE_PHASE
+                 if words.search(sentence) or not one and words.search(whole)]
+        said = _affirmed(sentence, named) + ([] if one else _affirmed(whole, named))
         named = _or_epoch_end(whole, [pair for pair in named if pair in said])
         if len(named) > 1 or WORKS.search(whole):
             # `evaluation works fine, but saving runs out of memory`: the phase of the OOM's clause

@@ -2,7 +2,8 @@
 preprocessing (tokenising, `prepping the dataset`, 分词), the ranks (rank 0, multi-GPU, DDP, 多卡, ddp_timeout), and
 the failure at the timeout's mark (`takes longer than 30 minutes, an exception is thrown`, `到30分钟的时候总会报错`).
 The text's last error is the timeout, so the finding is nccl_timeout, with the preprocessing as its cause; a long
-tokenisation with no failure said stays data starvation. Pure: lines in, at most one finding's facts out."""
+tokenisation with no failure said stays data starvation. With no preparation said, a timeout at the default's 30
+minutes in a multi-GPU run is still the collective's, its cause left open. Pure: lines in, at most one finding's facts out."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ _QUESTION_ONLY = re.compile(r"^\s*(?:how|what|is|can|could|should)\b[^.!?]*\?\s*
 """A question and nothing more (`how do I raise the ddp timeout?`): no failure said."""
 _THIRTY = re.compile(r"\b(?:30|thirty)\s*min|\b1800\b|half an hour|30\s*分钟|半小时", re.I)
 """The failure line names the default timeout's 30 minutes: the timeout that ran out is then known (1800 s)."""
+_TIMEOUT = re.compile(r"(?<![A-Za-z])time(?:d|s)?[\s_-]?out\b|超时", re.I)
+"""A timeout said in the failure line: a multi-GPU run's timeout at the default's 30 minutes is a collective's
+(`单机多卡全量微调，使用deepspeed的stage3，每次到30分钟报错timeout`, LlamaFactory#662), whatever kept a rank away."""
 
 _ELAPSED = re.compile(r"\[((?:\d{1,3}:)?\d{1,2}:\d\d)\s*<")
 """A progress bar's elapsed time (tqdm's `[32:13<53:59, 16.42ba/s]`, `[1:01:03<00:00`)."""
@@ -84,8 +88,10 @@ class PrepTimeout:
         return self._found()
 
     def _found(self) -> dict[str, object] | None:
-        if not (self.prep and self.ranks and self.failed):
+        if not (self.ranks and self.failed):
             return None
+        if not self.prep and not (_THIRTY.search(self.failed) and _TIMEOUT.search(self.failed)):
+            return None  # with no preparation said, only a timeout at the default's 30 minutes is the collective's
         self.done = True
         thirty = _THIRTY.search(self.failed) is not None or self.failed == self.long_bar
         return {"line": self.failed, "op": "", "timeout_ms": 1800000 if thirty else 0,

@@ -45,6 +45,11 @@ _UTIL_SAID = re.compile(
     r"|wait(?:s|ing|ed)? (?:for|on) (?:the )?(?:data|input|(?:data ?)?loader|next batch|batch(?:es)?|CPU))|"
     r"(?:GPU|显卡)[^。！？\n，,；]{0,10}?(?P<low4>空闲|闲置|在等|等待数据|等数据|跑不满|没有?跑满)", re.I)
 
+_UTIL_SAID_NEEDS = re.compile(r"util|usage|load|activity|busy|used|working|starv|nothing|idl|wait|利用率|使用率|占用率|"
+                              r"空闲|闲置|在等|等待数据|等数据|跑不满|跑满", re.I)
+"""A word every match of _UTIL_SAID holds (a utilisation's name, or a starved GPU's verb): a line without one (a
+CUDA OOM message names the GPU but not its use) skips that pattern, the costliest of a line's readers."""
+
 _RANGE = re.compile(r"(\d{1,3})\s*%?\s*(?:-|~|to|and|–)\s*(\d{1,3})\s*%")
 
 _PREP_SUBJECT = f"(?:{PREP_NAMED})"
@@ -303,11 +308,11 @@ def _util_said(line: str) -> dict[str, object] | None:
     """`GPU utilization is low`, `GPU util 0-30%`, `spiky GPU utilization`, `GPU利用率很低`: the utilisation low or
     swinging in the user's words; a percentage counts when it is at most half (`oscillates between 60% - 100%`
     counts by its word, `GPU utilization is 100%` does not)."""
-    idle = _IDLE_SHARE.search(line)
+    idle = _IDLE_SHARE.search(line) if "%" in line else None  # it and _BUSY_AT read a percentage
     if idle:  # the idle share measured: a quarter of the time or more is a GPU waiting
         share = int(idle.group("n") or idle.group("n2"))
         return {"said": "util", "quote": quoted(line), "util": 100 - share} if share >= IDLE_SHARE else None
-    for found in _UTIL_SAID.finditer(line):
+    for found in _UTIL_SAID.finditer(line) if _UTIL_SAID_NEEDS.search(line) else ():
         gap = found.group("gap") or ""
         if found.group("util") and _GAP_OTHER.search(gap):
             continue
@@ -321,7 +326,7 @@ def _util_said(line: str) -> dict[str, object] | None:
             return {"said": "util", "quote": quoted(line)}
         if low is not None and low <= 50:
             return {"said": "util", "quote": quoted(line), "util": low}
-    busy = _busy_at(line)
+    busy = _busy_at(line) if "%" in line else None
     return {"said": "util", "quote": quoted(line), "util": busy} if busy is not None and busy <= 50 else None
 
 _BUSY_AT = re.compile(

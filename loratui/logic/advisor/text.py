@@ -51,7 +51,7 @@ _WARDED = re.compile(r"\b(?:avoid\w*|prevent\w*|in case of|against|increas\w*|ra
 `increase the NCCL timeout`): a precaution, not a timeout that happened."""
 _NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
                "collective", "watchdog")
-_HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stuck|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动",
+_HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stucks?|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动",
                         re.I)
 """The user's words that the run stopped moving."""
 _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:first\s+)?[\"'`]?(?:Initiali[sz]ing distributed|"
@@ -61,6 +61,14 @@ _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:fi
                          r"多机|跨节点|多节点", re.I)
 """Where the person says it hangs: in a collective or the distributed setup, or on several nodes (NCCL's domain), or
 a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`)."""
+_MULTI_GPU = re.compile(r"\bmulti-?GPUs?\b|\b(?:two|three|four|eight|several|multiple|[2-9]|1[0-6])\s+(?:or\s+\d+\s+)?"
+                        r"(?:\w+\s+)?GPUs\b|多卡|多GPU|多张卡", re.I)
+_NOT_COLLECTIVE = re.compile(r"data\s*load\w*|dataloader|\bworkers?\b|tokeni[sz]\w*|preprocess\w*|download\w*|"
+                             r"\bsav(?:e|es|ing)\b|\beval\w*|\bloss\w*|\bacc\w*|数据|保存", re.I)
+"""A run said to hang only with several GPUs (`it stucks with multi-GPUs (2 or 4 A6000), but works with a single GPU`,
+transformers#28280; `with multi-gpu, the script hangs forever`, Matcha-TTS#57): what several GPUs add is their
+collectives, most often a peer-to-peer path that never completes; not where the line names other work that may
+stall (the data loader, tokenising, a save, an evaluation) or a loss that is stuck."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
 _AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
@@ -126,9 +134,12 @@ BATCH_ONE = re.compile(
     r"only|as|just|=|:|设置为|设为|为|是)[\s\"'`]*){0,4}1(?![\d.,]\d|\d|e-?\d|\s*(?:k|x|/|-\d))", re.I)
 """The person's (or the command's) training batch of one: `micro batch size to be 1`, `--per_device_train_batch_size 1`,
 `batch_size为1`, `bs=1`; not an evaluation's batch, not `batch_size 16` or `(batch_size, 1)`."""
-_BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine|ok|okay|runs? (?:ok|fine|well)|succeed\w*|"
+_BATCH_ONE_WORKS = re.compile(r"\b(?:works?|worked|working|fine(?![-_ ]?tun)|ok|okay|runs? (?:ok|fine|well)|succeed\w*|"
                               r"no (?:oom|problem|issue)s?)\b|正常|没问题|可以跑|>>\s+Batch size =", re.I)
-"""A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header."""
+"""A batch of one that worked (the fix, not the failing run's setting), or the Trainer's evaluation header; not the
+`fine` of `fine-tuning` (`fine-tuning with batch size 1 runs out of memory` is the failing run's batch)."""
+# Not built from phase_words.WORKS: its `passed` takes `batch_size=1 passed to the Trainer` for a batch that worked;
+# this one adds `runs well`, `no OOM`, `可以跑` and the Trainer's `>> Batch size =` header.
 _BATCH_OTHER = re.compile(r"(?:batch[_ -]?size|bsize|\bbs)\W{0,3}\s*(?:(?:is|was|to|of|at|=|:|为)\s*){0,2}"
                           r"(?!1(?![\d.]))\d+\b", re.I)
 """Another batch size on the same line (`bs=1 runs, bs=2 goes OOM`): which one failed is not said."""
@@ -366,7 +377,8 @@ class TextWatch:
             self.nccl_info = quoted(line)
         elif not self.hang_said and _HANG_SAID.search(line) and not looks_like_code(line) and "NCCL INFO" not in line:
             self.hang_said = quoted(line)
-            if not self.nccl_info and _HANG_WHERE.search(line) and not _NCCL_TIMEOUT.search(line):
+            if not self.nccl_info and (_HANG_WHERE.search(line) or _MULTI_GPU.search(line) and
+                                       not _NOT_COLLECTIVE.search(line)) and not _NCCL_TIMEOUT.search(line):
                 # it hangs in a collective or across nodes, in words (a timeout said on the line is read as one)
                 self.nccl_info = quoted(line)
         else:

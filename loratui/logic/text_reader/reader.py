@@ -6,7 +6,7 @@ with a bounded amount held back. Every fragment comes back as an `Output` (the a
 tracebacks, OOMs and warnings); training records come back as `Log` events and the training bar's advances
 as `Step` events.
 
-Steps: a JSON record's `current_steps`, a dict's `global_step/max_steps`, a line's own `step N`, a bare
+Steps: a JSON record's `current_steps`, a dict's `global_step/max_steps` or own `step`, a line's own `step N`, a bare
 `step loss` column (3 lines in a row, steps rising), else the training bar. The Trainer prints a dict with
 `tqdm.write`, which redraws the bar right after it, so a dict waits for that redraw to learn its step; without
 any bar, dicts are numbered in order (`inferred`).
@@ -47,6 +47,10 @@ class TextReader:
     """The total of a loss line's step counter (`step 25/30 loss=...`): the max steps of a script with no bar."""
     inferred: bool = False
     """Some steps were numbered by line order (no bar, no explicit step)."""
+    bar_elsewhere: bool = False
+    """The bar is drawn on another stream than the records (a watched command's tqdm on stderr, its dicts on
+    stdout), each read in its own turn: a record without its own step lies between the last record's step and the
+    next redraw, not at that redraw."""
     lines: int = 0
     step: int = 0
     _bar_n: int | None = None
@@ -64,6 +68,7 @@ class TextReader:
     _pairs_total: bool = False  # those lines are a running total (elapsed time, tokens seen), not a loss
     _keras_epoch: int = 0  # the epoch of Keras' last `Epoch 3/10` line
     _epochs: epochs.EpochCounter = field(default_factory=epochs.EpochCounter)
+    _early: list[events.AnyEvent] = field(default_factory=list)  # events of lines before this one, found by it
     prefix: dialect.LinePrefix = field(default_factory=dialect.LinePrefix)
     """The prefix every line of the text carries (torchrun's `[rank0]: `, a logger's time and level), stripped."""
 
@@ -92,6 +97,8 @@ class TextReader:
             self._fragment(fragment, t, out)
         if fragments:
             out.insert(0, events.Output(t=t, stream=self.stream, lines=fragments))
+        if self._early:
+            out, self._early = self._early + out, []
         return out
 
     def close(self, t: float = 0.0) -> list[events.AnyEvent]:
@@ -150,6 +157,11 @@ class TextReader:
             self.inferred = True
             for value in listed:  # a series the person lists in one line: one log each, in order
                 self._emit(self.step + 1, {"loss": value}, t, out)
+        elif self._held is not None and self._held[2]:
+            # Other text after a `step N loss X` line: no second logger's copy of it comes now, so it is logged
+            # (held until the output closed, a crash's traceback was read one step before the step it followed),
+            # before this line's Output: it was printed before it (`Summoning checkpoint.` names the save after it).
+            self._release(t, self._early)
 
     def _counted(self, fragment: str, found: tuple[int | None, dict[str, float]]) -> tuple[int | None,
                                                                                          dict[str, float]]:
@@ -189,7 +201,7 @@ class TextReader:
               out: list[events.AnyEvent]) -> None:
         """A printed Trainer dict: a train dict waits for its bar; eval and summary take the current step."""
         self._release(t, out)
-        step, total = v.step_of(texts)
+        step, total = v.step_of(texts, numbers)
         if total:
             self.bar_total = self.bar_total or total
         if self._duplicate(numbers, prefixed):
@@ -204,7 +216,8 @@ class TextReader:
             return
         self.inferred = self.inferred or not self._bar_seen
         self.bar_total = self.bar_total or self._last_total
-        self._flush_waiting(None, t, out)  # two dicts with no redraw between: the first keeps the last bar
+        if not (self.bar_elsewhere and self._bar_seen):
+            self._flush_waiting(None, t, out)  # two dicts with no redraw between: the first keeps the last bar
         self._waiting.append(_Waiting(numbers, prefixed))
 
     def _duplicate(self, numbers: dict[str, float], prefixed: bool) -> bool:
@@ -316,10 +329,22 @@ class TextReader:
             return
         count = len(self._waiting)
         last = bar_n if bar_n is not None else (self._bar_n if self._bar_n is not None else self.step + count)
-        first = max(last - count + 1, self._last_step() + 1)
-        for index, waiting in enumerate(self._waiting):
-            self._emit(max(first + index, self._last_step() + 1), waiting.values, t, out, waiting.prefixed)
+        if self.bar_elsewhere and self.bar_total:
+            last = min(last, self.bar_total)  # the bar's stream was read ahead: no record lies past its end
+        steps = self._spread(count, last) if self.bar_elsewhere else range(last - count + 1, last + 1)
+        for step, waiting in zip(steps, self._waiting):
+            step = max(step, self._last_step() + 1)
+            if self.bar_elsewhere and self.bar_total:
+                step = min(step, self.bar_total)  # an earlier record was placed late: share the end, not pass it
+            self._emit(step, waiting.values, t, out, waiting.prefixed)
         self._waiting.clear()
+
+    def _spread(self, count: int, last: int) -> list[int]:
+        """Records that waited together for a bar on another stream, spaced evenly between the last record's step
+        and the bar's: a loop logging every k steps keeps its k (`logging_steps`), not k-1 records packed at the
+        bar's position."""
+        before = self._last_step()
+        return [before + round((index + 1) * (last - before) / count) for index in range(count)]
 
     def _last_step(self) -> int:
         return self._last_dict[0] if self._last_dict else 0

@@ -19,8 +19,11 @@ _PROGRESS = re.compile(r"\[\s*(\d+)/(\d+)[^\]\n]*?Epoch\s+([\d.]+)/(\d+)\s*\]")
 _TRAIN_OUTPUT = re.compile(r"TrainOutput\(global_step=(\d+),\s*training_loss=([^,]+),\s*metrics=(\{[^}]*\})")
 _SPLIT = re.compile(r"\t|\s{2,}|\s*\|\s*")
 NAMES = {"step": "step", "epoch": "epoch", "training loss": "loss", "validation loss": "eval_loss",
-         "learning rate": "learning_rate", "grad norm": "grad_norm", "train_loss": "loss", "valid_loss": "eval_loss"}
-"""The Trainer's columns, and fastai's (`epoch train_loss valid_loss accuracy time`)."""
+         "learning rate": "learning_rate", "grad norm": "grad_norm", "train_loss": "loss", "valid_loss": "eval_loss",
+         "trn_loss": "loss", "val_loss": "eval_loss"}
+"""The Trainer's columns, fastai's (`epoch train_loss valid_loss accuracy time`) and fastai 0.7's (`epoch trn_loss
+val_loss accuracy`)."""
+_NAME = re.compile(r"[A-Za-z_]+")
 
 
 @dataclass
@@ -29,12 +32,13 @@ class Table:
 
     header: list[str]
     rows: list[list[str]] = field(default_factory=list)
+    spaced: bool = False  # cells apart by single spaces (fastai 0.7 prints `0 0.465021 0.354633 0.915533`)
     steps: int = 0  # the progress line's total steps
     epochs: float = 0.0  # and its total epochs
 
     def entries(self) -> list[tuple[int, dict[str, float]]]:
         """(step, values) a row: the train values, then the eval values as an entry of their own."""
-        keys = [_key(name, any(h.lower() in ("validation loss", "valid_loss") for h in self.header))
+        keys = [_key(name, any(h.lower() in ("validation loss", "valid_loss", "val_loss") for h in self.header))
                 for name in self.header]
         out: list[tuple[int, dict[str, float]]] = []
         for row in self.rows:
@@ -143,13 +147,17 @@ class TextTables:
         if "Epoch" in line and _PROGRESS.search(line):
             self._progress = line
         cells = [c for c in _SPLIT.split(line.strip()) if c]
-        if cells and _is_header(cells):
-            self._current = Table(header=cells)
+        words = line.split() if len(cells) == 1 else []
+        spaced = len(words) > 1 and all(_NAME.fullmatch(w) for w in words) and _is_header(words)
+        if cells and _is_header(cells) or spaced:
+            self._current = Table(header=words if spaced else cells, spaced=spaced)
             _progress(self._current, self._progress)
             return
         current = self._current
         if current is None:
             return
+        if current.spaced:
+            cells = line.split()
         if cells and v.number(cells[0]) is not None and len(cells) <= len(current.header) and \
                 len(current.rows) < self.MAX_ROWS:
             current.rows.append(cells)
@@ -197,7 +205,7 @@ def train_output(text: str) -> tuple[int, dict[str, float]] | None:
 def _is_header(cells: list[str]) -> bool:
     lowered = [c.lower() for c in cells]
     return len(cells) >= 2 and lowered[0] in ("step", "epoch") and ("training loss" in lowered or
-                                                                     "train_loss" in lowered)
+                                                                     "train_loss" in lowered or "trn_loss" in lowered)
 
 
 def _progress(table: Table, text: str) -> None:

@@ -91,12 +91,23 @@ def json_values(raw: dict[str, object]) -> tuple[int | None, int | None, dict[st
     return step, total, values
 
 
-def step_of(texts: dict[str, str]) -> tuple[int | None, int | None]:
-    """(step, total) from a dict's text values: swift's `'global_step/max_steps': '5/2169'`."""
+STEP_KEYS = ("step", "global_step", "steps", "iter", "iteration", "train/global_step", "trainer/global_step")
+"""A printed dict's own step counter (`{'loss': 0.52, 'step': 40}` from a hand-written loop, wandb's
+`train/global_step`): the step it was logged at, whatever a progress bar on the other stream shows."""
+
+
+def step_of(texts: dict[str, str], numbers: dict[str, float]) -> tuple[int | None, int | None]:
+    """(step, total) of a printed dict: swift's `'global_step/max_steps': '5/2169'`, else its own whole-numbered step
+    key, which is taken out of `numbers` (it is the record's step, not a metric of it)."""
     raw = texts.get("global_step/max_steps") or texts.get("global_step")
     found = _STEP_OF.match(raw) if raw else None
     if found:
         return int(found.group(1)), int(found.group(2))
+    for key in STEP_KEYS:
+        value = numbers.get(key)
+        if value is not None and math.isfinite(value) and value >= 0 and value == int(value):
+            del numbers[key]
+            return int(value), None
     return None, None
 
 
