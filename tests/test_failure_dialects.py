@@ -674,3 +674,16 @@ def test_a_live_reader_learns_the_prefix_as_lines_come() -> None:
     plain = logged(STEP_LOSS_NAN.split("\n"))
     assert len(plain) >= 5
     assert logged(wrapped(STEP_LOSS_NAN, WRAPPINGS["srun --label"]).split("\n")) == plain
+
+
+def test_live_lines_come_back_in_order_each_once() -> None:
+    """Held lines are released in the order they came, stripped once the prefix is learned, as printed where the
+    run of one shape breaks first; a blank line waits with them."""
+    prefix = dialect.LinePrefix()
+    lines = ["Launching 1 process", "[rank0]: a", "", "[rank0]: b", "[rank0]: c", "[rank0]: d", "plain"]
+    ready = [text for line in lines for text, _ in prefix.live(line)] + [text for text, _ in prefix.flush()]
+    assert ready == ["Launching 1 process", "a", "", "b", "c", "d", "plain"]
+    prefix = dialect.LinePrefix()
+    lines = ["0: a", "1: b", "0: c", "1: d"]  # tasks interleaved: no one tag is most lines'
+    ready = [text for line in lines for text, _ in prefix.live(line)] + [text for text, _ in prefix.flush()]
+    assert ready == lines

@@ -2,7 +2,8 @@
 
 The same log reaches the reader wrapped in the dialect of where it was copied from: torchrun's `[rank0]: `, `srun
 --label`'s `0: `, a logger's `2024-06-01 12:00:00,123 - INFO - `, `kubectl logs --timestamps`' RFC 3339 time, docker
-compose's `trainer-1  | `, pdsh's `worker-1: `, Open MPI's `[1,0]<stderr>:`, a log viewer's `[1824] ` line numbers, a quote reply's `> `.
+compose's `trainer-1  | `, pdsh's `worker-1: `, Open MPI's `[1,0]<stderr>:`, a log viewer's `[1824] ` line numbers, a
+quote reply's `> `.
 A prefix that the lines of a text share is not part of the text: `LinePrefix` learns its shape (its digits, levels
 and padding vary; the rest is literal) from the text's first lines and strips it where text enters the reader, once,
 so every reader after it (records, bars, tracebacks, the word model) reads the lines as printed.
@@ -56,12 +57,6 @@ def prefixes_of(line: str) -> list[str]:
                 and not (_NUMBER_LEFT.match(line, end) and _BARE_NUMBER.match(line[:end])):
             cuts.append(line[:end])
     return cuts
-
-
-def prefix_of(line: str) -> str:
-    """The longest decoration at the start of one line ('' when none)."""
-    cuts = prefixes_of(line)
-    return cuts[-1] if cuts else ""
 
 
 _SOURCE = (r"\[(?:rank|Rank |RANK |default)\d+\]|\[\d+,\d+\]<std(?:out|err)>|^\d+:(?=[ \t]|$)"
@@ -131,14 +126,16 @@ class LinePrefix:
                 return []
             return [(line, t)]
         shapes = self._count(line)
-        common = shapes & self._held_shapes if self._held else shapes
-        if common:
-            self._held_shapes = common
-            self._held.append((line, t))
-            if self._decide(LIVE_AGREE) or not self.learning:
-                return self._release()
-            return []
-        return self._release() + [(line, t)]
+        ready = []
+        if self._held and not shapes & self._held_shapes:
+            ready = self._release()  # the run of one shape ends here: its lines are read as they are
+        if not shapes:
+            return ready + [(line, t)]
+        self._held_shapes = shapes & self._held_shapes if self._held else shapes
+        self._held.append((line, t))
+        if self._decide(LIVE_AGREE) or not self.learning:
+            return ready + self._release()
+        return ready
 
     def flush(self) -> list[tuple[str, float]]:
         """The lines still held at the text's end, read as `lookahead` would decide on them."""
