@@ -53,3 +53,28 @@ def test_every_wrapping_keeps_the_first_item(name: str, tmp_path: Path) -> None:
     changed = {wrap: got for wrap, wrapper in WRAPPINGS.items()
                if (got := first_item(wrapper(text), tmp_path / wrap / name)) != plain}
     assert changed == {}, f"unwrapped: {plain}"
+
+
+IMPORTED = "nan_loss/llamafactory_llama2_lr5e-2_loss_zero_gradnorm_nan.txt"
+"""A dev training log (`import` reads its steps and last loss): under a prefix its printed dicts were once counted
+as a second logger's copies (7 records for 4)."""
+
+
+def train_logs(text: str, path: Path) -> list[tuple[int, str]]:
+    from loratui.sources import importers
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+    return [(e.step, str(e.values["loss"])) for e in importers.import_path(path)
+            if type(e).__name__ == "Log" and "loss" in e.values]
+
+
+def test_every_line_prefix_keeps_what_import_reads(tmp_path: Path) -> None:
+    """A log file a launcher, logger or runtime wrote (a forum's 4-space indent is a paste's, not a file's: under it
+    `import` still counts the indented dicts apart from the logger's copies, left as it is)."""
+    text = DEV[IMPORTED]["text"]
+    plain = train_logs(text, tmp_path / "plain" / IMPORTED)
+    assert len(plain) >= 4
+    changed = [wrap for wrap, wrapper in WRAPPINGS.items()
+               if wrap != "indent4" and train_logs(wrapper(text), tmp_path / wrap / IMPORTED) != plain]
+    assert changed == []
