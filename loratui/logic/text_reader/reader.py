@@ -23,7 +23,9 @@ from loratui.logic.text_reader import values as v
 from loratui.text import inert
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_PREFIXED = re.compile(r"\S.*\{")
+_PREFIXED = re.compile(r"\s*\S.*\{")
+"""Text before a printed dict on its line (a logger's time and name): a copy of the Trainer's own print; indentation
+is no text (a paste indented as a block)."""
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d{1,6})/(\d{1,6})\s*$")
 _KERAS_COUNTER = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+(?:\[[=>.]*\]|━+)")
 MAX_LINE = 1 << 16
