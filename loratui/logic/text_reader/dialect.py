@@ -50,7 +50,8 @@ def prefixes_of(line: str) -> list[str]:
     none: what most lines begin with costs one failed match)."""
     if not line or not (line[0] in _FIRST or line[0].isalpha()):
         return []
-    cuts, end = [], 0
+    cuts: list[str] = []
+    end = 0
     while (step := _STEP.match(line, end)) is not None and step.end() > end:
         end = step.end()
         if (line[end - 1] in " \t" or line.endswith(("]:", ">:"), 0, end) or end == len(line)) \
@@ -79,7 +80,7 @@ def shape_of(prefix: str) -> str:
     is literal, the process that printed the line included (`[rank1]` is another shape than `[rank0]`: where ranks
     interleave, no one shape is on most lines and the tags stay); one space after it is part of it (what follows
     keeps its own indentation)."""
-    out = []
+    out: list[str] = []
     for piece in _PIECE.finditer(prefix.rstrip(" \t")):
         kind = piece.lastgroup  # a `source` is literal, as `other` is
         out.append(_LEVELS if kind == "level" else r"\d+" if kind == "digits" else r"[ \t]+" if kind == "space"
@@ -126,7 +127,7 @@ class LinePrefix:
                 return []
             return [(line, t)]
         shapes = self._count(line)
-        ready = []
+        ready: list[tuple[str, float]] = []
         if self._held and not shapes & self._held_shapes:
             ready = self._release()  # the run of one shape ends here: its lines are read as they are
         if not shapes:
