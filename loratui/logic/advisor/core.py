@@ -49,6 +49,7 @@ from loratui.logic.advisor.watches import (
     VramWatch,
 )
 from loratui.logic.tracebacks import TraceScanner
+from loratui.logic.word_gate import WordGate
 from loratui.recipe import WATCHED, Recipe, RecipeError, load_recipe
 from loratui.logic.fmt import quoted
 
@@ -328,7 +329,8 @@ class Advisor(OomFold):
             self._latch(finding)
         if any(word in line for word in root.WORDS):
             self._latch(root.store_finding(line, self.ctx.step))
-        if not getattr(self, "diffusion", False) and _DIFFUSION.search(line):  # getattr: an older events.idx
+        if not getattr(self, "diffusion", False) and _DIFFUSION_NEEDS.passes(line) and \
+                _DIFFUSION.search(line):  # getattr: an older events.idx
             self.diffusion = True
             self._items = None
         if _PRINTED_LOG.match(line):
@@ -350,13 +352,14 @@ class Advisor(OomFold):
         """The person's words that make a loss they say stands still no report (build.py `_still_loss_excused`): the
         results said to improve, or a question whether it is normal. Not read in a printed record (a training log
         line per step: no one's words are in it, and it is most of a long log)."""
-        if not getattr(self, "results_good", False) and _RESULTS_GOOD.search(line) and not _RESULTS_DENIED.search(line):
+        if not getattr(self, "results_good", False) and _RESULTS_GOOD_NEEDS.passes(line) and \
+                _RESULTS_GOOD.search(line) and not _RESULTS_DENIED.search(line):
             self.results_good = True  # getattr: an advisor pickled in an older events.idx
             self._items = None
-        if not getattr(self, "asks_normal", False) and _ASKS_NORMAL.search(line):
+        if not getattr(self, "asks_normal", False) and _ASKS_NORMAL_NEEDS.passes(line) and _ASKS_NORMAL.search(line):
             self.asks_normal = True
             self._items = None
-        if not getattr(self, "lr_rises", False) and _LR_RISES.search(line):
+        if not getattr(self, "lr_rises", False) and _LR_RISES_NEEDS.passes(line) and _LR_RISES.search(line):
             self.lr_rises = True
             self._items = None
 
@@ -378,6 +381,10 @@ _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|diffusion[ _]
                         r"\bSDXL\b|\bSD ?(?:1\.[45]|2\.1|3(?:\.5)?)\b")
 """Text about a diffusion model: its training loss (the error of the predicted noise, dominated by the sampled
 timestep) is known to stay level and noisy while the samples improve (huggingface/diffusers#3604)."""
+_DIFFUSION_NEEDS = WordGate("diffus", "text", "dream", "ddpm", "ddim", "noise_pred", "sd", "kohya")
+"""A word every match of _DIFFUSION holds (`text` for text-to-image and textual inversion, `sd` for SDXL, SD 1.5 and
+sd-scripts): it ran on every line of every log until one named diffusion, printed records included (the costliest
+single pattern on a CUDA OOM message, some 130 us)."""
 
 _RESULTS_GOOD = re.compile(r"\b(?:results?|outputs?|samples?|generations?|images?|predictions?)\s+(?:keeps?|kept|are|is|"
                            r"were|was|look|looks|looked|seems?|seemed)\s+(?:still\s+|pretty\s+|quite\s+|very\s+|"
@@ -397,6 +404,11 @@ _LR_RISES = re.compile(r"\bwarm(?:s|ing|ed)?[- ]?up\b|预热|\b(?:lr|learning[ _
 """The loss's rise put beside the learning rate's own (`a spike in loss coinciding with the end of warmup`, yolov5#10209;
 `Are lr and loss supposed to be possible to increase?`, DeepLabCut#287): a schedule that raises the lr on purpose
 raises the loss for a while."""
+_RESULTS_GOOD_NEEDS = WordGate("result", "output", "sample", "generation", "image", "prediction", "效果")
+_ASKS_NORMAL_NEEDS = WordGate("normal", "expected", "supposed", "正常")
+_LR_RISES_NEEDS = WordGate("warm", "预热", "lr", "learning")
+"""A word every match of each pattern holds: they read every line that is no printed record until they match, and
+where none matched (most logs) cost 15-50 us a line."""
 _RESULTS_DENIED = re.compile(r"\b(?:not|n't|never|no longer|if|whether)\b", re.I)
 """`the results are not good`, `if the outputs look fine`: no results said good."""
 

@@ -10,10 +10,15 @@ import re
 
 from loratui.logic.advisor.advice import ERROR, Advice
 from loratui.logic.fmt import clip, quoted
+from loratui.logic.word_gate import WordGate
 
 _VERB = (r"(?:get|gets|got|getting|throws?|threw|thrown|throwing|raises?|raised|raising|hits?|hitting|"
          r"encounter(?:s|ed|ing)?|receiv(?:e|es|ed|ing)|run into|ran into|running into|(?:fails?|failed|failing|"
          r"crash(?:es|ed|ing)?|dies|died|stops?|stopped) with|end(?:s|ed)? (?:up )?with|gives?|gave|giving)")
+_VERB_NEEDS = WordGate("get", "got", "throw", "threw", "rais", "hit", "encounter", "receiv", "into", "with", "give",
+                       "gave", "giving")
+"""A word every match of _VERB holds (`into` for run/ran/running into, `with` for fails/stops/ends with): _SAID and
+_UNTYPED start with it, and a line without one (a CUDA OOM message: its type names an error) skips both."""
 _KIND = (r"(?P<type>[A-Z][a-z]\w*(?:Error|Exception)|(?P<words>(?:key|type|value|attribute|index|import|name|assertion|"
          r"recursion|file ?not ?found|module ?not ?found|not ?implemented|permission|unicode ?(?:decode|encode)?|"
          r"json ?decode|pickling|zero ?division)[ _-]?error))\b(?!\s*\()")
@@ -38,7 +43,7 @@ def said_raised(line: str) -> tuple[str, str] | None:
     """(the exception's type, the line) when the line says the run raised it, else None."""
     if len(line) > 2000 or "rror" not in line and "xception" not in line:
         return None
-    for found in _SAID.finditer(line):
+    for found in _SAID.finditer(line) if _VERB_NEEDS.passes(line) else ():
         kind = found.group("type") or found.group("words")
         if _OWNED.search(kind):
             continue
@@ -61,7 +66,8 @@ _NOT_MESSAGE = re.compile(r"warn|^\W*(?:\$|>>>|pip\b|python\b|conda\b|#)|^\s*[\[
 
 def introduces_error(line: str) -> bool:
     """Whether the person's line says an error came and introduces its message on the lines after it."""
-    found = _UNTYPED.search(line) if len(line) < 500 else None
+    found = _UNTYPED.search(line) if len(line) < 500 and (":" in line or "：" in line) and _VERB_NEEDS.passes(line) \
+        else None
     return found is not None and not _GONE.search(re.split(r"[.!?;]\s", line[:found.start()])[-1])
 
 

@@ -14,6 +14,7 @@ from loratui.logic import oom, oom_start, oom_words
 from loratui.logic.advisor.advice import Advice, Finding
 from loratui.logic.advisor.phase_words import looks_like_code
 from loratui.logic.fmt import quoted
+from loratui.logic.word_gate import WordGate
 
 if TYPE_CHECKING:
     from loratui.logic.advisor.text import TextWatch
@@ -49,6 +50,9 @@ _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
 shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, a notebook's kernel that died, 进程被kill), Windows' paging
 file, Colab's `Your session crashed after using all available RAM`, or the person's words (`out of RAM`, `memory error`,
 内存不足)."""
+_HOST_RAM_NEEDS = WordGate("kill", "memory", "ram", "kernel", "paging", "-9", "137", "内存", "被")
+"""A word every match of _HOST_RAM holds (`-9` or `137` for an exit code): the pattern runs on every line of a log
+until an OOM is found, and a line with none of them (a printed Trainer dict, a progress bar) skips it."""
 
 _OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
 """A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
@@ -87,6 +91,15 @@ class OomFold:
         """An OOM message in the line (or in it joined to the line before, where a wrap cut a phrase): (the line as
         read on, True when it was one)."""
         prev, self._prev_text = getattr(self, "_prev_text", ""), line  # getattr: an advisor pickled in an older index
+        if self._oom_settled():
+            # a later message (each rank's, the same again at its traceback's end) replaces no OOM kept with its
+            # numbers and kind: it is known for one (the line read no further) and may tell where it struck, but its
+            # nine sizes are not read again
+            if not oom.is_oom_line(line):
+                return line, False
+            self._oom_open = ""
+            self._later_oom_phase(line)
+            return line, True
         report = oom.parse_oom(line)
         joined = oom.cut_phrase(prev, line) if report is None and self.oom is None and prev else ""
         if joined:  # `Resource exhausted: Out` / `of memory while ...`: parsed again only when the wrap joined them
@@ -94,14 +107,30 @@ class OomFold:
         if report is None:
             return line, False
         self._on_oom(report, line)
-        self._oom_open = line if oom.message_open(line) and self.oom is not None and \
-            self.oom.facts["report"] is report else ""
+        self._oom_open = line if self.oom is not None and self.oom.facts["report"] is report and \
+            oom.message_open(line) else ""
         return line, True
+
+    def _oom_settled(self) -> bool:
+        """Whether the OOM kept is the program's message with its kind known: no later message replaces it
+        (`_on_oom`)."""
+        first = self.oom.facts["report"] if self.oom is not None else None
+        return first is not None and not first.said and first.kind != oom.UNKNOWN
+
+    def _later_oom_phase(self, line: str) -> None:
+        """A later OOM message that replaces no first: it tells where the first struck, where that was not known
+        (the message again at its traceback's end, pasted above it too: the frames say where)."""
+        if self.oom is not None and not self.oom.facts["phase"]:
+            phase = self.ctx.phase or ("save" if _SAVE_IN_LINE.search(line) else "") or self.trace.phase
+            if phase:
+                self.oom.facts["phase"] = phase
+                self._items = None
 
     def _host_oom(self, line: str) -> None:
         """The host's memory ran out (not the GPU's), and the phase it struck in once a traceback names it."""
         if self.oom is None and getattr(self, "host_oom", None) is None and \
-                (_HOST_RAM.search(line) or self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
+                (_HOST_RAM_NEEDS.passes(line) and _HOST_RAM.search(line) or
+                 self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (quoted(line), phase, evidence, self.ctx.step)
             self._items = None
@@ -131,15 +160,11 @@ class OomFold:
         if report.kind == oom.UNKNOWN and not report.said and \
                 oom.cuda_starting([n for f in list(self.trace.frames)[-2:] for n in (f.func, f.call)]):
             report = replace(report, kind=oom.OTHER_PROCESS, note=oom.CONTEXT_NOTE)
-        hint = "save" if _SAVE_IN_LINE.search(line) else ""
-        phase = ctx.phase or hint or self.trace.phase
         first = self.oom.facts["report"] if self.oom is not None else None
         if first is not None and not first.said and (first.kind != oom.UNKNOWN or report.kind == oom.UNKNOWN):
-            if self.oom is not None and not self.oom.facts["phase"] and phase:
-                # the message again at its traceback's end (pasted above it too): the frames say where it struck
-                self.oom.facts["phase"] = phase
-                self._items = None
+            self._later_oom_phase(line)
             return  # the program's own message replaces the words of the person who pasted it
+        phase = ctx.phase or ("save" if _SAVE_IN_LINE.search(line) else "") or self.trace.phase
         load = "load" if ctx.state == events.LOADING and not ctx.began else ""
         self.oom = Finding("oom", ctx.step, {"report": report, "phase": phase,
                                              "load": load, "others": ctx.other_pids(),

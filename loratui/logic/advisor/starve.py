@@ -34,12 +34,15 @@ from loratui.logic.advisor.starve_timed import timed_parts
 from loratui.logic.clauses import DENIED
 from loratui.recipe import Recipe
 from loratui.logic.fmt import quoted
+from loratui.logic.word_gate import WordGate
 
 # -- the user's words that the watch reads over lines (one line's: starve_said.py) --------------------------
 
 _ITERATION = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]|\b(?:iter(?:ation)?|step|batch)\b\s*[:#=]?\s*\d+|"
                         r"\d+/\d+\s*\[[\d:]+<", re.I)
 """A logged training iteration (`Epoch: [1][2/10000] Time 0.42`, `iter 120`, a tqdm bar)."""
+_ITERATION_NEEDS = WordGate("/", "iter", "step", "batch")
+"""What every match of _ITERATION holds (its first and last alternatives a `/`): a printed Trainer dict skips it."""
 
 
 _COUNTER = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]|\b(?:iter(?:ation)?|step|batch|epoch)\b\s*[:#=]?\s*\d+(?![.\d])|"
@@ -146,7 +149,7 @@ class StarveText:
             self._asked(line)
         found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line), self._measured(line))
                   if f is not None]
-        self._after_iteration = bool(_ITERATION.search(line))
+        self._after_iteration = _ITERATION_NEEDS.passes(line) and bool(_ITERATION.search(line))
         return found
 
     def _sampled(self, line: str) -> dict[str, object] | None:
@@ -155,7 +158,7 @@ class StarveText:
             verdict = self.util.verdict() if not self._util_done else None
             self._util_done = self._util_done or verdict is not None
             return verdict
-        return self.profile.line(line) if PROFILE_WORDS.search(line) else None
+        return self.profile.line(line) if PROFILE_WORDS.passes(line) else None
 
     def _read(self, line: str) -> list[dict[str, object] | None]:
         """What each program-output reader finds in the line, each asked only when a cheap test says the line may

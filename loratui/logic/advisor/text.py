@@ -23,6 +23,7 @@ from loratui.logic.advisor.starve_timed import timer_keys
 from loratui.logic.durations import clock_seconds
 from loratui.logic.text_reader import progress, values
 from loratui.logic.fmt import quoted
+from loratui.logic.word_gate import WordGate
 
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
 _FEW_SUGGEST = re.compile(r"\(try (\d+) which is the number of cpus|`?num_workers=(\d+)`?\s+in the `DataLoader`")
@@ -148,6 +149,9 @@ MAC_SAID = re.compile(r"\b(?:mac ?os|macosx|macbook|mac studio|mac mini|imac|app
                       r"\bmps backend\b|[\"']mps[\"']|/opt/homebrew/", re.I)
 """The text is about a Mac (Apple's GPU, no CUDA): `M2 MacOS`, `on my MacBook`, `device="mps"`, a path under
 Homebrew's Apple-silicon prefix (/opt/homebrew/). Not NVIDIA's own MPS (its Multi-Process Service), named bare."""
+_MAC_NEEDS = WordGate("mac", "apple", "m1", "m2", "m3", "m4", "m5", "mps", "homebrew")
+"""A word every match of MAC_SAID holds: the cheap test before it (`ac`: capacity, each, reached) let a CUDA OOM
+message run it on every line (~30 us)."""
 PREP_SLOW_S = 600
 """A preprocessing bar whose elapsed plus remaining time passes 10 minutes: the GPUs wait that long (and
 under DDP the other ranks wait in a collective that times out at ddp_timeout)."""
@@ -215,7 +219,7 @@ class TextWatch:
                 BATCH_ONE.search(line) and not _BATCH_ONE_WORKS.search(line) and not _BATCH_OTHER.search(line):
             self.batch_one = quoted(line)  # getattr: a text watch pickled in an older events.idx
         if ("ac" in line or "mps" in lowered or "pple" in line) and not getattr(self, "mac_line", "") and \
-                MAC_SAID.search(line):
+                _MAC_NEEDS.passes(line) and MAC_SAID.search(line):
             self.mac_line = quoted(line)  # getattr: a text watch pickled in an older events.idx
         if "heckpoint" in line or "requires_grad" in line:
             self._checkpointing(line)
