@@ -14,7 +14,7 @@ import pytest
 
 from loratui.commands.doctor import diagnose_stream
 from loratui.logic import oom, tracebacks
-from loratui.logic.text_reader import values
+from loratui.logic.text_reader import TextReader, dialect, values
 
 
 def first_id(text: str) -> str:
@@ -574,3 +574,116 @@ def test_the_size_asked_for_is_read_in_every_framework(line: str, asked: int) ->
     request instead of saying the message gives no numbers."""
     report = oom.parse_oom(line)
     assert report is not None and report.requested == asked
+
+
+# -- a prefix on every line of the text (issue 23's dialects; bench/corpus_dialects.py measures them) -------------
+
+WRAPPINGS = {
+    "torchrun": lambda n: "[rank0]: ",  # torch >= 2.2 (pytorch/pytorch#117383)
+    "srun --label": lambda n: "0: ",
+    "logging": lambda n: f"2024-06-01 12:00:{n:02d},123 - INFO - ",
+    "loguru": lambda n: f"2024-06-01 12:00:{n:02d}.123 | ERROR    | __main__:main:42 - ",
+    "kubectl --timestamps": lambda n: f"2024-06-01T12:00:{n:02d}.123456789Z ",
+    "docker compose": lambda n: "trainer-1  | ",
+    "pdsh": lambda n: "worker-1: ",
+    "mpirun --tag-output": lambda n: "[1,0]<stderr>:",
+    "line numbers": lambda n: f"[{1800 + n}] ",
+    "quote reply": lambda n: "> ",
+}
+
+
+def wrapped(text: str, prefix) -> str:
+    return "\n".join(prefix(n) + line for n, line in enumerate(text.split("\n")))
+
+
+STEP_LOSS_NAN = "\n".join(["...", "76930 2.6496577", "76940 2.59109", "76950 2.596339", "76960 2.735384",
+                           "76970 2.6265104", "76980 nan", "76990 nan", "Saving the model", "77000 nan", "..."])
+"""A bare `step loss` column that turns NaN (the pattern of yanmtt's fp16 pretraining log, a dev record)."""
+CHECKPOINT_OOM = "\n".join([
+    "Epoch 1: 100%|█| 163/163 [18:20<00:00,  6.75s/it, loss=0.98, v_num=0]",
+    "Traceback (most recent call last):",
+    '  File "/app/train.py", line 91, in <module>',
+    "    trainer.save_model(output_dir)",
+    '  File "/usr/lib/python3.10/site-packages/transformers/trainer.py", line 2890, in save_model',
+    "    self._save(output_dir)",
+    NEW_OOM])
+"""A save that runs out of memory after the last epoch's bar."""
+STARVED_WORDS = ("Training runs, but nvidia-smi shows GPU-Util at 30%-40% the whole time.\nI use 8 dataloader workers "
+                 "and the\nepoch takes 6 hours. Is the data loading the bottleneck?")
+"""A person's words on an idle GPU (the pattern of ESPnet's 8-GPU LibriSpeech thread, a dev record)."""
+EVAL_OOM_WORDS = ("The model trains for one epoch, and at the end of the first epoch, when validation starts, it fails:\n"
+                  "RuntimeError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 11.17 GiB total capacity; "
+                  "9.80 GiB already allocated; 800.00 MiB free; 10.10 GiB reserved in total by PyTorch)")
+"""The phase in the words before an OOM (the pattern of OpenNMT-py's end-of-epoch validation OOM, a dev record)."""
+@pytest.mark.parametrize("dialect", list(WRAPPINGS))
+@pytest.mark.parametrize("text", [STEP_LOSS_NAN, STARVED_WORDS, EVAL_OOM_WORDS, CHECKPOINT_OOM, "\n".join(PLAIN)],
+                         ids=["step_loss_nan", "starved_words", "eval_oom_words", "checkpoint_oom", "eval_traceback"])
+def test_a_prefix_on_every_line_changes_no_answer(dialect: str, text: str) -> None:
+    """A launcher's, logger's, runtime's or forum's prefix on every line is not part of the text: the first item
+    is the one of the text as printed (before, a rank or task tag hid a `step loss` column's NaN, and a logger's or
+    kubectl's time a person's words on an idle GPU and on the validation an OOM stopped)."""
+    assert first_id(wrapped(text, WRAPPINGS[dialect])) == first_id(text) != ""
+
+
+def test_interleaved_ranks_keep_their_tags() -> None:
+    """Ranks printing at once: the tag says whose line it is (the rank whose OOM is read, which traceback a frame
+    belongs to), so no one rank's tag is a wrapping of the text and every line keeps its own."""
+    lines = [f"[rank{n % 2}]: {line}" for n, line in enumerate(PLAIN)]
+    prefix = dialect.LinePrefix()
+    prefix.lookahead(lines)
+    assert [prefix.strip(line) for line in lines] == lines
+    prefix = dialect.LinePrefix()
+    prefix.lookahead(["[rank1]: " + line for line in PLAIN])
+    assert prefix.strip("[rank1]: " + PLAIN[0]) == PLAIN[0] and prefix.strip("[rank0]: x") == "[rank0]: x"
+
+
+@pytest.mark.parametrize("text", [
+    "ERROR: Could not find a version that satisfies the requirement flash-attn",  # pip's own words
+    "\n".join(f"{step}: {loss}" for step, loss in [(10, 2.31), (20, 2.11), (30, 1.98), (40, 1.87)]),  # step: loss
+    "\n".join(f"{{'loss': {loss}, 'epoch': {epoch}}}" for loss, epoch in [(2.3, 0.1), (2.1, 0.2), (1.9, 0.3)]),
+    "\n".join(["Epoch: 10%|█ | 1/10", "Epoch: 20%|██ | 2/10", "Epoch: 30%|███ | 3/10"]),
+])
+def test_text_that_only_looks_prefixed_is_left_alone(text: str) -> None:
+    """What a line starts with is a prefix only where it is a wrapping's shape: pip's `ERROR: `, a `step: loss`
+    column, printed dicts and a bar's description are the text."""
+    prefix = dialect.LinePrefix()
+    lines = text.split("\n")
+    prefix.lookahead(lines)
+    assert [prefix.strip(line) for line in lines] == lines
+
+
+def test_a_prefix_on_a_few_lines_only_is_the_text() -> None:
+    """A logger's lines among a raw traceback's: its time tells a logging record from the exception's message, so
+    it stays (a prefix is learned only where most of the first lines carry it)."""
+    lines = ["2024-06-01 12:00:00,123 - INFO - ***** Running training *****"] + PLAIN
+    prefix = dialect.LinePrefix()
+    prefix.lookahead(lines)
+    assert prefix.shape is None and prefix.strip(lines[0]) == lines[0]
+
+
+def logged(lines: list[str]) -> list[tuple[int, float]]:
+    """The (step, loss) of every training record a reader fed these lines one by one reads."""
+    reader = TextReader()
+    found = [event for line in lines for event in reader.feed(line)] + reader.close()
+    return [(e.step, e.values["loss"]) for e in found if type(e).__name__ == "Log"]
+
+
+def test_a_live_reader_learns_the_prefix_as_lines_come() -> None:
+    """A watched `srun --label` command: no look-ahead, the reader learns the prefix from the first lines and
+    reads the `step loss` column under it as it reads it bare."""
+    plain = logged(STEP_LOSS_NAN.split("\n"))
+    assert len(plain) >= 5
+    assert logged(wrapped(STEP_LOSS_NAN, WRAPPINGS["srun --label"]).split("\n")) == plain
+
+
+def test_live_lines_come_back_in_order_each_once() -> None:
+    """Held lines are released in the order they came, stripped once the prefix is learned, as printed where the
+    run of one shape breaks first; a blank line waits with them."""
+    prefix = dialect.LinePrefix()
+    lines = ["Launching 1 process", "[rank0]: a", "", "[rank0]: b", "[rank0]: c", "[rank0]: d", "plain"]
+    ready = [text for line in lines for text, _ in prefix.live(line)] + [text for text, _ in prefix.flush()]
+    assert ready == ["Launching 1 process", "a", "", "b", "c", "d", "plain"]
+    prefix = dialect.LinePrefix()
+    lines = ["0: a", "1: b", "0: c", "1: d"]  # tasks interleaved: no one tag is most lines'
+    ready = [text for line in lines for text, _ in prefix.live(line)] + [text for text, _ in prefix.flush()]
+    assert ready == lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -134,7 +135,7 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     advisor, reader, tables = Advisor(None, pasted=True), TextReader(stream="stderr"), TextTables()
     logged, blank, kept, size = False, True, [], 0
     try:
-        for line in textfile.lines(handle):
+        for line in _unwrapped(textfile.lines(handle), reader.prefix):
             blank = blank and not line.strip()
             if size <= MAX_CHARS:  # the text itself, for the word model's guess: pasted excerpts, not whole logs
                 kept.append(line)
@@ -142,7 +143,7 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
             tables.feed(line)
             if not line.strip():
                 advisor.blank_line()
-            for event in reader.feed(line):
+            for event in reader.feed(line, unwrapped=True):
                 logged = logged or type(event).__name__ == "Log"
                 advisor.feed(event)
     except textfile.BinaryFile:
@@ -171,6 +172,29 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     elif logged and reader.inferred and any(item.step for item in items):  # `(step 28)` would read as the run's
         note += "; it prints no step numbers, so a step here is a log's place in the text"
     return items, note
+
+
+def _unwrapped(lines: Iterator[str], prefix: Any) -> Iterator[str]:
+    """The lines without the prefix they share (torchrun's `[rank0]: `, a logger's time and level, a quote's `> `:
+    logic/text_reader/dialect.py), learned from the text's first lines, which wait until it is decided (bounded:
+    `WINDOW` nonblank lines), so every reader of the lines, the word model's text included, reads them as printed."""
+    from loratui.logic.text_reader.dialect import WINDOW
+
+    head: list[str] = []
+    nonblank = 0
+    for line in lines:
+        if not prefix.learning:
+            yield prefix.strip(line)
+            continue
+        head.append(line)
+        nonblank += bool(line.strip())
+        if nonblank >= WINDOW or len(head) >= 4 * WINDOW:
+            prefix.lookahead(head)
+            yield from (prefix.strip(held) for held in head)
+            head = []
+    if head:
+        prefix.lookahead(head)
+        yield from (prefix.strip(held) for held in head)
 
 
 def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:

@@ -18,12 +18,14 @@ import re
 from dataclasses import dataclass, field
 
 from loratui import events
-from loratui.logic.text_reader import epochs, progress
+from loratui.logic.text_reader import dialect, epochs, progress
 from loratui.logic.text_reader import values as v
 from loratui.text import inert
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_PREFIXED = re.compile(r"\S.*\{")
+_PREFIXED = re.compile(r"\s*\S.*\{")
+"""Text before a printed dict on its line (a logger's time and name): a copy of the Trainer's own print; indentation
+is no text (a paste indented as a block)."""
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d{1,6})/(\d{1,6})\s*$")
 _KERAS_COUNTER = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+(?:\[[=>.]*\]|━+)")
 MAX_LINE = 1 << 16
@@ -69,14 +71,25 @@ class TextReader:
     _keras_epoch: int = 0  # the epoch of Keras' last `Epoch 3/10` line
     _epochs: epochs.EpochCounter = field(default_factory=epochs.EpochCounter)
     _early: list[events.AnyEvent] = field(default_factory=list)  # events of lines before this one, found by it
+    prefix: dialect.LinePrefix = field(default_factory=dialect.LinePrefix)
+    """The prefix every line of the text carries (torchrun's `[rank0]: `, a logger's time and level), stripped."""
 
     PAIRS_N = 3
 
-    def feed(self, line: str, t: float = 0.0) -> list[events.AnyEvent]:
-        """Events completed by one physical line (it may hold `\\r` redraws)."""
+    def feed(self, line: str, t: float = 0.0, unwrapped: bool = False) -> list[events.AnyEvent]:
+        """Events completed by one physical line (it may hold `\\r` redraws); `unwrapped`: the caller stripped the
+        text's line prefix already (`prefix.lookahead`, then `prefix.strip`), else it is learned and stripped here
+        (the first lines may wait a line or two for it: `dialect.LinePrefix.live`)."""
         self.lines += 1
         if len(line) > MAX_LINE:
             line = line[:MAX_LINE]
+        if unwrapped:
+            return self._line(line, t)
+        if not self.prefix.learning:  # decided (nothing is held then): one match where there is a prefix
+            return self._line(self.prefix.strip(line), t)
+        return [event for text, when in self.prefix.live(line, t) for event in self._line(text, when)]
+
+    def _line(self, line: str, t: float) -> list[events.AnyEvent]:
         out: list[events.AnyEvent] = []
         fragments = [f for f in re.split(r"\r\n|\r|\n", line) if f.strip()]
         if _CONTROL.search(line):
@@ -92,7 +105,7 @@ class TextReader:
 
     def close(self, t: float = 0.0) -> list[events.AnyEvent]:
         """Events still held back (dicts waiting for a bar, the last loss line)."""
-        out: list[events.AnyEvent] = []
+        out = [event for text, when in self.prefix.flush() for event in self._line(text, when)]
         self._flush_waiting(None, t, out)
         self._release(t, out)
         return out
