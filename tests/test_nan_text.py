@@ -240,3 +240,15 @@ def test_a_non_finite_gradient_with_a_loss_gone_bad_is_still_read(line: str) -> 
     """Only a loss said to be fine excuses a non-finite gradient (the scaler's skipped step); a loss gone NaN beside
     it is a NaN run."""
     assert first_id(line) == "nan_loss"
+
+
+@pytest.mark.parametrize("text", [
+    # DeFRCN#8 (wave 17's dev half): detectron2's own NaN check says the training diverged
+    "I met loss explosion during base_training phase, as `FloatingPointError: Predicted boxes or scores contain "
+    "Inf/NaN. Training has diverged.`\n",
+    "FloatingPointError: Predicted boxes or scores contain Inf/NaN. Training has diverged.\n",
+])
+def test_a_programs_nan_check_that_says_diverged_is_the_nan(text: str) -> None:
+    """Mechanism: a check that stops the run on a non-finite value names the NaN, whatever words of divergence it
+    adds; the rise those words say ran to that NaN."""
+    assert first_id(text) == "nan_loss"

@@ -75,9 +75,11 @@ def rise_said(line: str, step: int) -> Finding | None:
     return _numbers_rise(line, step)
 
 
-_NAN_CHECK = re.compile(r"diverged with loss\s*=\s*(?:nan|[-+]?inf)|NanLossDuringTrainingError", re.I)
-"""TensorFlow's NaN check (`ERROR:tensorflow:Model diverged with loss = NaN.`, NanLossDuringTrainingError): it names a
-NaN loss, whatever the loss did before; the NaN is the finding."""
+_NAN_CHECK = re.compile(r"diverged with loss\s*=\s*(?:nan|[-+]?inf)|NanLossDuringTrainingError|FloatingPointError|"
+                        r"\bInf/NaN\b|\bNaN/Inf\b", re.I)
+"""TensorFlow's NaN check (`ERROR:tensorflow:Model diverged with loss = NaN.`, NanLossDuringTrainingError), detectron2's
+and fairseq's FloatingPointError (`Predicted boxes or scores contain Inf/NaN. Training has diverged.`, DeFRCN#8): it
+names a NaN loss, whatever the loss did before; the NaN is the finding."""
 _PERSON = re.compile(r"\b(?:I|we|you|they)\s+(?:\w+\s+)?$")
 """The verb's subject is a person (`the loss went to NaN when I increased the learning rate`): what they raised
 is a setting, not the loss."""
