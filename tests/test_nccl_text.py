@@ -176,6 +176,9 @@ def test_a_watchdog_that_kills_the_job_is_a_distributed_timeout() -> None:
     "single GPU.\n",
     "When i start training with multi-gpu, the script hangs forever with GPU at 100% and GPU Memory at 2%.\n",
     "训练用多卡就卡住了，单卡正常\n",
+    # mmdetection#12392 (wave 17's dev half): a freeze that NCCL's error ends
+    "When training rtmdet-ins using a custom dataset, GPU utilization reaches 100% during training, then freezes and "
+    "displays an NCCL error.\n",
 ])
 def test_a_run_said_to_hang_only_with_several_gpus_hangs_in_a_collective(text: str) -> None:
     """Mechanism: what several GPUs add to a run is their collectives; a run that hangs with them (and not with one)
@@ -187,6 +190,7 @@ def test_a_run_said_to_hang_only_with_several_gpus_hangs_in_a_collective(text: s
     "I train on 4 GPUs; the loss is stuck at 2.3.\n",  # the loss is what is stuck
     "With 2 GPUs the evaluation hangs after epoch 1.\n",  # other work named
     "Tokenizing hangs for an hour on multi-GPU.\n",
+    "NCCL error: unhandled system error, NCCL version 2.18.1; nothing hangs, it fails at once.\n",  # no freeze said
 ])
 def test_several_gpus_beside_other_stuck_work_is_no_collective(text: str) -> None:
     assert first_id(text) != "nccl_timeout"

@@ -59,9 +59,11 @@ _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:fi
                          r"init_process_group|rendezvous|barrier|all[_-]?reduce|all[_-]?gather|broadcast|NCCL|"
                          r"communicat\w*|dist\.\w+)|\b(?:multi-?node|(?:two|three|four|\d+) nodes|across nodes)\b|"
                          r"\b(?:NCCL|all[_-]?reduce|all[_-]?gather|barrier)\s+(?:\w+\s+)?(?:hangs?|hung|hanging|stuck|freez\w*)\b|"
+                         r"\b(?:hangs?|hung|hanging|stuck|freez\w*|frozen)\b[^.!?]{0,60}?\bNCCL\b|"
                          r"多机|跨节点|多节点", re.I)
 """Where the person says it hangs: in a collective or the distributed setup, or on several nodes (NCCL's domain), or
-a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`)."""
+a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`), or a hang that NCCL's error ends
+(`then freezes and displays an NCCL error`, mmdetection#12392)."""
 _MULTI_GPU = re.compile(r"\bmulti-?GPUs?\b|\b(?:two|three|four|eight|several|multiple|[2-9]|1[0-6])\s+(?:or\s+\d+\s+)?"
                         r"(?:\w+\s+)?GPUs\b|多卡|多GPU|多张卡", re.I)
 _NOT_COLLECTIVE = re.compile(r"data\s*load\w*|dataloader|\bworkers?\b|tokeni[sz]\w*|preprocess\w*|download\w*|"
