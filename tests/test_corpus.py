@@ -43,24 +43,22 @@ CATEGORIES = frozenset({
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.76, "dev": 0.91}
+FLOOR = {"sealed": 0.75, "dev": 0.91}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's tenth session on 1,747 excerpts (sealed 421/549, dev 1104/1198), the word model's guess
-included (the rules alone: sealed 383/549; `bench/corpus_halves.py --no-guess`). The model is trained on every dev
-excerpt: the dev figure holds its in-sample answers; only sealed measures it. The last four sessions collected
-holdout waves that no rule writer read before they were scored: the seventh's 164 excerpts (batch-colW..colZ)
-scored 103/164 with its starting rules and 109/164 with the guess; the eighth's, 116 (batch-col8a..col8d) and 74
-(batch-col9a..col9c), 72/116 and 79/116, 54/74 and 57/74; the ninth's, 67 (batch-col10a..col10c), 54/67 and 55/67
-with its starting code, 54/67 and 56/67 with its final code; the tenth's three waves, 73 (batch-col11a..c), 70
-(batch-col12a..c) and 60 (batch-col13a..c), 44/73 and 51/73, 47/70 and 54/70, 36/60 and 40/60 with its starting code,
-and waves 12 and 13 the same counts with the code of the moment they were scored; a fourth wave, 72 (batch-col14a..c),
-49/72 and 50/72 with the starting code, 50/72 and 51/72 with the session's code (2d0db72; its dev half is not yet in
-the word model's training set). Sealed at the session's end: 433/569. Issue 23's goal is 0.90 on both,
-within 5 points of each other: the sealed split says the doctor has not generalised that far."""
-PER_CATEGORY = {"sealed": 0.45, "dev": 0.78}
-"""Regression floors for every category's share right, per split (measured at the tenth session's end: the lowest
-are sealed loss_flat_or_zero 23/43 and oom_other_process 18/31, dev loss_flat_or_zero 72/90); issue 23's goal is
-0.75."""
+at the end of issue 23's eleventh session on 1,991 excerpts (sealed 477/626, dev 1249/1365), the word model's guess
+included (the rules alone: sealed 435/626; `bench/corpus_halves.py --no-guess`). The model is trained on every dev
+excerpt: the dev figure holds its in-sample answers; only sealed measures it. Holdout waves that no rule writer read
+before they were scored: the seventh session's 164 excerpts (batch-colW..colZ) 103/164 with its starting rules and
+109/164 with the guess; the eighth's 116 (batch-col8a..d) and 74 (batch-col9a..c) 72/116 and 79/116, 54/74 and 57/74;
+the ninth's 67 (batch-col10a..c) 54/67 and 55/67; the tenth's 73, 70, 60 and 72 (batch-col11..col14) 44/73 and 51/73,
+47/70 and 54/70, 36/60 and 40/60, 49/72 and 50/72; the eleventh's 54 (batch-col15a..c) 36/54 and 36/54, 52
+(batch-col16a..c) 40/52 and 42/52, 66 (batch-col17a..c) 43/66 and 43/66 with its starting code, the same or one more
+with the code of the moment. Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
+the doctor has not generalised that far."""
+PER_CATEGORY = {"sealed": 0.45, "dev": 0.76}
+"""Regression floors for every category's share right, per split (measured at the eleventh session's end: the lowest
+are sealed oom_other_process 17/34 and loss_flat_or_zero 30/55, dev loss_flat_or_zero 75/98, which fresh waves' dev
+halves lowered from 72/90); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
