@@ -46,5 +46,5 @@ def test_a_real_watched_loop_whose_loss_turns_nan(runs_dir: Path) -> None:
     result = loratui("run", "--headless", "--runs-dir", str(runs_dir), "--run-name", "nan", "--", sys.executable, str(SCRIPT))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     doctor = loratui("doctor", str(only_run(runs_dir)))
-    assert "loss became inf at step 17: " + HONEST in doctor.stdout, doctor.stdout
+    assert "Loss became inf at step 17: " + HONEST in doctor.stdout, doctor.stdout
     assert "learning_rate" not in doctor.stdout, doctor.stdout
