@@ -209,3 +209,14 @@ def test_a_run_left_paused_or_suspended_is_not_said_to_train_on(tmp_path: Path, 
     assert words in lines[0] and "training continues" not in "\n".join(lines)
     assert lines[0].endswith(str(run.path.resolve()))
     assert f"  loratui resume {run.run_id}" in lines and all(len(line) <= 80 for line in lines[1:])
+
+
+def test_replay_with_no_run_named_takes_the_newest(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`loratui replay` alone gave argparse's usage, where `attach` alone takes the newest run."""
+    run_id = _start_one(home, capsys)
+    monkeypatch.chdir(home)
+    assert main(["replay", "--summary"]) == 0
+    assert json.loads(capsys.readouterr().out)["run_id"] == run_id
+    assert main(["replay", "--summary", "--runs-dir", str(home / "elsewhere")]) == 2
+    assert "no runs in" in capsys.readouterr().err

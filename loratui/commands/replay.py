@@ -26,8 +26,9 @@ def register(sub: Any, runs_dir: argparse.ArgumentParser) -> argparse.ArgumentPa
     """Add the `replay` subcommand."""
     parser = sub.add_parser("replay", parents=[runs_dir], help="play a recorded run back (or compare two)",
                             description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", help="run id, name or directory; an events.jsonl; a trainer_state.json, "
-                                    "a Trainer output directory or a Trainer stdout log")
+    parser.add_argument("run", nargs="?", default=None,
+                        help="run id, name or directory; an events.jsonl; a trainer_state.json, a Trainer output "
+                             "directory or a Trainer stdout log (default: the newest run, as attach takes)")
     parser.add_argument("compare", nargs="?", default=None, help="a second run to overlay (B)")
     parser.add_argument("--speed", type=float, default=10.0, help="x1 … x1000 (default x10)")
     parser.add_argument("--from", dest="from_step", type=int, default=None,
@@ -47,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--from {args.from_step}: the summary covers the whole run; drop --from "
                          "(or use --headless to print the run from a step on)")
     everywhere = _everywhere(args)  # runs started elsewhere too, unless --runs-dir narrows
-    opened = _open(args.run, args.runs_dir, everywhere)
+    opened = _open(args.run or _newest(args.runs_dir, everywhere), args.runs_dir, everywhere)
     if args.summary:
         return _print_summary(opened, args.compare, args.runs_dir, everywhere)
     if args.from_step is not None:
@@ -82,6 +83,17 @@ class _Opened:
 def _everywhere(args: argparse.Namespace) -> bool:
     """Whether a run named by its id is looked for among every run the user started (no --runs-dir given)."""
     return bool(getattr(args, "everywhere", False))
+
+
+def _newest(runs_dir: Path, everywhere: bool) -> str:
+    """The newest run's directory, for `loratui replay` named no run (attach's default; it gave argparse's usage)."""
+    from loratui import rundir
+    from loratui.errors import UsageError
+
+    try:
+        return str(rundir.resolve(None, runs_dir, everywhere).path)
+    except rundir.RunNotFound as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _open(target: str, runs_dir: Path, everywhere: bool = False) -> _Opened:
