@@ -45,20 +45,20 @@ CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", 
 SPLITS = ("sealed", "dev")
 FLOOR = {"sealed": 0.75, "dev": 0.91}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's eleventh session on 1,991 excerpts (sealed 477/626, dev 1249/1365), the word model's guess
-included (the rules alone: sealed 435/626; `bench/corpus_halves.py --no-guess`). The model is trained on every dev
+at the end of issue 23's eleventh session on 2,043 excerpts (sealed 487/643, dev 1275/1400), the word model's guess
+included (the rules alone: sealed 443/643; `bench/corpus_halves.py --no-guess`). The model is trained on every dev
 excerpt: the dev figure holds its in-sample answers; only sealed measures it. Holdout waves that no rule writer read
 before they were scored: the seventh session's 164 excerpts (batch-colW..colZ) 103/164 with its starting rules and
 109/164 with the guess; the eighth's 116 (batch-col8a..d) and 74 (batch-col9a..c) 72/116 and 79/116, 54/74 and 57/74;
 the ninth's 67 (batch-col10a..c) 54/67 and 55/67; the tenth's 73, 70, 60 and 72 (batch-col11..col14) 44/73 and 51/73,
 47/70 and 54/70, 36/60 and 40/60, 49/72 and 50/72; the eleventh's 54 (batch-col15a..c) 36/54 and 36/54, 52
-(batch-col16a..c) 40/52 and 42/52, 66 (batch-col17a..c) 43/66 and 43/66 with its starting code, the same or one more
-with the code of the moment. Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
+(batch-col16a..c) 40/52 and 42/52, 66 (batch-col17a..c) 43/66 and 43/66, 52 (batch-col18a..c) 34/52 and 35/52 with
+its starting code, within one of that with the code of the moment. Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
 the doctor has not generalised that far."""
-PER_CATEGORY = {"sealed": 0.45, "dev": 0.76}
+PER_CATEGORY = {"sealed": 0.45, "dev": 0.74}
 """Regression floors for every category's share right, per split (measured at the eleventh session's end: the lowest
-are sealed oom_other_process 17/34 and loss_flat_or_zero 30/55, dev loss_flat_or_zero 75/98, which fresh waves' dev
-halves lowered from 72/90); issue 23's goal is 0.75."""
+are sealed oom_other_process 17/35 and loss_flat_or_zero 33/57, dev loss_flat_or_zero 76/102, which four fresh waves'
+dev halves lowered from 72/90); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
