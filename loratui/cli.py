@@ -137,25 +137,6 @@ def _crash_report() -> str:
         return ""
 
 
-def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: bool = False) -> rundir.RunDir:
-    """The run a command acts on: the named one, else the one that is running (never a guess).
-
-    With no name: the single running run; several running is refused with their ids; none running is
-    refused for commands that act on a live run, and means the newest run for viewers.
-    """
-    if name:
-        return rundir.resolve(name, runs_dir, everywhere)
-    running = [run for run in rundir.list_runs(runs_dir, everywhere) if _is_live(runstatus.read(run))]
-    if len(running) == 1:
-        return running[0]
-    if running:
-        raise UsageError(f"{len(running)} runs are running ({', '.join(r.run_id for r in running)}); "
-                         "name one")
-    if need_running:
-        raise UsageError(f"no run is running in {rundir.where(runs_dir, everywhere)}; `loratui ls` lists the runs")
-    return rundir.resolve(None, runs_dir, everywhere)
-
-
 def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
     """Inside a requeued Slurm job: the run this job left for its next start, if any: suspended (saved before
     the limit), or lost (Slurm's own requeue SIGKILLs every process, so the run has no end)."""
@@ -243,13 +224,8 @@ def sharing_note(run_id: str, status: runstatus.Status) -> str:
     return f"loratui: note: {run_id} is also {state}{holds}; on one GPU the two compete for memory"
 
 
-def _is_live(status: runstatus.Status) -> bool:
-    """Running, or suspended and waiting for `resume` (with or without its supervisor)."""
-    return bool(status.alive) or (status.state == events.SUSPENDED and status.end is None)
-
-
 def cmd_attach(args: argparse.Namespace) -> int:
-    run = pick_run(args.run, args.runs_dir, need_running=False, everywhere=args.everywhere)
+    run = runstatus.pick_run(args.run, args.runs_dir, need_running=False, everywhere=args.everywhere)
     return _view(run, headless=args.headless, attached=True)
 
 
@@ -415,7 +391,7 @@ def _job_line(job: dict[str, Any]) -> str:
 def cmd_control(args: argparse.Namespace) -> int:
     from loratui.supervisor import control
 
-    run = pick_run(args.run, args.runs_dir, need_running=True, everywhere=args.everywhere)
+    run = runstatus.pick_run(args.run, args.runs_dir, need_running=True, everywhere=args.everywhere)
     url = getattr(args, "notify", None)
     try:
         said = control.deliver(run, args.command) if not url else _resume_with_alerts(run, url)

@@ -21,7 +21,18 @@ import msgspec
 
 from loratui import bounds, events, slurm
 from loratui.eventlog import EventWriter
-from loratui.rundir import STOPPED_CODES, RunDir, file_size, node_name, pid_host, replace_file
+from loratui.errors import UsageError
+from loratui.rundir import (
+    STOPPED_CODES,
+    RunDir,
+    file_size,
+    list_runs,
+    node_name,
+    pid_host,
+    replace_file,
+    resolve,
+    where,
+)
 
 TAIL_BYTES = 256 << 10
 LOST = "lost"
@@ -214,3 +225,27 @@ def _events(path: Path, start: int, whole: bool = False) -> list[events.AnyEvent
         data = data[data.find(b"\n") + 1:]
     found = (events.decode_line(line) for line in data.split(b"\n") if line.strip())
     return [e for e in found if e is not None and not isinstance(e, events.Unknown)]
+
+
+def is_live(status: Status) -> bool:
+    """Running, or suspended and waiting for `resume` (with or without its supervisor)."""
+    return bool(status.alive) or (status.state == events.SUSPENDED and status.end is None)
+
+
+def pick_run(name: str | None, runs_dir: Path, need_running: bool, everywhere: bool = False) -> RunDir:
+    """The run a command acts on: the named one, else the one that is running (never a guess).
+
+    With no name: the single running run; several running is refused with their ids; none running is
+    refused for commands that act on a live run, and means the newest run for viewers (attach, replay).
+    """
+    if name:
+        return resolve(name, runs_dir, everywhere)
+    running = [run for run in list_runs(runs_dir, everywhere) if is_live(read(run))]
+    if len(running) == 1:
+        return running[0]
+    if running:
+        raise UsageError(f"{len(running)} runs are running ({', '.join(r.run_id for r in running)}); "
+                         "name one")
+    if need_running:
+        raise UsageError(f"no run is running in {where(runs_dir, everywhere)}; `loratui ls` lists the runs")
+    return resolve(None, runs_dir, everywhere)

@@ -28,7 +28,7 @@ def register(sub: Any, runs_dir: argparse.ArgumentParser) -> argparse.ArgumentPa
                             description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", nargs="?", default=None,
                         help="run id, name or directory; an events.jsonl; a trainer_state.json, a Trainer output "
-                             "directory or a Trainer stdout log (default: the newest run, as attach takes)")
+                             "directory or a Trainer stdout log (default: as attach, the running run, else the newest)")
     parser.add_argument("compare", nargs="?", default=None, help="a second run to overlay (B)")
     parser.add_argument("--speed", type=float, default=10.0, help="x1 … x1000 (default x10)")
     parser.add_argument("--from", dest="from_step", type=int, default=None,
@@ -48,7 +48,12 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--from {args.from_step}: the summary covers the whole run; drop --from "
                          "(or use --headless to print the run from a step on)")
     everywhere = _everywhere(args)  # runs started elsewhere too, unless --runs-dir narrows
-    opened = _open(args.run or _newest(args.runs_dir, everywhere), args.runs_dir, everywhere)
+    target = args.run
+    if target is None:  # the viewer's default, as attach's: the run that is running, else the newest
+        from loratui.runstatus import pick_run
+
+        target = str(pick_run(None, args.runs_dir, need_running=False, everywhere=everywhere).path)
+    opened = _open(target, args.runs_dir, everywhere)
     if args.summary:
         return _print_summary(opened, args.compare, args.runs_dir, everywhere)
     if args.from_step is not None:
@@ -57,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
     # the progress lines instead, as `run` and `attach` print them.
     if args.headless or not (sys.stdout.isatty() and sys.stdin.isatty()):
         return _print_headless(opened, args.from_step)
-    return _run_app(opened, args)
+    return _run_app(opened, args, target)
 
 
 class _Opened:
@@ -83,17 +88,6 @@ class _Opened:
 def _everywhere(args: argparse.Namespace) -> bool:
     """Whether a run named by its id is looked for among every run the user started (no --runs-dir given)."""
     return bool(getattr(args, "everywhere", False))
-
-
-def _newest(runs_dir: Path, everywhere: bool) -> str:
-    """The newest run's directory, for `loratui replay` named no run (attach's default; it gave argparse's usage)."""
-    from loratui import rundir
-    from loratui.errors import UsageError
-
-    try:
-        return str(rundir.resolve(None, runs_dir, everywhere).path)
-    except rundir.RunNotFound as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _open(target: str, runs_dir: Path, everywhere: bool = False) -> _Opened:
@@ -162,14 +156,14 @@ def _check_from(step: int, opened: _Opened) -> None:
         raise UsageError(f"--from {step}: {opened.title} has steps 0 to {last}; give a step in that range")
 
 
-def _run_app(opened: _Opened, args: argparse.Namespace) -> int:
+def _run_app(opened: _Opened, args: argparse.Namespace, target: str) -> int:
     from loratui.tui.replay_app import replay_app
 
     compare, title = None, opened.title
     if args.compare:
         compare, title = compare_runs(opened, _open(args.compare, args.runs_dir, _everywhere(args)))
     app = replay_app(opened.log, opened.recipe, title, args.speed, args.from_step, compare, opened.notes,
-                     follow=_still_written(args.run, args.runs_dir, _everywhere(args)))
+                     follow=_still_written(target, args.runs_dir, _everywhere(args)))
     app.run()
     return 0
 
