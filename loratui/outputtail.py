@@ -10,6 +10,7 @@ land at the new end): one `.1` copy is kept, so at most twice `MAX_FILE` lies on
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import threading
@@ -102,3 +103,14 @@ def follow_together(followers: list[OutputFollower], done: threading.Event) -> N
             if finished:
                 return
             done.wait(POLL_S)
+
+
+def follow_streams(stdout: Path, stderr: Path, emit: Callable[[str, list[str]], None], done: threading.Event,
+                   redraw: Callable[[str], None] | None = None) -> threading.Thread:
+    """A started thread tailing a trainer's stdout then stderr (`follow_together`) until `done`: `emit(stream, lines)`
+    with "stdout" or "stderr"; `redraw` is given each redraw of a bar still being drawn."""
+    followers = [OutputFollower(path, functools.partial(emit, name), redraw=redraw)
+                 for path, name in ((stdout, "stdout"), (stderr, "stderr"))]
+    thread = threading.Thread(target=follow_together, args=(followers, done), daemon=True)
+    thread.start()
+    return thread

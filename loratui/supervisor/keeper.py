@@ -23,7 +23,7 @@ from pathlib import Path
 
 from loratui import events, runstatus
 from loratui.eventlog import EventWriter
-from loratui.outputtail import OutputFollower, follow_together
+from loratui.outputtail import follow_streams
 from loratui.rundir import STOPPED_CODES, SUSPEND_EXIT, CommandTail, RunDir, file_size, write_pidfile
 from loratui.supervisor.command import KEEPER_ENV, PARENT_ENV, header_has_gpu, pause_words, signal_group
 from loratui.supervisor.watch_output import OutputWatcher
@@ -87,11 +87,7 @@ class Keeper:
         if not self.run.hooked.exists():  # steps read from the output, as the supervisor read them
             self._watcher = OutputWatcher()
             self._watcher.began, self._watcher.step = True, runstatus.read(self.run).step
-        followers = [OutputFollower(path, lambda lines, s=stream: self._output(s, lines))
-                     for path, stream in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
-        thread = threading.Thread(target=follow_together, args=(followers, self._done), daemon=True)  # one reader
-        thread.start()
-        self._threads.append(thread)
+        self._threads.append(follow_streams(self.run.stdout_log, self.run.stderr_log, self._output, self._done))
 
     def _output(self, stream: str, lines: list[str]) -> None:
         assert self.log is not None

@@ -7,7 +7,6 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import signal
@@ -22,7 +21,7 @@ import psutil
 from loratui import __version__, events, nodelogs, runstatus, slurm
 from loratui.eventlog import EventWriter, LogTail
 from loratui.logic import command_keys
-from loratui.outputtail import OutputFollower, follow_together
+from loratui.outputtail import follow_streams
 from loratui.recipe import Recipe, RecipeError, recipe_hash
 from loratui.rundir import (
     STOPPED_CODES,
@@ -81,8 +80,8 @@ class Supervisor:
         # reports them itself, and it is paused by signal when it has no Trainer.
         self.command = list(self.settings.command)
         self.watcher = OutputWatcher() if self.command else None
-        # The stdout and stderr tails each run in their own thread, and the reader keeps state across lines (a dict
-        # on stdout waits for the bar's redraw on stderr): one stream's lines at a time, each event written in turn.
+        # The reader keeps state across lines (a dict on stdout waits for the bar's redraw on stderr): the tail thread
+        # feeds it, and the end's `close` (after a join that may time out) must not run beside a feed.
         self._watch_lock = threading.Lock()
         self.suspend_requested = False
         # Inside a Slurm job: the scheduler may end the run (time limit, scancel, memory limit, preemption).
@@ -310,10 +309,7 @@ class Supervisor:
             _let_go_of_stdin()  # a restart gets /dev/null; the producer of a pipe sees its one reader end
         done = threading.Event()
         redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
-        followers = [OutputFollower(path, functools.partial(self._emit_output, name), redraw=redraw)
-                     for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
-        tail = threading.Thread(target=follow_together, args=(followers, done), daemon=True)  # stdout, then stderr
-        tail.start()
+        tail = follow_streams(self.run.stdout_log, self.run.stderr_log, self._emit_output, done, redraw)
         code = self.trainer.wait()
         self._cmds_offset = file_size(self.run.commands)  # the next trainer starts after what this one read
         done.set()

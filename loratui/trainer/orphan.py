@@ -16,7 +16,7 @@ from typing import Any
 
 from loratui import events
 from loratui.eventlog import EventWriter
-from loratui.outputtail import OutputFollower, follow_together
+from loratui.outputtail import follow_streams
 from loratui.rundir import RunDir
 
 POLL_S = 1.0
@@ -54,12 +54,10 @@ class OwnerWatch:
                 t=time.time(), level="warning", key="supervisor_lost",
                 message="the supervisor died; the trainer goes on, obeys loratui pause/resume/stop, "
                         "and records its own output and end"))
-            followers = [OutputFollower(path, lambda lines, s=stream: self.log.write(
-                events.Output(t=time.time(), stream=s, lines=lines)))
-                for path, stream in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
-            thread = threading.Thread(target=follow_together, args=(followers, self._done), daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._threads.append(follow_streams(self.run.stdout_log, self.run.stderr_log, self._output, self._done))
+
+    def _output(self, stream: str, lines: list[str]) -> None:
+        self.log.write(events.Output(t=time.time(), stream=stream, lines=lines))
 
     def finish(self, state: str, code: int, step: int, error: BaseException | None = None) -> None:
         """The trainer is exiting: when orphaned, flush its output and write the run's end."""
