@@ -331,14 +331,14 @@ class TextReader:
             return
         count = len(self._waiting)
         last = bar_n if bar_n is not None else (self._bar_n if self._bar_n is not None else self.step + count)
-        if self.bar_elsewhere and self.bar_total:
-            last = min(last, self.bar_total)  # the bar's stream was read ahead: no record lies past its end
+        # The bar's stream may be read ahead of the records': none lies past the bar's end (one placed late before
+        # this shares the end with them rather than pass it).
+        end = self.bar_total if self.bar_elsewhere and self.bar_total else None
+        last = min(last, end) if end else last
         steps = self._spread(count, last) if self.bar_elsewhere else range(last - count + 1, last + 1)
         for step, waiting in zip(steps, self._waiting):
             step = max(step, self._last_step() + 1)
-            if self.bar_elsewhere and self.bar_total:
-                step = min(step, self.bar_total)  # an earlier record was placed late: share the end, not pass it
-            self._emit(step, waiting.values, t, out, waiting.prefixed)
+            self._emit(min(step, end) if end else step, waiting.values, t, out, waiting.prefixed)
         self._waiting.clear()
 
     def _spread(self, count: int, last: int) -> list[int]:
