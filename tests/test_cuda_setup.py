@@ -56,7 +56,6 @@ def test_a_driver_older_than_the_build(text: str, words: str) -> None:
     ("RuntimeError: No CUDA GPUs are available", "could not start"),
     ("UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, "
      "e.g. changing env variable CUDA_VISIBLE_DEVICES after program start.", "could not start"),
-    ("AssertionError: Torch not compiled with CUDA enabled", "CPU-only build"),
     ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
      "sm_120"),
     ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "no kernels"),
@@ -87,6 +86,23 @@ def test_cuda_that_cannot_start(text: str, words: str) -> None:
     kind, title = first(text)
     assert kind == "cuda_error"
     assert words in title
+
+
+def test_a_torch_without_cuda_asked_for_it_is_the_scripts_error() -> None:
+    """Wave 20's dev half: threads settle `Torch not compiled with CUDA enabled` by the script's device (a CPU run
+    that calls torch.cuda, a Mac) or a CUDA build: an error of the script or install, not a CUDA fault; the advice
+    names both ways out."""
+    kind, title = first("AssertionError: Torch not compiled with CUDA enabled")
+    assert kind == "exception"
+    assert "CPU-only build" in title and "device='cpu'" in title and "install a CUDA build" in title
+
+
+def test_flash_attentions_own_gpu_check_is_flash_attention_unavailable() -> None:
+    """flash-attn's older builds check the GPU in torch's TORCH_CHECK words, naming no flash-attention (wave 20)."""
+    for text in ("RuntimeError: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got false.  (Could this error "
+                 "message be improved?  If so, please report an enhancement request to PyTorch.)",
+                 "RuntimeError: Expected is_sm8x || is_sm75 to be true, but got false."):
+        assert first(text)[0] == "flash_attn_unavailable"
 
 
 def test_inside_a_traceback_the_cause_is_still_the_driver() -> None:

@@ -84,14 +84,19 @@ def setup_advice(f: Finding, line: str) -> Advice | None:
     if found is None:
         return None
     title, evidence = found
-    return Advice("cuda_error", ERROR, title, [line] + evidence, {}, f.step)
+    # a torch without CUDA asked for CUDA is the script's device choice or the install, not a CUDA fault (the
+    # threads settle it by a device switch or a CUDA build): an error of the script's, in the corpus' terms
+    kind = "exception" if _CPU_BUILD.search(line) else "cuda_error"
+    return Advice(kind, ERROR, title, [line] + evidence, {}, f.step)
 
 
 _CHECK = "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\" " \
          "and nvidia-smi show the build and the driver"
 _STATED = (
-    (_CPU_BUILD, "CUDA error: this torch is a CPU-only build: install a CUDA build of torch (pytorch.org's pip "
-                 "command for your CUDA)", (_CHECK,)),
+    (_CPU_BUILD, "This torch has no CUDA (a CPU-only build, or a Mac) and the script asked for it: on a machine "
+                 "with an NVIDIA GPU, install a CUDA build of torch (pytorch.org's pip command for your CUDA); "
+                 "otherwise run on the CPU or MPS (device='cpu', CUDA calls gated on torch.cuda.is_available())",
+     (_CHECK,)),
     (_BUSY, "CUDA error: the GPU is busy or unavailable: another process holds it in exclusive compute mode, or it "
             "is in a bad state", ("nvidia-smi shows the compute mode and the processes on it; nvidia-smi -c DEFAULT "
                                   "(as root) allows sharing", _CHECK)),

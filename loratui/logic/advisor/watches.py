@@ -285,6 +285,9 @@ _SETUP = (
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r".*?(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|.*?in _check_and_enable_flash_attn_2\b|"
         r".*?FlashAttention only supports Ampere|"
+        # its older builds' GPU check, in torch's TORCH_CHECK words: `Expected is_sm90 || is_sm8x || is_sm75 to be
+        # true, but got false` (a V100, a P100, a card before Turing)
+        r".*?Expected (?:is_sm\d+x?\s*\|\|\s*)*is_sm\d+x? to be true|"
         # xFormers' memory-efficient attention with no kernel for this build or input (its flash kernel among them):
         # `No operator found for `memory_efficient_attention_forward``, `xFormers wasn't build with CUDA support`
         r".*?No operator found for\W{0,3}memory_efficient_attention|.*?xFormers (?:wasn't|was not) buil[dt] with CUDA|"
@@ -319,7 +322,7 @@ _SETUP = (
 )
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul",
                              "needed for quantization", "cublas api"),
-               "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers"),
+               "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers", "is_sm"),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip") + cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
