@@ -392,3 +392,10 @@ def test_predict_as_the_models_task_or_inference_is_no_evaluation(text: str, exp
     """Mechanism: the eval phase is the run predicting or evaluating (`do_predict`, `to predict` with the trained
     model); not what the model is for (`predict 8 frames`, `predicts the next token`) nor a separate inference run."""
     assert first_id(text) == expected
+
+
+def test_memory_said_not_to_be_short_is_no_host_oom() -> None:
+    """`看显存和内存，不像是不够的样子` says the memory does NOT look short (wave 20's dev half read it as the host's RAM);
+    `内存不够` itself still is."""
+    assert first_id("训练卡住了，看显存和内存，不像是不够的样子\n") != "exception"
+    assert first_id("训练到一半就挂了，内存不够\n") == "exception"

@@ -265,3 +265,22 @@ def test_the_first_of_two_setup_errors_leads() -> None:
 def test_an_oom_only_named_in_words_does_not_hide_the_root_exception() -> None:
     text = ["I sometimes get OOM on this cluster, but now it fails like this:"] + KEYERROR + [WATCHDOG]
     assert ids("\n".join(text))[:2] == ["exception", "nccl_timeout"]
+
+
+BARRIER = ("I0510 07:28:04.417845 139863945226048 distributed_c10d.py:337] Waiting in store based barrier to initialize "
+           "process group for rank: 2, key: store_based_barrier_key:2 (world_size=8, worker_count=7, timeout=0:30:00)")
+"""torch's own line (the format of torch/distributed/distributed_c10d.py's _store_based_barrier), written for this
+test with made-up numbers."""
+
+
+def test_a_rank_missing_at_the_store_based_barrier_is_a_start_that_waits() -> None:
+    """Wave 20's dev half: ranks waiting at the process group's start for one that never came (a wandb login held it)
+    were read as nothing, or as the host's RAM from `看显存和内存，不像是不够` (it does NOT look short)."""
+    text = "训练刚开始就卡住，看显存和内存，不像是不够的样子。\n" + BARRIER + "\n"
+    items, _ = diagnose_stream(io.BytesIO(text.encode()), "paste")
+    assert [item.id for item in items][:1] == ["nccl_timeout"]
+    assert "7 of 8 ranks arrived" in items[0].title and "is waiting" in items[0].title
+    final = BARRIER.replace("Waiting in store based barrier to initialize process group for",
+                            "Timed out initializing process group in store based barrier on")
+    items, _ = diagnose_stream(io.BytesIO((final + "\n").encode()), "paste")
+    assert items[0].id == "nccl_timeout" and "timed out" in items[0].title  # text.py's timeout, as before

@@ -624,3 +624,11 @@ def test_utilisation_zero_without_a_percent_sign() -> None:
 ])
 def test_odd_headers_are_read_without_a_traceback(lines: list[str]) -> None:
     items_for("\n".join(lines) + "\n")  # no exception: odd input gets a reading or none, never a crash
+
+
+def test_caffes_empty_prefetch_queue_is_its_data_layer_falling_behind() -> None:
+    """Caffe's blocking_queue logs `Data layer prefetch queue empty` when the net waits for a batch (wave 20's dev
+    half); said as information, since once at the first iteration is the queue filling up."""
+    line = "I1129 16:13:38.056454 14469 blocking_queue.cpp:50] Data layer prefetch queue empty\n"
+    items = items_for(line)
+    assert items[0].id == "data_starved" and items[0].severity == "info" and "prefetch queue" in items[0].title

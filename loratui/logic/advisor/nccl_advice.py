@@ -22,6 +22,8 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
     if facts.get("hang"):
         return _hang_advice(f, r)
+    if facts.get("arrived"):
+        return _barrier_advice(f)
     if prep[0]:
         return _prep_timeout_advice(f, f"{what} {verb}{after}", evidence + [prep[0]] * (prep[0] != evidence[0]),
                                     prep[1])
@@ -44,6 +46,17 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
                       evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
     return Advice("nccl_timeout", ERROR, f"{what} {verb}{after}: one rank fell behind or died",
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
+
+
+def _barrier_advice(f: Finding) -> Advice:
+    """The process group's start, where torch's store based barrier waits for every rank (`worker_count=7` of
+    `world_size=8`): one rank never got there, so no collective has run yet."""
+    return Advice("nccl_timeout", ERROR, f"The ranks' start is waiting with {f.facts['arrived']} ranks arrived: one rank "
+                  "never reached init_process_group (it died starting, or is busy alone: a logger's login such as "
+                  "wandb, a download, data preparation)",
+                  [f.facts["line"], "each rank's own output before this line shows where the missing one stopped",
+                   "a process that waits for input or a login (wandb, huggingface-cli) holds its rank back: set "
+                   "WANDB_DISABLED=true or log in first"], {}, f.step)
 
 
 def _hang_advice(f: Finding, r: Recipe | None) -> Advice:

@@ -52,13 +52,18 @@ _LIBRARY = {"flash_attn_unavailable": re.compile(r"flash|fa2|attn_implementation
 STALLED = re.compile(
     r"failed to pass monitoredBarrier|Timed out waiting \d+ ?ms for (?:send|recv) operation|"
     r"watchdog got stuck for \d+ seconds|Heartbeat monitor timed out|"
-    r"waiting for (?:the )?remainder of ranks for more than \d+ seconds|\bStalled ranks:", re.I)
+    r"waiting for (?:the )?remainder of ranks for more than \d+ seconds|\bStalled ranks:|"
+    r"Waiting in store based barrier", re.I)
 """A collective the ranks did not all reach, in the words of layers beside NCCL's watchdog: gloo's monitored
-barrier and its transport, torch's heartbeat monitor over a stuck watchdog, Horovod's stall check."""
+barrier and its transport, torch's heartbeat monitor over a stuck watchdog, Horovod's stall check, torch's store
+based barrier at the process group's start (`Waiting in store based barrier ... (world_size=8, worker_count=7`,
+printed while a rank is late; its final `Timed out initializing process group in store based barrier` is text.py's
+timeout)."""
 WORDS = ("got error", "Rendezvous", "monitoredBarrier", "Timed out waiting", "watchdog got stuck", "Heartbeat monitor",
-         "remainder of ranks", "Stalled ranks")
+         "remainder of ranks", "Stalled ranks", "store based barrier")
 """One of these is in every line STORE_FAILED or STALLED reads (a cheap test before the regexes)."""
 _MS = re.compile(r"(\d+) ?ms\b|(\d+) seconds")
+_BARRIER = re.compile(r"store based barrier.{0,200}?world_size=(\d+), worker_count=(\d+)", re.I)
 
 
 def store_finding(line: str, step: int) -> Finding | None:
@@ -69,8 +74,11 @@ def store_finding(line: str, step: int) -> Finding | None:
         return None
     limit = _MS.search(line) if not store else None
     timeout_ms = (int(limit.group(1)) if limit.group(1) else int(limit.group(2)) * 1000) if limit else 0
-    return Finding("nccl_timeout", step, {"line": quoted(line, 400), "op": "rendezvous" if store else "",
-                                          "timeout_ms": timeout_ms, "ran_ms": 0})
+    facts = {"line": quoted(line, 400), "op": "rendezvous" if store else "", "timeout_ms": timeout_ms, "ran_ms": 0}
+    barrier = _BARRIER.search(line)
+    if barrier is not None:  # the ranks' start, still waiting: how many arrived
+        facts.update(op="rendezvous", timeout_ms=0, timed_out=False, arrived=f"{barrier.group(2)} of {barrier.group(1)}")
+    return Finding("nccl_timeout", step, facts)
 
 
 def is_consequence(finding: Finding) -> bool:

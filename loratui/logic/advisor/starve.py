@@ -313,8 +313,15 @@ def _few_workers(f: Finding, r: Recipe | None, key: str) -> Advice:
     return Advice("data_starved", INFO, title, [f.facts["line"]], more_workers_change(r), f.step)
 
 
+def _queue_empty(f: Finding, r: Recipe | None, key: str) -> Advice:
+    return Advice("data_starved", INFO, "The data layer had no batch ready when the net asked (Caffe's prefetch "
+                  "queue ran empty): where it repeats, or the data layer's forward takes seconds, the input pipeline "
+                  "sets the pace: more prefetch threads, a lighter augmentation, data on faster storage (LMDB on a "
+                  "local SSD)", [f.facts["line"], "once, at the first iteration, is the queue filling up"], {}, f.step)
+
+
 _WARNED = {"many_workers": _many_workers, "data_time": _data_time, "preprocessing": _preprocessing,
-           "idle_gpu": _idle_gpu}
+           "idle_gpu": _idle_gpu, "queue_empty": _queue_empty}
 """The advice for each kind of TextWatch's data_starved finding (any other: the DataLoader's few-workers warning)."""
 
 

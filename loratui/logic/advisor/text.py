@@ -28,6 +28,9 @@ from loratui.logic.word_gate import WordGate
 _FEW_WORKERS = re.compile(r"does not have many workers which may be a bottleneck")
 _FEW_SUGGEST = re.compile(r"\(try (\d+) which is the number of cpus|`?num_workers=(\d+)`?\s+in the `DataLoader`")
 _MANY_WORKERS = re.compile(r"This DataLoader will create (\d+) worker processes in total")
+_QUEUE_EMPTY = re.compile(r"\bData layer prefetch queue empty\b")
+"""Caffe's data layer had no batch ready when the net asked (blocking_queue.cpp logs it each time the solver
+waits): the input pipeline, not the GPU, sets the pace."""
 _MANY_SUGGEST = re.compile(r"suggested max number of worker in current system is (\d+)")
 _DISTRIBUTED = r"NCCL|c10d|store->|TCPStore|DistStore|ProcessGroup|process group|gloo|rendezvous|barrier|collective"
 _TIMED_OUT = (r"(?:(?<![\w])(?:timed out|times out|time ?out\b(?!\s*(?:\((?:ms|s|sec)\)|[:=]|set\b|is\b|of\b|value)))|"
@@ -193,7 +196,7 @@ class TextWatch:
         found: list[Finding] = []
         lowered = line.lower()
         self.where.line(line)
-        if "worker" in line:
+        if "worker" in line or "prefetch queue" in line:
             found += self._workers(line, step)
             if not self.workers_chosen and _WORKERS_CHOSEN.search(line):
                 self.workers_chosen = quoted(line)
@@ -362,6 +365,8 @@ class TextWatch:
                                                "unit": m.group("unit"), "minutes": (spent + left) / 60})]
 
     def _workers(self, line: str, step: int) -> list[Finding]:
+        if _QUEUE_EMPTY.search(line):
+            return [Finding("data_starved", step, {"text": "queue_empty", "line": line.strip()})]
         if _FEW_WORKERS.search(line):
             suggest = _FEW_SUGGEST.search(line)
             number = int(next(g for g in suggest.groups() if g)) if suggest else None
