@@ -435,3 +435,28 @@ def test_falls_through_wants_a_fall_that_goes_on_to_the_end() -> None:
     assert not falls_through([max(1.9, v) for v in falling])  # fell, then stood still
     assert not falls_through(falling[:30] + falling[:30][::-1])  # fell, then rose back
     assert not falls_through([2.0 + 0.05 * (i % 4) for i in range(60)])  # flat and noisy
+
+
+def still(step: int, loss: str) -> str:
+    """A plain loop's log line, written for these tests (PaddleNLP's layout, made-up numbers)."""
+    return f"epoch: 8 - global_step: {step}/940 - loss:{loss}"
+
+
+def test_a_loss_that_stands_still_mid_run_is_flat(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three logs 50 steps apart within 0.001 %, from step 700 (wave 19's dev half: PaddleNLP#2236): no flat-from-the-
+    start judgement can see it (the paste starts mid-run), and a training loss over different batches never agrees
+    that closely in a model that reads its input."""
+    text = "\n".join(still(s, v) for s, v in [(700, "1535.619873"), (750, "1535.619629"), (800, "1535.633667")])
+    items = doctor(text + "\n", tmp_path, capsys)
+    assert items[0]["id"] == "loss_flat" and "stands still at 1535.62" in items[0]["title"]
+
+
+@pytest.mark.parametrize("losses", [
+    [(700, "1535.6"), (750, "1535.6"), (800, "1535.6")],  # printed too short to tell 0.01 % (a Trainer rounds to 4)
+    [(700, "1.234567"), (701, "1.234571"), (702, "1.234569")],  # a running average, a step apart
+    [(700, "2.345612"), (750, "2.339901"), (800, "2.351187")],  # within 0.5 %: batches that differ
+])
+def test_a_loss_that_only_looks_still_is_not_flat(losses: list[tuple[int, str]], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    items = doctor("\n".join(still(s, v) for s, v in losses) + "\n", tmp_path, capsys)
+    assert not any(item["id"] == "loss_flat" for item in items)

@@ -186,6 +186,21 @@ def _flat_from_start(facts: dict[str, Any], r: Recipe | None, quote: list[str]) 
     return title, evidence, change
 
 
+def _flat_still(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    """Three training logs within 0.01 % of each other (FlatWatch._stands_still): the output ignores the input."""
+    title = (f"Loss stands still at {facts['mean']:.6g} (within {facts['spread'] / facts['mean']:.3%} over "
+             f"{facts['n']} logs, steps {facts['from_step']}-{facts['to_step']}): the model's output no longer depends "
+             "on its input; most often a learning rate too high threw it there")
+    evidence = quote + [
+        "a training loss is a mean over different batches each log: a model that still reads its input scores "
+        "them differently by far more than this",
+        "lower the learning rate (a tenth) and restart from the start or the last checkpoint before it stood still; "
+        "if it stands still from the first logs, check the labels and that the trained parameters get gradients"]
+    if facts.get("lr") is not None:
+        evidence.append(f"learning_rate now {lr_text(facts['lr'])}")
+    return title, evidence, {}
+
+
 def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
     """A loss stuck high with its gradient gone (LossWatch._collapse): the learning rate threw the model off."""
     text, change = lr_move(r, facts.get("lr"), COLLAPSE_LR_DIVISOR, "a hundredth")  # a third still collapsed
@@ -206,7 +221,7 @@ def _collapse_advice(facts: dict[str, Any], r: Recipe | None, quote: list[str]) 
 
 _FLAT_KINDS = {"low": _flat_low, "zero_grad": _flat_zero_grad, "zero_lr": _flat_zero_lr, "repeat": _flat_repeat,
                "chance": _flat_chance, "eval_unchanged": _flat_eval, "collapse": _collapse_advice, "said": _flat_said,
-               "objective": _flat_objective}
+               "objective": _flat_objective, "still": _flat_still}
 """What a flat loss of each kind says (any other kind: flat from the start)."""
 
 

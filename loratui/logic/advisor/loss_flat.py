@@ -35,6 +35,9 @@ class FlatWatch:
     """A collapse (`_collapse`): logs judged, the fall of the grad norm's median from the first logs', the share of
     ln(vocab) the loss still sits at, and the most its trend may move over those logs (share of its level)."""
     EVAL_N, EVAL_SPREAD, EVAL_EARLY = 4, 1e-3, 0.5
+    STILL_SPREAD, STILL_GAP = 1e-4, 10
+    """A training loss standing still anywhere in a run (`_stands_still`): the most three logs in a row may differ
+    (share of their level), and the fewest steps between two of them."""
 
     recipe: Recipe | None
     first: list[tuple[int, float, float | None]]
@@ -107,7 +110,7 @@ class FlatWatch:
                 lr_zero = bool(self.lrs) and all(x == 0.0 for x in self.lrs)
                 found.append(Finding("loss_flat", step, {"kind": "zero_grad", "zeros": zeros, "n": len(self.grads),
                                                          "lr_zero": lr_zero}))
-        found += self._repeats(step, loss)
+        found += self._repeats(step, loss) + self._stands_still(step)
         if len(self.flat) < self.FLAT_N and step > _warmup_steps(self.recipe, ctx.max_steps) and not self.warming \
                 and self.lr != 0.0 and _at_start(self.first):
             self.flat.append((step, loss))
@@ -117,6 +120,26 @@ class FlatWatch:
             elif (len(self.flat) == 3 and span >= self.EPOCHS_SPAN) or len(self.flat) == self.STILL_N:
                 found += self._judge_summaries(step)
         return found
+
+    def _stands_still(self, step: int) -> list[Finding]:
+        """Three training logs in a row, each STILL_GAP steps or more after the last, printed finely enough to tell,
+        within 0.01 % of each other, anywhere in the run: a training loss is a mean over different batches,
+        which a model that reads its input scores differently by far more than that, so its output no longer depends
+        on its input (PaddleNLP#2236: `loss:1535.619873`, `1535.619629`, `1535.633667`, 50 steps apart, from a learning
+        rate too high). Not a converged run's: its batches still differ. Not a running average over a long epoch
+        (a bar's postfix moves by 1/n a batch): those come one step apart."""
+        last = list(self.prior)[-3:]
+        if len(last) < 3 or any(b[0] - a[0] < self.STILL_GAP for a, b in zip(last, last[1:])):
+            return []
+        losses = [v for _, v in last]
+        level = series.median(losses)
+        # printed finely enough to tell: the last digit a tenth of the spread allowed, or less
+        if level <= ZERO or max(10.0 ** -_decimals(v) for v in losses) > 0.1 * self.STILL_SPREAD * level or \
+                max(losses) - min(losses) > self.STILL_SPREAD * level:
+            return []
+        return [Finding("loss_flat", step, {
+            "kind": "still", "mean": level, "spread": max(losses) - min(losses),
+            "from_step": last[0][0], "to_step": last[-1][0], "n": len(losses), "lr": self.lr})]
 
     def _judge_summaries(self, step: int) -> list[Finding]:
         """Three logs from the run's start, thousands of steps apart (epoch summaries), or five whatever their steps
