@@ -72,3 +72,25 @@ def test_a_rise_asked_about_beside_the_lrs_own_rise_is_no_report(text: str) -> N
 ])
 def test_a_rise_without_the_lrs_own_rise_or_with_a_level_is_still_reported(text: str) -> None:
     assert "loss_diverging" in warned(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Training PPO on my env: the episode reward reaches 480 but the loss is on the rise. Why?\n",
+    "For reinforcement learning with my DDQN agent the loss is increasing, could you please help.\n",
+    "value_loss keeps increasing while the agent trains\n",
+    "the policy loss goes up over steps in my GRPO run, which seems problematic\n",
+])
+def test_an_rl_loss_said_to_rise_is_no_report(text: str) -> None:
+    """Wave 21's dev half: an RL loss is no measure of progress (the value or Q target moves as the policy improves):
+    the maintainers answer that a rise is normal and to watch the reward (muzero-general#96, coach#214, fql#10,
+    ml-agents#280, open-instruct#836). Written for this test, in those threads' manner."""
+    assert "loss_diverging" not in warned(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The loss keeps increasing after epoch 3 on my classifier\n",  # no RL: still a report
+    "During DPO the loss stays at 0.6931:\n{'loss': 0.6931, 'rewards/chosen': 0.0, 'rewards/rejected': 0.0, "
+    "'rewards/margins': 0.0, 'epoch': 0.59}\n",  # DPO's implicit rewards are no RL reward
+])
+def test_a_rise_or_flat_outside_rl_is_still_reported(text: str) -> None:
+    assert {"loss_diverging", "loss_flat"} & set(warned(text))

@@ -97,6 +97,7 @@ class Advisor(OomFold):
         self.results_good = False  # the person says the results are good or improving (the model learns)
         self.asks_normal = False  # the person asks whether what they see is normal (a worry, not a report)
         self.lr_rises = False  # the person says the loss rose with the learning rate (warm-up, the lr rising)
+        self.rl = False  # the text is about reinforcement learning (its losses need not fall while the agent learns)
         self.lengths: dict[str, int] | None = None  # a watched config's own length fields, where it has no max_length
 
     def feed(self, event: Any) -> None:
@@ -362,6 +363,9 @@ class Advisor(OomFold):
         if not getattr(self, "lr_rises", False) and _LR_RISES_NEEDS.passes(line) and _LR_RISES.search(line):
             self.lr_rises = True
             self._items = None
+        if not getattr(self, "rl", False) and _RL.search(line):
+            self.rl = True
+            self._items = None
 
     def _setup_errors(self, line: str) -> None:
         """A setup error's line (bitsandbytes, flash-attn, a CUDA error's boilerplate)."""
@@ -404,6 +408,14 @@ _LR_RISES = re.compile(r"\bwarm(?:s|ing|ed)?[- ]?up\b|预热|\b(?:lr|learning[ _
 """The loss's rise put beside the learning rate's own (`a spike in loss coinciding with the end of warmup`, yolov5#10209;
 `Are lr and loss supposed to be possible to increase?`, DeepLabCut#287): a schedule that raises the lr on purpose
 raises the loss for a while."""
+_RL = re.compile(r"reinforcement learning|强化学习|\b(?:PPO|DQN|DDQN|DDPG|TD3|SAC|A2C|A3C|GRPO|RLHF|RLVR|MuZero)\b|"
+                 r"\b(?:value|critic|actor|policy|pg|q|td)[ _/](?:loss|avg)\b|\b(?:loss/policy|policy_loss|value_loss|"
+                 r"critic_loss|actor_loss|q_loss|pg_loss)\b|(?<![/_])\brewards?\b(?![/_])", re.I)
+"""Text about reinforcement learning, by its algorithms' names, its losses' or its reward (not DPO's implicit
+`rewards/chosen`, a preference objective's metric: a DPO loss pinned at ln 2 is a report): an RL loss is not a
+measure of progress (a value or Q target moves as the policy improves, a policy-gradient loss shifts with what is
+sampled), so a rise or a level in the person's words is no report there (the maintainers answer: watch the reward;
+muzero-general#96, IntelLabs/coach#214, ml-agents#280, open-instruct#836)."""
 _RESULTS_GOOD_NEEDS = WordGate("result", "output", "sample", "generation", "image", "prediction", "效果")
 _ASKS_NORMAL_NEEDS = WordGate("normal", "expected", "supposed", "正常")
 _LR_RISES_NEEDS = WordGate("warm", "预热", "lr", "learning")
