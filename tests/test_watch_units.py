@@ -413,3 +413,26 @@ def test_a_counter_not_yet_known_as_the_runs_or_the_epochs_still_gives_the_epoch
     lines = ("epoch 1/3 step 100/900 loss=3.0", "epoch 1/3 step 200/900 loss=2.8", "epoch 2/3 step 400/900 loss=2.5")
     found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
     assert [e.values.get("epoch") for e in found if isinstance(e, events.Log)] == [0.0, 0.0, 1.3333]
+
+
+def test_a_later_training_phase_is_shifted_onto_the_runs_steps_and_a_first_one_is_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's step axis across train() calls in one script (trainer/watch.py `_Phases`): the first phase and a
+    later one that resumes past the steps recorded keep their steps; one that starts again is shifted after them."""
+    from loratui.trainer import watch
+
+    monkeypatch.setattr(watch._Phases, "count", 0)
+    monkeypatch.setattr(watch._Phases, "last_step", 0)
+    assert watch._Phases.offset(0) == 0  # the first phase: written as it is
+    monkeypatch.setattr(watch._Phases, "count", 1)
+    monkeypatch.setattr(watch._Phases, "last_step", 40)
+    assert (watch._Phases.offset(0), watch._Phases.offset(30), watch._Phases.offset(40)) == (40, 10, 0)
+    begin = watch._shifted(events.TrainBegin(t=1.0, max_steps=60, num_epochs=1.0), 40)
+    assert (begin.start_step, begin.max_steps) == (40, 100)
+    shifted = [watch._shifted(e, 40) for e in (events.Step(t=1.0, step=1, epoch=0.1, step_time=0.5),
+                                                events.Log(t=1.0, step=1, values={"loss": 2.0}),
+                                                events.Phase(t=1.0, name="train", edge="begin"),
+                                                events.Checkpoint(t=1.0, step=10, path="/o/checkpoint-10"))]
+    assert [e.step for e in shifted] == [41, 41, 40, 50] and shifted[3].path == "/o/checkpoint-10"
+    notice = events.Notice(t=1.0, level="info", message="m")
+    assert watch._shifted(notice, 40) is notice
