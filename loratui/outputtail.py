@@ -35,6 +35,8 @@ class OutputFollower:
 
     def __init__(self, path: Path, emit: Callable[[list[str]], None], max_file: int = MAX_FILE,
                  redraw: Callable[[str], None] | None = None) -> None:
+        """`max_file` 0: another follower of the file rotates it (this one reads it again from its start when it
+        finds it cut)."""
         self.path = path
         self.emit = emit
         self.max_file = max_file
@@ -48,10 +50,12 @@ class OutputFollower:
 
     def _read(self, handle: BinaryIO, finished: bool) -> None:
         """What was written since the last read; the rest at the end; a file grown too large rotated."""
+        if not self.max_file and handle.tell() > os.fstat(handle.fileno()).st_size:
+            handle.seek(0)  # the other follower rotated it (copytruncate)
         self.feed(handle.read(MAX_FILE))
         if finished:
             self.flush()
-        elif handle.tell() >= self.max_file:
+        elif self.max_file and handle.tell() >= self.max_file:
             self._rotate(handle)
 
     def feed(self, data: bytes) -> None:
@@ -87,15 +91,19 @@ class OutputFollower:
         handle.seek(0)
 
 
-def follow_together(followers: list[OutputFollower], done: threading.Event) -> None:
+def follow_together(followers: list[OutputFollower], done: threading.Event,
+                    starts: list[int] | None = None) -> None:
     """Tail several files in one loop, each read in turn, in the order given, until `done` is set. A command's
     stdout and stderr in one thread, stdout first: a traceback printed after the last step's line is read after it
     (two threads each polling a file read the traceback of a crash before the five steps printed just before it,
-    and the failure was placed at step 20 of 25)."""
+    and the failure was placed at step 20 of 25). `starts`: where in each file to begin (else at its end)."""
     with contextlib.ExitStack() as stack:
         handles = [stack.enter_context(open(f.path, "rb")) for f in followers]
-        for handle in handles:
-            handle.seek(0, os.SEEK_END)
+        for index, handle in enumerate(handles):
+            if starts is None:
+                handle.seek(0, os.SEEK_END)
+            else:
+                handle.seek(starts[index])
         while True:
             finished = done.is_set()
             for follower, handle in zip(followers, handles):
@@ -106,11 +114,13 @@ def follow_together(followers: list[OutputFollower], done: threading.Event) -> N
 
 
 def follow_streams(stdout: Path, stderr: Path, emit: Callable[[str, list[str]], None], done: threading.Event,
-                   redraw: Callable[[str], None] | None = None) -> threading.Thread:
+                   redraw: Callable[[str], None] | None = None, starts: list[int] | None = None,
+                   max_file: int = MAX_FILE) -> threading.Thread:
     """A started thread tailing a trainer's stdout then stderr (`follow_together`) until `done`: `emit(stream, lines)`
-    with "stdout" or "stderr"; `redraw` is given each redraw of a bar still being drawn."""
-    followers = [OutputFollower(path, functools.partial(emit, name), redraw=redraw)
+    with "stdout" or "stderr"; `redraw` is given each redraw of a bar still being drawn; `starts` and `max_file` as
+    `follow_together` and `OutputFollower` take them."""
+    followers = [OutputFollower(path, functools.partial(emit, name), max_file=max_file, redraw=redraw)
                  for path, name in ((stdout, "stdout"), (stderr, "stderr"))]
-    thread = threading.Thread(target=follow_together, args=(followers, done), daemon=True)
+    thread = threading.Thread(target=follow_together, args=(followers, done, starts), daemon=True)
     thread.start()
     return thread

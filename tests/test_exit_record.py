@@ -140,3 +140,40 @@ def test_the_end_follows_the_trainers_exit_without_the_interpreters_teardown(run
     (exit_,), (end,) = kinds(run, "exit"), kinds(run, "end")
     assert exit_["state"] == end["state"] == events.FINISHED
     assert float(end["t"]) - float(exit_["t"]) < 1.0  # type: ignore[arg-type]
+
+
+def _printing(run: RunDir, steps: int, wait_s: float = 0.0) -> list[str]:
+    """A command that prints `step N loss X` lines into the run's stdout file (the supervisor redirects a watched
+    command's output there) and exits at once, after `wait_s`."""
+    text = "".join(f"step {n} loss {3 - n / 10:.2f}\n" for n in range(1, steps + 1))
+    return [sys.executable, "-c", f"import time; time.sleep({wait_s}); open({str(run.stdout_log)!r}, 'a').write({text!r})"]
+
+
+def test_a_keepers_exit_has_the_last_step_its_command_printed(tmp_path: Path) -> None:
+    """A plain loop's steps are read from its output by the supervisor, whose tail polls every 0.25 s and whose
+    reader holds the last loss line until the output closes (once the keeper has exited): the keeper's exit, written
+    as the command exits, said the step the log had then (17 of a 35-step loop, its End 35). It reads the output's
+    steps itself, so its exit has the step the End will have."""
+    run = _run(tmp_path, *_training())  # the supervisor recorded up to step 3
+    supervisor = _supervisor(run)
+    try:
+        code = Keeper(run, _printing(run, 8), poll_s=3600).run_command()
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+    assert code == 0
+    (exit_,) = kinds(run.path, "exit")
+    assert exit_["step"] == 8, exit_
+
+
+def test_an_orphaned_keepers_exit_and_end_have_the_last_step(tmp_path: Path) -> None:
+    """With the supervisor dead, the keeper records the steps itself; its exit was written before it read the
+    output's rest (and released the last line), so it lagged its own End."""
+    run = _run(tmp_path, *_training())
+    supervisor = _supervisor(run)
+    supervisor.kill()
+    supervisor.wait()
+    code = Keeper(run, _printing(run, 8, wait_s=1.0), poll_s=0.05).run_command()
+    assert code == 0
+    (exit_,), (end,) = kinds(run.path, "exit"), kinds(run.path, "end")
+    assert (exit_["step"], end["step"]) == (8, 8), (exit_, end)

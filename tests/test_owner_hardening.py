@@ -338,3 +338,33 @@ def test_stdout_and_stderr_are_read_in_turn_stdout_first(tmp_path: Path) -> None
     done.set()
     thread.join(timeout=5)
     assert seen == ["out:step 25 loss 0.12", "err:Traceback (most recent call last):"]
+
+
+def test_a_follower_that_leaves_rotation_to_another_reads_the_file_again_once_cut(tmp_path: Path) -> None:
+    """The keeper reads a watched command's output beside the supervisor, which rotates it (copytruncate): from where
+    it was told to start, and from the start again once the file is cut below where it was."""
+    import threading
+
+    from loratui.outputtail import follow_together
+
+    out = tmp_path / "out.log"
+    out.write_bytes(b"before\n")
+    seen: list[str] = []
+    done = threading.Event()
+    thread = threading.Thread(target=follow_together,
+                              args=([OutputFollower(out, seen.extend, max_file=0)], done, [len(b"before\n")]))
+    thread.start()
+    with open(out, "ab") as o:
+        o.write(b"step 1 loss 2.0\n" * 4)
+    deadline = time.monotonic() + 10
+    while len(seen) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with open(out, "r+b") as o:
+        o.truncate(0)  # the supervisor's rotation
+    with open(out, "ab") as o:
+        o.write(b"step 2 loss 1.5\n")
+    while len(seen) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    done.set()
+    thread.join(timeout=5)
+    assert seen == ["step 1 loss 2.0"] * 4 + ["step 2 loss 1.5"] and out.stat().st_size == 16

@@ -145,6 +145,30 @@ def test_seed_script_is_recorded_like_a_recipe(model_dir: Path, watch_dir: Path,
     assert any("saved the adapter" in line for e in kinds(run, "output") for line in e["lines"])  # type: ignore[attr-defined]
 
 
+def test_a_second_trainer_counts_on_after_the_first(model_dir: Path, watch_dir: Path, tmp_path: Path) -> None:
+    """A warm-up Trainer (4 steps) then the main one (6), each train() from step 1: the main phase's steps 1..6
+    were recorded as 1..6, on the warm-up's curve. They are the run's steps 5..10, its TrainBegin starts at 4 of
+    10, a notice says how its steps map, the tokens seen count on, and replay's summary sees one 10-step run."""
+    script = [sys.executable, str(SCRIPTS / "two_phases.py"), "--model", str(model_dir), "--out", str(tmp_path / "o")]
+    result = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
+                             "--", *script], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run = only_run(watch_dir)
+    assert _steps(run) == list(range(1, 11))
+    assert [int(e["step"]) for e in kinds(run, "log") if "loss" in e["values"]] == list(range(1, 11))  # type: ignore[index]
+    begins = [(e.get("start_step", 0), e["max_steps"]) for e in kinds(run, "train_begin")]
+    assert begins == [(0, 4), (4, 10)]
+    assert [(e["edge"], e.get("step", 0)) for e in kinds(run, "phase")] == [
+        ("begin", 0), ("end", 4), ("begin", 4), ("end", 10)]
+    seen = [int(e["tokens_seen"]) for e in kinds(run, "step")]  # type: ignore[arg-type]
+    assert seen == sorted(seen) and seen[4] > seen[3]
+    notices = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "train_phase"]
+    assert len(notices) == 1 and "step 4 + N" in notices[0], notices
+    assert kinds(run, "end")[0]["step"] == 10 and kinds(run, "exit")[0]["step"] == 10
+    summary = json.loads(loratui("replay", "--summary", str(run)).stdout)
+    assert summary["steps"] == 10
+
+
 def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_dir: Path, watch_dir: Path,
                                                                            tmp_path: Path) -> None:
     viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out-b", 8, "--lora-dropout", "0"))

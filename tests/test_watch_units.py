@@ -384,3 +384,55 @@ def test_two_loggers_printing_one_step_are_still_one_log() -> None:
              for e in reader.feed(line)] + reader.close()
     assert [(e.step, e.values) for e in found if isinstance(e, events.Log)] == [
         (5, {"loss": 2.3, "learning_rate": 1e-4}), (6, {"loss": 2.2})]
+
+
+@pytest.mark.parametrize(("lines", "epochs"), [
+    # a float epoch as the Trainer prints it: epochs done, as printed
+    (("epoch 0.5 step 5 loss 2.31", "epoch 1.0 step 10 loss 2.05"), [0.5, 1.0]),
+    (("ep 0.50 | step 5 | loss 2.31", "ep 1.00 | step 10 | loss 2.05"), [0.5, 1.0]),
+    (("epoch=0.25 step=5 loss=2.31", "epoch=0.5 step=10 loss=2.05"), [0.25, 0.5]),
+    # an epoch of a total counts from 1: the epochs done before it (the step within it is not known)
+    (("Epoch 1/3 step 10 loss=2.31", "Epoch 2/3 step 40 loss=2.05"), [0.0, 1.0]),
+    (("Epoch [1/3] step 10 loss=2.31", "Epoch [3/3] step 70 loss=2.05"), [0.0, 2.0]),
+    # a bare whole epoch is not read: nothing says whether it counts from 0 or 1 (mmdet's `Epoch [3][10800/12414]`)
+    (("epoch 0 step 5 loss 2.31", "epoch 1 step 10 loss 2.05"), [None, None]),
+    (("Epoch [3][10800/12414]\tlr: 1.000e-04, loss: 1.8092", "Epoch [3][10850/12414]\tlr: 1.000e-04, loss: 1.8134"),
+     [None, None]),
+])
+def test_a_loss_lines_epoch_is_recorded_as_a_dicts_is(lines: tuple[str, ...], epochs: list[float]) -> None:
+    """A plain loop printing `epoch 0.5 step 5 loss 2.31` recorded the step and the loss but no epoch: the Log
+    carries it under `epoch` (as a printed `{'loss': ..., 'epoch': 0.5}` does) and the Step it gives carries it."""
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert [e.values.get("epoch") for e in found if isinstance(e, events.Log)] == epochs
+    assert [e.epoch for e in found if isinstance(e, events.Step)] == [x or 0.0 for x in epochs]
+
+
+def test_a_counter_not_yet_known_as_the_runs_or_the_epochs_still_gives_the_epochs_done() -> None:
+    """`epoch 1/3 step 100/900` fits a run's counter and an epoch's until the epoch changes: the step is the same
+    either way in the first epoch, and so are the epochs done before it (0); once the series tells, the fraction."""
+    lines = ("epoch 1/3 step 100/900 loss=3.0", "epoch 1/3 step 200/900 loss=2.8", "epoch 2/3 step 400/900 loss=2.5")
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert [e.values.get("epoch") for e in found if isinstance(e, events.Log)] == [0.0, 0.0, 1.3333]
+
+
+def test_a_later_training_phase_is_shifted_onto_the_runs_steps_and_a_first_one_is_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's step axis across train() calls in one script (trainer/watch.py `_Phases`): the first phase and a
+    later one that resumes past the steps recorded keep their steps; one that starts again is shifted after them."""
+    from loratui.trainer import watch
+
+    monkeypatch.setattr(watch._Phases, "count", 0)
+    monkeypatch.setattr(watch._Phases, "last_step", 0)
+    assert watch._Phases.offset(0) == 0  # the first phase: written as it is
+    monkeypatch.setattr(watch._Phases, "count", 1)
+    monkeypatch.setattr(watch._Phases, "last_step", 40)
+    assert (watch._Phases.offset(0), watch._Phases.offset(30), watch._Phases.offset(40)) == (40, 10, 0)
+    begin = watch._shifted(events.TrainBegin(t=1.0, max_steps=60, num_epochs=1.0), 40)
+    assert (begin.start_step, begin.max_steps) == (40, 100)
+    shifted = [watch._shifted(e, 40) for e in (events.Step(t=1.0, step=1, epoch=0.1, step_time=0.5),
+                                                events.Log(t=1.0, step=1, values={"loss": 2.0}),
+                                                events.Phase(t=1.0, name="train", edge="begin"),
+                                                events.Checkpoint(t=1.0, step=10, path="/o/checkpoint-10"))]
+    assert [e.step for e in shifted] == [41, 41, 40, 50] and shifted[3].path == "/o/checkpoint-10"
+    notice = events.Notice(t=1.0, level="info", message="m")
+    assert watch._shifted(notice, 40) is notice

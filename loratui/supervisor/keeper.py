@@ -5,7 +5,10 @@ is the user's program: nothing of loratui may run in it for that (a thread, a si
 trace), and a plain loop has no hook at all. So the supervisor starts this small process, which starts the
 command in a process group of its own, records its pid as the run's trainer (`trainer.pid`: `ls` says who
 lives, `loratui pause/stop` write to `control.cmds` when no supervisor answers), waits for it and exits as
-it did (the same code, or killed by the same signal). While the supervisor lives it does nothing else.
+it did (the same code, or killed by the same signal). While the supervisor lives it does nothing else but read
+the steps of a command with no hooked Trainer from its output, writing nothing (`_quiet`): the supervisor records
+a plain loop's last steps only after this process exited (its tail polls, and its reader holds the last loss line
+until the output closes), so the keeper's `exit`, written before that, would say an earlier step than the End.
 When the supervisor dies it takes over what the supervisor did for the run: it records the command's
 output, obeys `control.cmds` for a command with no hooked Trainer (SIGSTOP/SIGCONT/SIGTERM of its group;
 a hooked Trainer reads that file itself), and writes the run's end and sends its alert.
@@ -43,17 +46,22 @@ class Keeper:
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watcher: OutputWatcher | None = None
+        self._quiet: OutputWatcher | None = None  # the output's steps while the supervisor records them
+        self._quiet_done = threading.Event()
+        self._quiet_thread: threading.Thread | None = None
 
     def run_command(self) -> int:
         """The command's exit: its code, or -N when signal N killed it."""
         env = dict(os.environ)
         env.pop(KEEPER_ENV, None)
         env[PARENT_ENV] = str(os.getpid())  # the command's parent is this process (suspend reads it)
+        self._read_quietly()
         try:
             # Its standard input is the keeper's: what the supervisor passed on (the user's pipe or file), or
             # /dev/null.
             child = subprocess.Popen(self.command, env=env, process_group=0)
         except OSError as exc:  # as a shell says it: the run then ends failed with this line
+            self._quiet_done.set()
             print(f"loratui: cannot run {self.command[0]}: {exc.strerror or exc}", file=sys.stderr)
             return 127
         # SIGTERM sent to this keeper (a guard's restart) is meant for the command. A Python handler, not
@@ -70,13 +78,43 @@ class Keeper:
             self._finish(child.returncode if child.returncode is not None else 1)
             self.run.trainer_pidfile.unlink(missing_ok=True)
 
+    def _read_quietly(self) -> None:
+        """Read the command's steps from its output from now on (before it starts: none is missed), as the
+        supervisor reads them, for the `exit`'s step; the supervisor rotates the files."""
+        if not (self.run.stdout_log.exists() and self.run.stderr_log.exists()):
+            return
+        self._quiet = OutputWatcher()
+        starts = [file_size(self.run.stdout_log), file_size(self.run.stderr_log)]
+        self._quiet_thread = follow_streams(self.run.stdout_log, self.run.stderr_log, self._read_steps,
+                                            self._quiet_done, starts=starts, max_file=0)
+
+    def _read_steps(self, stream: str, lines: list[str]) -> None:
+        quiet = self._quiet
+        for line in lines if quiet is not None else []:
+            quiet.feed(line)
+
+    def _quiet_step(self) -> int:
+        """The last step the output printed (0 once the quiet reading stopped), its reading stopped."""
+        self._quiet_done.set()
+        if self._quiet_thread is not None:
+            self._quiet_thread.join(timeout=2)
+            self._quiet_thread = None
+        quiet, self._quiet = self._quiet, None
+        if quiet is None or self.run.hooked.exists():  # a hooked Trainer writes its steps itself
+            return 0
+        quiet.close()
+        return quiet.step
+
     def _check(self, pid: int) -> None:
+        if self._quiet is not None and self.run.hooked.exists():
+            self._quiet_step()  # a hooked Trainer writes its steps itself: nothing to read
         if not self.orphaned and self.run.supervisor_pid() is None:
             self._adopt()
         if self.orphaned:
             self._obey(pid)
 
     def _adopt(self) -> None:
+        self._quiet_step()  # from now on the keeper records the steps itself
         self.orphaned = True
         self.log = EventWriter(self.run.events)
         self._commands.offset = file_size(self.run.commands)  # the supervisor obeyed what came before
@@ -126,21 +164,19 @@ class Keeper:
         stopped = self.stop_requested and code in STOPPED_CODES
         state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
         suspended = code == SUSPEND_EXIT and self.run.hooked.exists() and not stopped
+        if self.orphaned:
+            self._drain()  # the output's last steps recorded before the exit says the step
+        printed = self._quiet_step()
         log = self.log or EventWriter(self.run.events)
         log.write(events.Exit(t=time.time(), state=events.SUSPENDED if suspended else state, exit_code=code,
-                              step=runstatus.read(self.run).step))
+                              step=max(runstatus.read(self.run).step, printed)))
         if log is not self.log:
             log.close()
         if not self.orphaned and self.run.supervisor_pid() is None:
             self._adopt()  # it died since the last poll (up to `poll_s` ago): nobody else will write the end
-        self._done.set()
-        for thread in self._threads:
-            thread.join(timeout=2)
+        self._drain()
         if not self.orphaned or self.log is None:
             return
-        if self._watcher is not None:
-            for event in self._watcher.close():
-                self.log.write(event)
         step = runstatus.read(self.run).step
         if suspended:
             self.log.write(events.State(t=time.time(), state=events.SUSPENDED, step=step,
@@ -154,6 +190,17 @@ class Keeper:
                                   step=step))
         self.log.close()
         runstatus.send_last_alert(self.run)
+
+    def _drain(self) -> None:
+        """Read the output to its end and record what the reader still held (the last loss line)."""
+        self._done.set()
+        for thread in self._threads:
+            thread.join(timeout=2)
+        self._threads.clear()
+        if self.log is not None and self._watcher is not None:
+            for event in self._watcher.close():
+                self.log.write(event)
+            self._watcher = None
 
 
 def _tail(path: Path, lines: int = 40, limit: int = 64 << 10) -> str:

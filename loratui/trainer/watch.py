@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from transformers import TrainerCallback
 
 from loratui import events
@@ -36,6 +37,41 @@ WATCHED_OPTIONS = {"reset_peaks": False, "pin_saves": False}
 peaks recorded are running maxima), and its output_dir gets only what its Trainer writes."""
 
 
+class _Phases:
+    """The training phases of this process so far: a script may train twice (a warm-up Trainer, then the main one,
+    each train() starting at step 1). The run's step axis counts on across them: a later phase's steps are recorded
+    after the earlier phases' last step (the Trainer's step N of phase 2 is the run's `offset + N`), so its loss
+    curve follows phase 1's in the log, the chart, replay and the advice rather than overlaying it. A single
+    Trainer's events are written as they are (no offset, not one byte changed)."""
+
+    count = 0
+    last_step = 0
+    """The last step (the run's) this process recorded."""
+    tokens_seen = 0
+    """This rank's tokens seen by then (`Step.tokens_seen` is the run's total)."""
+
+    @classmethod
+    def offset(cls, start: int) -> int:
+        """The shift of a phase whose Trainer starts at `start`: none for the first phase, nor for a later one that
+        goes on past the steps recorded (its own resume); else what puts its first step after the last one."""
+        return cls.last_step - start if cls.count and start < cls.last_step else 0
+
+    @classmethod
+    def saw(cls, event: events.AnyEvent) -> None:
+        if isinstance(event, events.Step):
+            cls.last_step = max(cls.last_step, event.step)
+            cls.tokens_seen = max(cls.tokens_seen, event.tokens_seen)
+
+
+def _shifted(event: events.AnyEvent, offset: int) -> events.AnyEvent:
+    """The event on the run's step axis: its step (a TrainBegin's start and end too) moved on by `offset`."""
+    if isinstance(event, events.TrainBegin):
+        return msgspec.structs.replace(event, start_step=event.start_step + offset,
+                                       max_steps=event.max_steps + offset if event.max_steps > 0 else event.max_steps)
+    step = getattr(event, "step", None)
+    return msgspec.structs.replace(event, step=step + offset) if isinstance(step, int) else event
+
+
 class LoratuiCallback(TrainerCallback):
     """`callbacks=[loratui.LoratuiCallback()]`: loratui's events and controls inside a loratui run."""
 
@@ -47,6 +83,7 @@ class LoratuiCallback(TrainerCallback):
         self.trainer: Any = None  # a weakref to the Trainer it serves (set by the patched __init__)
         self.resume_from: Any = None  # train()'s resume_from_checkpoint (a path, True, or None)
         self._unhook: Any = None
+        self.offset = 0  # this phase's shift onto the run's step axis (`_Phases`)
 
     @property
     def suspended(self) -> bool:
@@ -55,8 +92,27 @@ class LoratuiCallback(TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not self.run_dir:
             return
+        later = _Phases.count > 0
+        self.offset = _Phases.offset(int(state.global_step))
+        _Phases.count += 1
         self.inner = self._start(args, kwargs.get("model"), kwargs.get("train_dataloader"))
+        if later and state.global_step == 0:
+            self.inner.tokens.carry(_Phases.tokens_seen)  # the run's total counts on too
+        if self.offset and int(args.process_index) == 0:
+            self.write(events.Notice(
+                t=time.time(), level="info", key="train_phase",
+                message=f"training phase {_Phases.count} began (another train() in the script, from its step "
+                        f"{state.global_step}): the run's steps count on after step {_Phases.last_step}, so its "
+                        f"step N is recorded as the run's step {self.offset} + N"))
         self.inner.on_train_begin(args, state, control, **kwargs)
+
+    def write(self, event: events.AnyEvent) -> None:
+        """Write one event on the run's step axis (a later training phase's steps after the earlier ones')."""
+        assert self.log is not None
+        if self.offset:
+            event = _shifted(event, self.offset)
+        _Phases.saw(event)
+        self.log.write(event)
 
     def _start(self, args: Any, model: Any, loader: Any) -> Any:
         import torch
@@ -93,7 +149,7 @@ class LoratuiCallback(TrainerCallback):
         sync = RankSync(world, rank, args.device if cuda else None)
         # No signal handler and no reset of torch's peak counters: both are the script's own (`loratui
         # stop` reaches a hooked Trainer through control.cmds, read at the next step boundary).
-        return EventCallback(self.log.write, control, tokens, info, torch.cuda if cuda else None, sync,
+        return EventCallback(self.write, control, tokens, info, torch.cuda if cuda else None, sync,
                              log_path=run.events, resume_from=self.resume_from, **WATCHED_OPTIONS)
 
     def _preflight(self, run: RunDir, args: Any, model: Any, loader: Any, cuda: bool) -> int:
@@ -214,7 +270,7 @@ def patch(trainer_class: Any) -> None:
             # model, evaluating) runs on a half-trained model. The supervisor resumes it later.
             step = self.state.global_step
             if callback.log is not None:
-                callback.log.write(events.State(t=time.time(), state=events.SUSPENDED, step=step))
+                callback.write(events.State(t=time.time(), state=events.SUSPENDED, step=step))
                 callback.log.close()
             sys.stdout.flush()
             sys.stderr.flush()

@@ -172,11 +172,12 @@ class TextReader:
         within = v.within_epoch(fragment)
         if within is None:
             self.counted_total = self.counted_total or (v.line_total(fragment) or 0)
-            return found
+            return found[0], _with_epoch(found[1], v.line_epoch(fragment))
         reading = self._epochs.read(*within)
         self.counted_total = self.counted_total or (reading.total or 0)
-        numbers = found[1] if reading.epoch is None else {**found[1], "epoch": round(reading.epoch, 4)}
-        return reading.step, numbers
+        # Until the series tells which counter it is, the epochs done before this one (`line_epoch`) are all it says.
+        epoch = reading.epoch if reading.epoch is not None else v.line_epoch(fragment)
+        return reading.step, _with_epoch(found[1], epoch)
 
     def _keras_step(self, fragment: str) -> int | None:
         """Keras' `500/500 [====] - loss: 2.30` under `Epoch 3/10`: the batch counts from 1 again each epoch, so the
@@ -357,6 +358,13 @@ class TextReader:
             self._last_dict = (step, numbers, prefixed)
         self.step = max(self.step, step)
         out.append(events.Log(t=t, step=step, values={k: events.num_out(x) for k, x in numbers.items()}))
+
+
+def _with_epoch(numbers: dict[str, float], epoch: float | None) -> dict[str, float]:
+    """A loss line's values with the epoch it names under `epoch`, as a printed Trainer dict carries it."""
+    if epoch is None or "epoch" in numbers:
+        return numbers
+    return {**numbers, "epoch": round(epoch, 4)}
 
 
 def _close(a: float | None, b: float | None) -> bool:

@@ -337,6 +337,26 @@ def _counter(fragment: str, start: int = 0) -> tuple[int, int] | None:
     return None
 
 
+_EPOCH_SAID = re.compile(r"(?<![\w/])(?:epoch|ep)(?:\s*[=:]\s*|\s+|\s*\[\s*)(\d{1,6}(?:\.\d{1,6})?)"
+                         r"(?:\s*/\s*(\d{1,6}))?(?![\w.]|\s*/)", re.IGNORECASE)
+
+
+def line_epoch(fragment: str) -> float | None:
+    """The epoch a loss line names, in the Trainer's meaning (epochs done, as its dict's `'epoch': 0.5`), or None:
+    a fractional epoch as printed (`epoch 0.5`, `ep 0.50`, `epoch=1.0`); an epoch of a total (`Epoch 1/3`,
+    `Epoch [2/3]`) counts from 1, so the epochs done before it (its step within the epoch is not on the line:
+    `within_epoch` reads a counter that is). A bare whole epoch (`epoch 1`, mmdet's `Epoch [3][10800/12414]`) is not
+    read: it may count from 0 or from 1, and the line does not say which (never guessed, as `epochs` does)."""
+    found = _EPOCH_SAID.search(fragment) if "p" in fragment or "P" in fragment else None
+    if found is None:
+        return None
+    value = float(found.group(1))
+    if found.group(2) is None:
+        return value if "." in found.group(1) and value < 1e6 else None
+    total = int(found.group(2))
+    return value - 1 if value == int(value) and 0 < value <= total else None
+
+
 def line_total(fragment: str) -> int | None:
     """The total of a loss line's step counter (`step 25/30`, `Iter: 7/900`, `[25/30]`), or None; an epoch's
     (`epoch 2/3`, `Epoch [2/3]`) is no step total, and a bare `N/T` counts only in brackets (`[25/30]`); a counter
