@@ -238,7 +238,9 @@ def test_plain_loop_is_read_from_its_output_and_paused_by_sigstop(watch_dir: Pat
     wait_for(lambda: all(Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "T" for pid in pids),
              timeout=10)
     _settled(run)  # output printed before the stop still reaches the log (it is tailed every 0.25 s)
-    _holds(run, 1.5)  # a step takes 0.1 s
+    # a step takes 0.1 s; held past _held_time_is_no_step_time's 2.5 s by this hold alone (settling can take only
+    # 0.6 s: 0.6 + 1.5 s once made a 2.12 s pause, and the test failed on its own wait)
+    _holds(run, 2.6)
     control.send(run / "control.sock", "resume")
     out, _ = viewer.communicate(timeout=300)
     assert kinds(run, "end")[0]["state"] == "finished", out[-2000:]
