@@ -120,6 +120,19 @@ def test_init_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert "cannot write" in capsys.readouterr().err
 
 
+def test_init_into_a_folder_that_is_not_there_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`loratui init tiny configs/` (a folder meant, not made yet) wrote a file named `configs` and said `loratui run
+    configs`: argparse's Path had dropped the trailing slash."""
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["init", "tiny", "configs/"]) == 2
+    err = capsys.readouterr().err
+    assert "configs/: no such folder" in err and "mkdir -p configs/" in err and "configs/tiny.toml" in err, err
+    assert not (tmp_path / "configs").exists()
+    (tmp_path / "configs").mkdir()
+    assert cli_main(["init", "tiny", "configs/"]) == 0 and (tmp_path / "configs" / "tiny.toml").is_file()
+
+
 def test_version_comes_from_one_place(capsys: pytest.CaptureFixture[str]) -> None:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
