@@ -177,6 +177,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "command (e.g. TrainingArguments.max_steps, or your script's own model path)")
     if not watching and args.warn_gb is not None:
         raise UsageError(f"--warn-gb: for a recipe, set [monitor] warn_gb in {args.recipe}")
+    if args.model_path and Path(args.model_path).expanduser().exists():
+        # typed in this shell: a path from here, as `estimate --model-path` reads it (the checks resolve a relative
+        # path from the recipe's folder, for a built-in inside the package; `models/x` read as a hub id)
+        args.model_path = str(Path(args.model_path).expanduser().resolve())
     url = launch_checks.notify_url(args)  # refused before the pre-flight's wait
     if not watching:
         args.recipe = find_recipe(args.recipe)  # a path, or a built-in's name (`loratui run tiny`)

@@ -120,6 +120,19 @@ def test_init_never_overwrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert "cannot write" in capsys.readouterr().err
 
 
+def test_init_into_a_folder_that_is_not_there_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`loratui init tiny configs/` (a folder meant, not made yet) wrote a file named `configs` and said `loratui run
+    configs`: argparse's Path had dropped the trailing slash."""
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["init", "tiny", "configs/"]) == 2
+    err = capsys.readouterr().err
+    assert "configs/: no such folder" in err and "mkdir -p configs/" in err and "configs/tiny.toml" in err, err
+    assert not (tmp_path / "configs").exists()
+    (tmp_path / "configs").mkdir()
+    assert cli_main(["init", "tiny", "configs/"]) == 0 and (tmp_path / "configs" / "tiny.toml").is_file()
+
+
 def test_version_comes_from_one_place(capsys: pytest.CaptureFixture[str]) -> None:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
@@ -181,3 +194,21 @@ def test_run_tiny_by_name_from_an_empty_directory(tmp_path: Path) -> None:
     (run,) = (tmp_path / "runs").iterdir()
     settings = json.loads((run / "run.json").read_text())
     assert settings["recipe_source"] == str(BUILTIN_DIR / "tiny.toml")
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "tiny"])
+def test_a_recipes_stated_peak_is_what_estimate_says(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`loratui recipes` shows each recipe's "fits:" line, and its head comment says what to expect; both
+    went stale when the estimator's slack and CUDA context changed (22.6 GiB stated, 22.43 estimated for
+    qwen7b), so a newcomer's two commands disagreed. Every figure "N GiB peak est." / "about N GiB" /
+    "the estimate is N GiB" in the head comment is the estimate rounded to 0.1 GiB, at the batch it names."""
+    import re
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["estimate", name, "--json"]) in (0, 1)
+    peak = json.loads(capsys.readouterr().out)["peak_device_gib"]
+    head = (BUILTIN_DIR / f"{name}.toml").read_text().split("\n[", 1)[0]
+    stated = re.findall(r"(?:about|estimate is|\() ?(\d+\.\d) GiB", head)
+    assert stated, head
+    assert all(float(s) == round(peak, 1) for s in stated), (stated, peak)
+    assert fits(head).startswith("a 32 GB card") and f"{round(peak, 1)} GiB peak est." in fits(head)

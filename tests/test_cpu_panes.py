@@ -91,3 +91,14 @@ async def test_a_record_without_gpu_readings_says_so_once_instead_of_waiting() -
     assert "waiting for the first sample" not in text and "GPU util" not in text, text
     gpu_lines = [line for line in screen if "GPU" in line or "VRAM" in line or "N/A" in line]
     assert len(gpu_lines) == 1 and gpu_lines[0].lstrip().startswith("GPU: no readings in this record"), screen
+
+
+def test_a_watched_loop_without_nvml_says_why_without_nested_parentheses() -> None:
+    """A plain PyTorch loop watched on a box without nvidia-ml-py (README's CPU install) read
+    "GPU: none (nvidia-ml-py is not installed (pip install 'loratui[gpu]'))"."""
+    from loratui.logic.runstate import RunState
+    from loratui.tui.widgets.vram import _none_line
+    reason = "nvidia-ml-py is not installed (pip install 'loratui[gpu]')"
+    line = _none_line(RunState(gpu_available=False, gpu_reason=reason), 80).plain
+    assert line == f"GPU: none · {reason}", line
+    assert _none_line(RunState(gpu_available=False), 80).plain == "GPU: none found"

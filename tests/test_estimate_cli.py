@@ -47,3 +47,20 @@ def test_the_estimate_says_the_batch_and_length_it_is_for(tmp_path) -> None:
     assert "batch 8 x 64 tokens ([data] max_length)" in result.stdout, result.stdout
     assert "(a run estimates again at its data's longest example, which may be shorter)" in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()[1:3]) <= 80, result.stdout
+
+
+@pytest.mark.parametrize(("key", "value", "said"), [
+    ("hidden_size", "big", 'hidden_size is "big"'),
+    ("num_hidden_layers", -2, "num_hidden_layers is -2"),
+    ("num_key_value_heads", 2.5, "num_key_value_heads is 2.5"),
+])
+def test_a_config_dimension_that_is_no_whole_number_is_bad_input(tmp_path, key: str, value: object,
+                                                                  said: str) -> None:
+    """`"hidden_size": "big"` in the --model-path's config.json ended `estimate` as "internal error: ValueError"
+    (exit 1, a crash file); a negative layer count was estimated as if it were a model."""
+    from tests.conftest import SMALL_QWEN2
+    model = write_model_config(tmp_path / "model", {**SMALL_QWEN2, key: value})
+    result = loratui("estimate", "tiny", "--model-path", str(model))
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert said in result.stderr and "not a positive whole number" in result.stderr, result.stderr
+    assert "config.json" in result.stderr and "internal error" not in result.stderr

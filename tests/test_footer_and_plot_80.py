@@ -87,3 +87,18 @@ async def test_loss_axis_labels_are_evenly_spaced_at_80x24() -> None:
         assert len(labels) >= 2, rows
         gaps = {round((b - a) / (j - i), 2) for (i, a), (j, b) in zip(labels, labels[1:])}
         assert len(gaps) == 1, labels  # an equal value per row between every pair of labels
+
+
+def test_the_lr_view_drawn_while_its_pane_has_no_width_yet() -> None:
+    """`l` (the trainer's output over the plot), then `l` and `t` at once under tmux: the plot drew its learning
+    rate before the layout gave it its width back, and `_thin(points, 0)` divided by zero: the replay died with a
+    traceback (the loss view asks for at least 50 points and never did)."""
+    from loratui.logic.runstate import RunState
+    from loratui.tui.widgets.loss_plot import _thin
+    points = [(i, 1.0 / i) for i in range(1, 30)]
+    assert _thin(points, 0)[-1] == points[-1]
+    plot = LossPlot()  # not laid out: its size is 0 x 0, as a pane just shown again
+    assert plot.size.width == 0
+    state = RunState(lr=points, grad_norm=[(s, 2.0) for s, _ in points], loss=points)
+    plot.toggle(state)  # to the lr view: was ZeroDivisionError
+    assert plot.view == "lr" and "learning rate" in str(plot.border_title)

@@ -92,3 +92,18 @@ def test_cpu_boxes_are_not_told_about_a_gpu() -> None:
         watch.feed(([sample] if sample is not None else []) + [events.State(t=2.0, state=events.SUSPENDED)])
         notices = [e.message for e in written if isinstance(e, events.Notice)]
         assert len(notices) == 1 and said in notices[0], notices
+
+
+@pytest.mark.parametrize(("row", "shown"), [
+    ({"instruction": "Add 2 and 3", "output": None}, "'output' is null"),
+    ({"instruction": ["a", "b"], "output": "x"}, "'instruction' is a JSON list"),
+])
+def test_an_example_whose_field_is_null_or_a_structure_is_refused(row: dict[str, Any], shown: str) -> None:
+    """`{"instruction": ..., "output": null}` (a spreadsheet's empty cell exported to JSON) passed the data check
+    and trained as the text "None"; it is now refused at its line, as a missing field is."""
+    from loratui.recipe import DataSection
+    data = DataSection(path="d.jsonl", format="instruction")
+    with pytest.raises(datafile.DataFileError) as caught:
+        datafile.check_row(row, data, 6)
+    assert caught.value.line == 6 and shown in caught.value.message and "not text" in caught.value.message
+    datafile.check_row({"instruction": "Add 2 and 3", "output": 5}, data, 7)  # a number is text enough

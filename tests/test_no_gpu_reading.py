@@ -30,3 +30,17 @@ def test_torch_seeing_no_gpu_is_one_reading(message: str) -> None:
 ])
 def test_other_cuda_words_are_not_a_torch_that_sees_no_gpu(message: str) -> None:
     assert next_step(Raised("RuntimeError", message, f"RuntimeError: {message}"), None) != SEES_NONE
+
+
+def test_an_embedding_lookup_past_its_table_says_vocab_or_positions() -> None:
+    """A Trainer script whose data held token ids past the vocabulary raised `IndexError: index out of range in
+    self` inside torch's embedding(); the advice was "check that the arguments your code passes match the installed
+    torch version", which sends one to reinstall torch."""
+    from loratui.logic.advisor.failure import LOOKUP_STEP
+    from loratui.logic.tracebacks import Frame
+    frames = (Frame("/home/u/train.py", "<module>"),
+              Frame("/v/lib/python3.11/site-packages/torch/nn/functional.py", "embedding"))
+    step = next_step(Raised("IndexError", "index out of range in self", "IndexError: index out of range in self",
+                            frames), None)
+    assert step == LOOKUP_STEP and "resize_token_embeddings" in step and "max_position_embeddings" in step
+    assert "torch version" not in step

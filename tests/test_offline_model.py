@@ -62,3 +62,18 @@ def test_a_cached_model_or_a_local_path_needs_no_network(tmp_path: Path) -> None
     local = tmp_path / "model"
     local.mkdir()
     assert _check(tmp_path / "empty", str(local), HF_HUB_OFFLINE="1").stdout.strip() == "ok"
+
+
+def test_a_relative_model_path_is_read_from_the_shell_s_directory(tmp_path: Path) -> None:
+    """`loratui run tiny --model-path m2` beside m2/ was told "no network and the model is not cached ... (a copy
+    of m2 on disk)", and `--model-path ./m2` looked inside the installed package's recipes folder (a built-in
+    recipe's folder); `estimate --model-path m2` read m2/ from the shell's directory all along."""
+    from tests.conftest import write_model_config
+    model = write_model_config(tmp_path / "m2")  # config.json, no weights: refused for that, by its real path
+    for given in ("m2", "./m2"):
+        result = subprocess.run([sys.executable, "-m", "loratui", "run", "tiny", "--model-path", given,
+                                 "--headless", "--runs-dir", str(tmp_path / "runs")], capture_output=True,
+                                text=True, timeout=300, cwd=tmp_path, env=_env(tmp_path), check=False)
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert f"model directory {model} has config.json but no weights" in result.stderr, result.stderr
+        assert "not cached" not in result.stderr and not (tmp_path / "runs").exists()

@@ -227,3 +227,18 @@ def test_prose_and_warnings_are_not_exceptions() -> None:
                  "  warnings.warn("]:
         scanner.line(line)
     assert scanner.chosen is None
+
+
+@pytest.mark.parametrize(("path", "where"), [
+    # a venv made inside a clone named loratui (README: clone, `python3 -m venv .venv`): torch is torch
+    ("/tmp/nc/loratui/.venv/lib/python3.11/site-packages/torch/nn/functional.py", "library:torch"),
+    ("/tmp/nc/loratui/train.py", "user:train.py"),  # the newcomer's script beside the clone's README
+    ("/home/u/loratui/loratui/trainer/build.py", "loratui"),  # a clone or an editable install
+    ("/src/loratui/cli.py", "loratui"),
+    ("/opt/venv/lib/python3.11/site-packages/loratui/trainer/callback.py", "loratui"),
+    ("/usr/lib/python3.11/threading.py", "python"),
+])
+def test_whose_frame_a_path_is(path: str, where: str) -> None:
+    """A traceback from a plain script run with a venv inside the clone read every torch frame as loratui's:
+    `doctor` said "raised in loratui's own code: a bug; please report it" of an IndexError in the user's data."""
+    assert tracebacks.origin(path) == where

@@ -16,7 +16,7 @@ def register(sub: Any, runs_dir_parent: argparse.ArgumentParser) -> argparse.Arg
     cmd: argparse.ArgumentParser = sub.add_parser(
         "init", help="copy a built-in recipe out to edit (loratui recipes lists them)")
     cmd.add_argument("name", help="a built-in recipe: tiny, qwen7b, ... (see `loratui recipes`)")
-    cmd.add_argument("path", nargs="?", type=Path, default=None,
+    cmd.add_argument("path", nargs="?", default=None,  # a str: Path() drops the trailing slash that says "a folder"
                      help="where to write it: a file, or a folder for NAME.toml (default ./NAME.toml)")
     return cmd
 
@@ -47,10 +47,18 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _target(path: Path | None, name: str) -> Path:
-    if path is None:
+def _target(given: str | None, name: str) -> Path:
+    if given is None:
         return Path(f"{name}.toml")
-    return path / f"{name}.toml" if path.is_dir() else path
+    path = Path(given).expanduser()
+    if path.is_dir():
+        return path / f"{name}.toml"
+    if given.endswith(("/", "\\")):  # `init tiny configs/` wrote a file named `configs`
+        from loratui.errors import UsageError
+
+        raise UsageError(f"{given}: no such folder; make it first (mkdir -p {given}) or name the file "
+                         f"({given}{name}.toml)")
+    return path
 
 
 def copy_text(source: Path) -> str:

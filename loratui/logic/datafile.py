@@ -64,6 +64,12 @@ def check_row(row: dict[str, Any], data: DataSection, line: int | None) -> None:
             raise DataFileError(line, f"the example has no field {name!r} (it has {sorted(row)}); "
                                       f"format = \"{data.format}\" reads it: set [data] {key} to the field "
                                       "that holds it, or fix the example")
+        value = row[name]
+        if data.format != "chat" and (value is None or isinstance(value, (dict, list))):
+            # str() of it was trained on: `"output": null` taught the model to answer "None"
+            shown = "null" if value is None else "a JSON " + ("object" if isinstance(value, dict) else "list")
+            raise DataFileError(line, f"field {name!r} is {shown}, not text; format = \"{data.format}\" trains "
+                                      "on it as text: give it a string, or remove the example")
     if data.format == "chat":
         messages = row[data.messages_field]
         if not isinstance(messages, list) or not all(

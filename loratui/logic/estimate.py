@@ -14,6 +14,8 @@ choices through `RUNTIME_KEYS` (trainer/runtime.py reads them).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,22 +141,39 @@ def read_dims(config: dict[str, Any]) -> Dims:
     """
     if "text_config" in config and "hidden_size" not in config:  # multimodal wrappers nest the decoder
         config = {**config["text_config"], "model_type": config["text_config"].get("model_type", "")}
-    found = {key: next((config[a] for a in names if config.get(a)), None) for key, names in _ALIASES.items()}
-    missing = [key for key, value in found.items() if value is None]
+    named = {key: next((a for a in names if config.get(a)), None) for key, names in _ALIASES.items()}
+    missing = [key for key, name in named.items() if name is None]
     if missing:
         raise ConfigError(f"config.json lacks {', '.join(missing)}; cannot size the model "
                           "(is it a decoder-only language model's config?)")
-    hidden, heads = int(found["hidden_size"]), int(found["num_attention_heads"])  # type: ignore[arg-type]
-    head_dim = int(config.get("head_dim") or hidden // heads)
+
+    def dim(name: str, default: int = 0) -> int:  # the key as the file spells it (n_embd), the default where absent
+        return _whole(name, config[name]) if config.get(name) else default
+
+    hidden, heads = dim(named["hidden_size"]), dim(named["num_attention_heads"])  # type: ignore[arg-type]
+    head_dim = dim("head_dim") or _whole("head_dim (hidden_size / num_attention_heads)", hidden // heads)
     model_type = str(config.get("model_type", ""))
     return Dims(model_type=model_type, hidden=hidden,
-                intermediate=int(config.get("intermediate_size") or config.get("n_inner") or 4 * hidden),
-                layers=int(found["num_hidden_layers"]), heads=heads,  # type: ignore[arg-type]
-                kv_heads=int(config.get("num_key_value_heads") or heads), head_dim=head_dim,
-                vocab=int(found["vocab_size"]),  # type: ignore[arg-type]
+                intermediate=dim("intermediate_size") or dim("n_inner") or 4 * hidden,
+                layers=dim(named["num_hidden_layers"]), heads=heads,  # type: ignore[arg-type]
+                kv_heads=dim("num_key_value_heads") or heads, head_dim=head_dim,
+                vocab=dim(named["vocab_size"]),  # type: ignore[arg-type]
                 tied=bool(config.get("tie_word_embeddings", False)),
                 qkv_bias=model_type == "qwen2" or bool(config.get("attention_bias", False)),
                 known=model_type in KNOWN_ARCHITECTURES)
+
+
+def _whole(key: str, value: Any) -> int:
+    """A dimension of config.json as a positive whole number; anything else is the config's fault, said as such (a
+    `"hidden_size": "big"` ended `estimate` as an internal error with a traceback file)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)  # int() took it before
+    whole = isinstance(value, int) or isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    if isinstance(value, bool) or not whole or value < 1:
+        shown = json.dumps(value)
+        raise ConfigError(f"{key} is {shown if len(shown) <= 40 else shown[:39] + '…'}, not a positive whole "
+                          "number; fix it in config.json (it sizes the model)")
+    return int(value)
 
 
 def _regex_targets(pattern: str) -> tuple[str, ...]:

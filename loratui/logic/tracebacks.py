@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from loratui.logic.fmt import quoted
 
@@ -166,14 +167,24 @@ def origin(path: str) -> str:
     if path.startswith("<"):
         return ""
     norm = path.replace("\\", "/")
-    if "/loratui/" in norm or norm.startswith("loratui/"):
-        return "loratui"
     found = re.search(r"(?:site|dist)-packages/([^/]+)", norm)
-    if found:
-        return "library:" + found.group(1).removesuffix(".py")
+    if found:  # before the folder names: a venv made inside a clone named loratui holds torch's frames too
+        package = found.group(1).removesuffix(".py")
+        return "loratui" if package == "loratui" else "library:" + package
     if re.search(r"/lib/python3[\d.]*/", norm):
         return "python"
+    ours = _OURS.search("/" + norm)
+    if ours and ours.group(1) in _PARTS:
+        return "loratui"
     return "user:" + norm.rsplit("/", 1)[-1]
+
+
+_OURS = re.compile(r".*/loratui/([^/]+)")
+"""What follows the last `loratui/` folder of a path: one of loratui's modules or subpackages in a clone or an
+editable install; anything else (`~/loratui/train.py`, the newcomer's script beside the clone's README) is the
+user's."""
+_PARTS = frozenset(p.name for p in Path(__file__).resolve().parents[1].iterdir()) | {"__main__.py", "cli.py"}
+"""loratui's own top-level files and folders, read once from the installed package."""
 
 
 def frame_phase(frame: Frame) -> str:

@@ -52,6 +52,16 @@ _WORKER = re.compile(r"DataLoader worker \(pid", re.I)
 _SHM = re.compile(r"bus error|shared memory|/dev/shm|shm_open", re.I)
 _KILLED = re.compile(r"signal: Killed|SIGKILL", re.I)
 _NO_GRAD = re.compile(r"does not require grad and does not have a grad_fn")
+_LOOKUP = re.compile(r"\bindex out of range in self\b")
+"""torch's index_select on CPU, which an embedding lookup is: an id past the end of its table."""
+LOOKUP_STEP = (
+    "an embedding lookup got an index past the end of its table: a token id at or above the model's vocab_size "
+    "(a tokenizer with added tokens, or another model's tokenizer: model.resize_token_embeddings(len(tokenizer))), "
+    "or a sequence longer than max_position_embeddings (truncate it, e.g. max_length); print the batch's "
+    "input_ids.max() and shape against model.config")
+"""A newcomer's own Trainer script whose data held ids past the vocabulary (2026-12-05) got "check that the
+arguments your code passes match the installed torch version"; allenai/longformer#187 is the other cause, an input
+longer than the position embeddings."""
 NO_GRAD_STEP = (
     "nothing the loss was computed from needs a gradient; in a LoRA/QLoRA run that is most often "
     "gradient checkpointing on a model whose inputs do not require grad: call "
@@ -95,6 +105,8 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
         return HOST_TRAIN_MOVE
     if _NO_GRAD.search(message):
         return NO_GRAD_STEP
+    if _LOOKUP.search(message):
+        return LOOKUP_STEP
     if _NO_BF16.search(message):
         return NO_BF16_STEP
     if cuda.NO_GPU.search(message):

@@ -131,12 +131,12 @@ class LossPlot(PlotextPlot):
             self.plt.title("no learning rate or grad norm in this run's logs")
             return
         if state.lr:
-            xs, ys = zip(*_thin(state.lr, self.size.width * 2))
+            xs, ys = zip(*_thin(state.lr, max(50, self.size.width * 2)))
             self.plt.plot(xs, ys, marker="hd", color="green")
             self._round_axis(list(ys))
         grads = [(s, v) for s, v in state.grad_norm if math.isfinite(v)]
         if grads:
-            xs, ys = zip(*_thin(grads, self.size.width * 2))
+            xs, ys = zip(*_thin(grads, max(50, self.size.width * 2)))
             self.plt.plot(xs, ys, marker="hd", color="yellow", yside="right")
             self._round_axis(list(ys), "right")
         self._x_axis(state.lr or state.grad_norm)
@@ -218,7 +218,9 @@ def step_ticks(first: int, last: int, most: int) -> list[int]:
 
 
 def _thin(points: list[tuple[int, float]], most: int) -> list[tuple[int, float]]:
-    """At most about `most` points, evenly strided, always keeping the last and any non-finite one."""
+    """At most about `most` points, evenly strided, always keeping the last and any non-finite one (at least one: a
+    pane not laid out yet has no width)."""
+    most = max(1, most)
     if len(points) <= most:
         return points
     stride = math.ceil(len(points) / most)

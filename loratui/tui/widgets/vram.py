@@ -144,7 +144,9 @@ def _none_line(state: RunState, width: int) -> Text:
     elif state.gpu_available is None:  # the record never said: an import, a log from elsewhere
         line = " · ".join(p for p in ["GPU: no readings in this record", _estimate_line(state)] if p)
     else:
-        line = " · ".join(p for p in [f"GPU: none ({reason or 'none found'})", _estimate_line(state)] if p)
+        # the reason after a dot: in parentheses, NVML's own "(pip install 'loratui[gpu]')" nested in two
+        said = f"GPU: none · {reason}" if reason else "GPU: none found"
+        line = " · ".join(p for p in [said, _estimate_line(state)] if p)
     return Text(line, style="dim", no_wrap=True, overflow="ellipsis")
 
 
