@@ -255,3 +255,25 @@ def test_the_guards_account_is_advice_on_screen_and_in_doctor() -> None:
     assert top.id == "guard" and top.severity == "error" and top.title.startswith("Crash loop")
     assert top.evidence == ["guard action 1 of 2 (oom: ...)", "guard verdict: recovered: ...",
                             "crash loop: the same failure"]
+
+
+def test_the_verdict_on_a_nan_restart_waits_until_the_run_is_past_its_bad_step() -> None:
+    """A newcomer's trial: a NaN at step 4, restarted from step 0 at a lower learning rate, was called "recovered"
+    at step 3, one step before the NaN came back. The verdict now waits until a step past the bad one; an OOM's,
+    with no bad step, still comes after VERIFY_STEPS steps (the peak falls in step 2)."""
+    from loratui.logic import guard_verdict as gv
+    from loratui.recipe import Recipe
+    from loratui.supervisor.watch import RunWatch
+
+    written: list[object] = []
+    watch = RunWatch("r", Recipe(), written.append)
+    watch.expect_after_restart(gv.Expectation("nan", resume_step=0, resume_loss=None, warn_gib=None, bad_step=4))
+    steps = [events.Step(t=float(n), step=n, epoch=0.0, step_time=1.0) for n in range(1, 6)]
+    watch.feed(steps[:4])
+    assert watch.expect is not None  # 4 steps, none past step 4 yet: no verdict
+    watch.feed(steps[4:])
+    assert watch.expect is None and any(getattr(e, "key", "") == "guard_verdict" for e in written)
+    oom = RunWatch("r", Recipe(), lambda e: None)
+    oom.expect_after_restart(gv.Expectation("oom", resume_step=0, resume_loss=None, warn_gib=None))
+    oom.feed(steps[:3])
+    assert oom.expect is None

@@ -35,6 +35,13 @@ class Expectation:
     steps: int = 0
     losses: list[float] = field(default_factory=list)
     predicted_gib: float | None = None
+    bad_step: int = 0  # a NaN's or a divergence's first bad step: the verdict waits until the run is past it
+    last_step: int = 0  # the restarted life's last step
+
+    def due(self) -> bool:
+        """Whether the restarted life has shown enough: VERIFY_STEPS steps, and past the step that went bad (a NaN
+        restarted from step 0 that comes back at step 4 was called recovered at step 3: a newcomer's trial)."""
+        return self.steps >= VERIFY_STEPS and self.last_step > self.bad_step
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ class Unattended:
             return False, None
         self.sup.recipe = recipe
         self.sup.settings = msgspec.structs.replace(self.sup.settings, env={**self.sup.settings.env, **env})
-        self._restarting(action.kind, resume)
+        self._restarting(action.kind, resume, action.bad_step)
         return True, resume
 
     def _failure(self, action: Action | None, code: int) -> guard_verdict.Failure:
@@ -149,14 +149,16 @@ class Unattended:
             step = max(step, self.watch.expect.resume_step)
         return guard_verdict.Failure(kind, step, latest_checkpoint(self.sup.run.checkpoints))
 
-    def _restarting(self, kind: str, resume: str | None) -> None:
-        """A new trainer life from `resume`: fresh advice, and an expectation its first steps are judged by."""
+    def _restarting(self, kind: str, resume: str | None, bad_step: int = 0) -> None:
+        """A new trainer life from `resume`: fresh advice, and an expectation its first steps are judged by (and,
+        after a NaN or a divergence, its steps past `bad_step`)."""
         self.first_restart_t = self.first_restart_t or time.time()
         step = _step_of_checkpoint(resume)
         warn = self.sup.recipe.monitor.warn_gb
         self.watch.restart(self.sup.recipe)
         self.watch.expect_after_restart(guard_verdict.Expectation(
-            kind, step, guard_verdict.resume_loss(list(self.watch.losses), step if resume else 0), warn))
+            kind, step, guard_verdict.resume_loss(list(self.watch.losses), step if resume else 0), warn,
+            bad_step=bad_step))
 
     def _retry_transient(self, code: int) -> tuple[bool, str | None]:
         """A failure with no Python error of its own: retry from the last checkpoint, recipe unchanged."""

@@ -144,10 +144,11 @@ class RunWatch:
             expect.predicted_gib = e.peak_device_gib
         elif isinstance(e, events.Step) and e.rank == 0 and e.step > expect.resume_step:
             expect.steps += 1
+            expect.last_step = max(expect.last_step, e.step)
         elif isinstance(e, events.Log) and e.step > expect.resume_step and self.last_loss is not None \
                 and "loss" in e.values and "train_runtime" not in e.values:
             expect.losses.append(self.last_loss)
-        if expect.steps >= guard_verdict.VERIFY_STEPS:
+        if expect.due():
             self.verdict(guard_verdict.judge(expect, self.life_peak, self.gpu, self.life_others))
 
     def verdict(self, verdict: guard_verdict.Verdict) -> None:
