@@ -95,6 +95,8 @@ def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
             continue
         if _still_loss_excused(adv, finding):
             continue
+        if finding.id == "nccl_timeout" and finding.facts.get("arrived") and adv.ctx.step > finding.step:
+            continue  # the ranks waited at the store based barrier, then trained: every rank came
         if finding.id == "data_starved" and finding.facts.get("text") == "few_workers" and adv.text.workers_chosen:
             continue  # the program says its loader runs with 0 or 1 worker: the warning is by design
         if not any(a.id == finding.id for a in built + more):

@@ -363,7 +363,7 @@ class Advisor(OomFold):
         if not getattr(self, "lr_rises", False) and _LR_RISES_NEEDS.passes(line) and _LR_RISES.search(line):
             self.lr_rises = True
             self._items = None
-        if not getattr(self, "rl", False) and _RL.search(line):
+        if not getattr(self, "rl", False) and _RL.search(line) and not _PREFERENCE.search(line):
             self.rl = True
             self._items = None
 
@@ -416,6 +416,9 @@ _RL = re.compile(r"reinforcement learning|强化学习|\b(?:PPO|DQN|DDQN|DDPG|TD
 measure of progress (a value or Q target moves as the policy improves, a policy-gradient loss shifts with what is
 sampled), so a rise or a level in the person's words is no report there (the maintainers answer: watch the reward;
 muzero-general#96, IntelLabs/coach#214, ml-agents#280, open-instruct#836)."""
+_PREFERENCE = re.compile(r"\b(?:DPO|ORPO|KTO|SimPO|IPO|CPO|preference|chosen|rejected)\b", re.I)
+"""A preference objective named beside a reward (`DPO loss remains 0.6931 ... and the rewards stuck at 0.0`, trl#1627):
+its implicit rewards are a metric of the policy against the reference, and a DPO loss pinned at ln 2 is a report."""
 _RESULTS_GOOD_NEEDS = WordGate("result", "output", "sample", "generation", "image", "prediction", "效果")
 _ASKS_NORMAL_NEEDS = WordGate("normal", "expected", "supposed", "正常")
 _LR_RISES_NEEDS = WordGate("warm", "预热", "lr", "learning")
