@@ -76,8 +76,8 @@ def store_finding(line: str, step: int) -> Finding | None:
     timeout_ms = (int(limit.group(1)) if limit.group(1) else int(limit.group(2)) * 1000) if limit else 0
     facts = {"line": quoted(line, 400), "op": "rendezvous" if store else "", "timeout_ms": timeout_ms, "ran_ms": 0}
     barrier = _BARRIER.search(line)
-    if barrier is not None:  # the ranks' start, still waiting: how many arrived
-        facts.update(op="rendezvous", timeout_ms=0, timed_out=False, arrived=f"{barrier.group(2)} of {barrier.group(1)}")
+    if barrier is not None:  # the ranks' start, still waiting: how many arrived (nccl_advice says only that)
+        facts["arrived"] = f"{barrier.group(2)} of {barrier.group(1)}"
     return Finding("nccl_timeout", step, facts)
 
 
