@@ -363,7 +363,8 @@ class Advisor(OomFold):
         if not getattr(self, "lr_rises", False) and _LR_RISES_NEEDS.passes(line) and _LR_RISES.search(line):
             self.lr_rises = True
             self._items = None
-        if not getattr(self, "rl", False) and _RL.search(line) and not _PREFERENCE.search(line):
+        if not getattr(self, "rl", False) and _RL_NEEDS.passes(line) and _RL.search(line) and \
+                not _PREFERENCE.search(line):
             self.rl = True
             self._items = None
 
@@ -422,6 +423,8 @@ its implicit rewards are a metric of the policy against the reference, and a DPO
 _RESULTS_GOOD_NEEDS = WordGate("result", "output", "sample", "generation", "image", "prediction", "效果")
 _ASKS_NORMAL_NEEDS = WordGate("normal", "expected", "supposed", "正常")
 _LR_RISES_NEEDS = WordGate("warm", "预热", "lr", "learning")
+_RL_NEEDS = WordGate("reinforcement", "强化学习", "ppo", "dqn", "ddpg", "td3", "sac", "a2c", "a3c", "grpo", "rlhf",
+                     "rlvr", "muzero", "loss", "avg", "reward")
 """A word every match of each pattern holds: they read every line that is no printed record until they match, and
 where none matched (most logs) cost 15-50 us a line."""
 _RESULTS_DENIED = re.compile(r"\b(?:not|n't|never|no longer|if|whether)\b", re.I)
