@@ -70,12 +70,17 @@ class LossPlot(PlotextPlot):
             self._plot_lr(state)
         self.refresh()
 
+    def _thinned(self, points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """A series thinned to what the pane can draw: two points a column, and 50 at least (a pane not laid out yet
+        has no width)."""
+        return _thin(points, max(50, self.size.width * 2))
+
     def _plot_loss(self, state: RunState) -> None:
         # beside a compared run, A's curves are named as B's are (who each is: `names`, under the chart)
         legend = [("A loss", "grey62"), ("A smoothed", "cyan")] if self.compare is not None else [
             ("loss", "grey62"), ("smoothed", "cyan")]
         steps = [s for s, _ in state.loss]
-        points = _thin(state.loss, max(50, self.size.width * 2))
+        points = self._thinned(state.loss)
         finite = [(s, v) for s, v in points if math.isfinite(v)]
         shown: list[float] = []
         if finite:
@@ -84,7 +89,7 @@ class LossPlot(PlotextPlot):
             self.plt.plot(xs, ema_steps(xs, ys, 0.1), marker="hd", color="cyan")
             shown += ys
         if self.compare is not None:
-            other = [(s, v) for s, v in _thin(self.compare.loss, max(50, self.size.width * 2)) if math.isfinite(v)]
+            other = [(s, v) for s, v in self._thinned(self.compare.loss) if math.isfinite(v)]
             if other:  # B as A is drawn: its logged loss (so the y-range holds it) and its smoothed line
                 xs, ys = zip(*other)
                 self.plt.plot(xs, ys, marker="hd", color=B_RAW)
@@ -131,12 +136,12 @@ class LossPlot(PlotextPlot):
             self.plt.title("no learning rate or grad norm in this run's logs")
             return
         if state.lr:
-            xs, ys = zip(*_thin(state.lr, max(50, self.size.width * 2)))
+            xs, ys = zip(*self._thinned(state.lr))
             self.plt.plot(xs, ys, marker="hd", color="green")
             self._round_axis(list(ys))
         grads = [(s, v) for s, v in state.grad_norm if math.isfinite(v)]
         if grads:
-            xs, ys = zip(*_thin(grads, max(50, self.size.width * 2)))
+            xs, ys = zip(*self._thinned(grads))
             self.plt.plot(xs, ys, marker="hd", color="yellow", yside="right")
             self._round_axis(list(ys), "right")
         self._x_axis(state.lr or state.grad_norm)
