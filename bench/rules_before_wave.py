@@ -62,7 +62,8 @@ def waves() -> dict[str, list[Path]]:
 
 def main() -> None:
     lines = []
-    for commit, batches in waves().items():
+    found = waves()
+    for commit, batches in found.items():
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp) / "tree"
             git("worktree", "add", "--quiet", "--detach", str(tree), commit)
@@ -74,7 +75,7 @@ def main() -> None:
                 git("worktree", "remove", "--force", str(tree))
         print(f"{commit[:8]}: {len(batches)} batches", file=sys.stderr)
     OUT.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
-    print(f"{OUT.relative_to(ROOT)}: {len(lines)} dev records from {len(waves())} waves")
+    print(f"{OUT.relative_to(ROOT)}: {len(lines)} dev records from {len(found)} waves")
 
 
 if __name__ == "__main__":
