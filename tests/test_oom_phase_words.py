@@ -399,3 +399,15 @@ def test_memory_said_not_to_be_short_is_no_host_oom() -> None:
     `内存不够` itself still is."""
     assert first_id("训练卡住了，看显存和内存，不像是不够的样子\n") != "exception"
     assert first_id("训练到一半就挂了，内存不够\n") == "exception"
+
+
+@pytest.mark.parametrize("text", [
+    "我的GPU是RTX 3090，但是依然出现cuda内存不够的情况。\n",  # the words of wave 22's TPLinker thread, shortened
+    "训练的时候GPU内存不足，batch改成1也不行\n",
+    "显卡内存不够，换了小模型就好了\n",
+])
+def test_memory_of_cuda_or_the_card_is_no_host_oom(text: str) -> None:
+    """内存 qualified by CUDA, a GPU or the card (`cuda内存不够`, `GPU内存不足`, `显卡内存`) is the card's memory: a CUDA OOM
+    in the person's words, not the host's RAM (wave 22's dev half read `cuda内存不够` as the host running out)."""
+    assert first_id(text) == "oom_full"
+    assert first_id("跑到一半内存不够了，进程被杀\n") == "exception"  # the host's own still is

@@ -44,7 +44,10 @@ OOMs`); `did not help: still OOM` says it did."""
 HOST_ALLOCATOR = r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory"
 """The host's memory refused an allocation, in PyTorch's CPU allocator's and the OS's (errno 12) words: what an
 exception's next step (advisor/failure.py) and a text's host OOM (advisor/oom_fold.py) both read first."""
-_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|(?<!显)(?<!卡)(?<!卡的)(?<!GPU)内存|CPUAllocator|"
+HOST_MEM_ZH = r"(?<!显)(?<!卡)(?<!卡的)(?<!GPU)(?<!GPU的)(?<!GPU )(?<!CUDA)(?<!CUDA的)(?<!CUDA )内存"
+"""内存 said of the host: not of the card (显存's 存 aside, `卡的内存`, `GPU内存`, `cuda内存不够`: CUDA's memory is the card's).
+Patterns that use it compile with re.I, so `cuda` and `gpu` are covered."""
+_HOST = re.compile(r"(?<!GPU )(?<!GPU's )\b(?:RAM|CPU|host|system memory|swap|MPS|killed)\b|" + HOST_MEM_ZH + r"|CPUAllocator|"
                    r"被系统\s*(?:kill|杀)|\bkill(?:ed)?\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                    r"alloc_cpu|Errno 12|Cannot allocate memory|\bmmap\b|shared memory", re.I)
 
@@ -55,7 +58,7 @@ _MEMORY_FAILED = re.compile(
     r"not enough\s+|lack of\s+|too little\s+|a lack of\s+){0,3}(?:GPU\s+|CUDA\s+|video\s+|device\s+)?(?:memory|VRAM)\b"
     r"(?![-_\s]*(?:usage|footprint|efficien\w*|saving|optimi\w*|format|layout|pinn\w*|map\w*|access))|"
     r"\b(?:memory|VRAM)(?:\s+to)?[-\s]+(?:crash\w*|overflow\w*|explo\w*)\b|"
-    r"(?:卡|GPU)\S{0,2}?(?:空间|内存)(?:不足|不够|溢出|爆)|"
+    r"(?:卡|GPU|CUDA)\S{0,2}?(?:空间|内存)(?:不足|不够|溢出|爆)|"
     r"\b(?:(?:GPU|CUDA|video)\s+)?(?:memory|VRAM)(?:\s+(?:usage|use|consumption|footprint))?\s+(?:\w+\s+)?(?:fills?|filled|"
     r"spikes?|spiked|explodes?|exploded|blows?\s+up|blew\s+up|jumps?|jumped|grows?|grew|rises?|rose|climbs?|climbed|"
     r"shoots?\s+up|shot\s+up|max(?:es|ed)?\s+out|keeps?\s+(?:growing|increasing|rising|climbing))\b[^.!?]{0,60}?"

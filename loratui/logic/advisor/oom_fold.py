@@ -35,9 +35,9 @@ _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
-                       r"内存不足|内存溢出|paging file is too small|crashed after using all available RAM|"
+                       + oom_words.HOST_MEM_ZH + r"(?:不足|溢出)|paging file is too small|crashed after using all available RAM|"
                        r"The Kernel crashed while executing code|kernel appears to have died|被\s*(?:kill|杀)|"
-                       r"(?:OOM|内存)\S{0,4}被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
+                       r"(?:OOM|" + oom_words.HOST_MEM_ZH + r")\S{0,4}被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                        r"(?<!GPU )\bRAM\b[^.!?]{0,20}?\b(?:fills?\s+up|filled\s+up|gets\s+full)\b|"
                        r"\b(?:eats?|eating|consumes?|consuming|uses?|using|takes?|taking)\s+(?:up\s+)?all\s+(?:of\s+)?(?:the\s+|my\s+)?"
                        r"(?:system\s+|host\s+|CPU\s+)?RAM\b|"
@@ -45,7 +45,8 @@ _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
                        r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
                        r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
-                       r"system\s+|host\s+)?RAM\b|超出.{0,6}内存|内存(?:(?!不像|不是|并非|并不|没有?)[^。！？]){0,4}(?:不够|爆了|占满|超出)", re.I)
+                       r"system\s+|host\s+)?RAM\b|超出.{0,6}" + oom_words.HOST_MEM_ZH + "|" + oom_words.HOST_MEM_ZH +
+                       r"(?:(?!不像|不是|并非|并不|没有?)[^。！？]){0,4}(?:不够|爆了|占满|超出)", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
 shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, a notebook's kernel that died, 进程被kill), Windows' paging
 file, Colab's `Your session crashed after using all available RAM`, or the person's words (`out of RAM`, `memory error`,
