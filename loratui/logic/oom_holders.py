@@ -53,10 +53,11 @@ _KEPT = re.compile(
     r"allocated|reserved|taken)\b|"
     r"\b(?:still|keeps?|kept|continues? to|continued to)\s+(?:hold\w*|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
     r"reserv\w*)\s+(?:up\s+)?(?:\w+\s+){0,3}?(?:memory|VRAM|\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b)|"
-    r"(?:显存|内存|GPU|卡)[^，。！？,]{0,12}(?:没有?|未|不|无法)(?:被)?(?:释放|清空|回收|清理)|"
+    r"(?:显存|内存|GPU|卡)[^，。！？,]{0,12}(?:没有?|未|不|无法|没法|没能)(?:能|会)?(?:被)?(?:释放|清空|回收|清理)|"
     r"(?:显存|内存)[^。！？]{0,6}(?:泄漏|泄露)|(?:仍然|依然|还是?|一直|仍)\s*(?:被)?(?:占用|占着|在占|占据)", re.I)
 """The memory kept (`the GPU memory remains occupied`, `was not released`, `显存没有释放`): said of it, not of a
-release that happens (`the memory is released`)."""
+release that happens (`the memory is released`); in Chinese with a modal too (`显存仍不会释放`, `显存没法释放`: it
+cannot or will not be released)."""
 
 
 def left_held(line: str) -> bool:
