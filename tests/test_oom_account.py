@@ -402,6 +402,10 @@ def test_a_servers_start_check_on_a_free_card_is_no_neighbour() -> None:
     ("原来是显卡被another process占用了", "oom_other_process"),
     ("把之前的僵尸进程kill掉之后就正常了", "oom_other_process"),
     ("GPU0上有其他人在跑程序", "oom_other_process"),
+    # several processes on every card: each rank made a context on each card (wave 22's LlamaFactory#5750, shortened)
+    ("每张卡上面进程的数量=用了多少卡", "oom_other_process"),
+    ("每张卡上都有8个进程", "oom_other_process"),
+    ("每张卡一个进程，没有别的", "oom_full"),
     # a remedy that failed, or a plain one
     ("重启之后还是报错", "oom_full"),
     ("设置expandable_segments也没有解决", "oom_full"),
@@ -631,3 +635,13 @@ def test_ranks_and_servers_on_the_card_are_other_processes(words: str) -> None:
 ])
 def test_ranks_on_their_own_cards_or_one_scripts_models_are_no_neighbours(words: str) -> None:
     assert first_id(words) == "oom_full"
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ("nvidia-smi shows 8 processes on every GPU.", "oom_other_process"),
+    ("Each GPU has several python processes.", "oom_other_process"),
+    ("nvidia-smi shows 1 process per GPU.", "oom_full"),
+])
+def test_several_processes_on_every_card_are_each_ranks_context_on_the_others(words: str, expected: str) -> None:
+    """Every rank made a CUDA context on every card (no device set per rank): each card holds the others' processes."""
+    assert first_id(_BARE + words) == expected

@@ -159,7 +159,14 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"\b(?:process(?:es)?|jobs?|servers?|instances?|containers?)\b[^.!?]{0,40}?\bshar\w*\s+(?:the\s+|one\s+|a\s+)?"
                r"(?:same\s+|single\s+)?(?:GPU|card|device)\b|"
                r"(?:其他|别的|其它|别人的?)(?:进程|程序|用户|人|任务)|(?:所有|全部|每个)的?\s*(?:进程|rank|worker)[^。！？]{0,10}?"
-               r"(?:跑|放|在|分配|挤)(?:到|在)?了?\s*(?:0\s*号?卡|卡\s*0|GPU\s*0|第一张卡)|僵尸进程|被[^，。,.!?！？]{0,20}占用", re.I)))
+               r"(?:跑|放|在|分配|挤)(?:到|在)?了?\s*(?:0\s*号?卡|卡\s*0|GPU\s*0|第一张卡)|僵尸进程|被[^，。,.!?！？]{0,20}占用|"
+               # several processes on every card (`8 processes on each GPU`, `每张卡上面进程的数量=用了多少卡`): every
+               # rank made a context on every card, each card holds the others' too (a device never set per rank)
+               r"\b(?:[2-9]|\d{2,}|multiple|several|many)\s+(?:\w+\s+)?process(?:es)?\s+(?:on|per)\s+(?:each|every)\s+"
+               r"(?:GPU|card|device)\b|\b(?:each|every)\s+(?:GPU|card|device)\s+(?:has|shows|runs|gets|holds|carries)\s+"
+               r"(?:[2-9]|\d{2,}|multiple|several|many|all)\s+(?:\w+\s+)?process(?:es)?\b|"
+               r"(?:每张|每个|每块|各)\s*(?:卡|GPU|显卡)[^。！？]{0,8}?(?:[2-9]|\d{2,}|多|几|很多|好几)\s*个\s*进程|"
+               r"(?:每张|每个|每块|各)\s*(?:卡|GPU|显卡)[^。！？]{0,6}?进程的?(?:数量|个数|数)", re.I)))
 _HELD_WHAT = r"(?:\s+(?:\d+(?:\.\d+)?\s*%|of|the|my|all|its|\w+(?=\s+(?:of|the|my)\b)|\w+(?=\s+\d))){0,3}?\s+(?:\d+(?:\.\d+)?\s*(?:[GM]i?B|G|M)\b|(?:\w+\s+)?(?:memory|VRAM|GPU|card)\b)"
 _HOLDER = re.compile(
     r"\b(?:notebook|kernel|session|runtime)s?\b[^.!?]{0,40}?\bstill\s+(?:hold\w*|held|occup\w*|us(?:e|es|ing)|tak(?:e|es|ing)|"
