@@ -94,3 +94,18 @@ def test_an_rl_loss_said_to_rise_is_no_report(text: str) -> None:
 ])
 def test_a_rise_or_flat_outside_rl_is_still_reported(text: str) -> None:
     assert {"loss_diverging", "loss_flat"} & set(warned(text))
+
+
+@pytest.mark.parametrize("text", [
+    # wave 22's dev half (trl#1311), its sentence: the rewards are said to stand at zero, no DPO named in it
+    "I get this type of behavior where both the rewards stay at 0 and the loss never goes down\n",
+    "In my PPO run the reward never increases and the loss stays flat.\n",
+])
+def test_a_loss_said_still_beside_a_reward_said_still_is_reported(text: str) -> None:
+    """The reward an RL or preference objective is judged by, said itself to stand at zero or never rise, is no
+    excuse for the loss beside it: nothing is learned."""
+    assert "loss_flat" in warned(text)
+
+
+def test_an_rl_loss_said_still_beside_a_reward_that_rises_is_no_report() -> None:
+    assert "loss_flat" not in warned("GRPO: the loss never goes down but the reward increases.\n")

@@ -364,7 +364,7 @@ class Advisor(OomFold):
             self.lr_rises = True
             self._items = None
         if not getattr(self, "rl", False) and _RL_NEEDS.passes(line) and _RL.search(line) and \
-                not _PREFERENCE.search(line):
+                not _PREFERENCE.search(line) and not loss_words.REWARD_STILL.search(line):
             self.rl = True
             self._items = None
 

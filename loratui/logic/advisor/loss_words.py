@@ -159,6 +159,13 @@ _NOT_LM = re.compile(r"(?<![A-Za-z0-9_])(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF
 """An objective that is not a language-model loss, or its metrics: a GRPO loss grows with the KL, a DPO loss
 starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss. Bounded by ASCII word
 characters: Chinese beside it is no word of its own (`做dpo训练时，loss没有下降反上升`)."""
+REWARD_STILL = re.compile(r"\brewards?\b[^.!?\n]{0,25}?\b(?:stay\w*|stuck|remain\w*|(?:is|are|was|were)\s+(?:always\s+|"
+                          r"all\s+|still\s+|just\s+)?)\s*(?:at\s+|around\s+)?(?:0(?:\.0+)?(?![\d.])|zero)|"
+                          r"\brewards?\b[^.!?\n]{0,25}?(?:\bnever|\bnot|n't)\s+(?:\w+\s+)?(?:increas\w*|improv\w*|"
+                          r"go(?:es)?\s+up|ris\w*|chang\w*|mov\w*|grow\w*)", re.I)
+"""The reward itself said to stand at zero or never rise (`both the rewards stay at 0 and the loss never goes down`,
+trl#1311): the measure an RL or preference objective is judged by says nothing is learned, so the words are no RL
+excuse for the loss beside them."""
 _WORDS = ("loss", "损失", "acc", "准确率", "正确率", "model", "network", "net", "lora", "adapter", "classifier",
           "train", "tun", "run", "模型", "训练", "weight", "param", "grad", "梯度", "权重", "参数", "learning rate", "lr",
           "学习率", "predict", "output", "always", "only", "updat", "ppl", "perplex", "困惑度", "converg", "learning",
@@ -352,6 +359,7 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
             continue
         supposed = _supposed(sentence[:m.start()]) or \
             (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still") and
+             not REWARD_STILL.search(sentence) and
              not (said.kind == "flat" and _AT_LN2.search(scope[:80]) and not _START_ONLY.search(sentence)))
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
