@@ -58,3 +58,21 @@ def test_a_loss_that_swings_is_no_rise_and_no_standstill(line: str) -> None:
 def test_a_fall_then_a_rise_is_still_a_rise() -> None:
     said = loss_words.read("the loss decreases and then increases after epoch 3")
     assert said is not None and said.kind == "rise"
+
+
+@pytest.mark.parametrize("line", [
+    # wave 22's dev half (transformers#28488), its sentence
+    "The updated code of phi-2 produces a high loss, I have tried fp16, bf16, deepspeed and fsdp the result is the "
+    "same -> loss starts at 2 and keeps going higher.",
+    "the loss keeps going higher after epoch 2",
+])
+def test_a_loss_going_higher_is_a_rise_and_the_same_result_is_not_the_loss(line: str) -> None:
+    """`keeps going higher` is a rise; `the result is the same` is said of the result (another subject), not of the
+    loss named before it."""
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "rise"
+
+
+def test_the_loss_said_to_be_the_same_is_still_flat() -> None:
+    said = loss_words.read("I retrained twice and the loss is the same, it never decreases")
+    assert said is not None and said.kind == "flat"

@@ -31,7 +31,7 @@ _PROCESS = (r"(?:(?<![A-Za-z_])(?:training|fine-?tuning|run)(?![A-Za-z_])"
 _OTHER = (r"(?:\b(?:the\s+)?(?:number|count|amount) of \w+|(?:GPU|CPU|显卡|显存)\s*(?:的)?(?:利用率|使用率|占用)|"
           r"\b(?:GPU|CPU|gpu|cpu|device)[ _-]?(?:util\w*|usage|load|memory)\b|"
           r"(?<!all )\b(?:the|my|its|batch|sequence)\s+(?:memory|time|speed|size|length|reward|kl|throughput|"
-          r"temperature)\b|"
+          r"temperature|results?)\b|"
           r"(?<![A-Za-z_])(?:m?AP(?:50|@?\.5)?|f1|bleu|rouge\w*|wer|cer|m?iou|auc|precision|recall|rewards?)"
           r"(?![A-Za-z_]))")
 """Another quantity as a subject: what is said after it is not said of the loss (`the loss change becomes small
@@ -104,7 +104,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"go(?:es|ing)? up|went up|gone up|goes back up|back up|ris(?:e|es|ing)\b|rose\b|climb\w*|"
          r"grow(?:s|ing|n)?\b|grew\b|jump\w*|explod\w*|explosion|blow(?:s|ing)? up|blew up|blown up|diverg(?:e|es|ed|ing)\b|"
          r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
-         r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|goes|went)\s+"
+         r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|go|goes|going|went)\s+"
          r"(?:very\s+|extremely\s+|really\s+|so\s+|"
          r"much\s+|even\s+|a lot\s+)?(?:worse|bigger|larger|higher|large|huge|enormous|massive|astronomical|crazy)\b|"
          r"up again|(?:becomes?|became|becoming|is|are|was|were|gets?|got|getting|turns?|turned)\s+"
