@@ -155,7 +155,11 @@ DATA_KEYERROR = [
 ]
 
 
-@pytest.mark.parametrize("warning", [PHI3_WARNINGS, [BNB_WARNING]])
+BNB_CPU_LOADED = r"CUDA SETUP: Loading binary C:\env\lib\site-packages\bitsandbytes\libbitsandbytes_cpu.dll..."
+"""bitsandbytes loading its CPU build (wave 22's dev half, bitsandbytes#298): it goes on with it, as its warning says."""
+
+
+@pytest.mark.parametrize("warning", [PHI3_WARNINGS, [BNB_WARNING], [BNB_CPU_LOADED, BNB_WARNING]])
 def test_an_exception_after_a_setup_warning_it_does_not_touch_leads(warning: list[str]) -> None:
     found = ids("\n".join(warning + ["{'loss': 1.9, 'learning_rate': 0.0002, 'epoch': 0.1}"] + DATA_KEYERROR))
     assert found[0] == "exception" and len(found) == 2
@@ -167,6 +171,15 @@ def test_an_exception_after_a_setup_warning_it_does_not_touch_leads(warning: lis
 ])
 def test_an_exception_of_the_warned_library_is_its_setup(error: str) -> None:
     assert ids("\n".join([BNB_WARNING, error]))[0] == "bnb_setup"
+    assert ids("\n".join([BNB_CPU_LOADED, BNB_WARNING, error]))[0] == "bnb_setup"
+
+
+def test_windows_pause_after_the_exception_is_not_its_message() -> None:
+    """A .bat launcher's `pause` prints `Press any key to continue . . .` under the traceback: not the message."""
+    text = "\n".join(DATA_KEYERROR[:-1] + ["ModuleNotFoundError: No module named 'llama_inference_offload'",
+                                           "Press any key to continue . . ."]) + "\n"
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    assert items[0].id == "exception" and "Press any key" not in items[0].title
 
 
 def test_a_setup_error_raised_before_an_exception_stays_first() -> None:

@@ -66,11 +66,12 @@ _NOT_MESSAGE = re.compile(
     r"^\s*\{['\"]|"  # a printed dict or JSON record ({'loss': ...})
     r"\d{1,3}%\|.*\|\s*\d+/\d+|"  # a progress bar (tqdm)
     r"\b[A-Z]\w*Warning\b|\bwarnings\.warn\(|"  # a Python warning and the source line under it
+    r"^\s*Press any key to continue\b|"  # Windows' `pause` after a .bat launcher's Python exits
     # a logging record: a timestamp or a level first
     r"^\s*(?:\d{4}-\d\d-\d\d[ T]\d|\d\d/\d\d/\d{4} \d|(?:INFO|WARNING|DEBUG|ERROR|CRITICAL)\b[:| -])")
-"""Output that never continues an exception's message: a tqdm bar, a printed log dict, a warning, a
-logging line (they follow a traceback when stdout's buffer is flushed after stderr's, as other ranks
-print, or when a run's stderr tail is read again)."""
+"""Output that never continues an exception's message: a tqdm bar, a printed log dict, a warning, Windows' `Press
+any key to continue . . .`, a logging line (they follow a traceback when stdout's buffer is flushed after stderr's,
+as other ranks print, or when a run's stderr tail is read again)."""
 _IGNORED = re.compile(r"^\W*(?:Exception ignored (?:in|on)\b|Error in atexit\._run_exitfuncs:)")
 """Python's own words that it ignored the exception printed next (a `__del__`, a weakref callback, an atexit hook at
 interpreter exit: the DataLoader's `AssertionError: can only test a child process`): never what stopped a run."""

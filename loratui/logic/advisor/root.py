@@ -41,8 +41,10 @@ ROOTS = ("cuda_error", "bnb_setup", "flash_attn_unavailable")
 ORDERED = ROOTS + ("nccl_timeout",)
 """The findings that count the exceptions raised before them when they latch (`raised_before`)."""
 WARNED = re.compile(r"warn(?:ing|ings)?\b|consider install|fall(?:ing)? ?back|Either upgrade or use|"
-                    r"\bwill (?:be used|use)\b|\binstead\b|\bunavailable\b", re.I)
-"""A setup line that says the run goes on without the library (slower, or without 8-bit), not that it stopped."""
+                    r"\bwill (?:be used|use)\b|\binstead\b|\bunavailable\b|"
+                    r"\bLoading binary\b[^\n]{0,300}?libbitsandbytes_cpu\.(?:so|dll|dylib)", re.I)
+"""A setup line that says the run goes on without the library (slower, or without 8-bit), not that it stopped:
+bitsandbytes' `CUDA SETUP: Loading binary ...libbitsandbytes_cpu.so` too (it loads its CPU build and goes on)."""
 _RAISED_LINE = re.compile(r"^\W*(?:\[[^\]]{0,40}\]:?\s*)*(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception)\b")
 _LIBRARY = {"flash_attn_unavailable": re.compile(r"flash|fa2|attn_implementation", re.I),
             "bnb_setup": re.compile(r"bitsandbytes|\bbnb\b|cuda[ _]setup|[48][ -]?bit|32bit|quantiz|blockwise|nf4|fp4|libcudart", re.I)}
