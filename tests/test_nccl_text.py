@@ -179,6 +179,11 @@ def test_a_watchdog_that_kills_the_job_is_a_distributed_timeout() -> None:
     # mmdetection#12392 (wave 17's dev half): a freeze that NCCL's error ends
     "When training rtmdet-ins using a custom dataset, GPU utilization reaches 100% during training, then freezes and "
     "displays an NCCL error.\n",
+    # DSGN2#20 (wave 22's dev half): the cards named between the count and `GPUs`, and the `4x3090` shorthand
+    "When using the provided training script on 4 RTX 3090 GPUs, the training freezes or hangs with 100% GPU "
+    "Utilization.\n",
+    "Training on 4x3090 hangs after a few hundred steps.\n",
+    "On 8 x A100 the job freezes at random.\n",
 ])
 def test_a_run_said_to_hang_only_with_several_gpus_hangs_in_a_collective(text: str) -> None:
     """Mechanism: what several GPUs add to a run is their collectives; a run that hangs with them (and not with one)
@@ -190,6 +195,7 @@ def test_a_run_said_to_hang_only_with_several_gpus_hangs_in_a_collective(text: s
     "I train on 4 GPUs; the loss is stuck at 2.3.\n",  # the loss is what is stuck
     "With 2 GPUs the evaluation hangs after epoch 1.\n",  # other work named
     "Tokenizing hangs for an hour on multi-GPU.\n",
+    "With batch 8 x 1024 tokens the loss is stuck at 2.3.\n",  # a batch's shape, no cards
     "NCCL error: unhandled system error, NCCL version 2.18.1; nothing hangs, it fails at once.\n",  # no freeze said
 ])
 def test_several_gpus_beside_other_stuck_work_is_no_collective(text: str) -> None:

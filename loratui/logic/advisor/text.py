@@ -68,11 +68,13 @@ _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:fi
 a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`), or a hang that NCCL's error ends
 (`then freezes and displays an NCCL error`, mmdetection#12392)."""
 _MULTI_GPU = re.compile(r"\bmulti-?GPUs?\b|\b(?:two|three|four|eight|several|multiple|[2-9]|1[0-6])\s+(?:or\s+\d+\s+)?"
-                        r"(?:\w+\s+)?GPUs\b|多卡|多GPU|多张卡", re.I)
+                        r"(?:\w+\s+){0,2}GPUs\b|\b(?:[2-9]|1[0-6])\s*[x×*]\s*(?:(?:RTX|GTX|Tesla|NVIDIA)\s*)?"
+                        r"(?:[AHLVT]\d{2,3}|[1-5]0[5-9]0)\b|多卡|多GPU|多张卡", re.I)
 _NOT_COLLECTIVE = re.compile(r"data\s*load\w*|dataloader|\bworkers?\b|tokeni[sz]\w*|preprocess\w*|download\w*|"
                              r"\bsav(?:e|es|ing)\b|\beval\w*|\bloss\w*|\bacc\w*|数据|保存", re.I)
 """A run said to hang only with several GPUs (`it stucks with multi-GPUs (2 or 4 A6000), but works with a single GPU`,
-transformers#28280; `with multi-gpu, the script hangs forever`, Matcha-TTS#57): what several GPUs add is their
+transformers#28280; `with multi-gpu, the script hangs forever`, Matcha-TTS#57; `on 4 RTX 3090 GPUs, the training
+freezes`, `4x3090`, `8 x A100`): what several GPUs add is their
 collectives, most often a peer-to-peer path that never completes; not where the line names other work that may
 stall (the data loader, tokenising, a save, an evaluation) or a loss that is stuck."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
