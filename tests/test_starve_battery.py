@@ -610,3 +610,17 @@ WORKER_KILLED = "\n".join([
 @pytest.mark.parametrize("text", [CRASHED, WORKER_KILLED], ids=["oom", "worker_killed"])
 def test_a_gpu_idle_because_the_run_crashed_names_the_crash(text: str) -> None:
     assert first_id(text) != "data_starved"
+
+
+@pytest.mark.parametrize("text", [
+    # transformers#5944 (wave 22's dev half), its sentence: a dataset's constructor reads and tokenises the whole file
+    "it works fine for small files but for file > 600 MB the process gets stuck at dataset = "
+    "LineByLineTextDataset(tokenizer=tokenizer,file_path=DATA_FILE,block_size=64)",
+    "with the full corpus the run is stuck at loading the dataset for two hours",
+])
+def test_a_run_stuck_at_building_or_loading_its_dataset_waits_on_its_data(text: str) -> None:
+    assert first_id(text) == "data_starved"
+
+
+def test_a_dataset_card_named_is_no_preparation() -> None:
+    assert first_id("the page is stuck at the Dataset card viewer") != "data_starved"

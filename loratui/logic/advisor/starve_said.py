@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from loratui.logic.advisor.prep_words import NAMED_HINTS, PREP_NAMED
+from loratui.logic.advisor.prep_words import PREP_NAMED, PREP_WORK, WORK_HINTS
 from loratui.logic.advisor.starve_said_times import loader_takes, slowdown_said, stall_said
 from loratui.logic.advisor.starve_words import (
     DEVICE,
@@ -265,7 +265,7 @@ def _said(line: str, after_iteration: bool, util: bool = True) -> dict[str, obje
                                               "%" in line and _GPU_NAMED.search(line)) else None
     if said_util is not None:
         return said_util
-    prep = (_prep_said(line) if any(w in low for w in NAMED_HINTS) else None) or \
+    prep = (_prep_said(line) if any(w in low for w in WORK_HINTS) else None) or \
         (slowdown_said(line) if any(w in low for w in _THEN_WORDS) else None) or \
         (stall_said(line) if "before" in low else None) or \
         (loader_takes(line) if any(w in low for w in _LOADER_WORDS) else None)
@@ -372,9 +372,11 @@ def _clause_low(clause: str) -> int | None:
 
 
 _PREP_STUCK = re.compile(r"(?:\b(?:stuck|hangs?|hanging|hung|frozen|freezes|sits?|sitting|stays?|waiting)\s+(?:for "
-                         r"(?:hours|ages) )?(?:at|on|in|during)|卡在|卡住在?|停在|一直在)\s*[^.!?\n。！？]{0,10}?" + _PREP_SUBJECT,
-                         re.I)
-"""A run stuck at its preprocessing (`stuck at "Running tokenizer on dataset"`, `一直卡在 tokenize`)."""
+                         r"(?:hours|ages) )?(?:at|on|in|during)|卡在|卡住在?|停在|一直在)\s*[^.!?\n。！？]{0,10}?"
+                         r"(?:" + PREP_WORK + r"|(?<![\w.])\w*Dataset\b(?!\s+(?:card|page|viewer|hub)\b))", re.I)
+"""A run stuck at its preprocessing (`stuck at "Running tokenizer on dataset"`, `一直卡在 tokenize`), at loading or
+building its data, or at a dataset's constructor, which reads and tokenises the whole file (`the process gets stuck
+at dataset = LineByLineTextDataset(...)` for a 600 MB file, transformers#5944)."""
 
 _NOT_PREP = re.compile(r"\b(?:generat\w*|inference|predict\w*|serving|decod(?:e|ing) (?:the )?(?:output|tokens))\b", re.I)
 """Tokenising at generation or serving time: not a dataset prepared for training."""
