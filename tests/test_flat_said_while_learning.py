@@ -109,3 +109,10 @@ def test_a_loss_said_still_beside_a_reward_said_still_is_reported(text: str) -> 
 
 def test_an_rl_loss_said_still_beside_a_reward_that_rises_is_no_report() -> None:
     assert "loss_flat" not in warned("GRPO: the loss never goes down but the reward increases.\n")
+
+
+@pytest.mark.parametrize("text", ["多卡训练时loss卡住不降\n", "训练时loss卡住不降\n"])
+def test_a_loss_said_stuck_in_chinese_is_flat_not_a_hang(text: str) -> None:
+    """`卡住` is a hang or a loss that stays put; with the loss named (its letters touching the characters) it is the
+    loss."""
+    assert "loss_flat" in warned(text)

@@ -184,6 +184,10 @@ def test_a_watchdog_that_kills_the_job_is_a_distributed_timeout() -> None:
     "Utilization.\n",
     "Training on 4x3090 hangs after a few hundred steps.\n",
     "On 8 x A100 the job freezes at random.\n",
+    # Paddle's two-card hang (wave 23's dev half): cards counted in Chinese
+    "单卡正常，两卡就有问题，卡住不动\n",
+    "用4卡训练时卡住了\n",
+    "With FSDP the training hangs after the first step.\n",
 ])
 def test_a_run_said_to_hang_only_with_several_gpus_hangs_in_a_collective(text: str) -> None:
     """Mechanism: what several GPUs add to a run is their collectives; a run that hangs with them (and not with one)
@@ -196,6 +200,8 @@ def test_a_run_said_to_hang_only_with_several_gpus_hangs_in_a_collective(text: s
     "With 2 GPUs the evaluation hangs after epoch 1.\n",  # other work named
     "Tokenizing hangs for an hour on multi-GPU.\n",
     "With batch 8 x 1024 tokens the loss is stuck at 2.3.\n",  # a batch's shape, no cards
+    "我有两张卡，训练时loss卡住不降\n",  # the loss is what is stuck, its letters touching the characters
+    "一张卡训练卡住了\n",  # one card
     "NCCL error: unhandled system error, NCCL version 2.18.1; nothing hangs, it fails at once.\n",  # no freeze said
 ])
 def test_several_gpus_beside_other_stuck_work_is_no_collective(text: str) -> None:

@@ -134,7 +134,10 @@ def _asks(sentence: str, calm: bool, not_yet: bool) -> bool:
 
 _STALL = re.compile(r"\b(?:hangs?|hanging|hung|freez\w*|froze|frozen|deadlock\w*)\b|卡住|卡死|死锁", re.IGNORECASE)
 """The run said to stop moving: a hang, whatever its cause, not a loss that stays put (`stuck` may be either)."""
-_LOSS_NAMED = re.compile(r"\b(?:\w+[_ ])?loss(?:es)?\b|\bppl\b|perplexity|accuracy|\bacc\b|损失|准确率", re.IGNORECASE)
+_LOSS_NAMED = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+[_ ])?loss(?:es)?(?![A-Za-z])|(?<![A-Za-z])(?:ppl|acc)(?![A-Za-z])|"
+                         r"perplexity|accuracy|损失|准确率", re.IGNORECASE)
+"""The loss (or a metric) named, also where its letters touch Chinese characters (`训练时loss卡住不降`: no word boundary
+stands between 时 and l, both word characters)."""
 _NAN_WORD = re.compile(r"\b(?:nan|inf|non-?finite)\b", re.IGNORECASE)
 _READERS: dict[str, Callable[[str], bool]] = {
     "nan_loss": lambda part: _NAN_WORD.search(part) is not None,

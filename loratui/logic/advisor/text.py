@@ -55,7 +55,8 @@ _WARDED = re.compile(r"\b(?:avoid\w*|prevent\w*|in case of|against|increas\w*|ra
 `increase the NCCL timeout`): a precaution, not a timeout that happened."""
 _NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
                "collective", "watchdog")
-_HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stucks?|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动",
+_HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stucks?|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动|挂起|"
+                        r"死锁",
                         re.I)
 """The user's words that the run stopped moving."""
 _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:first\s+)?[\"'`]?(?:Initiali[sz]ing distributed|"
@@ -69,14 +70,17 @@ a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`),
 (`then freezes and displays an NCCL error`, mmdetection#12392)."""
 _MULTI_GPU = re.compile(r"\bmulti-?GPUs?\b|\b(?:two|three|four|eight|several|multiple|[2-9]|1[0-6])\s+(?:or\s+\d+\s+)?"
                         r"(?:\w+\s+){0,2}GPUs\b|\b(?:[2-9]|1[0-6])\s*[x×*]\s*(?:(?:RTX|GTX|Tesla|NVIDIA)\s*)?"
-                        r"(?:[AHLVT]\d{2,3}|[1-5]0[5-9]0)\b|多卡|多GPU|多张卡", re.I)
-_NOT_COLLECTIVE = re.compile(r"data\s*load\w*|dataloader|\bworkers?\b|tokeni[sz]\w*|preprocess\w*|download\w*|"
-                             r"\bsav(?:e|es|ing)\b|\beval\w*|\bloss\w*|\bacc\w*|数据|保存", re.I)
+                        r"(?:[AHLVT]\d{2,3}|[1-5]0[5-9]0)\b|多卡|多GPU|多张卡|(?:[两二三四五六七八]|[2-9]|1[0-6])\s*[张块]?\s*"
+                        r"(?:卡|GPU|显卡)(?![住死顿])|(?<![A-Za-z0-9])(?:ZeRO[- ]?[23](?![0-9])|FSDP(?![A-Za-z]))", re.I)
+_NOT_COLLECTIVE = re.compile(r"data\s*load\w*|dataloader|(?<![A-Za-z])workers?(?![A-Za-z])|tokeni[sz]\w*|preprocess\w*|"
+                             r"download\w*|(?<![A-Za-z])(?:sav(?:e|es|ing)(?![A-Za-z])|eval|loss|acc)|数据|保存|损失|准确率",
+                             re.I)
 """A run said to hang only with several GPUs (`it stucks with multi-GPUs (2 or 4 A6000), but works with a single GPU`,
 transformers#28280; `with multi-gpu, the script hangs forever`, Matcha-TTS#57; `on 4 RTX 3090 GPUs, the training
-freezes`, `4x3090`, `8 x A100`): what several GPUs add is their
+freezes`, `4x3090`, `8 x A100`, `单卡正常，两卡就卡住不动`; a ZeRO-2/3 or FSDP run shards over its ranks): what several GPUs add is their
 collectives, most often a peer-to-peer path that never completes; not where the line names other work that may
-stall (the data loader, tokenising, a save, an evaluation) or a loss that is stuck."""
+stall (the data loader, tokenising, a save, an evaluation) or a loss that is stuck (in Chinese too: `两张卡，训练时loss卡住不降`,
+where the letters touch the characters and no word boundary stands)."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
 _AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
