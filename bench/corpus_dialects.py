@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
+import re
 import sys
 import tempfile
 import time
@@ -56,6 +57,9 @@ def clock(n: int) -> str:
 
 
 SENTENCE = "I get this when I run the training script:\n\n"
+_CJK = "\u3400-\u9fff\uf900-\ufaff"
+_CJK_TOUCH = re.compile(f"(?<=[{_CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_CJK}])")
+_CJK_GAP = re.compile(f"(?<=[{_CJK}]) +(?=[A-Za-z0-9])|(?<=[A-Za-z0-9]) +(?=[{_CJK}])")
 
 
 def fenced(info: str, sentence: str = SENTENCE) -> Callable[[str], str]:
@@ -110,6 +114,11 @@ WRAPPINGS: dict[str, Callable[[str], str]] = {
     # Windows line ends (a log saved on Windows, a paste from a Windows terminal).
     "crlf": lambda text: text.replace("\n", "\r\n"),
     "ansi_errors": ansi_errors,
+    # Chinese writers put a space between Chinese and Latin words or none (`训练时 loss 不降` / `训练时loss不降`): the
+    # reader must not depend on it (a `\b` never stands between 时 and l, both word characters). Records without
+    # Chinese are unchanged.
+    "cjk_spaced": lambda text: _CJK_TOUCH.sub(" ", text),
+    "cjk_tight": lambda text: _CJK_GAP.sub("", text),
 }
 
 

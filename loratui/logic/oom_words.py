@@ -58,7 +58,7 @@ _MEMORY_FAILED = re.compile(
     r"not enough\s+|lack of\s+|too little\s+|a lack of\s+){0,3}(?:GPU\s+|CUDA\s+|video\s+|device\s+)?(?:memory|VRAM)\b"
     r"(?![-_\s]*(?:usage|footprint|efficien\w*|saving|optimi\w*|format|layout|pinn\w*|map\w*|access))|"
     r"\b(?:memory|VRAM)(?:\s+to)?[-\s]+(?:crash\w*|overflow\w*|explo\w*)\b|"
-    r"(?:卡|GPU|CUDA)\S{0,2}?(?:空间|内存)(?:不足|不够|溢出|爆)|"
+    r"(?:卡|GPU|CUDA)\s?\S{0,2}?\s?(?:空间|内存)\s?(?:不足|不够|溢出|爆)|"
     r"\b(?:(?:GPU|CUDA|video)\s+)?(?:memory|VRAM)(?:\s+(?:usage|use|consumption|footprint))?\s+(?:\w+\s+)?(?:fills?|filled|"
     r"spikes?|spiked|explodes?|exploded|blows?\s+up|blew\s+up|jumps?|jumped|grows?|grew|rises?|rose|climbs?|climbed|"
     r"shoots?\s+up|shot\s+up|max(?:es|ed)?\s+out|keeps?\s+(?:growing|increasing|rising|climbing))\b[^.!?]{0,60}?"

@@ -33,11 +33,11 @@ other users` is no account of memory; `more and more processes are taking up the
 
 _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
-                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )\bmemory ?error\b|"
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )(?<![A-Za-z])memory ?error(?![A-Za-z])|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
                        + oom_words.HOST_MEM_ZH + r"(?:不足|溢出)|paging file is too small|crashed after using all available RAM|"
                        r"The Kernel crashed while executing code|kernel appears to have died|被\s*(?:kill|杀)|"
-                       r"(?:OOM|" + oom_words.HOST_MEM_ZH + r")\S{0,4}被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
+                       r"(?:OOM|" + oom_words.HOST_MEM_ZH + r")\s?\S{0,4}?\s?被系统\s*(?:kill|杀)|\bkilled\s+by\s+(?:the\s+)?(?:system|OS|kernel)\b|"
                        r"(?<!GPU )\bRAM\b[^.!?]{0,20}?\b(?:fills?\s+up|filled\s+up|gets\s+full)\b|"
                        r"\b(?:eats?|eating|consumes?|consuming|uses?|using|takes?|taking)\s+(?:up\s+)?all\s+(?:of\s+)?(?:the\s+|my\s+)?"
                        r"(?:system\s+|host\s+|CPU\s+)?RAM\b|"

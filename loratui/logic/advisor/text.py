@@ -55,10 +55,10 @@ _WARDED = re.compile(r"\b(?:avoid\w*|prevent\w*|in case of|against|increas\w*|ra
 `increase the NCCL timeout`): a precaution, not a timeout that happened."""
 _NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
                "collective", "watchdog")
-_HANG_SAID = re.compile(r"\b(?:hangs?|hanging|hung|stucks?|freez\w*|frozen|gets? no further|no progress)\b|卡住|卡死|不动|挂起|"
-                        r"死锁",
-                        re.I)
-"""The user's words that the run stopped moving."""
+_HANG_SAID = re.compile(r"(?<![A-Za-z])(?:hangs?|hanging|hung|stucks?|freez[A-Za-z]*|frozen|gets? no further|no progress)"
+                        r"(?![A-Za-z])|卡住|卡死|不动|挂起|死锁", re.I)
+"""The user's words that the run stopped moving, in Chinese too, where the English word touches the characters
+(`一直hang住`: no `\b` stands between 直 and h, both word characters)."""
 _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:first\s+)?[\"'`]?(?:Initiali[sz]ing distributed|"
                          r"init_process_group|rendezvous|barrier|all[_-]?reduce|all[_-]?gather|broadcast|NCCL|"
                          r"communicat\w*|dist\.\w+)|\b(?:multi-?node|(?:two|three|four|\d+) nodes|across nodes)\b|"

@@ -248,8 +248,8 @@ _SETUP = (
         r"(?:CUDA|ROCm|HIP|XPU) Setup failed despite|CUDA Setup failed|does not support Int8 Matmul|"
         # a message that asks for it (installed, upgraded, with CUDA), not a command line that installs it
         r"^(?!\s*(?:[!%$>]\s*)?(?:pip3?|python3? -m pip|conda|uv|mamba)\b).*?(?:\brequires?\b|\bplease install\b|"
-        r"\bupgrade\b)[^\n]{0,120}?\bbitsandbytes\b|"
-        r"\bbitsandbytes\b[^\n]{0,60}?\b(?:is not installed|requires CUDA)|Failed to import \S*bitsandbytes|"
+        r"\bupgrade\b)[^\n]{0,120}?(?<![A-Za-z0-9_])bitsandbytes(?![A-Za-z0-9_])|"
+        r"(?<![A-Za-z0-9_])bitsandbytes\b[^\n]{0,60}?\b(?:is not installed|requires CUDA)|Failed to import \S*bitsandbytes|"
         r"No GPU found\. A GPU is needed for quantization|"
         r"bitsandbytes\S* is not a supported wheel|(?:satisfies the requirement|No matching distribution found for) "
         r"bitsandbytes|CUDA SETUP: (?:Problem|CUDA detection failed|Required library|Something unexpected|"
@@ -257,8 +257,9 @@ _SETUP = (
         r"No module named '?bitsandbytes|Using `bitsandbytes` \S+ quantization requires|"
         r"bitsandbytes (?:library load error|native library|CUDA binary)|"
         r"version of `?bitsandbytes`? that is not compatible|"
-        # the person's words, in the clause that names it: `bitsandbytes doesn't work on Windows`, `bitsandbytes 报错`
-        r"\bbitsandbytes\b[^.,;。，；\n]{0,40}?(?:(?:does ?n[o']t|do ?n[o']t|won'?t|will not|is ?n[o']t|never) work(?:s|ing)?\b|"
+        # the person's words, in the clause that names it: `bitsandbytes doesn't work on Windows`, `bitsandbytes 报错`,
+        # `遇到了bitsandbytes报错` (Chinese touching the name: no `\b` stands there)
+        r"(?<![A-Za-z0-9_])bitsandbytes(?![A-Za-z0-9_])[^.,;。，；\n]{0,40}?(?:(?:does ?n[o']t|do ?n[o']t|won'?t|will not|is ?n[o']t|never) work(?:s|ing)?\b|"
         r"\bfail(?:s|ed|ing|ure)?\b|\b(?:is |was )?too old\b|不支持|装不上|安装失败|编译失败|用不了|不能用|"
         r"版本不(?:对|匹配|兼容)|(?<!没有)(?<!没)(?<!不)(?:报错|出错))|"
         r"\b(?:can'?t|cannot|unable to|could ?n'?t|fail(?:s|ed)? to) (?:get |make )?bitsandbytes\b[^.,;\n]{0,30}?"
