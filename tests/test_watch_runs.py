@@ -267,6 +267,21 @@ def test_a_loops_own_step_key_is_the_records_step(watch_dir: Path) -> None:
     assert summary["min_loss_step"] == 60 and summary["steps"] == 60
 
 
+def test_a_plain_loops_second_phase_counts_on(watch_dir: Path) -> None:
+    """A loop printing `step 1/6 .. step 6/6` twice: its second phase's losses were logged at steps 1..6 again, over
+    the first phase's curve, with no step recorded; they are the run's steps 7..12, as a second Trainer's are."""
+    viewer = _start(watch_dir, sys.executable, str(SCRIPTS / "restart_loop.py"), "6")
+    run = _run(watch_dir)
+    out, _ = viewer.communicate(timeout=300)
+    assert kinds(run, "end")[0]["state"] == "finished", out[-2000:]
+    assert _steps(run) == list(range(1, 13)) and sorted(_losses(run)) == list(range(1, 13))
+    assert _losses(run)[7] == 1.5 and _losses(run)[12] == 0.25
+    assert [(e.get("start_step", 0), e["max_steps"]) for e in kinds(run, "train_begin")] == [(0, 6), (6, 12)]
+    assert kinds(run, "end")[0]["step"] == 12 and kinds(run, "exit")[0]["step"] == 12
+    summary = json.loads(loratui("replay", "--summary", str(run)).stdout)
+    assert summary["steps"] == 12 and summary["min_loss_step"] == 12
+
+
 def test_a_crash_is_placed_at_the_step_it_followed(watch_dir: Path) -> None:
     """A loop that crashes after printing step 25: its stdout and stderr were tailed by two threads, and the
     traceback was read before the last five steps' lines (the doctor said `cuda_error (step 20)`); the last

@@ -23,11 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from transformers import TrainerCallback
 
 from loratui import events
 from loratui.eventlog import EventWriter
+from loratui.phases import Phases, shifted
 from loratui.rundir import SUSPEND_EXIT, RunDir, replace_file
 
 RUN_ENV, RESUME_ENV, PARENT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_SUPERVISOR_PID"
@@ -37,39 +37,8 @@ WATCHED_OPTIONS = {"reset_peaks": False, "pin_saves": False}
 peaks recorded are running maxima), and its output_dir gets only what its Trainer writes."""
 
 
-class _Phases:
-    """The training phases of this process so far: a script may train twice (a warm-up Trainer, then the main one,
-    each train() starting at step 1). The run's step axis counts on across them: a later phase's steps are recorded
-    after the earlier phases' last step (the Trainer's step N of phase 2 is the run's `offset + N`), so its loss
-    curve follows phase 1's in the log, the chart, replay and the advice rather than overlaying it. A single
-    Trainer's events are written as they are (no offset, not one byte changed)."""
-
-    count = 0
-    last_step = 0
-    """The last step (the run's) this process recorded."""
-    tokens_seen = 0
-    """This rank's tokens seen by then (`Step.tokens_seen` is the run's total)."""
-
-    @classmethod
-    def offset(cls, start: int) -> int:
-        """The shift of a phase whose Trainer starts at `start`: none for the first phase, nor for a later one that
-        goes on past the steps recorded (its own resume); else what puts its first step after the last one."""
-        return cls.last_step - start if cls.count and start < cls.last_step else 0
-
-    @classmethod
-    def saw(cls, event: events.AnyEvent) -> None:
-        if isinstance(event, events.Step):
-            cls.last_step = max(cls.last_step, event.step)
-            cls.tokens_seen = max(cls.tokens_seen, event.tokens_seen)
-
-
-def _shifted(event: events.AnyEvent, offset: int) -> events.AnyEvent:
-    """The event on the run's step axis: its step (a TrainBegin's start and end too) moved on by `offset`."""
-    if isinstance(event, events.TrainBegin):
-        return msgspec.structs.replace(event, start_step=event.start_step + offset,
-                                       max_steps=event.max_steps + offset if event.max_steps > 0 else event.max_steps)
-    step = getattr(event, "step", None)
-    return msgspec.structs.replace(event, step=step + offset) if isinstance(step, int) else event
+_Phases = Phases()
+"""This process's training phases: a later train() counts on after the steps recorded (`loratui.phases`)."""
 
 
 class LoratuiCallback(TrainerCallback):
@@ -93,8 +62,7 @@ class LoratuiCallback(TrainerCallback):
         if not self.run_dir:
             return
         later = _Phases.count > 0
-        self.offset = _Phases.offset(int(state.global_step))
-        _Phases.count += 1
+        self.offset = _Phases.begin(int(state.global_step))
         self.inner = self._start(args, kwargs.get("model"), kwargs.get("train_dataloader"))
         if later and state.global_step == 0:
             self.inner.tokens.carry(_Phases.tokens_seen)  # the run's total counts on too
@@ -109,8 +77,7 @@ class LoratuiCallback(TrainerCallback):
     def write(self, event: events.AnyEvent) -> None:
         """Write one event on the run's step axis (a later training phase's steps after the earlier ones')."""
         assert self.log is not None
-        if self.offset:
-            event = _shifted(event, self.offset)
+        event = shifted(event, self.offset)
         _Phases.saw(event)
         self.log.write(event)
 
