@@ -169,6 +169,45 @@ def test_a_second_trainer_counts_on_after_the_first(model_dir: Path, watch_dir: 
     assert summary["steps"] == 10
 
 
+def test_a_second_trainer_suspended_resumes_where_it_stopped(model_dir: Path, watch_dir: Path,
+                                                             tmp_path: Path) -> None:
+    """Suspend in the main phase of a warm-up + main script, then resume: the resumed process runs the script from
+    its start, and its first train() (the warm-up) took the main phase's checkpoint (it trained one step at the main
+    phase's learning rate, recorded after its own 4), then the main phase trained again from its step 1. Now the
+    main phase resumes from its checkpoint at the run's step where it stopped, the warm-up runs again as the script
+    asks (recorded again from step 1, and said so), and every loss and token count is the uninterrupted run's."""
+    def script(out: str) -> list[str]:
+        return [sys.executable, str(SCRIPTS / "two_phases.py"), "--model", str(model_dir), "--out", str(tmp_path / out),
+                "--main-steps", "20"]
+
+    viewer = _start(watch_dir, *script("o"))
+    run = _run(watch_dir)
+    _wait_step(run, 6)
+    control.send(run / "control.sock", "suspend")
+    wait_for(lambda: any(e["state"] == "suspended" for e in kinds(run, "state")), timeout=120)
+    stopped_at = max(_steps(run))
+    assert 6 <= stopped_at < 24, stopped_at
+    control.send(run / "control.sock", "resume")
+    out, _ = viewer.communicate(timeout=900)
+    assert kinds(run, "end")[0]["state"] == "finished", out[-3000:]
+    resumed_t = next(float(e["t"]) for e in kinds(run, "control") if e["command"] == "resume")  # type: ignore[arg-type]
+    again = [int(e["step"]) for e in kinds(run, "step") if float(e["t"]) > resumed_t]  # type: ignore[arg-type]
+    assert again == [1, 2, 3, 4, *range(stopped_at + 1, 25)], again
+    begins = [(e.get("start_step", 0), e["max_steps"]) for e in kinds(run, "train_begin")]
+    assert begins == [(0, 4), (4, 24), (0, 4), (stopped_at, 24)], begins
+    notices = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "train_phase"]
+    assert len(notices) == 3 and "runs again" in notices[1] and "resumed at its step" in notices[2], notices
+    straight = watch_dir / "straight"  # the same script, never interrupted
+    reference = loratui("run", "--headless", "--runs-dir", str(straight), "--", *script("o2"), timeout=900, env=ENV)
+    assert reference.returncode == 0, reference.stdout[-2000:]
+    a, b = _losses(only_run(straight)), _losses(run)
+    assert sorted(b) == sorted(a) == list(range(1, 25))
+    for step in range(1, 25):
+        assert b[step] == pytest.approx(a[step], rel=1e-3), step
+    assert tokens_by_step(run) == tokens_by_step(only_run(straight))
+    assert kinds(run, "end")[0]["step"] == 24
+
+
 def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_dir: Path, watch_dir: Path,
                                                                            tmp_path: Path) -> None:
     viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out-b", 8, "--lora-dropout", "0"))

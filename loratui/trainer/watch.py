@@ -29,6 +29,7 @@ from loratui import events
 from loratui.eventlog import EventWriter
 from loratui.phases import Phases, shifted
 from loratui.rundir import SUSPEND_EXIT, RunDir, replace_file
+from loratui.trainer.lives import Resumed
 
 RUN_ENV, RESUME_ENV, PARENT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_SUPERVISOR_PID"
 """Set by the supervisor for the watched command: the run directory; on a resume, the checkpoint."""
@@ -39,6 +40,40 @@ peaks recorded are running maxima), and its output_dir gets only what its Traine
 
 _Phases = Phases()
 """This process's training phases: a later train() counts on after the steps recorded (`loratui.phases`)."""
+
+
+class _Resuming:
+    """A process the supervisor resumes after a suspend (RESUME_ENV: the checkpoint) runs the script from its start.
+    The checkpoint is its phase's: a script that trains twice and was suspended in its second train() resumes that
+    one, from the checkpoint, on the run's step axis where it stopped; the train() calls before it run again as the
+    script asks, recorded again from their start. (The first train() took the checkpoint: the warm-up resumed the
+    main phase's state, and the main phase trained again from its step 1, recorded after the warm-up's.)"""
+
+    def __init__(self) -> None:
+        self.calls = 0  # hooked train() calls so far in this process
+        self.path = ""  # the checkpoint, until the train() it belongs to takes it
+        self.found: Resumed | None = None  # where the log says it was written
+
+    def take(self, run_dir: str) -> tuple[str, Resumed | None]:
+        """The checkpoint (and where it was written) when this train() call is the one to resume from it."""
+        self.calls += 1
+        if self.calls == 1:
+            self.path = os.environ.pop(RESUME_ENV, "")  # once: the script's own processes never see it
+            if self.path:
+                from loratui.trainer.lives import resumed_phase
+
+                self.found = resumed_phase(RunDir(Path(run_dir)).events, self.path)
+        if not self.path or self.calls < (self.found.phase if self.found is not None else 1):
+            return "", None
+        path, self.path = self.path, ""
+        return path, self.found
+
+    def ahead(self) -> int:
+        """The phase still to be resumed (0: none): the train() running now comes before it and runs again."""
+        return self.found.phase if self.path and self.found is not None else 0
+
+
+_RESUMING = _Resuming()
 
 
 class LoratuiCallback(TrainerCallback):
@@ -53,6 +88,7 @@ class LoratuiCallback(TrainerCallback):
         self.resume_from: Any = None  # train()'s resume_from_checkpoint (a path, True, or None)
         self._unhook: Any = None
         self.offset = 0  # this phase's shift onto the run's step axis (`_Phases`)
+        self.resumed: Resumed | None = None  # where the checkpoint it resumes from after a suspend was written
 
     @property
     def suspended(self) -> bool:
@@ -62,17 +98,39 @@ class LoratuiCallback(TrainerCallback):
         if not self.run_dir:
             return
         later = _Phases.count > 0
-        self.offset = _Phases.begin(int(state.global_step))
+        resumed = self.resumed if self.resumed is not None and 0 < state.global_step <= self.resumed.step else None
+        if resumed is not None:  # where it stopped before the suspend, not after what this process trained again
+            _Phases.count += 1
+            self.offset = resumed.step - int(state.global_step)
+        else:
+            self.offset = _Phases.begin(int(state.global_step))
         self.inner = self._start(args, kwargs.get("model"), kwargs.get("train_dataloader"))
-        if later and state.global_step == 0:
+        if resumed is not None:
+            self.inner.resumed_seen = resumed.tokens_seen
+        elif later and state.global_step == 0:
             self.inner.tokens.carry(_Phases.tokens_seen)  # the run's total counts on too
-        if self.offset and int(args.process_index) == 0:
-            self.write(events.Notice(
-                t=time.time(), level="info", key="train_phase",
-                message=f"training phase {_Phases.count} began (another train() in the script, from its step "
-                        f"{state.global_step}): the run's steps count on after step {_Phases.last_step}, so its "
-                        f"step N is recorded as the run's step {self.offset} + N"))
+        if int(args.process_index) == 0:
+            self._say_phase(state, resumed)
         self.inner.on_train_begin(args, state, control, **kwargs)
+
+    def _say_phase(self, state: Any, resumed: Resumed | None) -> None:
+        """A notice where this phase's steps are not recorded as its Trainer counts them, or are recorded again."""
+        if resumed is not None and self.offset:
+            message = (f"training phase {_Phases.count} resumed at its step {state.global_step} (the checkpoint of "
+                       f"the run's step {resumed.step}): its step N is recorded as the run's step {self.offset} + N, "
+                       "as before the suspend")
+        elif _RESUMING.ahead() > _Phases.count:
+            message = (f"training phase {_Phases.count} runs again: this process resumes the script's phase "
+                       f"{_RESUMING.ahead()} from its checkpoint and runs the script from its start, so the steps of "
+                       f"the train() calls before it are trained and recorded again, from the run's step "
+                       f"{self.offset + int(state.global_step)}")
+        elif self.offset:
+            message = (f"training phase {_Phases.count} began (another train() in the script, from its step "
+                       f"{state.global_step}): the run's steps count on after step {_Phases.last_step}, so its "
+                       f"step N is recorded as the run's step {self.offset} + N")
+        else:
+            return
+        self.write(events.Notice(t=time.time(), level="info", key="train_phase", message=message))
 
     def write(self, event: events.AnyEvent) -> None:
         """Write one event on the run's step axis (a later training phase's steps after the earlier ones')."""
@@ -226,7 +284,7 @@ def patch(trainer_class: Any) -> None:
         callback = _callback(self) if os.environ.get(RUN_ENV) else None
         if callback is None:
             return original_train(self, *args, **kwargs)
-        resume = os.environ.pop(RESUME_ENV, "")  # once: a second train() call is the script's own
+        resume, callback.resumed = _RESUMING.take(callback.run_dir)
         if resume:
             args, kwargs = args[1:], {**kwargs, "resume_from_checkpoint": resume}
         callback.via_train = True
