@@ -83,7 +83,8 @@ class LoratuiCallback(TrainerCallback):
         self.run_dir = os.environ.get(RUN_ENV, "")
         self.inner: Any = None  # the EventCallback, from train begin on
         self.via_train = False  # training runs through Trainer.train: suspend/resume can work
-        self.log: EventWriter | None = None
+        self.log: EventWriter | None = None  # open from train begin to train end
+        self.ended = False  # training ended: the log is closed (`write`)
         self.trainer: Any = None  # a weakref to the Trainer it serves (set by the patched __init__)
         self.resume_from: Any = None  # train()'s resume_from_checkpoint (a path, True, or None)
         self._unhook: Any = None
@@ -133,11 +134,20 @@ class LoratuiCallback(TrainerCallback):
         self.write(events.Notice(t=time.time(), level="info", key="train_phase", message=message))
 
     def write(self, event: events.AnyEvent) -> None:
-        """Write one event on the run's step axis (a later training phase's steps after the earlier ones')."""
+        """Write one event on the run's step axis (a later training phase's steps after the earlier ones'). After
+        training (the suspend's state, an evaluate() of the script's) the log is opened for the event alone: the
+        script's code after train() sees no descriptor of loratui's."""
         assert self.log is not None
         event = shifted(event, self.offset)
         _Phases.saw(event)
-        self.log.write(event)
+        if not self.ended:
+            self.log.write(event)
+            return
+        writer = EventWriter(RunDir(Path(self.run_dir)).events)
+        try:
+            writer.write(event)
+        finally:
+            writer.close()
 
     def _start(self, args: Any, model: Any, loader: Any) -> Any:
         import torch
@@ -147,7 +157,7 @@ class LoratuiCallback(TrainerCallback):
         from loratui.trainer.callback import ControlState, EventCallback, RankSync, TokenCounter
 
         run = RunDir(Path(self.run_dir))
-        self.log = EventWriter(run.events)
+        self.log, self.ended = EventWriter(run.events), False
         world, rank = int(args.world_size), int(args.process_index)
         cuda = args.device.type == "cuda"
         control = ControlState(run.commands)
@@ -224,6 +234,9 @@ class LoratuiCallback(TrainerCallback):
         self.inner.on_train_end(args, state, control, **kwargs)
         if self._unhook is not None:
             self._unhook()
+        if self.log is not None:  # the script's code after train() sees no descriptor of loratui's
+            self.log.close()
+            self.ended = True
 
 
 def _delegate(name: str) -> Any:
