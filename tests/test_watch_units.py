@@ -478,3 +478,18 @@ def test_one_phase_is_recorded_as_it_was() -> None:
     assert _kinds(found).count("TrainBegin") == 1 and "Notice" not in _kinds(found)
     assert _axis(found)[0] == [1, 2, 3, 4] and found[0] == events.TrainBegin(
         t=1.0, max_steps=4, num_epochs=0.0, controls=["pause", "resume", "stop"], pause_mode="signal")
+
+
+def test_an_evaluations_count_begins_no_phase() -> None:
+    """A loop that validates every few steps, printing `val step 1..2 loss X`: the reader takes those for losses at
+    steps 1 and 2 (as it did), but they begin no phase, which would have moved every later step of the run."""
+    lines = ["step 1 loss=3.0", "step 2 loss=2.8", "step 3 loss=2.6", "val step 1 loss 2.9", "val step 2 loss 2.7",
+             "step 4 loss=2.5", "step 5 loss=2.4", "Validation: step 1, loss 2.6", "step 6 loss=2.3"]
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    steps, logs = _axis(found)
+    assert steps == [1, 2, 3, 4, 5, 6] and [step for step, _ in logs] == [1, 2, 3, 1, 2, 4, 5, 1, 6]
+    assert "Notice" not in _kinds(found) and _kinds(found).count("TrainBegin") == 1
+    after_eval = _feed(OutputWatcher(clock=lambda: 1.0), "step 1 loss=3.0", "step 2 loss=2.8", "eval loss 2.9",
+                       "step 1 loss=2.7", "step 2 loss=2.6")  # an evaluation's line with no step between phases
+    # (the reader takes `eval loss 2.9` for step 3, as it did): phase 2 still counts on after it
+    assert _axis(after_eval)[0] == [1, 2, 3, 4, 5] and "Notice" in _kinds(after_eval)

@@ -10,14 +10,21 @@ lines printed without a bar, and the run's step axis across a printed count that
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from loratui import events
 from loratui.logic.text_reader import TextReader
+from loratui.logic.text_reader import values as v
 from loratui.phases import Phases, shifted
 
+_EVAL_WORDS = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|evaluating|test|testing)\b",
+                         re.IGNORECASE)
+"""A loss line of an evaluation (`val step 1 loss 2.3`): its count starts again at every evaluation, and is no new
+training phase (the reader takes it for a training loss, as it always did, on the step it names)."""
 SIGNAL_CONTROLS = ["pause", "resume", "stop"]
 """What a process without the hook obeys: SIGSTOP/SIGCONT of its process group, and SIGTERM."""
 
@@ -44,6 +51,7 @@ class OutputWatcher:
         self._first = -1  # the first step a record printed (where its count starts): -1 before any
         self._last_log = -1  # the last record's step on the run's axis
         self._start = 0  # where the current phase starts on the run's axis (its TrainBegin's `start_step`)
+        self._eval_steps: deque[int] = deque(maxlen=8)  # the steps evaluation loss lines printed, lately
 
     def hold(self) -> None:
         """The command is held (SIGSTOP) from now: no step takes this time."""
@@ -70,6 +78,10 @@ class OutputWatcher:
     def feed(self, line: str) -> list[events.AnyEvent]:
         """The events one line (or one redraw of a progress bar) adds."""
         now = float(self.clock())
+        if _EVAL_WORDS.search(line):
+            found = v.loss_line(line)
+            if found is not None and found[0] is not None:
+                self._eval_steps.append(found[0])
         return self._events(self.reader.feed(line, now), now)
 
     def close(self) -> list[events.AnyEvent]:
@@ -101,12 +113,13 @@ class OutputWatcher:
         printed again: a second training phase, an epoch counted from 1) begins a phase: its steps count on after
         the steps recorded, as a second Trainer's do (`loratui.phases`), said in a notice. It is taken to start
         from 0, as a Trainer's train() does (a count printed from 0 from -1), so a loop printing every k steps
-        keeps its k. Any other step below the last (an evaluation's, a copy on the other stream) is left as it is."""
+        keeps its k. Any other step below the last (a copy on the other stream), and one an evaluation's loss line
+        printed (`_EVAL_WORDS`), is left as it is."""
         if self._first < 0:
             self._first = step
             self.phases.begin(0)
             return []
-        if not (step + self.offset < self._last_log and step <= self._first):
+        if not (step + self.offset < self._last_log and step <= self._first) or step in self._eval_steps:
             return []
         start = min(0, step - 1)
         self.offset = self.phases.begin(start)
