@@ -493,3 +493,13 @@ def test_an_evaluations_count_begins_no_phase() -> None:
                        "step 1 loss=2.7", "step 2 loss=2.6")  # an evaluation's line with no step between phases
     # (the reader takes `eval loss 2.9` for step 3, as it did): phase 2 still counts on after it
     assert _axis(after_eval)[0] == [1, 2, 3, 4, 5] and "Notice" in _kinds(after_eval)
+
+
+def test_a_copy_on_the_other_stream_begins_no_phase() -> None:
+    """The same `step N loss X` lines printed and logged to stderr too: a round of the tail reads stdout's steps 10
+    and 20, then stderr's copy of 10, below the last and where the count began. It read as a second phase, and
+    every later step of the run was recorded 20 steps on."""
+    lines = ["step 10 loss 2.0", "step 20 loss 1.9", "step 10 loss 2.0", "step 20 loss 1.9", "step 30 loss 1.8",
+             "step 30 loss 1.8"]
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert _axis(found)[0] == [10, 20, 30] and "Notice" not in _kinds(found)

@@ -52,6 +52,7 @@ class OutputWatcher:
         self._last_log = -1  # the last record's step on the run's axis
         self._start = 0  # where the current phase starts on the run's axis (its TrainBegin's `start_step`)
         self._eval_steps: deque[int] = deque(maxlen=8)  # the steps evaluation loss lines printed, lately
+        self._recent: deque[tuple[int, dict[str, float | str]]] = deque(maxlen=8)  # the last records, as printed
 
     def hold(self) -> None:
         """The command is held (SIGSTOP) from now: no step takes this time."""
@@ -95,7 +96,8 @@ class OutputWatcher:
             if isinstance(event, events.Step):
                 out += self._step(event.step, event.step_time, now)
             elif isinstance(event, events.Log):
-                out += self._new_phase(event.step, now)
+                out += self._new_phase(event.step, event.values, now)
+                self._recent.append((event.step, event.values))
                 event = shifted(event, self.offset)
                 self._last_log = max(self._last_log, event.step)
                 self._note_epoch(event.values.get("epoch"))
@@ -108,18 +110,20 @@ class OutputWatcher:
             self.phases.saw(event)
         return out
 
-    def _new_phase(self, step: int, now: float) -> list[events.AnyEvent]:
+    def _new_phase(self, step: int, values: dict[str, float | str], now: float) -> list[events.AnyEvent]:
         """A record whose printed step goes back below the last record's, to where the count began (`step 1..N`
         printed again: a second training phase, an epoch counted from 1) begins a phase: its steps count on after
         the steps recorded, as a second Trainer's do (`loratui.phases`), said in a notice. It is taken to start
         from 0, as a Trainer's train() does (a count printed from 0 from -1), so a loop printing every k steps
-        keeps its k. Any other step below the last (a copy on the other stream), and one an evaluation's loss line
-        printed (`_EVAL_WORDS`), is left as it is."""
+        keeps its k. Any other step below the last, one an evaluation's loss line printed (`_EVAL_WORDS`), and a
+        copy of one of the last records (the same line logged on the other stream too, read after the first stream's
+        next lines) are left as they are."""
         if self._first < 0:
             self._first = step
             self.phases.begin(0)
             return []
-        if not (step + self.offset < self._last_log and step <= self._first) or step in self._eval_steps:
+        if not (step + self.offset < self._last_log and step <= self._first) or step in self._eval_steps \
+                or (step, values) in self._recent:
             return []
         start = min(0, step - 1)
         self.offset = self.phases.begin(start)
