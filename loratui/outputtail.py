@@ -92,11 +92,13 @@ class OutputFollower:
 
 
 def follow_together(followers: list[OutputFollower], done: threading.Event,
-                    starts: list[int] | None = None) -> None:
+                    starts: list[int] | None = None, after_round: Callable[[], None] | None = None) -> None:
     """Tail several files in one loop, each read in turn, in the order given, until `done` is set. A command's
     stdout and stderr in one thread, stdout first: a traceback printed after the last step's line is read after it
     (two threads each polling a file read the traceback of a crash before the five steps printed just before it,
-    and the failure was placed at step 20 of 25). `starts`: where in each file to begin (else at its end)."""
+    and the failure was placed at step 20 of 25). `starts`: where in each file to begin (else at its end);
+    `after_round`: called after each round but the last (every file read to its end as it was when the round
+    began)."""
     with contextlib.ExitStack() as stack:
         handles = [stack.enter_context(open(f.path, "rb")) for f in followers]
         for index, handle in enumerate(handles):
@@ -110,17 +112,19 @@ def follow_together(followers: list[OutputFollower], done: threading.Event,
                 follower._read(handle, finished)
             if finished:
                 return
+            if after_round is not None:
+                after_round()
             done.wait(POLL_S)
 
 
 def follow_streams(stdout: Path, stderr: Path, emit: Callable[[str, list[str]], None], done: threading.Event,
                    redraw: Callable[[str], None] | None = None, starts: list[int] | None = None,
-                   max_file: int = MAX_FILE) -> threading.Thread:
+                   max_file: int = MAX_FILE, after_round: Callable[[], None] | None = None) -> threading.Thread:
     """A started thread tailing a trainer's stdout then stderr (`follow_together`) until `done`: `emit(stream, lines)`
-    with "stdout" or "stderr"; `redraw` is given each redraw of a bar still being drawn; `starts` and `max_file` as
-    `follow_together` and `OutputFollower` take them."""
+    with "stdout" or "stderr"; `redraw` is given each redraw of a bar still being drawn; `starts`, `max_file` and
+    `after_round` as `follow_together` and `OutputFollower` take them."""
     followers = [OutputFollower(path, functools.partial(emit, name), max_file=max_file, redraw=redraw)
                  for path, name in ((stdout, "stdout"), (stderr, "stderr"))]
-    thread = threading.Thread(target=follow_together, args=(followers, done, starts), daemon=True)
+    thread = threading.Thread(target=follow_together, args=(followers, done, starts, after_round), daemon=True)
     thread.start()
     return thread

@@ -8,8 +8,11 @@ still `lost`.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,7 +24,7 @@ from loratui.rundir import RunDir, write_pidfile
 from loratui.sources.runlog import LiveSource
 from loratui.supervisor.keeper import Keeper
 from loratui.trainer.orphan import OwnerWatch
-from tests.conftest import TINY, kinds, loratui, only_run
+from tests.conftest import TINY, kinds, loratui, only_run, wait_for
 
 
 def _run(tmp_path: Path, *found: events.AnyEvent) -> RunDir:
@@ -149,19 +152,45 @@ def _printing(run: RunDir, steps: int, wait_s: float = 0.0) -> list[str]:
     return [sys.executable, "-c", f"import time; time.sleep({wait_s}); open({str(run.stdout_log)!r}, 'a').write({text!r})"]
 
 
-def test_a_keepers_exit_has_the_last_step_its_command_printed(tmp_path: Path) -> None:
+def test_a_keepers_exit_has_the_last_step_its_supervisor_read(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A plain loop's steps are read from its output by the supervisor, whose tail polls every 0.25 s and whose
-    reader holds the last loss line until the output closes (once the keeper has exited): the keeper's exit, written
-    as the command exits, said the step the log had then (17 of a 35-step loop, its End 35). It reads the output's
-    steps itself, so its exit has the step the End will have."""
+    reader holds the last loss line until the output closes: the keeper's exit, written as the command exits, said
+    the step the log had then (17 of a 35-step loop, its End 35). The keeper read the output a second time for it,
+    with a reader of its own; now it reads nothing while its supervisor lives: it waits for the supervisor (its
+    parent) to read the output to its end (owner.py `_OutputRead`, played here by a thread) and takes the step from
+    the log."""
+    from loratui.supervisor import keeper as keeper_module
+    from loratui.supervisor.command import READ_SIGNAL
+    from loratui.supervisor.watch_output import OutputWatcher
+
     run = _run(tmp_path, *_training())  # the supervisor recorded up to step 3
-    supervisor = _supervisor(run)
+    write_pidfile(run.pidfile, os.getppid())  # this process's parent stands for the keeper's, the supervisor
+    tails: list[object] = []
+    monkeypatch.setattr(keeper_module, "follow_streams", lambda *args, **kwargs: tails.append(args))
+
+    def supervisor() -> None:  # reads the output once the command has exited, records its steps, says so
+        gone = lambda: run.trainer_pidfile.exists() and run.trainer_pid() is None
+        wait_for(gone, timeout=30, every=0.02)
+        watcher, log = OutputWatcher(), EventWriter(run.events)
+        watcher.began, watcher.step = True, 3
+        for line in run.stdout_log.read_text().splitlines():
+            for event in watcher.feed(line):
+                log.write(event)
+        for event in watcher.close():
+            log.write(event)
+        log.close()
+        os.kill(os.getpid(), READ_SIGNAL)
+
+    reader = threading.Thread(target=supervisor, daemon=True)
+    before = signal.getsignal(READ_SIGNAL)
     try:
+        reader.start()
         code = Keeper(run, _printing(run, 8), poll_s=3600).run_command()
     finally:
-        supervisor.kill()
-        supervisor.wait()
-    assert code == 0
+        signal.signal(READ_SIGNAL, before)
+    reader.join(timeout=10)
+    assert code == 0 and not tails  # no second reading of the output
     (exit_,) = kinds(run.path, "exit")
     assert exit_["step"] == 8, exit_
 

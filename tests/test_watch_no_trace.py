@@ -156,6 +156,18 @@ def test_path_sitecustomize_buffering_cwd_and_environment_are_the_scripts_own(re
             assert unwanted not in env_watched
 
 
+def test_descriptors_are_the_scripts_own_after_training(reports: dict[str, Any]) -> None:
+    """The hook's callback kept the run's log open (fd 3) from train begin to the process's exit: the script's code
+    after train() saw a descriptor of loratui's. Now only training holds it (each step is written to it)."""
+    def fds(when: str, who: str) -> dict[str, str]:
+        return {fd: target for fd, target in reports[who][when]["fds"].items() if target is not None}
+
+    run = reports["run"]
+    assert sorted(fds("after", "watched")) == sorted(fds("after", "alone")), fds("after", "watched")
+    extra = set(fds("during", "watched")) - set(fds("during", "alone"))
+    assert [fds("during", "watched")[fd] for fd in extra] == [str(run / "events.jsonl")]
+
+
 def test_save_writes_only_what_the_trainer_writes(reports: dict[str, Any]) -> None:
     run = reports["run"]
     assert reports["watched"]["files"] == reports["alone"]["files"]  # no saved/ beside the checkpoints

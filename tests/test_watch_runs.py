@@ -169,6 +169,45 @@ def test_a_second_trainer_counts_on_after_the_first(model_dir: Path, watch_dir: 
     assert summary["steps"] == 10
 
 
+def test_a_second_trainer_suspended_resumes_where_it_stopped(model_dir: Path, watch_dir: Path,
+                                                             tmp_path: Path) -> None:
+    """Suspend in the main phase of a warm-up + main script, then resume: the resumed process runs the script from
+    its start, and its first train() (the warm-up) took the main phase's checkpoint (it trained one step at the main
+    phase's learning rate, recorded after its own 4), then the main phase trained again from its step 1. Now the
+    main phase resumes from its checkpoint at the run's step where it stopped, the warm-up runs again as the script
+    asks (recorded again from step 1, and said so), and every loss and token count is the uninterrupted run's."""
+    def script(out: str) -> list[str]:
+        return [sys.executable, str(SCRIPTS / "two_phases.py"), "--model", str(model_dir), "--out", str(tmp_path / out),
+                "--main-steps", "20"]
+
+    viewer = _start(watch_dir, *script("o"))
+    run = _run(watch_dir)
+    _wait_step(run, 6)
+    control.send(run / "control.sock", "suspend")
+    wait_for(lambda: any(e["state"] == "suspended" for e in kinds(run, "state")), timeout=120)
+    stopped_at = max(_steps(run))
+    assert 6 <= stopped_at < 24, stopped_at
+    control.send(run / "control.sock", "resume")
+    out, _ = viewer.communicate(timeout=900)
+    assert kinds(run, "end")[0]["state"] == "finished", out[-3000:]
+    resumed_t = next(float(e["t"]) for e in kinds(run, "control") if e["command"] == "resume")  # type: ignore[arg-type]
+    again = [int(e["step"]) for e in kinds(run, "step") if float(e["t"]) > resumed_t]  # type: ignore[arg-type]
+    assert again == [1, 2, 3, 4, *range(stopped_at + 1, 25)], again
+    begins = [(e.get("start_step", 0), e["max_steps"]) for e in kinds(run, "train_begin")]
+    assert begins == [(0, 4), (4, 24), (0, 4), (stopped_at, 24)], begins
+    notices = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "train_phase"]
+    assert len(notices) == 3 and "runs again" in notices[1] and "resumed at its step" in notices[2], notices
+    straight = watch_dir / "straight"  # the same script, never interrupted
+    reference = loratui("run", "--headless", "--runs-dir", str(straight), "--", *script("o2"), timeout=900, env=ENV)
+    assert reference.returncode == 0, reference.stdout[-2000:]
+    a, b = _losses(only_run(straight)), _losses(run)
+    assert sorted(b) == sorted(a) == list(range(1, 25))
+    for step in range(1, 25):
+        assert b[step] == pytest.approx(a[step], rel=1e-3), step
+    assert tokens_by_step(run) == tokens_by_step(only_run(straight))
+    assert kinds(run, "end")[0]["step"] == 24
+
+
 def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_dir: Path, watch_dir: Path,
                                                                            tmp_path: Path) -> None:
     viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out-b", 8, "--lora-dropout", "0"))
@@ -265,6 +304,21 @@ def test_a_loops_own_step_key_is_the_records_step(watch_dir: Path) -> None:
     assert all("step" not in values for _, values in logs)  # the step is the record's, not a metric of it
     summary = json.loads(loratui("replay", "--summary", str(run)).stdout)
     assert summary["min_loss_step"] == 60 and summary["steps"] == 60
+
+
+def test_a_plain_loops_second_phase_counts_on(watch_dir: Path) -> None:
+    """A loop printing `step 1/6 .. step 6/6` twice: its second phase's losses were logged at steps 1..6 again, over
+    the first phase's curve, with no step recorded; they are the run's steps 7..12, as a second Trainer's are."""
+    viewer = _start(watch_dir, sys.executable, str(SCRIPTS / "restart_loop.py"), "6")
+    run = _run(watch_dir)
+    out, _ = viewer.communicate(timeout=300)
+    assert kinds(run, "end")[0]["state"] == "finished", out[-2000:]
+    assert _steps(run) == list(range(1, 13)) and sorted(_losses(run)) == list(range(1, 13))
+    assert _losses(run)[7] == 1.5 and _losses(run)[12] == 0.25
+    assert [(e.get("start_step", 0), e["max_steps"]) for e in kinds(run, "train_begin")] == [(0, 6), (6, 12)]
+    assert kinds(run, "end")[0]["step"] == 12 and kinds(run, "exit")[0]["step"] == 12
+    summary = json.loads(loratui("replay", "--summary", str(run)).stdout)
+    assert summary["steps"] == 12 and summary["min_loss_step"] == 12
 
 
 def test_a_crash_is_placed_at_the_step_it_followed(watch_dir: Path) -> None:

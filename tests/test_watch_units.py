@@ -419,6 +419,7 @@ def test_a_later_training_phase_is_shifted_onto_the_runs_steps_and_a_first_one_i
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The run's step axis across train() calls in one script (trainer/watch.py `_Phases`): the first phase and a
     later one that resumes past the steps recorded keep their steps; one that starts again is shifted after them."""
+    from loratui import phases
     from loratui.trainer import watch
 
     monkeypatch.setattr(watch._Phases, "count", 0)
@@ -427,12 +428,78 @@ def test_a_later_training_phase_is_shifted_onto_the_runs_steps_and_a_first_one_i
     monkeypatch.setattr(watch._Phases, "count", 1)
     monkeypatch.setattr(watch._Phases, "last_step", 40)
     assert (watch._Phases.offset(0), watch._Phases.offset(30), watch._Phases.offset(40)) == (40, 10, 0)
-    begin = watch._shifted(events.TrainBegin(t=1.0, max_steps=60, num_epochs=1.0), 40)
+    begin = phases.shifted(events.TrainBegin(t=1.0, max_steps=60, num_epochs=1.0), 40)
     assert (begin.start_step, begin.max_steps) == (40, 100)
-    shifted = [watch._shifted(e, 40) for e in (events.Step(t=1.0, step=1, epoch=0.1, step_time=0.5),
+    shifted = [phases.shifted(e, 40) for e in (events.Step(t=1.0, step=1, epoch=0.1, step_time=0.5),
                                                 events.Log(t=1.0, step=1, values={"loss": 2.0}),
                                                 events.Phase(t=1.0, name="train", edge="begin"),
                                                 events.Checkpoint(t=1.0, step=10, path="/o/checkpoint-10"))]
     assert [e.step for e in shifted] == [41, 41, 40, 50] and shifted[3].path == "/o/checkpoint-10"
     notice = events.Notice(t=1.0, level="info", message="m")
-    assert watch._shifted(notice, 40) is notice
+    assert phases.shifted(notice, 40) is notice
+
+
+def _axis(found: list[events.AnyEvent]) -> tuple[list[int], list[tuple[int, float]]]:
+    return ([e.step for e in found if isinstance(e, events.Step)],
+            [(e.step, e.values["loss"]) for e in found if isinstance(e, events.Log)])  # type: ignore[misc]
+
+
+def test_a_printed_count_that_starts_again_counts_on_as_a_second_trainers_does() -> None:
+    """A plain loop printing `step 1/5 .. step 5/5` twice (a second phase): phase 2's losses were logged at steps
+    1..5 again, over phase 1's curve, and its steps were not recorded at all (none passed the last). They are the
+    run's steps 6..10 (`loratui.phases`, as a second Trainer's), its TrainBegin starts at 5 of 10, a notice says so."""
+    lines = [f"step {n}/5 loss={3.0 / (phase * n):.4f}" for phase in (1, 2) for n in range(1, 6)]
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    steps, logs = _axis(found)
+    assert steps == list(range(1, 11))
+    assert logs == [(n + 5 * (phase - 1), round(3.0 / (phase * n), 4)) for phase in (1, 2) for n in range(1, 6)]
+    begins = [(e.start_step, e.max_steps) for e in found if isinstance(e, events.TrainBegin)]
+    assert begins == [(0, 5), (5, 10)]
+    notices = [e.message for e in found if isinstance(e, events.Notice) and e.key == "train_phase"]
+    assert len(notices) == 1 and "step 5 + N" in notices[0], notices
+
+
+@pytest.mark.parametrize(("printed", "recorded"), [
+    ([0, 1, 2, 3, 4, 0, 1, 2, 3, 4], list(range(10))),  # a count from 0: its phase starts after the last step
+    ([10, 20, 30, 10, 20], [10, 20, 30, 40, 50]),  # a loop printing every 10 steps keeps its 10
+    ([1, 2, 3, 1, 2, 3, 1, 2], [1, 2, 3, 4, 5, 6, 7, 8]),  # an epoch counted from 1, three times
+    ([1, 2, 3, 4, 5, 3, 6], [1, 2, 3, 4, 5, 3, 6]),  # a step below the last, not where the count began: as it is
+    ([1, 2, 3, 3, 4], [1, 2, 3, 4]),  # the same step printed twice (two loggers): one log, no new phase
+])
+def test_which_printed_steps_begin_a_phase(printed: list[int], recorded: list[int]) -> None:
+    lines = [f"step {n} loss={2.0 + index / 100:.2f}" for index, n in enumerate(printed)]
+    _, logs = _axis(_feed(OutputWatcher(clock=lambda: 1.0), *lines))
+    assert [step for step, _ in logs] == recorded
+
+
+def test_one_phase_is_recorded_as_it_was() -> None:
+    """No count that starts again: no notice, one TrainBegin from 0, every step as printed."""
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *[f"step {n}/4 loss={3 - n / 4}" for n in range(1, 5)])
+    assert _kinds(found).count("TrainBegin") == 1 and "Notice" not in _kinds(found)
+    assert _axis(found)[0] == [1, 2, 3, 4] and found[0] == events.TrainBegin(
+        t=1.0, max_steps=4, num_epochs=0.0, controls=["pause", "resume", "stop"], pause_mode="signal")
+
+
+def test_an_evaluations_count_begins_no_phase() -> None:
+    """A loop that validates every few steps, printing `val step 1..2 loss X`: the reader takes those for losses at
+    steps 1 and 2 (as it did), but they begin no phase, which would have moved every later step of the run."""
+    lines = ["step 1 loss=3.0", "step 2 loss=2.8", "step 3 loss=2.6", "val step 1 loss 2.9", "val step 2 loss 2.7",
+             "step 4 loss=2.5", "step 5 loss=2.4", "Validation: step 1, loss 2.6", "step 6 loss=2.3"]
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    steps, logs = _axis(found)
+    assert steps == [1, 2, 3, 4, 5, 6] and [step for step, _ in logs] == [1, 2, 3, 1, 2, 4, 5, 1, 6]
+    assert "Notice" not in _kinds(found) and _kinds(found).count("TrainBegin") == 1
+    after_eval = _feed(OutputWatcher(clock=lambda: 1.0), "step 1 loss=3.0", "step 2 loss=2.8", "eval loss 2.9",
+                       "step 1 loss=2.7", "step 2 loss=2.6")  # an evaluation's line with no step between phases
+    # (the reader takes `eval loss 2.9` for step 3, as it did): phase 2 still counts on after it
+    assert _axis(after_eval)[0] == [1, 2, 3, 4, 5] and "Notice" in _kinds(after_eval)
+
+
+def test_a_copy_on_the_other_stream_begins_no_phase() -> None:
+    """The same `step N loss X` lines printed and logged to stderr too: a round of the tail reads stdout's steps 10
+    and 20, then stderr's copy of 10, below the last and where the count began. It read as a second phase, and
+    every later step of the run was recorded 20 steps on."""
+    lines = ["step 10 loss 2.0", "step 20 loss 1.9", "step 10 loss 2.0", "step 20 loss 1.9", "step 30 loss 1.8",
+             "step 30 loss 1.8"]
+    found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
+    assert _axis(found)[0] == [10, 20, 30] and "Notice" not in _kinds(found)

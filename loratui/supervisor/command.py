@@ -26,6 +26,9 @@ PARENT_ENV = "LORATUI_SUPERVISOR_PID"
 KEEPER_ENV = "LORATUI_KEEPER"
 """Set for the command's keeper (supervisor/keeper.py) alone: the hook's sitecustomize then hooks nothing
 and runs no sitecustomize of the user's in it (that is for the user's own processes)."""
+READ_SIGNAL = signal.SIGUSR1
+"""The supervisor to the command's keeper, its child: the command has exited and its output is read to its end, the
+steps it printed recorded (the keeper's `exit` then says the last one, from the log)."""
 PAUSE_NOTE = ("paused by SIGSTOP: the process is frozen mid-step; its GPU memory stays held, and peers of a "
               "multi-process job may time out")
 PAUSE_REASON = "paused by SIGSTOP: GPU memory stays held; multi-process peers may time out"

@@ -5,10 +5,9 @@ is the user's program: nothing of loratui may run in it for that (a thread, a si
 trace), and a plain loop has no hook at all. So the supervisor starts this small process, which starts the
 command in a process group of its own, records its pid as the run's trainer (`trainer.pid`: `ls` says who
 lives, `loratui pause/stop` write to `control.cmds` when no supervisor answers), waits for it and exits as
-it did (the same code, or killed by the same signal). While the supervisor lives it does nothing else but read
-the steps of a command with no hooked Trainer from its output, writing nothing (`_quiet`): the supervisor records
-a plain loop's last steps only after this process exited (its tail polls, and its reader holds the last loss line
-until the output closes), so the keeper's `exit`, written before that, would say an earlier step than the End.
+it did (the same code, or killed by the same signal). While the supervisor lives it does nothing else; when the
+command has exited, it waits for the supervisor, its parent, to read the command's output to its end and record the
+steps it printed (`command.READ_SIGNAL`), so that its `exit` says the last step from the log, as the End will.
 When the supervisor dies it takes over what the supervisor did for the run: it records the command's
 output, obeys `control.cmds` for a command with no hooked Trainer (SIGSTOP/SIGCONT/SIGTERM of its group;
 a hooked Trainer reads that file itself), and writes the run's end and sends its alert.
@@ -28,10 +27,19 @@ from loratui import events, runstatus
 from loratui.eventlog import EventWriter
 from loratui.outputtail import follow_streams
 from loratui.rundir import STOPPED_CODES, SUSPEND_EXIT, CommandTail, RunDir, file_size, write_pidfile
-from loratui.supervisor.command import KEEPER_ENV, PARENT_ENV, header_has_gpu, pause_words, signal_group
+from loratui.supervisor.command import (
+    KEEPER_ENV,
+    PARENT_ENV,
+    READ_SIGNAL,
+    header_has_gpu,
+    pause_words,
+    signal_group,
+)
 from loratui.supervisor.watch_output import OutputWatcher
 
 POLL_S = 1.0
+READ_WAIT_S = 5.0
+"""How long the keeper waits, once the command exited, for its supervisor to have read the output's last steps."""
 
 
 class Keeper:
@@ -46,27 +54,24 @@ class Keeper:
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watcher: OutputWatcher | None = None
-        self._quiet: OutputWatcher | None = None  # the output's steps while the supervisor records them
-        self._quiet_done = threading.Event()
-        self._quiet_thread: threading.Thread | None = None
+        self._read = threading.Event()  # the supervisor read the command's output to its end (READ_SIGNAL)
 
     def run_command(self) -> int:
         """The command's exit: its code, or -N when signal N killed it."""
         env = dict(os.environ)
         env.pop(KEEPER_ENV, None)
         env[PARENT_ENV] = str(os.getpid())  # the command's parent is this process (suspend reads it)
-        self._read_quietly()
         try:
             # Its standard input is the keeper's: what the supervisor passed on (the user's pipe or file), or
             # /dev/null.
             child = subprocess.Popen(self.command, env=env, process_group=0)
         except OSError as exc:  # as a shell says it: the run then ends failed with this line
-            self._quiet_done.set()
             print(f"loratui: cannot run {self.command[0]}: {exc.strerror or exc}", file=sys.stderr)
             return 127
         # SIGTERM sent to this keeper (a guard's restart) is meant for the command. A Python handler, not
         # SIG_IGN: an ignored signal would stay ignored in the command across exec.
         signal.signal(signal.SIGTERM, lambda *_: _forward(child.pid, signal.SIGTERM))
+        signal.signal(READ_SIGNAL, lambda *_: self._read.set())  # before the pid: the supervisor sends it after that
         write_pidfile(self.run.trainer_pidfile, child.pid)
         try:
             while True:
@@ -78,43 +83,24 @@ class Keeper:
             self._finish(child.returncode if child.returncode is not None else 1)
             self.run.trainer_pidfile.unlink(missing_ok=True)
 
-    def _read_quietly(self) -> None:
-        """Read the command's steps from its output from now on (before it starts: none is missed), as the
-        supervisor reads them, for the `exit`'s step; the supervisor rotates the files."""
-        if not (self.run.stdout_log.exists() and self.run.stderr_log.exists()):
+    def _wait_for_reader(self) -> None:
+        """The command exited: wait (`READ_WAIT_S` at most) for the supervisor to read its output's last steps, where
+        the supervisor reads them (a command with no hooked Trainer) and is this process's parent (it says so:
+        `_OutputRead` in owner.py); the wait ends early if it dies."""
+        if self.run.hooked.exists() or self.run.supervisor_pid() != os.getppid():
             return
-        self._quiet = OutputWatcher()
-        starts = [file_size(self.run.stdout_log), file_size(self.run.stderr_log)]
-        self._quiet_thread = follow_streams(self.run.stdout_log, self.run.stderr_log, self._read_steps,
-                                            self._quiet_done, starts=starts, max_file=0)
-
-    def _read_steps(self, stream: str, lines: list[str]) -> None:
-        quiet = self._quiet
-        for line in lines if quiet is not None else []:
-            quiet.feed(line)
-
-    def _quiet_step(self) -> int:
-        """The last step the output printed (0 once the quiet reading stopped), its reading stopped."""
-        self._quiet_done.set()
-        if self._quiet_thread is not None:
-            self._quiet_thread.join(timeout=2)
-            self._quiet_thread = None
-        quiet, self._quiet = self._quiet, None
-        if quiet is None or self.run.hooked.exists():  # a hooked Trainer writes its steps itself
-            return 0
-        quiet.close()
-        return quiet.step
+        deadline = time.monotonic() + READ_WAIT_S
+        while not self._read.wait(0.05):
+            if time.monotonic() > deadline or self.run.supervisor_pid() is None:
+                return
 
     def _check(self, pid: int) -> None:
-        if self._quiet is not None and self.run.hooked.exists():
-            self._quiet_step()  # a hooked Trainer writes its steps itself: nothing to read
         if not self.orphaned and self.run.supervisor_pid() is None:
             self._adopt()
         if self.orphaned:
             self._obey(pid)
 
     def _adopt(self) -> None:
-        self._quiet_step()  # from now on the keeper records the steps itself
         self.orphaned = True
         self.log = EventWriter(self.run.events)
         self._commands.offset = file_size(self.run.commands)  # the supervisor obeyed what came before
@@ -164,12 +150,13 @@ class Keeper:
         stopped = self.stop_requested and code in STOPPED_CODES
         state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
         suspended = code == SUSPEND_EXIT and self.run.hooked.exists() and not stopped
+        if not self.orphaned:
+            self._wait_for_reader()
         if self.orphaned:
             self._drain()  # the output's last steps recorded before the exit says the step
-        printed = self._quiet_step()
         log = self.log or EventWriter(self.run.events)
         log.write(events.Exit(t=time.time(), state=events.SUSPENDED if suspended else state, exit_code=code,
-                              step=max(runstatus.read(self.run).step, printed)))
+                              step=runstatus.read(self.run).step))
         if log is not self.log:
             log.close()
         if not self.orphaned and self.run.supervisor_pid() is None:

@@ -309,16 +309,22 @@ class Supervisor:
             _let_go_of_stdin()  # a restart gets /dev/null; the producer of a pipe sees its one reader end
         done = threading.Event()
         redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
-        tail = follow_streams(self.run.stdout_log, self.run.stderr_log, self._emit_output, done, redraw)
+        after_round = _OutputRead(self) if self.command else None
+        tail = follow_streams(self.run.stdout_log, self.run.stderr_log, self._emit_output, done, redraw,
+                              after_round=after_round)
         code = self.trainer.wait()
         self._cmds_offset = file_size(self.run.commands)  # the next trainer starts after what this one read
         done.set()
         tail.join(timeout=5)
+        self._close_watcher()  # the last loss the reader held back
+        return code
+
+    def _close_watcher(self) -> None:
+        """Record what the reader of a watched command's output still held (the last loss line)."""
         with self._watch_lock:
-            if self.watcher is not None:  # the last loss the reader held back
+            if self.watcher is not None:
                 for event in self.watcher.close():
                     self.log.write(event)
-        return code
 
     def _emit_output(self, name: str, texts: list[str]) -> None:
         """Batched `Output` events (200 lines at most each, so no event is huge)."""
@@ -601,3 +607,31 @@ def _let_go_of_stdin() -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+class _OutputRead:
+    """After each round of a watched command's output tail: once the command has exited (its keeper, our child,
+    waits for us before it writes its `exit`), and a round begun after that has read its output to the end, record
+    what the reader still held and tell the keeper (`command.READ_SIGNAL`). The keeper's `exit` then takes the last
+    step from the log, from this one reader: it had read the output a second time for it, since this tail polls and
+    the reader holds the last loss line until the output closes (the keeper's exit, written before, lagged)."""
+
+    def __init__(self, owner: Supervisor) -> None:
+        self.owner = owner
+        self.exited = False  # the command was seen gone after a round: the next round reads all it wrote
+        self.told = False
+
+    def __call__(self) -> None:
+        if self.told:
+            return
+        run, keeper = self.owner.run, self.owner.trainer
+        if not self.exited:  # its keeper records its pid once started, and keeps the file until it exits
+            self.exited = run.trainer_pidfile.exists() and run.trainer_pid() is None
+            return
+        self.owner._close_watcher()
+        self.told = True
+        if keeper is not None and keeper.poll() is None:
+            try:
+                os.kill(keeper.pid, watched.READ_SIGNAL)
+            except ProcessLookupError:
+                pass

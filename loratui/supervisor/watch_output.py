@@ -3,19 +3,28 @@
 The one reader of training text (`loratui.logic.text_reader`, shared with `doctor` and `import`) turns the
 lines into Step and Log events; this adapter adds what a live run needs around them: the TrainBegin and
 `training` state that the first step opens (saying the run obeys pause by signal only), the time a step
-took where no bar printed a rate or where the rate still carries a pause (`hold`/`release`), and Steps for `step N loss X` lines printed without a bar.
+took where no bar printed a rate or where the rate still carries a pause (`hold`/`release`), Steps for `step N loss X`
+lines printed without a bar, and the run's step axis across a printed count that starts again (`_new_phase`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from loratui import events
 from loratui.logic.text_reader import TextReader
+from loratui.logic.text_reader import values as v
+from loratui.phases import Phases, shifted
 
+_EVAL_WORDS = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|evaluating|test|testing)\b",
+                         re.IGNORECASE)
+"""A loss line of an evaluation (`val step 1 loss 2.3`): its count starts again at every evaluation, and is no new
+training phase (the reader takes it for a training loss, as it always did, on the step it names)."""
 SIGNAL_CONTROLS = ["pause", "resume", "stop"]
 """What a process without the hook obeys: SIGSTOP/SIGCONT of its process group, and SIGTERM."""
 
@@ -37,6 +46,13 @@ class OutputWatcher:
         self._clean_rate = 0.0  # the bar's last rate before the hold
         self._back = 0  # readings in a row since the hold with the rate back to that
         self._lock = threading.Lock()  # hold and release come from the control thread, lines from the tails
+        self.phases = Phases()  # a printed count that starts again counts on, as a second Trainer's does
+        self.offset = 0  # the current phase's shift onto the run's step axis
+        self._first = -1  # the first step a record printed (where its count starts): -1 before any
+        self._last_log = -1  # the last record's step on the run's axis
+        self._start = 0  # where the current phase starts on the run's axis (its TrainBegin's `start_step`)
+        self._eval_steps: deque[int] = deque(maxlen=8)  # the steps evaluation loss lines printed, lately
+        self._recent: deque[tuple[int, dict[str, float | str]]] = deque(maxlen=8)  # the last records, as printed
 
     def hold(self) -> None:
         """The command is held (SIGSTOP) from now: no step takes this time."""
@@ -63,6 +79,10 @@ class OutputWatcher:
     def feed(self, line: str) -> list[events.AnyEvent]:
         """The events one line (or one redraw of a progress bar) adds."""
         now = float(self.clock())
+        if _EVAL_WORDS.search(line):
+            found = v.loss_line(line)
+            if found is not None and found[0] is not None:
+                self._eval_steps.append(found[0])
         return self._events(self.reader.feed(line, now), now)
 
     def close(self) -> list[events.AnyEvent]:
@@ -76,13 +96,44 @@ class OutputWatcher:
             if isinstance(event, events.Step):
                 out += self._step(event.step, event.step_time, now)
             elif isinstance(event, events.Log):
+                out += self._new_phase(event.step, event.values, now)
+                self._recent.append((event.step, event.values))
+                event = shifted(event, self.offset)
+                self._last_log = max(self._last_log, event.step)
                 self._note_epoch(event.values.get("epoch"))
                 if not self.reader.bar_total and event.step > self.step:
                     out += self._step(event.step, 0.0, now)  # no bar: the printed step is the step
                 # A record read before the bar's first step (the stdout tail read ahead of stderr's) opens the
                 # training all the same: it was dropped, and the run's first losses with it.
                 out += self._begin(now) + self._total_learnt(now) + [event]
+        for event in out:
+            self.phases.saw(event)
         return out
+
+    def _new_phase(self, step: int, values: dict[str, float | str], now: float) -> list[events.AnyEvent]:
+        """A record whose printed step goes back below the last record's, to where the count began (`step 1..N`
+        printed again: a second training phase, an epoch counted from 1) begins a phase: its steps count on after
+        the steps recorded, as a second Trainer's do (`loratui.phases`), said in a notice. It is taken to start
+        from 0, as a Trainer's train() does (a count printed from 0 from -1), so a loop printing every k steps
+        keeps its k. Any other step below the last, one an evaluation's loss line printed (`_EVAL_WORDS`), and a
+        copy of one of the last records (the same line logged on the other stream too, read after the first stream's
+        next lines) are left as they are."""
+        if self._first < 0:
+            self._first = step
+            self.phases.begin(0)
+            return []
+        if not (step + self.offset < self._last_log and step <= self._first) or step in self._eval_steps \
+                or (step, values) in self._recent:
+            return []
+        start = min(0, step - 1)
+        self.offset = self.phases.begin(start)
+        self._start = self.offset + start
+        self._total = self.reader.bar_total or self.reader.counted_total
+        message = (f"the command's printed steps started again at step {step} (another training phase, or an epoch "
+                   f"counted from 1): the run's steps count on after step {self.phases.last_step}, so its printed "
+                   f"step N is recorded as the run's step {self.offset} + N")
+        return [events.Notice(t=now, level="info", key="train_phase", message=message),
+                self._train_begin(now, self._total)]
 
     def _total_learnt(self, now: float) -> list[events.AnyEvent]:
         """A TrainBegin again once the max steps are known, if they were not at the first step (a counter beside
@@ -134,9 +185,10 @@ class OutputWatcher:
         return [self._train_begin(now, self._total),
                 events.State(t=now, state=events.TRAINING, reason="steps read from the command's output")]
 
-    @staticmethod
-    def _train_begin(now: float, total: int) -> events.TrainBegin:
-        return events.TrainBegin(t=now, max_steps=total, num_epochs=0.0, controls=SIGNAL_CONTROLS, pause_mode="signal")
+    def _train_begin(self, now: float, total: int) -> events.TrainBegin:
+        """The current phase's TrainBegin: its start and max steps on the run's axis."""
+        return events.TrainBegin(t=now, max_steps=self.offset + total if total else 0, num_epochs=0.0,
+                                 controls=SIGNAL_CONTROLS, pause_mode="signal", start_step=self._start)
 
 
 __all__ = ["SIGNAL_CONTROLS", "OutputWatcher"]

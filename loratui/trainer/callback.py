@@ -161,6 +161,9 @@ class EventCallback(TrainerCallback):
         self.cuda = cuda  # torch.cuda when training on a GPU
         self.reset_peaks, self.pin_saves, self.log_path = reset_peaks, pin_saves, log_path
         self.resume_from = resume_from
+        self.resumed_seen: int | None = None
+        """The tokens seen by the step it resumes from, where its caller read them (a later training phase's step in
+        the log is not its Trainer's: trainer/watch.py)."""
         self.suspended = False
         self._hold_after_save = False
         self.stopped = False
@@ -170,7 +173,8 @@ class EventCallback(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.global_step > 0:  # resumed: the run's count goes on
-            seen = tokens_seen_at(self.log_path, state.global_step, self.rank) if self.log_path is not None else 0
+            seen = self.resumed_seen if self.resumed_seen is not None else \
+                tokens_seen_at(self.log_path, state.global_step, self.rank) if self.log_path is not None else 0
             if not seen:  # no earlier life of this run got there: another run's checkpoint
                 seen, said = carried_from_checkpoint(
                     self.resume_from, self.log_path, state.global_step, self.rank,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,6 +29,15 @@ def tokens_seen_at(log: Path, step: int, rank: int = 0) -> int:
 
 
 def _scan(handle: BinaryIO, step: int, rank: int) -> int:
+    for line in _backwards(handle):
+        found = _tokens(line, step, rank)
+        if found is not None:
+            return found
+    return 0
+
+
+def _backwards(handle: BinaryIO) -> Iterator[bytes]:
+    """The log's lines from its end, back `SCAN_LIMIT` bytes at most."""
     end = pos = handle.seek(0, os.SEEK_END)
     rest = b""
     while pos > 0 and end - pos < SCAN_LIMIT:
@@ -35,11 +46,52 @@ def _scan(handle: BinaryIO, step: int, rank: int) -> int:
         lines = (handle.read(pos - start) + rest).split(b"\n")
         pos = start
         rest = lines.pop(0) if pos > 0 else b""  # maybe the end of a line that began in the block before
-        for line in reversed(lines):
-            found = _tokens(line, step, rank)
-            if found is not None:
-                return found
-    return 0
+        yield from reversed(lines)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Where a checkpoint a process resumes from was written, as its run's log says."""
+
+    phase: int
+    """Which train() of its process wrote it (a script may train twice: `loratui.phases`), counted from 1."""
+    step: int
+    """Its step on the run's axis (a later phase's steps are recorded after the earlier ones')."""
+    tokens_seen: int
+    """Rank 0's tokens seen by then."""
+
+
+_KINDS = (b'{"kind":"checkpoint"', b'{"kind":"train_begin"', b'{"kind":"state"', _STEP)
+
+
+def resumed_phase(log: Path, checkpoint: str) -> Resumed | None:
+    """The training phase that wrote `checkpoint` (its last Checkpoint event in the log), its step on the run's axis
+    and the tokens seen by then; the phase is its process's n-th train(), n the train begins of that life (since its
+    `starting` state) up to it. None where the log has no such checkpoint."""
+    wanted = os.path.abspath(checkpoint)
+    found: events.Checkpoint | None = None
+    seen, begins = 0, 0
+    try:
+        with open(log, "rb") as handle:
+            for line in _backwards(handle):
+                if not line.startswith(_KINDS):
+                    continue
+                try:
+                    event = msgspec.json.decode(line, type=events.AnyEvent)
+                except msgspec.DecodeError:
+                    continue  # a torn line
+                if found is None:
+                    if isinstance(event, events.Checkpoint) and os.path.abspath(event.path) == wanted:
+                        found = event
+                elif isinstance(event, events.Step) and event.rank == 0 and event.step == found.step and not seen:
+                    seen = event.tokens_seen
+                elif isinstance(event, events.TrainBegin) and event.pause_mode != "signal":  # the hook's, not
+                    begins += 1  # one the supervisor read from the output before the hook spoke
+                elif isinstance(event, events.State) and event.state == events.STARTING:
+                    break
+    except OSError:
+        return None
+    return Resumed(max(1, begins), found.step, seen) if found is not None else None
 
 
 def _tokens(line: bytes, step: int, rank: int) -> int | None:
@@ -79,4 +131,4 @@ def carried_from_checkpoint(checkpoint: str | None, own_log: Path | None, step: 
                "trainer_state.json has no num_input_tokens_seen: include_num_input_tokens_seen was off)")
 
 
-__all__ = ["carried_from_checkpoint", "tokens_seen_at"]
+__all__ = ["Resumed", "carried_from_checkpoint", "resumed_phase", "tokens_seen_at"]

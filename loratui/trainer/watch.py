@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from transformers import TrainerCallback
 
 from loratui import events
 from loratui.eventlog import EventWriter
+from loratui.phases import Phases, shifted
 from loratui.rundir import SUSPEND_EXIT, RunDir, replace_file
+from loratui.trainer.lives import Resumed
 
 RUN_ENV, RESUME_ENV, PARENT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_SUPERVISOR_PID"
 """Set by the supervisor for the watched command: the run directory; on a resume, the checkpoint."""
@@ -37,39 +38,42 @@ WATCHED_OPTIONS = {"reset_peaks": False, "pin_saves": False}
 peaks recorded are running maxima), and its output_dir gets only what its Trainer writes."""
 
 
-class _Phases:
-    """The training phases of this process so far: a script may train twice (a warm-up Trainer, then the main one,
-    each train() starting at step 1). The run's step axis counts on across them: a later phase's steps are recorded
-    after the earlier phases' last step (the Trainer's step N of phase 2 is the run's `offset + N`), so its loss
-    curve follows phase 1's in the log, the chart, replay and the advice rather than overlaying it. A single
-    Trainer's events are written as they are (no offset, not one byte changed)."""
-
-    count = 0
-    last_step = 0
-    """The last step (the run's) this process recorded."""
-    tokens_seen = 0
-    """This rank's tokens seen by then (`Step.tokens_seen` is the run's total)."""
-
-    @classmethod
-    def offset(cls, start: int) -> int:
-        """The shift of a phase whose Trainer starts at `start`: none for the first phase, nor for a later one that
-        goes on past the steps recorded (its own resume); else what puts its first step after the last one."""
-        return cls.last_step - start if cls.count and start < cls.last_step else 0
-
-    @classmethod
-    def saw(cls, event: events.AnyEvent) -> None:
-        if isinstance(event, events.Step):
-            cls.last_step = max(cls.last_step, event.step)
-            cls.tokens_seen = max(cls.tokens_seen, event.tokens_seen)
+_Phases = Phases()
+"""This process's training phases: a later train() counts on after the steps recorded (`loratui.phases`)."""
 
 
-def _shifted(event: events.AnyEvent, offset: int) -> events.AnyEvent:
-    """The event on the run's step axis: its step (a TrainBegin's start and end too) moved on by `offset`."""
-    if isinstance(event, events.TrainBegin):
-        return msgspec.structs.replace(event, start_step=event.start_step + offset,
-                                       max_steps=event.max_steps + offset if event.max_steps > 0 else event.max_steps)
-    step = getattr(event, "step", None)
-    return msgspec.structs.replace(event, step=step + offset) if isinstance(step, int) else event
+class _Resuming:
+    """A process the supervisor resumes after a suspend (RESUME_ENV: the checkpoint) runs the script from its start.
+    The checkpoint is its phase's: a script that trains twice and was suspended in its second train() resumes that
+    one, from the checkpoint, on the run's step axis where it stopped; the train() calls before it run again as the
+    script asks, recorded again from their start. (The first train() took the checkpoint: the warm-up resumed the
+    main phase's state, and the main phase trained again from its step 1, recorded after the warm-up's.)"""
+
+    def __init__(self) -> None:
+        self.calls = 0  # hooked train() calls so far in this process
+        self.path = ""  # the checkpoint, until the train() it belongs to takes it
+        self.found: Resumed | None = None  # where the log says it was written
+
+    def take(self, run_dir: str) -> tuple[str, Resumed | None]:
+        """The checkpoint (and where it was written) when this train() call is the one to resume from it."""
+        self.calls += 1
+        if self.calls == 1:
+            self.path = os.environ.pop(RESUME_ENV, "")  # once: the script's own processes never see it
+            if self.path:
+                from loratui.trainer.lives import resumed_phase
+
+                self.found = resumed_phase(RunDir(Path(run_dir)).events, self.path)
+        if not self.path or self.calls < (self.found.phase if self.found is not None else 1):
+            return "", None
+        path, self.path = self.path, ""
+        return path, self.found
+
+    def ahead(self) -> int:
+        """The phase still to be resumed (0: none): the train() running now comes before it and runs again."""
+        return self.found.phase if self.path and self.found is not None else 0
+
+
+_RESUMING = _Resuming()
 
 
 class LoratuiCallback(TrainerCallback):
@@ -79,11 +83,13 @@ class LoratuiCallback(TrainerCallback):
         self.run_dir = os.environ.get(RUN_ENV, "")
         self.inner: Any = None  # the EventCallback, from train begin on
         self.via_train = False  # training runs through Trainer.train: suspend/resume can work
-        self.log: EventWriter | None = None
+        self.log: EventWriter | None = None  # open from train begin to train end
+        self.ended = False  # training ended: the log is closed (`write`)
         self.trainer: Any = None  # a weakref to the Trainer it serves (set by the patched __init__)
         self.resume_from: Any = None  # train()'s resume_from_checkpoint (a path, True, or None)
         self._unhook: Any = None
         self.offset = 0  # this phase's shift onto the run's step axis (`_Phases`)
+        self.resumed: Resumed | None = None  # where the checkpoint it resumes from after a suspend was written
 
     @property
     def suspended(self) -> bool:
@@ -93,26 +99,55 @@ class LoratuiCallback(TrainerCallback):
         if not self.run_dir:
             return
         later = _Phases.count > 0
-        self.offset = _Phases.offset(int(state.global_step))
-        _Phases.count += 1
+        resumed = self.resumed if self.resumed is not None and 0 < state.global_step <= self.resumed.step else None
+        if resumed is not None:  # where it stopped before the suspend, not after what this process trained again
+            _Phases.count += 1
+            self.offset = resumed.step - int(state.global_step)
+        else:
+            self.offset = _Phases.begin(int(state.global_step))
         self.inner = self._start(args, kwargs.get("model"), kwargs.get("train_dataloader"))
-        if later and state.global_step == 0:
+        if resumed is not None:
+            self.inner.resumed_seen = resumed.tokens_seen
+        elif later and state.global_step == 0:
             self.inner.tokens.carry(_Phases.tokens_seen)  # the run's total counts on too
-        if self.offset and int(args.process_index) == 0:
-            self.write(events.Notice(
-                t=time.time(), level="info", key="train_phase",
-                message=f"training phase {_Phases.count} began (another train() in the script, from its step "
-                        f"{state.global_step}): the run's steps count on after step {_Phases.last_step}, so its "
-                        f"step N is recorded as the run's step {self.offset} + N"))
+        if int(args.process_index) == 0:
+            self._say_phase(state, resumed)
         self.inner.on_train_begin(args, state, control, **kwargs)
 
+    def _say_phase(self, state: Any, resumed: Resumed | None) -> None:
+        """A notice where this phase's steps are not recorded as its Trainer counts them, or are recorded again."""
+        if resumed is not None and self.offset:
+            message = (f"training phase {_Phases.count} resumed at its step {state.global_step} (the checkpoint of "
+                       f"the run's step {resumed.step}): its step N is recorded as the run's step {self.offset} + N, "
+                       "as before the suspend")
+        elif _RESUMING.ahead() > _Phases.count:
+            message = (f"training phase {_Phases.count} runs again: this process resumes the script's phase "
+                       f"{_RESUMING.ahead()} from its checkpoint and runs the script from its start, so the steps of "
+                       f"the train() calls before it are trained and recorded again, from the run's step "
+                       f"{self.offset + int(state.global_step)}")
+        elif self.offset:
+            message = (f"training phase {_Phases.count} began (another train() in the script, from its step "
+                       f"{state.global_step}): the run's steps count on after step {_Phases.last_step}, so its "
+                       f"step N is recorded as the run's step {self.offset} + N")
+        else:
+            return
+        self.write(events.Notice(t=time.time(), level="info", key="train_phase", message=message))
+
     def write(self, event: events.AnyEvent) -> None:
-        """Write one event on the run's step axis (a later training phase's steps after the earlier ones')."""
+        """Write one event on the run's step axis (a later training phase's steps after the earlier ones'). After
+        training (the suspend's state, an evaluate() of the script's) the log is opened for the event alone: the
+        script's code after train() sees no descriptor of loratui's."""
         assert self.log is not None
-        if self.offset:
-            event = _shifted(event, self.offset)
+        event = shifted(event, self.offset)
         _Phases.saw(event)
-        self.log.write(event)
+        if not self.ended:
+            self.log.write(event)
+            return
+        writer = EventWriter(RunDir(Path(self.run_dir)).events)
+        try:
+            writer.write(event)
+        finally:
+            writer.close()
 
     def _start(self, args: Any, model: Any, loader: Any) -> Any:
         import torch
@@ -122,7 +157,7 @@ class LoratuiCallback(TrainerCallback):
         from loratui.trainer.callback import ControlState, EventCallback, RankSync, TokenCounter
 
         run = RunDir(Path(self.run_dir))
-        self.log = EventWriter(run.events)
+        self.log, self.ended = EventWriter(run.events), False
         world, rank = int(args.world_size), int(args.process_index)
         cuda = args.device.type == "cuda"
         control = ControlState(run.commands)
@@ -199,6 +234,9 @@ class LoratuiCallback(TrainerCallback):
         self.inner.on_train_end(args, state, control, **kwargs)
         if self._unhook is not None:
             self._unhook()
+        if self.log is not None:  # the script's code after train() sees no descriptor of loratui's
+            self.log.close()
+            self.ended = True
 
 
 def _delegate(name: str) -> Any:
@@ -259,7 +297,7 @@ def patch(trainer_class: Any) -> None:
         callback = _callback(self) if os.environ.get(RUN_ENV) else None
         if callback is None:
             return original_train(self, *args, **kwargs)
-        resume = os.environ.pop(RESUME_ENV, "")  # once: a second train() call is the script's own
+        resume, callback.resumed = _RESUMING.take(callback.run_dir)
         if resume:
             args, kwargs = args[1:], {**kwargs, "resume_from_checkpoint": resume}
         callback.via_train = True

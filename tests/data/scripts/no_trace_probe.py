@@ -80,7 +80,15 @@ def view():
         "stderr": [sys.stderr.line_buffering, sys.stderr.write_through, type(sys.stderr.buffer).__name__],
         "cwd": os.getcwd(),
         "env": dict(os.environ),
+        "fds": {fd: _target(fd) for fd in os.listdir("/proc/self/fd")},
     }
+
+
+def _target(fd):
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:  # the listing's own descriptor, closed by now
+        return None
 
 
 class Probe(TrainerCallback):
