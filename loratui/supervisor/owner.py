@@ -605,10 +605,6 @@ def _let_go_of_stdin() -> None:
         os.close(devnull)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 class _OutputRead:
     """After each round of a watched command's output tail: once the command has exited (its keeper, our child,
     waits for us before it writes its `exit`), and a round begun after that has read its output to the end, record
@@ -635,3 +631,8 @@ class _OutputRead:
                 os.kill(keeper.pid, watched.READ_SIGNAL)
             except ProcessLookupError:
                 pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
