@@ -70,3 +70,40 @@ def test_a_recovered_verdict_is_told(tmp_path: Path) -> None:
         events.Notice(t=121.0, level="info", key="estimate", message="estimate at the longest example: 36 MiB"),
         events.End(t=130.0, state=events.FINISHED, exit_code=0, step=50)])
     assert [m.text for m in story.moments] == ["started night2", RETRY, said, "ended finished"]
+
+
+def test_a_run_that_ended_on_a_nan_loss_gets_its_report(tmp_path: Path) -> None:
+    """Trial 14: `loratui report` of the README's NaN demo (float16, learning rate 0.9, guarded) ended in
+    "internal error: TypeError: must be real number, not str": the summary spells a NaN loss "NaN" for JSON,
+    and the report formatted that string as a number."""
+    run = tmp_path / "runs" / "20261206-004819-nan"
+    run.mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parent.parent / "loratui" / "recipes" / "tiny.toml", run / "recipe.toml")
+    log = EventWriter(run / "events.jsonl")
+    found: list[events.AnyEvent] = [
+        events.Header(t=100.0, schema=1, run_id=run.name, recipe_hash="h", name="nan"),
+        events.State(t=101.0, state=events.TRAINING, step=0),
+        events.Log(t=102.0, step=1, values={"loss": 6.5733}),
+        events.Log(t=103.0, step=2, values={"loss": 5.9}),
+        events.Log(t=104.0, step=4, values={"loss": "NaN"}),
+        events.End(t=105.0, state=events.FAILED, exit_code=1, error="crash loop", step=5)]
+    for event in found:
+        log.write(event)
+    log.close()
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "| loss | 6.5733 → NaN (min 5.9000 at step 2) |" in text, text
+
+
+def test_a_run_with_no_finite_loss_says_so_in_its_report(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "20261206-004819-allnan"
+    run.mkdir(parents=True)
+    log = EventWriter(run / "events.jsonl")
+    for event in (events.Header(t=100.0, schema=1, run_id=run.name, recipe_hash="h", name="allnan"),
+                  events.Log(t=102.0, step=1, values={"loss": "NaN"}),
+                  events.End(t=105.0, state=events.FAILED, exit_code=1, error="nan", step=1)):
+        log.write(event)
+    log.close()
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "| loss | NaN → NaN (none finite) |" in text, text

@@ -89,14 +89,16 @@ def step_rates(found: list[Any]) -> list[tuple[int, float]]:
 
 def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: dict[str, bool]) -> str:
     """The Markdown: the headline facts, what happened, the advice, and the charts that have data."""
+    from loratui.events import num_in
     from loratui.logic import fmt
 
     end = facts["end_state"] + (f" ({facts['end_error']})" if facts["end_error"] else "")
     lines = [f"# {_md(facts['name'] or facts['run_id'])}", "",
              "| | |", "|---|---|", f"| run | `{_md(facts['run_id'])}` |", f"| end | {_md(end)} |",
              f"| steps | {facts['steps']}/{facts['max_steps'] or '?'} |",
-             f"| loss | {fmt.number(facts['first_loss'])} → {fmt.number(facts['last_loss'])} "
-             f"(min {fmt.number(facts['min_loss'])} at step {facts['min_loss_step']}) |",
+             f"| loss | {fmt.number(num_in(facts['first_loss']))} → {fmt.number(num_in(facts['last_loss']))} "
+             + (f"(min {fmt.number(facts['min_loss'])} at step {facts['min_loss_step']}) |"
+                if facts["min_loss"] is not None else "(none finite) |"),
              f"| peak VRAM (device) | {_gib(facts['peak_device_used_gib'])} |",
              f"| duration | {fmt.duration(facts['duration_s'])} |", ""]
     if facts["nan_steps"]:
