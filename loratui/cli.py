@@ -365,8 +365,11 @@ def _add_slurm_jobs(rows: list[dict[str, Any]], recorded: dict[str, str]) -> Non
             left = job.time_left(now)
             r["slurm"].update(state=job.state, nodes=job.num_nodes, node_list=job.node_list,
                               time_left_s=round(left) if left is not None else None)
-            if r["state"] == runstatus.LOST and (job.state == "PENDING" or job.state.startswith("REQUEUE")):
-                r["state"] = "requeued"  # nobody runs it now, and its job's next start resumes it (_requeued_run)
+            # nobody runs it now (lost to a requeue, or suspended before the job's limit to requeue it), and its
+            # job's next start resumes it (_requeued_run); "suspended" asked for a `resume` that refuses it
+            if r["state"] in (runstatus.LOST, events.SUSPENDED) and (job.state == "PENDING" or
+                                                                     job.state.startswith("REQUEUE")):
+                r["state"] = "requeued"
         elif "slurm" in r and r["run"] in recorded:
             r["slurm"]["state"] = recorded[r["run"]]
 
