@@ -40,3 +40,17 @@ def test_a_run_suspended_before_its_limit_whose_job_waits_is_requeued(runs: Path
     said = wait_for(lambda: (r := loratui_cli("ls", "--runs-dir", str(runs), "--json")).returncode == 0 and
                     json.loads(r.stdout)[0].get("slurm", {}).get("state") and json.loads(r.stdout)[0])
     assert said["slurm"]["state"] == "PENDING" and said["state"] == "requeued", said
+
+
+def test_the_apps_resume_on_a_run_whose_job_waits_says_the_job_will(runs: Path, jobs: Jobs) -> None:  # noqa: F811
+    """Trial 14: `r` in the app attached to that run said "resume: the run is not running (no supervisor answers
+    on its control socket)"; `loratui resume` says the job's next start resumes it. The app's keys now go the
+    way the shell's commands do."""
+    from loratui.cli import app_actions
+    from loratui.rundir import RunDir
+    from loratui.supervisor.control import ControlError
+
+    job_id, path = waiting_job_run(runs, jobs, "20261206-005826-train", lambda job_id, path: events.Checkpoint(
+        t=3.0, step=1534, path=str(path / "checkpoint-1534")), events.State(t=4.0, state=events.SUSPENDED, step=1534))
+    with pytest.raises(ControlError, match=f"Slurm job {job_id} is PENDING: its next start resumes this run"):
+        app_actions(RunDir(path)).send("resume")
