@@ -54,3 +54,16 @@ def test_the_apps_resume_on_a_run_whose_job_waits_says_the_job_will(runs: Path, 
         t=3.0, step=1534, path=str(path / "checkpoint-1534")), events.State(t=4.0, state=events.SUSPENDED, step=1534))
     with pytest.raises(ControlError, match=f"Slurm job {job_id} is PENDING: its next start resumes this run"):
         app_actions(RunDir(path)).send("resume")
+
+
+def test_a_stop_of_a_run_whose_job_waits_says_to_cancel_the_job(runs: Path, jobs: Jobs) -> None:  # noqa: F811
+    """Trial 14: `loratui stop 131` said "recorded as stopped", and the requeued job's next start began a new run
+    from step 0, training until `scancel 131`."""
+    from loratui.rundir import RunDir
+    from loratui.supervisor.control import deliver
+
+    job_id, path = waiting_job_run(runs, jobs, "20261206-005826-train",
+                                   events.State(t=4.0, state=events.SUSPENDED, step=1534))
+    said = deliver(RunDir(path), "stop")
+    assert said.endswith(f"; its Slurm job {job_id} is PENDING and its next start would begin a new run from step "
+                         f"0: scancel {job_id}"), said
