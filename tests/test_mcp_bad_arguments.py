@@ -43,3 +43,12 @@ def test_estimate_of_an_unknown_name_lists_the_built_in_recipes_too(tmp_path: Pa
     said = str(caught.value)
     assert "'nosuch'" in said and "built-in recipe" in said and "tiny" in said and "qwen7b" in said, said
     assert "list_runs" in said, said
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_run_name_is_called_empty(tmp_path: Path, name: str) -> None:
+    """Trial 14, `run_status(run="")` through the `mcp` client: "'': name a run by its id (list_runs gives them),
+    not by a path" (an empty name is no path)."""
+    _run(tmp_path / "runs" / "r1")
+    with pytest.raises(UsageError, match=r"^run: empty; name a run by its id \(list_runs gives them\)$"):
+        agent_view.find_run(name, tmp_path / "runs")

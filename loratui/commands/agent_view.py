@@ -24,7 +24,9 @@ def find_run(name: str, runs_dir: Path) -> rundir.RunDir:
     """The run `name` names among the runs `ls` lists: an id, or a unique prefix or suffix of one.
 
     A path is refused even when it holds a run: an agent reads only what is under the runs directory."""
-    if not name or "/" in name or name in (".", ".."):
+    if not name.strip():
+        raise UsageError("run: empty; name a run by its id (list_runs gives them)")
+    if "/" in name or name in (".", ".."):
         raise UsageError(f"{name!r}: name a run by its id (list_runs gives them), not by a path")
     try:
         run = rundir.resolve(name, runs_dir)
