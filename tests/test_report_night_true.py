@@ -107,3 +107,28 @@ def test_a_run_with_no_finite_loss_says_so_in_its_report(tmp_path: Path) -> None
     assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| loss | NaN → NaN (none finite) |" in text, text
+
+
+def test_a_restarted_runs_chart_draws_each_life_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 14, the guarded NaN demo restarted from the start: the report's loss chart drew one line from step 3
+    back to step 1, and the learning rate's from step 5 back to 1."""
+    from loratui.commands import report
+
+    run = tmp_path / "runs" / "20261206-004819-nan"
+    run.mkdir(parents=True)
+    log = EventWriter(run / "events.jsonl")
+    found: list[events.AnyEvent] = [events.Header(t=100.0, schema=1, run_id=run.name, recipe_hash="h", name="nan")]
+    for life in range(2):
+        found += [events.Log(t=101.0 + life * 10 + step, step=step,
+                             values={"loss": 6.5 - step / 10, "learning_rate": 0.9 / (life + 1)}) for step in (1, 2, 3)]
+    for event in found + [events.End(t=130.0, state=events.FAILED, exit_code=1, error="crash loop", step=3)]:
+        log.write(event)
+    log.close()
+    drawn: list[list[list[float]]] = []
+    monkeypatch.setattr(report, "_save", lambda fig, path: drawn.append(
+        [list(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()]) or True)
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    loss_chart = drawn[0]
+    assert loss_chart == [[1, 2, 3], [1, 2, 3], [1, 2, 3], [1, 2, 3]], loss_chart  # two lives, loss and lr
+    assert report.lives([(1, 6.5), (2, 6.4), (3, 6.1), (1, 6.5), (2, 6.3), (1, 6.5)]) == [
+        [(1, 6.5), (2, 6.4), (3, 6.1)], [(1, 6.5), (2, 6.3)], [(1, 6.5)]]

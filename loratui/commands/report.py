@@ -135,19 +135,36 @@ def _loss_chart(state: Any, path: Path) -> bool:
     if not loss:
         return False
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(*zip(*loss), label="train loss", color="tab:blue")
+    handles = _plot_lives(ax, loss, label="train loss", color="tab:blue")
     evals = [(s, v) for s, v in state.eval_loss if math.isfinite(v)]
     if evals:
-        ax.plot(*zip(*evals), "o-", label="eval loss", color="tab:orange")
+        handles += _plot_lives(ax, evals, "o-", label="eval loss", color="tab:orange")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
-    handles = ax.get_lines()
     if state.lr:
         lr = ax.twinx()
-        handles += lr.plot(*zip(*state.lr), color="tab:gray", alpha=0.6, label="learning rate")
+        handles += _plot_lives(lr, state.lr, color="tab:gray", alpha=0.6, label="learning rate")
         lr.set_ylabel("learning rate")
     ax.legend(handles=handles, loc="upper right")  # one legend for both axes
     return _save(fig, path)
+
+
+def lives(points: list[tuple[int, float]]) -> list[list[tuple[int, float]]]:
+    """A series cut where its step goes back (a restart from a checkpoint or from the start, a guard's move):
+    one line through them all drew each restart as a stroke back across the chart."""
+    cut: list[list[tuple[int, float]]] = []
+    for point in points:
+        if not cut or point[0] <= cut[-1][-1][0]:
+            cut.append([])
+        cut[-1].append(point)
+    return cut
+
+
+def _plot_lives(ax: Any, points: list[tuple[int, float]], *style: str, label: str, **kw: Any) -> list[Any]:
+    """Each life of the series a line of its own, in one colour under one label; the handle for the legend."""
+    drawn = [ax.plot(*zip(*life), *style, label=label if not i else "_" + label, **kw)[0]
+             for i, life in enumerate(lives(points))]
+    return drawn[:1]
 
 
 def _vram_chart(state: Any, path: Path) -> bool:
