@@ -17,7 +17,8 @@ def _bar_that_slows(first: str = "") -> str:
         pace = 0.3 if i < 100 else 1.2
         elapsed += pace
         if i % 10 == 0:
-            lines.append(f"{{'loss': {6.5 - i / 50:.4f}, 'grad_norm': 1.2, 'learning_rate': 0.0002, 'epoch': {i / 200:.2f}}}")
+            lines.append(f"{{'loss': {6.5 - i / 50:.4f}, 'grad_norm': 1.2, 'learning_rate': 0.0002, "
+                         f"'epoch': {i / 200:.2f}}}")
         rate = f"{1 / pace:.2f}it/s" if pace < 1 else f"{pace:.2f}s/it"
         left = int((200 - i) * pace)
         lines.append(f" {i // 2:3d}%|#####     | {i}/200 [{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}<"
