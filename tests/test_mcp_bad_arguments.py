@@ -52,3 +52,18 @@ def test_an_empty_run_name_is_called_empty(tmp_path: Path, name: str) -> None:
     _run(tmp_path / "runs" / "r1")
     with pytest.raises(UsageError, match=r"^run: empty; name a run by its id \(list_runs gives them\)$"):
         agent_view.find_run(name, tmp_path / "runs")
+
+
+async def test_list_runs_of_a_runs_dir_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    """Trial 14: `loratui mcp --runs-dir /nonexistent/runs` answered list_runs with `{"runs": []}`, where `ls`
+    says "no runs in /nonexistent/runs/ (no such directory)": the agent took a mistyped folder for no runs."""
+    pytest.importorskip("mcp")
+    from loratui.commands.mcp_server import build_server
+
+    server = build_server(tmp_path / "nonexistent" / "runs", allow_control=False)
+    result = await server.call_tool("list_runs", {})
+    text = "".join(getattr(part, "text", "") for part in result.content)
+    assert '"runs": []' in text and f"no runs in {tmp_path}/nonexistent/runs/ (no such directory)" in text, text
+    _run(tmp_path / "runs" / "r1")
+    result = await build_server(tmp_path / "runs", allow_control=False).call_tool("list_runs", {})
+    assert "note" not in "".join(getattr(part, "text", "") for part in result.content)

@@ -92,7 +92,11 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
     @server.tool()
     def list_runs() -> dict[str, Any]:
         """The runs `loratui ls` lists: id, state, step, last loss, peak VRAM (GiB), who still runs it."""
-        return {"runs": guarded(lambda: view.list_runs(runs_dir))}
+        from loratui.rundir import where
+
+        runs = guarded(lambda: view.list_runs(runs_dir))
+        # none: say where it looked, as `ls` does (a mistyped --runs-dir read as an empty one)
+        return {"runs": runs} if runs else {"runs": [], "note": f"no runs in {where(runs_dir, False)}"}
 
     @server.tool()
     def run_status(run: str) -> dict[str, Any]:
