@@ -67,3 +67,15 @@ async def test_list_runs_of_a_runs_dir_that_does_not_exist_says_so(tmp_path: Pat
     _run(tmp_path / "runs" / "r1")
     result = await build_server(tmp_path / "runs", allow_control=False).call_tool("list_runs", {})
     assert "note" not in "".join(getattr(part, "text", "") for part in result.content)
+
+
+async def test_the_tools_descriptions_carry_no_source_indentation(tmp_path: Path) -> None:
+    """Trial 14, list_tools through the `mcp` client: run_status's description read "peak against the\\n        VRAM
+    warning line" (its docstring's indentation)."""
+    pytest.importorskip("mcp")
+    from loratui.commands.mcp_server import build_server
+
+    tools = await build_server(tmp_path / "runs", allow_control=False).list_tools()
+    assert len(tools) == 13
+    for tool in tools:
+        assert tool.description and "\n" not in tool.description and "  " not in tool.description, tool

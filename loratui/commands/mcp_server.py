@@ -77,6 +77,11 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         "stop and apply_advice take two calls (the first returns what would happen and a token)."))
     tokens = Tokens()
 
+    def tool(fn: Any) -> Any:
+        """A tool whose description is its docstring on one line: the source's indentation went to the agent
+        ("peak against the\\n        VRAM warning line")."""
+        return server.tool(description=" ".join((fn.__doc__ or "").split()))(fn)
+
     def guarded(fn: Any) -> Any:
         """Bad input becomes one tool error line, as the CLI prints it."""
         try:
@@ -89,7 +94,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
             raise ToolError(f"{action}: control is off; the user must start the server with "
                             "`loratui mcp --allow-control`")
 
-    @server.tool()
+    @tool
     def list_runs() -> dict[str, Any]:
         """The runs `loratui ls` lists: id, state, step, last loss, peak VRAM (GiB), who still runs it."""
         from loratui.rundir import where
@@ -98,35 +103,35 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         # none: say where it looked, as `ls` does (a mistyped --runs-dir read as an empty one)
         return {"runs": runs} if runs else {"runs": [], "note": f"no runs in {where(runs_dir, False)}"}
 
-    @server.tool()
+    @tool
     def run_status(run: str) -> dict[str, Any]:
         """One run's status: step, loss, tokens/s, ETA, device and torch memory (GiB), peak against the
         VRAM warning line, phase, estimate, end; reason: why it is paused (and who asked) or its state's reason."""
         return guarded(lambda: view.status(view.find_run(run, runs_dir)))
 
-    @server.tool()
+    @tool
     def run_advice(run: str) -> dict[str, Any]:
         """The troubleshooting advice for a run, most important first: what is wrong, its evidence, the
         change it proposes, and whether apply_advice can apply it."""
         return {"advice": guarded(lambda: view.advice(view.find_run(run, runs_dir)))}
 
-    @server.tool()
+    @tool
     def run_summary(run: str) -> dict[str, Any]:
         """A run's summary (losses, NaN steps, peaks, duration, end, diagnoses): replay --summary."""
         return guarded(lambda: view.summary(view.find_run(run, runs_dir)))
 
-    @server.tool()
+    @tool
     def run_output(run: str, lines: int = 50) -> dict[str, Any]:
         """The last lines (at most 200) of the trainer's output, with control characters made inert."""
         return {"lines": guarded(lambda: view.output_tail(view.find_run(run, runs_dir), lines))}
 
-    @server.tool()
+    @tool
     def estimate(recipe: str, gpu_gb: float = 80.0) -> dict[str, Any]:
         """The pre-flight VRAM estimate of a built-in recipe (by name, e.g. qwen7b) or of a run's recipe
         (by run id) on a card of gpu_gb GiB."""
         return guarded(lambda: view.estimate(recipe, gpu_gb, runs_dir))
 
-    @server.tool()
+    @tool
     def doctor(text: str) -> dict[str, Any]:
         """Diagnose pasted training output (a log, a traceback, printed loss dicts): loratui doctor -. An item's
         step is the one the text gives, or null."""
@@ -139,7 +144,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
                         ("suspend", "Checkpoint, free the GPU and wait for resume (needs --allow-control).")):
         server.tool(name=action, description=doc)(_control_tool(action, runs_dir, need_control, guarded))
 
-    @server.tool()
+    @tool
     def stop(run: str, token: str = "") -> dict[str, Any]:
         """Stop a run (needs --allow-control). Two calls: without a token, what would happen and a
         one-time token; with it, the stop."""
@@ -155,7 +160,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         guarded(lambda: tokens.redeem(token, "stop", target.run_id))
         return {"done": guarded(lambda: _deliver(target, "stop"))}
 
-    @server.tool()
+    @tool
     async def apply_advice(run: str, advice_id: str, token: str = "") -> dict[str, Any]:
         """Apply an advice item (needs --allow-control): write the fixed recipe or config copy and restart
         the run with it. Two calls: without a token, the change and a one-time token; with it, the act."""
