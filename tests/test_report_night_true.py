@@ -132,3 +132,20 @@ def test_a_restarted_runs_chart_draws_each_life_on_its_own(tmp_path: Path, monke
     assert loss_chart == [[1, 2, 3], [1, 2, 3], [1, 2, 3], [1, 2, 3]], loss_chart  # two lives, loss and lr
     assert report.lives([(1, 6.5), (2, 6.4), (3, 6.1), (1, 6.5), (2, 6.3), (1, 6.5)]) == [
         [(1, 6.5), (2, 6.4), (3, 6.1)], [(1, 6.5), (2, 6.3)], [(1, 6.5)]]
+
+
+def test_the_nan_steps_of_a_restarted_run_are_told_once(tmp_path: Path) -> None:
+    """Trial 14, the guarded NaN demo: "Non-finite loss or gradient at steps 4, 5, 4, 5." """
+    run = tmp_path / "runs" / "20261206-004819-nan"
+    run.mkdir(parents=True)
+    log = EventWriter(run / "events.jsonl")
+    found: list[events.AnyEvent] = [events.Header(t=100.0, schema=1, run_id=run.name, recipe_hash="h", name="nan")]
+    for life in range(2):
+        found += [events.Log(t=101.0 + life * 10 + step, step=step, values={"loss": 6.5 if step < 4 else "NaN"})
+                  for step in (1, 2, 3, 4, 5)]
+    for event in found + [events.End(t=130.0, state=events.FAILED, exit_code=1, error="crash loop", step=5)]:
+        log.write(event)
+    log.close()
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "Non-finite loss or gradient at steps 4, 5 (again after a restart)." in text, text

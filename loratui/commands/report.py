@@ -102,7 +102,10 @@ def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: 
              f"| peak VRAM (device) | {_gib(facts['peak_device_used_gib'])} |",
              f"| duration | {fmt.duration(facts['duration_s'])} |", ""]
     if facts["nan_steps"]:
-        lines += [f"Non-finite loss or gradient at steps {', '.join(map(str, facts['nan_steps'][:20]))}.", ""]
+        steps = list(dict.fromkeys(facts["nan_steps"]))  # a restarted run's lives meet the same steps again
+        again = " (again after a restart)" if len(steps) < len(facts["nan_steps"]) else ""
+        lines += [f"Non-finite loss or gradient at step{'s' * (len(steps) > 1)} {', '.join(map(str, steps[:20]))}"
+                  f"{again}.", ""]
     lines += ["## What happened", ""]
     lines += [f"- {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(m.t))} · step {m.step} · "
               f"{'**' + _md(m.text) + '**' if m.level != 'info' else _md(m.text)}" for m in moments] or ["- nothing of note"]
