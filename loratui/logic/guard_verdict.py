@@ -80,8 +80,9 @@ def judge(expect: Expectation, life_peak: int, gpu: bool, others: int = 0) -> Ve
     finite = [loss for loss in expect.losses if math.isfinite(loss)]
     if len(finite) < len(expect.losses):
         ok = False
-        evidence.append(f"loss not finite again after the resume ({len(expect.losses) - len(finite)} of "
-                        f"{len(expect.losses)} logged)")
+        bad = len(expect.losses) - len(finite)  # "(1 of 4 logged)" left the reader to guess 1 of 4 what
+        evidence.append(f"the loss was not finite again after the restart ({bad} of the {len(expect.losses)} "
+                        f"loss{'es' * (len(expect.losses) != 1)} logged since)")
     elif finite and expect.resume_loss is not None:
         first = finite[0]
         jumped = first > LOSS_JUMP * expect.resume_loss + 0.1
