@@ -161,3 +161,14 @@ def test_an_ntfy_url_without_its_topic_is_refused(url: str) -> None:
     server's; the README's line is `https://ntfy.sh/my-secret-topic`."""
     with pytest.raises(UsageError, match=r"^--notify: an ntfy URL ends with its topic: https?://[^/]+/TOPIC"):
         alerts.check_url(url)
+
+
+def test_a_mistyped_scheme_without_apprise_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 14, the README's CPU install (no Apprise): `loratui notify-test htps://ntfy.sh/topic` was told only
+    "an Apprise URL needs Apprise: pip install ..."; the scheme it read is named, so the typo shows."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "apprise", None)  # not installed
+    with pytest.raises(UsageError, match=r"^htps:// is not http\(s\): an Apprise URL needs Apprise: pip install") as no:
+        alerts.check_url(f"htps://ntfy.sh/{SECRET}")
+    assert SECRET not in str(no.value)
