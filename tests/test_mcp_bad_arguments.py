@@ -79,3 +79,17 @@ async def test_the_tools_descriptions_carry_no_source_indentation(tmp_path: Path
     assert len(tools) == 13
     for tool in tools:
         assert tool.description and "\n" not in tool.description and "  " not in tool.description, tool
+
+
+def test_a_token_shown_for_another_run_still_holds_for_its_own() -> None:
+    """Trial 14 through the `mcp` client: stop(run=B, token for A) was refused as issued for A, and then
+    stop(run=A, token) answered "unknown or expired token": the mistake had spent it."""
+    from loratui.commands.mcp_server import Tokens
+
+    tokens = Tokens()
+    token = tokens.issue("stop", "20261206-012740-tiny")
+    with pytest.raises(ValueError, match="issued for stop on 20261206-012740-tiny, not for stop on 20261206-005826"):
+        tokens.redeem(token, "stop", "20261206-005826-train")
+    tokens.redeem(token, "stop", "20261206-012740-tiny")  # still good for its own run, once
+    with pytest.raises(ValueError, match="unknown or expired token"):
+        tokens.redeem(token, "stop", "20261206-012740-tiny")

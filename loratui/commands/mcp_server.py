@@ -53,13 +53,16 @@ class Tokens:
         return token
 
     def redeem(self, token: str, action: str, run_id: str, advice_id: str = "") -> None:
-        """Consume `token`; raise ValueError unless it was issued for exactly this action and still holds."""
+        """Consume `token`; raise ValueError unless it was issued for exactly this action and still holds. A token
+        shown with another action or run stays good for its own (trial 14: an agent told "issued for stop on A"
+        then got "unknown or expired token" for stop on A)."""
         pending = self._pending.pop(token, None)
         if pending is None or pending.expires < time.monotonic():
             raise ValueError("unknown or expired token: call again without a token to get a new one")
         if (pending.action, pending.run_id, pending.advice_id) != (action, run_id, advice_id):
+            self._pending[token] = pending
             raise ValueError(f"this token was issued for {pending.action} on {pending.run_id}, not for "
-                             f"{action} on {run_id}")
+                             f"{action} on {run_id} (it still holds for that)")
 
 
 def build_server(runs_dir: Path, allow_control: bool) -> Any:
