@@ -41,3 +41,15 @@ def test_a_loss_that_truly_stands_still_in_its_own_lines_is_still_read(
     out.write_text(_progress(lines))
     main(["doctor", str(out)])
     assert "loss_flat" in capsys.readouterr().out
+
+
+def test_a_line_before_the_first_log_gives_no_loss() -> None:
+    """Trial 14: `loratui import` of a job's .out gave `"first_loss": 4000.0`: `step 4/4000  loss --` (no loss
+    logged yet) was read as tinygrad's `<number> loss`, the counter's total taken for the loss."""
+    from loratui.logic.text_reader import values
+
+    assert values.loss_line("training  [------------------------] step 4/4000  loss --  tok/s 1475  VRAM no GPU  "
+                            "ETA 3m14s") is None
+    assert values.loss_line("failed    [------------------------] step 0/4000  loss --  tok/s --  VRAM no GPU  "
+                            "ETA --") is None
+    assert values.loss_line("11.8750 loss") == (None, {"loss": 11.875})  # tinygrad's own order still reads
