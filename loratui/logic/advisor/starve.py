@@ -299,10 +299,10 @@ def _cpu_waits(f: Finding, what: str, evidence: list[str], key: str) -> Advice:
     training computes on, so another process on them slows every step as a slow loader would."""
     evidence = [line for line in evidence if "GPU" not in line and "nvidia-smi" not in line]
     evidence += [f"the run is on the CPU: {f.facts['on_cpu']}",
-                 "the loader's workers and the training share the CPU's cores: another process on them (top) slows "
-                 "every step as a slow loader does",
-                 "make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on fast "
-                 "local disk"]
+                 ("the loader's workers and the training share the CPU's cores: another process on them (top) slows "
+                  "every step as a slow loader does"),
+                 ("make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on fast "
+                  "local disk")]
     title = f"Training on the CPU waits ({what}): check what else uses its cores (top), then raise {key} if some " \
             "are idle"
     return Advice("data_starved", INFO, title, evidence, {}, f.step)
