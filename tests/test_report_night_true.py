@@ -149,3 +149,16 @@ def test_the_nan_steps_of_a_restarted_run_are_told_once(tmp_path: Path) -> None:
     assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
     text = (tmp_path / "report" / "report.md").read_text()
     assert "Non-finite loss or gradient at steps 4, 5 (again after a restart)." in text, text
+
+
+def test_an_out_that_cannot_be_a_folder_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Trial 14: `loratui report RUN --out afile` (a file there) said "afile: File exists; pass another --runs-dir"."""
+    run = _night(tmp_path / "runs")
+    taken = tmp_path / "afile"
+    taken.write_text("")
+    assert main(["report", str(run), "--out", str(taken)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {taken}: File exists (a file is there); give a folder to write the report in" in err, err
+    assert "--runs-dir" not in err
+    assert main(["report", str(run), "--out", str(taken / "x")]) == 2
+    assert "--runs-dir" not in capsys.readouterr().err

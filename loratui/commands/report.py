@@ -37,7 +37,13 @@ def main(args: argparse.Namespace) -> int:
     everywhere = getattr(args, "everywhere", False)
     run = rundir.resolve(args.run, args.runs_dir, everywhere)
     out = args.out or Path(f"{run.run_id}-report")
-    out.mkdir(parents=True, exist_ok=True)
+    try:  # its own message: the generic one for an OSError said "pass another --runs-dir"
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise UsageError(f"--out {out}: {exc.strerror or exc} (a file is there); give a folder to write the "
+                         "report in") from None
+    except OSError as exc:
+        raise UsageError(f"--out {out}: {exc.strerror or exc}; give a folder you can write the report in") from None
     path = write_report(run, out)
     print(f"loratui: report of {run.run_id} in {path}")
     return EXIT_OK
