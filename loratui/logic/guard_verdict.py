@@ -37,11 +37,15 @@ class Expectation:
     predicted_gib: float | None = None
     bad_step: int = 0  # a NaN's or a divergence's first bad step: the verdict waits until the run is past it
     last_step: int = 0  # the restarted life's last step
+    logged_step: int = 0  # the restarted life's last step with a loss logged
 
     def due(self) -> bool:
         """Whether the restarted life has shown enough: VERIFY_STEPS steps, and past the step that went bad (a NaN
-        restarted from step 0 that comes back at step 4 was called recovered at step 3: a newcomer's trial)."""
-        return self.steps >= VERIFY_STEPS and self.last_step > self.bad_step
+        restarted from step 0 that comes back at step 4 was called recovered at step 3: a newcomer's trial), its
+        loss logged there too: a step's record comes before its loss, and trial 14's verdict "recovered" at step 5
+        came just before step 5's NaN."""
+        return self.steps >= VERIFY_STEPS and self.last_step > self.bad_step and \
+            (not self.bad_step or self.logged_step > self.bad_step)
 
 
 @dataclass(frozen=True)
