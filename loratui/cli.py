@@ -383,6 +383,8 @@ def _add_slurm_jobs(rows: list[dict[str, Any]], recorded: dict[str, str]) -> Non
                 r["state"] = "requeued"
         elif "slurm" in r and r["run"] in recorded:
             r["slurm"]["state"] = recorded[r["run"]]
+        elif "slurm" in r and r["state"] in events.FINAL_STATES:
+            r["slurm"]["state"] = "ended"  # forgotten by Slurm; its run ended on its own: "unknown" told nothing
 
 
 def _job_columns(job: dict[str, Any] | None) -> str:

@@ -56,8 +56,7 @@ def _job(status: runstatus.Status) -> dict[str, str]:
     from loratui import slurm
 
     job = slurm.job(status.job_id)
-    said = job.state if job is not None else (status.end.cause if status.end is not None and status.end.cause
-                                              else "unknown")
+    said = job.state if job is not None else (status.end.cause or "ended" if status.end is not None else "unknown")
     return {"job": inert(status.job_id), "node": inert(status.node), "state": inert(said)}
 
 
