@@ -249,16 +249,7 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False, held: Held
             print("\n" + hl.detached(run))
             return 0
         return hl.exit_code(state)
-    from loratui.supervisor import control
-    from loratui.supervisor.restart import restart_command_line, restart_with, write_fix
-    from loratui.tui.app import RunActions, run_app
-
-    def actions(run: rundir.RunDir) -> RunActions:
-        return RunActions(send=lambda command: control.send(run.control, command, "tui"),
-                          write_fix=lambda advice_id, fix: write_fix(run, advice_id, fix),
-                          restart=lambda recipe, env, send: restart_with(run, recipe, env, send),
-                          stacks=lambda: _stacks_text(run),
-                          command_for=lambda fixed: restart_command_line(run, fixed))
+    from loratui.tui.app import run_app
 
     try:
         held.release()
@@ -267,7 +258,27 @@ def _view(run: rundir.RunDir, headless: bool, attached: bool = False, held: Held
 
         print(hl.detached(run))
         return 0
-    return run_app(run, actions, attached)
+    return run_app(run, app_actions, attached)
+
+
+def app_actions(run: rundir.RunDir) -> Any:
+    """What the app's keys do to `run`: its commands go the way `loratui pause/resume/stop` send them
+    (control.deliver: the socket, else the run directory to a supervisor on another host, else the command file;
+    a suspended run's `resume` re-adopts it, or says that its requeued Slurm job will). Through the socket alone,
+    `r` on a run suspended before its job's limit said "the run is not running (no supervisor answers on its
+    control socket)", and on a login node every key failed so."""
+    from loratui.supervisor import control
+    from loratui.supervisor.restart import restart_command_line, restart_with, write_fix
+    from loratui.tui.app import RunActions
+
+    def send(command: str) -> None:
+        control.deliver(run, command, "tui")
+
+    return RunActions(send=send,
+                      write_fix=lambda advice_id, fix: write_fix(run, advice_id, fix),
+                      restart=lambda recipe, env, send: restart_with(run, recipe, env, send),
+                      stacks=lambda: _stacks_text(run),
+                      command_for=lambda fixed: restart_command_line(run, fixed))
 
 
 def _stacks_text(run: rundir.RunDir) -> str:
@@ -365,10 +376,15 @@ def _add_slurm_jobs(rows: list[dict[str, Any]], recorded: dict[str, str]) -> Non
             left = job.time_left(now)
             r["slurm"].update(state=job.state, nodes=job.num_nodes, node_list=job.node_list,
                               time_left_s=round(left) if left is not None else None)
-            if r["state"] == runstatus.LOST and (job.state == "PENDING" or job.state.startswith("REQUEUE")):
-                r["state"] = "requeued"  # nobody runs it now, and its job's next start resumes it (_requeued_run)
+            # nobody runs it now (lost to a requeue, or suspended before the job's limit to requeue it), and its
+            # job's next start resumes it (_requeued_run); "suspended" asked for a `resume` that refuses it
+            if r["state"] in (runstatus.LOST, events.SUSPENDED) and (job.state == "PENDING" or
+                                                                     job.state.startswith("REQUEUE")):
+                r["state"] = "requeued"
         elif "slurm" in r and r["run"] in recorded:
             r["slurm"]["state"] = recorded[r["run"]]
+        elif "slurm" in r and r["state"] in events.FINAL_STATES:
+            r["slurm"]["state"] = "ended"  # forgotten by Slurm; its run ended on its own: "unknown" told nothing
 
 
 def _job_columns(job: dict[str, Any] | None) -> str:

@@ -430,7 +430,7 @@ def resolve(name: str | None, runs_dir: Path, everywhere: bool = False) -> RunDi
     if not name:
         return runs[-1]
     matches = [r for r in runs if r.run_id == name] or _named_or_job(name, runs) or [
-        r for r in runs if r.run_id.startswith(name) or r.run_id.endswith(name)]
+        r for r in runs if r.run_id.startswith(name) or r.run_id.endswith(name)] or _at_time(name, runs)
     if len(matches) == 1:
         return matches[0]
     if not matches:
@@ -456,6 +456,20 @@ def _named_or_job(name: str, runs: list[RunDir]) -> list[RunDir]:
     from loratui import runstatus  # here: runstatus imports this module
 
     return [r for r in runs if runstatus.read(r).job_id == name][-1:]
+
+
+_TIME = re.compile(r"(\d\d):?(\d\d)(?::?(\d\d))?")
+"""The time part of a run's id as a user types it: `004953`, `0049`, `00:49:53` or `00:49`."""
+
+
+def _at_time(name: str, runs: list[RunDir]) -> list[RunDir]:
+    """The runs whose id's start time is `name` (to the minute or the second), on any day: `loratui ls` shows
+    `20261206-004953-tiny`, and `loratui attach 004953` or `00:49` names it."""
+    typed = _TIME.fullmatch(name)
+    if typed is None:
+        return []
+    time = "".join(part for part in typed.groups() if part)
+    return [r for r in runs if _STAMP.match(r.run_id) and r.run_id[9:15].startswith(time)]
 
 
 def _own_name(run_id: str) -> str:

@@ -153,3 +153,22 @@ def test_an_alert_after_a_failing_one_is_still_sent(endpoint: Endpoint) -> None:
     junk.close()
     assert bad.failed == 1 and bad.sent == 1 and len(endpoint.wait(1)) == 1
     assert all(SECRET not in e for e in errors)
+
+
+@pytest.mark.parametrize("url", ["https://ntfy.sh/", "https://ntfy.sh", "http://ntfy.example.org:8080//"])
+def test_an_ntfy_url_without_its_topic_is_refused(url: str) -> None:
+    """Trial 14: `loratui notify-test https://ntfy.sh/` (the topic left off) was posted, and the error was the
+    server's; the README's line is `https://ntfy.sh/my-secret-topic`."""
+    with pytest.raises(UsageError, match=r"^--notify: an ntfy URL ends with its topic: https?://[^/]+/TOPIC"):
+        alerts.check_url(url)
+
+
+def test_a_mistyped_scheme_without_apprise_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trial 14, the README's CPU install (no Apprise): `loratui notify-test htps://ntfy.sh/topic` was told only
+    "an Apprise URL needs Apprise: pip install ..."; the scheme it read is named, so the typo shows."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "apprise", None)  # not installed
+    with pytest.raises(UsageError, match=r"^htps:// is not http\(s\): an Apprise URL needs Apprise: pip install") as no:
+        alerts.check_url(f"htps://ntfy.sh/{SECRET}")
+    assert SECRET not in str(no.value)

@@ -106,5 +106,5 @@ async def test_a_paused_run_that_writes_nothing_more_still_opens_on_its_card(tmp
     userstate.mark_viewed(run.path, t0 + 61)  # detached while it was paused at step 4
     card = await _card(run)
     assert card is not None and card.startswith("While you were away"), card
-    assert "resume asked by cli" in card and "pause asked by cli" in card, card
+    assert "resume asked from the shell" in card and "pause asked from the shell" in card, card
     assert card.count("paused") == 1 and "step 20" in card  # the pause at step 4 was seen before

@@ -29,10 +29,20 @@ def _watched(end: events.End, command: list[str] | None) -> list[events.AnyEvent
 def test_a_watched_commands_exit_is_the_commands() -> None:
     end = events.End(t=scenarios.T0 + 0.2, state=events.FAILED, exit_code=2, step=0)
     items = Advisor(None).feed_all(_watched(end, ["python", "missing.py"])).items()
-    assert items[0].title == "The command exited with code 2 at step 0", items[0].title
-    assert items[0].evidence[-1] == "next: the command's last lines are above; the full output is in the run directory"
+    assert items[0].title == ("The command exited with code 2 at step 0: Python cannot open /tmp/missing.py "
+                              "(no such file)"), items[0].title  # trial 13: the exit code alone said nothing
+    assert items[0].evidence[-1] == ("next: check the script's name and the directory the command runs in (its path "
+                                     "is taken from there)")
     items = Advisor(None).feed_all(_watched(end, None)).items()  # a recipe run
-    assert items[0].title == "The trainer exited with code 2 at step 0", items[0].title
+    assert items[0].title.startswith("The trainer exited with code 2 at step 0: "), items[0].title
+
+
+def test_a_command_that_failed_otherwise_points_at_its_last_lines() -> None:
+    found = _watched(events.End(t=scenarios.T0 + 0.2, state=events.FAILED, exit_code=1, step=0), ["python", "x.py"])
+    found[2] = events.Output(t=scenarios.T0 + 0.1, stream="stderr", lines=["/venv/bin/python: No module named x"])
+    items = Advisor(None).feed_all(found).items()
+    assert items[0].title == "The command exited with code 1 at step 0", items[0].title
+    assert items[0].evidence[-1] == "next: the command's last lines are above; the full output is in the run directory"
 
 
 def test_a_killed_commands_line_is_the_reason_whoever_wrote_it() -> None:

@@ -102,3 +102,16 @@ def test_a_watched_loop_without_nvml_says_why_without_nested_parentheses() -> No
     line = _none_line(RunState(gpu_available=False, gpu_reason=reason), 80).plain
     assert line == f"GPU: none · {reason}", line
     assert _none_line(RunState(gpu_available=False), 80).plain == "GPU: none found"
+
+
+def test_a_cpu_run_recorded_without_nvidia_ml_py_is_not_told_to_install_it() -> None:
+    """Trial 13: `loratui replay` of a tiny run recorded after the README's CPU install (`pip install .`, no [gpu])
+    showed "GPU: none (CPU run) · ... · nvidia-ml-py is not installed (pip install 'loratui[gpu]')" at 160 columns:
+    a run that trained on the CPU needs no NVML."""
+    from loratui.logic.runstate import RunState
+    from loratui.tui.widgets.vram import _none_line
+    reason = "nvidia-ml-py is not installed (pip install 'loratui[gpu]')"
+    line = _none_line(RunState(gpu_available=False, gpu_reason=reason, device="cpu"), 200).plain
+    assert line == "GPU: none (CPU run)", line
+    line = _none_line(RunState(gpu_available=False, gpu_reason=NVML, device="cpu"), 200).plain
+    assert line == f"GPU: none (CPU run) · {NVML}", line  # NVML's own reason is no instruction: it stays

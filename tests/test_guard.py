@@ -269,9 +269,12 @@ def test_the_verdict_on_a_nan_restart_waits_until_the_run_is_past_its_bad_step()
     watch = RunWatch("r", Recipe(), written.append)
     watch.expect_after_restart(gv.Expectation("nan", resume_step=0, resume_loss=None, warn_gib=None, bad_step=4))
     steps = [events.Step(t=float(n), step=n, epoch=0.0, step_time=1.0) for n in range(1, 6)]
-    watch.feed(steps[:4])
+    logs = [events.Log(t=n + 0.5, step=n, values={"loss": 6.5 - n / 10}) for n in range(1, 6)]
+    watch.feed([e for pair in zip(steps[:4], logs[:4]) for e in pair])
     assert watch.expect is not None  # 4 steps, none past step 4 yet: no verdict
     watch.feed(steps[4:])
+    assert watch.expect is not None  # step 5's record, its loss not yet logged: no verdict (trial 14)
+    watch.feed(logs[4:])
     assert watch.expect is None and any(getattr(e, "key", "") == "guard_verdict" for e in written)
     oom = RunWatch("r", Recipe(), lambda e: None)
     oom.expect_after_restart(gv.Expectation("oom", resume_step=0, resume_loss=None, warn_gib=None))

@@ -12,7 +12,7 @@ from loratui.cli import main
 from tests.test_error_wrap import _on_terminal
 from tests.test_find_runs import _start_one, home  # noqa: F401  (the fixture)
 
-JOB = "987654321"  # no cluster knows it: its state reads "unknown" whether or not slurmctld is up
+JOB = "987654321"  # no cluster knows it: a run that ended reads "ended" whether or not slurmctld is up
 
 
 def _as_slurm_run(root: Path, run_id: str) -> None:
@@ -31,7 +31,7 @@ def test_a_slurm_run_keeps_every_ls_line_inside_an_80_column_terminal(home: Path
     assert all(len(line) < 80 for line in shown), shown
     row = next(i for i, line in enumerate(shown) if line.startswith(run_id))
     assert shown[row].split()[1:3] == ["finished", "5/5"], shown
-    assert shown[row + 1] == f"  job {JOB}: unknown", shown
+    assert shown[row + 1] == f"  job {JOB}: ended", shown  # the run finished: its job did (trial 14: "unknown")
     wide = _on_terminal(["ls"], 160, home).splitlines()  # wide enough: the job stays in its row, under JOB
     assert "JOB" in wide[0] and any(line.startswith(run_id) and JOB in line for line in wide), wide
     assert main(["ls"]) == 0  # piped: one row a run with its job columns, whatever the width (scripts read it)

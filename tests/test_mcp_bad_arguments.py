@@ -43,3 +43,53 @@ def test_estimate_of_an_unknown_name_lists_the_built_in_recipes_too(tmp_path: Pa
     said = str(caught.value)
     assert "'nosuch'" in said and "built-in recipe" in said and "tiny" in said and "qwen7b" in said, said
     assert "list_runs" in said, said
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_run_name_is_called_empty(tmp_path: Path, name: str) -> None:
+    """Trial 14, `run_status(run="")` through the `mcp` client: "'': name a run by its id (list_runs gives them),
+    not by a path" (an empty name is no path)."""
+    _run(tmp_path / "runs" / "r1")
+    with pytest.raises(UsageError, match=r"^run: empty; name a run by its id \(list_runs gives them\)$"):
+        agent_view.find_run(name, tmp_path / "runs")
+
+
+async def test_list_runs_of_a_runs_dir_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    """Trial 14: `loratui mcp --runs-dir /nonexistent/runs` answered list_runs with `{"runs": []}`, where `ls`
+    says "no runs in /nonexistent/runs/ (no such directory)": the agent took a mistyped folder for no runs."""
+    pytest.importorskip("mcp")
+    from loratui.commands.mcp_server import build_server
+
+    server = build_server(tmp_path / "nonexistent" / "runs", allow_control=False)
+    result = await server.call_tool("list_runs", {})
+    text = "".join(getattr(part, "text", "") for part in result.content)
+    assert '"runs": []' in text and f"no runs in {tmp_path}/nonexistent/runs/ (no such directory)" in text, text
+    _run(tmp_path / "runs" / "r1")
+    result = await build_server(tmp_path / "runs", allow_control=False).call_tool("list_runs", {})
+    assert "note" not in "".join(getattr(part, "text", "") for part in result.content)
+
+
+async def test_the_tools_descriptions_carry_no_source_indentation(tmp_path: Path) -> None:
+    """Trial 14, list_tools through the `mcp` client: run_status's description read "peak against the\\n        VRAM
+    warning line" (its docstring's indentation)."""
+    pytest.importorskip("mcp")
+    from loratui.commands.mcp_server import build_server
+
+    tools = await build_server(tmp_path / "runs", allow_control=False).list_tools()
+    assert len(tools) == 13
+    for tool in tools:
+        assert tool.description and "\n" not in tool.description and "  " not in tool.description, tool
+
+
+def test_a_token_shown_for_another_run_still_holds_for_its_own() -> None:
+    """Trial 14 through the `mcp` client: stop(run=B, token for A) was refused as issued for A, and then
+    stop(run=A, token) answered "unknown or expired token": the mistake had spent it."""
+    from loratui.commands.mcp_server import Tokens
+
+    tokens = Tokens()
+    token = tokens.issue("stop", "20261206-012740-tiny")
+    with pytest.raises(ValueError, match="issued for stop on 20261206-012740-tiny, not for stop on 20261206-005826"):
+        tokens.redeem(token, "stop", "20261206-005826-train")
+    tokens.redeem(token, "stop", "20261206-012740-tiny")  # still good for its own run, once
+    with pytest.raises(ValueError, match="unknown or expired token"):
+        tokens.redeem(token, "stop", "20261206-012740-tiny")

@@ -47,7 +47,8 @@ def test_the_story_tells_a_night_in_order_with_who_asked() -> None:
     ]
     story = Story().feed_all(found)
     texts = [m.text for m in story.moments]
-    assert texts == ["started night", "pause asked by agent", "paused (asked)", "resumed", "loss not finite",
+    assert texts == ["started night", "pause asked by an agent (loratui mcp)", "paused (asked)", "resumed",
+                     "loss not finite",
                      "guard: learning rate halved", "ended finished"]
     assert [m.step for m in story.moments][-3:] == [12, 10, 20]
     assert [m.text for m in story.since(t0 + 4.5)] == texts[4:]
@@ -78,7 +79,8 @@ def test_a_hold_is_told_once_and_a_resume_after_a_suspend_is_told() -> None:
         events.End(t=t0 + 15, state=events.FINISHED, step=300),
     ]
     texts = [m.text for m in Story().feed_all(found).moments]
-    assert texts == ["started tiny", "pause asked by tui", "paused", "save asked by tui", "resume asked by tui",
-                     "resumed", "suspend asked by tui",
+    assert texts == ["started tiny", "pause asked from the app", "paused", "save asked from the app",
+                     "resume asked from the app",
+                     "resumed", "suspend asked from the app",
                      "suspended (checkpoint written, memory freed; `loratui resume` continues)",
-                     "resume asked by tui", "resumed", "ended finished"], texts
+                     "resume asked from the app", "resumed", "ended finished"], texts

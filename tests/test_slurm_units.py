@@ -106,3 +106,25 @@ def test_time_limit_flags_that_cannot_work_are_refused_before_anything_starts(
     assert cli.main(["run", "--runs-dir", str(runs), *flags, "--", "true"]) == 2
     assert message in capsys.readouterr().err
     assert not runs.exists()
+
+
+@pytest.mark.parametrize(("flags", "said"), [(["--save-before-limit", "10m"], "--save-before-limit"),
+                                             (["--save-before-limit", "10m", "--requeue"],
+                                              "--save-before-limit and --requeue")])
+def test_time_limit_flags_outside_a_job_are_said_to_do_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str], flags: list[str],
+                                                               said: str) -> None:
+    """Trial 14: the README's batch-script line tried by hand (`loratui run --save-before-limit 10m -- ...`) ran
+    with the flag silently ignored; inside a job, nothing is said."""
+    import argparse
+
+    from loratui.commands.launch_checks import slurm_limit
+
+    args = argparse.Namespace(save_before_limit=flags[1], requeue="--requeue" in flags, watch=["true"], recipe=None)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    assert slurm_limit(args) == ("10m", "--requeue" in flags)
+    assert capsys.readouterr().err == (f"loratui: note: {said}: ignored outside a Slurm job (no SLURM_JOB_ID here): "
+                                       "this run has no time limit to save before\n")
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    assert slurm_limit(args) == ("10m", "--requeue" in flags)
+    assert capsys.readouterr().err == ""

@@ -176,6 +176,8 @@ def test_a_command_before_its_trainer_speaks_offers_only_stop() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["run", str(REPO / "recipes" / "tiny.toml"), "--", "python", "x.py"], "not both"),
     (["run", "--", "no-such-program-xyz", "a"], "not a program on PATH"),
+    (["run", "--", "python", "nosuch.py"], "the script nosuch.py does not exist (looked in "),  # trial 13
+    (["run", "--", "python", "-u", "-W", "ignore", "sub/nosuch.py", "--lr", "1"], "the script sub/nosuch.py does"),
     (["run"], "`loratui run tiny`"),
     (["run", "--max-steps", "5", "--", "python", "x.py"], "--max-steps: applies to recipes only"),
     (["run", "--model-path", "m", "--", "python", "x.py"], "--model-path: applies to recipes only"),
@@ -503,3 +505,15 @@ def test_a_copy_on_the_other_stream_begins_no_phase() -> None:
              "step 30 loss 1.8"]
     found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
     assert _axis(found)[0] == [10, 20, 30] and "Notice" not in _kinds(found)
+
+
+@pytest.mark.parametrize(("command", "script"), [
+    (["python", "train.py"], "train.py"), (["/venv/bin/python3.11", "-u", "-X", "dev", "t.py", "-m", "x"], "t.py"),
+    (["python", "-Wignore", "t.py"], "t.py"), (["python", "-uW", "ignore", "t.py"], "t.py"), (["python", "--", "t.py"],
+                                                                                              "t.py"),
+    (["python", "-m", "trl", "sft"], None), (["python", "-um", "x"], None), (["python", "-c", "pass"], None),
+    (["python"], None), (["python", "-"], None), (["torchrun", "train.py"], None), (["pythonista", "t.py"], None)])
+def test_the_script_a_python_command_runs(command: list[str], script: str | None) -> None:
+    from loratui.supervisor.launch import python_script
+
+    assert python_script(command) == script

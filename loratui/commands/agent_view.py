@@ -24,7 +24,9 @@ def find_run(name: str, runs_dir: Path) -> rundir.RunDir:
     """The run `name` names among the runs `ls` lists: an id, or a unique prefix or suffix of one.
 
     A path is refused even when it holds a run: an agent reads only what is under the runs directory."""
-    if not name or "/" in name or name in (".", ".."):
+    if not name.strip():
+        raise UsageError("run: empty; name a run by its id (list_runs gives them)")
+    if "/" in name or name in (".", ".."):
         raise UsageError(f"{name!r}: name a run by its id (list_runs gives them), not by a path")
     try:
         run = rundir.resolve(name, runs_dir)
@@ -54,8 +56,7 @@ def _job(status: runstatus.Status) -> dict[str, str]:
     from loratui import slurm
 
     job = slurm.job(status.job_id)
-    said = job.state if job is not None else (status.end.cause if status.end is not None and status.end.cause
-                                              else "unknown")
+    said = job.state if job is not None else (status.end.cause or "ended" if status.end is not None else "unknown")
     return {"job": inert(status.job_id), "node": inert(status.node), "state": inert(said)}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from loratui.text import inert, say_error
@@ -115,4 +116,8 @@ def slurm_limit(args: argparse.Namespace) -> tuple[str, bool]:
     if args.requeue and not limit and (args.watch or args.recipe is None):
         raise UsageError("--requeue: needs --save-before-limit (the checkpoint the requeued job resumes from), "
                          "e.g. --save-before-limit 10m --requeue")
+    if (limit or args.requeue) and "SLURM_JOB_ID" not in os.environ:  # a batch script's line tried out by hand
+        flags = " and ".join(f for f, given in (("--save-before-limit", limit), ("--requeue", args.requeue)) if given)
+        print(f"loratui: note: {flags}: ignored outside a Slurm job (no SLURM_JOB_ID here): this run has no time "
+              "limit to save before", file=sys.stderr)
     return limit, bool(args.requeue)

@@ -53,13 +53,16 @@ class Tokens:
         return token
 
     def redeem(self, token: str, action: str, run_id: str, advice_id: str = "") -> None:
-        """Consume `token`; raise ValueError unless it was issued for exactly this action and still holds."""
+        """Consume `token`; raise ValueError unless it was issued for exactly this action and still holds. A token
+        shown with another action or run stays good for its own (trial 14: an agent told "issued for stop on A"
+        then got "unknown or expired token" for stop on A)."""
         pending = self._pending.pop(token, None)
         if pending is None or pending.expires < time.monotonic():
             raise ValueError("unknown or expired token: call again without a token to get a new one")
         if (pending.action, pending.run_id, pending.advice_id) != (action, run_id, advice_id):
+            self._pending[token] = pending
             raise ValueError(f"this token was issued for {pending.action} on {pending.run_id}, not for "
-                             f"{action} on {run_id}")
+                             f"{action} on {run_id} (it still holds for that)")
 
 
 def build_server(runs_dir: Path, allow_control: bool) -> Any:
@@ -77,6 +80,11 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         "stop and apply_advice take two calls (the first returns what would happen and a token)."))
     tokens = Tokens()
 
+    def tool(fn: Any) -> Any:
+        """A tool whose description is its docstring on one line: the source's indentation went to the agent
+        ("peak against the\\n        VRAM warning line")."""
+        return server.tool(description=" ".join((fn.__doc__ or "").split()))(fn)
+
     def guarded(fn: Any) -> Any:
         """Bad input becomes one tool error line, as the CLI prints it."""
         try:
@@ -89,40 +97,44 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
             raise ToolError(f"{action}: control is off; the user must start the server with "
                             "`loratui mcp --allow-control`")
 
-    @server.tool()
+    @tool
     def list_runs() -> dict[str, Any]:
         """The runs `loratui ls` lists: id, state, step, last loss, peak VRAM (GiB), who still runs it."""
-        return {"runs": guarded(lambda: view.list_runs(runs_dir))}
+        from loratui.rundir import where
 
-    @server.tool()
+        runs = guarded(lambda: view.list_runs(runs_dir))
+        # none: say where it looked, as `ls` does (a mistyped --runs-dir read as an empty one)
+        return {"runs": runs} if runs else {"runs": [], "note": f"no runs in {where(runs_dir, False)}"}
+
+    @tool
     def run_status(run: str) -> dict[str, Any]:
         """One run's status: step, loss, tokens/s, ETA, device and torch memory (GiB), peak against the
         VRAM warning line, phase, estimate, end; reason: why it is paused (and who asked) or its state's reason."""
         return guarded(lambda: view.status(view.find_run(run, runs_dir)))
 
-    @server.tool()
+    @tool
     def run_advice(run: str) -> dict[str, Any]:
         """The troubleshooting advice for a run, most important first: what is wrong, its evidence, the
         change it proposes, and whether apply_advice can apply it."""
         return {"advice": guarded(lambda: view.advice(view.find_run(run, runs_dir)))}
 
-    @server.tool()
+    @tool
     def run_summary(run: str) -> dict[str, Any]:
         """A run's summary (losses, NaN steps, peaks, duration, end, diagnoses): replay --summary."""
         return guarded(lambda: view.summary(view.find_run(run, runs_dir)))
 
-    @server.tool()
+    @tool
     def run_output(run: str, lines: int = 50) -> dict[str, Any]:
         """The last lines (at most 200) of the trainer's output, with control characters made inert."""
         return {"lines": guarded(lambda: view.output_tail(view.find_run(run, runs_dir), lines))}
 
-    @server.tool()
+    @tool
     def estimate(recipe: str, gpu_gb: float = 80.0) -> dict[str, Any]:
         """The pre-flight VRAM estimate of a built-in recipe (by name, e.g. qwen7b) or of a run's recipe
         (by run id) on a card of gpu_gb GiB."""
         return guarded(lambda: view.estimate(recipe, gpu_gb, runs_dir))
 
-    @server.tool()
+    @tool
     def doctor(text: str) -> dict[str, Any]:
         """Diagnose pasted training output (a log, a traceback, printed loss dicts): loratui doctor -. An item's
         step is the one the text gives, or null."""
@@ -135,7 +147,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
                         ("suspend", "Checkpoint, free the GPU and wait for resume (needs --allow-control).")):
         server.tool(name=action, description=doc)(_control_tool(action, runs_dir, need_control, guarded))
 
-    @server.tool()
+    @tool
     def stop(run: str, token: str = "") -> dict[str, Any]:
         """Stop a run (needs --allow-control). Two calls: without a token, what would happen and a
         one-time token; with it, the stop."""
@@ -151,7 +163,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         guarded(lambda: tokens.redeem(token, "stop", target.run_id))
         return {"done": guarded(lambda: _deliver(target, "stop"))}
 
-    @server.tool()
+    @tool
     async def apply_advice(run: str, advice_id: str, token: str = "") -> dict[str, Any]:
         """Apply an advice item (needs --allow-control): write the fixed recipe or config copy and restart
         the run with it. Two calls: without a token, the change and a one-time token; with it, the act."""

@@ -37,7 +37,13 @@ def main(args: argparse.Namespace) -> int:
     everywhere = getattr(args, "everywhere", False)
     run = rundir.resolve(args.run, args.runs_dir, everywhere)
     out = args.out or Path(f"{run.run_id}-report")
-    out.mkdir(parents=True, exist_ok=True)
+    try:  # its own message: the generic one for an OSError said "pass another --runs-dir"
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise UsageError(f"--out {out}: {exc.strerror or exc} (a file is there); give a folder to write the "
+                         "report in") from None
+    except OSError as exc:
+        raise UsageError(f"--out {out}: {exc.strerror or exc}; give a folder you can write the report in") from None
     path = write_report(run, out)
     print(f"loratui: report of {run.run_id} in {path}")
     return EXIT_OK
@@ -89,18 +95,23 @@ def step_rates(found: list[Any]) -> list[tuple[int, float]]:
 
 def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: dict[str, bool]) -> str:
     """The Markdown: the headline facts, what happened, the advice, and the charts that have data."""
+    from loratui.events import num_in
     from loratui.logic import fmt
 
     end = facts["end_state"] + (f" ({facts['end_error']})" if facts["end_error"] else "")
     lines = [f"# {_md(facts['name'] or facts['run_id'])}", "",
              "| | |", "|---|---|", f"| run | `{_md(facts['run_id'])}` |", f"| end | {_md(end)} |",
              f"| steps | {facts['steps']}/{facts['max_steps'] or '?'} |",
-             f"| loss | {fmt.number(facts['first_loss'])} → {fmt.number(facts['last_loss'])} "
-             f"(min {fmt.number(facts['min_loss'])} at step {facts['min_loss_step']}) |",
+             f"| loss | {fmt.number(num_in(facts['first_loss']))} → {fmt.number(num_in(facts['last_loss']))} "
+             + (f"(min {fmt.number(facts['min_loss'])} at step {facts['min_loss_step']}) |"
+                if facts["min_loss"] is not None else "(none finite) |"),
              f"| peak VRAM (device) | {_gib(facts['peak_device_used_gib'])} |",
              f"| duration | {fmt.duration(facts['duration_s'])} |", ""]
     if facts["nan_steps"]:
-        lines += [f"Non-finite loss or gradient at steps {', '.join(map(str, facts['nan_steps'][:20]))}.", ""]
+        steps = list(dict.fromkeys(facts["nan_steps"]))  # a restarted run's lives meet the same steps again
+        again = " (again after a restart)" if len(steps) < len(facts["nan_steps"]) else ""
+        lines += [f"Non-finite loss or gradient at step{'s' * (len(steps) > 1)} {', '.join(map(str, steps[:20]))}"
+                  f"{again}.", ""]
     lines += ["## What happened", ""]
     lines += [f"- {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(m.t))} · step {m.step} · "
               f"{'**' + _md(m.text) + '**' if m.level != 'info' else _md(m.text)}" for m in moments] or ["- nothing of note"]
@@ -133,19 +144,36 @@ def _loss_chart(state: Any, path: Path) -> bool:
     if not loss:
         return False
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(*zip(*loss), label="train loss", color="tab:blue")
+    handles = _plot_lives(ax, loss, label="train loss", color="tab:blue")
     evals = [(s, v) for s, v in state.eval_loss if math.isfinite(v)]
     if evals:
-        ax.plot(*zip(*evals), "o-", label="eval loss", color="tab:orange")
+        handles += _plot_lives(ax, evals, "o-", label="eval loss", color="tab:orange")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
-    handles = ax.get_lines()
     if state.lr:
         lr = ax.twinx()
-        handles += lr.plot(*zip(*state.lr), color="tab:gray", alpha=0.6, label="learning rate")
+        handles += _plot_lives(lr, state.lr, color="tab:gray", alpha=0.6, label="learning rate")
         lr.set_ylabel("learning rate")
     ax.legend(handles=handles, loc="upper right")  # one legend for both axes
     return _save(fig, path)
+
+
+def lives(points: list[tuple[int, float]]) -> list[list[tuple[int, float]]]:
+    """A series cut where its step goes back (a restart from a checkpoint or from the start, a guard's move):
+    one line through them all drew each restart as a stroke back across the chart."""
+    cut: list[list[tuple[int, float]]] = []
+    for point in points:
+        if not cut or point[0] <= cut[-1][-1][0]:
+            cut.append([])
+        cut[-1].append(point)
+    return cut
+
+
+def _plot_lives(ax: Any, points: list[tuple[int, float]], *style: str, label: str, **kw: Any) -> list[Any]:
+    """Each life of the series a line of its own, in one colour under one label; the handle for the legend."""
+    drawn = [ax.plot(*zip(*life), *style, label=label if not i else "_" + label, **kw)[0]
+             for i, life in enumerate(lives(points))]
+    return drawn[:1]
 
 
 def _vram_chart(state: Any, path: Path) -> bool:

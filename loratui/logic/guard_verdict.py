@@ -37,11 +37,15 @@ class Expectation:
     predicted_gib: float | None = None
     bad_step: int = 0  # a NaN's or a divergence's first bad step: the verdict waits until the run is past it
     last_step: int = 0  # the restarted life's last step
+    logged_step: int = 0  # the restarted life's last step with a loss logged
 
     def due(self) -> bool:
         """Whether the restarted life has shown enough: VERIFY_STEPS steps, and past the step that went bad (a NaN
-        restarted from step 0 that comes back at step 4 was called recovered at step 3: a newcomer's trial)."""
-        return self.steps >= VERIFY_STEPS and self.last_step > self.bad_step
+        restarted from step 0 that comes back at step 4 was called recovered at step 3: a newcomer's trial), its
+        loss logged there too: a step's record comes before its loss, and trial 14's verdict "recovered" at step 5
+        came just before step 5's NaN."""
+        return self.steps >= VERIFY_STEPS and self.last_step > self.bad_step and \
+            (not self.bad_step or self.logged_step > self.bad_step)
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,9 @@ def judge(expect: Expectation, life_peak: int, gpu: bool, others: int = 0) -> Ve
     finite = [loss for loss in expect.losses if math.isfinite(loss)]
     if len(finite) < len(expect.losses):
         ok = False
-        evidence.append(f"loss not finite again after the resume ({len(expect.losses) - len(finite)} of "
-                        f"{len(expect.losses)} logged)")
+        bad = len(expect.losses) - len(finite)  # "(1 of 4 logged)" left the reader to guess 1 of 4 what
+        evidence.append(f"the loss was not finite again after the restart ({bad} of the {len(expect.losses)} "
+                        f"loss{'es' * (len(expect.losses) != 1)} logged since)")
     elif finite and expect.resume_loss is not None:
         first = finite[0]
         jumped = first > LOSS_JUMP * expect.resume_loss + 0.1

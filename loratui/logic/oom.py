@@ -66,9 +66,14 @@ failed to allocate 7.63G` (ROCm's `rocm_driver.cc`); Apple's Metal (MLX) `[METAL
 Insufficient Memory`; vLLM's `No available memory for the cache blocks`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`; Apple's `MPS backend out of memory` and Intel's `XPU out of memory`
 (PyTorch's other devices, read in their own terms: see `device`)."""
-_NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure", re.I)
+SLURM_OOM = re.compile(r"\bsrun: error: .{0,200}?: tasks? [\d,-]+: Out Of Memory|cgroup out-of-memory handler|"
+                       r"oom-kill event", re.I)
+"""Slurm's word that a job went over its --mem (srun's `task 0: Out Of Memory`, slurmstepd's `Detected 1 oom-kill
+event(s) in StepId=147.0 ... killed by the cgroup out-of-memory handler`): the host's RAM, never a GPU's."""
+_NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure|" + SLURM_OOM.pattern, re.I)
 """Not a device's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate
-... The caller indicates that this is not a failure`."""
+... The caller indicates that this is not a failure`; a Slurm job over its --mem (SLURM_OOM): its log read as a CUDA
+OOM, "lower the batch size" (trial 14)."""
 _MPS = re.compile(r"MPS backend out of memory|PYTORCH_MPS_HIGH_WATERMARK_RATIO|\bMPS allocated:", re.I)
 _XPU = re.compile(r"XPU out of memory", re.I)
 _METAL = re.compile(r"\[METAL\]|kIOGPUCommandBuffer|\[malloc_or_wait\]", re.I)
@@ -161,6 +166,11 @@ def cut_phrase(prev: str, line: str) -> str:
         if found.start() < cut < found.end() and found.end() - found.start() <= 80 and not _NOT_CUDA.search(joined):
             return joined
     return ""
+
+
+def not_a_device(line: str) -> bool:
+    """Whether a line's out-of-memory is no GPU's (the CPU allocator's, a Slurm job's --mem) or no failure."""
+    return bool(_NOT_CUDA.search(line))
 
 
 def is_oom_line(line: str) -> bool:

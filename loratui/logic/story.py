@@ -28,6 +28,11 @@ class Moment:
     text: str
 
 
+ASKED_BY = {"tui": "from the app", "cli": "from the shell", "agent": "by an agent (loratui mcp)",
+            "slurm": "by loratui before the Slurm job's time limit"}
+"""Who asked, in words (`control.Request.source`): the card said "pause asked by cli", the report "by tui"."""
+
+
 class Story:
     """Folds events into moments; feed them in log order."""
 
@@ -53,7 +58,8 @@ class Story:
         elif isinstance(e, events.State):
             self._on_state(e)
         elif isinstance(e, events.Control):
-            self._add(e.t, INFO, f"{e.command} asked" + (f" by {e.source}" if e.source else ""))
+            who = ASKED_BY.get(e.source, f"by {e.source}") if e.source else ""
+            self._add(e.t, INFO, f"{e.command} asked" + (f" {who}" if who else ""))
         elif isinstance(e, events.Notice) and (e.level in (WARNING, ERROR) or e.key == GUARD_VERDICT) \
                 and not self._repeats(e):  # a verdict is told at any level: "recovered" is news too
             self._add(e.t, e.level, e.message)

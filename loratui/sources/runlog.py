@@ -39,19 +39,26 @@ class EventSource(Protocol):
 class LiveSource:
     """Follows a run directory's growing log from its first line (attach shows the whole history)."""
 
-    def __init__(self, run: RunDir) -> None:
+    def __init__(self, run: RunDir, follow_suspended: bool = False) -> None:
+        """`follow_suspended`: a run suspended with no writer left is not over (the app: a resume or its requeued
+        Slurm job's start goes on writing); the headless printer ends there, as the job's step must."""
         self.run = run
+        self.follow_suspended = follow_suspended
         self.title = run.run_id
         self._tail = MergedTail(run.path)  # the run's log, and its other nodes' (nodelogs.py)
         self._ended = False
+        self._suspended = False  # the last state the log told: a resume or a requeued job's start writes again
         self._disk_note = ""
         self._disk_at = 0.0
 
     def poll(self) -> Batch:
         found = self._tail.poll()
+        said = [e.state for e in found if isinstance(e, events.State)]
+        self._suspended = said[-1] == events.SUSPENDED if said else self._suspended
         if any(isinstance(e, events.End) for e in found):
             self._ended = True
-        elif not found and not self._ended and self._writer_gone():
+        elif not found and not self._ended and not (self._suspended and self.follow_suspended) and \
+                self._writer_gone():
             found = self._tail.finish()
             self._ended = True
             if not any(isinstance(e, events.End) for e in found):

@@ -357,6 +357,10 @@ def check_url(url: str, flag: str = "--notify") -> str:
     if not is_http(url):
         raise UsageError(f"{flag}: expected an http(s) URL (an ntfy topic such as https://ntfy.sh/TOPIC, or a "
                          "Slack, Discord or JSON webhook)")
+    parts = urllib.parse.urlsplit(url)
+    if detect_format(url) == "ntfy" and not parts.path.strip("/"):  # ntfy.sh answers a POST to / with an error
+        raise UsageError(f"{flag}: an ntfy URL ends with its topic: {parts.scheme}://{parts.netloc}/TOPIC (the topic "
+                         "you subscribe to in the ntfy app)")
     return url
 
 

@@ -26,17 +26,19 @@ def service(url: str) -> str:
     return f"the {urllib.parse.urlsplit(url).scheme} service (Apprise)"
 
 
-def _apprise() -> Any:
+def _apprise(url: str = "") -> Any:
     try:
         import apprise
     except ImportError:
-        raise UsageError(f"an Apprise URL needs Apprise: {INSTALL} (or give an http(s) webhook)") from None
+        # the scheme named: a mistyped `htps://` was told only to install Apprise
+        scheme = f"{urllib.parse.urlsplit(url).scheme}:// is not http(s): " if url else ""
+        raise UsageError(f"{scheme}an Apprise URL needs Apprise: {INSTALL} (or give an http(s) webhook)") from None
     return apprise
 
 
 def check(url: str, flag: str) -> None:
     """Refuse, in one line that does not repeat the URL, one Apprise does not know."""
-    if _apprise().Apprise.instantiate(url) is None:
+    if _apprise(url).Apprise.instantiate(url) is None:
         raise UsageError(f"{flag}: Apprise does not know this URL's service or cannot parse it "
                          f"({urllib.parse.urlsplit(url).scheme}://...); see Apprise's list of services")
 

@@ -177,8 +177,20 @@ def deliver(run: RunDir, command: str, source: str = "cli") -> str:
         return f"resume: a new supervisor restarts {run.run_id} from its last checkpoint"
     if status.state == events.SUSPENDED and command == "stop":
         EventWriter(run.events).write(events.End(t=time.time(), state=events.STOPPED, step=status.step))
-        return f"stop: {run.run_id} was suspended with no supervisor; recorded as stopped"
+        return f"stop: {run.run_id} was suspended with no supervisor; recorded as stopped" + _waiting_job(status)
     raise ControlError(f"{run.run_id} is not running ({status.state}); nothing to {command}")
+
+
+def _waiting_job(status: runstatus.Status) -> str:
+    """What a stop of a run whose requeued Slurm job waits to start leaves to do: the job's next start would begin
+    a new run from step 0 (trial 14: it did, and trained until scancel)."""
+    from loratui import slurm
+
+    job = slurm.job(status.job_id, fresh=True) if status.job_id else None
+    if job is None or not (job.state == "PENDING" or job.state.startswith("REQUEUE")):
+        return ""
+    return (f"; its Slurm job {job.job_id} is {job.state} and its next start would begin a new run from step 0: "
+            f"scancel {job.job_id}")
 
 
 def _refuse_a_requeued_jobs_run(run: RunDir, status: runstatus.Status) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -254,6 +255,36 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None 
     return proc.pid
 
 
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?")
+_PYTHON_TAKES = frozenset("WX")
+"""Python's options that take the next word as their value (`-W ignore`, `-X dev`)."""
+
+
+def python_script(command: list[str]) -> str | None:
+    """The script a `python [options] SCRIPT ...` command runs, None for any other command (`-c`, `-m`, standard
+    input, another program): Python exits 2 with "can't open file" when it is missing, after the run started."""
+    if not command or not _PYTHON.fullmatch(Path(command[0]).name):
+        return None
+    words = iter(command[1:])
+    for word in words:
+        if word == "--" or not word.startswith("-") or word == "-":
+            word = next(words, None) if word == "--" else word
+            return word if word not in (None, "-") else None
+        if word.startswith("--"):  # --check-hash-based-pycs MODE, or a flag of its own
+            if word == "--check-hash-based-pycs":
+                next(words, None)
+            continue
+        flags = word[1:]
+        for i, flag in enumerate(flags):
+            if flag in "cm":
+                return None
+            if flag in _PYTHON_TAKES:
+                if i == len(flags) - 1:
+                    next(words, None)
+                break
+    return None
+
+
 def start_command(command: list[str], runs_dir: Path, name: str | None = None, warn_gb: float | None = None,
                   cwd: Path | None = None, resume_from: str | None = None,
                   env: dict[str, str] | None = None, alert_url: str | None = None,
@@ -277,8 +308,12 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                          "(nor an executable file); check the spelling, or activate the environment it is in")
     if warn_gb is not None and not 0 < warn_gb < 4096:
         raise UsageError(f"--warn-gb {warn_gb}: give the VRAM warning line in GiB, e.g. --warn-gb 30")
-    alert_url = alert_url or alerts.env_url_checked(AlertsSection())
     where = (cwd or Path.cwd()).resolve()
+    script = python_script(command)
+    if script is not None and not (where / script).exists():
+        raise UsageError(f"run -- {shlex.join(command)}: the script {script} does not exist (looked in {where}); "
+                         "check its name, or give its path from this directory")
+    alert_url = alert_url or alerts.env_url_checked(AlertsSection())
     name = name or run_name(command)
     # The run directory's recipe.toml holds only [monitor] until the hooked Trainer writes its live settings.
     line = 30.0 if warn_gb is None else float(warn_gb)

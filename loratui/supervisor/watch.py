@@ -148,6 +148,7 @@ class RunWatch:
         elif isinstance(e, events.Log) and e.step > expect.resume_step and self.last_loss is not None \
                 and "loss" in e.values and "train_runtime" not in e.values:
             expect.losses.append(self.last_loss)
+            expect.logged_step = max(expect.logged_step, e.step)
         if expect.due():
             self.verdict(guard_verdict.judge(expect, self.life_peak, self.gpu, self.life_others))
 

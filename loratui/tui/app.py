@@ -528,7 +528,7 @@ def live_app(run: RunDir, actions: RunActions | None, attached: bool = False) ->
     recipe, _ = run.load_recipe()  # None: an old or hand-edited copy, shown without recipe-aware advice
     away = AwayTracking(userstate.last_viewed(run.path) if attached else None,
                         lambda t: userstate.mark_viewed(run.path, t), shown=not attached)
-    return LoratuiApp(LiveSource(run), recipe, actions=actions, away=away)
+    return LoratuiApp(LiveSource(run, follow_suspended=True), recipe, actions=actions, away=away)
 
 
 def run_app(run: RunDir, actions_for: Callable[[RunDir], RunActions], attached: bool = False) -> int:

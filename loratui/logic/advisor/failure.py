@@ -277,6 +277,10 @@ _WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: |^\s+warnings\.warn\(")
 """A Python warning as `warnings` prints it (`file.py:12: FutureWarning: ...`) and the source line it prints below."""
 
 
+_NO_SCRIPT = re.compile(r"can't open file ['\"](.{1,300}?)['\"]: \[Errno 2\] No such file or directory")
+"""Python's own line for a script that does not exist (it then exits 2)."""
+
+
 _ON_A_KILL = re.compile(r"\bkill(?:ed|s|ing)?\b|SIGKILL|signal 9\b|\boom|out of memory|\bmemory\b|"
                         r"MemoryError|Cannot allocate|\banon-rss\b|\bRSS\b|\bswap\b", re.IGNORECASE)
 """A line that bears on a SIGKILL: the kill itself, the kernel's OOM killer (`Out of memory: Killed process`,
@@ -299,8 +303,12 @@ def ended_advice(end: events.End, tail: list[str], who: str = "trainer") -> Advi
         evidence = ([first] if first else []) + [line for line in tail if not _WARNING_LINE.match(line)][-5:]
     hint = "SIGKILL with no error is often the kernel's out-of-memory killer (host RAM): check dmesg" \
         if killed else f"the {who}'s last lines are above; the full output is in the run directory"
-    return Advice("exception", ERROR, f"The {who} {how} at step {end.step}", evidence + ["next: " + hint], {},
-                  end.step)
+    title = f"The {who} {how} at step {end.step}"
+    missing = next((m for m in map(_NO_SCRIPT.search, reversed(evidence)) if m), None) if not killed else None
+    if missing:  # `python nosuch.py`, each torchrun rank's too: the script's name, not only the exit code
+        title += f": Python cannot open {missing.group(1)} (no such file)"
+        hint = "check the script's name and the directory the command runs in (its path is taken from there)"
+    return Advice("exception", ERROR, title, evidence + ["next: " + hint], {}, end.step)
 
 
 def _on_the_kill(lines: list[str]) -> list[str]:

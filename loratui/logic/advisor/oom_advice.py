@@ -204,6 +204,8 @@ HOST_EVAL_MOVE = ("the host ran out of RAM (not the GPU): the evaluation gathers
                   "instead of concatenating all outputs")
 
 
+SLURM_MEM_MOVE = ("the Slurm job went over its memory limit (its cgroup's OOM killer, not the GPU): ask for more "
+                  "(#SBATCH --mem or --mem-per-gpu), or hold less in RAM (fewer dataloader workers, a streamed dataset)")
 HOST_TRAIN_MOVE = ("the host ran out of RAM (not the GPU): fewer dataloader workers, low_cpu_mem_usage when loading, "
                    "a smaller dataset in memory, or more swap")
 
@@ -218,6 +220,8 @@ def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: in
         return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
                       [line] + phase_evidence, {}, step)
     # no phase named: the run itself (loading, the loader's workers, a dataset held in memory)
+    if oom.SLURM_OOM.search(line):
+        return Advice("exception", ERROR, f"Out of host memory: {SLURM_MEM_MOVE}", [line] + phase_evidence, {}, step)
     return Advice("exception", ERROR, f"Out of host memory: {HOST_TRAIN_MOVE}", [line] + phase_evidence, {}, step)
 
 

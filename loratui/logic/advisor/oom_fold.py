@@ -129,13 +129,18 @@ class OomFold:
 
     def _host_oom(self, line: str) -> None:
         """The host's memory ran out (not the GPU's), and the phase it struck in once a traceback names it."""
+        slurm = _HOST_RAM_NEEDS.passes(line) and oom.SLURM_OOM.search(line) is not None
         if self.oom is None and getattr(self, "host_oom", None) is None and \
-                (_HOST_RAM_NEEDS.passes(line) and _HOST_RAM.search(line) or
+                (_HOST_RAM_NEEDS.passes(line) and (_HOST_RAM.search(line) or slurm) or
                  self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (quoted(line), phase, evidence, self.ctx.step)
             self._items = None
         host = getattr(self, "host_oom", None)
+        if slurm and host is not None and self.oom is None and not oom.SLURM_OOM.search(host[0]):
+            self.host_oom = (quoted(line), *host[1:])  # Slurm's own word names the limit (its --mem), a kill did not
+            self._items = None
+            host = self.host_oom
         if host is not None and not host[1] and self.oom is None and self.trace.phase in ("save", "eval"):
             self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
             self._items = None
@@ -146,7 +151,7 @@ class OomFold:
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
                                   "gpu ram" in lowered or "存" in line or "空间" in line) and \
                 self.pasted and oom_words.said_oom(line) and not looks_like_code(line) and "File " not in line and \
-                not _OOM_COUNTER.search(line):
+                not _OOM_COUNTER.search(line) and not oom.not_a_device(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
         cause = getattr(self.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
         if self.oom is None and self.pasted and cause is not None and cause[1] == quoted(line) and \

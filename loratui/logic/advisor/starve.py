@@ -67,6 +67,17 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
 but it is still slow`)."""
 
 
+_CPU_DEVICE = re.compile(r"\bUsing\s+(?:device\s*[:=]?\s*)?['\"]?cpu\b|^\s*Device:\s*cpu\s*$|"
+                         r"\bGPU available:\s*False\b|\bno accelerator is found\b", re.I)
+"""A program's line that says the run is on the CPU (`Using device: cpu`, accelerate's `Device: cpu`, Lightning's
+`GPU available: False`, torch's pin_memory warning that no accelerator is found): a wait for data there is the
+CPU's, and no GPU is in the text to wait. A config's `"device": "cpu"` (DeepSpeed's offload) is not one."""
+
+
+_GPU_WORDS = ("GPU", "gpu", "CUDA", "cuda", "nvidia", "NVIDIA", "VRAM", "NCCL", "显卡", "显存")
+"""Words that put a GPU in the text."""
+
+
 _MEMORY_WORDS = re.compile(r"\b(?:memory|VRAM|GiB|GB|OOM|leak\w*)\b|显存|内存", re.I)
 _SPEED_WORDS = re.compile(r"\b(?:slow\w*|speed\w*|fast\w*|util\w*|usage|idle|wait\w*|throughput|it/s|s/it|bottleneck\w*|"
                           r"stall\w*|hang\w*|stuck)\b|慢|利用率|使用率|卡", re.I)
@@ -96,6 +107,8 @@ class StarveText:
     _util_done: bool = False
     _timed_done: bool = False  # a line timed the data's part against the model's (starve_timed)
     _on_cpu: str = ""  # a line that says the run is on the CPU: an idle GPU in words later is no starvation
+    _cpu_device: str = ""  # a program's line that says the run is on the CPU (the advice then names no GPU)
+    _gpu_named: bool = False  # a line so far names a GPU (else the advice says training waits, not the GPU)
     _memory_asked: bool = False  # the person's words are about memory
     _speed_asked: bool = False  # the person's words are about speed or utilisation
 
@@ -121,7 +134,7 @@ class StarveText:
     def at_end(self, step: int) -> Finding | None:
         """What only the whole text can say: a pasted snapshot or two of nvidia-smi with every GPU nearly idle."""
         few = self.util.few() if not self._util_done and not self.memory_only() else None
-        return Finding("data_starved", step, few) if few is not None else None
+        return self._device(Finding("data_starved", step, few)) if few is not None else None
 
     def memory_only(self) -> bool:
         """The person's words so far ask about memory, never about speed: a snapshot's low utilisation was taken
@@ -150,7 +163,19 @@ class StarveText:
         found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line), self._measured(line))
                   if f is not None]
         self._after_iteration = _ITERATION_NEEDS.passes(line) and bool(_ITERATION.search(line))
-        return found
+        if not self._cpu_device and ("cpu" in line or "CPU" in line or "False" in line or "accelerator" in line) \
+                and len(line) < 2000 and _CPU_DEVICE.search(line):
+            self._cpu_device = quoted(line)
+        self._gpu_named = self._gpu_named or any(word in line for word in _GPU_WORDS)
+        return [self._device(f) for f in found]
+
+    def _device(self, finding: Finding) -> Finding:
+        """The finding, told where the text put the run before it: the line that says it is on the CPU, or that
+        no line named a GPU (a CPU run's log names none)."""
+        said = self._cpu_device or self._on_cpu
+        if said:
+            return Finding(finding.id, finding.step, dict(finding.facts, on_cpu=said))
+        return finding if self._gpu_named else Finding(finding.id, finding.step, dict(finding.facts, no_gpu=True))
 
     def _sampled(self, line: str) -> dict[str, object] | None:
         """The GPU's utilisation sampled (its verdict once), else a profiler's table row."""
@@ -246,13 +271,41 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     key = "dataloader_num_workers" if r is not None else \
         "dataloader_num_workers (TrainingArguments) or num_workers (DataLoader)"
     what, evidence = _starve_what(facts)
+    if facts.get("on_cpu"):
+        return _cpu_waits(f, what, evidence, key)
     other = _NOT_WORKERS.get(str(facts.get("said", "")))
     evidence += ["a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace",
                  "make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on "
                  "fast local disk, pin_memory" + (", and raise the workers" if other is None else "")]
     change = more_workers_change(r) if other is None else {}
-    title = f"The GPU waits for data ({what}): " + (other or f"raise {key}")
+    if facts.get("no_gpu"):  # nothing in the text names a GPU: the run's steps wait, wherever they run
+        evidence = [_NO_GPU_SAID.get(line, line) for line in evidence]
+    title = f"{'Training' if facts.get('no_gpu') else 'The GPU'} waits for data ({what}): " + (other or f"raise {key}")
     return Advice("data_starved", INFO, title, evidence, change, f.step)
+
+
+_NO_GPU_SAID = {
+    ("the same steps got slower while nothing else in the log changed: check the GPU's utilisation (nvidia-smi) to "
+     "confirm it waits"): ("the same steps got slower while nothing else in the log changed: on a GPU, check its "
+                           "utilisation (nvidia-smi) to confirm it waits; on the CPU, check what else uses its cores "
+                           "(top)"),
+    "a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace":
+        "steps that wait for their batch are fed too slowly: the loader, not the model, sets the pace"}
+"""The evidence's GPU lines, said of a text that names no GPU."""
+
+
+def _cpu_waits(f: Finding, what: str, evidence: list[str], key: str) -> Advice:
+    """The same signs in a run the text puts on the CPU: no GPU waits, and the loader's workers take the cores the
+    training computes on, so another process on them slows every step as a slow loader would."""
+    evidence = [line for line in evidence if "GPU" not in line and "nvidia-smi" not in line]
+    evidence += [f"the run is on the CPU: {f.facts['on_cpu']}",
+                 ("the loader's workers and the training share the CPU's cores: another process on them (top) slows "
+                  "every step as a slow loader does"),
+                 ("make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on fast "
+                  "local disk")]
+    title = f"Training on the CPU waits ({what}): check what else uses its cores (top), then raise {key} if some " \
+            "are idle"
+    return Advice("data_starved", INFO, title, evidence, {}, f.step)
 
 
 def text_starve_advice(f: Finding, r: Recipe | None) -> Advice:

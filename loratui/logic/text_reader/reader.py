@@ -28,6 +28,9 @@ _PREFIXED = re.compile(r"\s*\S.*\{")
 is no text (a paste indented as a block)."""
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d{1,6})/(\d{1,6})\s*$")
 _KERAS_COUNTER = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+(?:\[[=>.]*\]|━+)")
+_OWN_PROGRESS = re.compile(r"^\s*[a-z]{4,10}\s+(?:\[[#-]+\]\s+)?step \d+/(?:\d+|\?)\s+loss \S+\s+tok/s \S+\s+VRAM ")
+"""loratui's own headless progress line (`training  [###---] step 1943/4000  loss 2.9257  tok/s 90  VRAM no GPU
+ETA 30m39s`): its loss is the last one logged, shown again on each line until the next log."""
 MAX_LINE = 1 << 16
 """A longer physical line is cut: no training record is that long."""
 
@@ -64,6 +67,7 @@ class TextReader:
     _bar_loss: tuple[int, dict[str, float]] | None = None
     _bar_shown: tuple[int, dict[str, float]] | None = None  # (bar offset, values) of the last postfix read
     _held: tuple[int, dict[str, float], bool] | None = None  # (step, values, explicit) of the last loss line
+    _own_loss: dict[str, float] | None = None  # the values of loratui's own last progress line
     _last_dict: tuple[int, dict[str, float], bool] | None = None
     _pairs: list[tuple[int, float]] = field(default_factory=list)  # bare `step value` lines not yet confirmed
     _pairs_on: bool = False  # 3 such lines in a row, steps rising, were seen: they are the loss column
@@ -149,6 +153,10 @@ class TextReader:
             self._keras_epoch = int(epoch.group(1))
             return
         found = v.loss_line(fragment)
+        if found is not None and _OWN_PROGRESS.match(fragment):
+            if found[1] == self._own_loss:  # the same logged loss shown again, not a new reading of it (a log of
+                return  # `loratui run --headless` read as "14 of the last 40 values were seen before")
+            self._own_loss = found[1]
         if found is not None:
             step, numbers = self._counted(fragment, found)
             self._loss_line(step if step is not None else self._keras_step(fragment), numbers, t, out)

@@ -175,7 +175,9 @@ def stated_learning_rate(text: str) -> float | None:
     return number(found.group(1)) if found else None
 
 
-_BEFORE = re.compile(rf"(?<![\w.])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
+_BEFORE = re.compile(rf"(?<![\w./])({_NUMBER})\s+(loss|LR|lr|learning rate)\b(?!\s*[:=])")
+"""`11.8750 loss` (tinygrad); never a counter's total (`step 4/4000  loss --`: loratui's own line before the first
+log read as a loss of 4000)."""
 _SPACED = re.compile(r"(?<![\w/])(train(?:ing)?[ _]loss|loss)\s+([-+]?\d+\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf)"
                      r"(?=[\s,;|)]|$)")
 """`loss 10.8259,` (LitGPT, fairseq-style `| loss 2.31 |`): a loss with only a space before its value, which

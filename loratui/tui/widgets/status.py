@@ -48,13 +48,17 @@ class StatusBar(Static):
             head.append(f"  {inert(extra, newlines=False)}", style="italic yellow")
         line = Text()
         total = state.total_steps
-        bar_width = max(8, min(40, width - 62))
-        line.append(f" step {state.step}/{total or '?'} ")
-        line.append(bar(state.step / total if total else 0.0, bar_width), style="green")
+        steps = f" step {state.step}/{total or '?'} "
         # A watched plain loop has no epochs: its steps all say 0, which read as a stuck counter.
         epoch = f"{state.epoch:.2f}" if state.epoch > 0 or state.step == 0 else "--"
-        line.append(f" ep {epoch}  tok/s {fmt.rate(state.tokens_per_s)}  "
-                    f"ETA {fmt.duration(state.eta_s)}  elapsed {fmt.duration(_elapsed(state, now))}")
+        figures = (f" ep {epoch}  tok/s {fmt.rate(state.tokens_per_s)}  "
+                   f"ETA {fmt.duration(state.eta_s)}  elapsed {fmt.duration(_elapsed(state, now))}")
+        # the bar never takes what the figures need: 62 columns left for them cut "elapsed 5m53s" to "5m5…" at 80
+        # columns once the steps ran to four digits and the ETA past 10 minutes (step 1965/4000, ETA 20m21s)
+        bar_width = max(8, min(40, width - 62, width - len(steps) - len(figures)))
+        line.append(steps)
+        line.append(bar(state.step / total if total else 0.0, bar_width), style="green")
+        line.append(figures)
         parts = [head, line]
         note = state.pause_note
         if note:

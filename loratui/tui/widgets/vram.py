@@ -139,7 +139,9 @@ def _none_line(state: RunState, width: int) -> Text:
     reason = inert(state.gpu_reason, newlines=False)
     if state.device == "cpu":
         line = " · ".join(p for p in ["GPU: none (CPU run)", _estimate_line(state)] if p)
-        if reason and len(line) + 3 + len(reason) <= width:
+        # a run that trained on the CPU needs no NVML: "pip install 'loratui[gpu]'" is no step for it (its replay
+        # showed the recording box's missing nvidia-ml-py as one)
+        if reason and "pip install" not in reason and len(line) + 3 + len(reason) <= width:
             line += " · " + reason
     elif state.gpu_available is None:  # the record never said: an import, a log from elsewhere
         line = " · ".join(p for p in ["GPU: no readings in this record", _estimate_line(state)] if p)
