@@ -455,6 +455,13 @@ def _check_alerts(r: Recipe) -> tuple[str, str] | None:
         return ("alerts.url", "a webhook URL is a secret and the recipe is copied into the run directory; "
                 "remove it, export it (export NTFY_URL=...) and set url_env = \"NTFY_URL\", or pass "
                 "`loratui run --notify URL`")
+    if a.url_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", a.url_env):
+        if "://" in a.url_env or "/" in a.url_env:  # the URL itself, a secret: never repeated
+            return ("alerts.url_env", "url_env takes the name of the environment variable that holds the URL, not "
+                    "the URL (a secret: the recipe is copied into the run directory); export NTFY_URL=... and set "
+                    "url_env = \"NTFY_URL\"")
+        return ("alerts.url_env", f"url_env = {a.url_env!r}: not an environment variable's name; give one such as "
+                "\"NTFY_URL\" (letters, digits and _)")
     unknown = [e for e in a.events if e not in ALERT_EVENTS]
     if unknown:
         return "alerts.events", f"unknown alert events {unknown}; use some of {', '.join(ALERT_EVENTS)}"

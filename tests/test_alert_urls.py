@@ -172,3 +172,20 @@ def test_a_mistyped_scheme_without_apprise_is_named(monkeypatch: pytest.MonkeyPa
     with pytest.raises(UsageError, match=r"^htps:// is not http\(s\): an Apprise URL needs Apprise: pip install") as no:
         alerts.check_url(f"htps://ntfy.sh/{SECRET}")
     assert SECRET not in str(no.value)
+
+
+@pytest.mark.parametrize(("url_env", "said"), [
+    (f"https://ntfy.sh/{SECRET}", "url_env takes the name of the environment variable that holds the URL, not the URL"),
+    ("lower case", "url_env = 'lower case': not an environment variable's name")])
+def test_a_url_env_that_names_no_variable_is_refused_at_its_key(tmp_path: Path, url_env: str, said: str) -> None:
+    """Trial 14: `url_env = "lower case"` (and a URL put there instead of its variable's name) ran with alerts off,
+    said only in a notice once the run had started."""
+    from loratui.recipe import RecipeError, load_recipe
+
+    path = tmp_path / "r.toml"
+    path.write_text(f'[model]\npath = "m"\n[data]\npath = "d.jsonl"\n[alerts]\nurl_env = "{url_env}"\n')
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(path)
+    assert "r.toml:6" in str(caught.value) and said in str(caught.value) and SECRET not in str(caught.value)
+    path.write_text('[model]\npath = "m"\n[data]\npath = "d.jsonl"\n[alerts]\nurl_env = "MY_HOOK_2"\n')
+    assert load_recipe(path).alerts.url_env == "MY_HOOK_2"

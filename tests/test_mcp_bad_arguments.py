@@ -93,3 +93,10 @@ def test_a_token_shown_for_another_run_still_holds_for_its_own() -> None:
     tokens.redeem(token, "stop", "20261206-012740-tiny")  # still good for its own run, once
     with pytest.raises(ValueError, match="unknown or expired token"):
         tokens.redeem(token, "stop", "20261206-012740-tiny")
+
+
+def test_estimate_of_an_empty_recipe_names_its_own_argument(tmp_path: Path) -> None:
+    """Trial 14: `estimate(recipe="  ")` answered "run: empty; name a run by its id": the tool's argument is
+    `recipe`, and it takes a built-in recipe's name first."""
+    with pytest.raises(UsageError, match=r"^recipe: empty; name a built-in recipe \(.*tiny.*\) or a run's id"):
+        agent_view.estimate("  ", 80.0, tmp_path)

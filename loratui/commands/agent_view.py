@@ -148,6 +148,9 @@ def estimate(recipe: str, gpu_gb: float, runs_dir: Path) -> dict[str, Any]:
         raise UsageError(f"gpu_gb = {gpu_gb}: the card's memory must be a positive number of GiB (80 for an 80 GB "
                          "card)")
     builtins = builtin_recipes()
+    if not recipe.strip():  # find_run's "run: empty" named an argument this tool does not take
+        raise UsageError(f"recipe: empty; name a built-in recipe ({', '.join(sorted(builtins))}) or a run's id "
+                         "(list_runs gives them)")
     path = builtins.get(recipe)
     if path is None:
         try:
