@@ -26,6 +26,8 @@ from learned_cv import dev_rows
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
+from loratui.logic.word_guess import prepared
+
 OUT = ROOT / "loratui" / "word_model.npz"
 WORD_PATTERN = r"(?u)\b[a-zA-Z_][a-zA-Z_]+\b"
 REFERENCES = 40
@@ -34,8 +36,9 @@ REFERENCES = 40
 
 def vectorizers() -> tuple[TfidfVectorizer, TfidfVectorizer]:
     word = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=20000,
-                           token_pattern=WORD_PATTERN)
-    char = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True, max_features=30000)
+                           token_pattern=WORD_PATTERN, preprocessor=prepared)
+    char = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True, max_features=30000,
+                           preprocessor=prepared)
     return word, char
 
 

@@ -31,6 +31,17 @@ MAX_CHARS = 16_000
 training log where no rule fired is most likely a healthy one, out of what it learned."""
 _WORD = re.compile(r"(?u)\b[a-zA-Z_][a-zA-Z_]+\b")
 _SPACES = re.compile(r"\s\s+")
+_CJK = "\u3400-\u9fff\uf900-\ufaff"
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_TOUCH = re.compile(f"(?<=[{_CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_CJK}])")
+
+
+def prepared(text: str) -> str:
+    """The text both analyzers read (bench/train_word_model.py's `preprocessor`): lower case, and a space where a
+    Chinese character touches a Latin letter or digit. Chinese writers put one there or not (`训练时 loss 不降` /
+    `训练时loss不降`); without it the word analyzer's `\b` never finds `loss` (时 and l are both word characters)
+    and the character n-grams of each word differ."""
+    return _CJK_TOUCH.sub(" ", text).lower()
 
 
 @dataclass(frozen=True)
@@ -59,15 +70,15 @@ class Guess:
 
 
 def word_grams(text: str) -> list[str]:
-    """scikit-learn's word analyzer: lower case, the token pattern, then 1- and 2-grams."""
-    tokens = _WORD.findall(text.lower())
+    """scikit-learn's word analyzer: the prepared text, the token pattern, then 1- and 2-grams."""
+    tokens = _WORD.findall(prepared(text))
     return tokens + [f"{a} {b}" for a, b in itertools.pairwise(tokens)]
 
 
 def char_grams(text: str) -> list[str]:
     """scikit-learn's `char_wb` analyzer for n of 3 to 5: n-grams inside each word padded with a space."""
     grams = []
-    for word in _SPACES.sub(" ", text.lower()).split():
+    for word in _SPACES.sub(" ", prepared(text)).split():
         padded = f" {word} "
         for n in range(3, 6):
             grams += [padded[i:i + n] for i in range(max(len(padded) - n + 1, 1))]
@@ -115,9 +126,10 @@ def has_words(text: str) -> bool:
     """Whether the text says anything outside a drawn table. A bare nvidia-smi paste holds the same words whether
     the card is healthy or held by a stray process (most reports of another process paste one), so the model
     reads it as a problem it cannot know of (trial 7: a healthy A100 at 97 %, one python process, read as another
-    process holding the memory, p=0.99)."""
+    process holding the memory, p=0.99). Words are counted in the prepared text (`一直hang住` holds `hang`), and
+    Chinese counts a word to every two characters (no spaces mark its words)."""
     kept = " ".join(line for line in text.splitlines() if not _TABLE_LINE.match(line))
-    return len(_WORD.findall(kept)) >= MIN_WORDS
+    return len(_WORD.findall(prepared(kept))) + len(_CJK_CHAR.findall(kept)) // 2 >= MIN_WORDS
 
 
 def guess(model: WordModel, text: str) -> Guess | None:
