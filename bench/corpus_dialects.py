@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from loratui.logic.clauses import CJK, cjk_spaced  # noqa: E402  (the reader's own spacing)
 STRUCTURED = (".json", ".ipynb")
 ERROR_WORD = ("Error", "error")
 
@@ -57,9 +59,9 @@ def clock(n: int) -> str:
 
 
 SENTENCE = "I get this when I run the training script:\n\n"
-_CJK = "\u3400-\u9fff\uf900-\ufaff"
-_CJK_TOUCH = re.compile(f"(?<=[{_CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_CJK}])")
-_CJK_GAP = re.compile(f"(?<=[{_CJK}]) +(?=[A-Za-z0-9])|(?<=[A-Za-z0-9]) +(?=[{_CJK}])")
+_CJK_GAP = re.compile(f"(?<=[{CJK}]) +(?=[A-Za-z0-9])|(?<=[A-Za-z0-9]) +(?=[{CJK}])")
+"""The spaces between Chinese and Latin words that `cjk_tight` takes out (`cjk_spaced` is the reader's own
+loratui.logic.clauses.cjk_spaced)."""
 
 
 def fenced(info: str, sentence: str = SENTENCE) -> Callable[[str], str]:
@@ -117,7 +119,7 @@ WRAPPINGS: dict[str, Callable[[str], str]] = {
     # Chinese writers put a space between Chinese and Latin words or none (`训练时 loss 不降` / `训练时loss不降`): the
     # reader must not depend on it (a `\b` never stands between 时 and l, both word characters). Records without
     # Chinese are unchanged.
-    "cjk_spaced": lambda text: _CJK_TOUCH.sub(" ", text),
+    "cjk_spaced": cjk_spaced,
     "cjk_tight": lambda text: _CJK_GAP.sub("", text),
 }
 

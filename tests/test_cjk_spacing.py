@@ -8,14 +8,11 @@ pattern that steps over a few non-space characters misses it where a space was p
 from __future__ import annotations
 
 import io
-import re
 
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
-
-_CJK = "\u3400-\u9fff"
-_TOUCH = re.compile(f"(?<=[{_CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_CJK}])")
+from loratui.logic.clauses import cjk_spaced
 
 
 def first_id(text: str) -> str:
@@ -31,6 +28,6 @@ def first_id(text: str) -> str:
     ("部署lora-scripts时遇到了bitsandbytes报错，导致无法进行训练\n", "bnb_setup"),  # lora-scripts'
 ])
 def test_chinese_beside_latin_words_reads_the_same_spaced_or_not(tight: str, expected: str) -> None:
-    spaced = _TOUCH.sub(" ", tight)
+    spaced = cjk_spaced(tight)
     assert spaced != tight
     assert (first_id(tight), first_id(spaced)) == (expected, expected)

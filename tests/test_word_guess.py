@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from loratui.cli import main
 from loratui.commands.doctor import _with_guess
 from loratui.logic.advisor.advice import ERROR, Advice
 from loratui.logic import word_guess
+from loratui.logic.clauses import cjk_spaced
 from loratui.logic.word_guess import MAX_CHARS, SPEAK_AT, char_grams, guess, probabilities, word_grams
 from loratui.sources.word_model import PATH, load
 
@@ -61,7 +61,7 @@ def test_the_analyzers_are_scikit_learns() -> None:
 def test_chinese_beside_latin_words_reads_the_same_spaced_or_not(model, tight: str) -> None:  # type: ignore[no-untyped-def]
     """A space where Chinese touches a Latin word, or none: the same features (the word analyzer's `\\b` found no
     `loss` in `时loss不`), so the same guess."""
-    spaced = re.sub(r"(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])", " ", tight)
+    spaced = cjk_spaced(tight)
     assert spaced != tight
     assert word_guess.features(model, tight) == pytest.approx(word_guess.features(model, spaced))
 

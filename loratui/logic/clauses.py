@@ -25,6 +25,19 @@ SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n")
 white space (`0.5`, `v1.5`, `e.g.x` end nothing), a Chinese one anywhere; and a line's end."""
 
 
+CJK = "\u3400-\u9fff\uf900-\ufaff"
+"""Chinese characters (the unified ideographs, extension A and the compatibility block), for a character class."""
+_CJK_EDGE = re.compile(f"(?<=[{CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{CJK}])")
+"""Where a Chinese character touches a Latin letter or digit (`显存fragmentation的问题`): both are word characters, so
+no word boundary falls there until a space is put in."""
+
+
+def cjk_spaced(text: str) -> str:
+    """The text with a space wherever Chinese touches Latin letters or digits, so word boundaries fall there (Chinese
+    writers put one there or not: `训练时 loss 不降` / `训练时loss不降`)."""
+    return _CJK_EDGE.sub(" ", text)
+
+
 def sentences(text: str) -> list[str]:
     """The text's sentences, in order, each with its stop; the empty ones left out."""
     return [sentence for sentence in SENTENCE.split(text) if sentence.strip()]

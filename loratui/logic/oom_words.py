@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from loratui.logic.clauses import denial, sentences
+from loratui.logic.clauses import cjk_spaced, denial, sentences
 from loratui.logic.oom import FRAGMENTATION, OTHER_PROCESS, is_oom_line, parse_size
 from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB
@@ -272,16 +272,6 @@ def remedy_cause(line: str) -> str:
             if remedy.search(sentence):
                 return kind
     return ""
-
-
-_CJK_EDGE = re.compile(r"(?<=[\u3400-\u9fff])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[\u3400-\u9fff])")
-"""Where a Chinese character touches a Latin letter or digit (`显存fragmentation的问题`): both are word characters, so
-no word boundary falls there until a space is put in."""
-
-
-def cjk_spaced(text: str) -> str:
-    """The text with a space wherever Chinese touches Latin letters or digits, so word boundaries fall there."""
-    return _CJK_EDGE.sub(" ", text)
 
 
 def said_cause(line: str) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loratui.logic.advisor.advice import WARNING, Advice
+from loratui.logic.clauses import CJK, cjk_spaced
 
 SPEAK_AT = 0.9
 """P(a problem is described) at or above which the guess is given; fixed before it was measured on held-out text."""
@@ -31,9 +32,7 @@ MAX_CHARS = 16_000
 training log where no rule fired is most likely a healthy one, out of what it learned."""
 _WORD = re.compile(r"(?u)\b[a-zA-Z_][a-zA-Z_]+\b")
 _SPACES = re.compile(r"\s\s+")
-_CJK = "\u3400-\u9fff\uf900-\ufaff"
-_CJK_CHAR = re.compile(f"[{_CJK}]")
-_CJK_TOUCH = re.compile(f"(?<=[{_CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_CJK}])")
+_CJK_CHAR = re.compile(f"[{CJK}]")
 
 
 def prepared(text: str) -> str:
@@ -41,7 +40,7 @@ def prepared(text: str) -> str:
     Chinese character touches a Latin letter or digit. Chinese writers put one there or not (`训练时 loss 不降` /
     `训练时loss不降`); without it the word analyzer's `\b` never finds `loss` (时 and l are both word characters)
     and the character n-grams of each word differ."""
-    return _CJK_TOUCH.sub(" ", text).lower()
+    return cjk_spaced(text).lower()
 
 
 @dataclass(frozen=True)
