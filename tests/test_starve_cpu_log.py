@@ -53,6 +53,16 @@ def test_a_log_that_names_its_gpu_still_says_the_gpu_waits(tmp_path: Path, capsy
     assert "The GPU waits for data (the training bar slowed" in out, out
 
 
-def test_a_deepspeed_offload_config_is_no_cpu_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = _doctor(tmp_path, capsys, _bar_that_slows('"offload_optimizer": {"device": "cpu"}, NCCL version 2.21.5'))
+@pytest.mark.parametrize("config", ['"offload_optimizer": {"device": "cpu"}, NCCL version 2.21.5',
+                                    "offload_optimizer:\n  device: cpu\nNCCL version 2.21.5"])
+def test_a_deepspeed_offload_config_is_no_cpu_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  config: str) -> None:
+    out = _doctor(tmp_path, capsys, _bar_that_slows(config))
     assert "The GPU waits for data" in out and "on the CPU waits" not in out, out
+
+
+def test_a_log_that_names_no_gpu_is_told_to_check_either_device(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    out = _doctor(tmp_path, capsys, _bar_that_slows())
+    assert "on a GPU, check its utilisation (nvidia-smi) to confirm it waits; on the CPU, check what else uses its " \
+        "cores (top)" in out and "steps that wait for their batch are fed too slowly" in out, out

@@ -67,11 +67,12 @@ _LOADER_TUNED = re.compile(r"\b(?:num_workers|pin_memory|prefetch_factor|persist
 but it is still slow`)."""
 
 
-_CPU_DEVICE = re.compile(r"\bUsing\s+(?:device\s*[:=]?\s*)?['\"]?cpu\b|^\s*Device:\s*cpu\s*$|"
+_CPU_DEVICE = re.compile(r"\bUsing\s+(?:device\s*[:=]?\s*)?['\"]?cpu\b|(?-i:^\s*Device:\s*cpu\s*$)|"
                          r"\bGPU available:\s*False\b|\bno accelerator is found\b", re.I)
 """A program's line that says the run is on the CPU (`Using device: cpu`, accelerate's `Device: cpu`, Lightning's
 `GPU available: False`, torch's pin_memory warning that no accelerator is found): a wait for data there is the
-CPU's, and no GPU is in the text to wait. A config's `"device": "cpu"` (DeepSpeed's offload) is not one."""
+CPU's, and no GPU is in the text to wait. A config's `"device": "cpu"` or `device: cpu` (DeepSpeed's offload) is not
+one: accelerate's line is matched with its capital only."""
 
 
 _GPU_WORDS = ("GPU", "gpu", "CUDA", "cuda", "nvidia", "NVIDIA", "VRAM", "NCCL", "显卡", "显存")
@@ -106,8 +107,8 @@ class StarveText:
     _blame_done: bool = False
     _util_done: bool = False
     _timed_done: bool = False  # a line timed the data's part against the model's (starve_timed)
-    _on_cpu: str = ""  # a line that says the run is on the CPU: an idle GPU in words later is no starvation
-    _cpu_device: str = ""  # a program's line that says the run is on the CPU (the advice then names no GPU)
+    _on_cpu: str = ""  # a person's or a program's line that puts the run on the CPU: an idle GPU in words later is
+    # no starvation, and the advice names no GPU
     _gpu_named: bool = False  # a line so far names a GPU (else the advice says training waits, not the GPU)
     _memory_asked: bool = False  # the person's words are about memory
     _speed_asked: bool = False  # the person's words are about speed or utilisation
@@ -163,18 +164,17 @@ class StarveText:
         found += [Finding("data_starved", step, f) for f in (self._timed(line), self._said(line), self._measured(line))
                   if f is not None]
         self._after_iteration = _ITERATION_NEEDS.passes(line) and bool(_ITERATION.search(line))
-        if not self._cpu_device and ("cpu" in line or "CPU" in line or "False" in line or "accelerator" in line) \
+        if not self._on_cpu and ("cpu" in line or "CPU" in line or "False" in line or "accelerator" in line) \
                 and len(line) < 2000 and _CPU_DEVICE.search(line):
-            self._cpu_device = quoted(line)
+            self._on_cpu = quoted(line)
         self._gpu_named = self._gpu_named or any(word in line for word in _GPU_WORDS)
         return [self._device(f) for f in found]
 
     def _device(self, finding: Finding) -> Finding:
         """The finding, told where the text put the run before it: the line that says it is on the CPU, or that
         no line named a GPU (a CPU run's log names none)."""
-        said = self._cpu_device or self._on_cpu
-        if said:
-            return Finding(finding.id, finding.step, dict(finding.facts, on_cpu=said))
+        if self._on_cpu:
+            return Finding(finding.id, finding.step, dict(finding.facts, on_cpu=self._on_cpu))
         return finding if self._gpu_named else Finding(finding.id, finding.step, dict(finding.facts, no_gpu=True))
 
     def _sampled(self, line: str) -> dict[str, object] | None:
@@ -270,28 +270,18 @@ def starve_text_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     key = "dataloader_num_workers" if r is not None else \
         "dataloader_num_workers (TrainingArguments) or num_workers (DataLoader)"
-    what, evidence = _starve_what(facts)
+    gpu = not facts.get("no_gpu")  # nothing in the text names a GPU: the run's steps wait, wherever they run
+    what, evidence = _starve_what(facts, gpu)
     if facts.get("on_cpu"):
         return _cpu_waits(f, what, evidence, key)
     other = _NOT_WORKERS.get(str(facts.get("said", "")))
-    evidence += ["a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace",
+    evidence += [("a GPU that waits between steps is fed too slowly" if gpu else
+                  "steps that wait for their batch are fed too slowly") + ": the loader, not the model, sets the pace",
                  "make each batch cheap: tokenise/decode once ahead of training (save_to_disk), keep the data on "
                  "fast local disk, pin_memory" + (", and raise the workers" if other is None else "")]
     change = more_workers_change(r) if other is None else {}
-    if facts.get("no_gpu"):  # nothing in the text names a GPU: the run's steps wait, wherever they run
-        evidence = [_NO_GPU_SAID.get(line, line) for line in evidence]
-    title = f"{'Training' if facts.get('no_gpu') else 'The GPU'} waits for data ({what}): " + (other or f"raise {key}")
+    title = f"{'The GPU' if gpu else 'Training'} waits for data ({what}): " + (other or f"raise {key}")
     return Advice("data_starved", INFO, title, evidence, change, f.step)
-
-
-_NO_GPU_SAID = {
-    ("the same steps got slower while nothing else in the log changed: check the GPU's utilisation (nvidia-smi) to "
-     "confirm it waits"): ("the same steps got slower while nothing else in the log changed: on a GPU, check its "
-                           "utilisation (nvidia-smi) to confirm it waits; on the CPU, check what else uses its cores "
-                           "(top)"),
-    "a GPU that waits between steps is fed too slowly: the loader, not the model, sets the pace":
-        "steps that wait for their batch are fed too slowly: the loader, not the model, sets the pace"}
-"""The evidence's GPU lines, said of a text that names no GPU."""
 
 
 def _cpu_waits(f: Finding, what: str, evidence: list[str], key: str) -> Advice:
@@ -378,8 +368,8 @@ _WARNED = {"many_workers": _many_workers, "data_time": _data_time, "preprocessin
 """The advice for each kind of TextWatch's data_starved finding (any other: the DataLoader's few-workers warning)."""
 
 
-def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:
-    """What the evidence says, in words for the title, and the lines that show it."""
+def _starve_what(facts: dict[str, object], gpu: bool) -> tuple[str, list[str]]:
+    """What the evidence says, in words for the title, and the lines that show it (`gpu`: the text names one)."""
     kind = facts["text"]
     if kind == "util_samples":
         n = facts["n"]
@@ -391,8 +381,10 @@ def _starve_what(facts: dict[str, object]) -> tuple[str, list[str]]:
     if kind == "rate_drop":
         return (f"the training bar slowed from {_pace(float(facts['before']))} to {_pace(float(facts['now']))} and "
                 f"stayed there over {facts['n']} readings"), \
-            [str(facts["line"]), "the same steps got slower while nothing else in the log changed: check the GPU's "
-             "utilisation (nvidia-smi) to confirm it waits"]
+            [str(facts["line"]), "the same steps got slower while nothing else in the log changed: " +
+             ("check the GPU's utilisation (nvidia-smi) to confirm it waits" if gpu else
+              "on a GPU, check its utilisation (nvidia-smi) to confirm it waits; on the CPU, check what else uses "
+              "its cores (top)")]
     if kind == "timed_parts":
         return f"the data takes {facts['data']:.3g} s of every {facts['whole']:.3g} s step, as timed", \
             [str(facts["line"])]
