@@ -115,6 +115,9 @@ def test_a_chinese_timeout_setting_or_another_timeout_is_no_collective(line: str
     "On 4 GPUs, preprocessing the dataset takes about 40 min, and every time at the 30 minute mark torchrun crashes.\n",
     "Training on 8 GPUs with DeepSpeed: the map over the corpus (tokenization) never finishes, the job times out and "
     "fails.\n",
+    # several GPUs in the hang rule's words (one notion, gpu_count_words.SEVERAL_GPUS)
+    "With ZeRO-3 on 4 x A100, tokenizing the dataset takes ages and every time at the 30 minute mark the job crashes.\n",
+    "两卡训练，分词太慢，到30分钟的时候就报错退出\n",
 ])
 def test_a_rank_preparing_data_past_the_timeout_in_words(text: str) -> None:
     item = first(text)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from loratui.logic.advisor.gpu_count_words import SEVERAL_GPUS
 from loratui.logic.advisor.prep_words import PREP, WORK_HINTS, cut_bar
 from loratui.logic.durations import clock_seconds
 from loratui.logic.fmt import quoted
 
 _RANKS = re.compile(r"\brank ?\d|\branks?\b|\bmulti-?(?:GPU|node|card)s?\b|\bDDP\b|\bdistributed\b|\btorchrun\b|"
                     r"\bddp_timeout\b|init_process_group|process.group|\bbarrier\b|\bNCCL\b|\bdeepspeed\b|"
-                    r"(?:\d|several|multiple|many) GPUs|多卡|多机|分布式", re.I)
+                    r"\bmany GPUs|多机|分布式|" + SEVERAL_GPUS.pattern, re.I)
 _HALF_HOUR = r"(?:(?:30|thirty)[\s-]*min(?:ute)?s?\b|1800\s*(?:s|sec\w*)\b|half an hour\b)"
 _MARK = re.compile(r"\b(?:after|at|when|once|(?:longer|more) than|over|beyond|exceed\w*|past|reach\w*|hits?)\s+"
                    r"(?:the\s+)?(?:~|about\s+|around\s+)?" + _HALF_HOUR + r"|\b(?:30|thirty)[\s-]*minutes? mark\b|"
@@ -46,8 +47,8 @@ HALF_HOUR_S = 1800
 """The default timeout of torch.distributed's collectives (and of the Trainer's ddp_timeout)."""
 
 # Words the regexes' matches hold, tested first (cheap) because this reads every line of a log.
-_RANK_WORDS = ("rank", "multi", "ddp", "distributed", "torchrun", "process", "barrier", "nccl", "deepspeed", "gpus",
-               "多卡", "多机", "分布式")
+_RANK_WORDS = ("rank", "multi", "ddp", "distributed", "torchrun", "process", "barrier", "nccl", "deepspeed", "gpu",
+               "zero", "fsdp", "卡", "多机", "分布式")
 _MARK_WORDS = ("30 min", "30min", "30-min", "thirty", "1800", "half an hour", "timeout", "time out", "timed out",
                "times out", "minute mark", "超时", "半小时", "30分", "30 分")
 

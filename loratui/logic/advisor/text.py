@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
+from loratui.logic.advisor.gpu_count_words import SEVERAL_GPUS
 from loratui.logic.advisor.error_said import introduced_message, introduces_error, said_raised
 from loratui.logic.advisor.prep_timeout import PrepTimeout
 from loratui.logic.advisor.prep_words import BAR, prep_bar
@@ -68,10 +69,6 @@ _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:fi
 """Where the person says it hangs: in a collective or the distributed setup, or on several nodes (NCCL's domain), or
 a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`), or a hang that NCCL's error ends
 (`then freezes and displays an NCCL error`, mmdetection#12392)."""
-_MULTI_GPU = re.compile(r"\bmulti-?GPUs?\b|\b(?:two|three|four|eight|several|multiple|[2-9]|1[0-6])\s+(?:or\s+\d+\s+)?"
-                        r"(?:\w+\s+){0,2}GPUs\b|\b(?:[2-9]|1[0-6])\s*[x×*]\s*(?:(?:RTX|GTX|Tesla|NVIDIA)\s*)?"
-                        r"(?:[AHLVT]\d{2,3}|[1-5]0[5-9]0)\b|多卡|多GPU|多张卡|(?:[两二三四五六七八]|[2-9]|1[0-6])\s*[张块]?\s*"
-                        r"(?:卡|GPU|显卡)(?![住死顿])|(?<![A-Za-z0-9])(?:ZeRO[- ]?[23](?![0-9])|FSDP(?![A-Za-z]))", re.I)
 _NOT_COLLECTIVE = re.compile(r"data\s*load\w*|dataloader|(?<![A-Za-z])workers?(?![A-Za-z])|tokeni[sz]\w*|preprocess\w*|"
                              r"download\w*|(?<![A-Za-z])(?:sav(?:e|es|ing)(?![A-Za-z])|eval|loss|acc)|数据|保存|损失|准确率",
                              re.I)
@@ -394,7 +391,7 @@ class TextWatch:
             self.nccl_info = quoted(line)
         elif not self.hang_said and _HANG_SAID.search(line) and not looks_like_code(line) and "NCCL INFO" not in line:
             self.hang_said = quoted(line)
-            if not self.nccl_info and (_HANG_WHERE.search(line) or _MULTI_GPU.search(line) and
+            if not self.nccl_info and (_HANG_WHERE.search(line) or SEVERAL_GPUS.search(line) and
                                        not _NOT_COLLECTIVE.search(line)) and not _NCCL_TIMEOUT.search(line):
                 # it hangs in a collective or across nodes, in words (a timeout said on the line is read as one)
                 self.nccl_info = quoted(line)
