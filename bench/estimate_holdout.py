@@ -17,22 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
-from estimate_grid import HOLDOUT, MODELS, config_name  # noqa: E402
-from test_estimate import recipe_text  # noqa: E402  (the recipe of a grid row, as the calibration test writes it)
-
-from loratui.logic.estimate import estimate  # noqa: E402
-from loratui.recipe import load_recipe  # noqa: E402
-
-
-def predicted(c: dict, tmp: Path) -> tuple[float, float]:
-    """(device peak GiB, stated uncertainty) for one config."""
-    model_dir = tmp / config_name(c)
-    model_dir.mkdir()
-    (model_dir / "config.json").write_text(json.dumps(MODELS[c["model"]]))
-    text = recipe_text(str(model_dir), c["quant"], c["batch"], c["seq"], c["gc"], c["optim"], c["attn"], c["r"],
-                       c["targets"])
-    got = estimate(load_recipe(tmp / "r.toml", text), MODELS[c["model"]], 141.0)
-    return got.peak_device_gib, got.uncertainty
+from estimate_grid import HOLDOUT, config_name  # noqa: E402
+from estimate_small import predicted  # noqa: E402  (a grid row's recipe, as the calibration test writes it)
 
 
 def main() -> None:
@@ -43,7 +29,8 @@ def main() -> None:
             measured[row["name"]] = row
     with tempfile.TemporaryDirectory() as tmp:
         for c in HOLDOUT:
-            peak, uncertainty = predicted(c, Path(tmp))
+            got = predicted(c, Path(tmp), card_gib=141.0)  # the held-out grid was measured on an H200
+            peak, uncertainty = got.peak_device_gib, got.uncertainty
             row = measured.get(config_name(c))
             seen = ""
             if row is not None and row.get("status") == "ok":

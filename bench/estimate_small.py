@@ -26,14 +26,15 @@ from loratui.logic.estimate import Estimate, estimate
 from loratui.recipe import load_recipe
 
 
-def predicted(c: dict, tmp: Path) -> Estimate:
-    """The estimate for one config of the small grid (its model dir holds only config.json)."""
+def predicted(c: dict, tmp: Path, card_gib: float = 80.0) -> Estimate:
+    """The estimate for one config of a grid (its model dir holds only config.json) on a card of card_gib; the
+    held-out grid's (estimate_holdout.py) too."""
     model_dir = tmp / config_name(c)
     model_dir.mkdir(exist_ok=True)
     (model_dir / "config.json").write_text(json.dumps(MODELS[c["model"]]))
     text = recipe_text(str(model_dir), c["quant"], c["batch"], c["seq"], c["gc"], c["optim"], c["attn"], c["r"],
                        c["targets"], c.get("dropout", 0.05))
-    return estimate(load_recipe(tmp / "r.toml", text), MODELS[c["model"]], 80.0)
+    return estimate(load_recipe(tmp / "r.toml", text), MODELS[c["model"]], card_gib)
 
 
 def main() -> None:
