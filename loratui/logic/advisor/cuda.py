@@ -83,11 +83,10 @@ def setup_advice(f: Finding, line: str) -> Advice | None:
     found = _advice_text(line)
     if found is None:
         return None
-    title, evidence = found
+    title, evidence, cpu_build = found
     # a torch without CUDA asked for CUDA is the script's device choice or the install, not a CUDA fault (the
     # threads settle it by a device switch or a CUDA build): an error of the script's, in the corpus' terms
-    kind = "exception" if _CPU_BUILD.search(line) else "cuda_error"
-    return Advice(kind, ERROR, title, [line] + evidence, {}, f.step)
+    return Advice("exception" if cpu_build else "cuda_error", ERROR, title, [line] + evidence, {}, f.step)
 
 
 _CHECK = "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\" " \
@@ -119,13 +118,15 @@ _STATED = (
 missing driver's words are the widest, so last)."""
 
 
-def _advice_text(line: str) -> tuple[str, list[str]] | None:
-    """The title and the evidence for CUDA that cannot start, or None when the line is another CUDA error."""
+def _advice_text(line: str) -> tuple[str, list[str], bool] | None:
+    """The title and the evidence for CUDA that cannot start, and whether it is a torch with no CUDA at all; None
+    when the line is another CUDA error."""
     if _DRIVER.search(line):
-        return _old_driver(line)
+        return (*_old_driver(line), False)
     if _NO_KERNELS.search(line):
-        return _no_kernels(line)
-    return next(((title, list(evidence)) for pattern, title, evidence in _STATED if pattern.search(line)), None)
+        return (*_no_kernels(line), False)
+    return next(((title, list(evidence), pattern is _CPU_BUILD) for pattern, title, evidence in _STATED
+                 if pattern.search(line)), None)
 
 
 def _old_driver(line: str) -> tuple[str, list[str]]:
