@@ -47,6 +47,9 @@ def test_stuck_at_a_level_is_still_a_standing_loss(line: str) -> None:
     "the loss does not decrease monotonically",
     "I fine-tuned llama 3 but my loss is decreasing/increasing. I can't figure out why.",
     "my loss increases and decreases all over the place",
+    # the pattern of cp-vton#17 (dev), other words
+    "It falls overall, but why is my loss always jumping?",
+    "the training loss keeps bouncing around, is that normal?",
 ])
 def test_a_loss_that_swings_is_no_rise_and_no_standstill(line: str) -> None:
     """Every minibatch loss swings: `not monotone decreasing` or `decreasing/increasing` says so, not that it rises
@@ -55,8 +58,25 @@ def test_a_loss_that_swings_is_no_rise_and_no_standstill(line: str) -> None:
     assert said is None or said.kind not in ("rise", "flat"), said
 
 
-def test_a_fall_then_a_rise_is_still_a_rise() -> None:
-    said = loss_words.read("the loss decreases and then increases after epoch 3")
+@pytest.mark.parametrize("line", ["the loss decreases and then increases after epoch 3",
+                                  "the loss keeps jumping up after step 500", "the loss jumped to 9.5 at step 300"])
+def test_a_fall_then_a_rise_is_still_a_rise(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "rise"
+
+
+@pytest.mark.parametrize("line", [
+    # the pattern of PSFT#14 (dev): another variable's value between two of the loss's is not the loss's
+    "然后在计算loss时，advantage_mean就会为0，从而导致pg_loss为1",
+    "the loss printed 1.0 at every step; when computing it, kl_coef is 0 so policy_loss is 1",
+])
+def test_another_variables_value_is_not_the_losss(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is None or said.kind != "rise", said
+
+
+def test_a_loss_named_in_snake_case_still_rises_in_numbers() -> None:
+    said = loss_words.read("the train_loss went from 1.2 to 5.6 after step 300")
     assert said is not None and said.kind == "rise"
 
 

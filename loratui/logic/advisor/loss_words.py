@@ -33,9 +33,11 @@ _OTHER = (r"(?:\b(?:the\s+)?(?:number|count|amount) of \w+|(?:GPU|CPU|显卡|显
           r"(?<!all )\b(?:the|my|its|batch|sequence)\s+(?:memory|time|speed|size|length|reward|kl|throughput|"
           r"temperature|results?)\b|"
           r"(?<![A-Za-z_])(?:m?AP(?:50|@?\.5)?|f1|bleu|rouge\w*|wer|cer|m?iou|auc|precision|recall|rewards?)"
-          r"(?![A-Za-z_]))")
+          r"(?![A-Za-z_])|"
+          r"(?<![A-Za-z0-9_.])(?![A-Za-z_]*(?:loss|lr|learning_rate|grad|acc))[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![A-Za-z0-9_(.]))")
 """Another quantity as a subject: what is said after it is not said of the loss (`the loss change becomes small
-as the number of epochs increases`)."""
+as the number of epochs increases`); a program's other variable named in a sentence (`negative_approx_kl就会为0`,
+`log_prob`): a snake_case name that is not a loss, a learning rate, a gradient or an accuracy."""
 _STILL_THINGS = (r"(?:(?<![A-Za-z_])(?:weights?|param(?:eter)?s?|gradients?|grads?|grad[ _]norm)(?![A-Za-z_])|"
                  r"梯度|权重|参数)")
 _LR = r"(?:(?<![A-Za-z_])(?:learning[ _]rate|lr)(?![A-Za-z_])|学习率)"
@@ -346,7 +348,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
         later = [n for n in subjects[i + 1:] if not n.group("it")]
         end = later[0].start() if later else len(sentence)
         scope = sentence[m.end():end]
-        if later and _JOINED.fullmatch(scope):  # `the train loss and val loss didnot decrease`: one predicate
+        if later and _JOINED.fullmatch(scope) and _kind(later[0]):  # `the train loss and val loss didnot decrease`:
+            # one predicate (not `it, kl_coef is 0`: another quantity)
             scope = sentence[later[0].end():later[1].start() if len(later) > 1 else len(sentence)]
         if subject == "loss" and not _PPL.match(m.group(0)):
             previous.append(scope[:80])  # what is said of the training loss, for its values
@@ -388,9 +391,14 @@ _SWINGS = re.compile(
     rf"(?:\bnot|n't)\s+(?:\w+\s+)?monoton\w*(?:\s+{_DOWN})?|(?:\bnot|n't)\s+{_DOWN}\s+(?:\w+\s+)?monoton\w*|"
     rf"\b{_DOWN}\s*(?:/|&|\band\b|\bor\b)\s*{_UP}\b|\b{_UP}\s*(?:/|&|\band\b|\bor\b)\s*{_DOWN}|"
     r"(?:上が|下が|増え|減)っ?たり\S{0,4}?(?:上が|下が|増え|減)っ?たり|"
-    r"(?:올라|내려)(?:갔다|가다)\s*(?:올라|내려)(?:갔다|가다)", re.I)
+    r"(?:올라|내려)(?:갔다|가다)\s*(?:올라|내려)(?:갔다|가다)|"
+    r"(?:\b(?:always|constantly|keeps?|kept|keeps? on)\s+)?(?:jump|bounc)(?:ing|ed|es|e|s)?\s+"
+    r"(?:around|about|back and forth|up and down)\b|"
+    r"\b(?:always|constantly|keeps?|kept|keeps? on)\s+(?:jump|bounc)(?:ing|ed|es|e|s)?\b(?!\s+(?:up|higher|to)\b)",
+    re.I)
 """A loss said to swing, not to move one way: `not monotone decreasing`, `does not decrease monotonically`,
-`decreasing/increasing`, `increases and decreases`, Japanese `上がったり下がったり`, Korean `올라갔다 내려갔다`. Every
+`decreasing/increasing`, `increases and decreases`, `always jumping`, `bouncing around`, Japanese
+`上がったり下がったり`, Korean `올라갔다 내려갔다`. Every
 minibatch loss swings; what a maintainer reads from it is
 noise (ViLT#7, unsloth#854: both settled as normal), not a rise or a standstill. Read as `fluctuates`, which says
 nothing unless a level follows (`fluctuates around 2.3`). `decreases and then increases` is a rise and stays one."""
