@@ -68,3 +68,33 @@ ImportError: cannot import name 'EinopsError' from partially initialized module 
 ])
 def test_flash_attention_in_use_or_others_errors_are_not_its_setup(text: str) -> None:
     assert first_id(text) != "flash_attn_unavailable"
+
+
+# the pattern of llm-jp-sft#41 (dev): pip's newer output names the package only on `Collecting flash-attn`; the error
+# comes out of flash-attn's own setup.py in pip's build directory, whatever it is
+BUILD_FAILS = """Collecting flash-attn
+  Downloading flash_attn-2.6.3.tar.gz (2.6 MB)
+  Preparing metadata (setup.py) ... error
+  error: subprocess-exited-with-error
+      Traceback (most recent call last):
+        File "<string>", line 2, in <module>
+        File "/tmp/pip-install-q1w2e3r4/flash-attn_0123456789abcdef0123456789abcdef/setup.py", line 22, in <module>
+          import torch
+      ModuleNotFoundError: No module named 'torch'
+      [end of output]
+error: metadata-generation-failed
+"""
+
+
+@pytest.mark.parametrize("where", ["/tmp/pip-install-q1w2e3r4/flash-attn_0123456789abcdef0123456789abcdef",
+                                   "/home/me/src/flash-attention", "/tmp/flash_attn-2.6.3"])
+def test_an_error_out_of_flash_attns_own_build_is_its_install(where: str) -> None:
+    text = BUILD_FAILS.replace("/tmp/pip-install-q1w2e3r4/flash-attn_0123456789abcdef0123456789abcdef", where)
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    assert items[0].id == "flash_attn_unavailable" and "did not install: its setup.py failed" in items[0].title
+    assert "No module named 'torch'" in items[0].evidence[0]
+
+
+def test_another_packages_build_is_not_flash_attns() -> None:
+    text = BUILD_FAILS.replace("flash-attn_0123456789abcdef0123456789abcdef", "deepspeed_0123456789abcdef01234567")
+    assert first_id(text) != "flash_attn_unavailable"

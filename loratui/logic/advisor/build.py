@@ -241,8 +241,8 @@ def failure(adv: Advisor) -> list[Advice]:
     if raised is not None and bnb_text.raised_in_setup(raised):
         return [bnb_text.raised_advice(raised, step)]
     if raised is not None and flash_raised.raised_in_flash(raised):
-        return [_BUILDERS["flash_attn_unavailable"](Finding("flash_attn_unavailable", step, {"line": raised.line}),
-                                                    adv.recipe)]
+        facts = {"line": raised.line, "build": flash_raised.raised_in_build(raised)}
+        return [_BUILDERS["flash_attn_unavailable"](Finding("flash_attn_unavailable", step, facts), adv.recipe)]
     if raised is not None:
         # getattr: a text watch pickled in an older events.idx
         return [exception_advice(raised, adv.recipe, step, getattr(adv.text, "checkpointing_line", ""))]
