@@ -96,3 +96,19 @@ def test_a_loss_going_higher_is_a_rise_and_the_same_result_is_not_the_loss(line:
 def test_the_loss_said_to_be_the_same_is_still_flat() -> None:
     said = loss_words.read("I retrained twice and the loss is the same, it never decreases")
     assert said is not None and said.kind == "flat"
+
+
+@pytest.mark.parametrize("line", [
+    # the pattern of Chinese-Vicuna#39 (dev): two states by turns, the rise among them
+    "为什么loss最开始是2.0左右，后面一会儿变得很大，一会儿又变成0？",
+    "the loss sometimes explodes to 1e4 and sometimes drops to 0",
+])
+def test_a_loss_that_is_huge_and_zero_by_turns_rises(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "rise", said
+
+
+@pytest.mark.parametrize("line", ["the loss went up and then dropped to 0", "loss一会儿不变，一会儿变成0"])
+def test_one_after_the_other_or_no_rise_by_turns_keeps_the_last(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "zero", said

@@ -467,7 +467,7 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         return Said("flat", subject)
     if subject == "lr":
         return Said("flat", subject) if any(p.lastgroup == "zero" for p in _PREDICATE.finditer(scope)) else None
-    last, start, at = None, 0, 0
+    last, start, at, rose = None, 0, 0, False
     for p in _PREDICATE.finditer(scope):
         if _INSTEAD.search(scope[:p.start()]) or (p.group(0).endswith("ed") and _PASSIVE.search(scope[:p.start()])) \
                 or _PERSON.search(scope[:p.start()]):
@@ -477,6 +477,9 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         negated = _negated(scope[start:p.start()]) or _negated_after(scope[p.end():]) or \
             (last is None and negated_before)
         last, start = (p.lastgroup, negated), p.end()
+        rose = rose or (p.lastgroup == "rise" and not negated)
+    if rose and last is not None and last[0] != "rise" and _ALTERNATES.search(scope):
+        last = ("rise", False)  # `一会儿变得很大，一会儿变成0`: by turns, not in order; the rise is the graver
     if subject == "loss" and _huge(scope):
         return Said("rise", subject)  # `Perplexity 16063139.21`: no run that learns prints it
     if last is None:
@@ -500,6 +503,10 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
     return _for(subject, kind, scope[at:start])
 
 
+_ALTERNATES = re.compile(r"(一会儿?|时而|有时候?).{1,30}?\1|\bsometimes\b.{1,60}?\bsometimes\b|"
+                         r"\bone (?:moment|minute|step)\b.{1,60}?\b(?:the )?next\b", re.I)
+"""Two states said by turns (`一会儿变得很大，一会儿变成0`, `sometimes it explodes, sometimes it is 0`): the loss goes
+back and forth between them, so the last said is not where it went."""
 _KEYED_VALUE = re.compile(r"\w*\s*[:=]")
 HUGE = 1e6
 """A loss or perplexity said or printed at a million or more: a perplexity past any vocabulary's uniform guess
