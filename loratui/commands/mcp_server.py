@@ -74,7 +74,21 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
     from loratui.errors import UsageError
     from loratui.recipe import RecipeError
 
-    server = MCPServer("loratui", instructions=(
+    class Server(MCPServer):  # type: ignore[misc]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            """An argument of the wrong type answers one line (which argument, what it takes), not the SDK's
+            pydantic dump with its errors.pydantic.dev link (trial 14: `run_output(lines="many")`)."""
+            from pydantic import ValidationError
+
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if not isinstance(exc.__cause__, ValidationError):
+                    raise
+                schema = self._tool_input_schema(name) or {}
+                raise ToolError(argument_error(name, exc.__cause__, schema)) from exc.__cause__
+
+    server = Server("loratui", instructions=(
         "loratui runs and watches LoRA/QLoRA fine-tuning jobs. list_runs first; then run_status, "
         "run_advice, run_summary, run_output for one run. Control tools need `loratui mcp --allow-control`; "
         "stop and apply_advice take two calls (the first returns what would happen and a token)."))
@@ -179,6 +193,33 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         return await asyncio.to_thread(lambda: guarded(lambda: _apply(target, item)))  # a restart waits
 
     return server
+
+
+_TAKES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+          "array": "a list", "object": "an object"}
+
+
+def argument_error(tool: str, error: Any, schema: dict[str, Any]) -> str:
+    """One line for a pydantic ValidationError on a tool's arguments: each argument named with the value given
+    and what the tool takes (from its input schema), the rejected value shortened."""
+    from loratui.text import inert
+
+    properties = schema.get("properties", {})
+    said: list[str] = []
+    for err in error.errors():
+        name = ".".join(str(part) for part in err.get("loc", ())) or "arguments"
+        kind = properties.get(str(err.get("loc", ("",))[0]), {}).get("type", "")
+        takes = _TAKES.get(kind, "")
+        if err.get("type") == "missing":
+            said.append(f"{name}: missing; it is required" + (f", {takes}" if takes else ""))
+            continue
+        given = repr(err.get("input"))
+        given = inert(given if len(given) <= 60 else given[:57] + "...", newlines=False)
+        said.append(f"{name} = {given}: expected {takes}" if takes else f"{name} = {given}: {err.get('msg', '')}")
+    takes_all = ", ".join(f"{key} ({_TAKES.get(value.get('type', ''), value.get('type', '?'))})"
+                          for key, value in properties.items())
+    missing = any(err.get("type") == "missing" for err in error.errors())  # perhaps named otherwise: list them
+    return f"{tool}: {'; '.join(said)}" + (f" (it takes {takes_all})" if missing and takes_all else "")
 
 
 def would_apply(run: Any, item: Any) -> dict[str, Any]:
