@@ -27,7 +27,7 @@ def _header(text: str) -> list[str]:
 
 
 def test_a_recipe_fixed_twice_has_one_header_listing_both(tmp_path: Path) -> None:
-    run, source = _fake_run(tmp_path)
+    run, _ = _fake_run(tmp_path)
     first, _ = write_fixed_recipe(run, "vram_near_limit", {"training.per_device_train_batch_size": 2})
     assert first.read_text().startswith("# Written by loratui from run r1 (advice vram_near_limit): "
                                         "training.per_device_train_batch_size = 2\n")  # one: one line, as before
@@ -51,7 +51,7 @@ def test_a_recipe_fixed_twice_has_one_header_listing_both(tmp_path: Path) -> Non
 
 def test_a_config_fixed_twice_has_one_header_listing_both(tmp_path: Path) -> None:
     command = ["llamafactory-cli", "train", "examples/llama3_lora_sft.yaml"]
-    run, config = _watched_run(tmp_path, command, LLAMAFACTORY_YAML)
+    run, _ = _watched_run(tmp_path, command, LLAMAFACTORY_YAML)
     first, _ = write_fix(run, "vram_near_limit", _fix({"training.per_device_train_batch_size": 2}, command))
     again = ["llamafactory-cli", "train", f"examples/{first.name}"]
     settings = rundir.RunSettings(run_id="r2", name="cfg", recipe_source="", recipe_dir=str(tmp_path / "work"),
