@@ -243,8 +243,19 @@ def read_stdout_log(path: Path) -> Record:
                            " `step N ... loss X` line found)")
     if reader.inferred:
         _fill_steps_without_bars(record)
-    record.max_steps = max(record.max_steps, reader.bar_total, _last_step(record))
+    record.max_steps = _max_steps(record, reader.bar_total)
     return record
+
+
+def _max_steps(record: Record, *said: int) -> int:
+    """The run's step count as the record says it (a progress bar's total, a summary's), 0 when it does not. The
+    last step seen is no step count: a Slurm job's .out cut at its time limit was imported as finished at step 40
+    of 40; it is that only for a run that finished (its summary printed)."""
+    known = max(record.max_steps, *said)
+    last = _last_step(record)
+    if known < last:
+        return last if _finished(record) else 0
+    return known
 
 
 class JsonLines:
@@ -356,7 +367,7 @@ def read_notebook(path: Path, document: dict[str, Any]) -> Record:
         raise ImportFailed(f"{path}: a notebook whose outputs hold no training log (no Trainer loss table, "
                            "printed log dict or TrainOutput); run the training cell and save the notebook "
                            "with its outputs")
-    record.max_steps = max(record.max_steps, reader.bar_total, record.final_step, _last_step(record))
+    record.max_steps = _max_steps(record, reader.bar_total, record.final_step)
     return record
 
 
@@ -388,7 +399,7 @@ def _fill_steps_without_bars(record: Record) -> None:
                         else "steps inferred from line order")
     if every > 1:
         record.entries = [(step * every, values) for step, values in record.entries]
-    record.max_steps = max(total, _last_step(record))
+    record.max_steps = total  # the summary's (runtime x rate), else unknown: see `_max_steps`
 
 
 def _place_by_epoch(record: Record, total: int, summary: dict[str, float] | None) -> bool:

@@ -1,0 +1,56 @@
+"""`loratui import` of a Slurm job's .out cut at its time limit (trial 14): the last step seen was taken for the
+run's step count, so a job killed at step 40 of 60 was imported as finished at 40/40. The step count comes from
+what the log says (the training bar's total, the summary), else it is unknown; a dataset's preprocessing bar
+(`Tokenizing train dataset: 400/400`) is no step count either."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loratui import events
+from loratui.logic.runstate import RunState
+from loratui.sources.importers import import_path
+
+LIMIT = "slurmstepd: error: *** JOB 4242 ON node7 CANCELLED AT 2026-12-06T03:10:00 DUE TO TIME LIMIT ***\n"
+PREP = "".join(f"{what} train dataset: 100%|██████████| 400/400 [00:00<00:00, 13325.62 examples/s]\n"
+               for what in ("Adding EOS to", "Tokenizing", "Truncating"))
+
+
+def _dict(step: int) -> str:
+    return (f"{{'loss': '{4.2 - step / 100:.3f}', 'grad_norm': '0.2', 'learning_rate': '0.002', "
+            f"'epoch': '{step / 50:g}'}}\n")
+
+
+def _imported(tmp_path: Path, text: str) -> RunState:
+    path = tmp_path / "qwen-lora-4242.out"
+    path.write_text(text)
+    return RunState().feed_all(import_path(path))
+
+
+def test_step_lines_cut_at_the_limit_are_not_a_finished_run(tmp_path: Path) -> None:
+    text = "".join(f"step {step} | loss {4.2 - step / 100:.3f} | lr 2e-3\n" for step in range(5, 45, 5)) + LIMIT
+    state = _imported(tmp_path, text)
+    assert state.step == 40 and state.max_steps == 0, (state.step, state.max_steps)
+    assert state.end is not None and state.end.state == events.STOPPED
+    assert any("ends at step 40 of ?" in n.message for n in state.notices)
+
+
+def test_dicts_after_dataset_bars_take_no_step_count_from_them(tmp_path: Path) -> None:
+    state = _imported(tmp_path, PREP + "".join(_dict(step) for step in range(5, 45, 5)) + LIMIT)
+    assert state.max_steps == 0, state.max_steps  # was 400: the dataset bar's examples
+    assert state.end is not None and state.end.state == events.STOPPED
+
+
+def test_the_training_bars_total_is_the_step_count(tmp_path: Path) -> None:
+    bars = "".join(f" {step * 100 // 60}%|█   | {step}/60 [00:{step // 2:02d}<00:10,  2.38it/s]\n" + (
+        _dict(step) if step % 5 == 0 else "") for step in range(1, 41))
+    state = _imported(tmp_path, PREP + bars + LIMIT)
+    assert (state.step, state.max_steps) == (40, 60)
+    assert state.end is not None and state.end.state == events.STOPPED
+
+
+def test_a_finished_run_without_bars_still_ends_finished(tmp_path: Path) -> None:
+    summary = "{'train_runtime': '33.56', 'train_samples_per_second': '14.3', 'train_steps_per_second': '1.192', " \
+              "'train_loss': '3.951', 'epoch': '0.8'}\n"
+    state = _imported(tmp_path, "".join(_dict(step) for step in range(5, 45, 5)) + summary)
+    assert state.max_steps == 40 and state.end is not None and state.end.state == events.FINISHED
