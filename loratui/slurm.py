@@ -80,7 +80,7 @@ class Job:
         return f"Slurm: job {self.job_id} {self.state}: {what}{reason}{code}"
 
 
-_KILLED = re.compile(rb"\*\*\* (?:JOB|STEP) (\d+)\S* ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
+KILLED = re.compile(rb"\*\*\* (?:JOB|STEP) (\d+)\S* ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
 DUE_TO = {b"TIME LIMIT": "TIMEOUT", b"PREEMPTION": "PREEMPTED", b"NODE FAILURE": "NODE_FAIL",
           b"JOB REQUEUE": "REQUEUED"}
 """REQUEUED is no end: the job runs again (scontrol requeue, or preemption in requeue mode)."""
@@ -98,7 +98,7 @@ def ending(job: Job, tail_bytes: int = 64 << 10) -> str:
     try:
         with open(job.std_err, "rb") as handle:
             handle.seek(max(0, os.fstat(handle.fileno()).st_size - tail_bytes))
-            said = [m for m in _KILLED.finditer(handle.read()) if m.group(1).decode() == job.job_id]
+            said = [m for m in KILLED.finditer(handle.read()) if m.group(1).decode() == job.job_id]
     except OSError:
         return ""
     if not said:

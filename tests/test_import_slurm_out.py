@@ -31,14 +31,14 @@ def test_step_lines_cut_at_the_limit_are_not_a_finished_run(tmp_path: Path) -> N
     text = "".join(f"step {step} | loss {4.2 - step / 100:.3f} | lr 2e-3\n" for step in range(5, 45, 5)) + LIMIT
     state = _imported(tmp_path, text)
     assert state.step == 40 and state.max_steps == 0, (state.step, state.max_steps)
-    assert state.end is not None and state.end.state == events.STOPPED
+    assert state.end is not None and state.end.state == events.FAILED  # TIMEOUT: see the last test
     assert any("ends at step 40 of ?" in n.message for n in state.notices)
 
 
 def test_dicts_after_dataset_bars_take_no_step_count_from_them(tmp_path: Path) -> None:
     state = _imported(tmp_path, PREP + "".join(_dict(step) for step in range(5, 45, 5)) + LIMIT)
     assert state.max_steps == 0, state.max_steps  # was 400: the dataset bar's examples
-    assert state.end is not None and state.end.state == events.STOPPED
+    assert state.end is not None and state.end.state == events.FAILED  # TIMEOUT: see the last test
 
 
 def test_the_training_bars_total_is_the_step_count(tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ def test_the_training_bars_total_is_the_step_count(tmp_path: Path) -> None:
         _dict(step) if step % 5 == 0 else "") for step in range(1, 41))
     state = _imported(tmp_path, PREP + bars + LIMIT)
     assert (state.step, state.max_steps) == (40, 60)
-    assert state.end is not None and state.end.state == events.STOPPED
+    assert state.end is not None and state.end.state == events.FAILED  # TIMEOUT: see the last test
 
 
 def test_a_finished_run_without_bars_still_ends_finished(tmp_path: Path) -> None:
@@ -54,3 +54,25 @@ def test_a_finished_run_without_bars_still_ends_finished(tmp_path: Path) -> None
               "'train_loss': '3.951', 'epoch': '0.8'}\n"
     state = _imported(tmp_path, "".join(_dict(step) for step in range(5, 45, 5)) + summary)
     assert state.max_steps == 40 and state.end is not None and state.end.state == events.FINISHED
+
+
+def test_slurms_own_line_says_who_ended_the_job(tmp_path: Path) -> None:
+    """The .out's slurmstepd line (`CANCELLED ... DUE TO TIME LIMIT`) is the run's end, as a live run records it:
+    `doctor` said "no problems found" of an imported job that Slurm killed at its time limit."""
+    from loratui.logic.advisor import Advisor
+
+    found = import_path(_write(tmp_path, PREP + "".join(_dict(step) for step in range(5, 45, 5)) + LIMIT))
+    state = RunState().feed_all(found)
+    assert state.end is not None and (state.end.state, state.end.cause) == (events.FAILED, "TIMEOUT")
+    assert state.end.error.startswith("Slurm: job 4242 TIMEOUT: the job reached its time limit")
+    (first, *_) = Advisor(None).feed_all(found).items()
+    assert first.id == "scheduler_end" and "TIMEOUT" in first.title, first
+    requeued = LIMIT.replace("TIME LIMIT", "JOB REQUEUE") + "".join(_dict(step) for step in range(45, 60, 5))
+    state = RunState().feed_all(import_path(_write(tmp_path, PREP + _dict(5) + requeued)))
+    assert state.end is not None and state.end.cause == "" and state.end.state == events.STOPPED
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job-4242.out"
+    path.write_text(text)
+    return path

@@ -51,6 +51,9 @@ class Record:
     step_note: str = ""
     final_step: int = 0  # where the run ended when the record says (global_step), past its last log
     elapsed: dict[int, float] = field(default_factory=dict)  # step -> seconds since the start, where logged
+    scheduler_end: tuple[str, str] = ("", "")
+    """(Slurm's end, its job id) from slurmstepd's `*** JOB 12 ON node CANCELLED AT ... DUE TO TIME LIMIT ***` in a
+    job's .out, when no training line follows it (a requeued job's log goes on)."""
 
 
 def import_path(path: Path) -> list[events.AnyEvent]:
@@ -226,8 +229,10 @@ def read_stdout_log(path: Path) -> Record:
         with open(path, "rb") as handle:
             for line in textfile.lines(handle):
                 broken.see(line)
+                before = len(record.entries)
                 _take(record, reader.feed(line))
                 _take_elapsed(record, line)
+                _take_scheduler_end(record, line, len(record.entries) > before)
     except textfile.BinaryFile:
         raise ImportFailed(f"{path}: a binary file, not a log") from None
     if broken.all_broken():
@@ -286,6 +291,20 @@ class JsonLines:
 
     def all_broken(self) -> bool:
         return 0 < self.broken == self.lines
+
+
+def _take_scheduler_end(record: Record, line: str, trained: bool) -> None:
+    """slurmstepd's line of a job's end (see `Record.scheduler_end`); a training line after it clears it."""
+    from loratui import slurm
+
+    if trained:
+        record.scheduler_end = ("", "")
+    if "CANCELLED AT" not in line:
+        return
+    said = slurm.KILLED.search(line.encode("utf-8", "replace"))
+    cause = slurm.DUE_TO.get(said.group(2) or b"", "CANCELLED") if said else ""
+    if said and cause in slurm.SCHEDULER_ENDS:  # REQUEUED is no end: the job starts again
+        record.scheduler_end = (cause, said.group(1).decode())
 
 
 def _take_elapsed(record: Record, line: str) -> None:
@@ -515,6 +534,13 @@ def _closing(record: Record, last_step: int) -> list[events.AnyEvent]:
         return [events.Phase(t=t, name="train", edge="end", step=last_step),
                 events.End(t=t, state=events.FINISHED, step=last_step)]
     message = f"the record ends at step {last_step} of {record.max_steps or '?'}"
+    cause, job = record.scheduler_end
+    if cause:  # Slurm's own line says who ended it, as a live run records it (supervisor/owner.py)
+        from loratui import slurm
+
+        state, what = slurm.SCHEDULER_ENDS[cause]
+        return [events.Notice(t=t, level="info", message=message, key="import"),
+                events.End(t=t, state=state, step=last_step, cause=cause, error=f"Slurm: job {job} {cause}: {what}")]
     return [events.Notice(t=t, level="info", message=message, key="import"),
             events.End(t=t, state=events.STOPPED, step=last_step)]
 
