@@ -78,12 +78,11 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             """An argument of the wrong type answers one line (which argument, what it takes), not the SDK's
             pydantic dump with its errors.pydantic.dev link (trial 14: `run_output(lines="many")`)."""
-            from pydantic import ValidationError
-
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
-                if not isinstance(exc.__cause__, ValidationError):
+                # pydantic's ValidationError, named rather than imported: pydantic comes with the SDK, not with us
+                if type(exc.__cause__).__name__ != "ValidationError" or not hasattr(exc.__cause__, "errors"):
                     raise
                 schema = self._tool_input_schema(name) or {}
                 raise ToolError(argument_error(name, exc.__cause__, schema)) from exc.__cause__
