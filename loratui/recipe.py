@@ -258,6 +258,10 @@ def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | 
         raise RecipeError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
     except (RecursionError, ValueError) as exc:  # what the bounds above should have caught already
         raise RecipeError(f"{path}: not a recipe loratui can read ({type(exc).__name__}); fix the file") from None
+    if not raw:  # "no model given" sent the user to [model] path of a file that has nothing at all
+        raise RecipeError(f"{path}: the recipe is empty (no [model], [data] or [training] table); start from an "
+                          "example: `loratui init tiny NEW.toml` writes the built-in tiny recipe to edit (`loratui "
+                          "recipes` lists the others)")
     try:
         recipe = msgspec.convert(raw, Recipe)
     except msgspec.ValidationError as exc:
