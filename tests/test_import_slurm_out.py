@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from loratui import events
 from loratui.logic.runstate import RunState
 from loratui.sources.importers import import_path
@@ -70,9 +72,25 @@ def test_slurms_own_line_says_who_ended_the_job(tmp_path: Path) -> None:
     requeued = LIMIT.replace("TIME LIMIT", "JOB REQUEUE") + "".join(_dict(step) for step in range(45, 60, 5))
     state = RunState().feed_all(import_path(_write(tmp_path, PREP + _dict(5) + requeued)))
     assert state.end is not None and state.end.cause == "" and state.end.state == events.STOPPED
+    preempted = LIMIT.replace("TIME LIMIT", "PREEMPTION") + "".join(_dict(step) for step in range(45, 60, 5))
+    state = RunState().feed_all(import_path(_write(tmp_path, PREP + _dict(5) + preempted)))  # requeued, went on
+    assert state.end is not None and state.end.cause == "" and state.end.state == events.STOPPED
 
 
 def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "job-4242.out"
     path.write_text(text)
     return path
+
+
+def test_doctor_on_a_jobs_out_gives_slurms_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`loratui doctor job.out`, the file itself: "no problems found" of a job Slurm killed at its time limit."""
+    from loratui.cli import main
+
+    path = _write(tmp_path, PREP + "".join(_dict(step) for step in range(5, 45, 5)) + LIMIT)
+    assert main(["doctor", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "scheduler_end" in out and "Slurm ended the job (TIMEOUT)" in out, out
+    for due in ("JOB REQUEUE", "PREEMPTION"):  # no end, or one the job's next start went on from
+        path.write_text(PREP + _dict(5) + LIMIT.replace("TIME LIMIT", due) + _dict(10))
+        assert main(["doctor", str(path)]) == 0 and "no problems found" in capsys.readouterr().out

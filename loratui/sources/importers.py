@@ -229,10 +229,9 @@ def read_stdout_log(path: Path) -> Record:
         with open(path, "rb") as handle:
             for line in textfile.lines(handle):
                 broken.see(line)
-                before = len(record.entries)
                 _take(record, reader.feed(line))
                 _take_elapsed(record, line)
-                _take_scheduler_end(record, line, len(record.entries) > before)
+                _take_scheduler_end(record, line)
     except textfile.BinaryFile:
         raise ImportFailed(f"{path}: a binary file, not a log") from None
     if broken.all_broken():
@@ -293,18 +292,16 @@ class JsonLines:
         return 0 < self.broken == self.lines
 
 
-def _take_scheduler_end(record: Record, line: str, trained: bool) -> None:
+def _take_scheduler_end(record: Record, line: str) -> None:
     """slurmstepd's line of a job's end (see `Record.scheduler_end`); a training line after it clears it."""
     from loratui import slurm
+    from loratui.logic.text_reader import progress
 
-    if trained:
+    said = slurm.said_end(line)
+    if said is not None:
+        record.scheduler_end = said
+    elif record.scheduler_end[0] and progress.trains(line):
         record.scheduler_end = ("", "")
-    if "CANCELLED AT" not in line:
-        return
-    said = slurm.KILLED.search(line.encode("utf-8", "replace"))
-    cause = slurm.DUE_TO.get(said.group(2) or b"", "CANCELLED") if said else ""
-    if said and cause in slurm.SCHEDULER_ENDS:  # REQUEUED is no end: the job starts again
-        record.scheduler_end = (cause, said.group(1).decode())
 
 
 def _take_elapsed(record: Record, line: str) -> None:
@@ -538,9 +535,8 @@ def _closing(record: Record, last_step: int) -> list[events.AnyEvent]:
     if cause:  # Slurm's own line says who ended it, as a live run records it (supervisor/owner.py)
         from loratui import slurm
 
-        state, what = slurm.SCHEDULER_ENDS[cause]
         return [events.Notice(t=t, level="info", message=message, key="import"),
-                events.End(t=t, state=state, step=last_step, cause=cause, error=f"Slurm: job {job} {cause}: {what}")]
+                slurm.ended_event(cause, job, t, last_step)]
     return [events.Notice(t=t, level="info", message=message, key="import"),
             events.End(t=t, state=events.STOPPED, step=last_step)]
 
