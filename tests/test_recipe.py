@@ -149,3 +149,16 @@ def test_an_empty_recipe_is_called_empty_and_points_at_an_example(tmp_path: Path
         err = capsys.readouterr().err
         assert "the recipe is empty" in err and "no model given" not in err and "Traceback" not in err, err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_key_set_twice_names_both_lines(tmp_path: Path) -> None:
+    """Newcomer trial 15, the README's NaN demo: `dtype = "float16"` added under [model] above the copied recipe's
+    own `dtype = "float32"` said "not valid TOML: Cannot overwrite a value (at line 12, column 18)"."""
+    path = tmp_path / "nan.toml"
+    text = (REPO / "recipes" / "tiny.toml").read_text().replace("[model]\n", '[model]\ndtype = "float16"\n', 1)
+    path.write_text(text)
+    first = text.splitlines().index('dtype = "float16"') + 1
+    second = next(n for n, line in enumerate(text.splitlines(), start=1) if line.startswith('dtype = "float32"'))
+    with pytest.raises(RecipeError, match=rf"^{re.escape(str(path))}:{second}: `model.dtype` is set twice "
+                                          rf"\(lines {first} and {second}\); keep the one you mean$"):
+        load_recipe(path)
