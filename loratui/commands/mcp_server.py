@@ -85,7 +85,7 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
                 if type(exc.__cause__).__name__ != "ValidationError" or not hasattr(exc.__cause__, "errors"):
                     raise
                 schema = self._tool_input_schema(name) or {}
-                raise ToolError(argument_error(name, exc.__cause__, schema)) from exc.__cause__
+                raise ToolError(argument_error(name, exc.__cause__, schema, list(arguments))) from exc.__cause__
 
     server = Server("loratui", instructions=(
         "loratui runs and watches LoRA/QLoRA fine-tuning jobs. list_runs first; then run_status, "
@@ -198,9 +198,10 @@ _TAKES = {"string": "a string", "integer": "an integer", "number": "a number", "
           "array": "a list", "object": "an object"}
 
 
-def argument_error(tool: str, error: Any, schema: dict[str, Any]) -> str:
+def argument_error(tool: str, error: Any, schema: dict[str, Any], given: list[str] | None = None) -> str:
     """One line for a pydantic ValidationError on a tool's arguments: each argument named with the value given
-    and what the tool takes (from its input schema), the rejected value shortened."""
+    and what the tool takes (from its input schema), the rejected value shortened; a missing one with the names
+    given that the tool does not take (`id` for `run`)."""
     from loratui.text import inert
 
     properties = schema.get("properties", {})
@@ -218,7 +219,9 @@ def argument_error(tool: str, error: Any, schema: dict[str, Any]) -> str:
     takes_all = ", ".join(f"{key} ({_TAKES.get(value.get('type', ''), value.get('type', '?'))})"
                           for key, value in properties.items())
     missing = any(err.get("type") == "missing" for err in error.errors())  # perhaps named otherwise: list them
-    return f"{tool}: {'; '.join(said)}" + (f" (it takes {takes_all})" if missing and takes_all else "")
+    unknown = [inert(str(name), newlines=False) for name in given or () if name not in properties]
+    named = f"; it was given {', '.join(unknown)}, which it does not take" if missing and unknown else ""
+    return f"{tool}: {'; '.join(said)}{named}" + (f" (it takes {takes_all})" if missing and takes_all else "")
 
 
 def would_apply(run: Any, item: Any) -> dict[str, Any]:
