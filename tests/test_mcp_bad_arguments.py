@@ -106,8 +106,8 @@ def test_estimate_of_an_empty_recipe_names_its_own_argument(tmp_path: Path) -> N
     ("run_output", {"run": "r1", "lines": "many"}, "run_output: lines = 'many': expected an integer"),
     ("estimate", {"recipe": "tiny", "gpu_gb": "big"}, "estimate: gpu_gb = 'big': expected a number"),
     ("run_status", {"run": 5}, "run_status: run = 5: expected a string"),
-    ("run_status", {"name": "r1"}, "run_status: run: missing; it is required, a string; it was given name, which "
-                                   "it does not take (it takes run (a string))"),
+    ("run_status", {"name": "r1"}, ("run_status: run: missing; it is required, a string; it was given name, which "
+                                    "it does not take (it takes run (a string))")),
     ("run_status", {}, "run_status: run: missing; it is required, a string (it takes run (a string))"),
 ])
 async def test_an_argument_of_the_wrong_type_is_named_with_what_the_tool_takes(
