@@ -411,18 +411,19 @@ def test_a_title_that_is_not_ascii_reaches_ntfy_whole() -> None:
 
 def test_a_self_hosted_ntfy_on_a_host_that_does_not_say_so_gets_ntfys_format(endpoint: Endpoint) -> None:
     """`http://push.lab:8080/alerts` is guessed a JSON webhook; ntfy showed the JSON as the message text. Its
-    answer says it is ntfy: the alerts after it go in ntfy's format, and the log says why."""
+    answer says it is ntfy: that alert goes again, and the alerts after it go, in ntfy's format; the log says why."""
     endpoint.answer = NTFY_ANSWER
     said: list[str] = []
     notifier = Notifier(endpoint.url + "/alerts", min_interval_s=0.0, on_error=said.append)
     notifier.send(ALERT)
-    endpoint.wait(1)
+    endpoint.wait(2)
     notifier.send(Alert("nan", "loratui r1: NaN", "loss is nan at step 4", "r1"))
     notifier.close()
-    first, second = endpoint.wait(2)
+    first, again, second = endpoint.wait(3)
     assert first["headers"]["Content-Type"] == "application/json"
+    assert again["headers"]["Title"] == ALERT.title and again["body"] == ALERT.message.encode()  # sent again, readable
     assert second["headers"]["Content-Type"].startswith("text/plain") and second["headers"]["Title"] == "loratui r1: NaN"
-    assert second["body"] == b"loss is nan at step 4" and notifier.fmt == "ntfy"
+    assert second["body"] == b"loss is nan at step 4" and notifier.fmt == "ntfy" and len(endpoint.requests) == 3
     assert len(said) == 1 and "answered as an ntfy server" in said[0] and "/alerts" not in said[0]
 
 

@@ -344,10 +344,13 @@ class Notifier:
                 reply = post(self.url, self.fmt, alert, self.timeout_s)
                 self.sent += 1
                 if self.guessed and self.fmt == "json" and is_ntfy_reply(reply):
-                    self.fmt = "ntfy"  # a self-hosted ntfy on a host that does not say so: later alerts in its format
+                    # a self-hosted ntfy on a host that does not say so: this alert again, and the later ones, in its
+                    # format (a run's one alert, "finished", was JSON text on the phone)
+                    self.fmt = "ntfy"
                     self._report(f"alerts to {where(self.url)}: it answered as an ntfy server, which shows a JSON "
-                                 "body as text; later alerts go in ntfy's format ([alerts] format = \"ntfy\" "
-                                 "in a recipe says so from the first)")
+                                 "body as text; this alert is sent again, and later ones go, in ntfy's format "
+                                 "([alerts] format = \"ntfy\" in a recipe says so from the first)")
+                    post(self.url, self.fmt, alert, self.timeout_s)
                 return
             except Exception as exc:  # noqa: BLE001 (http.client raises its own types, quoting the URL)
                 error = f"alert to {where(self.url)} failed (attempt {attempt + 1}): {failure_reason(exc)}"
