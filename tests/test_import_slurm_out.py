@@ -94,3 +94,14 @@ def test_doctor_on_a_jobs_out_gives_slurms_end(tmp_path: Path, capsys: pytest.Ca
     for due in ("JOB REQUEUE", "PREEMPTION"):  # no end, or one the job's next start went on from
         path.write_text(PREP + _dict(5) + LIMIT.replace("TIME LIMIT", due) + _dict(10))
         assert main(["doctor", str(path)]) == 0 and "no problems found" in capsys.readouterr().out
+
+
+def test_an_empty_file_is_called_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`loratui import` of an empty file (a job's .out before it printed anything) listed every kind of record it
+    is not: "none of: events.jsonl, trainer_state.json, ..."."""
+    from loratui.cli import main
+
+    for text in ("", "\n  \n"):
+        assert main(["import", str(_write(tmp_path, text)), "--runs-dir", str(tmp_path / "runs")]) == 2
+        err = capsys.readouterr().err
+        assert "job-4242.out: empty, nothing to import" in err and "none of" not in err, err

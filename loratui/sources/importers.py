@@ -241,6 +241,9 @@ def read_stdout_log(path: Path) -> Record:
     _take(record, reader.close())
     if not record.entries:
         _from_tables(record, path)
+    if not record.entries and not broken.lines:  # "none of: events.jsonl, ..." of a file with nothing in it
+        raise ImportFailed(f"{path}: empty, nothing to import; pass the training's log (its stdout, a Slurm job's "
+                           ".out), a trainer_state.json or a Trainer output directory")
     if not record.entries:
         raise ImportFailed(f"{path}: none of: events.jsonl, trainer_state.json, Trainer output directory,"
                            " training log (no logged dict like {'loss': ...}, trainer_log.jsonl record or"
