@@ -609,6 +609,8 @@ def _twice(path: Path, text: str, said: str) -> str:
                     if (m := re.match(r"^\s*\[\s*([^\]]+?)\s*\]", line))), "")
     dotted = f"{section}.{key.group(1)}" if section else key.group(1)
     first = find_key_line("\n".join(lines[:number - 1]), dotted)
+    if first and not re.match(rf"\s*{re.escape(key.group(1))}\s*=", lines[first - 1]):
+        first = None  # its table's line: the first one was set another way (a dotted key)
     lines_said = f"lines {first} and {number}" if first and first != number else f"line {number} repeats it"
     return f"{path}:{number}: `{dotted}` is set twice ({lines_said}); keep the one you mean"
 

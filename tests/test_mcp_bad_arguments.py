@@ -109,6 +109,9 @@ def test_estimate_of_an_empty_recipe_names_its_own_argument(tmp_path: Path) -> N
     ("run_status", {"name": "r1"}, ("run_status: run: missing; it is required, a string; it was given name, which "
                                     "it does not take (it takes run (a string))")),
     ("run_status", {}, "run_status: run: missing; it is required, a string (it takes run (a string))"),
+    ("apply_advice", {"id": "r1", "advice_id": 7}, ("apply_advice: run: missing; it is required, a string; advice_id "
+                                                    "= 7: expected a string; it was given id, which it does not take "
+                                                    "(it takes run (a string), advice_id (a string), token (a string))")),
 ])
 async def test_an_argument_of_the_wrong_type_is_named_with_what_the_tool_takes(
         tmp_path: Path, tool: str, arguments: dict[str, object], said: str) -> None:

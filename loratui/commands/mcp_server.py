@@ -213,9 +213,9 @@ def argument_error(tool: str, error: Any, schema: dict[str, Any], given: list[st
         if err.get("type") == "missing":
             said.append(f"{name}: missing; it is required" + (f", {takes}" if takes else ""))
             continue
-        given = repr(err.get("input"))
-        given = inert(given if len(given) <= 60 else given[:57] + "...", newlines=False)
-        said.append(f"{name} = {given}: expected {takes}" if takes else f"{name} = {given}: {err.get('msg', '')}")
+        value = repr(err.get("input"))
+        value = inert(value if len(value) <= 60 else value[:57] + "...", newlines=False)
+        said.append(f"{name} = {value}: expected {takes}" if takes else f"{name} = {value}: {err.get('msg', '')}")
     takes_all = ", ".join(f"{key} ({_TAKES.get(value.get('type', ''), value.get('type', '?'))})"
                           for key, value in properties.items())
     missing = any(err.get("type") == "missing" for err in error.errors())  # perhaps named otherwise: list them
