@@ -133,8 +133,8 @@ def _durations(facts: dict[str, Any]) -> list[str]:
     if total is None or waiting < 1.0:
         return [f"| duration | {fmt.duration(total)} |"]
     return [f"| run time | {fmt.duration(max(0.0, total - waiting))} |",
-            f"| waiting | {fmt.duration(waiting)} (suspended: a requeued job in Slurm's queue, or a suspend "
-            "waiting for resume) |",
+            (f"| waiting | {fmt.duration(waiting)} (suspended: a requeued job in Slurm's queue, or a suspend "
+             "waiting for resume) |"),
             f"| wall time | {fmt.duration(total)} |"]
 
 
