@@ -105,3 +105,21 @@ def test_an_empty_file_is_called_empty(tmp_path: Path, capsys: pytest.CaptureFix
         assert main(["import", str(_write(tmp_path, text)), "--runs-dir", str(tmp_path / "runs")]) == 2
         err = capsys.readouterr().err
         assert "job-4242.out: empty, nothing to import" in err and "none of" not in err, err
+
+
+def _lightning(epochs: int, cut: int = 0) -> str:
+    lines = [f"Epoch {epoch}: {n * 10:3d}%|{'█' * n}{' ' * (10 - n)}| {n}/10 [00:01<00:00,  8.00it/s, v_num=0, "
+             f"train_loss={2.5 - epoch * 0.3 - n * 0.01:.3f}]" for epoch in range(epochs) for n in range(1, 11)]
+    lines.append(f"`Trainer.fit` stopped: `max_epochs={epochs}` reached.")
+    return "\n".join(lines[:cut] if cut else lines) + "\n"
+
+
+def test_a_lightning_log_is_finished_when_lightning_says_so(tmp_path: Path) -> None:
+    """Lightning's bar counts an epoch's batches, no run's steps: a log cut after 15 of 20 steps was imported as
+    finished at 15/15; the whole log ends with Lightning's own word that the fit reached its end."""
+    state = RunState().feed_all(import_path(_write(tmp_path, _lightning(2, cut=15))))
+    assert (state.step, state.max_steps) == (15, 0) and state.end is not None
+    assert state.end.state == events.STOPPED
+    state = RunState().feed_all(import_path(_write(tmp_path, _lightning(2))))
+    assert (state.step, state.max_steps) == (20, 20) and state.end is not None
+    assert state.end.state == events.FINISHED

@@ -51,6 +51,8 @@ class Record:
     step_note: str = ""
     final_step: int = 0  # where the run ended when the record says (global_step), past its last log
     elapsed: dict[int, float] = field(default_factory=dict)  # step -> seconds since the start, where logged
+    fit_done: bool = False
+    """Lightning said the fit ran to its end ("`Trainer.fit` stopped: `max_epochs=3` reached.")."""
     scheduler_end: tuple[str, str] = ("", "")
     """(Slurm's end, its job id) from slurmstepd's `*** JOB 12 ON node CANCELLED AT ... DUE TO TIME LIMIT ***` in a
     job's .out, when no training line follows it (a requeued job's log goes on)."""
@@ -232,6 +234,7 @@ def read_stdout_log(path: Path) -> Record:
                 _take(record, reader.feed(line))
                 _take_elapsed(record, line)
                 _take_scheduler_end(record, line)
+                record.fit_done = record.fit_done or bool(_FIT_DONE.search(line))
     except textfile.BinaryFile:
         raise ImportFailed(f"{path}: a binary file, not a log") from None
     if broken.all_broken():
@@ -293,6 +296,10 @@ class JsonLines:
 
     def all_broken(self) -> bool:
         return 0 < self.broken == self.lines
+
+
+_FIT_DONE = re.compile(r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached")
+"""Lightning's last word when a fit ran to its end: its bars give no run's step count, this says it finished."""
 
 
 def _take_scheduler_end(record: Record, line: str) -> None:
@@ -545,7 +552,7 @@ def _closing(record: Record, last_step: int) -> list[events.AnyEvent]:
 
 
 def _finished(record: Record) -> bool:
-    return any("train_runtime" in v for _, v in record.entries)
+    return record.fit_done or any("train_runtime" in v for _, v in record.entries)
 
 
 def _nums(values: dict[str, float]) -> dict[str, events.Num]:
