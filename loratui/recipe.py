@@ -255,9 +255,14 @@ def load_recipe(path: str | Path, text: str | None = None, *, model_path: str | 
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(f"{path}: not valid TOML: {exc}; fix the syntax at that line") from None
+        raise RecipeError(_twice(path, text, str(exc)) or f"{path}: not valid TOML: {exc}; fix the syntax at that "
+                          "line") from None
     except (RecursionError, ValueError) as exc:  # what the bounds above should have caught already
         raise RecipeError(f"{path}: not a recipe loratui can read ({type(exc).__name__}); fix the file") from None
+    if not raw:  # "no model given" sent the user to [model] path of a file that has nothing at all
+        raise RecipeError(f"{path}: the recipe is empty (no [model], [data] or [training] table); start from an "
+                          "example: `loratui init tiny NEW.toml` writes the built-in tiny recipe to edit (`loratui "
+                          "recipes` lists the others)")
     try:
         recipe = msgspec.convert(raw, Recipe)
     except msgspec.ValidationError as exc:
@@ -587,6 +592,27 @@ _SECTION_TYPES: dict[str, Any] = {
     "training": TrainingSection, "data": DataSection, "monitor": MonitorSection,
     "distributed": DistributedSection, "alerts": AlertsSection, "guard": GuardSection,
 }
+
+
+def _twice(path: Path, text: str, said: str) -> str:
+    """tomllib's "Cannot overwrite a value (at line 12, column 18)" for a key set twice in one table (an edit that
+    added `dtype = "float16"` under [model], above its `dtype = "float32"`): both lines named, and what to do."""
+    found = re.match(r"Cannot overwrite a value \(at line (\d+), column \d+\)", said)
+    lines = text.splitlines()
+    if not found or not 0 < int(found.group(1)) <= len(lines):
+        return ""
+    number = int(found.group(1))
+    key = re.match(r"\s*([A-Za-z0-9_-]+)\s*=", lines[number - 1])
+    if not key:
+        return ""
+    section = next((m.group(1) for line in reversed(lines[:number - 1])
+                    if (m := re.match(r"^\s*\[\s*([^\]]+?)\s*\]", line))), "")
+    dotted = f"{section}.{key.group(1)}" if section else key.group(1)
+    first = find_key_line("\n".join(lines[:number - 1]), dotted)
+    if first and not re.match(rf"\s*{re.escape(key.group(1))}\s*=", lines[first - 1]):
+        first = None  # its table's line: the first one was set another way (a dotted key)
+    lines_said = f"lines {first} and {number}" if first and first != number else f"line {number} repeats it"
+    return f"{path}:{number}: `{dotted}` is set twice ({lines_said}); keep the one you mean"
 
 
 def where(path: Path, text: str, dotted_key: str) -> str:

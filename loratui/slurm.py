@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loratui.userstate import state_dir
 
@@ -80,10 +81,28 @@ class Job:
         return f"Slurm: job {self.job_id} {self.state}: {what}{reason}{code}"
 
 
-_KILLED = re.compile(rb"\*\*\* (?:JOB|STEP) (\d+)\S* ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
+KILLED = re.compile(rb"\*\*\* (?:JOB|STEP) (\d+)\S* ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
 DUE_TO = {b"TIME LIMIT": "TIMEOUT", b"PREEMPTION": "PREEMPTED", b"NODE FAILURE": "NODE_FAIL",
           b"JOB REQUEUE": "REQUEUED"}
 """REQUEUED is no end: the job runs again (scontrol requeue, or preemption in requeue mode)."""
+
+
+def said_end(line: str) -> tuple[str, str] | None:
+    """(Slurm's end, the job id) of slurmstepd's `*** JOB 12 ON node1 CANCELLED AT ... DUE TO TIME LIMIT ***` in a
+    job's output, None for any other line, and for a requeue (no end: the job runs again)."""
+    if "CANCELLED AT" not in line:
+        return None
+    said = KILLED.search(line.encode("utf-8", "replace"))
+    cause = DUE_TO.get(said.group(2) or b"", "CANCELLED") if said else ""
+    return (cause, said.group(1).decode()) if said and cause in SCHEDULER_ENDS else None
+
+
+def ended_event(cause: str, job: str, t: float, step: int) -> Any:
+    """The run's End for what slurmstepd said, as a live run records it (supervisor/owner.py)."""
+    from loratui import events
+
+    state, what = SCHEDULER_ENDS[cause]
+    return events.End(t=t, state=state, step=step, cause=cause, error=f"Slurm: job {job} {cause}: {what}")
 
 
 def ending(job: Job, tail_bytes: int = 64 << 10) -> str:
@@ -98,7 +117,7 @@ def ending(job: Job, tail_bytes: int = 64 << 10) -> str:
     try:
         with open(job.std_err, "rb") as handle:
             handle.seek(max(0, os.fstat(handle.fileno()).st_size - tail_bytes))
-            said = [m for m in _KILLED.finditer(handle.read()) if m.group(1).decode() == job.job_id]
+            said = [m for m in KILLED.finditer(handle.read()) if m.group(1).decode() == job.job_id]
     except OSError:
         return ""
     if not said:

@@ -3,6 +3,7 @@ never holds anything up."""
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import threading
@@ -27,6 +28,7 @@ class Endpoint:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.fail = 0
+        self.answer = b""  # the body of each 200 (an ntfy server answers with the message it published)
         self.got = threading.Event()
         outer = self
 
@@ -41,6 +43,7 @@ class Endpoint:
                 outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 self.send_response(200)
                 self.end_headers()
+                self.wfile.write(outer.answer)
                 outer.got.set()
 
             def log_message(self, *args: Any) -> None:
@@ -364,3 +367,82 @@ def test_a_recipe_naming_an_unset_variable_is_told_its_alerts_are_off(
     assert len(said) == 1 and said[0].level == "warning", said
     assert "MY_ALERTS_URL" in said[0].message and "not set" in said[0].message, said[0].message
     assert "--notify" in said[0].message, said[0].message
+
+
+# -- a self-hosted ntfy (newcomer trial 15) -----------------------------------------------------------------
+
+NTFY_ANSWER = b'{"id":"hwQ2YpKdmg","time":1635528741,"expires":1635571941,"event":"message","topic":"alerts"}\n'
+
+
+def test_a_login_in_the_url_goes_as_basic_auth_as_ntfy_takes_it(endpoint: Endpoint) -> None:
+    """ntfy's protected topics take `curl -u phil:mypass` (and `-u :tk_TOKEN`); the same login in the URL was
+    given to the resolver as the host: "Name or service not known"."""
+    host = endpoint.url.removeprefix("http://")
+    alerts.post(f"http://phil:my%20pass@{host}/alerts", "ntfy", ALERT)
+    alerts.post(f"http://:tk_AgQdq7mVBoFD37zQVN29RhuMzNIz2@{host}/alerts", "ntfy", ALERT)
+    first, second = endpoint.wait(2)
+    assert first["path"] == "/alerts" and first["headers"]["Host"] == host
+    assert first["headers"]["Authorization"] == "Basic " + base64.b64encode(b"phil:my pass").decode()
+    assert second["headers"]["Authorization"] == "Basic " + base64.b64encode(b":tk_AgQdq7mVBoFD37zQVN29RhuMzNIz2").decode()
+    assert first["body"] == ALERT.message.encode() and first["headers"]["Title"] == ALERT.title
+
+
+def test_a_refused_login_says_how_to_give_one() -> None:
+    import urllib.error
+
+    said = alerts.failure_reason(urllib.error.HTTPError("u", 403, "Forbidden", None, None))  # type: ignore[arg-type]
+    assert said.startswith("HTTP 403 (the endpoint wants a login") and "USER:PASSWORD@" in said
+
+
+def test_a_topicless_url_with_a_login_is_refused_without_the_password() -> None:
+    with pytest.raises(alerts.UsageError) as caught:
+        alerts.check_url("https://phil:s3cret@ntfy.example.com/")
+    assert "s3cret" not in str(caught.value) and "https://ntfy.example.com/TOPIC" in str(caught.value)
+
+
+def test_a_title_that_is_not_ascii_reaches_ntfy_whole() -> None:
+    """ntfy's docs: a UTF-8 title goes RFC 2047-encoded; loratui sent `?` for each letter it could not send."""
+    from email.header import decode_header, make_header
+
+    _, headers = alerts.payload("ntfy", Alert("failed", "loratui qwen-é: failed", "m", "r1"))
+    assert str(make_header(decode_header(headers["Title"]))) == "loratui qwen-é: failed"
+    assert headers["Title"].isascii() and alerts.payload("ntfy", ALERT)[1]["Title"] == ALERT.title
+
+
+def test_a_self_hosted_ntfy_on_a_host_that_does_not_say_so_gets_ntfys_format(endpoint: Endpoint) -> None:
+    """`http://push.lab:8080/alerts` is guessed a JSON webhook; ntfy showed the JSON as the message text. Its
+    answer says it is ntfy: that alert goes again, and the alerts after it go, in ntfy's format; the log says why."""
+    endpoint.answer = NTFY_ANSWER
+    said: list[str] = []
+    notifier = Notifier(endpoint.url + "/alerts", min_interval_s=0.0, on_error=said.append)
+    notifier.send(ALERT)
+    endpoint.wait(2)
+    notifier.send(Alert("nan", "loratui r1: NaN", "loss is nan at step 4", "r1"))
+    notifier.close()
+    first, again, second = endpoint.wait(3)
+    assert first["headers"]["Content-Type"] == "application/json"
+    assert again["headers"]["Title"] == ALERT.title and again["body"] == ALERT.message.encode()  # sent again, readable
+    assert second["headers"]["Content-Type"].startswith("text/plain") and second["headers"]["Title"] == "loratui r1: NaN"
+    assert second["body"] == b"loss is nan at step 4" and notifier.fmt == "ntfy" and len(endpoint.requests) == 3
+    assert len(said) == 1 and "answered as an ntfy server" in said[0] and "/alerts" not in said[0]
+
+
+def test_a_json_webhook_that_answers_otherwise_stays_json(endpoint: Endpoint) -> None:
+    endpoint.answer = b'{"ok": true}'
+    notifier = Notifier(endpoint.url + "/hook", min_interval_s=0.0)
+    notifier.send(ALERT)
+    notifier.send(Alert("nan", "t", "m", "r1"))
+    notifier.close()
+    assert [r["headers"]["Content-Type"] for r in endpoint.wait(2)] == ["application/json"] * 2
+
+
+def test_notify_test_sends_again_in_ntfys_format_to_a_self_hosted_ntfy(
+        endpoint: Endpoint, capsys: pytest.CaptureFixture[str]) -> None:
+    from loratui import cli
+
+    endpoint.answer = NTFY_ANSWER
+    assert cli.main(["notify-test", endpoint.url + "/alerts"]) == 0
+    first, second = endpoint.wait(2)
+    assert first["headers"]["Content-Type"] == "application/json" and second["headers"]["Title"] == "loratui: test alert"
+    out = capsys.readouterr().out
+    assert "answered as an ntfy server" in out and "test alert sent to 127.0.0.1 (ntfy format)" in out

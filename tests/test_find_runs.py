@@ -13,7 +13,9 @@ from loratui.cli import main
 from loratui.tui.app import farewell
 from loratui.logic.runstate import RunState
 
-LOG = "\n".join(f"{{'loss': {1.5 - i / 10}, 'grad_norm': 1.0, 'learning_rate': 2e-4}}" for i in range(5))
+LOG = "\n".join([*(f"{{'loss': {1.5 - i / 10}, 'grad_norm': 1.0, 'learning_rate': 2e-4}}" for i in range(5)),
+                 # the summary says it finished (five dicts alone are a log that ends, at a step count unknown)
+                 "{'train_runtime': 5.0, 'train_steps_per_second': 1.0, 'train_loss': 1.3}"])
 
 
 @pytest.fixture

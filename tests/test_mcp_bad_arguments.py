@@ -100,3 +100,30 @@ def test_estimate_of_an_empty_recipe_names_its_own_argument(tmp_path: Path) -> N
     `recipe`, and it takes a built-in recipe's name first."""
     with pytest.raises(UsageError, match=r"^recipe: empty; name a built-in recipe \(.*tiny.*\) or a run's id"):
         agent_view.estimate("  ", 80.0, tmp_path)
+
+
+@pytest.mark.parametrize(("tool", "arguments", "said"), [
+    ("run_output", {"run": "r1", "lines": "many"}, "run_output: lines = 'many': expected an integer"),
+    ("estimate", {"recipe": "tiny", "gpu_gb": "big"}, "estimate: gpu_gb = 'big': expected a number"),
+    ("run_status", {"run": 5}, "run_status: run = 5: expected a string"),
+    ("run_status", {"name": "r1"}, ("run_status: run: missing; it is required, a string; it was given name, which "
+                                    "it does not take (it takes run (a string))")),
+    ("run_status", {}, "run_status: run: missing; it is required, a string (it takes run (a string))"),
+    ("apply_advice", {"id": "r1", "advice_id": 7}, ("apply_advice: run: missing; it is required, a string; advice_id "
+                                                    "= 7: expected a string; it was given id, which it does not take "
+                                                    "(it takes run (a string), advice_id (a string), token (a string))")),
+])
+async def test_an_argument_of_the_wrong_type_is_named_with_what_the_tool_takes(
+        tmp_path: Path, tool: str, arguments: dict[str, object], said: str) -> None:
+    """Trial 14: `run_output(lines="many")` answered pydantic's dump ("1 validation error for
+    run_outputArguments ... [type=int_parsing, ...] For further information visit https://errors.pydantic.dev")."""
+    pytest.importorskip("mcp")
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from loratui.commands.mcp_server import build_server
+
+    _run(tmp_path / "runs" / "r1")
+    with pytest.raises(ToolError) as caught:
+        await build_server(tmp_path / "runs", allow_control=False).call_tool(tool, arguments)
+    assert str(caught.value) == said
+    assert "pydantic" not in str(caught.value) and "\n" not in str(caught.value)

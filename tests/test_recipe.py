@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,34 @@ def test_estimate_takes_model_path_for_a_recipe_without_one(tmp_path: Path) -> N
     recipe = tmp_path / "r.toml"
     recipe.write_text(_good(**{'path = "loratui:tiny"': ""}))
     assert main(["estimate", str(recipe), "--model-path", str(model), "--json"]) in (0, 1)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n", "# my recipe, to fill in\n", "\ufeff"])
+def test_an_empty_recipe_is_called_empty_and_points_at_an_example(tmp_path: Path, text: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Trial 14: an empty recipe file said "`model.path`: no model given: set [model] path", as if the rest were
+    there; `run` and `estimate` say it once, with the file, and where an example comes from."""
+    from loratui.cli import main
+
+    path = tmp_path / "mine.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RecipeError, match=rf"^{re.escape(str(path))}: the recipe is empty .*loratui init tiny"):
+        load_recipe(path)
+    for command in (["estimate", str(path)], ["run", str(path), "--headless", "--runs-dir", str(tmp_path / "runs")]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert "the recipe is empty" in err and "no model given" not in err and "Traceback" not in err, err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_key_set_twice_names_both_lines(tmp_path: Path) -> None:
+    """Newcomer trial 15, the README's NaN demo: `dtype = "float16"` added under [model] above the copied recipe's
+    own `dtype = "float32"` said "not valid TOML: Cannot overwrite a value (at line 12, column 18)"."""
+    path = tmp_path / "nan.toml"
+    text = (REPO / "recipes" / "tiny.toml").read_text().replace("[model]\n", '[model]\ndtype = "float16"\n', 1)
+    path.write_text(text)
+    first = text.splitlines().index('dtype = "float16"') + 1
+    second = next(n for n, line in enumerate(text.splitlines(), start=1) if line.startswith('dtype = "float32"'))
+    with pytest.raises(RecipeError, match=rf"^{re.escape(str(path))}:{second}: `model.dtype` is set twice "
+                                          rf"\(lines {first} and {second}\); keep the one you mean$"):
+        load_recipe(path)

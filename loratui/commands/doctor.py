@@ -125,15 +125,18 @@ NOTHING_TO_JUDGE = ("no loss value, step or error line in it, so nothing to judg
 def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[list[Any], str]:
     """The advice for training text read from a binary stream, line by line (bounded memory); `guess` as for
     `diagnose`."""
+    from loratui import slurm
     from loratui.errors import UsageError
     from loratui.logic.advisor import Advisor
-    from loratui.logic.text_reader import TextReader
+    from loratui.logic.text_reader import TextReader, progress
     from loratui.logic.text_reader.table import TextTables
     from loratui.logic.word_guess import MAX_CHARS
     from loratui.sources import textfile
 
     advisor, reader, tables = Advisor(None, pasted=True), TextReader(stream="stderr"), TextTables()
     logged, blank, kept, size = False, True, [], 0
+    ended: tuple[str, str] | None = None  # slurmstepd's word on the job's end, with no training line after it
+    last_step = 0
     try:
         for line in _unwrapped(textfile.lines(handle), reader.prefix):
             blank = blank and not line.strip()
@@ -143,8 +146,11 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
             tables.feed(line)
             if not line.strip():
                 advisor.blank_line()
+            said = slurm.said_end(line)
+            ended = said or (None if ended and progress.trains(line) else ended)  # a requeued job's log goes on
             for event in reader.feed(line, unwrapped=True):
-                logged = logged or type(event).__name__ == "Log"
+                if type(event).__name__ == "Log":
+                    logged, last_step = True, max(last_step, event.step)
                 advisor.feed(event)
     except textfile.BinaryFile:
         raise UsageError(f"{name}: a binary file (NUL bytes), not a log; pass a text log, a traceback, "
@@ -155,8 +161,11 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
             "pasted text": "paste the log or traceback"}.get(name, "pass the log or traceback's file, or a run "
                                                                    "directory"))
     for event in reader.close():
-        logged = logged or type(event).__name__ == "Log"
+        if type(event).__name__ == "Log":
+            logged, last_step = True, max(last_step, event.step)
         advisor.feed(event)
+    if ended is not None:  # a job's .out: Slurm's own line says who ended it, as a live run records it
+        advisor.feed(slurm.ended_event(*ended, 0.0, last_step))
     if not logged and tables.found is not None:  # a notebook's loss table pasted as text: its rows are the logs
         advisor.feed_all(_table_logs(tables.found))
     from loratui.logic.fmt import count

@@ -74,7 +74,20 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
     from loratui.errors import UsageError
     from loratui.recipe import RecipeError
 
-    server = MCPServer("loratui", instructions=(
+    class Server(MCPServer):  # type: ignore[misc]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            """An argument of the wrong type answers one line (which argument, what it takes), not the SDK's
+            pydantic dump with its errors.pydantic.dev link (trial 14: `run_output(lines="many")`)."""
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                # pydantic's ValidationError, named rather than imported: pydantic comes with the SDK, not with us
+                if type(exc.__cause__).__name__ != "ValidationError" or not hasattr(exc.__cause__, "errors"):
+                    raise
+                schema = self._tool_input_schema(name) or {}
+                raise ToolError(argument_error(name, exc.__cause__, schema, list(arguments))) from exc.__cause__
+
+    server = Server("loratui", instructions=(
         "loratui runs and watches LoRA/QLoRA fine-tuning jobs. list_runs first; then run_status, "
         "run_advice, run_summary, run_output for one run. Control tools need `loratui mcp --allow-control`; "
         "stop and apply_advice take two calls (the first returns what would happen and a token)."))
@@ -179,6 +192,36 @@ def build_server(runs_dir: Path, allow_control: bool) -> Any:
         return await asyncio.to_thread(lambda: guarded(lambda: _apply(target, item)))  # a restart waits
 
     return server
+
+
+_TAKES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+          "array": "a list", "object": "an object"}
+
+
+def argument_error(tool: str, error: Any, schema: dict[str, Any], given: list[str] | None = None) -> str:
+    """One line for a pydantic ValidationError on a tool's arguments: each argument named with the value given
+    and what the tool takes (from its input schema), the rejected value shortened; a missing one with the names
+    given that the tool does not take (`id` for `run`)."""
+    from loratui.text import inert
+
+    properties = schema.get("properties", {})
+    said: list[str] = []
+    for err in error.errors():
+        name = ".".join(str(part) for part in err.get("loc", ())) or "arguments"
+        kind = properties.get(str(err.get("loc", ("",))[0]), {}).get("type", "")
+        takes = _TAKES.get(kind, "")
+        if err.get("type") == "missing":
+            said.append(f"{name}: missing; it is required" + (f", {takes}" if takes else ""))
+            continue
+        value = repr(err.get("input"))
+        value = inert(value if len(value) <= 60 else value[:57] + "...", newlines=False)
+        said.append(f"{name} = {value}: expected {takes}" if takes else f"{name} = {value}: {err.get('msg', '')}")
+    takes_all = ", ".join(f"{key} ({_TAKES.get(value.get('type', ''), value.get('type', '?'))})"
+                          for key, value in properties.items())
+    missing = any(err.get("type") == "missing" for err in error.errors())  # perhaps named otherwise: list them
+    unknown = [inert(str(name), newlines=False) for name in given or () if name not in properties]
+    named = f"; it was given {', '.join(unknown)}, which it does not take" if missing and unknown else ""
+    return f"{tool}: {'; '.join(said)}{named}" + (f" (it takes {takes_all})" if missing and takes_all else "")
 
 
 def would_apply(run: Any, item: Any) -> dict[str, Any]:

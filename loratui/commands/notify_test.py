@@ -39,11 +39,19 @@ def main(args: argparse.Namespace) -> int:
                          f"{alerts.NOTIFY_ENV}, or name a variable with [alerts] url_env in --recipe")
     alerts.check_url(url, "notify-test")
     fmt = args.format or section.format
-    fmt = alerts.detect_format(url) if fmt == "auto" else fmt
+    guessed = fmt == "auto"
+    fmt = alerts.detect_format(url) if guessed else fmt
     alert = alerts.Alert("test", "loratui: test alert", f"alerts from {socket.gethostname()} reach you here",
                          "notify-test")
     try:
-        alerts.post(url, fmt, alert)
+        reply = alerts.post(url, fmt, alert)
+        if guessed and fmt == "json" and alerts.is_ntfy_reply(reply):
+            # a self-hosted ntfy on a host that does not say "ntfy": it showed the JSON as the message text
+            print(f"loratui: {alerts.where(url)} answered as an ntfy server, which showed the JSON alert as text; "
+                  "sent again in ntfy's format (a run's alerts switch to it after their first; a recipe's "
+                  '[alerts] format = "ntfy", or notify-test --format ntfy, names it from the start)')
+            fmt = "ntfy"
+            alerts.post(url, fmt, alert)
     except Exception as exc:  # urllib's errors, a refused connection, a bad host: one line, no URL
         reason = alerts.failure_reason(exc)
         print(f"loratui: notify-test: {alerts.where(url)} did not take the alert ({fmt} format): {reason}")

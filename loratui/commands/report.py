@@ -106,7 +106,7 @@ def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: 
              + (f"(min {fmt.number(facts['min_loss'])} at step {facts['min_loss_step']}) |"
                 if facts["min_loss"] is not None else "(none finite) |"),
              f"| peak VRAM (device) | {_gib(facts['peak_device_used_gib'])} |",
-             f"| duration | {fmt.duration(facts['duration_s'])} |", ""]
+             *_durations(facts), ""]
     if facts["nan_steps"]:
         steps = list(dict.fromkeys(facts["nan_steps"]))  # a restarted run's lives meet the same steps again
         again = " (again after a restart)" if len(steps) < len(facts["nan_steps"]) else ""
@@ -122,6 +122,20 @@ def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: 
     for name, drawn in charts.items():
         lines += [f"![{name[:-4]}]({name})" if drawn else f"{name[:-4]}: no data in this run", ""]
     return "\n".join(lines) + "\n"
+
+
+def _durations(facts: dict[str, Any]) -> list[str]:
+    """The duration's rows: one, or, where the run was suspended (a requeued Slurm job in the queue, a suspend),
+    the time it ran and the time it waited apart, then their sum (the waiting was counted as run time)."""
+    from loratui.logic import fmt
+
+    total, waiting = facts["duration_s"], facts.get("waiting_s") or 0.0
+    if total is None or waiting < 1.0:
+        return [f"| duration | {fmt.duration(total)} |"]
+    return [f"| run time | {fmt.duration(max(0.0, total - waiting))} |",
+            (f"| waiting | {fmt.duration(waiting)} (suspended: a requeued job in Slurm's queue, or a suspend "
+             "waiting for resume) |"),
+            f"| wall time | {fmt.duration(total)} |"]
 
 
 def _md(text: str) -> str:

@@ -103,6 +103,10 @@ class RunState:
     """The run's duration by its events (logic/clock.py): a wall clock set back (NTP, a VM resumed) makes it
     no shorter, where `last_t - started` went negative."""
     newest_t: float | None = None
+    waited_s: float = 0.0
+    """Time spent suspended (no process: a Slurm job requeued and waiting in the queue, a suspend waiting for
+    resume), by `covered_s`, over the suspensions that ended; `waiting_s` adds the one going on."""
+    suspended_at: float | None = None  # covered_s when the run was last suspended, while it is
 
     def feed(self, event: events.AnyEvent) -> None:
         """Fold one event in."""
@@ -195,6 +199,14 @@ class RunState:
         return self.covered_s
 
     @property
+    def waiting_s(self) -> float | None:
+        """The part of `elapsed_s` the run spent suspended (see `waited_s`); None where `elapsed_s` is."""
+        if self.elapsed_s is None:
+            return None
+        going = self.covered_s - self.suspended_at if self.suspended_at is not None else 0.0
+        return self.waited_s + max(0.0, going)
+
+    @property
     def device_used_peak(self) -> int:
         return max((g.used_peak for g in self.gpus.values()), default=0)
 
@@ -214,6 +226,17 @@ def _header(s: RunState, e: events.Header) -> None:
 
 def _state(s: RunState, e: events.State) -> None:
     s.state, s.state_reason = inert(e.state, False), inert(e.reason, False)
+    if e.state == events.SUSPENDED and s.suspended_at is None:
+        s.suspended_at = s.covered_s
+    elif e.state != events.SUSPENDED:
+        _wake(s)
+
+
+def _wake(s: RunState) -> None:
+    """A suspension ends (the run starts again, or ends): its time goes to `waited_s`."""
+    if s.suspended_at is not None:
+        s.waited_s += max(0.0, s.covered_s - s.suspended_at)
+        s.suspended_at = None
 
 
 def _train_begin(s: RunState, e: events.TrainBegin) -> None:
@@ -306,6 +329,7 @@ def _checkpoint(s: RunState, e: events.Checkpoint) -> None:
 
 def _end(s: RunState, e: events.End) -> None:
     s.end, s.state = e, inert(e.state, False)
+    _wake(s)  # a suspended run stopped: it waited until then
 
 
 def _estimate(s: RunState, e: events.Estimate) -> None:

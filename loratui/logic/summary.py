@@ -31,6 +31,8 @@ def summarize(state: RunState, contents_notes: str, diagnoses: Sequence[str] = (
         "peak_device_used_gib": _gib(state.device_used_peak),
         "peak_torch_reserved_gib": _gib(state.peak_reserved),
         "duration_s": round(state.elapsed_s, 3) if state.elapsed_s is not None else None,
+        # of which suspended: a requeued Slurm job waiting in the queue, a suspend waiting for resume
+        "waiting_s": round(state.waiting_s, 3) if state.waiting_s is not None else None,
         "end_state": state.end.state if state.end else state.state,
         "end_error": state.end.error if state.end else "",
         "skipped": contents_notes,

@@ -115,7 +115,7 @@ def _assemble(lines: list[str], inserts: dict[int, list[str]], added: list[str],
             out.pop()  # the text's final newline: the added keys go before it
         out += [new + cr for new in added] + [""]
     body = "\n".join(out)
-    return (f"# {header}{cr}\n" if header else "") + body
+    return ("".join(f"# {line}{cr}\n" for line in header.split("\n")) if header else "") + body
 
 
 def _replace(data: CommentedMap, lines: list[str], key: str, value: Any) -> None:

@@ -51,6 +51,11 @@ class Record:
     step_note: str = ""
     final_step: int = 0  # where the run ended when the record says (global_step), past its last log
     elapsed: dict[int, float] = field(default_factory=dict)  # step -> seconds since the start, where logged
+    fit_done: bool = False
+    """Lightning said the fit ran to its end ("`Trainer.fit` stopped: `max_epochs=3` reached.")."""
+    scheduler_end: tuple[str, str] = ("", "")
+    """(Slurm's end, its job id) from slurmstepd's `*** JOB 12 ON node CANCELLED AT ... DUE TO TIME LIMIT ***` in a
+    job's .out, when no training line follows it (a requeued job's log goes on)."""
 
 
 def import_path(path: Path) -> list[events.AnyEvent]:
@@ -228,6 +233,8 @@ def read_stdout_log(path: Path) -> Record:
                 broken.see(line)
                 _take(record, reader.feed(line))
                 _take_elapsed(record, line)
+                _take_scheduler_end(record, line)
+                record.fit_done = record.fit_done or bool(_FIT_DONE.search(line))
     except textfile.BinaryFile:
         raise ImportFailed(f"{path}: a binary file, not a log") from None
     if broken.all_broken():
@@ -237,14 +244,28 @@ def read_stdout_log(path: Path) -> Record:
     _take(record, reader.close())
     if not record.entries:
         _from_tables(record, path)
+    if not record.entries and not broken.lines:  # "none of: events.jsonl, ..." of a file with nothing in it
+        raise ImportFailed(f"{path}: empty, nothing to import; pass the training's log (its stdout, a Slurm job's "
+                           ".out), a trainer_state.json or a Trainer output directory")
     if not record.entries:
         raise ImportFailed(f"{path}: none of: events.jsonl, trainer_state.json, Trainer output directory,"
                            " training log (no logged dict like {'loss': ...}, trainer_log.jsonl record or"
                            " `step N ... loss X` line found)")
     if reader.inferred:
         _fill_steps_without_bars(record)
-    record.max_steps = max(record.max_steps, reader.bar_total, _last_step(record))
+    record.max_steps = _max_steps(record, reader.bar_total)
     return record
+
+
+def _max_steps(record: Record, *said: int) -> int:
+    """The run's step count as the record says it (a progress bar's total, a summary's), 0 when it does not. The
+    last step seen is no step count: a Slurm job's .out cut at its time limit was imported as finished at step 40
+    of 40; it is that only for a run that finished (its summary printed)."""
+    known = max(record.max_steps, *said)
+    last = _last_step(record)
+    if known < last:
+        return last if _finished(record) else 0
+    return known
 
 
 class JsonLines:
@@ -275,6 +296,22 @@ class JsonLines:
 
     def all_broken(self) -> bool:
         return 0 < self.broken == self.lines
+
+
+_FIT_DONE = re.compile(r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached")
+"""Lightning's last word when a fit ran to its end: its bars give no run's step count, this says it finished."""
+
+
+def _take_scheduler_end(record: Record, line: str) -> None:
+    """slurmstepd's line of a job's end (see `Record.scheduler_end`); a training line after it clears it."""
+    from loratui import slurm
+    from loratui.logic.text_reader import progress
+
+    said = slurm.said_end(line)
+    if said is not None:
+        record.scheduler_end = said
+    elif record.scheduler_end[0] and progress.trains(line):
+        record.scheduler_end = ("", "")
 
 
 def _take_elapsed(record: Record, line: str) -> None:
@@ -356,7 +393,7 @@ def read_notebook(path: Path, document: dict[str, Any]) -> Record:
         raise ImportFailed(f"{path}: a notebook whose outputs hold no training log (no Trainer loss table, "
                            "printed log dict or TrainOutput); run the training cell and save the notebook "
                            "with its outputs")
-    record.max_steps = max(record.max_steps, reader.bar_total, record.final_step, _last_step(record))
+    record.max_steps = _max_steps(record, reader.bar_total, record.final_step)
     return record
 
 
@@ -388,7 +425,7 @@ def _fill_steps_without_bars(record: Record) -> None:
                         else "steps inferred from line order")
     if every > 1:
         record.entries = [(step * every, values) for step, values in record.entries]
-    record.max_steps = max(total, _last_step(record))
+    record.max_steps = total  # the summary's (runtime x rate), else unknown: see `_max_steps`
 
 
 def _place_by_epoch(record: Record, total: int, summary: dict[str, float] | None) -> bool:
@@ -504,12 +541,18 @@ def _closing(record: Record, last_step: int) -> list[events.AnyEvent]:
         return [events.Phase(t=t, name="train", edge="end", step=last_step),
                 events.End(t=t, state=events.FINISHED, step=last_step)]
     message = f"the record ends at step {last_step} of {record.max_steps or '?'}"
+    cause, job = record.scheduler_end
+    if cause:  # Slurm's own line says who ended it, as a live run records it (supervisor/owner.py)
+        from loratui import slurm
+
+        return [events.Notice(t=t, level="info", message=message, key="import"),
+                slurm.ended_event(cause, job, t, last_step)]
     return [events.Notice(t=t, level="info", message=message, key="import"),
             events.End(t=t, state=events.STOPPED, step=last_step)]
 
 
 def _finished(record: Record) -> bool:
-    return any("train_runtime" in v for _, v in record.entries)
+    return record.fit_done or any("train_runtime" in v for _, v in record.entries)
 
 
 def _nums(values: dict[str, float]) -> dict[str, events.Num]:

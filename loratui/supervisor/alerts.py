@@ -21,6 +21,7 @@ address is never sent a byte. The sending thread outlives any failure, and its e
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import os
@@ -133,8 +134,8 @@ def detect_format(url: str) -> str:
 def payload(fmt: str, alert: Alert) -> tuple[bytes, dict[str, str]]:
     """The request body and headers of `alert` in the channel's format."""
     text = f"{alert.title}\n{alert.message}".strip()
-    if fmt == "ntfy":  # the body is the message; title, priority and tags ride in headers (ASCII only)
-        headers = {"Title": _ascii(alert.title), "Tags": f"loratui,{alert.event}",
+    if fmt == "ntfy":  # the body is the message; title, priority and tags ride in headers (RFC 2047 if not ASCII)
+        headers = {"Title": _header(alert.title), "Tags": f"loratui,{alert.event}",
                    "Priority": "high" if alert.urgent else "default", "Content-Type": "text/plain; charset=utf-8"}
         return alert.message.encode("utf-8"), headers
     if fmt == "slack":
@@ -147,8 +148,38 @@ def payload(fmt: str, alert: Alert) -> tuple[bytes, dict[str, str]]:
     return json.dumps(body).encode("utf-8"), {"Content-Type": "application/json"}
 
 
-def _ascii(text: str) -> str:
-    return text.encode("ascii", "replace").decode("ascii")
+def _header(text: str) -> str:
+    """`text` as a header value ntfy reads whole: as it is when ASCII, else RFC 2047 base64, which ntfy's docs
+    give for UTF-8 titles (`?` stood for each non-ASCII letter of a run's name)."""
+    text = " ".join(text.split())
+    if text.isascii():
+        return text
+    return "=?UTF-8?B?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="
+
+
+def credentials(url: str) -> tuple[str, str]:
+    """(the URL without its user:password@, the Authorization header's value, '' when none). ntfy's
+    self-hosted topics take Basic auth (`curl -u phil:mypass`, `-u :tk_TOKEN` for an access token), which
+    `https://phil:mypass@host/topic` says; urllib sent that host to the resolver whole ("Name or service not
+    known")."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or "@" not in parts.netloc:
+        return url, ""
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    host = parts.netloc.rpartition("@")[2]
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
+
+
+def is_ntfy_reply(reply: bytes) -> bool:
+    """Whether an endpoint's answer to a post is ntfy's (the published message: id, time, event "message",
+    topic): a self-hosted ntfy whose host does not say "ntfy" took a JSON body for the message text."""
+    try:
+        answer = json.loads(reply.decode("utf-8", "replace").splitlines()[0] if reply else "")
+    except (ValueError, IndexError):
+        return False
+    return isinstance(answer, dict) and answer.get("event") == "message" and "topic" in answer and "id" in answer
 
 
 def where(url: str) -> str:
@@ -219,24 +250,31 @@ _opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
 """urllib with every connection checked (redirects and proxies included: each is a new connection)."""
 
 
-def post(url: str, fmt: str, alert: Alert, timeout: float = 10.0) -> None:
-    """Send one alert now (raises OSError / urllib errors on failure, ValueError for a refused URL)."""
+def post(url: str, fmt: str, alert: Alert, timeout: float = 10.0) -> bytes:
+    """Send one alert now and return the start of the answer (raises OSError / urllib errors on failure,
+    ValueError for a refused URL). A URL's user:password@ goes as Basic auth, never to a redirect's host."""
     problem = url_problem(url)
     if problem:
         raise RefusedURL(problem)
     if fmt == "apprise" or apprise_channel.is_apprise_url(url):
         apprise_channel.send(url, alert.title, alert.message, alert.urgent)
-        return
+        return b""
     body, headers = payload(fmt, alert)
+    url, authorization = credentials(url)
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    if authorization:
+        request.add_unredirected_header("Authorization", authorization)
     with _opener.open(request, timeout=timeout) as response:
-        response.read(1024)
+        return bytes(response.read(1024))
 
 
 def failure_reason(exc: BaseException) -> str:
     """Why a send failed, without the URL: an HTTP status, a socket error, our own refusal, else the
     exception's type (http.client's messages quote the URL, and so does urllib's `ValueError`)."""
     if isinstance(exc, urllib.error.HTTPError):
+        if exc.code in (401, 403):  # ntfy's answer to a protected topic, without or with a wrong login
+            return (f"HTTP {exc.code} (the endpoint wants a login: give it in the URL as "
+                    "https://USER:PASSWORD@host/topic, or https://:TOKEN@host/topic for an ntfy access token)")
         return f"HTTP {exc.code}"
     if isinstance(exc, urllib.error.URLError):
         reason = exc.reason
@@ -255,6 +293,7 @@ class Notifier:
                  backoff_s: float = 2.0, timeout_s: float = 10.0, clock: Callable[[], float] = time.monotonic,
                  on_error: Callable[[str], None] | None = None) -> None:
         self.url, self.fmt = url, detect_format(url) if fmt == "auto" else fmt
+        self.guessed = fmt == "auto"
         self.min_interval_s, self.retries, self.backoff_s, self.timeout_s = min_interval_s, retries, backoff_s, timeout_s
         self.clock, self.on_error = clock, on_error or (lambda message: None)
         self._queue: queue.Queue[Alert | None] = queue.Queue(maxsize=100)
@@ -302,8 +341,16 @@ class Notifier:
         problem = url_problem(self.url)
         for attempt in range(1 if problem else self.retries + 1):  # a refused URL is not retried
             try:
-                post(self.url, self.fmt, alert, self.timeout_s)
+                reply = post(self.url, self.fmt, alert, self.timeout_s)
                 self.sent += 1
+                if self.guessed and self.fmt == "json" and is_ntfy_reply(reply):
+                    # a self-hosted ntfy on a host that does not say so: this alert again, and the later ones, in its
+                    # format (a run's one alert, "finished", was JSON text on the phone)
+                    self.fmt = "ntfy"
+                    self._report(f"alerts to {where(self.url)}: it answered as an ntfy server, which shows a JSON "
+                                 "body as text; this alert is sent again, and later ones go, in ntfy's format "
+                                 "([alerts] format = \"ntfy\" in a recipe says so from the first)")
+                    post(self.url, self.fmt, alert, self.timeout_s)
                 return
             except Exception as exc:  # noqa: BLE001 (http.client raises its own types, quoting the URL)
                 error = f"alert to {where(self.url)} failed (attempt {attempt + 1}): {failure_reason(exc)}"
@@ -359,7 +406,8 @@ def check_url(url: str, flag: str = "--notify") -> str:
                          "Slack, Discord or JSON webhook)")
     parts = urllib.parse.urlsplit(url)
     if detect_format(url) == "ntfy" and not parts.path.strip("/"):  # ntfy.sh answers a POST to / with an error
-        raise UsageError(f"{flag}: an ntfy URL ends with its topic: {parts.scheme}://{parts.netloc}/TOPIC (the topic "
+        host = parts.netloc.rpartition("@")[2]  # never its user:password
+        raise UsageError(f"{flag}: an ntfy URL ends with its topic: {parts.scheme}://{host}/TOPIC (the topic "
                          "you subscribe to in the ntfy app)")
     return url
 

@@ -14,8 +14,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from loratui import bounds
 from loratui.errors import ApplyError
-from loratui.logic import command_keys, json_edit, yaml_edit
+from loratui.logic import applied, command_keys, json_edit, yaml_edit
 from loratui.logic.config_keys import ConfigEditError
 from loratui.logic.recipe_edit import recipe_changes
 from loratui.rundir import RunDir
@@ -49,8 +50,10 @@ def write_fixed_config(run: RunDir, advice_id: str, fix: dict[str, Any]) -> tupl
             fixed = json_edit.apply_changes(text, keys)
         else:
             changed = ", ".join(f"{key}: {yaml_edit.scalar(value)}" for key, value in keys.items())
-            fixed = yaml_edit.apply_changes(text, keys, f"Written by loratui from run {run.run_id} (advice "
-                                                        f"{advice_id}), from {source.name}: {changed}")
+            bom = bounds.BOM if text.startswith(bounds.BOM) else ""
+            earlier, body = applied.split(text.removeprefix(bom))  # a fix of a fix: one header, both listed
+            entry = f"run {run.run_id} (advice {advice_id}), from {source.name}: {changed}"
+            fixed = yaml_edit.apply_changes(bom + body, keys, "\n".join(applied.lines([*earlier, entry])))
     except ConfigEditError as exc:
         where = f"{source}:{exc.line}" if exc.line else str(source)
         raise ApplyError(f"{where}: {exc.message}; fix the file (the command reads it too) or make the "

@@ -12,17 +12,22 @@ trainer, so a stored `PYTHONPATH` or `LD_PRELOAD` never runs as the user who res
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from loratui import events
 from loratui.bounds import BOM
 from loratui.errors import ApplyError
+from loratui.logic import applied
 from loratui.logic.recipe_edit import EditError, absolute_data_path, apply_changes, recipe_changes
 from loratui.recipe import BUILTIN_DIR, RecipeError, load_recipe
 from loratui.rundir import RunDir, latest_checkpoint
 from loratui.supervisor import alerts
 from loratui.supervisor.relaunch import carried_env, check_owner, create_new, final_state, stop_and_wait
+
+_FIX_MARK = re.compile(r"(\.fix-[A-Za-z0-9_]+(-\d+)?)+$")
+"""What an earlier fix added to a recipe's name (`qwen7b.fix-vram_near_limit-2`)."""
 
 __all__ = ["carried_env", "check_owner", "create_new", "final_state", "restart_with", "stop_and_wait", "write_fix",
            "write_fixed_recipe"]
@@ -56,12 +61,12 @@ def write_fixed_recipe(run: RunDir, advice_id: str, change: dict[str, Any]) -> t
     folder = source.parent if beside else run.path
     if not beside:
         text = absolute_data_path(text, settings.recipe_dir)
-    stem = f"{source.stem}.fix-{advice_id}"
+    stem = f"{_FIX_MARK.sub('', source.stem)}.fix-{advice_id}"  # a fix of a fix: x.fix-b, not x.fix-a.fix-b
     try:  # validated before anything is written: a bad change leaves no file behind
         load_recipe(folder / f"{stem}.toml", text=text, model_path=settings.model_path)
     except RecipeError as exc:
         raise ApplyError(f"the changed recipe does not validate: {exc}") from None
-    target = _create_new(folder, stem, _header(run, advice_id, change) + text)
+    target = _create_new(folder, stem, applied.with_header(text, _entry(run, advice_id, change)))
     return target, {**carried_env(settings.env), **env}
 
 
@@ -70,9 +75,9 @@ def _create_new(folder: Path, stem: str, text: str) -> Path:
     return create_new(folder, lambda n: f"{stem}.toml" if n == 1 else f"{stem}-{n}.toml", text)
 
 
-def _header(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
+def _entry(run: RunDir, advice_id: str, change: dict[str, Any]) -> str:
     changed = ", ".join(f"{k} = {v!r}" for k, v in change.items())
-    return f"# Written by loratui from run {run.run_id} (advice {advice_id}): {changed}\n"
+    return f"run {run.run_id} (advice {advice_id}): {changed}"
 
 
 def restart_command_line(run: RunDir, fixed: Path) -> list[str]:

@@ -53,3 +53,13 @@ def find_bar(fragment: str) -> Bar | None:
     tail = inside[rate.end():] if rate else ""
     return Bar(desc=last.group("desc").strip(), n=int(last.group("n")), total=int(last.group("total")),
                seconds_per_it=per_it, end=last.end(), tail=tail)
+
+
+def trains(line: str) -> bool:
+    """Whether a line reads as training going on (a loss, a training bar): after slurmstepd's line of a job's end,
+    the job was requeued and its next start appends to the same .out. (A train dict is read when its bar comes,
+    so a reader's events are too late to tell.)"""
+    if "loss" in line.lower():
+        return True
+    bar = find_bar(line)
+    return bar is not None and bar.maybe_training

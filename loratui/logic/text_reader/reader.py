@@ -244,8 +244,10 @@ class TextReader:
         return same
 
     def _bar(self, bar: progress.Bar, t: float, out: list[events.AnyEvent]) -> None:
-        """A bar redraw: the training bar's moves the step; other bars are only remembered."""
-        self._last_total = bar.total
+        """A bar redraw: the training bar's moves the step; other bars are only remembered (a dataset's
+        `Tokenizing train dataset: 400/400` never: its total is no run's step count)."""
+        if bar.maybe_training:
+            self._last_total = bar.total
         if not self.bar_total:
             if not (self._waiting and bar.maybe_training) and not (bar.maybe_training and bar.total > 1):
                 return
