@@ -22,8 +22,26 @@ def test_an_error_quoted_on_its_own_line_is_the_error() -> None:
     assert item is not None and item.id == "exception" and "AttributeError" in item.title
 
 
+@pytest.mark.parametrize("line", [
+    # the pattern of sentence-transformers#2745 (dev): bold, and one stray space in under the sentence
+    " **ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.20.1`?**",
+    "**`AttributeError: 'NoneType' object has no attribute 'shape'`**",
+    "__AttributeError: 'NoneType' object has no attribute 'shape'__",
+])
+def test_an_error_in_bold_on_its_own_line_is_the_error(line: str) -> None:
+    item = first("I was trying to fine tune a model and I came across this issue:\n" + line + "\n")
+    assert item is not None and item.id == "exception" and "Error" in item.title, item
+
+
+def test_a_code_line_under_a_traceback_frame_is_still_no_exception() -> None:
+    item = first('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+                 '    raise ValueError("bad")\nKeyError: \'labels\'\n')
+    assert item is not None and "KeyError" in item.title, item
+
+
 @pytest.mark.parametrize("text", [
     "I no longer get `KeyError: labels` after the fix.\n",
+    "I no longer get **KeyError: labels** after the fix.\n",
     "Before the update I saw `ValueError: Attempting to unscale FP16 gradients.` but it is gone.\n",
 ])
 def test_an_error_quoted_inside_a_sentence_is_a_mention(text: str) -> None:

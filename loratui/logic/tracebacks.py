@@ -49,19 +49,22 @@ _CALL = re.compile(r"^\s*(?:[\w\[\]., ]{1,120}?=\s*|return\s+|await\s+|yield\s+)
 the function of the next frame inward; the object it is called on names the loop in a generic call
 (`self.val_loop.run()`, `runner.test_loop.run()`)."""
 _EXCEPTION = re.compile(
-    r"(?<![A-Za-z0-9_.`'\"])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
+    r"(?<![A-Za-z0-9_.`'\"*])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<msg>.*)|\s*)$")
 _MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
-_WHOLE_QUOTE = re.compile(r"^(\s*)`([^`]+)`\s*$")
-"""A line that is one markdown inline quote and nothing else (an issue's `` `RuntimeError: ...` `` on its own line)."""
+_WHOLE_QUOTE = re.compile(r"^(\s*)(\*\*|__|`)(.+)\2\s*$")
+"""A line that is one markdown inline quote or bold span and nothing else (an issue's `` `RuntimeError: ...` `` or
+`**ImportError: ...**` on its own line)."""
 
 
 def _unquoted(text: str) -> str:
-    """The line without the markdown quote around the whole of it: an error pasted as inline code on a line of its
-    own is the error as printed (a quote inside a sentence stays a mention)."""
-    if "`" not in text:
+    """The line without the markdown quote or emphasis around the whole of it (either or both, in any order): an
+    error pasted as inline code or in bold on a line of its own is the error as printed (a quote inside a sentence
+    stays a mention)."""
+    if "`" not in text and "**" not in text and "__" not in text:
         return text
-    whole = _WHOLE_QUOTE.match(text)
-    return whole.group(1) + whole.group(2) if whole else text
+    while (whole := _WHOLE_QUOTE.match(text)) is not None and whole.group(3).strip():
+        text = whole.group(1) + whole.group(3)
+    return text
 _NOT_MESSAGE = re.compile(
     r"^\s*\{['\"]|"  # a printed dict or JSON record ({'loss': ...})
     r"\d{1,3}%\|.*\|\s*\d+/\d+|"  # a progress bar (tqdm)
@@ -356,7 +359,9 @@ class TraceScanner:
     def _exception_line(self, text: str, raw: str, indent: int) -> None:
         """The exception's line at the traceback's margin (not a code line indented past it, not a chained one);
         a retried one clears the frames."""
-        margin = self._header_indent if self._header_indent >= 0 else self._min_indent
+        # with no header, the margin is the paste's least indentation, and a line one space in is a paste's stray
+        # space (` **ImportError: ...**` under a sentence), not a code line (those sit four spaces in)
+        margin = self._header_indent if self._header_indent >= 0 else self._min_indent + 1
         if not _MAYBE_RAISED.search(text) or indent > margin or _CHAINED.search(text):
             return  # indented past the traceback's margin: a code line, not the exception
         found = _EXCEPTION.search(text)
