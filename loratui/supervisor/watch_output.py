@@ -85,6 +85,22 @@ class OutputWatcher:
                 self._eval_steps.append(found[0])
         return self._events(self.reader.feed(line, now), now)
 
+    def replay(self, outputs: list[events.Output]) -> None:
+        """Take up the reading where another watcher of this run left it (a supervisor killed with SIGKILL, whose
+        keeper reads on): the output it recorded is fed again, each line at the time it was recorded, and the events
+        it gives are dropped (they are in the log). The phase the printed steps are in, the run's step they are
+        shifted by, the reader's held-back loss line and the bar's total are then the dead watcher's, so what is read
+        next lands on the run's step axis (a fresh watcher recorded a second phase's printed step 9 as the run's step
+        9 after step 15)."""
+        clock = self.clock
+        try:
+            for output in outputs:
+                self.clock = lambda t=output.t: t
+                for line in output.lines:
+                    self.feed(line)
+        finally:
+            self.clock = clock
+
     def close(self) -> list[events.AnyEvent]:
         """What the reader still held (the last loss) when the command ended."""
         now = float(self.clock())
