@@ -7,6 +7,7 @@ lines printed between the supervisor's last read and the keeper's first (up to a
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -55,3 +56,28 @@ def test_a_keeper_goes_on_with_the_second_phase_on_the_runs_step_axis(tmp_path: 
     (exit_,), (end,) = kinds(run.path, "exit"), kinds(run.path, "end")
     assert exit_["step"] == end["step"] == 20, (exit_, end)
     assert len(kinds(run.path, "train_begin")) == 2  # the first phase's and the second's, no third from the keeper
+
+
+def test_a_pause_the_keeper_obeys_is_no_steps_time(tmp_path: Path) -> None:
+    """`loratui pause`/`resume` of a plain loop whose supervisor died: the keeper holds the command by SIGSTOP, and the
+    held time is left out of the step it interrupted, as the supervisor leaves it out (the step after a 3 s hold of a
+    0.3 s loop was recorded taking 4.26 s)."""
+    run = _supervised(tmp_path, read=0, printed=0)
+    loop = "import time\nfor n in range(1, 13):\n    print(f'step {n} loss {3 - n / 10:.2f}', flush=True)\n" \
+           "    time.sleep(0.2)\n"
+    command = [sys.executable, "-c", f"import sys; sys.stdout = open({str(run.stdout_log)!r}, 'a')\n{loop}"]
+
+    def commands() -> None:
+        time.sleep(1.0)
+        run.commands.write_text("pause\n")
+        time.sleep(2.0)
+        run.commands.write_text("pause\nresume\n")
+
+    sender = threading.Thread(target=commands, daemon=True)
+    sender.start()
+    assert Keeper(run, command, poll_s=0.05).run_command() == 0
+    sender.join()
+    assert [e["state"] for e in kinds(run.path, "state") if e["state"] in (events.PAUSED, "training")][-2:] == \
+        [events.PAUSED, "training"]
+    times = [e["step_time"] for e in kinds(run.path, "step")]
+    assert len(times) == 12 and max(times) < 1.0, times

@@ -139,10 +139,15 @@ class Keeper:
             self.stop_requested |= command == "stop"
             if hooked:
                 continue
+            watcher = self._watcher  # the held time is no step's time, as the supervisor reads it (owner.py)
             if command == "pause" and signal_group(pid, signal.SIGSTOP):
+                if watcher is not None:
+                    watcher.hold()
                 reason = pause_words(header_has_gpu(self.run))[0]
                 self.log.write(events.State(t=time.time(), state=events.PAUSED, reason=reason))
             elif command == "resume" and signal_group(pid, signal.SIGCONT):
+                if watcher is not None:
+                    watcher.release()
                 self.log.write(events.State(t=time.time(), state=events.TRAINING, reason="resumed"))
             elif command == "stop":
                 signal_group(pid, signal.SIGCONT)
