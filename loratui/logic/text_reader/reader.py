@@ -28,7 +28,7 @@ _PREFIXED = re.compile(r"\s*\S.*\{")
 is no text (a paste indented as a block)."""
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d{1,6})/(\d{1,6})\s*$")
 _KERAS_COUNTER = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+(?:\[[=>.]*\]|━+)")
-_OWN_PROGRESS = re.compile(r"^\s*[a-z]{4,10}\s+(?:\[[#-]+\]\s+)?step \d+/(?:\d+|\?)\s+loss \S+\s+tok/s \S+\s+VRAM ")
+_OWN_PROGRESS = re.compile(r"^\s*[a-z]{4,10}\s+(?:\[[#-]+\]\s+)?step \d+/(?:\d+|\?)\s+loss \S+\s+(?:avg )?tok/s \S+\s+VRAM ")
 """loratui's own headless progress line (`training  [###---] step 1943/4000  loss 2.9257  tok/s 90  VRAM no GPU
 ETA 30m39s`): its loss is the last one logged, shown again on each line until the next log."""
 MAX_LINE = 1 << 16
