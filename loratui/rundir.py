@@ -499,6 +499,15 @@ def latest_checkpoint(checkpoints: Path) -> str | None:
     return str(max(found, key=lambda p: int(p.name.split("-")[-1])))
 
 
+def checkpoint_step(checkpoint: str | None) -> int | None:
+    """The step a `checkpoint-N` directory was saved at (0 for no checkpoint: a start from scratch), None for a
+    path not named so."""
+    if not checkpoint:
+        return 0
+    number = Path(checkpoint).name.rpartition("-")[2]
+    return int(number) if Path(checkpoint).name.startswith("checkpoint-") and number.isdigit() else None
+
+
 def checkpoint_complete(checkpoint: Path) -> bool:
     """Whether the Trainer finished writing this checkpoint (its trainer_state.json, written last, parses)."""
     try:

@@ -234,6 +234,8 @@ def _header(s: RunState, e: events.Header) -> None:
 
 def _state(s: RunState, e: events.State) -> None:
     s.state, s.state_reason = inert(e.state, False), inert(e.reason, False)
+    if e.state == events.STARTING and e.step is not None and e.step >= 0:
+        s.step = e.step  # a new attempt (a guard's restart) begins at its checkpoint's step, not where the last ended
 
 
 def _train_begin(s: RunState, e: events.TrainBegin) -> None:

@@ -28,6 +28,7 @@ from loratui.rundir import (
     STOPPED_CODES,
     SUSPEND_EXIT,
     RunDir,
+    checkpoint_step,
     file_size,
     latest_checkpoint,
     node_name,
@@ -156,7 +157,10 @@ class Supervisor:
             again, resume = self.unattended.after_exit(code)
             if again:
                 resume_from = resume
-                self._set_state(events.STARTING, f"guard: restarting from {resume or 'the start'}")
+                # The new attempt's step (the checkpoint's), which the views show until its first step, not the
+                # step the failed life reached (the headless line printed `step 12/12` for a restart from step 8).
+                self._set_state(events.STARTING, f"guard: restarting from {resume or 'the start'}",
+                                step=checkpoint_step(resume))
                 continue
             suspended = self.suspend_requested or not self.command  # a command may exit 75 of its own
             if code == SUSPEND_EXIT and not self.stop_requested and suspended and self._requeue():
@@ -249,9 +253,9 @@ class Supervisor:
             t=time.time(), level="info", key="estimate",
             message=f"peak device used {measured:.2f} GiB vs estimate {estimate:.2f} GiB ({error:+.1%}){beside}"))
 
-    def _set_state(self, state: str, reason: str = "") -> None:
+    def _set_state(self, state: str, reason: str = "", step: int | None = None) -> None:
         self.state = state
-        self.log.write(events.State(t=time.time(), state=state, reason=reason))
+        self.log.write(events.State(t=time.time(), state=state, reason=reason, step=step))
 
     def stderr_tail(self) -> str:
         """The trainer's last lines of stderr (what the guard reads to tell a transient failure)."""
