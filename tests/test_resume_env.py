@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loratui import events, rundir
+from loratui import events
 from tests.conftest import REPO, kinds, loratui, wait_for
 from tests.test_dead_supervisor import _kill_supervisor
 from tests.test_watch_orphan import _status
