@@ -81,3 +81,15 @@ def test_a_pause_the_keeper_obeys_is_no_steps_time(tmp_path: Path) -> None:
         [events.PAUSED, "training"]
     times = [e["step_time"] for e in kinds(run.path, "step")]
     assert len(times) == 12 and max(times) < 1.0, times
+
+
+def test_a_rotated_output_file_is_read_from_after_the_last_recorded_line(tmp_path: Path) -> None:
+    """The supervisor rotates an output file past 64 MiB (copytruncate): the file then holds fewer lines than the log
+    recorded from it, and the keeper goes on after the last recorded line found in it, else from its start."""
+    from loratui.supervisor.keeper import _after_lines
+
+    output = tmp_path / "trainer.stdout.log"
+    output.write_bytes(b"step 7 loss 2.3\nstep 8 loss 2.2\nstep 9 loss 2.1\n")
+    assert _after_lines(output, 2, "step 8 loss 2.2") == len(b"step 7 loss 2.3\nstep 8 loss 2.2\n")  # as recorded
+    assert _after_lines(output, 5000, "step 8 loss 2.2") == len(b"step 7 loss 2.3\nstep 8 loss 2.2\n")  # rotated
+    assert _after_lines(output, 5000, "step 6 loss 2.4") == 0  # all it holds came after the rotation

@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from loratui import events
 from loratui.logic.text_reader import TextReader
@@ -86,7 +86,7 @@ class OutputWatcher:
                 self._eval_steps.append(found[0])
         return self._events(self.reader.feed(line, now), now)
 
-    def replay(self, outputs: list[events.Output]) -> None:
+    def replay(self, outputs: Iterable[events.Output]) -> None:
         """Take up the reading where another watcher of this run left it (a supervisor killed with SIGKILL, whose
         keeper reads on): the output it recorded is fed again, each line at the time it was recorded, and the events
         it gives are dropped (they are in the log). The phase the printed steps are in, the run's step they are
