@@ -25,7 +25,7 @@ class _Data:
         return {"input_ids": self.rows[i], "labels": self.rows[i].clone()}
 
 
-def _train(tmp_path: Path, model_cache: Path, suspend_at: int) -> list[events.AnyEvent]:
+def _train(tmp_path: Path, model_cache: Path, suspend_at: int, evaluate: bool = False) -> list[events.AnyEvent]:
     import transformers
     from transformers import AutoModelForCausalLM, Trainer, TrainerCallback, TrainingArguments
 
@@ -44,9 +44,10 @@ def _train(tmp_path: Path, model_cache: Path, suspend_at: int) -> list[events.An
     callback = EventCallback(emitted.append, ControlState(commands), TokenCounter(), {})
     model = AutoModelForCausalLM.from_pretrained(ensure_tiny_model())
     args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_train_epochs=2,
-                             save_strategy="epoch", logging_strategy="no", report_to="none", disable_tqdm=True,
-                             use_cpu=True)
-    Trainer(model=model, args=args, train_dataset=_Data(12), callbacks=[Asks(), callback]).train()
+                             save_strategy="epoch", eval_strategy="epoch" if evaluate else "no",
+                             logging_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True)
+    Trainer(model=model, args=args, train_dataset=_Data(12), eval_dataset=_Data(4) if evaluate else None,
+            callbacks=[Asks(), callback]).train()
     return emitted
 
 
@@ -60,3 +61,15 @@ def test_a_suspend_saves_its_checkpoint_once(tmp_path: Path, model_cache: Path) 
 def test_epochs_still_save_at_their_end(tmp_path: Path, model_cache: Path) -> None:
     emitted = _train(tmp_path, model_cache, suspend_at=0)  # no suspend
     assert [e.step for e in emitted if isinstance(e, events.Checkpoint)] == [6, 12]
+
+
+def test_a_suspend_does_not_evaluate_the_epoch_it_cut_short(tmp_path: Path, model_cache: Path) -> None:
+    """Under `eval_strategy = "epoch"` a suspend at step 4 of a 6-step epoch ran a whole evaluation (of a partial
+    epoch) before the process could leave; the resumed run evaluates at the epoch's real end."""
+    emitted = _train(tmp_path, model_cache, suspend_at=4, evaluate=True)
+    assert not [e for e in emitted if isinstance(e, events.Phase) and e.name == "eval"]
+    assert [e.step for e in emitted if isinstance(e, events.Checkpoint)] == [4]
+    (tmp_path / "again").mkdir()
+    unsuspended = _train(tmp_path / "again", model_cache, suspend_at=0, evaluate=True)
+    assert [e.step for e in unsuspended if isinstance(e, events.Phase) and e.name == "eval" and e.edge == "end"] == \
+        [6, 12]

@@ -273,9 +273,13 @@ class EventCallback(TrainerCallback):
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """A suspend (or stop, or the last step) ends the epoch early, and the Trainer then runs the epoch's end: with
         `save_strategy = "epoch"` it saved the checkpoint again, of the step just saved (a suspend wrote
-        checkpoint-5 twice, two `checkpoint` events). This step's checkpoint is written once."""
+        checkpoint-5 twice, two `checkpoint` events). This step's checkpoint is written once. Nor does a suspend
+        evaluate the epoch it cut short (`eval_strategy = "epoch"` ran a whole evaluation before the process could
+        leave): the resumed run finishes the epoch and evaluates at its real end."""
         if self._saved_at == state.global_step:
             control.should_save = False
+        if self.suspended:
+            control.should_evaluate = False
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._saved_at = state.global_step
