@@ -149,6 +149,14 @@ class RunDir:
         return state_dir() / "alerts" / f"{key}.json"
 
     @property
+    def first_env(self) -> Path:
+        """The environment the run's first supervisor was started with (the user's, as `loratui run` had it: it may
+        hold secrets, mode 0600), for a supervisor that re-adopts the run (`loratui resume` from another shell) to
+        give the trainer the same one: beside `alerts`, in the user's state directory, never in the run directory."""
+        key = hashlib.sha256(os.fsencode(self.path.resolve())).hexdigest()[:32]
+        return state_dir() / "env" / f"{key}.json"
+
+    @property
     def checkpoints(self) -> Path:
         return self.path / "checkpoints"
 
@@ -489,6 +497,15 @@ def latest_checkpoint(checkpoints: Path) -> str | None:
     if not found:
         return None
     return str(max(found, key=lambda p: int(p.name.split("-")[-1])))
+
+
+def checkpoint_step(checkpoint: str | None) -> int | None:
+    """The step a `checkpoint-N` directory was saved at (0 for no checkpoint: a start from scratch), None for a
+    path not named so."""
+    if not checkpoint:
+        return 0
+    number = Path(checkpoint).name.rpartition("-")[2]
+    return int(number) if Path(checkpoint).name.startswith("checkpoint-") and number.isdigit() else None
 
 
 def checkpoint_complete(checkpoint: Path) -> bool:

@@ -122,6 +122,8 @@ def test_a_real_nan_restarts_from_the_checkpoint_before_it_and_recovers(tmp_path
     (action,) = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "guard"]
     assert "(nan: " in action and "at step 6" in action and "restarting from checkpoint-4" in action, action
     assert [e.get("start_step", 0) for e in kinds(run, "train_begin")] == [0, 4]
+    # the new attempt's step from its start, for the views (not the failed life's step 6 until its first step)
+    assert [e.get("step") for e in kinds(run, "state") if str(e.get("reason", "")).startswith("guard:")] == [4]
     assert load_recipe(run / "recipe.toml").training.learning_rate == pytest.approx(
         load_recipe(recipe).training.learning_rate / 2, rel=0.01)
     (verdict,) = [str(e["message"]) for e in kinds(run, "notice") if e.get("key") == "guard_verdict"]

@@ -483,18 +483,27 @@ def test_one_phase_is_recorded_as_it_was() -> None:
 
 
 def test_an_evaluations_count_begins_no_phase() -> None:
-    """A loop that validates every few steps, printing `val step 1..2 loss X`: the reader takes those for losses at
-    steps 1 and 2 (as it did), but they begin no phase, which would have moved every later step of the run."""
+    """A loop that validates every few steps, printing `val step 1..2 loss X`: they begin no phase, which would have
+    moved every later step of the run, and their losses are the evaluation's (`eval_loss` at the training's step),
+    not training losses at steps 1 and 2 (as the reader took them before)."""
     lines = ["step 1 loss=3.0", "step 2 loss=2.8", "step 3 loss=2.6", "val step 1 loss 2.9", "val step 2 loss 2.7",
              "step 4 loss=2.5", "step 5 loss=2.4", "Validation: step 1, loss 2.6", "step 6 loss=2.3"]
     found = _feed(OutputWatcher(clock=lambda: 1.0), *lines)
-    steps, logs = _axis(found)
-    assert steps == [1, 2, 3, 4, 5, 6] and [step for step, _ in logs] == [1, 2, 3, 1, 2, 4, 5, 1, 6]
+    steps = [e.step for e in found if isinstance(e, events.Step)]
+    logs = [(e.step, dict(e.values)) for e in found if isinstance(e, events.Log)]
+    assert steps == [1, 2, 3, 4, 5, 6]
+    assert [(step, values["loss"]) for step, values in logs if "loss" in values] == \
+        [(1, 3.0), (2, 2.8), (3, 2.6), (4, 2.5), (5, 2.4), (6, 2.3)]
+    assert [(step, values) for step, values in logs if "loss" not in values] == \
+        [(3, {"eval_loss": 2.9}), (3, {"eval_loss": 2.7}), (5, {"eval_loss": 2.6})]
     assert "Notice" not in _kinds(found) and _kinds(found).count("TrainBegin") == 1
     after_eval = _feed(OutputWatcher(clock=lambda: 1.0), "step 1 loss=3.0", "step 2 loss=2.8", "eval loss 2.9",
                        "step 1 loss=2.7", "step 2 loss=2.6")  # an evaluation's line with no step between phases
-    # (the reader takes `eval loss 2.9` for step 3, as it did): phase 2 still counts on after it
-    assert _axis(after_eval)[0] == [1, 2, 3, 4, 5] and "Notice" in _kinds(after_eval)
+    # (the reader took `eval loss 2.9` for a training loss at step 3): phase 2 counts on after step 2
+    assert [e.step for e in after_eval if isinstance(e, events.Step)] == [1, 2, 3, 4]
+    assert "Notice" in _kinds(after_eval)
+    assert [(e.step, dict(e.values)) for e in after_eval if isinstance(e, events.Log) and "loss" not in e.values] == \
+        [(2, {"eval_loss": 2.9})]
 
 
 def test_a_copy_on_the_other_stream_begins_no_phase() -> None:
@@ -517,3 +526,30 @@ def test_the_script_a_python_command_runs(command: list[str], script: str | None
     from loratui.supervisor.launch import python_script
 
     assert python_script(command) == script
+
+
+@pytest.mark.parametrize(("line", "evaluation"), [
+    ("eval loss 3.10", True), ("validation loss: 3.10", True), ("step 4 val loss 3.10", True),
+    ("[val] step 4 | loss 3.10", True), ("Evaluation - loss: 3.10  lr: 0.00050", True),
+    ("Iter 4: Val loss 3.10, Val took 61.907s", True),
+    ("step 4: train loss 3.10, val loss 2.95", False), ("epoch 1 train loss 3.10 val loss 2.95", False),
+    ("4/4 [==============================] - 2s - loss: 3.10 - val_loss: 2.95", False),
+    ("step 4 | loss 3.10 | test_acc 0.5", False),
+])
+def test_a_watched_loops_evaluation_loss_is_no_training_loss(line: str, evaluation: bool) -> None:
+    """A plain loop that prints its evaluation's loss beside its training's: the evaluation's line is logged as the
+    evaluation's (`eval_loss` at the training's step, as a Trainer's eval dict is); its loss went into the training
+    curve (`eval loss 3.10` after step 4's 2.6 was step 5's loss, the real step 5 logged after it). A line whose first
+    loss is the training's stays a training loss. A pasted log read by `doctor` keeps reading a validation loss as its
+    loss (the reader's default: a text printing only validation losses is judged by them)."""
+    found = _feed(OutputWatcher(clock=lambda: 1.0), "step 3 loss 2.7", "step 4 loss 2.6", line, "step 5 loss 2.5")
+    logs = [(e.step, dict(e.values)) for e in found if isinstance(e, events.Log)]
+    trained = [(step, values["loss"]) for step, values in logs if "loss" in values]
+    if evaluation:
+        assert trained == [(3, 2.7), (4, 2.6), (5, 2.5)] and (4, {"eval_loss": 3.1}) in logs, logs
+    else:
+        assert 3.1 in [loss for _, loss in trained] and not any("eval_loss" in values for _, values in logs), logs
+    assert [e.step for e in found if isinstance(e, events.Step)] == [3, 4, 5]
+    pasted = TextReader()
+    read = [e for text in ("step 3 loss 2.7", line) for e in pasted.feed(text)] + pasted.close()
+    assert any(isinstance(e, events.Log) and e.values.get("loss") == 3.1 for e in read)

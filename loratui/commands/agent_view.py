@@ -82,7 +82,8 @@ def status(run: rundir.RunDir) -> dict[str, Any]:
         "run": inert(run.run_id), "name": inert(state.name), "state": now.state, "alive": now.alive or None,
         "reason": inert(state.pause_why or state.state_reason), "step": state.step, "max_steps": state.max_steps,
         "epoch": state.epoch, "loss": events.num_out(state.last_loss) if state.last_loss is not None else None,
-        "tokens_per_s": state.tokens_per_s, "seconds_per_step": state.seconds_per_step, "eta_s": state.eta_s,
+        "tokens_per_s": state.tokens_per_s, "run_tokens_per_s": state.run_tokens_per_s,  # recent steps; the run's own
+        "seconds_per_step": state.seconds_per_step, "eta_s": state.eta_s,
         "elapsed_s": state.elapsed_s, "phase": inert(state.phase),
         "device_used_gib": _gib(state.device_used_now), "device_used_peak_gib": _gib(state.device_used_peak),
         "torch_allocated_gib": _gib(state.torch_allocated), "torch_reserved_gib": _gib(state.torch_reserved),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loratui import events
-from loratui.logic import clock, series
+from loratui.logic import clock, fmt, series
 from loratui.logic.series import PeakSeries
 from loratui.text import inert
 from loratui.units import GIB  # noqa: F401  (re-exported for the panes)
@@ -70,6 +70,10 @@ class RunState:
     """Recent steps' tokens, each rank's (step -> rank -> tokens): a multi-process run's throughput is every rank's
     tokens, not rank 0's share. Keyed by rank, so a step run again after a restart replaces its count."""
     tokens_seen: int = 0
+    tokens_stepped: int = 0
+    """Every rank's tokens over every step recorded (a step trained again after a restart counts again: it was)."""
+    stepped_s: float = 0.0
+    """Rank 0's step times over every step recorded: with `tokens_stepped`, the run's own throughput."""
     rank_steps: dict[int, int] = field(default_factory=dict)  # last step each rank reported
     rank_peak_reserved: dict[int, int] = field(default_factory=dict)  # per-rank torch peak (bytes)
     torch_allocated: int | None = None
@@ -177,6 +181,22 @@ class RunState:
         return tokens / total_time if total_time > 0 and tokens else None
 
     @property
+    def run_tokens_per_s(self) -> float | None:
+        """The run's own throughput: every token stepped over the time its steps took (None without both)."""
+        if self.times_assumed or self.stepped_s <= 0 or not self.tokens_stepped:
+            return None
+        return self.tokens_stepped / self.stepped_s
+
+    @property
+    def rate_figure(self) -> str:
+        """Throughput as the views show it: the recent steps' while the run goes; an ended run's own average, said
+        to be one (`avg tok/s`): its last 20 steps' rate, shown as if live, was no figure of the run (a final
+        evaluation or save in them pulled it down)."""
+        if self.state in events.FINAL_STATES:
+            return f"avg tok/s {fmt.rate(self.run_tokens_per_s)}"
+        return f"tok/s {fmt.rate(self.tokens_per_s)}"
+
+    @property
     def seconds_per_step(self) -> float | None:
         if self.times_assumed:
             return None
@@ -230,6 +250,8 @@ def _state(s: RunState, e: events.State) -> None:
         s.suspended_at = s.covered_s
     elif e.state != events.SUSPENDED:
         _wake(s)
+    if e.state == events.STARTING and e.step is not None and e.step >= 0:
+        s.step = e.step  # a new attempt (a guard's restart) begins at its checkpoint's step, not where the last ended
 
 
 def _wake(s: RunState) -> None:
@@ -257,6 +279,7 @@ _RANK_TOKEN_STEPS = 64
 def _step(s: RunState, e: events.Step) -> None:
     s.rank_steps[e.rank] = e.step
     s.step_rank_tokens.setdefault(e.step, {})[e.rank] = e.tokens
+    s.tokens_stepped += max(0, e.tokens)
     if len(s.step_rank_tokens) > _RANK_TOKEN_STEPS:  # the oldest steps (insertion order: a restart's too)
         for old in list(s.step_rank_tokens)[:len(s.step_rank_tokens) - _RANK_TOKEN_STEPS]:
             del s.step_rank_tokens[old]
@@ -266,6 +289,7 @@ def _step(s: RunState, e: events.Step) -> None:
         return  # rank 0 speaks for the run's progress; other ranks add their memory figures
     s.step, s.epoch, s.tokens_seen = e.step, e.epoch, e.tokens_seen
     s.step_times.append(e.step_time)
+    s.stepped_s += max(0.0, e.step_time)
     s.step_numbers.append(e.step)
     s.torch_allocated, s.torch_reserved = e.torch_allocated, e.torch_reserved
     s.step_peak_allocated, s.step_peak_reserved = e.peak_allocated, e.peak_reserved

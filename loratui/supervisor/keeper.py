@@ -21,11 +21,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from loratui import events, runstatus
 from loratui.eventlog import EventWriter
-from loratui.outputtail import follow_streams
+from loratui.outputtail import follow_streams, last_redraw
 from loratui.rundir import STOPPED_CODES, SUSPEND_EXIT, CommandTail, RunDir, file_size, write_pidfile
 from loratui.supervisor.command import (
     KEEPER_ENV,
@@ -108,10 +109,28 @@ class Keeper:
             t=time.time(), level="warning", key="supervisor_lost",
             message="the supervisor died; the command goes on, obeys loratui pause/resume/stop, and its output "
                     "and end are still recorded"))
+        counts, last = {"stdout": 0, "stderr": 0}, {"stdout": "", "stderr": ""}
+
+        def counted(outputs: Iterator[events.Output]) -> Iterator[events.Output]:
+            for output in outputs:  # streamed: a long run's output is never held whole
+                counts[output.stream] += len(output.lines)
+                last[output.stream] = output.lines[-1] if output.lines else last[output.stream]
+                yield output
+
+        recorded = counted(recorded_output(self.run))
         if not self.run.hooked.exists():  # steps read from the output, as the supervisor read them
             self._watcher = OutputWatcher()
-            self._watcher.began, self._watcher.step = True, runstatus.read(self.run).step
-        self._threads.append(follow_streams(self.run.stdout_log, self.run.stderr_log, self._output, self._done))
+            self._watcher.replay(recorded)  # its phase, step offset and held-back line
+            step = runstatus.read(self.run).step  # (a step the output recorded does not show, such as a bar's redraw)
+            self._watcher.began, self._watcher.step = self._watcher.began or step > 0, max(self._watcher.step, step)
+        for _ in recorded:
+            pass  # (a hooked Trainer's run: the lines are only counted)
+        # From the end of what the supervisor recorded, not the files' end: lines printed since its last read
+        # (up to a poll before its death) are recorded too.
+        starts = [_after_lines(path, counts[name], last[name])
+                  for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
+        self._threads.append(follow_streams(self.run.stdout_log, self.run.stderr_log, self._output, self._done,
+                                            starts=starts))
 
     def _output(self, stream: str, lines: list[str]) -> None:
         assert self.log is not None
@@ -131,10 +150,15 @@ class Keeper:
             self.stop_requested |= command == "stop"
             if hooked:
                 continue
+            watcher = self._watcher  # the held time is no step's time, as the supervisor reads it (owner.py)
             if command == "pause" and signal_group(pid, signal.SIGSTOP):
+                if watcher is not None:
+                    watcher.hold()
                 reason = pause_words(header_has_gpu(self.run))[0]
                 self.log.write(events.State(t=time.time(), state=events.PAUSED, reason=reason))
             elif command == "resume" and signal_group(pid, signal.SIGCONT):
+                if watcher is not None:
+                    watcher.release()
                 self.log.write(events.State(t=time.time(), state=events.TRAINING, reason="resumed"))
             elif command == "stop":
                 signal_group(pid, signal.SIGCONT)
@@ -188,6 +212,40 @@ class Keeper:
             for event in self._watcher.close():
                 self.log.write(event)
             self._watcher = None
+
+
+def recorded_output(run: RunDir) -> Iterator[events.Output]:
+    """The command's output the log holds (stdout and stderr, in the order recorded). Only the lines naming an
+    output event are decoded: a long run's log is mostly samples."""
+    try:
+        with open(run.events, "rb") as handle:
+            for raw in handle:
+                if b'"kind":"output"' not in raw:
+                    continue
+                event = events.decode_line(raw)
+                if isinstance(event, events.Output) and event.stream in ("stdout", "stderr"):
+                    yield event
+    except OSError:
+        return
+
+
+def _after_lines(path: Path, count: int, last: str) -> int:
+    """Where in an output file the `count` lines already recorded from it end (the last of them `last`): after as
+    many whole lines (the file is only appended to). A file rotated since (copytruncate: it holds fewer lines) is
+    read from after the last recorded line found in it, else from its start (all it holds came after the rotation)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return 0
+    parts = data.split(b"\n")[:-1]  # the whole lines (a line still being written ends no part)
+    if len(parts) >= count:
+        return sum(len(part) + 1 for part in parts[:count])
+    end = data.rfind(b"\n") + 1
+    for part in reversed(parts):
+        if last_redraw(part) == last:
+            return end
+        end -= len(part) + 1
+    return 0
 
 
 def _tail(path: Path, lines: int = 40, limit: int = 64 << 10) -> str:

@@ -7,6 +7,7 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -27,10 +28,12 @@ from loratui.rundir import (
     STOPPED_CODES,
     SUSPEND_EXIT,
     RunDir,
+    checkpoint_step,
     file_size,
     latest_checkpoint,
     node_name,
     write_pidfile,
+    write_private,
 )
 from loratui.safeio import append_file
 from loratui.supervisor import command as watched
@@ -79,6 +82,9 @@ class Supervisor:
         # A watched command (`loratui run -- COMMAND`): its output is read for steps until a hooked Trainer
         # reports them itself, and it is paused by signal when it has no Trainer.
         self.command = list(self.settings.command)
+        # The environment the trainer is started in: the user's at the run's first start, also when a new supervisor
+        # re-adopts it from another shell (`loratui resume`: that shell's variables are not the run's).
+        self.user_env, self._env_note = trainer_base_env(run, adopt)
         self.watcher = OutputWatcher() if self.command else None
         # The reader keeps state across lines (a dict on stdout waits for the bar's redraw on stderr): the tail thread
         # feeds it, and the end's `close` (after a join that may time out) must not run beside a feed.
@@ -107,6 +113,8 @@ class Supervisor:
         stop_inbox = threading.Event()  # requests from other hosts (a login node) come as files
         threading.Thread(target=control.serve_inbox, args=(self.run, self._handle, stop_inbox), daemon=True).start()
         self._write_header()
+        if self._env_note:
+            self.log.write(events.Notice(t=time.time(), level="warning", key="environment", message=self._env_note))
         self.unattended.announce()
         indexer = start_indexer(self.run)
         sampler = self._start_sampler()
@@ -116,6 +124,8 @@ class Supervisor:
             threading.Thread(target=self.time_limit.run, args=(stop_status,), daemon=True).start()
         try:
             final = self._drive()
+            if final in events.FINAL_STATES:  # nothing resumes the run now: the kept environment's secrets go
+                self.run.first_env.unlink(missing_ok=True)
         finally:
             stop_status.set()
             stop_inbox.set()
@@ -147,7 +157,10 @@ class Supervisor:
             again, resume = self.unattended.after_exit(code)
             if again:
                 resume_from = resume
-                self._set_state(events.STARTING, f"guard: restarting from {resume or 'the start'}")
+                # The new attempt's step (the checkpoint's), which the views show until its first step, not the
+                # step the failed life reached (the headless line printed `step 12/12` for a restart from step 8).
+                self._set_state(events.STARTING, f"guard: restarting from {resume or 'the start'}",
+                                step=checkpoint_step(resume))
                 continue
             suspended = self.suspend_requested or not self.command  # a command may exit 75 of its own
             if code == SUSPEND_EXIT and not self.stop_requested and suspended and self._requeue():
@@ -240,9 +253,9 @@ class Supervisor:
             t=time.time(), level="info", key="estimate",
             message=f"peak device used {measured:.2f} GiB vs estimate {estimate:.2f} GiB ({error:+.1%}){beside}"))
 
-    def _set_state(self, state: str, reason: str = "") -> None:
+    def _set_state(self, state: str, reason: str = "", step: int | None = None) -> None:
         self.state = state
-        self.log.write(events.State(t=time.time(), state=state, reason=reason))
+        self.log.write(events.State(t=time.time(), state=state, reason=reason, step=step))
 
     def stderr_tail(self) -> str:
         """The trainer's last lines of stderr (what the guard reads to tell a transient failure)."""
@@ -281,7 +294,7 @@ class Supervisor:
     def _run_trainer(self, resume_from: str | None) -> int:
         """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
         command = trainer_command(self.run, self.recipe, self.probe, resume_from)
-        env = dict(os.environ, **self.settings.env)
+        env = dict(self.user_env, **self.settings.env)
         # Commands sent from now on (a `pause` while the trainer still imports) wait in control.cmds for it.
         env["LORATUI_CMDS_OFFSET"] = str(self._cmds_offset)
         if self.command:
@@ -503,6 +516,32 @@ class Supervisor:
             return
         self.scheduler.signalled()
         self._handle(control.Request("stop", "signal"))
+
+
+def trainer_base_env(run: RunDir, adopt: bool) -> tuple[dict[str, str], str]:
+    """(the environment the trainer starts from, a warning or ''). The first supervisor's is the user's (`loratui
+    run` started it): kept (`RunDir.first_env`, 0600) for every later supervisor of the run. One that re-adopts it
+    (`loratui resume` of a suspended run whose supervisor died) was started from whatever shell ran the resume: the
+    resumed command got that shell's variables (one set only there, none of those set only where the run began), so
+    it takes the kept one. A Slurm job's next start (a requeue) takes its own: the job's variables are the new job's."""
+    environ = dict(os.environ)
+    requeued = bool(environ.get("SLURM_JOB_ID") and environ.get("SLURM_RESTART_COUNT"))
+    if not adopt or requeued:
+        if not adopt:
+            try:
+                run.first_env.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                write_private(run.first_env, json.dumps(environ).encode("utf-8"))
+            except OSError:
+                pass  # an unwritable state directory: a re-adopting supervisor says so
+        return environ, ""
+    try:
+        kept = json.loads(run.first_env.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        kept = None
+    if isinstance(kept, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in kept.items()):
+        return kept, ""
+    return environ, ("the environment the run was first started with was not found (a run of an older loratui, or "
+                     "an unwritable state directory): the trainer gets the environment of the shell that resumed it")
 
 
 def recipe_trainer_env(env: dict[str, str], settings_env: dict[str, str]) -> dict[str, str]:

@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from loratui import events
 from loratui.logic.text_reader import TextReader
@@ -24,7 +24,7 @@ from loratui.phases import Phases, shifted
 _EVAL_WORDS = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|evaluating|test|testing)\b",
                          re.IGNORECASE)
 """A loss line of an evaluation (`val step 1 loss 2.3`): its count starts again at every evaluation, and is no new
-training phase (the reader takes it for a training loss, as it always did, on the step it names)."""
+training phase (the reader logs its loss as the evaluation's `eval_loss`: `TextReader.evals_apart`)."""
 SIGNAL_CONTROLS = ["pause", "resume", "stop"]
 """What a process without the hook obeys: SIGSTOP/SIGCONT of its process group, and SIGTERM."""
 
@@ -34,7 +34,8 @@ class OutputWatcher:
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
-        self.reader = TextReader(bar_elsewhere=True)  # tqdm draws on stderr, print() writes to stdout
+        # tqdm draws on stderr, print() writes to stdout; an evaluation's loss line is no training loss
+        self.reader = TextReader(bar_elsewhere=True, evals_apart=True)
         self.began = False
         self.step = 0
         self.epoch = 0.0  # the last epoch a printed record named (`'epoch': 0.5`): 0 where none did
@@ -85,6 +86,22 @@ class OutputWatcher:
                 self._eval_steps.append(found[0])
         return self._events(self.reader.feed(line, now), now)
 
+    def replay(self, outputs: Iterable[events.Output]) -> None:
+        """Take up the reading where another watcher of this run left it (a supervisor killed with SIGKILL, whose
+        keeper reads on): the output it recorded is fed again, each line at the time it was recorded, and the events
+        it gives are dropped (they are in the log). The phase the printed steps are in, the run's step they are
+        shifted by, the reader's held-back loss line and the bar's total are then the dead watcher's, so what is read
+        next lands on the run's step axis (a fresh watcher recorded a second phase's printed step 9 as the run's step
+        9 after step 15)."""
+        clock = self.clock
+        try:
+            for output in outputs:
+                self.clock = lambda t=output.t: t
+                for line in output.lines:
+                    self.feed(line)
+        finally:
+            self.clock = clock
+
     def close(self) -> list[events.AnyEvent]:
         """What the reader still held (the last loss) when the command ended."""
         now = float(self.clock())
@@ -95,6 +112,8 @@ class OutputWatcher:
         for event in found:
             if isinstance(event, events.Step):
                 out += self._step(event.step, event.step_time, now)
+            elif isinstance(event, events.Log) and v.is_eval(event.values):  # at the training's step, none of its own
+                out += self._begin(now) + [shifted(event, self.offset)]
             elif isinstance(event, events.Log):
                 out += self._new_phase(event.step, event.values, now)
                 self._recent.append((event.step, event.values))

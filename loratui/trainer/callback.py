@@ -170,6 +170,7 @@ class EventCallback(TrainerCallback):
         self._step_start = time.perf_counter()
         self._in_eval = False
         self._requested_save = False
+        self._saved_at = -1  # the step whose checkpoint was written last
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.global_step > 0:  # resumed: the run's count goes on
@@ -269,7 +270,19 @@ class EventCallback(TrainerCallback):
         self._in_eval = False
         self.emit(events.Phase(t=time.time(), name="eval", edge="end", step=state.global_step))
 
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """A suspend (or stop, or the last step) ends the epoch early, and the Trainer then runs the epoch's end: with
+        `save_strategy = "epoch"` it saved the checkpoint again, of the step just saved (a suspend wrote
+        checkpoint-5 twice, two `checkpoint` events). This step's checkpoint is written once. Nor does a suspend
+        evaluate the epoch it cut short (`eval_strategy = "epoch"` ran a whole evaluation before the process could
+        leave): the resumed run finishes the epoch and evaluates at its real end."""
+        if self._saved_at == state.global_step:
+            control.should_save = False
+        if self.suspended:
+            control.should_evaluate = False
+
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._saved_at = state.global_step
         # Absolute: a watched script's output_dir is relative to its own working directory.
         path = os.path.abspath(f"{args.output_dir}/checkpoint-{state.global_step}")
         if self._requested_save and args.save_total_limit and args.should_save and not self.pin_saves:

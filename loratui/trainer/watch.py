@@ -247,7 +247,7 @@ def _delegate(name: str) -> Any:
     return method
 
 
-for _name in ("on_step_begin", "on_step_end", "on_log", "on_prediction_step", "on_evaluate", "on_save"):
+for _name in ("on_step_begin", "on_step_end", "on_log", "on_prediction_step", "on_evaluate", "on_save", "on_epoch_end"):
     setattr(LoratuiCallback, _name, _delegate(_name))
 
 # -- patching transformers.Trainer ------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def _figures(s: RunState) -> list[str]:
     elif s.gpu_available is False:
         vram = "no GPU"
     return [f"step {s.step}/{s.total_steps or '?'}", f"loss {fmt.number(s.last_loss)}",
-            f"tok/s {fmt.rate(s.tokens_per_s)}", f"VRAM {vram}", f"ETA {fmt.duration(s.eta_s)}"]
+            s.rate_figure, f"VRAM {vram}", f"ETA {fmt.duration(s.eta_s)}"]
 
 
 def _fold(fields: list[str], columns: int) -> str:
@@ -146,7 +146,7 @@ class _RichBar:
             vram = f"{units.gib(s.device_used_now)}/{units.gib(s.device_used_peak)} GiB peak"
         elif s.gpu_available is False:
             vram = "no GPU"
-        text = (f"loss {fmt.number(s.last_loss)}  tok/s {fmt.rate(s.tokens_per_s)}  VRAM {vram}  "
+        text = (f"loss {fmt.number(s.last_loss)}  {s.rate_figure}  VRAM {vram}  "
                 f"ETA {fmt.duration(s.eta_s)}")
         self.progress.update(self.task, completed=s.step, total=s.total_steps or None, description=text,
                              state=s.state)

@@ -131,9 +131,10 @@ class Advisor(OomFold):
 
     def _keeps(self, finding: Finding) -> bool:
         """Whether `_latch` would keep this finding: the first of its id, or one that replaces a withdrawn or less
-        exact one."""
+        exact one, or a rise the loss came back from (a new rise is news)."""
         kept = self.found.get(finding.id)
-        return kept is None or bool(kept.facts.get("withdrawn")) or _sharper(kept, finding)
+        return kept is None or bool(kept.facts.get("withdrawn")) or _sharper(kept, finding) or \
+            (kept.facts.get("recovered") is not None and finding.facts.get("recovered") is None)
 
     def _latch(self, finding: Finding | None) -> None:
         """Keep the first finding of each id (an error replaces an earlier pre-OOM warning)."""

@@ -101,8 +101,11 @@ class LossWatch(FlatWatch, RiseWatch):
             self._creep(e.step, loss, values.get("grad_norm")) or self._step_up(e.step) or self._level_up(e.step) or \
             self._short_rise(e.step) or self._climb_back(e.step)
         if rise is not None and not spike:
-            self.rose = self.rose or rise  # the first is the one the advisor keeps
+            if self.rose is None or self.rose.facts.get("recovered") is not None:
+                self.rose = rise  # the first is the one the advisor keeps, until the loss came back from it
             found.append(rise)
+        else:
+            self._recovery(e.step)
         return found
 
     def _nan(self, step: int, values: dict[str, float | None], names: list[str], spike: bool) -> list[Finding]:

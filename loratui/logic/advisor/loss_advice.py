@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from loratui.logic.advisor.advice import ERROR, WARNING, Advice, Finding
+from loratui.logic.advisor.advice import ERROR, INFO, WARNING, Advice, Finding
 from loratui.logic.advisor.moves import COLLAPSE_LR_DIVISOR, Move, lr_move, lr_text
 from loratui.recipe import Recipe
 
@@ -278,6 +278,11 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
     else:
         evidence = quote + [_rise_shown(facts)] + lr
         title = f"Loss is rising ({_rise_span(facts)}): {text}"
+    if facts.get("recovered") is not None and facts.get("nan_step") is None and facts.get("kind") != "said":
+        back = f"{facts['recovered_to']:.4g} by step {facts['recovered']}"
+        evidence.append(f"then it came back: {back}, within a sixth of the {facts['best']:.4g} it rose from")
+        return Advice("loss_diverging", INFO, f"Loss rose ({_rise_span(facts)}) at step {f.step} and came back "
+                      f"({back}): nothing to change now; if it climbs again, {text}", evidence, {}, f.step)
     severity = WARNING
     if facts.get("nan_step") is not None:
         at = f" at step {facts['nan_step']}" if facts["nan_step"] else ""  # step 0: a paste's words, no step

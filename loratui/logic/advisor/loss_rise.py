@@ -65,6 +65,24 @@ class RiseWatch:
         best = self.rose.facts["best"]
         return self.window[-1][1] >= best * (1 + (self.RISE - 1) / 2)
 
+    def _recovery(self, step: int) -> None:
+        """A rise found, then the loss back down: the last 3 logs, all after the rise was found, at a median no more
+        than a sixth over the level it rose from (the line `_rise_stands` draws for a rise that still stands). The
+        finding says so (`recovered`: the step; `recovered_to`: that median), and the advice becomes a note: the
+        live panel kept warning "Loss is rising" for a loss that had long come back below it. A rise that ran into
+        a NaN, or one said in words, stays as it is; a later rise replaces it (core `_keeps`)."""
+        rose = self.rose
+        if rose is None or rose.facts.get("recovered") is not None or rose.facts.get("error") or \
+                rose.facts.get("nan_step") is not None or not isinstance(rose.facts.get("best"), (int, float)):
+            return
+        after = [loss for at, loss in list(self.window)[-3:] if at > rose.step]
+        if len(after) < 3:
+            return
+        level = series.median(after)
+        if level <= rose.facts["best"] * (1 + (self.RISE - 1) / 2):
+            rose.facts.update(recovered=step, recovered_to=level)
+            self.changed = True
+
     def _after_rise(self, step: int, nan: list[Finding]) -> list[Finding]:
         """A NaN after the loss rose: divergence is the cause, and the rise becomes an error."""
         assert self.rose is not None

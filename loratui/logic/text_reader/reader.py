@@ -28,7 +28,7 @@ _PREFIXED = re.compile(r"\s*\S.*\{")
 is no text (a paste indented as a block)."""
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d{1,6})/(\d{1,6})\s*$")
 _KERAS_COUNTER = re.compile(r"^\s*(\d{1,9})/(\d{1,9})\s+(?:\[[=>.]*\]|━+)")
-_OWN_PROGRESS = re.compile(r"^\s*[a-z]{4,10}\s+(?:\[[#-]+\]\s+)?step \d+/(?:\d+|\?)\s+loss \S+\s+tok/s \S+\s+VRAM ")
+_OWN_PROGRESS = re.compile(r"^\s*[a-z]{4,10}\s+(?:\[[#-]+\]\s+)?step \d+/(?:\d+|\?)\s+loss \S+\s+(?:avg )?tok/s \S+\s+VRAM ")
 """loratui's own headless progress line (`training  [###---] step 1943/4000  loss 2.9257  tok/s 90  VRAM no GPU
 ETA 30m39s`): its loss is the last one logged, shown again on each line until the next log."""
 MAX_LINE = 1 << 16
@@ -56,6 +56,11 @@ class TextReader:
     """The bar is drawn on another stream than the records (a watched command's tqdm on stderr, its dicts on
     stdout), each read in its own turn: a record without its own step lies between the last record's step and the
     next redraw, not at that redraw."""
+    evals_apart: bool = False
+    """A loss line of an evaluation (`eval loss 2.31`, `[val] step 29 | loss nan`: `values.evaluation_loss`) is logged
+    as the evaluation's `eval_loss` at the training's current step, as a Trainer's eval dict is, not as a training
+    loss (a watched run's loss curve). Off, such a line's loss is the loss, as a pasted log printing only validation
+    losses is judged by them (`doctor`)."""
     lines: int = 0
     step: int = 0
     _bar_n: int | None = None
@@ -157,6 +162,12 @@ class TextReader:
             if found[1] == self._own_loss:  # the same logged loss shown again, not a new reading of it (a log of
                 return  # `loratui run --headless` read as "14 of the last 40 values were seen before")
             self._own_loss = found[1]
+        if found is not None and self.evals_apart and v.evaluation_loss(fragment):
+            self._release(t, self._early)  # the training's last loss line, printed before this one
+            # Its own count may be the evaluation's batches (`val step 1 loss`): never before the training's step.
+            step = max(found[0] or 0, self.step)
+            self._emit(step, {"eval_loss": found[1]["loss"]}, t, out)
+            return
         if found is not None:
             step, numbers = self._counted(fragment, found)
             self._loss_line(step if step is not None else self._keras_step(fragment), numbers, t, out)

@@ -213,6 +213,40 @@ def loss_line(fragment: str) -> tuple[int | None, dict[str, float]] | None:
     return (line_step(fragment), values) if "loss" in values else None
 
 
+_EVAL_BEFORE = re.compile(r"(?<![A-Za-z0-9_])(?:val|valid|validation|validating|eval|evaluation|evaluating|"
+                          r"test|testing|dev)(?![A-Za-z0-9_])", re.I)
+"""A word that makes what follows it an evaluation's (`Validation loss:`, `[val] step 29 | loss nan`, `Iter 1: Val loss
+nan`, fairseq's `| valid | epoch 002 | ... | loss 9.393`, `Evaluation - loss: 1.386`)."""
+
+
+def evaluation_loss(fragment: str) -> bool:
+    """Whether the loss `loss_line` reads in a line is an evaluation's: the loss's own name says so (`val loss`,
+    `eval loss 2.31`), or an evaluation's word comes before it on the line and its name is not the training's
+    (`[val] step 29 | loss nan`, `Validation: loss 2.3`; not `step 40: train loss 2.0, val loss 2.9`, whose first loss
+    is the training's, nor Keras' `loss: 1.00 - val_loss: 0.96`)."""
+    at = _loss_at(fragment)
+    if at is None:
+        return False
+    start, key = at
+    return not key.lower().replace("_", " ").startswith(("train", "loss train")) and \
+        _EVAL_BEFORE.search(fragment, 0, start) is not None
+
+
+def _loss_at(fragment: str) -> tuple[int, str] | None:
+    """(where, key) of the name of the loss `_line_values` reads, or None."""
+    for found in _PAIRS.finditer(fragment):
+        key = found.group(1) or found.group(3)
+        if _KEY_ALIASES.get(key.lower().replace("_", " ")) == "loss":
+            return found.start(), key
+    spaced = _SPACED.search(fragment)
+    if spaced:
+        return spaced.start(), spaced.group(1)
+    for found in _BEFORE.finditer(fragment):
+        if found.group(2).lower() == "loss":
+            return found.start(), found.group(2)
+    return None
+
+
 def _line_values(fragment: str) -> dict[str, float]:
     """The named values of a line: `key: value` pairs first; then, for a loss still not found, a loss with only a
     space before its value (`loss 10.8259,`), then values named after the number (`11.8750 loss`)."""

@@ -51,7 +51,7 @@ class StatusBar(Static):
         steps = f" step {state.step}/{total or '?'} "
         # A watched plain loop has no epochs: its steps all say 0, which read as a stuck counter.
         epoch = f"{state.epoch:.2f}" if state.epoch > 0 or state.step == 0 else "--"
-        figures = (f" ep {epoch}  tok/s {fmt.rate(state.tokens_per_s)}  "
+        figures = (f" ep {epoch}  {state.rate_figure}  "
                    f"ETA {fmt.duration(state.eta_s)}  elapsed {fmt.duration(_elapsed(state, now))}")
         # the bar never takes what the figures need: 62 columns left for them cut "elapsed 5m53s" to "5m5…" at 80
         # columns once the steps ran to four digits and the ETA past 10 minutes (step 1965/4000, ETA 20m21s)
