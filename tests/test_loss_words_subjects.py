@@ -112,3 +112,21 @@ def test_a_loss_that_is_huge_and_zero_by_turns_rises(line: str) -> None:
 def test_one_after_the_other_or_no_rise_by_turns_keeps_the_last(line: str) -> None:
     said = loss_words.read(line)
     assert said is not None and said.kind == "zero", said
+
+
+@pytest.mark.parametrize("line", [
+    # the pattern of LlamaFactory#3902 and a GRPO thread of ms-swift (dev): an RL or preference objective said to
+    # stand still is a standstill, judged as one (a rise or a zero of it says nothing of learning)
+    "PPO训练时reward值在20多，然后loss一直都在1徘徊没怎么收敛",
+    "the DPO loss remains at 0.75 and never decreases",
+])
+def test_an_rl_or_preference_loss_said_to_stand_still_is_flat(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is not None and said.kind == "flat", said
+
+
+@pytest.mark.parametrize("line", ["DPO loss stays at 0.693 at the start", "做dpo训练时，loss没有下降反上升",
+                                  "the GRPO loss is 0 at every step"])
+def test_an_rl_or_preference_loss_at_its_start_rising_or_zero_is_quiet(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is None or said.kind == "quiet", said

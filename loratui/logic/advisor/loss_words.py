@@ -269,10 +269,6 @@ def read(line: str) -> Said | None:
     return said
 
 
-_AT_LN2 = re.compile(r"(?<![\d.])0\.693\d*")
-"""A pairwise preference loss (DPO, a reward model) at ln 2: the chosen and the rejected are scored alike, the
-policy is the reference; said to stay there, nothing is learned (trl#1627: `DPO loss remains 0.6931 from the first
-step`). Any other value of such a loss said to stay says nothing of learning."""
 _START_ONLY = re.compile(r"\b(?:at|in) the (?:very )?(?:start|beginning)\b|\bat first\b|\binitially\b|\bfor the first\b|"
                          r"\bduring (?:the )?warm-?up\b|一开始|刚开始|开始时", re.I)
 """Said of the start only (`stays at 0.693 at the start`): where a preference loss begins, not where it stays; `from
@@ -360,10 +356,12 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
             said = Said("zero", subject)  # `why is my loss 0?`: the verb before its subject, as a question puts it
         if said is None:
             continue
+        # an RL or preference objective's rise or zero in words says nothing of learning; its standstill does (a
+        # DPO or reward-model loss at ln 2, a PPO loss hovering while the reward model is poor), and is judged as
+        # one, unless said of the start only (where a DPO loss begins, at ln 2)
         supposed = _supposed(sentence[:m.start()]) or \
             (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still") and
-             not REWARD_STILL.search(sentence) and
-             not (said.kind == "flat" and _AT_LN2.search(scope[:80]) and not _START_ONLY.search(sentence)))
+             (said.kind != "flat" or _START_ONLY.search(sentence)) and not REWARD_STILL.search(sentence))
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
 
