@@ -130,3 +130,19 @@ def test_an_rl_or_preference_loss_said_to_stand_still_is_flat(line: str) -> None
 def test_an_rl_or_preference_loss_at_its_start_rising_or_zero_is_quiet(line: str) -> None:
     said = loss_words.read(line)
     assert said is None or said.kind == "quiet", said
+
+
+@pytest.mark.parametrize("line", [
+    # the pattern of HiFi-GAN#59, ParallelWaveGAN#226 and DFST#4 (dev): a GAN's losses move against each other
+    "Training my MelGAN vocoder, the adversarial loss keeps increasing after 100k steps, is that normal?",
+    "The discriminator loss has stayed at about 0.5 for the whole run.",
+    "训练GAN时判别器的loss一直不降",
+])
+def test_a_gans_losses_in_words_are_no_verdict(line: str) -> None:
+    said = loss_words.read(line)
+    assert said is None or said.kind == "quiet", said
+
+
+def test_a_language_models_loss_beside_no_gan_still_rises() -> None:
+    said = loss_words.read("the generation quality is fine but the training loss keeps increasing after 100k steps")
+    assert said is not None and said.kind == "rise", said
