@@ -224,3 +224,25 @@ def test_a_watchdog_ended_by_a_cuda_error_is_that_error() -> None:
     assert first_id("terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  [Rank 0] "
                     "Process group watchdog thread terminated with exception: CUDA error: an illegal memory access "
                     "was encountered\n") == "cuda_error"
+
+
+@pytest.mark.parametrize("text", [
+    # the pattern of NVIDIA/tacotron2#64 (dev): the program's last line sets up the ranks, then it hangs
+    "Distributed Run: True\nInitializing distributed\n\nand it hangs and never goes to the training step.\n",
+    "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\nThe run is stuck there forever, nothing else printed.\n",
+    # the pattern of DIFFNet#10 (dev): a launch for several ranks on the hang's line
+    "With --nproc_per_node=2 it prints the config and then just stucks; with 1 it trains.\n",
+    "accelerate launch --num_processes 4 train.py hangs right after loading the model\n",
+    "CUDA_VISIBLE_DEVICES=0,1 torchrun train.py freezes before the first step\n",
+])
+def test_a_hang_after_the_ranks_set_up_or_with_several_launched(text: str) -> None:
+    assert first_id(text) == "nccl_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\nThen the dataloader hangs at the first batch.\n",
+    "With --nproc_per_node=1 it hangs while tokenizing the dataset.\n",
+    "CUDA_VISIBLE_DEVICES=0 python train.py freezes before the first step\n",
+])
+def test_a_hang_in_other_work_or_on_one_rank_is_no_collective(text: str) -> None:
+    assert first_id(text) != "nccl_timeout"

@@ -70,7 +70,7 @@ _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:fi
 a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`), or a hang that NCCL's error ends
 (`then freezes and displays an NCCL error`, mmdetection#12392)."""
 _NOT_COLLECTIVE = re.compile(r"data\s*load\w*|dataloader|(?<![A-Za-z])workers?(?![A-Za-z])|tokeni[sz]\w*|preprocess\w*|"
-                             r"download\w*|(?<![A-Za-z])(?:sav(?:e|es|ing)(?![A-Za-z])|eval|loss|acc)|数据|保存|损失|准确率",
+                             r"download\w*|(?<![A-Za-z])(?:sav(?:e|es|ing)(?![A-Za-z])|eval|loss|acc(?:uracy)?(?![A-Za-z]))|数据|保存|损失|准确率",
                              re.I)
 """A run said to hang only with several GPUs (`it stucks with multi-GPUs (2 or 4 A6000), but works with a single GPU`,
 transformers#28280; `with multi-gpu, the script hangs forever`, Matcha-TTS#57; `on 4 RTX 3090 GPUs, the training
@@ -78,6 +78,9 @@ freezes`, `4x3090`, `8 x A100`, `单卡正常，两卡就卡住不动`; a ZeRO-2
 collectives, most often a peer-to-peer path that never completes; not where the line names other work that may
 stall (the data loader, tokenising, a save, an evaluation) or a loss that is stuck (in Chinese too: `两张卡，训练时loss卡住不降`,
 where the letters touch the characters and no word boundary stands)."""
+_DIST_SETUP = re.compile(r"^\W{0,8}(?:Initiali[sz]ing (?:torch\.)?distributed\b|Initiali[sz]ing process group)", re.I)
+"""A program's line that its ranks set up their group (tacotron2's and Lightning's `Initializing distributed`): a hang
+said after it, with no other work named, is the ranks' (NVIDIA/tacotron2#64: a stale rendezvous file)."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
 _AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
@@ -183,6 +186,7 @@ class TextWatch:
     workers_chosen: str = ""  # the text's note that the loader must run with 0 or 1 worker
     nccl_info: str = ""  # the last `NCCL INFO` line (NCCL_DEBUG=INFO set up its communicators)
     hang_said: str = ""  # the user's words that the run hangs
+    dist_setup: str = ""  # a program's line that it sets up its ranks (`Initializing distributed`)
     batch_one: str = ""  # the first line that says the training batch is already 1 (no smaller batch to advise)
     mac_line: str = ""  # the first line that puts the run on a Mac (no CUDA there)
     checkpointing_line: str = ""  # torch's checkpoint warning that no input needs a gradient, else a line
@@ -205,7 +209,8 @@ class TextWatch:
                 self.workers_chosen = quoted(line)
         if "%" in line and ("MiB" in line or "MB" in line):
             found += self._idle_gpu(line, step)
-        if "NCCL INFO" in line or "hang" in lowered or "stuck" in lowered or "freez" in lowered or "卡" in line:
+        if "NCCL INFO" in line or "hang" in lowered or "stuck" in lowered or "freez" in lowered or "卡" in line or \
+                "nitializ" in line:
             found += self._nccl_hang(line, step)
         if ("time" in lowered or "store->get" in line or "stuck" in lowered or "超时" in line or "watchdog" in lowered) and \
                 any(word in lowered for word in _NCCL_WORDS):
@@ -389,10 +394,13 @@ class TextWatch:
         that never completes, with no watchdog timeout in the paste (it came later, or the timeout is long)."""
         if "NCCL INFO" in line:
             self.nccl_info = quoted(line)
+        elif "nitializ" in line and _DIST_SETUP.match(line):
+            self.dist_setup = quoted(line)
         elif not self.hang_said and _HANG_SAID.search(line) and not looks_like_code(line) and "NCCL INFO" not in line:
             self.hang_said = quoted(line)
-            if not self.nccl_info and (_HANG_WHERE.search(line) or SEVERAL_GPUS.search(line) and
-                                       not _NOT_COLLECTIVE.search(line)) and not _NCCL_TIMEOUT.search(line):
+            several = SEVERAL_GPUS.search(line) or getattr(self, "dist_setup", "")  # getattr: an older events.idx
+            if not self.nccl_info and (_HANG_WHERE.search(line) or several and not _NOT_COLLECTIVE.search(line)) \
+                    and not _NCCL_TIMEOUT.search(line):
                 # it hangs in a collective or across nodes, in words (a timeout said on the line is read as one)
                 self.nccl_info = quoted(line)
         else:
