@@ -294,13 +294,13 @@ def test_held_out_architectures_within_ten_percent(row: dict, tmp_path: Path) ->
     import sys
 
     sys.path.insert(0, str(REPO / "bench"))
-    from estimate_holdout import predicted
+    from estimate_small import predicted
 
     config = {k: v for k, v in row.items() if k in ("model", "quant", "batch", "seq", "gc", "optim", "attn", "r",
                                                    "targets")}
-    peak, uncertainty = predicted(config, tmp_path)
-    assert row["status"] == "ok" and uncertainty == 0.10
-    assert abs(peak / row["nvml_peak_gib"] - 1) <= 0.10
+    got = predicted(config, tmp_path, card_gib=141.0)
+    assert row["status"] == "ok" and got.uncertainty == 0.10
+    assert abs(got.peak_device_gib / row["nvml_peak_gib"] - 1) <= 0.10
 
 
 SMALL = [json.loads(line) for line in (REPO / "bench" / "estimate_small.jsonl").read_text().splitlines()]
