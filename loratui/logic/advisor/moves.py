@@ -268,6 +268,9 @@ _CUDA_HINTS = (
     ("t < n_classes", "a label id is out of range: labels must be token ids or -100"),
     ("no kernel image", "this torch build has no kernels for this GPU: install a torch built for its CUDA "
      "capability"),
+    ("unable to find an engine", "cuDNN found no kernel for this computation: check that torch loads the cuDNN it "
+     "ships with (a system libcudnn earlier on LD_LIBRARY_PATH is the usual cause), then try a smaller batch or "
+     "torch.backends.cudnn.enabled = False to confirm"),
 )
 
 

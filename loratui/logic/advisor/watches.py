@@ -317,6 +317,10 @@ _SETUP = (
         r"hipError(?!OutOfMemory)[A-Z]\w+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
         r"Assertion `[^`]+` failed|NCCL error|cuda runtime error \(\d+\)|"
+        # torch's older THC words for a cuBLAS/cuDNN failure (`cublas runtime error : the GPU program failed to
+        # execute`), and cuDNN v8's frontend that finds no kernel for a convolution (`GET was unable to find an engine
+        # to execute this computation`: the wrong cuDNN library loaded, or none fits this GPU and shape)
+        r"\bcu(?:blas|dnn) runtime error\b|\b(?:GET|FIND) was unable to find an engine\b|"
         # a communicator aborted for a watchdog timeout is that timeout (nccl_timeout), not a CUDA fault
         r"NCCL communicator was aborted(?!.{0,300}?(?:timed? ?out|timeout))|"
         + cuda.SETUP, re.I)),
@@ -324,7 +328,8 @@ _SETUP = (
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul",
                              "needed for quantization", "cublas api"),
                "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers", "is_sm"),
-               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip") + cuda.WORDS}
+               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip", "find an engine") +
+               cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
 """What torch prints after every CUDA error: a CUDA error on its own when no OOM came before it."""
