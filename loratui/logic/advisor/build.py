@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from loratui import events
 from loratui.logic import oom, oom_holders, oom_start, oom_tables, series
-from loratui.logic.advisor import bnb_text, error_said, flash_raised, rank
+from loratui.logic.advisor import bnb_text, error_said, flash_raised, loss_words, rank
 from loratui.logic.advisor.advice import ERROR, GIB, Advice, Finding
 from loratui.logic.advisor.failure import (
     cut_traceback_advice,
@@ -70,14 +70,16 @@ def _still_loss_excused(adv: Advisor, finding: Finding) -> bool:
     number given (`stuck at 2.3 for 3000 steps, is it normal?` reports what a maintainer would ask for). A rise in
     words is no report where the person asks whether it is normal and puts it beside the learning rate's own rise
     (warm-up's end, a schedule that raises it): the maintainers' answer is that it is. An RL loss said to rise or
-    stand still is no report either (core._RL: the reward is the measure). A loss the log prints at a
+    stand still is no report either (core._RL: the reward is the measure), unless it names a value no objective
+    reaches (a critic loss at 1e18). A loss the log prints at a
     level still counts. getattr: an advisor pickled in an older events.idx."""
     if finding.id not in ("loss_flat", "loss_diverging") or finding.facts.get("kind") != "said":
         return False
     asked = getattr(adv, "asks_normal", False) and not _LEVEL_GIVEN.search(str(finding.facts.get("quote", "")))
     rl = getattr(adv, "rl", False)  # an RL loss in words: not a measure of progress
     if finding.id == "loss_diverging":  # a rise asked about beside the lr's own rise (warm-up, a schedule)
-        return (asked and getattr(adv, "lr_rises", False)) or rl
+        return (asked and getattr(adv, "lr_rises", False)) or \
+            rl and not loss_words.names_huge(str(finding.facts.get("quote", "")))  # a critic loss at 1e18 diverged
     return getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or asked or rl
 
 

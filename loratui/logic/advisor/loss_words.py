@@ -213,7 +213,7 @@ _PERSON = re.compile(r"\b(?:i|we|you|they)\s+(?:\w+\s+)?$", re.I)
 """A person is the verb's subject (`the loss became nan after we increased the batch size`)."""
 _PRE_NEGATED = re.compile(r"(?:n't|\bnot)\s+(?:\w+\s+){0,2}$", re.I)
 """A question's negation before its subject: `why doesn't the training loss decrease?`."""
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![A-Za-z0-9_%]|\.\w|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?![A-Za-z0-9_%]|\.\w|\s*(?:%|x\b|times|epochs?|steps?|iter\w*|"
                      r"k\b|hours?|h\b|min\w*|s\b|sec\w*|days?|[GM]i?B|samples|examples|tokens|classes|GPUs?)\b)",
                      re.I)
 """A value in prose, not a count of epochs, steps or time, not a percentage."""
@@ -277,6 +277,10 @@ def read(line: str) -> Said | None:
     return said
 
 
+_AT_LN2 = re.compile(r"(?<![\d.])0\.693\d*")
+"""A pairwise preference loss (DPO, a reward model) at ln 2: the chosen and the rejected are scored alike, the
+policy is the reference; said to stay there, nothing is learned (trl#1627: `DPO loss remains 0.6931 from the first
+step`). Any other value of such a loss said to stay says nothing of learning."""
 _START_ONLY = re.compile(r"\b(?:at|in) the (?:very )?(?:start|beginning)\b|\bat first\b|\binitially\b|\bfor the first\b|"
                          r"\bduring (?:the )?warm-?up\b|一开始|刚开始|开始时", re.I)
 """Said of the start only (`stays at 0.693 at the start`): where a preference loss begins, not where it stays; `from
@@ -364,12 +368,11 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
             said = Said("zero", subject)  # `why is my loss 0?`: the verb before its subject, as a question puts it
         if said is None:
             continue
-        # an RL or preference objective's rise or zero in words says nothing of learning; its standstill does (a
-        # DPO or reward-model loss at ln 2, a PPO loss hovering while the reward model is poor), and is judged as
-        # one, unless said of the start only (where a DPO loss begins, at ln 2)
         supposed = _supposed(sentence[:m.start()]) or \
             (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still") and
-             (said.kind != "flat" or _START_ONLY.search(sentence)) and not REWARD_STILL.search(sentence))
+             not REWARD_STILL.search(sentence) and
+             not (said.kind == "flat" and _AT_LN2.search(scope[:80]) and not _START_ONLY.search(sentence)) and
+             not (said.kind == "rise" and _huge(scope)))  # a million or more is no objective's normal value
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
 
@@ -517,6 +520,11 @@ _KEYED_VALUE = re.compile(r"\w*\s*[:=]")
 HUGE = 1e6
 """A loss or perplexity said or printed at a million or more: a perplexity past any vocabulary's uniform guess
 (ln 250k = 12.4), a loss no real data gives; the updates blew up."""
+
+
+def names_huge(text: str) -> bool:
+    """Whether the text names a value of a million or more (`grows to 1e18`): no objective's normal value."""
+    return any(float(m.group(1)) >= HUGE for m in _NUMBER.finditer(text[:2000]))
 
 
 def _huge(scope: str) -> bool:
