@@ -121,11 +121,16 @@ def worth(per: dict[str, list[int]]) -> tuple[float, int]:
     return min(right / n for right, n in per.values()), sum(right for right, _ in per.values())
 
 
-def main() -> None:
+def wave_records() -> tuple[list[dict], list[dict]]:
+    """The dev records, and each wave's records (a dev one) with the rules' answer before the wave."""
     rows = dev_rows()
     before = [json.loads(line) for line in gzip.decompress(BEFORE.read_bytes()).decode().splitlines() if line]
     known = {r["file"] for r in rows}
-    before = [b for b in before if b["file"] in known]
+    return rows, [b for b in before if b["file"] in known]
+
+
+def main() -> None:
+    rows, before = wave_records()
     texts = asked([r for r in rows if r["file"] in {b["file"] for b in before}])
     probs = held_out(rows, before, texts)
     gates = list(itertools.product(PROSE, SERIES, KIND, SERIES_KIND))

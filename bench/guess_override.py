@@ -12,17 +12,14 @@ Run (needs the `experiments` extra): PYTHONPATH=$PWD python bench/guess_override
 
 from __future__ import annotations
 
-import gzip
 import itertools
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from guess_gate import BEFORE, answer, asked, held_out, worth  # noqa: E402
-from learned_cv import dev_rows  # noqa: E402
+from guess_gate import answer, asked, held_out, wave_records, worth  # noqa: E402
 
 import loratui.logic.word_guess as word_guess  # noqa: E402
 
@@ -50,10 +47,7 @@ def table(before: list[dict], whole: dict, texts: dict, probs: dict, gate: tuple
 
 
 def main() -> None:
-    rows = dev_rows()
-    before = [json.loads(line) for line in gzip.decompress(BEFORE.read_bytes()).decode().splitlines() if line]
-    known = {r["file"] for r in rows}
-    before = [b for b in before if b["file"] in known]
+    rows, before = wave_records()
     texts = asked([r for r in rows if r["file"] in {b["file"] for b in before}])
     probs = held_out(rows, before, texts)
     whole = held_out(rows, before, {})  # the whole text's probabilities, for the override
