@@ -76,6 +76,10 @@ async def test_the_footer_names_ctrl_c_beside_detach() -> None:
     app = LoratuiApp(ListSource(scenarios.run(5)), send=Sent())
     async with app.run_test(size=(80, 24)) as pilot:
         await _settled(pilot, app, 5)
-        await pilot.pause(0.3)
-        labels = {k.key_display: k.description for k in app.query(FooterKey)}
+        labels: dict[str, str] = {}
+        for _ in range(100):  # the footer composes its keys after the first refresh: wait for them, not a fixed time
+            labels = {k.key_display: k.description for k in app.query(FooterKey)}
+            if labels:
+                break
+            await pilot.pause(0.05)
     assert labels.get("d/^c") == "detach", labels
