@@ -125,8 +125,12 @@ def test_a_gans_losses_in_words_are_no_verdict(line: str) -> None:
     assert said is None or said.kind == "quiet", said
 
 
-def test_a_language_models_loss_beside_no_gan_still_rises() -> None:
-    said = loss_words.read("the generation quality is fine but the training loss keeps increasing after 100k steps")
+@pytest.mark.parametrize("line", [
+    "the generation quality is fine but the training loss keeps increasing after 100k steps",
+    "Using model.fit_generator with my data generator, the loss keeps increasing after epoch 3",
+])
+def test_a_loss_beside_no_gan_still_rises(line: str) -> None:
+    said = loss_words.read(line)
     assert said is not None and said.kind == "rise", said
 
 

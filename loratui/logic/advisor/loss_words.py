@@ -161,11 +161,13 @@ _NOT_LM = re.compile(r"(?<![A-Za-z0-9_])(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF
 """An objective that is not a language-model loss, or its metrics: a GRPO loss grows with the KL, a DPO loss
 starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss. Bounded by ASCII word
 characters: Chinese beside it is no word of its own (`做dpo训练时，loss没有下降反上升`)."""
-_ADVERSARIAL = re.compile(r"(?<![A-Za-z0-9_])(?:discriminator|generator|GANs?|adversarial|feature[ _-]?(?:matching|loss)|"
+_ADVERSARIAL = re.compile(r"(?<![A-Za-z0-9_])(?:discriminator|generator(?:'s)?[ _]loss|GANs?|adversarial|"
+                          r"feature[ _-]?(?:matching|loss)|"
                           r"[dg]_loss|loss_[dg]|mel[ _-]?gan|hifi-?gan|cycle-?gan|判别器|生成器)(?![A-Za-z0-9_])", re.I)
 """A GAN's losses: the generator's and the discriminator's move against each other (the adversarial and
 feature-matching losses rise as the discriminator learns, a balanced discriminator sits at 0.5 or ln 2); in words,
-their rise or standstill says nothing of whether the model learns (HiFi-GAN#59, ParallelWaveGAN#226)."""
+their rise or standstill says nothing of whether the model learns (HiFi-GAN#59, ParallelWaveGAN#226). Not a bare
+`generator`: Keras' data generators (`fit_generator`) feed models whose loss does report."""
 REWARD_STILL = re.compile(r"\brewards?\b[^.!?\n]{0,25}?\b(?:stay\w*|stuck|remain\w*|(?:is|are|was|were)\s+(?:always\s+|"
                           r"all\s+|still\s+|just\s+)?)\s*(?:at\s+|around\s+)?(?:0(?:\.0+)?(?![\d.])|zero)|"
                           r"\brewards?\b[^.!?\n]{0,25}?(?:\bnever|\bnot|n't)\s+(?:\w+\s+)?(?:increas\w*|improv\w*|"
