@@ -205,15 +205,15 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
         change = {"model.attn_implementation": "sdpa"}
         if r is not None and r.model.attn_implementation != "flash_attention_2":
             change = {}
-        if f.facts.get("build"):
-            return Advice(f.id, ERROR, "flash-attn did not install: its setup.py failed; fix what its error names, or "
-                          "use attn_implementation = \"sdpa\"",
-                          [line, "pip builds flash-attn from source when no wheel matches this torch, CUDA and Python: "
-                           "the build needs torch, packaging, ninja and wheel installed first (pip install "
-                           "--no-build-isolation) and the CUDA toolkit (nvcc)",
-                           "sdpa needs no extra package and is close in speed"], change, f.step)
-        return Advice(f.id, ERROR, "flash-attention cannot be used here: use attn_implementation = \"sdpa\"",
-                      [line, "sdpa needs no extra package and is close in speed"], change, f.step)
+        title, evidence = "flash-attention cannot be used here: use attn_implementation = \"sdpa\"", [line]
+        if f.facts.get("build"):  # its setup.py failed as pip built it: the package never installed
+            title = "flash-attn did not install: its setup.py failed; fix what its error names, or use " \
+                "attn_implementation = \"sdpa\""
+            evidence.append("pip builds flash-attn from source when no wheel matches this torch, CUDA and Python: the "
+                            "build needs torch, packaging, ninja and wheel installed first (pip install "
+                            "--no-build-isolation) and the CUDA toolkit (nvcc)")
+        return Advice(f.id, ERROR, title, evidence + ["sdpa needs no extra package and is close in speed"], change,
+                      f.step)
     return _cuda_error_advice(f, line)
 
 
