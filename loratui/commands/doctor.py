@@ -146,8 +146,7 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
             tables.feed(line)
             if not line.strip():
                 advisor.blank_line()
-            said = slurm.said_end(line)
-            ended = said or (None if ended and progress.trains(line) else ended)  # a requeued job's log goes on
+            ended = progress.job_end_so_far(ended, line)  # a requeued job's log goes on
             for event in reader.feed(line, unwrapped=True):
                 if type(event).__name__ == "Log":
                     logged, last_step = True, max(last_step, event.step)

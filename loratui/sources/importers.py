@@ -304,14 +304,10 @@ _FIT_DONE = re.compile(r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reac
 
 def _take_scheduler_end(record: Record, line: str) -> None:
     """slurmstepd's line of a job's end (see `Record.scheduler_end`); a training line after it clears it."""
-    from loratui import slurm
     from loratui.logic.text_reader import progress
 
-    said = slurm.said_end(line)
-    if said is not None:
-        record.scheduler_end = said
-    elif record.scheduler_end[0] and progress.trains(line):
-        record.scheduler_end = ("", "")
+    record.scheduler_end = progress.job_end_so_far(record.scheduler_end if record.scheduler_end[0] else None, line) \
+        or ("", "")
 
 
 def _take_elapsed(record: Record, line: str) -> None:

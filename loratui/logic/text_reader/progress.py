@@ -63,3 +63,16 @@ def trains(line: str) -> bool:
         return True
     bar = find_bar(line)
     return bar is not None and bar.maybe_training
+
+
+def job_end_so_far(ended: tuple[str, str] | None, line: str) -> tuple[str, str] | None:
+    """slurmstepd's end of a job (`slurm.said_end`: its cause and job id) folded over the job's output, line by line:
+    the last end it said, cleared by a training line after it (`trains`: a requeued job's next start appends to the
+    same .out and trains on)."""
+    if "CANCELLED AT" in line:
+        from loratui import slurm  # only for slurmstepd's line: most logs never print one
+
+        said = slurm.said_end(line)
+        if said is not None:
+            return said
+    return None if ended is not None and trains(line) else ended
