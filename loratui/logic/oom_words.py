@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from loratui.logic.clauses import cjk_spaced, denial, sentences
+from loratui.logic.clauses import denial, sentences
 from loratui.logic.oom import FRAGMENTATION, OTHER_PROCESS, is_oom_line, parse_size
 from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB
@@ -279,7 +279,6 @@ def said_cause(line: str) -> str:
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
     if is_oom_line(line) and _PROGRAMS.search(line):
         return ""  # the program's message (its own hints name causes it does not know of)
-    line = cjk_spaced(line)
     if _PHANTOM.search(line) and _HELD.search(line):
         return OTHER_PROCESS
     if "reserved" in line.lower() and "allocated" in line.lower() and said_account(line):

@@ -48,6 +48,7 @@ from loratui.logic.advisor.watches import (
     StarveWatch,
     VramWatch,
 )
+from loratui.logic.clauses import cjk_spaced
 from loratui.logic.tracebacks import TraceScanner
 from loratui.logic.word_gate import WordGate
 from loratui.recipe import WATCHED, Recipe, RecipeError, load_recipe
@@ -308,9 +309,14 @@ class Advisor(OomFold):
         self._items = None
 
     def _line(self, line: str) -> None:
-        """Scan one output line: traceback frames and exceptions, an OOM, setup errors, text hints."""
+        """Scan one output line: traceback frames and exceptions, an OOM, setup errors, text hints. A line where
+        Chinese touches Latin letters or digits is read spaced (`做PPO训练时loss不降` as `做 PPO 训练时 loss 不降`):
+        both are word characters to `\\b`, so every English pattern would miss its word there; one spacing here
+        serves every reader of the line."""
         if len(line) > 4000:
             line = line[:4000]
+        if not line.isascii():
+            line = cjk_spaced(line)
         self.trace.line(line)
         self._traceback_after_oom()
         self._text_findings(line)

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui import events
+from loratui.logic.clauses import cjk_spaced
 from loratui.logic.text_reader import dialect, epochs, progress
 from loratui.logic.text_reader import values as v
 from loratui.text import inert
@@ -152,7 +153,10 @@ class TextReader:
 
     def _loss_text(self, fragment: str, t: float, out: list[events.AnyEvent]) -> None:
         """A fragment that is no record, dict or bar: a Keras epoch header, a `step N ... loss X` line in any
-        framework's spelling, or the losses a person lists in one line."""
+        framework's spelling, or the losses a person lists in one line. Read spaced where Chinese, kana or Hangul
+        touches a Latin word (`出现loss=nan的情况`), as the advisor reads every line (clauses.cjk_spaced)."""
+        if not fragment.isascii():
+            fragment = cjk_spaced(fragment)
         epoch = _KERAS_EPOCH.match(fragment)
         if epoch is not None:
             self._keras_epoch = int(epoch.group(1))
