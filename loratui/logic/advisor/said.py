@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from loratui.logic.advisor import loss_words
+from loratui.logic.advisor import loss_words, objectives
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.clauses import sentences
 from loratui.logic.fmt import quoted
@@ -49,7 +49,7 @@ _CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|if |elif |f
                    r"[=(]\s*\w*loss\w*\s*[,)]")
 
 
-_NOT_LM = re.compile(r"(?<![A-Za-z0-9_])(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward model)(?![A-Za-z0-9_])", re.I)
+_NOT_LM = re.compile(objectives.named(objectives.RL + objectives.PREFERENCE, "reward model"), re.I)
 """An objective that is not a language-model loss: a GRPO loss grows with the KL to the reference while the
 reward is flat (theLMbook#6), a DPO loss may go anywhere; its rise in words is no divergence."""
 
