@@ -158,7 +158,7 @@ _CODE = re.compile(r"\b\w+=[\w\[(.'\"]+.*\bif\b.*\belse\b|"
                    r"^\s*(?:def |class |import |from \S+ import|//|[\w.]+\(.*\)[,:]?\s*$|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
                    r"return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|[=(]\s*\w*loss\w*\s*[,)]|\{\s*['\"]?\w+['\"]?\s*:")
-_NOT_LM = re.compile(objectives.named(objectives.RL + objectives.PREFERENCE, "reward", r"rewards/\w+", "kl"), re.I)
+_NOT_LM = re.compile(objectives.named(objectives.LM_RL + objectives.PREFERENCE, "reward", r"rewards/\w+", "kl"), re.I)
 """An objective that is not a language-model loss, or its metrics: a GRPO loss grows with the KL, a DPO loss
 starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss. Bounded by ASCII word
 characters: Chinese beside it is no word of its own (`做dpo训练时，loss没有下降反上升`)."""

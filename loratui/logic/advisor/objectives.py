@@ -6,8 +6,12 @@ a model learns. Pure: names and patterns."""
 
 from __future__ import annotations
 
-RL = ("PPO", "DQN", "DDQN", "DDPG", "TD3", "SAC", "A2C", "A3C", "GRPO", "RLHF", "RLVR", "RLOO", "MuZero")
-"""Reinforcement-learning algorithms, classic and for language models."""
+LM_RL = ("PPO", "GRPO", "RLOO", "RLHF", "RLVR")
+"""Reinforcement learning of language models: a GRPO loss is 0 at its first steps by design (the KL to the reference
+is), so a loss said to be 0 is no report there either."""
+RL = ("DQN", "DDQN", "DDPG", "TD3", "SAC", "A2C", "A3C", "MuZero") + LM_RL
+"""Reinforcement-learning algorithms, classic and for language models: a classic agent's value or Q loss said to be
+0 is still a report (its targets equal its predictions: nothing is learned)."""
 PREFERENCE = ("DPO", "ORPO", "KTO", "SimPO", "IPO", "CPO")
 """Preference objectives: their implicit rewards are a metric of the policy against the reference."""
 

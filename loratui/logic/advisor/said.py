@@ -49,7 +49,7 @@ _CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|if |elif |f
                    r"[=(]\s*\w*loss\w*\s*[,)]")
 
 
-_NOT_LM = re.compile(objectives.named(objectives.RL + objectives.PREFERENCE, "reward model"), re.I)
+_NOT_LM = re.compile(objectives.named(objectives.LM_RL + objectives.PREFERENCE, "reward model"), re.I)
 """An objective that is not a language-model loss: a GRPO loss grows with the KL to the reference while the
 reward is flat (theLMbook#6), a DPO loss may go anywhere; its rise in words is no divergence."""
 
