@@ -227,7 +227,8 @@ SAID_RISE = 1.2
 
 @dataclass(frozen=True)
 class Said:
-    kind: str  # flat, zero, rise; or quiet: a predicate read that reports no such thing (a fall, a denial)
+    kind: str  # flat, zero, rise, overfit (a validation loss rising); or quiet: a predicate read that reports no such
+    # thing (a fall, a denial)
     subject: str  # loss, val_loss, acc, model, still, lr, pred
 
 
@@ -266,7 +267,9 @@ def read(line: str) -> Said | None:
         # itself, its accuracy or the model can then be said to stand still or rise (`the loss converges quickly
         # but the accuracy stays at 0`); a validation loss that stays or rises is overfitting, a learning rate at
         # 0 a warm-up's first steps
-        found = [s for s in found if s.subject in ("loss", "acc", "model")]
+        found = [s for s in found if s.subject in ("loss", "acc", "model") or s.kind == "overfit"]
+    if any(s.kind == "overfit" for s in found) and _METRIC_BETTER.search(line):
+        found = [s for s in found if s.kind != "overfit"]  # the metric improves: keep training (wav2letter#879)
     if not found and swings:
         return QUIET  # a swing, which the narrower readers would take for the rise or the fall inside it
     if not found:
@@ -300,6 +303,16 @@ LEVELLED_BY, LEVELLED_MAX = 0.85, 4.0
 model's loss above that is near its unigram entropy), and not at chance (ln k for a few classes)."""
 
 
+_METRIC_BETTER = re.compile(
+    r"\b(?:WER|CER|PER|error rate)s?\b[^.!?]{0,30}?\b(?:decreas\w*|drop\w*|go(?:es|ing)? down|went down|fall\w*|"
+    r"improv\w*|descend\w*|declin\w*)|"
+    r"\b(?:acc(?:uracy)?|BLEU|F1|mAP|AUC|ROUGE[\w-]*|metrics?|scores?)\b[^.!?]{0,30}?\b(?:increas\w*|ris(?:e|es|ing)\b|"
+    r"go(?:es|ing)? up|went up|improv\w*)", re.I)
+"""A metric said to improve beside a validation loss said to rise (`the validation loss is increasing, the WER keeps
+decreasing`): the maintainers say this is no overfitting (the loss and the metric measure different things): keep
+training (wav2letter#879's answer)."""
+
+
 def _levelled(scopes: list[str]) -> bool:
     """The loss's clauses name where it started and a lower value where it stays: it fell, then levelled off
     (LlamaFactory#987: `开始loss为1.9，几十个step之后就在1.5附近不再下降`)."""
@@ -330,7 +343,7 @@ def _gravest(found: list[Said], line: str) -> Said:
         # started dropping`, `fluctuating between 0.8 and 1.2 but trending down`): where it went last counts
         last_fall = max(i for i, s in enumerate(found) if s.kind == "fall" and s.subject == "loss")
         found = [s for i, s in enumerate(found) if not (s.kind == "flat" and s.subject == "loss" and i < last_fall)]
-    for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
+    for kind in ("rise", "zero", "flat", "overfit"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
             if (kind == "rise" and TRANSIENT.search(line)) or (kind == "flat" and _WITHIN_EPOCH.search(line)):
@@ -492,6 +505,8 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         rose = rose or (p.lastgroup == "rise" and not negated)
     if rose and last is not None and last[0] != "rise" and _ALTERNATES.search(scope):
         last = ("rise", False)  # `一会儿变得很大，一会儿变成0`: by turns, not in order; the rise is the graver
+    if rose and last == ("fall", True):
+        last = ("rise", False)  # `increases and never decreases`: the fall denied is the rise going on
     if subject == "loss" and _huge(scope):
         return Said("rise", subject)  # `Perplexity 16063139.21`: no run that learns prints it
     if last is None:
@@ -614,8 +629,8 @@ _BLEW = re.compile(r"diverg|explo|blow|blew|unstable|发散|爆炸|不稳定", r
 def _for(subject: str, kind: str, verb_text: str = "") -> Said:
     """What a predicate means for the training loss, by its subject: an accuracy or a model that does not improve,
     weights that do not update, gradients or a learning rate at zero all mean a loss that does not move; only a
-    training loss or a model rises (an accuracy or a learning rate going up is no divergence, a validation loss
-    going up is overfitting)."""
+    training loss or a model rises (an accuracy or a learning rate going up is no divergence); a validation loss
+    going up is overfitting."""
     base = subject.removeprefix("val_")
     if base == "acc" and kind in ("rise", "fall"):
         # an accuracy climbing: the model learns; an accuracy falling is no news of the loss
@@ -626,7 +641,9 @@ def _for(subject: str, kind: str, verb_text: str = "") -> Said:
         return Said("quiet", subject)  # the learning rate decays, the weights change: no news of learning
     if kind in ("quiet", "fall"):
         return Said(kind, subject)
-    if base == "loss" and not (kind == "rise" and subject.startswith("val_")):
+    if base == "loss" and kind == "rise" and subject.startswith("val_"):
+        return Said("overfit", subject)  # a validation loss going up: overfitting, unless a metric says otherwise
+    if base == "loss":
         return Said(kind, subject)
     if (base == "acc" and kind == "flat") or (base == "model" and kind == "flat"):
         return Said(kind, subject)

@@ -25,12 +25,12 @@ _RISE = (r"(?:explo(?:d\w*|sion)|blew up|blow(?:s|ing)? up|diverg\w*|increas\w*|
          r"(?:worse|huge|enormous|massive|astronomical)\b|worse and worse)")
 _SAID = re.compile(
     r"\b(?:training|model|network|net|run|optimi[sz]ation|fine-?tuning)\s+(?:\w+\s+)?diverg(?:es|ed|ing)\b|"
-    r"(?:训练|模型)\s*(?:也|又|就|还|突然|开始)*\s*发散|" +
+    r"(?:训练|模型)\s*(?:也|又|就|还|突然|开始|竟然|居然|直接|很快|总是|经常|容易)*\s*发散|" +
     _SUBJECT + r"(?P<gap>[^.!?\n,;:=]{0,30}?)\b" + _RISE +
     r"|\b(?:explod\w*|increasing|rising|diverging|growing)\s+(?:train(?:ing)?\s+)?loss\b(?!\s*[_ ]?scal)" +
     r"|\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+(?:of|in)\s+(?:the\s+)?(?:both\s+)?"
     r"(?:train(?:ing)?\s+)?loss(?:es)?\b(?!\s*[_ ]?scal)" +
-    r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|会|就|还|突然|一直|不断|开始|逐渐|出现了?|的)*\s*"
+    r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|会|就|还|突然|一直|不断|开始|逐渐|竟然|居然|直接|很快|出现了?|的)*\s*"
     r"(?:爆炸|增大|变大|上升|升高|增加|飙升|暴增|暴涨|发散|上涨|越来越大|越来越高|不降反升|不降反增)",
     re.I)
 _HELD = re.compile(r"\b(?:not?|never|without|avoid\w*|prevent\w*|stop(?:s|ped)? (?:the )?|instead of|if|whether|"
@@ -61,8 +61,9 @@ def rise_said(line: str, step: int) -> Finding | None:
         return None
     said = loss_words.read(line)
     if said is not None:
-        return Finding("loss_diverging", step, {"kind": "said", "quote": quoted(line), "lr": None}) \
-            if said.kind == "rise" else None
+        return Finding("loss_diverging", step, {"kind": "said", "quote": quoted(line), "lr": None,
+                                                "overfit": said.kind == "overfit"}) \
+            if said.kind in ("rise", "overfit") else None
     if _CODE.search(line) or _NOT_LM.search(line) or loss_words.TRANSIENT.search(line):
         return None  # TRANSIENT: a spike said to recover, a jump at each epoch's start
     for found in _SAID.finditer(line):
