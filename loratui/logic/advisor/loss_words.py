@@ -4,7 +4,8 @@ PREDICATE: it stays put, it falls, it rises, it is zero), with the negation betw
 loss that does not move (`the loss does not decrease`) and a rise or a standstill into nothing (`the loss no
 longer explodes`, `not stuck anymore`); the last predicate said of a subject is where it went (`decreases at
 first, then goes up`). A supposition (`what if`, `how to avoid`, `in case`) reports nothing; a validation loss
-that rises is overfitting, not divergence; an RL or preference objective is judged by its own metrics.
+that rises is overfitting (reported as such, not as the training loss's divergence); an RL or preference objective
+is judged by its own metrics.
 
 Pure: a line in, a `Said` or None. None when the line says nothing this reader can tell: the older, narrower
 readers in `said.py` get their turn then."""

@@ -42,8 +42,8 @@ _OTHER = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|time|st
 """Another quantity between the loss and the verb: `loss decreases while the learning rate increases`."""
 _NOT_TRAIN = re.compile(r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[ _]$|"
                         r"(?<![A-Za-z])(?:zero|few|one|\d+)[- ]?shot\s+(?:[A-Za-z]+\s+)?$", re.I)
-"""A validation loss rising while training goes on is overfitting, not divergence; a zero- or few-shot loss is an
-evaluation's before (or without) training."""
+"""A validation loss, or a zero- or few-shot loss (an evaluation's before, or without, training), is no training loss:
+these narrower patterns leave it alone (loss_words reads a validation loss rising as overfitting)."""
 _CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|if |elif |for |while |return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|"
                    r"[=(]\s*\w*loss\w*\s*[,)]")
