@@ -324,7 +324,7 @@ class Supervisor:
         redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
         after_round = _OutputRead(self) if self.command else None
         tail = follow_streams(self.run.stdout_log, self.run.stderr_log, self._emit_output, done, redraw,
-                              after_round=after_round)
+                              after_round=after_round, timed=True)
         code = self.trainer.wait()
         self._cmds_offset = file_size(self.run.commands)  # the next trainer starts after what this one read
         done.set()
@@ -339,15 +339,16 @@ class Supervisor:
                 for event in self.watcher.close():
                     self.log.write(event)
 
-    def _emit_output(self, name: str, texts: list[str]) -> None:
-        """Batched `Output` events (200 lines at most each, so no event is huge)."""
+    def _emit_output(self, name: str, texts: list[str], written: float | None = None) -> None:
+        """Batched `Output` events (200 lines at most each, so no event is huge); `written`: when the last of the
+        lines was written (the steps they print took the time between writes, not between reads)."""
         if name == "stderr":
             self._stderr_tail = (self._stderr_tail + texts)[-200:]
-        self._watch(texts)
+        self._watch(texts, written)
         for first in range(0, len(texts), 200):
             self.log.write(events.Output(t=time.time(), stream=name, lines=texts[first:first + 200]))
 
-    def _watch(self, texts: list[str]) -> None:
+    def _watch(self, texts: list[str], written: float | None = None) -> None:
         """Steps and losses from a watched command's output, while no hooked Trainer reports them."""
         if self.watcher is None:
             return
@@ -355,11 +356,10 @@ class Supervisor:
             if self.watcher is None or self.run.hooked.exists():
                 self.watcher = None
                 return
-            for text in texts:
-                for event in self.watcher.feed(text):
-                    if isinstance(event, events.State):
-                        self.state = event.state
-                    self.log.write(event)
+            for event in self.watcher.feed_lines(texts, written):
+                if isinstance(event, events.State):
+                    self.state = event.state
+                self.log.write(event)
 
     def _run_pids(self) -> list[int]:
         """The trainer's pid and its descendants (dataloader workers), refreshed every few seconds."""
