@@ -136,6 +136,13 @@ class RunDir:
         return self.path / "control.in"
 
     @property
+    def resume(self) -> Path:
+        """The checkpoint a watched command's launch resumes from (the supervisor writes it before the launch, and
+        removes it before one that resumes nothing); the hook reads it at the process's first train(). A file, not a
+        variable: the command's environment holds only the variables that let its own processes be watched."""
+        return self.path / "trainer.resume"
+
+    @property
     def hooked(self) -> Path:
         """Written by loratui's Trainer hook in a watched command at train begin: what it obeys (JSON)."""
         return self.path / "trainer.hook.json"

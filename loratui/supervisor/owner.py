@@ -295,12 +295,14 @@ class Supervisor:
         """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
         command = trainer_command(self.run, self.recipe, self.probe, resume_from)
         env = dict(self.user_env, **self.settings.env)
-        # Commands sent from now on (a `pause` while the trainer still imports) wait in control.cmds for it.
+        # Commands sent from now on (a `pause` while the trainer still imports) wait in control.cmds for it
+        # (a watched command's hook reads them from its train begin: it gets no such variable).
         env["LORATUI_CMDS_OFFSET"] = str(self._cmds_offset)
         if self.command:
             # The user's program, as they would run it: their buffering, bars and NCCL settings (a plain
             # loop's own print()s reach the log as its stdout flushes them); only the hook's variables added.
-            env = watched.command_env(self.run, env, resume_from)
+            env = watched.command_env(self.run, env)
+            watched.say_resume(self.run, resume_from)
             blocked = command_keys.hook_blocked(self.command) if resume_from is None else ""
             if blocked:  # said once, at the first launch: the run is read from its output alone
                 self.log.write(events.Notice(t=time.time(), level="warning", key="hook_blocked",
