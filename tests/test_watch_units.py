@@ -569,8 +569,8 @@ def test_a_bare_named_evaluation_loss_is_the_evaluations_at_the_current_step(lin
     assert [e.step for e in found if isinstance(e, events.Step)] == [3, 4, 5]
 
 
-@pytest.mark.parametrize("line", ["4/4 [======] - 2s - loss: 3.10 - val_loss: 2.95", "epoch 1 train_loss=3.10 "
-                                  "val_loss=2.95", "{'loss': 3.10, 'val_loss': 2.95}", "best_val_loss=2.95 so far"])
+@pytest.mark.parametrize("line", ["4/4 [======] - 2s - loss: 3.10 - val_loss: 2.95", ("epoch 1 train_loss=3.10 "
+                                  "val_loss=2.95"), "{'loss': 3.10, 'val_loss': 2.95}", "best_val_loss=2.95 so far"])
 def test_a_line_with_the_training_loss_keeps_it(line: str) -> None:
     """Where the line names the training's loss too (Keras' epoch line), it is the training's loss, as before; a
     best-so-far figure is no reading of the evaluation."""

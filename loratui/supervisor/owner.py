@@ -7,7 +7,6 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -33,7 +32,6 @@ from loratui.rundir import (
     latest_checkpoint,
     node_name,
     write_pidfile,
-    write_private,
 )
 from loratui.safeio import append_file
 from loratui.supervisor import command as watched
@@ -56,7 +54,9 @@ class Supervisor:
     """Owns the trainer process and the run's log for the run's whole life."""
 
     def __init__(self, run: RunDir, probe: GpuProbe | None = None, probe_reason: str = "",
-                 adopt: bool = False) -> None:
+                 adopt: bool = False, kept_env: bool = False) -> None:
+        """`kept_env`: a restart with applied advice started this run and kept the replaced run's first environment
+        as this one's (`RunDir.first_env`): the trainer starts in it, not in the viewer's this process inherited."""
         self.run = run
         self.adopt = adopt
         """Taking over a suspended run whose supervisor died: resume from its last checkpoint."""
@@ -84,7 +84,7 @@ class Supervisor:
         self.command = list(self.settings.command)
         # The environment the trainer is started in: the user's at the run's first start, also when a new supervisor
         # re-adopts it from another shell (`loratui resume`: that shell's variables are not the run's).
-        self.user_env, self._env_note = trainer_base_env(run, adopt)
+        self.user_env, self._env_note = trainer_base_env(run, adopt or kept_env)
         self.watcher = OutputWatcher() if self.command else None
         # The reader keeps state across lines (a dict on stdout waits for the bar's redraw on stderr): the tail thread
         # feeds it, and the end's `close` (after a join that may time out) must not run beside a feed.
@@ -123,9 +123,7 @@ class Supervisor:
         if self.time_limit is not None:
             threading.Thread(target=self.time_limit.run, args=(stop_status,), daemon=True).start()
         try:
-            final = self._drive()
-            if final in events.FINAL_STATES:  # nothing resumes the run now: the kept environment's secrets go
-                self.run.first_env.unlink(missing_ok=True)
+            final = self._drive()  # (the kept environment stays after the end, as the alert URL does: a restart takes it)
         finally:
             stop_status.set()
             stop_inbox.set()
@@ -193,7 +191,7 @@ class Supervisor:
             loratui_version=__version__, argv=sys.argv, warn_gb=self.recipe.monitor.warn_gb,
             gpu_totals=[d.total for d in self.probe.devices()] if self.probe is not None else [],
             command=self.command, cwd=self.settings.cwd if self.command else "",
-            env=command_keys.env_summary(dict(os.environ)) if self.command else {},
+            env=command_keys.env_summary(dict(self.user_env)) if self.command else {},
             controls=["stop"] if self.command else [],  # until its Trainer (or first step) says more
             slurm=slurm.job_env(), node=node_name(),
             clock_offset=nodelogs.clock_offset(self.run.path) if self.slurm_job else 0.0,
@@ -531,16 +529,12 @@ def trainer_base_env(run: RunDir, adopt: bool) -> tuple[dict[str, str], str]:
     if not adopt or requeued:
         if not adopt:
             try:
-                run.first_env.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                write_private(run.first_env, json.dumps(environ).encode("utf-8"))
+                run.keep_first_env(environ)
             except OSError:
                 pass  # an unwritable state directory: a re-adopting supervisor says so
         return environ, ""
-    try:
-        kept = json.loads(run.first_env.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        kept = None
-    if isinstance(kept, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in kept.items()):
+    kept = run.kept_first_env()
+    if kept is not None:
         return kept, ""
     return environ, ("the environment the run was first started with was not found (a run of an older loratui, or "
                      "an unwritable state directory): the trainer gets the environment of the shell that resumed it")
@@ -632,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     adopt = "--adopt" in args[1:]
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     probe, reason = open_probe()
-    supervisor = Supervisor(run, probe, reason, adopt=adopt)
+    supervisor = Supervisor(run, probe, reason, adopt=adopt, kept_env="--kept-env" in args[1:])
     signal.signal(signal.SIGTERM, supervisor.on_sigterm)
     return supervisor.main()
 
