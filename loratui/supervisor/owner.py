@@ -97,11 +97,22 @@ class Supervisor:
         self.time_limit = TimeLimit(self, self.slurm_job, limit, self.settings.requeue or self.recipe.slurm.requeue) \
             if self.slurm_job else None
         self.requeueing = False
-        if adopt:  # the run's history: folded for its state and advice, its alerts not sent again
-            history = self._status_tail.poll()
-            self.unattended.watch.feed_quietly(history)
-            runstatus.fold(self.status, history)
-            self.status.offset = self._status_tail.whole
+        if adopt:  # the run's history, to the log's end: folded for its state and advice, its alerts not sent again
+            self._fold_history()
+
+    def _fold_history(self) -> None:
+        """Fold the adopted run's whole log quietly, `HISTORY_READ` bytes at a time (memory stays bounded). One read
+        of 64 MiB was taken for the history and the rest of a longer log was folded by the status thread as news:
+        its old alerts (a NaN, the suspend) were recorded and sent again at every resume."""
+        while True:
+            start = self._status_tail.offset
+            history = self._status_tail.poll(HISTORY_READ)
+            if history:
+                self.unattended.watch.feed_quietly(history)
+                runstatus.fold(self.status, history)
+            if self._status_tail.offset == start:  # the log's end
+                break
+        self.status.offset = self._status_tail.whole
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -516,6 +527,10 @@ class Supervisor:
             return
         self.scheduler.signalled()
         self._handle(control.Request("stop", "signal"))
+
+
+HISTORY_READ = 16 << 20
+"""Bytes of an adopted run's log read at a time while its history is folded."""
 
 
 def trainer_base_env(run: RunDir, adopt: bool) -> tuple[dict[str, str], str]:
