@@ -176,6 +176,11 @@ class TextReader:
             step, numbers = self._counted(fragment, found)
             self._loss_line(step if step is not None else self._keras_step(fragment), numbers, t, out)
             return
+        named = v.named_evaluation_loss(fragment) if self.evals_apart else None
+        if named is not None:  # `val_loss=2.2` alone: the evaluation's, as `eval loss 2.2` is
+            self._release(t, self._early)
+            self._emit(max(v.line_step(fragment) or 0, self.step), {"eval_loss": named}, t, out)
+            return
         listed = v.loss_list(fragment)
         if listed:
             self._release(t, out)
