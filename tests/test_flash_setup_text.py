@@ -98,3 +98,15 @@ def test_an_error_out_of_flash_attns_own_build_is_its_install(where: str) -> Non
 def test_another_packages_build_is_not_flash_attns() -> None:
     text = BUILD_FAILS.replace("flash-attn_0123456789abcdef0123456789abcdef", "deepspeed_0123456789abcdef01234567")
     assert first_id(text) != "flash_attn_unavailable"
+
+
+@pytest.mark.parametrize("line", ["  ERROR: Failed building wheel for dropout-layer-norm",
+                                  "Failed to build rotary-emb", "ERROR: Could not build wheels for xentropy-cuda-lib"])
+def test_a_build_of_flash_attns_own_extensions_is_its_install(line: str) -> None:
+    """flash-attention's csrc/ extensions, which model READMEs ask users to build (`pip install csrc/layer_norm`,
+    Qwen#241 from wave 29's dev half): their build failing is flash-attn's."""
+    assert first_id(line + "\n") == "flash_attn_unavailable"
+
+
+def test_apexs_fused_layer_norm_is_not_flash_attns() -> None:
+    assert first_id("Failed building wheel for fused-layer-norm-cuda\n") != "flash_attn_unavailable"

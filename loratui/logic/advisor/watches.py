@@ -239,6 +239,9 @@ _UNAVAILABLE = (r"not installed|not available|unavailable|not (?:be )?supported|
                 r"incompatible|not compatible|not compiled|without GPU|no kernel image")
 """What a library says when it cannot be used: not installed, not importable, not built for this GPU or OS."""
 _FLASH = r"flash[_\- ]?attn|flash[_\- ]?attention"
+_FLASH_PARTS = r"dropout[_-]layer[_-]norm|rotary[_-]emb|fused[_-]dense[_-]lib|xentropy[_-]cuda[_-]lib"
+"""flash-attention's optional CUDA extensions, built from its csrc/ (layer_norm, rotary, fused_dense_lib, xentropy)
+as model READMEs ask (`pip install csrc/layer_norm`): their build failing is flash-attn's (Qwen#241)."""
 _SETUP = (
     # bitsandbytes' setup in every version: the old `CUDA SETUP:` lines, the CPU-only binary it fell back to
     # (`bin ...libbitsandbytes_cpu.so`), its native library (CUDA, ROCm, Windows .dll) beside a word of failure,
@@ -304,7 +307,8 @@ _SETUP = (
         r"(?<!没有)(?<!没)(?<!不)(?:报错|出错))|"
         # its build failing: `Building wheel for flash-attn (setup.py) ... error`, `Failed building wheel for flash-attn`
         r".*?Building wheel for\s+(?:" + _FLASH + r").{0,40}?\.\.\.\s*error\b|"
-        r".*?(?:Failed building wheel for|Could not build wheels for|Failed to build)\s+(?:" + _FLASH + r")|"
+        r".*?(?:Failed building wheel for|Could not build wheels for|Failed to build)\s+(?:" + _FLASH + "|" +
+        _FLASH_PARTS + r")|"
         # kernels this GPU or dtype lacks: `FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`
         r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d))",
         re.I)),
@@ -327,7 +331,8 @@ _SETUP = (
 )
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul",
                              "needed for quantization", "cublas api"),
-               "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers", "is_sm"),
+               "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers", "is_sm", "layer-norm",
+                                          "layer_norm", "rotary", "fused", "xentropy"),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip", "find an engine") +
                cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
