@@ -359,6 +359,8 @@ OVERFIT = [
     "验证集loss一直上升，训练集loss在下降",
     "the train loss goes down but the val loss goes up",
     "eval perplexity increases while train perplexity keeps falling",
+    # speech-emotion-recognition#33: a Chinese clause with no subject goes on about the validation loss too
+    "train loss是稳定下降，但是再valid loss上，前30个迭代是下降，但是后续就开始上升了。应该是过拟合了吧？",
 ]
 
 QUIET = [

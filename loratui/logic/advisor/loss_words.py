@@ -361,7 +361,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
         return []  # `对比直接在qwen上面增量预训练依然在下降`: another run, told as the reference
     subjects = [m for m in _SUBJECT.finditer(sentence)
                 if not m.group("proc") or _OPENS.search(sentence[:m.start()])]  # `is not training`: a verb
-    if not subjects and previous[0] in ("loss", "model") and (_CJK.search(sentence) or _GOES_ON.match(sentence)):
+    if not subjects and previous[0] in ("loss", "model", "val_loss") and (_CJK.search(sentence) or
+                                                                       _GOES_ON.match(sentence)):
         said = _predicate(previous[0], sentence[:80], False)
         return [said] if said is not None and not _supposed(sentence) else []
     found = []
