@@ -409,8 +409,8 @@ def _take(record: Record, found: list[events.AnyEvent]) -> None:
 
 def _fill_steps_without_bars(record: Record) -> None:
     """Without bars, dict order is all there is: spread the train dicts over the summary's step count."""
-    summary = next((v for _, v in record.entries if "train_runtime" in v), None)
-    n_train = sum(1 for _, v in record.entries if TRAIN_KEYS & v.keys() and "train_runtime" not in v)
+    summary = next((v for _, v in record.entries if events.is_train_summary(v)), None)
+    n_train = sum(1 for _, v in record.entries if TRAIN_KEYS & v.keys() and not events.is_train_summary(v))
     runtime, rate = (summary.get("train_runtime", 0.0), summary.get("train_steps_per_second", 0.0)) if summary \
         else (0.0, 0.0)
     total = round(runtime * rate) if math.isfinite(runtime * rate) else 0
@@ -462,7 +462,7 @@ def to_events(record: Record) -> list[events.AnyEvent]:
         if is_eval(values):
             out += _eval_events(t, step, values)
             continue
-        if step > previous and TRAIN_KEYS & values.keys() and "train_runtime" not in values:
+        if step > previous and TRAIN_KEYS & values.keys() and not events.is_train_summary(values):
             out.append(_step(record, clock, previous, step, values.get("epoch", 0.0)))
             out += [events.Checkpoint(t=t, step=s, path=at.pop(s)) for s in sorted(at) if s <= step]
             previous = step
@@ -500,7 +500,7 @@ def _timing(record: Record) -> tuple[Any, str]:
             return start + e0 + (e1 - e0) * (step - s0) / max(s1 - s0, 1)
 
         return clock, "times from the log's elapsed_time"
-    runtime = next((v["train_runtime"] for _, v in record.entries if "train_runtime" in v), None)
+    runtime = next((v["train_runtime"] for _, v in record.entries if events.is_train_summary(v)), None)
     per_step = runtime / last if runtime and math.isfinite(runtime) and runtime > 0 else SECONDS_PER_STEP
     begin = record.end_t - per_step * last
     how = "times spread evenly over train_runtime" if _finished(record) else ASSUMED
@@ -548,7 +548,7 @@ def _closing(record: Record, last_step: int) -> list[events.AnyEvent]:
 
 
 def _finished(record: Record) -> bool:
-    return record.fit_done or any("train_runtime" in v for _, v in record.entries)
+    return record.fit_done or any(events.is_train_summary(v) for _, v in record.entries)
 
 
 def _nums(values: dict[str, float]) -> dict[str, events.Num]:
