@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay,
+from loratui.commands import (apply, doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay,
                               report, stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.held_interrupt import HeldInterrupt
@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
     attach.set_defaults(handler=cmd_attach)
     ls.set_defaults(handler=cmd_ls)
-    for module in (doctor, estimate, importer, init, recipes, replay, notify_test, stacks, mcp_server, report):
+    for module in (doctor, estimate, importer, init, recipes, replay, notify_test, stacks, mcp_server, report,
+                   apply):
         module.register(sub, runs_dir).set_defaults(handler=module.main)
     return parser
 

@@ -1,0 +1,60 @@
+"""`loratui apply RUN [ADVICE] [--restart]`: the advice doctor prints, applied from the shell through the code
+`A` and the MCP tool apply_advice use (commands/apply.py); a run without advice is told so, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loratui import cli
+from loratui.commands import mcp_server
+from loratui.eventlog import EventWriter
+from loratui.recipe import load_recipe
+from tests import scenarios
+from tests.test_apply_advice import _fake_run
+
+
+def _with(tmp_path: Path, found: list) -> tuple:
+    run, source = _fake_run(tmp_path)
+    writer = EventWriter(run.events)
+    for e in found:
+        writer.write(e)
+    return run, source
+
+
+def _apply(tmp_path: Path, *argv: str) -> int:
+    return cli.main(["apply", "--runs-dir", str(tmp_path / "runs"), *argv])
+
+
+def test_apply_writes_the_first_advice_beside_the_recipe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, source = _with(tmp_path, scenarios.run(60, peak_gib=33.5))
+    assert _apply(tmp_path, run.run_id) == 0
+    out = capsys.readouterr().out
+    written = sorted(source.parent.glob("qwen7b.fix-*.toml"))
+    assert len(written) == 1 and f"wrote {written[0]}" in out and f"loratui run {written[0]}" in out
+    assert load_recipe(written[0]).training.per_device_train_batch_size == 2
+    assert "--restart" in out  # how to restart the run with it instead
+
+
+def test_apply_by_id_is_the_advice_the_mcp_tool_would_take(tmp_path: Path) -> None:
+    run, source = _with(tmp_path, scenarios.run(60, peak_gib=33.5))
+    item = mcp_server._advice_item(run, "vram_near_limit")
+    assert _apply(tmp_path, run.run_id, item.id) == 0
+    assert sorted(p.name for p in source.parent.glob("qwen7b.fix-*.toml")) == ["qwen7b.fix-vram_near_limit.toml"]
+
+
+def test_a_run_without_advice_is_told_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, source = _with(tmp_path, scenarios.run(60, peak_gib=10.0))
+    assert _apply(tmp_path, run.run_id) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"loratui: {run.run_id} has no advice to apply") and "Traceback" not in err
+    assert not list(source.parent.glob("*.fix-*"))
+
+
+def test_an_unknown_advice_id_is_bad_input_naming_those_it_has(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    run, _ = _with(tmp_path, scenarios.run(60, peak_gib=33.5))
+    assert _apply(tmp_path, run.run_id, "no_such") == 2
+    err = capsys.readouterr().err
+    assert "'no_such'" in err and "vram_near_limit" in err and "Traceback" not in err
