@@ -58,3 +58,14 @@ def test_an_unknown_advice_id_is_bad_input_naming_those_it_has(tmp_path: Path,
     assert _apply(tmp_path, run.run_id, "no_such") == 2
     err = capsys.readouterr().err
     assert "'no_such'" in err and "vram_near_limit" in err and "Traceback" not in err
+
+
+def test_doctor_on_a_run_names_the_apply_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, _ = _with(tmp_path, scenarios.run(60, peak_gib=33.5))
+    cli.main(["doctor", str(run.path)])
+    out = capsys.readouterr().out
+    assert f"apply: loratui apply {run.path} vram_near_limit" in out
+    (tmp_path / "quiet").mkdir()
+    run2, _ = _with(tmp_path / "quiet", scenarios.run(60, peak_gib=10.0))
+    cli.main(["doctor", str(run2.path)])
+    assert "loratui apply" not in capsys.readouterr().out  # nothing to apply: no line
