@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import (apply, doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay,
-                              report, stacks)
+from loratui.commands import (apply, doctor, estimate, importer, init, mcp_server, notify_test, recipes,
+                              replay, report, stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.held_interrupt import HeldInterrupt
 from loratui.bounds import NotAFile, clip

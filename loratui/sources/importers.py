@@ -447,8 +447,8 @@ def _fill_steps_without_bars(record: Record) -> None:
                             + (f" (every {every} steps)" if every > 1 else ""))
     else:
         every = 1
-        record.step_note = (f"the log names no step (no progress bar, no logging_steps, no summary): its {n_train} training "
-                            "logs are numbered 1, 2, 3... in line order, not the trainer's steps"
+        record.step_note = (f"the log names no step (no progress bar, no logging_steps, no summary): its {n_train} "
+                            "training logs are numbered 1, 2, 3... in line order, not the trainer's steps"
                             if record.logging_steps != 1 else "steps from the log's logging_steps=1")
     if every > 1:
         record.entries = [(step * every, values) for step, values in record.entries]
