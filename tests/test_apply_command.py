@@ -69,3 +69,21 @@ def test_doctor_on_a_run_names_the_apply_command(tmp_path: Path, capsys: pytest.
     run2, _ = _with(tmp_path / "quiet", scenarios.run(60, peak_gib=10.0))
     cli.main(["doctor", str(run2.path)])
     assert "loratui apply" not in capsys.readouterr().out  # nothing to apply: no line
+
+
+async def test_A_in_replay_names_the_apply_command() -> None:
+    """Replay only reads a run: `A` on advice it could apply was silent; it now says what writes it."""
+    from loratui.tui.replay_app import replay_app
+    from tests.conftest import REPO
+
+    app = replay_app(scenarios.run(60, peak_gib=33.5), load_recipe(REPO / "recipes" / "qwen7b.toml"), "r", speed=1000)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if app.replay.done and app.advisor is not None and any(i.fix for i in app.advisor.items()):
+                break
+        await pilot.pause(0.5)
+        await pilot.press("a", "A")
+        await pilot.pause(0.3)
+        said = [n.message for n in app._notifications]
+    assert any("`loratui apply 20270115-093000-qwen7b vram_near_limit`" in s for s in said), said
