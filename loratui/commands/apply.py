@@ -99,6 +99,7 @@ def main(args: argparse.Namespace) -> int:
     """Write the copy (and with --restart, restart); exit 1 when the run has no advice to apply."""
     from loratui import rundir
     from loratui.errors import EXIT_NO, EXIT_OK, ApplyError, UsageError
+    from loratui.logic.advisor.render import change_line
     from loratui.text import inert
 
     run = rundir.resolve(args.run, args.runs_dir, args.everywhere)
@@ -110,7 +111,7 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, ApplyError) as exc:
         print(f"loratui: {inert(str(exc), newlines=False)}", file=sys.stderr)
         return EXIT_NO
-    change = ", ".join(f"{key} = {value!r}" for key, value in item.fix.items())
+    change = change_line(item.fix)  # as doctor and the alerts write it
     print(f"wrote {inert(str(path), newlines=False)} ({item.id}: {inert(change, newlines=False)})")
     if not args.restart:
         print(f"start it with `{inert(start_hint(run, path), newlines=False)}`, or `loratui apply {run.run_id} "
