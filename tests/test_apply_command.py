@@ -87,3 +87,20 @@ async def test_A_in_replay_names_the_apply_command() -> None:
         await pilot.pause(0.3)
         said = [n.message for n in app._notifications]
     assert any("`loratui apply 20270115-093000-qwen7b vram_near_limit`" in s for s in said), said
+
+
+def test_a_headless_end_with_advice_names_the_apply_command() -> None:
+    """The headless end's `advice:` and `change:` lines (the README's NaN demo) are followed by what applies it."""
+    import io
+
+    from loratui.logic.advisor import Advisor
+    from loratui.logic.runstate import RunState
+    from loratui.tui.headless import print_end
+    from tests.conftest import REPO
+
+    found = scenarios.failed_oom()
+    items = Advisor(load_recipe(REPO / "recipes" / "qwen7b.toml")).feed_all(found).items()
+    out = io.StringIO()
+    state = RunState().feed_all(found)
+    print_end(state, out, items)
+    assert f"  apply: loratui apply {state.run_id} {items[0].id}" in out.getvalue().splitlines(), out.getvalue()
