@@ -104,3 +104,25 @@ def test_a_headless_end_with_advice_names_the_apply_command() -> None:
     state = RunState().feed_all(found)
     print_end(state, out, items)
     assert f"  apply: loratui apply {state.run_id} {items[0].id}" in out.getvalue().splitlines(), out.getvalue()
+
+
+def test_apply_on_a_watched_llamafactory_run_writes_its_config_and_names_the_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The live settings' advice, spoken in the config's keys, goes into a copy of the YAML, as `A` writes it."""
+    from tests.test_config_fix import LLAMAFACTORY_YAML, _watched_events, _watched_run
+
+    command = ["llamafactory-cli", "train", "qwen_lora.yaml"]
+    run, config = _watched_run(tmp_path, command, LLAMAFACTORY_YAML)
+    from loratui import events
+    from tests.conftest import REPO
+
+    found = _watched_events(command)  # with the live settings a hooked Trainer records at train begin
+    live = events.Settings(t=0.5, recipe=(REPO / "recipes" / "qwen7b.toml").read_text())
+    writer = EventWriter(run.events)
+    for e in [found[0], live, *found[1:]]:
+        writer.write(e)
+    assert _apply(tmp_path, run.run_id) == 0
+    out = capsys.readouterr().out
+    copies = sorted(config.parent.glob("qwen_lora.loratui-fix*.yaml"))
+    assert len(copies) == 1 and f"wrote {copies[0]}" in out
+    assert "`loratui run -- llamafactory-cli train " in out and copies[0].name in out, out
