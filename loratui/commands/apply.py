@@ -45,8 +45,7 @@ def choose(run: Any, advice_id: str | None) -> Any:
     _, advisor = _fold(run)
     items = advisor.items()
     if not items:
-        raise ValueError(f"{run.run_id} has no advice to apply (`loratui doctor {run.run_id}` finds no problem "
-                         "in it)")
+        raise ValueError(f"{run.run_id} has no advice to apply: nothing in its log calls for a change")
     if advice_id is None:
         first = items[0]
         if first.no_fix:
@@ -56,7 +55,7 @@ def choose(run: Any, advice_id: str | None) -> Any:
         chosen = next((item for item in items if item.id == advice_id), None)
         if chosen is None:
             raise NoSuchAdvice(f"{run.run_id} has no advice {advice_id!r} now; it has "
-                             f"{', '.join(item.id for item in items)} (`loratui doctor {run.run_id}` shows them)")
+                               f"{', '.join(item.id for item in items)}")
     if not chosen.fix:
         raise ValueError(f"{chosen.id}: cannot be applied ({chosen.no_fix or 'it proposes no change'})")
     return chosen
