@@ -44,6 +44,9 @@ class OutputFollower:
         """Given each new complete redraw of a `\\r` line still being drawn (a watched command's tqdm bar)."""
         self.pending = b""
         self._redrawn = b""
+        self.written: float | None = None
+        """When the file was last written as of the last read (its mtime): the time the last line read was written,
+        which the time it was read (a poll later, or many when the reader was slow) is not."""
 
     def run(self, done: threading.Event) -> None:
         follow_together([self], done)
@@ -52,7 +55,11 @@ class OutputFollower:
         """What was written since the last read; the rest at the end; a file grown too large rotated."""
         if not self.max_file and handle.tell() > os.fstat(handle.fileno()).st_size:
             handle.seek(0)  # the other follower rotated it (copytruncate)
-        self.feed(handle.read(MAX_FILE))
+        data = handle.read(MAX_FILE)
+        if data:
+            with contextlib.suppress(OSError):
+                self.written = os.fstat(handle.fileno()).st_mtime
+        self.feed(data)
         if finished:
             self.flush()
         elif self.max_file and handle.tell() >= self.max_file:
@@ -117,14 +124,24 @@ def follow_together(followers: list[OutputFollower], done: threading.Event,
             done.wait(POLL_S)
 
 
-def follow_streams(stdout: Path, stderr: Path, emit: Callable[[str, list[str]], None], done: threading.Event,
+def follow_streams(stdout: Path, stderr: Path, emit: Callable[..., None], done: threading.Event,
                    redraw: Callable[[str], None] | None = None, starts: list[int] | None = None,
-                   max_file: int = MAX_FILE, after_round: Callable[[], None] | None = None) -> threading.Thread:
+                   max_file: int = MAX_FILE, after_round: Callable[[], None] | None = None,
+                   timed: bool = False) -> threading.Thread:
     """A started thread tailing a trainer's stdout then stderr (`follow_together`) until `done`: `emit(stream, lines)`
-    with "stdout" or "stderr"; `redraw` is given each redraw of a bar still being drawn; `starts`, `max_file` and
-    `after_round` as `follow_together` and `OutputFollower` take them."""
-    followers = [OutputFollower(path, functools.partial(emit, name), max_file=max_file, redraw=redraw)
-                 for path, name in ((stdout, "stdout"), (stderr, "stderr"))]
+    with "stdout" or "stderr" (`timed`: `emit(stream, lines, written)`, the file's mtime when they were read, the
+    time the last of them was written: `OutputFollower.written`); `redraw` is given each redraw of a bar still being
+    drawn; `starts`, `max_file` and `after_round` as `follow_together` and `OutputFollower` take them."""
+    followers = []
+    for path, name in ((stdout, "stdout"), (stderr, "stderr")):
+        follower = OutputFollower(path, functools.partial(emit, name), max_file=max_file, redraw=redraw)
+        if timed:
+            follower.emit = functools.partial(_emit_written, emit, name, follower)
+        followers.append(follower)
     thread = threading.Thread(target=follow_together, args=(followers, done, starts, after_round), daemon=True)
     thread.start()
     return thread
+
+
+def _emit_written(emit: Callable[..., None], name: str, follower: OutputFollower, lines: list[str]) -> None:
+    emit(name, lines, follower.written)

@@ -28,6 +28,7 @@ a colleague never carries it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -136,6 +137,13 @@ class RunDir:
         return self.path / "control.in"
 
     @property
+    def resume(self) -> Path:
+        """The checkpoint a watched command's launch resumes from (the supervisor writes it before the launch, and
+        removes it before one that resumes nothing); the hook reads it at the process's first train(). A file, not a
+        variable: the command's environment holds only the variables that let its own processes be watched."""
+        return self.path / "trainer.resume"
+
+    @property
     def hooked(self) -> Path:
         """Written by loratui's Trainer hook in a watched command at train begin: what it obeys (JSON)."""
         return self.path / "trainer.hook.json"
@@ -152,9 +160,26 @@ class RunDir:
     def first_env(self) -> Path:
         """The environment the run's first supervisor was started with (the user's, as `loratui run` had it: it may
         hold secrets, mode 0600), for a supervisor that re-adopts the run (`loratui resume` from another shell) to
-        give the trainer the same one: beside `alerts`, in the user's state directory, never in the run directory."""
+        give the trainer the same one, and for a restart with applied advice to start the new run in it (kept after
+        the run's end for that, as `alerts` is): beside `alerts`, in the user's state directory, never in the run
+        directory."""
         key = hashlib.sha256(os.fsencode(self.path.resolve())).hexdigest()[:32]
         return state_dir() / "env" / f"{key}.json"
+
+    def keep_first_env(self, environ: dict[str, str]) -> None:
+        """Keep `environ` as the run's first environment (`first_env`, 0600); OSError when it cannot be written."""
+        self.first_env.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_private(self.first_env, json.dumps(environ).encode("utf-8"))
+
+    def kept_first_env(self) -> dict[str, str] | None:
+        """The run's first environment as kept (`first_env`), or None (none kept, or not a mapping of strings)."""
+        try:
+            kept = json.loads(self.first_env.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return None
+        if isinstance(kept, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in kept.items()):
+            return kept
+        return None
 
     @property
     def checkpoints(self) -> Path:

@@ -446,3 +446,33 @@ def test_notify_test_sends_again_in_ntfys_format_to_a_self_hosted_ntfy(
     assert first["headers"]["Content-Type"] == "application/json" and second["headers"]["Title"] == "loratui: test alert"
     out = capsys.readouterr().out
     assert "answered as an ntfy server" in out and "test alert sent to 127.0.0.1 (ntfy format)" in out
+
+
+def test_a_history_longer_than_one_read_is_folded_quietly(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A supervisor adopting a run (`loratui resume`, a requeued job) folds its history quietly: its alerts went out
+    when they happened. It read the log's first 64 MiB (one `LogTail.poll`) as history and the rest as news, so a run
+    whose log had grown past that recorded and sent its old NaN alert again at every resume."""
+    from loratui.eventlog import EventWriter, LogTail, read_log
+
+    run = _tiny_run(tmp_path)
+    writer = EventWriter(run.events)
+    writer.write(events.Header(t=1.0, schema=1, run_id=run.run_id, recipe_hash="x"))
+    writer.write(events.State(t=2.0, state=events.TRAINING, step=0))
+    for step in range(1, 41):
+        writer.write(events.Step(t=2.0 + step, step=step, epoch=0.0, step_time=1.0))
+        writer.write(events.Log(t=2.0 + step, step=step, values={"loss": 2.0 - step / 100, "learning_rate": 1e-4}))
+    writer.write(events.Log(t=50.0, step=41, values={"loss": "NaN", "learning_rate": 1e-4}))
+    writer.write(events.State(t=51.0, state=events.SUSPENDED, step=41, reason="checkpoint written"))
+    writer.close()
+    poll = LogTail.poll
+    monkeypatch.setattr(LogTail, "poll", lambda self, max_bytes=None: poll(self, 2048))  # a long log: many reads
+    sup = _supervisor(run, monkeypatch, adopt=True)
+    try:
+        for _ in range(20):  # the status thread's rounds, until the log is read
+            sup._update_status()
+        assert sup.status.step == 41
+    finally:
+        sup.unattended.close()
+        sup.log.close()
+    said = [e.message for e in read_log(run.events).events if isinstance(e, events.Notice) and e.key == "alert"]
+    assert said == [], said

@@ -109,8 +109,10 @@ def _capture_start(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
     calls: list[dict[str, object]] = []
 
     def fake_start(recipe: Path, runs: Path, name: object, model_path: object, max_steps: object,
-                   resume_from: object = None, env: object = None, alert_url: object = None) -> object:
-        calls.append({"recipe": recipe, "resume_from": resume_from, "env": env, "alert_url": alert_url})
+                   resume_from: object = None, env: object = None, alert_url: object = None,
+                   first_env: object = None) -> object:
+        calls.append({"recipe": recipe, "resume_from": resume_from, "env": env, "alert_url": alert_url,
+                      "first_env": first_env})
         return None
 
     monkeypatch.setattr(launch, "start_run", fake_start)
@@ -125,6 +127,7 @@ def test_restart_carries_only_environment_loratui_proposes(tmp_path: Path, monke
     calls = _capture_start(monkeypatch)
     restart_with(run, path, {**env, "PYTHONPATH": "/tmp/evil"}, lambda command: None)
     assert calls[0]["env"] == {"PYTORCH_CUDA_ALLOC_CONF": "a:b"}
+    assert calls[0]["first_env"] is None  # none kept (this run had no supervisor): the base is not the run's env
 
 
 def test_every_environment_variable_advice_proposes_is_allowed() -> None:
@@ -185,7 +188,7 @@ def test_a_restart_alerts_where_the_run_did(tmp_path: Path, monkeypatch: pytest.
 
     from loratui.supervisor import alerts, launch
 
-    monkeypatch.setattr(launch, "spawn_supervisor", lambda run, adopt=False: 0)  # no process: the files
+    monkeypatch.setattr(launch, "spawn_supervisor", lambda run, **kw: 0)  # no process: the files
     monkeypatch.delenv(alerts.NOTIFY_ENV, raising=False)
     source = tmp_path / "recipes" / "tiny.toml"
     source.parent.mkdir()

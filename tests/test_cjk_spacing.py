@@ -31,3 +31,16 @@ def test_chinese_beside_latin_words_reads_the_same_spaced_or_not(tight: str, exp
     spaced = cjk_spaced(tight)
     assert spaced != tight
     assert (first_id(tight), first_id(spaced)) == (expected, expected)
+
+
+@pytest.mark.parametrize(("tight", "expected"), [
+    # an RL algorithm's name touching Chinese: its loss rising is no report (advisor/core.py's _RL), which
+    # `\bDQN\b` missed in `用DQN训练` until the advisor read every line spaced
+    ("用DQN训练时loss一直上升\n", ""),
+    ("学習中にlossがずっと下がらない\n", "loss_flat"),  # Japanese kana touch Latin words as tightly
+    ("loss가 계속 안 떨어져요\n", "loss_flat"),  # Korean particles are written onto the word before them
+])
+def test_every_reader_of_a_line_reads_it_spaced(tight: str, expected: str) -> None:
+    spaced = cjk_spaced(tight)
+    assert spaced != tight
+    assert (first_id(tight), first_id(spaced)) == (expected, expected)

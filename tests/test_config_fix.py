@@ -378,3 +378,41 @@ def test_a_length_move_names_every_trl_config_that_has_it() -> None:
     """A DPO run read `SFTConfig.max_length under TRL` (trial 8): DPOConfig has its own max_length."""
     spoken = command_keys.python_name("data.max_length")
     assert "SFTConfig" in spoken and "DPOConfig" in spoken
+
+
+ENV_TOOL = """#!{python}
+import os, sys
+print("env", *(f"{{k}}={{os.environ.get(k, '-')}}" for k in ("FIRST_ONLY", "VIEWER_ONLY", "PYTORCH_CUDA_ALLOC_CONF")),
+      flush=True)
+print("step 1 loss 2.0", flush=True)
+"""
+
+
+def test_a_restart_with_advice_runs_in_the_runs_first_environment_plus_the_advice(
+        tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`A`, then the restart: the new run's command got the viewer's environment (a variable set only where the run
+    began, such as CUDA_VISIBLE_DEVICES or HF_HOME, gone; one set only in the viewer's shell, there). It gets the run's
+    first environment, kept past its end as its alert URL is, plus the advised change only, as `loratui resume` does."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "llamafactory-cli").write_text(ENV_TOOL.format(python=sys.executable))
+    (tools / "llamafactory-cli").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    work = tmp_path / "work"
+    (work / "cfg").mkdir(parents=True)
+    (work / "cfg" / "x.yaml").write_text(LLAMAFACTORY_YAML)
+    monkeypatch.setenv("FIRST_ONLY", "1")
+    monkeypatch.delenv("VIEWER_ONLY", raising=False)
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    first = launch.start_command(["llamafactory-cli", "train", "cfg/x.yaml"], runs_dir, cwd=work)
+    wait_for(lambda: config_fix.final_state(first) is not None, timeout=120)
+    assert "env FIRST_ONLY=1 VIEWER_ONLY=- PYTORCH_CUDA_ALLOC_CONF=-" in first.stdout_log.read_text()
+    monkeypatch.delenv("FIRST_ONLY")  # the viewer that restarts it: another shell
+    monkeypatch.setenv("VIEWER_ONLY", "1")
+    path, env = write_fix(first, "oom_fragmentation", _fix({"training.per_device_train_batch_size": 1,
+                                                            "env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+                                                           ["llamafactory-cli", "train", "cfg/x.yaml"]))
+    second = restart_with(first, path, env, lambda command: None)
+    wait_for(lambda: config_fix.final_state(second) == events.FINISHED, timeout=120)
+    assert "env FIRST_ONLY=1 VIEWER_ONLY=- PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in \
+        second.stdout_log.read_text(), second.stdout_log.read_text()

@@ -87,6 +87,17 @@ def test_an_rl_loss_said_to_rise_is_no_report(text: str) -> None:
     assert "loss_diverging" not in warned(text)
 
 
+def test_every_reader_knows_the_same_rl_objectives() -> None:
+    """advisor/objectives.py: RLOO named on one line is RL to the whole text (core._RL) as it was to the sentence
+    readers, like PPO; each reader listed its own names before."""
+    assert "loss_diverging" not in warned("We fine-tune Qwen with RLOO.\nThe loss keeps going up over time.\n")
+
+
+def test_a_classic_agents_loss_said_to_be_zero_is_still_a_report() -> None:
+    """A GRPO loss is 0 at its first steps by design; a DQN's at 0 means its targets equal its predictions."""
+    assert "loss_zero" in warned("My DQN loss is 0 after 1000 episodes\n")
+
+
 @pytest.mark.parametrize("text", [
     "The loss keeps increasing after epoch 3 on my classifier\n",  # no RL: still a report
     "During DPO the loss stays at 0.6931:\n{'loss': 0.6931, 'rewards/chosen': 0.0, 'rewards/rejected': 0.0, "

@@ -343,17 +343,30 @@ RISE = [
     "loss suddenly increased twice and the F1 dropped",
     "the loss increases and the accuracy drops",
     "loss went up a lot while mAP fell to 10%",
+    "把模型调大了一些，在sft_512上训练竟然发散了",  # minimind#366: an adverb between the training and its divergence
 ]
 
 HEALTHY = "".join(f"{{'loss': {2.5 * 0.97 ** i:.4f}, 'learning_rate': 0.0002, 'epoch': {i / 100:.2f}}}\n"
                   for i in range(60))
 
-QUIET = [
-    # overfitting, not divergence nor a flat loss
+OVERFIT = [
+    # a validation loss rising: overfitting, which the threads settle as a fault to act on (the corpus files it as
+    # loss_diverging: sagemaker-python-sdk#591, moein-shariatnia/OpenAI-CLIP#9)
     "validation loss increases while training loss decreases",
     "val loss goes up after epoch 5 but the train loss keeps falling: overfitting?",
     "The eval loss rises from 0.9 to 1.3 while train loss goes down to 0.2.",
+    "I observed the validation loss increases and never decreases. Is that supposed to happen?",
+    "验证集loss一直上升，训练集loss在下降",
+    "the train loss goes down but the val loss goes up",
+    "eval perplexity increases while train perplexity keeps falling",
+]
+
+QUIET = [
+    # a validation loss that stays is no overfitting said, and neither is one beside a metric that improves
     "validation loss stays at 0.5 while train loss falls",
+    "while the validation loss is increasing after a while, the WER keeps decreasing. Is my model overfitting?",
+    "the val loss goes up a little but the accuracy keeps improving",
+    "after the validation loss started to rise, PER and WER kept descending.",  # DeepPhonemizer#18
     # a slow fall is a fall
     "the loss decreases slowly",
     "Loss is decreasing, just slower than I expected.",
@@ -399,7 +412,6 @@ QUIET = [
     # a second round, written before the reader was changed for it
     "Expected behavior: the loss should go down.",
     "I expect the loss to plateau around 1.0",
-    "the train loss goes down but the val loss goes up",
     "validation accuracy doesn't improve while training accuracy reaches 99%",
     "Accuracy increases to 90%",
     "grad norm increases during the first steps",
@@ -420,7 +432,6 @@ QUIET = [
     # a fourth round
     "Perplexity 12.31",
     "the loss decreases and the mAP increases",
-    "eval perplexity increases while train perplexity keeps falling",
     "the loss is going down and so is the perplexity",
     # a fifth round
     "the loss goes up and down a bit but trends downward",
@@ -490,6 +501,17 @@ def test_a_loss_that_rises_is_divergence(text: str, tmp_path: Path, capsys: pyte
     assert ids and ids[0] == "loss_diverging", ids
 
 
+@pytest.mark.parametrize("text", OVERFIT)
+def test_a_validation_loss_said_to_rise_is_overfitting(text: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pasted.txt"
+    path.write_text(text + "\n", encoding="utf-8")
+    main(["doctor", str(path), "--json", "--no-guess"])
+    items = json.loads(capsys.readouterr().out)
+    assert items and items[0]["id"] == "loss_diverging" and "overfitting" in items[0]["title"], items
+    assert "learning rate" not in items[0]["title"]  # not the training loss's divergence advice
+
+
 @pytest.mark.parametrize("text", QUIET)
 def test_what_is_neither_stays_quiet(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ids = doctor(text + "\n", tmp_path, capsys)
@@ -542,7 +564,8 @@ from loratui.logic.advisor import loss_words  # noqa: E402
     ("the train loss and val loss didnot decrease", "flat"),  # joined subjects share one predicate
     ("一开始loss下降，后来就不降了", "flat"),  # a Chinese clause with no subject goes on about the last one
     ("the loss decreases at first, then goes up", "rise"),  # the last thing said of a subject is where it went
-    ("val loss goes up while train loss goes down", "quiet"),  # overfitting
+    ("val loss goes up while train loss goes down", "overfit"),  # the training loss falls: overfitting
+    ("the loss increases and never decreases", "rise"),  # the fall denied is the rise going on
     ("the loss converges quickly but the accuracy stays at 0", "flat"),  # a falling loss leaves the accuracy
     ("the loss only went down from 0.7 to 0.6", "flat"),  # a fall said to be too small
     ("the loss was about 100, dropped to 70, but it suddenly became 800,000", "rise"),  # values across clauses

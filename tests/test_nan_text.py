@@ -195,6 +195,9 @@ def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     # mixed precision's scaler skips a step whose gradients overflow; the person says the loss is fine
     "The log often shows grad_norm 3.2145 (inf) but the loss is normal. Is this a bad sign?",
     "梯度范数偶尔是inf，但loss正常",
+    # or says the gradients came back (VideoMAEv2#53: the scaler's skipped steps, then trained on)
+    "the parameter grad_norm appears to be inf and then nan and then back to normal, is this normal or abnormal?",
+    "grad norm went inf but recovered after a few steps",
 ])
 def test_no_nan_where_none_was_seen(text: str) -> None:
     assert first_id(text) != "nan_loss"
@@ -235,6 +238,7 @@ def test_a_logged_nan_keeps_the_logs_step_and_learning_rate() -> None:
 @pytest.mark.parametrize("line", [
     "The grad_norm became inf and the loss is NaN after step 300.",
     "grad norm is inf, the loss is normal at first, then the loss becomes nan",
+    "the gradients are nan and the run never recovers",
 ])
 def test_a_non_finite_gradient_with_a_loss_gone_bad_is_still_read(line: str) -> None:
     """Only a loss said to be fine excuses a non-finite gradient (the scaler's skipped step); a loss gone NaN beside

@@ -137,6 +137,7 @@ def test_only_a_line_that_goes_on_with_the_numbers_is_joined(text: str, expected
     ("Fitting works; when I test the model on the held-out split it OOMs on my 3060.", "oom_at_eval"),
     ("Training finishes, then exporting the merged model\nto safetensors hits CUDA OOM on the A10G.", "oom_at_save"),
     ("训练正常，但是在验证的时候显存不足", "oom_at_eval"),
+    ("还没开始训练就OOM了", "oom_full"),  # `没` alone denies nothing: before training even began, it did
     ("Llama-3-8B with batch 8 on a 4090 goes OOM after 20 steps", "oom_full"),
 ])
 def test_an_oom_in_the_persons_words(text: str, expected: str) -> None:
@@ -150,6 +151,10 @@ def test_an_oom_in_the_persons_words(text: str, expected: str) -> None:
     "[ 1234.567] Out of memory: Killed process 4242 (python) total-vm:12345kB, oom-killer",
     "{'loss': 1.23, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.1}\nNo OOM so far at batch 16.",
     "def test_model_does_not_oom(): pass",
+    # wave 28's dev half (mmdetection#10738), its clause: an OOM that other frameworks would raise, denied
+    "两GPU显存剩余不同时，并不会像大多数训练框架一样出现out of memory的错误",
+    "训练时没有出现显存不足，但是速度很慢",
+    "如果batch size再大就会OOM",
 ])
 def test_words_that_do_not_report_an_oom(text: str) -> None:
     assert not first_id(text).startswith("oom")

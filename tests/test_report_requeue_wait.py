@@ -84,3 +84,52 @@ def test_a_run_never_suspended_keeps_one_duration(tmp_path: Path) -> None:
     assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| duration | 4h30m |" in text and "waiting" not in text, text
+
+
+def _paused_run(runs: Path) -> Path:
+    """20 minutes of training, paused (`p`) for an hour, 10 minutes more: a pause held until someone resumed it."""
+    run = runs / "20261205-230000-paused"
+    run.mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parent.parent / "loratui" / "recipes" / "tiny.toml", run / "recipe.toml")
+    found: list[events.AnyEvent] = [
+        events.Header(t=T0, schema=1, run_id=run.name, recipe_hash="h", name="paused"),
+        events.State(t=T0, state=events.TRAINING, step=0),
+        events.Log(t=T0 + 1200 - 30, step=100, values={"loss": 2.0}),
+        events.State(t=T0 + 1200, state=events.PAUSED, reason="paused at step 100", step=100),
+        events.Notice(t=T0 + 1800, level="info", key="x", message="still paused"),
+        events.State(t=T0 + 1200 + HOUR, state=events.TRAINING, step=100),
+        events.Log(t=T0 + 1800 + HOUR - 30, step=150, values={"loss": 1.5}),
+        events.End(t=T0 + 1800 + HOUR, state=events.FINISHED, step=150)]
+    log = EventWriter(run / "events.jsonl")
+    for event in found:
+        log.write(event)
+    log.close()
+    return run
+
+
+def test_a_pause_is_told_apart_from_the_run_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A paused run's hour held at `p` counted as run time in `replay --summary`'s duration and the report (a suspend's
+    wait was told apart): the pause is apart too, as `paused_s`, and `run_s` is the time it ran."""
+    run = _paused_run(tmp_path / "runs")
+    state = RunState().feed_all(list(_decoded(run))[:5])
+    assert state.pausing_s == 600.0  # a pause going on counts up to now
+    state = RunState().feed_all(list(_decoded(run)))
+    assert state.elapsed_s == 1800 + HOUR and state.pausing_s == HOUR and state.run_s == 1800
+    assert main(["replay", str(run), "--summary"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["duration_s"] == 1800 + HOUR and summary["paused_s"] == HOUR and summary["run_s"] == 1800
+    assert summary["waiting_s"] == 0.0
+
+
+def test_the_report_tells_a_pause_apart(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    run = _paused_run(tmp_path / "runs")
+    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "| run time | 30m00s |" in text and "| paused | 1h00m (held until resumed) |" in text, text
+    assert "| wall time | 1h30m |" in text and "| waiting |" not in text, text
+
+
+def _decoded(run: Path) -> list[events.AnyEvent]:
+    return [e for e in (events.decode_line(line) for line in (run / "events.jsonl").read_bytes().splitlines(True))
+            if e is not None and not isinstance(e, events.Unknown)]

@@ -150,6 +150,7 @@ def test_path_sitecustomize_buffering_cwd_and_environment_are_the_scripts_own(re
         hook_path = env_watched.pop("PYTHONPATH").split(os.pathsep)
         assert hook_path == [str(HOOK_DIR), *env_alone["PYTHONPATH"].split(os.pathsep)]
         added = {k for k in env_watched if k.startswith("LORATUI_") and k not in env_alone}
+        assert added == {"LORATUI_RUN_DIR", "LORATUI_HOOK_ROOT", "LORATUI_SUPERVISOR_PID"}, added  # README's three
         assert {k: v for k, v in env_watched.items() if k not in added} == \
             {k: v for k, v in env_alone.items() if k != "PYTHONPATH"}
         for unwanted in ("NCCL_NVLS_ENABLE", "TQDM_DISABLE", "PYTHONUNBUFFERED"):

@@ -553,3 +553,28 @@ def test_a_watched_loops_evaluation_loss_is_no_training_loss(line: str, evaluati
     pasted = TextReader()
     read = [e for text in ("step 3 loss 2.7", line) for e in pasted.feed(text)] + pasted.close()
     assert any(isinstance(e, events.Log) and e.values.get("loss") == 3.1 for e in read)
+
+
+@pytest.mark.parametrize("line", ["val_loss=3.10", "val_loss: 3.10", "eval_loss = 3.10", "valid_loss: 3.10",
+                                  "validation_loss=3.10", "test_loss: 3.10", "eval/loss: 3.10", "step 4 val_loss=3.10",
+                                  "val_loss=3.10 val_acc=0.52", "VAL_LOSS: 3.10"])
+def test_a_bare_named_evaluation_loss_is_the_evaluations_at_the_current_step(line: str) -> None:
+    """A plain loop printing `val_loss=2.2` alone on a line (the name Keras, Lightning and hand-written loops give
+    it) was read as nothing: its name joins the words with `_`, which the loss reader took for part of another
+    word. It is the evaluation's loss at the training's current step, as `eval loss 2.31` is, never a training loss."""
+    found = _feed(OutputWatcher(clock=lambda: 1.0), "step 3 loss 2.7", "step 4 loss 2.6", line, "step 5 loss 2.5")
+    logs = [(e.step, dict(e.values)) for e in found if isinstance(e, events.Log)]
+    assert [(step, values["loss"]) for step, values in logs if "loss" in values] == [(3, 2.7), (4, 2.6), (5, 2.5)]
+    assert [(step, values) for step, values in logs if "loss" not in values] == [(4, {"eval_loss": 3.1})], logs
+    assert [e.step for e in found if isinstance(e, events.Step)] == [3, 4, 5]
+
+
+@pytest.mark.parametrize("line", ["4/4 [======] - 2s - loss: 3.10 - val_loss: 2.95", ("epoch 1 train_loss=3.10 "
+                                  "val_loss=2.95"), "{'loss': 3.10, 'val_loss': 2.95}", "best_val_loss=2.95 so far"])
+def test_a_line_with_the_training_loss_keeps_it(line: str) -> None:
+    """Where the line names the training's loss too (Keras' epoch line), it is the training's loss, as before; a
+    best-so-far figure is no reading of the evaluation."""
+    found = _feed(OutputWatcher(clock=lambda: 1.0), "step 3 loss 2.7", "step 4 loss 2.6", line)
+    logs = [dict(e.values) for e in found if isinstance(e, events.Log)]
+    assert {"eval_loss": 2.95} not in logs, logs
+    assert "best" in line or any(values.get("loss") == 3.1 for values in logs), logs

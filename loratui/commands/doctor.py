@@ -145,6 +145,7 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     from loratui.logic.advisor import Advisor
     from loratui.logic.text_reader import TextReader, progress
     from loratui.logic.text_reader.table import TextTables
+    from loratui.logic.text_reader.dialect import without_code_span_edge
     from loratui.logic.word_guess import MAX_CHARS
     from loratui.sources import textfile
 
@@ -154,6 +155,7 @@ def diagnose_stream(handle: IO[bytes], name: str, guess: bool = False) -> tuple[
     last_step = 0
     try:
         for line in _unwrapped(textfile.lines(handle), reader.prefix):
+            line = without_code_span_edge(line)  # a forum's inline code span around pasted lines
             blank = blank and not line.strip()
             if size <= MAX_CHARS:  # the text itself, for the word model's guess: pasted excerpts, not whole logs
                 kept.append(line)

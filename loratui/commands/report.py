@@ -125,17 +125,21 @@ def render(facts: dict[str, Any], moments: list[Any], items: list[Any], charts: 
 
 
 def _durations(facts: dict[str, Any]) -> list[str]:
-    """The duration's rows: one, or, where the run was suspended (a requeued Slurm job in the queue, a suspend),
-    the time it ran and the time it waited apart, then their sum (the waiting was counted as run time)."""
+    """The duration's rows: one, or, where the run was suspended (a requeued Slurm job in the queue, a suspend) or
+    paused, the time it ran, the time it waited and the time it was paused apart, then their sum (the waiting and
+    the pauses were counted as run time)."""
     from loratui.logic import fmt
 
-    total, waiting = facts["duration_s"], facts.get("waiting_s") or 0.0
-    if total is None or waiting < 1.0:
+    total, waiting, paused = facts["duration_s"], facts.get("waiting_s") or 0.0, facts.get("paused_s") or 0.0
+    if total is None or (waiting < 1.0 and paused < 1.0):
         return [f"| duration | {fmt.duration(total)} |"]
-    return [f"| run time | {fmt.duration(max(0.0, total - waiting))} |",
-            (f"| waiting | {fmt.duration(waiting)} (suspended: a requeued job in Slurm's queue, or a suspend "
-             "waiting for resume) |"),
-            f"| wall time | {fmt.duration(total)} |"]
+    rows = [f"| run time | {fmt.duration(max(0.0, total - waiting - paused))} |"]
+    if waiting >= 1.0:
+        rows.append(f"| waiting | {fmt.duration(waiting)} (suspended: a requeued job in Slurm's queue, or a suspend "
+                    "waiting for resume) |")
+    if paused >= 1.0:
+        rows.append(f"| paused | {fmt.duration(paused)} (held until resumed) |")
+    return [*rows, f"| wall time | {fmt.duration(total)} |"]
 
 
 def _md(text: str) -> str:

@@ -27,14 +27,17 @@ white space (`0.5`, `v1.5`, `e.g.x` end nothing), a Chinese one anywhere; and a 
 
 CJK = "\u3400-\u9fff\uf900-\ufaff"
 """Chinese characters (the unified ideographs, extension A and the compatibility block), for a character class."""
-_CJK_EDGE = re.compile(f"(?<=[{CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{CJK}])")
-"""Where a Chinese character touches a Latin letter or digit (`显存fragmentation的问题`): both are word characters, so
+_UNSPACED = CJK + "\u3040-\u30ff\uac00-\ud7af"
+"""Chinese characters, Japanese kana and Korean syllables: scripts whose writers put no space before a Latin word
+(`训练时loss不降`, `GPUメモリ`, `loss가 안 떨어져요`)."""
+_CJK_EDGE = re.compile(f"(?<=[{_UNSPACED}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_UNSPACED}])")
+"""Where such a character touches a Latin letter or digit (`显存fragmentation的问题`): both are word characters, so
 no word boundary falls there until a space is put in."""
 
 
 def cjk_spaced(text: str) -> str:
-    """The text with a space wherever Chinese touches Latin letters or digits, so word boundaries fall there (Chinese
-    writers put one there or not: `训练时 loss 不降` / `训练时loss不降`)."""
+    """The text with a space wherever Chinese, kana or Hangul touches Latin letters or digits, so word boundaries
+    fall there (writers put one there or not: `训练时 loss 不降` / `训练时loss不降`, `loss가`)."""
     return _CJK_EDGE.sub(" ", text)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from loratui.logic.clauses import cjk_spaced, denial, sentences
+from loratui.logic.clauses import denial, sentences
 from loratui.logic.oom import FRAGMENTATION, OTHER_PROCESS, is_oom_line, parse_size
 from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB
@@ -38,9 +38,12 @@ issues one ran into count (`I was facing memory issues while running validation`
 as a reason given (`reducing the layers due to memory issues`)."""
 _NOT_SAID = re.compile(
     r"\b(?:no|not|without|avoid\w*|prevent\w*|reduc\w*|never|instead of|rather than|"
-    r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$", re.I)
+    r"less|fewer|risk\w*|if|whether|in case|to handle|handl\w*|catch\w*)\b[^.!?:;,]{0,30}$|n't\s[^.!?:;,]{0,30}$|"
+    r"(?:没有?(?:出现|报|遇到|发生)|不会|并不|未(?:出现|报|遇到|发生)|避免|防止|以免|如果|是否|不再)"
+    r"[^.!?:;,，。；：！？]{0,30}$", re.I)
 """Words before the OOM, in its clause, that say it did not happen, or might (`to avoid OOM`, `without OOM`, `if it
-OOMs`); `did not help: still OOM` says it did."""
+OOMs`, `并不会出现out of memory的错误`, `没有出现显存不足`, `如果再大就会OOM`); `did not help: still OOM` says it did.
+Not `没` or `不` alone: `还没开始训练就OOM` (before training even began) says it did, `显存不足` is the OOM's own word."""
 HOST_ALLOCATOR = r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory"
 """The host's memory refused an allocation, in PyTorch's CPU allocator's and the OS's (errno 12) words: what an
 exception's next step (advisor/failure.py) and a text's host OOM (advisor/oom_fold.py) both read first."""
@@ -73,6 +76,14 @@ and training stops`, `显存直接占满然后报错`)."""
 _DENIED_INSIDE = denial(r"\b(?:no|nothing|without|nor)\b", chinese="没有?|不会")
 """A denial between the memory and the failure (`memory usage jumps at step 100 but nothing crashes`): no failure.
 Not `不` alone: it is in the failure's own words (`显存不足`, memory ran short)."""
+
+
+def denied_message(line: str) -> bool:
+    """Whether a pasted line that reads as an OOM message is a person's sentence that denies it (`并不会像大多数训练框架
+    一样出现out of memory的错误`: `GPU ... out of memory` is also Lua Torch's and CUDA 9's message): the denial in the
+    clause before the words, as `said_oom` reads it."""
+    found = _SAID.search(line)
+    return found is not None and _NOT_SAID.search(line, 0, found.start()) is not None
 
 
 def said_oom(line: str) -> bool:
@@ -279,7 +290,6 @@ def said_cause(line: str) -> str:
     process holds the GPU`), or '': a kind for an OOM whose message gives no numbers."""
     if is_oom_line(line) and _PROGRAMS.search(line):
         return ""  # the program's message (its own hints name causes it does not know of)
-    line = cjk_spaced(line)
     if _PHANTOM.search(line) and _HELD.search(line):
         return OTHER_PROCESS
     if "reserved" in line.lower() and "allocated" in line.lower() and said_account(line):

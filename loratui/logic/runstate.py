@@ -111,6 +111,11 @@ class RunState:
     """Time spent suspended (no process: a Slurm job requeued and waiting in the queue, a suspend waiting for
     resume), by `covered_s`, over the suspensions that ended; `waiting_s` adds the one going on."""
     suspended_at: float | None = None  # covered_s when the run was last suspended, while it is
+    paused_s: float = 0.0
+    """Time spent paused (`p`, `loratui pause`: the process held, at a step boundary or by SIGSTOP, until resumed), by
+    `covered_s`, over the pauses that ended; `pausing_s` adds the one going on. No training happens in it: told
+    apart from the run time, as a suspension's wait is."""
+    paused_at: float | None = None  # covered_s when the run was last paused, while it is
 
     def feed(self, event: events.AnyEvent) -> None:
         """Fold one event in."""
@@ -227,6 +232,21 @@ class RunState:
         return self.waited_s + max(0.0, going)
 
     @property
+    def pausing_s(self) -> float | None:
+        """The part of `elapsed_s` the run spent paused (see `paused_s`); None where `elapsed_s` is."""
+        if self.elapsed_s is None:
+            return None
+        going = self.covered_s - self.paused_at if self.paused_at is not None else 0.0
+        return self.paused_s + max(0.0, going)
+
+    @property
+    def run_s(self) -> float | None:
+        """The run's time less its pauses and suspensions: the time it was running (None where `elapsed_s` is)."""
+        if self.elapsed_s is None:
+            return None
+        return max(0.0, self.elapsed_s - (self.waiting_s or 0.0) - (self.pausing_s or 0.0))
+
+    @property
     def device_used_peak(self) -> int:
         return max((g.used_peak for g in self.gpus.values()), default=0)
 
@@ -250,6 +270,10 @@ def _state(s: RunState, e: events.State) -> None:
         s.suspended_at = s.covered_s
     elif e.state != events.SUSPENDED:
         _wake(s)
+    if e.state == events.PAUSED and s.paused_at is None:
+        s.paused_at = s.covered_s
+    elif e.state != events.PAUSED:
+        _unpause(s)
     if e.state == events.STARTING and e.step is not None and e.step >= 0:
         s.step = e.step  # a new attempt (a guard's restart) begins at its checkpoint's step, not where the last ended
 
@@ -259,6 +283,13 @@ def _wake(s: RunState) -> None:
     if s.suspended_at is not None:
         s.waited_s += max(0.0, s.covered_s - s.suspended_at)
         s.suspended_at = None
+
+
+def _unpause(s: RunState) -> None:
+    """A pause ends (resumed, suspended, or the run ends): its time goes to `paused_s`."""
+    if s.paused_at is not None:
+        s.paused_s += max(0.0, s.covered_s - s.paused_at)
+        s.paused_at = None
 
 
 def _train_begin(s: RunState, e: events.TrainBegin) -> None:
@@ -354,6 +385,7 @@ def _checkpoint(s: RunState, e: events.Checkpoint) -> None:
 def _end(s: RunState, e: events.End) -> None:
     s.end, s.state = e, inert(e.state, False)
     _wake(s)  # a suspended run stopped: it waited until then
+    _unpause(s)  # so did a paused one
 
 
 def _estimate(s: RunState, e: events.Estimate) -> None:

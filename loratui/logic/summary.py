@@ -33,6 +33,10 @@ def summarize(state: RunState, contents_notes: str, diagnoses: Sequence[str] = (
         "duration_s": round(state.elapsed_s, 3) if state.elapsed_s is not None else None,
         # of which suspended: a requeued Slurm job waiting in the queue, a suspend waiting for resume
         "waiting_s": round(state.waiting_s, 3) if state.waiting_s is not None else None,
+        # of which paused (held at `p` or `loratui pause` until resumed)
+        "paused_s": round(state.pausing_s, 3) if state.pausing_s is not None else None,
+        # the time it ran: the duration less its waiting and pauses
+        "run_s": round(state.run_s, 3) if state.run_s is not None else None,
         "end_state": state.end.state if state.end else state.state,
         "end_error": state.end.error if state.end else "",
         "skipped": contents_notes,

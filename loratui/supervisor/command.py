@@ -17,11 +17,15 @@ from typing import Any
 import loratui
 from loratui import bounds, events
 from loratui.eventlog import read_log
-from loratui.rundir import RunDir
+from loratui.rundir import RunDir, replace_file
 
 HOOK_DIR = Path(loratui.__file__).resolve().parent / "trainer" / "hook"
 """Holds the hook's sitecustomize.py; found by path: the owner side never imports the trainer side."""
-RUN_ENV, RESUME_ENV, ROOT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_HOOK_ROOT"
+RUN_ENV, ROOT_ENV = "LORATUI_RUN_DIR", "LORATUI_HOOK_ROOT"
+STALE_ENV = ("LORATUI_RESUME_FROM", "LORATUI_CMDS_OFFSET")
+"""Variables of loratui's that a watched command never gets (the checkpoint a launch resumes from is `RunDir.resume`;
+the hook reads commands from train begin): where the user's shell has one (a loratui run started from a watched
+program), it is taken out."""
 PARENT_ENV = "LORATUI_SUPERVISOR_PID"
 KEEPER_ENV = "LORATUI_KEEPER"
 """Set for the command's keeper (supervisor/keeper.py) alone: the hook's sitecustomize then hooks nothing
@@ -59,18 +63,24 @@ def header_has_gpu(run: RunDir) -> bool:
     return isinstance(header, events.Header) and bool(header.gpu_totals)
 
 
-def command_env(run: RunDir, base: dict[str, str], resume_from: str | None) -> dict[str, str]:
-    """The command's environment: the user's, plus the hook on PYTHONPATH and the run it reports to."""
-    env = dict(base)
+def command_env(run: RunDir, base: dict[str, str]) -> dict[str, str]:
+    """The command's environment: the user's, plus the hook on PYTHONPATH and the run it reports to (README: the
+    `LORATUI_*` variables that let the processes it starts be watched: the run, loratui's install, its parent)."""
+    env = {k: v for k, v in base.items() if k not in STALE_ENV}
     path = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK_DIR), path) if p)
     env[RUN_ENV] = str(run.path.resolve())
     env[ROOT_ENV] = str(HOOK_DIR.parents[2])
     env[PARENT_ENV] = str(os.getpid())  # suspend needs the Trainer's own exit code: the direct child only
-    env.pop(RESUME_ENV, None)
-    if resume_from:
-        env[RESUME_ENV] = resume_from
     return env
+
+
+def say_resume(run: RunDir, resume_from: str | None) -> None:
+    """Tell the next launch's hook the checkpoint its Trainer resumes from (`RunDir.resume`), or that there is none."""
+    if resume_from:
+        replace_file(run.resume, resume_from.encode("utf-8", "surrogateescape"), 0o600)
+    else:
+        run.resume.unlink(missing_ok=True)
 
 
 def hook_info(run: RunDir) -> dict[str, Any] | None:

@@ -109,10 +109,12 @@ def restart_command(run: RunDir, config: Path, env: dict[str, str], send: Any, w
 
     settings = run.read_settings()
     command = restart_command_line(run, config)
+    first_env = run.kept_first_env()  # the run's own environment, not this viewer's (read before the stop)
     stop_and_wait(run, send, wait_s)
     recipe, _ = run.load_recipe()
     resume = None if final_state(run) == events.FINISHED else last_checkpoint(run)
     return start_command(command, run.path.parent, settings.name, recipe.monitor.warn_gb if recipe else None,
                          cwd=Path(settings.cwd) if settings.cwd else None, resume_from=resume,
                          env={**carried_env(settings.env), **carried_env(env)},
-                         alert_url=alerts.saved_target(run))  # the new run alerts where this one did
+                         alert_url=alerts.saved_target(run),  # the new run alerts where this one did
+                         first_env=first_env)

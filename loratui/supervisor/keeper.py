@@ -130,14 +130,13 @@ class Keeper:
         starts = [_after_lines(path, counts[name], last[name])
                   for path, name in ((self.run.stdout_log, "stdout"), (self.run.stderr_log, "stderr"))]
         self._threads.append(follow_streams(self.run.stdout_log, self.run.stderr_log, self._output, self._done,
-                                            starts=starts))
+                                            starts=starts, timed=True))
 
-    def _output(self, stream: str, lines: list[str]) -> None:
+    def _output(self, stream: str, lines: list[str], written: float | None = None) -> None:
         assert self.log is not None
         self.log.write(events.Output(t=time.time(), stream=stream, lines=lines))
-        for line in lines if self._watcher is not None else []:
-            for event in self._watcher.feed(line):
-                self.log.write(event)
+        for event in self._watcher.feed_lines(lines, written) if self._watcher is not None else []:
+            self.log.write(event)
 
     def _obey(self, pid: int) -> None:
         """Commands `loratui pause/resume/stop` wrote since the supervisor died."""

@@ -177,11 +177,13 @@ def _at(recipe_path: Path, key: str) -> str:
 def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_path: str | None = None,
               max_steps: int | None = None, resume_from: str | None = None,
               env: dict[str, str] | None = None, alert_url: str | None = None,
-              slurm_limit: tuple[str, bool] = ("", False)) -> rundir.RunDir:
+              slurm_limit: tuple[str, bool] = ("", False), first_env: dict[str, str] | None = None) -> rundir.RunDir:
     """Validate, create `runs/<id>/`, start the detached supervisor; returns at once.
 
     `alert_url`: where alerts go (`--notify`, or the run a restart replaces); else the variable the recipe's
     `[alerts] url_env` names, read now. Kept for the run (RunDir.alerts, 0600) before its supervisor starts.
+    `first_env`: the environment the trainer starts from (a restart's: the replaced run's first one), where this
+    process's own would be the viewer's.
     """
     if max_steps is not None and max_steps < 1:
         raise RecipeError(f"--max-steps {max_steps}: must be at least 1")
@@ -197,8 +199,20 @@ def start_run(recipe_path: Path, runs_dir: Path, name: str | None = None, model_
         save_before_limit=slurm_limit[0], requeue=slurm_limit[1])
     run = create_for_job(runs_dir, settings, bounds.read_text(recipe_path))
     alerts.save_target(run, alert_url or alerts.url_from_env(recipe.alerts))
-    spawn_supervisor(run)
+    spawn_supervisor(run, kept_env=_keep_env(run, first_env))
     return run
+
+
+def _keep_env(run: rundir.RunDir, first_env: dict[str, str] | None) -> bool:
+    """Keep `first_env` as the new run's first environment for its supervisor to start the trainer in (True when
+    kept; an unwritable state directory is said by the supervisor, which then takes its own)."""
+    if first_env is None:
+        return False
+    try:
+        run.keep_first_env(first_env)
+    except OSError:
+        return False
+    return True
 
 
 def check_adoptable(run: rundir.RunDir) -> None:
@@ -216,10 +230,11 @@ SOCKET_PATH_MAX = 107
 """Bytes in a Unix socket's path (sun_path holds 108 with its NUL on Linux)."""
 
 
-def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None = None) -> int:
+def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None = None, kept_env: bool = False) -> int:
     """Start `python -m loratui.supervisor` in its own session, detached from this terminal.
 
     `adopt`: take over a suspended run whose supervisor died, resuming from its last checkpoint.
+    `kept_env`: the run's first environment is kept already (`_keep_env`): the trainer starts in it.
     `stdin`: a file descriptor the supervisor hands to a watched command's first launch (`passed_stdin`);
     otherwise /dev/null.
     """
@@ -237,7 +252,8 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None 
         check_adoptable(run)
     with append_file(run.supervisor_log) as err, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else []),
+            [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else [])
+            + (["--kept-env"] if kept_env else []),
             stdin=devnull if stdin is None else stdin, stdout=err, stderr=err, start_new_session=True,
             close_fds=True,
         )
@@ -288,11 +304,13 @@ def python_script(command: list[str]) -> str | None:
 def start_command(command: list[str], runs_dir: Path, name: str | None = None, warn_gb: float | None = None,
                   cwd: Path | None = None, resume_from: str | None = None,
                   env: dict[str, str] | None = None, alert_url: str | None = None,
-                  slurm_limit: tuple[str, bool] = ("", False), stdin: int | None = None) -> rundir.RunDir:
+                  slurm_limit: tuple[str, bool] = ("", False), stdin: int | None = None,
+                  first_env: dict[str, str] | None = None) -> rundir.RunDir:
     """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer.
 
     `resume_from` and `env` serve a restart with a fixed config (its Trainer resumes from that checkpoint;
-    `env` holds only the variables advice may set). `stdin`: the command's standard input (`passed_stdin`)."""
+    `env` holds only the variables advice may set; `first_env`: the replaced run's first environment, the command's
+    base, as `start_run` takes it). `stdin`: the command's standard input (`passed_stdin`)."""
     import shlex
     import shutil
 
@@ -329,7 +347,7 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                                   requeue=slurm_limit[1])
     run = create_for_job(runs_dir, settings, placeholder)
     alerts.save_target(run, alert_url or alerts.url_from_env(AlertsSection()))
-    spawn_supervisor(run, stdin=stdin)
+    spawn_supervisor(run, stdin=stdin, kept_env=_keep_env(run, first_env))
     return run
 
 

@@ -7,7 +7,6 @@ output, and records the trainer's end. Run as `python -m loratui.supervisor RUN_
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -33,7 +32,6 @@ from loratui.rundir import (
     latest_checkpoint,
     node_name,
     write_pidfile,
-    write_private,
 )
 from loratui.safeio import append_file
 from loratui.supervisor import command as watched
@@ -56,7 +54,9 @@ class Supervisor:
     """Owns the trainer process and the run's log for the run's whole life."""
 
     def __init__(self, run: RunDir, probe: GpuProbe | None = None, probe_reason: str = "",
-                 adopt: bool = False) -> None:
+                 adopt: bool = False, kept_env: bool = False) -> None:
+        """`kept_env`: a restart with applied advice started this run and kept the replaced run's first environment
+        as this one's (`RunDir.first_env`): the trainer starts in it, not in the viewer's this process inherited."""
         self.run = run
         self.adopt = adopt
         """Taking over a suspended run whose supervisor died: resume from its last checkpoint."""
@@ -84,7 +84,7 @@ class Supervisor:
         self.command = list(self.settings.command)
         # The environment the trainer is started in: the user's at the run's first start, also when a new supervisor
         # re-adopts it from another shell (`loratui resume`: that shell's variables are not the run's).
-        self.user_env, self._env_note = trainer_base_env(run, adopt)
+        self.user_env, self._env_note = trainer_base_env(run, adopt or kept_env)
         self.watcher = OutputWatcher() if self.command else None
         # The reader keeps state across lines (a dict on stdout waits for the bar's redraw on stderr): the tail thread
         # feeds it, and the end's `close` (after a join that may time out) must not run beside a feed.
@@ -97,11 +97,22 @@ class Supervisor:
         self.time_limit = TimeLimit(self, self.slurm_job, limit, self.settings.requeue or self.recipe.slurm.requeue) \
             if self.slurm_job else None
         self.requeueing = False
-        if adopt:  # the run's history: folded for its state and advice, its alerts not sent again
-            history = self._status_tail.poll()
-            self.unattended.watch.feed_quietly(history)
-            runstatus.fold(self.status, history)
-            self.status.offset = self._status_tail.whole
+        if adopt:  # the run's history, to the log's end: folded for its state and advice, its alerts not sent again
+            self._fold_history()
+
+    def _fold_history(self) -> None:
+        """Fold the adopted run's whole log quietly, `HISTORY_READ` bytes at a time (memory stays bounded). One read
+        of 64 MiB was taken for the history and the rest of a longer log was folded by the status thread as news:
+        its old alerts (a NaN, the suspend) were recorded and sent again at every resume."""
+        while True:
+            start = self._status_tail.offset
+            history = self._status_tail.poll(HISTORY_READ)
+            if history:
+                self.unattended.watch.feed_quietly(history)
+                runstatus.fold(self.status, history)
+            if self._status_tail.offset == start:  # the log's end
+                break
+        self.status.offset = self._status_tail.whole
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -123,9 +134,7 @@ class Supervisor:
         if self.time_limit is not None:
             threading.Thread(target=self.time_limit.run, args=(stop_status,), daemon=True).start()
         try:
-            final = self._drive()
-            if final in events.FINAL_STATES:  # nothing resumes the run now: the kept environment's secrets go
-                self.run.first_env.unlink(missing_ok=True)
+            final = self._drive()  # (the kept environment stays after the end, as the alert URL does: a restart takes it)
         finally:
             stop_status.set()
             stop_inbox.set()
@@ -193,7 +202,7 @@ class Supervisor:
             loratui_version=__version__, argv=sys.argv, warn_gb=self.recipe.monitor.warn_gb,
             gpu_totals=[d.total for d in self.probe.devices()] if self.probe is not None else [],
             command=self.command, cwd=self.settings.cwd if self.command else "",
-            env=command_keys.env_summary(dict(os.environ)) if self.command else {},
+            env=command_keys.env_summary(dict(self.user_env)) if self.command else {},
             controls=["stop"] if self.command else [],  # until its Trainer (or first step) says more
             slurm=slurm.job_env(), node=node_name(),
             clock_offset=nodelogs.clock_offset(self.run.path) if self.slurm_job else 0.0,
@@ -295,12 +304,14 @@ class Supervisor:
         """Run the trainer to its exit; its output goes to files, so it outlives a killed supervisor."""
         command = trainer_command(self.run, self.recipe, self.probe, resume_from)
         env = dict(self.user_env, **self.settings.env)
-        # Commands sent from now on (a `pause` while the trainer still imports) wait in control.cmds for it.
+        # Commands sent from now on (a `pause` while the trainer still imports) wait in control.cmds for it
+        # (a watched command's hook reads them from its train begin: it gets no such variable).
         env["LORATUI_CMDS_OFFSET"] = str(self._cmds_offset)
         if self.command:
             # The user's program, as they would run it: their buffering, bars and NCCL settings (a plain
             # loop's own print()s reach the log as its stdout flushes them); only the hook's variables added.
-            env = watched.command_env(self.run, env, resume_from)
+            env = watched.command_env(self.run, env)
+            watched.say_resume(self.run, resume_from)
             blocked = command_keys.hook_blocked(self.command) if resume_from is None else ""
             if blocked:  # said once, at the first launch: the run is read from its output alone
                 self.log.write(events.Notice(t=time.time(), level="warning", key="hook_blocked",
@@ -324,7 +335,7 @@ class Supervisor:
         redraw = (lambda text: self._watch([text])) if self.watcher is not None else None
         after_round = _OutputRead(self) if self.command else None
         tail = follow_streams(self.run.stdout_log, self.run.stderr_log, self._emit_output, done, redraw,
-                              after_round=after_round)
+                              after_round=after_round, timed=True)
         code = self.trainer.wait()
         self._cmds_offset = file_size(self.run.commands)  # the next trainer starts after what this one read
         done.set()
@@ -339,15 +350,16 @@ class Supervisor:
                 for event in self.watcher.close():
                     self.log.write(event)
 
-    def _emit_output(self, name: str, texts: list[str]) -> None:
-        """Batched `Output` events (200 lines at most each, so no event is huge)."""
+    def _emit_output(self, name: str, texts: list[str], written: float | None = None) -> None:
+        """Batched `Output` events (200 lines at most each, so no event is huge); `written`: when the last of the
+        lines was written (the steps they print took the time between writes, not between reads)."""
         if name == "stderr":
             self._stderr_tail = (self._stderr_tail + texts)[-200:]
-        self._watch(texts)
+        self._watch(texts, written)
         for first in range(0, len(texts), 200):
             self.log.write(events.Output(t=time.time(), stream=name, lines=texts[first:first + 200]))
 
-    def _watch(self, texts: list[str]) -> None:
+    def _watch(self, texts: list[str], written: float | None = None) -> None:
         """Steps and losses from a watched command's output, while no hooked Trainer reports them."""
         if self.watcher is None:
             return
@@ -355,11 +367,10 @@ class Supervisor:
             if self.watcher is None or self.run.hooked.exists():
                 self.watcher = None
                 return
-            for text in texts:
-                for event in self.watcher.feed(text):
-                    if isinstance(event, events.State):
-                        self.state = event.state
-                    self.log.write(event)
+            for event in self.watcher.feed_lines(texts, written):
+                if isinstance(event, events.State):
+                    self.state = event.state
+                self.log.write(event)
 
     def _run_pids(self) -> list[int]:
         """The trainer's pid and its descendants (dataloader workers), refreshed every few seconds."""
@@ -518,6 +529,10 @@ class Supervisor:
         self._handle(control.Request("stop", "signal"))
 
 
+HISTORY_READ = 16 << 20
+"""Bytes of an adopted run's log read at a time while its history is folded."""
+
+
 def trainer_base_env(run: RunDir, adopt: bool) -> tuple[dict[str, str], str]:
     """(the environment the trainer starts from, a warning or ''). The first supervisor's is the user's (`loratui
     run` started it): kept (`RunDir.first_env`, 0600) for every later supervisor of the run. One that re-adopts it
@@ -529,16 +544,12 @@ def trainer_base_env(run: RunDir, adopt: bool) -> tuple[dict[str, str], str]:
     if not adopt or requeued:
         if not adopt:
             try:
-                run.first_env.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                write_private(run.first_env, json.dumps(environ).encode("utf-8"))
+                run.keep_first_env(environ)
             except OSError:
                 pass  # an unwritable state directory: a re-adopting supervisor says so
         return environ, ""
-    try:
-        kept = json.loads(run.first_env.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        kept = None
-    if isinstance(kept, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in kept.items()):
+    kept = run.kept_first_env()
+    if kept is not None:
         return kept, ""
     return environ, ("the environment the run was first started with was not found (a run of an older loratui, or "
                      "an unwritable state directory): the trainer gets the environment of the shell that resumed it")
@@ -630,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     adopt = "--adopt" in args[1:]
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     probe, reason = open_probe()
-    supervisor = Supervisor(run, probe, reason, adopt=adopt)
+    supervisor = Supervisor(run, probe, reason, adopt=adopt, kept_env="--kept-env" in args[1:])
     signal.signal(signal.SIGTERM, supervisor.on_sigterm)
     return supervisor.main()
 

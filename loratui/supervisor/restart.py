@@ -123,9 +123,11 @@ def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait
         from loratui.supervisor.config_fix import restart_command
 
         return restart_command(run, recipe, env, send, wait_s)
+    first_env = run.kept_first_env()  # the run's own environment, not this viewer's (read before the stop)
     stop_and_wait(run, send, wait_s)
     settings = run.read_settings()
     resume = None if final_state(run) == events.FINISHED else resume_point(run.checkpoints)
     return start_run(recipe, run.path.parent, settings.name, settings.model_path, settings.max_steps,
                      resume_from=resume, env={**carried_env(settings.env), **carried_env(env)},
-                     alert_url=alerts.saved_target(run))  # the new run alerts where this one did
+                     alert_url=alerts.saved_target(run),  # the new run alerts where this one did
+                     first_env=first_env)

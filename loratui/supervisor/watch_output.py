@@ -3,7 +3,8 @@
 The one reader of training text (`loratui.logic.text_reader`, shared with `doctor` and `import`) turns the
 lines into Step and Log events; this adapter adds what a live run needs around them: the TrainBegin and
 `training` state that the first step opens (saying the run obeys pause by signal only), the time a step
-took where no bar printed a rate or where the rate still carries a pause (`hold`/`release`), Steps for `step N loss X`
+took where no bar printed a rate or where the rate still carries a pause (`hold`/`release`; the time between the
+writes of the lines that printed the steps, not between their reads: `feed_lines`), Steps for `step N loss X`
 lines printed without a bar, and the run's step axis across a printed count that starts again (`_new_phase`).
 """
 
@@ -15,6 +16,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+
+import msgspec
 
 from loratui import events
 from loratui.logic.text_reader import TextReader
@@ -37,12 +40,15 @@ class OutputWatcher:
         # tqdm draws on stderr, print() writes to stdout; an evaluation's loss line is no training loss
         self.reader = TextReader(bar_elsewhere=True, evals_apart=True)
         self.began = False
+        self._began_t = 0.0  # when the training's TrainBegin was recorded: no step is placed before it
         self.step = 0
         self.epoch = 0.0  # the last epoch a printed record named (`'epoch': 0.5`): 0 where none did
         self._total = 0  # the max steps the last TrainBegin said
-        self._last_t: float | None = None
+        self._last_t: float | None = None  # when the last step recorded was written (its line), as well as known
+        self._last_share: float | None = None  # the step time the last steps shared (those of one read)
         self._held_at: float | None = None  # when the command was held (SIGSTOP), while it is
-        self._held_s = 0.0  # the time held since the last step read
+        self._holds: list[tuple[float, float]] = []  # (from, to) of holds since the last step recorded
+        self._pending: list[tuple[events.Step, int]] = []  # the Steps of the lines being read, and the step before each
         self._after_hold = False  # tqdm's smoothed rate still carries a hold (see `_step_time`)
         self._clean_rate = 0.0  # the bar's last rate before the hold
         self._back = 0  # readings in a row since the hold with the rate back to that
@@ -65,26 +71,40 @@ class OutputWatcher:
         """The command runs again (SIGCONT): the held time is left out of the step it interrupted."""
         with self._lock:
             if self._held_at is not None:
-                self._held_s += max(0.0, float(self.clock()) - self._held_at)
+                self._holds.append((self._held_at, max(self._held_at, float(self.clock()))))
                 self._held_at, self._after_hold, self._back = None, True, 0
 
-    def _take_held(self, now: float) -> float:
-        """The time held since the last step read, up to `now` (a step printed before the hold may be read
-        while it lasts: the rest of the hold is the next step's to leave out)."""
+    def _held_within(self, start: float, end: float) -> float:
+        """The time held between `start` and `end` (a step printed before the hold may be read while it lasts, or
+        after it: only the part of a hold between the two writes is left out of the steps between them)."""
         with self._lock:
-            held, self._held_s = self._held_s, 0.0
-            if self._held_at is not None:
-                held, self._held_at = held + max(0.0, now - self._held_at), now
-            return held
+            spans = self._holds + ([(self._held_at, max(self._held_at, end))] if self._held_at is not None else [])
+            self._holds = [span for span in self._holds if span[1] > end]
+            return sum(max(0.0, min(to, end) - max(since, start)) for since, to in spans)
 
     def feed(self, line: str) -> list[events.AnyEvent]:
-        """The events one line (or one redraw of a progress bar) adds."""
+        """The events one line (or one redraw of a progress bar) adds, read now."""
+        return self.feed_lines([line])
+
+    def feed_lines(self, lines: list[str], written: float | None = None) -> list[events.AnyEvent]:
+        """The events lines read together add; `written`: when the last of them was written (the file's mtime).
+
+        A line's step took the time since the step before was written, less any hold between. When several step
+        lines come in one read (a slow reader, a loaded machine, block-buffered output flushed at once), when each
+        was written is not knowable: read one by one, the first took the whole gap and the rest nothing (3.04 s
+        then 0.002, 0, 0 s for steps printed every 0.5 s). They share the time between the last step's write and
+        this read's evenly, as steps logged together do (importers' `step_time`), and their times `t` are placed
+        that far apart; the sum is true, the split between them is the even one."""
         now = float(self.clock())
-        if _EVAL_WORDS.search(line):
-            found = v.loss_line(line)
-            if found is not None and found[0] is not None:
-                self._eval_steps.append(found[0])
-        return self._events(self.reader.feed(line, now), now)
+        at = now if written is None or not (self._last_t or 0.0) <= written <= now + 1.0 else written
+        out: list[events.AnyEvent] = []
+        for line in lines:
+            if _EVAL_WORDS.search(line):
+                found = v.loss_line(line)
+                if found is not None and found[0] is not None:
+                    self._eval_steps.append(found[0])
+            out += self._events(self.reader.feed(line, now), now)
+        return self._timed(out, at)
 
     def replay(self, outputs: Iterable[events.Output]) -> None:
         """Take up the reading where another watcher of this run left it (a supervisor killed with SIGKILL, whose
@@ -103,9 +123,34 @@ class OutputWatcher:
             self.clock = clock
 
     def close(self) -> list[events.AnyEvent]:
-        """What the reader still held (the last loss) when the command ended."""
+        """What the reader still held (the last loss) when the command ended. Its line was written before the last
+        read, so the time since then is none of its own: it takes the share of the steps read before it (none
+        where there was no such share: unknown, not the poll's gap)."""
         now = float(self.clock())
-        return self._events(self.reader.close(now), now)
+        return self._timed(self._events(self.reader.close(now), now), None)
+
+    def _timed(self, out: list[events.AnyEvent], at: float | None) -> list[events.AnyEvent]:
+        """The Steps of one read given their times: the time from the last step's write to `at` (the read's last
+        write), less the holds between, shared by the steps they advance; `at` None (at the end): the last share."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return out
+        before, last = pending[0][1], pending[-1][0].step
+        share = self._last_share if at is None else None
+        if at is not None and self._last_t is not None:
+            share = max(0.0, at - self._last_t - self._held_within(self._last_t, at)) / (last - before)
+        now = float(self.clock())
+        end = at if at is not None else now
+        if at is None and self._last_t is not None and share is not None:
+            end = min(now, self._last_t + share * (last - before))
+        timed: dict[int, events.Step] = {}
+        for event, previous in pending:
+            measured = share * (event.step - previous) if share is not None else None
+            when = end - share * (last - event.step) if share is not None else end
+            timed[id(event)] = msgspec.structs.replace(
+                event, t=max(when, self._began_t), step_time=self._step_time(event.step_time, measured))
+        self._last_t, self._last_share = end, share if share is not None else self._last_share
+        return [timed.get(id(event), event) for event in out]
 
     def _events(self, found: list[events.AnyEvent], now: float) -> list[events.AnyEvent]:
         out: list[events.AnyEvent] = []
@@ -163,15 +208,14 @@ class OutputWatcher:
         self._total = total
         return [self._train_begin(now, total)]
 
-    def _step(self, step: int, step_time: float, now: float) -> list[events.AnyEvent]:
+    def _step(self, step: int, rate: float, now: float) -> list[events.AnyEvent]:
+        """A Step whose time `_timed` gives once the read's lines are all in (`rate`: the bar's, 0 without one)."""
         if step <= self.step:
             return []
-        held, measured = self._take_held(now), None
-        if self._last_t is not None:  # the time between readings, less the time held
-            measured = max(0.0, now - self._last_t - held) / (step - self.step)
-        step_time = self._step_time(step_time, measured)
-        self.step, self._last_t = step, now
-        return self._begin(now) + [events.Step(t=now, step=step, epoch=self.epoch, step_time=step_time)]
+        event = events.Step(t=now, step=step, epoch=self.epoch, step_time=rate)
+        self._pending.append((event, self.step))
+        self.step = step
+        return self._begin(now) + [event]
 
     def _step_time(self, rate: float, measured: float | None) -> float:
         """The bar's rate, else the measured time. tqdm smooths its rate over the steps before, so after a hold it
@@ -199,7 +243,7 @@ class OutputWatcher:
     def _begin(self, now: float) -> list[events.AnyEvent]:
         if self.began:
             return []
-        self.began = True
+        self.began, self._began_t = True, now
         self._total = self.reader.bar_total or self.reader.counted_total  # a tqdm bar's, else `step 25/30`'s
         return [self._train_begin(now, self._total),
                 events.State(t=now, state=events.TRAINING, reason="steps read from the command's output")]

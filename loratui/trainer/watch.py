@@ -31,8 +31,9 @@ from loratui.phases import Phases, shifted
 from loratui.rundir import SUSPEND_EXIT, RunDir, replace_file
 from loratui.trainer.lives import Resumed
 
-RUN_ENV, RESUME_ENV, PARENT_ENV = "LORATUI_RUN_DIR", "LORATUI_RESUME_FROM", "LORATUI_SUPERVISOR_PID"
-"""Set by the supervisor for the watched command: the run directory; on a resume, the checkpoint."""
+RUN_ENV, PARENT_ENV = "LORATUI_RUN_DIR", "LORATUI_SUPERVISOR_PID"
+"""Set by the supervisor for the watched command: the run directory, and the command's parent (its keeper). The
+checkpoint a launch resumes from is no variable the script would see: `RunDir.resume`, read at the first train()."""
 WATCHED_OPTIONS = {"reset_peaks": False, "pin_saves": False}
 """The callback in a user's process leaves its state alone: torch's peak counters are the script's (the
 peaks recorded are running maxima), and its output_dir gets only what its Trainer writes."""
@@ -43,7 +44,7 @@ _Phases = Phases()
 
 
 class _Resuming:
-    """A process the supervisor resumes after a suspend (RESUME_ENV: the checkpoint) runs the script from its start.
+    """A process the supervisor resumes after a suspend (`RunDir.resume`: the checkpoint) runs the script from its start.
     The checkpoint is its phase's: a script that trains twice and was suspended in its second train() resumes that
     one, from the checkpoint, on the run's step axis where it stopped; the train() calls before it run again as the
     script asks, recorded again from their start. (The first train() took the checkpoint: the warm-up resumed the
@@ -58,7 +59,7 @@ class _Resuming:
         """The checkpoint (and where it was written) when this train() call is the one to resume from it."""
         self.calls += 1
         if self.calls == 1:
-            self.path = os.environ.pop(RESUME_ENV, "")  # once: the script's own processes never see it
+            self.path = _resume_from(RunDir(Path(run_dir)))
             if self.path:
                 from loratui.trainer.lives import resumed_phase
 
@@ -74,6 +75,14 @@ class _Resuming:
 
 
 _RESUMING = _Resuming()
+
+
+def _resume_from(run: RunDir) -> str:
+    """The checkpoint this launch resumes from, as the supervisor wrote it before the launch ('' for none)."""
+    try:
+        return run.resume.read_bytes()[:4096].decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return ""
 
 
 class LoratuiCallback(TrainerCallback):

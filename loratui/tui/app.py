@@ -182,6 +182,11 @@ class LoratuiApp(App[str]):
     def _poll_source(self) -> None:
         """Poll the source off the event loop and post what it finds."""
         told_caught_up = False
+        opening = getattr(self.source, "opening", None)
+        if self.away is not None and not self.away.shown and opening is not None:  # an attach: the index's fold
+            opened = opening(self.recipe, self.away.since)
+            if opened is not None:
+                self.post_message(StateReplaced(opened.state, opened.advisor, opened.recent))
         while not self._stop_polling.is_set():
             batch: Batch = self.source.poll()
             if batch.events or batch.note != self.note:
@@ -229,6 +234,9 @@ class LoratuiApp(App[str]):
     @on(StateReplaced)
     def _replace(self, message: StateReplaced) -> None:
         self.run_state, self.advisor = message.state, message.advisor
+        if message.recent is not None and self._story is not None:  # an attach opened from the index
+            self._story.feed_all(message.recent)
+            self._last_event_t = max(self._last_event_t, self.run_state.last_t or 0.0)
         self.query_one(LogPane).reset()
         self.redraw()  # a seek shows its result at once
 

@@ -24,10 +24,12 @@ class EventsArrived(Message):
 
 
 class StateReplaced(Message):
-    """A replay seek rebuilt the run's state and advice at another point of the log."""
+    """A replay seek rebuilt the run's state and advice at another point of the log (or an attach took them from the
+    run's saved index: `recent` then holds the events an away card reads)."""
 
-    def __init__(self, state: RunState, advisor: Any) -> None:
+    def __init__(self, state: RunState, advisor: Any, recent: list[Any] | None = None) -> None:
         super().__init__()
+        self.recent = recent
         self.state = state
         """The folded state at the new position."""
         self.advisor = advisor

@@ -31,7 +31,7 @@ from loratui.logic.advisor.advice import (  # re-exported: callers import them f
     sentence_case,
     warn_line_bytes,
 )
-from loratui.logic.advisor import build, loss_words, rank, root
+from loratui.logic.advisor import build, loss_words, objectives, rank, root
 from loratui.logic.advisor.guard import KEYS as GUARD_KEYS
 from loratui.logic.advisor.loss import LossWatch
 from loratui.logic.advisor.oom_fold import OomFold
@@ -48,6 +48,7 @@ from loratui.logic.advisor.watches import (
     StarveWatch,
     VramWatch,
 )
+from loratui.logic.clauses import cjk_spaced
 from loratui.logic.tracebacks import TraceScanner
 from loratui.logic.word_gate import WordGate
 from loratui.recipe import WATCHED, Recipe, RecipeError, load_recipe
@@ -308,9 +309,14 @@ class Advisor(OomFold):
         self._items = None
 
     def _line(self, line: str) -> None:
-        """Scan one output line: traceback frames and exceptions, an OOM, setup errors, text hints."""
+        """Scan one output line: traceback frames and exceptions, an OOM, setup errors, text hints. A line where
+        Chinese touches Latin letters or digits is read spaced (`做PPO训练时loss不降` as `做 PPO 训练时 loss 不降`):
+        both are word characters to `\\b`, so every English pattern would miss its word there; one spacing here
+        serves every reader of the line."""
         if len(line) > 4000:
             line = line[:4000]
+        if not line.isascii():
+            line = cjk_spaced(line)
         self.trace.line(line)
         self._traceback_after_oom()
         self._text_findings(line)
@@ -410,7 +416,7 @@ _LR_RISES = re.compile(r"\bwarm(?:s|ing|ed)?[- ]?up\b|预热|\b(?:lr|learning[ _
 """The loss's rise put beside the learning rate's own (`a spike in loss coinciding with the end of warmup`, yolov5#10209;
 `Are lr and loss supposed to be possible to increase?`, DeepLabCut#287): a schedule that raises the lr on purpose
 raises the loss for a while."""
-_RL = re.compile(r"reinforcement learning|强化学习|\b(?:PPO|DQN|DDQN|DDPG|TD3|SAC|A2C|A3C|GRPO|RLHF|RLVR|MuZero)\b|"
+_RL = re.compile(r"reinforcement learning|强化学习|" + objectives.named(objectives.RL) + "|"
                  r"\b(?:value|critic|actor|policy|pg|q|td)[ _/](?:loss|avg)\b|\b(?:loss/policy|policy_loss|value_loss|"
                  r"critic_loss|actor_loss|q_loss|pg_loss)\b|(?<![/_])\brewards?\b(?![/_])", re.I)
 """Text about reinforcement learning, by its algorithms' names, its losses' or its reward (not DPO's implicit
@@ -418,14 +424,13 @@ _RL = re.compile(r"reinforcement learning|强化学习|\b(?:PPO|DQN|DDQN|DDPG|TD
 measure of progress (a value or Q target moves as the policy improves, a policy-gradient loss shifts with what is
 sampled), so a rise or a level in the person's words is no report there (the maintainers answer: watch the reward;
 muzero-general#96, IntelLabs/coach#214, ml-agents#280, open-instruct#836)."""
-_PREFERENCE = re.compile(r"\b(?:DPO|ORPO|KTO|SimPO|IPO|CPO|preference|chosen|rejected)\b", re.I)
+_PREFERENCE = re.compile(objectives.named(objectives.PREFERENCE, "preference", "chosen", "rejected"), re.I)
 """A preference objective named beside a reward (`DPO loss remains 0.6931 ... and the rewards stuck at 0.0`, trl#1627):
 its implicit rewards are a metric of the policy against the reference, and a DPO loss pinned at ln 2 is a report."""
 _RESULTS_GOOD_NEEDS = WordGate("result", "output", "sample", "generation", "image", "prediction", "效果")
 _ASKS_NORMAL_NEEDS = WordGate("normal", "expected", "supposed", "正常")
 _LR_RISES_NEEDS = WordGate("warm", "预热", "lr", "learning")
-_RL_NEEDS = WordGate("reinforcement", "强化学习", "ppo", "dqn", "ddpg", "td3", "sac", "a2c", "a3c", "grpo", "rlhf",
-                     "rlvr", "muzero", "loss", "avg", "reward")
+_RL_NEEDS = WordGate("reinforcement", "强化学习", *(name.lower() for name in objectives.RL), "loss", "avg", "reward")
 """A word every match of each pattern holds: they read every line that is no printed record until they match, and
 where none matched (most logs) cost 15-50 us a line."""
 _RESULTS_DENIED = re.compile(r"\b(?:not|n't|never|no longer|if|whether)\b", re.I)

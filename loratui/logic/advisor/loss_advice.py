@@ -280,6 +280,13 @@ def _diverging_advice(f: Finding, r: Recipe | None) -> Advice:
                       f"{text}; keep max_grad_norm (gradient clipping) on", evidence + lr, change, f.step)
     if facts.get("kind") == "prefers_rejected":
         return _prefers_rejected_advice(f, r)
+    if facts.get("kind") == "said" and facts.get("overfit"):
+        return Advice("loss_diverging", WARNING, "Validation loss rising, in the log's own words: overfitting -> keep "
+                      "the checkpoint of the best evaluation (load_best_model_at_end with metric_for_best_model "
+                      "eval_loss), train fewer epochs, or add data or regularisation (lora_dropout, weight_decay)",
+                      quote + ["the log says the validation loss rises: the model fits its training data ever "
+                               "closer and generalises worse; a metric that still improves (accuracy, WER) would "
+                               "say otherwise"], {}, f.step)
     if facts.get("kind") == "said":
         evidence = quote + ["the log says the loss rises: a learning rate too high for the data is the usual cause"]
         title = f"Loss rising, in the log's own words: {text}"

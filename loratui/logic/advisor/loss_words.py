@@ -4,7 +4,8 @@ PREDICATE: it stays put, it falls, it rises, it is zero), with the negation betw
 loss that does not move (`the loss does not decrease`) and a rise or a standstill into nothing (`the loss no
 longer explodes`, `not stuck anymore`); the last predicate said of a subject is where it went (`decreases at
 first, then goes up`). A supposition (`what if`, `how to avoid`, `in case`) reports nothing; a validation loss
-that rises is overfitting, not divergence; an RL or preference objective is judged by its own metrics.
+that rises is overfitting (reported as such, not as the training loss's divergence); an RL or preference objective
+is judged by its own metrics.
 
 Pure: a line in, a `Said` or None. None when the line says nothing this reader can tell: the older, narrower
 readers in `said.py` get their turn then."""
@@ -15,6 +16,8 @@ import functools
 import math
 import re
 from dataclasses import dataclass
+
+from loratui.logic.advisor import objectives
 
 # -- subjects ---------------------------------------------------------------------------------------------------
 
@@ -156,8 +159,7 @@ _CODE = re.compile(r"\b\w+=[\w\[(.'\"]+.*\bif\b.*\belse\b|"
                    r"^\s*(?:def |class |import |from \S+ import|//|[\w.]+\(.*\)[,:]?\s*$|(?:if|elif|for|while)\s[^,，]*[<>=()\[\]:]|"
                    r"return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|[=(]\s*\w*loss\w*\s*[,)]|\{\s*['\"]?\w+['\"]?\s*:")
-_NOT_LM = re.compile(r"(?<![A-Za-z0-9_])(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward|rewards/\w+|kl)(?![A-Za-z0-9_])",
-                     re.I)
+_NOT_LM = re.compile(objectives.named(objectives.LM_RL + objectives.PREFERENCE, "reward", r"rewards/\w+", "kl"), re.I)
 """An objective that is not a language-model loss, or its metrics: a GRPO loss grows with the KL, a DPO loss
 starts at ln 2 and a reward at 0; in words they say nothing of a language model's loss. Bounded by ASCII word
 characters: Chinese beside it is no word of its own (`做dpo训练时，loss没有下降反上升`)."""
@@ -226,7 +228,8 @@ SAID_RISE = 1.2
 
 @dataclass(frozen=True)
 class Said:
-    kind: str  # flat, zero, rise; or quiet: a predicate read that reports no such thing (a fall, a denial)
+    kind: str  # flat, zero, rise, overfit (a validation loss rising); or quiet: a predicate read that reports no such
+    # thing (a fall, a denial)
     subject: str  # loss, val_loss, acc, model, still, lr, pred
 
 
@@ -265,7 +268,9 @@ def read(line: str) -> Said | None:
         # itself, its accuracy or the model can then be said to stand still or rise (`the loss converges quickly
         # but the accuracy stays at 0`); a validation loss that stays or rises is overfitting, a learning rate at
         # 0 a warm-up's first steps
-        found = [s for s in found if s.subject in ("loss", "acc", "model")]
+        found = [s for s in found if s.subject in ("loss", "acc", "model") or s.kind == "overfit"]
+    if any(s.kind == "overfit" for s in found) and _METRIC_BETTER.search(line):
+        found = [s for s in found if s.kind != "overfit"]  # the metric improves: keep training (wav2letter#879)
     if not found and swings:
         return QUIET  # a swing, which the narrower readers would take for the rise or the fall inside it
     if not found:
@@ -299,6 +304,16 @@ LEVELLED_BY, LEVELLED_MAX = 0.85, 4.0
 model's loss above that is near its unigram entropy), and not at chance (ln k for a few classes)."""
 
 
+_METRIC_BETTER = re.compile(
+    r"\b(?:WER|CER|PER|error rate)s?\b[^.!?]{0,30}?\b(?:decreas\w*|drop\w*|go(?:es|ing)? down|went down|fall\w*|"
+    r"improv\w*|descend\w*|declin\w*)|"
+    r"\b(?:acc(?:uracy)?|BLEU|F1|mAP|AUC|ROUGE[\w-]*|metrics?|scores?)\b[^.!?]{0,30}?\b(?:increas\w*|ris(?:e|es|ing)\b|"
+    r"go(?:es|ing)? up|went up|improv\w*)", re.I)
+"""A metric said to improve beside a validation loss said to rise (`the validation loss is increasing, the WER keeps
+decreasing`): the maintainers say this is no overfitting (the loss and the metric measure different things): keep
+training (wav2letter#879's answer)."""
+
+
 def _levelled(scopes: list[str]) -> bool:
     """The loss's clauses name where it started and a lower value where it stays: it fell, then levelled off
     (LlamaFactory#987: `开始loss为1.9，几十个step之后就在1.5附近不再下降`)."""
@@ -329,7 +344,7 @@ def _gravest(found: list[Said], line: str) -> Said:
         # started dropping`, `fluctuating between 0.8 and 1.2 but trending down`): where it went last counts
         last_fall = max(i for i, s in enumerate(found) if s.kind == "fall" and s.subject == "loss")
         found = [s for i, s in enumerate(found) if not (s.kind == "flat" and s.subject == "loss" and i < last_fall)]
-    for kind in ("rise", "zero", "flat"):  # the gravest: `stopped decreasing, then the training loss grew`
+    for kind in ("rise", "zero", "flat", "overfit"):  # the gravest: `stopped decreasing, then the training loss grew`
         said = next((s for s in found if s.kind == kind), None)
         if said is not None:
             if (kind == "rise" and TRANSIENT.search(line)) or (kind == "flat" and _WITHIN_EPOCH.search(line)):
@@ -491,6 +506,8 @@ def _predicate(subject: str, scope: str, negated_before: bool) -> Said | None:
         rose = rose or (p.lastgroup == "rise" and not negated)
     if rose and last is not None and last[0] != "rise" and _ALTERNATES.search(scope):
         last = ("rise", False)  # `一会儿变得很大，一会儿变成0`: by turns, not in order; the rise is the graver
+    if rose and last == ("fall", True):
+        last = ("rise", False)  # `increases and never decreases`: the fall denied is the rise going on
     if subject == "loss" and _huge(scope):
         return Said("rise", subject)  # `Perplexity 16063139.21`: no run that learns prints it
     if last is None:
@@ -613,8 +630,8 @@ _BLEW = re.compile(r"diverg|explo|blow|blew|unstable|发散|爆炸|不稳定", r
 def _for(subject: str, kind: str, verb_text: str = "") -> Said:
     """What a predicate means for the training loss, by its subject: an accuracy or a model that does not improve,
     weights that do not update, gradients or a learning rate at zero all mean a loss that does not move; only a
-    training loss or a model rises (an accuracy or a learning rate going up is no divergence, a validation loss
-    going up is overfitting)."""
+    training loss or a model rises (an accuracy or a learning rate going up is no divergence); a validation loss
+    going up is overfitting."""
     base = subject.removeprefix("val_")
     if base == "acc" and kind in ("rise", "fall"):
         # an accuracy climbing: the model learns; an accuracy falling is no news of the loss
@@ -625,7 +642,9 @@ def _for(subject: str, kind: str, verb_text: str = "") -> Said:
         return Said("quiet", subject)  # the learning rate decays, the weights change: no news of learning
     if kind in ("quiet", "fall"):
         return Said(kind, subject)
-    if base == "loss" and not (kind == "rise" and subject.startswith("val_")):
+    if base == "loss" and kind == "rise" and subject.startswith("val_"):
+        return Said("overfit", subject)  # a validation loss going up: overfitting, unless a metric says otherwise
+    if base == "loss":
         return Said(kind, subject)
     if (base == "acc" and kind == "flat") or (base == "model" and kind == "flat"):
         return Said(kind, subject)

@@ -92,13 +92,17 @@ read the same without them (`the model is quite easy get `nan``)."""
 _LOSS_FINE = re.compile(r"\bloss(?:es)?\s+(?:is|are|was|were|looks?|seems?|stays?|remains?)\s+(?:\w+\s+)?"
                         r"(?:normal|fine|ok|okay|good|decreasing|stable|finite)\b|loss\s*(?:正常|没问题)", re.I)
 """The loss said to be fine in the same line (`grad_norm xx.xxxx (inf) but the loss is normal`)."""
+_PASSED = re.compile(r"\b(?:back|returns?|returned|goes back|went back)\s+to\s+normal\b|\bnormal\s+again\b|"
+                     r"(?<!never )(?<!not )(?<!n't )\brecover(?:s|ed|ing)?\b|恢复正常|又正常", re.I)
+"""A non-finite gradient said to pass (`grad_norm appears to be inf and then nan and then back to normal`,
+VideoMAEv2#53): mixed precision's scaler skipped those steps and lowered its scale, as with a loss said fine."""
 
 
 def read(line: str) -> NonFinite | None:
     """The non-finite training signal the line states, or None. A non-finite gradient beside a loss said to be fine
     is mixed precision's loss scaler at work (it skips that step and lowers its scale), not a run gone NaN."""
     found = _read(line)
-    if found is not None and found.what == "gradients" and _LOSS_FINE.search(line):
+    if found is not None and found.what == "gradients" and (_LOSS_FINE.search(line) or _PASSED.search(line)):
         # unless another clause says the loss went bad after all (`... the loss is normal at first, then it becomes nan`)
         return next((other for clause in clauses(_MARKUP.sub("", line)) if not _LOSS_FINE.search(clause)
                      for other in [_in_clause(clause)] if other is not None and other.what != "gradients"), None)

@@ -105,7 +105,7 @@ class OomFold:
         joined = oom.cut_phrase(prev, line) if report is None and self.oom is None and prev else ""
         if joined:  # `Resource exhausted: Out` / `of memory while ...`: parsed again only when the wrap joined them
             line, report = joined, oom.parse_oom(joined)
-        if report is None:
+        if report is None or self.pasted and oom_words.denied_message(line):
             return line, False
         self._on_oom(report, line)
         self._oom_open = line if self.oom is not None and self.oom.facts["report"] is report and \

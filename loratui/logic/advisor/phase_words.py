@@ -262,7 +262,7 @@ class PhaseWords:
         """The OOM's cause in the person's sentence (`another process holds the GPU`), the first one said."""
         low_whole = whole.lower()
         if self.cause is None and any(hint in low_whole for hint in _ALL_CAUSE_HINTS) and \
-                (_CAUSE_CONTEXT.search(oom_words.cjk_spaced(whole)) or oom_holders.CONTEXT.search(whole)):
+                (_CAUSE_CONTEXT.search(whole) or oom_holders.CONTEXT.search(whole)):
             # the line alone first; then the sentence it ends, hard-wrapped over lines (`nvidia-smi shows 15 GB used
             # even though` / `nothing is running`)
             kind = oom_words.said_cause(text) or (oom_words.said_cause(whole) if whole != text else "")

@@ -162,7 +162,7 @@ def words_yield(finding: Finding, falling: bool, ran_away: bool, calm: bool = Fa
     if facts.get("withdrawn"):
         return "later evidence explained it away (the loss scaler's first overflows)"
     if falling and facts.get("kind") == "said" and finding.id in ("loss_flat", "loss_diverging") and \
-            facts.get("nan_step") is None:
+            facts.get("nan_step") is None and not facts.get("overfit"):  # overfitting: training's loss falls
         return "the words say flat or rising, the losses printed fall to their end: the numbers show it"
     if finding.id == "nan_loss" and ran_away:
         return "the NaN the text printed is where the rise ran to: the divergence explains it"

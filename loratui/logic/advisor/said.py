@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from loratui.logic.advisor import loss_words
+from loratui.logic.advisor import loss_words, objectives
 from loratui.logic.advisor.advice import Finding
 from loratui.logic.clauses import sentences
 from loratui.logic.fmt import quoted
@@ -25,12 +25,12 @@ _RISE = (r"(?:explo(?:d\w*|sion)|blew up|blow(?:s|ing)? up|diverg\w*|increas\w*|
          r"(?:worse|huge|enormous|massive|astronomical)\b|worse and worse)")
 _SAID = re.compile(
     r"\b(?:training|model|network|net|run|optimi[sz]ation|fine-?tuning)\s+(?:\w+\s+)?diverg(?:es|ed|ing)\b|"
-    r"(?:训练|模型)\s*(?:也|又|就|还|突然|开始)*\s*发散|" +
+    r"(?:训练|模型)\s*(?:也|又|就|还|突然|开始|竟然|居然|直接|很快|总是|经常|容易)*\s*发散|" +
     _SUBJECT + r"(?P<gap>[^.!?\n,;:=]{0,30}?)\b" + _RISE +
     r"|\b(?:explod\w*|increasing|rising|diverging|growing)\s+(?:train(?:ing)?\s+)?loss\b(?!\s*[_ ]?scal)" +
     r"|\b(?:increase|rise|spike|jump|surge|explosion|blow-?up|divergence)s?\s+(?:of|in)\s+(?:the\s+)?(?:both\s+)?"
     r"(?:train(?:ing)?\s+)?loss(?:es)?\b(?!\s*[_ ]?scal)" +
-    r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|会|就|还|突然|一直|不断|开始|逐渐|出现了?|的)*\s*"
+    r"|" + _SUBJECT + r"\s*(?:值|函数)?\s*(?:也|又|会|就|还|突然|一直|不断|开始|逐渐|竟然|居然|直接|很快|出现了?|的)*\s*"
     r"(?:爆炸|增大|变大|上升|升高|增加|飙升|暴增|暴涨|发散|上涨|越来越大|越来越高|不降反升|不降反增)",
     re.I)
 _HELD = re.compile(r"\b(?:not?|never|without|avoid\w*|prevent\w*|stop(?:s|ped)? (?:the )?|instead of|if|whether|"
@@ -42,14 +42,14 @@ _OTHER = re.compile(r"\b(?:learning[ _]rate|lr|accuracy|acc|batch|memory|time|st
 """Another quantity between the loss and the verb: `loss decreases while the learning rate increases`."""
 _NOT_TRAIN = re.compile(r"(?:val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[ _]$|"
                         r"(?<![A-Za-z])(?:zero|few|one|\d+)[- ]?shot\s+(?:[A-Za-z]+\s+)?$", re.I)
-"""A validation loss rising while training goes on is overfitting, not divergence; a zero- or few-shot loss is an
-evaluation's before (or without) training."""
+"""A validation loss, or a zero- or few-shot loss (an evaluation's before, or without, training), is no training loss:
+these narrower patterns leave it alone (loss_words reads a validation loss rising as overfitting)."""
 _CODE = re.compile(r"^\s*(?:def |class |import |from \S+ import|#|//|if |elif |for |while |return |raise |assert |"
                    r"[\w.\[\]'\"]+\s*[-+*/]?=\s)|"
                    r"[=(]\s*\w*loss\w*\s*[,)]")
 
 
-_NOT_LM = re.compile(r"(?<![A-Za-z0-9_])(?:GRPO|PPO|DPO|KTO|ORPO|SimPO|RLOO|RLHF|reward model)(?![A-Za-z0-9_])", re.I)
+_NOT_LM = re.compile(objectives.named(objectives.LM_RL + objectives.PREFERENCE, "reward model"), re.I)
 """An objective that is not a language-model loss: a GRPO loss grows with the KL to the reference while the
 reward is flat (theLMbook#6), a DPO loss may go anywhere; its rise in words is no divergence."""
 
@@ -61,8 +61,9 @@ def rise_said(line: str, step: int) -> Finding | None:
         return None
     said = loss_words.read(line)
     if said is not None:
-        return Finding("loss_diverging", step, {"kind": "said", "quote": quoted(line), "lr": None}) \
-            if said.kind == "rise" else None
+        return Finding("loss_diverging", step, {"kind": "said", "quote": quoted(line), "lr": None,
+                                                "overfit": said.kind == "overfit"}) \
+            if said.kind in ("rise", "overfit") else None
     if _CODE.search(line) or _NOT_LM.search(line) or loss_words.TRANSIENT.search(line):
         return None  # TRANSIENT: a spike said to recover, a jump at each epoch's start
     for found in _SAID.finditer(line):

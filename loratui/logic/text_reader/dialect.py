@@ -169,3 +169,16 @@ class LinePrefix:
         for shape in shapes:
             self._counts[shape] = self._counts.get(shape, 0) + 1
         return shapes
+
+
+_CODE_EDGE = re.compile(r"^(\s*)`(?!`)|(?<!`)`(\s*)$")
+"""A single backtick at a line's start or end: where an issue's inline code span opens or closes around pasted lines."""
+
+
+def without_code_span_edge(line: str) -> str:
+    """The line without the backtick of an inline code span that a forum paste opened on a line before it or closes on
+    a line after it (`` `blk.33.ffn_up.weight ...`` first, ``Killed` `` last): the line's one backtick, at an edge,
+    is no part of what the program printed. Fences (```), paired quotes and a backtick inside the line stay."""
+    if line.count("`") != 1:
+        return line
+    return _CODE_EDGE.sub(lambda m: m.group(1) or m.group(2) or "", line, count=1)

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from loratui import events
+from loratui.logic.clauses import cjk_spaced
 from loratui.logic.text_reader import dialect, epochs, progress
 from loratui.logic.text_reader import values as v
 from loratui.text import inert
@@ -152,7 +153,10 @@ class TextReader:
 
     def _loss_text(self, fragment: str, t: float, out: list[events.AnyEvent]) -> None:
         """A fragment that is no record, dict or bar: a Keras epoch header, a `step N ... loss X` line in any
-        framework's spelling, or the losses a person lists in one line."""
+        framework's spelling, or the losses a person lists in one line. Read spaced where Chinese, kana or Hangul
+        touches a Latin word (`出现loss=nan的情况`), as the advisor reads every line (clauses.cjk_spaced)."""
+        if not fragment.isascii():
+            fragment = cjk_spaced(fragment)
         epoch = _KERAS_EPOCH.match(fragment)
         if epoch is not None:
             self._keras_epoch = int(epoch.group(1))
@@ -171,6 +175,11 @@ class TextReader:
         if found is not None:
             step, numbers = self._counted(fragment, found)
             self._loss_line(step if step is not None else self._keras_step(fragment), numbers, t, out)
+            return
+        named = v.named_evaluation_loss(fragment) if self.evals_apart else None
+        if named is not None:  # `val_loss=2.2` alone: the evaluation's, as `eval loss 2.2` is
+            self._release(t, self._early)
+            self._emit(max(v.line_step(fragment) or 0, self.step), {"eval_loss": named}, t, out)
             return
         listed = v.loss_list(fragment)
         if listed:

@@ -220,6 +220,21 @@ _EVAL_BEFORE = re.compile(r"(?<![A-Za-z0-9_])(?:val|valid|validation|validating|
 nan`, fairseq's `| valid | epoch 002 | ... | loss 9.393`, `Evaluation - loss: 1.386`)."""
 
 
+_EVAL_NAMED = re.compile(r"(?<![\w/.])(?:val|valid|validation|eval|evaluation|test|dev)[_/]loss" + _SEP_NUM, re.I)
+"""An evaluation's loss under its one-word name (`val_loss=2.2`, `val_loss: 2.2`, `eval_loss = 2.2`, `eval/loss:
+2.2`): `loss_line` reads no loss there (the `_` joins it to another word: `best_val_loss`, Keras' `val_loss`
+beside its `loss`)."""
+
+
+def named_evaluation_loss(fragment: str) -> float | None:
+    """The value of an evaluation's loss named in one word (`_EVAL_NAMED`) on a line that has no training loss of its
+    own (`loss_line` reads none), or None."""
+    if len(fragment) > 2000 or "oss" not in fragment and "OSS" not in fragment:
+        return None
+    found = _EVAL_NAMED.search(fragment)
+    return number(found.group(1)) if found else None
+
+
 def evaluation_loss(fragment: str) -> bool:
     """Whether the loss `loss_line` reads in a line is an evaluation's: the loss's own name says so (`val loss`,
     `eval loss 2.31`), or an evaluation's word comes before it on the line and its name is not the training's
