@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from loratui import __version__, events, rundir, runstatus, units
-from loratui.commands import (doctor, estimate, importer, init, mcp_server, notify_test, recipes, replay,
-                              report, stacks)
+from loratui.commands import (apply, doctor, estimate, importer, init, mcp_server, notify_test, recipes,
+                              replay, report, stacks)
 from loratui.errors import EXIT_BAD_INPUT, EXIT_NO, EXIT_OK, UsageError
 from loratui.held_interrupt import HeldInterrupt
 from loratui.bounds import NotAFile, clip
@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
     attach.set_defaults(handler=cmd_attach)
     ls.set_defaults(handler=cmd_ls)
-    for module in (doctor, estimate, importer, init, recipes, replay, notify_test, stacks, mcp_server, report):
+    for module in (doctor, estimate, importer, init, recipes, replay, notify_test, stacks, mcp_server, report,
+                   apply):
         module.register(sub, runs_dir).set_defaults(handler=module.main)
     return parser
 
@@ -191,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if requeued is not None:  # this job ran before, saved before its limit and was requeued: go on with it
         return _go_on(requeued, args.headless)
     limit = launch_checks.slurm_limit(args)
-    busy = [(r, st) for r in rundir.list_runs(args.runs_dir, everywhere=True) if (st := runstatus.read(r)).alive]
+    busy = others_running(args.runs_dir)
     with HeldInterrupt.hold() as held:  # from the spawn on, Ctrl-C leaves the run training: held for the viewer
         if watching:
             run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url,
@@ -216,6 +217,22 @@ def _go_on(requeued: rundir.RunDir, headless: bool) -> int:
     with HeldInterrupt.hold() as held:
         spawn_supervisor(requeued, adopt=True)
     return _view(requeued, headless=headless, held=held, since=since)
+
+
+def others_running(runs_dir: Path) -> list[tuple[rundir.RunDir, runstatus.Status]]:
+    """The live runs a new run's note names: this user's own. A runs directory or state directory shared by
+    several users (one HOME, a LORATUI_RUNS on a shared filesystem; root reads every 0700 run) lists theirs too,
+    whose names and states are not this user's to be told."""
+    uid = os.getuid()
+    return [(run, status) for run in rundir.list_runs(runs_dir, everywhere=True)
+            if _owner(run) == uid and (status := runstatus.read(run)).alive]
+
+
+def _owner(run: rundir.RunDir) -> int | None:
+    try:
+        return run.path.stat().st_uid
+    except OSError:
+        return None
 
 
 def sharing_note(run_id: str, status: runstatus.Status) -> str:

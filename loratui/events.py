@@ -331,6 +331,13 @@ def num_in(value: Num) -> float | None:
         return None
 
 
+def is_train_summary(values: dict) -> bool:
+    """Whether a Trainer log is its end-of-training summary (`train_runtime` beside `train_loss`, `total_flos`...),
+    not a step's log. `train_runtime` alone does not say so: with `include_num_input_tokens_seen` every step's
+    log carries `train_runtime` and `train_tokens_per_second` beside its `loss`; the summary never has a `loss`."""
+    return "train_runtime" in values and "loss" not in values
+
+
 def logged_loss(values: dict[str, Num]) -> float | None:
     """The loss a training log stands for: NaN where transformers printed 0.0 for a NaN step.
 

@@ -534,11 +534,24 @@ def checkpoint_step(checkpoint: str | None) -> int | None:
 
 
 def checkpoint_complete(checkpoint: Path) -> bool:
-    """Whether the Trainer finished writing this checkpoint (its trainer_state.json, written last, parses)."""
+    """Whether the Trainer finished writing this checkpoint (its trainer_state.json, written last, parses).
+
+    The Trainer writes it with Python's json, which writes a NaN or infinite loss or grad_norm of its log_history as
+    bare `NaN`/`Infinity`: strict JSON refuses them, and every checkpoint after a run's first NaN (an fp16 overflow's
+    inf grad_norm too) was taken for cut short: a suspended run resumed "from None", at step 0."""
     try:
-        msgspec.json.decode((checkpoint / "trainer_state.json").read_bytes())
-    except (OSError, msgspec.DecodeError):
+        data = (checkpoint / "trainer_state.json").read_bytes()
+    except OSError:
         return False
+    try:
+        msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        import json
+
+        try:
+            json.loads(data)  # Python's own dialect: NaN, Infinity, -Infinity
+        except ValueError:  # cut short (a full disk, a kill mid-save), or not JSON at all
+            return False
     return True
 
 

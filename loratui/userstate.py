@@ -111,7 +111,8 @@ def remember_run(run_path: Path) -> None:
         state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(state_dir() / RUNS_LIST, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, line + b"\n")  # one write on O_APPEND: two runs started at once never mix lines
+            if os.fstat(fd).st_uid == os.getuid():  # a HOME shared with another user: their list, not ours
+                os.write(fd, line + b"\n")  # one write on O_APPEND: two runs started at once never mix lines
         finally:
             os.close(fd)
     except OSError:
@@ -119,19 +120,32 @@ def remember_run(run_path: Path) -> None:
 
 
 def remembered_runs() -> list[Path]:
-    """The run directories this user started that still hold a log, each once, in the order started."""
+    """The run directories this user started that still hold a log, each once, in the order started: from this
+    user's own list, and only the directories this user owns."""
     path = state_dir() / RUNS_LIST
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as handle:
+            if os.fstat(fd).st_uid != os.getuid():
+                return []  # another user's list (a HOME they share): their runs are not this user's to list
             lines = [line for line in handle.read().split(b"\n") if line]
     except OSError:
         return []
     kept = [Path(os.fsdecode(line)) for line in dict.fromkeys(lines)]
-    kept = [run for run in kept if (run / "events.jsonl").is_file()]
+    kept = [run for run in kept if _own_run(run)]
     if len(lines) >= _PRUNE_AT and len(kept) < len(lines) // 2:
         _rewrite(path, b"".join(os.fsencode(run) + b"\n" for run in kept))
     return kept
+
+
+def _own_run(path: Path) -> bool:
+    """A run directory of this user's that still holds a log (root reads every run a list may name; only its own
+    are its). One it may not look into (another user's 0700 run) is none: is_file() raised PermissionError, and
+    `loratui ls` ended on it."""
+    try:
+        return path.stat().st_uid == os.getuid() and (path / "events.jsonl").is_file()
+    except OSError:
+        return False
 
 
 def _rewrite(path: Path, data: bytes) -> None:

@@ -145,7 +145,7 @@ def test_step_less_dicts_without_steps_per_epoch_keep_their_order_and_show_their
     log.write_text("".join(f"{{'loss': {2 - i / 10:.2f}, 'epoch': {i / 4}}}\n" for i in range(1, 5)))
     found = importers.import_path(log)
     assert [(e.step, e.epoch) for e in found if isinstance(e, events.Step)] == [(1, .25), (2, .5), (3, .75), (4, 1)]
-    assert "steps inferred from line order" in _fold(found).notices[0].message
+    assert "in line order, not the trainer's steps" in _fold(found).notices[0].message
 
 
 @pytest.mark.parametrize("content", [b"", b"hello\nworld\n", b"\x00\xff\xfe binary", b'{"a": 1}', b"{not json"])

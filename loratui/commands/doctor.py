@@ -51,7 +51,22 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps([item.to_dict() for item in items], indent=2, default=str))
     else:
         print(render(items, source, note, _terminal_width()))
+        print(_apply_hint(items, source), end="")
     return EXIT_NO if any(item.severity == "error" for item in items) else EXIT_OK
+
+
+def _apply_hint(items: list[Any], source: Path | str) -> str:
+    """For a run directory whose advice has a change `A` writes: the `loratui apply` line that writes it from the
+    shell ('' for a pasted text or a log, which have no recipe to copy)."""
+    fixable = [item for item in items if getattr(item, "fix", None)]
+    if not fixable or not isinstance(source, Path) or not (source / "events.jsonl").is_file():
+        return ""
+    import shlex
+
+    from loratui.text import inert
+
+    return (f"\napply: loratui apply {inert(shlex.quote(str(source)), newlines=False)} {fixable[0].id}   (a copy of "
+            "the run's recipe with that change; --restart also restarts the run with it)\n")
 
 
 def _resolve(path: Path, runs_dir: Path | None, everywhere: bool = False) -> Path:

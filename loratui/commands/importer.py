@@ -30,6 +30,9 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     run_id = write_run(found, args.path, args.runs_dir, args.name)
     print(run_id)  # alone on stdout, for `id=$(loratui import ...)`; what to do with it goes to stderr
+    said = next((e.message for e in found if getattr(e, "key", "") == "import" and "; " in e.message), "")
+    if said:  # how its times and steps were got, where the record does not say them itself
+        print(f"note: {said.split('; ', 1)[1]}", file=sys.stderr)
     print(f"next: loratui replay {run_id}   (the app; --summary for JSON)\n"
           f"      loratui doctor {run_id}   (the advice)", file=sys.stderr)
     return 0

@@ -268,29 +268,22 @@ def _can_take(run: Any, command: str) -> None:
 
 
 def _advice_item(run: Any, advice_id: str) -> Any:
-    from loratui.commands.agent_view import _fold
+    """The advice named, as `loratui apply` chooses it (commands/apply.py: one choice for A's shells)."""
+    from loratui.commands.apply import choose
 
-    _, advisor = _fold(run)
-    for item in advisor.items():
-        if item.id == advice_id:
-            if not item.fix:
-                raise ValueError(f"{advice_id}: cannot be applied ({item.no_fix or 'it proposes no change'})")
-            return item
-    raise ValueError(f"{run.run_id} has no advice {advice_id!r} now; run_advice lists what it has")
+    return choose(run, advice_id)
 
 
 def _apply(run: Any, item: Any) -> dict[str, Any]:
-    """What `A`, `y` does in the app, with the agent named in the log."""
-    from loratui import events
-    from loratui.eventlog import EventWriter
-    from loratui.supervisor import control
-    from loratui.supervisor.restart import restart_with, write_fix
+    """What `A`, `y` does in the app (and `loratui apply --restart`), with the agent named in the log."""
+    from loratui.commands.apply import restart, write
+    from loratui.errors import ApplyError
 
-    path, env = write_fix(run, item.id, item.fix)
-    new_run = restart_with(run, path, env, lambda command: control.send(run.control, command, SOURCE))
-    EventWriter(run.events).write(events.Notice(
-        t=time.time(), level="info", key="agent",
-        message=f"agent (mcp): applied {item.id} ({path.name}); the run goes on as {new_run.run_id}"))
+    try:
+        path, env = write(run, item)
+        new_run = restart(run, item, path, env, SOURCE, "agent (mcp)")
+    except ApplyError as exc:  # another user's run, a copied one, a change that does not validate: one line
+        raise ValueError(str(exc)) from None
     return {"done": f"wrote {path}; restarted as {new_run.run_id}", "new_run": new_run.run_id}
 
 

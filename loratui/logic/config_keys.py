@@ -78,6 +78,8 @@ LLAMAFACTORY_KEYS: dict[str, Move] = {
     # hparams/model_args.py QuantizationArguments: quantization_bit, quantization_type (nf4|fp4),
     # double_quantization; the 4-bit compute dtype follows bf16/fp16 (parser.py: `if training_args.bf16
     # ...: model_args.compute_dtype = torch.bfloat16 elif training_args.fp16: ... torch.float16`).
+    # The weights' dtype follows bf16/fp16 there (parser.py, above): no key of its own for `model.dtype`.
+    "model.dtype": _no_key,
     "quantization.load_in_4bit": _only_true({"quantization_bit": 4}),
     "quantization.load_in_8bit": _only_true({"quantization_bit": 8}),
     "quantization.bnb_4bit_quant_type": _same("quantization_type"),
@@ -125,6 +127,8 @@ AXOLOTL_KEYS: dict[str, Move] = {
     # for qlora"; the loader quantizes only `if self.cfg.adapter == "qlora" and self.cfg.load_in_4bit`),
     # and then uses nf4 with double quantization and the bf16/fp16 dtype by itself (loaders/model.py
     # bnb_config: bnb_4bit_quant_type "nf4", bnb_4bit_use_double_quant True, compute dtype cfg.torch_dtype).
+    # The weights' dtype: left unmapped (no `A` for it) rather than guessed.
+    "model.dtype": _no_key,
     "quantization.load_in_4bit": _only_true({"load_in_4bit": True, "adapter": "qlora"}),
     "quantization.load_in_8bit": _same("load_in_8bit"),
     "quantization.bnb_4bit_quant_type": lambda value: {} if value == "nf4" else None,

@@ -331,7 +331,7 @@ def _step(s: RunState, e: events.Step) -> None:
 def _log(s: RunState, e: events.Log) -> None:
     values = {k: events.num_in(v) for k, v in e.values.items()}
     loss = series.logged_loss(values)
-    if loss is not None and "train_runtime" not in values:
+    if loss is not None and not events.is_train_summary(values):
         s.loss.append((e.step, loss))
         if not math.isfinite(loss):
             s.nan_steps.append(e.step)

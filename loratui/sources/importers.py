@@ -53,6 +53,11 @@ class Record:
     elapsed: dict[int, float] = field(default_factory=dict)  # step -> seconds since the start, where logged
     fit_done: bool = False
     """Lightning said the fit ran to its end ("`Trainer.fit` stopped: `max_epochs=3` reached.")."""
+    logging_steps: int = 0
+    """The logging interval the log prints (`logging_steps=10` of a printed TrainingArguments), 0 where it does not:
+    the k-th of step-less dicts is then step k x logging_steps."""
+    planned_steps: int = 0
+    """The Trainer's `Total optimization steps = 80` (its banner at info level), 0 where it is not printed."""
     scheduler_end: tuple[str, str] = ("", "")
     """(Slurm's end, its job id) from slurmstepd's `*** JOB 12 ON node CANCELLED AT ... DUE TO TIME LIMIT ***` in a
     job's .out, when no training line follows it (a requeued job's log goes on)."""
@@ -234,6 +239,7 @@ def read_stdout_log(path: Path) -> Record:
                 _take(record, reader.feed(line))
                 _take_elapsed(record, line)
                 _take_scheduler_end(record, line)
+                _take_plan(record, line)
                 record.fit_done = record.fit_done or bool(_FIT_DONE.search(line))
     except textfile.BinaryFile:
         raise ImportFailed(f"{path}: a binary file, not a log") from None
@@ -296,6 +302,20 @@ class JsonLines:
 
     def all_broken(self) -> bool:
         return 0 < self.broken == self.lines
+
+
+_LOGGING_STEPS = re.compile(r"\blogging_steps\s*[=:]\s*['\"]?(\d+)\b")
+_PLANNED_STEPS = re.compile(r"Total optimization steps\s*=\s*([\d,]+)")
+
+
+def _take_plan(record: Record, line: str) -> None:
+    """The logging interval and the planned step count, where the log prints them (the first said of each)."""
+    if "logging_steps" in line and not record.logging_steps:
+        found = _LOGGING_STEPS.search(line)
+        record.logging_steps = int(found.group(1)) if found else 0
+    if "optimization steps" in line and not record.planned_steps:
+        found = _PLANNED_STEPS.search(line)
+        record.planned_steps = int(found.group(1).replace(",", "") or 0) if found else 0
 
 
 _FIT_DONE = re.compile(r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached")
@@ -408,20 +428,31 @@ def _take(record: Record, found: list[events.AnyEvent]) -> None:
 
 
 def _fill_steps_without_bars(record: Record) -> None:
-    """Without bars, dict order is all there is: spread the train dicts over the summary's step count."""
-    summary = next((v for _, v in record.entries if "train_runtime" in v), None)
-    n_train = sum(1 for _, v in record.entries if TRAIN_KEYS & v.keys() and "train_runtime" not in v)
+    """Without bars, the steps come from what the log says: each dict's epoch over the summary's step count, the
+    logging interval it prints (the k-th dict is step k x logging_steps), the summary's step count spread over the
+    dicts; else the dicts are numbered in line order, and the note says those are no trainer's steps."""
+    summary = next((v for _, v in record.entries if events.is_train_summary(v)), None)
+    n_train = sum(1 for _, v in record.entries if TRAIN_KEYS & v.keys() and not events.is_train_summary(v))
     runtime, rate = (summary.get("train_runtime", 0.0), summary.get("train_steps_per_second", 0.0)) if summary \
         else (0.0, 0.0)
     total = round(runtime * rate) if math.isfinite(runtime * rate) else 0
     if total and _place_by_epoch(record, total, summary):
         return
-    every = max(1, round(total / n_train)) if total and n_train else 1
-    record.step_note = (f"steps inferred from line order (every {every} steps)" if every > 1
-                        else "steps inferred from line order")
+    if record.logging_steps > 1:
+        every = record.logging_steps
+        record.step_note = f"steps from the log's logging_steps={every} (the log names no step)"
+    elif total and n_train:
+        every = max(1, round(total / n_train))
+        record.step_note = (f"steps spread over the summary's {total} steps in line order"
+                            + (f" (every {every} steps)" if every > 1 else ""))
+    else:
+        every = 1
+        record.step_note = (f"the log names no step (no progress bar, no logging_steps, no summary): its {n_train} "
+                            "training logs are numbered 1, 2, 3... in line order, not the trainer's steps"
+                            if record.logging_steps != 1 else "steps from the log's logging_steps=1")
     if every > 1:
         record.entries = [(step * every, values) for step, values in record.entries]
-    record.max_steps = total  # the summary's (runtime x rate), else unknown: see `_max_steps`
+    record.max_steps = total or record.planned_steps  # the summary's (runtime x rate), else unknown: `_max_steps`
 
 
 def _place_by_epoch(record: Record, total: int, summary: dict[str, float] | None) -> bool:
@@ -462,7 +493,7 @@ def to_events(record: Record) -> list[events.AnyEvent]:
         if is_eval(values):
             out += _eval_events(t, step, values)
             continue
-        if step > previous and TRAIN_KEYS & values.keys() and "train_runtime" not in values:
+        if step > previous and TRAIN_KEYS & values.keys() and not events.is_train_summary(values):
             out.append(_step(record, clock, previous, step, values.get("epoch", 0.0)))
             out += [events.Checkpoint(t=t, step=s, path=at.pop(s)) for s in sorted(at) if s <= step]
             previous = step
@@ -500,7 +531,7 @@ def _timing(record: Record) -> tuple[Any, str]:
             return start + e0 + (e1 - e0) * (step - s0) / max(s1 - s0, 1)
 
         return clock, "times from the log's elapsed_time"
-    runtime = next((v["train_runtime"] for _, v in record.entries if "train_runtime" in v), None)
+    runtime = next((v["train_runtime"] for _, v in record.entries if events.is_train_summary(v)), None)
     per_step = runtime / last if runtime and math.isfinite(runtime) and runtime > 0 else SECONDS_PER_STEP
     begin = record.end_t - per_step * last
     how = "times spread evenly over train_runtime" if _finished(record) else ASSUMED
@@ -548,7 +579,7 @@ def _closing(record: Record, last_step: int) -> list[events.AnyEvent]:
 
 
 def _finished(record: Record) -> bool:
-    return record.fit_done or any("train_runtime" in v for _, v in record.entries)
+    return record.fit_done or any(events.is_train_summary(v) for _, v in record.entries)
 
 
 def _nums(values: dict[str, float]) -> dict[str, events.Num]:

@@ -22,7 +22,7 @@ from loratui.errors import ApplyError
 from loratui.logic import applied
 from loratui.logic.recipe_edit import EditError, absolute_data_path, apply_changes, recipe_changes
 from loratui.recipe import BUILTIN_DIR, RecipeError, load_recipe
-from loratui.rundir import RunDir, latest_checkpoint
+from loratui.rundir import RunDir, checkpoint_complete
 from loratui.supervisor import alerts
 from loratui.supervisor.relaunch import carried_env, check_owner, create_new, final_state, stop_and_wait
 
@@ -90,6 +90,27 @@ def restart_command_line(run: RunDir, fixed: Path) -> list[str]:
     return config_fix.restart_command_line(run, fixed)
 
 
+def resume_point(checkpoints: Path) -> str | None:
+    """The checkpoint a restart with applied advice resumes from: the newest complete one whose log_history holds no
+    non-finite loss or grad_norm. One written after a NaN carries the weights that went NaN; strict JSON once
+    refused those files as cut short, which kept a restart off them (rundir.checkpoint_complete now reads them,
+    so a suspended run resumes where it was)."""
+    import json
+    import math
+
+    found = sorted(((int(p.name.rpartition("-")[2]), p) for p in checkpoints.glob("checkpoint-*")
+                    if p.name.rpartition("-")[2].isdigit() and checkpoint_complete(p)), reverse=True)
+    for _, path in found:
+        try:
+            history = json.loads((path / "trainer_state.json").read_bytes()).get("log_history") or []
+        except (OSError, ValueError, AttributeError):
+            continue
+        values = [entry.get(key) for entry in history if isinstance(entry, dict) for key in ("loss", "grad_norm")]
+        if all(not isinstance(v, float) or math.isfinite(v) for v in values):
+            return str(path)
+    return None
+
+
 def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait_s: float = 180.0) -> RunDir:
     """Stop `run` if it still trains, then start `recipe`: from the last checkpoint, or from step 0 when
     the run had finished (a finished run's last checkpoint is its end: resuming it would train past
@@ -105,7 +126,7 @@ def restart_with(run: RunDir, recipe: Path, env: dict[str, str], send: Any, wait
     first_env = run.kept_first_env()  # the run's own environment, not this viewer's (read before the stop)
     stop_and_wait(run, send, wait_s)
     settings = run.read_settings()
-    resume = None if final_state(run) == events.FINISHED else latest_checkpoint(run.checkpoints)
+    resume = None if final_state(run) == events.FINISHED else resume_point(run.checkpoints)
     return start_run(recipe, run.path.parent, settings.name, settings.model_path, settings.max_steps,
                      resume_from=resume, env={**carried_env(settings.env), **carried_env(env)},
                      alert_url=alerts.saved_target(run),  # the new run alerts where this one did

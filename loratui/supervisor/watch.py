@@ -118,7 +118,7 @@ class RunWatch:
             self.gpu = True
         if isinstance(e, events.Log) and e.values.get("loss") is not None:
             self.last_loss = events.logged_loss(e.values)  # NaN steps logged as 0.0 are NaN, not a zero loss
-            if self.last_loss is not None and "train_runtime" not in e.values:
+            if self.last_loss is not None and not events.is_train_summary(e.values):
                 self.losses.append((e.step, self.last_loss))
                 self.first_loss = self.last_loss if self.first_loss is None else self.first_loss
         if self.expect is not None:
@@ -146,7 +146,7 @@ class RunWatch:
             expect.steps += 1
             expect.last_step = max(expect.last_step, e.step)
         elif isinstance(e, events.Log) and e.step > expect.resume_step and self.last_loss is not None \
-                and "loss" in e.values and "train_runtime" not in e.values:
+                and "loss" in e.values and not events.is_train_summary(e.values):
             expect.losses.append(self.last_loss)
             expect.logged_step = max(expect.logged_step, e.step)
         if expect.due():

@@ -348,8 +348,9 @@ class LoratuiApp(App[str]):
             # a fix it can write (a plain script has neither, so nothing there).
             return self.actions is not None and self.advisor is not None and any(
                 item.fix for item in self.advisor.items())
-        if action == "why_not_apply":
-            return self.advisor is not None and any(item.no_fix for item in self.advisor.items())
+        if action == "why_not_apply":  # also a view that cannot write (replay): it names `loratui apply`
+            return self.advisor is not None and any(item.no_fix or (self.actions is None and item.fix)
+                                                    for item in self.advisor.items())
         return True
 
     def action_control(self, command: str) -> None:
@@ -454,6 +455,12 @@ class LoratuiApp(App[str]):
         panel = self.query_one(AdvicePanel)
         index = panel.highlighted if panel.highlighted is not None else 0
         chosen = panel.items[index] if index < len(panel.items) else None
+        fixable = [item for item in panel.items if item.fix]
+        if self.actions is None and fixable and not (chosen is not None and chosen.no_fix):
+            item = chosen if chosen is not None and chosen.fix else fixable[0]
+            self.say(f"this view only reads the run: `loratui apply {self.run_state.run_id or 'RUN'} {item.id}` "
+                     "writes the change into a copy of its recipe", timeout=8)
+            return
         reason = (chosen.no_fix if chosen is not None and chosen.no_fix
                   else next((item.no_fix for item in panel.items if item.no_fix), ""))
         if reason:

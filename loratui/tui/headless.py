@@ -201,6 +201,8 @@ def print_end(state: RunState, out: TextIO, advice: Sequence[Any] = ()) -> None:
         print(f"advice: {inert(headline(advice))}", file=out)
         if advice[0].change:
             print(f"  change: {inert(change_line(advice[0].change))}", file=out)
+        if getattr(advice[0], "fix", None) and state.run_id:  # what writes it, as `A` would
+            print(f"  apply: loratui apply {state.run_id} {advice[0].id}", file=out)
     if end.state == events.FAILED and end.error:
         print("last lines of the trainer's stderr:", file=out)
         for line in failure.tail(end, 15):  # inert; the signal first, warnings out

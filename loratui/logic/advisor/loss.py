@@ -69,7 +69,7 @@ class LossWatch(FlatWatch, RiseWatch):
         """Fold one Trainer log in; findings it completes."""
         self.changed = False
         values = {k: events.num_in(v) for k, v in e.values.items()}
-        if "train_runtime" in values or "train_loss" in values or any(k.startswith("eval_") for k in values):
+        if events.is_train_summary(values) or "train_loss" in values or any(k.startswith("eval_") for k in values):
             return self._eval_nan(e.step, values, ctx)  # the end-of-training summary or an eval, not a step's loss
         lr = values.get("learning_rate")
         if lr is not None:

@@ -59,7 +59,7 @@ _NOT_TRAIN_LOSS = re.compile(r"\b(?:eval|valid|val|test)", re.I)
 def _trains(line: str) -> bool:
     """Whether a line logs a training step's loss (a printed Trainer dict or a `step N ... loss X` line)."""
     if "{" in line:
-        return _DICT_LOSS.search(line) is not None and "train_runtime" not in line
+        return _DICT_LOSS.search(line) is not None  # a step's dict (with tokens seen, train_runtime too); the summary has no 'loss'
     return values.loss_line(line) is not None and not _NOT_TRAIN_LOSS.search(line)
 
 

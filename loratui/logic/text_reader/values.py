@@ -12,6 +12,7 @@ import json
 import math
 import re
 
+from loratui import events
 from loratui.logic.text_reader import epochs
 
 TRAIN_KEYS = frozenset({"loss", "grad_norm", "learning_rate"})
@@ -130,7 +131,7 @@ def is_record(values: dict[str, float]) -> bool:
 
 def is_train(values: dict[str, float]) -> bool:
     """A training-step log (not an eval log, not the end-of-training summary)."""
-    return bool(TRAIN_KEYS & values.keys()) and "train_runtime" not in values and not is_eval(values)
+    return bool(TRAIN_KEYS & values.keys()) and not events.is_train_summary(values) and not is_eval(values)
 
 
 def is_eval(values: dict[str, float]) -> bool:
