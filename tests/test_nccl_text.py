@@ -234,6 +234,9 @@ def test_a_watchdog_ended_by_a_cuda_error_is_that_error() -> None:
     "With --nproc_per_node=2 it prints the config and then just stucks; with 1 it trains.\n",
     "accelerate launch --num_processes 4 train.py hangs right after loading the model\n",
     "CUDA_VISIBLE_DEVICES=0,1 torchrun train.py freezes before the first step\n",
+    # STCN#73 (wave 30's dev half): the flag in markdown, spaced around its `=`
+    "when I set the `--nproc_per_node` = 2, the code will get stuck, while I set the `--nproc_per_node` = 1 the "
+    "code won't get stuck.\n",
 ])
 def test_a_hang_after_the_ranks_set_up_or_with_several_launched(text: str) -> None:
     assert first_id(text) == "nccl_timeout"

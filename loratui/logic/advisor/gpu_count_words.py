@@ -11,5 +11,5 @@ SEVERAL_GPUS = re.compile(r"\bmulti-?GPUs?\b|\b(?:two|three|four|eight|several|m
                           r"(?:\w+\s+){0,2}GPUs\b|\b(?:[2-9]|1[0-6])\s*[x×*]\s*(?:(?:RTX|GTX|Tesla|NVIDIA)\s*)?"
                           r"(?:[AHLVT]\d{2,3}|[1-5]0[5-9]0)\b|多卡|多GPU|多张卡|(?:[两二三四五六七八]|[2-9]|1[0-6])\s*[张块]?\s*"
                           r"(?:卡|GPU|显卡)(?![住死顿])|(?<![A-Za-z0-9])(?:ZeRO[- ]?[23](?![0-9])|FSDP(?![A-Za-z]))|"
-                          r"--(?:nproc[_-]per[_-]node|num[_-]processes)[= ]+(?:[2-9]|1[0-6])(?![0-9])|"
+                          r"--(?:nproc[_-]per[_-]node|num[_-]processes)`?\s*[= ]\s*`?(?:[2-9]|1[0-6])(?![0-9])|"
                           r"CUDA_VISIBLE_DEVICES\s*=\s*['\"]?\d+(?:\s*,\s*\d+)+", re.I)
