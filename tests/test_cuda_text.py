@@ -35,3 +35,9 @@ def test_no_engine_is_told_to_check_the_cudnn_loaded() -> None:
 def test_an_engine_in_other_words_is_no_cuda_error() -> None:
     item = first("ValueError: unable to find an engine config for the model, check config.json\n")
     assert item is None or item.id != "cuda_error"
+
+
+def test_cublaslt_that_could_not_start_is_a_cuda_error() -> None:
+    """ChatGLM-6B#465 (wave 30's dev half): torch's words when cuBLAS(Lt) could not create its handle."""
+    item = first("运行train.sh时，就报了这个错误：\nRuntimeError: Library cublasLt is not initialized\n")
+    assert item is not None and item.id == "cuda_error" and "could not start" in item.title

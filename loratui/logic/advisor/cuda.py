@@ -169,7 +169,7 @@ FAULT_HINTS = (
     (re.compile(r"indexSelect(?:Large|Small)Index|srcIndex < srcSelectDimSize"),
      "a token id is outside the embedding table: resize the embeddings after adding tokens, or use the model's own "
      "tokenizer"),
-    (re.compile(r"CUBLAS_STATUS_NOT_INITIALIZED|CUDNN_STATUS_NOT_INITIALIZED"),
+    (re.compile(r"CUBLAS_STATUS_NOT_INITIALIZED|CUDNN_STATUS_NOT_INITIALIZED|Library cublas(?:Lt)? is not initialized"),
      "cuBLAS/cuDNN could not start: most often the card had no memory left for their handles (another process, "
      "or a batch at the edge), else a torch whose CUDA libraries do not match"),
     (re.compile(r"CUDNN_STATUS_NOT_SUPPORTED"),

@@ -325,6 +325,8 @@ _SETUP = (
         # execute`), and cuDNN v8's frontend that finds no kernel for a convolution (`GET was unable to find an engine
         # to execute this computation`: the wrong cuDNN library loaded, or none fits this GPU and shape)
         r"\bcu(?:blas|dnn) runtime error\b|\b(?:GET|FIND) was unable to find an engine\b|"
+        # torch's words when cuBLAS(Lt) could not create its handle (ChatGLM-6B#465: a conda env's mismatched toolkit)
+        r"\bLibrary cublas(?:Lt)? is not initialized\b|"
         # a communicator aborted for a watchdog timeout is that timeout (nccl_timeout), not a CUDA fault
         r"NCCL communicator was aborted(?!.{0,300}?(?:timed? ?out|timeout))|"
         + cuda.SETUP, re.I)),
