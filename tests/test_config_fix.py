@@ -353,17 +353,24 @@ for step in range(1, 4):
 """
 
 
-def test_restart_of_a_real_watched_command_runs_it_with_the_fixed_config(
-        tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two real supervisors (about a second): the restart reaches the tool with the copy's path."""
+def _fake_llamafactory(source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `llamafactory-cli` on PATH that runs `source` (a Python script template), and a work directory with its
+    config at cfg/x.yaml."""
     tools = tmp_path / "bin"
     tools.mkdir()
-    (tools / "llamafactory-cli").write_text(FAKE_TOOL.format(python=sys.executable))
+    (tools / "llamafactory-cli").write_text(source.format(python=sys.executable))
     (tools / "llamafactory-cli").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
     work = tmp_path / "work"
     (work / "cfg").mkdir(parents=True)
     (work / "cfg" / "x.yaml").write_text(LLAMAFACTORY_YAML)
+    return work
+
+
+def test_restart_of_a_real_watched_command_runs_it_with_the_fixed_config(
+        tmp_path: Path, runs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two real supervisors (about a second): the restart reaches the tool with the copy's path."""
+    work = _fake_llamafactory(FAKE_TOOL, tmp_path, monkeypatch)
     first = launch.start_command(["llamafactory-cli", "train", "cfg/x.yaml"], runs_dir, cwd=work)
     wait_for(lambda: config_fix.final_state(first) is not None, timeout=120)
     path, env = write_fix(first, "vram_near_limit", _fix({"training.per_device_train_batch_size": 1},
@@ -393,14 +400,7 @@ def test_a_restart_with_advice_runs_in_the_runs_first_environment_plus_the_advic
     """`A`, then the restart: the new run's command got the viewer's environment (a variable set only where the run
     began, such as CUDA_VISIBLE_DEVICES or HF_HOME, gone; one set only in the viewer's shell, there). It gets the run's
     first environment, kept past its end as its alert URL is, plus the advised change only, as `loratui resume` does."""
-    tools = tmp_path / "bin"
-    tools.mkdir()
-    (tools / "llamafactory-cli").write_text(ENV_TOOL.format(python=sys.executable))
-    (tools / "llamafactory-cli").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
-    work = tmp_path / "work"
-    (work / "cfg").mkdir(parents=True)
-    (work / "cfg" / "x.yaml").write_text(LLAMAFACTORY_YAML)
+    work = _fake_llamafactory(ENV_TOOL, tmp_path, monkeypatch)
     monkeypatch.setenv("FIRST_ONLY", "1")
     monkeypatch.delenv("VIEWER_ONLY", raising=False)
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)

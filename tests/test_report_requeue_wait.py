@@ -20,11 +20,17 @@ HOUR = 3600.0
 T0 = 1000.0
 
 
-def _night(runs: Path, stopped_while_waiting: bool = False) -> tuple[Path, list[events.AnyEvent]]:
-    """An hour of training, suspended for the requeue, 3 hours in the queue, 30 minutes more training."""
-    run = runs / "20261205-230000-qwen"
+def _run_dir(runs: Path, name: str) -> Path:
+    """A run directory with the tiny recipe in it."""
+    run = runs / name
     run.mkdir(parents=True)
     shutil.copy(Path(__file__).resolve().parent.parent / "loratui" / "recipes" / "tiny.toml", run / "recipe.toml")
+    return run
+
+
+def _night(runs: Path, stopped_while_waiting: bool = False) -> tuple[Path, list[events.AnyEvent]]:
+    """An hour of training, suspended for the requeue, 3 hours in the queue, 30 minutes more training."""
+    run = _run_dir(runs, "20261205-230000-qwen")
     found: list[events.AnyEvent] = [
         events.Header(t=T0, schema=1, run_id=run.name, recipe_hash="h", name="qwen"),
         events.State(t=T0, state=events.TRAINING, step=0),
@@ -88,9 +94,7 @@ def test_a_run_never_suspended_keeps_one_duration(tmp_path: Path) -> None:
 
 def _paused_run(runs: Path) -> Path:
     """20 minutes of training, paused (`p`) for an hour, 10 minutes more: a pause held until someone resumed it."""
-    run = runs / "20261205-230000-paused"
-    run.mkdir(parents=True)
-    shutil.copy(Path(__file__).resolve().parent.parent / "loratui" / "recipes" / "tiny.toml", run / "recipe.toml")
+    run = _run_dir(runs, "20261205-230000-paused")
     found: list[events.AnyEvent] = [
         events.Header(t=T0, schema=1, run_id=run.name, recipe_hash="h", name="paused"),
         events.State(t=T0, state=events.TRAINING, step=0),

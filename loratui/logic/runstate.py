@@ -226,18 +226,19 @@ class RunState:
     @property
     def waiting_s(self) -> float | None:
         """The part of `elapsed_s` the run spent suspended (see `waited_s`); None where `elapsed_s` is."""
-        if self.elapsed_s is None:
-            return None
-        going = self.covered_s - self.suspended_at if self.suspended_at is not None else 0.0
-        return self.waited_s + max(0.0, going)
+        return self._held(self.waited_s, self.suspended_at)
 
     @property
     def pausing_s(self) -> float | None:
         """The part of `elapsed_s` the run spent paused (see `paused_s`); None where `elapsed_s` is."""
+        return self._held(self.paused_s, self.paused_at)
+
+    def _held(self, done: float, since: float | None) -> float | None:
+        """`done` seconds held before, plus the hold going on since `since` (None: none is); None where `elapsed_s`
+        is."""
         if self.elapsed_s is None:
             return None
-        going = self.covered_s - self.paused_at if self.paused_at is not None else 0.0
-        return self.paused_s + max(0.0, going)
+        return done + (max(0.0, self.covered_s - since) if since is not None else 0.0)
 
     @property
     def run_s(self) -> float | None:
