@@ -282,3 +282,17 @@ def test_the_verdict_on_a_nan_restart_waits_until_the_run_is_past_its_bad_step()
     oom.expect_after_restart(gv.Expectation("oom", resume_step=0, resume_loss=None, warn_gib=None))
     oom.feed(steps[:3])
     assert oom.expect is None
+
+
+def test_a_nan_with_float16_weights_restarts_with_the_advices_dtype_not_a_lower_rate(tmp_path: Path) -> None:
+    """The NaN advice's own move wins where it names one (a newcomer's guarded NaN demo: float16 weights with no
+    mixed precision NaN at any rate, so halving it crash-looped until the budget ran out)."""
+    text = TINY.read_text().replace('dtype = "float32"', 'dtype = "float16"')
+    (tmp_path / "r.toml").write_text(text.replace('path = "data/', f'path = "{REPO / "loratui" / "data"}/'))
+    guard = Guard(RunDir(tmp_path), GuardSection(enabled=True), lambda e: None)
+    adv = Advisor(load_recipe(tmp_path / "r.toml"))
+    adv.feed(events.State(t=0.0, state="training"))
+    for step, loss in ((1, 2.0), (2, 1.9), (3, "NaN")):
+        adv.feed(events.Log(t=float(step), step=step, values={"loss": loss, "learning_rate": 2e-4}))
+    action = guard.on_bad_loss(adv, 2e-4)
+    assert action is not None and action.kind == "nan" and action.change == {"model.dtype": "float32"}, action

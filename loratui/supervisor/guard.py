@@ -3,6 +3,7 @@
 On an OOM it applies the advisor's memory move (the top one predicted to fit, which keeps the effective
 batch) and restarts from the last checkpoint, or from the start when there is none. On a NaN/Inf or
 diverging loss it stops the trainer and restarts from the last checkpoint before the first bad step with
+the NaN advice's own move where it names one other than the rate (8-bit optimizer, fp16, float16 weights), else
 the learning rate halved (checkpoints from the bad stretch are set aside as `discarded-checkpoint-N`).
 Each action writes the changed recipe beside the original as the app's `A` does, becomes the run's recipe,
 is recorded in the log as a `guard` notice (replay shows it), and is alerted.
@@ -75,7 +76,8 @@ class Guard:
             kind, why = "divergence", f"loss rising from {diverging.facts['best']:.3g} at step {bad - 1}"
         else:
             return None
-        change = {"training.learning_rate": float(f"{learning_rate / 2:.3g}")}
+        change = _nan_move(advisor) if kind == "nan" else {}
+        change = change or {"training.learning_rate": float(f"{learning_rate / 2:.3g}")}
         return Action(kind, "nan_loss" if kind == "nan" else "loss_diverging", why, change, bad)
 
     def apply(self, action: Action) -> tuple[Path, dict[str, str], str | None]:
@@ -102,6 +104,16 @@ class Guard:
             self.notes.append(why)
             self.write(events.Notice(t=time.time(), level="info", key="guard_skip", message=f"guard: {why}"))
         return None
+
+
+def _nan_move(advisor: Advisor) -> dict[str, Any]:
+    """The NaN advice's own move where it is not the learning rate (an 8-bit optimizer, fp16 to bf16, float16
+    weights with no mixed precision: a lower rate NaNs again there, each restart burning one of the budget's actions,
+    as a newcomer's guarded NaN demo did), else {} (the guard halves the rate, its own step for a NaN)."""
+    advice = next((item for item in advisor.items() if item.id == "nan_loss" and item.change), None)
+    if advice is None or set(advice.change) <= {"training.learning_rate"}:
+        return {}
+    return dict(advice.change)
 
 
 def count_actions(log: Path) -> int:
