@@ -23,4 +23,4 @@ $PY -m loratui replay --runs-dir "$OUT/seed_runs" --summary > "$OUT/seed_summary
 echo "replay rc=$?"; $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: d[k] for k in list(d)[:14]})' \
   "$OUT/seed_summary.json" 2>&1 | cut -c1-1200
 $PY -m loratui doctor "$OUT/seed.txt" 2>&1 | head -8 | cut -c1-300
-tar -C "$OUT" -cJf "$OUT/raw.tar.xz" --exclude='*.tar.xz' suite/summary.txt suite/logs tiny seed.txt seed_summary.json 2>/dev/null
+tar -C "$OUT" -cJf "$OUT/raw.tar.xz" --exclude='*.tar.xz' suite/summary.txt suite/logs tiny/estimate.txt tiny/run.txt seed.txt seed_summary.json 2>/dev/null
