@@ -44,3 +44,17 @@ def test_every_reader_of_a_line_reads_it_spaced(tight: str, expected: str) -> No
     spaced = cjk_spaced(tight)
     assert spaced != tight
     assert (first_id(tight), first_id(spaced)) == (expected, expected)
+
+
+def test_the_evidence_quotes_the_line_as_printed() -> None:
+    """Read spaced, quoted as printed: the advisor keeps each spaced line's printed form for its evidence."""
+    text = "训练Qwen时显存不够,CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    items, _ = diagnose_stream(io.BytesIO(text.encode("utf-8")), "pasted")
+    assert items[0].id == "oom_full" and text.strip() in items[0].evidence, items[0].evidence
+    assert not any("训练 Qwen" in line for line in items[0].evidence)
+
+
+def test_a_device_is_the_subject_of_its_own_chinese_clause() -> None:
+    """`发现CPU一直是100%`: said of the CPU, not of the training named before it (read spaced, `一直是` no longer hid
+    behind the Latin letters before it)."""
+    assert first_id("训练非常慢，一个epoch要10个小时，发现CPU一直是100%，GPU只有20%\n") != "loss_flat"

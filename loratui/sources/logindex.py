@@ -41,7 +41,7 @@ from loratui.sources import indexcodec
 from loratui.sources.snapshot import freeze, gc_paused, is_of_note, thaw
 from loratui.userstate import new_signer
 
-FORMAT = 22
+FORMAT = 23
 """Bump when the index's layout (or RunState/Advisor's fields) change: older files are then rebuilt."""
 BLOCK_BYTES = 1 << 17
 BLOCK_EVENTS = 512

@@ -99,6 +99,7 @@ class Advisor(OomFold):
         self.asks_normal = False  # the person asks whether what they see is normal (a worry, not a report)
         self.lr_rises = False  # the person says the loss rose with the learning rate (warm-up, the lr rising)
         self.rl = False  # the text is about reinforcement learning (its losses need not fall while the agent learns)
+        self.respaced: dict[str, str] = {}  # a line as read spaced -> as printed (`_line`), for the evidence
         self.lengths: dict[str, int] | None = None  # a watched config's own length fields, where it has no max_length
 
     def feed(self, event: Any) -> None:
@@ -117,10 +118,18 @@ class Advisor(OomFold):
         """The advice now, most important first (built lazily, cached until a finding changes)."""
         if self._items is None:
             built = rank.order(build.build_all(self), self.found, build.seen(self), lambda: build.failure(self))
-            built = [self._in_own_words(replace(a, title=sentence_case(a.title), evidence=distinct_evidence(a.evidence)))
+            built = [self._in_own_words(replace(a, title=self._as_printed(sentence_case(a.title)),
+                                                evidence=[self._as_printed(e) for e in distinct_evidence(a.evidence)]))
                      for a in built]
             self._items = built
         return list(self._items)
+
+    def _as_printed(self, text: str) -> str:
+        """`text` with each line the readers read spaced quoted as the program or person printed it (`_line`)."""
+        for spaced, printed in getattr(self, "respaced", {}).items():  # getattr: an advisor pickled in an older index
+            if spaced in text:
+                text = text.replace(spaced, printed)
+        return text
 
     def _in_own_words(self, advice: Advice) -> Advice:
         """A recipe run's advice applies as it is; a watched command's names its own fields (and `A` writes
@@ -316,7 +325,7 @@ class Advisor(OomFold):
         if len(line) > 4000:
             line = line[:4000]
         if not line.isascii():
-            line = cjk_spaced(line)
+            line = self._spaced(line)
         self.trace.line(line)
         self._traceback_after_oom()
         self._text_findings(line)
@@ -330,6 +339,19 @@ class Advisor(OomFold):
         self._host_oom(line)
         self._oom_in_words(line)
         self._setup_errors(line)
+
+    def _spaced(self, line: str) -> str:
+        """The line spaced where Chinese, kana or Hangul touches a Latin word, remembered beside its printed form (as
+        `quoted` cuts both) so the evidence quotes what was printed; the last RESPACED_KEPT such lines."""
+        spaced = cjk_spaced(line)
+        if spaced != line:
+            kept = getattr(self, "respaced", None)
+            if kept is None:
+                kept = self.respaced = {}
+            kept[quoted(spaced).removesuffix("…")] = quoted(line).removesuffix("…")
+            if len(kept) > RESPACED_KEPT:
+                del kept[next(iter(kept))]
+        return spaced
 
     def _text_findings(self, line: str) -> None:
         """What the text readers find in the line, the person's words about the loss, and the tail kept."""
@@ -388,6 +410,9 @@ class Advisor(OomFold):
             self._latch(Finding("cuda_error", self.ctx.step, {"line": quoted(line)}))
 
 
+RESPACED_KEPT = 200
+"""Lines read spaced whose printed form the evidence may need: a pasted text's, and a live log's recent ones (a
+finding quotes the line it is found on, or one a few lines before)."""
 _DIFFUSION = re.compile(r"(?i:stable[ -]?diffusion|diffusion model|diffusion[ _](?:loss|training|objective)|"
                         r"latent diffusion|diffusers|text[-_ ]to[-_ ]image|dreambooth|textual[ _]inversion|\bDDPM\b|\bDDIM\b|noise_pred|\bsd-scripts\b|\bkohya)|"
                         r"\bSDXL\b|\bSD ?(?:1\.[45]|2\.1|3(?:\.5)?)\b")
