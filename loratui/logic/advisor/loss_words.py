@@ -33,6 +33,8 @@ _PROCESS = (r"(?:(?<![A-Za-z_])(?:training|fine-?tuning|run)(?![A-Za-z_])"
 """The run as a subject (`training diverges`), not a part of it (`the training curve`, `training data`)."""
 _OTHER = (r"(?:\b(?:the\s+)?(?:number|count|amount) of \w+|(?:GPU|CPU|显卡|显存)\s*(?:的)?(?:利用率|使用率|占用)|"
           r"\b(?:GPU|CPU|gpu|cpu|device)[ _-]?(?:util\w*|usage|load|memory)\b|"
+          # a device as a Chinese clause's subject (`发现CPU一直是100%，GPU只有20%`): what follows is said of it
+          r"(?<![A-Za-z])(?:[CG]PU|NPU|显卡)(?=\s*(?:的)?\s*(?:一直|始终|都|只有|也|总是|利用率|使用率|占用|占满))|"
           r"(?<!all )\b(?:the|my|its|batch|sequence)\s+(?:memory|time|speed|size|length|reward|kl|throughput|"
           r"temperature|results?)\b|"
           r"(?<![A-Za-z_])(?:m?AP(?:50|@?\.5)?|f1|bleu|rouge\w*|wer|cer|m?iou|auc|precision|recall|rewards?)"
