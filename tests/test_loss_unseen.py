@@ -137,10 +137,16 @@ def test_a_loss_said_to_rise_or_explode_is_divergence(text: str, tmp_path: Path,
     assert items[0]["id"] == "loss_diverging" and "own words" in items[0]["title"], items
 
 
+def test_a_validation_loss_said_to_rise_while_training_falls_is_overfitting(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Reported as overfitting (loss_diverging's id, its own advice), no longer quiet: threads settle it as a fault."""
+    items = doctor("val_loss increased from 0.41 to 0.52 while the train loss keeps falling\n", tmp_path, capsys)
+    assert items[0]["id"] == "loss_diverging" and "overfitting" in items[0]["title"], items
+
+
 @pytest.mark.parametrize("text", [
     "The loss does not explode any more after lowering the learning rate.\n",
     "How do I avoid the loss exploding?\n",
-    "val_loss increased from 0.41 to 0.52 while the train loss keeps falling\n",
     "The loss decreases while the learning rate increases during warm-up.\n",
     "[deepspeed] OVERFLOW! Skipping step. Attempted loss scale: 65536, increasing loss scale to 131072\n",
     "    loss = loss_fn(out, labels)  # loss explodes without clipping\n",
