@@ -49,6 +49,19 @@ def test_lines_read_together_share_the_time_since_the_last_steps_write() -> None
     assert all(e.t <= clock.now for e in steps)
 
 
+def test_a_line_that_advances_several_steps_gives_each_its_own_time() -> None:
+    """A loop printing every other step (`step 2`, `step 4`...) every 0.5 s: each step took 0.25 s. Step.step_time is
+    one step's time; the share times the steps advanced (0.5 s) counted every advance twice after a pause (the slow
+    lane's SIGSTOP test: 9.9 s of steps in 7.1 s)."""
+    clock = _Clock()
+    watcher = OutputWatcher(clock=clock)
+    found: list[events.AnyEvent] = []
+    for step in range(2, 12, 2):
+        clock.now += 0.5
+        found += watcher.feed_lines([f"step {step} loss 1.0"], written=clock.now)
+    assert _times(found)[1:] == [(step, 0.25) for step in range(4, 10, 2)], _times(found)
+
+
 def test_a_hold_counts_only_between_the_writes_it_falls_between() -> None:
     """A line written before a SIGSTOP and read after it took no part of the hold."""
     clock = _Clock()

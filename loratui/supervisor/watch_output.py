@@ -145,7 +145,7 @@ class OutputWatcher:
             end = min(now, self._last_t + share * (last - before))
         timed: dict[int, events.Step] = {}
         for event, previous in pending:
-            measured = share * (event.step - previous) if share is not None else None
+            measured = share  # a step's time, each of the steps this event advances (Step.step_time is per step)
             when = end - share * (last - event.step) if share is not None else end
             timed[id(event)] = msgspec.structs.replace(
                 event, t=max(when, self._began_t), step_time=self._step_time(event.step_time, measured))
