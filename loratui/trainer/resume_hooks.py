@@ -22,6 +22,9 @@ HANG_AT_STEP = "LORATUI_TEST_HANG_AT_STEP"
 NAN_AT_STEP = "LORATUI_TEST_NAN_AT_STEP"
 """Poison one trainable weight with NaN after this step: the next step's loss is a real NaN, computed by the
 model itself (the guard's NaN restart is checked on the GPU and on the CPU with it)."""
+NAN_ALWAYS = "LORATUI_TEST_NAN_ALWAYS"
+"""With NAN_AT_STEP: poison the weight in every life of the run, a guard restart's too (a NaN no move cures: the
+crash loop's test)."""
 CARD_GIB = "LORATUI_TEST_CARD_GIB"
 """Simulate a smaller card (torch's per-process memory fraction), for the GPU checks of the guard."""
 FIXED_HEADER = "# Written by loratui"
@@ -48,7 +51,8 @@ class InjectedFaults(TrainerCallback):
         self.nan_at = int(os.environ.get(NAN_AT_STEP, "0") or 0)
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
-        if self.nan_at and state.global_step == self.nan_at and model is not None and self._original_recipe():
+        if self.nan_at and state.global_step == self.nan_at and model is not None and \
+                (self._original_recipe() or os.environ.get(NAN_ALWAYS)):
             poison_a_weight(model)
         if self.oom_at and state.global_step == self.oom_at and self._still_original():
             raise RuntimeError(f"CUDA out of memory. Tried to allocate 20.00 MiB (injected by {OOM_AT_STEP} at "
