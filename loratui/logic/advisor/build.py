@@ -76,11 +76,18 @@ def _still_loss_excused(adv: Advisor, finding: Finding) -> bool:
     if finding.id not in ("loss_flat", "loss_diverging") or finding.facts.get("kind") != "said":
         return False
     asked = getattr(adv, "asks_normal", False) and not _LEVEL_GIVEN.search(str(finding.facts.get("quote", "")))
-    rl = getattr(adv, "rl", False)  # an RL loss in words: not a measure of progress
+    rl = getattr(adv, "rl", False) and not _no_gradient(finding)  # an RL loss in words: not a measure of progress
     if finding.id == "loss_diverging":  # a rise asked about beside the lr's own rise (warm-up, a schedule)
         return (asked and getattr(adv, "lr_rises", False)) or \
             rl and not loss_words.names_huge(str(finding.facts.get("quote", "")))  # a critic loss at 1e18 diverged
     return getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or asked or rl
+
+
+def _no_gradient(finding: Finding) -> bool:
+    """A gradient (or the weights) said to be zero or unmoved: no objective learns without one, so an RL loss is no
+    excuse (ms-swift's GRPO `loss和grad_norm都为0`: every completion got the same reward, no advantage)."""
+    said = loss_words.read(str(finding.facts.get("quote", "")))
+    return said is not None and said.subject == "still"
 
 
 def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
@@ -121,6 +128,9 @@ def _whole_text_built(adv: Advisor, built: list[Advice], logits: float, priced: 
     runtime = adv.text.bnb.finding() if "bnb_setup" not in adv.found else None
     if runtime is not None:
         more.append(bnb_text.runtime_advice(runtime))
+    lone = adv.loss.lone_zero() if adv.pasted and "loss_zero" not in adv.found else None
+    if lone is not None:
+        more.append(_build_one(adv, lone))
     snapshot = adv.text.starve.at_end(adv.ctx.step) if "data_starved" not in adv.found else None
     if snapshot is not None:
         more.append(text_starve_advice(snapshot, adv.recipe))

@@ -238,6 +238,8 @@ def _zero_advice(f: Finding, r: Recipe | None) -> Advice:
     facts = f.facts
     if facts["kind"] == "cliff":
         title = f"Loss collapsed to 0 at step {f.step} (it was {facts['before']:.4g} at step {facts['before_step']})"
+    elif facts["kind"] == "lone":
+        title = f"Loss is 0 in the text's only log (step {f.step}): nothing is being scored"
     elif facts["kind"] == "said":
         title = "Loss is 0, in the log's own words: nothing is being scored"
     else:

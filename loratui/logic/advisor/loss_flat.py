@@ -90,6 +90,15 @@ class FlatWatch:
                                                 else step, "epoch": epoch})]
         return []
 
+    def lone_zero(self) -> Finding | None:
+        """A pasted text's only training log with a loss of exactly 0 (`I got training loss=0.00`, one printed
+        dict): cross-entropy on real data is never 0, so one such log is the report. A live run waits for a second
+        (`_zero`): its next log may show a real loss."""
+        if len(self.first) != 1 or abs(self.first[0][1]) > ZERO:
+            return None
+        step, _, epoch = self.first[0]
+        return Finding("loss_zero", step, {"kind": "lone", "from_step": step, "epoch": epoch})
+
     def _flat(self, ctx: Context, step: int, loss: float, grad: float | None, epoch: float | None) -> list[Finding]:
         found = []
         if len(self.first) < 5:

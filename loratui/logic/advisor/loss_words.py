@@ -125,7 +125,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"올라(?:가|갑|갔)|증가|커지|커졌|발산|폭발")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
-         r"(?:(?:exactly|always|just|constantly|consistently|still|permanently)\s+)?"
+         r"(?:(?:exactly|always|just|constantly|consistently|still|permanently|both|all)\s+)?"
          r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?!\.?\d|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])|"
          # what the screen or the log is said to show: a printed 0 (`the train loss shows 0.0 after the first step`)
@@ -392,7 +392,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
             (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still") and
              not REWARD_STILL.search(sentence) and
              not (said.kind == "flat" and _AT_LN2.search(scope[:80]) and not _START_ONLY.search(sentence)) and
-             not (said.kind == "rise" and _huge(scope)))  # a million or more is no objective's normal value
+             not (said.kind == "rise" and _huge(scope)) and  # a million or more is no objective's normal value
+             not (said.kind == "flat" and subject == "still"))  # no gradient, weights unmoved: whatever the objective
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
 
