@@ -23,6 +23,8 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"\b(?:memory|VRAM)\s+(?:is|was|are|were)\s+(?:still\s+|just\s+|simply\s+)?(?:not\s+enough|insufficient)\b|"
                    r"\b(?:GPU\s+memory|VRAM)\b[^.!?]{0,40}?\b(?:fills?\s+up|filled\s+up|spikes?|explodes?|blows?\s+up|keeps?\s+"
                    r"growing)\b[^.!?]{0,40}?\b(?:crash\w*|dies|died|fail\w*)\b|"
+                   r"(?:显存[^。！？]{0,8}?(?:剧增|暴涨|暴增|飙升|猛增|占满)|(?:占用|占)了?(?:极大|巨大|大量|全部|所有)的?显存)"
+                   r"[^。！？]{0,12}?(?:退出|崩溃|挂掉|挂了|中断)|"
                    r"\b(?:eats?|eating|consumes?|consuming|uses?|using|takes?|taking)\s+(?:up\s+)?all\s+(?:of\s+)?(?:the\s+|my\s+)?"
                    r"(?:GPU\s+memory|VRAM|GPU's\s+memory)\b|"
                    r"\b(?:uses?|needs?|takes?)\s+(?:far\s+|much\s+|way\s+|a\s+lot\s+)?more\s+(?:GPU\s+)?memory\s+than\b"
@@ -86,6 +88,11 @@ def denied_message(line: str) -> bool:
     return found is not None and _NOT_SAID.search(line, 0, found.start()) is not None
 
 
+_CANNOT_WITHOUT = re.compile(r"\b(?:cannot|can't|can not|couldn't|could not|unable to|impossible to)\b"
+                             r"(?P<between>[^.!?:;,]{0,60}?)\bwithout\b", re.I)
+"""Two negations that cancel (`I cannot generate sample images without running into OOM`): the OOM happens."""
+
+
 def said_oom(line: str) -> bool:
     """Whether a line of prose says an out-of-memory error happened on the GPU (`It need to be dequantized so
     immediately gives OOM`, `i also met the OOM error in validation`, `训练时显存不足`): not a negation or a
@@ -98,6 +105,7 @@ def said_oom(line: str) -> bool:
     for sentence in said:
         if _HOST.search(sentence) or _MACHINE_DOWN.search(sentence):
             continue
+        sentence = _CANNOT_WITHOUT.sub(r"\g<between> and hit", sentence)
         # every naming counts, not only the first (`Fix memory fragmentation OOM after resume: ... causing OOM during
         # the all-gather`: the fix is negated, the OOM it fixes is not)
         if any(_NOT_SAID.search(sentence, 0, found.start()) is None and

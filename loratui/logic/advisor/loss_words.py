@@ -113,7 +113,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"skyrocket\w*|shoot\w* (?:up|to)|shot (?:up|to)|upward\w*|rebound\w*|through the roof|"
          r"(?:gets?|getting|got|becomes?|became|becoming|turns?|turned|go|goes|going|went)\s+"
          r"(?:very\s+|extremely\s+|really\s+|so\s+|"
-         r"much\s+|even\s+|a lot\s+)?(?:worse|bigger|larger|higher|large|huge|enormous|massive|astronomical|crazy)\b|"
+         r"much\s+|even\s+|a lot\s+)?(?:worse|bigger|larger|higher|high|large|huge|enormous|massive|astronomical|crazy)\b|"
          r"up again|(?:becomes?|became|becoming|is|are|was|were|gets?|got|getting|turns?|turned)\s+"
          r"(?:very\s+|extremely\s+|quite\s+|really\s+|so\s+|more\s+)?unstable\b|不稳定|忽高忽低|"
          r"bigger and bigger|larger and larger|higher and higher|worse and worse|"

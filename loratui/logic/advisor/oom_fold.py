@@ -44,12 +44,16 @@ _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"\bneeds?\s+more\s+(?:RAM|memory)\s+than\s+(?:my|the|this)\s+(?:machine|computer|server|system|pc|node)\b|"
                        r"\b(?:got|gets|get|was|were|is|being)\s+killed\b(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
                        r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
+                       r"\b(?:prompts?|prompted|shows?|showed|says|said|prints?|printed|outputs?|displays?|displayed)\s*:?\s*"
+                       r"[\"'`]?killed(?![A-Za-z])(?!\s+(?:process\w*|jobs?|tasks?|workers?|threads?)\b)|"
                        r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
                        r"system\s+|host\s+)?RAM\b|超出.{0,6}" + oom_words.HOST_MEM_ZH + "|" + oom_words.HOST_MEM_ZH +
                        r"(?:(?!不像|不是|并非|并不|没有?)[^。！？]){0,4}(?:不够|爆了|占满|超出)", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
 shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, a notebook's kernel that died, 进程被kill), Windows' paging
-file, Colab's `Your session crashed after using all available RAM`, or the person's words (`out of RAM`, `memory error`,
+file, Colab's `Your session crashed after using all available RAM`, the shell's `Killed` as the person says it was
+printed (`the quantization prompt KILLED at the end`, `the process outputs : Killed`), or the person's words (`out of
+RAM`, `memory error`,
 内存不足; not where the person says it is not: `看显存和内存，不像是不够的样子`)."""
 _HOST_RAM_NEEDS = WordGate("kill", "memory", "ram", "kernel", "paging", "-9", "137", "内存", "被")
 """A word every match of _HOST_RAM holds (`-9` or `137` for an exit code): the pattern runs on every line of a log

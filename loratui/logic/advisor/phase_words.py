@@ -45,7 +45,9 @@ _ALL_CAUSE_HINTS = _CAUSE_HINTS + oom_holders.HINTS
 _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|validat(?!ed\b)[A-Za-z]*|"
                                     r"predict(?:ion|ing|s)?(?!\s+(?:the\s+)?(?:\d+|next|future|upcoming)\b))"
                                     r"(?![A-Za-z0-9_])|compute_metrics|\bcomput\w*\s+(?:the\s+|my\s+)?(?:\w+\s+)?(?:metrics?|bleu|"
-                                    r"rouge\w*|perplexity|ppl|accuracy|wer|cer|f1|mAP)\b|"
+                                    r"rouge\w*|perplexity|ppl|accuracy|wer|cer|f1|mAP)\b|(?<![A-Za-z])inception[ _]scores?\b|"
+                                    r"\bgenerat\w*\s+(?:the\s+|some\s+|\d+\s+)?(?:sample|validation|preview)s?\b|"
+                                    r"\bsample\s+(?:image\s+)?generation\b|"
                                     r"(?<![A-Za-z0-9])(?:validation|evaluation)_(?:step|loop|epoch|batch|end|start)\w*|\bon_(?:validation|test|eval)\w*|"
                                     r"\bsanity[ _-]?check\w*|\bval(?:id)?[ _](?:batch\w*|step|loop|set|loader|epoch|phase|"
                                     r"dataloader)\b|"
@@ -59,12 +61,14 @@ _PROSE_PHASE = (("eval", re.compile(r"(?<![A-Za-z0-9_])(?:evaluat[A-Za-z]*|valid
                                     r"export[A-Za-z]*(?!\s+(?-i:[A-Z][A-Z0-9_]*=|[A-Z][A-Z0-9]*_[A-Z0-9_]+))|gguf|"
                                     r"save_(?:only_model|safetensors|total_limit|strategy|steps|on_each_node|pretrained\w*|model|shards?|checkpoint\w*|"
                                     r"state(?:_dict)?|weights?)|"
-                                    r"merge_and_unload|push_to_hub|"
+                                    r"merge_and_unload|push_to_hub|(?<![-_.])(?<!double )quantiz(?:e|es|ing)(?![_=])|"
+                                    r"(?:model|post-training|during)\s+quantization(?![_=])|"
                                     r"push(?:ing)? (?:it )?to (?:the )?hub)(?![A-Za-z0-9_])|保存|合并|导出", re.I)))
 """The phase a sentence about memory names: evaluating (testing, predicting; not an inference script's run, 推理, nor the
 model's task, `in order to predict 8 frames`, `predicts the next token`), or writing the model out
 (not the shell's `export PYTORCH_CUDA_ALLOC_CONF=...`); English words count inside Chinese text (`我运行你的evaluate`)
-(saving, a checkpoint, merging, exporting, pushing it to the hub, the save calls by name: `save_pretrained`,
+(saving, a checkpoint, merging, exporting, quantizing a trained model (GPTQ, AWQ: it is converted and written out,
+not `--quantization_bit` nor `load_in_4bit` of a QLoRA run), pushing it to the hub, the save calls by name: `save_pretrained`,
 accelerate's and the Trainer's `save_state`), but not saving memory nor gradient checkpoints."""
 
 

@@ -150,10 +150,12 @@ _DELAY = re.compile(
     r"\bevery (?:few |(?:~\s*|about |around )?\d+ )?(?:batch|iteration|iter|step)|(?:每|几)个?(?:batch|iter|step|迭代)|"
     r"\b(?:at the (?:start|beginning) of|before) (?:each|every) (?:new )?epoch)|"
     r"每个?\s*epoch[^。！？\n]{0,10}?(?:开始|开头|之前|前)[^。！？\n]{0,15}?(?:等|卡|慢|停)|"
+    r"(?:每|每隔|每经过)[^。！？\n]{0,12}?(?:batch|iter\w*|step|迭代)[^。！？\n]{0,12}?(?:卡住(?!不动)|卡顿|卡一[次下]|停顿|停一[次下])|"
     r"\bfirst (?:batch|iteration|iter|step)e?s? (?:of|in) (?:each|every) (?:new )?epoch\b[^.!?\n]{0,40}?(?:\bslow\w*|"
     r"\btakes? (?:about |around |~|over |almost )?\d+(?:\.\d+)?\s*(?:s|secs?|seconds?|min\w*)\b|\blong\b|\bforever\b|"
     r"\bages\b)", re.I)
-"""A delay between batches in the user's words (the GPU step is quick; the wait is for the next batch)."""
+"""A delay between batches in the user's words (the GPU step is quick; the wait is for the next batch), in Chinese too
+with the period first (`每经过固定的iteration后会卡住一段时间`, `每320个iteration卡一次`)."""
 
 _LOST_TIME = re.compile(
     r"\b(?:lose|loses|losing|lost|waste[sd]?|wasting)\s+(?:about |around |roughly |~|nearly |almost |over |up to )?"

@@ -65,9 +65,10 @@ _HANG_WHERE = re.compile(r"\b(?:at|during|in|on|while|inside)\s+(?:the\s+)?(?:fi
                          r"communicat\w*|dist\.\w+)|\b(?:multi-?node|(?:two|three|four|\d+) nodes|across nodes)\b|"
                          r"\b(?:NCCL|all[_-]?reduce|all[_-]?gather|barrier)\s+(?:\w+\s+)?(?:hangs?|hung|hanging|stuck|freez\w*)\b|"
                          r"\b(?:hangs?|hung|hanging|stuck|freez\w*|frozen)\b[^.!?]{0,60}?\bNCCL\b|"
-                         r"多机|跨节点|多节点", re.I)
+                         r"\bcommunicat\w*\s+(?:\w+\s+){0,3}(?:hangs?|hung|hanging|stuck|freez\w*)\b|"
+                         r"(?:通信|通讯)[^，。,.!?！？]{0,6}?(?:卡住|卡死|挂起|死锁|hang)|多机|跨节点|多节点", re.I)
 """Where the person says it hangs: in a collective or the distributed setup, or on several nodes (NCCL's domain), or
-a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`), or a hang that NCCL's error ends
+the ranks' communication as what hangs (`存储模型通信卡死`), or a collective as what hangs (`with 8 GPUs and apex mixed precision, NCCL hangs`), or a hang that NCCL's error ends
 (`then freezes and displays an NCCL error`, mmdetection#12392)."""
 _NOT_COLLECTIVE = re.compile(r"data\s*load\w*|dataloader|(?<![A-Za-z])workers?(?![A-Za-z])|tokeni[sz]\w*|preprocess\w*|"
                              r"download\w*|(?<![A-Za-z])(?:sav(?:e|es|ing)(?![A-Za-z])|eval|loss|acc(?:uracy)?(?![A-Za-z]))|数据|保存|损失|准确率",

@@ -20,10 +20,11 @@ _TRAIN_OUTPUT = re.compile(r"TrainOutput\(global_step=(\d+),\s*training_loss=([^
 _SPLIT = re.compile(r"\t|\s{2,}|\s*\|\s*")
 NAMES = {"step": "step", "epoch": "epoch", "training loss": "loss", "validation loss": "eval_loss",
          "learning rate": "learning_rate", "grad norm": "grad_norm", "train_loss": "loss", "valid_loss": "eval_loss",
-         "trn_loss": "loss", "val_loss": "eval_loss"}
+         "trn_loss": "loss", "val_loss": "eval_loss", "train loss": "loss"}
 """The Trainer's columns, fastai's (`epoch train_loss valid_loss accuracy time`) and fastai 0.7's (`epoch trn_loss
-val_loss accuracy`)."""
+val_loss accuracy`); a table a person prints of the logs (`Step  loss  grad_norm  reward_mean`) names its own."""
 _NAME = re.compile(r"[A-Za-z_]+")
+_ELIDED = re.compile(r"\s*(?:\.{3,}|…+|⋮)\s*")
 
 
 @dataclass
@@ -154,8 +155,8 @@ class TextTables:
             _progress(self._current, self._progress)
             return
         current = self._current
-        if current is None:
-            return
+        if current is None or _ELIDED.fullmatch(line):
+            return  # rows left out of a pasted table (`...`): the table goes on after them
         if current.spaced:
             cells = line.split()
         if cells and v.number(cells[0]) is not None and len(cells) <= len(current.header) and \
@@ -204,8 +205,8 @@ def train_output(text: str) -> tuple[int, dict[str, float]] | None:
 
 def _is_header(cells: list[str]) -> bool:
     lowered = [c.lower() for c in cells]
-    return len(cells) >= 2 and lowered[0] in ("step", "epoch") and ("training loss" in lowered or
-                                                                     "train_loss" in lowered or "trn_loss" in lowered)
+    return len(cells) >= 2 and lowered[0] in ("step", "epoch") and any(
+        name in lowered for name in ("training loss", "train_loss", "trn_loss", "loss", "train loss"))
 
 
 def _progress(table: Table, text: str) -> None:
