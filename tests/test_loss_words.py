@@ -79,7 +79,6 @@ HEALTHY = "".join(f"{{'loss': {2.5 * 0.97 ** i:.4f}, 'learning_rate': 0.0002, 'e
     "validation loss stays at 0.5 while train loss falls\n",
     "the loss decreased from 2.3 to 0.4 and the model learns well\n",
     "GRPO loss is 0 at the first step, which is expected\n",
-    "the reward stays at 0 for 50 steps\n",
     "if the training diverges, lower the learning rate\n",
     "the model converged after 3 epochs\n",
     "    model_diverged = check(loss)\n",

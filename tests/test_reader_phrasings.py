@@ -4,8 +4,10 @@ after training (GPTQ, AWQ) as a conversion that writes it out, the shell's `Kill
 printed, a stall every N iterations said in Chinese, sample images generated during training and an inception score
 as evaluation, two negations that cancel (`cannot ... without running into OOM`), VRAM said to surge before the
 program exits, and a table a person prints of the logs (`Step  loss  grad_norm  reward_mean`, rows left out as
-`...`). The sentences are this file's own, none from the corpus; each negative keeps what the reader said before.
-The rules alone (`--no-guess`)."""
+`...`); and from wave 32's dev half: a script run by its path that names its phase (`run scripts/run_eval_x.sh`),
+the reward said not to grow (an RL objective's own measure), an RL loss said to explode or diverge, and PyTorch's
+caching-allocator warning of a retried cudaMalloc (no OOM). The sentences are this file's own, none from the corpus;
+each negative keeps what the reader said before. The rules alone (`--no-guess`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,6 +29,10 @@ SAID = [
     ("the GPU runs out of memory every time compute_inception_score() is called\n", "oom_at_eval"),
     ("I can't generate validation samples without running into OOM on my 3060.\n", "oom_at_eval"),
     ("每次验证时显存剧增，然后程序直接退出\n", "oom_at_eval"),
+    ("I ran bash tools/run_eval_coco.sh on a 16GB card and it always ends in CUDA out of memory.\n", "oom_at_eval"),
+    ("With GRPO the mean reward never increases after 300 steps.\n", "loss_flat"),
+    ("PPO训练时reward一直是0\n", "loss_flat"),
+    ("Training the PPO critic, the value loss explodes to 30000 within an hour.\n", "loss_diverging"),
 ]
 QUIET = [
     ("the loss is very high\n", ("loss_diverging",)),  # a level, not a rise
@@ -35,6 +41,10 @@ QUIET = [
     ("I can fine-tune without running into OOM now\n", ("oom_full", "oom_at_eval", "oom_at_save")),
     ("the log shows killed processes from a previous job\n", ("oom_full", "oom_at_eval", "oom_at_save", "exception")),
     ("每个step都卡住不动了\n", ("data_starved",)),  # a hang, not a stall between batches
+    ("I loaded ../checkpoints/eval_best.pt and got CUDA out of memory\n", ("oom_at_eval",)),  # a path, no script run
+    ("With PPO the policy loss goes up while the reward climbs.\n", ("loss_diverging", "loss_flat")),
+    ("[rank0]:[W1203 10:00:01.123456 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 0 "
+     "while trying to allocate 2097152 bytes (free: 1048576, total: 85899345920).\n", ("oom_full", "oom_at_eval")),
 ]
 
 
@@ -75,3 +85,15 @@ def test_a_printed_rl_table_with_no_gradient_is_flat(tmp_path: Path, capsys: pyt
 def test_a_printed_lm_table_is_read_as_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     items = doctor(LM_TABLE, tmp_path, capsys)
     assert items and items[0]["id"] == "loss_zero" and items[0]["step"] == 30, items
+
+
+def test_a_caching_allocator_warning_then_the_oom_is_the_oom(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The warning is a retry that may still fail: the OutOfMemoryError after it is read as ever."""
+    text = ("[rank0]:[W1203 10:00:01.123456 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device "
+            "0 while trying to allocate 2097152 bytes (free: 1048576, total: 85899345920).\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of "
+            "80.00 GiB of which 1.00 MiB is free. Including non-PyTorch memory, this process has 79.99 GiB memory in "
+            "use.\n")
+    items = doctor(text, tmp_path, capsys)
+    assert items and items[0]["id"] == "oom_full", items

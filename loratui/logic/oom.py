@@ -70,10 +70,14 @@ SLURM_OOM = re.compile(r"\bsrun: error: .{0,200}?: tasks? [\d,-]+: Out Of Memory
                        r"oom-kill event", re.I)
 """Slurm's word that a job went over its --mem (srun's `task 0: Out Of Memory`, slurmstepd's `Detected 1 oom-kill
 event(s) in StepId=147.0 ... killed by the cgroup out-of-memory handler`): the host's RAM, never a GPU's."""
-_NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure|" + SLURM_OOM.pattern, re.I)
+_NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure|"
+                       r"\[W\d{3,4}\s[^\]]{0,40}CUDACachingAllocator\.cpp:\d+\]\s*memory allocation failed|" +
+                       SLURM_OOM.pattern, re.I)
 """Not a device's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate
-... The caller indicates that this is not a failure`; a Slurm job over its --mem (SLURM_OOM): its log read as a CUDA
-OOM, "lower the batch size" (trial 14)."""
+... The caller indicates that this is not a failure`; PyTorch's caching allocator warns (`[W812 16:00:28.64
+CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 1 ...`) on a cudaMalloc it retries after
+freeing its cache, which then succeeds (pytorch#193195: routine noise under vLLM, made INFO by #193391); a Slurm job
+over its --mem (SLURM_OOM): its log read as a CUDA OOM, "lower the batch size" (trial 14)."""
 _MPS = re.compile(r"MPS backend out of memory|PYTORCH_MPS_HIGH_WATERMARK_RATIO|\bMPS allocated:", re.I)
 _XPU = re.compile(r"XPU out of memory", re.I)
 _METAL = re.compile(r"\[METAL\]|kIOGPUCommandBuffer|\[malloc_or_wait\]", re.I)

@@ -71,23 +71,27 @@ def _still_loss_excused(adv: Advisor, finding: Finding) -> bool:
     words is no report where the person asks whether it is normal and puts it beside the learning rate's own rise
     (warm-up's end, a schedule that raises it): the maintainers' answer is that it is. An RL loss said to rise or
     stand still is no report either (core._RL: the reward is the measure), unless it names a value no objective
-    reaches (a critic loss at 1e18). A loss the log prints at a
+    reaches (a critic loss at 1e18) or says it blew up (`loss explosion` of an A2C value head, a SAC critic's
+    `diverging loss`), or the gradient or the reward is said to stand still. A loss the log prints at a
     level still counts. getattr: an advisor pickled in an older events.idx."""
     if finding.id not in ("loss_flat", "loss_diverging") or finding.facts.get("kind") != "said":
         return False
     asked = getattr(adv, "asks_normal", False) and not _LEVEL_GIVEN.search(str(finding.facts.get("quote", "")))
     rl = getattr(adv, "rl", False) and not _no_gradient(finding)  # an RL loss in words: not a measure of progress
     if finding.id == "loss_diverging":  # a rise asked about beside the lr's own rise (warm-up, a schedule)
+        quote = str(finding.facts.get("quote", ""))  # a critic loss at 1e18, or said to explode, diverged
         return (asked and getattr(adv, "lr_rises", False)) or \
-            rl and not loss_words.names_huge(str(finding.facts.get("quote", "")))  # a critic loss at 1e18 diverged
+            rl and not loss_words.names_huge(quote) and not loss_words.blew_up(quote)
     return getattr(adv, "diffusion", False) or getattr(adv, "results_good", False) or asked or rl
 
 
 def _no_gradient(finding: Finding) -> bool:
-    """A gradient (or the weights) said to be zero or unmoved: no objective learns without one, so an RL loss is no
-    excuse (ms-swift's GRPO `loss和grad_norm都为0`: every completion got the same reward, no advantage)."""
-    said = loss_words.read(str(finding.facts.get("quote", "")))
-    return said is not None and said.subject == "still"
+    """A gradient (or the weights) said to be zero or unmoved, or the reward said to stay at 0 or never grow: no
+    objective learns so, and the reward is an RL objective's own measure, so an RL loss is no excuse (ms-swift's GRPO
+    `loss和grad_norm都为0`: every completion got the same reward, no advantage)."""
+    quote = str(finding.facts.get("quote", ""))
+    said = loss_words.read(quote)
+    return said is not None and said.subject == "still" or loss_words.REWARD_STILL.search(quote) is not None
 
 
 def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:

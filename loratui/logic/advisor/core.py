@@ -365,8 +365,8 @@ class Advisor(OomFold):
             self._items = None
         if _PRINTED_LOG.match(line):
             pass  # a printed dict or JSON record: the loss watch reads its numbers, and no one's words are in it
-        elif "oss" in line or "OSS" in line or "损失" in line or any(word in line for word in SAID_WORDS) or \
-                loss_words.mentions(line):
+        elif "oss" in line or "OSS" in line or "损失" in line or "eward" in line or \
+                any(word in line for word in SAID_WORDS) or loss_words.mentions(line):
             self._latch(rise_said(line, self.ctx.step))
             self._latch(flat_said(line, self.ctx.step))
         elif "redict" in line or "utput" in line or "acc" in line or "Acc" in line or "准确率" in line:

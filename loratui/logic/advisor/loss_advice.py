@@ -156,6 +156,13 @@ def _flat_eval(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Sai
 
 
 def _flat_said(facts: dict[str, Any], r: Recipe | None, quote: list[str]) -> Said:
+    if facts.get("what") == "reward":
+        title = "The reward does not grow, in the log's own words: nothing is being learned"
+        return title, quote + [
+            "the reward is an RL objective's own measure; one that stays at 0 or never rises gives no advantage and "
+            "no gradient signal: check the reward functions on a few completions (a completion cut off at the "
+            "maximum length before its answer scores 0), then the learning rate and that the adapter trains",
+            _CHECK], {}
     title = "Loss does not move, in the log's own words: check that the model trains at all"
     evidence = quote + [
         "a loss that stays put means the weights do not change, or change nothing the loss scores: check that "

@@ -175,7 +175,9 @@ their rise or standstill says nothing of whether the model learns (HiFi-GAN#59, 
 REWARD_STILL = re.compile(r"\brewards?\b[^.!?\n]{0,25}?\b(?:stay\w*|stuck|remain\w*|(?:is|are|was|were)\s+(?:always\s+|"
                           r"all\s+|still\s+|just\s+)?)\s*(?:at\s+|around\s+)?(?:0(?:\.0+)?(?![\d.])|zero)|"
                           r"\brewards?\b[^.!?\n]{0,25}?(?:\bnever|\bnot|n't)\s+(?:\w+\s+)?(?:increas\w*|improv\w*|"
-                          r"go(?:es)?\s+up|ris\w*|chang\w*|mov\w*|grow\w*)", re.I)
+                          r"go(?:es)?\s+up|ris\w*|chang\w*|mov\w*|grow\w*)|"
+                          r"(?:reward|奖励)\s*(?:值)?\s*(?:一直|始终|都|总是)\s*(?:是|为|在|等于)?\s*0(?![.\d])|"
+                          r"(?:reward|奖励)\s*(?:值)?\s*(?:一直|始终|都)?\s*(?:不|没有?)\s*(?:涨|增长|上升|提高|提升|变化)", re.I)
 """The reward itself said to stand at zero or never rise (`both the rewards stay at 0 and the loss never goes down`,
 trl#1311): the measure an RL or preference objective is judged by says nothing is learned, so the words are no RL
 excuse for the loss beside them."""
@@ -392,7 +394,8 @@ def _sentence(sentence: str, previous: list[str]) -> list[Said]:
             (_NOT_LM.search(sentence) and subject.removeprefix("val_") in ("loss", "still") and
              not REWARD_STILL.search(sentence) and
              not (said.kind == "flat" and _AT_LN2.search(scope[:80]) and not _START_ONLY.search(sentence)) and
-             not (said.kind == "rise" and _huge(scope)) and  # a million or more is no objective's normal value
+             not (said.kind == "rise" and (_huge(scope) or _BLEW.search(scope[:80]))) and  # a million or more, or
+             # a loss said to explode or diverge, is no objective's normal course
              not (said.kind == "flat" and subject == "still"))  # no gradient, weights unmoved: whatever the objective
         found.append(Said("quiet", subject) if supposed and said.kind != "fall" else said)
     return found
@@ -629,6 +632,11 @@ _THEN = re.compile(r"->|→|=>|\bto\b|\bnow\b|\bthen\b|\blater\b|\bbecame\b|\bbe
 _UNMOVED = re.compile(r"same|chang|updat|identical|mov|budge|train|learn|变|动|更新", re.I)
 """What weights or gradients must be said to do to mean a loss that does not move: not change, not update."""
 _BLEW = re.compile(r"diverg|explo|blow|blew|unstable|发散|爆炸|不稳定", re.I)
+
+
+def blew_up(text: str) -> bool:
+    """Whether the words say a loss blew up (diverges, explodes, unstable), not merely rose."""
+    return _BLEW.search(text) is not None
 
 
 def _for(subject: str, kind: str, verb_text: str = "") -> Said:

@@ -130,11 +130,19 @@ _SHELL_EXPORT = re.compile(r"\bexport\s+[A-Za-z_][A-Za-z0-9_]*=")
 """The shell setting a variable (`export HF_HOME=/data/hf`): no model is exported."""
 
 
+_RUN_SCRIPT = re.compile(r"(\b(?:run|runs|ran|running|execut\w*|launch\w*|python3?|bash|sh|torchrun)\s+(?:the\s+)?"
+                         r"(?:(?:sh|bash|python3?)\s+)?)\S*[/\\]([\w.-]+\.(?:sh|py))\b", re.I)
+"""A script the person runs, by its path (`I have run the sh scripts/run_eval_nvs.sh`): its own name says its phase."""
+
+
 def _no_paths(text: str) -> str:
-    """The sentence without paths (`model_path=../checkpoints/x.pkl`): a phase's name in a path is no phase; a
-    setting's name stays (`per_device_eval_batch_size=1 fixed the OOM` names the evaluation)."""
+    """The sentence without paths (`model_path=../checkpoints/x.pkl`): a phase's name in a path is no phase, but a
+    script run by its path keeps its name; a setting's name stays (`per_device_eval_batch_size=1 fixed the OOM`
+    names the evaluation)."""
     text = _SHELL_EXPORT.sub(" ", text) if "export" in text else text
-    return _PATHLIKE.sub(" ", text) if "/" in text or "\\" in text else text
+    if "/" not in text and "\\" not in text:
+        return text
+    return _PATHLIKE.sub(" ", _RUN_SCRIPT.sub(r"\1\2", text))
 
 
 _FLAG_IN_SENTENCE = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:[ =](?!-)\S+)?")

@@ -173,6 +173,12 @@ def flat_said(line: str, step: int) -> Finding | None:
     """The first clause of `line` that says the training loss stays put (`loss stuck at 2.3`, `the loss does not
     decrease`, `plateaus at ~4.0`, `becomes huge and unchanged`, `loss一直是2.98`, `loss不下降`) or is zero (`got 0
     loss`), as a finding: the evidence of a report with few or no printed numbers."""
+    still = loss_words.REWARD_STILL.search(line) if "eward" in line else None
+    if still is not None and not still.group().startswith(("rewards/", "reward/")) and not _CODE.search(line):
+        # the reward, an RL objective's measure, said to stay at 0 or never grow: nothing is learned (slime#1411
+        # `the raw reward didn't grow effectively`), whatever its loss does; not a DPO's `rewards/margins` at 0,
+        # which is where every DPO run starts
+        return Finding("loss_flat", step, {"kind": "said", "quote": quoted(line), "what": "reward"})
     said = loss_words.read(line)
     if said is not None:
         if said.kind == "zero":
