@@ -149,7 +149,7 @@ class TextTables:
             self._progress = line
         cells = [c for c in _SPLIT.split(line.strip()) if c]
         words = line.split() if len(cells) == 1 else []
-        spaced = len(words) > 1 and all(_NAME.fullmatch(w) for w in words) and _is_header(words)
+        spaced = len(words) > 1 and all(_NAME.fullmatch(w) for w in words) and _is_header(words, plain=False)
         if cells and _is_header(cells) or spaced:
             self._current = Table(header=words if spaced else cells, spaced=spaced)
             _progress(self._current, self._progress)
@@ -203,10 +203,13 @@ def train_output(text: str) -> tuple[int, dict[str, float]] | None:
     return int(found.group(1)), metrics
 
 
-def _is_header(cells: list[str]) -> bool:
+def _is_header(cells: list[str], plain: bool = True) -> bool:
+    """A loss table's header: Step or Epoch first, a training loss among the columns; a bare `loss` column only
+    where the cells stand apart (two spaces, a tab, a bar: `Step  loss  grad_norm`), since single spaces also part
+    a sentence's words (`epoch loss is what I plot`)."""
     lowered = [c.lower() for c in cells]
-    return len(cells) >= 2 and lowered[0] in ("step", "epoch") and any(
-        name in lowered for name in ("training loss", "train_loss", "trn_loss", "loss", "train loss"))
+    names = ("training loss", "train_loss", "trn_loss", "train loss") + (("loss",) if plain else ())
+    return len(cells) >= 2 and lowered[0] in ("step", "epoch") and any(name in lowered for name in names)
 
 
 def _progress(table: Table, text: str) -> None:
