@@ -115,10 +115,12 @@ def refuse_without_hook(command: str) -> str | None:
     return None
 
 
-def stop_signals(pid: int, hooked: dict[str, Any] | None) -> None:
+def stop_signals(pid: int, hooked: dict[str, Any] | None) -> bool:
     """Stop's first signal: SIGTERM to the whole group of a process with no hook (woken first, if paused).
     None to a hooked Trainer: the control file speaks (read at the next step boundary), so the hook never
-    installs a signal handler in the user's process."""
-    if hooked is None:
-        signal_group(pid, signal.SIGCONT)
-        signal_group(pid, signal.SIGTERM)
+    installs a signal handler in the user's process. True when the SIGTERM was delivered: the command's exit
+    code is then the signal's (a launcher's own, such as torchrun's 1 after it terminated its ranks)."""
+    if hooked is not None:
+        return False
+    signal_group(pid, signal.SIGCONT)
+    return signal_group(pid, signal.SIGTERM)

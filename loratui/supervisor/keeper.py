@@ -50,6 +50,7 @@ class Keeper:
         self.run, self.command, self.poll_s = run, command, poll_s
         self.orphaned = False
         self.stop_requested = False
+        self.stop_signalled = False  # this keeper sent a stop's SIGTERM: the command's exit code is the signal's
         self.log: EventWriter | None = None
         self._commands = CommandTail(run.commands)
         self._done = threading.Event()
@@ -161,7 +162,7 @@ class Keeper:
                 self.log.write(events.State(t=time.time(), state=events.TRAINING, reason="resumed"))
             elif command == "stop":
                 signal_group(pid, signal.SIGCONT)
-                signal_group(pid, signal.SIGTERM)
+                self.stop_signalled |= signal_group(pid, signal.SIGTERM)
 
     def _finish(self, code: int) -> None:
         """The command exited: say how in the log (a supervisor killed before its End leaves the outcome
@@ -169,8 +170,9 @@ class Keeper:
         if self.orphaned:  # a stop written since the last poll: a hooked Trainer may have left at it already
             self.stop_requested |= "stop" in self._commands.new()
         # The supervisor's own reading (owner.py): a stop asked wins over the suspend's exit, which a Trainer
-        # that took a suspend and the stop at one step leaves with.
-        stopped = self.stop_requested and code in STOPPED_CODES
+        # that took a suspend and the stop at one step leaves with; after the stop's SIGTERM, any exit code is the
+        # signal's (torchrun exits 1 once it terminated its ranks).
+        stopped = self.stop_requested and (code in STOPPED_CODES or self.stop_signalled)
         state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
         suspended = code == SUSPEND_EXIT and self.run.hooked.exists() and not stopped
         if not self.orphaned:
