@@ -35,6 +35,7 @@ from loratui.supervisor.command import (
     header_has_gpu,
     pause_words,
     signal_group,
+    signal_tree,
 )
 from loratui.supervisor.watch_output import OutputWatcher
 
@@ -151,17 +152,17 @@ class Keeper:
             if hooked:
                 continue
             watcher = self._watcher  # the held time is no step's time, as the supervisor reads it (owner.py)
-            if command == "pause" and signal_group(pid, signal.SIGSTOP):
+            if command == "pause" and signal_tree(pid, signal.SIGSTOP):
                 if watcher is not None:
                     watcher.hold()
                 reason = pause_words(header_has_gpu(self.run))[0]
                 self.log.write(events.State(t=time.time(), state=events.PAUSED, reason=reason))
-            elif command == "resume" and signal_group(pid, signal.SIGCONT):
+            elif command == "resume" and signal_tree(pid, signal.SIGCONT):
                 if watcher is not None:
                     watcher.release()
                 self.log.write(events.State(t=time.time(), state=events.TRAINING, reason="resumed"))
             elif command == "stop":
-                signal_group(pid, signal.SIGCONT)
+                signal_tree(pid, signal.SIGCONT)
                 self.stop_signalled |= signal_group(pid, signal.SIGTERM)
 
     def _finish(self, code: int) -> None:

@@ -442,7 +442,7 @@ class Supervisor:
         trainer = self.trainer
         if trainer is None or trainer.poll() is not None:
             return "the command is not running"
-        if not watched.signal_group(self._group(trainer), signal.SIGSTOP if pause else signal.SIGCONT):
+        if not watched.signal_tree(self._group(trainer), signal.SIGSTOP if pause else signal.SIGCONT):
             return "the command's process group is gone"
         watcher = self.watcher
         if watcher is not None and pause:  # the held time is no step's time
@@ -498,8 +498,10 @@ class Supervisor:
                     self.stop_signalled |= self._signal_trainer(trainer, signal.SIGKILL)
 
     def _signal_trainer(self, trainer: subprocess.Popen[bytes], sig: int) -> bool:
-        """A recipe's trainer, or a watched command's whole process group (its ranks and workers); False when
-        it had exited already."""
+        """A recipe's trainer, or a watched command's whole process group (its ranks and workers; a SIGKILL also
+        the ranks a launcher started in sessions of their own); False when it had exited already."""
+        if self.command and sig == signal.SIGKILL:
+            return watched.signal_tree(self._group(trainer), sig)
         if self.command:
             return watched.signal_group(self._group(trainer), sig)
         if trainer.poll() is not None:
