@@ -2,8 +2,9 @@
 
 The command runs in its own process group with loratui's startup hook on its PYTHONPATH. Whether the
 hook found a Trainer is known from `trainer.hook.json` (written by the hook at train begin); until then,
-and for a process with no Trainer, control is by signal: SIGSTOP/SIGCONT of the whole group for pause
-and resume (no step boundary: its memory, GPU memory too, stays held), SIGTERM for stop.
+and for a process with no Trainer, control is by signal: SIGSTOP/SIGCONT of the whole group (and of the groups its
+processes lead: a launcher's ranks) for pause and resume (no step boundary: its memory, GPU memory too, stays
+held), SIGTERM of the group for stop.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import signal
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 import loratui
 from loratui import bounds, events
@@ -107,6 +110,31 @@ def signal_group(pid: int, sig: int) -> bool:
     return True
 
 
+def signal_tree(pid: int, sig: int) -> bool:
+    """`sig` to the command's process group and to every group one of its descendants leads: torchrun's agent starts
+    each rank in a session of its own, so the group's SIGSTOP froze the agent alone and its ranks trained on under a
+    `paused` run (29 steps in 3 s), and a SIGKILL left them running without it. For SIGSTOP, SIGCONT and SIGKILL; a
+    stop's SIGTERM goes to the group alone (torchrun terminates its ranks itself, and reports a failure when they die
+    under it). False when the command's group is gone."""
+    try:  # found before the signal: a killed launcher's ranks are no longer its descendants
+        others = [child.pid for child in psutil.Process(pid).children(recursive=True) if _leads_group(child.pid)]
+    except psutil.Error:
+        others = []
+    if not signal_group(pid, sig):
+        return False  # not the command's group (a keeper's pid, the command not started or gone): nothing of it
+    for group in others:
+        signal_group(group, sig)
+    return True
+
+
+def _leads_group(pid: int) -> bool:
+    """Only a group a descendant leads is signalled (never a group it joined, such as the supervisor's)."""
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
+
 def refuse_without_hook(command: str) -> str | None:
     """Why a command cannot apply to a process that has no hooked Trainer, or None when it can."""
     if command in ("save", "suspend"):
@@ -115,10 +143,12 @@ def refuse_without_hook(command: str) -> str | None:
     return None
 
 
-def stop_signals(pid: int, hooked: dict[str, Any] | None) -> None:
+def stop_signals(pid: int, hooked: dict[str, Any] | None) -> bool:
     """Stop's first signal: SIGTERM to the whole group of a process with no hook (woken first, if paused).
     None to a hooked Trainer: the control file speaks (read at the next step boundary), so the hook never
-    installs a signal handler in the user's process."""
-    if hooked is None:
-        signal_group(pid, signal.SIGCONT)
-        signal_group(pid, signal.SIGTERM)
+    installs a signal handler in the user's process. True when the SIGTERM was delivered: the command's exit
+    code is then the signal's (a launcher's own, such as torchrun's 1 after it terminated its ranks)."""
+    if hooked is not None:
+        return False
+    signal_tree(pid, signal.SIGCONT)  # its ranks too, where a pause froze them
+    return signal_group(pid, signal.SIGTERM)

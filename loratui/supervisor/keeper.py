@@ -35,6 +35,7 @@ from loratui.supervisor.command import (
     header_has_gpu,
     pause_words,
     signal_group,
+    signal_tree,
 )
 from loratui.supervisor.watch_output import OutputWatcher
 
@@ -50,6 +51,7 @@ class Keeper:
         self.run, self.command, self.poll_s = run, command, poll_s
         self.orphaned = False
         self.stop_requested = False
+        self.stop_signalled = False  # this keeper sent a stop's SIGTERM: the command's exit code is the signal's
         self.log: EventWriter | None = None
         self._commands = CommandTail(run.commands)
         self._done = threading.Event()
@@ -150,18 +152,18 @@ class Keeper:
             if hooked:
                 continue
             watcher = self._watcher  # the held time is no step's time, as the supervisor reads it (owner.py)
-            if command == "pause" and signal_group(pid, signal.SIGSTOP):
+            if command == "pause" and signal_tree(pid, signal.SIGSTOP):
                 if watcher is not None:
                     watcher.hold()
                 reason = pause_words(header_has_gpu(self.run))[0]
                 self.log.write(events.State(t=time.time(), state=events.PAUSED, reason=reason))
-            elif command == "resume" and signal_group(pid, signal.SIGCONT):
+            elif command == "resume" and signal_tree(pid, signal.SIGCONT):
                 if watcher is not None:
                     watcher.release()
                 self.log.write(events.State(t=time.time(), state=events.TRAINING, reason="resumed"))
             elif command == "stop":
-                signal_group(pid, signal.SIGCONT)
-                signal_group(pid, signal.SIGTERM)
+                signal_tree(pid, signal.SIGCONT)
+                self.stop_signalled |= signal_group(pid, signal.SIGTERM)
 
     def _finish(self, code: int) -> None:
         """The command exited: say how in the log (a supervisor killed before its End leaves the outcome
@@ -169,8 +171,9 @@ class Keeper:
         if self.orphaned:  # a stop written since the last poll: a hooked Trainer may have left at it already
             self.stop_requested |= "stop" in self._commands.new()
         # The supervisor's own reading (owner.py): a stop asked wins over the suspend's exit, which a Trainer
-        # that took a suspend and the stop at one step leaves with.
-        stopped = self.stop_requested and code in STOPPED_CODES
+        # that took a suspend and the stop at one step leaves with; after the stop's SIGTERM, any exit code is the
+        # signal's (torchrun exits 1 once it terminated its ranks).
+        stopped = self.stop_requested and (code in STOPPED_CODES or self.stop_signalled)
         state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
         suspended = code == SUSPEND_EXIT and self.run.hooked.exists() and not stopped
         if not self.orphaned:

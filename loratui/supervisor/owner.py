@@ -70,6 +70,11 @@ class Supervisor:
         self.trainer: subprocess.Popen[bytes] | None = None
         self.state = events.STARTING
         self.stop_requested = False
+        self.stop_signalled = False
+        """The stop reached the running trainer as a signal of ours (a watched command's SIGTERM, or the escalation
+        after the grace): its exit code is then the signal's doing, not a failure. torchrun's agent exits 1 after it
+        terminated its ranks on SIGTERM (its SignalException), and the stopped run was recorded failed."""
+        self._stop_signal_lock = threading.Lock()  # held while a stop's signal is sent and recorded
         self._resume = threading.Event()
         self._stderr_tail: list[str] = []
         self._pids_cache: tuple[float, list[int]] = (0.0, [])
@@ -187,9 +192,16 @@ class Supervisor:
                 continue
             if code == 0 and self.unattended.halted:  # stopped by the guard for a bad loss, not restarted
                 return self._end(events.FAILED, code, self.unattended.halted)
-            if code == 0 or (self.stop_requested and code in STOPPED_CODES):
+            if code == 0 or self._stop_explains(code):
                 return self._end(events.STOPPED if self.stop_requested else events.FINISHED, code)
             return self._end(events.FAILED, code)
+
+    def _stop_explains(self, code: int) -> bool:
+        """Whether the stop asked explains the trainer's exit `code`: one a stop ends with, or any code once the stop
+        reached the running trainer as our signal (torchrun's 1). A trainer that had crashed before it was signalled
+        (or that a command file's stop let exit on its own) keeps its code's meaning: failed."""
+        with self._stop_signal_lock:  # a signal sent as the trainer exited is recorded before it is read
+            return self.stop_requested and (code in STOPPED_CODES or self.stop_signalled)
 
     def _write_header(self) -> None:
         if self.run.events.stat().st_size > 0:
@@ -430,7 +442,7 @@ class Supervisor:
         trainer = self.trainer
         if trainer is None or trainer.poll() is not None:
             return "the command is not running"
-        if not watched.signal_group(self._group(trainer), signal.SIGSTOP if pause else signal.SIGCONT):
+        if not watched.signal_tree(self._group(trainer), signal.SIGSTOP if pause else signal.SIGCONT):
             return "the command's process group is gone"
         watcher = self.watcher
         if watcher is not None and pause:  # the held time is no step's time
@@ -464,27 +476,38 @@ class Supervisor:
         if trainer is None:
             return
         if self.command and trainer.poll() is None:
-            watched.stop_signals(self._group(trainer), watched.hook_info(self.run))
+            # A command that has exited already (its keeper lives on a moment) is signalled no more: a crash
+            # before the stop stays a failure.
+            with self._stop_signal_lock:
+                self.stop_signalled |= watched.stop_signals(self._group(trainer), watched.hook_info(self.run))
         elif self.recipe.distributed.num_processes in (1,) and trainer.poll() is None:
             # A training process stops at its next step boundary on SIGTERM, as on the command; one still
             # importing or loading weights has nothing to save and ends at once. (Under torchrun the agent
-            # would kill every rank on SIGTERM, so there only the command file speaks.)
+            # would kill every rank on SIGTERM, so there only the command file speaks.) Its exit code stays its
+            # own: loratui's trainer takes this SIGTERM for the stop command.
             trainer.send_signal(signal.SIGTERM)
         try:
             trainer.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            self._signal_trainer(trainer, signal.SIGTERM)
+            with self._stop_signal_lock:
+                self.stop_signalled |= self._signal_trainer(trainer, signal.SIGTERM)
             try:
                 trainer.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self._signal_trainer(trainer, signal.SIGKILL)
+                with self._stop_signal_lock:
+                    self.stop_signalled |= self._signal_trainer(trainer, signal.SIGKILL)
 
-    def _signal_trainer(self, trainer: subprocess.Popen[bytes], sig: int) -> None:
-        """A recipe's trainer, or a watched command's whole process group (its ranks and workers)."""
+    def _signal_trainer(self, trainer: subprocess.Popen[bytes], sig: int) -> bool:
+        """A recipe's trainer, or a watched command's whole process group (its ranks and workers; a SIGKILL also
+        the ranks a launcher started in sessions of their own); False when it had exited already."""
+        if self.command and sig == signal.SIGKILL:
+            return watched.signal_tree(self._group(trainer), sig)
         if self.command:
-            watched.signal_group(self._group(trainer), sig)
-        else:
-            trainer.send_signal(sig)
+            return watched.signal_group(self._group(trainer), sig)
+        if trainer.poll() is not None:
+            return False
+        trainer.send_signal(sig)
+        return True
 
     def end_trainer(self) -> None:
         """End the trainer now (the guard restarts it): SIGTERM stops a single process at its next step
