@@ -6,7 +6,9 @@ as evaluation, two negations that cancel (`cannot ... without running into OOM`)
 program exits, and a table a person prints of the logs (`Step  loss  grad_norm  reward_mean`, rows left out as
 `...`); and from wave 32's dev half: a script run by its path that names its phase (`run scripts/run_eval_x.sh`),
 the reward said not to grow (an RL objective's own measure), an RL loss said to explode or diverge, and PyTorch's
-caching-allocator warning of a retried cudaMalloc (no OOM). The sentences are this file's own, none from the corpus;
+caching-allocator warning of a retried cudaMalloc (no OOM); and from wave 33's: a loss named by its set (`the loss of
+the valid set goes up`), `'nan' returned`, an interrupted run's child processes that keep the GPU's memory, and
+Japanese `メモリ不足`. The sentences are this file's own, none from the corpus;
 each negative keeps what the reader said before. The rules alone (`--no-guess`)."""
 from __future__ import annotations
 
@@ -33,6 +35,12 @@ SAID = [
     ("With GRPO the mean reward never increases after 300 steps.\n", "loss_flat"),
     ("PPO训练时reward一直是0\n", "loss_flat"),
     ("Training the PPO critic, the value loss explodes to 30000 within an hour.\n", "loss_diverging"),
+    ("The loss of the training set keeps falling but the loss of the validation set rises.\n", "loss_diverging"),
+    ("the model does not learn at all because 'nan' is returned in the first epoch\n", "nan_loss"),
+    ("After I interrupted the DDP run its child processes stayed alive, so the next run ran out of memory.\n",
+     "oom_other_process"),
+    ("前回の学習の子プロセスが残っていて、GPUメモリ不足で落ちる\n", "oom_other_process"),
+    ("学習を始めるとすぐにGPUメモリ不足になる\n", "oom_full"),
 ]
 QUIET = [
     ("the loss is very high\n", ("loss_diverging",)),  # a level, not a rise
@@ -43,6 +51,8 @@ QUIET = [
     ("每个step都卡住不动了\n", ("data_starved",)),  # a hang, not a stall between batches
     ("I loaded ../checkpoints/eval_best.pt and got CUDA out of memory\n", ("oom_at_eval",)),  # a path, no script run
     ("With PPO the policy loss goes up while the reward climbs.\n", ("loss_diverging", "loss_flat")),
+    ("the loss of accuracy after quantization is small\n", ("loss_diverging", "loss_flat", "loss_zero")),
+    ("the DataLoader child processes exit when training ends\n", ("oom_other_process",)),
     ("[rank0]:[W1203 10:00:01.123456 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 0 "
      "while trying to allocate 2097152 bytes (free: 1048576, total: 85899345920).\n", ("oom_full", "oom_at_eval")),
 ]

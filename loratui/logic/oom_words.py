@@ -19,6 +19,7 @@ _SAID = re.compile(r"(?<![A-Za-z])OOM(?:s|ed|'d|ing)?(?![A-Za-z])(?![-_ ]?kill)|
                    r"\b(?:not enough|insufficient)\s+(?:free\s+)?(?:GPU\s+|CUDA\s+|device\s+|video\s+)?memory\b|"
                    r"\b(?:failed|fails|unable|cannot|can't|could not|couldn't)\s+(?:to\s+)?alloc(?:ate)?\b|"
                    r"显存[^。，！？,.!?\s]{0,4}?(?:不足|不够|(?<![不没未])溢出|(?<![不没未])爆|(?<![不没未])饱和)|爆显存|"
+                   r"(?:GPU|VRAM|ビデオ)?メモリ(?:が|の)?不足|"
                    r"(?<![A-Za-z])(?:memory|VRAM)\s*(?:不足|不够|溢出|爆)|"
                    r"\b(?:memory|VRAM)\s+(?:is|was|are|were)\s+(?:still\s+|just\s+|simply\s+)?(?:not\s+enough|insufficient)\b|"
                    r"\b(?:GPU\s+memory|VRAM)\b[^.!?]{0,40}?\b(?:fills?\s+up|filled\s+up|spikes?|explodes?|blows?\s+up|keeps?\s+"
@@ -154,6 +155,9 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"\bfragment(?:ed|ation|s)?\b|碎片|(?:ex
                r"containers?|instances?|notebooks?|terminals?|shells?|consoles?)\b|\bsome(?:one|body) else\b|"
                r"\b(?:zombie|stale|orphan\w*|leftover|dead|defunct|ghost|background|parallel|concurrent)\s+(?:\w+\s+){0,2}"
                r"(?:runs?|trainings?|experiments?|tasks?)\b|"
+               # an interrupted run's children that live on (`the child processes stay alive and keep their GPU memory`)
+               r"\b(?:child|sub)[- ]?process(?:es)?\b[^.!?]{0,30}?\b(?:stay\w*|remain\w*|left\b|alive|still|keep\w*|"
+               r"hold\w*|occup\w*)|子プロセス[^。]{0,10}?残|子进程[^。，]{0,10}?(?:残留|没有?退出|未退出|还在)|"
                # a run (or an ML task) compared (`with the previous run batch 8 worked`) is no holder: only one still there or beside
                r"\b(?:other|another|different|second|previous)\s+(?:\w+\s+){0,2}(?:runs?|trainings?|experiments?|tasks?)\b"
                r"[^.!?]{0,40}?\b(?:still|running|alive|hold\w*|held|occup\w*|same\s+(?:GPU|card|device)|on\s+(?:the\s+)?"

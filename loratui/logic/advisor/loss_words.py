@@ -246,6 +246,16 @@ def mentions(line: str) -> bool:
     return any(word in lowered for word in _WORDS)
 
 
+_OF_SET = re.compile(r"\b(?:the\s+)?loss(?:es)?\s+(?:of|on)\s+(?:the\s+|my\s+)?(?P<set>train(?:ing)?|valid(?:ation)?|val|"
+                     r"test|dev|eval(?:uation)?)\s+(?:set|data(?:set)?|split)\b", re.I)
+"""A loss named by its set (`the loss of the training set goes down, the loss of the valid set goes up`), read as the
+training or validation loss it is."""
+
+
+def _set_loss(m: re.Match[str]) -> str:
+    return "the training loss" if m.group("set").lower().startswith("train") else "the validation loss"
+
+
 @functools.lru_cache(maxsize=8)
 def read(line: str) -> Said | None:
     """What the line says the training loss does: flat, zero or rise; QUIET when it reads a subject and a
@@ -255,6 +265,7 @@ def read(line: str) -> Said | None:
         return None
     if _CODE.search(line) or _MESSAGE.search(line):
         return QUIET
+    line = _OF_SET.sub(_set_loss, line) if "loss" in line.lower() else line
     line, swings = _SWINGS.subn("fluctuates", _BOTH.sub(r"\g<a> \g<loss> and \g<b> \g<loss>", line))
     wish = _WISH.search(line)
     if wish is not None and not _FASTER.match(line, wish.end()):

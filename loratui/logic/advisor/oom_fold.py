@@ -153,7 +153,7 @@ class OomFold:
         """A pasted text whose person says an OOM happened, or gives an account of what held the memory."""
         lowered = line.lower()
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
-                                  "gpu ram" in lowered or "存" in line or "空间" in line) and \
+                                  "gpu ram" in lowered or "存" in line or "空间" in line or "メモリ" in line) and \
                 self.pasted and oom_words.said_oom(line) and not looks_like_code(line) and "File " not in line and \
                 not _OOM_COUNTER.search(line) and not oom.not_a_device(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)

@@ -34,7 +34,7 @@ _CAUSE_HINTS = ("fragment", "segments", "max_split", "unallocated", "reserved", 
                 "busy", "occupied", "taken", "in use", "used by", "before", "nothing", "process", "other", "else", "zombie", "orphan", "stale",
                 "leftover", "previous", "dead", "defunct", "ghost", "background", "parallel", "concurrent", "ranks",
                 "workers", "kill", "stop", "though", "but", "while", "still", "xorg", "server", "shell", "kwin", "compositor",
-                "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占")
+                "chrom", "firefox", "browser", "steam", "discord", "其", "别", "碎片", "占", "子プロセス", "子进程")
 """The cheap test before the cause's words are read (every line of a log passes here)."""
 
 
@@ -284,7 +284,7 @@ class PhaseWords:
     def _memory_phase(self, line: str, carried: str, whole: str) -> None:
         """The phase a sentence about memory names (the line's own words first, else the sentence it ends)."""
         text, lowered = line.strip(), line.lower()
-        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line or "空间" in line) and \
+        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line or "空间" in line or "メモリ" in line) and \
                 MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
         elif carried and MEMORY_WORDS.search(carried):

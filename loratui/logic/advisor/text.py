@@ -97,6 +97,7 @@ _NAN_SAID = re.compile(
     r"\b(?:detected|found|encountered|contains?|got)\b[\w ]{0,20}?\b(?:nan|inf|non-finite)(?: or (?:nan|inf))? "
     r"values? (?:in|for) (?:the )?(?:loss|gradients?|grads?)\b|"
     r"returned nan values in its \w+ output|NaN or Inf found in input tensor|number of nan iterations:\s*[1-9]|"
+    r"[\'\"]nan[\'\"]\s+(?:is\s+|was\s+|being\s+|gets?\s+)?returned\b|"
     r"(?:loss|损失)\s*(?:值|函数)?\s*(?:就|会|又|也|突然|一直|都)*\s*(?:为|是|变成了?|变为|出现了?|成了?)\s*(?:nan|inf)\b",
     re.I)
 """The program's own words (`RuntimeError: loss became NaN`, `NaN loss detected`, `Loss is nan, stopping`) or
