@@ -43,11 +43,13 @@ CATEGORIES = frozenset({
 CATEGORY = {"loss_flat": "loss_flat_or_zero", "loss_zero": "loss_flat_or_zero", "exception": "exception_other"}
 """Advice ids whose corpus category has another name; every other id is its own category."""
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.74, "dev": 0.89}
+FLOOR = {"sealed": 0.73, "dev": 0.89}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's fifteenth session on 2,944 excerpts (sealed 685/924, dev 1814/2020), the word model's guess
-included (the rules alone: sealed 622/924; `bench/corpus_halves.py --no-guess`). The dev floor went from 0.90 to 0.89
-in that session: its three waves added 155 dev excerpts the rules had not been written for (1694/1865 before them). The model is trained on every dev
+at the end of issue 23's sixteenth session on 3,201 excerpts (sealed 740/1003, dev 1963/2198), the word model's guess
+included (the rules alone: sealed 673/1003; `bench/corpus_halves.py --no-guess`). The sealed floor went from 0.74 to
+0.73 in that session: its four waves added 79 sealed excerpts the starting code read 46 of (735/1003 with them, against
+689/924 before; the final code reads 740/1003). The dev floor went from 0.90 to 0.89
+in the fifteenth: its three waves added 155 dev excerpts the rules had not been written for (1694/1865 before them). The model is trained on every dev
 excerpt: the dev figure holds its in-sample answers; only sealed measures it. Holdout waves that no rule writer read
 before they were scored: the seventh session's 164 excerpts (batch-colW..colZ) 103/164 with its starting rules and
 109/164 with the guess; the eighth's 116 (batch-col8a..d) and 74 (batch-col9a..c) 72/116 and 79/116, 54/74 and 57/74;
@@ -61,9 +63,12 @@ also with the code of the moment (the same 57 and 64); the thirteenth's 73 (batc
 with the code of the moment (57 and 58; 40 and 43); the fourteenth's 68 (batch-col25a..d) 42/68 and 46/68, 87
 (batch-col26a..c) 52/87 and 58/87, 33 (batch-col27a..c) 24/33 and 27/33 with its starting code, the same with the code
 of the moment; the fifteenth's 107 (batch-col28a..d) 80/107 and 76/107, 110 (batch-col29a..d) 65/110 and 67/110, 23
-(batch-col30a..d) 15/23 and 17/23 with its starting code, the same with the code of the moment. Sealed went 583 -> 591
-of 789 over the thirteenth session, 624 -> 630 of 839 over the fourteenth and 689 -> 685 of 924 over the fifteenth
-(rules alone 617 -> 622; starting code against final code, both on the final corpus). Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
+(batch-col30a..d) 15/23 and 17/23 with its starting code, the same with the code of the moment; the sixteenth's 71
+(batch-col31a..d) 34/71 and 42/71, 90 (batch-col32a..d) 50/90 and 50/90, 94 (batch-col33a..d) 63/94 and 69/94, 2
+(batch-col34b..c) 2/2 and 2/2 with its starting code, the same with the code of the moment. Sealed went 583 -> 591
+of 789 over the thirteenth session, 624 -> 630 of 839 over the fourteenth, 689 -> 685 of 924 over the fifteenth
+(rules alone 617 -> 622) and 735 -> 740 of 1003 over the sixteenth (rules alone 669 -> 673; starting code against
+final code, both on the final corpus). Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
 the doctor has not generalised that far."""
 PER_CATEGORY = {"sealed": 0.45, "dev": 0.72}
 """Regression floors for every category's share right, per split (measured at the thirteenth session's end: the
