@@ -258,14 +258,15 @@ PREFERS_REJECTED_N = 5
 """Logs in a row above ln 2 that say a DPO policy stays on the rejected side, not one noisy log."""
 _NOT_DPO = ("nll_loss", "log_odds_ratio", "kl")
 """Keys of preference trainers whose loss is not DPO's sigmoid alone (TRL's ORPO, CPO/SimPO, KTO; DPO's rpo_alpha)."""
-_RL_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "reward_mean", "completion_length", "kl")
+_RL_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "reward_mean")
+"""Keys only an RL trainer logs (TRL's GRPO/PPO/RLOO, and `reward_mean` of other RL frameworks' printed tables)."""
 _PREFERENCE_PREFIXES = ("rewards/", "logps/", "logits/")
 
 
 def _objective(values: dict[str, float | None]) -> str:
     """The trainer's objective from its log's keys: TRL's GRPO/PPO/RLOO log rewards of sampled completions,
     DPO/ORPO/KTO/SimPO log chosen/rejected rewards and log-probabilities; "" for a language-model loss."""
-    if any(k in values for k in _RL_KEYS[:4]) or any(k.startswith("completions/") for k in values):
+    if any(k in values for k in _RL_KEYS) or any(k.startswith("completions/") for k in values):
         return "rl"
     if any(k.startswith(_PREFERENCE_PREFIXES) for k in values) or "log_odds_ratio" in values:
         return "preference"

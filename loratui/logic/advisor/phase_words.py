@@ -284,7 +284,7 @@ class PhaseWords:
     def _memory_phase(self, line: str, carried: str, whole: str) -> None:
         """The phase a sentence about memory names (the line's own words first, else the sentence it ends)."""
         text, lowered = line.strip(), line.lower()
-        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line or "空间" in line or "メモリ" in line) and \
+        if ("memory" in lowered or "oom" in lowered or "ram" in lowered or "存" in line or "空间" in line) and \
                 MEMORY_WORDS.search(line):
             sentence = text  # the line first: its own words outweigh the lines before it
         elif carried and MEMORY_WORDS.search(carried):
