@@ -223,23 +223,36 @@ def _unwrapped(lines: Iterator[str], prefix: Any) -> Iterator[str]:
 
 
 def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
-    """The word model's guess first (logic/word_guess.py says how it was measured), where no rule found a problem
-    and the text is no training log (`series`: its numbers were judged), or where the rules' first item is an OOM
-    whose kind nothing read settled (then the words say what held the memory); the items as they are otherwise."""
+    """The word model's guess first (logic/word_guess.py says how it was measured): where no rule found a problem
+    and the text is no training log (`series`: its numbers were judged); where the rules' first item is a catch-all
+    (an exception of no known kind, an OOM with no phase) and the words read as a more specific kind; or where it is
+    an OOM whose kind nothing read settled (then the words say what held the memory). The items as they are
+    otherwise."""
     from loratui.logic.advisor.oom_advice import kind_unsettled
-    from loratui.logic.word_guess import advice, guess, memory_kind
+    from loratui.logic import word_guess
 
-    memory = bool(items) and kind_unsettled(items[0])
-    spoke = any(item.severity in ("error", "warning") for item in items) or (items and items[0].id == "data_starved")
-    if not memory and (spoke or series):
+    first = items[0] if items else None
+    memory = first is not None and kind_unsettled(first)
+    generic = first is not None and first.id in word_guess.REFINES
+    spoke = any(item.severity in ("error", "warning") for item in items) or (first is not None and
+                                                                             first.id == "data_starved")
+    if not (memory or generic) and (spoke or series):
         return items
     from loratui.sources.word_model import load
 
     model = load()
     if model is None:
         return items
-    found = memory_kind(model, text) if memory else guess(model, text)
-    return items if found is None else [advice(found, model.records, memory), *items]
+    refined = word_guess.refined_kind(model, text, first.id) if generic else None
+    if refined is not None:
+        return [word_guess.advice(refined, model.records, word_guess.REFINED), *items]
+    if memory:
+        found, answers = word_guess.memory_kind(model, text), word_guess.MEMORY
+    elif spoke or series:
+        return items
+    else:
+        found, answers = word_guess.guess(model, text), word_guess.PLAIN
+    return items if found is None else [word_guess.advice(found, model.records, answers), *items]
 
 
 def _table_logs(table: Any) -> list[Any]:

@@ -184,6 +184,40 @@ def memory_pick(kinds: dict[str, float], at: float = MEMORY_AT) -> tuple[str, fl
     return (kind, share) if kind != "oom_full" and share >= at and top else None
 
 
+REFINE_AT = 0.7
+"""The share of the problem kinds at or above which the words name a more specific kind than the rules' catch-all
+answer (REFINES). Chosen wave by wave on text neither the rules nor the model had read (41 waves, 2,080 dev records,
+bench/refine_gate.py): 0.7 on every wave, 19 more right (1322 -> 1341), oom_full 1 fewer."""
+OOM_PHASES = ("oom_at_eval", "oom_at_save")
+REFINES = {
+    "exception": ("flash_attn_unavailable", "bnb_setup", "cuda_error", "nccl_timeout", "oom_full",
+                  "oom_fragmentation", "oom_other_process", *OOM_PHASES),
+    "oom_full": OOM_PHASES,
+}
+"""The rules' answers that are a catch-all, by advice id, and the kinds the words may name instead: an exception whose
+kind no rule knows (a traceback cut before its exception line, an error a build prints), and an OOM with no frame or
+banner that says when it ran out (training is the default). What held the memory is `memory_kind`'s."""
+
+
+def refined_kind(model: WordModel, text: str, answer: str) -> Guess | None:
+    """A more specific kind than the rules' catch-all `answer` (an advice id of REFINES), when the words read as one of
+    its kinds above all others at REFINE_AT of the problem kinds; else None."""
+    if answer not in REFINES or len(text) > MAX_CHARS or not has_words(text):
+        return None
+    p_sick, p_kinds = probabilities(model, text)
+    picked = refine_pick(dict(zip(model.kinds, p_kinds)), REFINES[answer])
+    return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]) if picked is not None else None
+
+
+def refine_pick(kinds: dict[str, float], allowed: tuple[str, ...], at: float = REFINE_AT) -> tuple[str, float] | None:
+    """`refined_kind`'s gate: (kind, its share of the problem kinds) when the kind the words read most like of all
+    problems is one of `allowed` and its share is at least `at`; else None."""
+    sick = {kind: p for kind, p in kinds.items() if kind != "healthy"}
+    kind = max(sick, key=sick.__getitem__)
+    share = sick[kind] / sum(sick.values())
+    return (kind, share) if kind in allowed and share >= at else None
+
+
 _IDS = {"loss_flat_or_zero": "loss_flat", "exception_other": "exception"}
 """Corpus categories whose advice id has another name."""
 _SAYS = {
@@ -222,12 +256,25 @@ _SAYS = {
 }
 
 
-def advice(found: Guess, records: int, memory: bool = False) -> Advice:
+PLAIN, MEMORY, REFINED = "plain", "memory", "refined"
+"""What a guess answers: no rule found a problem (`guess`), what held an OOM's memory (`memory_kind`), or which kind
+a catch-all answer of the rules is (`refined_kind`)."""
+_WHY = {
+    PLAIN: "no log line or number here shows it",
+    MEMORY: "the OOM message does not say what held the memory",
+    REFINED: "the log's own lines name no more than that",
+}
+
+
+def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
     """The guess as a warning that says it is one: what the text reads like, how sure, and what to check first
-    (`memory`: a `memory_kind` guess, for an OOM whose message does not say what held the memory)."""
+    (`answers`: PLAIN, MEMORY or REFINED, which question the guess answers)."""
     what, check = _SAYS.get(found.kind, (found.kind.replace("_", " "), "the last error's line"))
-    why = "the OOM message does not say what held the memory" if memory else "no log line or number here shows it"
-    read = (f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})" if memory else
+    why = _WHY[answers]
+    read = (f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})"
+            if answers == MEMORY else
+            f"of the problem kinds it knows, this reads most like {found.kind} ({found.p_kind:.0%})"
+            if answers == REFINED else
             f"a problem is described (p={found.p_problem:.2f}); of the kinds it knows, this reads most like "
             f"{found.kind} ({found.p_kind:.0%})")
     return Advice(
