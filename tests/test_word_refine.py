@@ -73,7 +73,7 @@ def test_an_exception_of_no_known_kind_gets_the_words_kind_first(model, tmp_path
     assert rules[0].id == "exception"  # no refinement where the words read as no crash's kind
     items = diagnose(tmp_path, CRASH, monkeypatch, share_model(model, "flash_attn_unavailable", 0.9))
     assert [item.id for item in items[:2]] == ["flash_attn_unavailable", "exception"]
-    assert "(a guess: the log's own lines name no more than that)" in items[0].title
+    assert "(a guess: the error's own lines do not say what it is about)" in items[0].title
     assert "of the problem kinds it knows, this reads most like flash_attn_unavailable (90%)" in items[0].evidence[0]
     assert items[1].title == rules[0].title  # the rules' own item stays, second
     weak = diagnose(tmp_path, CRASH, monkeypatch, share_model(model, "flash_attn_unavailable",
@@ -85,6 +85,7 @@ def test_an_oom_with_no_phase_gets_the_words_phase_first(model, tmp_path: Path, 
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     items = diagnose(tmp_path, NO_PHASE_OOM, monkeypatch, share_model(model, "oom_at_eval", 0.9, "oom_full"))
     assert [item.id for item in items[:2]] == ["oom_at_eval", "oom_full"]
+    assert "(a guess: no line here says when the memory ran out)" in items[0].title
     # no phase read and words that tell of another process: the memory kind's guess, as before
     items = diagnose(tmp_path, NO_PHASE_OOM, monkeypatch, share_model(model, "oom_other_process", 0.9, "oom_full"))
     assert [item.id for item in items[:2]] == ["oom_other_process", "oom_full"]

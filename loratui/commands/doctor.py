@@ -245,7 +245,7 @@ def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
         return items
     refined = word_guess.refined_kind(model, text, first.id) if generic else None
     if refined is not None:
-        return [word_guess.advice(refined, model.records, word_guess.REFINED), *items]
+        return [word_guess.advice(refined, model.records, first.id), *items]
     if memory:
         found, answers = word_guess.memory_kind(model, text), word_guess.MEMORY
     elif spoke or series:

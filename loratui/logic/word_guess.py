@@ -256,25 +256,26 @@ _SAYS = {
 }
 
 
-PLAIN, MEMORY, REFINED = "plain", "memory", "refined"
-"""What a guess answers: no rule found a problem (`guess`), what held an OOM's memory (`memory_kind`), or which kind
-a catch-all answer of the rules is (`refined_kind`)."""
+PLAIN, MEMORY = "plain", "memory"
+"""What a guess answers: no rule found a problem (`guess`), or what held an OOM's memory (`memory_kind`); a guess that
+refines a catch-all answer (`refined_kind`) is told by that answer's advice id, a key of REFINES."""
 _WHY = {
     PLAIN: "no log line or number here shows it",
     MEMORY: "the OOM message does not say what held the memory",
-    REFINED: "the log's own lines name no more than that",
+    "exception": "the error's own lines do not say what it is about",
+    "oom_full": "no line here says when the memory ran out",
 }
 
 
 def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
     """The guess as a warning that says it is one: what the text reads like, how sure, and what to check first
-    (`answers`: PLAIN, MEMORY or REFINED, which question the guess answers)."""
+    (`answers`: PLAIN, MEMORY, or the advice id of the catch-all answer it refines)."""
     what, check = _SAYS.get(found.kind, (found.kind.replace("_", " "), "the last error's line"))
     why = _WHY[answers]
     read = (f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})"
             if answers == MEMORY else
             f"of the problem kinds it knows, this reads most like {found.kind} ({found.p_kind:.0%})"
-            if answers == REFINED else
+            if answers in REFINES else
             f"a problem is described (p={found.p_problem:.2f}); of the kinds it knows, this reads most like "
             f"{found.kind} ({found.p_kind:.0%})")
     return Advice(
