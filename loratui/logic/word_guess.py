@@ -186,8 +186,8 @@ def memory_pick(kinds: dict[str, float], at: float = MEMORY_AT) -> tuple[str, fl
 
 REFINE_AT = 0.7
 """The share of the problem kinds at or above which the words name a more specific kind than the rules' catch-all
-answer (REFINES). Chosen wave by wave on text neither the rules nor the model had read (41 waves, 2,080 dev records,
-bench/refine_gate.py): 0.7 on every wave, 19 more right (1322 -> 1341), oom_full 1 fewer."""
+answer (REFINES). Chosen wave by wave on text neither the rules nor the model had read (bench/refine_gate.py): 0.7 on
+every wave, 19 more right of 2,080 (1322 -> 1341) and 23 of 2,443 (1566 -> 1589), oom_full 1 fewer either way."""
 OOM_PHASES = ("oom_at_eval", "oom_at_save")
 REFINES = {
     "exception": ("flash_attn_unavailable", "bnb_setup", "cuda_error", "nccl_timeout", "oom_full",
