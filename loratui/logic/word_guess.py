@@ -1,4 +1,5 @@
-"""The word model's guess: which kind of report a text reads like, where no rule found anything in it.
+"""The word model's guess: which kind of report a text reads like, where no rule found anything in it (or where the
+rules' answer is a catch-all: `refined_kind`; or an OOM whose holder they could not settle: `memory_kind`).
 
 Pure: the model's arrays come in (loratui/sources/word_model.py loads them), a guess or None goes out. The model is
 bench/train_word_model.py's: TF-IDF of word 1-2-grams and character 3-5-grams (scikit-learn's analyzers, rebuilt
