@@ -132,13 +132,19 @@ def has_words(text: str) -> bool:
     return len(_WORD.findall(prepared(kept))) + len(_CJK_CHAR.findall(kept)) // 2 >= MIN_WORDS
 
 
-def guess(model: WordModel, text: str) -> Guess | None:
-    """The kind of report `text` reads like, when the model is confident a problem is described; else None."""
+def _guessed(model: WordModel, text: str, pick: Any) -> Guess | None:
+    """`pick` (P(problem) and the kinds' probabilities by name -> (kind, share) or None) on the model's reading of
+    `text`; None for a text it does not read (longer than MAX_CHARS, or no words outside drawn tables)."""
     if len(text) > MAX_CHARS or not has_words(text):
         return None
     p_sick, p_kinds = probabilities(model, text)
-    picked = kind_pick(p_sick, dict(zip(model.kinds, p_kinds)))
+    picked = pick(p_sick, dict(zip(model.kinds, p_kinds)))
     return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]) if picked is not None else None
+
+
+def guess(model: WordModel, text: str) -> Guess | None:
+    """The kind of report `text` reads like, when the model is confident a problem is described; else None."""
+    return _guessed(model, text, kind_pick)
 
 
 def kind_pick(p_sick: float, kinds: dict[str, float], speak: float = SPEAK_AT,
@@ -165,11 +171,7 @@ def memory_kind(model: WordModel, text: str) -> Guess | None:
     """What held the memory, in the words of a report whose OOM message does not say: another process or
     fragmentation when the model reads one at MEMORY_AT of the memory kinds; None for "full" (the rules' own
     default) or no clear reading."""
-    if len(text) > MAX_CHARS or not has_words(text):
-        return None
-    p_sick, p_kinds = probabilities(model, text)
-    picked = memory_pick(dict(zip(model.kinds, p_kinds)))
-    return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]) if picked is not None else None
+    return _guessed(model, text, lambda p_sick, kinds: memory_pick(kinds))
 
 
 def memory_pick(kinds: dict[str, float], at: float = MEMORY_AT) -> tuple[str, float] | None:
@@ -203,20 +205,16 @@ banner that says when it ran out (training is the default). What held the memory
 def refined_kind(model: WordModel, text: str, answer: str) -> Guess | None:
     """A more specific kind than the rules' catch-all `answer` (an advice id of REFINES), when the words read as one of
     its kinds above all others at REFINE_AT of the problem kinds; else None."""
-    if answer not in REFINES or len(text) > MAX_CHARS or not has_words(text):
+    if answer not in REFINES:
         return None
-    p_sick, p_kinds = probabilities(model, text)
-    picked = refine_pick(dict(zip(model.kinds, p_kinds)), REFINES[answer])
-    return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]) if picked is not None else None
+    return _guessed(model, text, lambda p_sick, kinds: refine_pick(kinds, REFINES[answer]))
 
 
 def refine_pick(kinds: dict[str, float], allowed: tuple[str, ...], at: float = REFINE_AT) -> tuple[str, float] | None:
     """`refined_kind`'s gate: (kind, its share of the problem kinds) when the kind the words read most like of all
-    problems is one of `allowed` and its share is at least `at`; else None."""
-    sick = {kind: p for kind, p in kinds.items() if kind != "healthy"}
-    kind = max(sick, key=sick.__getitem__)
-    share = sick[kind] / sum(sick.values())
-    return (kind, share) if kind in allowed and share >= at else None
+    problems is one of `allowed` and its share is at least `at` (kind_pick's share, whatever P(problem)); else None."""
+    picked = kind_pick(1.0, kinds, speak=0.0, kind_at=at)
+    return picked if picked is not None and picked[0] in allowed else None
 
 
 _IDS = {"loss_flat_or_zero": "loss_flat", "exception_other": "exception"}
@@ -273,12 +271,13 @@ def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
     (`answers`: PLAIN, MEMORY, or the advice id of the catch-all answer it refines)."""
     what, check = _SAYS.get(found.kind, (found.kind.replace("_", " "), "the last error's line"))
     why = _WHY[answers]
-    read = (f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})"
-            if answers == MEMORY else
-            f"of the problem kinds it knows, this reads most like {found.kind} ({found.p_kind:.0%})"
-            if answers in REFINES else
-            f"a problem is described (p={found.p_problem:.2f}); of the kinds it knows, this reads most like "
-            f"{found.kind} ({found.p_kind:.0%})")
+    if answers == MEMORY:
+        read = f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})"
+    elif answers in REFINES:
+        read = f"of the problem kinds it knows, this reads most like {found.kind} ({found.p_kind:.0%})"
+    else:
+        read = (f"a problem is described (p={found.p_problem:.2f}); of the kinds it knows, this reads most like "
+                f"{found.kind} ({found.p_kind:.0%})")
     return Advice(
         id=_IDS.get(found.kind, found.kind), severity=WARNING,
         title=f"Its words read like a report of {what} (a guess: {why})",
