@@ -177,7 +177,8 @@ def test_the_guess_is_not_asked_where_fp16s_loss_scaler_speaks(monkeypatch: pyte
     from loratui.commands import doctor
 
     asked: list[str] = []
-    monkeypatch.setattr(word_guess, "guess", lambda model, text: asked.append(text))
+    monkeypatch.setattr(word_guess, "first_guess", lambda model, text, catch_all=None, memory=False, plain=False:
+                        asked.append(text) if plain else None)
     paste = tmp_path / "fp16.txt"
     paste.write_text("Is this fine? It printed this once at the start\n[deepspeed] OVERFLOW! Rank 0 Skipping step. "
                      "Attempted loss scale: 65536, reducing to 32768\n", encoding="utf-8")

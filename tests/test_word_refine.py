@@ -95,7 +95,8 @@ def test_an_oom_with_no_phase_gets_the_words_phase_first(model, tmp_path: Path, 
 def test_a_specific_answer_is_not_refined(model, tmp_path: Path,  # type: ignore[no-untyped-def]
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[str] = []
-    monkeypatch.setattr(word_guess, "refined_kind", lambda *args: asked.append(args[2]))
+    monkeypatch.setattr(word_guess, "first_guess", lambda model, text, catch_all=None, memory=False, plain=False:
+                        asked.append(catch_all) if catch_all else None)
     items = diagnose(tmp_path, "{'loss': nan, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.1}\n"
                      "RuntimeError: CUDA error: an illegal memory access was encountered\n", monkeypatch)
     assert items[0].id != "exception" and asked == []

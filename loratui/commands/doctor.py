@@ -233,26 +233,17 @@ def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
 
     first = items[0] if items else None
     memory = first is not None and kind_unsettled(first)
-    generic = first is not None and first.id in word_guess.REFINES
+    catch_all = first.id if first is not None and first.id in word_guess.REFINES else None
     spoke = any(item.severity in ("error", "warning") for item in items) or (first is not None and
                                                                              first.id == "data_starved")
-    if not (memory or generic) and (spoke or series):
+    plain = not (spoke or series)
+    if not (memory or catch_all or plain):
         return items
     from loratui.sources.word_model import load
 
     model = load()
-    if model is None:
-        return items
-    refined = word_guess.refined_kind(model, text, first.id) if generic else None
-    if refined is not None:
-        return [word_guess.advice(refined, model.records, first.id), *items]
-    if memory:
-        found, answers = word_guess.memory_kind(model, text), word_guess.MEMORY
-    elif spoke or series:
-        return items
-    else:
-        found, answers = word_guess.guess(model, text), word_guess.PLAIN
-    return items if found is None else [word_guess.advice(found, model.records, answers), *items]
+    found = word_guess.first_guess(model, text, catch_all, memory, plain) if model is not None else None
+    return items if found is None else [word_guess.advice(found[0], model.records, found[1]), *items]
 
 
 def _table_logs(table: Any) -> list[Any]:

@@ -132,19 +132,28 @@ def has_words(text: str) -> bool:
     return len(_WORD.findall(prepared(kept))) + len(_CJK_CHAR.findall(kept)) // 2 >= MIN_WORDS
 
 
-def _guessed(model: WordModel, text: str, pick: Any) -> Guess | None:
-    """`pick` (P(problem) and the kinds' probabilities by name -> (kind, share) or None) on the model's reading of
-    `text`; None for a text it does not read (longer than MAX_CHARS, or no words outside drawn tables)."""
-    if len(text) > MAX_CHARS or not has_words(text):
+def _guessed(model: WordModel, text: str, *picks: Any) -> tuple[Guess, int] | None:
+    """The first of `picks` (each: P(problem) and the kinds' probabilities by name -> (kind, share) or None) that
+    picks a kind on the model's reading of `text`, read once, and its place among them; None for a text it does not
+    read (longer than MAX_CHARS, or no words outside drawn tables) or where none picks."""
+    if not picks or len(text) > MAX_CHARS or not has_words(text):
         return None
     p_sick, p_kinds = probabilities(model, text)
-    picked = pick(p_sick, dict(zip(model.kinds, p_kinds)))
-    return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]) if picked is not None else None
+    kinds = dict(zip(model.kinds, p_kinds))
+    for place, pick in enumerate(picks):
+        picked = pick(p_sick, kinds)
+        if picked is not None:
+            return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]), place
+    return None
+
+
+def _one(found: tuple[Guess, int] | None) -> Guess | None:
+    return found[0] if found is not None else None
 
 
 def guess(model: WordModel, text: str) -> Guess | None:
     """The kind of report `text` reads like, when the model is confident a problem is described; else None."""
-    return _guessed(model, text, kind_pick)
+    return _one(_guessed(model, text, kind_pick))
 
 
 def kind_pick(p_sick: float, kinds: dict[str, float], speak: float = SPEAK_AT,
@@ -171,7 +180,7 @@ def memory_kind(model: WordModel, text: str) -> Guess | None:
     """What held the memory, in the words of a report whose OOM message does not say: another process or
     fragmentation when the model reads one at MEMORY_AT of the memory kinds; None for "full" (the rules' own
     default) or no clear reading."""
-    return _guessed(model, text, lambda p_sick, kinds: memory_pick(kinds))
+    return _one(_guessed(model, text, _memory))
 
 
 def memory_pick(kinds: dict[str, float], at: float = MEMORY_AT) -> tuple[str, float] | None:
@@ -205,9 +214,7 @@ banner that says when it ran out (training is the default). What held the memory
 def refined_kind(model: WordModel, text: str, answer: str) -> Guess | None:
     """A more specific kind than the rules' catch-all `answer` (an advice id of REFINES), when the words read as one of
     its kinds above all others at REFINE_AT of the problem kinds; else None."""
-    if answer not in REFINES:
-        return None
-    return _guessed(model, text, lambda p_sick, kinds: refine_pick(kinds, REFINES[answer]))
+    return _one(_guessed(model, text, _refining(answer))) if answer in REFINES else None
 
 
 def refine_pick(kinds: dict[str, float], allowed: tuple[str, ...], at: float = REFINE_AT) -> tuple[str, float] | None:
@@ -215,6 +222,26 @@ def refine_pick(kinds: dict[str, float], allowed: tuple[str, ...], at: float = R
     problems is one of `allowed` and its share is at least `at` (kind_pick's share, whatever P(problem)); else None."""
     picked = kind_pick(1.0, kinds, speak=0.0, kind_at=at)
     return picked if picked is not None and picked[0] in allowed else None
+
+
+def _memory(p_sick: float, kinds: dict[str, float]) -> tuple[str, float] | None:
+    return memory_pick(kinds)
+
+
+def _refining(answer: str) -> Any:
+    return lambda p_sick, kinds: refine_pick(kinds, REFINES[answer])
+
+
+def first_guess(model: WordModel, text: str, catch_all: str | None = None, memory: bool = False,
+                plain: bool = False) -> tuple[Guess, str] | None:
+    """The one guess `doctor` puts first and what it answers (advice's `answers`), the text read once: a kind more
+    specific than the rules' catch-all answer `catch_all` (an advice id of REFINES, or None: `refined_kind`); else,
+    for an OOM whose kind nothing read settled (`memory`), what held the memory (`memory_kind`); else, where no rule
+    found a problem (`plain`), the kind of report the text reads like (`guess`). None when none of them speaks."""
+    asked = ([(_refining(catch_all), catch_all)] if catch_all in REFINES else []) + (
+        [(_memory, MEMORY)] if memory else [(kind_pick, PLAIN)] if plain else [])
+    found = _guessed(model, text, *(pick for pick, _ in asked))
+    return (found[0], asked[found[1]][1]) if found is not None else None
 
 
 _IDS = {"loss_flat_or_zero": "loss_flat", "exception_other": "exception"}
