@@ -20,15 +20,14 @@ import re
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 from learned_cv import dev_rows  # noqa: E402
-from scipy.sparse import hstack  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from train_word_model import vectorizers  # noqa: E402
+from train_word_model import Fitted, fit  # noqa: E402
 
 import loratui.logic.word_guess as word_guess  # noqa: E402
 from loratui.commands import doctor  # noqa: E402
@@ -71,23 +70,17 @@ def has_prose(text: str) -> bool:
     return any(len(PROSE_WORD.findall(line)) >= 6 or len(CJK.findall(line)) >= 8 for line in text.splitlines())
 
 
-def held_out(rows: list[dict], before: list[dict], texts: dict) -> dict[str, tuple[float, dict[str, float]]]:
-    """P(problem) and the kinds' probabilities for each wave record's guess text, from a model trained without
-    its wave."""
+def held_out(rows: list[dict], before: list[dict], texts: dict,
+             fit: Callable[[list[dict]], Fitted] = fit) -> dict[str, tuple[float, dict[str, float]]]:
+    """P(problem) and the kinds' probabilities for each wave record's guess text, from a model trained (`fit`:
+    train_word_model's, or a variant of it) on every dev record but its wave's."""
     found = {}
     for wave in sorted({b["at"] for b in before}):
         files = {b["file"] for b in before if b["at"] == wave}
-        train = [r for r in rows if r["file"] not in files]
-        word, char = vectorizers()
-        x = hstack([word.fit_transform([r["text"] for r in train]), char.fit_transform([r["text"] for r in train])])
-        labels = [r["category"] for r in train]
-        sick = LogisticRegression(C=10.0, max_iter=2000, class_weight="balanced", random_state=0)
-        sick.fit(x.tocsr(), [label != "healthy" for label in labels])
-        which = LogisticRegression(C=10.0, max_iter=2000, random_state=0).fit(x.tocsr(), labels)
+        model = fit([r for r in rows if r["file"] not in files])
         for name in files:
             text = texts[name][0] if texts.get(name) else next(r["text"] for r in rows if r["file"] == name)
-            xt = hstack([word.transform([text]), char.transform([text])]).tocsr()
-            found[name] = (float(sick.predict_proba(xt)[0, 1]), dict(zip(which.classes_, which.predict_proba(xt)[0])))
+            found[name] = model.predict(text)
     return found
 
 

@@ -10,19 +10,24 @@ source, and tests/test_word_guess.py checks none is sealed). The file also keeps
 on a few training texts, so the package's numpy reader is tested against scikit-learn without needing it installed.
 
 Run (needs the `experiments` extra): PYTHONPATH=$PWD python bench/train_word_model.py   -> loratui/word_model.npz
+(`fit` is also the training of bench/guess_gate.py's and bench/guess_model.py's held-out models.)
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from learned_cv import dev_rows
+from scipy.sparse import hstack
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
@@ -49,21 +54,69 @@ def vocab_bytes(vectorizer: TfidfVectorizer) -> np.ndarray:
     return np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8)
 
 
-def main() -> None:
-    rows = dev_rows()
-    texts, labels = [r["text"] for r in rows], [r["category"] for r in rows]
-    word, char = vectorizers()
-    from scipy.sparse import hstack
+def halves(text: str) -> list[str]:
+    """An excerpt of 6 lines or more cut into its two halves (excerpts are cut differently by whoever pastes them);
+    none for a shorter one."""
+    lines = text.splitlines()
+    if len(lines) < 6:
+        return []
+    half = len(lines) // 2
+    return ["\n".join(lines[:half]), "\n".join(lines[half:])]
 
+
+class Fitted(NamedTuple):
+    """The two vectorizers and the two-stage model: whether a problem is described (`sick`), and which kind."""
+
+    word: TfidfVectorizer
+    char: TfidfVectorizer
+    sick: LogisticRegression
+    which: LogisticRegression
+
+    def matrix(self, texts: list[str]) -> Any:
+        return hstack([self.word.transform(texts), self.char.transform(texts)]).tocsr()
+
+    def predict(self, text: str) -> tuple[float, dict[str, float]]:
+        """P(problem) and the kinds' probabilities by name, as scikit-learn gives them."""
+        x = self.matrix([text])
+        return float(self.sick.predict_proba(x)[0, 1]), dict(zip(self.which.classes_, self.which.predict_proba(x)[0]))
+
+
+def fit(rows: list[dict], make: Callable[[], tuple[Any, Any]] = vectorizers, c: float = 10.0,
+        kind_weight: str | None = None, text_of: Callable[[dict], str] | None = None,
+        split: bool = False) -> Fitted:
+    """The model trained on `rows` (the shipped one with the defaults; bench/guess_model.py's variants otherwise):
+    the vectorizers, C, the kind model's class weight, the text a record trains as, and whether its halves train too
+    (weight 0.5 each)."""
+    texts, labels, weights = [], [], []
+    for row in rows:
+        for k, text in enumerate([text_of(row) if text_of else row["text"], *(halves(row["text"]) if split else [])]):
+            texts.append(text)
+            labels.append(row["category"])
+            weights.append(1.0 if k == 0 else 0.5)
+    word, char = make()
     x = hstack([word.fit_transform(texts), char.fit_transform(texts)]).tocsr()
-    sick = LogisticRegression(C=10.0, max_iter=2000, class_weight="balanced", random_state=0)
-    sick.fit(x, [label != "healthy" for label in labels])
-    which = LogisticRegression(C=10.0, max_iter=2000, random_state=0).fit(x, labels)
+    sick = LogisticRegression(C=c, max_iter=2000, class_weight="balanced", random_state=0)
+    sick.fit(x, [label != "healthy" for label in labels], sample_weight=weights)
+    which = LogisticRegression(C=c, max_iter=2000, class_weight=kind_weight, random_state=0)
+    which.fit(x, labels, sample_weight=weights)
     assert list(sick.classes_) == [False, True]
+    return Fitted(word, char, sick, which)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--halves", action="store_true", help="also train each excerpt's halves (a variant measured "
+                        "in docs/learned_fallback.md)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    rows = dev_rows()
+    texts = [r["text"] for r in rows]
+    word, char, sick, which = model = fit(rows, split=args.halves)
+    x = model.matrix(texts)
     picks = np.linspace(0, len(texts) - 1, REFERENCES).astype(int)
     sources = sorted({hashlib.sha256(r["source"].encode()).hexdigest() for r in rows})
     np.savez_compressed(
-        OUT,
+        args.out,
         word_vocab=vocab_bytes(word), word_idf=word.idf_.astype(np.float32),
         char_vocab=vocab_bytes(char), char_idf=char.idf_.astype(np.float32),
         sick_coef=sick.coef_[0].astype(np.float32), sick_intercept=np.float32(sick.intercept_[0]),
@@ -74,8 +127,8 @@ def main() -> None:
         ref_texts=np.frombuffer("\0".join(texts[i] for i in picks).encode("utf-8"), dtype=np.uint8),
         ref_sick=sick.predict_proba(x[picks])[:, 1], ref_kind=which.predict_proba(x[picks]),
     )
-    print(f"{OUT.relative_to(ROOT)}: {len(rows)} dev records from {len(sources)} sources, "
-          f"{x.shape[1]} features, {OUT.stat().st_size // 1024} KiB")
+    print(f"{args.out}: {len(rows)} dev records from {len(sources)} sources, {x.shape[1]} features, "
+          f"{args.out.stat().st_size // 1024} KiB")
 
 
 if __name__ == "__main__":
