@@ -4,7 +4,9 @@ ranks and leaves with 1 (its SignalException), and the run the user had stopped 
 exit code 1; the owner counted only STOPPED_CODES as a stop). A stop whose signal reached the running command
 explains any exit code; a command that had exited before the stop keeps its failure.
 
-The launcher here is a stand-in that leaves as torchrun does on SIGTERM: exit code 1."""
+The launcher here is a stand-in that leaves as torchrun does on SIGTERM: exit code 1. The keeper's `exit` (the run's
+end should the supervisor die before its End) says the same as the End: the supervisor tells it that its stop's signal
+reached the command (`command.STOPPED_SIGNAL`), and a hooked Trainer's stop is in control.cmds."""
 
 from __future__ import annotations
 
@@ -72,6 +74,8 @@ def test_a_launcher_that_exits_1_on_the_stops_sigterm_ends_stopped(tmp_path: Pat
         (end,) = kinds(run, "end")
         assert end["state"] == events.STOPPED and end["exit_code"] == 1, (end, out[-2000:])
         assert not end.get("error"), end  # no failure's stderr as its error
+        (exited,) = kinds(run, "exit")  # its keeper's word, which stands if we die before the End: the same
+        assert exited["state"] == events.STOPPED and exited["exit_code"] == 1, exited
         assert viewer.returncode == 0, out[-2000:]  # a run stopped on request, as `loratui run` says it
     finally:
         _cleanup(viewer, run)
@@ -134,3 +138,36 @@ def test_only_a_stop_whose_signal_reached_the_command_explains_its_exit(
             command.stdout.close()
         sup.unattended.close()
         sup.log.close()
+
+
+HOOKED = """
+import sys, time
+from pathlib import Path
+commands = Path(sys.argv[1])
+print("ready", flush=True)
+while "stop" not in (commands.read_text() if commands.exists() else ""):  # a hooked Trainer, at its step boundaries
+    time.sleep(0.05)
+"""
+
+
+def test_the_keeper_of_a_hooked_trainer_stopped_by_a_live_supervisor_says_stopped(tmp_path: Path) -> None:
+    """The supervisor relays a hooked Trainer's stop through control.cmds, and the Trainer leaves with 0: its keeper's
+    `exit` said `finished` beside the supervisor's stopped End, and would have stood as the run's end had the
+    supervisor died between the two."""
+    run = _command_run(tmp_path)
+    rundir.write_pidfile(run.pidfile, os.getpid())  # the supervisor, alive
+    run.hooked.write_text("{}", encoding="utf-8")
+    keeper = subprocess.Popen([sys.executable, "-m", "loratui.supervisor.keeper", str(run.path), "--", sys.executable,
+                               "-c", HOOKED, str(run.commands)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert keeper.stdout is not None and keeper.stdout.readline() == "ready\n"
+        run.append_command("stop")  # as the supervisor's _relay
+        assert keeper.wait(timeout=60) == 0
+        (exited,) = kinds(run.path, "exit")
+        assert exited["state"] == events.STOPPED and exited.get("exit_code", 0) == 0, exited  # (0 unwritten)
+    finally:
+        if keeper.poll() is None:
+            keeper.kill()
+        keeper.wait()
+        if keeper.stdout is not None:
+            keeper.stdout.close()

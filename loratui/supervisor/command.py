@@ -36,6 +36,9 @@ and runs no sitecustomize of the user's in it (that is for the user's own proces
 READ_SIGNAL = signal.SIGUSR1
 """The supervisor to the command's keeper, its child: the command has exited and its output is read to its end, the
 steps it printed recorded (the keeper's `exit` then says the last one, from the log)."""
+STOPPED_SIGNAL = signal.SIGUSR2
+"""The supervisor to the command's keeper: its stop's signal reached the running command, so the command's exit code
+is the stop's whatever it is (torchrun's 1); the keeper's `exit` then says stopped, as the supervisor's End will."""
 PAUSE_NOTE = ("paused by SIGSTOP: the process is frozen mid-step; its GPU memory stays held, and peers of a "
               "multi-process job may time out")
 PAUSE_REASON = "paused by SIGSTOP: GPU memory stays held; multi-process peers may time out"

@@ -32,6 +32,7 @@ from loratui.supervisor.command import (
     KEEPER_ENV,
     PARENT_ENV,
     READ_SIGNAL,
+    STOPPED_SIGNAL,
     header_has_gpu,
     pause_words,
     signal_group,
@@ -58,6 +59,7 @@ class Keeper:
         self._threads: list[threading.Thread] = []
         self._watcher: OutputWatcher | None = None
         self._read = threading.Event()  # the supervisor read the command's output to its end (READ_SIGNAL)
+        self._asked = CommandTail(run.commands, file_size(run.commands))  # what the supervisor relayed: its stop
 
     def run_command(self) -> int:
         """The command's exit: its code, or -N when signal N killed it."""
@@ -75,6 +77,7 @@ class Keeper:
         # SIG_IGN: an ignored signal would stay ignored in the command across exec.
         signal.signal(signal.SIGTERM, lambda *_: _forward(child.pid, signal.SIGTERM))
         signal.signal(READ_SIGNAL, lambda *_: self._read.set())  # before the pid: the supervisor sends it after that
+        signal.signal(STOPPED_SIGNAL, lambda *_: self._stopped_by_supervisor())
         write_pidfile(self.run.trainer_pidfile, child.pid)
         try:
             while True:
@@ -85,6 +88,9 @@ class Keeper:
         finally:
             self._finish(child.returncode if child.returncode is not None else 1)
             self.run.trainer_pidfile.unlink(missing_ok=True)
+
+    def _stopped_by_supervisor(self) -> None:
+        self.stop_requested = self.stop_signalled = True
 
     def _wait_for_reader(self) -> None:
         """The command exited: wait (`READ_WAIT_S` at most) for the supervisor to read its output's last steps, where
@@ -170,14 +176,15 @@ class Keeper:
         known); when orphaned, record the rest of its output and the run's end."""
         if self.orphaned:  # a stop written since the last poll: a hooked Trainer may have left at it already
             self.stop_requested |= "stop" in self._commands.new()
+        else:  # a stop the supervisor relayed (a hooked Trainer's; the stop's signal, if any, tells its own)
+            self._wait_for_reader()
+            self.stop_requested |= "stop" in self._asked.new()
         # The supervisor's own reading (owner.py): a stop asked wins over the suspend's exit, which a Trainer
         # that took a suspend and the stop at one step leaves with; after the stop's SIGTERM, any exit code is the
         # signal's (torchrun exits 1 once it terminated its ranks).
         stopped = self.stop_requested and (code in STOPPED_CODES or self.stop_signalled)
         state = events.STOPPED if stopped else events.FINISHED if code == 0 else events.FAILED
         suspended = code == SUSPEND_EXIT and self.run.hooked.exists() and not stopped
-        if not self.orphaned:
-            self._wait_for_reader()
         if self.orphaned:
             self._drain()  # the output's last steps recorded before the exit says the step
         log = self.log or EventWriter(self.run.events)

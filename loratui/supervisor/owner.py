@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -478,8 +479,7 @@ class Supervisor:
         if self.command and trainer.poll() is None:
             # A command that has exited already (its keeper lives on a moment) is signalled no more: a crash
             # before the stop stays a failure.
-            with self._stop_signal_lock:
-                self.stop_signalled |= watched.stop_signals(self._group(trainer), watched.hook_info(self.run))
+            self._stop_signal(trainer, lambda: watched.stop_signals(self._group(trainer), watched.hook_info(self.run)))
         elif self.recipe.distributed.num_processes in (1,) and trainer.poll() is None:
             # A training process stops at its next step boundary on SIGTERM, as on the command; one still
             # importing or loading weights has nothing to save and ends at once. (Under torchrun the agent
@@ -489,13 +489,24 @@ class Supervisor:
         try:
             trainer.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            with self._stop_signal_lock:
-                self.stop_signalled |= self._signal_trainer(trainer, signal.SIGTERM)
+            self._stop_signal(trainer, lambda: self._signal_trainer(trainer, signal.SIGTERM))
             try:
                 trainer.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                with self._stop_signal_lock:
-                    self.stop_signalled |= self._signal_trainer(trainer, signal.SIGKILL)
+                self._stop_signal(trainer, lambda: self._signal_trainer(trainer, signal.SIGKILL))
+
+    def _stop_signal(self, trainer: subprocess.Popen[bytes], send: Callable[[], bool]) -> None:
+        """Send a stop's signal and record whether it reached the running trainer or command (under the lock: a
+        signal sent as it exited is recorded before `_stop_explains` reads it); a watched command's keeper is told
+        (`command.STOPPED_SIGNAL`), so that its `exit` says stopped as our End will."""
+        with self._stop_signal_lock:
+            sent = send()
+            self.stop_signalled |= sent
+        if sent and self.command and trainer.poll() is None:
+            try:
+                os.kill(trainer.pid, watched.STOPPED_SIGNAL)
+            except ProcessLookupError:
+                pass
 
     def _signal_trainer(self, trainer: subprocess.Popen[bytes], sig: int) -> bool:
         """A recipe's trainer, or a watched command's whole process group (its ranks and workers; a SIGKILL also
