@@ -25,6 +25,15 @@ NO_PHASE_OOM = ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
 """Written for this test: an OOM whose text says nothing of when it ran out, which the rules answer as oom_full."""
 
 
+@pytest.fixture(autouse=True)
+def no_arbiter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are the word guess's own gates; the arbiter, which may put another answer before them, is
+    tests/test_arbiter.py's."""
+    from loratui.sources import word_model
+
+    monkeypatch.setattr(word_model, "load_arbiter", lambda: None)
+
+
 @pytest.fixture(scope="module")
 def model():  # type: ignore[no-untyped-def]
     found = word_model.load()
@@ -95,7 +104,7 @@ def test_an_oom_with_no_phase_gets_the_words_phase_first(model, tmp_path: Path, 
 def test_a_specific_answer_is_not_refined(model, tmp_path: Path,  # type: ignore[no-untyped-def]
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[str] = []
-    monkeypatch.setattr(word_guess, "first_guess", lambda model, text, catch_all=None, memory=False, plain=False:
+    monkeypatch.setattr(word_guess, "first_guess", lambda reading, catch_all=None, memory=False, plain=False:
                         asked.append(catch_all) if catch_all else None)
     items = diagnose(tmp_path, "{'loss': nan, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.1}\n"
                      "RuntimeError: CUDA error: an illegal memory access was encountered\n", monkeypatch)

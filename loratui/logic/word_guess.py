@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loratui.logic.advisor.advice import WARNING, Advice
+from loratui.logic.categories import ADVICE_ID
 from loratui.logic.clauses import CJK, cjk_spaced
 
 SPEAK_AT = 0.9
@@ -132,19 +133,35 @@ def has_words(text: str) -> bool:
     return len(_WORD.findall(prepared(kept))) + len(_CJK_CHAR.findall(kept)) // 2 >= MIN_WORDS
 
 
-def _guessed(model: WordModel, text: str, *picks: Any) -> tuple[Guess, int] | None:
-    """The first of `picks` (each: P(problem) and the kinds' probabilities by name -> (kind, share) or None) that
-    picks a kind on the model's reading of `text`, read once, and its place among them; None for a text it does not
-    read (longer than MAX_CHARS, or no words outside drawn tables) or where none picks."""
-    if not picks or len(text) > MAX_CHARS or not has_words(text):
+@dataclass(frozen=True)
+class Reading:
+    """The model's reading of a text: P(a problem is described) and each kind's probability by name."""
+
+    p_problem: float
+    kinds: dict[str, float]
+
+
+def read(model: WordModel, text: str) -> Reading | None:
+    """The model's reading of `text`; None for a text it does not read (longer than MAX_CHARS, or no words outside
+    drawn tables)."""
+    if len(text) > MAX_CHARS or not has_words(text):
         return None
     p_sick, p_kinds = probabilities(model, text)
-    kinds = dict(zip(model.kinds, p_kinds))
-    for place, pick in enumerate(picks):
-        picked = pick(p_sick, kinds)
+    return Reading(p_problem=p_sick, kinds=dict(zip(model.kinds, p_kinds)))
+
+
+def _picked(reading: Reading | None, *picks: Any) -> tuple[Guess, int] | None:
+    """The first of `picks` (each: P(problem) and the kinds' probabilities by name -> (kind, share) or None) that
+    picks a kind on the reading, and its place among them; None where there is no reading or none picks."""
+    for place, pick in enumerate(picks if reading is not None else ()):
+        picked = pick(reading.p_problem, reading.kinds)
         if picked is not None:
-            return Guess(kind=picked[0], p_problem=p_sick, p_kind=picked[1]), place
+            return Guess(kind=picked[0], p_problem=reading.p_problem, p_kind=picked[1]), place
     return None
+
+
+def _guessed(model: WordModel, text: str, *picks: Any) -> tuple[Guess, int] | None:
+    return _picked(read(model, text), *picks) if picks else None
 
 
 def _one(found: tuple[Guess, int] | None) -> Guess | None:
@@ -232,20 +249,18 @@ def _refining(answer: str) -> Any:
     return lambda p_sick, kinds: refine_pick(kinds, REFINES[answer])
 
 
-def first_guess(model: WordModel, text: str, catch_all: str | None = None, memory: bool = False,
+def first_guess(reading: Reading | None, catch_all: str | None = None, memory: bool = False,
                 plain: bool = False) -> tuple[Guess, str] | None:
-    """The one guess `doctor` puts first and what it answers (advice's `answers`), the text read once: a kind more
-    specific than the rules' catch-all answer `catch_all` (an advice id of REFINES, or None: `refined_kind`); else,
-    for an OOM whose kind nothing read settled (`memory`), what held the memory (`memory_kind`); else, where no rule
-    found a problem (`plain`), the kind of report the text reads like (`guess`). None when none of them speaks."""
+    """The one guess `doctor` puts first and what it answers (advice's `answers`), on one reading of the text: a kind
+    more specific than the rules' catch-all answer `catch_all` (an advice id of REFINES, or None: `refined_kind`);
+    else, for an OOM whose kind nothing read settled (`memory`), what held the memory (`memory_kind`); else, where no
+    rule found a problem (`plain`), the kind of report the text reads like (`guess`). None when none of them speaks."""
     asked = ([(_refining(catch_all), catch_all)] if catch_all in REFINES else []) + (
         [(_memory, MEMORY)] if memory else [(kind_pick, PLAIN)] if plain else [])
-    found = _guessed(model, text, *(pick for pick, _ in asked))
+    found = _picked(reading, *(pick for pick, _ in asked))
     return (found[0], asked[found[1]][1]) if found is not None else None
 
 
-_IDS = {"loss_flat_or_zero": "loss_flat", "exception_other": "exception"}
-"""Corpus categories whose advice id has another name."""
 _SAYS = {
     "oom_other_process": ("another process holding the GPU's memory",
                           ("nvidia-smi before the run starts: memory in use then is another process's; stop it or "
@@ -282,6 +297,11 @@ _SAYS = {
 }
 
 
+def says(kind: str) -> tuple[str, str]:
+    """What a report of the kind is about, in a few words, and what to check first."""
+    return _SAYS.get(kind, (kind.replace("_", " "), "the last error's line"))
+
+
 PLAIN, MEMORY = "plain", "memory"
 """What a guess answers: no rule found a problem (`guess`), or what held an OOM's memory (`memory_kind`); a guess that
 refines a catch-all answer (`refined_kind`) is told by that answer's advice id, a key of REFINES."""
@@ -296,7 +316,7 @@ _WHY = {
 def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
     """The guess as a warning that says it is one: what the text reads like, how sure, and what to check first
     (`answers`: PLAIN, MEMORY, or the advice id of the catch-all answer it refines)."""
-    what, check = _SAYS.get(found.kind, (found.kind.replace("_", " "), "the last error's line"))
+    what, check = says(found.kind)
     why = _WHY[answers]
     if answers == MEMORY:
         read = f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})"
@@ -306,7 +326,7 @@ def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
         read = (f"a problem is described (p={found.p_problem:.2f}); of the kinds it knows, this reads most like "
                 f"{found.kind} ({found.p_kind:.0%})")
     return Advice(
-        id=_IDS.get(found.kind, found.kind), severity=WARNING,
+        id=ADVICE_ID.get(found.kind, found.kind), severity=WARNING,
         title=f"Its words read like a report of {what} (a guess: {why})",
         evidence=[f"a word model trained on {records} real reports: {read}", f"check first: {check}"],
         change={}, step=0)

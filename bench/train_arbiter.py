@@ -1,0 +1,115 @@
+"""Train the arbiter between the rules' answer and the words (loratui/logic/arbiter.py; issue 23), measure it where
+neither the rules nor the word model had read the text, and write it into the package.
+
+Rows: every wave's dev records with the rules' answer as the code stood before the wave
+(bench/results/rules_before_wave.jsonl.gz) and the word model's reading of the text the doctor hands it, from a model
+trained on every dev record but the wave's (bench/guess_gate.py's asked and held_out). Held out: for each wave, the
+arbiter is trained on the other waves' rows, and its threshold chosen on them; the doctor's answer without it is
+guess_gate's and refine_gate's (the gates as shipped). Then the arbiter is trained on every row and written to
+loratui/arbiter.npz with the threshold chosen most often. Sealed records are dropped as they are read.
+
+Run (needs the `experiments` extra): PYTHONPATH=$PWD python bench/train_arbiter.py [--probs CACHE.pkl]
+(about fifteen minutes on one core, most of it the word models; --probs keeps their readings for a second run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import refine_gate  # noqa: E402
+from guess_gate import answer as gate_answer  # noqa: E402
+from guess_gate import asked, held_out, wave_records  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+from loratui.logic import arbiter, word_guess  # noqa: E402
+
+OUT = ROOT / "loratui" / "arbiter.npz"
+C = 3.0
+"""Declared with the arbiter's bar (docs/learned_fallback.md, nineteenth session): the best of 0.3, 1 and 3 held out."""
+GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+SHIPPED_GATE = (word_guess.SPEAK_AT, None, word_guess.KIND_AT, 0.0)
+
+
+def readings(cache: Path | None) -> tuple[list[dict], dict, dict]:
+    """The wave records, the text the doctor hands the guess, and the held-out model's reading of each."""
+    if cache is not None and cache.exists():
+        found = pickle.loads(cache.read_bytes())
+        return found["before"], found["texts"], found["probs"]
+    rows, before = wave_records()
+    texts = asked([r for r in rows if r["file"] in {b["file"] for b in before}])
+    probs = held_out(rows, before, texts)
+    if cache is not None:
+        cache.write_bytes(pickle.dumps({"before": before, "texts": texts, "probs": probs}))
+    return before, texts, probs
+
+
+def shipped(b: dict, texts: dict, probs: dict) -> str:
+    """The doctor's answer without the arbiter: the refinement of a catch-all, else the guess where the rules said
+    nothing."""
+    refined = refine_gate.answer(b, probs, word_guess.REFINE_AT)
+    return gate_answer(b, texts, probs, *SHIPPED_GATE) if refined == b["rules"] else refined
+
+
+def fit(x: np.ndarray, y: np.ndarray) -> LogisticRegression:
+    return LogisticRegression(C=C, max_iter=3000).fit(x, y)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--probs", type=Path, help="a cache of the held-out word models' readings (pickle)")
+    args = parser.parse_args()
+    before, texts, probs = readings(args.probs)
+    kinds = tuple(sorted({b["want"] for b in before}))
+    x = np.array([arbiter.features(kinds, b["rules"], word_guess.Reading(*probs[b["file"]])) for b in before])
+    y = np.array([b["want"] for b in before])
+    base = np.array([shipped(b, texts, probs) for b in before])
+    asked_text = np.array([bool(texts.get(b["file"])) for b in before])  # the doctor asks the words there only
+    waves = np.array([b["at"] for b in before])
+    top, p_top = np.empty(len(y), dtype=object), np.zeros(len(y))
+    for wave in sorted(set(waves)):
+        out = waves == wave
+        model = fit(x[~out], y[~out])
+        p = model.predict_proba(x[out])
+        top[out], p_top[out] = model.classes_[p.argmax(1)], p.max(1)
+
+    def decided(at: float, where: np.ndarray) -> np.ndarray:
+        answers = base.copy()
+        switch = where & asked_text & (top != base) & (p_top >= at)
+        answers[switch] = top[switch]
+        return answers
+
+    final, chosen = base.copy(), Counter()
+    for wave in sorted(set(waves)):
+        out = waves == wave
+        at = max(GRID, key=lambda t: ((decided(t, ~out) == y)[~out].sum(), t))
+        chosen[at] += 1
+        final[out] = decided(at, out)[out]
+    print(f"{len(y)} wave records from {len(set(waves))} waves; rules before each wave right on "
+          f"{sum(b['rules'] == b['want'] for b in before)}, the doctor without the arbiter {(base == y).sum()}")
+    print(f"held out (threshold chosen wave by wave on the others: {dict(chosen)}): {(final == y).sum()} right")
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for want, was, now in zip(y, base, final):
+        per[want][0] += was == want
+        per[want][1] += now == want
+        per[want][2] += 1
+    for kind in kinds:
+        print(f"  {kind:24} {per[kind][0]:4} -> {per[kind][1]:4} of {per[kind][2]}")
+    at = chosen.most_common(1)[0][0]
+    model = fit(x, y)
+    assert tuple(model.classes_) == kinds
+    np.savez_compressed(OUT, kinds=np.frombuffer("\n".join(kinds).encode(), dtype=np.uint8),
+                        coef=model.coef_.astype(np.float32), intercept=model.intercept_.astype(np.float32),
+                        at=np.float32(at), rows=np.int32(len(y)))
+    print(f"{OUT.relative_to(ROOT)}: trained on {len(y)} held-out records, at {at}")
+
+
+if __name__ == "__main__":
+    main()
