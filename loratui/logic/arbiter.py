@@ -78,9 +78,11 @@ def _weighed(p: float, rules: str, rows: int) -> str:
 
 def _advice(kind: str, p: float, rules: str, rows: int) -> Advice:
     what, check = says(kind)
+    why = ("no log line or number here shows it" if rules == "healthy" else
+           f"weighed against the rules' answer, {rules}, which on text like this is often not the cause")
     return Advice(
         id=ADVICE_ID.get(kind, kind), severity=WARNING,
-        title=f"Its words read like a report of {what} (a guess: on text like this the rules' answer often misses)",
+        title=f"Its words read like a report of {what} (a guess: {why})",
         evidence=[_weighed(p, rules, rows), f"check first: {check}"], change={}, step=0)
 
 
