@@ -42,14 +42,10 @@ CATEGORIES = frozenset({
     "nccl_timeout", "bnb_setup", "flash_attn_unavailable", "exception_other", "nan_loss", "loss_flat_or_zero",
     "loss_diverging", "data_starved", "healthy"})
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.78, "dev": 0.95}
+FLOOR = {"sealed": 0.74, "dev": 0.90}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's nineteenth session on 4,106 excerpts (sealed 969/1228, dev 2674/2719), the word model's guess
-and the arbiter included. The arbiter (loratui/logic/arbiter.py) moved them from 0.74 and 0.90: sealed 919 -> 969 of
-1228 on the same code and model; dev is mostly in-sample now (the word model learned every dev excerpt, and the
-arbiter trusts a confident reading of the words), so only the sealed split measures it. At the end of the eighteenth
-session, on 3,712 excerpts: sealed 858/1152, dev 2313/2560, the word model's guess included (the rules alone: sealed
-780/1152, dev 1994/2560). The floors went from 0.73 and 0.89 to 0.74 and 0.90 in that
+at the end of issue 23's eighteenth session on 3,712 excerpts (sealed 858/1152, dev 2313/2560), the word model's guess
+included (the rules alone: sealed 780/1152, dev 1994/2560). The floors went from 0.73 and 0.89 to 0.74 and 0.90 in that
 session: its five waves (512 excerpts, 149 of them sealed) were read by its starting code 848/1152 on the sealed split
 and by its final code 858. In the sixteenth session the sealed floor went from 0.74 to
 0.73: its four waves added 79 sealed excerpts the starting code read 46 of (735/1003 with them, against
@@ -78,11 +74,10 @@ of 789 over the thirteenth session, 624 -> 630 of 839 over the fourteenth, 689 -
 (rules alone 617 -> 622) and 735 -> 740 of 1003 over the sixteenth (rules alone 669 -> 673; starting code against
 final code, both on the final corpus), 848 -> 858 of 1152 over the eighteenth (rules alone 780 -> 780). Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
 the doctor has not generalised that far."""
-PER_CATEGORY = {"sealed": 0.30, "dev": 0.90}
-"""Regression floors for every category's share right, per split; issue 23's goal is 0.75. The nineteenth session
-lowered the sealed one from 0.45 (set at the thirteenth's end) to 0.30, knowingly: the arbiter moves the rules'
-fragmentation answers to oom_full where the words read as a full card, which held out was right 12 times for 5
-wrong, and sealed oom_fragmentation fell from 13/25 to 8/25 while the split rose by 50 (docs/learned_fallback.md)."""
+PER_CATEGORY = {"sealed": 0.45, "dev": 0.72}
+"""Regression floors for every category's share right, per split (measured at the thirteenth session's end: the
+lowest are sealed oom_other_process 21/44 and loss_flat_or_zero 33/63, dev loss_flat_or_zero 92/126); issue 23's goal
+is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}

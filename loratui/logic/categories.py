@@ -1,6 +1,6 @@
 """The doctor's answer as one of the corpus's 15 categories (issue 23): the first item's advice id, or `healthy` when
-nothing it says is a problem. The corpus test scores by it, and the arbiter (logic/arbiter.py) reads the rules'
-answer by it."""
+nothing it says is a problem. The corpus test and the bench scripts score by it; a guess of a category is given its
+advice id by it."""
 
 from __future__ import annotations
 
