@@ -242,7 +242,8 @@ def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
     from loratui.sources.word_model import load
 
     model = load()
-    found = word_guess.first_guess(word_guess.read(model, text), catch_all, memory, plain) if model else None
+    reading = word_guess.read(model, text) if model is not None else None
+    found = word_guess.first_guess(reading, catch_all, memory, plain)
     return items if found is None else [word_guess.advice(found[0], model.records, found[1]), *items]
 
 

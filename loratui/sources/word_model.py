@@ -29,4 +29,3 @@ def load() -> WordModel | None:
                 kinds=tuple(_lines(data["kinds"])), records=int(data["records"]))
     except (OSError, ValueError, KeyError):
         return None
-
