@@ -233,7 +233,8 @@ def test_an_oom_whose_numbers_settle_it_is_not_second_guessed(monkeypatch: pytes
     from loratui.commands import doctor
 
     asked: list[str] = []
-    monkeypatch.setattr(word_guess, "memory_kind", lambda model, text: asked.append(text))
+    monkeypatch.setattr(word_guess, "first_guess", lambda reading, catch_all=None, memory=False, plain=False:
+                        asked.append("memory") if memory else None)
     paste = tmp_path / "numbers.txt"
     paste.write_text(SEVEN_SCRIPTS.replace(
         "RuntimeError: CUDA out of memory.", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
