@@ -160,17 +160,14 @@ def _picked(reading: Reading | None, *picks: Any) -> tuple[Guess, int] | None:
     return None
 
 
-def _guessed(model: WordModel, text: str, *picks: Any) -> tuple[Guess, int] | None:
-    return _picked(read(model, text), *picks) if picks else None
-
-
-def _one(found: tuple[Guess, int] | None) -> Guess | None:
+def _guessed(model: WordModel, text: str, pick: Any) -> Guess | None:
+    found = _picked(read(model, text), pick)
     return found[0] if found is not None else None
 
 
 def guess(model: WordModel, text: str) -> Guess | None:
     """The kind of report `text` reads like, when the model is confident a problem is described; else None."""
-    return _one(_guessed(model, text, kind_pick))
+    return _guessed(model, text, kind_pick)
 
 
 def kind_pick(p_sick: float, kinds: dict[str, float], speak: float = SPEAK_AT,
@@ -197,7 +194,7 @@ def memory_kind(model: WordModel, text: str) -> Guess | None:
     """What held the memory, in the words of a report whose OOM message does not say: another process or
     fragmentation when the model reads one at MEMORY_AT of the memory kinds; None for "full" (the rules' own
     default) or no clear reading."""
-    return _one(_guessed(model, text, _memory))
+    return _guessed(model, text, _memory)
 
 
 def memory_pick(kinds: dict[str, float], at: float = MEMORY_AT) -> tuple[str, float] | None:
@@ -231,7 +228,7 @@ banner that says when it ran out (training is the default). What held the memory
 def refined_kind(model: WordModel, text: str, answer: str) -> Guess | None:
     """A more specific kind than the rules' catch-all `answer` (an advice id of REFINES), when the words read as one of
     its kinds above all others at REFINE_AT of the problem kinds; else None."""
-    return _one(_guessed(model, text, _refining(answer))) if answer in REFINES else None
+    return _guessed(model, text, _refining(answer)) if answer in REFINES else None
 
 
 def refine_pick(kinds: dict[str, float], allowed: tuple[str, ...], at: float = REFINE_AT) -> tuple[str, float] | None:
@@ -297,11 +294,6 @@ _SAYS = {
 }
 
 
-def says(kind: str) -> tuple[str, str]:
-    """What a report of the kind is about, in a few words, and what to check first."""
-    return _SAYS.get(kind, (kind.replace("_", " "), "the last error's line"))
-
-
 PLAIN, MEMORY = "plain", "memory"
 """What a guess answers: no rule found a problem (`guess`), or what held an OOM's memory (`memory_kind`); a guess that
 refines a catch-all answer (`refined_kind`) is told by that answer's advice id, a key of REFINES."""
@@ -316,7 +308,7 @@ _WHY = {
 def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
     """The guess as a warning that says it is one: what the text reads like, how sure, and what to check first
     (`answers`: PLAIN, MEMORY, or the advice id of the catch-all answer it refines)."""
-    what, check = says(found.kind)
+    what, check = _SAYS.get(found.kind, (found.kind.replace("_", " "), "the last error's line"))
     why = _WHY[answers]
     if answers == MEMORY:
         read = f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})"
