@@ -10,6 +10,11 @@ guess_gate's and refine_gate's (the gates as shipped). Features (`features`): P(
 probabilities, the rules' answer one-hot, the kinds' probabilities times that one-hot, and P(problem) likewise; a
 multinomial logistic regression. Sealed records are dropped as they are read.
 
+The guards (the twentieth session's arbiter D, docs/learned_fallback.md): numbers the rules judged outrank words, so
+the arbiter never answers (R1) over a judged series the rules called healthy, (R2) another memory kind over an OOM kind
+the message's numbers settled, or (R3) healthy over an error; R2 and R3 read today's rules' items (`spied`). The
+threshold is chosen, wave by wave, on the other waves, and reported on the newest waves (40-44) alone as well.
+
 Run (needs the `experiments` extra): PYTHONPATH=$PWD python bench/arbiter_held_out.py [--probs CACHE.pkl]
 (about fifteen minutes on one core, most of it the word models; --probs keeps their readings for a second run)
 """
@@ -18,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import re
 import sys
+import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -31,7 +38,12 @@ from guess_gate import answer as gate_answer  # noqa: E402
 from guess_gate import asked, held_out, wave_records  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
+from loratui.commands import doctor  # noqa: E402
 from loratui.logic import word_guess  # noqa: E402
+from loratui.logic.advisor.oom_advice import kind_unsettled  # noqa: E402
+
+NEWEST = re.compile(r"batch-col4[0-4][a-z]\.jsonl")
+"""Waves 40-44: older frameworks and research code, where the nineteenth session's arbiter failed."""
 
 C = 3.0
 """Declared with the arbiter's bar (docs/learned_fallback.md, nineteenth session): the best of 0.3, 1 and 3 held out."""
@@ -47,17 +59,59 @@ def features(kinds: tuple[str, ...], rules: str, p_problem: float, words: dict[s
     return np.concatenate([[p_problem], read, said, np.outer(said, read).ravel(), said * p_problem])
 
 
-def readings(cache: Path | None) -> tuple[list[dict], dict, dict]:
-    """The wave records, the text the doctor hands the guess, and the held-out model's reading of each."""
+def spied(rows: list[dict]) -> dict[str, tuple[bool, str | None]]:
+    """Per record file, from today's rules' items (spied on `doctor._with_guess`): whether any is an error, and the
+    memory kind the message's numbers settled (None where its first item is no OOM kind, or one left unsettled)."""
+    found: dict[str, tuple[bool, str | None]] = {}
+    real = doctor._with_guess
+
+    def spy(items: list, text: str, series: bool = False) -> list:
+        first = items[0] if items else None
+        settled = (first.id if first is not None and first.id in word_guess.MEMORY_KINDS and not kind_unsettled(first)
+                   else None)
+        seen.append((any(item.severity == "error" for item in items), settled))
+        return items
+
+    seen: list[tuple[bool, str | None]] = []
+    doctor._with_guess = spy
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for row in rows:
+                path = Path(tmp) / row["file"]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(row["text"].encode("utf-8"))
+                seen.clear()
+                doctor.diagnose(path, guess=True)
+                if seen:
+                    found[row["file"]] = seen[0]
+    finally:
+        doctor._with_guess = real
+    return found
+
+
+def readings(cache: Path | None) -> tuple[list[dict], dict, dict, dict]:
+    """The wave records, the text the doctor hands the guess, the held-out model's reading of each, and what today's
+    rules' items say of it (`spied`)."""
     if cache is not None and cache.exists():
         found = pickle.loads(cache.read_bytes())
-        return found["before"], found["texts"], found["probs"]
+        return found["before"], found["texts"], found["probs"], found["facts"]
     rows, before = wave_records()
-    texts = asked([r for r in rows if r["file"] in {b["file"] for b in before}])
+    waved = [r for r in rows if r["file"] in {b["file"] for b in before}]
+    texts, facts = asked(waved), spied(waved)
     probs = held_out(rows, before, texts)
     if cache is not None:
-        cache.write_bytes(pickle.dumps({"before": before, "texts": texts, "probs": probs}))
-    return before, texts, probs
+        cache.write_bytes(pickle.dumps({"before": before, "texts": texts, "probs": probs, "facts": facts}))
+    return before, texts, probs, facts
+
+
+def guarded(kind: str, rules: str, series: bool, facts: tuple[bool, str | None]) -> bool:
+    """Whether the arbiter may put `kind` first: numbers the rules judged outrank words (R1-R3 above)."""
+    error, settled = facts
+    if series and rules == "healthy":
+        return False
+    if settled is not None and kind in word_guess.MEMORY_KINDS and kind != settled:
+        return False
+    return not (kind == "healthy" and error)
 
 
 def shipped(b: dict, texts: dict, probs: dict) -> str:
@@ -75,23 +129,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probs", type=Path, help="a cache of the held-out word models' readings (pickle)")
     args = parser.parse_args()
-    before, texts, probs = readings(args.probs)
+    before, texts, probs, facts = readings(args.probs)
     kinds = tuple(sorted({b["want"] for b in before}))
     x = np.array([features(kinds, b["rules"], *probs[b["file"]]) for b in before])
     y = np.array([b["want"] for b in before])
     base = np.array([shipped(b, texts, probs) for b in before])
     asked_text = np.array([bool(texts.get(b["file"])) for b in before])  # the doctor asks the words there only
     waves = np.array([b["at"] for b in before])
+    newest = np.array([bool(NEWEST.fullmatch(b["batch"])) for b in before])
     top, p_top = np.empty(len(y), dtype=object), np.zeros(len(y))
     for wave in sorted(set(waves)):
         out = waves == wave
         model = fit(x[~out], y[~out])
         p = model.predict_proba(x[out])
         top[out], p_top[out] = model.classes_[p.argmax(1)], p.max(1)
+    allowed = np.array([asked_text[i] and guarded(top[i], b["rules"], texts[b["file"]][1], facts.get(b["file"],
+                                                                                                   (False, None)))
+                        for i, b in enumerate(before)])
 
     def decided(at: float, where: np.ndarray) -> np.ndarray:
         answers = base.copy()
-        switch = where & asked_text & (top != base) & (p_top >= at)
+        switch = where & allowed & (top != base) & (p_top >= at)
         answers[switch] = top[switch]
         return answers
 
@@ -104,6 +162,9 @@ def main() -> None:
     print(f"{len(y)} wave records from {len(set(waves))} waves; rules before each wave right on "
           f"{sum(b['rules'] == b['want'] for b in before)}, the doctor without the arbiter {(base == y).sum()}")
     print(f"held out (threshold chosen wave by wave on the others: {dict(chosen)}): {(final == y).sum()} right")
+    print(f"waves 40-44 alone ({newest.sum()} records): {(base == y)[newest].sum()} -> {(final == y)[newest].sum()}")
+    shipped_at = max(GRID, key=lambda t: ((decided(t, newest) == y)[newest].sum(), t))
+    print(f"threshold best on waves 40-44's held-out rows: {shipped_at}")
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for want, was, now in zip(y, base, final):
         per[want][0] += was == want
@@ -111,6 +172,13 @@ def main() -> None:
         per[want][2] += 1
     for kind in kinds:
         print(f"  {kind:24} {per[kind][0]:4} -> {per[kind][1]:4} of {per[kind][2]}")
+    moves: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for want, was, now in zip(y, base, final):
+        if was != now:
+            moves[was, now][now != want] += 1
+    print("moves (the doctor's answer -> the arbiter's: right, wrong):")
+    for (was, now), (right, wrong) in sorted(moves.items(), key=lambda m: -sum(m[1])):
+        print(f"  {was:24} -> {now:24} {right:3} {wrong:3}")
 
 
 if __name__ == "__main__":
