@@ -42,6 +42,7 @@ from loratui.commands import doctor  # noqa: E402
 from loratui.logic import word_guess  # noqa: E402
 from loratui.logic.advisor.oom_advice import kind_unsettled  # noqa: E402
 
+OUT = ROOT / "loratui" / "arbiter.npz"
 NEWEST = re.compile(r"batch-col4[0-4][a-z]\.jsonl")
 """Waves 40-44: older frameworks and research code, where the nineteenth session's arbiter failed."""
 
@@ -128,6 +129,9 @@ def fit(x: np.ndarray, y: np.ndarray) -> LogisticRegression:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probs", type=Path, help="a cache of the held-out word models' readings (pickle)")
+    parser.add_argument("--write", action="store_true",
+                        help=f"train on every row and write {OUT.relative_to(ROOT)} at the threshold best on the "
+                        "newest waves")
     args = parser.parse_args()
     before, texts, probs, facts = readings(args.probs)
     kinds = tuple(sorted({b["want"] for b in before}))
@@ -179,6 +183,13 @@ def main() -> None:
     print("moves (the doctor's answer -> the arbiter's: right, wrong):")
     for (was, now), (right, wrong) in sorted(moves.items(), key=lambda m: -sum(m[1])):
         print(f"  {was:24} -> {now:24} {right:3} {wrong:3}")
+    if args.write:
+        model = fit(x, y)
+        assert tuple(model.classes_) == kinds
+        np.savez_compressed(OUT, kinds=np.frombuffer("\n".join(kinds).encode(), dtype=np.uint8),
+                            coef=model.coef_.astype(np.float32), intercept=model.intercept_.astype(np.float32),
+                            at=np.float32(shipped_at), rows=np.int32(len(y)))
+        print(f"{OUT.relative_to(ROOT)}: trained on {len(y)} held-out records, at {shipped_at}")
 
 
 if __name__ == "__main__":

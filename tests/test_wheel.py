@@ -40,7 +40,7 @@ def shipped() -> set[str]:
     """What must travel: every built-in recipe and data file, and the app's stylesheet."""
     files = {f"loratui/recipes/{p.relative_to(BUILTIN_DIR)}" for p in BUILTIN_DIR.rglob("*")
              if p.suffix in (".toml", ".jsonl")}
-    return files | {"loratui/tui/app.tcss", "loratui/word_model.npz"}
+    return files | {"loratui/tui/app.tcss", "loratui/word_model.npz", "loratui/arbiter.npz"}
 
 
 def test_the_wheel_carries_the_recipes_and_their_data(dist: Path) -> None:

@@ -28,6 +28,15 @@ PREDICT = "predict() on the test set crashes the kernel with an allocator messag
 wiring, that the guess reaches the terminal where the rules are silent)."""
 
 
+@pytest.fixture(autouse=True)
+def no_arbiter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are the word guess's own gates; the arbiter, which may put another answer before them, is
+    tests/test_arbiter.py's."""
+    from loratui.sources import word_model
+
+    monkeypatch.setattr(word_model, "load_arbiter", lambda: None)
+
+
 @pytest.fixture(scope="module")
 def model():  # type: ignore[no-untyped-def]
     found = load()

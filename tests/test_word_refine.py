@@ -25,6 +25,15 @@ NO_PHASE_OOM = ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
 """Written for this test: an OOM whose text says nothing of when it ran out, which the rules answer as oom_full."""
 
 
+@pytest.fixture(autouse=True)
+def no_arbiter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are the word guess's own gates; the arbiter, which may put another answer before them, is
+    tests/test_arbiter.py's."""
+    from loratui.sources import word_model
+
+    monkeypatch.setattr(word_model, "load_arbiter", lambda: None)
+
+
 @pytest.fixture(scope="module")
 def model():  # type: ignore[no-untyped-def]
     found = word_model.load()

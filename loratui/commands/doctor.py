@@ -226,8 +226,8 @@ def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
     """The word model's guess first (logic/word_guess.py says how it was measured): where no rule found a problem
     and the text is no training log (`series`: its numbers were judged); where the rules' first item is a catch-all
     (an exception of no known kind, an OOM with no phase) and the words read as a more specific kind; or where it is
-    an OOM whose kind nothing read settled (then the words say what held the memory). The items as they are
-    otherwise."""
+    an OOM whose kind nothing read settled (then the words say what held the memory). Then the arbiter
+    (logic/arbiter.py) may put another answer first, weighing the rules' answer against the words."""
     from loratui.logic.advisor.oom_advice import kind_unsettled
     from loratui.logic import word_guess
 
@@ -237,14 +237,17 @@ def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
     spoke = any(item.severity in ("error", "warning") for item in items) or (first is not None and
                                                                              first.id == "data_starved")
     plain = not (spoke or series)
-    if not (memory or catch_all or plain):
-        return items
-    from loratui.sources.word_model import load
+    from loratui.logic.arbiter import arbitrated
+    from loratui.sources.word_model import load, load_arbiter
 
     model = load()
     reading = word_guess.read(model, text) if model is not None else None
+    if model is None or reading is None:
+        return items
     found = word_guess.first_guess(reading, catch_all, memory, plain)
-    return items if found is None else [word_guess.advice(found[0], model.records, found[1]), *items]
+    guessed = items if found is None else [word_guess.advice(found[0], model.records, found[1]), *items]
+    arbiter = load_arbiter()
+    return guessed if arbiter is None else arbitrated(arbiter, items, guessed, reading, series)
 
 
 def _table_logs(table: Any) -> list[Any]:

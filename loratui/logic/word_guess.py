@@ -294,6 +294,11 @@ _SAYS = {
 }
 
 
+def says(kind: str) -> tuple[str, str]:
+    """What a report of `kind` is about, in words, and what to check first (the guess's and the arbiter's advice)."""
+    return _SAYS.get(kind, (kind.replace("_", " "), "the last error's line"))
+
+
 PLAIN, MEMORY = "plain", "memory"
 """What a guess answers: no rule found a problem (`guess`), or what held an OOM's memory (`memory_kind`); a guess that
 refines a catch-all answer (`refined_kind`) is told by that answer's advice id, a key of REFINES."""
@@ -308,7 +313,7 @@ _WHY = {
 def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
     """The guess as a warning that says it is one: what the text reads like, how sure, and what to check first
     (`answers`: PLAIN, MEMORY, or the advice id of the catch-all answer it refines)."""
-    what, check = _SAYS.get(found.kind, (found.kind.replace("_", " "), "the last error's line"))
+    what, check = says(found.kind)
     why = _WHY[answers]
     if answers == MEMORY:
         read = f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})"
