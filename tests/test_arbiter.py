@@ -103,12 +103,13 @@ def test_the_doctor_asks_it_with_the_rules_answer(monkeypatch: pytest.MonkeyPatc
 
 def test_it_learned_from_held_out_dev_records_only(shipped: arbiter.Arbiter) -> None:
     """Its rows are bench/results/rules_before_wave.jsonl.gz's, each a dev record of the corpus (the word model's
-    readings of them came from models trained without their wave): no sealed excerpt taught it anything."""
+    readings of them came from models trained without their wave): no sealed excerpt taught it anything. The file
+    grows by a wave's rows when a wave is merged; the arbiter learned from the rows it held then."""
     rows = [json.loads(line) for line in gzip.decompress(BEFORE.read_bytes()).decode().splitlines() if line]
     split = {row["file"]: split_of(row) for row in ROWS}
     kept = [row for row in rows if row["file"] in split]
     assert {split[row["file"]] for row in kept} == {"dev"}
-    assert shipped.rows == len(kept)
+    assert 0 < shipped.rows <= len(kept)
 
 
 def test_numbers_the_rules_judged_outrank_it(shipped: arbiter.Arbiter) -> None:
