@@ -1,21 +1,20 @@
-"""An arbiter between the rules' answer and the words (issue 23), measured where neither the rules nor the word model
-had read the text. Not shipped: held out it gained, on fresh waves it did not (docs/learned_fallback.md, nineteenth
-session); kept so the next attempt starts from the same measure.
+"""The arbiter between the rules' answer and the words (loratui/logic/arbiter.py; issue 23), measured where neither
+the rules nor the word model had read the text, and (`--write`) trained on every row and written into the package.
 
 Rows: every wave's dev records with the rules' answer as the code stood before the wave
 (bench/results/rules_before_wave.jsonl.gz) and the word model's reading of the text the doctor hands it, from a model
 trained on every dev record but the wave's (bench/guess_gate.py's asked and held_out). Held out: for each wave, the
 arbiter is trained on the other waves' rows, and its threshold chosen on them; the doctor's answer without it is
-guess_gate's and refine_gate's (the gates as shipped). Features (`features`): P(problem), the 15 kinds'
+guess_gate's and refine_gate's (the gates as shipped). Features (`arbiter.features`): P(problem), the 15 kinds'
 probabilities, the rules' answer one-hot, the kinds' probabilities times that one-hot, and P(problem) likewise; a
 multinomial logistic regression. Sealed records are dropped as they are read.
 
-The guards (the twentieth session's arbiter D, docs/learned_fallback.md): numbers the rules judged outrank words, so
-the arbiter never answers (R1) over a judged series the rules called healthy, (R2) another memory kind over an OOM kind
-the message's numbers settled, or (R3) healthy over an error; R2 and R3 read today's rules' items (`spied`). The
-threshold is chosen, wave by wave, on the other waves, and reported on the newest waves (40-44) alone as well.
+Its answer is kept only where the doctor's own guard lets it speak (`arbiter.outranked` on today's rules' items,
+spied: numbers the rules judged outrank words). The threshold is chosen, wave by wave, on the other waves, and
+reported on the newest waves (40-44) alone and as one threshold for every wave.
 
 Run (needs the `experiments` extra): PYTHONPATH=$PWD python bench/arbiter_held_out.py [--probs CACHE.pkl]
+[--write newest|all]
 (about fifteen minutes on one core, most of it the word models; --probs keeps their readings for a second run)
 """
 
@@ -39,8 +38,8 @@ from guess_gate import asked, held_out, wave_records  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from loratui.commands import doctor  # noqa: E402
-from loratui.logic import word_guess  # noqa: E402
-from loratui.logic.advisor.oom_advice import kind_unsettled  # noqa: E402
+from loratui.logic import arbiter, word_guess  # noqa: E402
+from loratui.logic.word_guess import Reading  # noqa: E402
 
 OUT = ROOT / "loratui" / "arbiter.npz"
 NEWEST = re.compile(r"batch-col4[0-4][a-z]\.jsonl")
@@ -52,29 +51,12 @@ GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 SHIPPED_GATE = (word_guess.SPEAK_AT, None, word_guess.KIND_AT, 0.0)
 
 
-def features(kinds: tuple[str, ...], rules: str, p_problem: float, words: dict[str, float]) -> np.ndarray:
-    """P(problem), the kinds' probabilities, the rules' answer (one-hot), the kinds' probabilities where the rules
-    gave each answer (how far the words are trusted depends on what the rules said), and P(problem) likewise."""
-    read = np.array([words.get(kind, 0.0) for kind in kinds])
-    said = np.array([rules == kind for kind in kinds], dtype=np.float64)
-    return np.concatenate([[p_problem], read, said, np.outer(said, read).ravel(), said * p_problem])
-
-
-def spied(rows: list[dict]) -> dict[str, tuple[bool, str | None]]:
-    """Per record file, from today's rules' items (spied on `doctor._with_guess`): whether any is an error, and the
-    memory kind the message's numbers settled (None where its first item is no OOM kind, or one left unsettled)."""
-    found: dict[str, tuple[bool, str | None]] = {}
+def spied(rows: list[dict]) -> dict[str, list]:
+    """Per record file, today's rules' items (spied on `doctor._with_guess`), which the arbiter's guard reads."""
+    found: dict[str, list] = {}
+    seen: list[list] = []
     real = doctor._with_guess
-
-    def spy(items: list, text: str, series: bool = False) -> list:
-        first = items[0] if items else None
-        settled = (first.id if first is not None and first.id in word_guess.MEMORY_KINDS and not kind_unsettled(first)
-                   else None)
-        seen.append((any(item.severity == "error" for item in items), settled))
-        return items
-
-    seen: list[tuple[bool, str | None]] = []
-    doctor._with_guess = spy
+    doctor._with_guess = lambda items, text, series=False: seen.append(items) or items
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for row in rows:
@@ -91,8 +73,8 @@ def spied(rows: list[dict]) -> dict[str, tuple[bool, str | None]]:
 
 
 def readings(cache: Path | None) -> tuple[list[dict], dict, dict, dict]:
-    """The wave records, the text the doctor hands the guess, the held-out model's reading of each, and what today's
-    rules' items say of it (`spied`)."""
+    """The wave records, the text the doctor hands the guess, the held-out model's reading of each, and today's rules'
+    items (`spied`)."""
     if cache is not None and cache.exists():
         found = pickle.loads(cache.read_bytes())
         return found["before"], found["texts"], found["probs"], found["facts"]
@@ -103,16 +85,6 @@ def readings(cache: Path | None) -> tuple[list[dict], dict, dict, dict]:
     if cache is not None:
         cache.write_bytes(pickle.dumps({"before": before, "texts": texts, "probs": probs, "facts": facts}))
     return before, texts, probs, facts
-
-
-def guarded(kind: str, rules: str, series: bool, facts: tuple[bool, str | None]) -> bool:
-    """Whether the arbiter may put `kind` first: numbers the rules judged outrank words (R1-R3 above)."""
-    error, settled = facts
-    if series and rules == "healthy":
-        return False
-    if settled is not None and kind in word_guess.MEMORY_KINDS and kind != settled:
-        return False
-    return not (kind == "healthy" and error)
 
 
 def shipped(b: dict, texts: dict, probs: dict) -> str:
@@ -129,13 +101,13 @@ def fit(x: np.ndarray, y: np.ndarray) -> LogisticRegression:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probs", type=Path, help="a cache of the held-out word models' readings (pickle)")
-    parser.add_argument("--write", action="store_true",
-                        help=f"train on every row and write {OUT.relative_to(ROOT)} at the threshold best on the "
-                        "newest waves")
+    parser.add_argument("--write", choices=("newest", "all"),
+                        help=f"train on every row and write {OUT.relative_to(ROOT)} at the threshold best held out on "
+                        "the newest waves (40-44) or on all waves (the same threshold on every wave)")
     args = parser.parse_args()
     before, texts, probs, facts = readings(args.probs)
     kinds = tuple(sorted({b["want"] for b in before}))
-    x = np.array([features(kinds, b["rules"], *probs[b["file"]]) for b in before])
+    x = np.array([arbiter.features(kinds, b["rules"], Reading(*probs[b["file"]])) for b in before])
     y = np.array([b["want"] for b in before])
     base = np.array([shipped(b, texts, probs) for b in before])
     asked_text = np.array([bool(texts.get(b["file"])) for b in before])  # the doctor asks the words there only
@@ -147,8 +119,7 @@ def main() -> None:
         model = fit(x[~out], y[~out])
         p = model.predict_proba(x[out])
         top[out], p_top[out] = model.classes_[p.argmax(1)], p.max(1)
-    allowed = np.array([asked_text[i] and guarded(top[i], b["rules"], texts[b["file"]][1], facts.get(b["file"],
-                                                                                                   (False, None)))
+    allowed = np.array([asked_text[i] and not arbiter.outranked(top[i], facts.get(b["file"], []), texts[b["file"]][1])
                         for i, b in enumerate(before)])
 
     def decided(at: float, where: np.ndarray) -> np.ndarray:
@@ -167,8 +138,12 @@ def main() -> None:
           f"{sum(b['rules'] == b['want'] for b in before)}, the doctor without the arbiter {(base == y).sum()}")
     print(f"held out (threshold chosen wave by wave on the others: {dict(chosen)}): {(final == y).sum()} right")
     print(f"waves 40-44 alone ({newest.sum()} records): {(base == y)[newest].sum()} -> {(final == y)[newest].sum()}")
-    shipped_at = max(GRID, key=lambda t: ((decided(t, newest) == y)[newest].sum(), t))
-    print(f"threshold best on waves 40-44's held-out rows: {shipped_at}")
+    best_newest = max(GRID, key=lambda t: ((decided(t, newest) == y)[newest].sum(), t))
+    everywhere = np.ones(len(y), dtype=bool)
+    print(f"threshold best on waves 40-44's held-out rows: {best_newest}")
+    print("the same threshold on every wave, held out: " +
+          ", ".join(f"{t}: {(decided(t, everywhere) == y).sum()}" for t in GRID))
+    best_all = max(GRID, key=lambda t: ((decided(t, everywhere) == y).sum(), t))
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for want, was, now in zip(y, base, final):
         per[want][0] += was == want
@@ -184,6 +159,7 @@ def main() -> None:
     for (was, now), (right, wrong) in sorted(moves.items(), key=lambda m: -sum(m[1])):
         print(f"  {was:24} -> {now:24} {right:3} {wrong:3}")
     if args.write:
+        shipped_at = best_newest if args.write == "newest" else best_all
         model = fit(x, y)
         assert tuple(model.classes_) == kinds
         np.savez_compressed(OUT, kinds=np.frombuffer("\n".join(kinds).encode(), dtype=np.uint8),
