@@ -9,9 +9,9 @@ guess_gate's and refine_gate's (the gates as shipped). Features (`arbiter.featur
 probabilities, the rules' answer one-hot, the kinds' probabilities times that one-hot, and P(problem) likewise; a
 multinomial logistic regression. Sealed records are dropped as they are read.
 
-Its answer is kept only where the doctor's own guard lets it speak (`arbiter.outranked` on today's rules' items,
-spied: numbers the rules judged outrank words). The threshold is chosen, wave by wave, on the other waves, and
-reported on the newest waves (40-44) alone and as one threshold for every wave.
+Its answer is kept only where the doctor's own guard lets it speak (`arbiter.outranked` on today's rules' items, from
+guess_gate.spied: numbers the rules judged outrank words). The threshold is chosen, wave by wave, on the other waves,
+and reported on the newest waves (40-44) alone and as one threshold for every wave.
 
 Run (needs the `experiments` extra): PYTHONPATH=$PWD python bench/arbiter_held_out.py [--probs CACHE.pkl]
 [--write newest|all]
@@ -24,7 +24,6 @@ import argparse
 import pickle
 import re
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -34,10 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import refine_gate  # noqa: E402
 from guess_gate import answer as gate_answer  # noqa: E402
-from guess_gate import asked, held_out, wave_records  # noqa: E402
+from guess_gate import asked, held_out, spied, wave_records  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-from loratui.commands import doctor  # noqa: E402
 from loratui.logic import arbiter, word_guess  # noqa: E402
 from loratui.logic.word_guess import Reading  # noqa: E402
 
@@ -51,36 +49,15 @@ GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 SHIPPED_GATE = (word_guess.SPEAK_AT, None, word_guess.KIND_AT, 0.0)
 
 
-def spied(rows: list[dict]) -> dict[str, list]:
-    """Per record file, today's rules' items (spied on `doctor._with_guess`), which the arbiter's guard reads."""
-    found: dict[str, list] = {}
-    seen: list[list] = []
-    real = doctor._with_guess
-    doctor._with_guess = lambda items, text, series=False: seen.append(items) or items
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for row in rows:
-                path = Path(tmp) / row["file"]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(row["text"].encode("utf-8"))
-                seen.clear()
-                doctor.diagnose(path, guess=True)
-                if seen:
-                    found[row["file"]] = seen[0]
-    finally:
-        doctor._with_guess = real
-    return found
-
-
 def readings(cache: Path | None) -> tuple[list[dict], dict, dict, dict]:
     """The wave records, the text the doctor hands the guess, the held-out model's reading of each, and today's rules'
-    items (`spied`)."""
+    items (guess_gate.spied), which the arbiter's guard reads."""
     if cache is not None and cache.exists():
         found = pickle.loads(cache.read_bytes())
         return found["before"], found["texts"], found["probs"], found["facts"]
     rows, before = wave_records()
     waved = [r for r in rows if r["file"] in {b["file"] for b in before}]
-    texts, facts = asked(waved), spied(waved)
+    texts, facts = asked(waved), spied(waved, lambda items, text, series: items)
     probs = held_out(rows, before, texts)
     if cache is not None:
         cache.write_bytes(pickle.dumps({"before": before, "texts": texts, "probs": probs, "facts": facts}))

@@ -21,6 +21,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,27 +42,33 @@ KIND = (0.0, 0.15, 0.2, 0.3)
 SERIES_KIND = (0.0, 0.2, 0.3)
 
 
-def asked(rows: list[dict]) -> dict[str, tuple[str, bool]]:
-    """Per record file: the text today's doctor would hand the guess and whether it prints a series the rules
-    judged (spied on `doctor._with_guess`, which is handed both whether or not today's rules spoke: whether the
-    guess is asked is decided by the rules as they were before the wave)."""
-    found: dict[str, tuple[str, bool]] = {}
-    seen: list[tuple[str, bool]] = []
+def spied(rows: list[dict], seen: Callable[[list, str, bool], Any]) -> dict[str, Any]:
+    """Per record file, `seen(items, text, series)` of what today's doctor hands `doctor._with_guess` (the rules' items,
+    the text the guess would read, whether it prints a series the rules judged), for every record it hands one."""
+    found: dict[str, Any] = {}
+    calls: list[Any] = []
     real = doctor._with_guess
-    doctor._with_guess = lambda items, text, series=False: seen.append((text, series)) or items
+    doctor._with_guess = lambda items, text, series=False: calls.append(seen(items, text, series)) or items
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for row in rows:
                 path = Path(tmp) / row["file"]
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(row["text"].encode("utf-8"))
-                seen.clear()
+                calls.clear()
                 doctor.diagnose(path, guess=True)
-                if seen:
-                    found[row["file"]] = seen[0]
+                if calls:
+                    found[row["file"]] = calls[0]
     finally:
         doctor._with_guess = real
     return found
+
+
+def asked(rows: list[dict]) -> dict[str, tuple[str, bool]]:
+    """Per record file: the text today's doctor would hand the guess and whether it prints a series the rules
+    judged (`spied`: it is handed both whether or not today's rules spoke; whether the guess is asked is decided by
+    the rules as they were before the wave)."""
+    return spied(rows, lambda items, text, series: (text, series))
 
 
 def has_prose(text: str) -> bool:
