@@ -42,11 +42,15 @@ CATEGORIES = frozenset({
     "nccl_timeout", "bnb_setup", "flash_attn_unavailable", "exception_other", "nan_loss", "loss_flat_or_zero",
     "loss_diverging", "data_starved", "healthy"})
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.74, "dev": 0.90}
+FLOOR = {"sealed": 0.76, "dev": 0.93}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's nineteenth session on 4,344 excerpts (sealed 1030/1369, dev 2687/2975), the word model's guess
-included (the rules alone: sealed 936/1369); its five waves (632 excerpts, 217 of them sealed) were read by its
-starting code 1024/1369 on the sealed split. At the end of the eighteenth, on 3,712 excerpts: sealed 858/1152, dev
+at the end of issue 23's twentieth session on 4,732 excerpts (sealed 1185/1523, dev 3045/3209), the word model's guess
+and the arbiter (loratui/logic/arbiter.py) included (the rules alone: sealed 1044/1523, dev 2458/3209; without the
+arbiter: sealed 1147/1523, dev 2903/3209). The arbiter moved them from 0.74 and 0.90; dev is mostly in-sample (the word
+model learned every dev excerpt), so only the sealed split measures it. Its four waves (388 excerpts, 154 of them
+sealed) were read by its starting code 1145/1523 on the sealed split. At the end of the nineteenth, on 4,344 excerpts:
+sealed 1030/1369, dev 2687/2975 (the rules alone: sealed 936/1369); its five waves (632 excerpts, 217 of them sealed)
+were read by its starting code 1024/1369 on the sealed split. At the end of the eighteenth, on 3,712 excerpts: sealed 858/1152, dev
 2313/2560 (the rules alone: sealed 780/1152, dev 1994/2560). The floors went from 0.73 and 0.89 to 0.74 and 0.90 in that
 session: its five waves (512 excerpts, 149 of them sealed) were read by its starting code 848/1152 on the sealed split
 and by its final code 858. In the sixteenth session the sealed floor went from 0.74 to
@@ -74,15 +78,19 @@ of the moment; the fifteenth's 107 (batch-col28a..d) 80/107 and 76/107, 110 (bat
 guess as the code of the moment gave it 69, 94, 76, 59 and 83; the nineteenth's 112 (batch-col40a..d) 70/112 and
 82/112, 123 (batch-col41a..d) 89/123 and 93/123, 159 (batch-col42a..d) 114/159 and 123/159, 127 (batch-col43a..d)
 87/127 and 97/127, 111 (batch-col44a..d) 78/111 and 85/111 with its starting code, and with the guess as the code
-of the moment gave it 82, 93, 122, 96 and 88. Sealed went 583 -> 591
+of the moment gave it 82, 93, 122, 96 and 88; the twentieth's 78 (batch-col45a..d) 53/78 and 62/78, 105
+(batch-col46a..d) 75/105 and 84/105, 121 (batch-col47a..d) 96/121 and 97/121, 84 (batch-col48a..d) 66/84 and 67/84
+with its starting code, and with the code of the moment (the arbiter in) 62, 86, 101 and 71. Sealed went 583 -> 591
 of 789 over the thirteenth session, 624 -> 630 of 839 over the fourteenth, 689 -> 685 of 924 over the fifteenth
 (rules alone 617 -> 622) and 735 -> 740 of 1003 over the sixteenth (rules alone 669 -> 673; starting code against
-final code, both on the final corpus), 848 -> 858 of 1152 over the eighteenth (rules alone 780 -> 780), 1024 -> 1030 of 1369 over the nineteenth (rules alone 936 -> 936). Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
+final code, both on the final corpus), 848 -> 858 of 1152 over the eighteenth (rules alone 780 -> 780), 1024 -> 1030 of 1369 over the nineteenth (rules alone 936 -> 936), 1145 -> 1185 of 1523 over the twentieth (rules alone
+1044 -> 1044). Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
 the doctor has not generalised that far."""
-PER_CATEGORY = {"sealed": 0.45, "dev": 0.72}
-"""Regression floors for every category's share right, per split (measured at the thirteenth session's end: the
-lowest are sealed oom_other_process 21/44 and loss_flat_or_zero 33/63, dev loss_flat_or_zero 92/126); issue 23's goal
-is 0.75."""
+PER_CATEGORY = {"sealed": 0.45, "dev": 0.80}
+"""Regression floors for every category's share right, per split (the sealed one set at the thirteenth session's end,
+when the lowest were sealed oom_other_process 21/44 and loss_flat_or_zero 33/63; the dev one raised from 0.72 at the
+twentieth's, where the lowest are sealed oom_other_process 34/71 and dev loss_flat_or_zero 202/243); issue 23's goal is
+0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
