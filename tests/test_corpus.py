@@ -44,7 +44,7 @@ CATEGORIES = frozenset({
 SPLITS = ("sealed", "dev")
 FLOOR = {"sealed": 0.76, "dev": 0.93}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's twentieth session on 4,732 excerpts (sealed 1185/1523, dev 3045/3209), the word model's guess
+at the end of issue 23's twentieth session on 4,732 excerpts (sealed 1200/1523, dev 3129/3209), the word model's guess
 and the arbiter (loratui/logic/arbiter.py) included (the rules alone: sealed 1044/1523, dev 2458/3209; without the
 arbiter: sealed 1147/1523, dev 2903/3209). The arbiter moved them from 0.74 and 0.90; dev is mostly in-sample (the word
 model learned every dev excerpt), so only the sealed split measures it. Its four waves (388 excerpts, 154 of them
@@ -80,16 +80,17 @@ guess as the code of the moment gave it 69, 94, 76, 59 and 83; the nineteenth's 
 87/127 and 97/127, 111 (batch-col44a..d) 78/111 and 85/111 with its starting code, and with the guess as the code
 of the moment gave it 82, 93, 122, 96 and 88; the twentieth's 78 (batch-col45a..d) 53/78 and 62/78, 105
 (batch-col46a..d) 75/105 and 84/105, 121 (batch-col47a..d) 96/121 and 97/121, 84 (batch-col48a..d) 66/84 and 67/84
-with its starting code, and with the code of the moment (the arbiter in) 62, 86, 101 and 71. Sealed went 583 -> 591
+with its starting code, and with the code of the moment (the first arbiter in) 62, 86, 101 and 71 (the final
+arbiter: 104 and 72 on the last two). Sealed went 583 -> 591
 of 789 over the thirteenth session, 624 -> 630 of 839 over the fourteenth, 689 -> 685 of 924 over the fifteenth
 (rules alone 617 -> 622) and 735 -> 740 of 1003 over the sixteenth (rules alone 669 -> 673; starting code against
-final code, both on the final corpus), 848 -> 858 of 1152 over the eighteenth (rules alone 780 -> 780), 1024 -> 1030 of 1369 over the nineteenth (rules alone 936 -> 936), 1145 -> 1185 of 1523 over the twentieth (rules alone
+final code, both on the final corpus), 848 -> 858 of 1152 over the eighteenth (rules alone 780 -> 780), 1024 -> 1030 of 1369 over the nineteenth (rules alone 936 -> 936), 1145 -> 1200 of 1523 over the twentieth (rules alone
 1044 -> 1044). Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
 the doctor has not generalised that far."""
 PER_CATEGORY = {"sealed": 0.45, "dev": 0.80}
 """Regression floors for every category's share right, per split (the sealed one set at the thirteenth session's end,
 when the lowest were sealed oom_other_process 21/44 and loss_flat_or_zero 33/63; the dev one raised from 0.72 at the
-twentieth's, where the lowest are sealed oom_other_process 34/71 and dev loss_flat_or_zero 202/243); issue 23's goal is
+twentieth's, where the lowest are sealed loss_diverging 38/76 and dev loss_flat_or_zero 223/243); issue 23's goal is
 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""

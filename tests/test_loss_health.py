@@ -79,9 +79,14 @@ def test_the_loss_creeping_up_after_a_grad_norm_spike(tmp_path: Path, capsys: py
                                     [2.0, 1.8, 1.6, 1.5, 1.7, 1.9, 2.1, 2.3, 2.6, 3.0, math.nan]])
 def test_a_rise_that_ends_in_nan_is_divergence_first(losses: list[float], tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The rules read the rise as the cause, the NaN where it ran to. Real threads of this shape are mostly settled
+    as NaN reports (dev: 11 nan_loss, 3 loss_diverging), so the arbiter may put that guess before it (a warning that
+    says it is one); the rules' item stays, whole."""
     items = doctor(dicts(losses), tmp_path, capsys)
-    assert [i["id"] for i in items] == ["loss_diverging"] and items[0]["severity"] == "error"
-    assert f"became nan at step {len(losses)}" in json.dumps(items[0])
+    rules = [i for i in items if "a guess" not in i["title"]]
+    assert [i["id"] for i in rules] == ["loss_diverging"] and rules[0]["severity"] == "error"
+    assert f"became nan at step {len(losses)}" in json.dumps(rules[0])
+    assert [i["id"] for i in items[:len(items) - 1]] in ([], ["nan_loss"]) and items[-1] == rules[0]
 
 
 def test_a_rise_while_the_learning_rate_warms_up_is_not_divergence(tmp_path: Path,

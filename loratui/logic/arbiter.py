@@ -35,7 +35,8 @@ class Arbiter:
     """(len(kinds), features): `features`' layout."""
     intercept: Any
     at: float
-    """The probability at or above which its answer goes first (the best on the newest waves' held-out text)."""
+    """The probability at or above which its answer goes first (the one threshold right most often held out, over
+    every wave)."""
     rows: int
     """The held-out records it learned from."""
 
