@@ -21,8 +21,8 @@ from typing import Any
 
 from loratui.logic.advisor.advice import ERROR, INFO, WARNING, Advice
 from loratui.logic.advisor.oom_advice import kind_unsettled
-from loratui.logic.categories import ADVICE_ID, answer_category
-from loratui.logic.word_guess import MEMORY_KINDS, Reading, says
+from loratui.logic.categories import answer_category
+from loratui.logic.word_guess import MEMORY_KINDS, Reading, guessed_advice
 
 
 @dataclass(frozen=True)
@@ -91,13 +91,9 @@ def _weighed(p: float, rules: str, rows: int) -> str:
 
 
 def _advice(kind: str, p: float, rules: str, rows: int) -> Advice:
-    what, check = says(kind)
     why = ("no log line or number here shows it" if rules == "healthy" else
            f"weighed against the rules' answer, {rules}, which on text like this is often not the cause")
-    return Advice(
-        id=ADVICE_ID.get(kind, kind), severity=WARNING,
-        title=f"Its words read like a report of {what} (a guess: {why})",
-        evidence=[_weighed(p, rules, rows), f"check first: {check}"], change={}, step=0)
+    return guessed_advice(kind, why, _weighed(p, rules, rows))
 
 
 def _healthy(p: float, rules: str, rows: int) -> Advice:

@@ -294,9 +294,13 @@ _SAYS = {
 }
 
 
-def says(kind: str) -> tuple[str, str]:
-    """What a report of `kind` is about, in words, and what to check first (the guess's and the arbiter's advice)."""
-    return _SAYS.get(kind, (kind.replace("_", " "), "the last error's line"))
+def guessed_advice(kind: str, why: str, read: str) -> Advice:
+    """A guess of `kind` as a warning that says it is one (`why`: why the rules did not answer it), what read it
+    (`read`), and what to check first: the word model's guess and the arbiter's answer alike."""
+    what, check = _SAYS.get(kind, (kind.replace("_", " "), "the last error's line"))
+    return Advice(id=ADVICE_ID.get(kind, kind), severity=WARNING,
+                  title=f"Its words read like a report of {what} (a guess: {why})",
+                  evidence=[read, f"check first: {check}"], change={}, step=0)
 
 
 PLAIN, MEMORY = "plain", "memory"
@@ -313,8 +317,6 @@ _WHY = {
 def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
     """The guess as a warning that says it is one: what the text reads like, how sure, and what to check first
     (`answers`: PLAIN, MEMORY, or the advice id of the catch-all answer it refines)."""
-    what, check = says(found.kind)
-    why = _WHY[answers]
     if answers == MEMORY:
         read = f"of the out-of-memory kinds, this reads most like {found.kind} ({found.p_kind:.0%})"
     elif answers in REFINES:
@@ -322,8 +324,4 @@ def advice(found: Guess, records: int, answers: str = PLAIN) -> Advice:
     else:
         read = (f"a problem is described (p={found.p_problem:.2f}); of the kinds it knows, this reads most like "
                 f"{found.kind} ({found.p_kind:.0%})")
-    return Advice(
-        id=ADVICE_ID.get(found.kind, found.kind), severity=WARNING,
-        title=f"Its words read like a report of {what} (a guess: {why})",
-        evidence=[f"a word model trained on {records} real reports: {read}", f"check first: {check}"],
-        change={}, step=0)
+    return guessed_advice(found.kind, _WHY[answers], f"a word model trained on {records} real reports: {read}")
