@@ -54,12 +54,13 @@ class Keeper:
         self.stop_requested = False
         self.stop_signalled = False  # this keeper sent a stop's SIGTERM: the command's exit code is the signal's
         self.log: EventWriter | None = None
-        self._commands = CommandTail(run.commands)
+        # the command file from its end now: before the supervisor dies, what it relays there (its stop, which a
+        # hooked Trainer obeys) is read at the exit; once orphaned, what `loratui` writes (`_adopt` moves it on)
+        self._commands = CommandTail(run.commands, file_size(run.commands))
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watcher: OutputWatcher | None = None
         self._read = threading.Event()  # the supervisor read the command's output to its end (READ_SIGNAL)
-        self._asked = CommandTail(run.commands, file_size(run.commands))  # what the supervisor relayed: its stop
 
     def run_command(self) -> int:
         """The command's exit: its code, or -N when signal N killed it."""
@@ -174,11 +175,11 @@ class Keeper:
     def _finish(self, code: int) -> None:
         """The command exited: say how in the log (a supervisor killed before its End leaves the outcome
         known); when orphaned, record the rest of its output and the run's end."""
-        if self.orphaned:  # a stop written since the last poll: a hooked Trainer may have left at it already
-            self.stop_requested |= "stop" in self._commands.new()
-        else:  # a stop the supervisor relayed (a hooked Trainer's; the stop's signal, if any, tells its own)
+        if not self.orphaned:
             self._wait_for_reader()
-            self.stop_requested |= "stop" in self._asked.new()
+        # a stop written since the last poll (orphaned), or one the supervisor relayed (a hooked Trainer's; the stop's
+        # signal, if any, tells its own): a hooked Trainer may have left at it already
+        self.stop_requested |= "stop" in self._commands.new()
         # The supervisor's own reading (owner.py): a stop asked wins over the suspend's exit, which a Trainer
         # that took a suspend and the stop at one step leaves with; after the stop's SIGTERM, any exit code is the
         # signal's (torchrun exits 1 once it terminated its ranks).
