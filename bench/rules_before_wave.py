@@ -5,7 +5,7 @@ A wave is a batch file (tests/data/real/batch-*.jsonl); the code before it is th
 the file. Each such commit is checked out in a temporary git worktree and its own `doctor.diagnose` (rules alone) and
 its own tests/test_corpus.py scoring run on the batch's dev records as they are in this tree (sealed records are
 dropped as they are read). Writes bench/results/rules_before_wave.jsonl.gz: one line per record (the commit, the
-batch, the file, the category, the rules' answer), no text.
+batch, the file, the category, the rules' answer, and every item they gave as [advice id, severity]), no text.
 
 Run: python bench/rules_before_wave.py    (about a minute per 30 waves; needs git and the repository's history)
 """
@@ -38,11 +38,13 @@ with tempfile.TemporaryDirectory() as tmp:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(row["text"].encode("utf-8"))
             try:
-                rules = top_category(diagnose(path)[0])
+                items = diagnose(path)[0]
+                rules = top_category(items)
+                said = [[item.id, str(item.severity)] for item in items]
             except Exception as exc:
-                rules = "crash: " + type(exc).__name__
+                rules, said = "crash: " + type(exc).__name__, []
             print(json.dumps({"batch": Path(batch).name, "file": row["file"], "want": row["category"],
-                              "rules": rules}), flush=True)
+                              "rules": rules, "said": said}), flush=True)
 """
 
 
