@@ -37,7 +37,6 @@ from guess_gate import asked, held_out, spied, wave_records  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from loratui.logic import arbiter, word_guess  # noqa: E402
-from loratui.logic.categories import CATEGORY, answer_category  # noqa: E402
 from loratui.logic.word_guess import Reading  # noqa: E402
 
 OUT = ROOT / "loratui" / "arbiter.npz"
@@ -72,20 +71,6 @@ def shipped(b: dict, texts: dict, probs: dict) -> str:
     return gate_answer(b, texts, probs, *SHIPPED_GATE) if refined == b["rules"] else refined
 
 
-LOSS_VERDICTS = ("loss_diverging", "loss_flat_or_zero", "nan_loss")
-
-
-def items_features(kinds: tuple[str, ...], rules: str, reading: Reading, said: list, series: bool) -> np.ndarray:
-    """G's features: F's, the categories of every warning or error item the rules gave, and the series flag."""
-    seen = {CATEGORY.get(i, i) for i, severity in said if severity in ("error", "warning")}
-    return np.concatenate([arbiter.features(kinds, rules, reading), [kind in seen for kind in kinds], [series]])
-
-
-def judged_problem(kind: str, items: list, series: bool) -> bool:
-    """R4: `healthy` over a series the rules judged and called a problem."""
-    return kind == "healthy" and series and answer_category(items) in LOSS_VERDICTS
-
-
 def fit(x: np.ndarray, y: np.ndarray) -> LogisticRegression:
     return LogisticRegression(C=C, max_iter=3000).fit(x, y)
 
@@ -93,20 +78,13 @@ def fit(x: np.ndarray, y: np.ndarray) -> LogisticRegression:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probs", type=Path, help="a cache of the held-out word models' readings (pickle)")
-    parser.add_argument("--items", action="store_true",
-                        help="arbiter G (twenty-first session): every item the rules gave and the series flag among "
-                        "its features, and guard R4 (no healthy over a judged series the rules called a problem)")
     parser.add_argument("--write", choices=("newest", "all"),
                         help=f"train on every row and write {OUT.relative_to(ROOT)} at the threshold best held out on "
                         "the newest waves (40-44) or on all waves (the same threshold on every wave)")
     args = parser.parse_args()
     before, texts, probs, facts = readings(args.probs)
     kinds = tuple(sorted({b["want"] for b in before}))
-    said = {r["file"]: r.get("said", []) for r in wave_records()[1]}
-    x = np.array([arbiter.features(kinds, b["rules"], Reading(*probs[b["file"]])) if not args.items else
-                  items_features(kinds, b["rules"], Reading(*probs[b["file"]]), said[b["file"]],
-                                 bool(texts.get(b["file"])) and texts[b["file"]][1])
-                  for b in before])
+    x = np.array([arbiter.features(kinds, b["rules"], Reading(*probs[b["file"]])) for b in before])
     y = np.array([b["want"] for b in before])
     base = np.array([shipped(b, texts, probs) for b in before])
     asked_text = np.array([bool(texts.get(b["file"])) for b in before])  # the doctor asks the words there only
@@ -119,7 +97,6 @@ def main() -> None:
         p = model.predict_proba(x[out])
         top[out], p_top[out] = model.classes_[p.argmax(1)], p.max(1)
     allowed = np.array([asked_text[i] and not arbiter.outranked(top[i], facts.get(b["file"], []), texts[b["file"]][1])
-                        and not (args.items and judged_problem(top[i], facts.get(b["file"], []), texts[b["file"]][1]))
                         for i, b in enumerate(before)])
 
     def decided(at: float, where: np.ndarray) -> np.ndarray:
