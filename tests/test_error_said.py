@@ -26,6 +26,10 @@ def first(text: str):
     ("The training crashed with a ValueError after 200 steps.", "ValueError"),
     ("Running the notebook on Kaggle, I keep getting a type error in the tokenizer call.", "TypeError"),
     ("训练到一半 it failed with an IndexError in the sampler", "IndexError"),
+    ("After the update I get this error: `TypeError: forward() got an unexpected keyword argument 'labels'` when "
+     "trainer.train() starts.", "TypeError"),
+    ("更新后报错 `datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset`",
+     "DatasetGenerationError"),
 ])
 def test_an_exception_named_in_words_is_the_failure(line: str, kind: str) -> None:
     item = first(line + "\n")
@@ -40,9 +44,18 @@ def test_an_exception_named_in_words_is_the_failure(line: str, kind: str) -> Non
     "I got an error.",
     "We used to get a TypeError here, fixed in 4.31.",
     "        raise ValueError(\"Target size must be the same as input size\")",
+    "If you see `ValueError: too many values to unpack`, update datasets.",
+    "I no longer get `KeyError: 'labels'` since 4.40.",
+    "It stops with `RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB`.",
 ])
 def test_no_exception_said(line: str) -> None:
     assert said_raised(line) is None
+
+
+def test_an_exception_line_with_a_full_width_colon_is_read_as_raised() -> None:
+    item = first("AttributeError：'NoneType' object has no attribute 'shape'\n")
+    assert item is not None and item.id == "exception" and "AttributeError" in item.title
+    assert "no traceback" not in item.title  # the exception's own line, not the person's words
 
 
 def test_a_traceback_in_the_text_is_read_over_the_words() -> None:

@@ -1,8 +1,8 @@
 """An exception named in the person's words when the text holds no traceback (`when I reach trainer.train() I get a
-key error from the data collator`, `it throws an AttributeError in the collator`): the run failed on it, as a
-maintainer reads the thread. Not a memory, CUDA or NCCL error (their readers own those), not one that is gone
-(`I no longer get the KeyError`), not a condition (`if you get a ValueError, ...`). Pure: a line in, the exception
-(its type and the line) out."""
+key error from the data collator`, `it throws an AttributeError in the collator`, or its line quoted in a sentence:
+``I get `TypeError: ...` ``): the run failed on it, as a maintainer reads the thread. Not a memory, CUDA or NCCL error
+(their readers own those), not one that is gone (`I no longer get the KeyError`), not a condition (`if you get a
+ValueError, ...`). Pure: a line in, the exception (its type and the line) out."""
 
 from __future__ import annotations
 
@@ -39,10 +39,19 @@ _GONE = re.compile(r"\b(?:no longer|not anymore|anymore|don'?t|doesn'?t|didn'?t|
 """Words before the verb that say the error is gone, avoided or only supposed."""
 
 
+_QUOTED = re.compile(r"`\s*(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception))\s*[:：]\s*(?P<msg>[^`]{3,})`")
+"""An exception line quoted inside a sentence, as Python prints it (``I get this error: `TypeError: forward() got an
+unexpected keyword argument 'labels'` ``): the run raised it, as a quote on a line of its own would say."""
+
+
 def said_raised(line: str) -> tuple[str, str] | None:
     """(the exception's type, the line) when the line says the run raised it, else None."""
     if len(line) > 2000 or "rror" not in line and "xception" not in line:
         return None
+    quote = _QUOTED.search(line) if "`" in line else None
+    if quote is not None and not _OWNED.search(quote.group()) and \
+            not _GONE.search(re.split(r"[.!?;]\s", line[:quote.start()])[-1]):
+        return quote.group("type").rsplit(".", 1)[-1], quoted(line)
     for found in _SAID.finditer(line) if _VERB_NEEDS.passes(line) else ():
         kind = found.group("type") or found.group("words")
         if _OWNED.search(kind):
