@@ -1,6 +1,7 @@
 """An error pasted as markdown inline code on a line of its own (an issue's `` `RuntimeError: ...` ``) is the error
-as printed; a quote inside a sentence stays a mention. A card without bfloat16 is named with the move that fits it
-(issue 23, wave 13's dev half)."""
+as printed; a quote inside a sentence that says it is gone stays a mention (one the person says they get is the error
+said: tests/test_error_said.py). A card without bfloat16 is named with the move that fits it (issue 23, wave 13's
+dev half)."""
 
 from __future__ import annotations
 

@@ -37,6 +37,9 @@ _GONE = re.compile(r"\b(?:no longer|not anymore|anymore|don'?t|doesn'?t|didn'?t|
                    r"used to|fixed|solved|resolved|went away|goes away|avoid\w*|prevent\w*|instead of)\b|"
                    r"\b(?:if|whether|unless|in case)\b[^.!?]{0,30}$", re.I)
 """Words before the verb that say the error is gone, avoided or only supposed."""
+_GONE_AFTER = re.compile(r"\b(?:(?:is|was|are|were|has|have)\s+(?:now\s+)?(?:gone|fixed|solved|resolved)|went away|"
+                         r"goes away|disappear\w*|no longer|(?:not\s+)?anymore)\b", re.I)
+"""Words after a quoted error, in its sentence, that say it is gone (`I saw `ValueError: ...` but it is gone`)."""
 
 
 _QUOTED = re.compile(r"`\s*(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception))\s*[:：]\s*(?P<msg>[^`]{3,})`")
@@ -50,7 +53,8 @@ def said_raised(line: str) -> tuple[str, str] | None:
         return None
     quote = _QUOTED.search(line) if "`" in line else None
     if quote is not None and not _OWNED.search(quote.group()) and \
-            not _GONE.search(re.split(r"[.!?;]\s", line[:quote.start()])[-1]):
+            not _GONE.search(re.split(r"[.!?;]\s", line[:quote.start()])[-1]) and \
+            not _GONE_AFTER.search(re.split(r"[.!?;]\s", line[quote.end():])[0]):
         return quote.group("type").rsplit(".", 1)[-1], quoted(line)
     for found in _SAID.finditer(line) if _VERB_NEEDS.passes(line) else ():
         kind = found.group("type") or found.group("words")
