@@ -42,12 +42,16 @@ CATEGORIES = frozenset({
     "nccl_timeout", "bnb_setup", "flash_attn_unavailable", "exception_other", "nan_loss", "loss_flat_or_zero",
     "loss_diverging", "data_starved", "healthy"})
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.76, "dev": 0.93}
+FLOOR = {"sealed": 0.78, "dev": 0.95}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's twentieth session on 4,732 excerpts (sealed 1200/1523, dev 3129/3209), the word model's guess
-and the arbiter (loratui/logic/arbiter.py) included (the rules alone: sealed 1044/1523, dev 2458/3209; without the
-arbiter: sealed 1147/1523, dev 2903/3209). The arbiter moved them from 0.74 and 0.90; dev is mostly in-sample (the word
-model learned every dev excerpt), so only the sealed split measures it. Its four waves (388 excerpts, 154 of them
+at the end of issue 23's twenty-first session on 5,109 excerpts (sealed 1329/1654, dev 3374/3455), the word model's
+guess and the arbiter (loratui/logic/arbiter.py) included (the rules alone: sealed 1157/1654, dev 2663/3455); its
+starting code read the same sealed split 1319/1654 (the word model retrained on its four waves' dev halves: +10).
+Its four waves (batch-col49a..col52d, 377 excerpts, 131 of them sealed) were read by its starting code 92/99, 66/79,
+80/87 and 105/112 (rules alone 83, 59, 77 and 91). The floors went from 0.76 and 0.93 to 0.78 and 0.95 then. At the
+end of the twentieth, on 4,732 excerpts: sealed 1200/1523, dev 3129/3209 (the rules alone: sealed 1044/1523, dev
+2458/3209; without the arbiter: sealed 1147/1523, dev 2903/3209). The arbiter moved them from 0.74 and 0.90; dev is
+mostly in-sample (the word model learned every dev excerpt), so only the sealed split measures it. Its four waves (388 excerpts, 154 of them
 sealed) were read by its starting code 1145/1523 on the sealed split. At the end of the nineteenth, on 4,344 excerpts:
 sealed 1030/1369, dev 2687/2975 (the rules alone: sealed 936/1369); its five waves (632 excerpts, 217 of them sealed)
 were read by its starting code 1024/1369 on the sealed split. At the end of the eighteenth, on 3,712 excerpts: sealed 858/1152, dev
@@ -85,13 +89,13 @@ arbiter: 104 and 72 on the last two). Sealed went 583 -> 591
 of 789 over the thirteenth session, 624 -> 630 of 839 over the fourteenth, 689 -> 685 of 924 over the fifteenth
 (rules alone 617 -> 622) and 735 -> 740 of 1003 over the sixteenth (rules alone 669 -> 673; starting code against
 final code, both on the final corpus), 848 -> 858 of 1152 over the eighteenth (rules alone 780 -> 780), 1024 -> 1030 of 1369 over the nineteenth (rules alone 936 -> 936), 1145 -> 1200 of 1523 over the twentieth (rules alone
-1044 -> 1044). Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
+1044 -> 1044), 1319 -> 1329 of 1654 over the twenty-first (rules alone 1155 -> 1157). Issue 23's goal is 0.90 on both, within 5 points of each other: the sealed split says
 the doctor has not generalised that far."""
 PER_CATEGORY = {"sealed": 0.45, "dev": 0.80}
 """Regression floors for every category's share right, per split (the sealed one set at the thirteenth session's end,
 when the lowest were sealed oom_other_process 21/44 and loss_flat_or_zero 33/63; the dev one raised from 0.72 at the
-twentieth's, where the lowest are sealed loss_diverging 38/76 and dev loss_flat_or_zero 223/243); issue 23's goal is
-0.75."""
+twentieth's, where the lowest are sealed loss_diverging 38/76 and dev loss_flat_or_zero 223/243; at the
+twenty-first's: sealed loss_diverging 39/79, dev loss_flat_or_zero 238/258); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
