@@ -40,6 +40,12 @@ _GONE = re.compile(r"\b(?:no longer|not anymore|anymore|don'?t|doesn'?t|didn'?t|
 _GONE_AFTER = re.compile(r"\b(?:(?:is|was|are|were|has|have)\s+(?:now\s+)?(?:gone|fixed|solved|resolved)|went away|"
                          r"goes away|disappear\w*|no longer|(?:not\s+)?anymore)\b", re.I)
 """Words after a quoted error, in its sentence, that say it is gone (`I saw `ValueError: ...` but it is gone`)."""
+_CLAUSE_END = re.compile(r"[.!?;]\s")
+
+
+def _gone_before(line: str, at: int) -> bool:
+    """Whether the clause up to `at` says the error there is gone, avoided or only supposed (`_GONE`)."""
+    return _GONE.search(_CLAUSE_END.split(line[:at])[-1]) is not None
 
 
 _QUOTED = re.compile(r"`\s*(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception))\s*[:：]\s*(?P<msg>[^`]{3,})`")
@@ -53,15 +59,13 @@ def said_raised(line: str) -> tuple[str, str] | None:
         return None
     quote = _QUOTED.search(line) if "`" in line else None
     if quote is not None and not _OWNED.search(quote.group()) and \
-            not _GONE.search(re.split(r"[.!?;]\s", line[:quote.start()])[-1]) and \
-            not _GONE_AFTER.search(re.split(r"[.!?;]\s", line[quote.end():])[0]):
+            not _gone_before(line, quote.start()) and not _GONE_AFTER.search(_CLAUSE_END.split(line[quote.end():])[0]):
         return quote.group("type").rsplit(".", 1)[-1], quoted(line)
     for found in _SAID.finditer(line) if _VERB_NEEDS.passes(line) else ():
         kind = found.group("type") or found.group("words")
         if _OWNED.search(kind):
             continue
-        sentence = re.split(r"[.!?;]\s", line[:found.start()])[-1]
-        if _GONE.search(sentence):
+        if _gone_before(line, found.start()):
             continue
         if found.group("words"):
             kind = _CANONICAL.get(re.sub(r"[ _-]", "", kind.lower()), kind)
@@ -81,7 +85,7 @@ def introduces_error(line: str) -> bool:
     """Whether the person's line says an error came and introduces its message on the lines after it."""
     found = _UNTYPED.search(line) if len(line) < 500 and (":" in line or "：" in line) and _VERB_NEEDS.passes(line) \
         else None
-    return found is not None and not _GONE.search(re.split(r"[.!?;]\s", line[:found.start()])[-1])
+    return found is not None and not _gone_before(line, found.start())
 
 
 def introduced_message(intro: str, line: str) -> tuple[str, str] | None:
