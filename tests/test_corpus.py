@@ -197,6 +197,30 @@ def test_no_excerpt_is_there_twice() -> None:
     assert duplicates([(where, row["text"].strip()) for where, row in RECORDS]) == []
 
 
+SECRET = re.compile(r"\bhf_[A-Za-z0-9]{30,}|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}|"
+                    r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b|\bgithub_pat_\w{50,}|\bAKIA[0-9A-Z]{16}\b|"
+                    r"(?i:wandb)[^\n]{0,60}?\b[0-9a-f]{40}\b|\bxox[abp]-[A-Za-z0-9-]{20,}")
+"""What an access token or API key looks like: Hugging Face's, OpenAI's and Anthropic's, GitHub's, AWS's, a wandb key,
+Slack's. People paste logs with them (`huggingface-cli login --token hf_...`); a public thread may still hold one."""
+
+
+def test_no_excerpt_holds_a_secret() -> None:
+    """A key copied from a public thread is still someone's key: the excerpt must be cut before it (or skipped).
+    Names the record and the kind of key, never the text (a third of the records are sealed)."""
+    found = [f"{where}: {match.group(0)[:4]}... ({len(match.group(0))} characters)" for where, row in RECORDS
+             for match in [SECRET.search(row["text"])] if match]
+    assert found == []
+
+
+@pytest.mark.parametrize("made", [
+    "hf_" + "aB3" * 11, "sk-proj-" + "x9Y_" * 10, "ghp_" + "Zz09" * 9, "AKIA" + "Q7" * 8,
+    "wandb: Appending key for api.wandb.ai to your netrc file: " + "0f" * 20,
+])
+def test_the_secret_pattern_finds_keys_of_every_kind(made: str) -> None:
+    assert SECRET.search(f"$ export TOKEN={made}\n") is not None
+    assert SECRET.search("RuntimeError: CUDA out of memory. sk-learn hf_hub_download failed; risk-averse") is None
+
+
 def tool_family(tool: str) -> str:
     """The tool a record names, without its parenthesised detail: `unsloth (Colab)` and `unsloth` are one tool."""
     return tool.split(" (")[0].strip()
