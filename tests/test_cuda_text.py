@@ -41,3 +41,28 @@ def test_cublaslt_that_could_not_start_is_a_cuda_error() -> None:
     """ChatGLM-6B#465 (wave 30's dev half): torch's words when cuBLAS(Lt) could not create its handle."""
     item = first("运行train.sh时，就报了这个错误：\nRuntimeError: Library cublasLt is not initialized\n")
     assert item is not None and item.id == "cuda_error" and "could not start" in item.title
+
+
+# ROCm/ROCm#4021-like runs (axolotl on MI300X): the HSA runtime's own words when the GPU hangs or faults
+@pytest.mark.parametrize("line, says", [
+    (" 41%|####      | 366/903 [5:15:39<6:53:09, 46.16s/it]HW Exception by GPU node-9 (Agent handle: 0x631351bb5a20) "
+     "reason :GPU Hang", "hung"),
+    ("Memory access fault by GPU node-1 (Agent handle: 0x5d42da5e3580) on address 0x7a39d6506000. Reason: Page not "
+     "present or supervisor privilege.", "memory it does not own"),
+    ("RuntimeError: HIP error: an illegal memory access was encountered", "AMD_SERIALIZE_KERNEL=3"),
+])
+def test_a_rocm_fault_is_a_gpu_error_debugged_with_rocm_s_switch(line: str, says: str) -> None:
+    item = first(line + "\nAborted (core dumped)\n")
+    assert item is not None and item.id == "cuda_error", item
+    assert item.title.startswith("GPU error (ROCm)") and says in item.title + " ".join(item.evidence)
+    assert item.change == {"env.AMD_SERIALIZE_KERNEL": "3"}
+
+
+def test_a_cuda_fault_keeps_cuda_s_switch() -> None:
+    item = first("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert item is not None and item.change == {"env.CUDA_LAUNCH_BLOCKING": "1"} and item.title.startswith("CUDA")
+
+
+def test_hsa_out_of_resources_is_no_fault() -> None:
+    item = first("HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.\n")
+    assert item is None or item.id != "cuda_error" or "ROCm" not in item.title

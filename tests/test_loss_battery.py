@@ -148,6 +148,8 @@ FLAT = [
     "the model generates the same text regardless of the input",
     "all predictions are 0",
     "It always predicts the majority class.",
+    "I trained for 3 epochs without any progress",
+    "after I installed peft 0.10 the training shows no progress at all",  # an install named, training too
     "the gradients are None for the LoRA weights",
     "the optimizer doesn't update the weights",
     "learning rate stays at 0 for the whole run",
@@ -486,6 +488,9 @@ QUIET = [
     "GPU utilisation is 100% on both but no progress for an hour.",
     "it hangs at the very start.\nGPU utilisation is 100% on both but no progress for an hour.",
     "The job has shown no progress in 30 minutes, the bar sits at 0/500.",
+    # a build or an install that makes no progress (omniparse's flash-attn wheel, wave 50)
+    "it still gets stuck at 'Building wheel for flash-attn (setup.py)' without any progress",
+    "pip install deepspeed hangs with no progress",
     HEALTHY,
 ]
 

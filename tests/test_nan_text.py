@@ -104,6 +104,11 @@ def test_a_non_finite_value_in_any_log_layout(line: str) -> None:
     "Yet in my own script, after the first step, the loss_rcnn_bbox values are Nan, which will then crash the program.",
     "my rpn_loss is NaN after 300 iters",
     "the `loss_cls` becomes nan while loss_bbox stays finite",
+    # OpenNMT/OpenNMT-py#1645 and #1796: its cross-entropy printed as `xent`; a collapse into NaN said in words
+    "xent went to be nan and finally training crashed.",
+    "It has successfully trained for about 5000 steps, but suddenly it collapsed with nan.",
+    "the cross-entropy turned to be inf after the lr warm-up",
+    "training crashed with NaN after 2 epochs",
     # Chinese: 了 after the NaN marks the change, 就/又/容易 before it the happening
     "跑了几个step就nan了",
     "训练到第3个epoch就nan了",
@@ -159,6 +164,8 @@ def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     "check whether the loss is nan before backward",
     "How to avoid nan?",
     "the loss is not nan anymore after lowering the lr",
+    "the xent is not nan any more",
+    "it no longer crashes with nan since I lowered the lr",
     "max_grad_norm: inf",
     "INFO: Using anomaly detection (detect_nan=True)",
     "Training finished, loss 0.5123 nan_check=False",

@@ -158,6 +158,13 @@ FAULT_HINTS = (
     (re.compile(_XID + r"|" + _GPU_LOST, re.I),
      "the GPU itself failed (the driver's Xid report: off the PCIe bus, an ECC fault): check dmesg, power and "
      "cooling, reset the GPU (nvidia-smi -r) or have the card replaced; no setting in the run fixes it"),
+    (re.compile(r"HW Exception by GPU.{0,120}GPU Hang", re.I),
+     "the GPU hung under ROCm (its runtime's HW Exception): check dmesg for the amdgpu reset, and run a ROCm and "
+     "driver pair AMD lists together for this card; a kernel of the run (a custom or compiled one) can hang it too"),
+    (re.compile(r"Memory access fault by GPU", re.I),
+     "a kernel touched memory it does not own (ROCm's page fault, the AMD side of an illegal memory access): "
+     "AMD_SERIALIZE_KERNEL=3 finds the op; a card run as another gfx target (HSA_OVERRIDE_GFX_VERSION) can fault "
+     "this way too"),
     (re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED.{0,400}CUDA_R_16BF|\bbf(?:loat)?16\b.{0,80}not supported", re.I),
      "this GPU has no bfloat16 matmuls (bf16 needs Ampere or newer): train in fp16 or fp32 instead of bf16"),
     (re.compile(r"input_val >= zero && input_val <= one"),
@@ -181,6 +188,11 @@ FAULT_HINTS = (
 )
 """What a CUDA fault's own words say went wrong, beyond rerunning with CUDA_LAUNCH_BLOCKING=1 (most specific
 first)."""
+
+
+ROCM_FAULT = re.compile(r"\bHIP error\b|hipError|by GPU node-?\d|HSA_STATUS_ERROR|AMD_SERIALIZE_KERNEL")
+"""A fault in ROCm's words: HIP's errors and its runtime's (HSA). Their debugging switch is AMD_SERIALIZE_KERNEL=3
+(what torch's ROCm build says after every HIP error), not CUDA_LAUNCH_BLOCKING."""
 
 
 def fault_hint(line: str) -> str:

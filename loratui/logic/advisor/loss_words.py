@@ -290,6 +290,8 @@ def read(line: str) -> Said | None:
         return QUIET  # a swing, which the narrower readers would take for the rise or the fall inside it
     if not found:
         one = _STANDSTILL.search(line)
+        if one and "progress" in one.group(0).lower() and _NOT_TRAINING.search(line) and not _TRAINING.search(line):
+            return None  # a build, an install or a download that makes no progress: not a loss standing still
         if one and not _supposed(line[:one.start()]):
             return Said("flat", "pred")
         return QUIET if _NOT_A_VALUE.search(line) else None
@@ -632,6 +634,11 @@ _STANDSTILL = re.compile(
 """With no subject read: a classifier said to answer one class (`it always predicts the majority class`), an
 update said not to happen (`the optimizer doesn't update the weights`). Not `no progress` over wall time (`no
 progress for an hour`): a run that does not advance, a hang, not a loss that stands still."""
+_NOT_TRAINING = re.compile(r"\bBuilding wheel|\bsetup\.py\b|\bpip install\b|\b(?:compil|install|download|upload)\w*|"
+                           r"编译|安装|下载", re.I)
+"""Work other than training that a line can say makes `no progress` (omniparse's flash-attn wheel: `it still gets
+stuck at 'Building wheel for flash-attn (setup.py)' without any progress`), in a line that says nothing of training."""
+_TRAINING = re.compile(r"train|epoch|loss|learn|fine-?tun|训练|微调", re.I)
 _NOT_A_VALUE = re.compile(r"(?<![A-Za-z])loss(?:es)?\s*[_ ]?(?:of|fn|scal\w*|weights?|mask|type)\b", re.I)
 """The word loss naming no training loss's value (`loss of accuracy`, `loss scale`, `loss_fn`): what is
 said after it is said of something else, and the narrower readers must not take it for the loss either."""

@@ -292,14 +292,15 @@ def _cuda_error_advice(f: Finding, line: str) -> Advice:
     if _NCCL.search(line):
         return _nccl_advice(f, line)
     hint = next((text for key, text in _CUDA_HINTS if key in line), "") or cuda.fault_hint(line)
-    change: dict[str, Any] = {"env.CUDA_LAUNCH_BLOCKING": "1"}
-    if "no kernel image" in line:
-        change = {}
+    rocm = cuda.ROCM_FAULT.search(line) is not None
+    switch, kind = ("AMD_SERIALIZE_KERNEL=3", "GPU error (ROCm)") if rocm else ("CUDA_LAUNCH_BLOCKING=1", "CUDA error")
+    name, value = switch.split("=")
+    change: dict[str, Any] = {} if "no kernel image" in line else {f"env.{name}": value}
     evidence = [line] + ([hint] if ":" in hint else [])  # a hint with no fix after its colon is all in the title
     if change:
-        evidence.append("the op named in an asynchronous CUDA error is often the wrong one; "
-                        "CUDA_LAUNCH_BLOCKING=1 makes the traceback point at the failing op")
-    title = f"CUDA error: {hint.split(':')[0]}" if hint else "CUDA error: rerun with CUDA_LAUNCH_BLOCKING=1"
+        evidence.append(f"the op named in an asynchronous GPU error is often the wrong one; {switch} makes the "
+                        "traceback point at the failing op")
+    title = f"{kind}: {hint.split(':')[0]}" if hint else f"{kind}: rerun with {switch}"
     return Advice("cuda_error", ERROR, title, evidence, change, f.step)
 
 

@@ -25,12 +25,13 @@ TOKEN = (rf"(?<![{_A}.\\/$-])(?:[-+]\s?)?(?:nan|inf(?:inity)?|non-?finite|not fi
 _TOKEN = re.compile(TOKEN, re.I)
 _SIGNAL = (r"(?:(?!(?:to|the|with|and|or|of|for|in|on|at|is|was|as|a|an|my|our|its|their|this|that|no|all|any|"
            r"some|but|so|then|from|by|into)\s)[{a}]*[_/. ])?(?:loss(?:es)?|gradients?|grads?|grad[ _]norm|gnorm|logits|outputs?|activations|"
-           r"hidden[ _]states|predictions|weights|nll|ppl|perplexity)(?:[_/][{a}]+)?|损失|梯度").format(a=_A)
+           r"hidden[ _]states|predictions|weights|nll|ppl|perplexity|xent|cross[- _]?entropy)(?:[_/][{a}]+)?|"
+           r"损失|梯度").format(a=_A)
 """A training signal, with its prefix or suffix (`eval_loss`, `train/loss`, `loss_cls`, `lm loss`); not the word before
 it in a sentence (`diverged with loss = NaN`, `started to output nan`: `loss`, `output`, not `with loss`)."""
 _BARE_SIGNAL = re.compile(rf"(?<![{_A}])(?:(?:[A-Za-z0-9]+_)*loss(?:es)?(?:_[A-Za-z0-9]+)*|gradients?|grads?|"
                           rf"grad[ _]norm|gnorm|logits|outputs?|activations|hidden[ _]states|predictions|weights|nll|ppl|"
-                          rf"perplexity)(?![{_A}])|损失|梯度", re.I)
+                          rf"perplexity|xent|cross[- _]?entropy)(?![{_A}])|损失|梯度", re.I)
 """A signal named in prose (`the losses are all NaN`), a loss by its own name too (`the loss_rcnn_bbox values are
 Nan`, `rpn_loss is nan`: detection models print one loss per head)."""
 _NOT_SIGNAL = re.compile(r"scal(?:e|er|ing)|max|min(?![a-z])|clip|thresh|patience|delta|limit|warmup|check|detect|skip|"
@@ -38,13 +39,16 @@ _NOT_SIGNAL = re.compile(r"scal(?:e|er|ing)|max|min(?![a-z])|clip|thresh|patienc
 """Settings named after a signal (`loss_scale`, `max_grad_norm: inf`, `clip_grad_norm`) and the starting value of a
 best-so-far (`best_val_loss: inf`): their value is no reading."""
 _KEYED = re.compile(rf"(?<![{_A}])({_SIGNAL})['\"]?\s*(?:[:=|]\s*|\s)\s*(?:tensor\(\s*|\[\s*)?['\"]?({TOKEN})", re.I)
-"""A signal and its value: `loss: nan`, `eval_loss = inf`, `train/loss: nan`, `| loss nan |`, `lm loss: nan`."""
+"""A signal and its value: `loss: nan`, `eval_loss = inf`, `train/loss: nan`, `| loss nan |`, `lm loss: nan`, OpenNMT's
+cross-entropy `xent: nan`."""
 _NEAR = 60
 """A signal and a non-finite word this close in one clause are one statement (`the losses are all NaN`)."""
 _EVENT = re.compile(
     rf"(?:\b(?:got|gets?|getting|bec[oa]me|becomes|becoming|turn(?:s|ed|ing)?(?: in)?to|go(?:es)? to|went to|going to|"
     rf"produc(?:e|es|ed|ing)|returns?|returned|yield(?:s|ed)?|gives?|gave|giving|results? in|resulted in|"
-    rf"ends? up (?:with|as)|encounter(?:s|ed)?|detected|found|contains?|exploded? to)|"
+    rf"ends? up (?:with|as)|encounter(?:s|ed)?|detected|found|contains?|exploded? to|"
+    rf"(?:go(?:es)?|went|going|turn(?:s|ed)?) to be|collaps(?:e|es|ed|ing) (?:with|to|into)|"
+    rf"(?:crash(?:es|ed)?|diverg(?:e|es|ed)) (?:with|to))|"
     rf"出现了?|变成了?|变为|成了?|就|又|容易|经常|总是|直接)\s*(?:(?:a|all|only|some|the|just)\s+)?({TOKEN})|"
     rf"({TOKEN})\s*(?:(?:values?|loss(?:es)?)\s+)?(?:after|from the first|since|at (?:step|iter|epoch)|"
     rf"detected|encountered|occur(?:s|red|ring)?|appear(?:s|ed|ing)?|happen(?:s|ed|ing)?|shows? up|showed up|"
@@ -53,13 +57,14 @@ _EVENT = re.compile(
 """A non-finite value that happened, with or without its signal's name: `getting nan`, `NaN after a few
 iterations`, `出现nan`, `Input contains NaN`, `nan values in`, `returned nan`."""
 _NEGATED = re.compile(rf"(?:\bnot|\bno|\bnever|\bwithout|n't|\bnor)\s+(?:\w+\s+)?(?:a\s+|any\s+)?{TOKEN}|"
+                      rf"\bno longer\s+(?:\w+\s+){{0,2}}{TOKEN}|"
                       rf"(?:没有?|不会|不再|不是|未|无)\s*(?:再\s*)?(?:会\s*)?(?:出现|变成|变为|是|有)?\s*(?:过\s*)?{TOKEN}|"
                       rf"\b(?:whether|avoid\w*|prevent\w*|check(?:s|ed|ing)?|in case|to detect)\b|"
                       rf"\bif\s+(?:the\s+|any\s+|not\s+)?(?:loss|grad\w*|torch|math|np)\b|"
                       rf"\bfrom\s+{TOKEN}|{TOKEN}\s*(?:-+>|→|to\s+[-+]?\.?\d)|"
                       rf"\bisnan\b|\bisinf\b|nan_to_num|float\(\s*['\"]|np\.(?:nan|inf)\b|math\.(?:nan|inf)\b",
                       re.I)
-"""A clause that says a NaN did not happen, or might: a negation (没有出现nan, 不再是nan too), a hypothetical, a
+"""A clause that says a NaN did not happen, or might: a negation (`no longer crashes with nan`, 没有出现nan, 不再是nan too), a hypothetical, a
 guard, code; or an inf that is only where a best-so-far started (Keras' `val_loss improved from inf to 0.45`,
 `Validation loss decreased (inf --> 0.69)`)."""
 _PROGRAM = re.compile(r"\bFloatingPointError\b|\bNaN/Inf\b|\bnan or inf\b|\binf or nan\b|"

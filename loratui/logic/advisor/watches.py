@@ -327,6 +327,10 @@ _SETUP = (
         r"\bcu(?:blas|dnn) runtime error\b|\b(?:GET|FIND) was unable to find an engine\b|"
         # torch's words when cuBLAS(Lt) could not create its handle (ChatGLM-6B#465: a conda env's mismatched toolkit)
         r"\bLibrary cublas(?:Lt)? is not initialized\b|"
+        # ROCm's runtime (HSA) when the GPU hangs or faults under a kernel (`HW Exception by GPU node-9 (Agent handle:
+        # 0x63...) reason :GPU Hang`, `Memory access fault by GPU node-1 ... Reason: Page not present`,
+        # `HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION`): the AMD side of a CUDA fault
+        r"\b(?:HW Exception|Memory access fault) by GPU node-?\d+|HSA_STATUS_ERROR_(?!OUT_OF_RESOURCES)[A-Z_]+|"
         # a communicator aborted for a watchdog timeout is that timeout (nccl_timeout), not a CUDA fault
         r"NCCL communicator was aborted(?!.{0,300}?(?:timed? ?out|timeout))|"
         + cuda.SETUP, re.I)),
@@ -335,7 +339,8 @@ SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu",
                              "needed for quantization", "cublas api"),
                "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers", "is_sm", "layer-norm",
                                           "layer_norm", "rotary", "fused", "xentropy"),
-               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip", "find an engine") +
+               "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip", "find an engine",
+                              "by gpu node", "hsa_status") +
                cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
