@@ -109,6 +109,9 @@ def test_a_non_finite_value_in_any_log_layout(line: str) -> None:
     "It has successfully trained for about 5000 steps, but suddenly it collapsed with nan.",
     "the cross-entropy turned to be inf after the lr warm-up",
     "training crashed with NaN after 2 epochs",
+    # meetps/pytorch-semseg#86: Markdown's italics around the logged value
+    "Here comes that _Loss: nan_ all the time.",
+    "the *loss* is *nan* after epoch 2",
     # Chinese: 了 after the NaN marks the change, 就/又/容易 before it the happening
     "跑了几个step就nan了",
     "训练到第3个epoch就nan了",
@@ -147,6 +150,9 @@ def test_the_signal_and_its_value_are_named(line: str, what: str, value: str) ->
      "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.5"],
     ["[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1"],
     ["NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: 0.25"],
+    # icefall (k2-fsa/icefall#1463): its own warning, then its own exception
+    ["2024-01-14 01:03:00,826 WARNING [train.py:1057] (2/4) Grad scale is small: 1.2924697071141057e-26"],
+    ["RuntimeError: grad_scale is too small, exiting: 9.5e-06"],
 ])
 def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     assert first_id("\n".join(lines)) == "nan_loss"
@@ -166,6 +172,8 @@ def test_a_loss_scale_driven_to_its_floor(lines: list[str]) -> None:
     "the loss is not nan anymore after lowering the lr",
     "the xent is not nan any more",
     "it no longer crashes with nan since I lowered the lr",
+    "I call torch.nan_to_num on _all_ outputs",
+    "the grad scale is small: 1024.0 but it trains",
     "max_grad_norm: inf",
     "INFO: Using anomaly detection (detect_nan=True)",
     "Training finished, loss 0.5123 nan_check=False",

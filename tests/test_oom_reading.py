@@ -411,6 +411,22 @@ def test_tensorflow_and_xla_ooms_are_ooms(line: str) -> None:
     assert first_id(line) == "oom_full"
 
 
+_TPU_COMPILE = (  # young-geng/EasyLM#98: XLA compiles a program larger than the TPU's memory, and prints its statistics
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
+    "memory space hbm. Used 87.08G of 30.75G hbm. Exceeded hbm capacity by 56.33G.\n"
+    "Total hbm usage >= 88.33G:\n    reserved          1.25G\n    program          87.08G\n"
+    "    HLO temp         87.06G (100.0% utilization: Unpadded (86.24G) Padded (86.24G), 0.9% fragmentation (841.66M))\n")
+
+
+def test_a_tpu_program_larger_than_its_memory_is_a_full_tpu() -> None:
+    report = oom.parse_oom(_TPU_COMPILE.splitlines()[0])
+    assert report is not None and report.device == "tpu" and report.kind == oom.FULL
+    assert report.requested == oom.parse_size("87.08", "G") and report.total == oom.parse_size("30.75", "G")
+    items, _ = diagnose_stream(io.BytesIO(_TPU_COMPILE.encode()), "pasted")
+    assert items[0].id == "oom_full" and items[0].title.startswith("TPU out of memory"), items[0]
+    assert "CUDA" not in items[0].title and "fragmentation" not in items[0].title
+
+
 @pytest.mark.parametrize("line", [
     # TensorFlow's allocator warns and goes on
     "W tensorflow/core/common_runtime/bfc_allocator.cc:275] Allocator (GPU_0_bfc) ran out of memory trying to allocate "

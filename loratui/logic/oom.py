@@ -29,10 +29,14 @@ _UNITS = {
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "g": GIB, "m": MIB,
 }
 SIZE = r"(\d{1,15}(?:\.\d{1,6})?)\s*(bytes|byte|KiB|MiB|GiB|TiB|KB|MB|GB|TB|B)\b"
+_XLA_SIZE = r"(\d{1,6}(?:\.\d{1,3})?)([GM])"
+"""XLA's sizes on a TPU (`Used 87.08G of 30.75G hbm`): binary units, by their letter alone."""
 _FIELDS = {
     "requested": re.compile(r"(?:Tried to allocate|(?:while trying|ran out of memory trying) to allocate) " + SIZE +
-                            r"|failed to allocate \S{1,12} \(" + SIZE + r"\)", re.I),
-    "total": re.compile(SIZE + r" total capaci?ty|total capaci?ty of " + SIZE, re.I),
+                            r"|failed to allocate \S{1,12} \(" + SIZE + r"\)" +
+                            r"|\bUsed " + _XLA_SIZE + r" of \S+ hbm", re.I),
+    "total": re.compile(SIZE + r" total capaci?ty|total capaci?ty of " + SIZE + r"|\bUsed \S+ of " + _XLA_SIZE + " hbm",
+                        re.I),
     "free": re.compile(r"of which " + SIZE + r" is free|" + SIZE + r" free\b", re.I),
     "allocated": re.compile(SIZE + r" (?:already allocated|is allocated by PyTorch)", re.I),
     "reserved": re.compile(SIZE + r" reserved in total by PyTorch", re.I),
@@ -50,6 +54,7 @@ _OOM = re.compile(
     r"CUSOLVER)_STATUS_ALLOC_FAILED"
     r"|\b(?:THC\w*|cuda\w*|CUDNN\w*|GPU|HIP|hip\w*)\b.{0,300}?\bout of memory\b"
     r"|OOM when allocating tensor|RESOURCE[_ ]EXHAUSTED:?\s*(?:Out of memory|Failed to allocate)"
+    r"|Ran out of memory in memory space (?:hbm|vmem)|Exceeded hbm capacity"
     r"|Out of memory error on GPU|Allocator \(GPU\w*\) ran out of memory trying to allocate"
     r"|bfc_allocator\.cc:\d+\] Ran out of memory trying to allocate"
     r"|(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate"
@@ -60,8 +65,9 @@ _OOM = re.compile(
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
 `RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB` or `RESOURCE_EXHAUSTED: Failed to allocate request
-for 3.00GiB`, ROCm's `HIP out of memory` and `hipErrorOutOfMemory`, the CUDA libraries' `*_STATUS_ALLOC_FAILED` (a
-handle or workspace that could not be allocated), TensorFlow 1's driver `cuda_driver.cc:806]
+for 3.00GiB`, and on a TPU when it compiles (`XLA:TPU compile permanent error. Ran out of memory in memory space hbm.
+Used 87.08G of 30.75G hbm`), ROCm's `HIP out of memory` and `hipErrorOutOfMemory`, the CUDA libraries'
+`*_STATUS_ALLOC_FAILED` (a handle or workspace that could not be allocated), TensorFlow 1's driver `cuda_driver.cc:806]
 failed to allocate 7.63G` (ROCm's `rocm_driver.cc`); Apple's Metal (MLX) `[METAL] Command buffer execution failed:
 Insufficient Memory`; vLLM's `No available memory for the cache blocks`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`; Apple's `MPS backend out of memory` and Intel's `XPU out of memory`
@@ -80,6 +86,8 @@ freeing its cache, which then succeeds (pytorch#193195: routine noise under vLLM
 over its --mem (SLURM_OOM): its log read as a CUDA OOM, "lower the batch size" (trial 14)."""
 _MPS = re.compile(r"MPS backend out of memory|PYTORCH_MPS_HIGH_WATERMARK_RATIO|\bMPS allocated:", re.I)
 _XPU = re.compile(r"XPU out of memory", re.I)
+_TPU = re.compile(r"XLA:TPU|memory space hbm|Exceeded hbm capacity", re.I)
+"""A TPU's memory (HBM) in XLA's words: no CUDA, none of PyTorch's allocator settings."""
 _METAL = re.compile(r"\[METAL\]|kIOGPUCommandBuffer|\[malloc_or_wait\]", re.I)
 """Apple's Metal reached outside PyTorch (MLX: `[METAL] Command buffer execution failed: Insufficient Memory`, its
 allocator's `[malloc_or_wait] Unable to allocate`): a Mac's GPU, with no CUDA and none of PyTorch's MPS settings."""
@@ -125,11 +133,12 @@ class OomReport:
 
     @property
     def device(self) -> str:
-        """"mps" (PyTorch on Apple's Metal), "metal" (Apple's Metal outside PyTorch: MLX), "xpu" (Intel's GPUs) or
+        """"mps" (PyTorch on Apple's Metal), "metal" (Apple's Metal outside PyTorch: MLX), "xpu" (Intel's GPUs), "tpu"
+        (Google's TPUs, in XLA's words) or
         "cuda" (CUDA, ROCm and the other frameworks' GPUs), from the message's words: each device has its own settings
         and tools."""
         return "mps" if _MPS.search(self.text) else "metal" if _METAL.search(self.text) else \
-            "xpu" if _XPU.search(self.text) else "cuda"
+            "xpu" if _XPU.search(self.text) else "tpu" if _TPU.search(self.text) else "cuda"
 
     @property
     def other_used(self) -> int | None:
@@ -344,10 +353,10 @@ def classify(report: OomReport) -> str:
     if report.total is None and report.allocated is not None and report.reserved_unallocated is not None and \
             report.requested is not None and report.reserved_unallocated >= max(report.requested, GIB):
         return FRAGMENTATION  # the card's total lost from the paste: the cache alone held the request, in no block
+    if report.total is not None and report.requested is not None and report.requested > report.total:
+        return FULL  # the request alone is larger than the card: no neighbour nor cache is to blame
     if report.total is None or (report.allocated is None and report.process_used is None):
         return UNKNOWN
-    if report.requested is not None and report.requested > report.total:
-        return FULL  # the request alone is larger than the card: no neighbour nor cache is to blame
     if _other_process(report):
         return OTHER_PROCESS
     if _fragmented(report):

@@ -64,8 +64,8 @@ _NEGATED = re.compile(rf"(?:\bnot|\bno|\bnever|\bwithout|n't|\bnor)\s+(?:\w+\s+)
                       rf"\bfrom\s+{TOKEN}|{TOKEN}\s*(?:-+>|→|to\s+[-+]?\.?\d)|"
                       rf"\bisnan\b|\bisinf\b|nan_to_num|float\(\s*['\"]|np\.(?:nan|inf)\b|math\.(?:nan|inf)\b",
                       re.I)
-"""A clause that says a NaN did not happen, or might: a negation (`no longer crashes with nan`, 没有出现nan, 不再是nan too), a hypothetical, a
-guard, code; or an inf that is only where a best-so-far started (Keras' `val_loss improved from inf to 0.45`,
+"""A clause that says a NaN did not happen, or might: a negation (`no longer crashes with nan`, 没有出现nan, 不再是nan
+too), a hypothetical, a guard, code; or an inf that is only where a best-so-far started (Keras' `val_loss improved from inf to 0.45`,
 `Validation loss decreased (inf --> 0.69)`)."""
 _PROGRAM = re.compile(r"\bFloatingPointError\b|\bNaN/Inf\b|\bnan or inf\b|\binf or nan\b|"
                       r"\bInvalid loss\b(?!\s*(?:function|type|name|fn|key|class))|"
@@ -89,9 +89,10 @@ class NonFinite:
     value: str  # nan, inf, -inf, non-finite
 
 
-_MARKUP = re.compile(r"`+|\*\*")
-"""Markdown's code and bold marks: an issue's prose quotes a value as `nan` or **NaN**, and the words around it are
-read the same without them (`the model is quite easy get `nan``)."""
+_MARKUP = re.compile(r"`+|\*\*|(?<![\w*])[_*](?=[A-Za-z])|(?<=[A-Za-z])[_*](?![\w*])")
+"""Markdown's code, bold and italic marks: an issue's prose quotes a value as `nan`, **NaN** or _Loss: nan_, and the
+words around it are read the same without them (`the model is quite easy get `nan``; pytorch-semseg#86's `Here comes
+that _Loss: nan_ all the time`). An underscore inside a name stays (`nan_to_num`, `loss_cls`)."""
 
 
 _LOSS_FINE = re.compile(r"\bloss(?:es)?\s+(?:is|are|was|were|looks?|seems?|stays?|remains?)\s+(?:\w+\s+)?"
@@ -115,9 +116,14 @@ def read(line: str) -> NonFinite | None:
 
 
 def _read(line: str) -> NonFinite | None:
-    if len(line) > 2000 or not _TOKEN.search(line) and not _PROGRAM.search(line):
+    if len(line) > 2000:
         return None
-    line = _MARKUP.sub("", line)
+    lowered = line.lower()
+    if "nan" not in lowered and "inf" not in lowered and "finite" not in lowered and not _PROGRAM.search(line):
+        return None  # the cheap test first: most lines of a log name no non-finite value
+    line = _MARKUP.sub("", line)  # before the token test: `_Loss: nan_` holds `nan` only once its marks are gone
+    if not _TOKEN.search(line) and not _PROGRAM.search(line):
+        return None
     keyed = _keyed(line)
     if keyed is not None:
         return keyed
@@ -216,11 +222,21 @@ unscaled (every step is skipped): the scaler's own floor is there or near (DeepS
 1e-4 before giving up)."""
 
 
+_SCALE_SMALL = re.compile(r"\b(?:loss|grad(?:ient)?)[ _]scale\s+(?:is|was|became|got)\s+(?:too\s+)?small\b"
+                          r"(?::\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?))?", re.I)
+"""A scale said to be small (icefall's `RuntimeError: grad_scale is too small, exiting` and its warning `Grad scale is
+small: 1.29e-26`), with the value where it is printed."""
+
+
 def scale_floor(line: str) -> bool:
     """fp16's loss scaler cut its scale to 1 or below (`Gradient overflow. Skipping step, loss scaler 0 reducing
-    loss scale to 0.5`, `Attempted loss scale: 2, reducing to 1`), whatever the tool's wording."""
+    loss scale to 0.5`, `Attempted loss scale: 2, reducing to 1`, `Grad scale is small: 1.29e-26`), whatever the
+    tool's wording."""
     if not _LOSS_SCALE.search(line):
         return False
+    small = _SCALE_SMALL.search(line)
+    if small is not None:
+        return small.group(1) is None or float(small.group(1)) <= FLOOR_SCALE
     m = _SCALE_TO.search(line)
     return m is not None and float(m.group(1)) <= FLOOR_SCALE
 

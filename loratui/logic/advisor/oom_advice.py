@@ -99,7 +99,7 @@ def _long_sample_advice(long_sample: tuple[int, int], r: Recipe | None, evidence
 def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
     """The OOM's numbers as short lines, after where it struck (`phase`, or "merge": a save that merged an adapter)."""
     gpu = f"GPU {report.gpu}" if report.gpu is not None else "the MPS device" if report.device == "mps" else \
-        "the Mac's GPU" if report.device == "metal" else "the GPU"
+        "the Mac's GPU" if report.device == "metal" else "the TPU" if report.device == "tpu" else "the GPU"
     rank = f"rank {report.rank}: " if report.rank is not None else ""
     where = {"eval": "during evaluation", "save": "while saving a checkpoint", "merge": "while merging the adapter in",
              "load": "while loading", "train": "in a training step"}.get(phase, "")
@@ -108,7 +108,8 @@ def _oom_evidence(report: oom.OomReport, phase: str, step: int) -> list[str]:
     if report.requested is not None:
         lines.append(f"tried to allocate {gib(report.requested)} on {gpu}")
     if report.total is not None:
-        lines.append(f"{gib(report.free)} free of {gib(report.total)} total")
+        lines.append(f"{gib(report.free)} free of {gib(report.total)} total" if report.free is not None else
+                     f"{gib(report.total)} in all")
     if report.allocated is not None:
         lines.append(f"PyTorch: {gib(report.allocated)} allocated, {gib(report.reserved_unallocated)} "
                      "reserved but unallocated")
@@ -151,7 +152,8 @@ def _other_process_advice(report: oom.OomReport, others: list[tuple[int, int]], 
 _HOLDERS = {"cuda": ("nvidia-smi lists them; kill -9 a zombie", "CUDA_VISIBLE_DEVICES"),
             "xpu": ("xpu-smi ps lists the processes on each Intel GPU", "ZE_AFFINITY_MASK"),
             "mps": ("Activity Monitor's Memory tab lists what holds the Mac's memory", ""),
-            "metal": ("Activity Monitor's Memory tab lists what holds the Mac's memory", "")}
+            "metal": ("Activity Monitor's Memory tab lists what holds the Mac's memory", ""),
+            "tpu": ("a TPU VM runs one program per TPU: find the other with `sudo lsof -w /dev/accel*`", "")}
 """Per device: what lists the processes that hold its memory, and the variable that picks another GPU (a Mac has
 one GPU, sharing the Mac's memory)."""
 
@@ -243,7 +245,7 @@ def _jump_advice(f: Finding, r: Recipe | None) -> Advice:
     return _phase_advice(phase, f.step, r, evidence, WARNING)
 
 
-DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU", "metal": "Apple GPU (Metal)"}
+DEVICE_WORD = {"cuda": "CUDA", "mps": "MPS", "xpu": "XPU", "metal": "Apple GPU (Metal)", "tpu": "TPU"}
 """The device an OOM names, as its advice's title names it (logic/oom.py's OomReport.device)."""
 
 
