@@ -127,3 +127,24 @@ def test_numbers_the_rules_judged_outrank_it(shipped: arbiter.Arbiter) -> None:
     assert arbiter.arbitrated(neighbour, [OOM], [OOM], read) == [OOM]
     found = arbiter.arbitrated(neighbour, [OOM_UNSETTLED], [OOM_UNSETTLED], read)
     assert answer_category(found) == "oom_other_process" and found[1:] == [OOM_UNSETTLED]
+
+
+def test_an_exception_read_from_its_own_line_outranks_it(shipped: arbiter.Arbiter) -> None:
+    """An exception whose printed line the rules read (its type and message) stays the answer; one only named in
+    words, or a traceback cut before its line, may still be weighed against the words."""
+    import io
+
+    from loratui.commands.doctor import diagnose_stream
+    from loratui.logic.advisor.failure import read_raised
+
+    def items(text: str) -> list[Advice]:
+        return diagnose_stream(io.BytesIO(text.encode()), "pasted")[0]
+
+    raised = items("RuntimeError: Distributed package doesn't have NCCL built in\n")
+    named = items("I get a KeyError when the trainer starts and nothing else\n")
+    assert raised[0].id == "exception" and read_raised(raised[0])
+    assert named and named[0].id == "exception" and not read_raised(named[0])
+    hang = steered(shipped, "nccl_timeout", 0.99)
+    read = reading(shipped.kinds, "nccl_timeout")
+    assert arbiter.arbitrated(hang, raised, raised, read) == raised
+    assert answer_category(arbiter.arbitrated(hang, named, named, read)) == "nccl_timeout"

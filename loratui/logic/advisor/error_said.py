@@ -99,9 +99,13 @@ def introduced_message(intro: str, line: str) -> tuple[str, str] | None:
     return f"the error quoted: \"{clip(text, 120)}\"", quoted(text)
 
 
+NAMED = "(named in the text, no traceback in it)"
+"""What the title of an exception only named in words says after its type (failure.read_raised tells the two apart)."""
+
+
 def said_advice(kind: str, line: str, step: int) -> Advice:
     """The exception the person named, with no traceback to read: name it, and ask for what says where."""
-    return Advice("exception", ERROR, f"The run failed on {kind} (named in the text, no traceback in it): the "
+    return Advice("exception", ERROR, f"The run failed on {kind} {NAMED}: the "
                   "traceback's last frames say where it was raised and with what key, attribute or value",
                   [line, "next: paste the whole traceback (python's output from 'Traceback (most recent call "
                    "last)' to the error line)"], {}, step)

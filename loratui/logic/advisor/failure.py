@@ -12,6 +12,7 @@ import re
 from loratui import events
 from loratui.logic.advisor import cuda
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic.advisor.error_said import NAMED
 from loratui.logic.advisor.oom_advice import HOST_TRAIN_MOVE
 from loratui.logic import oom_words
 from loratui.logic.fmt import clip
@@ -231,6 +232,17 @@ def _where_step(raised: Raised) -> str:
     return "read the message: it names what was expected"
 
 
+RAISED = "The run failed on "
+"""How an exception's advice title starts (exception_advice's, and error_said's for one only named in words)."""
+
+
+def read_raised(item: Advice) -> bool:
+    """Whether `item` is an exception read from its own printed line (`RuntimeError: Distributed package doesn't
+    have NCCL built in`): its type and message are the evidence, not a word model's reading of the text around them.
+    Not one only named in words (error_said), a traceback cut before its line, or a run that ended with no error."""
+    return item.id == "exception" and item.title.startswith(RAISED) and NAMED not in item.title
+
+
 def exception_advice(raised: Raised, r: Recipe | None, step: int, checkpointing: str = "") -> Advice:
     """The exception as advice: type and message, where, when, and the next step; `checkpointing` is the
     text's line that shows gradient checkpointing on (evidence for a backward with no grad_fn)."""
@@ -249,7 +261,7 @@ def exception_advice(raised: Raised, r: Recipe | None, step: int, checkpointing:
     if step_text == NO_GRAD_STEP:
         evidence += _checkpointing_evidence(r, checkpointing)
     message = clip(raised.message, 160)
-    title = f"The run failed on {raised.short_type}" + (f": {message}" if message else "") + f" -> {step_text}"
+    title = f"{RAISED}{raised.short_type}" + (f": {message}" if message else "") + f" -> {step_text}"
     return Advice("exception", ERROR, title, evidence + ["next: " + step_text], {}, step)
 
 
