@@ -30,6 +30,12 @@ def first(text: str):
      "trainer.train() starts.", "TypeError"),
     ("更新后报错 `datasets.exceptions.DatasetGenerationError: An error occurred while generating the dataset`",
      "DatasetGenerationError"),
+    # Dao-AILab/causal-conv1d (wave 59 dev): double quotes after the word error, the .so's path naming cuda
+    ("but when i run my program,it give an Error\"ImportError: /data/envs/lib/python3.10/site-packages/"
+     "causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c107WarningC1E", "ImportError"),
+    ("训练时报错“KeyError: 'input_ids'”，请问怎么解决", "KeyError"),
+    ("I always run into the following error: `triton.runtime.errors.OutOfResources: out of resource: shared memory, "
+     "Required: 663808, Hardware limit: 101376.`", "OutOfResources"),
 ])
 def test_an_exception_named_in_words_is_the_failure(line: str, kind: str) -> None:
     item = first(line + "\n")
@@ -47,6 +53,8 @@ def test_an_exception_named_in_words_is_the_failure(line: str, kind: str) -> Non
     "If you see `ValueError: too many values to unpack`, update datasets.",
     "I no longer get `KeyError: 'labels'` since 4.40.",
     "It stops with `RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB`.",
+    'I searched for "ValueError: too many values to unpack" and found nothing',
+    'It says "RuntimeError: CUDA error: device-side assert triggered" at step 40',
 ])
 def test_no_exception_said(line: str) -> None:
     assert said_raised(line) is None
@@ -74,3 +82,12 @@ def test_healthy_training_that_mentions_a_fixed_error_stays_healthy() -> None:
                       for i in range(1, 12)))
     item = first(text)
     assert item is None or item.id != "exception"
+
+
+def test_an_exception_class_from_an_errors_module_is_read_as_raised() -> None:
+    """A class named without an Error suffix, in its package's module of errors (triton's OutOfResources, dest3d and
+    mamba threads of wave 59): raised, with the move its message calls for (not the card's memory)."""
+    item = first("请问有人遇到 triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 589824, "
+                 "Hardware limit: 101376. Reducing block sizes or num_stages may help. 这个报错吗？\n")
+    assert item is not None and item.id == "exception" and "OutOfResources" in item.title
+    assert "shared memory per block" in item.title and "no traceback" not in item.title

@@ -48,12 +48,15 @@ _CALL = re.compile(r"^\s*(?:[\w\[\]., ]{1,120}?=\s*|return\s+|await\s+|yield\s+)
 """The call a frame's current line makes (`eval_loss = evaluate(model)`, `trainer.model.push_to_hub(d)`):
 the function of the next frame inward; the object it is called on names the loop in a generic call
 (`self.val_loop.run()`, `runner.test_loop.run()`)."""
+ERRORS_MODULE_TYPE = r"(?:[A-Za-z_]\w*\.){1,5}(?:errors|exc|exceptions)\.[A-Z]\w*"
+"""An exception class named without an Error suffix, in its package's module of errors (triton's
+`triton.runtime.errors.OutOfResources`, `torch._dynamo.exc.Unsupported`): the module says what it is."""
 _EXCEPTION = re.compile(
-    r"(?<![A-Za-z0-9_.`'\"*])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt))"
-    r"(?:[:：]\s*(?P<msg>.*)|\s*)$")
+    r"(?<![A-Za-z0-9_.`'\"*“‘「])(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception|Interrupt)|"
+    + ERRORS_MODULE_TYPE + r")(?:[:：]\s*(?P<msg>.*)|\s*)$")
 """An exception line: its type, and its message after a colon (a full-width one where a CJK input method typed it,
 `AttributeError：'NoneType' object ...`)."""
-_MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt")
+_MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt|\.(?:errors|exc|exceptions)\.")
 _WHOLE_QUOTE = re.compile(r"^(\s*)(\*\*|__|`)(.+)\2\s*$")
 """A line that is one markdown inline quote or bold span and nothing else (an issue's `` `RuntimeError: ...` `` or
 `**ImportError: ...**` on its own line)."""

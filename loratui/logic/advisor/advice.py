@@ -13,11 +13,15 @@ from loratui.units import GIB, MIB  # noqa: F401  (re-exported)
 ERROR, WARNING, INFO = "error", "warning", "info"
 IDS = (
     "scheduler_end", "oom_at_eval", "oom_at_save", "oom_full", "oom_fragmentation", "oom_other_process", "cuda_error",
-    "run_hung", "guard",
+    "nccl_error", "run_hung", "guard",
     "nccl_timeout", "bnb_setup", "flash_attn_unavailable", "nan_loss", "loss_diverging", "exception",
     "vram_near_limit", "memory_leak", "rank_imbalance", "loss_zero", "loss_flat", "data_starved",
 )
-"""The fixed vocabulary of advice ids, in the order of importance within one severity."""
+"""The fixed vocabulary of advice ids, in the order of importance within one severity. `nccl_error`: NCCL's own failure
+that is no timeout (`unhandled system error`, two ranks on one GPU), read from the same lines as a CUDA error."""
+FOUND_AS = {"nccl_error": "cuda_error"}
+"""Advice ids built from a finding of another id: NCCL's own failure is read where CUDA's errors are (the ranking
+finds an item's finding by it)."""
 WORKERS_MAX = 16
 
 

@@ -85,8 +85,10 @@ def setup_advice(f: Finding, line: str) -> Advice | None:
         return None
     title, evidence, cpu_build = found
     # a torch without CUDA asked for CUDA is the script's device choice or the install, not a CUDA fault (the
-    # threads settle it by a device switch or a CUDA build): an error of the script's, in the corpus' terms
-    return Advice("exception" if cpu_build else "cuda_error", ERROR, title, [line] + evidence, {}, f.step)
+    # threads settle it by a device switch or a CUDA build): an error of the script's, in the corpus' terms; two
+    # ranks on one GPU is NCCL's own failure (the launch's)
+    advice_id = "exception" if cpu_build else "nccl_error" if _DUPLICATE.search(line) else "cuda_error"
+    return Advice(advice_id, ERROR, title, [line] + evidence, {}, f.step)
 
 
 _CHECK = "python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\" " \

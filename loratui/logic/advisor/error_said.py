@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic.tracebacks import ERRORS_MODULE_TYPE
 from loratui.logic.fmt import clip, quoted
 from loratui.logic.word_gate import WordGate
 
@@ -31,8 +32,9 @@ _CANONICAL = {name.lower(): name for name in (
     "UnicodeError", "UnicodeDecodeError", "UnicodeEncodeError", "JSONDecodeError", "PicklingError",
     "ZeroDivisionError")}
 """`key error`, `keyerror`, `file not found error` as Python spells them."""
-_OWNED = re.compile(r"memory|cuda|cudnn|cublas|nccl|timeout|oom|nan\b", re.I)
-"""Types other readers own: the memory's, CUDA's, the collectives'."""
+_OWNED = re.compile(r"(?<!shared )memory|cuda|cudnn|cublas|nccl|timeout|oom|nan\b", re.I)
+"""Types other readers own: the memory's, CUDA's, the collectives'. Not a kernel's shared memory (Triton's
+`OutOfResources: out of resource: shared memory`): no memory reader reads it."""
 _GONE = re.compile(r"\b(?:no longer|not anymore|anymore|don'?t|doesn'?t|didn'?t|did not|do not|does not|never|"
                    r"used to|fixed|solved|resolved|went away|goes away|avoid\w*|prevent\w*|instead of)\b|"
                    r"\b(?:if|whether|unless|in case)\b[^.!?]{0,30}$", re.I)
@@ -48,19 +50,32 @@ def _gone_before(line: str, at: int) -> bool:
     return _GONE.search(_CLAUSE_END.split(line[:at])[-1]) is not None
 
 
-_QUOTED = re.compile(r"`\s*(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception))\s*[:：]\s*(?P<msg>[^`]{3,})`")
+_TYPE = r"(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception)|" + ERRORS_MODULE_TYPE + r")\s*[:：]\s*"
+_ANNOUNCED = re.compile(r"error|exception|\b(?:got|get|gets|getting|gives?|gave|throws?|threw|raised?|raises|"
+                        r"shows?|showed)\b|报错|错误|出错|エラー", re.I)
+"""Words just before a double-quoted exception that say the run gave it (`it give an Error"ImportError: ..."`), not
+that the person looked it up (`I searched for "ValueError: ..."`)."""
+_PATHS = re.compile(r"\S*/\S*")
+"""File paths, whose words are no subject of the error (`.../causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so`)."""
+_QUOTED = re.compile(r"`\s*" + _TYPE + r"(?P<msg>[^`]{3,})`|[\"“]\s*" + _TYPE.replace("type", "type2") +
+                     r"(?P<msg2>[^\"”]{3,})(?:[\"”]|$)")
 """An exception line quoted inside a sentence, as Python prints it (``I get this error: `TypeError: forward() got an
-unexpected keyword argument 'labels'` ``): the run raised it, as a quote on a line of its own would say."""
+unexpected keyword argument 'labels'` ``, `it give an Error"ImportError: ... undefined symbol: ..."`): the run raised
+it, as a quote on a line of its own would say. A double quote may close on the next line (a long message pasted
+whole)."""
 
 
 def said_raised(line: str) -> tuple[str, str] | None:
     """(the exception's type, the line) when the line says the run raised it, else None."""
     if len(line) > 2000 or "rror" not in line and "xception" not in line:
         return None
-    quote = _QUOTED.search(line) if "`" in line else None
-    if quote is not None and not _OWNED.search(quote.group()) and \
+    quote = _QUOTED.search(line) if "`" in line or '"' in line or "“" in line else None
+    if quote is not None and quote.group("type2") and \
+            not _ANNOUNCED.search(line[max(0, quote.start() - 40):quote.start()]):
+        quote = None  # a double quote is looser than code: only after words that say the run gave it
+    if quote is not None and not _OWNED.search(_PATHS.sub(" ", quote.group())) and \
             not _gone_before(line, quote.start()) and not _GONE_AFTER.search(_CLAUSE_END.split(line[quote.end():])[0]):
-        return quote.group("type").rsplit(".", 1)[-1], quoted(line)
+        return (quote.group("type") or quote.group("type2")).rsplit(".", 1)[-1], quoted(line)
     for found in _SAID.finditer(line) if _VERB_NEEDS.passes(line) else ():
         kind = found.group("type") or found.group("words")
         if _OWNED.search(kind):

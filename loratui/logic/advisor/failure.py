@@ -81,6 +81,12 @@ _NO_BF16 = re.compile(r"does not support bfloat16|doesn'?t support bf16|bf16 mix
                       r"supported device)", re.I)
 """The card has no bfloat16 (before Ampere: T4, V100, P100 and older), in torch's, accelerate's, transformers' and
 triton's words."""
+_SHARED_MEMORY = re.compile(r"out of resource: shared memory", re.I)
+"""Triton's kernel asking more on-chip shared memory per block than this GPU has (`OutOfResources: out of resource:
+shared memory, Required: 663808, Hardware limit: 101376`): not the card's memory, so a smaller batch does not help."""
+SHARED_MEMORY_STEP = ("a Triton kernel needs more shared memory per block than this GPU has (not its VRAM: a smaller "
+                      "batch does not help): smaller block sizes or num_stages in the kernel's config, a smaller head "
+                      "dimension, or a GPU with more shared memory per block (A100, H100)")
 NO_BF16_STEP = ("this GPU has no bfloat16 (cards before Ampere: T4, V100, P100): train in fp16 (bf16 = false, "
                 "fp16 = true; 4-bit compute dtype float16) or fp32")
 
@@ -110,6 +116,8 @@ def next_step(raised: Raised, r: Recipe | None) -> str:
         return LOOKUP_STEP
     if _NO_BF16.search(message):
         return NO_BF16_STEP
+    if _SHARED_MEMORY.search(message):
+        return SHARED_MEMORY_STEP
     if cuda.NO_GPU.search(message):
         return "this torch cannot see a GPU: install a CUDA build of torch for this driver, or check nvidia-smi"
     unexpected = _UNEXPECTED.search(message)

@@ -281,7 +281,7 @@ def _nccl_advice(f: Finding, line: str) -> Advice:
     """A collective timed out or NCCL failed: one rank stalled, died or went its own way."""
     evidence = [line, "one rank stopped joining collectives: find the first error in the other ranks' output",
                 "work done by one rank alone (uneven data, eval or save on rank 0 only) trips the same timeout"]
-    return Advice("cuda_error", ERROR, "NCCL failed: rerun with NCCL_DEBUG=INFO",
+    return Advice("nccl_error", ERROR, "NCCL failed: rerun with NCCL_DEBUG=INFO",
                   evidence, {"env.NCCL_DEBUG": "INFO"}, f.step)
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from loratui.logic import oom, oom_words
 from loratui.logic.advisor import root, said
-from loratui.logic.advisor.advice import _SEVERITY_RANK, IDS, INFO, Advice, Finding
+from loratui.logic.advisor.advice import _SEVERITY_RANK, FOUND_AS, IDS, INFO, Advice, Finding
 from loratui.logic.clauses import sentences
 from loratui.logic.tracebacks import Raised
 
@@ -77,13 +77,14 @@ def order(built: list[Advice], found: dict[str, Finding], seen: Seen,
           failure: Callable[[], list[Advice]]) -> list[Advice]:
     """The advice most direct first (the ladder above). `failure` builds the run's exception item, asked for only
     when the ladder puts an exception first that was not built (a specific error hid it)."""
-    noted = [root.went_on(a, found.get(a.id), seen.step, seen.failed) for a in built]  # rung 4: went on past it
+    noted = [root.went_on(a, found.get(FOUND_AS.get(a.id, a.id)), seen.step, seen.failed)  # rung 4: went on past it
+             for a in built]
     went_past = {a.id for a, was in zip(noted, built) if a is not was}
     # a note that nothing failed there comes after every finding of its severity (a GPU that waits for data)
     built = sorted(noted, key=lambda a: (_SEVERITY_RANK[a.severity], a.id in went_past, *key(a)[1:]))
     built = root.interrupted(built, seen.raised)  # rung 4: someone stopped it by hand
     lead = root.first_root(found, seen.raised, seen.raised_count) if not seen.oom_leads else ""  # rung 1
-    if any(a.id == lead and a.severity == INFO for a in built):
+    if any(FOUND_AS.get(a.id, a.id) == lead and a.severity == INFO for a in built):
         lead = ""  # a note (torch's SDPA build, a warning trained past) is no root cause to lead with
     if lead == "exception" and not any(a.id == "exception" for a in built):
         built += [a for a in failure() if a.id == "exception"]

@@ -16,7 +16,7 @@ import re
 
 from dataclasses import replace
 
-from loratui.logic.advisor.advice import INFO, Advice, Finding
+from loratui.logic.advisor.advice import FOUND_AS, INFO, Advice, Finding
 from loratui.logic.tracebacks import WRAPPERS, Raised
 from loratui.logic.fmt import quoted
 
@@ -178,7 +178,7 @@ def went_on(advice: Advice, finding: Finding | None, step: int, failed: bool) ->
 def lead_with(items: list[Advice], root: str, found: dict[str, Finding] | None = None) -> list[Advice]:
     """The advice with the root's item first (the rest keep their order); when a distributed consequence came
     after it, the root's evidence says so."""
-    lead = [a for a in items if a.id == root][:1]
+    lead = [a for a in items if FOUND_AS.get(a.id, a.id) == root][:1]
     rest = [a for a in items if a not in lead]
     found = found or {}
     after = [f for f in found.values() if f.id != root and is_consequence(f)]
