@@ -210,7 +210,10 @@ def test_a_second_trainer_suspended_resumes_where_it_stopped(model_dir: Path, wa
 
 def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_dir: Path, watch_dir: Path,
                                                                            tmp_path: Path) -> None:
-    viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out-b", 8, "--lora-dropout", "0"))
+    # 24 steps, not 8: on a loaded 2-core box this test saw step 2 late, and the run had finished its 8 steps before
+    # the suspend reached it ("the trainer is not running"); the suspend must land while steps remain
+    steps = 24
+    viewer = _start(watch_dir, *_seed(model_dir, tmp_path / "out-b", steps, "--lora-dropout", "0"))
     run = _run(watch_dir)
     _wait_step(run, 2)
     control.send(run / "control.sock", "pause")
@@ -230,11 +233,11 @@ def test_seed_script_pauses_suspends_and_resumes_on_the_same_loss_curve(model_di
     assert len(kinds(run, "train_begin")) == 2
     straight = watch_dir / "straight"  # the same script, never interrupted
     reference = loratui("run", "--headless", "--runs-dir", str(straight), "--",
-                        *_seed(model_dir, tmp_path / "out-a", 8, "--lora-dropout", "0"), timeout=900, env=ENV)
+                        *_seed(model_dir, tmp_path / "out-a", steps, "--lora-dropout", "0"), timeout=900, env=ENV)
     assert reference.returncode == 0, reference.stdout[-2000:]
     a, b = _losses(only_run(straight)), _losses(run)
-    assert sorted(b) == list(range(1, 9))
-    for step in range(1, 9):  # bit-identical on this box, now that the script seeds before get_peft_model
+    assert sorted(b) == list(range(1, steps + 1))
+    for step in range(1, steps + 1):  # bit-identical on this box, now that the script seeds before get_peft_model
         assert b[step] == pytest.approx(a[step], rel=1e-3), step
     assert tokens_by_step(run) == tokens_by_step(only_run(straight))  # the run's count goes on across lives
 
