@@ -104,7 +104,7 @@ _STATED = (
     (_ORDINAL, "CUDA error: a device index beyond the visible GPUs: check CUDA_VISIBLE_DEVICES and the device "
                "numbers the script asks for (cuda:N, --gpus, local_rank)",
      ("with CUDA_VISIBLE_DEVICES set, the visible GPUs are numbered from 0", _CHECK)),
-    (_DUPLICATE, "CUDA error: two ranks use the same GPU (NCCL: Duplicate GPU detected): give each rank its own "
+    (_DUPLICATE, "NCCL error: two ranks use the same GPU (Duplicate GPU detected): give each rank its own "
                  "device (torch.cuda.set_device(local_rank) before init_process_group), launch no more processes "
                  "than GPUs", ("a device fixed in the script (cuda:0), or a CUDA_VISIBLE_DEVICES that lists fewer "
                                "GPUs than --nproc_per_node, puts every rank on one card",)),

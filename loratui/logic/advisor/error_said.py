@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from loratui.logic.advisor.advice import ERROR, Advice
-from loratui.logic.tracebacks import ERRORS_MODULE_TYPE
 from loratui.logic.fmt import clip, quoted
+from loratui.logic.tracebacks import ERRORS_MODULE_TYPE
 from loratui.logic.word_gate import WordGate
 
 _VERB = (r"(?:get|gets|got|getting|throws?|threw|thrown|throwing|raises?|raised|raising|hits?|hitting|"
