@@ -687,3 +687,37 @@ def test_live_lines_come_back_in_order_each_once() -> None:
     lines = ["0: a", "1: b", "0: c", "1: d"]  # tasks interleaved: no one tag is most lines'
     ready = [text for line in lines for text, _ in prefix.live(line)] + [text for text, _ in prefix.flush()]
     assert ready == lines
+
+
+# -- the exception line right after the frames, whatever its class is called ----------------------------------------
+
+_FRAMES = ('Traceback (most recent call last):\n  File "prep.py", line 9, in <module>\n'
+           '    ds = load_dataset("json", data_files="d.json")\n')
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    ("pyarrow.lib.ArrowInvalid: JSON parse error: Missing a name for object member. in row 0", "ArrowInvalid"),
+    ("concurrent.futures.process.BrokenProcessPool: A process in the process pool was terminated abruptly",
+     "BrokenProcessPool"),
+    ("triton.runtime.autotuner.OutOfResources: out of resource: shared memory, Required: 663808, Hardware limit: "
+     "101376.", "OutOfResources"),
+    ("StopIteration: no batch left", "StopIteration"),
+])
+@pytest.mark.parametrize("carets", ["", "         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"])
+def test_the_line_after_the_frames_is_the_exception_whatever_its_class(line: str, kind: str, carets: str) -> None:
+    scanner = tracebacks.TraceScanner()
+    for text in (_FRAMES + carets + line).splitlines():
+        scanner.line(text)
+    assert scanner.first is not None and scanner.first.short_type == kind and not scanner.cut
+
+
+@pytest.mark.parametrize("after", [
+    "UserWarning: the loader is slow",  # a warning printed after a traceback is no exception
+    "Killed",
+    "Saving checkpoint\nTrainingArguments: output_dir=out",  # not the line right after the frames
+])
+def test_other_lines_after_the_frames_are_no_exception(after: str) -> None:
+    scanner = tracebacks.TraceScanner()
+    for text in (_FRAMES + after).splitlines():
+        scanner.line(text)
+    assert scanner.first is None and scanner.cut

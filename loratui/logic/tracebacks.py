@@ -57,6 +57,13 @@ _EXCEPTION = re.compile(
 """An exception line: its type, and its message after a colon (a full-width one where a CJK input method typed it,
 `AttributeError：'NoneType' object ...`)."""
 _MAYBE_RAISED = re.compile(r"Error|Exception|Interrupt|\.(?:errors|exc|exceptions)\.")
+_AFTER_FRAMES = re.compile(r"(?P<type>(?:[A-Za-z_]\w*\.)+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*)"
+                           r"(?::\s*(?P<msg>.*)|\s*)$")
+"""What Python prints at the margin right after a traceback's frames is the exception, whatever its class is called
+(`triton.runtime.autotuner.OutOfResources: out of resource: ...`, `pyarrow.lib.ArrowInvalid: JSON parse error`,
+`BrokenProcessPool: A process in the process pool was terminated abruptly`): a dotted class, or a CamelCase one."""
+_CARETS = re.compile(r"\s*[~^]+\s*$")
+"""Python 3.11's markers under a frame's code (`~~~~^^^^`): between the last frame and the exception line."""
 _WHOLE_QUOTE = re.compile(r"^(\s*)(\*\*|__|`)(.+)\2\s*$")
 """A line that is one markdown inline quote or bold span and nothing else (an issue's `` `RuntimeError: ...` `` or
 `**ImportError: ...**` on its own line)."""
@@ -299,6 +306,7 @@ class TraceScanner:
     writes_out: str = ""  # the words in the traceback's own code that merge, save or export the model (a script's
     # name, a cell's code or comment), '' when none
     _entry_open: bool = True  # no frame of the program's own yet in this traceback: the next one is its entry script
+    _framed: bool = False  # the line before was a frame or its code: the next line at the margin is the exception
     ignoring: int = 0  # 1: Python said it ignored the exception printed next; 2: inside that traceback
 
     def line(self, raw: str) -> None:
@@ -327,13 +335,13 @@ class TraceScanner:
         if getattr(self, "ignoring", 0):
             self._ignored(text)
             return
-        if self._frame(text, raw):
+        if self._frame(text, raw) or self.frames and self._current_line(text):
+            self._framed = True
             return
-        if self.frames and self._current_line(text):
+        if self.frames and (self._context_line(text) or _CARETS.match(text)):
             return
-        if self.frames and self._context_line(text):
-            return
-        self._exception_line(text, raw, indent)
+        framed, self._framed = getattr(self, "_framed", False), False  # getattr: a scanner pickled before it
+        self._exception_line(text, raw, indent, framed)
 
     def _frame(self, text: str, raw: str) -> bool:
         """A frame line in any dialect (plain, cut, rich, IPython, a Jupyter cell): True when the line was one."""
@@ -362,14 +370,19 @@ class TraceScanner:
         self._code_next = frame is not None and frame.re in (_FRAME, _CUT_FRAME)
         return True
 
-    def _exception_line(self, text: str, raw: str, indent: int) -> None:
+    def _exception_line(self, text: str, raw: str, indent: int, framed: bool = False) -> None:
         """The exception's line at the traceback's margin (not a code line indented past it, not a chained one);
-        a retried one clears the frames."""
+        a retried one clears the frames. Right after the frames (`framed`) any class name is one."""
         # with no header, the margin is the paste's least indentation, and a line one space in is a paste's stray
         # space (` **ImportError: ...**` under a sentence), not a code line (those sit four spaces in)
         margin = self._header_indent if self._header_indent >= 0 else self._min_indent + 1
-        if not _MAYBE_RAISED.search(text) or indent > margin or _CHAINED.search(text):
+        if indent > margin or _CHAINED.search(text):
             return  # indented past the traceback's margin: a code line, not the exception
+        if not _MAYBE_RAISED.search(text):
+            after = _AFTER_FRAMES.match(text.strip()) if framed and self.frames else None
+            if after is not None and not after.group("type").endswith("Warning"):
+                self._raised(after.group("type"), (after.group("msg") or "").strip(), raw.strip())
+            return
         found = _EXCEPTION.search(text)
         if found and found.group("msg") and _RETRIED.search(found.group("msg")):
             self.frames.clear()  # the program tries again: not what stopped the run, and no cut traceback
