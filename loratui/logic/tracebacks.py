@@ -340,7 +340,7 @@ class TraceScanner:
             return
         if self.frames and (self._context_line(text) or _CARETS.match(text)):
             return
-        framed, self._framed = getattr(self, "_framed", False), False  # getattr: a scanner pickled before it
+        framed, self._framed = self._framed, False  # a scanner pickled before it reads the class's default
         self._exception_line(text, raw, indent, framed)
 
     def _frame(self, text: str, raw: str) -> bool:
@@ -376,12 +376,14 @@ class TraceScanner:
         # with no header, the margin is the paste's least indentation, and a line one space in is a paste's stray
         # space (` **ImportError: ...**` under a sentence), not a code line (those sit four spaces in)
         margin = self._header_indent if self._header_indent >= 0 else self._min_indent + 1
-        if indent > margin or _CHAINED.search(text):
+        if indent > margin:
             return  # indented past the traceback's margin: a code line, not the exception
-        if not _MAYBE_RAISED.search(text):
+        if not _MAYBE_RAISED.search(text):  # the cheap test first: most lines name no exception
             after = _AFTER_FRAMES.match(text.strip()) if framed and self.frames else None
             if after is not None and not after.group("type").endswith("Warning"):
                 self._raised(after.group("type"), (after.group("msg") or "").strip(), raw.strip())
+            return
+        if _CHAINED.search(text):
             return
         found = _EXCEPTION.search(text)
         if found and found.group("msg") and _RETRIED.search(found.group("msg")):
