@@ -50,14 +50,18 @@ def _gone_before(line: str, at: int) -> bool:
     return _GONE.search(_CLAUSE_END.split(line[:at])[-1]) is not None
 
 
-_TYPE = r"(?P<type>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w*(?:Error|Exception)|" + ERRORS_MODULE_TYPE + r")\s*[:：]\s*"
+def _typed(group: str) -> str:
+    """An exception's type (named `group`) and the colon after it, as Python prints them."""
+    return rf"(?P<{group}>(?:[A-Za-z_]\w*\.){{0,6}}[A-Z]\w*(?:Error|Exception)|{ERRORS_MODULE_TYPE})\s*[:：]\s*"
+
+
 _ANNOUNCED = re.compile(r"error|exception|\b(?:got|get|gets|getting|gives?|gave|throws?|threw|raised?|raises|"
                         r"shows?|showed)\b|报错|错误|出错|エラー", re.I)
 """Words just before a double-quoted exception that say the run gave it (`it give an Error"ImportError: ..."`), not
 that the person looked it up (`I searched for "ValueError: ..."`)."""
 _PATHS = re.compile(r"\S*/\S*")
 """File paths, whose words are no subject of the error (`.../causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so`)."""
-_QUOTED = re.compile(r"`\s*" + _TYPE + r"(?P<msg>[^`]{3,})`|[\"“]\s*" + _TYPE.replace("type", "type2") +
+_QUOTED = re.compile(r"`\s*" + _typed("type") + r"(?P<msg>[^`]{3,})`|[\"“]\s*" + _typed("type2") +
                      r"(?P<msg2>[^\"”]{3,})(?:[\"”]|$)")
 """An exception line quoted inside a sentence, as Python prints it (``I get this error: `TypeError: forward() got an
 unexpected keyword argument 'labels'` ``, `it give an Error"ImportError: ... undefined symbol: ..."`): the run raised
