@@ -13,6 +13,7 @@ from loratui.logic.advisor.advice import Finding
 from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.gpu_count_words import SEVERAL_GPUS
+from loratui.logic.advisor.died import process_died
 from loratui.logic.advisor.error_said import introduced_message, introduces_error, said_raised
 from loratui.logic.advisor.prep_timeout import PrepTimeout
 from loratui.logic.advisor.prep_words import BAR, prep_bar
@@ -180,6 +181,8 @@ class TextWatch:
     prep_timeout: PrepTimeout = field(default_factory=PrepTimeout)  # a rank preparing data past the timeout, in words
     error_said: tuple[str, str] | None = None  # an exception the person named in words (its type, the line)
     error_intro: str = ""  # the person's line introducing an error's message, until the next line
+    died: tuple[str, str] | None = None  # the first line where the OS, a shell or a launcher ended a process (the
+    # line, the next step): `Illegal instruction (core dumped)`, `bad interpreter`, `srun: error: ...`
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
@@ -230,6 +233,8 @@ class TextWatch:
             self.prep_line = quoted(line)
         found += self.starve.line(line, step)
         self._error_words(line)
+        if self.died is None:
+            self.died = process_died(line)
         if ("atch" in line or "bs" in lowered or "BATCH" in line) and not getattr(self, "batch_one", "") and \
                 BATCH_ONE.search(line) and not _BATCH_ONE_WORKS.search(line) and not _BATCH_OTHER.search(line):
             self.batch_one = quoted(line)  # getattr: a text watch pickled in an older events.idx
