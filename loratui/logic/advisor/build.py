@@ -121,7 +121,8 @@ def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
 def _said_rise_ran_away(adv: Advisor) -> None:
     """A rise in words, then a NaN in the log: the NaN is where the rise ran to, as for a measured rise."""
     rose, nan = adv.found.get("loss_diverging"), adv.found.get("nan_loss")
-    if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
+    if rose is not None and rose.facts.get("kind") == "said" and nan is not None and \
+            not rank.NAN_WORD.search(str(rose.facts.get("quote", ""))):
         rose.facts.setdefault("nan_step", nan.step)
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
 
