@@ -82,11 +82,13 @@ def test_an_errors_message_stops_at_the_blank_line_before_the_persons_question()
 
 
 def test_a_rise_that_ran_into_nan_in_words_names_no_step_zero() -> None:
-    """A paste with no step numbers said `then loss became nan at step 0`: step 0 is no step there."""
+    """A paste with no step numbers said `then loss became nan at step 0`: step 0 is no step there. A NaN said in the
+    rise's own sentence leads (`diverges to NaN`: threads settle on the NaN, 16 dev records against 1 in the
+    twenty-third session); the rise stays below it."""
     items = _items("While training the autoencoder the loss keeps getting bigger and finally becomes nan.\n")
-    (item,) = [i for i in items if i.id == "loss_diverging"]
-    assert any("became nan" in line for line in item.evidence), item.evidence
-    assert not any("step 0" in line for line in item.evidence), item.evidence
+    assert [i.id for i in items][:2] == ["nan_loss", "loss_diverging"], [i.id for i in items]
+    for item in items:
+        assert not any("step 0" in line for line in item.evidence), item.evidence
 
 
 def test_an_introduced_errors_evidence_is_its_message_not_the_introduction() -> None:

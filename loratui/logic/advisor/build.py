@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from loratui import events
 from loratui.logic import oom, oom_holders, oom_start, oom_tables, series
 from loratui.logic.advisor import bnb_text, error_said, flash_raised, loss_words, rank
+from loratui.logic.advisor.died import died_advice
 from loratui.logic.advisor.advice import ERROR, GIB, Advice, Finding
 from loratui.logic.advisor.failure import (
     cut_traceback_advice,
@@ -120,7 +121,8 @@ def _findings_built(adv: Advisor, built: list[Advice]) -> list[Advice]:
 def _said_rise_ran_away(adv: Advisor) -> None:
     """A rise in words, then a NaN in the log: the NaN is where the rise ran to, as for a measured rise."""
     rose, nan = adv.found.get("loss_diverging"), adv.found.get("nan_loss")
-    if rose is not None and rose.facts.get("kind") == "said" and nan is not None:
+    if rose is not None and rose.facts.get("kind") == "said" and nan is not None and \
+            not rank.NAN_WORD.search(str(rose.facts.get("quote", ""))):
         rose.facts.setdefault("nan_step", nan.step)
         rose.facts.setdefault("nan_what", nan.facts.get("what", "loss"))
 
@@ -267,6 +269,8 @@ def failure(adv: Advisor) -> list[Advice]:
     said = getattr(adv.text, "error_said", None)  # getattr: a text watch pickled in an older events.idx
     if said is not None and adv.pasted:
         return [error_said.said_advice(*said, step)]
+    if adv.text.died is not None and adv.pasted:  # a line the OS, a shell or a launcher printed as it ended a process
+        return [died_advice(*adv.text.died, step)]
     if adv.end is not None:
         return [ended_advice(adv.end, list(adv.tail), "command" if adv.spoken is not None else "trainer")]
     return []

@@ -22,6 +22,8 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
     verb = "timed out" if facts.get("timed_out", True) else "failed"  # `store->get('0') got error`, cut short
     if facts.get("hang"):
         return _hang_advice(f, r)
+    if facts.get("unreached"):
+        return _unreached_advice(f, after)
     if facts.get("arrived"):
         return _barrier_advice(f)
     if prep[0]:
@@ -46,6 +48,23 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
                       evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
     return Advice("nccl_timeout", ERROR, f"{what} {verb}{after}: one rank fell behind or died",
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
+
+
+def _unreached_advice(f: Finding, after: str) -> Advice:
+    """A rank that never reached the others: c10d's client could not connect to the rendezvous store, or JAX's TPU
+    backend waited for hosts that never started the program. No collective ran; the network or the launch is at fault,
+    not a rank that fell behind."""
+    if f.facts["unreached"] == "tpu":
+        return Advice("nccl_timeout", ERROR, "JAX's TPU backend is waiting for the pod's other hosts: start the same "
+                      "program on every host of the slice at once (gcloud compute tpus tpu-vm ssh NAME --worker=all "
+                      "--command ...)", [f.facts["line"], "a multi-host TPU slice starts only when every host runs "
+                      "the program; one host alone waits for the others"], {}, f.step)
+    return Advice("nccl_timeout", ERROR, f"A rank could not reach the ranks' rendezvous (c10d store){after}: check "
+                  "that every node reaches MASTER_ADDR:MASTER_PORT (or --rdzv-endpoint), e.g. nc -zv ADDR PORT from "
+                  "each node, that no firewall blocks it, and that the rank-0 node was started",
+                  [f.facts["line"], "no collective ran: the connection to the store itself timed out",
+                   "on several nodes, MASTER_ADDR must be the rank-0 node's address as the others see it, not "
+                   "localhost"], {}, f.step)
 
 
 def _barrier_advice(f: Finding) -> Advice:

@@ -139,9 +139,9 @@ _LOSS_NAMED = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+[_ ])?loss(?:es)?(?![A-Za
                          r"perplexity|accuracy|损失|准确率", re.IGNORECASE)
 """The loss (or a metric) named, also where its letters touch Chinese characters (`训练时loss卡住不降`: no word boundary
 stands between 时 and l, both word characters)."""
-_NAN_WORD = re.compile(r"\b(?:nan|inf|non-?finite)\b", re.IGNORECASE)
+NAN_WORD = re.compile(r"\b(?:nan|inf|non-?finite)s?\b", re.IGNORECASE)
 _READERS: dict[str, Callable[[str], bool]] = {
-    "nan_loss": lambda part: _NAN_WORD.search(part) is not None,
+    "nan_loss": lambda part: NAN_WORD.search(part) is not None,
     "loss_flat": lambda part: said.flat_said(part, 0) is not None,
     "loss_zero": lambda part: said.flat_said(part, 0) is not None,
     "loss_diverging": lambda part: said.rise_said(part, 0) is not None,

@@ -13,6 +13,7 @@ from loratui.logic.advisor.advice import Finding
 from loratui.logic.advisor import nan_text
 from loratui.logic.advisor.bnb_text import BnbSetup
 from loratui.logic.advisor.gpu_count_words import SEVERAL_GPUS
+from loratui.logic.advisor.died import process_died
 from loratui.logic.advisor.error_said import introduced_message, introduces_error, said_raised
 from loratui.logic.advisor.prep_timeout import PrepTimeout
 from loratui.logic.advisor.prep_words import BAR, prep_bar
@@ -45,16 +46,22 @@ _NCCL_TIMEOUT = re.compile(
     r"RendezvousTimeoutError|watchdog got stuck for \d+ seconds|"
     r"\bwatchdog\b(?!.*?(?:CUDA error|device-side assert|illegal memory|with exception))"
     r".{0,80}?\b(?:kill\w*|abort\w*|terminat\w*|tim(?:ed|es) ?out|timeout)\b|"
-    r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")",
+    r"(?:" + _DISTRIBUTED + r").{0,300}?" + _TIMED_OUT + "|" + _TIMED_OUT + r".{0,300}?(?:" + _DISTRIBUTED + r")|"
+    r"(?P<connect>connect\(\) timed out\. Original timeout was)|"
+    r"(?P<hosts>backend initiali[sz]ation is taking more than [\d.]+ seconds\. Did you run your code on all TPU hosts)",
     re.I)
 """A collective, the rendezvous store or a barrier that timed out, in any layer's words: NCCL's watchdog, c10d's
 socket wait (`waitForInput: socket ... timed out after 1800000ms`), the store (`store->get('0') got error: Socket
-Timeout`, `DistStoreError: Timed out after 1801 seconds waiting for clients`), a store-based barrier."""
+Timeout`, `DistStoreError: Timed out after 1801 seconds waiting for clients`), a store-based barrier; a rank that
+could not reach the store at all (c10d's `connect() timed out. Original timeout was 900000 ms.`), and JAX's TPU pod
+whose hosts did not all start (`TPU backend initialization is taking more than 60.0 seconds. Did you run your code on
+all TPU hosts?`)."""
 _WARDED = re.compile(r"\b(?:avoid\w*|prevent\w*|in case of|against|increas\w*|rais(?:e|es|ed|ing)|extend\w*|"
                      r"longer|if|whether)\b[^.!?;]{0,40}$|避免|防止|如果", re.I)
 """Words before the timeout that ward it off or suppose it (`setting ddp_timeout to 18000 to avoid NCCL timeout`,
 `increase the NCCL timeout`): a precaution, not a timeout that happened."""
-_NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
+_NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier", "original timeout",
+               "tpu hosts",
                "collective", "watchdog")
 _HANG_SAID = re.compile(r"(?<![A-Za-z])(?:hangs?|hanging|hung|stucks?|freez[A-Za-z]*|frozen|gets? no further|no progress)"
                         r"(?![A-Za-z])|卡住|卡死|不动|挂起|死锁", re.I)
@@ -83,7 +90,8 @@ _DIST_SETUP = re.compile(r"^\W{0,8}(?:Initiali[sz]ing (?:torch\.)?distributed\b|
 """A program's line that its ranks set up their group (tacotron2's and Lightning's `Initializing distributed`): a hang
 said after it, with no other work named, is the ranks' (NVIDIA/tacotron2#64: a stale rendezvous file)."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
-_AFTER = re.compile(r"(?:timed out|timeout) after (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)", re.I)
+_AFTER = re.compile(r"(?:(?:timed out|timeout) after|Original timeout was) (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)",
+                    re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
 """The ranks' meeting point rather than a collective: a rank never arrived to set up the group."""
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
@@ -180,6 +188,8 @@ class TextWatch:
     prep_timeout: PrepTimeout = field(default_factory=PrepTimeout)  # a rank preparing data past the timeout, in words
     error_said: tuple[str, str] | None = None  # an exception the person named in words (its type, the line)
     error_intro: str = ""  # the person's line introducing an error's message, until the next line
+    died: tuple[str, str] | None = None  # the first line where the OS, a shell or a launcher ended a process (the
+    # line, the next step): `Illegal instruction (core dumped)`, `bad interpreter`, `srun: error: ...`
     scale_line: str = ""  # the first fp16 loss-scale message: the run is fp16
     nccl_lines: int = 0
     nccl_ranks: set[int] = field(default_factory=set)
@@ -214,8 +224,8 @@ class TextWatch:
         if "NCCL INFO" in line or "hang" in lowered or "stuck" in lowered or "freez" in lowered or "卡" in line or \
                 "nitializ" in line:
             found += self._nccl_hang(line, step)
-        if ("time" in lowered or "store->get" in line or "stuck" in lowered or "超时" in line or "watchdog" in lowered) and \
-                any(word in lowered for word in _NCCL_WORDS):
+        if ("time" in lowered or "store->get" in line or "stuck" in lowered or "超时" in line or "watchdog" in lowered or
+                "tpu hosts" in lowered) and any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
@@ -230,6 +240,8 @@ class TextWatch:
             self.prep_line = quoted(line)
         found += self.starve.line(line, step)
         self._error_words(line)
+        if self.died is None:
+            self.died = process_died(line)
         if ("atch" in line or "bs" in lowered or "BATCH" in line) and not getattr(self, "batch_one", "") and \
                 BATCH_ONE.search(line) and not _BATCH_ONE_WORKS.search(line) and not _BATCH_OTHER.search(line):
             self.batch_one = quoted(line)  # getattr: a text watch pickled in an older events.idx
@@ -426,10 +438,12 @@ class TextWatch:
         timeout_ms = int(fields.group(2)) if fields else 0
         if after:
             timeout_ms = int(float(after.group(1)) * (1 if after.group(2).startswith("m") else 1000))
-        store = fields is None and _STORE.search(line) is not None
+        store = fields is None and (_STORE.search(line) is not None or found.group("connect") is not None)
         facts = {"line": quoted(line, 400), "op": fields.group(1) if fields else "rendezvous" if store else "",
                  "timed_out": fields is not None or re.search(_TIMED_OUT, line, re.I) is not None,
                  "timeout_ms": timeout_ms, "ran_ms": int(fields.group(3)) if fields and fields.group(3) else 0}
+        if found.group("connect") or found.group("hosts"):  # a rank that never reached the others: no collective ran
+            facts["unreached"] = "tpu" if found.group("hosts") else "store"
         return [Finding("nccl_timeout", step, facts)]
 
 
