@@ -152,6 +152,8 @@ FLAT = [
     "after I installed peft 0.10 the training shows no progress at all",  # an install named, training too
     "the gradients are None for the LoRA weights",
     "the optimizer doesn't update the weights",
+    # VideoMAE (wave 66 dev): the adjective before the noun
+    "I have tried different learning rates, but all of them leads to constant losses.",
     "learning rate stays at 0 for the whole run",
     "loss一直在0.69左右徘徊",
     "损失一直降不下来",
@@ -366,6 +368,8 @@ OVERFIT = [
 ]
 
 QUIET = [
+    "we train with a constant loss scale of 1024",  # fp16's scaler, not a loss that stands
+    "the model uses a constant loss weight of 0.5 for the auxiliary head",
     # a validation loss that stays is no overfitting said, and neither is one beside a metric that improves
     "validation loss stays at 0.5 while train loss falls",
     "while the validation loss is increasing after a while, the WER keeps decreasing. Is my model overfitting?",

@@ -14,6 +14,7 @@ ZERO = [
     "my loss is 0.0 from the first step\n",
     "loss: 0 all the time\n",
     "the train loss shows 0.0 after the first step\n",
+    "the loss is equal to zero after 100 steps\n",
     "Training loss reads 0.0000 in the progress bar from step 1.\n",
     "The loss is stuck at 0 and the model learns nothing.\n",
     "the loss is 0.0 all the time, is my data wrong?\n",

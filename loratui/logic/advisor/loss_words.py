@@ -125,7 +125,7 @@ _RISE = (r"(?:never|not|n't|no|doesn't|didn't|does not|did not)\s+(?:recover\w*|
          r"올라(?:가|갑|갔)|증가|커지|커졌|발산|폭발")
 _ZERO = (r"(?:is|are|was|were|becomes?|became|goes to|went to|drops? to|dropped to|falls? to|fell to|turns? (?:in)?to|"
          r"turned (?:in)?to|reach(?:es|ed)?|equals?|always|stays?(?: at)?|remains?(?: at)?|all)\s+"
-         r"(?:(?:exactly|always|just|constantly|consistently|still|permanently|both|all)\s+)?"
+         r"(?:(?:exactly|always|just|constantly|consistently|still|permanently|both|all)\s+)?(?:equal to\s+)?"
          r"(?:0(?:\.0+)?|zero|zeros|zeroes)(?!\.?\d|[A-Za-z])|(?:is|are|was|were)\s+(?:all\s+|always\s+)?(?-i:None)\b|"
          r"(?:一直|始终|都|就)?(?:变成了?|变为|为|是|等于|降到|降为|到)\s*0(?![.\d])|"
          # what the screen or the log is said to show: a printed 0 (`the train loss shows 0.0 after the first step`)
@@ -629,10 +629,13 @@ _STANDSTILL = re.compile(
     r"(?:same|majority|one|a single|first|last|class|label|0|1|zeros?|ones?)\b|"
     r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?updat\w*\s+(?:the\s+|any\s+|my\s+)?(?:weights|param\w*|model|adapter)|"
     r"(?<!with )\b(?:no|without(?: any)?)\s+(?:sign of\s+|real\s+)?(?:convergence|learning|improvement|"
-    r"progress(?!" + _WALL_TIME + r"))\b(?!\s+(?:signal|rate))",
+    r"progress(?!" + _WALL_TIME + r"))\b(?!\s+(?:signal|rate))|"
+    r"\b(?:constant|stagnant|unchanging)\s+(?:(?:train(?:ing)?|val(?:idation)?|eval)\s+)?loss(?:es)?\b"
+    r"(?![\s_-]*(?:scal|weight|coef|function|term))",
     re.I)
 """With no subject read: a classifier said to answer one class (`it always predicts the majority class`), an
-update said not to happen (`the optimizer doesn't update the weights`). Not `no progress` over wall time (`no
+update said not to happen (`the optimizer doesn't update the weights`), a loss named constant before its noun
+(`all of them lead to constant losses`). Not `no progress` over wall time (`no
 progress for an hour`): a run that does not advance, a hang, not a loss that stands still."""
 _NOT_TRAINING = re.compile(r"\bBuilding wheel|\bsetup\.py\b|\bpip install\b|\b(?:compil|install|download|upload)\w*|"
                            r"编译|安装|下载", re.I)
