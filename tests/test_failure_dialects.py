@@ -721,3 +721,33 @@ def test_other_lines_after_the_frames_are_no_exception(after: str) -> None:
     for text in (_FRAMES + after).splitlines():
         scanner.line(text)
     assert scanner.first is None and scanner.cut
+
+
+# -- a notebook's traceback cut before its last line ----------------------------------------------------
+
+# segmentation_models with Keras in Jupyter (wave 69 dev): IPython prints the exception's type first, in its header;
+# the paste ends inside the frames.
+CUT_NOTEBOOK = (
+    "{kind}                    Traceback (most recent call last)\n"
+    "<ipython-input-24-859d1e145522> in <module>\n"
+    "      6     callbacks=callbacks,\n"
+    "----> 8     validation_steps=len(valid_dataloader),\n"
+    "      9 )\n\n"
+    "~\\Anaconda3\\lib\\site-packages\\keras\\engine\\training.py in fit_generator(self, generator)\n"
+    "-> 1732             initial_epoch=initial_epoch)\n")
+
+
+def test_a_cut_notebook_traceback_is_the_exception_its_header_names() -> None:
+    items, _ = diagnose_stream(io.BytesIO(CUT_NOTEBOOK.format(kind="KeyError").encode()), "pasted")
+    assert items[0].title.startswith("The run failed on KeyError"), items[0].title
+    assert "the paste ends before its last line" in items[0].evidence[0]
+
+
+def test_tensorflows_resource_exhausted_header_is_an_oom_even_cut() -> None:
+    assert first_id(CUT_NOTEBOOK.format(kind="ResourceExhaustedError")) == "oom_full"
+
+
+def test_a_plain_traceback_cut_before_its_line_still_says_so() -> None:
+    text = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    main()\n'
+    items, _ = diagnose_stream(io.BytesIO(text.encode()), "pasted")
+    assert items[0].title.startswith("A traceback ends before its exception line"), items[0].title

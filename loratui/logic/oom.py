@@ -60,7 +60,8 @@ _OOM = re.compile(
     r"|(?:cuda|rocm)_driver\.cc:\d+\] failed to allocate"
     r"|kIOGPUCommandBufferCallbackErrorOutOfMemory|\[METAL\][^\n]{0,80}Insufficient Memory"
     r"|No available memory for the cache blocks|Free memory on device\b[^\n]{0,40}on startup is less than desired"
-    r"|memory capacity is unbalanced|MPS backend out of memory|XPU out of memory", re.I)
+    r"|memory capacity is unbalanced|MPS backend out of memory|XPU out of memory"
+    r"|^\s*(?:[\w.]+\.)?ResourceExhaustedError\s{2,}Traceback \(most recent call last\)", re.I)
 """Every era's wording: PyTorch 2's OutOfMemoryError, 1.x's "CUDA out of memory", Lua Torch and PyTorch 0.x's
 `THCudaCheck FAIL file=... error=2 : out of memory` and `cuda runtime error (2) : out of memory`; TensorFlow's
 `ResourceExhaustedError: OOM when allocating tensor with shape[...] ... device:GPU:0` and XLA's (JAX)
@@ -71,7 +72,9 @@ Used 87.08G of 30.75G hbm`), ROCm's `HIP out of memory` and `hipErrorOutOfMemory
 failed to allocate 7.63G` (ROCm's `rocm_driver.cc`); Apple's Metal (MLX) `[METAL] Command buffer execution failed:
 Insufficient Memory`; vLLM's `No available memory for the cache blocks`; Paddle's `Out of memory error on GPU 0.
 Cannot allocate 25.002197MB memory on GPU 0`; Apple's `MPS backend out of memory` and Intel's `XPU out of memory`
-(PyTorch's other devices, read in their own terms: see `device`)."""
+(PyTorch's other devices, read in their own terms: see `device`); and a notebook's traceback headed by TensorFlow's
+`ResourceExhaustedError` (IPython prints the type first: `ResourceExhaustedError    Traceback (most recent call last)`),
+whose message a paste often cuts off."""
 SLURM_OOM = re.compile(r"\bsrun: error: .{0,200}?: tasks? [\d,-]+: Out Of Memory|cgroup out-of-memory handler|"
                        r"oom-kill event", re.I)
 """Slurm's word that a job went over its --mem (srun's `task 0: Out Of Memory`, slurmstepd's `Detected 1 oom-kill
@@ -189,7 +192,7 @@ def not_a_device(line: str) -> bool:
 def is_oom_line(line: str) -> bool:
     """Whether a line reports a GPU's out-of-memory error (CUDA's, MPS's, XPU's; not the CPU allocator's)."""
     lowered = line.lower()
-    if "memory" not in lowered and "alloc" not in lowered:
+    if "memory" not in lowered and "alloc" not in lowered and "exhausted" not in lowered:
         return False  # a cheap test first: this runs on every line of a log
     return bool(_OOM.search(line)) and not _NOT_CUDA.search(line)
 
