@@ -60,9 +60,8 @@ _WARDED = re.compile(r"\b(?:avoid\w*|prevent\w*|in case of|against|increas\w*|ra
                      r"longer|if|whether)\b[^.!?;]{0,40}$|避免|防止|如果", re.I)
 """Words before the timeout that ward it off or suppose it (`setting ddp_timeout to 18000 to avoid NCCL timeout`,
 `increase the NCCL timeout`): a precaution, not a timeout that happened."""
-_NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier", "original timeout",
-               "tpu hosts",
-               "collective", "watchdog")
+_NCCL_WORDS = ("nccl", "c10d", "store", "processgroup", "process group", "gloo", "rendezvous", "barrier",
+               "collective", "watchdog", "original timeout", "tpu hosts")
 _HANG_SAID = re.compile(r"(?<![A-Za-z])(?:hangs?|hanging|hung|stucks?|freez[A-Za-z]*|frozen|gets? no further|no progress)"
                         r"(?![A-Za-z])|卡住|卡死|不动|挂起|死锁", re.I)
 """The user's words that the run stopped moving, in Chinese too, where the English word touches the characters
@@ -90,8 +89,8 @@ _DIST_SETUP = re.compile(r"^\W{0,8}(?:Initiali[sz]ing (?:torch\.)?distributed\b|
 """A program's line that its ranks set up their group (tacotron2's and Lightning's `Initializing distributed`): a hang
 said after it, with no other work named, is the ranks' (NVIDIA/tacotron2#64: a stale rendezvous file)."""
 _NCCL_FIELDS = re.compile(r"OpType=(\w+).*?Timeout\(ms\)=(\d+)(?:\) ran for (\d+) milliseconds)?")
-_AFTER = re.compile(r"(?:(?:timed out|timeout) after|Original timeout was) (\d+(?:\.\d+)?)\s*(ms|milliseconds|s\b|seconds)",
-                    re.I)
+_AFTER = re.compile(r"(?:(?:timed out|timeout) after|Original timeout was) (\d+(?:\.\d+)?)\s*"
+                    r"(ms|milliseconds|s\b|seconds)", re.I)
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
 """The ranks' meeting point rather than a collective: a rank never arrived to set up the group."""
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
@@ -224,8 +223,8 @@ class TextWatch:
         if "NCCL INFO" in line or "hang" in lowered or "stuck" in lowered or "freez" in lowered or "卡" in line or \
                 "nitializ" in line:
             found += self._nccl_hang(line, step)
-        if ("time" in lowered or "store->get" in line or "stuck" in lowered or "超时" in line or "watchdog" in lowered or
-                "tpu hosts" in lowered) and any(word in lowered for word in _NCCL_WORDS):
+        if ("time" in lowered or "store->get" in line or "stuck" in lowered or "超时" in line or
+                "watchdog" in lowered or "tpu hosts" in lowered) and any(word in lowered for word in _NCCL_WORDS):
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
