@@ -102,9 +102,12 @@ def test_ctrl_c_on_the_progress_printer_keeps_each_command_on_one_line(runs_dir)
 
     from tests.conftest import REPO, kinds, wait_for
 
+    # Ctrl-C as a terminal's foreground command gets it: a suite run as a shell's background job ignores SIGINT,
+    # and a child inherits an ignored signal (the test then timed out waiting for an answer to a Ctrl-C never felt)
     proc = subprocess.Popen([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(runs_dir),
                              "--", sys.executable, "-c", "import time; print('ready-7q', flush=True); time.sleep(120)"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         def printed() -> bool:  # the command's own output, not its command line in the header
             return any("ready-7q" in line for run in runs_dir.glob("*/") for e in kinds(run, "output")
