@@ -249,3 +249,29 @@ def test_a_hang_after_the_ranks_set_up_or_with_several_launched(text: str) -> No
 ])
 def test_a_hang_in_other_work_or_on_one_rank_is_no_collective(text: str) -> None:
     assert first_id(text) != "nccl_timeout"
+
+
+def test_a_rank_that_could_not_reach_the_store_is_told_where_to_look() -> None:
+    """c10d's connect timeout (a transformers multi-node thread, wave 65 dev): no collective ran; the rendezvous
+    address was out of reach (a firewall, a wrong MASTER_ADDR), not a rank that fell behind."""
+    text = ('  File "/py37/lib/python3.7/site-packages/torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py",'
+            ' line 61, in next_rendezvous\n    multi_tenant=True,\n'
+            "RuntimeError: connect() timed out. Original timeout was 900000 ms.\n")
+    item = first(text)
+    assert item.id == "nccl_timeout"
+    assert item.title.startswith("A rank could not reach the ranks' rendezvous (c10d store) after 900 s")
+    assert "MASTER_ADDR:MASTER_PORT" in item.title
+
+
+def test_a_tpu_pod_whose_hosts_did_not_all_start_is_a_hang_of_the_ranks() -> None:
+    """JAX's warning when one host of a multi-host TPU slice waits for the others (a T5X thread, wave 65 dev)."""
+    text = ("It's stuck at this\n> UserWarning: TPU backend initialization is taking more than 60.0 seconds. Did you "
+            "run your code on all TPU hosts? See https://jax.readthedocs.io/en/latest/multi_process.html for more "
+            "information.\n")
+    item = first(text)
+    assert item.id == "nccl_timeout" and item.title.startswith("JAX's TPU backend is waiting for the pod's other hosts")
+
+
+def test_a_connect_timeout_of_no_distributed_kind_is_not_read() -> None:
+    assert first_id("requests.exceptions.ConnectTimeout: connect timed out while downloading the model\n") != \
+        "nccl_timeout"

@@ -50,21 +50,26 @@ def nccl_advice(f: Finding, r: Recipe | None, ranks: int = 0, lines: int = 1, pr
                   evidence, {"env.NCCL_DEBUG": "INFO"} if r is not None else {}, f.step)
 
 
+_UNREACHED = {
+    "tpu": ("JAX's TPU backend is waiting for the pod's other hosts: start the same program on every host of the slice "
+            "at once (gcloud compute tpus tpu-vm ssh NAME --worker=all --command ...)",
+            ["a multi-host TPU slice starts only when every host runs the program; one host alone waits for the "
+             "others"]),
+    "store": ("A rank could not reach the ranks' rendezvous (c10d store){after}: check that every node reaches "
+              "MASTER_ADDR:MASTER_PORT (or --rdzv-endpoint), e.g. nc -zv ADDR PORT from each node, that no firewall "
+              "blocks it, and that the rank-0 node was started",
+              ["no collective ran: the connection to the store itself timed out",
+               "on several nodes, MASTER_ADDR must be the rank-0 node's address as the others see it, not localhost"]),
+}
+"""What a rank that never reached the others is told, by how it said so (text.py's `unreached`)."""
+
+
 def _unreached_advice(f: Finding, after: str) -> Advice:
     """A rank that never reached the others: c10d's client could not connect to the rendezvous store, or JAX's TPU
     backend waited for hosts that never started the program. No collective ran; the network or the launch is at fault,
     not a rank that fell behind."""
-    if f.facts["unreached"] == "tpu":
-        return Advice("nccl_timeout", ERROR, "JAX's TPU backend is waiting for the pod's other hosts: start the same "
-                      "program on every host of the slice at once (gcloud compute tpus tpu-vm ssh NAME --worker=all "
-                      "--command ...)", [f.facts["line"], "a multi-host TPU slice starts only when every host runs "
-                      "the program; one host alone waits for the others"], {}, f.step)
-    return Advice("nccl_timeout", ERROR, f"A rank could not reach the ranks' rendezvous (c10d store){after}: check "
-                  "that every node reaches MASTER_ADDR:MASTER_PORT (or --rdzv-endpoint), e.g. nc -zv ADDR PORT from "
-                  "each node, that no firewall blocks it, and that the rank-0 node was started",
-                  [f.facts["line"], "no collective ran: the connection to the store itself timed out",
-                   "on several nodes, MASTER_ADDR must be the rank-0 node's address as the others see it, not "
-                   "localhost"], {}, f.step)
+    title, evidence = _UNREACHED[f.facts["unreached"]]
+    return Advice("nccl_timeout", ERROR, title.format(after=after), [f.facts["line"], *evidence], {}, f.step)
 
 
 def _barrier_advice(f: Finding) -> Advice:
