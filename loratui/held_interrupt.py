@@ -13,6 +13,13 @@ from types import FrameType
 from typing import Any, Self
 
 
+IGNORED_AT_START = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+"""Whether this process started with SIGINT ignored (`nohup loratui run ... &`, a shell's background job): read when
+this module is first imported, before any handler of loratui's. A run started so hands that on to the command it
+watches (`launch.spawn_supervisor`), which would have started with it ignored alone; a handler of ours in between
+would otherwise become the default across exec."""
+
+
 class HeldInterrupt:
     """SIGINT noted, not raised, from `hold()` until `release()` (which raises it then, once)."""
 

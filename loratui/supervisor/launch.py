@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from loratui import bounds, rundir
+from loratui.held_interrupt import IGNORED_AT_START
 from loratui.logic import datafile, lora_targets
 from loratui.logic.lora_targets import tiny_module_names
 from loratui.recipe import TINY_MODEL, WATCHED, AlertsSection, Recipe, RecipeError, load_recipe, where
@@ -253,7 +254,7 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None 
     with append_file(run.supervisor_log) as err, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else [])
-            + (["--kept-env"] if kept_env else []),
+            + (["--kept-env"] if kept_env else []) + (["--interrupt-ignored"] if IGNORED_AT_START else []),
             stdin=devnull if stdin is None else stdin, stdout=err, stderr=err, start_new_session=True,
             close_fds=True,
         )

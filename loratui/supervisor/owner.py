@@ -674,6 +674,8 @@ def main(argv: list[str] | None = None) -> int:
     run = RunDir(Path(args[0]))
     adopt = "--adopt" in args[1:]
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    if "--interrupt-ignored" in args[1:]:  # `loratui run` itself started with SIGINT ignored (a background job):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the watched command inherits that, as it would alone
     probe, reason = open_probe()
     supervisor = Supervisor(run, probe, reason, adopt=adopt, kept_env="--kept-env" in args[1:])
     signal.signal(signal.SIGTERM, supervisor.on_sigterm)
