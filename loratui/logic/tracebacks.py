@@ -427,7 +427,7 @@ class TraceScanner:
         notebook's traceback cut before its last line, whose header named the type (IPython prints it first)."""
         if self.first is not None and self.first.short_type in WRAPPERS and self.last is not None:
             return self.last if self.last.short_type not in WRAPPERS else self.first
-        if self.first is None and self.cut and getattr(self, "pending_type", ""):
+        if self.first is None and self.cut and self.pending_type:  # a field with a default: old pickles read it
             return Raised(type=self.pending_type, message="", frames=tuple(self.frames), phase=self.phase,
                           line=f"{self.pending_type} (the notebook's traceback header; the paste ends before its "
                           "last line)")
