@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from loratui.logic.advisor.advice import ERROR, Advice
+from loratui.logic.advisor.error_said import gone_before
 from loratui.logic.fmt import clip, quoted
 
 _ILLEGAL = re.compile(r"\billegal instruction\b", re.I)
@@ -58,12 +59,6 @@ _BUS = re.compile(r"\bbus error\b", re.I)
 BUS_STEP = ("a bus error in a training job is most often shared memory (/dev/shm) running out, a container's "
             "64 MB default: docker --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium Memory at "
             "/dev/shm), or dataloader_num_workers=0 to confirm")
-_GONE = re.compile(r"\b(?:no longer|not anymore|don'?t|doesn'?t|didn'?t|did not|do not|does not|never|fixed|solved|"
-                   r"resolved|instead of|avoid\w*|if|whether)\b[^.!?]{0,60}$", re.I)
-"""Words before the line's words that say the crash is gone, avoided or only supposed (`I no longer get the
-segmentation fault`, `if you see Illegal instruction`)."""
-
-
 _CHEAP = ("nstruction", "interpreter", "denied", "ssh", "ORTE", "mpirun", "PRTE", "egment", "SEGV", "egfault",
           "us error", "terminate", "Host key", ": error: ")
 """A piece of every line the patterns read: most lines skip them all."""
@@ -76,7 +71,7 @@ def process_died(line: str) -> tuple[str, str] | None:
     for pattern, step in ((_ILLEGAL, ILLEGAL_STEP), (_BAD_INTERPRETER, _interpreter_step), (_SSH, SSH_STEP),
                           (_SEGFAULT, SEGFAULT_STEP), (_BUS, BUS_STEP), (_TERMINATE, _terminate_step)):
         found = pattern.search(line)
-        if found is not None and not _GONE.search(line[:found.start()]):
+        if found is not None and not gone_before(line, found.start()):
             return quoted(line), step(found) if callable(step) else step
     slurm = _SLURM.search(line)
     if slurm is not None and not _SLURM_AFTER.search(slurm.group("said")):

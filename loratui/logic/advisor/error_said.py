@@ -45,8 +45,9 @@ _GONE_AFTER = re.compile(r"\b(?:(?:is|was|are|were|has|have)\s+(?:now\s+)?(?:gon
 _CLAUSE_END = re.compile(r"[.!?;]\s")
 
 
-def _gone_before(line: str, at: int) -> bool:
-    """Whether the clause up to `at` says the error there is gone, avoided or only supposed (`_GONE`)."""
+def gone_before(line: str, at: int) -> bool:
+    """Whether the clause up to `at` says the error there is gone, avoided or only supposed (`_GONE`): the one test
+    of it for every reader of errors said in prose (advisor/died.py's too)."""
     return _GONE.search(_CLAUSE_END.split(line[:at])[-1]) is not None
 
 
@@ -78,13 +79,13 @@ def said_raised(line: str) -> tuple[str, str] | None:
             not _ANNOUNCED.search(line[max(0, quote.start() - 40):quote.start()]):
         quote = None  # a double quote is looser than code: only after words that say the run gave it
     if quote is not None and not _OWNED.search(_PATHS.sub(" ", quote.group())) and \
-            not _gone_before(line, quote.start()) and not _GONE_AFTER.search(_CLAUSE_END.split(line[quote.end():])[0]):
+            not gone_before(line, quote.start()) and not _GONE_AFTER.search(_CLAUSE_END.split(line[quote.end():])[0]):
         return (quote.group("type") or quote.group("type2")).rsplit(".", 1)[-1], quoted(line)
     for found in _SAID.finditer(line) if _VERB_NEEDS.passes(line) else ():
         kind = found.group("type") or found.group("words")
         if _OWNED.search(kind):
             continue
-        if _gone_before(line, found.start()):
+        if gone_before(line, found.start()):
             continue
         if found.group("words"):
             kind = _CANONICAL.get(re.sub(r"[ _-]", "", kind.lower()), kind)
@@ -104,7 +105,7 @@ def introduces_error(line: str) -> bool:
     """Whether the person's line says an error came and introduces its message on the lines after it."""
     found = _UNTYPED.search(line) if len(line) < 500 and (":" in line or "：" in line) and _VERB_NEEDS.passes(line) \
         else None
-    return found is not None and not _gone_before(line, found.start())
+    return found is not None and not gone_before(line, found.start())
 
 
 def introduced_message(intro: str, line: str) -> tuple[str, str] | None:
