@@ -79,6 +79,9 @@ def test_fields(line: str, field: str, expected: object) -> None:
     # old format, 16 GiB of a 40 GiB A100 held outside this process's allocator
     ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 39.39 GiB total capacity; "
      "21.10 GiB already allocated; 1.20 GiB free; 21.90 GiB reserved in total by PyTorch)", oom.OTHER_PROCESS),
+    # 2 GiB outside PyTorch, but 7.62 GiB asked with 4.64 GiB free: with the card to itself it would not have fit
+    ("RuntimeError: CUDA out of memory. Tried to allocate 7.62 GiB (GPU 0; 12.00 GiB total capacity; 5.33 GiB "
+     "already allocated; 4.64 GiB free; 5.35 GiB reserved in total by PyTorch)", oom.FULL),
 ])
 def test_kinds(line: str, kind: str) -> None:
     report = oom.parse_oom(line)

@@ -371,6 +371,8 @@ def _other_process(report: OomReport) -> bool:
     """Others use a large share: new messages count this process exactly, old ones leave its context out."""
     total = report.total or 0
     other = report.other_used
+    if _fits_nowhere(report, max(other or 0, sum(b for _, b in report.other_pids))):
+        return False
     if report.other_pids and sum(b for _, b in report.other_pids) >= max(GIB, total // 20):
         return True
     if other is None:
@@ -378,6 +380,15 @@ def _other_process(report: OomReport) -> bool:
     # The old format omits this process's CUDA context (0.3-1.5 GiB), so it needs a wider margin.
     floor = max(2 * GIB, total // 10) if report.process_used is None else max(GIB + GIB // 2, total // 20)
     return other >= floor
+
+
+def _fits_nowhere(report: OomReport, others: int) -> bool:
+    """Whether the request would not have fit even with the neighbours gone: larger than the card's free memory, what
+    they hold and the cache's unused blocks together (Restormer asking 7.62 GiB of a 12 GiB card with 4.64 GiB free
+    and 2 GiB outside PyTorch). Then the work is too large for the card, and stopping another process is no fix."""
+    if report.requested is None or report.free is None:
+        return False
+    return report.requested > report.free + others + (report.reserved_unallocated or 0)
 
 
 def words_settle(report: OomReport, said: str) -> bool:
