@@ -66,3 +66,23 @@ def test_a_cuda_fault_keeps_cuda_s_switch() -> None:
 def test_hsa_out_of_resources_is_no_fault() -> None:
     item = first("HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.\n")
     assert item is None or item.id != "cuda_error" or "ROCm" not in item.title
+
+
+@pytest.mark.parametrize("text", [
+    # CatBoost's C++ exception, with the code
+    "(class TCatBoostException) catboost/cuda/cuda_lib/cuda_base.h:63: CUDA error 4: unspecified launch failure\n",
+    # XGBoost's thrust error, no code, under the C++ runtime's own line (read as the process dying otherwise)
+    "terminate called after throwing an instance of 'thrust::system::system_error'\n"
+    "  what():  /src/xgboost/src/predictor/gpu_predictor.cu(322): unspecified launch failure\n",
+    # LightGBM's GPU path runs on OpenCL
+    "lightgbm.basic.LightGBMError: No OpenCL device found\n",
+    "[LightGBM] [Fatal] Unknown OpenCL Error (221)\n",
+])
+def test_cuda_s_error_strings_as_native_libraries_print_them_are_a_cuda_error(text: str) -> None:
+    item = first(text)
+    assert item is not None and item.id == "cuda_error", item
+
+
+def test_cuda_error_2_is_the_out_of_memory_it_says() -> None:
+    item = first("catboost/cuda/cuda_lib/cuda_base.h:281: CUDA error 2: out of memory\n")
+    assert item is None or item.id != "cuda_error", item
