@@ -86,3 +86,24 @@ def test_cuda_s_error_strings_as_native_libraries_print_them_are_a_cuda_error(te
 def test_cuda_error_2_is_the_out_of_memory_it_says() -> None:
     item = first("catboost/cuda/cuda_lib/cuda_base.h:281: CUDA error 2: out of memory\n")
     assert item is None or item.id != "cuda_error", item
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    # TensorFlow's cuDNN older than its build (Colab), JAX's CUDA library that does not load
+    ("Loaded runtime CuDNN library: 8.0.5 but source was compiled with: 8.1.0.  CuDNN library needs to have matching "
+     "major version and equal or higher minor version.\n", "missing or older"),
+    ("RuntimeError: Unable to load cuSPARSE. Is it installed?\n", "missing or older"),
+    ("UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try "
+     "looking to see if a warning log message was printed above.\n", "memory growth"),
+    # a kernel for another GPU (TensorFlow's `invalid device function`)
+    ("F tensorflow/core/kernels/random_op_gpu.h:227] Non-OK-status: GpuLaunchKernel(FillPhiloxRandomKernelLaunch) "
+     "status: Internal: invalid device function\n", "no kernels for this GPU"),
+])
+def test_cuda_libraries_that_do_not_match_are_a_cuda_setup_error(text: str, says: str) -> None:
+    item = first(text)
+    assert item is not None and item.id == "cuda_error" and says in item.title, item
+
+
+def test_a_cutlass_error_is_a_cuda_error() -> None:
+    item = first("Got cutlass error: Error Internal at: 346\n")
+    assert item is not None and item.id == "cuda_error", item

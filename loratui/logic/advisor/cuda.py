@@ -34,7 +34,12 @@ SETUP = (
     r"Unable to find code object for all current devices|TensileLibrary\S*\.dat|for GPU arch ?: ?gfx\w+|"
     + _CPU_ONLY + r"|CUDA unknown error|"
     r"CUDA-capable device(?:s|\(s\))? (?:is|are|is/are) busy or unavailable|"
-    r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|"
+    r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|invalid device function|"
+    # a CUDA library the framework loads that is missing or older than its build (TensorFlow's `Loaded runtime CuDNN
+    # library: 8.0.5 but source was compiled with: 8.1.0`, JAX's `Unable to load cuSPARSE. Is it installed?`), and
+    # cuDNN that could not start under TensorFlow (`Failed to get convolution algorithm. This is probably because
+    # cuDNN failed to initialize`)
+    r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b|Failed to get convolution algorithm|"
     r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
     r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected|"
     r"Triton Error \[(?:CUDA|HIP)\]: (?!out of memory)|"
@@ -49,7 +54,8 @@ SETUP = (
 """CUDA that cannot start, in torch's and the driver's words (a regex alternation, no groups). Not bitsandbytes'
 own kernels missing (`Error no kernel image ... at line 237 in file ...csrc/ops.cu`): that is its setup's."""
 WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu", "nvml", "hip", "code object", "gfx",
-         "gpu", "card", "xid", "fallen off", "ecc", "驱动", "显卡")
+         "gpu", "card", "xid", "fallen off", "ecc", "驱动", "显卡", "device function", "cudnn", "unable to load cu",
+         "convolution algorithm")
 """Lowercase words one of the SETUP messages holds (`The NVIDIA driver on your system is too old` names no CUDA)."""
 
 _FOUND = re.compile(r"found version (\d{4,5})")
@@ -66,6 +72,8 @@ _BUSY = re.compile(r"busy or unavailable", re.I)
 _ORDINAL = re.compile(r"invalid device ordinal", re.I)
 _DUPLICATE = re.compile(r"Duplicate GPU detected", re.I)
 _FORKED = re.compile(r"Cannot re-initialize CUDA in forked subprocess", re.I)
+_LIBRARY = re.compile(r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b", re.I)
+_CONV_ALGO = re.compile(r"Failed to get convolution algorithm", re.I)
 _SM = re.compile(r"sm_(\d+)")
 
 
@@ -111,6 +119,16 @@ _STATED = (
     (_FORKED, "CUDA error: CUDA was used in a forked worker: keep CUDA out of the dataset and collate code, or use "
               "the 'spawn' start method", ("CUDA cannot be initialised again in a process forked after the parent "
                                            "used it (DataLoader workers, multiprocessing)",)),
+    (_LIBRARY, "CUDA error: a CUDA library the framework loads (cuDNN, cuBLAS, cuSPARSE) is missing or older than "
+               "the one it was built with: install the versions its build names (TensorFlow's and JAX's tested "
+               "build tables; pip's nvidia-* wheels of those versions), or a framework build for the ones installed",
+     ("an older system library found first on LD_LIBRARY_PATH (a conda or /usr/local/cuda one) shadows the matching "
+      "one the same way", _CHECK)),
+    (_CONV_ALGO, "CUDA error: cuDNN could not start (TensorFlow found no convolution algorithm): most often the card "
+                 "had no memory left for it (TensorFlow takes it all at start: enable memory growth, "
+                 "tf.config.experimental.set_memory_growth, or stop the other process), else a cuDNN that does not "
+                 "match TensorFlow's build",
+     ("the lines before it name the cuDNN loaded and the one TensorFlow was built with, where they differ", _CHECK)),
     (_NO_DRIVER, "CUDA error: CUDA could not start (no usable driver or GPU seen): check nvidia-smi, the driver and "
                  "CUDA_VISIBLE_DEVICES", ("a driver updated without a reboot, a container started without GPU "
                                           "access (--gpus all), or an empty CUDA_VISIBLE_DEVICES give the same",

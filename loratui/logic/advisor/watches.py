@@ -326,7 +326,7 @@ _SETUP = (
         # OpenCL runtime's, the GPU path of LightGBM (`Unknown OpenCL Error (221)`, `No OpenCL device found`)
         r"\bCUDA error \d+\s*[:(](?!\s*out of memory)|unspecified launch failure|"
         r"an illegal instruction was encountered|\bmisaligned address\b|launch timed out and was terminated|"
-        r"too many resources requested for launch|\bOpenCL error\b|No OpenCL device found|"
+        r"too many resources requested for launch|\bOpenCL error\b|No OpenCL device found|\bcutlass error\b|"
         # torch's older THC words for a cuBLAS/cuDNN failure (`cublas runtime error : the GPU program failed to
         # execute`), and cuDNN v8's frontend that finds no kernel for a convolution (`GET was unable to find an engine
         # to execute this computation`: the wrong cuDNN library loaded, or none fits this GPU and shape)
@@ -346,7 +346,7 @@ SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu",
                "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers", "is_sm", "layer-norm",
                                           "layer_norm", "rotary", "fused", "xentropy"),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip", "find an engine",
-                              "by gpu node", "hsa_status", "launch", "misaligned", "opencl") +
+                              "by gpu node", "hsa_status", "launch", "misaligned", "opencl", "cutlass") +
                cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
