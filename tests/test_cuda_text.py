@@ -107,3 +107,15 @@ def test_cuda_libraries_that_do_not_match_are_a_cuda_setup_error(text: str, says
 def test_a_cutlass_error_is_a_cuda_error() -> None:
     item = first("Got cutlass error: Error Internal at: 346\n")
     assert item is not None and item.id == "cuda_error", item
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("ptxas /tmp/tmpmx6139nu.ptx, line 1880; error   : Feature '.bf16' requires .target sm_80 or higher\n", "bf16"),
+    ("RuntimeError: INTERNAL: CustomCall failed: jaxlib/cuda_prng_kernels.cc:30: operation cudaGetLastError() "
+     "failed: the provided PTX was compiled with an unsupported toolchain.\n", "driver is older"),
+    ("FAILED_PRECONDITION: Couldn't get ptxas version string: INTERNAL: Couldn't invoke ptxas --version\n",
+     "ptxas"),
+])
+def test_the_run_time_cuda_compiler_failing_is_a_cuda_setup_error(text: str, says: str) -> None:
+    item = first(text)
+    assert item is not None and item.id == "cuda_error" and says in item.title, item

@@ -11,8 +11,8 @@ import io
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
-from loratui.logic.advisor.died import (BAD_ALLOC_STEP, BUS_STEP, ILLEGAL_STEP, SEGFAULT_STEP, SLURM_STEP, SSH_STEP,
-                                        TERMINATE_STEP, process_died)
+from loratui.logic.advisor.died import (ARGPARSE_STEP, BAD_ALLOC_STEP, BUS_STEP, HYDRA_STEP, ILLEGAL_STEP,
+                                        SEGFAULT_STEP, SLURM_STEP, SSH_STEP, TERMINATE_STEP, process_died)
 from loratui.logic.categories import answer_category
 
 
@@ -39,6 +39,11 @@ def items(text: str):
     ("Bus error (core dumped)", BUS_STEP),
     ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
      BUS_STEP),
+    # a script's own command-line parser refusing what it was given (MACE, Uni-Core threads, wave 78 dev), and Hydra
+    ("> run_train.py: error: unrecognized arguments: --foundation_model=2024-01-07-mace-128-L2.model", ARGPARSE_STEP),
+    ("unicore-train: error: argument --task: invalid choice: 'unimol_plus' (choose from )", ARGPARSE_STEP),
+    ("train.py: error: the following arguments are required: --config", ARGPARSE_STEP),
+    ("Cannot find primary config 'train'. Check that it's in your config search path.", HYDRA_STEP),
 ])
 def test_a_line_that_says_a_process_died_gives_its_step(line: str, step: str) -> None:
     found = process_died(line)
@@ -63,6 +68,7 @@ def test_a_bad_interpreter_names_the_script_and_the_missing_python() -> None:
     "If you see Illegal instruction, set OPENBLAS_CORETYPE.",
     "The instruction tuning data is loaded from disk.",
     "error: unrecognized arguments: --bf16",
+    "If you get `train.py: error: unrecognized arguments`, upgrade the package.",
     "ssh into the node and run nvidia-smi",
 ])
 def test_consequences_fixes_and_other_words_are_not_a_death(line: str) -> None:

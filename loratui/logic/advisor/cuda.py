@@ -40,6 +40,11 @@ SETUP = (
     # cuDNN that could not start under TensorFlow (`Failed to get convolution algorithm. This is probably because
     # cuDNN failed to initialize`)
     r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b|Failed to get convolution algorithm|"
+    # the CUDA compiler JAX, XLA and Triton call at run time: missing (`Couldn't invoke ptxas --version`, `Failed to
+    # launch ptxas`), refusing this GPU (`ptxas ... error : Feature '.bf16' requires .target sm_80 or higher`), or
+    # newer than the driver (`the provided PTX was compiled with an unsupported toolchain`)
+    r"Couldn'?t (?:get ptxas version|invoke ptxas)|Failed to launch ptxas|ptxas returned an error|"
+    r"\bptxas\b[^\n]{0,120}\berror\s*:|PTX was compiled with an unsupported toolchain|"
     r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
     r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected|"
     r"Triton Error \[(?:CUDA|HIP)\]: (?!out of memory)|"
@@ -55,7 +60,7 @@ SETUP = (
 own kernels missing (`Error no kernel image ... at line 237 in file ...csrc/ops.cu`): that is its setup's."""
 WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu", "nvml", "hip", "code object", "gfx",
          "gpu", "card", "xid", "fallen off", "ecc", "驱动", "显卡", "device function", "cudnn", "unable to load cu",
-         "convolution algorithm")
+         "convolution algorithm", "ptx")
 """Lowercase words one of the SETUP messages holds (`The NVIDIA driver on your system is too old` names no CUDA)."""
 
 _FOUND = re.compile(r"found version (\d{4,5})")
@@ -74,6 +79,9 @@ _DUPLICATE = re.compile(r"Duplicate GPU detected", re.I)
 _FORKED = re.compile(r"Cannot re-initialize CUDA in forked subprocess", re.I)
 _LIBRARY = re.compile(r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b", re.I)
 _CONV_ALGO = re.compile(r"Failed to get convolution algorithm", re.I)
+_PTX_FEATURE = re.compile(r"\bptxas\b.{0,120}\berror\s*:.{0,40}requires \.target sm_\d+", re.I)
+_PTX_TOOLCHAIN = re.compile(r"PTX was compiled with an unsupported toolchain", re.I)
+_PTXAS = re.compile(r"\bptxas\b", re.I)
 _SM = re.compile(r"sm_(\d+)")
 
 
@@ -129,6 +137,18 @@ _STATED = (
                  "tf.config.experimental.set_memory_growth, or stop the other process), else a cuDNN that does not "
                  "match TensorFlow's build",
      ("the lines before it name the cuDNN loaded and the one TensorFlow was built with, where they differ", _CHECK)),
+    (_PTX_FEATURE, "CUDA error: a kernel compiled at run time (Triton, XLA) uses an instruction this GPU lacks "
+                   "(bf16 needs sm_80, Ampere or newer): run in fp16 or fp32 on this card, or on a newer one",
+     ("ptxas names the feature and the GPU generation it needs", _CHECK)),
+    (_PTX_TOOLCHAIN, "CUDA error: the driver is older than the CUDA compiler that built this code's PTX: update the "
+                     "NVIDIA driver, or install the framework's build for the CUDA the driver supports",
+     ("nvidia-smi's 'CUDA Version' is the newest CUDA the driver runs; a jaxlib or torch built for a newer one "
+      "fails this way after an update", _CHECK)),
+    (_PTXAS, "CUDA error: the CUDA compiler (ptxas) that JAX, XLA or Triton call at run time is missing or does not "
+             "run: install the CUDA toolkit's compiler matching the framework (pip's nvidia-cuda-nvcc wheel, which "
+             "jax[cuda12] brings), or put a matching ptxas on PATH",
+     ("`which ptxas` and `ptxas --version` show the one found; an older system CUDA first on PATH is the usual "
+      "cause", _CHECK)),
     (_NO_DRIVER, "CUDA error: CUDA could not start (no usable driver or GPU seen): check nvidia-smi, the driver and "
                  "CUDA_VISIBLE_DEVICES", ("a driver updated without a reboot, a container started without GPU "
                                           "access (--gpus all), or an empty CUDA_VISIBLE_DEVICES give the same",

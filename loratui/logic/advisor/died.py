@@ -2,7 +2,9 @@
 traceback: `Illegal instruction (core dumped)`, `terminate called after throwing an instance of 'std::bad_alloc'`,
 `bash: .../bin/deepspeed: /home/envs/py310/bin/python: bad interpreter: No such file or directory`,
 `srun: error: Unable to create step for job 1234: Requested node configuration is not available`, mpirun's
-`Permission denied (publickey,password)`. The run failed there, and the line says what to look at next.
+`Permission denied (publickey,password)`; and the program's own command-line parser refusing what it was given
+(argparse's `error: unrecognized arguments`, Hydra's `Cannot find primary config`), which ends it the same way. The
+run failed there, and the line says what to look at next.
 
 These lines are printed by programs, not by Python, so no exception reader sees them; each has one well-known cause
 or a first thing to check. A launcher's line about a rank that merely ended (`srun: error: ... Exited with exit code
@@ -59,8 +61,20 @@ _BUS = re.compile(r"\bbus error\b", re.I)
 BUS_STEP = ("a bus error in a training job is most often shared memory (/dev/shm) running out, a container's "
             "64 MB default: docker --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium Memory at "
             "/dev/shm), or dataloader_num_workers=0 to confirm")
+_ARGPARSE = re.compile(r"(?:^|[\s`'\"])[\w.-]+: error: (?:unrecognized arguments?:|argument [^:\n]{1,80}: "
+                       r"(?:invalid choice|expected (?:one|at least)|invalid \w+ value)|the following arguments are "
+                       r"required)")
+"""argparse refusing a command line (`run_train.py: error: unrecognized arguments: --foundation_model=...`,
+`unicore-train: error: argument --task: invalid choice: 'unimol_plus'`): it exits with status 2, no traceback."""
+ARGPARSE_STEP = ("the script refused its command line (argparse): compare the flags with the installed version's "
+                 "`--help`; a flag from a README or a newer release that this version lacks is the usual cause "
+                 "(upgrade the package, or drop the flag), and a choice it lists none of is a plugin or --user-dir "
+                 "not loaded")
+_HYDRA = re.compile(r"Cannot find primary config '[^']{1,200}'")
+HYDRA_STEP = ("Hydra found no config by that name in its search path: start from the directory the project "
+              "expects, or pass --config-path and --config-name (HYDRA_FULL_ERROR=1 prints the whole trace)")
 _CHEAP = ("nstruction", "interpreter", "denied", "ssh", "ORTE", "mpirun", "PRTE", "egment", "SEGV", "egfault",
-          "us error", "terminate", "Host key", ": error: ")
+          "us error", "terminate", "Host key", ": error: ", "primary config")
 """A piece of every line the patterns read: most lines skip them all."""
 
 
@@ -69,7 +83,8 @@ def process_died(line: str) -> tuple[str, str] | None:
     if len(line) > 2000 or not any(piece in line for piece in _CHEAP):
         return None
     for pattern, step in ((_ILLEGAL, ILLEGAL_STEP), (_BAD_INTERPRETER, _interpreter_step), (_SSH, SSH_STEP),
-                          (_SEGFAULT, SEGFAULT_STEP), (_BUS, BUS_STEP), (_TERMINATE, _terminate_step)):
+                          (_SEGFAULT, SEGFAULT_STEP), (_BUS, BUS_STEP), (_TERMINATE, _terminate_step),
+                          (_ARGPARSE, ARGPARSE_STEP), (_HYDRA, HYDRA_STEP)):
         found = pattern.search(line)
         if found is not None and not gone_before(line, found.start()):
             return quoted(line), step(found) if callable(step) else step
