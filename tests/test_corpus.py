@@ -44,7 +44,15 @@ CATEGORIES = frozenset({
 SPLITS = ("sealed", "dev")
 FLOOR = {"sealed": 0.80, "dev": 0.95}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's twenty-third session on 7,078 excerpts: sealed 1882/2293, dev 4643/4785 (the rules alone:
+at the end of issue 23's twenty-fourth session on 7,812 excerpts: sealed 2047/2516, dev 5125/5296 (the rules alone:
+sealed 1831/2516, dev 4041/5296); its starting code read the same sealed split 2056/2516 (rules alone 1817), its final
+code with the starting word model 2058: its readers' changes (R11-R14) gained 14 by rules alone and 2 with the guess,
+its four retrained word models (through waves 72, 74, 76 and 78, each passing its bar on the newest waves) lost 11
+there while reading the fresh waves 79+80 153/181 against the starting model's 150. Its eight waves
+(batch-col73a..col80d, 734 excerpts, 223 of them sealed) were scored by counts before anyone read them, by the code of
+the moment: 73+74 161/202, 75+76 154/210, 77+78 101/141, 79+80 153/181 (the decisions and their bars are in
+docs/learned_fallback.md). The floors stay. At the end of the twenty-third session on 7,078 excerpts: sealed
+1882/2293, dev 4643/4785 (the rules alone:
 sealed 1648/2293, dev 3675/4785); its starting code read the same sealed split 1876/2293 (rules alone 1639), its final
 code with the starting word model 1877. Its nine waves (batch-col64a..col72c, 925 excerpts, 285 of them sealed) were
 scored by counts before anyone read them, by the code of the moment: 64+65 143/185, 66+67 206/260, 68+69 174/211,
@@ -112,7 +120,8 @@ twentieth's, where the lowest are sealed loss_diverging 38/76 and dev loss_flat_
 twenty-first's: sealed loss_diverging 40/80, dev loss_flat_or_zero 241/262; at the twenty-second's: sealed
 loss_diverging 44/86 and oom_fragmentation 13/25, dev loss_diverging 180/195 and loss_flat_or_zero 263/285; at the
 twenty-third's: sealed loss_diverging 46/93, oom_fragmentation 13/25 and loss_flat_or_zero 79/145, dev
-loss_diverging 185/203); issue 23's goal is 0.75."""
+loss_diverging 185/203; at the twenty-fourth's: sealed loss_diverging 45/96, oom_other_process 38/77, oom_fragmentation
+13/25 and loss_flat_or_zero 79/147, dev loss_diverging 192/213); issue 23's goal is 0.75."""
 MIN_PER_CATEGORY = 6
 """Issue 18: at least this many excerpts of every category."""
 TARGET = {"records": 300, "per_category": 20, "tools_per_category": 5, "notebook": 10}
