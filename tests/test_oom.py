@@ -181,3 +181,14 @@ def test_small_sizes_read_in_mib_as_pytorch_prints_them() -> None:
     """A tmux trial: "tried to allocate 0.02 GiB" and "0.00 GiB free" for PyTorch's 20.00 MiB and 3.44 MiB."""
     assert oom.gib(20 * MIB) == "20.00 MiB" and oom.gib(int(3.44 * MIB)) == "3.44 MiB"
     assert oom.gib(int(1.5 * GIB)) == "1.50 GiB" and oom.gib(None) == "?"
+
+
+def test_others_listed_on_the_card_are_not_blamed_where_the_request_fits_nowhere() -> None:
+    # 2 GiB held by another process (NVML's list), 4.64 GiB free: a 7.62 GiB request fails with the card to itself too
+    big = oom.parse_oom("RuntimeError: CUDA out of memory. Tried to allocate 7.62 GiB (GPU 0; 12.00 GiB total "
+                        "capacity; 5.33 GiB already allocated; 4.64 GiB free; 5.35 GiB reserved in total by PyTorch)")
+    assert big is not None and not oom.others_to_blame(big, [(4242, 2 * oom.GIB)])
+    # the same card asked for 5 GiB: the neighbour's 2 GiB would have served it
+    small = oom.parse_oom("RuntimeError: CUDA out of memory. Tried to allocate 5.00 GiB (GPU 0; 12.00 GiB total "
+                          "capacity; 5.33 GiB already allocated; 4.64 GiB free; 5.35 GiB reserved in total by PyTorch)")
+    assert small is not None and oom.others_to_blame(small, [(4242, 2 * oom.GIB)])

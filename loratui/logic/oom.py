@@ -406,12 +406,14 @@ def others_to_blame(report: OomReport, others: list[tuple[int, int]]) -> bool:
     """Whether the processes seen on the card (NVML's list, or the PIDs the message names) explain the OOM.
     Not when the card still had the requested memory free (this process hit its own cap, "N allowed"), nor
     for a neighbour's bare CUDA context (under 1 GiB): on the H200 a 0.5 GiB context of another process
-    turned a cap-reached OOM into 'other processes hold the card' and the guard did nothing."""
+    turned a cap-reached OOM into 'other processes hold the card' and the guard did nothing. Nor when the request
+    would not have fit with them gone (`_fits_nowhere`): stopping them is then no fix."""
     held = sum(b for _, b in others) or sum(b for _, b in report.other_pids)
     if held < GIB:
         return False
     if report.free is not None and report.requested is not None:
-        return report.free < report.requested  # the card itself was short: what others hold matters
+        # the card itself was short: what others hold matters, if it could have made the difference
+        return report.free < report.requested and not _fits_nowhere(report, held)
     return report.allowed is None
 
 
