@@ -370,10 +370,10 @@ def classify(report: OomReport) -> str:
 def _other_process(report: OomReport) -> bool:
     """Others use a large share: new messages count this process exactly, old ones leave its context out."""
     total = report.total or 0
-    other = report.other_used
-    if _fits_nowhere(report, max(other or 0, sum(b for _, b in report.other_pids))):
+    other, listed = report.other_used, sum(b for _, b in report.other_pids)
+    if _fits_nowhere(report, max(other or 0, listed)):
         return False
-    if report.other_pids and sum(b for _, b in report.other_pids) >= max(GIB, total // 20):
+    if listed >= max(GIB, total // 20):
         return True
     if other is None:
         return False

@@ -25,6 +25,18 @@ NO_GPU = re.compile(_CPU_ONLY + r"|" + _NO_DEVICE, re.I)
 """torch saying it sees no GPU at all (a CPU-only build, no driver, no CUDA device): part of SETUP, and what an
 exception's next step reads (failure.next_step)."""
 
+_LIBRARY_SAID = r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b"
+"""A CUDA library the framework loads that is missing or older than its build (TensorFlow's `Loaded runtime CuDNN
+library: 8.0.5 but source was compiled with: 8.1.0`, JAX's `Unable to load cuSPARSE. Is it installed?`)."""
+_CONV_ALGO_SAID = r"Failed to get convolution algorithm"
+"""cuDNN that could not start under TensorFlow (`... This is probably because cuDNN failed to initialize`)."""
+_PTX_TOOLCHAIN_SAID = r"PTX was compiled with an unsupported toolchain"
+_PTXAS_FAILED = (r"Couldn'?t (?:get ptxas version|invoke ptxas)|Failed to launch ptxas|ptxas returned an error|"
+                 r"\bptxas\b[^\n]{0,120}\berror\s*:")
+"""The CUDA compiler JAX, XLA and Triton call at run time: missing (`Couldn't invoke ptxas --version`, `Failed to
+launch ptxas`) or refusing this GPU (`ptxas ... error : Feature '.bf16' requires .target sm_80 or higher`); with
+`_PTX_TOOLCHAIN_SAID`, newer than the driver (`the provided PTX was compiled with an unsupported toolchain`)."""
+
 SETUP = (
     r"driver on your system is too old|driver version is insufficient for CUDA runtime|"
     r"CUDA initialization: (?!.{0,40}\bsucce)|cudaGetDeviceCount\(\)|" + _NO_DEVICE + r"|no HIP GPUs are available|"
@@ -35,16 +47,7 @@ SETUP = (
     + _CPU_ONLY + r"|CUDA unknown error|"
     r"CUDA-capable device(?:s|\(s\))? (?:is|are|is/are) busy or unavailable|"
     r"invalid device ordinal|Cannot re-initialize CUDA in forked subprocess|invalid device function|"
-    # a CUDA library the framework loads that is missing or older than its build (TensorFlow's `Loaded runtime CuDNN
-    # library: 8.0.5 but source was compiled with: 8.1.0`, JAX's `Unable to load cuSPARSE. Is it installed?`), and
-    # cuDNN that could not start under TensorFlow (`Failed to get convolution algorithm. This is probably because
-    # cuDNN failed to initialize`)
-    r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b|Failed to get convolution algorithm|"
-    # the CUDA compiler JAX, XLA and Triton call at run time: missing (`Couldn't invoke ptxas --version`, `Failed to
-    # launch ptxas`), refusing this GPU (`ptxas ... error : Feature '.bf16' requires .target sm_80 or higher`), or
-    # newer than the driver (`the provided PTX was compiled with an unsupported toolchain`)
-    r"Couldn'?t (?:get ptxas version|invoke ptxas)|Failed to launch ptxas|ptxas returned an error|"
-    r"\bptxas\b[^\n]{0,120}\berror\s*:|PTX was compiled with an unsupported toolchain|"
+    + _LIBRARY_SAID + "|" + _CONV_ALGO_SAID + "|" + _PTXAS_FAILED + "|" + _PTX_TOOLCHAIN_SAID + "|"
     r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver|"
     r"DeferredCudaCallError|CUDA call failed lazily|Duplicate GPU detected|"
     r"Triton Error \[(?:CUDA|HIP)\]: (?!out of memory)|"
@@ -77,10 +80,10 @@ _BUSY = re.compile(r"busy or unavailable", re.I)
 _ORDINAL = re.compile(r"invalid device ordinal", re.I)
 _DUPLICATE = re.compile(r"Duplicate GPU detected", re.I)
 _FORKED = re.compile(r"Cannot re-initialize CUDA in forked subprocess", re.I)
-_LIBRARY = re.compile(r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b", re.I)
-_CONV_ALGO = re.compile(r"Failed to get convolution algorithm", re.I)
+_LIBRARY = re.compile(_LIBRARY_SAID, re.I)
+_CONV_ALGO = re.compile(_CONV_ALGO_SAID, re.I)
 _PTX_FEATURE = re.compile(r"\bptxas\b.{0,120}\berror\s*:.{0,40}requires \.target sm_\d+", re.I)
-_PTX_TOOLCHAIN = re.compile(r"PTX was compiled with an unsupported toolchain", re.I)
+_PTX_TOOLCHAIN = re.compile(_PTX_TOOLCHAIN_SAID, re.I)
 _PTXAS = re.compile(r"\bptxas\b", re.I)
 _SM = re.compile(r"sm_(\d+)")
 
