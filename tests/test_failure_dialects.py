@@ -294,6 +294,7 @@ def test_bitsandbytes_at_work_is_not_a_setup_failure(line: str) -> None:
     "NameError: name 'flash_attn_varlen_func' is not defined",  # imoneoi/openchat#52
     "ImportError: flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
     "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+    "RuntimeError: FlashAttention is only supported on CUDA 11.7 and above.",  # its setup.py's check of nvcc
 ])
 def test_flash_attention_that_cannot_be_used(line: str) -> None:
     assert first_id(line) == "flash_attn_unavailable"

@@ -427,6 +427,23 @@ def test_a_tpu_program_larger_than_its_memory_is_a_full_tpu() -> None:
     assert "CUDA" not in items[0].title and "fragmentation" not in items[0].title
 
 
+_XLA_BUFFERS = (  # the shape of JAX's GPU OOM with its BufferAssignment statistics (numbers of another program)
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 12884901888 "
+    "bytes.\nBufferAssignment OOM Debugging.\nBufferAssignment stats:\n"
+    "             parameter allocation:    1.20GiB\n              constant allocation:   12.00MiB\n"
+    "        maybe_live_out allocation:    6.50GiB\n     preallocated temp allocation:   12.00GiB\n"
+    "  preallocated temp fragmentation:  512.00MiB (4.17%)\n                 total allocation:   19.71GiB\n"
+    "              total fragmentation:  524.00MiB (2.66%)\n")
+
+
+def test_xlas_fragmentation_statistic_is_no_fragmentation_said() -> None:
+    """XLA prints a `fragmentation:` figure of its own buffer packing beside every OOM: not the allocator fragmented,
+    so the program that needs more than the card is a full card; a person's words saying fragmentation still count."""
+    assert first_id(_XLA_BUFFERS) == "oom_full"
+    said = _XLA_BUFFERS + "The run fails from fragmentation; XLA_PYTHON_CLIENT_ALLOCATOR=platform fixed it.\n"
+    assert first_id(said) == "oom_fragmentation"
+
+
 @pytest.mark.parametrize("line", [
     # TensorFlow's allocator warns and goes on
     "W tensorflow/core/common_runtime/bfc_allocator.cc:275] Allocator (GPU_0_bfc) ran out of memory trying to allocate "

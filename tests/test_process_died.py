@@ -11,8 +11,8 @@ import io
 import pytest
 
 from loratui.commands.doctor import diagnose_stream
-from loratui.logic.advisor.died import (ARGPARSE_STEP, BAD_ALLOC_STEP, BUS_STEP, HYDRA_STEP, ILLEGAL_STEP,
-                                        SEGFAULT_STEP, SLURM_STEP, SSH_STEP, TERMINATE_STEP, process_died)
+from loratui.logic.advisor.died import (ARGPARSE_STEP, BAD_ALLOC_STEP, BUS_STEP, GLOG_STEP, HYDRA_STEP,
+                                        ILLEGAL_STEP, SEGFAULT_STEP, SLURM_STEP, SSH_STEP, TERMINATE_STEP, process_died)
 from loratui.logic.categories import answer_category
 
 
@@ -44,6 +44,8 @@ def items(text: str):
     ("unicore-train: error: argument --task: invalid choice: 'unimol_plus' (choose from )", ARGPARSE_STEP),
     ("train.py: error: the following arguments are required: --config", ARGPARSE_STEP),
     ("Cannot find primary config 'train'. Check that it's in your config search path.", HYDRA_STEP),
+    # glog's fatal line, as Caffe-based and other C++ code prints it before it aborts (wave 82 dev)
+    ("F0412 10:02:33.118204 4411 data_layer.cpp:87] Check failed: index < size (3 vs. 3) Invalid label", GLOG_STEP),
 ])
 def test_a_line_that_says_a_process_died_gives_its_step(line: str, step: str) -> None:
     found = process_died(line)
@@ -70,6 +72,8 @@ def test_a_bad_interpreter_names_the_script_and_the_missing_python() -> None:
     "error: unrecognized arguments: --bf16",
     "If you get `train.py: error: unrecognized arguments`, upgrade the package.",
     "ssh into the node and run nvidia-smi",
+    "I0412 10:02:33.118204 4411 solver.cpp:218] Iteration 100, loss = 0.69",  # glog's info line
+    "F1 score: 0.82 on the validation split",
 ])
 def test_consequences_fixes_and_other_words_are_not_a_death(line: str) -> None:
     assert process_died(line) is None
@@ -95,3 +99,8 @@ def test_a_cuda_error_is_read_by_its_own_reader_before_the_segfault() -> None:
     text = ("RuntimeError: CUDA error: an illegal memory access was encountered\n"
             "Segmentation fault (core dumped)\n")
     assert answer_category(items(text)[:1]) == "cuda_error"
+
+
+def test_a_glog_fatal_line_that_says_an_oom_is_read_as_the_oom() -> None:
+    text = "F0412 10:02:33.118204 4411 syncedmem.cpp:56] Check failed: error == cudaSuccess (2 vs. 0)  out of memory\n"
+    assert answer_category(items(text)[:1]) == "oom_full"

@@ -140,7 +140,12 @@ _MEMORY_FULL = re.compile(r"\b(?:memory|RAM)\s+(?:is\s+|was\s+|being\s+|gets?\s+
 """Memory said to be full (`the memory fills up`, `内存满了`): beside the machine going down, the host's."""
 
 
-_CAUSES = ((FRAGMENTATION, re.compile(r"(?<!%\s)\bfragment(?:ed|ation|s)?\b|碎片|(?:expandable_segments|max_split_size_mb)"
+_STAT = r"(?!:\s*\d[\d.]*\s*[KMGT]?i?B\s*\()"
+"""Not a statistic's name: XLA's BufferAssignment dump prints `total fragmentation:  136.17MiB (0.47%)` beside every
+OOM it reports, a measure of its own buffer packing, not the words of someone who found the allocator fragmented."""
+
+_CAUSES = ((FRAGMENTATION, re.compile(r"(?<!%\s)\bfragment(?:ed|ation|s)?\b" + _STAT + r"|碎片|"
+                                     r"(?:expandable_segments|max_split_size_mb)"
                                      r"[^.!?]{0,80}?\b(?:fix\w*|solv\w*|resolv\w*|help\w*|work\w*|gone|disappear\w*)|"
                                      r"\b(?:no|not (?:enough|a)|lack of|large enough|largest|big enough)\s+(?:\w+\s+){0,2}"
                                      r"contiguous\b|\bcontiguous[- ](?:\w+[- ])?(?:block|chunk|region|hole|allocation|space)s?\b|"

@@ -2,9 +2,10 @@
 traceback: `Illegal instruction (core dumped)`, `terminate called after throwing an instance of 'std::bad_alloc'`,
 `bash: .../bin/deepspeed: /home/envs/py310/bin/python: bad interpreter: No such file or directory`,
 `srun: error: Unable to create step for job 1234: Requested node configuration is not available`, mpirun's
-`Permission denied (publickey,password)`; and the program's own command-line parser refusing what it was given
-(argparse's `error: unrecognized arguments`, Hydra's `Cannot find primary config`), which ends it the same way. The
-run failed there, and the line says what to look at next.
+`Permission denied (publickey,password)`, a C++ library's glog fatal line (`F0830 ... ] Check failed: ...`); and
+the program's own command-line parser refusing what it was given (argparse's `error: unrecognized arguments`,
+Hydra's `Cannot find primary config`), which ends it the same way. The run failed there, and the line says what to
+look at next.
 
 These lines are printed by programs, not by Python, so no exception reader sees them; each has one well-known cause
 or a first thing to check. A launcher's line about a rank that merely ended (`srun: error: ... Exited with exit code
@@ -73,6 +74,13 @@ ARGPARSE_STEP = ("the script refused its command line (argparse): compare the fl
 _HYDRA = re.compile(r"Cannot find primary config '[^']{1,200}'")
 HYDRA_STEP = ("Hydra found no config by that name in its search path: start from the directory the project "
               "expects, or pass --config-path and --config-name (HYDRA_FULL_ERROR=1 prints the whole trace)")
+_GLOG_FATAL = re.compile(r"^\s*F\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./\\-]+:\d+\]\s+\S")
+"""A C++ library's fatal line in glog's format (Caffe, MXNet, older PaddlePaddle, XGBoost and others):
+`F0830 00:47:20.333189 25394 molgrid_data_layer.cpp:600] Check failed: pose < ex.sets.size()-1 (0 vs. 0)`. glog
+aborts the process after printing it; an OOM or a CUDA error said in it is read by their own readers first."""
+GLOG_STEP = ("a C++ library's check failed and aborted the process (glog's `F` line): the text after `]` is the "
+             "failed condition; it most often names input the library did not expect (a file, a shape, an index or "
+             "a config value), so check those against what the project's README asks")
 _CHEAP = ("nstruction", "interpreter", "denied", "ssh", "ORTE", "mpirun", "PRTE", "egment", "SEGV", "egfault",
           "us error", "terminate", "Host key", ": error: ", "primary config")
 """A piece of every line the patterns read: most lines skip them all."""
@@ -80,7 +88,7 @@ _CHEAP = ("nstruction", "interpreter", "denied", "ssh", "ORTE", "mpirun", "PRTE"
 
 def process_died(line: str) -> tuple[str, str] | None:
     """(the line quoted, the next step) when the line says a process died, else None."""
-    if len(line) > 2000 or not any(piece in line for piece in _CHEAP):
+    if len(line) > 2000 or not any(piece in line for piece in _CHEAP) and not line[:12].lstrip().startswith("F"):
         return None
     for pattern, step in ((_ILLEGAL, ILLEGAL_STEP), (_BAD_INTERPRETER, _interpreter_step), (_SSH, SSH_STEP),
                           (_SEGFAULT, SEGFAULT_STEP), (_BUS, BUS_STEP), (_TERMINATE, _terminate_step),
@@ -88,6 +96,8 @@ def process_died(line: str) -> tuple[str, str] | None:
         found = pattern.search(line)
         if found is not None and not gone_before(line, found.start()):
             return quoted(line), step(found) if callable(step) else step
+    if line[:12].lstrip().startswith("F") and _GLOG_FATAL.search(line):
+        return quoted(line), GLOG_STEP
     slurm = _SLURM.search(line)
     if slurm is not None and not _SLURM_AFTER.search(slurm.group("said")):
         return quoted(line), SLURM_STEP

@@ -288,7 +288,10 @@ _SETUP = (
         r"^(?!.*cannot import name '[^']*' from '(?!flash))(?:"
         r"^(?!.*\bcurrent dt?ype\b).*?(?:" + _FLASH + r").{0,300}?(?:" + _UNAVAILABLE + r"|version|>=)|"
         r".*?(?:" + _UNAVAILABLE + r").{0,300}?(?:" + _FLASH + r")|.*?in _check_and_enable_flash_attn_2\b|"
-        r".*?FlashAttention only supports Ampere|"
+        # its own check of the card or the toolkit: `FlashAttention only supports Ampere GPUs or newer`, `FlashAttention
+        # is only supported on CUDA 11 and above`, `... currently only supports MI100 and RX7000 and above`
+        r".*?(?:" + _FLASH + r")[^.\n]{0,30}?\b(?:is |are )?(?:currently )?only (?:supports?|supported)\b"
+        r"(?!\s+(?:torch\.)?(?:float|fp|bf|half|dtype))|"  # not its dtypes: the load-time note below
         # its older builds' GPU check, in torch's TORCH_CHECK words: `Expected is_sm90 || is_sm8x || is_sm75 to be
         # true, but got false` (a V100, a P100, a card before Turing)
         r".*?Expected (?:is_sm\d+x?\s*\|\|\s*)*is_sm\d+x? to be true|"
