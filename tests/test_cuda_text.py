@@ -93,6 +93,9 @@ def test_cuda_error_2_is_the_out_of_memory_it_says() -> None:
     ("Loaded runtime CuDNN library: 8.0.5 but source was compiled with: 8.1.0.  CuDNN library needs to have matching "
      "major version and equal or higher minor version.\n", "missing or older"),
     ("RuntimeError: Unable to load cuSPARSE. Is it installed?\n", "missing or older"),
+    ("ImportError: libcublas.so.9.0: cannot open shared object file: No such file or directory\n", "missing or older"),
+    # an extension built for other cards (tiny-cuda-nn, wave 83 dev)
+    ("OSError: Could not find compatible tinycudann extension for compute capability 86.\n", "no build for this GPU"),
     ("UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try "
      "looking to see if a warning log message was printed above.\n", "memory growth"),
     # a kernel for another GPU (TensorFlow's `invalid device function`)
@@ -102,6 +105,15 @@ def test_cuda_error_2_is_the_out_of_memory_it_says() -> None:
 def test_cuda_libraries_that_do_not_match_are_a_cuda_setup_error(text: str, says: str) -> None:
     item = first(text)
     assert item is not None and item.id == "cuda_error" and says in item.title, item
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR\n",  # torch.fft on a card its cuFFT lacks (wave 84 dev)
+    "RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED, when calling `cusolverDnSgetrf`\n",
+])
+def test_the_other_cuda_libraries_statuses_are_a_cuda_error(text: str) -> None:
+    item = first(text)
+    assert item is not None and item.id == "cuda_error", item
 
 
 def test_a_cutlass_error_is_a_cuda_error() -> None:

@@ -25,9 +25,11 @@ NO_GPU = re.compile(_CPU_ONLY + r"|" + _NO_DEVICE, re.I)
 """torch saying it sees no GPU at all (a CPU-only build, no driver, no CUDA device): part of SETUP, and what an
 exception's next step reads (failure.next_step)."""
 
-_LIBRARY_SAID = r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b"
+_LIBRARY_SAID = (r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b|"
+                 r"\blib(?:cu(?:blas|blasLt|dnn|fft|rand|solver|sparse)|nvrtc)\w*\.so[.\d]*: cannot open shared object")
 """A CUDA library the framework loads that is missing or older than its build (TensorFlow's `Loaded runtime CuDNN
-library: 8.0.5 but source was compiled with: 8.1.0`, JAX's `Unable to load cuSPARSE. Is it installed?`)."""
+library: 8.0.5 but source was compiled with: 8.1.0`, JAX's `Unable to load cuSPARSE. Is it installed?`, an import's
+`ImportError: libcusolver.so.8.0: cannot open shared object file`). Not libcudart: bitsandbytes' setup names it."""
 _CONV_ALGO_SAID = r"Failed to get convolution algorithm"
 """cuDNN that could not start under TensorFlow (`... This is probably because cuDNN failed to initialize`)."""
 _PTX_TOOLCHAIN_SAID = r"PTX was compiled with an unsupported toolchain"
@@ -43,6 +45,9 @@ SETUP = (
     r"CUDA driver initialization failed|Failed to initialize NVML|"
     r"CUDA capability sm_\d+ is not compatible with the current PyTorch|"
     r"no kernel image is available(?!.{0,80}\bat line \d+ in file)|hipErrorNoBinaryForGpu|"
+    # an extension built for other cards (tiny-cuda-nn's `Could not find compatible tinycudann extension for compute
+    # capability 75`): no kernels for this one, as `no kernel image` says
+    r"\bextension for compute capability \d+|"
     r"Unable to find code object for all current devices|TensileLibrary\S*\.dat|for GPU arch ?: ?gfx\w+|"
     + _CPU_ONLY + r"|CUDA unknown error|"
     r"CUDA-capable device(?:s|\(s\))? (?:is|are|is/are) busy or unavailable|"
@@ -63,7 +68,7 @@ SETUP = (
 own kernels missing (`Error no kernel image ... at line 237 in file ...csrc/ops.cu`): that is its setup's."""
 WORDS = ("driver", "nvidia", "kernel image", "ordinal", "cuda", "duplicate gpu", "nvml", "hip", "code object", "gfx",
          "gpu", "card", "xid", "fallen off", "ecc", "驱动", "显卡", "device function", "cudnn", "unable to load cu",
-         "convolution algorithm", "ptx")
+         "convolution algorithm", "ptx", "shared object", "compute capability")
 """Lowercase words one of the SETUP messages holds (`The NVIDIA driver on your system is too old` names no CUDA)."""
 
 _FOUND = re.compile(r"found version (\d{4,5})")
@@ -72,7 +77,8 @@ _NO_DRIVER = re.compile(r"Found no NVIDIA driver|NVIDIA-SMI has failed|no (?:CUD
                         r"driver initialization failed|is_available\(\)|not (?:being )?(?:detected|found|recogni[sz]ed|"
                         r"visible|available)|驱动|用不了|无法使用|不能用|检测不到|找不到|识别不|不可用|"
                         r"CUDA unknown error|cudaGetDeviceCount|CUDA initialization|failed lazily", re.I)
-_NO_KERNELS = re.compile(r"sm_\d+ is not compatible|no kernel image|NoBinaryForGpu|code object for all current devices|"
+_NO_KERNELS = re.compile(r"sm_\d+ is not compatible|no kernel image|extension for compute capability|NoBinaryForGpu|"
+                         r"code object for all current devices|"
                          r"invalid device function|TensileLibrary|GPU arch ?: ?gfx", re.I)
 _ROCM = re.compile(r"\bHIP\b|hipError|code object|gfx\d", re.I)
 _CPU_BUILD = re.compile(_CPU_ONLY, re.I)
@@ -86,6 +92,7 @@ _PTX_FEATURE = re.compile(r"\bptxas\b.{0,120}\berror\s*:.{0,40}requires \.target
 _PTX_TOOLCHAIN = re.compile(_PTX_TOOLCHAIN_SAID, re.I)
 _PTXAS = re.compile(r"\bptxas\b", re.I)
 _SM = re.compile(r"sm_(\d+)")
+_EXTENSION = re.compile(r"compatible (?P<name>\w+) extension for compute capability (?P<cc>\d+)")
 
 
 def driver_cuda(line: str) -> str:
@@ -188,6 +195,12 @@ def _no_kernels(line: str) -> tuple[str, list[str]]:
         return ("CUDA error: this ROCm build has no kernels for this GPU's gfx architecture: install a torch/ROCm "
                 "build that supports it (for a close consumer card, HSA_OVERRIDE_GFX_VERSION, e.g. 10.3.0 or 11.0.0)",
                 ["rocminfo names the card's gfx target; the build lists the ones it was compiled for", _CHECK])
+    extension = _EXTENSION.search(line)
+    if extension:
+        return (f"CUDA error: the {extension.group('name')} extension has no build for this GPU (compute capability "
+                f"{extension.group('cc')}): rebuild it on this machine, with TCNN_CUDA_ARCHITECTURES (or "
+                "TORCH_CUDA_ARCH_LIST) naming this card", ["an extension compiled on another machine, or for other "
+                                                           "cards, holds kernels only for those", _CHECK])
     sm = _SM.search(line)
     gpu = f" (sm_{sm.group(1)})" if sm else ""
     return (f"CUDA error: this torch build has no kernels for this GPU{gpu}: install a torch built for its CUDA "

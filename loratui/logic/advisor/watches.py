@@ -323,6 +323,8 @@ _SETUP = (
         r"cudaError(?!MemoryAllocation)[A-Z]\w+|CUDA_ERROR_(?!OUT_OF_MEMORY)[A-Z_]+|HIP error: (?!out of memory)|"
         r"hipError(?!OutOfMemory)[A-Z]\w+|"
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
+        # the other CUDA libraries' statuses (torch.fft's `cuFFT error: CUFFT_INTERNAL_ERROR`, linalg's cuSOLVER)
+        r"CUFFT_(?!SUCCESS|ALLOC_FAILED)[A-Z]\w+|CU(?:SOLVER|SPARSE|RAND)_STATUS_(?!SUCCESS|ALLOC_FAILED)\w+|"
         r"Assertion `[^`]+` failed|NCCL error|cuda runtime error \(\d+\)|"
         # CUDA's error strings as C++ libraries print them, with the code (CatBoost's `CUDA error 719: unspecified
         # launch failure`) or alone (XGBoost's thrust `gpu_predictor.cu(322): unspecified launch failure`), and the
@@ -349,7 +351,8 @@ SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu",
                "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers", "is_sm", "layer-norm",
                                           "layer_norm", "rotary", "fused", "xentropy"),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip", "find an engine",
-                              "by gpu node", "hsa_status", "launch", "misaligned", "opencl", "cutlass") +
+                              "by gpu node", "hsa_status", "launch", "misaligned", "opencl", "cutlass", "cufft",
+                              "cusolver", "cusparse", "curand") +
                cuda.WORDS}
 """Words one of each id's patterns needs (lowercase): the patterns run only on lines that hold one."""
 CUDA_BOILERPLATE = re.compile(r"CUDA kernel errors might be asynchronously reported")
