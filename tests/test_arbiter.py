@@ -148,3 +148,19 @@ def test_an_exception_read_from_its_own_line_outranks_it(shipped: arbiter.Arbite
     read = reading(shipped.kinds, "nccl_timeout")
     assert arbiter.arbitrated(hang, raised, raised, read) == raised
     assert answer_category(arbiter.arbitrated(hang, named, named, read)) == "nccl_timeout"
+
+
+def test_a_cuda_error_the_rules_read_is_no_plain_exception(shipped: arbiter.Arbiter) -> None:
+    """G1 (twenty-fifth session): a CUDA error the rules read (a library's status, a build without kernels for this
+    card) is not made a plain exception because its traceback's words read like one; another kind may still speak."""
+    import io
+
+    from loratui.commands.doctor import diagnose_stream
+
+    rules = diagnose_stream(io.BytesIO(b"RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR\n"), "pasted", guess=False)[0]
+    assert rules[0].id == "cuda_error"
+    plain = steered(shipped, "exception_other", 0.99)
+    assert arbiter.arbitrated(plain, rules, rules, reading(shipped.kinds, "exception_other")) == rules
+    hang = steered(shipped, "nccl_timeout", 0.99)
+    assert answer_category(arbiter.arbitrated(hang, rules, rules, reading(shipped.kinds, "nccl_timeout"))) == \
+        "nccl_timeout"

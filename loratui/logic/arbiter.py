@@ -7,9 +7,9 @@ rules' answer as the code stood before the wave (bench/results/rules_before_wave
 from a model trained without the wave, and fits a 15-way logistic regression on both (the features below). Where its
 answer differs from the doctor's and it holds at least `Arbiter.at` of the probability, its answer goes first, as a
 guess that says so; the rules' items stay after it. What the rules read outranks words (`outranked`): it never
-answers over a series the rules read and called fine, nor over an exception whose own line they read, never names
-another memory kind where the OOM message's numbers settled one, and says `healthy` only over warnings, never over an
-error (the warnings are then kept as notes).
+answers over a series the rules read and called fine, nor over an exception whose own line they read, never makes a
+CUDA error they read a plain exception, never names another memory kind where the OOM message's numbers settled one,
+and says `healthy` only over warnings, never over an error (the warnings are then kept as notes).
 
 Pure: the arrays come in (loratui/sources/word_model.py loads them), an answer or None goes out.
 """
@@ -62,8 +62,8 @@ def answer(arbiter: Arbiter, rules: str, reading: Reading) -> tuple[str, float]:
 
 def outranked(kind: str, rules_items: list[Advice], series: bool) -> bool:
     """Whether what the rules read outranks the arbiter's `kind`: a series they read (`series`) and called fine;
-    an exception whose own line they read (its type and message); an OOM whose kind the message's numbers settled,
-    against another memory kind; an error, against `healthy`."""
+    an exception whose own line they read (its type and message); a CUDA error, against a plain exception; an OOM
+    whose kind the message's numbers settled, against another memory kind; an error, against `healthy`."""
     rules = answer_category(rules_items)
     first = rules_items[0] if rules_items else None
     if series and rules == "healthy":
@@ -72,6 +72,12 @@ def outranked(kind: str, rules_items: list[Advice], series: bool) -> bool:
         # held out over 53 waves, 164 of 186 such texts were settled as that exception; the arbiter's other answers
         # there (Windows' `NCCL built in` read as a hang, mamba's `undefined symbol` as flash-attn) were wrong 5
         # times, right 2 (docs/learned_fallback.md, twenty-second session)
+        return True
+    if first is not None and first.id == "cuda_error" and kind == "exception_other":
+        # a CUDA library's or the driver's own error the rules read (`cuFFT error: CUFFT_INTERNAL_ERROR`, `Could not
+        # find compatible tinycudann extension for compute capability 75`) is not made a plain exception because the
+        # words of its traceback read like one (G1, held out over 72 waves: 4,145 -> 4,148 of 5,178, cuda_error +3 and
+        # nothing else moved; docs/learned_fallback.md, twenty-fifth session)
         return True
     if first is not None and first.id in MEMORY_KINDS and not kind_unsettled(first) and kind in MEMORY_KINDS:
         return kind != first.id
