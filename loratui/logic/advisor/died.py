@@ -88,7 +88,8 @@ _CHEAP = ("nstruction", "interpreter", "denied", "ssh", "ORTE", "mpirun", "PRTE"
 
 def process_died(line: str) -> tuple[str, str] | None:
     """(the line quoted, the next step) when the line says a process died, else None."""
-    if len(line) > 2000 or not any(piece in line for piece in _CHEAP) and not line[:12].lstrip().startswith("F"):
+    glog = line[:12].lstrip().startswith("F") and _GLOG_FATAL.search(line) is not None  # no piece of _CHEAP in it
+    if len(line) > 2000 or not glog and not any(piece in line for piece in _CHEAP):
         return None
     for pattern, step in ((_ILLEGAL, ILLEGAL_STEP), (_BAD_INTERPRETER, _interpreter_step), (_SSH, SSH_STEP),
                           (_SEGFAULT, SEGFAULT_STEP), (_BUS, BUS_STEP), (_TERMINATE, _terminate_step),
@@ -96,7 +97,7 @@ def process_died(line: str) -> tuple[str, str] | None:
         found = pattern.search(line)
         if found is not None and not gone_before(line, found.start()):
             return quoted(line), step(found) if callable(step) else step
-    if line[:12].lstrip().startswith("F") and _GLOG_FATAL.search(line):
+    if glog:
         return quoted(line), GLOG_STEP
     slurm = _SLURM.search(line)
     if slurm is not None and not _SLURM_AFTER.search(slurm.group("said")):
