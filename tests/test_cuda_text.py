@@ -77,6 +77,9 @@ def test_hsa_out_of_resources_is_no_fault() -> None:
     # LightGBM's GPU path runs on OpenCL
     "lightgbm.basic.LightGBMError: No OpenCL device found\n",
     "[LightGBM] [Fatal] Unknown OpenCL Error (221)\n",
+    # the other CUDA libraries' statuses: torch.fft on a card its cuFFT lacks (wave 84 dev), linalg's cuSOLVER
+    "RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR\n",
+    "RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED, when calling `cusolverDnSgetrf`\n",
 ])
 def test_cuda_s_error_strings_as_native_libraries_print_them_are_a_cuda_error(text: str) -> None:
     item = first(text)
@@ -105,15 +108,6 @@ def test_cuda_error_2_is_the_out_of_memory_it_says() -> None:
 def test_cuda_libraries_that_do_not_match_are_a_cuda_setup_error(text: str, says: str) -> None:
     item = first(text)
     assert item is not None and item.id == "cuda_error" and says in item.title, item
-
-
-@pytest.mark.parametrize("text", [
-    "RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR\n",  # torch.fft on a card its cuFFT lacks (wave 84 dev)
-    "RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED, when calling `cusolverDnSgetrf`\n",
-])
-def test_the_other_cuda_libraries_statuses_are_a_cuda_error(text: str) -> None:
-    item = first(text)
-    assert item is not None and item.id == "cuda_error", item
 
 
 def test_a_cutlass_error_is_a_cuda_error() -> None:
