@@ -33,7 +33,7 @@ other users` is no account of memory; `more and more processes are taking up the
 
 _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
-                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )(?<![A-Za-z])memory ?error(?![A-Za-z])|"
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )(?<!out of )(?<!out-of-)(?<![A-Za-z])memory ?error(?![A-Za-z])|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
                        + oom_words.HOST_MEM_ZH + r"(?:不足|溢出)|paging file is too small|crashed after using all available RAM|"
                        r"The Kernel crashed while executing code|kernel appears to have died|被\s*(?:kill|杀)|"
@@ -58,6 +58,12 @@ RAM`, `memory error`,
 _HOST_RAM_NEEDS = WordGate("kill", "memory", "ram", "kernel", "paging", "-9", "137", "内存", "被")
 """A word every match of _HOST_RAM holds (`-9` or `137` for an exit code): the pattern runs on every line of a log
 until an OOM is found, and a line with none of them (a printed Trainer dict, a progress bar) skips it."""
+
+_GPU_NAMED = re.compile(r"\b(?:CUDA|GPUs?|VRAM|cuDNN|cuBLAS|HBM|RTX|GTX|Titan|Tesla|Quadro|A10G?|A[34]0|A100|H100|H200|"
+                        r"V100|P100|P40|T4|K80|K40|L4|L40S?|A\d000|[1-5]0[5-9]0(?:\s?(?:ti|super))?)\b|显存|显卡|ビデオ",
+                        re.I)
+"""Words that put an OOM on the card: the device (`CUDA out of memory`, `GPU memory`, `显存不足`) or a card's name
+(`with 2080ti`, `on a V100`, `A6000`, `RTX 3090`)."""
 
 _OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
 """A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
@@ -134,9 +140,12 @@ class OomFold:
     def _host_oom(self, line: str) -> None:
         """The host's memory ran out (not the GPU's), and the phase it struck in once a traceback names it."""
         slurm = _HOST_RAM_NEEDS.passes(line) and oom.SLURM_OOM.search(line) is not None
-        if self.oom is None and getattr(self, "host_oom", None) is None and \
+        if getattr(self, "host_oom", None) is None and (self.oom is None or self._words_only_oom()) and \
                 (_HOST_RAM_NEEDS.passes(line) and (_HOST_RAM.search(line) or slurm) or
                  self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
+            # an OOM the person only named, with no GPU in their words (`I'm running out of memory when pickling`),
+            # is this one: the kill or the host's words say whose memory ran out
+            self.oom = None
             phase, evidence = (self.trace.phase, []) if self.trace.phase else self.text.where.phase()
             self.host_oom = (quoted(line), phase, evidence, self.ctx.step)
             self._items = None
@@ -149,9 +158,17 @@ class OomFold:
             self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
             self._items = None
 
+    def _words_only_oom(self) -> bool:
+        """Whether the OOM kept is only the person's word for one, and their words name no GPU (`killed cuz out of
+        memory (64GB)`, `out of memory problem`): a host's kill read with it says it was the host's RAM."""
+        report = self.oom.facts["report"] if self.oom is not None else None
+        return report is not None and report.said and report.kind == oom.UNKNOWN and not _GPU_NAMED.search(report.text)
+
     def _oom_in_words(self, line: str) -> None:
         """A pasted text whose person says an OOM happened, or gives an account of what held the memory."""
         lowered = line.lower()
+        if getattr(self, "host_oom", None) is not None and not _GPU_NAMED.search(line):
+            return  # the host's kill or RAM was named first: the person's `out of memory` is that one
         if self.oom is None and ("oom" in lowered or "memory" in lowered or "alloc" in lowered or "vram" in lowered or
                                   "gpu ram" in lowered or "存" in line or "空间" in line or "メモリ" in line) and \
                 self.pasted and oom_words.said_oom(line) and not looks_like_code(line) and "File " not in line and \
