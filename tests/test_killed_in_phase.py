@@ -68,3 +68,28 @@ def test_a_kernel_or_process_killed_outright_is_the_hosts_memory(text: str, expe
 @pytest.mark.parametrize("text", ["我把进程杀了，然后重新训练", "I killed the kernel by hand and restarted the training."])
 def test_a_process_the_person_killed_is_no_oom(text: str) -> None:
     assert not first(text)[0].startswith("oom")
+
+
+@pytest.mark.parametrize("text", [
+    # the person's `out of memory` first, the shell's kill after it (CenterPoint's info files, paraphrased)
+    "I'm running out of memory when I try to pickle the info:\nsample: 158081\nKilled\n"
+    "My machine has 256 GB RAM; does this really need more than that?",
+    "the training process was killed by kernel without any warning. I think it's because of out of memory. "
+    "My machine only has 16G memory.",
+    "The training runs out of memory at step 200\nKilled",
+])
+def test_an_oom_the_person_only_named_is_the_hosts_when_the_host_killed_it(text: str) -> None:
+    """R19b: an OOM named only in the person's words, with no card in them, is the one the host's kill or RAM words
+    in the same text tell of: the host's RAM, not a full GPU."""
+    found, title = first(text)
+    assert found == "exception" and "host memory" in title
+
+
+@pytest.mark.parametrize("text", [
+    "'out of memory' error with 2080ti\nI used two 2080ti for training, but there was an out-of-memory error.",
+    "The training runs out of memory on my RTX 3090 at step 200\nKilled",
+])
+def test_an_oom_said_of_a_card_stays_the_cards(text: str) -> None:
+    """A card named beside the words (`2080ti`, `V100`), or `out-of-memory error` itself, keeps the OOM the GPU's."""
+    found, _ = first(text)
+    assert found.startswith("oom")

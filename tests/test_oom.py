@@ -142,6 +142,21 @@ def test_pytorch_1_0_cached_is_the_unused_cache() -> None:
     assert report.kind == oom.OTHER_PROCESS  # 2.3 GiB of a 3.95 GiB card is held outside PyTorch
 
 
+@pytest.mark.parametrize("line, kind", [
+    # 2.4 GiB outside PyTorch on an 8 GiB card: this process's own context before lazy loading, as often as not
+    ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.80 GiB total capacity; 5.35 GiB already "
+     "allocated; 20.00 MiB free; 5.38 GiB reserved in total by PyTorch)", oom.FULL),
+    # 3.5 GiB outside it: more than any context held
+    ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 10.76 GiB total capacity; 7.19 GiB "
+     "already allocated; 20.00 MiB free; 7.22 GiB reserved in total by PyTorch)", oom.OTHER_PROCESS),
+])
+def test_the_old_format_leaves_this_process_context_out(line: str, kind: str) -> None:
+    """R18: the message before PyTorch counted this process's own use leaves its CUDA context out (1-3 GiB before lazy
+    module loading): below 3 GiB, and short of half the card, memory outside PyTorch is not read as a neighbour's."""
+    report = oom.parse_oom(line)
+    assert report is not None and report.process_used is None and report.kind == kind
+
+
 def test_memory_fraction_allowed_is_the_cap_not_a_neighbour() -> None:
     line = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
             "79.15 GiB of which 60.00 GiB is free. Including non-PyTorch memory, this process has 19.00 GiB memory "
