@@ -377,11 +377,11 @@ def _other_process(report: OomReport) -> bool:
         return True
     if other is None:
         return False
-    # The old format (before the message named this process's own use) omits this process's own CUDA context, which before CUDA's lazy module loading
-    # (torch 1.13 and CUDA 11.7 made it the default) held every kernel of torch, cuDNN and cuBLAS: 1-3 GiB, more
-    # beside a desktop's display on a consumer card. Below 3 GiB, and short of half the card, the numbers alone cannot
-    # tell a neighbour from that (in the dev split's old-format messages, 2-3 GiB outside PyTorch was the run's own 22
-    # times, a neighbour twice).
+    # The old format (before the message named this process's own use) omits this process's own CUDA context, which
+    # before CUDA's lazy module loading (torch 1.13 and CUDA 11.7 made it the default) held every kernel of torch,
+    # cuDNN and cuBLAS: 1-3 GiB, more beside a desktop's display on a consumer card. Below 3 GiB, and short of half
+    # the card, the numbers alone cannot tell a neighbour from that (in the dev split's old-format messages, 2-3 GiB
+    # outside PyTorch was the run's own 22 times, a neighbour's twice).
     if report.process_used is None:
         return other >= max(2 * GIB, total // 10) and (other >= 3 * GIB or other >= total // 2)
     return other >= max(GIB + GIB // 2, total // 20)

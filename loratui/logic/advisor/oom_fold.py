@@ -33,7 +33,8 @@ other users` is no account of memory; `more and more processes are taking up the
 
 _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
-                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|(?<!CUDA )(?<!GPU )(?<!out of )(?<!out-of-)(?<![A-Za-z])memory ?error(?![A-Za-z])|"
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|"
+                       r"(?<!CUDA )(?<!GPU )(?<!out of )(?<!out-of-)(?<![A-Za-z])memory ?error(?![A-Za-z])|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
                        + oom_words.HOST_MEM_ZH + r"(?:不足|溢出)|paging file is too small|crashed after using all available RAM|"
                        r"The Kernel crashed while executing code|kernel appears to have died|被\s*(?:kill|杀)|"
