@@ -162,6 +162,7 @@ def _requeued_run(runs_dir: Path) -> rundir.RunDir | None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from loratui.commands import launch_checks
+    from loratui.supervisor import inherited_fds
     from loratui.supervisor.launch import passed_stdin, start_command, start_run
 
     watching = bool(args.watch) or args.recipe is None  # `loratui run [options] -- COMMAND [ARGS...]`
@@ -196,7 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with HeldInterrupt.hold() as held:  # from the spawn on, Ctrl-C leaves the run training: held for the viewer
         if watching:
             run = start_command(args.watch, args.runs_dir, args.run_name, args.warn_gb, alert_url=url,
-                                slurm_limit=limit, stdin=passed_stdin())
+                                slurm_limit=limit, stdin=passed_stdin(), fds=inherited_fds.inherited())
         else:
             run = start_run(args.recipe, args.runs_dir, args.run_name, args.model_path, args.max_steps,
                             alert_url=url, slurm_limit=limit)

@@ -228,6 +228,18 @@ def test_the_vram_pane_calls_a_watched_runs_peak_a_running_max() -> None:
 PLAIN_PROBE = REPO / "tests" / "data" / "scripts" / "plain_probe.py"
 
 
+def _reports_alone_and_watched(command: list[str], cwd: Path, runs: Path, extra: int) -> tuple[Any, Any]:
+    """The probe's report of `command` run alone, then under `loratui run --`, each given descriptor `extra`."""
+    reports = []
+    for prefix in ([], [sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(runs), "--"]):
+        done = subprocess.run([*prefix, *command], cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, pass_fds=(extra,),
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        reports.append(json.loads((cwd / "report.json").read_text()))
+        (cwd / "report.json").unlink()
+    return reports[0], reports[1]
+
+
 def test_a_watched_plain_script_sees_no_loratui_module_and_the_process_it_sees_alone(watch_dir: Path,  # noqa: F811
                                                                                     tmp_path: Path) -> None:
     """`loratui run -- python s.py` of a script with no Trainer: `loratui.trainer.autohook` (and loratui,
@@ -235,18 +247,15 @@ def test_a_watched_plain_script_sees_no_loratui_module_and_the_process_it_sees_a
     alone: its modules, argv, __main__, cwd, sys.path, environment, descriptors, umask, flags and signal handlers.
     What stays is documented (README, watch your own script): SIGHUP ignored, the LORATUI_* variables and the
     hook's directory on PYTHONPATH, the finder that waits for transformers.trainer, stdout/stderr to the run's
-    logs, a process group of its own, and no descriptor but 0-2 inherited."""
+    logs and a process group of its own. A descriptor beyond 0-2 that it inherits (a shell's `7>file`) reaches it
+    as it does alone: loratui's launcher, supervisor and keeper used to close it."""
     command = [sys.executable, str(PLAIN_PROBE), "report.json"]
-    alone = subprocess.run(command, cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL, capture_output=True,
-                           text=True, timeout=120, check=False)
-    assert alone.returncode == 0, alone.stderr
-    seen_alone = json.loads((tmp_path / "report.json").read_text())
-    (tmp_path / "report.json").unlink()
-    watched = subprocess.run([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
-                              "--", *command], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
-                             capture_output=True, text=True, timeout=300, check=False)
-    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
-    seen = json.loads((tmp_path / "report.json").read_text())
+    reader, extra = os.pipe()
+    try:
+        seen_alone, seen = _reports_alone_and_watched(command, tmp_path, watch_dir, extra)
+    finally:
+        os.close(reader)
+        os.close(extra)
     assert seen["loratui_modules"] == seen_alone["loratui_modules"] == []
     assert sorted(set(seen["modules"]) ^ set(seen_alone["modules"])) == []
     for key in ("argv", "main_file", "cwd", "sys_path", "path_hooks", "umask", "flags", "sitecustomize"):
@@ -255,6 +264,7 @@ def test_a_watched_plain_script_sees_no_loratui_module_and_the_process_it_sees_a
     assert {k: v for k, v in seen["signals"].items() if k != "SIGHUP"} == \
         {k: v for k, v in seen_alone["signals"].items() if k != "SIGHUP"}
     assert sorted(seen["fds"]) == sorted(seen_alone["fds"]) and seen["fds"]["0"] == seen_alone["fds"]["0"]
+    assert str(extra) in seen["fds"] and seen["fds"][str(extra)] == seen_alone["fds"][str(extra)]
     ours = {"LORATUI_RUN_DIR", "LORATUI_HOOK_ROOT", "LORATUI_SUPERVISOR_PID", "LORATUI_CMDS_OFFSET", "PYTHONPATH"}
     env = {k: v for k, v in seen["env"].items() if k not in ours}  # a LORATUI_* of the user's passes as it is
     assert env == {k: v for k, v in seen_alone["env"].items() if k != "PYTHONPATH"}
@@ -307,3 +317,39 @@ def test_spawned_dataloader_workers_load_no_loratui_module(model_dir: Path, watc
     assert kinds(run, "train_begin") and len(_steps(run)) == 2  # the script's own Trainer is hooked
     seen = {path.name: json.loads(path.read_text()) for path in reports.glob("worker-*.json")}
     assert len(seen) == 2 and all(modules == [] for modules in seen.values()), seen
+
+
+def test_an_inherited_descriptor_is_the_scripts_alone(watch_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    """`loratui run -- python s.py 7>pipe`: the script writes to fd 7 and closes it, and the pipe's reader sees its
+    end then, while the run still goes on: no loratui process (launcher, supervisor, keeper) keeps a copy."""
+    marker = tmp_path / "go on"
+    script = ("import os, sys, time, pathlib; fd = int(sys.argv[1]); os.write(fd, b'from the script'); os.close(fd)\n"
+              "deadline = time.monotonic() + 300\n"
+              "while not pathlib.Path(sys.argv[2]).exists() and time.monotonic() < deadline: time.sleep(0.05)")
+    reader, extra = os.pipe()
+    launcher = subprocess.Popen([sys.executable, "-m", "loratui", "run", "--headless", "--runs-dir", str(watch_dir),
+                                 "--", sys.executable, "-c", script, str(extra), str(marker)], cwd=REPO, env=ENV,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                pass_fds=(extra,))
+    os.close(extra)
+    try:
+        got = b""
+        while chunk := _read_within(reader, 300):
+            got += chunk
+        assert got == b"from the script"
+        assert launcher.poll() is None  # the script waits for the marker: its run still goes on
+    finally:
+        os.close(reader)
+        marker.touch()
+        out = launcher.communicate(timeout=300)[0].decode(errors="replace")
+    assert launcher.returncode == 0, out[-2000:]
+    assert kinds(only_run(watch_dir), "end")[0]["state"] == "finished"
+
+
+def _read_within(fd: int, seconds: float) -> bytes:
+    """What `fd` gives next (b"" at its end); fails when nothing comes within `seconds`."""
+    import select
+
+    ready, _, _ = select.select([fd], [], [], seconds)
+    assert ready, f"no end of the pipe within {seconds} s: a process other than the script holds its writing end"
+    return os.read(fd, 4096)

@@ -38,6 +38,7 @@ from loratui.supervisor.command import (
     signal_group,
     signal_tree,
 )
+from loratui.supervisor import inherited_fds
 from loratui.supervisor.watch_output import OutputWatcher
 
 POLL_S = 1.0
@@ -67,13 +68,15 @@ class Keeper:
         env = dict(os.environ)
         env.pop(KEEPER_ENV, None)
         env[PARENT_ENV] = str(os.getpid())  # the command's parent is this process (suspend reads it)
+        fds = inherited_fds.inherited()
         try:
             # Its standard input is the keeper's: what the supervisor passed on (the user's pipe or file), or
-            # /dev/null.
-            child = subprocess.Popen(self.command, env=env, process_group=0)
+            # /dev/null; and so are the descriptors beyond 0-2 it would inherit alone (`inherited_fds`).
+            child = subprocess.Popen(self.command, env=env, process_group=0, pass_fds=fds)
         except OSError as exc:  # as a shell says it: the run then ends failed with this line
             print(f"loratui: cannot run {self.command[0]}: {exc.strerror or exc}", file=sys.stderr)
             return 127
+        inherited_fds.let_go(fds)
         # SIGTERM sent to this keeper (a guard's restart) is meant for the command. A Python handler, not
         # SIG_IGN: an ignored signal would stay ignored in the command across exec.
         signal.signal(signal.SIGTERM, lambda *_: _forward(child.pid, signal.SIGTERM))

@@ -18,7 +18,7 @@ from loratui.logic import datafile, lora_targets
 from loratui.logic.lora_targets import tiny_module_names
 from loratui.recipe import TINY_MODEL, WATCHED, AlertsSection, Recipe, RecipeError, load_recipe, where
 from loratui.safeio import UnsafeRunDir, append_file, check_run_dir
-from loratui.supervisor import alerts
+from loratui.supervisor import alerts, inherited_fds
 from loratui.text import say_error
 
 
@@ -231,13 +231,15 @@ SOCKET_PATH_MAX = 107
 """Bytes in a Unix socket's path (sun_path holds 108 with its NUL on Linux)."""
 
 
-def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None = None, kept_env: bool = False) -> int:
+def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None = None, kept_env: bool = False,
+                     fds: tuple[int, ...] = ()) -> int:
     """Start `python -m loratui.supervisor` in its own session, detached from this terminal.
 
     `adopt`: take over a suspended run whose supervisor died, resuming from its last checkpoint.
     `kept_env`: the run's first environment is kept already (`_keep_env`): the trainer starts in it.
     `stdin`: a file descriptor the supervisor hands to a watched command's first launch (`passed_stdin`);
-    otherwise /dev/null.
+    otherwise /dev/null. `fds`: the descriptors beyond 0-2 it hands to a watched command's first launch
+    (`inherited_fds`); this process lets go of them once the supervisor has them.
     """
     if len(os.fsencode(run.control)) > SOCKET_PATH_MAX:
         # The supervisor could not open its control socket and would die before its first event.
@@ -254,10 +256,12 @@ def spawn_supervisor(run: rundir.RunDir, adopt: bool = False, stdin: int | None 
     with append_file(run.supervisor_log) as err, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             [sys.executable, "-m", "loratui.supervisor", str(run.path)] + (["--adopt"] if adopt else [])
-            + (["--kept-env"] if kept_env else []) + (["--interrupt-ignored"] if IGNORED_AT_START else []),
+            + (["--kept-env"] if kept_env else []) + (["--interrupt-ignored"] if IGNORED_AT_START else [])
+            + inherited_fds.as_argument(fds),
             stdin=devnull if stdin is None else stdin, stdout=err, stderr=err, start_new_session=True,
-            close_fds=True,
+            close_fds=True, pass_fds=fds,
         )
+    inherited_fds.let_go(fds)
     # Reaped when it ends: a viewer or an MCP server outlives the supervisors it starts (the run's end, a resume),
     # and each one would stay a zombie (`<defunct>` in ps) until it exits. poll() below shares Popen's lock.
     threading.Thread(target=proc.wait, name=f"reap-supervisor-{proc.pid}", daemon=True).start()
@@ -306,12 +310,13 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                   cwd: Path | None = None, resume_from: str | None = None,
                   env: dict[str, str] | None = None, alert_url: str | None = None,
                   slurm_limit: tuple[str, bool] = ("", False), stdin: int | None = None,
-                  first_env: dict[str, str] | None = None) -> rundir.RunDir:
+                  first_env: dict[str, str] | None = None, fds: tuple[int, ...] = ()) -> rundir.RunDir:
     """`loratui run -- COMMAND`: the same supervisor and run directory, with COMMAND as the trainer.
 
     `resume_from` and `env` serve a restart with a fixed config (its Trainer resumes from that checkpoint;
     `env` holds only the variables advice may set; `first_env`: the replaced run's first environment, the command's
-    base, as `start_run` takes it). `stdin`: the command's standard input (`passed_stdin`)."""
+    base, as `start_run` takes it). `stdin`: the command's standard input (`passed_stdin`); `fds`: the descriptors
+    beyond 0-2 it would inherit alone (`inherited_fds.inherited`)."""
     import shlex
     import shutil
 
@@ -348,7 +353,7 @@ def start_command(command: list[str], runs_dir: Path, name: str | None = None, w
                                   requeue=slurm_limit[1])
     run = create_for_job(runs_dir, settings, placeholder)
     alerts.save_target(run, alert_url or alerts.url_from_env(AlertsSection()))
-    spawn_supervisor(run, stdin=stdin, kept_env=_keep_env(run, first_env))
+    spawn_supervisor(run, stdin=stdin, kept_env=_keep_env(run, first_env), fds=fds)
     return run
 
 

@@ -36,7 +36,7 @@ from loratui.rundir import (
 )
 from loratui.safeio import append_file
 from loratui.supervisor import command as watched
-from loratui.supervisor import control
+from loratui.supervisor import control, inherited_fds
 from loratui.supervisor.gpu import GpuProbe, open_probe
 from loratui.supervisor.sampler import Sampler
 from loratui.supervisor.scheduler import SchedulerWord
@@ -55,10 +55,12 @@ class Supervisor:
     """Owns the trainer process and the run's log for the run's whole life."""
 
     def __init__(self, run: RunDir, probe: GpuProbe | None = None, probe_reason: str = "",
-                 adopt: bool = False, kept_env: bool = False) -> None:
+                 adopt: bool = False, kept_env: bool = False, fds: tuple[int, ...] = ()) -> None:
         """`kept_env`: a restart with applied advice started this run and kept the replaced run's first environment
-        as this one's (`RunDir.first_env`): the trainer starts in it, not in the viewer's this process inherited."""
+        as this one's (`RunDir.first_env`): the trainer starts in it, not in the viewer's this process inherited.
+        `fds`: the descriptors beyond 0-2 `loratui run` inherited, for a watched command's first launch."""
         self.run = run
+        self.passed_fds = fds
         self.adopt = adopt
         """Taking over a suspended run whose supervisor died: resume from its last checkpoint."""
         self.log = EventWriter(run.events)
@@ -338,10 +340,12 @@ class Supervisor:
         # A watched command's first launch reads what `loratui run` was given on its standard input (a pipe or a
         # file, as nohup passes it; else /dev/null): the supervisor's own, handed on once, then let go of.
         stdin = None if self.command else subprocess.DEVNULL
+        fds, self.passed_fds = (self.passed_fds if self.command else ()), ()  # likewise its other descriptors
         with append_file(self.run.stdout_log) as out, append_file(self.run.stderr_log) as err:
             # A watched command leads its own process group: pause and stop reach its every process.
             self.trainer = subprocess.Popen(command, stdin=stdin, stdout=out, stderr=err, env=env,
-                                            start_new_session=False, cwd=self.settings.cwd or None)
+                                            start_new_session=False, cwd=self.settings.cwd or None, pass_fds=fds)
+        inherited_fds.let_go(fds)
         if stdin is None:
             _let_go_of_stdin()  # a restart gets /dev/null; the producer of a pipe sees its one reader end
         done = threading.Event()
@@ -677,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
     if "--interrupt-ignored" in args[1:]:  # `loratui run` itself started with SIGINT ignored (a background job):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the watched command inherits that, as it would alone
     probe, reason = open_probe()
-    supervisor = Supervisor(run, probe, reason, adopt=adopt, kept_env="--kept-env" in args[1:])
+    supervisor = Supervisor(run, probe, reason, adopt=adopt, kept_env="--kept-env" in args[1:],
+                            fds=inherited_fds.from_arguments(args[1:]))
     signal.signal(signal.SIGTERM, supervisor.on_sigterm)
     return supervisor.main()
 
