@@ -228,12 +228,13 @@ def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
     (an exception of no known kind, an OOM with no phase) and the words read as a more specific kind; or where it is
     an OOM whose kind nothing read settled (then the words say what held the memory). Then the arbiter
     (logic/arbiter.py) may put another answer first, weighing the rules' answer against the words."""
-    from loratui.logic.advisor.oom_advice import kind_unsettled
+    from loratui.logic.advisor.oom_advice import host_memory, kind_unsettled
     from loratui.logic import word_guess
 
     first = items[0] if items else None
     memory = first is not None and kind_unsettled(first)
-    catch_all = first.id if first is not None and first.id in word_guess.REFINES else None
+    # the host's RAM read from its own kill or words (advice id `exception`) is no catch-all: no GPU kind refines it
+    catch_all = first.id if first is not None and first.id in word_guess.REFINES and not host_memory(first) else None
     spoke = any(item.severity in ("error", "warning") for item in items) or (first is not None and
                                                                              first.id == "data_starved")
     plain = not (spoke or series)

@@ -212,19 +212,27 @@ HOST_TRAIN_MOVE = ("the host ran out of RAM (not the GPU): fewer dataloader work
                    "a smaller dataset in memory, or more swap")
 
 
+HOST_TITLE = "Out of host memory"
+
+
+def host_memory(item: Advice) -> bool:
+    """Whether `item` says the host's RAM ran out (not a catch-all exception: the words read no GPU kind into it)."""
+    return item.title.startswith(HOST_TITLE)
+
+
 def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: int) -> Advice:
     """The host's RAM ran out while the model was merged or saved (`DefaultCPUAllocator: can't allocate memory`,
     the kernel's `Killed`), or while an evaluation gathered its outputs."""
     if phase == "eval":
-        return Advice("oom_at_eval", ERROR, f"Out of host memory during evaluation: {HOST_EVAL_MOVE}",
+        return Advice("oom_at_eval", ERROR, f"{HOST_TITLE} during evaluation: {HOST_EVAL_MOVE}",
                       [line] + phase_evidence, {}, step)
     if phase == "save":
-        return Advice("oom_at_save", ERROR, f"Out of host memory while saving or merging the model: {HOST_MERGE_MOVE}",
+        return Advice("oom_at_save", ERROR, f"{HOST_TITLE} while saving or merging the model: {HOST_MERGE_MOVE}",
                       [line] + phase_evidence, {}, step)
     # no phase named: the run itself (loading, the loader's workers, a dataset held in memory)
     if oom.SLURM_OOM.search(line):
-        return Advice("exception", ERROR, f"Out of host memory: {SLURM_MEM_MOVE}", [line] + phase_evidence, {}, step)
-    return Advice("exception", ERROR, f"Out of host memory: {HOST_TRAIN_MOVE}", [line] + phase_evidence, {}, step)
+        return Advice("exception", ERROR, f"{HOST_TITLE}: {SLURM_MEM_MOVE}", [line] + phase_evidence, {}, step)
+    return Advice("exception", ERROR, f"{HOST_TITLE}: {HOST_TRAIN_MOVE}", [line] + phase_evidence, {}, step)
 
 
 def _save_move(r: Recipe | None, device: str = "cuda") -> Move:

@@ -33,7 +33,9 @@ other users` is no account of memory; `more and more processes are taking up the
 
 _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
-                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|"
+                       r"[:=]?\s*(?:-9|137)\b|\boom-kill|" + oom.KERNEL_OOM.pattern + "|"
+                       r"\b(?:system|OS|kernel)\b[^.!?\n]{0,25}?\bkill(?:s|ed|ing)\s+(?:the\s+|my\s+|our\s+)?"
+                       r"(?:process|job|program|script|python)\b|"
                        r"(?<!CUDA )(?<!GPU )(?<!out of )(?<!out-of-)(?<![A-Za-z])memory ?error(?![A-Za-z])|"
                        r"\bout of (?:host |system |CPU )?RAM\b|(?<!GPU )\bRAM (?:is )?(?:full|exhausted|ran out|runs out)|"
                        + oom_words.HOST_MEM_ZH + r"(?:不足|溢出)|paging file is too small|crashed after using all available RAM|"
@@ -51,7 +53,8 @@ _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"system\s+|host\s+)?RAM\b|超出.{0,6}" + oom_words.HOST_MEM_ZH + "|" + oom_words.HOST_MEM_ZH +
                        r"(?:(?!不像|不是|并非|并不|没有?)[^。！？]){0,4}(?:不够|爆了|占满|超出)", re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
-shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, a notebook's kernel that died, 进程被kill), Windows' paging
+shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, the kernel's own log line, `the system ended it by killing
+the process`, a notebook's kernel that died, 进程被kill), Windows' paging
 file, Colab's `Your session crashed after using all available RAM`, the shell's `Killed` as the person says it was
 printed (`the quantization prompt KILLED at the end`, `the process outputs : Killed`), or the person's words (`out of
 RAM`, `memory error`,
