@@ -94,6 +94,10 @@ _AFTER = re.compile(r"(?:(?:timed out|timeout) after|Original timeout was) (\d+(
 _STORE = re.compile(r"c10d|store|socket|rendezvous|barrier", re.I)
 """The ranks' meeting point rather than a collective: a rank never arrived to set up the group."""
 _NCCL_RANK = re.compile(r"\[Rank (\d+)\]")
+_DICT_KEY = re.compile(r"\{\s*['\"]?[\w/.\- ]{1,60}['\"]?\s*:")
+"""A printed dict's first key (`{'train/loss': nan`, `{"loss": NaN`): only such a line is a dict the NaN readers of
+dicts take; a brace that opens none (TensorFlow's `abnormal_detected_host @0x... = {1, 0} LossTensor is inf or nan`,
+a set, a format placeholder) leaves the line to the reader of NaNs said in words."""
 _NAN_SAID = re.compile(
     r"\b(?:loss|gradients?)\b[\w ]{0,20}?\b(?:is|are|became|becomes|become|was|went|goes|got|gets?|getting|"
     r"turn(?:s|ed)?(?: into| to)?)\s+"
@@ -228,7 +232,8 @@ class TextWatch:
             found += self._nccl(line, step)
         if ("nan" in lowered or "inf" in lowered or "scale" in lowered or "finite" in lowered or
                 "floatingpoint" in lowered or "invalid" in lowered):
-            found += self._nan_said(line, step) if "{" not in line else self._nan_unlogged(line, step)
+            printed = "{" in line and _DICT_KEY.search(line) is not None
+            found += self._nan_unlogged(line, step) if printed else self._nan_said(line, step)
         if ("ata" in line or "etch" in line or "oad" in line) and ("ime" in line or "atch" in line or "_ms" in line or
                                                                   "t_" in line or _UNIT_TIMED.search(line)):
             found += self._meter(line, step)
