@@ -61,6 +61,10 @@ file, Colab's `Your session crashed after using all available RAM`, the shell's 
 printed (`the quantization prompt KILLED at the end`, `the process outputs : Killed`), or the person's words (`out of
 RAM`, `memory error`,
 内存不足; not where the person says it is not: `看显存和内存，不像是不够的样子`)."""
+_ON_DEVICE = re.compile(r"\b(?:RAM|memory)\s+(?:on|of|in)\s+(?:the\s+|my\s+|each\s+|a\s+)?(?:GPU|card|device|TPU|"
+                        r"graphics\s+card|accelerator)s?\b|Largest contiguous region of free memory", re.I)
+"""Memory the line places on a device (`using so much RAM on the GPU`, XLA's `Memory Error: Largest contiguous region of
+free memory is not enough` on a TPU's HBM): the host's words there are about the card's memory, no host reading."""
 _HOST_RAM_NEEDS = WordGate("kill", "memory", "ram", "kernel", "paging", "-9", "137", "内存", "被")
 """A word every match of _HOST_RAM holds (`-9` or `137` for an exit code): the pattern runs on every line of a log
 until an OOM is found, and a line with none of them (a printed Trainer dict, a progress bar) skips it."""
@@ -147,7 +151,7 @@ class OomFold:
         """The host's memory ran out (not the GPU's), and the phase it struck in once a traceback names it."""
         slurm = _HOST_RAM_NEEDS.passes(line) and oom.SLURM_OOM.search(line) is not None
         if getattr(self, "host_oom", None) is None and (self.oom is None or self._words_only_oom()) and \
-                (_HOST_RAM_NEEDS.passes(line) and (_HOST_RAM.search(line) or slurm) or
+                (_HOST_RAM_NEEDS.passes(line) and (_HOST_RAM.search(line) or slurm) and not _ON_DEVICE.search(line) or
                  self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
             # an OOM the person only named, with no GPU in their words (`I'm running out of memory when pickling`),
             # is this one: the kill or the host's words say whose memory ran out
