@@ -86,7 +86,8 @@ KERNEL_OOM = re.compile(r"\bOut of memory: Kill(?:ed)? process \d+|\bKilled proc
 """The Linux kernel's OOM killer in the system log (`kernel: Out of memory: Kill process 126138 (python3) score 939 or
 sacrifice child`, `Killed process 126170 (python3) total-vm:325690732kB`): the host's RAM, never a GPU's."""
 _NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure|" + KERNEL_OOM.pattern + "|"
-                       r"\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|"
+                       r"\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|\bray\.exceptions\.OutOfMemoryError|"
+                       r"\bnode running low on memory\b|"
                        r"\[W\d{3,4}\s[^\]]{0,40}CUDACachingAllocator\.cpp:\d+\]\s*memory allocation failed|" +
                        SLURM_OOM.pattern, re.I)
 """Not a device's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate

@@ -59,7 +59,8 @@ def _typed(group: str) -> str:
 _ANNOUNCED = re.compile(r"error|exception|\b(?:got|get|gets|getting|gives?|gave|throws?|threw|raised?|raises|"
                         r"shows?|showed)\b|报错|错误|出错|エラー", re.I)
 """Words just before a double-quoted exception that say the run gave it (`it give an Error"ImportError: ..."`), not
-that the person looked it up (`I searched for "ValueError: ..."`)."""
+that the person looked it up (`I searched for "ValueError: ..."`). A quote that opens its line needs none: it is the
+message pasted on a line of its own, as the sentence before it introduced it."""
 _PATHS = re.compile(r"\S*/\S*")
 """File paths, whose words are no subject of the error (`.../causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so`)."""
 _QUOTED = re.compile(r"`\s*" + _typed("type") + r"(?P<msg>[^`]{3,})`|[\"“]\s*" + _typed("type2") +
@@ -75,7 +76,7 @@ def said_raised(line: str) -> tuple[str, str] | None:
     if len(line) > 2000 or "rror" not in line and "xception" not in line:
         return None
     quote = _QUOTED.search(line) if "`" in line or '"' in line or "“" in line else None
-    if quote is not None and quote.group("type2") and \
+    if quote is not None and quote.group("type2") and line[:quote.start()].strip() and \
             not _ANNOUNCED.search(line[max(0, quote.start() - 40):quote.start()]):
         quote = None  # a double quote is looser than code: only after words that say the run gave it
     if quote is not None and not _OWNED.search(_PATHS.sub(" ", quote.group())) and \
