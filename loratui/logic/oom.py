@@ -77,17 +77,19 @@ Cannot allocate 25.002197MB memory on GPU 0`; Apple's `MPS backend out of memory
 whose message a paste often cuts off."""
 SLURM_OOM = re.compile(r"\bsrun: error: .{0,200}?: tasks? [\d,-]+: Out Of Memory|cgroup out-of-memory handler|"
                        r"oom-kill event|\bexceeded (?:job |step )?memory limit\b|"
-                       r"(?<!GPU )(?<!CUDA )(?<!VRAM )(?<!device )\b(?:job |step )?memory limit (?:was )?exceeded\b", re.I)
+                       r"(?<!GPU )(?<!CUDA )(?<!VRAM )(?<!device )\b(?:job |step )?memory limit (?:was )?exceeded\b",
+                       re.I)
 """Slurm's word that a job went over its --mem (srun's `task 0: Out Of Memory`, slurmstepd's `Detected 1 oom-kill
 event(s) in StepId=147.0 ... killed by the cgroup out-of-memory handler`, older slurmstepd's `Job 42 exceeded memory
 limit (9000000 > 8192000), being killed` and `Exceeded job memory limit`, as people retell it `memory limit
 exceeded`): the host's RAM, never a GPU's."""
-KERNEL_OOM = re.compile(r"\bOut of memory: Kill(?:ed)? process \d+|\bKilled process \d+ \([^)\n]{1,40}\) total-vm", re.I)
+KERNEL_OOM = re.compile(r"\bOut of memory: Kill(?:ed)? process \d+|"
+                        r"\bKilled process \d+ \([^)\n]{1,40}\) total-vm", re.I)
 """The Linux kernel's OOM killer in the system log (`kernel: Out of memory: Kill process 126138 (python3) score 939 or
 sacrifice child`, `Killed process 126170 (python3) total-vm:325690732kB`): the host's RAM, never a GPU's."""
 _NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure|" + KERNEL_OOM.pattern + "|"
-                       r"\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|\bray\.exceptions\.OutOfMemoryError|"
-                       r"\bnode running low on memory\b|"
+                       r"\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|"
+                       r"\bray\.exceptions\.OutOfMemoryError|\bnode running low on memory\b|"
                        r"\[W\d{3,4}\s[^\]]{0,40}CUDACachingAllocator\.cpp:\d+\]\s*memory allocation failed|" +
                        SLURM_OOM.pattern, re.I)
 """Not a device's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate
