@@ -87,9 +87,12 @@ KERNEL_OOM = re.compile(r"\bOut of memory: Kill(?:ed)? process \d+|"
                         r"\bKilled process \d+ \([^)\n]{1,40}\) total-vm", re.I)
 """The Linux kernel's OOM killer in the system log (`kernel: Out of memory: Kill process 126138 (python3) score 939 or
 sacrifice child`, `Killed process 126170 (python3) total-vm:325690732kB`): the host's RAM, never a GPU's."""
-_NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure|" + KERNEL_OOM.pattern + "|"
-                       r"\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|"
-                       r"\bray\.exceptions\.OutOfMemoryError|\bnode running low on memory\b|"
+RUNTIME_OOM = (r"\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|"
+               r"\bray\.exceptions\.OutOfMemoryError|\bnode running low on memory\b")
+"""Another runtime's out-of-memory error, named like torch's: the JVM's (`java.lang.OutOfMemoryError: Java heap space`)
+and Ray's memory monitor's (`ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory`):
+the host's RAM, never a GPU's (oom_words.HOST_ALLOCATOR reads them as the host's)."""
+_NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure|" + KERNEL_OOM.pattern + "|" + RUNTIME_OOM + "|"
                        r"\[W\d{3,4}\s[^\]]{0,40}CUDACachingAllocator\.cpp:\d+\]\s*memory allocation failed|" +
                        SLURM_OOM.pattern, re.I)
 """Not a device's memory, or no failure: TensorFlow's BFC allocator warns `ran out of memory trying to allocate

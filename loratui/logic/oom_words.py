@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from loratui.logic.clauses import denial, sentences
-from loratui.logic.oom import FRAGMENTATION, OTHER_PROCESS, is_oom_line, parse_size
+from loratui.logic.oom import FRAGMENTATION, OTHER_PROCESS, RUNTIME_OOM, is_oom_line, parse_size
 from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB
 
@@ -48,8 +48,7 @@ _NOT_SAID = re.compile(
 OOMs`, `并不会出现out of memory的错误`, `没有出现显存不足`, `如果再大就会OOM`); `did not help: still OOM` says it did.
 Not `没` or `不` alone: `还没开始训练就OOM` (before training even began) says it did, `显存不足` is the OOM's own word."""
 HOST_ALLOCATOR = (r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|"
-                  r"\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|\bGC overhead limit exceeded\b|"
-                  r"\bray\.exceptions\.OutOfMemoryError|\bnode running low on memory\b")
+                  r"\bGC overhead limit exceeded\b|" + RUNTIME_OOM)
 """The host's memory refused an allocation, in PyTorch's CPU allocator's, the OS's (errno 12) and the JVM's
 (`java.lang.OutOfMemoryError: Java heap space`, never torch's `OutOfMemoryError`) and Ray's memory monitor's
 (`ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory`) words: what an
