@@ -93,3 +93,21 @@ def test_a_quoted_exception_on_its_own_line_is_said_raised() -> None:
             "\"tensorflow.python.framework.errors_impl.NotFoundError: tf_sampling_so.so: undefined symbol: _ZTIN10te\"")
     kind, title = first(text)
     assert kind == "exception" and "NotFoundError" in title, (kind, title)
+
+
+@pytest.mark.parametrize("text", [
+    # R25 (twenty-eighth session): the host's memory running out as people tell it, no kill line printed
+    "While building the graph cache my memory usage keeps climbing to 100% until the machine stops responding.",
+    "处理数据集的时候内存一直上涨，最后程序崩溃了",
+    "Loading the full dataset on a 32G laptop, bash killed the process halfway through.",
+    "I hit a 'kill' issue by the OS when the sampler loads both splits.",
+    "The preprocessing step eats up all my 128GB memory before training even starts.",
+])
+def test_the_hosts_memory_told_in_words_is_the_hosts(text: str) -> None:
+    kind, title = first(text)
+    assert kind in ("exception", "") and host_said(title), (kind, title)
+
+
+def test_the_cards_memory_usage_at_100_percent_is_no_host_reading() -> None:
+    kind, title = first("nvidia-smi shows the GPU memory usage rising to 100% during the first epoch.")
+    assert not host_said(title), (kind, title)

@@ -31,6 +31,20 @@ _ABOUT_MEMORY = re.compile(r"memory|VRAM|\d\s*(?:[GM]i?B|G|M)\b|显存|内存|(?
 """A sentence about the card's memory: only such a cause stands for an OOM no sentence names (`a shared cluster with
 other users` is no account of memory; `more and more processes are taking up the GPU` is: what they take is it)."""
 
+_HOST_RAM_TOLD = (
+    r"(?<!GPU )(?<!GPU's )(?<!CUDA )(?<!VRAM )\b(?:memory|RAM)\s+usage\b[^.!?\n]{0,30}?\b(?:ris|increas|grow|climb|"
+    r"go(?:es|ing)?\s+up|keep)\w*[^.!?\n]{0,20}?\b(?:to\s+|reach\w*\s+)?100\s*%|"
+    + oom_words.HOST_MEM_ZH + r"[^。！？\n]{0,8}?(?:升高|上涨|增长|增加|上升|暴涨|飙升)[^。！？\n]{0,20}?(?:崩溃|被杀|kill|挂掉|挂了|死机)|"
+    r"\b(?:zsh|bash|the\s+shell|the\s+os|the\s+operating\s+system|linux)\s+kill(?:s|ed)?\s+(?:the\s+|my\s+|our\s+)?"
+    r"(?:process|job|program|script|python)\b|"
+    r"\bkill(?:ed)?[\"'”]?\s+(?:\w+\s+){0,2}by\s+(?:the\s+)?(?:os|system|kernel|operating\s+system)\b|"
+    r"\b(?:eats?|eating|ate|consumes?|consuming|consumed|(?:uses?|used|takes?|took|fills?|filled)\s+up)\s+(?:up\s+)?"
+    r"all\s+(?:of\s+)?(?:the\s+|my\s+)?\d+\s*(?:G|GB|GiB)\s+(?:of\s+)?(?:system\s+|host\s+|CPU\s+)?(?:RAM|memory)\b")
+"""The host's memory running out as people tell it, with no kill line printed (R25): its usage said to climb to 100 %,
+内存 said to rise until the program crashes or is killed (`内存不断升高，最后超过16g环境崩溃`), the shell or the OS that
+killed the process (`Zsh kill the process`, `a "kill" problem by the os`), or a job said to eat all of a sized memory
+(`eat up all my 64GB memory`). Not said of the card (`GPU memory usage rises to 100%`)."""
+
 _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
                        r"[:=]?\s*(?:-9|137)\b|\boom-kill|" + oom.KERNEL_OOM.pattern + "|"
@@ -53,7 +67,7 @@ _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"[\"'`]?killed(?![A-Za-z])(?!\s+(?:process\w*|jobs?|tasks?|workers?|threads?)\b)|"
                        r"\b(?:insufficient|not enough|out of|ran out of|runs out of|too much|so much)\s+(?:the\s+)?(?:\(?cpu\)?\s+|"
                        r"system\s+|host\s+)?RAM\b|超出.{0,6}" + oom_words.HOST_MEM_ZH + "|" + oom_words.HOST_MEM_ZH +
-                       r"(?:(?!不像|不是|并非|并不|没有?)[^。！？]){0,4}(?:不够|爆了|占满|超出)", re.I)
+                       r"(?:(?!不像|不是|并非|并不|没有?)[^。！？]){0,4}(?:不够|爆了|占满|超出)|" + _HOST_RAM_TOLD, re.I)
 """The host's memory ran out, not the GPU's: the CPU allocator, Python's MemoryError, the kernel's OOM killer (the
 shell's `Killed`, exit -9 or 137, torchrun's `exitcode: -9`, the kernel's own log line, `the system ended it by killing
 the process`, a notebook's kernel that died, 进程被kill), Windows' paging
