@@ -111,3 +111,15 @@ def test_the_hosts_memory_told_in_words_is_the_hosts(text: str) -> None:
 def test_the_cards_memory_usage_at_100_percent_is_no_host_reading() -> None:
     kind, title = first("nvidia-smi shows the GPU memory usage rising to 100% during the first epoch.")
     assert not host_said(title), (kind, title)
+
+
+@pytest.mark.parametrize("text", [
+    # R26 (twenty-eighth session): NumPy's and the older Ray's out-of-memory errors, a kill said as it happens
+    "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 412. GiB for an array with shape (2000000, 3, 96, 96) "
+    "and data type float32",
+    "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node gpu03 is used (121.3 / 125.8 GB).",
+    "Training on the full graph, the job keeps getting killed while it builds the adjacency matrix.",
+])
+def test_other_runtimes_and_kills_as_they_happen_are_the_hosts(text: str) -> None:
+    kind, title = first(text)
+    assert kind in ("exception", "") and host_said(title), (kind, title)
