@@ -115,8 +115,8 @@ def test_the_cards_memory_usage_at_100_percent_is_no_host_reading() -> None:
 
 @pytest.mark.parametrize("text", [
     # R26 (twenty-eighth session): NumPy's and the older Ray's out-of-memory errors, a kill said as it happens
-    "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 412. GiB for an array with shape (2000000, 3, 96, 96) "
-    "and data type float32",
+    "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 412. GiB for an array with shape "
+    "(2000000, 3, 96, 96) and data type float32",
     "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node gpu03 is used (121.3 / 125.8 GB).",
     "Training on the full graph, the job keeps getting killed while it builds the adjacency matrix.",
 ])
