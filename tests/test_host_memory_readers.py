@@ -123,3 +123,13 @@ def test_the_cards_memory_usage_at_100_percent_is_no_host_reading() -> None:
 def test_other_runtimes_and_kills_as_they_happen_are_the_hosts(text: str) -> None:
     kind, title = first(text)
     assert kind in ("exception", "") and host_said(title), (kind, title)
+
+
+@pytest.mark.parametrize("text", [
+    # R27 (twenty-eighth session): a size of RAM used before a crash; 内存 rising until it 崩了
+    "Launching the run quickly uses up 11GB of RAM and crashes before the first step.",
+    "训练的时候内存一直上涨，最后崩了",
+])
+def test_ram_used_before_a_crash_is_the_hosts(text: str) -> None:
+    kind, title = first(text)
+    assert kind in ("exception", "") and host_said(title), (kind, title)

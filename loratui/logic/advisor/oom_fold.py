@@ -34,16 +34,20 @@ other users` is no account of memory; `more and more processes are taking up the
 _HOST_RAM_TOLD = (
     r"(?<!GPU )(?<!GPU's )(?<!CUDA )(?<!VRAM )\b(?:memory|RAM)\s+usage\b[^.!?\n]{0,30}?\b(?:ris|increas|grow|climb|"
     r"go(?:es|ing)?\s+up|keep)\w*[^.!?\n]{0,20}?\b(?:to\s+|reach\w*\s+)?100\s*%|"
-    + oom_words.HOST_MEM_ZH + r"[^。！？\n]{0,8}?(?:升高|上涨|增长|增加|上升|暴涨|飙升)[^。！？\n]{0,20}?(?:崩溃|被杀|kill|挂掉|挂了|死机)|"
+    + oom_words.HOST_MEM_ZH + r"[^。！？\n]{0,8}?(?:升高|上涨|增长|增加|上升|暴涨|飙升)[^。！？\n]{0,20}?(?:崩溃|崩了|崩掉|被杀|kill|挂掉|挂了|死机)|"
     r"\b(?:zsh|bash|the\s+shell|the\s+os|the\s+operating\s+system|linux)\s+kill(?:s|ed)?\s+(?:the\s+|my\s+|our\s+)?"
     r"(?:process|job|program|script|python)\b|"
     r"\bkill(?:ed)?[\"'”]?\s+(?:\w+\s+){0,2}by\s+(?:the\s+)?(?:os|system|kernel|operating\s+system)\b|"
     r"\b(?:eats?|eating|ate|consumes?|consuming|consumed|(?:uses?|used|takes?|took|fills?|filled)\s+up)\s+(?:up\s+)?"
-    r"all\s+(?:of\s+)?(?:the\s+|my\s+)?\d+\s*(?:G|GB|GiB)\s+(?:of\s+)?(?:system\s+|host\s+|CPU\s+)?(?:RAM|memory)\b")
+    r"all\s+(?:of\s+)?(?:the\s+|my\s+)?\d+\s*(?:G|GB|GiB)\s+(?:of\s+)?(?:system\s+|host\s+|CPU\s+)?(?:RAM|memory)\b|"
+    r"\b(?:uses?|used|using|takes?|took|taking|eats?|ate|eating|consumes?|consumed|consuming|fills?|filled|filling)\s+"
+    r"(?:up\s+)?(?:about\s+|around\s+|over\s+|~\s*)?\d+(?:\.\d+)?\s*(?:G|GB|GiB)\s+(?:of\s+)?(?:system\s+|host\s+|CPU\s+)?"
+    r"RAM\b[^.!?\n]{0,30}?\b(?:crash\w*|(?:is|gets?|got)\s+killed|dies|died)")
 """The host's memory running out as people tell it, with no kill line printed (R25): its usage said to climb to 100 %,
 内存 said to rise until the program crashes or is killed (`内存不断升高，最后超过16g环境崩溃`), the shell or the OS that
 killed the process (`Zsh kill the process`, `a "kill" problem by the os`), or a job said to eat all of a sized memory
-(`eat up all my 64GB memory`). Not said of the card (`GPU memory usage rises to 100%`)."""
+(`eat up all my 64GB memory`), or said to use a size of RAM and crash (`uses up 13GB of RAM and crashes`, R27). Not
+said of the card (`GPU memory usage rises to 100%`)."""
 
 _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
