@@ -41,8 +41,8 @@ _HOST_RAM_TOLD = (
     r"\b(?:eats?|eating|ate|consumes?|consuming|consumed|(?:uses?|used|takes?|took|fills?|filled)\s+up)\s+(?:up\s+)?"
     r"all\s+(?:of\s+)?(?:the\s+|my\s+)?\d+\s*(?:G|GB|GiB)\s+(?:of\s+)?(?:system\s+|host\s+|CPU\s+)?(?:RAM|memory)\b|"
     r"\b(?:uses?|used|using|takes?|took|taking|eats?|ate|eating|consumes?|consumed|consuming|fills?|filled|filling)\s+"
-    r"(?:up\s+)?(?:about\s+|around\s+|over\s+|~\s*)?\d+(?:\.\d+)?\s*(?:G|GB|GiB)\s+(?:of\s+)?(?:system\s+|host\s+|CPU\s+)?"
-    r"RAM\b[^.!?\n]{0,30}?\b(?:crash\w*|(?:is|gets?|got)\s+killed|dies|died)")
+    r"(?:up\s+)?(?:about\s+|around\s+|over\s+|~\s*)?\d+(?:\.\d+)?\s*(?:G|GB|GiB)\s+(?:of\s+)?"
+    r"(?:system\s+|host\s+|CPU\s+)?RAM\b[^.!?\n]{0,30}?\b(?:crash\w*|(?:is|gets?|got)\s+killed|dies|died)")
 """The host's memory running out as people tell it, with no kill line printed (R25): its usage said to climb to 100 %,
 内存 said to rise until the program crashes or is killed (`内存不断升高，最后超过16g环境崩溃`), the shell or the OS that
 killed the process (`Zsh kill the process`, `a "kill" problem by the os`), or a job said to eat all of a sized memory
