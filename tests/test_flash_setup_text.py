@@ -110,3 +110,16 @@ def test_a_build_of_flash_attns_own_extensions_is_its_install(line: str) -> None
 
 def test_apexs_fused_layer_norm_is_not_flash_attns() -> None:
     assert first_id("Failed building wheel for fused-layer-norm-cuda\n") != "flash_attn_unavailable"
+
+
+@pytest.mark.parametrize("text", [
+    # R28 (twenty-eighth session): flash-attention's Triton kernel written for Triton before 2.1, run on a newer one
+    "Loading with attn_impl='triton' I get\nTypeError: dot() got an unexpected keyword argument 'trans_b'\n",
+    "Fine-tuning crashes at the first batch with TypeError(\"dot() got an unexpected keyword argument 'trans_b'\")\n",
+])
+def test_flash_attentions_triton_kernel_on_a_newer_triton(text: str) -> None:
+    assert first_id(text) == "flash_attn_unavailable"
+
+
+def test_another_functions_unexpected_keyword_is_no_flash_setup() -> None:
+    assert first_id("TypeError: forward() got an unexpected keyword argument 'trans_b'\n") != "flash_attn_unavailable"

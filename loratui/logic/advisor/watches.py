@@ -313,7 +313,10 @@ _SETUP = (
         r".*?(?:Failed building wheel for|Could not build wheels for|Failed to build)\s+(?:" + _FLASH + "|" +
         _FLASH_PARTS + r")|"
         # kernels this GPU or dtype lacks: `FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`
-        r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d))",
+        r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d)|"
+        # its Triton kernel (flash_attn_triton.py, copied into MPT's and DNABERT-2's remote code) written for the
+        # Triton API before 2.1, run on a newer Triton: `TypeError: dot() got an unexpected keyword argument 'trans_b'`
+        r".*?\bdot\(\) got an unexpected keyword argument \W?trans_[ab]\b)",
         re.I)),
     ("cuda_error", re.compile(
         # in a person's words the run failed with one (`crashes with a device-side assert`), not `I fixed the ...`
@@ -349,7 +352,7 @@ _SETUP = (
 SETUP_WORDS = {"bnb_setup": ("bitsandbytes", "cuda setup", "nonetype", "ops.cu", "setup failed", "int8 matmul",
                              "needed for quantization", "cublas api"),
                "flash_attn_unavailable": ("flash", "memory_efficient_attention", "xformers", "is_sm", "layer-norm",
-                                          "layer_norm", "rotary", "fused", "xentropy"),
+                                          "layer_norm", "rotary", "fused", "xentropy", "trans_"),
                "cuda_error": ("cuda", "cublas", "cudnn", "assert", "nccl", "illegal", "hip", "find an engine",
                               "by gpu node", "hsa_status", "launch", "misaligned", "opencl", "cutlass", "cufft",
                               "cusolver", "cusparse", "curand") +
