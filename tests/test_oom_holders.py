@@ -554,3 +554,13 @@ def test_a_holder_on_another_card_gets_no_set_device_move() -> None:
     items = _items(BARE_OOM + "\nI found a zombie process holding 11 GB on GPU 3.\n")
     assert items[0].id == "oom_other_process"
     assert not any("set_device" in line for line in items[0].evidence)
+
+
+@pytest.mark.parametrize("line", [
+    # R29 (twenty-eighth session): a percentage after `occupied` or `busy` is the card's utilisation, no holder
+    "Why is training so slow? The GPU is occupied on 0% and the memory usage is only 200M.",
+    "The card is busy at 100% the whole time, is that expected?",
+])
+def test_a_card_busy_at_a_percentage_is_its_utilisation(line: str) -> None:
+    assert oom_words.said_cause(line) != oom.OTHER_PROCESS
+    assert first_id(line) != "oom_other_process"

@@ -180,7 +180,8 @@ _CAUSES = ((FRAGMENTATION, re.compile(r"(?<!%\s)\bfragment(?:ed|ation|s)?\b" + _
                r"trainings|instances|containers|users|programs)\b[^.!?]{0,60}?\b(?:same|one|a single)\s+(?!per\b|for\s+each\b)"
                r"(?:\w+\s+){0,2}(?:GPUs?|cards?|devices?)\b(?!\s+(?:each|apiece)\b)|"  # not `one per GPU`, `one GPU each`
                r"\b(?:GPU|card|device|cuda)\s*:?\d{0,2}\s+(?:is|was|were|are)\s+(?:already\s+|still\s+)?(?:busy|occupied|"
-               r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)|"
+               r"taken|in use by|used by)\b(?!\s+(?:me|my|this|our)\b)(?![^.!?,]{0,12}?\d+(?:\.\d+)?\s*%)|"
+               # (not `the GPU is occupied on 0%`, R29: a percentage after it is the card's utilisation)
                # a restart that did not help says the memory was not someone else's (`tried restarting the runtime many
                # times without change`, neurips2019_intrus#2)
                r"(?<!tried )(?<!tried to )\brestart(?:ing|ed|s)?\s+(?:the\s+)?(?:python\s+process|kernel|runtime|"
