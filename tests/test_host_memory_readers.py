@@ -133,3 +133,15 @@ def test_other_runtimes_and_kills_as_they_happen_are_the_hosts(text: str) -> Non
 def test_ram_used_before_a_crash_is_the_hosts(text: str) -> None:
     kind, title = first(text)
     assert kind in ("exception", "") and host_said(title), (kind, title)
+
+
+@pytest.mark.parametrize("text", [
+    # R30 (twenty-eighth session): all or the whole of the host's RAM or swap used up; its usage grown to 100 %
+    "The simulator slowly exhausts all system RAM and swap, then the desktop freezes.",
+    "Every epoch the loader eats up the entire RAM, though the model itself is small.",
+    "Rendering the videos used all of my server's DRAM and the run stopped.",
+    "The host memory usage keeps climbing for an hour until it sits at 100 % and nothing responds.",
+])
+def test_the_whole_of_the_hosts_ram_used_up_is_the_hosts(text: str) -> None:
+    kind, title = first(text)
+    assert kind in ("exception", "") and host_said(title), (kind, title)

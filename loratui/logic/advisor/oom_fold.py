@@ -42,12 +42,19 @@ _HOST_RAM_TOLD = (
     r"all\s+(?:of\s+)?(?:the\s+|my\s+)?\d+\s*(?:G|GB|GiB)\s+(?:of\s+)?(?:system\s+|host\s+|CPU\s+)?(?:RAM|memory)\b|"
     r"\b(?:uses?|used|using|takes?|took|taking|eats?|ate|eating|consumes?|consumed|consuming|fills?|filled|filling)\s+"
     r"(?:up\s+)?(?:about\s+|around\s+|over\s+|~\s*)?\d+(?:\.\d+)?\s*(?:G|GB|GiB)\s+(?:of\s+)?"
-    r"(?:system\s+|host\s+|CPU\s+)?RAM\b[^.!?\n]{0,30}?\b(?:crash\w*|(?:is|gets?|got)\s+killed|dies|died)")
+    r"(?:system\s+|host\s+|CPU\s+)?RAM\b[^.!?\n]{0,30}?\b(?:crash\w*|(?:is|gets?|got)\s+killed|dies|died)|"
+    r"\b(?:eat|ate|consum|use[ds]?\b|using|take|took|fill|exhaust)\w*\s+(?:up\s+)?(?:all|the\s+entire|the\s+whole)\s+"
+    r"(?:of\s+)?(?:the\s+|my\s+|our\s+|this\s+)?(?:(?:machine|system|computer|server|node|host|PC)'s\s+)?"
+    r"(?:system\s+|host\s+|CPU\s+|available\s+)?(?:D?RAM|swap)\b|"
+    r"\b(?:host|system|CPU)\s+(?:memory|RAM)\s+usage\b[^.!?\n]{0,30}?\b(?:ris|increas|grow|climb|keep)\w*"
+    r"[^.!?\n]{0,50}?\b100\s*%")
 """The host's memory running out as people tell it, with no kill line printed (R25): its usage said to climb to 100 %,
 内存 said to rise until the program crashes or is killed (`内存不断升高，最后超过16g环境崩溃`), the shell or the OS that
 killed the process (`Zsh kill the process`, `a "kill" problem by the os`), or a job said to eat all of a sized memory
 (`eat up all my 64GB memory`), or said to use a size of RAM and crash (`uses up 13GB of RAM and crashes`, R27). Not
-said of the card (`GPU memory usage rises to 100%`)."""
+said of the card (`GPU memory usage rises to 100%`). R30: a job said to use all or the whole of the host's RAM or swap
+(`exhausts all host RAM & swap`, `eats up the entire RAM`, `used all of my machine's DRAM`), the host's RAM usage said
+to grow until 100 % (`host RAM usage keeps growing until it reaches 62 GiB (100 %)`)."""
 
 _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"^\s*Killed\s*$|Signals\.SIGKILL|\bSIGKILL\b|(?:exit|return)\w*\s*(?:with\s+)?(?:code|status)?\s*"
