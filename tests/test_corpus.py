@@ -42,9 +42,18 @@ CATEGORIES = frozenset({
     "nccl_timeout", "bnb_setup", "flash_attn_unavailable", "exception_other", "nan_loss", "loss_flat_or_zero",
     "loss_diverging", "data_starved", "healthy"})
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.80, "dev": 0.94}
+FLOOR = {"sealed": 0.80, "dev": 0.93}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's twenty-seventh session on 9,674 excerpts: sealed 2522/3117, dev 6225/6557 (the rules alone:
+at the end of issue 23's twenty-eighth session on 10,228 excerpts: sealed 2663/3296, dev 6507/6932 (the rules alone:
+sealed 2415/3296, dev 5245/6932); its starting code read the same sealed split 2663/3296 (rules alone 2415) and the
+same dev split 6494 (rules alone 5229): its readers' changes (R25-R30: the host's memory told in words, NumPy's and
+Ray's out-of-memory errors, flash-attention's Triton kernel on a newer Triton, a busy card's percentage) gained 16 dev
+texts by the rules alone and none on the sealed split. Its eight waves (batch-col106a..col113d, 554 excerpts, 179 of
+them sealed) were scored by counts before anyone read them, by the code of the moment: 106+107 135/174, 108+109
+86/119, 110+111 109/148, 112+113 80/113 (docs/learned_fallback.md). The dev floor fell from 0.94 to 0.93: the dev
+split's waves 89-113 (1,186 records) are not in the shipped word model (W14, through wave 88), so less of the dev
+split is in-sample (93.9 % now, 94.9 % at the twenty-seventh session's end). At the end of the twenty-seventh session
+on 9,674 excerpts: sealed 2522/3117, dev 6225/6557 (the rules alone:
 sealed 2285/3117, dev 4996/6557); its starting code read the same sealed split 2522/3117 (rules alone 2281): its
 readers' changes (R20-R24, the host's memory and two NaN/exception readings) gained 4 by the rules alone and none
 with the guess; its retrained word model (W15, through wave 96) and arbiter guard (G4) failed their held-out bars and
