@@ -36,7 +36,7 @@ ImportError: libcudart.so.12: cannot open shared object file: No such file or di
     "训练时报错说flash_attn版本不对，装了2.5.8还是不行\n",
     "flash-attn 装不上，一直编译失败\n",
     IMPORT_INSIDE,
-    # R28 (twenty-eighth session): flash-attention's Triton kernel written for Triton before 2.1, run on a newer one
+    # R28 (twenty-eighth session): flash-attention's Triton kernel written for Triton before 2.0, run on a newer one
     "Loading with attn_impl='triton' I get\nTypeError: dot() got an unexpected keyword argument 'trans_b'\n",
     "Fine-tuning crashes at the first batch with TypeError(\"dot() got an unexpected keyword argument 'trans_b'\")\n",
 ])
@@ -116,3 +116,8 @@ def test_a_build_of_flash_attns_own_extensions_is_its_install(line: str) -> None
 def test_apexs_fused_layer_norm_is_not_flash_attns() -> None:
     assert first_id("Failed building wheel for fused-layer-norm-cuda\n") != "flash_attn_unavailable"
 
+
+def test_the_triton_kernels_advice_names_its_own_fix() -> None:
+    items, _ = diagnose_stream(io.BytesIO(b"TypeError: dot() got an unexpected keyword argument 'trans_b'\n"), "pasted")
+    assert items[0].id == "flash_attn_unavailable"
+    assert "Triton" in items[0].title and "uninstall triton" in items[0].title

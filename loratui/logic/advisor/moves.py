@@ -201,6 +201,14 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
                       "for this torch and CUDA, or run without xformers (PyTorch's sdpa)",
                       [line, "`python -m xformers.info` lists which of its operators this build has; a wheel built "
                        "without CUDA (or for another torch) has none on the GPU"], {}, f.step)
+    if f.id == "flash_attn_unavailable" and _TRITON_API.search(line):
+        return Advice(f.id, ERROR, "flash-attention's Triton kernel here was written for the Triton before 2.0 (whose "
+                      "tl.dot took trans_b): use the model's own attention instead (MPT: attn_config['attn_impl'] = "
+                      "'torch'; remote code that falls back without it: pip uninstall triton), or install the Triton "
+                      "its code pins",
+                      [line, "Triton 2.0 (its MLIR rewrite) dropped tl.dot's trans_a/trans_b arguments "
+                       "(triton-lang/triton#1098); flash_attn_triton.py and its copies in MPT's and DNABERT-2's "
+                       "remote code still pass them"], {}, f.step)
     if f.id == "flash_attn_unavailable":
         change = {"model.attn_implementation": "sdpa"}
         if r is not None and r.model.attn_implementation != "flash_attention_2":
@@ -217,6 +225,8 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     return _cuda_error_advice(f, line)
 
 
+_TRITON_API = re.compile(r"\bdot\(\) got an unexpected keyword argument \W?trans_[ab]\b")
+"""The Triton kernel of flash-attention on a Triton that no longer takes tl.dot's trans_b (watches.py's R28)."""
 _XFORMERS = re.compile(r"xformers|memory_efficient_attention", re.I)
 """The attention kernels that could not be used are xFormers' (not the flash_attn package's)."""
 _BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|bitsandbytes is not installed", re.I)

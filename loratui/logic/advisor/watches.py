@@ -315,7 +315,7 @@ _SETUP = (
         # kernels this GPU or dtype lacks: `FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800`
         r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d)|"
         # its Triton kernel (flash_attn_triton.py, copied into MPT's and DNABERT-2's remote code) written for the
-        # Triton API before 2.1, run on a newer Triton: `TypeError: dot() got an unexpected keyword argument 'trans_b'`
+        # Triton API before 2.0, run on a newer Triton: `TypeError: dot() got an unexpected keyword argument 'trans_b'`
         r".*?\bdot\(\) got an unexpected keyword argument \W?trans_[ab]\b)",
         re.I)),
     ("cuda_error", re.compile(
