@@ -49,10 +49,10 @@ OOMs`, `并不会出现out of memory的错误`, `没有出现显存不足`, `如
 Not `没` or `不` alone: `还没开始训练就OOM` (before training even began) says it did, `显存不足` is the OOM's own word."""
 HOST_ALLOCATOR = (r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)|Cannot allocate memory|"
                   r"\bGC overhead limit exceeded\b|" + RUNTIME_OOM)
-"""The host's memory refused an allocation, in PyTorch's CPU allocator's, the OS's (errno 12) and the JVM's
-(`java.lang.OutOfMemoryError: Java heap space`, never torch's `OutOfMemoryError`) and Ray's memory monitor's
-(`ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory`) words: what an
-exception's next step (advisor/failure.py) and a text's host OOM (advisor/oom_fold.py) both read first."""
+"""The host's memory refused an allocation, in PyTorch's CPU allocator's, the OS's (errno 12), the JVM's garbage
+collector's and another runtime's words (oom.RUNTIME_OOM: the JVM's, Ray's and NumPy's out-of-memory errors, never
+torch's `OutOfMemoryError`): what an exception's next step (advisor/failure.py) and a text's host OOM
+(advisor/oom_fold.py) both read first."""
 HOST_MEM_ZH = r"(?<!显)(?<!卡)(?<!卡的)(?<!GPU)(?<!GPU的)(?<!GPU )(?<!CUDA)(?<!CUDA的)(?<!CUDA )内存"
 """内存 said of the host: not of the card (显存's 存 aside, `卡的内存`, `GPU内存`, `cuda内存不够`: CUDA's memory is the card's).
 Patterns that use it compile with re.I, so `cuda` and `gpu` are covered."""

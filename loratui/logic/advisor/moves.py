@@ -10,6 +10,7 @@ from typing import Any
 from loratui.logic import oom
 from loratui.logic.advisor.advice import ERROR, INFO, MIB, WARNING, Advice, Finding, more_workers
 from loratui.logic.advisor import cuda
+from loratui.logic.advisor.watches import TRITON_DOT
 from loratui.recipe import Recipe
 
 # -- turning findings into advice: moves computed from the recipe ------------------------------------
@@ -225,8 +226,7 @@ def _setup_advice(f: Finding, r: Recipe | None) -> Advice:
     return _cuda_error_advice(f, line)
 
 
-_TRITON_API = re.compile(r"\bdot\(\) got an unexpected keyword argument \W?trans_[ab]\b")
-"""The Triton kernel of flash-attention on a Triton that no longer takes tl.dot's trans_b (watches.py's R28)."""
+_TRITON_API = re.compile(TRITON_DOT)
 _XFORMERS = re.compile(r"xformers|memory_efficient_attention", re.I)
 """The attention kernels that could not be used are xFormers' (not the flash_attn package's)."""
 _BNB_MISSING = re.compile(r"No module named '?bitsandbytes'?(?:\s|$)|bitsandbytes is not installed", re.I)

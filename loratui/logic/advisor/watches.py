@@ -242,6 +242,9 @@ _FLASH = r"flash[_\- ]?attn|flash[_\- ]?attention"
 _FLASH_PARTS = r"dropout[_-]layer[_-]norm|rotary[_-]emb|fused[_-]dense[_-]lib|xentropy[_-]cuda[_-]lib"
 """flash-attention's optional CUDA extensions, built from its csrc/ (layer_norm, rotary, fused_dense_lib, xentropy)
 as model READMEs ask (`pip install csrc/layer_norm`): their build failing is flash-attn's (Qwen#241)."""
+TRITON_DOT = r"\bdot\(\) got an unexpected keyword argument \W?trans_[ab]\b"
+"""flash-attention's Triton kernel (flash_attn_triton.py and its copies in remote code) run on Triton 2.0 or newer,
+whose tl.dot takes no trans_b: read as flash-attention that cannot be used, and given its own advice (moves.py)."""
 _SETUP = (
     # bitsandbytes' setup in every version: the old `CUDA SETUP:` lines, the CPU-only binary it fell back to
     # (`bin ...libbitsandbytes_cpu.so`), its native library (CUDA, ROCm, Windows .dll) beside a word of failure,
@@ -316,7 +319,7 @@ _SETUP = (
         r".*?(?:" + _FLASH + r").{0,200}?\brequires? (?:an? )?(?:A100|A800|H100|H800|Ampere|Hopper|sm_?[89]\d)|"
         # its Triton kernel (flash_attn_triton.py, copied into MPT's and DNABERT-2's remote code) written for the
         # Triton API before 2.0, run on a newer Triton: `TypeError: dot() got an unexpected keyword argument 'trans_b'`
-        r".*?\bdot\(\) got an unexpected keyword argument \W?trans_[ab]\b)",
+        r".*?" + TRITON_DOT + ")",
         re.I)),
     ("cuda_error", re.compile(
         # in a person's words the run failed with one (`crashes with a device-side assert`), not `I fixed the ...`
