@@ -23,8 +23,9 @@ from tests.test_oom_battery import FRAGMENTED_MESSAGES, FULL_MESSAGES, OTHER_PRO
 from tests.test_starve_battery import CHINESE, PROSE
 
 DATA = Path(__file__).parent / "data"
-NAMES = {"Apple", "Metal", "Python", "Windows", "Intel", "Mac", "Inf", "Slurm", "Linux", "Colab", "Kaggle"}
-"""Proper names a title's head may hold (`Apple GPU (Metal) out of memory`, `... and this is a Mac`)."""
+NAMES = {"Apple", "Metal", "Python", "Windows", "Intel", "Mac", "Inf", "Slurm", "Linux", "Colab", "Kaggle", "Triton"}
+"""Proper names a title's head may hold (`Apple GPU (Metal) out of memory`, `... and this is a Mac`,
+`flash-attention's Triton kernel ... for the Triton before 2.0`)."""
 
 
 def style_problem(title: str) -> str:
