@@ -13,16 +13,23 @@ Its answer is kept only where the doctor's own guard lets it speak (`arbiter.out
 guess_gate.spied: numbers the rules judged outrank words). The threshold is chosen, wave by wave, on the other waves,
 and reported on the newest waves (40-44) alone and as one threshold for every wave.
 
+`--against REV` also sets the shipped arbiter (loratui/arbiter.npz) against the held-out one on the rows of the waves
+the shipped one never read (the batches missing from REV's rules_before_wave.jsonl.gz, REV being the commit that
+wrote it): a retraining is judged there, where neither had read the text.
+
 Run (needs the `experiments` extra): PYTHONPATH=$PWD python bench/arbiter_held_out.py [--probs CACHE.pkl]
-[--write newest|all]
+[--write newest|all] [--against REV]
 (about fifteen minutes on one core, most of it the word models; --probs keeps their readings for a second run)
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import pickle
 import re
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -38,6 +45,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from loratui.logic import arbiter, word_guess  # noqa: E402
 from loratui.logic.word_guess import Reading  # noqa: E402
+from loratui.sources.word_model import load_arbiter  # noqa: E402
 
 OUT = ROOT / "loratui" / "arbiter.npz"
 NEWEST = re.compile(r"batch-col4[0-4][a-z]\.jsonl")
@@ -71,6 +79,40 @@ def shipped(b: dict, texts: dict, probs: dict) -> str:
     return gate_answer(b, texts, probs, *SHIPPED_GATE) if refined == b["rules"] else refined
 
 
+def batches_at(rev: str) -> set[str]:
+    """The batches whose rows rules_before_wave.jsonl.gz held at commit `rev`."""
+    raw = subprocess.run(["git", "show", f"{rev}:bench/results/rules_before_wave.jsonl.gz"], cwd=ROOT,
+                         capture_output=True, check=True).stdout
+    return {json.loads(line)["batch"] for line in gzip.decompress(raw).decode().splitlines() if line.strip()}
+
+
+def against_shipped(rev: str, before: list[dict], texts: dict, probs: dict, facts: dict, base: np.ndarray,
+                    final: np.ndarray, y: np.ndarray) -> None:
+    """Per category, on the rows of the waves the shipped arbiter never read: the doctor without an arbiter, with the
+    shipped one (its own threshold) and with the held-out one (`final`)."""
+    shipped_arbiter = load_arbiter()
+    assert shipped_arbiter is not None
+    seen = batches_at(rev)
+    unseen = np.array([b["batch"] not in seen for b in before])
+    old = base.copy()
+    for i, b in enumerate(before):
+        if not texts.get(b["file"]):
+            continue
+        kind, p = arbiter.answer(shipped_arbiter, b["rules"], Reading(*probs[b["file"]]))
+        if kind != base[i] and p >= shipped_arbiter.at and not arbiter.outranked(kind, facts.get(b["file"], []),
+                                                                                   texts[b["file"]][1]):
+            old[i] = kind
+    print(f"rows of waves the shipped arbiter ({shipped_arbiter.rows} rows) never read: {unseen.sum()} from "
+          f"{len({b['at'] for b, u in zip(before, unseen) if u})} waves")
+    print(f"  {'category':24} {'none':>5} {'OLD':>5} {'NEW':>5} {'of':>5}")
+    for kind in sorted(set(y[unseen])):
+        at = unseen & (y == kind)
+        print(f"  {kind:24} {(base == y)[at].sum():5} {(old == y)[at].sum():5} {(final == y)[at].sum():5} "
+              f"{at.sum():5}")
+    print(f"  {'overall':24} {(base == y)[unseen].sum():5} {(old == y)[unseen].sum():5} "
+          f"{(final == y)[unseen].sum():5} {unseen.sum():5}")
+
+
 def fit(x: np.ndarray, y: np.ndarray) -> LogisticRegression:
     return LogisticRegression(C=C, max_iter=3000).fit(x, y)
 
@@ -78,6 +120,7 @@ def fit(x: np.ndarray, y: np.ndarray) -> LogisticRegression:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probs", type=Path, help="a cache of the held-out word models' readings (pickle)")
+    parser.add_argument("--against", metavar="REV", help="the commit that wrote the shipped arbiter")
     parser.add_argument("--write", choices=("newest", "all"),
                         help=f"train on every row and write {OUT.relative_to(ROOT)} at the threshold best held out on "
                         "the newest waves (40-44) or on all waves (the same threshold on every wave)")
@@ -135,6 +178,8 @@ def main() -> None:
     print("moves (the doctor's answer -> the arbiter's: right, wrong):")
     for (was, now), (right, wrong) in sorted(moves.items(), key=lambda m: -sum(m[1])):
         print(f"  {was:24} -> {now:24} {right:3} {wrong:3}")
+    if args.against:
+        against_shipped(args.against, before, texts, probs, facts, base, final, y)
     if args.write:
         shipped_at = best_newest if args.write == "newest" else best_all
         model = fit(x, y)
