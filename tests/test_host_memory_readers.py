@@ -1,8 +1,8 @@
-"""Issue 23, twenty-seventh and twenty-eighth sessions (R20-R27, R30): the host's memory read as the host's, in the
+"""Issue 23, twenty-seventh to twenty-ninth sessions (R20-R27, R30-R32): the host's memory read as the host's, in the
 words of the programs that report it (the kernel's OOM killer, Slurm, the JVM, Ray's memory monitor, NumPy) and of
 people; memory a line places on a device is no host reading; and two readings of NaN and exception lines. The wordings
 are our own, built on those programs' message formats; each case failed on the code before its change (1e5fd22e for
-R20-R24, 383bf60c for R25-R30)."""
+R20-R24, 383bf60c for R25-R30, 00bd7b7f for R31-R32)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,11 @@ def first(text: str) -> tuple[str, str]:
     "Every epoch the loader eats up the entire RAM, though the model itself is small.",
     "Rendering the videos used all of my server's DRAM and the run stopped.",
     "The host memory usage keeps climbing for an hour until it sits at 100 % and nothing responds.",
+    # R31 (twenty-ninth session): a size of the host's memory told after or with a person's OOM that names no GPU
+    "Out of memory happens while the features are cached. My workstation only has a 16G CPU, is that too little?",
+    "I keep running out of memory when the graph is built.\nThe server has 64 GB of system RAM.",
+    # R32: the process said to `be killed` / `have been killed`
+    "When the vocabulary is large the training process will be killed on Ubuntu, why?",
 ])
 def test_the_hosts_memory_is_read_as_the_hosts(text: str) -> None:
     kind, title = first(text)
@@ -74,8 +79,11 @@ def test_the_hosts_memory_is_read_as_the_hosts(text: str) -> None:
     "Why does this model use so much RAM on the GPU? Training takes 22GB where the paper says 11GB.",
     "Fine-tuning roberta-base with the Flax script on a TPU v3-8 stops after the first steps with\n"
     "Memory Error: Largest contiguous region of free memory is not enough",
+    # R31's size of the host's memory beside a card named by its maker, or with no OOM said at all
+    "I run out of memory after a few minutes.\nI have an NVIDIA 980Ti on Windows 10 with 16 GB RAM.",
+    "The loss goes down nicely. The machine has 64 GB of system RAM and two cards.",
 ])
-def test_memory_on_a_device_is_no_host_reading(text: str) -> None:
+def test_memory_on_a_device_or_a_machines_size_is_no_host_reading(text: str) -> None:
     kind, title = first(text)
     assert not host_said(title), (kind, title)
 

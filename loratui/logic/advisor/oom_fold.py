@@ -70,7 +70,7 @@ _HOST_RAM = re.compile(oom_words.HOST_ALLOCATOR + r"|(?<![\w.])MemoryError\b|"
                        r"(?<!GPU )\bRAM\b[^.!?]{0,20}?\b(?:increas|grow|climb|keeps\s+(?:going\s+up|rising))\w*"
                        r"[^.!?]{0,20}?\b(?:above|over|to|past|until)\s+\d|"
                        r"\bneeds?\s+more\s+(?:RAM|memory)\s+than\s+(?:my|the|this)\s+(?:machine|computer|server|system|pc|node)\b|"
-                       r"\b(?:got|gets|get|getting|was|were|is|being)\s+killed\b"
+                       r"\b(?:got|gets|get|getting|was|were|is|being|be|been)\s+killed\b"
                        r"(?![^.!?]{0,60}\b(?:time ?limit|timeout|"
                        r"scheduler|preempt\w*|scancel|by (?:me|us|hand)))|"
                        r"\b(?:prompts?|prompted|shows?|showed|says|said|prints?|printed|outputs?|displays?|displayed)\s*:?\s*"
@@ -89,6 +89,14 @@ _ON_DEVICE = re.compile(r"\b(?:RAM|memory)\s+(?:on|of|in)\s+(?:the\s+|my\s+|each
                         r"graphics\s+card|accelerator)s?\b|Largest contiguous region of free memory", re.I)
 """Memory the line places on a device (`using so much RAM on the GPU`, XLA's `Memory Error: Largest contiguous region of
 free memory is not enough` on a TPU's HBM): the host's words there are about the card's memory, no host reading."""
+_HOST_SIZED = re.compile(r"\b\d+(?:\.\d+)?\s*(?:G|GB|GiB|T|TB)\s+(?:of\s+)?(?:CPU|system|host)\b|"
+                         r"\b(?:a\s+)?(?:RAM|system\s+memory|host\s+memory|CPU\s+memory)\s+of\s+\d+(?:\.\d+)?\s*"
+                         r"(?:G|GB|GiB|T|TB)\b|\b\d+(?:\.\d+)?\s*(?:G|GB|GiB|T|TB)\s+(?:of\s+)?(?:D?RAM)\b", re.I)
+"""A size of the host's memory (`I only have a 32G CPU`, `32 GB of CPU RAM`, `with a RAM of 85 GB`) (R31): after the
+person's own word for an OOM that names no GPU, it says whose memory ran out (`_host_oom`); alone it is no OOM."""
+_CARD_MAKER = re.compile(r"\b(?:NVIDIA|GeForce|Radeon)\b|\b[6-9][5-9]0\s?ti\b", re.I)
+"""A card named by its maker or an older model (`NVIDIA 980Ti ... with 16 GB RAM`): the host's size beside it describes
+the machine, not whose memory ran out."""
 _HOST_RAM_NEEDS = WordGate("kill", "memory", "ram", "kernel", "paging", "-9", "137", "内存", "被")
 """A word every match of _HOST_RAM holds (`-9` or `137` for an exit code): the pattern runs on every line of a log
 until an OOM is found, and a line with none of them (a printed Trainer dict, a progress bar) skips it."""
@@ -176,7 +184,8 @@ class OomFold:
         slurm = _HOST_RAM_NEEDS.passes(line) and oom.SLURM_OOM.search(line) is not None
         if getattr(self, "host_oom", None) is None and (self.oom is None or self._words_only_oom()) and \
                 (_HOST_RAM_NEEDS.passes(line) and (_HOST_RAM.search(line) or slurm) and not _ON_DEVICE.search(line) or
-                 self.pasted and oom_words.machine_down(line) and not looks_like_code(line)):
+                 self.pasted and oom_words.machine_down(line) and not looks_like_code(line) or
+                 self._sized_host(line)):
             # an OOM the person only named, with no GPU in their words (`I'm running out of memory when pickling`),
             # is this one: the kill or the host's words say whose memory ran out
             self.oom = None
@@ -191,6 +200,13 @@ class OomFold:
         if host is not None and not host[1] and self.oom is None and self.trace.phase in ("save", "eval"):
             self.host_oom = (host[0], self.trace.phase, [], host[3])  # the traceback printed after the message
             self._items = None
+
+    def _sized_host(self, line: str) -> bool:
+        """A size of the host's memory told after the person's own word for an OOM, where neither names a GPU: the
+        host's RAM ran out."""
+        return self.pasted and self.oom is not None and self._words_only_oom() and \
+            _HOST_SIZED.search(line) is not None and not _GPU_NAMED.search(line) and not _CARD_MAKER.search(line) and \
+            not _ON_DEVICE.search(line) and not looks_like_code(line)
 
     def _words_only_oom(self) -> bool:
         """Whether the OOM kept is only the person's word for one, and their words name no GPU (`killed cuz out of
@@ -208,6 +224,8 @@ class OomFold:
                 self.pasted and oom_words.said_oom(line) and not looks_like_code(line) and "File " not in line and \
                 not _OOM_COUNTER.search(line) and not oom.not_a_device(line):
             self._on_oom(oom.OomReport(kind=oom.UNKNOWN, text=line.strip()[:600], said=True), line)
+            if self._sized_host(line):
+                self._host_oom(line)  # the OOM's own line sizes the host's memory (`I only have a 32G CPU`)
         cause = getattr(self.text.where, "cause", None)  # getattr: an advisor pickled in an older events.idx
         if self.oom is None and self.pasted and cause is not None and cause[1] == quoted(line) and \
                 _ABOUT_MEMORY.search(getattr(self.text.where, "_cause_words", "") or line):
