@@ -228,9 +228,18 @@ def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
     (an exception of no known kind, an OOM with no phase) and the words read as a more specific kind; or where it is
     an OOM whose kind nothing read settled (then the words say what held the memory). Then the arbiter
     (logic/arbiter.py) may put another answer first, weighing the rules' answer against the words."""
+    from loratui.logic.advisor.core import ASKS_NORMAL
     from loratui.logic.advisor.oom_advice import host_memory, kind_unsettled
     from loratui.logic import word_guess
+    from loratui.logic.categories import answer_category
 
+    if answer_category(items) == "healthy" and ASKS_NORMAL.search(text):
+        # G5: no rule found a problem and the person asks whether what they see is normal: the maintainers' answer is
+        # most often yes, and there the words named a problem wrongly more often than rightly on text neither the
+        # word model nor the arbiter had read (the dev texts of waves 89-117 that ask: 36 -> 41 of 54, healthy
+        # 19 -> 26, data_starved -2); on older waves, which the word model had read, they were right more often
+        # (143 -> 132 of 147). docs/learned_fallback.md, twenty-ninth session
+        return items
     first = items[0] if items else None
     memory = first is not None and kind_unsettled(first)
     # the host's RAM read from its own kill or words (advice id `exception`) is no catch-all: no GPU kind refines it

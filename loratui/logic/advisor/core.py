@@ -386,7 +386,7 @@ class Advisor(OomFold):
                 _RESULTS_GOOD.search(line) and not _RESULTS_DENIED.search(line):
             self.results_good = True  # getattr: an advisor pickled in an older events.idx
             self._items = None
-        if not getattr(self, "asks_normal", False) and _ASKS_NORMAL_NEEDS.passes(line) and _ASKS_NORMAL.search(line):
+        if not getattr(self, "asks_normal", False) and _ASKS_NORMAL_NEEDS.passes(line) and ASKS_NORMAL.search(line):
             self.asks_normal = True
             self._items = None
         if not getattr(self, "lr_rises", False) and _LR_RISES_NEEDS.passes(line) and _LR_RISES.search(line):
@@ -429,7 +429,7 @@ _RESULTS_GOOD = re.compile(r"\b(?:results?|outputs?|samples?|generations?|images
                            r"效果(?:很好|不错|挺好|越来越好)", re.I)
 """The person's results said to be good or improving (`the loss is stuck at 0.9, but the results kept improving`):
 the model learns, so a loss they say stands still is the objective's floor, not a run that does not train."""
-_ASKS_NORMAL = re.compile(r"\b(?:is|are|was)\s+(?:this|that|it|these|they)\s+(?:\w+\s+)?(?:normal|expected)\b|"
+ASKS_NORMAL = re.compile(r"\b(?:is|are|was)\s+(?:this|that|it|these|they)\s+(?:\w+\s+)?(?:normal|expected)\b|"
                           r"\bis\s+it\s+(?:\w+\s+)?(?:normal|expected)\b|\b(?:is|are)\s+(?:\w+\s+){1,3}?supposed\s+to\b|"
                           r"正常吗|是否正常|正常么|正常嘛", re.I)
 """The person asks whether what they see is normal (`the loss isn't decreasing, it's fluctuating. Is this normal?`,
