@@ -4,7 +4,7 @@ A person who asks `is this normal?` about a loss, a memory figure or a warning w
 the maintainers; where no rule found a problem, the word model may still name one. This measures, held out as
 bench/guess_gate.py does (the rules as they stood before each wave, a model trained without the wave, today's gates
 from logic/word_guess.py), the doctor's answers with the guess as it is and with the guess withheld from texts that
-match core._ASKS_NORMAL (the advisor's one notion of the question). Sealed records are never read.
+match core.ASKS_NORMAL (the advisor's one notion of the question). Sealed records are never read.
 
 Run (needs the `experiments` extra): PYTHONPATH=$PWD python bench/guess_asks_normal.py    (about five minutes)
 """
@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import guess_gate  # noqa: E402
 
 from loratui.logic import word_guess  # noqa: E402
-from loratui.logic.advisor.core import _ASKS_NORMAL  # noqa: E402
+from loratui.logic.advisor.core import ASKS_NORMAL  # noqa: E402
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
     asked = 0
     for b in before:
         now = guess_gate.answer(b, texts, probs, *gate)
-        ask = _ASKS_NORMAL.search(full[b["file"]]) is not None
+        ask = ASKS_NORMAL.search(full[b["file"]]) is not None
         asked += ask
         withheld = b["rules"] if ask else now
         per[b["want"]][0] += now == b["want"]

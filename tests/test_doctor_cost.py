@@ -195,7 +195,7 @@ def test_a_cuda_oom_message_skips_the_patterns_of_a_persons_words() -> None:
     the worries read beside a loss (results said good, is this normal, the lr rising) need their nouns, a Mac named
     its name: a CUDA OOM message holds none of them, and ran all six on every line."""
     patterns = {(module, name): _Counted(getattr(module, name)) for module, name in [
-        (error_said, "_SAID"), (error_said, "_UNTYPED"), (core, "_RESULTS_GOOD"), (core, "_ASKS_NORMAL"),
+        (error_said, "_SAID"), (error_said, "_UNTYPED"), (core, "_RESULTS_GOOD"), (core, "ASKS_NORMAL"),
         (core, "_LR_RISES"), (text, "MAC_SAID")]}
     with contextlib.ExitStack() as stack:
         for (module, name), counted in patterns.items():
@@ -256,7 +256,7 @@ def test_a_later_oom_message_still_tells_where_the_first_struck() -> None:
     *[(core._RESULTS_GOOD_NEEDS, core._RESULTS_GOOD, line) for line in [
         "the results kept improving", "outputs look good", "samples are great", "generations seem fine",
         "the images looked better", "predictions are getting better", "效果很好"]],
-    *[(core._ASKS_NORMAL_NEEDS, core._ASKS_NORMAL, line) for line in [
+    *[(core._ASKS_NORMAL_NEEDS, core.ASKS_NORMAL, line) for line in [
         "Is this normal?", "are these expected", "is it really normal", "is the loss supposed to", "这正常吗"]],
     *[(core._LR_RISES_NEEDS, core._LR_RISES, line) for line in [
         "the end of warmup", "warm-up", "预热", "lr and loss increase", "learning rate goes up"]],
@@ -298,7 +298,7 @@ def test_the_gates_pass_every_dev_line_their_patterns_match() -> None:
                                  (error_said._VERB_NEEDS, error_said._SAID, 3),
                                  (error_said._VERB_NEEDS, error_said._UNTYPED, 10),
                                  (core._RESULTS_GOOD_NEEDS, core._RESULTS_GOOD, 2),
-                                 (core._ASKS_NORMAL_NEEDS, core._ASKS_NORMAL, 10),
+                                 (core._ASKS_NORMAL_NEEDS, core.ASKS_NORMAL, 10),
                                  (core._LR_RISES_NEEDS, core._LR_RISES, 5),
                                  (text._MAC_NEEDS, text.MAC_SAID, 5)]:
         matched = [(where, line) for where, line in lines if pattern.search(line[:4000])]
