@@ -42,9 +42,19 @@ CATEGORIES = frozenset({
     "nccl_timeout", "bnb_setup", "flash_attn_unavailable", "exception_other", "nan_loss", "loss_flat_or_zero",
     "loss_diverging", "data_starved", "healthy"})
 SPLITS = ("sealed", "dev")
-FLOOR = {"sealed": 0.80, "dev": 0.93}
+FLOOR = {"sealed": 0.80, "dev": 0.92}
 """Regression floors for the share of first items right, per split, a little under what `loratui doctor FILE` measured
-at the end of issue 23's twenty-eighth session on 10,228 excerpts: sealed 2663/3296, dev 6507/6932 (the rules alone:
+at the end of issue 23's twenty-ninth session on 10,923 excerpts: sealed 2853/3535, dev 6817/7388 (the rules alone:
+sealed 2581/3535, dev 5531/7388); its starting code read the same sealed split 2854/3535 (rules alone 2580) and the
+same dev split 6822 (rules alone 5530): its readers' changes (R31-R32, the host's memory told in words) gained one
+text by the rules alone on each split, and G5 (no guess where the person asks whether what they see is normal and no
+rule found a problem) traded data_starved for healthy (sealed -6/+4; dev healthy +7, the loss categories -8 where the
+word model had been trained on the text). Its five waves (batch-col114a..col118d, 695 excerpts, 239 of them sealed)
+were scored by counts before anyone read them, by the code of the moment: 114 84/125, 115 112/140, 116 88/127, 117
+135/191, 118 88/112 (docs/learned_fallback.md). The dev floor fell from 0.93 to 0.92: the dev split's waves 89-118
+(1,642 records) are not in the shipped word model (W14, through wave 88), and the starting code already read the new
+dev split at 92.3 %. At the end of issue 23's twenty-eighth session on 10,228 excerpts: sealed 2663/3296, dev
+6507/6932 (the rules alone:
 sealed 2415/3296, dev 5245/6932); its starting code read the same sealed split 2663/3296 (rules alone 2415) and the
 same dev split 6494 (rules alone 5229): its readers' changes (R25-R30: the host's memory told in words, NumPy's and
 Ray's out-of-memory errors, flash-attention's Triton kernel on a newer Triton, a busy card's percentage) gained 16 dev
