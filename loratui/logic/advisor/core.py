@@ -430,8 +430,8 @@ _RESULTS_GOOD = re.compile(r"\b(?:results?|outputs?|samples?|generations?|images
 """The person's results said to be good or improving (`the loss is stuck at 0.9, but the results kept improving`):
 the model learns, so a loss they say stands still is the objective's floor, not a run that does not train."""
 ASKS_NORMAL = re.compile(r"\b(?:is|are|was)\s+(?:this|that|it|these|they)\s+(?:\w+\s+)?(?:normal|expected)\b|"
-                          r"\bis\s+it\s+(?:\w+\s+)?(?:normal|expected)\b|\b(?:is|are)\s+(?:\w+\s+){1,3}?supposed\s+to\b|"
-                          r"正常吗|是否正常|正常么|正常嘛", re.I)
+                         r"\bis\s+it\s+(?:\w+\s+)?(?:normal|expected)\b|\b(?:is|are)\s+(?:\w+\s+){1,3}?supposed\s+to\b|"
+                         r"正常吗|是否正常|正常么|正常嘛", re.I)
 """The person asks whether what they see is normal (`the loss isn't decreasing, it's fluctuating. Is this normal?`,
 `Is it expected to see the loss not go down?`): a loss they say stands still is then their worry, not a report
 that the run does not train; the maintainers' answer to it is most often yes (diffusion, contrastive, RL objectives
