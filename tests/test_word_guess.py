@@ -197,6 +197,26 @@ def test_the_guess_is_not_asked_where_fp16s_loss_scaler_speaks(monkeypatch: pyte
     assert len(asked) == 1  # the same words without the scaler's line: the guess is asked
 
 
+def test_no_guess_where_the_person_asks_whether_it_is_normal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """G5 (twenty-ninth session): where no rule found a problem and the person asks whether what they see is normal,
+    neither the word model nor the arbiter speaks (held out, the words named a problem there wrongly more often than
+    rightly). The words are ours; without the question the guess is asked as before."""
+    from loratui.commands import doctor
+    from loratui.sources import word_model
+
+    loaded: list[str] = []
+    real = word_model.load
+    monkeypatch.setattr(word_model, "load", lambda: loaded.append("words") or real())
+    paste = tmp_path / "asks.txt"
+    paste.write_text("Training the detector on my own dataset takes about 20 hours for 50 epochs on one 2080 Ti. "
+                     "Is this normal?\n", encoding="utf-8")
+    assert doctor.diagnose(paste, guess=True)[0] == [] and loaded == []
+    paste.write_text("Training the detector on my own dataset takes about 20 hours for 50 epochs on one 2080 Ti.\n",
+                     encoding="utf-8")
+    doctor.diagnose(paste, guess=True)
+    assert loaded == ["words"]
+
+
 def test_a_kind_is_named_when_it_holds_kind_at_of_the_problem_kinds(model) -> None:  # type: ignore[no-untyped-def]
     """The gate's arithmetic on the shipped model's arrays: the kinds' scores are set so that one kind holds a
     known share of the problem kinds' probability."""
