@@ -164,3 +164,21 @@ def test_a_cuda_error_the_rules_read_is_no_plain_exception(shipped: arbiter.Arbi
     hang = steered(shipped, "nccl_timeout", 0.99)
     assert answer_category(arbiter.arbitrated(hang, rules, rules, reading(shipped.kinds, "nccl_timeout"))) == \
         "nccl_timeout"
+
+
+def test_the_hosts_ram_the_rules_read_is_no_card_memory_kind(shipped: arbiter.Arbiter) -> None:
+    """G6 (thirtieth session): the host's RAM the rules read from the kernel's kill is not made one of the card's
+    memory kinds because the words tell of memory; a kind that is no memory kind may still speak."""
+    import io
+
+    from loratui.commands.doctor import diagnose_stream
+    from loratui.logic.advisor.oom_advice import host_memory
+
+    text = b"Epoch 3 ... the data is about 40 GB\n[ 8123.4] Out of memory: Killed process 4242 (python) total-vm:9G\n"
+    rules = diagnose_stream(io.BytesIO(text), "pasted", guess=False)[0]
+    assert host_memory(rules[0])
+    for kind in ("oom_full", "oom_other_process", "oom_at_eval"):
+        assert arbiter.arbitrated(steered(shipped, kind, 0.99), rules, rules, reading(shipped.kinds, kind)) == rules
+    starved = steered(shipped, "data_starved", 0.99)
+    assert answer_category(arbiter.arbitrated(starved, rules, rules, reading(shipped.kinds, "data_starved"))) == \
+        "data_starved"

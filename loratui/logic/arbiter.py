@@ -22,7 +22,7 @@ from typing import Any
 
 from loratui.logic.advisor.advice import ERROR, INFO, WARNING, Advice
 from loratui.logic.advisor.failure import read_raised
-from loratui.logic.advisor.oom_advice import kind_unsettled
+from loratui.logic.advisor.oom_advice import host_memory, kind_unsettled
 from loratui.logic.categories import answer_category
 from loratui.logic.word_guess import MEMORY_KINDS, Reading, guessed_advice
 
@@ -78,6 +78,12 @@ def outranked(kind: str, rules_items: list[Advice], series: bool) -> bool:
         # find compatible tinycudann extension for compute capability 75`) is not made a plain exception because the
         # words of its traceback read like one (G1, held out over 72 waves: 4,145 -> 4,148 of 5,178, cuda_error +3 and
         # nothing else moved; docs/learned_fallback.md, twenty-fifth session)
+        return True
+    if first is not None and host_memory(first) and kind.startswith("oom_"):
+        # G6: the host's RAM the rules read (the kernel's kill, the host allocator's message, the person's words of
+        # RAM) is not made the card's memory because the words tell of memory: on the dev texts of waves 89-118, which
+        # neither the word model nor the arbiter had read, its memory kinds there were wrong 16 times and right twice
+        # (G6: 1,250 -> 1,264 of 1,642; docs/learned_fallback.md, thirtieth session)
         return True
     if first is not None and first.id in MEMORY_KINDS and not kind_unsettled(first) and kind in MEMORY_KINDS:
         return kind != first.id
