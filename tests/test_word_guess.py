@@ -292,3 +292,23 @@ def test_a_memory_kind_is_named_at_memory_at_of_the_memory_kinds(model) -> None:
     assert word_guess.memory_kind(share_model(0.1), SLOW_LOADER) is None  # "full" is the rules' own default
     # the words read as a CUDA error: the memory kinds' shares are noise, whatever their ratio
     assert word_guess.memory_kind(share_model(0.9, cuda_error=50.0), SLOW_LOADER) is None
+
+
+def test_an_oom_only_words_put_on_the_card_is_the_hosts_where_the_text_names_ram_and_no_card() -> None:
+    """G7 (thirtieth session): an OOM of the card that the word model (or only a person's word for an OOM) put first is
+    the host's RAM where the text names the host's memory and no GPU or other accelerator anywhere; a card named
+    anywhere, Chinese beside it or not, keeps the words' answer, and so does an OOM whose message's numbers settled
+    it. The texts are ours."""
+    from loratui.commands.doctor import _host_named
+    from loratui.logic.advisor.oom_advice import host_memory
+
+    guess = word_guess.guessed_advice("oom_full", "no log line or number here shows it", "the words")
+    ram = "Training stops after two epochs: the RAM fills up to 64 GB and the job is killed.\n"
+    assert host_memory(_host_named([guess], ram)[0])
+    for card in ("Training on my RTX 3090 stops: the RAM fills up and it is killed.\n", "我用GPU训练，内存不够\n",
+                 "nvidia-smi shows the memory full, then the RAM fills and it is killed.\n"):
+        assert _host_named([guess], card) == [guess]
+    assert _host_named([guess], "Training stops after two epochs with out of memory.\n") == [guess]
+    settled = Advice(id="oom_full", severity=ERROR, title="CUDA out of memory: the batch needs more than the card",
+                     evidence=[], change={}, step=0)
+    assert _host_named([settled], ram) == [settled]

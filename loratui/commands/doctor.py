@@ -257,7 +257,28 @@ def _with_guess(items: list[Any], text: str, series: bool = False) -> list[Any]:
     found = word_guess.first_guess(reading, catch_all, memory, plain)
     guessed = items if found is None else [word_guess.advice(found[0], model.records, found[1]), *items]
     arbiter = load_arbiter()
-    return guessed if arbiter is None else arbitrated(arbiter, items, guessed, reading, series)
+    return _host_named(guessed if arbiter is None else arbitrated(arbiter, items, guessed, reading, series), text)
+
+
+def _host_named(items: list[Any], text: str) -> list[Any]:
+    """G7: an OOM of the card that only the words or the person's own word for it put first (no message's numbers) is
+    the host's RAM where the text names the host's memory and no GPU or other accelerator anywhere."""
+    from loratui.logic.advisor.oom_advice import host_phase_advice, kind_unsettled
+    from loratui.logic.advisor.oom_fold import host_told
+    from loratui.logic.categories import answer_category
+    from loratui.logic.fmt import quoted
+    from loratui.logic.word_guess import GUESS_TITLE
+
+    first = items[0] if items else None
+    if first is None or not answer_category(items).startswith("oom_") or \
+            not (kind_unsettled(first) or first.title.startswith(GUESS_TITLE)):
+        return items
+    line = host_told(text)
+    if not line:
+        return items
+    rest = [item for item in items if item is not first and not kind_unsettled(item)]
+    return [host_phase_advice("", quoted(line), ["no GPU or other accelerator is named anywhere in the text"], 0),
+            *rest]
 
 
 def _table_logs(table: Any) -> list[Any]:

@@ -294,12 +294,16 @@ _SAYS = {
 }
 
 
+GUESS_TITLE = "Its words read like a report of"
+"""How the title of every guess begins (the word model's and the arbiter's alike)."""
+
+
 def guessed_advice(kind: str, why: str, read: str) -> Advice:
     """A guess of `kind` as a warning that says it is one (`why`: why the rules did not answer it), what read it
     (`read`), and what to check first: the word model's guess and the arbiter's answer alike."""
     what, check = _SAYS.get(kind, (kind.replace("_", " "), "the last error's line"))
     return Advice(id=ADVICE_ID.get(kind, kind), severity=WARNING,
-                  title=f"Its words read like a report of {what} (a guess: {why})",
+                  title=f"{GUESS_TITLE} {what} (a guess: {why})",
                   evidence=[read, f"check first: {check}"], change={}, step=0)
 
 

@@ -13,6 +13,7 @@ from loratui import events
 from loratui.logic import oom, oom_start, oom_words
 from loratui.logic.advisor.advice import Advice, Finding
 from loratui.logic.advisor.phase_words import looks_like_code
+from loratui.logic.clauses import cjk_spaced
 from loratui.logic.fmt import quoted
 from loratui.logic.word_gate import WordGate
 
@@ -106,6 +107,27 @@ _GPU_NAMED = re.compile(r"\b(?:CUDA|GPUs?|VRAM|cuDNN|cuBLAS|HBM|RTX|GTX|Titan|Te
                         re.I)
 """Words that put an OOM on the card: the device (`CUDA out of memory`, `GPU memory`, `显存不足`) or a card's name
 (`with 2080ti`, `on a V100`, `A6000`, `RTX 3090`)."""
+
+_HOST_NAMED = re.compile(r"\b(?:RAM|(?:CPU|host|system|physical|main)\s+memory|swap|memory\s+limit|OOM[- ]?killer|"
+                         r"killed|kernel\s+(?:restart(?:ed|s)?|died|crashe[sd]))\b|内存", re.I)
+"""The host's memory in a person's words, or its kill (`the Ram gets exhausted`, `I requested 40G memory ... exceeded
+this memory limit`, `Killed`, `内存不够`)."""
+_ACCELERATOR = re.compile(r"\b(?:TPU|MPS|NPU|XPU|ROCm|HIP|graphics|cards?|device\s+memory|nvidia-smi)\b", re.I)
+
+
+def host_told(text: str) -> str:
+    """The first line of `text` that names the host's memory, where nothing in it names a GPU or another accelerator
+    (G7): an OOM only words or the word model put there is the host's RAM. Empty when there is none."""
+    spaced = cjk_spaced(text)  # `我使用GPU训练`: no word boundary falls before GPU until a space is put in
+    if any(p.search(spaced) for p in (_GPU_NAMED, _CARD_MAKER, _ACCELERATOR)):
+        return ""
+    found = _HOST_NAMED.search(text)
+    if found is None:
+        return ""
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.end())
+    return text[start:end if end >= 0 else len(text)].strip()
+
 
 _OOM_COUNTER = re.compile(r"\boom\b\s*[=:|]?\s*\d", re.I)
 """A logger's OOM counter among the metrics (fairseq's `oom=0`, `| oom 0 |`): a number, not someone saying an OOM
