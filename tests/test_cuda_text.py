@@ -80,6 +80,11 @@ def test_hsa_out_of_resources_is_no_fault() -> None:
     # the other CUDA libraries' statuses: torch.fft on a card its cuFFT lacks (wave 84 dev), linalg's cuSOLVER
     "RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR\n",
     "RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED, when calling `cusolverDnSgetrf`\n",
+    # R33 (thirtieth session): XLA's words for cuSOLVER, and glog's CHECK of a CUDA call in Caffe's C++ with its code
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: cuSolver internal error\n",
+    "F0101 10:00:00.000000  1234 conv_layer.cu:28] Check failed: error == cudaSuccess (77 vs. 0)  an illegal memory "
+    "access was encountered\n",
+    "F0101 10:00:00.000000  1234 im2col.cu:61] Check failed: error == cudaSuccess (11 vs. 0)  invalid argument\n",
 ])
 def test_cuda_s_error_strings_as_native_libraries_print_them_are_a_cuda_error(text: str) -> None:
     item = first(text)
@@ -89,6 +94,9 @@ def test_cuda_s_error_strings_as_native_libraries_print_them_are_a_cuda_error(te
 def test_cuda_error_2_is_the_out_of_memory_it_says() -> None:
     item = first("catboost/cuda/cuda_lib/cuda_base.h:281: CUDA error 2: out of memory\n")
     assert item is None or item.id != "cuda_error", item
+    item = first("F0101 10:00:00.000000  1234 syncedmem.cpp:64] Check failed: error == cudaSuccess (2 vs. 0)  out of "
+                 "memory\n")
+    assert item is not None and item.id == "oom_full", item
 
 
 @pytest.mark.parametrize(("text", "says"), [
@@ -97,6 +105,10 @@ def test_cuda_error_2_is_the_out_of_memory_it_says() -> None:
      "major version and equal or higher minor version.\n", "missing or older"),
     ("RuntimeError: Unable to load cuSPARSE. Is it installed?\n", "missing or older"),
     ("ImportError: libcublas.so.9.0: cannot open shared object file: No such file or directory\n", "missing or older"),
+    # R33: TensorFlow's own check on Windows, Julia's CUDA.jl without its cuDNN
+    ("ImportError: Could not find 'cudnn64_7.dll'. TensorFlow requires that this DLL be installed in a directory that "
+     "is named in your %PATH% environment variable.\n", "missing or older"),
+    ("AssertionError: This functionality is unavailabe as CUDNN is missing.\n", "missing or older"),
     # an extension built for other cards (tiny-cuda-nn, wave 83 dev)
     ("OSError: Could not find compatible tinycudann extension for compute capability 86.\n", "no build for this GPU"),
     ("UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try "

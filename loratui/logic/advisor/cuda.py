@@ -26,10 +26,14 @@ NO_GPU = re.compile(_CPU_ONLY + r"|" + _NO_DEVICE, re.I)
 exception's next step reads (failure.next_step)."""
 
 _LIBRARY_SAID = (r"Loaded runtime CuDNN library|\bUnable to load cu[A-Z]+\b|"
-                 r"\blib(?:cu(?:blas|blasLt|dnn|fft|rand|solver|sparse)|nvrtc)\w*\.so[.\d]*: cannot open shared object")
+                 r"\blib(?:cu(?:blas|blasLt|dnn|fft|rand|solver|sparse)|nvrtc)\w*\.so[.\d]*: cannot open shared object|"
+                 r"Could not find '(?:cudart|cudnn|cublas|cufft|curand|cusolver|cusparse)64_\d+\.dll'|"
+                 r"\bunavailabl?e as CU[A-Z]+ is missing\b")
 """A CUDA library the framework loads that is missing or older than its build (TensorFlow's `Loaded runtime CuDNN
 library: 8.0.5 but source was compiled with: 8.1.0`, JAX's `Unable to load cuSPARSE. Is it installed?`, an import's
-`ImportError: libcusolver.so.8.0: cannot open shared object file`). Not libcudart: bitsandbytes' setup names it."""
+`ImportError: libcusolver.so.8.0: cannot open shared object file`), on Windows TensorFlow's own check (`ImportError:
+Could not find 'cudart64_90.dll'`), in Julia CUDA.jl's words (`This functionality is unavailabe as CUDNN is missing`).
+Not libcudart's .so: bitsandbytes' setup names it."""
 _CONV_ALGO_SAID = r"Failed to get convolution algorithm"
 """cuDNN that could not start under TensorFlow (`... This is probably because cuDNN failed to initialize`)."""
 _PTX_TOOLCHAIN_SAID = r"PTX was compiled with an unsupported toolchain"

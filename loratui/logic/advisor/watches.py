@@ -331,6 +331,10 @@ _SETUP = (
         r"CUBLAS_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|CUDNN_STATUS_(?!ALLOC_FAILED|SUCCESS)\w+|"
         # the other CUDA libraries' statuses (torch.fft's `cuFFT error: CUFFT_INTERNAL_ERROR`, linalg's cuSOLVER)
         r"CUFFT_(?!SUCCESS|ALLOC_FAILED)[A-Z]\w+|CU(?:SOLVER|SPARSE|RAND)_STATUS_(?!SUCCESS|ALLOC_FAILED)\w+|"
+        # XLA's words for a cuSOLVER failure (`XlaRuntimeError: INTERNAL: cuSolver internal error`), and a CUDA call's
+        # status checked by glog's CHECK in Caffe's and TensorFlow's C++ with its code (`Check failed: error ==
+        # cudaSuccess (77 vs. 0)`, `(8 vs. 0) invalid device function`); code 2 is cudaErrorMemoryAllocation, an OOM
+        r"\bcuSolver internal error\b|==\s*cudaSuccess\s*\((?!2 vs)\d+ vs\. 0\)|"
         r"Assertion `[^`]+` failed|NCCL error|cuda runtime error \(\d+\)|"
         # CUDA's error strings as C++ libraries print them, with the code (CatBoost's `CUDA error 719: unspecified
         # launch failure`) or alone (XGBoost's thrust `gpu_predictor.cu(322): unspecified launch failure`), and the
