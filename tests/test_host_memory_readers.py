@@ -68,6 +68,12 @@ def first(text: str) -> tuple[str, str]:
     "I keep running out of memory when the graph is built.\nThe server has 64 GB of system RAM.",
     # R32: the process said to `be killed` / `have been killed`
     "When the vocabulary is large the training process will be killed on Ubuntu, why?",
+    # R34 (thirtieth session): a sentence that names the host's memory and its running out, or the process killed for
+    # it, and no card; YARN's kill of a Spark executor
+    "Every few epochs the RAM usage grows by a few GB and the machine starts to swap.",
+    "WARN YarnSchedulerBackend: Container killed by YARN for exceeding memory limits. 11.2 GB of 11 GB physical memory "
+    "used.",
+    "预处理的时候内存不够用，程序直接退出",
 ])
 def test_the_hosts_memory_is_read_as_the_hosts(text: str) -> None:
     kind, title = first(text)
@@ -82,6 +88,9 @@ def test_the_hosts_memory_is_read_as_the_hosts(text: str) -> None:
     # R31's size of the host's memory beside a card named by its maker, or with no OOM said at all
     "I run out of memory after a few minutes.\nI have an NVIDIA 980Ti on Windows 10 with 16 GB RAM.",
     "The loss goes down nicely. The machine has 64 GB of system RAM and two cards.",
+    # R34's sentence names the card (its memory, not the host's, grows) or no running out
+    "The GPU memory usage grows until the RAM of the card is full.",
+    "I train on a machine with 128 GB of RAM and the loss looks fine.",
 ])
 def test_memory_on_a_device_or_a_machines_size_is_no_host_reading(text: str) -> None:
     kind, title = first(text)

@@ -115,11 +115,34 @@ this memory limit`, `Killed`, `内存不够`)."""
 _ACCELERATOR = re.compile(r"\b(?:TPU|MPS|NPU|XPU|ROCm|HIP|graphics|cards?|device\s+memory|nvidia-smi)\b", re.I)
 
 
+_HOST_MEMORY = re.compile(r"\b(?:RAM|(?:CPU|host|system|physical|main)\s+(?:memory|RAM)|swap|memory\s+limits?)\b|内存",
+                          re.I)
+_RUNS_OUT = re.compile(r"\b(?:use[sd]?\s+up|using\s+up|takes?\s+up|took\s+up|fill(?:s|ed|ing)?\s+up|exhaust\w*|"
+                       r"run(?:s|ning)?\s+out|ran\s+out|full|max(?:ed)?\s+out|maximum|leak\w*|crash\w*|killed|"
+                       r"increas\w*|grow\w*|explod\w*|blow\w*\s+up|not\s+enough|insufficient|exceed\w*|out\s+of)\b|"
+                       r"不够|不足|爆|占满|溢出|泄[漏露]|增长|增加", re.I)
+_SENTENCE_END = re.compile(r"(?<!\d)\.(?!\d)|[!?。！？]")
+
+
+def _names_accelerator(text: str) -> bool:
+    """Whether `text` names a GPU, a card or another accelerator (`我使用GPU训练`: no word boundary falls before GPU
+    until a space is put in)."""
+    spaced = cjk_spaced(text)
+    return any(p.search(spaced) for p in (_GPU_NAMED, _CARD_MAKER, _ACCELERATOR))
+
+
+def host_ran_out(line: str) -> bool:
+    """R34: a sentence of a person's that names the host's memory and its running out, filling up, leaking or the
+    process crashing or killed, and no GPU or accelerator (`the RAM usage keeps increasing until it crashes`, `Container
+    killed by YARN for exceeding memory limits`, `内存不够`)."""
+    return any(_HOST_MEMORY.search(sentence) and _RUNS_OUT.search(sentence) and not _names_accelerator(sentence)
+               for sentence in _SENTENCE_END.split(line))
+
+
 def host_told(text: str) -> str:
     """The first line of `text` that names the host's memory, where nothing in it names a GPU or another accelerator
     (G7): an OOM only words or the word model put there is the host's RAM. Empty when there is none."""
-    spaced = cjk_spaced(text)  # `我使用GPU训练`: no word boundary falls before GPU until a space is put in
-    if any(p.search(spaced) for p in (_GPU_NAMED, _CARD_MAKER, _ACCELERATOR)):
+    if _names_accelerator(text):
         return ""
     found = _HOST_NAMED.search(text)
     if found is None:
@@ -205,7 +228,9 @@ class OomFold:
         """The host's memory ran out (not the GPU's), and the phase it struck in once a traceback names it."""
         slurm = _HOST_RAM_NEEDS.passes(line) and oom.SLURM_OOM.search(line) is not None
         if getattr(self, "host_oom", None) is None and (self.oom is None or self._words_only_oom()) and \
-                (_HOST_RAM_NEEDS.passes(line) and (_HOST_RAM.search(line) or slurm) and not _ON_DEVICE.search(line) or
+                (_HOST_RAM_NEEDS.passes(line) and (_HOST_RAM.search(line) or slurm or
+                                                   self.pasted and not looks_like_code(line) and host_ran_out(line)) and
+                 not _ON_DEVICE.search(line) or
                  self.pasted and oom_words.machine_down(line) and not looks_like_code(line) or
                  self._sized_host(line)):
             # an OOM the person only named, with no GPU in their words (`I'm running out of memory when pickling`),
