@@ -135,3 +135,20 @@ def test_a_quoted_exception_on_its_own_line_is_said_raised() -> None:
 def test_the_cards_memory_usage_at_100_percent_is_no_host_reading() -> None:
     kind, title = first("nvidia-smi shows the GPU memory usage rising to 100% during the first epoch.")
     assert not host_said(title), (kind, title)
+
+
+@pytest.mark.parametrize("text", [
+    "PANIC: unprotected error in call to Lua API (not enough memory)\n",
+    "FATAL THREAD PANIC: (pcall) not enough memory\n",
+    "/opt/torch/install/bin/luajit: /opt/torch/install/share/lua/5.1/threads/threads.lua:183: [thread 2 callback] "
+    "/srv/project/data.lua:90: not enough memory\n",
+    "/opt/torch/install/bin/luajit: not enough memory\n",
+])
+def test_luajits_own_not_enough_memory_is_its_heap_not_the_card(text: str) -> None:
+    """R35 (thirtieth session): Lua's `not enough memory` from LuaJIT is its interpreter heap's limit (Lua Torch7),
+    not the GPU's; the advice says so. cutorch's own OOM stays the card's."""
+    kind, title = first(text)
+    assert kind == "exception" and host_said(title) and "LuaJIT" in title, (kind, title)
+    kind, title = first("THCudaCheck FAIL file=/tmp/cutorch/lib/THC/generic/THCStorage.cu line=66 error=2 : out of "
+                        "memory\n")
+    assert kind == "oom_full" and "LuaJIT" not in title, (kind, title)

@@ -87,15 +87,21 @@ KERNEL_OOM = re.compile(r"\bOut of memory: Kill(?:ed)? process \d+|"
                         r"\bKilled process \d+ \([^)\n]{1,40}\) total-vm", re.I)
 """The Linux kernel's OOM killer in the system log (`kernel: Out of memory: Kill process 126138 (python3) score 939 or
 sacrifice child`, `Killed process 126170 (python3) total-vm:325690732kB`): the host's RAM, never a GPU's."""
-RUNTIME_OOM = (r"\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|"
+LUAJIT_OOM = (r"(?:PANIC: unprotected error in call to Lua API|THREAD PANIC: \(\w+\)|\bluajit:|\[thread \d+ callback\]"
+              r"[^\n]{0,200}?|\.lua:\d+:)\s*\(?not enough memory\b")
+"""LuaJIT's own memory error, Lua's `not enough memory` (`PANIC: unprotected error in call to Lua API (not enough
+memory)`, `FATAL THREAD PANIC: (pcall) not enough memory`, `[thread 1 callback] .../data.lua:326: not enough memory`):
+Lua Torch7's interpreter heap, whose limit (1-2 GB in older LuaJIT builds) lies far below the machine's RAM, never
+the GPU's (R35)."""
+RUNTIME_OOM = (LUAJIT_OOM + r"|\bjava(?:\.lang\.|\s+)OutOfMemoryError|\bJava heap space\b|"
                r"\bray\.exceptions\.OutOfMemoryError|\bnode running low on memory\b|\bRayOutOfMemoryError\b|"
                r"\b\d+% of the memory on node\b|_ArrayMemoryError\b|"
                r"\bUnable to allocate \d[\d.]*\s?[KMGTP]i?B for an array with shape\b")
-"""Another runtime's out-of-memory error, named like torch's: the JVM's (`java.lang.OutOfMemoryError: Java heap space`),
-Ray's memory monitor's (`ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory`; before
-Ray 2, `RayOutOfMemoryError: More than 95% of the memory on node ... is used`) and NumPy's (`_ArrayMemoryError: Unable
-to allocate 960. GiB for an array with shape ...`, an array in the host's RAM): the host's RAM, never a GPU's
-(oom_words.HOST_ALLOCATOR reads them as the host's)."""
+"""Another runtime's out-of-memory error, named like torch's: LuaJIT's (LUAJIT_OOM), the JVM's
+(`java.lang.OutOfMemoryError: Java heap space`), Ray's memory monitor's (`ray.exceptions.OutOfMemoryError: Task was
+killed due to the node running low on memory`; before Ray 2, `RayOutOfMemoryError: More than 95% of the memory on
+node ... is used`) and NumPy's (`_ArrayMemoryError: Unable to allocate 960. GiB for an array with shape ...`, an array
+in the host's RAM): the host's RAM, never a GPU's (oom_words.HOST_ALLOCATOR reads them as the host's)."""
 _NOT_CUDA = re.compile(r"DefaultCPUAllocator|device:CPU|not a failure|" + KERNEL_OOM.pattern + "|" + RUNTIME_OOM + "|"
                        r"\[W\d{3,4}\s[^\]]{0,40}CUDACachingAllocator\.cpp:\d+\]\s*memory allocation failed|" +
                        SLURM_OOM.pattern, re.I)

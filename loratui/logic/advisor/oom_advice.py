@@ -220,6 +220,12 @@ def host_memory(item: Advice) -> bool:
     return item.title.startswith(HOST_TITLE)
 
 
+_LUAJIT = re.compile(oom.LUAJIT_OOM)
+LUAJIT_MOVE = ("LuaJIT's own heap ran out (its limit, 1-2 GB in older builds, lies far below the machine's RAM): "
+               "keep large data in torch tensors or tds, not Lua tables, use fewer loader threads, or build Torch with "
+               "Lua 5.2")
+
+
 def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: int) -> Advice:
     """The host's RAM ran out while the model was merged or saved (`DefaultCPUAllocator: can't allocate memory`,
     the kernel's `Killed`), or while an evaluation gathered its outputs."""
@@ -230,6 +236,8 @@ def host_phase_advice(phase: str, line: str, phase_evidence: list[str], step: in
         return Advice("oom_at_save", ERROR, f"{HOST_TITLE} while saving or merging the model: {HOST_MERGE_MOVE}",
                       [line] + phase_evidence, {}, step)
     # no phase named: the run itself (loading, the loader's workers, a dataset held in memory)
+    if _LUAJIT.search(line):
+        return Advice("exception", ERROR, f"{HOST_TITLE}: {LUAJIT_MOVE}", [line] + phase_evidence, {}, step)
     if oom.SLURM_OOM.search(line):
         return Advice("exception", ERROR, f"{HOST_TITLE}: {SLURM_MEM_MOVE}", [line] + phase_evidence, {}, step)
     return Advice("exception", ERROR, f"{HOST_TITLE}: {HOST_TRAIN_MOVE}", [line] + phase_evidence, {}, step)
