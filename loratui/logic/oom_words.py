@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from loratui.logic.clauses import denial, sentences
+from loratui.logic.clauses import cjk_spaced, denial, sentences
 from loratui.logic.oom import FRAGMENTATION, OTHER_PROCESS, RUNTIME_OOM, is_oom_line, parse_size
 from loratui.logic.oom_holders import CARD_SWAP, CLOSED_OTHER, someone_else
 from loratui.units import GIB
@@ -114,9 +114,28 @@ def said_oom(line: str) -> bool:
         # the all-gather`: the fix is negated, the OOM it fixes is not)
         if any(_NOT_SAID.search(sentence, 0, found.start()) is None and
                (words is _SAID or _DENIED_INSIDE.search(found.group()) is None)
-               for words in (_SAID, _MEMORY_FAILED) for found in words.finditer(sentence)):
+               for words in (_SAID, _MEMORY_FAILED) for found in words.finditer(sentence)) or \
+                _card_ran_short(cjk_spaced(sentence)):
             return True
     return False
+
+
+_CARD_MEMORY = re.compile(r"\b(?:GPU|graphics|video|device|CUDA)\s+memory\b|\bVRAM\b|显存|"
+                          r"\bmemory\s+(?:on|of)\s+(?:a|the|my|one|each)\s+(?:\w+\s+)?"
+                          r"(?:GPU|card|[A-Z]\d{2,3}|\d{4}\s?Ti)\b|"
+                          r"\b\d+\s?G(?:B|iB)?\s+(?:GPU|card)\b|\b(?:GPU|card)\s+with\s+\d+\s?G", re.I)
+_RAN_SHORT = re.compile(r"\boverflow\w*|\bexceed\w*|\bnot\s+enough\b|\binsufficient\b|\btoo\s+(?:large|big)\b|"
+                        r"\bconsum\w*\s+all\b|(?<!from )\b(?:ran|run|runs|running)\s+out\b|不足|不够|溢出|爆", re.I)
+
+
+def _card_ran_short(sentence: str) -> bool:
+    """R36: a sentence that names the card's memory and its running short, in any order (`I found the GPU memory is
+    overflow`, `a comparable batch size exceeds my GPU memory`, `consumes all memory on a V100`, `prompt insufficient
+    graphics memory`), not denied or conditional before the later of the two (`to avoid exceeding the GPU memory`,
+    `the GPU memory never runs out`, `to keep the GPU memory from running out`)."""
+    card, short = _CARD_MEMORY.search(sentence), _RAN_SHORT.search(sentence)
+    return card is not None and short is not None and \
+        _NOT_SAID.search(sentence, 0, max(card.start(), short.start())) is None
 
 
 _MACHINE = r"(?:\b(?:computer|PC|laptop|desktop|machine|server|system|session|instance|VM|node|(?<!CUDA )kernel)\b|电脑|机器|服务器)"
