@@ -113,8 +113,8 @@ _HOST_NAMED = re.compile(r"\b(?:RAM|(?:CPU|host|system|physical|main)\s+memory|s
 """The host's memory in a person's words, or its kill (`the Ram gets exhausted`, `I requested 40G memory ... exceeded
 this memory limit`, `Killed`, `内存不够`)."""
 _ACCELERATOR = re.compile(r"\b(?:TPU|MPS|NPU|XPU|ROCm|HIP|graphics|cards?|device\s+memory|nvidia-smi)\b", re.I)
-
-
+"""Words for a device beside _GPU_NAMED's (another accelerator, a graphics card, nvidia-smi's table): where a text
+names one, its memory words may be the device's, and G7 and R34 read no host there."""
 _HOST_MEMORY = re.compile(r"\b(?:RAM|(?:CPU|host|system|physical|main)\s+(?:memory|RAM)|swap|memory\s+limits?)\b|内存",
                           re.I)
 _RUNS_OUT = re.compile(r"\b(?:use[sd]?\s+up|using\s+up|takes?\s+up|took\s+up|fill(?:s|ed|ing)?\s+up|exhaust\w*|"
