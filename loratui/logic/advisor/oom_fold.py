@@ -108,15 +108,17 @@ _GPU_NAMED = re.compile(r"\b(?:CUDA|GPUs?|VRAM|cuDNN|cuBLAS|HBM|RTX|GTX|Titan|Te
 """Words that put an OOM on the card: the device (`CUDA out of memory`, `GPU memory`, `显存不足`) or a card's name
 (`with 2080ti`, `on a V100`, `A6000`, `RTX 3090`)."""
 
-_HOST_NAMED = re.compile(r"\b(?:RAM|(?:CPU|host|system|physical|main)\s+memory|swap|memory\s+limit|OOM[- ]?killer|"
-                         r"killed|kernel\s+(?:restart(?:ed|s)?|died|crashe[sd]))\b|内存", re.I)
+_HOST_WORDS = r"RAM|(?:CPU|host|system|physical|main)\s+memory|swap"
+"""The host's memory as people name it (with 内存, added where each pattern below is built): G7's and R34's words."""
+_HOST_NAMED = re.compile(r"\b(?:" + _HOST_WORDS + r"|memory\s+limit|OOM[- ]?killer|killed|"
+                         r"kernel\s+(?:restart(?:ed|s)?|died|crashe[sd]))\b|内存", re.I)
 """The host's memory in a person's words, or its kill (`the Ram gets exhausted`, `I requested 40G memory ... exceeded
 this memory limit`, `Killed`, `内存不够`)."""
 _ACCELERATOR = re.compile(r"\b(?:TPU|MPS|NPU|XPU|ROCm|HIP|graphics|cards?|device\s+memory|nvidia-smi)\b", re.I)
 """Words for a device beside _GPU_NAMED's (another accelerator, a graphics card, nvidia-smi's table): where a text
 names one, its memory words may be the device's, and G7 and R34 read no host there."""
-_HOST_MEMORY = re.compile(r"\b(?:RAM|(?:CPU|host|system|physical|main)\s+(?:memory|RAM)|swap|memory\s+limits?)\b|内存",
-                          re.I)
+_HOST_MEMORY = re.compile(r"\b(?:" + _HOST_WORDS + r"|memory\s+limits?)\b|内存", re.I)
+"""The host's memory named in a sentence (R34): _HOST_WORDS or a memory limit (`exceeding memory limits`)."""
 _RUNS_OUT = re.compile(r"\b(?:use[sd]?\s+up|using\s+up|takes?\s+up|took\s+up|fill(?:s|ed|ing)?\s+up|exhaust\w*|"
                        r"run(?:s|ning)?\s+out|ran\s+out|full|max(?:ed)?\s+out|maximum|leak\w*|crash\w*|killed|"
                        r"increas\w*|grow\w*|explod\w*|blow\w*\s+up|not\s+enough|insufficient|exceed\w*|out\s+of)\b|"
